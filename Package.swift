@@ -1,0 +1,55 @@
+// swift-tools-version: 6.0
+import Foundation
+import PackageDescription
+
+let package = Package(
+    name: "SchemaToolkit",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "schemagen", targets: ["schemagen"]),
+        .library(name: "SchemaKit", targets: ["SchemaKit"]),
+    ],
+    targets: [
+        // MARK: - System libraries (Debian -dev packages, found through pkg-config)
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+
+        // MARK: - Libraries, one job each
+        .target(name: "Diagnostics"),
+        .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
+        .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics"]),
+        .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics"]),
+
+        // MARK: - Executables: thin shells
+        .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
+
+        // MARK: - Tests (folders mirror Sources)
+        .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
+        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
+        .testTarget(
+            name: "SchemaKitTests",
+            dependencies: ["SchemaKit"],
+            resources: [.copy("Invalid")]
+        ),
+        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
+        .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// The libFuzzer target has no `main` (libFuzzer supplies it), so an ordinary build
+// cannot link it. It joins the package only when asked for: see README, "Fuzzing".
+if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
+    package.targets.append(
+        .executableTarget(name: "SchemaFuzz", dependencies: ["SchemaKit"])
+    )
+}

@@ -1,0 +1,34 @@
+/// The text of one input file, kept so diagnostics can quote the offending line.
+public struct SourceFile: Sendable {
+    /// The path as shown to users (as given on the command line, or relative to it).
+    public let path: String
+    public let bytes: [UInt8]
+    /// Byte offset at which each line starts; line N (1-based) starts at `lineStarts[N - 1]`.
+    private let lineStarts: [Int]
+
+    public init(path: String, bytes: [UInt8]) {
+        self.path = path
+        self.bytes = bytes
+        var starts = [0]
+        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") {
+            starts.append(index + 1)
+        }
+        self.lineStarts = starts
+    }
+
+    public init(path: String, text: String) {
+        self.init(path: path, bytes: Array(text.utf8))
+    }
+
+    public var lineCount: Int { lineStarts.count }
+
+    /// The text of a 1-based line without its line break; invalid UTF-8 is replaced, never fatal.
+    public func line(_ number: Int) -> String? {
+        guard number >= 1, number <= lineStarts.count else { return nil }
+        let start = lineStarts[number - 1]
+        var end = number < lineStarts.count ? lineStarts[number] - 1 : bytes.count
+        if end > start, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        guard end >= start else { return "" }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+}

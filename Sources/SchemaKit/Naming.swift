@@ -1,0 +1,50 @@
+/// Rules for names in schemas and the SQL names derived from them.
+public enum Naming {
+    /// Letters, digits and `_`, not starting with a digit (ASCII, so every language and database
+    /// the schema reaches can spell it).
+    public static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first else { return false }
+        guard isLetterOrUnderscore(first) else { return false }
+        return name.utf8.allSatisfy { isLetterOrUnderscore($0) || ($0 >= 48 && $0 <= 57) }
+    }
+
+    /// Starts with an uppercase ASCII letter.
+    public static func isUpperCamelCase(_ name: String) -> Bool {
+        guard let first = name.utf8.first else { return false }
+        return first >= 65 && first <= 90
+    }
+
+    /// Starts with a lowercase ASCII letter or `_`.
+    public static func isLowerCamelCase(_ name: String) -> Bool {
+        guard let first = name.utf8.first else { return false }
+        return (first >= 97 && first <= 122) || first == 95
+    }
+
+    private static func isLetterOrUnderscore(_ byte: UInt8) -> Bool {
+        (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || byte == 95
+    }
+
+    /// `countryCode` -> `country_code`, `URLString` -> `url_string`, `userID` -> `user_id`.
+    public static func snakeCase(_ name: String) -> String {
+        let characters = Array(name)
+        var out = ""
+        out.reserveCapacity(characters.count + 4)
+        for (index, character) in characters.enumerated() {
+            if character.isUppercase, index > 0 {
+                let previous = characters[index - 1]
+                let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) {
+                    if previous != "_" { out.append("_") }
+                }
+            }
+            out += character.lowercased()
+        }
+        return out
+    }
+
+    /// PostgreSQL truncates identifiers longer than this many bytes.
+    public static let portableIdentifierLength = 63
+
+    /// SQLite reserves table names starting with this prefix for itself.
+    public static let reservedTablePrefix = "sqlite_"
+}

@@ -1,0 +1,250 @@
+import Diagnostics
+
+/// A validated schema: one YAML file's entities, enums and value types, with every name,
+/// type, table, column and inverse resolved.
+public struct Schema: Sendable, Hashable {
+    public var name: String
+    /// Positive, bumped on every change.
+    public var version: Int
+    public var doc: String?
+    public var enums: [EnumType]
+    public var values: [ValueType]
+    public var entities: [Entity]
+    /// The file it was loaded from, as shown in diagnostics.
+    public var sourcePath: String
+
+    public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
+    public func enumType(named name: String) -> EnumType? { enums.first { $0.name == name } }
+    public func valueType(named name: String) -> ValueType? { values.first { $0.name == name } }
+}
+
+// MARK: - Types
+
+/// The scalar types an attribute may have.
+public enum ScalarType: String, Sendable, Hashable, CaseIterable {
+    case string = "String"
+    case int = "Int"
+    case int8 = "Int8"
+    case int16 = "Int16"
+    case int32 = "Int32"
+    case int64 = "Int64"
+    case double = "Double"
+    case float = "Float"
+    case bool = "Bool"
+    case date = "Date"
+    case data = "Data"
+    case uuid = "UUID"
+    case url = "URL"
+    case decimal = "Decimal"
+
+    /// The range of an integer type, or nil for other types.
+    public var integerRange: ClosedRange<Int64>? {
+        switch self {
+        case .int, .int64: Int64.min...Int64.max
+        case .int8: Int64(Int8.min)...Int64(Int8.max)
+        case .int16: Int64(Int16.min)...Int64(Int16.max)
+        case .int32: Int64(Int32.min)...Int64(Int32.max)
+        default: nil
+        }
+    }
+}
+
+/// What an attribute or value field holds.
+public indirect enum AttributeType: Sendable, Hashable, CustomStringConvertible {
+    case scalar(ScalarType)
+    case enumeration(String)
+    case value(String)
+    /// Stored as JSON.
+    case array(AttributeType)
+    /// A name that did not resolve; only present in schemas that failed validation.
+    case unresolved(String)
+
+    /// The type as written in a schema (and in Swift): `String`, `[Coordinate]`.
+    public var description: String {
+        switch self {
+        case .scalar(let scalar): scalar.rawValue
+        case .enumeration(let name), .value(let name), .unresolved(let name): name
+        case .array(let element): "[\(element)]"
+        }
+    }
+}
+
+/// A literal default value, already checked against its attribute's type.
+public indirect enum DefaultValue: Sendable, Hashable {
+    case null
+    case string(String)
+    case integer(Int64)
+    case double(Double)
+    case bool(Bool)
+    /// Decimal text, kept exact.
+    case decimal(String)
+    /// An ISO 8601 date or date-time, as written.
+    case date(String)
+    /// `now`: the time of insertion.
+    case now
+    case uuid(String)
+    /// `uuid`: a new random UUID per insertion.
+    case generatedUUID
+    case url(String)
+    /// Base64 text.
+    case data(String)
+    case enumCase(String)
+    case array([DefaultValue])
+    /// A value type's fields in declaration order.
+    case value([Field])
+
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: DefaultValue
+    }
+}
+
+// MARK: - Enums and values
+
+public struct EnumType: Sendable, Hashable {
+    public enum RawType: String, Sendable, Hashable {
+        case string = "String"
+        case int = "Int"
+    }
+
+    public enum RawValue: Sendable, Hashable {
+        case string(String)
+        case int(Int64)
+    }
+
+    public struct Case: Sendable, Hashable {
+        public var name: String
+        public var rawValue: RawValue
+        public var location: SourceLocation?
+    }
+
+    public var name: String
+    public var rawType: RawType
+    public var cases: [Case]
+    public var doc: String?
+    public var location: SourceLocation?
+}
+
+/// A Codable value type stored as JSON, such as a coordinate.
+public struct ValueType: Sendable, Hashable {
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var type: AttributeType
+        public var isOptional: Bool
+        public var defaultValue: DefaultValue?
+        public var jsonKey: String
+        public var doc: String?
+        public var location: SourceLocation?
+    }
+
+    public var name: String
+    public var fields: [Field]
+    public var doc: String?
+    public var location: SourceLocation?
+}
+
+// MARK: - Entities
+
+public struct Entity: Sendable, Hashable {
+    /// How rows are identified.
+    public enum PrimaryKey: Sendable, Hashable {
+        /// No key declared: an integer `id` column assigned by the database.
+        case implicit
+        /// One or more attributes or to-one relationships, in order.
+        case members([String])
+    }
+
+    public var name: String
+    /// The SQL table; `table` from the schema or the snake_case entity name.
+    public var tableName: String
+    public var renamedFrom: String?
+    public var doc: String?
+    public var attributes: [Attribute]
+    public var relationships: [Relationship]
+    /// Non-unique indexes, each a list of member names.
+    public var indexes: [[String]]
+    /// Unique constraints over several members (single ones are `Attribute.isUnique`).
+    public var uniques: [[String]]
+    public var primaryKey: PrimaryKey
+    public var location: SourceLocation?
+
+    /// The implicit primary key's name and column.
+    public static let implicitKeyName = "id"
+
+    public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
+    public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
+
+    /// The primary key's column names, in order.
+    public var primaryKeyColumns: [String] {
+        switch primaryKey {
+        case .implicit: return [Self.implicitKeyName]
+        case .members(let members):
+            return members.flatMap { member -> [String] in
+                if let attribute = attribute(named: member) { return [attribute.columnName] }
+                return relationship(named: member)?.foreignKeyColumns ?? []
+            }
+        }
+    }
+}
+
+public struct Attribute: Sendable, Hashable {
+    public var name: String
+    public var type: AttributeType
+    public var isOptional: Bool
+    public var defaultValue: DefaultValue?
+    public var isUnique: Bool
+    public var isPrimaryKey: Bool
+    /// Kept in memory only, never stored.
+    public var isTransient: Bool
+    /// Stored as a file beside the database rather than in the row.
+    public var usesExternalStorage: Bool
+    public var isEncrypted: Bool
+    /// Kept in the change history after its row is deleted.
+    public var preservesValueOnDeletion: Bool
+    public var isIndexed: Bool
+    /// Full-text indexed.
+    public var isSearchable: Bool
+    public var renamedFrom: String?
+    public var columnName: String
+    public var jsonKey: String
+    public var doc: String?
+    public var location: SourceLocation?
+}
+
+public struct Relationship: Sendable, Hashable {
+    /// What happens to the related objects when the object owning this relationship is deleted
+    /// (Core Data and SwiftData semantics).
+    public enum DeleteRule: String, Sendable, Hashable, CaseIterable {
+        /// Clear the related objects' references back to the deleted one.
+        case nullify
+        /// Delete the related objects too.
+        case cascade
+        /// Refuse the delete while related objects exist.
+        case deny
+        /// Do nothing; references to the deleted object are left as they are.
+        case noAction
+    }
+
+    public var name: String
+    /// The related entity's name.
+    public var target: String
+    public var isToMany: Bool
+    /// For to-one relationships: whether the reference may be empty. To-many ones may always be empty
+    /// unless `minCount` says otherwise.
+    public var isOptional: Bool
+    /// The relationship on the target that points back, declared on either side or both.
+    public var inverse: String?
+    public var deleteRule: DeleteRule
+    public var minCount: Int?
+    public var maxCount: Int?
+    public var renamedFrom: String?
+    /// Columns in this entity's table that hold the target's key; empty when the other side
+    /// (or a join table) stores the link.
+    public var foreignKeyColumns: [String]
+    /// For many-to-many relationships, the join table that stores the links (on both sides).
+    public var joinTableName: String?
+    public var doc: String?
+    public var location: SourceLocation?
+
+    public var isManyToMany: Bool { joinTableName != nil }
+}

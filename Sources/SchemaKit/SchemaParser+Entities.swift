@@ -1,0 +1,386 @@
+import Diagnostics
+import YAMLReader
+
+/// Reads entities with their attributes and relationships, and checks what one entity alone decides.
+extension SchemaParser {
+    static let entityKeys = ["attributes", "relationships", "indexes", "uniques", "primaryKey", "table", "renamedFrom", "doc"]
+    static let attributeKeys = [
+        "type", "optional", "default", "unique", "primaryKey", "transient", "externalStorage", "encrypt",
+        "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc",
+    ]
+    static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc"]
+
+    mutating func parseEntities(_ node: YAMLNode?) {
+        for pair in namedEntries(node, what: "entities") {
+            parseEntity(pair)
+        }
+    }
+
+    private mutating func parseEntity(_ pair: YAMLPair) {
+        let name = checkName(pair.key, kind: "entity", isType: true)
+        let what = "entity '\(name)'"
+        let keyed: Keyed
+        if pair.value.isNull {
+            keyed = Keyed(node: pair.value)
+        } else {
+            guard let full = self.keyed(pair.value, allowed: Self.entityKeys, what: what) else { return }
+            keyed = full
+        }
+        var tableName = Naming.snakeCase(name)
+        if let table = self.name(keyed, "table", what: what) {
+            tableName = table
+        }
+        if tableName.lowercased().hasPrefix(Naming.reservedTablePrefix) {
+            error(.invalidValue, "table name '\(tableName)' of \(what) starts with 'sqlite_', which SQLite reserves for itself; choose another 'table'", at: keyed["table"] ?? pair.key)
+        }
+
+        var attributes: [Parsed<Attribute>] = []
+        for attributePair in namedEntries(keyed["attributes"], what: "attributes of \(what)") {
+            if let attribute = parseAttribute(attributePair, entity: name) { attributes.append(attribute) }
+        }
+        var relationships: [Parsed<Relationship>] = []
+        for relationshipPair in namedEntries(keyed["relationships"], what: "relationships of \(what)") {
+            if let relationship = parseRelationship(relationshipPair, entity: name) { relationships.append(relationship) }
+        }
+        if attributes.isEmpty, relationships.isEmpty {
+            warning(.emptyEntity, "\(what) has no attributes and no relationships", at: pair.key)
+        }
+
+        var entity = Entity(
+            name: name, tableName: tableName,
+            renamedFrom: identifier(keyed, "renamedFrom", what: what),
+            doc: text(keyed, "doc", what: what),
+            attributes: attributes.map(\.model), relationships: relationships.map(\.model),
+            indexes: [], uniques: [], primaryKey: .implicit, location: location(pair.key))
+        if entity.renamedFrom == name {
+            warning(.redundant, "\(what) is 'renamedFrom' its own name; remove 'renamedFrom'", at: keyed["renamedFrom"] ?? pair.key)
+        }
+        let members = Members(attributes: attributes, relationships: relationships)
+        entity.primaryKey = resolvePrimaryKey(keyed, members: members, what: what)
+        let primaryKeyMembers: [String] = if case .members(let list) = entity.primaryKey { list } else { [] }
+        entity.uniques = memberLists(keyed["uniques"], option: "uniques", members: members, what: what)
+        entity.indexes = memberLists(keyed["indexes"], option: "indexes", members: members, what: what)
+        checkRedundantIndexes(entity: entity, primaryKey: primaryKeyMembers, keyed: keyed)
+
+        attributeNodes[name] = attributes
+        relationshipNodes[name] = relationships
+        entities.append(Parsed(model: entity, nameNode: pair.key, options: keyed))
+    }
+
+    // MARK: - Attributes
+
+    private mutating func parseAttribute(_ pair: YAMLPair, entity: String) -> Parsed<Attribute>? {
+        let name = checkName(pair.key, kind: "attribute", isType: false)
+        let what = "attribute '\(name)'"
+        var options = Keyed(node: pair.value)
+        var typeNode: YAMLNode? = pair.value
+        if pair.value.pairs != nil {
+            guard let full = keyed(pair.value, allowed: Self.attributeKeys, what: what) else { return nil }
+            options = full
+            typeNode = full["type"]
+        } else if pair.value.items != nil || pair.value.isNull {
+            error(.wrongKind, "\(what) expects a type (e.g. 'String?') or a mapping of options, found \(pair.value.kindDescription)", at: pair.value)
+            return nil
+        }
+        guard let typeNode else {
+            error(.missingKey, "\(what) of entity '\(entity)' has no 'type'", at: pair.key)
+            return nil
+        }
+        guard let (type, optionalFromType) = resolveType(typeNode, what: "\(what) of entity '\(entity)'", allowEntities: true) else { return nil }
+        let isOptional = optionality(options, fromType: optionalFromType, what: what)
+        var attribute = Attribute(
+            name: name, type: type, isOptional: isOptional, defaultValue: nil,
+            isUnique: flag(options, "unique", what: what),
+            isPrimaryKey: flag(options, "primaryKey", what: what),
+            isTransient: flag(options, "transient", what: what),
+            usesExternalStorage: flag(options, "externalStorage", what: what),
+            isEncrypted: flag(options, "encrypt", what: what),
+            preservesValueOnDeletion: flag(options, "preserveValueOnDeletion", what: what),
+            isIndexed: flag(options, "indexed", what: what),
+            isSearchable: flag(options, "searchable", what: what),
+            renamedFrom: identifier(options, "renamedFrom", what: what),
+            columnName: self.name(options, "column", what: what) ?? Naming.snakeCase(name),
+            jsonKey: self.name(options, "jsonKey", what: what) ?? name,
+            doc: text(options, "doc", what: what),
+            location: location(pair.key))
+        if let defaultNode = options["default"] {
+            attribute.defaultValue = checkDefault(defaultNode, type: type, isOptional: isOptional, what: what)
+        }
+        let parsed = Parsed(model: attribute, nameNode: pair.key, options: options)
+        checkAttributeOptions(parsed)
+        return parsed
+    }
+
+    /// Options that make no sense together, or on this type.
+    private mutating func checkAttributeOptions(_ parsed: Parsed<Attribute>) {
+        let a = parsed.model
+        let what = "attribute '\(a.name)'"
+        func conflict(_ first: String, _ second: String, _ why: String, _ parser: inout SchemaParser) {
+            parser.error(.conflictingOptions, "\(what) cannot be both \(first) and \(second): \(why)", at: parsed.options.keyNode(second) ?? parsed.nameNode)
+        }
+        if a.isTransient {
+            let stored: [(Bool, String)] = [
+                (a.isUnique, "unique"), (a.isPrimaryKey, "primaryKey"), (a.isIndexed, "indexed"),
+                (a.isSearchable, "searchable"), (a.usesExternalStorage, "externalStorage"),
+                (a.isEncrypted, "encrypt"), (a.preservesValueOnDeletion, "preserveValueOnDeletion"),
+            ]
+            for (isSet, option) in stored where isSet {
+                conflict("transient", option, "a transient attribute is never stored", &self)
+            }
+            if parsed.options.has("column") {
+                error(.conflictingOptions, "\(what) is transient, so it has no column; remove 'column'", at: parsed.options.keyNode("column") ?? parsed.nameNode)
+            }
+        }
+        if a.usesExternalStorage {
+            let elementIsBlob: Bool = if case .scalar(let s) = a.type { s == .data || s == .string } else { false }
+            if !elementIsBlob {
+                error(.conflictingOptions, "\(what) has type \(a.type), but 'externalStorage' applies to Data and String only", at: parsed.options.keyNode("externalStorage") ?? parsed.nameNode)
+            }
+            for (isSet, option) in [(a.isUnique, "unique"), (a.isPrimaryKey, "primaryKey"), (a.isIndexed, "indexed"), (a.isSearchable, "searchable")] where isSet {
+                conflict("externalStorage", option, "its value lives in a file outside the database", &self)
+            }
+        }
+        if a.isSearchable {
+            let isText: Bool = switch a.type {
+            case .scalar(.string), .array(.scalar(.string)): true
+            default: false
+            }
+            if !isText {
+                error(.conflictingOptions, "\(what) has type \(a.type), but 'searchable' (full-text search) applies to String and [String] only", at: parsed.options.keyNode("searchable") ?? parsed.nameNode)
+            }
+            if a.isEncrypted {
+                conflict("encrypt", "searchable", "full-text search cannot read ciphertext", &self)
+            }
+        }
+        if a.isEncrypted, !a.isTransient, a.isUnique || a.isIndexed {
+            warning(.conflictingOptions, "\(what) is encrypted and \(a.isUnique ? "unique" : "indexed"): the index compares ciphertext, which only works with deterministic encryption", at: parsed.options.keyNode("encrypt") ?? parsed.nameNode)
+        }
+        if a.isUnique, a.isIndexed {
+            warning(.redundant, "\(what) is unique, which already indexes it; remove 'indexed'", at: parsed.options.keyNode("indexed") ?? parsed.nameNode)
+        }
+        if a.isPrimaryKey, a.isUnique {
+            warning(.redundant, "\(what) is the primary key, which is already unique; remove 'unique'", at: parsed.options.keyNode("unique") ?? parsed.nameNode)
+        }
+        if a.renamedFrom == a.name {
+            warning(.redundant, "\(what) is 'renamedFrom' its own name; remove 'renamedFrom'", at: parsed.options["renamedFrom"] ?? parsed.nameNode)
+        }
+    }
+
+    // MARK: - Relationships
+
+    private mutating func parseRelationship(_ pair: YAMLPair, entity: String) -> Parsed<Relationship>? {
+        let name = checkName(pair.key, kind: "relationship", isType: false)
+        let what = "relationship '\(name)'"
+        var options = Keyed(node: pair.value)
+        var targetNode: YAMLNode? = pair.value
+        if pair.value.pairs != nil {
+            guard let full = keyed(pair.value, allowed: Self.relationshipKeys, what: what) else { return nil }
+            options = full
+            targetNode = full["to"]
+        } else if pair.value.stringValue == nil {
+            error(.wrongKind, "\(what) expects a target (e.g. 'Airport?' or '[Flight]') or a mapping of options, found \(pair.value.kindDescription)", at: pair.value)
+            return nil
+        }
+        guard let targetNode else {
+            error(.missingKey, "\(what) of entity '\(entity)' has no 'to' naming its target entity", at: pair.key)
+            return nil
+        }
+        guard let raw = targetNode.stringValue else {
+            error(.wrongKind, "'to' of \(what) expects an entity ('Airport', 'Airport?' or '[Flight]'), found \(targetNode.kindDescription)", at: targetNode)
+            return nil
+        }
+        var target = raw.trimmingSpaces()
+        var isToMany = false
+        var isOptional = false
+        if target.hasPrefix("[") {
+            guard target.hasSuffix("]") || target.hasSuffix("]?") else {
+                error(.invalidType, "'\(raw)' is not a relationship target: a to-many one is written '[Entity]'", at: targetNode)
+                return nil
+            }
+            if target.hasSuffix("?") {
+                warning(.redundant, "a to-many relationship is never nil, only empty; write '\(target.dropLast())'", at: targetNode)
+                target.removeLast()
+            }
+            isToMany = true
+            target = String(target.dropFirst().dropLast()).trimmingSpaces()
+        } else if target.hasSuffix("?") {
+            isOptional = true
+            target = String(target.dropLast()).trimmingSpaces()
+        }
+        if entityNodes[target] == nil {
+            if enumNodes[target] != nil || valueNodes[target] != nil || ScalarType(rawValue: target) != nil {
+                error(.unknownEntity, "'\(target)' is not an entity; declare \(what) under 'attributes' instead", at: targetNode)
+            } else {
+                error(.unknownEntity, "unknown entity '\(target)' in \(what) of entity '\(entity)'\(Suggestion.hint(for: target, in: entityNodes.keys.sorted()))", at: targetNode)
+            }
+            return nil
+        }
+        var deleteRule = Relationship.DeleteRule.nullify
+        if let ruleNode = options["deleteRule"] {
+            let text = ruleNode.stringValue ?? ""
+            if let rule = Relationship.DeleteRule(rawValue: text) {
+                deleteRule = rule
+            } else {
+                let names = Relationship.DeleteRule.allCases.map(\.rawValue)
+                error(.invalidValue, "unknown deleteRule '\(text)' in \(what); expected one of \(names.joined(separator: ", "))\(Suggestion.hint(for: text, in: names))", at: ruleNode)
+            }
+        }
+        let minCount = count(options, "minCount", what: what)
+        let maxCount = count(options, "maxCount", what: what)
+        if !isToMany {
+            for option in ["minCount", "maxCount"] where options.has(option) {
+                error(.conflictingOptions, "'\(option)' applies to to-many relationships, but \(what) is to-one; make it required or optional with '?' instead", at: options.keyNode(option) ?? pair.key)
+            }
+        }
+        if let minCount, let maxCount, minCount > maxCount {
+            error(.conflictingOptions, "\(what) has minCount \(minCount) greater than maxCount \(maxCount)", at: options["minCount"] ?? pair.key)
+        }
+        if maxCount == 0 {
+            warning(.conflictingOptions, "\(what) has maxCount 0, so it can never hold anything", at: options["maxCount"] ?? pair.key)
+        }
+        let column = self.name(options, "column", what: what)
+        if column != nil, isToMany {
+            error(.conflictingOptions, "\(what) is to-many, so it has no column of its own; the other side or a join table stores the link", at: options.keyNode("column") ?? pair.key)
+        }
+        let relationship = Relationship(
+            name: name, target: target, isToMany: isToMany, isOptional: isOptional,
+            inverse: identifier(options, "inverse", what: what), deleteRule: deleteRule,
+            minCount: minCount, maxCount: maxCount,
+            renamedFrom: identifier(options, "renamedFrom", what: what),
+            foreignKeyColumns: column.map { [$0] } ?? [], joinTableName: nil,
+            doc: text(options, "doc", what: what), location: location(pair.key))
+        return Parsed(model: relationship, nameNode: pair.key, options: options)
+    }
+
+    // MARK: - Keys, indexes and uniques
+
+    /// An entity's attributes and relationships by name.
+    struct Members {
+        let attributes: [Parsed<Attribute>]
+        let relationships: [Parsed<Relationship>]
+
+        var names: [String] { attributes.map(\.model.name) + relationships.map(\.model.name) }
+        func attribute(_ name: String) -> Parsed<Attribute>? { attributes.first { $0.model.name == name } }
+        func relationship(_ name: String) -> Parsed<Relationship>? { relationships.first { $0.model.name == name } }
+    }
+
+    private mutating func resolvePrimaryKey(_ keyed: Keyed, members: Members, what: String) -> Entity.PrimaryKey {
+        let flagged = members.attributes.filter(\.model.isPrimaryKey)
+        if let node = keyed["primaryKey"] {
+            guard let list = memberList(node, option: "primaryKey", members: members, what: what), !list.isEmpty else { return .implicit }
+            if !flagged.isEmpty, Set(flagged.map(\.model.name)) != Set(list) {
+                error(.primaryKey, "\(what) declares 'primaryKey: [\(list.joined(separator: ", "))]' but marks \(flagged.map { "'\($0.model.name)'" }.joined(separator: ", ")) with 'primaryKey: true'; keep one declaration", at: node)
+            }
+            for member in list { checkKeyMember(member, members: members, what: what, at: node) }
+            return .members(list)
+        }
+        if flagged.count > 1 {
+            error(.primaryKey, "several attributes of \(what) are marked 'primaryKey: true' (\(flagged.map(\.model.name).joined(separator: ", "))); for a composite key list them in the entity's 'primaryKey'", at: flagged[1].options.keyNode("primaryKey") ?? flagged[1].nameNode)
+        }
+        if let first = flagged.first {
+            checkKeyMember(first.model.name, members: members, what: what, at: first.options.keyNode("primaryKey") ?? first.nameNode)
+            return .members(flagged.map(\.model.name))
+        }
+        let implicit = Entity.implicitKeyName
+        if let clash = members.attribute(implicit) {
+            error(.nameCollision, "attribute '\(implicit)' of \(what) clashes with the implicit primary key '\(implicit)'; mark it 'primaryKey: true' or rename it", at: clash.nameNode)
+        } else if let clash = members.relationship(implicit) {
+            error(.nameCollision, "relationship '\(implicit)' of \(what) clashes with the implicit primary key '\(implicit)'; rename it", at: clash.nameNode)
+        }
+        return .implicit
+    }
+
+    private mutating func checkKeyMember(_ name: String, members: Members, what: String, at node: YAMLNode) {
+        if let attribute = members.attribute(name)?.model {
+            if attribute.isOptional {
+                error(.primaryKey, "primary key member '\(name)' of \(what) is optional; a key must always have a value", at: node)
+            }
+            if attribute.isTransient || attribute.usesExternalStorage {
+                error(.primaryKey, "primary key member '\(name)' of \(what) is \(attribute.isTransient ? "transient" : "in external storage"), so the database cannot key on it", at: node)
+            }
+            switch attribute.type {
+            case .array, .value:
+                error(.primaryKey, "primary key member '\(name)' of \(what) is stored as JSON (\(attribute.type)); use a scalar type", at: node)
+            default: break
+            }
+        } else if let relationship = members.relationship(name)?.model, relationship.isOptional {
+            error(.primaryKey, "primary key member '\(name)' of \(what) is an optional relationship; a key must always have a value", at: node)
+        }
+    }
+
+    /// A list of lists of member names (`[[a], [b, c]]`; a bare name stands for a list of one).
+    private mutating func memberLists(_ node: YAMLNode?, option: String, members: Members, what: String) -> [[String]] {
+        guard let node, !node.isNull else { return [] }
+        guard let items = node.items else {
+            error(.wrongKind, "'\(option)' of \(what) expects a list such as [[name], [city, name]], found \(node.kindDescription)", at: node)
+            return []
+        }
+        return items.compactMap { memberList($0, option: option, members: members, what: what) }
+    }
+
+    /// One list of member names; a scalar is a list of one.
+    private mutating func memberList(_ node: YAMLNode, option: String, members: Members, what: String) -> [String]? {
+        let nodes: [YAMLNode]
+        if let items = node.items {
+            nodes = items
+        } else if node.stringValue != nil {
+            nodes = [node]
+        } else {
+            error(.wrongKind, "'\(option)' of \(what) expects member names, found \(node.kindDescription)", at: node)
+            return nil
+        }
+        if nodes.isEmpty {
+            error(.invalidValue, "an entry of '\(option)' in \(what) is empty; name at least one member", at: node)
+            return nil
+        }
+        var names: [String] = []
+        var valid = true
+        for item in nodes {
+            guard let name = item.stringValue else {
+                error(.wrongKind, "'\(option)' of \(what) expects member names, found \(item.kindDescription)", at: item)
+                valid = false
+                continue
+            }
+            if names.contains(name) {
+                error(.invalidValue, "'\(name)' appears twice in one entry of '\(option)' in \(what)", at: item)
+                valid = false
+                continue
+            }
+            if let attribute = members.attribute(name)?.model {
+                if attribute.isTransient {
+                    error(.conflictingOptions, "'\(option)' of \(what) names transient attribute '\(name)', which is never stored", at: item)
+                    valid = false
+                } else if attribute.usesExternalStorage {
+                    error(.conflictingOptions, "'\(option)' of \(what) names '\(name)', whose value is in external storage", at: item)
+                    valid = false
+                }
+            } else if let relationship = members.relationship(name)?.model {
+                if relationship.isToMany {
+                    error(.conflictingOptions, "'\(option)' of \(what) names to-many relationship '\(name)', which has no column here", at: item)
+                    valid = false
+                }
+            } else {
+                error(.unknownMember, "'\(option)' of \(what) names '\(name)', which is not one of its attributes or relationships\(Suggestion.hint(for: name, in: members.names))", at: item)
+                valid = false
+            }
+            names.append(name)
+        }
+        return valid ? names : nil
+    }
+
+    private mutating func checkRedundantIndexes(entity: Entity, primaryKey: [String], keyed: Keyed) {
+        var uniqueSets: [[String]] = entity.uniques + entity.attributes.filter(\.isUnique).map { [$0.name] }
+        if !primaryKey.isEmpty { uniqueSets.append(primaryKey) }
+        var seen: [[String]] = []
+        let indexNodes = keyed["indexes"]?.items ?? []
+        for (offset, index) in entity.indexes.enumerated() {
+            let node = offset < indexNodes.count ? indexNodes[offset] : keyed.node
+            if seen.contains(index) {
+                warning(.redundant, "index [\(index.joined(separator: ", "))] of entity '\(entity.name)' is listed twice", at: node)
+            } else if uniqueSets.contains(index) {
+                warning(.redundant, "index [\(index.joined(separator: ", "))] of entity '\(entity.name)' repeats a unique constraint or primary key, which is already indexed", at: node)
+            }
+            seen.append(index)
+        }
+    }
+}

@@ -1,0 +1,307 @@
+import Diagnostics
+import YAMLReader
+
+/// Checks that need the whole schema: inverses, delete rules, where links are stored, and
+/// names that collide once tables and columns are derived.
+extension SchemaParser {
+    mutating func validate() {
+        resolveInverses()
+        checkDeleteRules()
+        placeLinks()
+        checkMemberNames()
+        checkTableNames()
+        checkUnusedTypes()
+    }
+
+    private func entityIndex(_ name: String) -> Int? { entities.firstIndex { $0.model.name == name } }
+
+    private func parsedRelationship(_ entity: String, _ name: String) -> Parsed<Relationship>? {
+        relationshipNodes[entity]?.first { $0.model.name == name }
+    }
+
+    private mutating func setRelationship(_ entity: String, _ name: String, _ update: (inout Relationship) -> Void) {
+        guard let e = entityIndex(entity), let r = entities[e].model.relationships.firstIndex(where: { $0.name == name }) else { return }
+        update(&entities[e].model.relationships[r])
+        if let p = relationshipNodes[entity]?.firstIndex(where: { $0.model.name == name }) {
+            update(&relationshipNodes[entity]![p].model)
+        }
+    }
+
+    // MARK: - Inverses
+
+    private mutating func resolveInverses() {
+        /// "Entity.relationship" of the side that claimed each relationship as its inverse.
+        var claimedBy: [String: (entity: String, relationship: Parsed<Relationship>)] = [:]
+        for entity in entities {
+            for relationship in relationshipNodes[entity.model.name] ?? [] {
+                guard let inverseName = relationship.model.inverse else { continue }
+                let inverseNode = relationship.node("inverse")
+                let source = "\(entity.model.name).\(relationship.model.name)"
+                guard let inverse = parsedRelationship(relationship.model.target, inverseName) else {
+                    let candidates = (relationshipNodes[relationship.model.target] ?? []).map(\.model.name)
+                    error(.unknownMember, "the inverse of '\(source)' names '\(inverseName)', but entity '\(relationship.model.target)' has no such relationship\(Suggestion.hint(for: inverseName, in: candidates))", at: inverseNode)
+                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    continue
+                }
+                let target = "\(relationship.model.target).\(inverseName)"
+                guard inverse.model.target == entity.model.name else {
+                    error(.inverseMismatch, "'\(target)', the inverse of '\(source)', points to '\(inverse.model.target)', not back to '\(entity.model.name)'", at: inverseNode,
+                          notes: [note("'\(target)' declared here", at: inverse.nameNode)])
+                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    continue
+                }
+                if let back = inverse.model.inverse, back != relationship.model.name {
+                    error(.inverseMismatch, "inverses declared inconsistently: '\(source)' names '\(inverseName)' as its inverse, but '\(target)' names '\(back)'", at: inverseNode,
+                          notes: [note("'\(target)' declares its inverse here", at: inverse.node("inverse"))])
+                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    continue
+                }
+                if let other = claimedBy[target], other.relationship.model.name != relationship.model.name || other.entity != entity.model.name {
+                    error(.inverseMismatch, "'\(target)' is already the inverse of '\(other.entity).\(other.relationship.model.name)'; a relationship has one inverse", at: inverseNode,
+                          notes: [note("claimed here", at: other.relationship.node("inverse"))])
+                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    continue
+                }
+                claimedBy[target] = (entity.model.name, relationship)
+                // Declaring the inverse on one side is enough: fill in the other.
+                setRelationship(relationship.model.target, inverseName) { $0.inverse = relationship.model.name }
+            }
+        }
+        for entity in entities {
+            for relationship in relationshipNodes[entity.model.name] ?? [] where relationship.model.isToMany && relationship.model.inverse == nil {
+                let declaredInverse = relationship.options.has("inverse")
+                if !declaredInverse {
+                    warning(.missingInverse, "to-many relationship '\(entity.model.name).\(relationship.model.name)' has no inverse; declare one (e.g. a to-one '\(Naming.lowerFirst(entity.model.name))' on '\(relationship.model.target)') so both sides stay consistent", at: relationship.nameNode)
+                }
+            }
+        }
+    }
+
+    // MARK: - Delete rules
+
+    private mutating func checkDeleteRules() {
+        for entity in entities {
+            for relationship in relationshipNodes[entity.model.name] ?? [] {
+                let r = relationship.model
+                guard let inverseName = r.inverse, let inverse = parsedRelationship(r.target, inverseName)?.model else { continue }
+                let source = "\(entity.model.name).\(r.name)"
+                let inverseText = "\(r.target).\(inverseName)"
+                let explicit = relationship.options.has("deleteRule")
+                switch r.deleteRule {
+                case .nullify where !inverse.isToMany && !inverse.isOptional:
+                    let rule = explicit ? "deleteRule nullify" : "the default deleteRule nullify"
+                    error(.deleteRule, "with \(rule) on '\(source)', deleting a '\(entity.model.name)' would set '\(inverseText)' to nil, but it is not optional; set 'deleteRule: cascade' or 'deny' on '\(r.name)', or make '\(inverseName)' optional", at: relationship.node("deleteRule"))
+                case .cascade where !r.isToMany && inverse.isToMany:
+                    warning(.deleteRule, "deleting a '\(entity.model.name)' cascades to its '\(r.target)', which other '\(entity.model.name)' objects share; cascade usually belongs on '\(inverseText)'", at: relationship.node("deleteRule"))
+                case .noAction:
+                    warning(.deleteRule, "with deleteRule noAction on '\(source)', deleting a '\(entity.model.name)' leaves '\(inverseText)' pointing at a deleted object", at: relationship.node("deleteRule"))
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: - Where links are stored
+
+    /// Decides which side of each relationship stores the link (a foreign key, or a join table)
+    /// and derives the column and table names.
+    private mutating func placeLinks() {
+        var keyColumnsCache: [String: [String]] = [:]
+        var visiting: Set<String> = []
+        for entity in entities {
+            for relationship in relationshipNodes[entity.model.name] ?? [] {
+                let r = relationship.model
+                let inverse = r.inverse.flatMap { parsedRelationship(r.target, $0) }
+                if r.isToMany {
+                    // A to-many side stores nothing unless the link needs a join table.
+                    guard inverse == nil || inverse?.model.isToMany == true else { continue }
+                    guard ownsJoinTable(entity.model.name, r, inverse: inverse) else { continue }
+                    let table = "\(entity.model.tableName)_\(Naming.snakeCase(r.name))"
+                    setRelationship(entity.model.name, r.name) { $0.joinTableName = table }
+                    if let inverse { setRelationship(r.target, inverse.model.name) { $0.joinTableName = table } }
+                    continue
+                }
+                if let inverse, !inverse.model.isToMany, !storesOneToOneLink(entity.model.name, relationship, inverse: inverse) {
+                    setRelationship(entity.model.name, r.name) { $0.foreignKeyColumns = [] }
+                    continue
+                }
+                let targetKey = keyColumns(of: r.target, cache: &keyColumnsCache, visiting: &visiting)
+                if let column = relationship.options["column"].flatMap(\.stringValue) {
+                    if targetKey.count != 1 {
+                        error(.conflictingOptions, "'column' names one column, but '\(r.target)' has a composite key (\(targetKey.joined(separator: ", "))); remove 'column'", at: relationship.node("column"))
+                    }
+                    setRelationship(entity.model.name, r.name) { $0.foreignKeyColumns = [column] }
+                } else {
+                    let prefix = Naming.snakeCase(r.name)
+                    setRelationship(entity.model.name, r.name) { $0.foreignKeyColumns = targetKey.map { "\(prefix)_\($0)" } }
+                }
+            }
+        }
+    }
+
+    /// One-to-one: the side with an explicit `column` stores the link, else the required side,
+    /// else the side whose entity and relationship names sort first.
+    private func storesOneToOneLink(_ entity: String, _ relationship: Parsed<Relationship>, inverse: Parsed<Relationship>) -> Bool {
+        if entity == relationship.model.target, relationship.model.name == inverse.model.name { return true }
+        let mine = relationship.options.has("column"), theirs = inverse.options.has("column")
+        if mine != theirs { return mine }
+        if relationship.model.isOptional != inverse.model.isOptional { return !relationship.model.isOptional }
+        return (entity, relationship.model.name) < (relationship.model.target, inverse.model.name)
+    }
+
+    /// A many-to-many link's join table belongs to the side whose entity and relationship names sort first.
+    private func ownsJoinTable(_ entity: String, _ relationship: Relationship, inverse: Parsed<Relationship>?) -> Bool {
+        guard let inverse else { return true }
+        return (entity, relationship.name) <= (relationship.target, inverse.model.name)
+    }
+
+    /// The column names of an entity's primary key, following relationships in composite keys.
+    private mutating func keyColumns(of entityName: String, cache: inout [String: [String]], visiting: inout Set<String>) -> [String] {
+        if let cached = cache[entityName] { return cached }
+        guard let entity = entities.first(where: { $0.model.name == entityName }) else { return [] }
+        guard case .members(let members) = entity.model.primaryKey else { return [Entity.implicitKeyName] }
+        guard visiting.insert(entityName).inserted else {
+            error(.primaryKey, "the primary key of entity '\(entityName)' depends on itself through relationships", at: entity.node("primaryKey"))
+            return []
+        }
+        defer { visiting.remove(entityName) }
+        var columns: [String] = []
+        for member in members {
+            if let attribute = entity.model.attribute(named: member) {
+                columns.append(attribute.columnName)
+            } else if let relationship = entity.model.relationship(named: member) {
+                if let column = relationship.foreignKeyColumns.first, relationshipNodes[entityName]?.first(where: { $0.model.name == member })?.options.has("column") == true {
+                    columns.append(column)
+                } else {
+                    let targetKey = keyColumns(of: relationship.target, cache: &cache, visiting: &visiting)
+                    columns += targetKey.map { "\(Naming.snakeCase(member))_\($0)" }
+                }
+            }
+        }
+        cache[entityName] = columns
+        return columns
+    }
+
+    // MARK: - Names inside an entity
+
+    private mutating func checkMemberNames() {
+        for entity in entities {
+            let name = entity.model.name
+            let attributes = attributeNodes[name] ?? []
+            let relationships = relationshipNodes[name].map { list in
+                list.map { parsed in
+                    Parsed(model: entities.first { $0.model.name == name }?.model.relationship(named: parsed.model.name) ?? parsed.model,
+                           nameNode: parsed.nameNode, options: parsed.options)
+                }
+            } ?? []
+
+            // Swift properties: attributes, relationships and the generated key property of each to-one.
+            var properties: [String: (node: YAMLNode, what: String)] = [:]
+            func claimProperty(_ property: String, _ node: YAMLNode, _ what: String, _ parser: inout SchemaParser) {
+                if let first = properties[property] {
+                    parser.error(.nameCollision, "\(what) of entity '\(name)' collides with \(first.what) (both are Swift property '\(property)')", at: node,
+                                 notes: [parser.note("\(first.what) declared here", at: first.node)])
+                    return
+                }
+                properties[property] = (node, what)
+            }
+            for attribute in attributes {
+                claimProperty(attribute.model.name, attribute.nameNode, "attribute '\(attribute.model.name)'", &self)
+            }
+            for relationship in relationships {
+                claimProperty(relationship.model.name, relationship.nameNode, "relationship '\(relationship.model.name)'", &self)
+                if !relationship.model.isToMany {
+                    claimProperty(relationship.model.name + "ID", relationship.nameNode, "the key property '\(relationship.model.name)ID' of relationship '\(relationship.model.name)'", &self)
+                }
+            }
+
+            // Columns, compared case-insensitively as SQL does.
+            var columns: [String: (node: YAMLNode, what: String)] = [:]
+            func claimColumn(_ column: String, _ node: YAMLNode, _ what: String, _ parser: inout SchemaParser) {
+                let folded = column.lowercased()
+                if let first = columns[folded] {
+                    parser.error(.nameCollision, "\(what) of entity '\(name)' uses column '\(column)', as does \(first.what)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")", at: node,
+                                 notes: [parser.note("\(first.what) declared here", at: first.node)])
+                    return
+                }
+                columns[folded] = (node, what)
+                if column.utf8.count > Naming.portableIdentifierLength {
+                    parser.warning(.longIdentifier, "column '\(column)' of entity '\(name)' is longer than \(Naming.portableIdentifierLength) bytes; PostgreSQL would truncate it", at: node)
+                }
+            }
+            if case .implicit = entity.model.primaryKey {
+                columns[Entity.implicitKeyName] = (entity.nameNode, "the implicit primary key 'id'")
+            }
+            for attribute in attributes where !attribute.model.isTransient {
+                claimColumn(attribute.model.columnName, attribute.options.keyNode("column") ?? attribute.nameNode, "attribute '\(attribute.model.name)'", &self)
+            }
+            for relationship in relationships {
+                for column in relationship.model.foreignKeyColumns {
+                    claimColumn(column, relationship.options.keyNode("column") ?? relationship.nameNode, "relationship '\(relationship.model.name)'", &self)
+                }
+            }
+
+            // JSON keys of the generated Codable conformance.
+            var jsonKeys: [String: (node: YAMLNode, what: String)] = [:]
+            for attribute in attributes {
+                let key = attribute.model.jsonKey
+                let node = attribute.options.keyNode("jsonKey") ?? attribute.nameNode
+                if let first = jsonKeys[key] {
+                    error(.nameCollision, "attribute '\(attribute.model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.what)", at: node,
+                          notes: [note("\(first.what) declared here", at: first.node)])
+                } else {
+                    jsonKeys[key] = (node, "attribute '\(attribute.model.name)'")
+                }
+            }
+        }
+    }
+
+    // MARK: - Table names
+
+    private mutating func checkTableNames() {
+        var tables: [String: (node: YAMLNode, what: String)] = [:]
+        func claim(_ table: String, _ node: YAMLNode, _ what: String, _ parser: inout SchemaParser) {
+            let folded = table.lowercased()
+            if let first = tables[folded] {
+                parser.error(.nameCollision, "\(what) uses table '\(table)', as does \(first.what); set 'table' on one of them", at: node,
+                             notes: [parser.note("\(first.what) declared here", at: first.node)])
+                return
+            }
+            tables[folded] = (node, what)
+            if table.utf8.count > Naming.portableIdentifierLength {
+                parser.warning(.longIdentifier, "table name '\(table)' is longer than \(Naming.portableIdentifierLength) bytes; PostgreSQL would truncate it", at: node)
+            }
+        }
+        for entity in entities {
+            claim(entity.model.tableName, entity.options["table"] ?? entity.nameNode, "entity '\(entity.model.name)'", &self)
+        }
+        for entity in entities {
+            for relationship in entity.model.relationships {
+                guard let joinTable = relationship.joinTableName,
+                      joinTable == "\(entity.model.tableName)_\(Naming.snakeCase(relationship.name))",
+                      let parsed = parsedRelationship(entity.model.name, relationship.name) else { continue }
+                claim(joinTable, parsed.nameNode, "the join table of '\(entity.model.name).\(relationship.name)'", &self)
+            }
+        }
+    }
+
+    // MARK: - Unused types
+
+    private mutating func checkUnusedTypes() {
+        for enumType in enums where !usedTypeNames.contains(enumType.model.name) {
+            warning(.unused, "enum '\(enumType.model.name)' is declared but no attribute uses it", at: enumType.nameNode)
+        }
+        for valueType in values where !usedTypeNames.contains(valueType.model.name) {
+            warning(.unused, "value type '\(valueType.model.name)' is declared but no attribute uses it", at: valueType.nameNode)
+        }
+    }
+}
+
+extension Naming {
+    /// `TaskList` -> `taskList`.
+    static func lowerFirst(_ name: String) -> String {
+        guard let first = name.first else { return name }
+        return first.lowercased() + name.dropFirst()
+    }
+}

@@ -1,0 +1,524 @@
+import Diagnostics
+import YAMLReader
+
+/// A mapping's entries by key, with the nodes kept for locations.
+struct Keyed {
+    /// The mapping node itself (or the scalar a shorthand stood for).
+    let node: YAMLNode
+    private(set) var entries: [String: YAMLPair] = [:]
+
+    init(node: YAMLNode, entries: [String: YAMLPair] = [:]) {
+        self.node = node
+        self.entries = entries
+    }
+
+    subscript(key: String) -> YAMLNode? { entries[key]?.value }
+    func keyNode(_ key: String) -> YAMLNode? { entries[key]?.key }
+    func has(_ key: String) -> Bool { entries[key] != nil }
+}
+
+/// A parsed schema element with the YAML it came from, so later checks can point at it.
+struct Parsed<Model> {
+    var model: Model
+    /// The node of the element's name (its mapping key).
+    let nameNode: YAMLNode
+    let options: Keyed
+
+    /// The node of an option's value, falling back to the element's name.
+    func node(_ option: String) -> YAMLNode { options[option] ?? nameNode }
+}
+
+/// Turns a YAML tree into a `Schema`, reporting every problem it finds instead of stopping at
+/// the first. Structural checks happen while reading; `SchemaParser+Validation` checks what needs
+/// the whole schema (inverses, keys, names after deriving tables and columns).
+struct SchemaParser {
+    let file: String
+    var diagnostics = DiagnosticBag()
+
+    // Declared type names, collected before anything else so types can be resolved in one pass.
+    var enumNodes: [String: YAMLNode] = [:]
+    var valueNodes: [String: YAMLNode] = [:]
+    var entityNodes: [String: YAMLNode] = [:]
+
+    var enums: [Parsed<EnumType>] = []
+    var values: [Parsed<ValueType>] = []
+    var entities: [Parsed<Entity>] = []
+    /// Per entity name, its attributes and relationships with their nodes.
+    var attributeNodes: [String: [Parsed<Attribute>]] = [:]
+    var relationshipNodes: [String: [Parsed<Relationship>]] = [:]
+    /// Type names some attribute or field uses, to warn about unused enums and values.
+    var usedTypeNames: Set<String> = []
+
+    static let rootKeys = ["schema", "version", "doc", "enums", "values", "entities"]
+
+    init(file: String) {
+        self.file = file
+    }
+
+    // MARK: - Diagnostics helpers
+
+    func location(_ node: YAMLNode) -> SourceLocation {
+        SourceLocation(file: file, line: node.start.line, column: node.start.column, length: node.length)
+    }
+
+    mutating func error(
+        _ code: SchemaDiagnosticCode, _ message: String, at node: YAMLNode, notes: [Diagnostic.Note] = []
+    ) {
+        diagnostics.error(code.rawValue, message, at: location(node), notes: notes)
+    }
+
+    mutating func warning(
+        _ code: SchemaDiagnosticCode, _ message: String, at node: YAMLNode, notes: [Diagnostic.Note] = []
+    ) {
+        diagnostics.warning(code.rawValue, message, at: location(node), notes: notes)
+    }
+
+    func note(_ message: String, at node: YAMLNode) -> Diagnostic.Note {
+        Diagnostic.Note(message, at: location(node))
+    }
+
+    // MARK: - Reading nodes
+
+    /// Reads a mapping, reporting a node of another kind, non-scalar keys and unknown keys.
+    mutating func keyed(_ node: YAMLNode, allowed: [String], what: String) -> Keyed? {
+        guard let pairs = node.pairs else {
+            error(.wrongKind, "expected a mapping for \(what), found \(node.kindDescription)", at: node)
+            return nil
+        }
+        var entries: [String: YAMLPair] = [:]
+        for pair in pairs {
+            guard let key = pair.key.scalarText else {
+                error(.wrongKind, "keys in \(what) must be plain names, found \(pair.key.kindDescription)", at: pair.key)
+                continue
+            }
+            guard allowed.contains(key) else {
+                error(.unknownKey, "unknown key '\(key)' in \(what)\(Suggestion.hint(for: key, in: allowed))", at: pair.key)
+                continue
+            }
+            entries[key] = pair
+        }
+        return Keyed(node: node, entries: entries)
+    }
+
+    /// The named entries of a mapping in document order (entities, attributes, ...); null means none.
+    mutating func namedEntries(_ node: YAMLNode?, what: String) -> [YAMLPair] {
+        guard let node, !node.isNull else { return [] }
+        guard let pairs = node.pairs else {
+            error(.wrongKind, "expected a mapping of \(what), found \(node.kindDescription)", at: node)
+            return []
+        }
+        return pairs.filter { pair in
+            guard pair.key.stringValue != nil else {
+                error(.wrongKind, "names of \(what) must be plain scalars, found \(pair.key.kindDescription)", at: pair.key)
+                return false
+            }
+            return true
+        }
+    }
+
+    /// A boolean option; absent means false.
+    mutating func flag(_ keyed: Keyed, _ key: String, what: String) -> Bool {
+        guard let node = keyed[key] else { return false }
+        guard let value = node.boolValue else {
+            let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
+            let hint = ["yes", "no", "on", "off", "y", "n"].contains(node.scalarText?.lowercased() ?? "")
+                ? " (YAML 1.2 reads yes/no as text)" : ""
+            error(.wrongKind, "'\(key)' in \(what) expects true or false, found \(found)\(hint)", at: node)
+            return false
+        }
+        return value
+    }
+
+    /// A text option such as `doc`.
+    mutating func text(_ keyed: Keyed, _ key: String, what: String) -> String? {
+        guard let node = keyed[key] else { return nil }
+        guard let value = node.stringValue else {
+            error(.wrongKind, "'\(key)' in \(what) expects text, found \(node.kindDescription)", at: node)
+            return nil
+        }
+        return value
+    }
+
+    /// A non-empty name option such as `column` or `table`.
+    mutating func name(_ keyed: Keyed, _ key: String, what: String) -> String? {
+        guard let value = text(keyed, key, what: what) else { return nil }
+        if value.isEmpty || value.utf8.contains(0) {
+            error(.invalidValue, "'\(key)' in \(what) must be a non-empty name", at: keyed[key] ?? keyed.node)
+            return nil
+        }
+        return value
+    }
+
+    /// An identifier option such as `inverse` or `renamedFrom`.
+    mutating func identifier(_ keyed: Keyed, _ key: String, what: String) -> String? {
+        guard let value = text(keyed, key, what: what) else { return nil }
+        guard Naming.isIdentifier(value) else {
+            error(.invalidIdentifier, "'\(key)' in \(what) must be an identifier, found '\(value)'", at: keyed[key] ?? keyed.node)
+            return nil
+        }
+        return value
+    }
+
+    /// A non-negative integer option such as `minCount`.
+    mutating func count(_ keyed: Keyed, _ key: String, what: String) -> Int? {
+        guard let node = keyed[key] else { return nil }
+        guard let value = node.integerValue, value >= 0, value <= Int64(Int32.max) else {
+            error(.wrongKind, "'\(key)' in \(what) expects a whole number of 0 or more, found \(node.scalarText.map { "'\($0)'" } ?? node.kindDescription)", at: node)
+            return nil
+        }
+        return Int(value)
+    }
+
+    /// Checks a declared name: an identifier, and for types UpperCamelCase by convention.
+    mutating func checkName(_ node: YAMLNode, kind: String, isType: Bool) -> String {
+        let name = node.scalarText ?? ""
+        guard Naming.isIdentifier(name) else {
+            error(.invalidIdentifier, "'\(name)' is not a valid \(kind) name: use ASCII letters, digits and '_', not starting with a digit", at: node)
+            return name
+        }
+        if isType, !Naming.isUpperCamelCase(name) {
+            warning(.namingConvention, "\(kind) name '\(name)' should start with an uppercase letter (UpperCamelCase)", at: node)
+        } else if !isType, !Naming.isLowerCamelCase(name) {
+            warning(.namingConvention, "\(kind) name '\(name)' should start with a lowercase letter (lowerCamelCase)", at: node)
+        }
+        return name
+    }
+
+    // MARK: - Root
+
+    mutating func parse(root: YAMLNode) -> Schema? {
+        guard let keyed = keyed(root, allowed: Self.rootKeys, what: "the schema") else { return nil }
+        let schemaName = parseSchemaName(keyed)
+        let version = parseVersion(keyed)
+        let doc = text(keyed, "doc", what: "the schema")
+
+        prescanTypeNames(keyed)
+        parseEnums(keyed["enums"])
+        parseValues(keyed["values"])
+        if keyed["entities"] == nil {
+            error(.missingKey, "the schema has no 'entities'; declare at least one entity", at: root)
+        }
+        parseEntities(keyed["entities"])
+        validate()
+
+        return Schema(
+            name: schemaName ?? "",
+            version: version ?? 0,
+            doc: doc,
+            enums: enums.map(\.model),
+            values: values.map(\.model),
+            entities: entities.map(\.model),
+            sourcePath: file)
+    }
+
+    private mutating func parseSchemaName(_ keyed: Keyed) -> String? {
+        guard let node = keyed["schema"] else {
+            error(.missingKey, "the schema has no 'schema' key naming it (an UpperCamelCase identifier, e.g. 'schema: Flights')", at: keyed.node)
+            return nil
+        }
+        guard let name = node.stringValue else {
+            error(.wrongKind, "'schema' expects a name, found \(node.kindDescription)", at: node)
+            return nil
+        }
+        guard Naming.isIdentifier(name), Naming.isUpperCamelCase(name) else {
+            error(.invalidIdentifier, "schema name '\(name)' must be an UpperCamelCase identifier such as 'Flights'", at: node)
+            return nil
+        }
+        return name
+    }
+
+    private mutating func parseVersion(_ keyed: Keyed) -> Int? {
+        guard let node = keyed["version"] else {
+            error(.missingKey, "the schema has no 'version'; start at 'version: 1' and bump it on every change", at: keyed.node)
+            return nil
+        }
+        guard let value = node.integerValue, value >= 1, value <= Int64(Int32.max) else {
+            error(.invalidVersion, "'version' must be a positive whole number, found \(node.scalarText.map { "'\($0)'" } ?? node.kindDescription)", at: node)
+            return nil
+        }
+        return Int(value)
+    }
+
+    /// Collects the names of enums, values and entities so types resolve in any order.
+    private mutating func prescanTypeNames(_ keyed: Keyed) {
+        var seen: [String: (node: YAMLNode, kind: String)] = [:]
+        func collect(_ node: YAMLNode?, kind: String, into table: inout [String: YAMLNode], parser: inout SchemaParser) {
+            for pair in node?.pairs ?? [] {
+                guard let name = pair.key.stringValue else { continue }
+                if let builtin = ScalarType(rawValue: name) {
+                    parser.error(.nameCollision, "\(kind) '\(name)' has the name of the built-in type \(builtin.rawValue); choose another name", at: pair.key)
+                    continue
+                }
+                let folded = name.lowercased()
+                if let other = seen[folded] {
+                    let how = other.node.scalarText == name ? "" : " (names may not differ only in case: generated file names would collide)"
+                    parser.error(.nameCollision, "\(kind) '\(name)' has the same name as \(other.kind) '\(other.node.scalarText ?? "")'\(how)",
+                                 at: pair.key, notes: [parser.note("\(other.kind) '\(other.node.scalarText ?? "")' declared here", at: other.node)])
+                    continue
+                }
+                seen[folded] = (pair.key, kind)
+                table[name] = pair.key
+            }
+        }
+        var enumTable: [String: YAMLNode] = [:], valueTable: [String: YAMLNode] = [:], entityTable: [String: YAMLNode] = [:]
+        collect(keyed["enums"], kind: "enum", into: &enumTable, parser: &self)
+        collect(keyed["values"], kind: "value type", into: &valueTable, parser: &self)
+        collect(keyed["entities"], kind: "entity", into: &entityTable, parser: &self)
+        (enumNodes, valueNodes, entityNodes) = (enumTable, valueTable, entityTable)
+    }
+
+    // MARK: - Enums
+
+    static let enumKeys = ["type", "cases", "doc"]
+
+    private mutating func parseEnums(_ node: YAMLNode?) {
+        for pair in namedEntries(node, what: "enums") {
+            let name = checkName(pair.key, kind: "enum", isType: true)
+            let what = "enum '\(name)'"
+            // Shorthand: `Status: [a, b]`.
+            var casesNode: YAMLNode? = pair.value
+            var keyed = Keyed(node: pair.value)
+            if pair.value.items == nil {
+                guard let full = self.keyed(pair.value, allowed: Self.enumKeys, what: what) else { continue }
+                keyed = full
+                casesNode = full["cases"]
+            }
+            var rawType = EnumType.RawType.string
+            if let typeNode = keyed["type"] {
+                switch typeNode.stringValue {
+                case "String": rawType = .string
+                case "Int": rawType = .int
+                default:
+                    error(.invalidType, "the raw type of \(what) must be String or Int, found \(typeNode.scalarText.map { "'\($0)'" } ?? typeNode.kindDescription)", at: typeNode)
+                }
+            }
+            let doc = text(keyed, "doc", what: what)
+            guard let casesNode else {
+                error(.missingKey, "\(what) has no 'cases'", at: pair.key)
+                continue
+            }
+            let cases = parseCases(casesNode, rawType: rawType, what: what)
+            if cases.isEmpty, casesNode.items != nil || casesNode.pairs != nil {
+                error(.invalidValue, "\(what) has no cases; an enum needs at least one", at: casesNode)
+            }
+            let model = EnumType(name: name, rawType: rawType, cases: cases, doc: doc, location: location(pair.key))
+            enums.append(Parsed(model: model, nameNode: pair.key, options: keyed))
+        }
+    }
+
+    private mutating func parseCases(_ node: YAMLNode, rawType: EnumType.RawType, what: String) -> [EnumType.Case] {
+        var cases: [EnumType.Case] = []
+        var names: [String: YAMLNode] = [:]
+        var rawValues: [EnumType.RawValue: YAMLNode] = [:]
+        func add(_ nameNode: YAMLNode, _ raw: EnumType.RawValue, rawNode: YAMLNode, parser: inout SchemaParser) {
+            guard let name = nameNode.stringValue else {
+                parser.error(.wrongKind, "cases of \(what) must be names, found \(nameNode.kindDescription)", at: nameNode)
+                return
+            }
+            guard Naming.isIdentifier(name) else {
+                parser.error(.invalidIdentifier, "'\(name)' is not a valid case name in \(what): use ASCII letters, digits and '_', not starting with a digit", at: nameNode)
+                return
+            }
+            if let first = names[name] {
+                parser.error(.nameCollision, "case '\(name)' appears twice in \(what)", at: nameNode, notes: [parser.note("first here", at: first)])
+                return
+            }
+            if let first = rawValues[raw] {
+                parser.error(.nameCollision, "case '\(name)' of \(what) has the same raw value as case '\(first.scalarText ?? "")'", at: rawNode, notes: [parser.note("first here", at: first)])
+            }
+            names[name] = nameNode
+            rawValues[raw] = nameNode
+            cases.append(EnumType.Case(name: name, rawValue: raw, location: parser.location(nameNode)))
+        }
+        if let items = node.items {
+            for (index, item) in items.enumerated() {
+                let raw: EnumType.RawValue = rawType == .int ? .int(Int64(index)) : .string(item.stringValue ?? "")
+                add(item, raw, rawNode: item, parser: &self)
+            }
+        } else if let pairs = node.pairs {
+            for pair in pairs {
+                switch rawType {
+                case .string:
+                    guard let raw = pair.value.stringValue else {
+                        error(.wrongKind, "the raw value of case '\(pair.key.scalarText ?? "")' in \(what) must be text, found \(pair.value.kindDescription)", at: pair.value)
+                        continue
+                    }
+                    add(pair.key, .string(raw), rawNode: pair.value, parser: &self)
+                case .int:
+                    guard let raw = pair.value.integerValue else {
+                        error(.wrongKind, "the raw value of case '\(pair.key.scalarText ?? "")' in \(what) must be a whole number, found \(pair.value.scalarText.map { "'\($0)'" } ?? pair.value.kindDescription)", at: pair.value)
+                        continue
+                    }
+                    add(pair.key, .int(raw), rawNode: pair.value, parser: &self)
+                }
+            }
+        } else {
+            error(.wrongKind, "'cases' of \(what) expects a list of names or a mapping of name: raw value, found \(node.kindDescription)", at: node)
+        }
+        return cases
+    }
+
+    // MARK: - Values
+
+    static let valueKeys = ["fields", "doc"]
+    static let fieldKeys = ["type", "optional", "default", "jsonKey", "doc"]
+
+    private mutating func parseValues(_ node: YAMLNode?) {
+        var pendingDefaults: [(value: Int, field: Int, node: YAMLNode, what: String)] = []
+        for pair in namedEntries(node, what: "value types") {
+            let name = checkName(pair.key, kind: "value type", isType: true)
+            let what = "value type '\(name)'"
+            // Long form `{fields: {...}, doc: ...}` when `fields` holds a mapping; else every key is a field.
+            var keyed = Keyed(node: pair.value)
+            var fieldsNode: YAMLNode? = pair.value
+            if let pairs = pair.value.pairs, pairs.contains(where: { $0.key.scalarText == "fields" && $0.value.pairs != nil }) {
+                guard let full = self.keyed(pair.value, allowed: Self.valueKeys, what: what) else { continue }
+                keyed = full
+                fieldsNode = full["fields"]
+            }
+            var fields: [ValueType.Field] = []
+            var jsonKeys: [String: YAMLNode] = [:]
+            for fieldPair in namedEntries(fieldsNode, what: "fields of \(what)") {
+                let fieldName = checkName(fieldPair.key, kind: "field", isType: false)
+                let fieldWhat = "field '\(fieldName)' of \(what)"
+                var options = Keyed(node: fieldPair.value)
+                var typeNode: YAMLNode? = fieldPair.value
+                if fieldPair.value.pairs != nil {
+                    guard let full = self.keyed(fieldPair.value, allowed: Self.fieldKeys, what: fieldWhat) else { continue }
+                    options = full
+                    typeNode = full["type"]
+                }
+                guard let typeNode else {
+                    error(.missingKey, "\(fieldWhat) has no 'type'", at: fieldPair.key)
+                    continue
+                }
+                guard let (type, optionalFromType) = resolveType(typeNode, what: fieldWhat, allowEntities: false) else { continue }
+                let isOptional = optionality(options, fromType: optionalFromType, what: fieldWhat)
+                let jsonKey = self.name(options, "jsonKey", what: fieldWhat) ?? fieldName
+                if let first = jsonKeys[jsonKey] {
+                    error(.nameCollision, "\(fieldWhat) has the JSON key '\(jsonKey)' that another field uses", at: options.keyNode("jsonKey") ?? fieldPair.key,
+                          notes: [note("first used here", at: first)])
+                }
+                jsonKeys[jsonKey] = options.keyNode("jsonKey") ?? fieldPair.key
+                if let defaultNode = options["default"] {
+                    pendingDefaults.append((values.count, fields.count, defaultNode, fieldWhat))
+                }
+                fields.append(ValueType.Field(
+                    name: fieldName, type: type, isOptional: isOptional, defaultValue: nil, jsonKey: jsonKey,
+                    doc: text(options, "doc", what: fieldWhat), location: location(fieldPair.key)))
+            }
+            if fields.isEmpty {
+                error(.invalidValue, "\(what) has no fields", at: pair.key)
+            }
+            let model = ValueType(name: name, fields: fields, doc: text(keyed, "doc", what: what), location: location(pair.key))
+            values.append(Parsed(model: model, nameNode: pair.key, options: keyed))
+        }
+        // Defaults may name other value types, so they are checked once all are read.
+        for pending in pendingDefaults {
+            let field = values[pending.value].model.fields[pending.field]
+            values[pending.value].model.fields[pending.field].defaultValue =
+                checkDefault(pending.node, type: field.type, isOptional: field.isOptional, what: pending.what)
+        }
+        checkValueCycles()
+    }
+
+    /// A Swift struct cannot contain itself except through an array.
+    private mutating func checkValueCycles() {
+        let byName = Dictionary(values.map { ($0.model.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for start in values {
+            var stack: [(name: String, path: [String])] = [(start.model.name, [])]
+            var visited: Set<String> = []
+            while let (name, path) = stack.popLast() {
+                guard let value = byName[name] else { continue }
+                for field in value.model.fields {
+                    guard case .value(let inner) = field.type else { continue }
+                    let newPath = path + [field.name]
+                    if inner == start.model.name {
+                        error(.invalidType, "value type '\(start.model.name)' contains itself through '\(newPath.joined(separator: "."))'; a value cannot nest itself: use an array ('[\(inner)]') or an entity with a relationship", at: start.nameNode)
+                        stack.removeAll()
+                        break
+                    }
+                    if visited.insert(inner).inserted { stack.append((inner, newPath)) }
+                }
+            }
+        }
+    }
+
+    // MARK: - Types
+
+    /// Resolves a type such as `String`, `Coordinate?` or `[String]`; returns the type and whether
+    /// a trailing `?` made it optional.
+    mutating func resolveType(_ node: YAMLNode, what: String, allowEntities: Bool) -> (AttributeType, Bool)? {
+        guard let raw = node.stringValue else {
+            error(.wrongKind, "the type of \(what) must be a type name, found \(node.kindDescription)", at: node)
+            return nil
+        }
+        var text = raw.trimmingSpaces()
+        var isOptional = false
+        if text.hasSuffix("?") {
+            isOptional = true
+            text.removeLast()
+            text = text.trimmingSpaces()
+        }
+        var isArray = false
+        if text.hasPrefix("[") {
+            guard text.hasSuffix("]") else {
+                error(.invalidType, "'\(raw)' in \(what) is not a type: an array is written '[Element]'", at: node)
+                return nil
+            }
+            isArray = true
+            text = String(text.dropFirst().dropLast()).trimmingSpaces()
+            if text.hasPrefix("[") {
+                error(.invalidType, "nested arrays ('\(raw)') are not supported in \(what); wrap the inner array in a value type", at: node)
+                return nil
+            }
+            if text.hasSuffix("?") {
+                error(.invalidType, "array elements cannot be optional ('\(raw)' in \(what)); make the whole array optional: '[\(text.dropLast())]?'", at: node)
+                return nil
+            }
+        }
+        guard Naming.isIdentifier(text) else {
+            error(.invalidType, "'\(raw)' in \(what) is not a type name", at: node)
+            return nil
+        }
+        let element: AttributeType
+        if let scalar = ScalarType(rawValue: text) {
+            element = .scalar(scalar)
+        } else if enumNodes[text] != nil {
+            element = .enumeration(text)
+        } else if valueNodes[text] != nil {
+            element = .value(text)
+        } else if entityNodes[text] != nil {
+            let hint = allowEntities
+                ? "declare it under 'relationships' with 'to: \(raw)'"
+                : "values cannot refer to entities; store the entity's key instead"
+            error(.entityAsAttribute, "'\(text)' is an entity, not an attribute type, in \(what); \(hint)", at: node)
+            return nil
+        } else {
+            let known = ScalarType.allCases.map(\.rawValue) + Array(enumNodes.keys) + Array(valueNodes.keys)
+            error(.unknownType, "unknown type '\(text)' in \(what)\(Suggestion.hint(for: text, in: known.sorted()))", at: node)
+            return (isArray ? .array(.unresolved(text)) : .unresolved(text), isOptional)
+        }
+        usedTypeNames.insert(text)
+        return (isArray ? .array(element) : element, isOptional)
+    }
+
+    /// Combines a trailing `?` with the `optional` key, reporting a contradiction.
+    mutating func optionality(_ options: Keyed, fromType: Bool, what: String) -> Bool {
+        guard let node = options["optional"] else { return fromType }
+        let value = flag(options, "optional", what: what)
+        if fromType, node.boolValue == false {
+            error(.conflictingOptions, "\(what) has an optional type ('?') but 'optional: false'; keep one", at: node)
+        }
+        return value || fromType
+    }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while slice.first == " " { slice.removeFirst() }
+        while slice.last == " " { slice.removeLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,326 @@
+import CYAML
+import Diagnostics
+
+/// Reads one YAML document into a `YAMLNode` tree with libyaml's event parser.
+///
+/// libyaml checks syntax but not duplicate keys, anchors that do not exist or the size of
+/// what aliases expand to; this loader does, so hostile input ends in a diagnostic, not in a
+/// crash, a hang or runaway memory.
+public enum YAMLLoader {
+    /// Bounds that keep hostile documents from exhausting the stack, memory or time.
+    public struct Limits: Sendable {
+        /// Deepest nesting of sequences and mappings.
+        public var maximumDepth: Int
+        /// Nodes in the document counting every alias as a full copy of what it names
+        /// (stops "billion laughs" alias bombs).
+        public var maximumExpandedNodes: Int
+
+        public init(maximumDepth: Int = 256, maximumExpandedNodes: Int = 2_000_000) {
+            self.maximumDepth = maximumDepth
+            self.maximumExpandedNodes = maximumExpandedNodes
+        }
+    }
+
+    /// What loading produced.
+    public enum Outcome: Sendable {
+        case document(YAMLNode)
+        /// The input holds no document (empty, or only comments).
+        case empty
+        /// A fatal problem, already reported to the diagnostics.
+        case failed
+    }
+
+    /// Diagnostic codes this loader reports.
+    public enum Code {
+        public static let syntax = "yaml-syntax"
+        public static let duplicateKey = "duplicate-key"
+        public static let tooDeep = "nesting-too-deep"
+        public static let aliasExpansion = "alias-expansion-too-large"
+        public static let unknownAnchor = "unknown-anchor"
+        public static let multipleDocuments = "multiple-documents"
+        public static let invalidMerge = "invalid-merge"
+    }
+
+    public static func load(
+        _ source: SourceFile, limits: Limits = Limits(), diagnostics: inout DiagnosticBag
+    ) -> Outcome {
+        var builder = TreeBuilder(source: source, limits: limits)
+        let outcome = source.bytes.withUnsafeBufferPointer { buffer in
+            builder.run(buffer)
+        }
+        diagnostics.append(contentsOf: builder.diagnostics.diagnostics)
+        return outcome
+    }
+}
+
+// MARK: - Building the tree from events
+
+private struct TreeBuilder {
+    let source: SourceFile
+    let limits: YAMLLoader.Limits
+    var diagnostics = DiagnosticBag()
+
+    private enum Frame {
+        case sequence(items: [YAMLNode], start: YAMLMark, tag: String?, anchor: String?, weight: Int)
+        case mapping(pairs: [YAMLPair], pendingKey: YAMLNode?, start: YAMLMark, tag: String?, anchor: String?, weight: Int)
+    }
+
+    private var stack: [Frame] = []
+    private var anchors: [String: (node: YAMLNode, weight: Int)] = [:]
+    private var expandedNodes = 0
+    private var root: YAMLNode?
+    private var documentCount = 0
+
+    init(source: SourceFile, limits: YAMLLoader.Limits) {
+        self.source = source
+        self.limits = limits
+    }
+
+    mutating func run(_ input: UnsafeBufferPointer<UInt8>) -> YAMLLoader.Outcome {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else {
+            diagnostics.error(YAMLLoader.Code.syntax, "the YAML parser could not start (out of memory)", at: location(line: 1, column: 1))
+            return .failed
+        }
+        defer { yaml_parser_delete(&parser) }
+        // An empty buffer may have no base address; libyaml still needs a valid pointer.
+        let empty: [UInt8] = [0]
+        if let base = input.baseAddress, input.count > 0 {
+            yaml_parser_set_input_string(&parser, base, input.count)
+        } else {
+            empty.withUnsafeBufferPointer { yaml_parser_set_input_string(&parser, $0.baseAddress, 0) }
+        }
+
+        var event = yaml_event_t()
+        while true {
+            guard yaml_parser_parse(&parser, &event) == 1 else {
+                reportParserError(parser)
+                return .failed
+            }
+            let keepGoing = handle(event)
+            let type = event.type
+            yaml_event_delete(&event)
+            if !keepGoing { return .failed }
+            if type == YAML_STREAM_END_EVENT { break }
+        }
+        if let root { return .document(root) }
+        return .empty
+    }
+
+    /// Handles one event; false stops the parse after a fatal diagnostic.
+    private mutating func handle(_ event: yaml_event_t) -> Bool {
+        let start = mark(event.start_mark)
+        let end = mark(event.end_mark)
+        switch event.type {
+        case YAML_DOCUMENT_START_EVENT:
+            documentCount += 1
+            if documentCount > 1 {
+                diagnostics.error(
+                    YAMLLoader.Code.multipleDocuments,
+                    "a schema file holds one YAML document; split the others into files of their own",
+                    at: location(start, length: 3))
+                return false
+            }
+        case YAML_SCALAR_EVENT:
+            let scalar = event.data.scalar
+            let text = string(scalar.value, Int(scalar.length)) ?? ""
+            let style: YAMLScalarStyle = switch scalar.style {
+            case YAML_SINGLE_QUOTED_SCALAR_STYLE: .singleQuoted
+            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: .doubleQuoted
+            case YAML_LITERAL_SCALAR_STYLE: .literal
+            case YAML_FOLDED_SCALAR_STYLE: .folded
+            default: .plain
+            }
+            let node = YAMLNode(content: .scalar(text, style), start: start, end: end, tag: cString(scalar.tag))
+            return add(node, weight: 1, anchor: cString(scalar.anchor))
+        case YAML_SEQUENCE_START_EVENT:
+            let data = event.data.sequence_start
+            guard push(.sequence(items: [], start: start, tag: cString(data.tag), anchor: cString(data.anchor), weight: 1), at: start)
+            else { return false }
+        case YAML_MAPPING_START_EVENT:
+            let data = event.data.mapping_start
+            guard push(.mapping(pairs: [], pendingKey: nil, start: start, tag: cString(data.tag), anchor: cString(data.anchor), weight: 1), at: start)
+            else { return false }
+        case YAML_SEQUENCE_END_EVENT:
+            guard case .sequence(let items, let nodeStart, let tag, let anchor, let weight)? = stack.popLast() else { return true }
+            return add(YAMLNode(content: .sequence(items), start: nodeStart, end: end, tag: tag), weight: weight, anchor: anchor)
+        case YAML_MAPPING_END_EVENT:
+            guard case .mapping(let pairs, _, let nodeStart, let tag, let anchor, let weight)? = stack.popLast() else { return true }
+            guard let merged = resolveMappingPairs(pairs) else { return false }
+            return add(YAMLNode(content: .mapping(merged), start: nodeStart, end: end, tag: tag), weight: weight, anchor: anchor)
+        case YAML_ALIAS_EVENT:
+            let name = cString(event.data.alias.anchor) ?? ""
+            guard let target = anchors[name] else {
+                diagnostics.error(YAMLLoader.Code.unknownAnchor, "alias '*\(name)' names no anchor defined before it", at: location(start, length: name.count + 1))
+                return false
+            }
+            return add(target.node, weight: target.weight, anchor: nil)
+        default:
+            break
+        }
+        return true
+    }
+
+    private mutating func push(_ frame: Frame, at start: YAMLMark) -> Bool {
+        guard stack.count < limits.maximumDepth else {
+            diagnostics.error(
+                YAMLLoader.Code.tooDeep,
+                "the document nests deeper than \(limits.maximumDepth) levels; a schema needs only a few",
+                at: location(start))
+            return false
+        }
+        stack.append(frame)
+        return true
+    }
+
+    /// Attaches a finished node to its parent, counting its expanded size.
+    private mutating func add(_ node: YAMLNode, weight: Int, anchor: String?) -> Bool {
+        expandedNodes += weight
+        if expandedNodes > limits.maximumExpandedNodes {
+            diagnostics.error(
+                YAMLLoader.Code.aliasExpansion,
+                "the document expands to more than \(limits.maximumExpandedNodes) nodes (aliases count as copies); refusing to load it",
+                at: location(node.start))
+            return false
+        }
+        if let anchor { anchors[anchor] = (node, weight) }
+        switch stack.popLast() {
+        case nil:
+            root = node
+        case .sequence(var items, let start, let tag, let anchor, let parentWeight)?:
+            items.append(node)
+            stack.append(.sequence(items: items, start: start, tag: tag, anchor: anchor, weight: parentWeight + weight))
+        case .mapping(var pairs, let pendingKey, let start, let tag, let anchor, let parentWeight)?:
+            if let key = pendingKey {
+                pairs.append(YAMLPair(key: key, value: node))
+                stack.append(.mapping(pairs: pairs, pendingKey: nil, start: start, tag: tag, anchor: anchor, weight: parentWeight + weight))
+            } else {
+                stack.append(.mapping(pairs: pairs, pendingKey: node, start: start, tag: tag, anchor: anchor, weight: parentWeight + weight))
+            }
+        }
+        return true
+    }
+
+    /// Reports duplicate keys (keeping the first) and applies YAML merge keys (`<<: *base`).
+    private mutating func resolveMappingPairs(_ pairs: [YAMLPair]) -> [YAMLPair]? {
+        var firstSeen: [String: YAMLNode] = [:]
+        var result: [YAMLPair] = []
+        result.reserveCapacity(pairs.count)
+        var merges: [YAMLPair] = []
+        for pair in pairs {
+            if case .scalar("<<", .plain) = pair.key.content, pair.key.tag == nil {
+                merges.append(pair)
+                continue
+            }
+            if let key = pair.key.scalarText {
+                if let first = firstSeen[key] {
+                    diagnostics.error(
+                        YAMLLoader.Code.duplicateKey,
+                        "duplicate key '\(key)'; keep one of the two",
+                        at: location(pair.key.start, length: pair.key.length),
+                        notes: [.init("'\(key)' first defined here", at: location(first.start, length: first.length))])
+                    continue
+                }
+                firstSeen[key] = pair.key
+            }
+            result.append(pair)
+        }
+        for merge in merges {
+            let sources: [YAMLNode]
+            switch merge.value.content {
+            case .mapping: sources = [merge.value]
+            case .sequence(let items) where items.allSatisfy({ $0.pairs != nil }): sources = items
+            default:
+                diagnostics.error(
+                    YAMLLoader.Code.invalidMerge,
+                    "a merge key '<<' takes a mapping or a list of mappings, found \(merge.value.kindDescription)",
+                    at: location(merge.value.start, length: merge.value.length))
+                continue
+            }
+            for source in sources {
+                for pair in source.pairs ?? [] {
+                    guard let key = pair.key.scalarText, firstSeen[key] == nil else { continue }
+                    firstSeen[key] = pair.key
+                    result.append(pair)
+                }
+            }
+        }
+        return result
+    }
+
+    // MARK: - Errors and positions
+
+    private mutating func reportParserError(_ parser: yaml_parser_t) {
+        let problem = cString(parser.problem) ?? "malformed YAML"
+        var position: SourceLocation
+        if parser.error == YAML_READER_ERROR {
+            // Reader errors (bad encoding, control characters) carry a byte offset, not a mark.
+            position = locationOfByte(Int(parser.problem_offset))
+            let message = switch problem {
+            case "invalid leading UTF-8 octet", "invalid trailing UTF-8 octet", "incomplete UTF-8 octet sequence", "invalid Unicode character":
+                "the file is not valid UTF-8 (\(problem) at byte \(parser.problem_offset)); save it as UTF-8"
+            case "control characters are not allowed":
+                "the file contains a control character at byte \(parser.problem_offset); is it a binary file?"
+            default:
+                "\(problem) at byte \(parser.problem_offset)"
+            }
+            diagnostics.error(YAMLLoader.Code.syntax, message, at: position)
+            return
+        }
+        position = location(mark(parser.problem_mark))
+        var message = problem
+        let offset = Int(parser.problem_mark.index)
+        if offset < source.bytes.count, source.bytes[offset] == UInt8(ascii: "\t") {
+            message = "a tab character here is not allowed in YAML indentation; indent with spaces"
+        } else if let context = cString(parser.context) {
+            let contextMark = mark(parser.context_mark)
+            message += " (\(context) at line \(contextMark.line), column \(contextMark.column))"
+        }
+        diagnostics.error(YAMLLoader.Code.syntax, "YAML syntax error: " + message, at: position)
+    }
+
+    private func mark(_ mark: yaml_mark_t) -> YAMLMark {
+        YAMLMark(line: Int(mark.line) + 1, column: Int(mark.column) + 1, offset: Int(mark.index))
+    }
+
+    private func location(_ mark: YAMLMark, length: Int = 1) -> SourceLocation {
+        SourceLocation(file: source.path, line: mark.line, column: mark.column, length: length)
+    }
+
+    private func location(line: Int, column: Int) -> SourceLocation {
+        SourceLocation(file: source.path, line: line, column: column)
+    }
+
+    /// Line and column (in characters) of a byte offset, counted from the source.
+    private func locationOfByte(_ offset: Int) -> SourceLocation {
+        var line = 1
+        var column = 1
+        var index = 0
+        let bytes = source.bytes
+        while index < min(offset, bytes.count) {
+            if bytes[index] == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if bytes[index] & 0xC0 != 0x80 {
+                column += 1
+            }
+            index += 1
+        }
+        return location(line: line, column: column)
+    }
+
+    private func string(_ pointer: UnsafeMutablePointer<UInt8>?, _ length: Int) -> String? {
+        guard let pointer else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
+    }
+
+    private func cString(_ pointer: UnsafeMutablePointer<UInt8>?) -> String? {
+        guard let pointer else { return nil }
+        return String(cString: pointer)
+    }
+
+    private func cString(_ pointer: UnsafePointer<CChar>?) -> String? {
+        guard let pointer else { return nil }
+        return String(cString: pointer)
+    }
+}
