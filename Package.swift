@@ -38,7 +38,7 @@ let package = Package(
         .testTarget(
             name: "SchemaKitTests",
             dependencies: ["SchemaKit"],
-            resources: [.copy("Invalid")]
+            exclude: ["Invalid"]
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),

@@ -173,9 +173,12 @@ extension SchemaParser {
             }
             return value
         }
-        guard b.count >= 10, digits(0..<4) != nil, b[4] == UInt8(ascii: "-"), let month = digits(5..<7),
-              b[7] == UInt8(ascii: "-"), let day = digits(8..<10), (1...12).contains(month), (1...31).contains(day)
+        guard b.count >= 10, let year = digits(0..<4), b[4] == UInt8(ascii: "-"), let month = digits(5..<7),
+              b[7] == UInt8(ascii: "-"), let day = digits(8..<10), (1...12).contains(month)
         else { return false }
+        let isLeapYear = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let daysInMonth = [31, isLeapYear ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        guard (1...daysInMonth).contains(day) else { return false }
         if b.count == 10 { return true }
         guard b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: " "), let hour = digits(11..<13), b.count > 13,
               b[13] == UInt8(ascii: ":"), let minute = digits(14..<16), hour < 24, minute < 60 else { return false }

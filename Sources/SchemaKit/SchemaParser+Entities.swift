@@ -42,7 +42,10 @@ extension SchemaParser {
         for relationshipPair in namedEntries(keyed["relationships"], what: "relationships of \(what)") {
             if let relationship = parseRelationship(relationshipPair, entity: name) { relationships.append(relationship) }
         }
-        if attributes.isEmpty, relationships.isEmpty {
+        // Only when nothing was written for them: a misspelt or malformed key was reported already.
+        let wroteMembers = (pair.value.pairs ?? []).contains { ["attributes", "relationships"].contains($0.key.scalarText ?? "") }
+        let allKeysKnown = (pair.value.pairs?.count ?? 0) == keyed.entries.count
+        if attributes.isEmpty, relationships.isEmpty, !wroteMembers, allKeysKnown {
             warning(.emptyEntity, "\(what) has no attributes and no relationships", at: pair.key)
         }
 
@@ -218,7 +221,9 @@ extension SchemaParser {
         var deleteRule = Relationship.DeleteRule.nullify
         if let ruleNode = options["deleteRule"] {
             let text = ruleNode.stringValue ?? ""
-            if let rule = Relationship.DeleteRule(rawValue: text) {
+            if ruleNode.stringValue == nil {
+                error(.wrongKind, "'deleteRule' of \(what) expects one of \(Relationship.DeleteRule.allCases.map(\.rawValue).joined(separator: ", ")), found \(ruleNode.kindDescription)", at: ruleNode)
+            } else if let rule = Relationship.DeleteRule(rawValue: text) {
                 deleteRule = rule
             } else {
                 let names = Relationship.DeleteRule.allCases.map(\.rawValue)

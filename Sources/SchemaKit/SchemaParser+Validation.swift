@@ -230,7 +230,10 @@ extension SchemaParser {
                     parser.warning(.longIdentifier, "column '\(column)' of entity '\(name)' is longer than \(Naming.portableIdentifierLength) bytes; PostgreSQL would truncate it", at: node)
                 }
             }
-            if case .implicit = entity.model.primaryKey {
+            // A member named `id` beside the implicit key was reported when the key was resolved.
+            let memberNamedID = attributes.contains { $0.model.name == Entity.implicitKeyName }
+                || relationships.contains { $0.model.name == Entity.implicitKeyName }
+            if case .implicit = entity.model.primaryKey, !memberNamedID {
                 columns[Entity.implicitKeyName] = (entity.nameNode, "the implicit primary key 'id'")
             }
             for attribute in attributes where !attribute.model.isTransient {
@@ -289,6 +292,8 @@ extension SchemaParser {
     // MARK: - Unused types
 
     private mutating func checkUnusedTypes() {
+        // A use that failed to resolve (a typo) would make a used type look unused.
+        guard !diagnostics.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.unknownType.rawValue }) else { return }
         for enumType in enums where !usedTypeNames.contains(enumType.model.name) {
             warning(.unused, "enum '\(enumType.model.name)' is declared but no attribute uses it", at: enumType.nameNode)
         }

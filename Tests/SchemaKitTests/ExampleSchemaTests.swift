@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import YAMLReader
+import Diagnostics
+@testable import SchemaKit
+
+/// The example schemas in `Schemas/` are valid, use every key of the language, and resolve
+/// to the tables, keys and links the documentation promises.
+@Suite struct ExampleSchemaTests {
+    static let files = ["Flights", "Todo", "Tasks", "Users", "Garage"].map {
+        repositoryRoot.appendingPathComponent("Schemas/\($0).yaml").path
+    }
+
+    func schema(_ name: String) throws -> Schema {
+        let result = SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path)
+        return try #require(result.schema, "\(result.diagnostics)")
+    }
+
+    @Test func allExamplesAreValidWithoutWarnings() {
+        let result = SchemaLoader.load(files: Self.files)
+        #expect(result.diagnostics.isEmpty, "\(result.diagnostics.map(\.message))")
+        #expect(result.schemas.map(\.name) == ["Flights", "Todo", "Tasks", "Users", "Garage"])
+    }
+
+    @Test func examplesUseEveryKeyOfTheLanguage() throws {
+        var used: [String: Set<String>] = [:]
+        for path in Self.files {
+            var bag = DiagnosticBag()
+            let source = SourceFile(path: path, bytes: try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
+            guard case .document(let root) = YAMLLoader.load(source, diagnostics: &bag) else {
+                Issue.record("cannot read \(path)")
+                continue
+            }
+            func keys(_ node: YAMLNode?) -> Set<String> { Set((node?.pairs ?? []).compactMap(\.key.scalarText)) }
+            func children(_ node: YAMLNode?) -> [YAMLNode] { (node?.pairs ?? []).map(\.value) }
+            used["root", default: []].formUnion(keys(root))
+            let top = Dictionary((root.pairs ?? []).map { ($0.key.scalarText ?? "", $0.value) }, uniquingKeysWith: { a, _ in a })
+            for enumNode in children(top["enums"]) { used["enum", default: []].formUnion(keys(enumNode)) }
+            for valueNode in children(top["values"]) {
+                let valueKeys = keys(valueNode)
+                if valueKeys.contains("fields") {
+                    used["value", default: []].formUnion(valueKeys)
+                    for field in children(valueNode.pairs?.first { $0.key.scalarText == "fields" }?.value) {
+                        used["field", default: []].formUnion(keys(field))
+                    }
+                } else {
+                    for field in children(valueNode) { used["field", default: []].formUnion(keys(field)) }
+                }
+            }
+            for entity in children(top["entities"]) {
+                used["entity", default: []].formUnion(keys(entity))
+                let entityMap = Dictionary((entity.pairs ?? []).map { ($0.key.scalarText ?? "", $0.value) }, uniquingKeysWith: { a, _ in a })
+                for attribute in children(entityMap["attributes"]) { used["attribute", default: []].formUnion(keys(attribute)) }
+                for relationship in children(entityMap["relationships"]) { used["relationship", default: []].formUnion(keys(relationship)) }
+            }
+        }
+        let language: [String: [String]] = [
+            "root": SchemaParser.rootKeys, "enum": SchemaParser.enumKeys, "value": SchemaParser.valueKeys,
+            "field": SchemaParser.fieldKeys, "entity": SchemaParser.entityKeys,
+            "attribute": SchemaParser.attributeKeys, "relationship": SchemaParser.relationshipKeys,
+        ]
+        for (level, keys) in language {
+            let missing = Set(keys).subtracting(used[level] ?? [])
+            #expect(missing.isEmpty, "no example schema uses these \(level) keys: \(missing.sorted())")
+        }
+    }
+
+    @Test func flightsResolveInversesTablesAndForeignKeys() throws {
+        let flights = try schema("Flights")
+        let flight = try #require(flights.entity(named: "Flight"))
+        let airport = try #require(flights.entity(named: "Airport"))
+        let airline = try #require(flights.entity(named: "Airline"))
+        #expect(flight.tableName == "flights")
+        #expect(flight.primaryKey == .implicit)
+        #expect(flight.primaryKeyColumns == ["id"])
+        // Inverses declared on one side are filled in on the other.
+        #expect(flight.relationship(named: "airline")?.inverse == "flights")
+        #expect(airline.relationship(named: "flights")?.inverse == "airline")
+        #expect(airport.relationship(named: "flightsTo")?.inverse == "destination")
+        // The to-one side stores the key; the to-many side stores nothing.
+        #expect(flight.relationship(named: "origin")?.foreignKeyColumns == ["origin_id"])
+        #expect(airport.relationship(named: "flightsFrom")?.foreignKeyColumns == [])
+        #expect(airport.attribute(named: "countryCode")?.columnName == "country_code")
+        #expect(airport.attribute(named: "icao")?.jsonKey == "airport_code")
+        #expect(airport.attribute(named: "isFavorite")?.isTransient == true)
+        #expect(airport.attribute(named: "timezone")?.defaultValue == .string("UTC"))
+        #expect(flight.indexes == [["origin", "scheduledOff"], ["destination", "scheduledOn"], ["routeDistance"]])
+    }
+
+    @Test func keysDefaultsAndLinksOfTheOtherExamples() throws {
+        let todo = try #require(try schema("Todo").entity(named: "TodoItem"))
+        #expect(todo.tableName == "todo_item")
+        #expect(todo.primaryKey == .members(["id"]))
+        #expect(todo.attribute(named: "id")?.defaultValue == .generatedUUID)
+        #expect(todo.attribute(named: "startDate")?.defaultValue == .now)
+
+        let tasks = try schema("Tasks")
+        let priority = try #require(tasks.enumType(named: "Priority"))
+        #expect(priority.rawType == .int)
+        #expect(priority.cases.map(\.rawValue) == [.int(0), .int(1), .int(2)])
+        let task = try #require(tasks.entity(named: "Task"))
+        #expect(task.relationship(named: "list")?.foreignKeyColumns == ["list_id"])
+        #expect(task.relationship(named: "list")?.isOptional == false)
+        #expect(task.attribute(named: "tags")?.type == .array(.scalar(.string)))
+        #expect(task.attribute(named: "tags")?.defaultValue == .array([]))
+        #expect(task.attribute(named: "dueDate")?.isOptional == true)
+        #expect(tasks.entity(named: "TaskList")?.relationship(named: "tasks")?.deleteRule == .cascade)
+
+        let users = try schema("Users")
+        let user = try #require(users.entity(named: "User"))
+        let image = try #require(users.entity(named: "Image"))
+        // One-to-one: the side with an explicit column stores the key.
+        #expect(image.relationship(named: "owner")?.foreignKeyColumns == ["owner_identifier"])
+        #expect(user.relationship(named: "image")?.foreignKeyColumns == [])
+        #expect(user.attribute(named: "type")?.defaultValue == .enumCase("member"))
+        #expect(user.attribute(named: "name")?.renamedFrom == "fullName")
+
+        let garage = try schema("Garage")
+        let car = try #require(garage.entity(named: "Car"))
+        let mechanic = try #require(garage.entity(named: "Mechanic"))
+        let visit = try #require(garage.entity(named: "ServiceVisit"))
+        #expect(car.relationship(named: "mechanics")?.joinTableName == "car_mechanics")
+        #expect(mechanic.relationship(named: "cars")?.joinTableName == "car_mechanics")
+        #expect(visit.primaryKeyColumns == ["car_id", "day"])
+        #expect(garage.entity(named: "Person")?.tableName == "people")
+        #expect(garage.entity(named: "Person")?.attribute(named: "name")?.columnName == "full_name")
+        #expect(car.attribute(named: "color")?.defaultValue == .value([
+            .init(name: "red", value: .double(1)),
+            .init(name: "green", value: .double(0)), .init(name: "blue", value: .double(0)),
+            .init(name: "alpha", value: .double(1)), .init(name: "label", value: .null),
+        ]))
+        #expect(garage.valueType(named: "Color")?.fields.last?.jsonKey == "name")
+    }
+}

@@ -1,0 +1,129 @@
+import Diagnostics
+import Foundation
+import Testing
+@testable import SchemaKit
+
+/// Hostile input gets a diagnostic, never a crash, a hang or runaway memory.
+@Suite struct HostileInputTests {
+    func firstError(_ result: SchemaLoader.FileResult) -> Diagnostic? {
+        result.diagnostics.first { $0.severity == .error }
+    }
+
+    @Test func emptyFile() {
+        #expect(codes(load("")) == ["1:1 empty-schema"])
+        #expect(codes(load("# only a comment\n")) == ["1:1 empty-schema"])
+    }
+
+    @Test func binaryGarbage() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let bytes = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let result = SchemaLoader.load(source: SourceFile(path: "garbage.bin", bytes: bytes))
+            #expect(result.schema == nil)
+            #expect(firstError(result) != nil)
+        }
+    }
+
+    @Test func invalidUTF8NamesTheByte() {
+        let bytes = Array("schema: S\nversion: 1\nentities:\n  A:\n    attributes:\n      na".utf8) + [0xC3, 0x28] + Array("me: String\n".utf8)
+        let result = SchemaLoader.load(source: SourceFile(path: "latin1.yaml", bytes: bytes))
+        let error = firstError(result)
+        #expect(error?.code == "yaml-syntax")
+        #expect(error?.message.contains("not valid UTF-8") == true)
+        #expect(error?.location?.line == 6)
+    }
+
+    @Test func nulByte() {
+        let result = SchemaLoader.load(source: SourceFile(path: "nul.yaml", bytes: Array("schema: S\n".utf8) + [0] + Array("version: 1\n".utf8)))
+        #expect(firstError(result)?.message.contains("control character") == true)
+    }
+
+    @Test func tabsInIndentation() {
+        let result = load("schema: S\nversion: 1\nentities:\n\tA: {}\n")
+        #expect(firstError(result)?.message.contains("tab") == true)
+    }
+
+    @Test func deeplyNestedFlowDocument() {
+        let depth = 100_000
+        let yaml = "schema: S\nversion: 1\nentities: " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "\n"
+        #expect(codes(load(yaml)) == ["3:11 nesting-too-deep"] || firstError(load(yaml))?.code == "nesting-too-deep")
+    }
+
+    @Test func deeplyNestedBlockDocument() {
+        var yaml = "schema: S\nversion: 1\nentities:\n"
+        for level in 0..<2_000 { yaml += String(repeating: " ", count: level + 1) + "k\(level):\n" }
+        #expect(firstError(load(yaml))?.code == "nesting-too-deep")
+    }
+
+    @Test func aliasExpansionBomb() {
+        var yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        for level in 1..<12 {
+            let previous = Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ", ")
+            yaml += "a\(level): &a\(level) [\(previous)]\n"
+        }
+        let result = load(yaml)
+        #expect(firstError(result)?.code == "alias-expansion-too-large")
+    }
+
+    @Test func unknownAnchor() {
+        #expect(firstError(load("schema: *nothing\n"))?.code == "unknown-anchor")
+    }
+
+    @Test func multipleDocuments() {
+        let yaml = "schema: S\nversion: 1\nentities: {A: {attributes: {x: Int}}}\n---\nschema: T\n"
+        #expect(firstError(load(yaml))?.code == "multiple-documents")
+    }
+
+    @Test func fiftyMegabyteFileIsRefusedBeforeReading() throws {
+        let path = FileManagerHelpers.temporaryDirectory() + "/huge.yaml"
+        let handle = try FileManagerHelpers.create(path)
+        let line = Data("# padding padding padding padding padding padding padding padding\n".utf8)
+        var chunk = Data()
+        for _ in 0..<16_384 { chunk.append(line) }
+        while (try handle.offset()) < 50 * 1024 * 1024 { handle.write(chunk) }
+        try handle.close()
+        let result = SchemaLoader.load(file: path)
+        #expect(result.diagnostics.map(\.code) == ["file-too-large"])
+        #expect(result.source == nil)
+    }
+
+    @Test func largeValidSchemaLoads() {
+        var yaml = "schema: Big\nversion: 1\nentities:\n"
+        for entity in 0..<300 {
+            yaml += "  E\(entity):\n    attributes:\n"
+            for attribute in 0..<20 { yaml += "      a\(attribute): {type: String?, indexed: \(attribute == 0)}\n" }
+        }
+        let result = load(yaml)
+        #expect(result.diagnostics.isEmpty)
+        #expect(result.schema?.entities.count == 300)
+    }
+
+    @Test func directoryWithNoSchemas() throws {
+        let directory = FileManagerHelpers.temporaryDirectory()
+        try FileManagerHelpers.write("not a schema", to: directory + "/README.txt")
+        #expect(SchemaDiscovery.files(in: [directory]) == .failure(.noSchemas(directory)))
+        #expect(SchemaDiscovery.files(in: [directory + "/missing"]) == .failure(.missing(directory + "/missing")))
+    }
+
+    @Test func aDirectoryGivenAsAFile() {
+        let directory = FileManagerHelpers.temporaryDirectory()
+        #expect(SchemaLoader.load(file: directory).diagnostics.map(\.code) == ["file-unreadable"])
+    }
+}
+
+enum FileManagerHelpers {
+    static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "schemakit-tests-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    static func create(_ path: String) throws -> FileHandle {
+        FileManager.default.createFile(atPath: path, contents: nil)
+        return try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    }
+}

@@ -1,0 +1,121 @@
+import Testing
+@testable import SchemaKit
+
+/// Small schemas in, the diagnostics expected out: one rule per case.
+@Suite struct SnippetTests {
+    static let header = "schema: S\nversion: 1\n"
+
+    struct Case: CustomTestStringConvertible, Sendable {
+        let name: String
+        let yaml: String
+        let expected: [String]
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "valid minimal schema", yaml: "entities:\n  A:\n    attributes:\n      x: Int\n", expected: []),
+        Case(name: "swift keywords and SQL reserved words are legal names",
+             yaml: "entities:\n  Order:\n    attributes:\n      default: String\n      select: Int\n      class: Bool\n      where: String?\n", expected: []),
+        Case(name: "unknown key suggests the closest",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, uniqe: true}\n", expected: ["6:22 unknown-key"]),
+        Case(name: "unknown type", yaml: "entities:\n  A:\n    attributes:\n      x: Integer\n", expected: ["6:10 unknown-type"]),
+        Case(name: "non-optional to-one with nullify from the other side",
+             yaml: "entities:\n  A:\n    relationships:\n      bs: {to: \"[B]\", inverse: a, deleteRule: nullify}\n  B:\n    relationships:\n      a: A\n",
+             expected: ["6:47 delete-rule"]),
+        Case(name: "cascade makes a required to-one fine",
+             yaml: "entities:\n  A:\n    relationships:\n      bs: {to: \"[B]\", inverse: a, deleteRule: cascade}\n  B:\n    relationships:\n      a: A\n",
+             expected: []),
+        Case(name: "deny also makes a required to-one fine",
+             yaml: "entities:\n  A:\n    relationships:\n      bs: {to: \"[B]\", inverse: a, deleteRule: deny}\n  B:\n    relationships:\n      a: A\n",
+             expected: []),
+        Case(name: "many-to-many needs no warning",
+             yaml: "entities:\n  A:\n    relationships:\n      bs: {to: \"[B]\", inverse: as}\n  B:\n    relationships:\n      as: \"[A]\"\n",
+             expected: []),
+        Case(name: "self-referential many-to-many",
+             yaml: "entities:\n  Person:\n    relationships:\n      friends: {to: \"[Person]\", inverse: friendOf}\n      friendOf: \"[Person]\"\n",
+             expected: []),
+        Case(name: "an inverse declared identically on both sides is fine",
+             yaml: "entities:\n  A:\n    relationships:\n      b: {to: B?, inverse: a}\n  B:\n    relationships:\n      a: {to: A?, inverse: b}\n",
+             expected: []),
+        Case(name: "externalStorage on String is allowed",
+             yaml: "entities:\n  A:\n    attributes:\n      body: {type: String?, externalStorage: true}\n", expected: []),
+        Case(name: "primary key over an array",
+             yaml: "entities:\n  A:\n    attributes:\n      tags: {type: \"[String]\", primaryKey: true}\n", expected: ["6:32 primary-key"]),
+        Case(name: "unique and transient", yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, unique: true, transient: true}\n",
+             expected: ["6:22 conflicting-options"]),
+        Case(name: "column collision after snake_case",
+             yaml: "entities:\n  A:\n    attributes:\n      countryCode: String\n      country_code: String\n", expected: ["7:7 name-collision"]),
+        Case(name: "table collision with a join table",
+             yaml: "entities:\n  A:\n    relationships:\n      bs: {to: \"[B]\", inverse: as}\n  B:\n    relationships:\n      as: \"[A]\"\n  AB:\n    table: a_bs\n    attributes:\n      x: Int\n",
+             expected: ["6:7 name-collision"]),
+        Case(name: "case-insensitive type collision",
+             yaml: "enums:\n  Kind: [a]\nentities:\n  KIND:\n    attributes:\n      k: Kind\n", expected: ["6:3 name-collision"]),
+        Case(name: "version must be positive", yaml: "entities:\n  A:\n    attributes:\n      x: Int\n", expected: ["2:10 invalid-version"]),
+        Case(name: "integer defaults are range-checked per type",
+             yaml: "entities:\n  A:\n    attributes:\n      a: {type: Int16, default: 32767}\n      b: {type: Int16, default: 32768}\n      c: {type: Int8, default: -129}\n",
+             expected: ["7:33 invalid-default", "8:32 invalid-default"]),
+        Case(name: "date defaults", yaml: "entities:\n  A:\n    attributes:\n      a: {type: Date, default: 2024-02-30}\n      b: {type: Date, default: 2024-13-01}\n      c: {type: Date, default: \"2024-01-31 08:00:00+02:00\"}\n",
+             expected: ["6:32 invalid-default", "7:32 invalid-default"]),
+        Case(name: "YAML merge keys share attribute options",
+             yaml: "entities:\n  A:\n    attributes:\n      x: &opts {type: String, unique: true}\n      y: {<<: *opts, type: String?}\n", expected: []),
+        Case(name: "a value type nesting itself",
+             yaml: "values:\n  Node: {next: Node?}\nentities:\n  A:\n    attributes:\n      n: Node\n", expected: ["4:3 invalid-type"]),
+        Case(name: "arrays of a value type may nest",
+             yaml: "values:\n  Node: {children: \"[Node]\"}\nentities:\n  A:\n    attributes:\n      n: Node\n", expected: []),
+        Case(name: "composite key over a relationship with a custom column",
+             yaml: "entities:\n  A:\n    primaryKey: [code]\n    attributes:\n      code: String\n  B:\n    primaryKey: [a, n]\n    attributes:\n      n: Int\n    relationships:\n      a: {to: A, column: a_code}\n",
+             expected: []),
+        Case(name: "column on a relationship to a composite key",
+             yaml: "entities:\n  A:\n    primaryKey: [x, y]\n    attributes:\n      x: Int\n      y: Int\n  B:\n    relationships:\n      a: {to: A?, column: a_ref}\n",
+             expected: ["11:27 conflicting-options"]),
+    ]
+
+    @Test(arguments: cases)
+    func diagnosticsForSnippet(_ testCase: Case) {
+        let header = testCase.name == "version must be positive" ? "schema: S\nversion: 0\n" : Self.header
+        let result = load(header + testCase.yaml)
+        #expect(codes(result) == testCase.expected, "\n\(renderText(result))")
+    }
+
+    @Test func dateDefaultAcceptsOffsetsAndRejectsImpossibleMonths() {
+        #expect(SchemaParser.isISO8601("2024-01-31"))
+        #expect(SchemaParser.isISO8601("2024-01-31T08:00:00Z"))
+        #expect(SchemaParser.isISO8601("2024-01-31T08:00:00.123+02:00"))
+        #expect(SchemaParser.isISO8601("2024-01-31T08:00"))
+        #expect(!SchemaParser.isISO8601("2024-13-01"))
+        #expect(!SchemaParser.isISO8601("2023-02-29"))
+        #expect(SchemaParser.isISO8601("2024-02-29"))
+        #expect(!SchemaParser.isISO8601("2024-01-31T25:00:00Z"))
+        #expect(!SchemaParser.isISO8601("31/01/2024"))
+    }
+
+    @Test func literalFormats() {
+        #expect(SchemaParser.isUUID("0b9e2b9c-3c1e-4a57-9d49-1b7f0e8d9a10"))
+        #expect(!SchemaParser.isUUID("0b9e2b9c3c1e4a579d491b7f0e8d9a10"))
+        #expect(SchemaParser.isBase64("aGVsbG8="))
+        #expect(!SchemaParser.isBase64("aGVsbG8"))
+        #expect(SchemaParser.isAbsoluteURL("https://example.com/a"))
+        #expect(!SchemaParser.isAbsoluteURL("example.com"))
+        #expect(SchemaParser.isDecimalLiteral("-12.50"))
+        #expect(!SchemaParser.isDecimalLiteral("1."))
+    }
+
+    @Test(arguments: [
+        ("countryCode", "country_code"), ("URLString", "url_string"), ("userID", "user_id"),
+        ("TodoItem", "todo_item"), ("icao", "icao"), ("already_snake", "already_snake"), ("HTTPServer2", "http_server2"),
+    ])
+    func snakeCase(_ input: String, _ expected: String) {
+        #expect(Naming.snakeCase(input) == expected)
+    }
+
+    @Test func schemaNamesMustBeUniqueAcrossFiles() throws {
+        let directory = FileManagerHelpers.temporaryDirectory()
+        let a = directory + "/a.yaml", b = directory + "/b.yaml"
+        try FileManagerHelpers.write("schema: Same\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n", to: a)
+        try FileManagerHelpers.write("schema: Same\nversion: 1\nentities:\n  B:\n    attributes:\n      x: Int\n", to: b)
+        let result = SchemaLoader.load(files: [a, b])
+        #expect(result.files[0].schema != nil)
+        #expect(result.files[1].schema == nil)
+        #expect(result.files[1].diagnostics.map(\.code) == ["name-collision"])
+    }
+}
