@@ -26,6 +26,7 @@ public enum Naming {
 
     /// `countryCode` -> `country_code`, `URLString` -> `url_string`, `userID` -> `user_id`.
     public static func snakeCase(_ name: String) -> String {
+        if name.utf8.allSatisfy({ $0 < 0x80 }) { return asciiSnakeCase(name) }
         let characters = Array(name)
         var out = ""
         out.reserveCapacity(characters.count + 4)
@@ -40,6 +41,27 @@ public enum Naming {
             out += character.lowercased()
         }
         return out
+    }
+
+    /// The same rules as `snakeCase` on bytes, for the ASCII names schemas almost always use.
+    private static func asciiSnakeCase(_ name: String) -> String {
+        let bytes = Array(name.utf8)
+        func isUpper(_ b: UInt8) -> Bool { b >= 65 && b <= 90 }
+        func isLower(_ b: UInt8) -> Bool { b >= 97 && b <= 122 }
+        func isDigit(_ b: UInt8) -> Bool { b >= 48 && b <= 57 }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 4)
+        for (index, byte) in bytes.enumerated() {
+            if isUpper(byte), index > 0 {
+                let previous = bytes[index - 1]
+                let nextIsLower = index + 1 < bytes.count && isLower(bytes[index + 1])
+                if isLower(previous) || isDigit(previous) || (isUpper(previous) && nextIsLower) {
+                    out.append(UInt8(ascii: "_"))
+                }
+            }
+            out.append(isUpper(byte) ? byte + 32 : byte)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// PostgreSQL truncates identifiers longer than this many bytes.

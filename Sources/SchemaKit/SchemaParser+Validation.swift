@@ -5,6 +5,7 @@ import YAMLReader
 /// names that collide once tables and columns are derived.
 extension SchemaParser {
     mutating func validate() {
+        entityIndexByName = Dictionary(entities.enumerated().map { ($1.model.name, $0) }, uniquingKeysWith: { first, _ in first })
         resolveInverses()
         checkDeleteRules()
         placeLinks()
@@ -13,7 +14,7 @@ extension SchemaParser {
         checkUnusedTypes()
     }
 
-    private func entityIndex(_ name: String) -> Int? { entities.firstIndex { $0.model.name == name } }
+    private func entityIndex(_ name: String) -> Int? { entityIndexByName[name] }
 
     private func parsedRelationship(_ entity: String, _ name: String) -> Parsed<Relationship>? {
         relationshipNodes[entity]?.first { $0.model.name == name }
@@ -159,7 +160,8 @@ extension SchemaParser {
     /// The column names of an entity's primary key, following relationships in composite keys.
     private mutating func keyColumns(of entityName: String, cache: inout [String: [String]], visiting: inout Set<String>) -> [String] {
         if let cached = cache[entityName] { return cached }
-        guard let entity = entities.first(where: { $0.model.name == entityName }) else { return [] }
+        guard let index = entityIndex(entityName) else { return [] }
+        let entity = entities[index]
         guard case .members(let members) = entity.model.primaryKey else { return [Entity.implicitKeyName] }
         guard visiting.insert(entityName).inserted else {
             error(.primaryKey, "the primary key of entity '\(entityName)' depends on itself through relationships", at: entity.node("primaryKey"))
@@ -189,12 +191,10 @@ extension SchemaParser {
         for entity in entities {
             let name = entity.model.name
             let attributes = attributeNodes[name] ?? []
-            let relationships = relationshipNodes[name].map { list in
-                list.map { parsed in
-                    Parsed(model: entities.first { $0.model.name == name }?.model.relationship(named: parsed.model.name) ?? parsed.model,
-                           nameNode: parsed.nameNode, options: parsed.options)
-                }
-            } ?? []
+            // Read back the resolved relationships (links placed), with their nodes.
+            let relationships = zip(relationshipNodes[name] ?? [], entity.model.relationships).map { parsed, resolved in
+                Parsed(model: resolved, nameNode: parsed.nameNode, options: parsed.options)
+            }
 
             // Swift properties: attributes, relationships and the generated key property of each to-one.
             var properties: [String: (node: YAMLNode, what: String)] = [:]

@@ -48,6 +48,8 @@ struct SchemaParser {
     var relationshipNodes: [String: [Parsed<Relationship>]] = [:]
     /// Type names some attribute or field uses, to warn about unused enums and values.
     var usedTypeNames: Set<String> = []
+    /// Position of each entity in `entities`, filled once all are parsed.
+    var entityIndexByName: [String: Int] = [:]
 
     static let rootKeys = ["schema", "version", "doc", "enums", "values", "entities"]
 
