@@ -65,6 +65,25 @@ import Diagnostics
         }
     }
 
+    @Test func theLanguageReferenceOpensWithAValidSchema() throws {
+        let markdown = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/schema-language.md"), encoding: .utf8)
+        let start = try #require(markdown.range(of: "```yaml\n"))
+        let end = try #require(markdown.range(of: "```", range: start.upperBound..<markdown.endIndex))
+        let result = load(String(markdown[start.upperBound..<end.lowerBound]), name: "schema-language.md")
+        #expect(result.diagnostics.isEmpty, "\(renderText(result))")
+        #expect(result.schema?.entity(named: "Flight")?.attribute(named: "status")?.defaultValue == .enumCase("scheduled"))
+    }
+
+    @Test func theReadmeExampleIsValid() throws {
+        let markdown = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(markdown.range(of: "```yaml\nschema:"))
+        let body = markdown[markdown.index(start.lowerBound, offsetBy: 8)...]
+        let end = try #require(body.range(of: "```"))
+        let result = load(String(body[..<end.lowerBound]), name: "README.md")
+        #expect(result.diagnostics.isEmpty, "\(renderText(result))")
+        #expect(result.schema?.name == "Tasks")
+    }
+
     @Test func flightsResolveInversesTablesAndForeignKeys() throws {
         let flights = try schema("Flights")
         let flight = try #require(flights.entity(named: "Flight"))
