@@ -36,7 +36,8 @@ extension SchemaParser {
             }
             return .array(result)
         case .enumeration(let name):
-            guard let enumType = enums.first(where: { $0.model.name == name })?.model else { return nil }
+            guard let index = enumIndexByName[name] else { return nil }
+            let enumType = enums[index].model
             let caseNames = enumType.cases.map(\.name)
             guard let text = node.stringValue, node.items == nil else { return mismatch("a case of \(name)", &self) }
             if caseNames.contains(text) { return .enumCase(text) }
@@ -51,7 +52,8 @@ extension SchemaParser {
             error(.invalidDefault, "'\(text)' is not a case of \(name) (the default of \(what))\(hint)", at: node)
             return nil
         case .value(let name):
-            guard let valueType = values.first(where: { $0.model.name == name })?.model else { return nil }
+            guard let index = valueIndexByName[name] else { return nil }
+            let valueType = values[index].model
             guard let pairs = node.pairs else { return mismatch("a mapping of \(name)'s fields", &self) }
             var given: [String: YAMLNode] = [:]
             for pair in pairs {

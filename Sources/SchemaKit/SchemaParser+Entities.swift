@@ -263,10 +263,19 @@ extension SchemaParser {
     struct Members {
         let attributes: [Parsed<Attribute>]
         let relationships: [Parsed<Relationship>]
+        private let attributeIndex: [String: Int]
+        private let relationshipIndex: [String: Int]
+
+        init(attributes: [Parsed<Attribute>], relationships: [Parsed<Relationship>]) {
+            self.attributes = attributes
+            self.relationships = relationships
+            attributeIndex = SchemaParser.indexByName(attributes.map(\.model.name))
+            relationshipIndex = SchemaParser.indexByName(relationships.map(\.model.name))
+        }
 
         var names: [String] { attributes.map(\.model.name) + relationships.map(\.model.name) }
-        func attribute(_ name: String) -> Parsed<Attribute>? { attributes.first { $0.model.name == name } }
-        func relationship(_ name: String) -> Parsed<Relationship>? { relationships.first { $0.model.name == name } }
+        func attribute(_ name: String) -> Parsed<Attribute>? { attributeIndex[name].map { attributes[$0] } }
+        func relationship(_ name: String) -> Parsed<Relationship>? { relationshipIndex[name].map { relationships[$0] } }
     }
 
     private mutating func resolvePrimaryKey(_ keyed: Keyed, members: Members, what: String) -> Entity.PrimaryKey {
@@ -339,6 +348,7 @@ extension SchemaParser {
             return nil
         }
         var names: [String] = []
+        var seen: Set<String> = []
         var valid = true
         for item in nodes {
             guard let name = item.stringValue else {
@@ -346,7 +356,7 @@ extension SchemaParser {
                 valid = false
                 continue
             }
-            if names.contains(name) {
+            if !seen.insert(name).inserted {
                 error(.invalidValue, "'\(name)' appears twice in one entry of '\(option)' in \(what)", at: item)
                 valid = false
                 continue
@@ -374,9 +384,9 @@ extension SchemaParser {
     }
 
     private mutating func checkRedundantIndexes(entity: Entity, primaryKey: [String], keyed: Keyed) {
-        var uniqueSets: [[String]] = entity.uniques + entity.attributes.filter(\.isUnique).map { [$0.name] }
-        if !primaryKey.isEmpty { uniqueSets.append(primaryKey) }
-        var seen: [[String]] = []
+        var uniqueSets = Set(entity.uniques + entity.attributes.filter(\.isUnique).map { [$0.name] })
+        if !primaryKey.isEmpty { uniqueSets.insert(primaryKey) }
+        var seen: Set<[String]> = []
         let indexNodes = keyed["indexes"]?.items ?? []
         for (offset, index) in entity.indexes.enumerated() {
             let node = offset < indexNodes.count ? indexNodes[offset] : keyed.node
@@ -385,7 +395,7 @@ extension SchemaParser {
             } else if uniqueSets.contains(index) {
                 warning(.redundant, "index [\(index.joined(separator: ", "))] of entity '\(entity.name)' repeats a unique constraint or primary key, which is already indexed", at: node)
             }
-            seen.append(index)
+            seen.insert(index)
         }
     }
 }

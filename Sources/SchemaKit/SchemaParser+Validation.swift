@@ -5,7 +5,10 @@ import YAMLReader
 /// names that collide once tables and columns are derived.
 extension SchemaParser {
     mutating func validate() {
-        entityIndexByName = Dictionary(entities.enumerated().map { ($1.model.name, $0) }, uniquingKeysWith: { first, _ in first })
+        entityIndexByName = Self.indexByName(entities.map(\.model.name))
+        for (name, relationships) in relationshipNodes {
+            relationshipIndexByName[name] = Self.indexByName(relationships.map(\.model.name))
+        }
         resolveInverses()
         checkDeleteRules()
         placeLinks()
@@ -17,15 +20,15 @@ extension SchemaParser {
     private func entityIndex(_ name: String) -> Int? { entityIndexByName[name] }
 
     private func parsedRelationship(_ entity: String, _ name: String) -> Parsed<Relationship>? {
-        relationshipNodes[entity]?.first { $0.model.name == name }
+        guard let position = relationshipIndexByName[entity]?[name] else { return nil }
+        return relationshipNodes[entity]?[position]
     }
 
+    /// Updates a relationship in the entity and in its parsed copy, which share positions.
     private mutating func setRelationship(_ entity: String, _ name: String, _ update: (inout Relationship) -> Void) {
-        guard let e = entityIndex(entity), let r = entities[e].model.relationships.firstIndex(where: { $0.name == name }) else { return }
-        update(&entities[e].model.relationships[r])
-        if let p = relationshipNodes[entity]?.firstIndex(where: { $0.model.name == name }) {
-            update(&relationshipNodes[entity]![p].model)
-        }
+        guard let e = entityIndex(entity), let position = relationshipIndexByName[entity]?[name] else { return }
+        update(&entities[e].model.relationships[position])
+        update(&relationshipNodes[entity]![position].model)
     }
 
     // MARK: - Inverses
@@ -173,7 +176,7 @@ extension SchemaParser {
             if let attribute = entity.model.attribute(named: member) {
                 columns.append(attribute.columnName)
             } else if let relationship = entity.model.relationship(named: member) {
-                if let column = relationship.foreignKeyColumns.first, relationshipNodes[entityName]?.first(where: { $0.model.name == member })?.options.has("column") == true {
+                if let column = relationship.foreignKeyColumns.first, parsedRelationship(entityName, member)?.options.has("column") == true {
                     columns.append(column)
                 } else {
                     let targetKey = keyColumns(of: relationship.target, cache: &cache, visiting: &visiting)

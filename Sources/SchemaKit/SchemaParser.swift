@@ -48,8 +48,14 @@ struct SchemaParser {
     var relationshipNodes: [String: [Parsed<Relationship>]] = [:]
     /// Type names some attribute or field uses, to warn about unused enums and values.
     var usedTypeNames: Set<String> = []
-    /// Position of each entity in `entities`, filled once all are parsed.
+    /// Positions in `enums`, `values` and `entities` by name, filled once each list is parsed,
+    /// so checks stay linear in the size of the schema however hostile it is.
+    var enumIndexByName: [String: Int] = [:]
+    var valueIndexByName: [String: Int] = [:]
     var entityIndexByName: [String: Int] = [:]
+    /// Per entity, the position of each relationship (the same in `Entity.relationships` and
+    /// `relationshipNodes`).
+    var relationshipIndexByName: [String: [String: Int]] = [:]
 
     static let rootKeys = ["schema", "version", "doc", "enums", "values", "entities"]
 
@@ -306,6 +312,7 @@ struct SchemaParser {
             let model = EnumType(name: name, rawType: rawType, cases: cases, doc: doc, location: location(pair.key))
             enums.append(Parsed(model: model, nameNode: pair.key, options: keyed))
         }
+        enumIndexByName = Self.indexByName(enums.map(\.model.name))
     }
 
     private mutating func parseCases(_ node: YAMLNode, rawType: EnumType.RawType, what: String) -> [EnumType.Case] {
@@ -415,6 +422,7 @@ struct SchemaParser {
             let model = ValueType(name: name, fields: fields, doc: text(keyed, "doc", what: what), location: location(pair.key))
             values.append(Parsed(model: model, nameNode: pair.key, options: keyed))
         }
+        valueIndexByName = Self.indexByName(values.map(\.model.name))
         // Defaults may name other value types, so they are checked once all are read.
         for pending in pendingDefaults {
             let field = values[pending.value].model.fields[pending.field]
@@ -424,26 +432,44 @@ struct SchemaParser {
         checkValueCycles()
     }
 
-    /// A Swift struct cannot contain itself except through an array.
+    /// A Swift struct cannot contain itself except through an array: finds cycles of value
+    /// types through non-array fields with one depth-first search (linear in the schema).
     private mutating func checkValueCycles() {
-        let byName = Dictionary(values.map { ($0.model.name, $0) }, uniquingKeysWith: { first, _ in first })
-        for start in values {
-            var stack: [(name: String, path: [String])] = [(start.model.name, [])]
-            var visited: Set<String> = []
-            while let (name, path) = stack.popLast() {
-                guard let value = byName[name] else { continue }
-                for field in value.model.fields {
-                    guard case .value(let inner) = field.type else { continue }
-                    let newPath = path + [field.name]
-                    if inner == start.model.name {
-                        error(.invalidType, "value type '\(start.model.name)' contains itself through '\(newPath.joined(separator: "."))'; a value cannot nest itself: use an array ('[\(inner)]') or an entity with a relationship", at: start.nameNode)
-                        stack.removeAll()
-                        break
-                    }
-                    if visited.insert(inner).inserted { stack.append((inner, newPath)) }
+        enum Mark { case visiting, done }
+        var marks: [Int: Mark] = [:]
+        for start in values.indices where marks[start] == nil {
+            // Each frame: a value type and how many of its fields were followed.
+            var stack: [(value: Int, nextField: Int)] = [(start, 0)]
+            marks[start] = .visiting
+            while let (value, nextField) = stack.last {
+                let fields = values[value].model.fields
+                guard nextField < fields.count else {
+                    marks[value] = .done
+                    stack.removeLast()
+                    continue
+                }
+                stack[stack.count - 1].nextField += 1
+                guard case .value(let innerName) = fields[nextField].type, let inner = valueIndexByName[innerName] else { continue }
+                switch marks[inner] {
+                case .visiting?:
+                    // The cycle is the part of the stack from `inner` on.
+                    let cycleStart = stack.firstIndex { $0.value == inner } ?? 0
+                    let path = stack[cycleStart...].map { values[$0.value].model.fields[$0.nextField - 1].name }
+                    let name = values[inner].model.name
+                    error(.invalidType, "value type '\(name)' contains itself through '\(path.joined(separator: "."))'; a value cannot nest itself: use an array ('[\(innerName)]') or an entity with a relationship", at: values[inner].nameNode)
+                case .done?:
+                    continue
+                case nil:
+                    marks[inner] = .visiting
+                    stack.append((inner, 0))
                 }
             }
         }
+    }
+
+    /// Position of each name; the first wins when a name repeats (already reported).
+    static func indexByName(_ names: [String]) -> [String: Int] {
+        Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     // MARK: - Types

@@ -60,6 +60,8 @@ import Testing
              yaml: "entities:\n  A:\n    attributes:\n      x: &opts {type: String, unique: true}\n      y: {<<: *opts, type: String?}\n", expected: []),
         Case(name: "a value type nesting itself",
              yaml: "values:\n  Node: {next: Node?}\nentities:\n  A:\n    attributes:\n      n: Node\n", expected: ["4:3 invalid-type"]),
+        Case(name: "value types nesting each other in a ring",
+             yaml: "values:\n  A: {b: B}\n  B: {c: C?}\n  C: {a: A, n: Int}\nentities:\n  E:\n    attributes:\n      a: A\n", expected: ["4:3 invalid-type"]),
         Case(name: "arrays of a value type may nest",
              yaml: "values:\n  Node: {children: \"[Node]\"}\nentities:\n  A:\n    attributes:\n      n: Node\n", expected: []),
         Case(name: "composite key over a relationship with a custom column",
