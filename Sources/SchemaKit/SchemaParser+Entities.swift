@@ -75,16 +75,7 @@ extension SchemaParser {
     private mutating func parseAttribute(_ pair: YAMLPair, entity: String) -> Parsed<Attribute>? {
         let name = checkName(pair.key, kind: "attribute", isType: false)
         let what = "attribute '\(name)'"
-        var options = Keyed(node: pair.value)
-        var typeNode: YAMLNode? = pair.value
-        if pair.value.pairs != nil {
-            guard let full = keyed(pair.value, allowed: Self.attributeKeys, what: what) else { return nil }
-            options = full
-            typeNode = full["type"]
-        } else if pair.value.items != nil || pair.value.isNull {
-            error(.wrongKind, "\(what) expects a type (e.g. 'String?') or a mapping of options, found \(pair.value.kindDescription)", at: pair.value)
-            return nil
-        }
+        guard let (options, typeNode) = shorthandOrOptions(pair.value, mainKey: "type", allowed: Self.attributeKeys, what: what) else { return nil }
         guard let typeNode else {
             error(.missingKey, "\(what) of entity '\(entity)' has no 'type'", at: pair.key)
             return nil
@@ -174,16 +165,7 @@ extension SchemaParser {
     private mutating func parseRelationship(_ pair: YAMLPair, entity: String) -> Parsed<Relationship>? {
         let name = checkName(pair.key, kind: "relationship", isType: false)
         let what = "relationship '\(name)'"
-        var options = Keyed(node: pair.value)
-        var targetNode: YAMLNode? = pair.value
-        if pair.value.pairs != nil {
-            guard let full = keyed(pair.value, allowed: Self.relationshipKeys, what: what) else { return nil }
-            options = full
-            targetNode = full["to"]
-        } else if pair.value.stringValue == nil {
-            error(.wrongKind, "\(what) expects a target (e.g. 'Airport?' or '[Flight]') or a mapping of options, found \(pair.value.kindDescription)", at: pair.value)
-            return nil
-        }
+        guard let (options, targetNode) = shorthandOrOptions(pair.value, mainKey: "to", allowed: Self.relationshipKeys, what: what) else { return nil }
         guard let targetNode else {
             error(.missingKey, "\(what) of entity '\(entity)' has no 'to' naming its target entity", at: pair.key)
             return nil

@@ -108,6 +108,15 @@ struct SchemaParser {
         return Keyed(node: node, entries: entries)
     }
 
+    /// A member written either as its main value alone (`name: String?`) or as a mapping of
+    /// options (`name: {type: String?, unique: true}`): its options and the main value's node.
+    /// A main value of the wrong kind is left for the caller, which knows what it expects.
+    mutating func shorthandOrOptions(_ node: YAMLNode, mainKey: String, allowed: [String], what: String) -> (options: Keyed, main: YAMLNode?)? {
+        guard node.pairs != nil else { return (Keyed(node: node), node) }
+        guard let options = keyed(node, allowed: allowed, what: what) else { return nil }
+        return (options, options[mainKey])
+    }
+
     /// The named entries of a mapping in document order (entities, attributes, ...); null means none.
     mutating func namedEntries(_ node: YAMLNode?, what: String) -> [YAMLPair] {
         guard let node, !node.isNull else { return [] }
@@ -390,13 +399,7 @@ struct SchemaParser {
             for fieldPair in namedEntries(fieldsNode, what: "fields of \(what)") {
                 let fieldName = checkName(fieldPair.key, kind: "field", isType: false)
                 let fieldWhat = "field '\(fieldName)' of \(what)"
-                var options = Keyed(node: fieldPair.value)
-                var typeNode: YAMLNode? = fieldPair.value
-                if fieldPair.value.pairs != nil {
-                    guard let full = self.keyed(fieldPair.value, allowed: Self.fieldKeys, what: fieldWhat) else { continue }
-                    options = full
-                    typeNode = full["type"]
-                }
+                guard let (options, typeNode) = shorthandOrOptions(fieldPair.value, mainKey: "type", allowed: Self.fieldKeys, what: fieldWhat) else { continue }
                 guard let typeNode else {
                     error(.missingKey, "\(fieldWhat) has no 'type'", at: fieldPair.key)
                     continue

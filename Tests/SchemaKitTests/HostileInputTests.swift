@@ -139,7 +139,7 @@ enum FileManagerHelpers {
     }
 
     static func create(_ path: String) throws -> FileHandle {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         return try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     }
 }
