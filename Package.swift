@@ -27,6 +27,7 @@ let package = Package(
         .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
         .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
+        .target(name: "Mustache"),
         .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics"]),
 
         // MARK: - Executables: thin shells
@@ -41,6 +42,7 @@ let package = Package(
             exclude: ["Invalid"]
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
+        .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
     ],
     swiftLanguageModes: [.v6]
