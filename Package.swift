@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "schemagen", targets: ["schemagen"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
+        .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
     ],
     targets: [
         // MARK: - System libraries (Debian -dev packages, found through pkg-config)
@@ -28,10 +29,28 @@ let package = Package(
         .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
         .target(name: "Mustache"),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics"]),
+        .target(name: "SchemaMetadata"),
+        .target(
+            name: "CodeGeneration",
+            dependencies: ["SchemaKit", "Mustache", "Diagnostics"],
+            plugins: ["EmbedTemplatesPlugin"]
+        ),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "YAMLReader"]),
+
+        // MARK: - Build tools: the default templates compiled into CodeGeneration
+        .executableTarget(name: "embed-templates"),
+        .plugin(
+            name: "EmbedTemplatesPlugin",
+            capability: .buildTool(),
+            dependencies: ["embed-templates"],
+            path: "Sources/EmbedTemplatesPlugin"
+        ),
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
+
+        // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
+        .target(name: "ExampleModels", dependencies: ["SchemaMetadata"]),
 
         // MARK: - Tests (folders mirror Sources)
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
@@ -43,6 +62,8 @@ let package = Package(
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata"]),
+        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
     ],
     swiftLanguageModes: [.v6]

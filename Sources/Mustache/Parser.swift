@@ -234,22 +234,40 @@ struct Parser {
     }
 
     /// Strips the whitespace every line of an override starts with, so the override's own
-    /// indentation does not add to the one where the block is expanded.
+    /// indentation does not add to the one where the block is expanded. Only text that begins a
+    /// line counts: text after a tag on the same line is left as it is.
     static func removingCommonIndentation(_ nodes: [Node]) -> [Node] {
-        var lines: [Substring] = []
-        for case .text(let text) in nodes {
-            lines += text.split(separator: "\n", omittingEmptySubsequences: false)
-        }
-        let indents = lines.filter { !$0.allSatisfy { $0 == " " || $0 == "\t" } }
-            .map { $0.prefix { $0 == " " || $0 == "\t" }.count }
-        guard let common = indents.min(), common > 0 else { return nodes }
-        return nodes.map { node in
-            guard case .text(let text) = node else { return node }
-            let stripped = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
-                let lead = line.prefix { $0 == " " || $0 == "\t" }.count
-                return line.dropFirst(min(lead, common))
+        func isBlank(_ line: Substring) -> Bool { line.allSatisfy { $0 == " " || $0 == "\t" } }
+        func indent(_ line: Substring) -> Int { line.prefix { $0 == " " || $0 == "\t" }.count }
+
+        // Pass 1: the smallest indentation of a non-blank line start.
+        var common = Int.max
+        var atLineStart = true
+        for node in nodes {
+            guard case .text(let text) = node else {
+                atLineStart = false
+                continue
             }
-            return .text(stripped.joined(separator: "\n"))
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                if (index > 0 || atLineStart), !isBlank(line) { common = min(common, indent(line)) }
+            }
+            atLineStart = text.hasSuffix("\n")
+        }
+        guard common != Int.max, common > 0 else { return nodes }
+
+        // Pass 2: drop it from each line start.
+        atLineStart = true
+        return nodes.map { node in
+            guard case .text(let text) = node else {
+                atLineStart = false
+                return node
+            }
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line -> Substring in
+                guard index > 0 || atLineStart else { return line }
+                return line.dropFirst(min(indent(line), common))
+            }
+            atLineStart = text.hasSuffix("\n")
+            return .text(lines.joined(separator: "\n"))
         }
     }
 }

@@ -124,6 +124,9 @@ extension SchemaParser {
             if parsed.options.has("column") {
                 error(.conflictingOptions, "\(what) is transient, so it has no column; remove 'column'", at: parsed.options.keyNode("column") ?? parsed.nameNode)
             }
+            if !a.isOptional, a.defaultValue == nil, !parsed.options.has("default") {
+                error(.conflictingOptions, "\(what) is transient and required but has no default; a transient value is never stored or decoded, so give it a 'default' or make it optional", at: parsed.options.keyNode("transient") ?? parsed.nameNode)
+            }
         }
         if a.usesExternalStorage {
             let elementIsBlob: Bool = if case .scalar(let s) = a.type { s == .data || s == .string } else { false }

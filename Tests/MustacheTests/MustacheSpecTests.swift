@@ -203,6 +203,8 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
                  partials: ["p": "Hi,\n  {{$block}}\n  {{/block}}\n"], "Hi,\n  one\n  two\n"),
         SpecCase("intrinsic indentation comes from the default content", "{{<p}}\n{{$block}}\none\ntwo\n{{/block}}\n{{/p}}\n",
                  partials: ["p": "Hi,\n{{$block}}\n  default\n{{/block}}\n"], "Hi,\n  one\n  two\n"),
+        SpecCase("text after a tag inside an override keeps its spaces", "{{<p}}\n{{$b}}\n    x {{y}} z\n{{/b}}\n{{/p}}\n", ["y": "Y"],
+                 partials: ["p": "  {{$b}}\n  {{/b}}\n"], "  x Y z\n"),
         SpecCase("overrides pass through recursion", "{{<parent}}{{$foo}}override{{/foo}}{{/parent}}",
                  partials: ["parent": "{{$foo}}default{{/foo}} {{$bar}}{{<parent2}}{{/parent2}}{{/bar}}",
                             "parent2": "{{$foo}}p2{{/foo}} {{<parent}}{{$bar}}stop{{/bar}}{{/parent}}"], "override override override stop"),

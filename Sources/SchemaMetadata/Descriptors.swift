@@ -1,0 +1,161 @@
+/// Static descriptions of a schema that generated code carries, so the runtime store and the
+/// migrator never read YAML at run time.
+public struct SchemaDescriptor: Sendable, Hashable {
+    public let name: String
+    public let version: Int
+    public let entities: [EntityDescriptor]
+
+    public init(name: String, version: Int, entities: [EntityDescriptor]) {
+        self.name = name
+        self.version = version
+        self.entities = entities
+    }
+
+    public func entity(named name: String) -> EntityDescriptor? { entities.first { $0.name == name } }
+}
+
+public struct EntityDescriptor: Sendable, Hashable {
+    public let name: String
+    public let table: String
+    public let renamedFrom: String?
+    /// Primary key columns, in order.
+    public let primaryKey: [String]
+    /// True when the key is the implicit integer `id` the database assigns.
+    public let hasImplicitKey: Bool
+    /// Stored attributes in declaration order (transient ones are not here).
+    public let columns: [ColumnDescriptor]
+    public let relationships: [RelationshipDescriptor]
+    public let indexes: [IndexDescriptor]
+
+    public init(
+        name: String, table: String, renamedFrom: String? = nil, primaryKey: [String], hasImplicitKey: Bool,
+        columns: [ColumnDescriptor], relationships: [RelationshipDescriptor], indexes: [IndexDescriptor]
+    ) {
+        self.name = name
+        self.table = table
+        self.renamedFrom = renamedFrom
+        self.primaryKey = primaryKey
+        self.hasImplicitKey = hasImplicitKey
+        self.columns = columns
+        self.relationships = relationships
+        self.indexes = indexes
+    }
+
+    public func column(forProperty property: String) -> ColumnDescriptor? { columns.first { $0.property == property } }
+    public func relationship(named name: String) -> RelationshipDescriptor? { relationships.first { $0.name == name } }
+}
+
+/// How a value is kept in a column; dialects choose the SQL type.
+public enum StorageKind: String, Sendable, Hashable, CaseIterable {
+    case text, integer, real, boolean, date, blob, uuid, url, decimal
+    /// Arrays and value types, as JSON text.
+    case json
+}
+
+public struct ColumnDescriptor: Sendable, Hashable {
+    /// The Swift property.
+    public let property: String
+    public let column: String
+    public let storage: StorageKind
+    /// The Swift type without optionality, e.g. `String`, `[String]`, `Coordinate`.
+    public let swiftType: String
+    public let isOptional: Bool
+    public let isPrimaryKey: Bool
+    public let isUnique: Bool
+    public let isIndexed: Bool
+    public let isSearchable: Bool
+    public let usesExternalStorage: Bool
+    public let isEncrypted: Bool
+    public let preservesValueOnDeletion: Bool
+    public let renamedFrom: String?
+    public let defaultValue: DefaultValueDescriptor?
+
+    public init(
+        property: String, column: String, storage: StorageKind, swiftType: String, isOptional: Bool,
+        isPrimaryKey: Bool = false, isUnique: Bool = false, isIndexed: Bool = false, isSearchable: Bool = false,
+        usesExternalStorage: Bool = false, isEncrypted: Bool = false, preservesValueOnDeletion: Bool = false,
+        renamedFrom: String? = nil, defaultValue: DefaultValueDescriptor? = nil
+    ) {
+        self.property = property
+        self.column = column
+        self.storage = storage
+        self.swiftType = swiftType
+        self.isOptional = isOptional
+        self.isPrimaryKey = isPrimaryKey
+        self.isUnique = isUnique
+        self.isIndexed = isIndexed
+        self.isSearchable = isSearchable
+        self.usesExternalStorage = usesExternalStorage
+        self.isEncrypted = isEncrypted
+        self.preservesValueOnDeletion = preservesValueOnDeletion
+        self.renamedFrom = renamedFrom
+        self.defaultValue = defaultValue
+    }
+}
+
+/// A column default as the database sees it.
+public enum DefaultValueDescriptor: Sendable, Hashable {
+    case null
+    /// A literal in its canonical text form: `0`, `1.5`, `true`, `UTC`, an ISO 8601 date, JSON.
+    case literal(String)
+    /// The time of insertion.
+    case now
+    /// A new random UUID per row.
+    case generatedUUID
+}
+
+public enum DeleteRule: String, Sendable, Hashable, CaseIterable {
+    case nullify, cascade, deny, noAction
+}
+
+public struct RelationshipDescriptor: Sendable, Hashable {
+    public let name: String
+    public let target: String
+    public let isToMany: Bool
+    public let isOptional: Bool
+    public let inverse: String?
+    public let deleteRule: DeleteRule
+    public let minCount: Int?
+    public let maxCount: Int?
+    /// Columns of this entity's table holding the target's key; empty when the other side or a
+    /// join table stores the link.
+    public let foreignKeyColumns: [String]
+    public let joinTable: String?
+    public let renamedFrom: String?
+
+    public init(
+        name: String, target: String, isToMany: Bool, isOptional: Bool, inverse: String?, deleteRule: DeleteRule,
+        minCount: Int? = nil, maxCount: Int? = nil, foreignKeyColumns: [String], joinTable: String? = nil,
+        renamedFrom: String? = nil
+    ) {
+        self.name = name
+        self.target = target
+        self.isToMany = isToMany
+        self.isOptional = isOptional
+        self.inverse = inverse
+        self.deleteRule = deleteRule
+        self.minCount = minCount
+        self.maxCount = maxCount
+        self.foreignKeyColumns = foreignKeyColumns
+        self.joinTable = joinTable
+        self.renamedFrom = renamedFrom
+    }
+}
+
+public struct IndexDescriptor: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable {
+        case plain, unique
+        /// Full-text search over text columns.
+        case fullText
+    }
+
+    public let name: String
+    public let columns: [String]
+    public let kind: Kind
+
+    public init(name: String, columns: [String], kind: Kind) {
+        self.name = name
+        self.columns = columns
+        self.kind = kind
+    }
+}

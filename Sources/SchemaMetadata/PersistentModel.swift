@@ -1,0 +1,18 @@
+/// A generated model type: a plain Sendable value that the runtime store persists.
+public protocol PersistentModel: Codable, Hashable, Identifiable, Sendable {
+    /// The table, columns, keys and relationships of this model's entity.
+    static var entity: EntityDescriptor { get }
+}
+
+/// A relationship of `Source` whose other side is `Target`, named for the runtime store
+/// (`Airport.flightsFrom`). Generated for to-many sides and for to-one sides that do not hold
+/// the key themselves.
+public struct RelationshipPath<Source: PersistentModel, Target: PersistentModel>: Sendable, Hashable {
+    public let name: String
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    public var descriptor: RelationshipDescriptor? { Source.entity.relationship(named: name) }
+}

@@ -1,0 +1,158 @@
+import CodeGeneration
+import CommandLineKit
+import Diagnostics
+import Foundation
+import Mustache
+import SchemaKit
+
+/// `schemagen generate`: Swift models from schemas through templates.
+public enum GenerateCommand: Command {
+    public static let spec = CommandSpec(
+        name: "generate",
+        abstract: "Generate Swift model code from schemas through Mustache templates.",
+        discussion: """
+            Writes one folder per schema under the output folder, rewriting only files whose content
+            changed and deleting generated files that are no longer produced (files without the
+            generated header are never touched). Defaults may come from .schemagen.yaml (keys:
+            schemas, output, templates); flags override it. Exit status: 0 done (or up to date with
+            --check), 1 invalid schema, template error or out-of-date files with --check, 2 usage
+            or I/O error.
+            """,
+        options: [
+            .value("schema", short: "s", valueName: "path", help: "A schema file or folder; only these schemas are generated.", repeatable: true),
+            .value("output", short: "o", valueName: "dir", help: "Where generated files go.", defaultValue: "Generated"),
+            .value("templates", short: "t", valueName: "dir", help: "Templates that replace or add to the defaults."),
+            .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
+            .flag("single-file", help: "Write each schema's code into one file named after the schema file (for build plugins)."),
+            .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: GeneratorConfig.defaultFile),
+        ])
+
+    public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        // Defaults, then the config file, then flags.
+        var config = GeneratorConfig()
+        let configPath = arguments.value("config") ?? GeneratorConfig.defaultFile
+        if arguments.value("config") != nil || FileManager.default.fileExists(atPath: configPath) {
+            let (loaded, diagnostics, source) = GeneratorConfig.load(path: configPath)
+            if !diagnostics.isEmpty {
+                io.writeError(DiagnosticRenderer(format: .text, sources: { _ in source }).render(diagnostics))
+            }
+            guard let loaded else { return diagnostics.contains { $0.code == "file-unreadable" } ? .usageOrIO : .failure }
+            config = loaded
+        }
+        let explicitSchemas = arguments.values("schema")
+        let schemaPaths = explicitSchemas.isEmpty ? (config.schemas ?? ["Schemas"]) : explicitSchemas
+        let output = arguments.value("output") ?? config.output ?? "Generated"
+        let templatesFolder = arguments.value("templates") ?? config.templates
+
+        // Schemas: invalid ones stop generation with the validator's diagnostics.
+        let files: [String]
+        switch SchemaDiscovery.files(in: schemaPaths) {
+        case .success(let found): files = found
+        case .failure(let failure):
+            io.writeError("schemagen: error: \(failure)\n")
+            return .usageOrIO
+        }
+        let loaded = SchemaLoader.load(files: files)
+        if !loaded.diagnostics.isEmpty {
+            let sources = Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { a, _ in a })
+            io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics))
+        }
+        if loaded.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) { return .usageOrIO }
+        if loaded.hasErrors {
+            io.writeError("schemagen: error: no code generated: fix the schema errors above\n")
+            return .failure
+        }
+
+        // Templates, parsed once.
+        let templates: TemplateSet
+        do {
+            if let templatesFolder {
+                var isFolder: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: templatesFolder, isDirectory: &isFolder), isFolder.boolValue else {
+                    io.writeError("schemagen: error: templates folder '\(templatesFolder)' does not exist\n")
+                    return .usageOrIO
+                }
+            }
+            templates = try TemplateSet.loading(userFolder: templatesFolder)
+        } catch let error as MustacheError {
+            io.writeError("schemagen: error: \(error)\n")
+            return .failure
+        } catch {
+            io.writeError("schemagen: error: \(error)\n")
+            return .failure
+        }
+
+        var generated: [(schema: Schema, file: String, files: [GeneratedFile])] = []
+        for result in loaded.files {
+            guard let schema = result.schema else { continue }
+            let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
+            do {
+                generated.append((schema, result.path, try Generator.generate(schema: schema, sourceFile: sourceFile, templates: templates)))
+            } catch {
+                io.writeError("schemagen: error: \(error)\n")
+                return .failure
+            }
+        }
+
+        let allFiles: [GeneratedFile]
+        let folders: [String]
+        if arguments.flag("single-file") {
+            allFiles = generated.map { entry in
+                let name = URL(fileURLWithPath: entry.file).deletingPathExtension().lastPathComponent + ".swift"
+                return GeneratedFile(path: name, contents: combine(entry.files))
+            }
+            folders = []
+        } else {
+            allFiles = generated.flatMap(\.files)
+            // A full run also cleans up after schemas that were removed.
+            let outputFolders = ((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).filter { name in
+                var isFolder: ObjCBool = false
+                return FileManager.default.fileExists(atPath: output + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
+            }
+            folders = explicitSchemas.isEmpty ? Array(Set(outputFolders + generated.map(\.schema.name))).sorted() : generated.map(\.schema.name)
+        }
+
+        let sync = GeneratedFileSync(outputFolder: output)
+        let plan = sync.plan(allFiles, schemas: folders)
+        if arguments.flag("check") {
+            var report = ""
+            for path in plan.missing { report += "missing: \(output)/\(path)\n" }
+            for path in plan.stale { report += "stale:   \(output)/\(path)\n" }
+            for path in plan.extra { report += "extra:   \(output)/\(path)\n" }
+            if plan.isUpToDate {
+                io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(allFiles.count))).\n")
+                return .success
+            }
+            io.writeOutput(report + "Generated code in \(output) is out of date: run `schemagen generate`.\n")
+            return .failure
+        }
+        do {
+            try sync.apply(plan, files: allFiles)
+        } catch {
+            io.writeError("schemagen: error: cannot write to '\(output)': \(error.localizedDescription)\n")
+            return .usageOrIO
+        }
+        var report = ""
+        for path in plan.missing + plan.stale { report += "wrote   \(output)/\(path)\n" }
+        for path in plan.extra { report += "deleted \(output)/\(path)\n" }
+        report += "Generated \(VerbalCount.count(generated.count, "schema")) into \(output): \(plan.missing.count + plan.stale.count) written, \(plan.unchanged.count) unchanged, \(plan.extra.count) deleted.\n"
+        io.writeOutput(report)
+        return .success
+    }
+
+    /// One schema's files as one: the first header kept, the others' header lines dropped.
+    static func combine(_ files: [GeneratedFile]) -> String {
+        var out = ""
+        for (index, file) in files.enumerated() {
+            var lines = file.contents.split(separator: "\n", omittingEmptySubsequences: false)
+            if index > 0, lines.first?.hasPrefix(TemplateContext.headerPrefix) == true { lines.removeFirst() }
+            out += (index > 0 ? "\n// MARK: - \(file.path)\n" : "") + lines.joined(separator: "\n")
+        }
+        return out
+    }
+}
+
+enum VerbalCount {
+    static func count(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+    static func files(_ count: Int) -> String { Self.count(count, "file") }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// Build tool: writes a Swift file holding the default templates as string literals, so the
+/// `schemagen` binary carries them and needs no resource files beside it.
+///
+/// Usage: embed-templates OUTPUT.swift TEMPLATE.mustache...
+@main
+struct EmbedTemplates {
+    static func main() {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard let output = arguments.first else {
+            FileHandle.standardError.write(Data("usage: embed-templates OUTPUT.swift TEMPLATE.mustache...\n".utf8))
+            exit(2)
+        }
+        var entries: [(name: String, text: String)] = []
+        for path in arguments.dropFirst().sorted() {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                FileHandle.standardError.write(Data("embed-templates: cannot read \(path)\n".utf8))
+                exit(1)
+            }
+            let file = URL(fileURLWithPath: path).lastPathComponent
+            entries.append((String(file.dropLast(".mustache".count)), text))
+        }
+        var swift = "// Generated at build time from Templates/ by embed-templates. Do not edit.\n\n"
+        swift += "enum EmbeddedTemplates {\n    /// Default templates by name (file name without `.mustache`).\n"
+        swift += "    static let sources: [String: String] = [\n"
+        for entry in entries {
+            swift += "        \(literal(entry.name)): \(literal(entry.text)),\n"
+        }
+        swift += "    ]\n}\n"
+        do {
+            try swift.write(toFile: output, atomically: true, encoding: .utf8)
+        } catch {
+            FileHandle.standardError.write(Data("embed-templates: cannot write \(output): \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// A string literal with every special character escaped, so any template text survives.
+    static func literal(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

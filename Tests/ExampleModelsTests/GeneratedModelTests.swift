@@ -1,0 +1,112 @@
+import ExampleModels
+import Foundation
+import SchemaMetadata
+import Testing
+
+/// The example schemas' generated models, compiled by the build, used as an app would.
+@Suite struct GeneratedModelTests {
+    @Test func airportsDecodeFromAeroAPIJSONWithCustomKeys() throws {
+        let json = Data("""
+            [{"airport_code": "KSFO", "name": "San Francisco Intl", "city": "San Francisco", "state": "CA",
+              "country_code": "US", "latitude": 37.6188, "longitude": -122.3754, "timezone": "America/Los_Angeles"},
+             {"airport_code": "EGLL", "name": "London Heathrow", "city": "London", "state": null,
+              "country_code": "GB", "latitude": 51.4706, "longitude": -0.4619, "timezone": "Europe/London"}]
+            """.utf8)
+        let airports = try JSONDecoder().decode([Airport].self, from: json)
+        #expect(airports.map(\.icao) == ["KSFO", "EGLL"])
+        #expect(airports[0].countryCode == "US")
+        #expect(airports[1].state == nil)
+        #expect(airports[0].id == nil, "the implicit key is absent until the store assigns it")
+        #expect(airports[0].isFavorite == false, "transient values take their default")
+    }
+
+    @Test func encodingUsesJSONKeysAndLeavesTransientValuesOut() throws {
+        var airport = Airport(icao: "KSFO", name: "SFO", city: "San Francisco", countryCode: "US", latitude: 1, longitude: 2)
+        airport.isFavorite = true
+        let object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(airport)) as? [String: Any])
+        #expect(object["airport_code"] as? String == "KSFO")
+        #expect(object["icao"] == nil)
+        #expect(object["isFavorite"] == nil)
+        #expect(object["timezone"] as? String == "UTC", "schema defaults fill the memberwise initializer")
+    }
+
+    @Test func modelsRoundTripThroughJSON() throws {
+        let encoder = JSONEncoder()
+        let decoder = JSONDecoder()
+        let flight = Flight(
+            ident: "UAL123", scheduledOff: Date(timeIntervalSince1970: 1_700_000_000), estimatedOff: Date(timeIntervalSince1970: 1_700_000_100),
+            scheduledOn: Date(timeIntervalSince1970: 1_700_010_000), estimatedOn: Date(timeIntervalSince1970: 1_700_010_100),
+            status: "Scheduled", routeDistance: 2_400, filedAirspeed: 450, filedAltitude: 350, aircraftType: "B738", originID: 7)
+        #expect(try decoder.decode(Flight.self, from: encoder.encode(flight)) == flight)
+
+        let car = Car(vin: "1HGCM82633A004352", make: "Honda", model: "Accord", manual: URL(string: "https://example.com/manual.pdf"))
+        #expect(car.color == Color(red: 1, green: 0, blue: 0, alpha: 1, label: nil))
+        #expect(car.price == Decimal(0))
+        #expect(try decoder.decode(Car.self, from: encoder.encode(car)) == car)
+
+        let color = Color(red: 0.5, green: 0.5, blue: 0.5, label: "grey")
+        let colorObject = try #require(try JSONSerialization.jsonObject(with: encoder.encode(color)) as? [String: Any])
+        #expect(colorObject["name"] as? String == "grey", "value types honour jsonKey")
+
+        let task = Task(name: "Write tests", priority: .high, listID: 1)
+        let decodedTask = try decoder.decode(Task.self, from: encoder.encode(task))
+        #expect(decodedTask == task)
+        #expect(decodedTask.tags == [])
+        #expect(Priority.high.rawValue == 2)
+        #expect(UserType.allCases == [.admin, .member, .guest])
+    }
+
+    @Test func identifiableKeys() {
+        let user = User(identifier: "u-1", name: "Ada", isOnline: true)
+        #expect(user.id == "u-1")
+        #expect(user.type == .member)
+        let day = Date(timeIntervalSince1970: 86_400)
+        let visit = ServiceVisit(day: day, carID: 42)
+        #expect(visit.id == ServiceVisit.ID(carID: 42, day: day))
+        let item = TodoItem(taskName: "Buy milk")
+        #expect(item.id != TodoItem(taskName: "Buy milk").id, "uuid defaults generate a new value per model")
+        #expect(item.isCompleted == false)
+    }
+
+    @Test func patchesKeepAbsentNullAndValueApart() throws {
+        var user = User(identifier: "u-1", name: "Ada", isOnline: true, email: "ada@example.com")
+        let patch = try JSONDecoder().decode(UserPatch.self, from: Data(#"{"name": "Ada Lovelace", "isOnline": null}"#.utf8))
+        #expect(patch.name == .set("Ada Lovelace"))
+        #expect(patch.isOnline == .null)
+        #expect(patch.email == .absent)
+        try patch.apply(to: &user)
+        #expect(user.name == "Ada Lovelace", "a value replaces")
+        #expect(user.isOnline == nil, "null clears an optional field")
+        #expect(user.email == "ada@example.com", "an absent field is left alone")
+
+        let encoded = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(patch)) as? [String: Any])
+        #expect(Set(encoded.keys) == ["name", "isOnline"], "absent fields are not encoded; null ones are")
+        #expect(encoded["isOnline"] is NSNull)
+    }
+
+    @Test func nullForARequiredFieldFailsWithoutChangingTheModel() throws {
+        var airport = Airport(icao: "KSFO", name: "SFO", city: "San Francisco", countryCode: "US", latitude: 1, longitude: 2)
+        let original = airport
+        let patch = try JSONDecoder().decode(AirportPatch.self, from: Data(#"{"city": "Millbrae", "airport_code": null}"#.utf8))
+        #expect(throws: PatchError.nullForRequiredField("icao")) { try patch.apply(to: &airport) }
+        #expect(airport == original)
+    }
+
+    @Test func metadataDescribesTablesKeysAndLinks() throws {
+        let flights = FlightsSchema.descriptor
+        #expect(flights.version == 1)
+        #expect(Flight.entity.table == "flights")
+        #expect(Flight.entity.relationship(named: "origin")?.foreignKeyColumns == ["origin_id"])
+        #expect(Airport.entity.column(forProperty: "countryCode")?.column == "country_code")
+        #expect(Airport.entity.column(forProperty: "isFavorite") == nil, "transient attributes have no column")
+        #expect(Airport.entity.indexes.map(\.name).contains("airports_icao_key"))
+        #expect(Airport.entity.indexes.contains { $0.kind == .fullText && $0.columns == ["name"] })
+        #expect(Airport.flightsFrom.descriptor?.inverse == "origin")
+        #expect(Car.entity.relationship(named: "mechanics")?.joinTable == "car_mechanics")
+        #expect(ServiceVisit.entity.primaryKey == ["car_id", "day"])
+        #expect(User.entity.column(forProperty: "type")?.defaultValue == .literal("member"))
+        #expect(Task.entity.column(forProperty: "priority")?.defaultValue == .literal("1"), "enum defaults are stored as raw values")
+        #expect(Car.entity.column(forProperty: "color")?.defaultValue == .literal(#"{"red":1.0,"green":0.0,"blue":0.0,"alpha":1.0,"name":null}"#))
+        #expect(TodoItem.entity.column(forProperty: "id")?.defaultValue == .generatedUUID)
+    }
+}
