@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "schemagen", targets: ["schemagen"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
         .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
+        .plugin(name: "SchemagenPlugin", targets: ["SchemagenPlugin"]),
     ],
     targets: [
         // MARK: - System libraries (Debian -dev packages, found through pkg-config)
@@ -30,27 +31,29 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
         .target(name: "Mustache"),
         .target(name: "SchemaMetadata"),
-        .target(
-            name: "CodeGeneration",
-            dependencies: ["SchemaKit", "Mustache", "Diagnostics"],
-            plugins: ["EmbedTemplatesPlugin"]
-        ),
+        // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
+        // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
+        // tool behind SchemagenPlugin in a host build that runs no nested plugins.
+        .target(name: "CodeGeneration", dependencies: ["SchemaKit", "Mustache", "Diagnostics"]),
         .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "YAMLReader"]),
 
-        // MARK: - Build tools: the default templates compiled into CodeGeneration
+        // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
-        .plugin(
-            name: "EmbedTemplatesPlugin",
-            capability: .buildTool(),
-            dependencies: ["embed-templates"],
-            path: "Sources/EmbedTemplatesPlugin"
-        ),
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
         .target(name: "ExampleModels", dependencies: ["SchemaMetadata"]),
+
+        // MARK: - The build-tool plugin for users, and an example target that uses it
+        .plugin(
+            name: "SchemagenPlugin",
+            capability: .buildTool(),
+            dependencies: ["schemagen"],
+            path: "Sources/SchemagenPlugin"
+        ),
+        .target(name: "PluginExample", dependencies: ["SchemaMetadata"], plugins: ["SchemagenPlugin"]),
 
         // MARK: - Tests (folders mirror Sources)
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
@@ -62,7 +65,7 @@ let package = Package(
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
     ],

@@ -1,9 +1,9 @@
 import Foundation
 
-/// Build tool: writes a Swift file holding the default templates as string literals, so the
-/// `schemagen` binary carries them and needs no resource files beside it.
+/// Writes a Swift file holding the default templates as string literals, so the `schemagen`
+/// binary carries them and needs no resource files beside it. After changing `Templates/`:
 ///
-/// Usage: embed-templates OUTPUT.swift TEMPLATE.mustache...
+///     swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache
 @main
 struct EmbedTemplates {
     static func main() {
@@ -21,7 +21,8 @@ struct EmbedTemplates {
             let file = URL(fileURLWithPath: path).lastPathComponent
             entries.append((String(file.dropLast(".mustache".count)), text))
         }
-        var swift = "// Generated at build time from Templates/ by embed-templates. Do not edit.\n\n"
+        var swift = "// Generated from Templates/ by embed-templates. Do not edit: after changing a template run\n"
+        swift += "// swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache\n\n"
         swift += "enum EmbeddedTemplates {\n    /// Default templates by name (file name without `.mustache`).\n"
         swift += "    static let sources: [String: String] = [\n"
         for entry in entries {

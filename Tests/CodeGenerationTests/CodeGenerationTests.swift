@@ -181,3 +181,17 @@ func temporaryFolder() -> URL {
         #expect(SwiftSyntax.identifier("name") == "name")
     }
 }
+
+@Suite struct EmbeddedTemplateTests {
+    /// The binary carries `Templates/` as `EmbeddedTemplates.swift`; they must not drift apart.
+    @Test func embeddedTemplatesMatchTheTemplatesFolder() throws {
+        let folder = repositoryRoot.appendingPathComponent("Templates")
+        var onDisk: [String: String] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".mustache") {
+            onDisk[String(name.dropLast(".mustache".count))] = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+        }
+        #expect(EmbeddedTemplates.sources == onDisk, """
+            Templates/ changed: run `swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache`
+            """)
+    }
+}
