@@ -28,13 +28,18 @@ public struct GeneratedFileSync: Sendable {
     public func plan(_ files: [GeneratedFile], schemas: [String]) -> Plan {
         var plan = Plan()
         let produced = Set(files.map(\.path))
-        for file in files {
-            let url = URL(fileURLWithPath: outputFolder).appendingPathComponent(file.path)
-            guard let existing = try? Data(contentsOf: url) else {
-                plan.missing.append(file.path)
-                continue
+        enum State { case missing, stale, unchanged }
+        let folder = outputFolder
+        let states = files.parallelMap { file -> State in
+            guard let existing = FileManager.default.contents(atPath: folder + "/" + file.path) else { return .missing }
+            return existing.elementsEqual(file.contents.utf8) ? .unchanged : .stale
+        }
+        for (file, state) in zip(files, states) {
+            switch state {
+            case .missing: plan.missing.append(file.path)
+            case .stale: plan.stale.append(file.path)
+            case .unchanged: plan.unchanged.append(file.path)
             }
-            if existing == Data(file.contents.utf8) { plan.unchanged.append(file.path) } else { plan.stale.append(file.path) }
         }
         for schema in schemas {
             let folder = URL(fileURLWithPath: outputFolder).appendingPathComponent(schema)
@@ -51,15 +56,67 @@ public struct GeneratedFileSync: Sendable {
     /// Writes missing and stale files (atomically) and deletes extra ones.
     public func apply(_ plan: Plan, files: [GeneratedFile]) throws {
         let byPath = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        for path in plan.missing + plan.stale {
-            guard let file = byPath[path] else { continue }
-            let url = URL(fileURLWithPath: outputFolder).appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(file.contents.utf8).write(to: url, options: .atomic)
+        let writes = (plan.missing + plan.stale).compactMap { byPath[$0] }
+        let folders = Set(writes.map { URL(fileURLWithPath: outputFolder).appendingPathComponent($0.path).deletingLastPathComponent().path })
+        for folder in folders.sorted() {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
+        let folder = outputFolder
+        let replaced = Set(plan.stale)
+        let failures = writes.map { file -> WriteError? in
+            do {
+                // A new file is written in place; an existing one is replaced by rename, so a
+                // reader never sees half of it. An interrupted first write is stale next run.
+                try Self.writeFile(folder + "/" + file.path, contents: file.contents, replacing: replaced.contains(file.path))
+                return nil
+            } catch let error as WriteError {
+                return error
+            } catch {
+                return WriteError(path: file.path, reason: "\(error)")
+            }
+        }
+        if let failure = failures.compactMap({ $0 }).first { throw failure }
         for path in plan.extra {
             try FileManager.default.removeItem(at: URL(fileURLWithPath: outputFolder).appendingPathComponent(path))
         }
+    }
+
+    /// Writes a file; when `replacing`, through a temporary file renamed over the target, so a
+    /// reader never sees half a file. No fsync: generated files can always be generated again.
+    static func writeFile(_ path: String, contents: String, replacing: Bool) throws {
+        let temporary = replacing ? path + ".schemagen-\(getpid())" : path
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw WriteError(path: path, reason: String(cString: strerror(errno))) }
+        var contents = contents
+        let failure: String? = contents.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return String(cString: strerror(errno))
+                }
+                offset += written
+            }
+            return nil
+        }
+        close(descriptor)
+        if let failure {
+            unlink(temporary)
+            throw WriteError(path: path, reason: failure)
+        }
+        guard replacing else { return }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw WriteError(path: path, reason: reason)
+        }
+    }
+
+    struct WriteError: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var description: String { "cannot write '\(path)': \(reason)" }
     }
 
     /// Whether a file starts with the header generation writes.

@@ -42,14 +42,18 @@ public enum Generator {
             case .enum: schema.enums.map { ($0.name, context.enumScope($0)) }
             case .value: schema.values.map { ($0.name, context.valueScope($0)) }
             }
-            for job in jobs {
-                let rendered: String
-                do {
-                    rendered = try template.render(job.data, partials: templates.templates, escaping: .none)
-                } catch {
-                    throw .template(error)
+            let partials = templates.templates
+            let results = jobs.parallelMap { job in
+                Result { () throws(MustacheError) -> String in
+                    normalize(try template.render(job.data, partials: partials, escaping: .none))
                 }
-                let contents = normalize(rendered)
+            }
+            for (job, result) in zip(jobs, results) {
+                let contents: String
+                switch result {
+                case .success(let text): contents = text
+                case .failure(let error): throw .template(error)
+                }
                 guard !contents.isEmpty else { continue }
                 let path = "\(schema.name)/\(job.name)\(output.fileSuffix)"
                 if let existing = files[path] {
@@ -62,19 +66,34 @@ public enum Generator {
     }
 
     /// No trailing whitespace on any line, no runs of blank lines, exactly one final newline;
-    /// whitespace-only output becomes empty.
+    /// whitespace-only output becomes empty. Works on UTF-8 bytes: outputs can be large.
     static func normalize(_ text: String) -> String {
-        var lines: [Substring] = []
-        var previousBlank = true
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            var trimmed = line
-            while let last = trimmed.last, last == " " || last == "\t" || last == "\r" { trimmed.removeLast() }
-            let blank = trimmed.isEmpty
-            if blank, previousBlank { continue }
-            lines.append(trimmed)
-            previousBlank = blank
+        let newline = UInt8(ascii: "\n")
+        func isTrailingSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D }
+        var out: [UInt8] = []
+        var text = text
+        text.withUTF8 { bytes in
+            out.reserveCapacity(bytes.count)
+            var lineStart = 0
+            var previousBlank = true
+            var index = 0
+            while index <= bytes.count {
+                if index == bytes.count || bytes[index] == newline {
+                    var end = index
+                    while end > lineStart, isTrailingSpace(bytes[end - 1]) { end -= 1 }
+                    let blank = end == lineStart
+                    if !(blank && previousBlank) {
+                        out.append(contentsOf: bytes[lineStart..<end])
+                        out.append(newline)
+                    }
+                    previousBlank = blank
+                    lineStart = index + 1
+                }
+                index += 1
+            }
         }
-        while lines.last?.isEmpty == true { lines.removeLast() }
-        return lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n"
+        while out.count >= 2, out[out.count - 1] == newline, out[out.count - 2] == newline { out.removeLast() }
+        if out == [newline] { return "" }
+        return String(decoding: out, as: UTF8.self)
     }
 }

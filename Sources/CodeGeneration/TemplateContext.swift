@@ -10,9 +10,15 @@ public struct TemplateContext: Sendable {
     /// The schema file's name, for the header.
     public let sourceFile: String
 
+    /// The schema's context, built once and shared by every scope (values are copy-on-write).
+    private var cachedRoot: [String: MustacheValue] = [:]
+    private let entityIndex: [String: Int]
+
     public init(schema: Schema, sourceFile: String) {
         self.schema = schema
         self.sourceFile = sourceFile
+        self.entityIndex = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.1.0"]]
     }
 
     /// The first line of every generated file; `schemagen` only deletes files that start with it.
@@ -27,13 +33,16 @@ public struct TemplateContext: Sendable {
     // MARK: - Scopes
 
     /// The root every template renders against, plus `entity`, `enum` or `value` for those scopes.
-    public func root() -> [String: MustacheValue] {
-        ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.1.0"]]
-    }
+    public func root() -> [String: MustacheValue] { cachedRoot }
 
     public func entityScope(_ entity: Entity) -> MustacheValue {
         var root = root()
-        root["entity"] = entityValue(entity, index: schema.entities.firstIndex(of: entity) ?? 0)
+        // The schema's entity list already holds this entity's context.
+        if let index = entityIndex[entity.name], case .array(let entities)? = root["schema"]?["entities"], index < entities.count {
+            root["entity"] = entities[index]
+        } else {
+            root["entity"] = entityValue(entity, index: 0)
+        }
         return .object(root)
     }
 
@@ -61,7 +70,7 @@ public struct TemplateContext: Sendable {
             "docLines": lines(schema.doc),
             "sourceFile": .string(sourceFile),
             "metadataType": .string(metadataTypeName),
-            "entities": list(schema.entities.enumerated().map { entityValue($1, index: $0) }),
+            "entities": list(Array(schema.entities.indices).parallelMap { [self] index in entityValue(schema.entities[index], index: index) }),
             "enums": list(schema.enums.map(enumValue)),
             "values": list(schema.values.map(valueTypeValue)),
             "hasEnums": .bool(!schema.enums.isEmpty),
@@ -75,11 +84,16 @@ public struct TemplateContext: Sendable {
         let stored = entity.attributes.filter { !$0.isTransient }
         let keyRelationships = entity.relationships.filter { !$0.isToMany && !$0.foreignKeyColumns.isEmpty }
         let pathRelationships = entity.relationships.filter { $0.isToMany || $0.foreignKeyColumns.isEmpty }
+        // Each member's context once, shared by every list it appears in.
+        let attributeValues = Dictionary(entity.attributes.map { ($0.name, attributeValue($0, in: entity)) }, uniquingKeysWith: { a, _ in a })
+        let relationshipValues = Dictionary(entity.relationships.map { ($0.name, relationshipValue($0, in: entity)) }, uniquingKeysWith: { a, _ in a })
+        func attributes(_ list: [Attribute]) -> MustacheValue { self.list(list.compactMap { attributeValues[$0.name] }) }
+        func relationships(_ list: [Relationship]) -> MustacheValue { self.list(list.compactMap { relationshipValues[$0.name] }) }
 
         // Coded properties: the implicit key, stored attributes, then the keys of to-one links.
         var codingKeys: [MustacheValue] = []
         if case .implicit = entity.primaryKey {
-            codingKeys.append(["swiftName": "id", "jsonKey": "id", "hasCustomKey": false])
+            codingKeys.append(["swiftName": "id", "jsonKey": "id", "jsonKeyLiteral": "\"id\"", "hasCustomKey": false])
         }
         for attribute in stored {
             codingKeys.append([
@@ -90,7 +104,8 @@ public struct TemplateContext: Sendable {
         }
         for relationship in keyRelationships {
             let property = relationship.name + "ID"
-            codingKeys.append(["swiftName": .string(SwiftSyntax.identifier(property)), "jsonKey": .string(property), "hasCustomKey": false])
+            codingKeys.append(["swiftName": .string(SwiftSyntax.identifier(property)), "jsonKey": .string(property),
+                               "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(property)), "hasCustomKey": false])
         }
 
         // Initializer parameters in declaration order, defaults where the schema gives them.
@@ -135,12 +150,12 @@ public struct TemplateContext: Sendable {
             "doc": optional(entity.doc),
             "docLines": lines(entity.doc),
             "index": .number(Double(index)),
-            "attributes": list(entity.attributes.map { attributeValue($0, in: entity) }),
-            "storedAttributes": list(stored.map { attributeValue($0, in: entity) }),
-            "transientAttributes": list(entity.attributes.filter(\.isTransient).map { attributeValue($0, in: entity) }),
-            "relationships": list(entity.relationships.map { relationshipValue($0, in: entity) }),
-            "keyRelationships": list(keyRelationships.map { relationshipValue($0, in: entity) }),
-            "pathRelationships": list(pathRelationships.map { relationshipValue($0, in: entity) }),
+            "attributes": attributes(entity.attributes),
+            "storedAttributes": attributes(stored),
+            "transientAttributes": attributes(entity.attributes.filter(\.isTransient)),
+            "relationships": relationships(entity.relationships),
+            "keyRelationships": relationships(keyRelationships),
+            "pathRelationships": relationships(pathRelationships),
             "primaryKey": primaryKeyValue(entity),
             "codingKeys": list(codingKeys),
             "initParameters": list(parameters.map { ["declaration": .string($0.declaration), "assignment": .string($0.assignment)] }),

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Times `schemagen generate` (whole process, release build) on the generated 1,000-entity
+schema: into an empty folder, and again over its own unchanged output. Baselines measured in
+the same run: the one-second target, and Python writing the very same files into an empty
+folder, which is what the file system alone costs."""
+import os
+import shutil
+import sys
+import tempfile
+
+from common import RUNS, figure, generate_schema, median_seconds, run_checked
+
+
+def main():
+    schemagen = sys.argv[1]
+    entity_count = int(os.environ.get("BENCH_ENTITIES", "1000"))
+    with tempfile.TemporaryDirectory() as folder:
+        schema = os.path.join(folder, "Benchmark.yaml")
+        with open(schema, "w") as file:
+            file.write(generate_schema(entity_count))
+        output = os.path.join(folder, "out")
+        command = [schemagen, "generate", "--schema", schema, "--output", output]
+
+        def clear():
+            shutil.rmtree(output, ignore_errors=True)
+
+        run_checked(command)  # warm up, and the files the raw-write baseline writes
+        produced = {}
+        for root, _, names in os.walk(output):
+            for name in names:
+                with open(os.path.join(root, name), "rb") as file:
+                    produced[os.path.relpath(os.path.join(root, name), output)] = file.read()
+        total_mib = sum(len(b) for b in produced.values()) / 1024 / 1024
+
+        raw_output = os.path.join(folder, "raw")
+
+        def raw_write():
+            os.makedirs(os.path.join(raw_output, "Benchmark"))
+            for relative, data in produced.items():
+                with open(os.path.join(raw_output, relative), "wb") as file:
+                    file.write(data)
+
+        fresh = median_seconds(lambda: run_checked(command), before=clear)
+        raw = median_seconds(raw_write, before=lambda: shutil.rmtree(raw_output, ignore_errors=True))
+        run_checked(command)
+        unchanged = median_seconds(lambda: run_checked(command))
+
+        # The same fresh run on tmpfs, where writing costs no disk: the tool's own time.
+        memory = None
+        if os.path.isdir("/dev/shm"):
+            shm_output = tempfile.mkdtemp(dir="/dev/shm")
+            shm_command = [schemagen, "generate", "--schema", schema, "--output", shm_output]
+            memory = median_seconds(lambda: run_checked(shm_command), before=lambda: shutil.rmtree(os.path.join(shm_output, "Benchmark"), ignore_errors=True))
+            shutil.rmtree(shm_output, ignore_errors=True)
+
+    name = f"generate_{entity_count}_entities"
+    figure(name, fresh, "s", 1.0, "target(1.000s)")
+    figure(f"{name}_vs_raw_write", fresh, "s", raw, f"python_raw_write_same_files({raw:.3f}s)")
+    figure(f"{name}_unchanged", unchanged, "s", 1.0, "target(1.000s)")
+    if memory is not None:
+        figure(f"{name}_tmpfs", memory, "s", 1.0, "target(1.000s)")
+    print(f"# {len(produced)} files, {total_mib:.1f} MiB written per fresh run; median of {RUNS} runs", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
