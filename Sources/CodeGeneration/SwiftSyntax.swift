@@ -18,23 +18,9 @@ enum SwiftSyntax {
         keywords.contains(name) ? "`\(name)`" : name
     }
 
-    /// A string literal with everything escaped that Swift requires.
-    static func stringLiteral(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// A string literal with everything escaped that Swift requires; the standard library's
+    /// debug description is exactly that.
+    static func stringLiteral(_ text: String) -> String { text.debugDescription }
 
     /// The Swift type of an attribute type (without optionality).
     static func typeName(_ type: AttributeType) -> String {

@@ -1,3 +1,4 @@
+import Diagnostics
 import Mustache
 import SchemaKit
 
@@ -330,18 +331,7 @@ public struct TemplateContext: Sendable {
         }
     }
 
-    private func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    private func jsonString(_ text: String) -> String { DiagnosticRenderer.jsonString(text) }
 
     // MARK: - Relationships
 

@@ -37,20 +37,6 @@ struct EmbedTemplates {
         }
     }
 
-    /// A string literal with every special character escaped, so any template text survives.
-    static func literal(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// A Swift string literal of any text: the standard library's debug description.
+    static func literal(_ text: String) -> String { text.debugDescription }
 }
