@@ -31,6 +31,8 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
         .target(name: "Mustache"),
         .target(name: "SchemaMetadata"),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "MigrationPlanner", dependencies: ["SchemaKit"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
@@ -67,6 +69,7 @@ let package = Package(
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,172 @@
+/// SQLite's ALTER TABLE capabilities (3.35+) and its SQL for every step.
+public struct SQLiteDialect: DialectCapabilities {
+    public init() {}
+
+    public var canRenameColumn: Bool { true }
+    public var alteringColumnsNeedsRebuild: Bool { true }
+
+    /// ALTER TABLE ADD COLUMN takes no key, and a NOT NULL column only with a constant non-null default.
+    public func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot) -> Bool {
+        if column.isAutoIncrement || table.primaryKey.contains(column.name) { return false }
+        if table.foreignKeys.contains(where: { $0.columns.contains(column.name) }) { return false }
+        if let value = column.defaultValue, !value.isConstant { return false }
+        if !column.isNullable { return column.defaultValue != nil && column.defaultValue != .null }
+        return true
+    }
+
+    /// ALTER TABLE DROP COLUMN refuses key and foreign-key columns.
+    public func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot) -> Bool {
+        !table.primaryKey.contains(column.name) && !table.foreignKeys.contains { $0.columns.contains(column.name) }
+    }
+
+    // MARK: - Names and literals
+
+    public static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func string(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    public static func type(of kind: ColumnKind) -> String {
+        switch kind {
+        case .integer, .boolean: "INTEGER"
+        case .real: "REAL"
+        case .blob: "BLOB"
+        case .text, .date, .uuid, .url, .decimal, .json: "TEXT"
+        }
+    }
+
+    /// Dates are kept as UTC ISO 8601 text with milliseconds, which sorts by time.
+    static let nowExpression = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+    /// A random version-4 UUID in lowercase canonical form.
+    static let uuidExpression = "(lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))))"
+
+    public static func literal(_ value: ColumnDefault) -> String {
+        switch value {
+        case .null: return "NULL"
+        case .integer(let number): return String(number)
+        case .real(let number):
+            let text = String(number)
+            return text.contains(".") || text.contains("e") ? text : text + ".0"
+        case .text(let text): return string(text)
+        case .blob(let hex): return "X'\(hex)'"
+        case .now: return nowExpression
+        case .uuid: return uuidExpression
+        }
+    }
+
+    // MARK: - Statements
+
+    static func columnDefinition(_ column: ColumnSnapshot, inlineKey: Bool) -> String {
+        var text = "\(quote(column.name)) \(type(of: column.kind))"
+        if inlineKey { text += " PRIMARY KEY" }
+        if !column.isNullable { text += " NOT NULL" }
+        if let value = column.defaultValue { text += " DEFAULT \(literal(value))" }
+        return text
+    }
+
+    /// CREATE TABLE; the implicit integer key is SQLite's rowid alias.
+    static func createTable(_ table: TableSnapshot, name: String? = nil) -> String {
+        let inlineKey = table.primaryKey.count == 1 && table.column(named: table.primaryKey[0])?.isAutoIncrement == true
+        var lines = table.columns.map { "    " + columnDefinition($0, inlineKey: inlineKey && $0.name == table.primaryKey[0]) }
+        if !inlineKey, !table.primaryKey.isEmpty {
+            lines.append("    PRIMARY KEY (\(table.primaryKey.map(quote).joined(separator: ", ")))")
+        }
+        for key in table.foreignKeys {
+            lines.append("    FOREIGN KEY (\(key.columns.map(quote).joined(separator: ", "))) REFERENCES \(quote(key.table)) (\(key.referencedColumns.map(quote).joined(separator: ", "))) ON DELETE \(key.onDelete.rawValue)")
+        }
+        return "CREATE TABLE \(quote(name ?? table.name)) (\n\(lines.joined(separator: ",\n"))\n) STRICT;"
+    }
+
+    static func createIndex(_ index: IndexSnapshot, on table: String) -> [String] {
+        guard index.isFullText else {
+            return ["CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(quote(index.name)) ON \(quote(table)) (\(index.columns.map(quote).joined(separator: ", ")));"]
+        }
+        // An external-content FTS5 table kept in step with the table by triggers.
+        let fts = quote(index.name)
+        let columns = index.columns.map(quote).joined(separator: ", ")
+        let new = index.columns.map { "new.\(quote($0))" }.joined(separator: ", ")
+        let old = index.columns.map { "old.\(quote($0))" }.joined(separator: ", ")
+        return [
+            "CREATE VIRTUAL TABLE \(fts) USING fts5(\(columns), content=\(string(table)), content_rowid='rowid');",
+            "CREATE TRIGGER \(quote(index.name + "_insert")) AFTER INSERT ON \(quote(table)) BEGIN INSERT INTO \(fts) (rowid, \(columns)) VALUES (new.rowid, \(new)); END;",
+            "CREATE TRIGGER \(quote(index.name + "_delete")) AFTER DELETE ON \(quote(table)) BEGIN INSERT INTO \(fts) (\(fts), rowid, \(columns)) VALUES ('delete', old.rowid, \(old)); END;",
+            "CREATE TRIGGER \(quote(index.name + "_update")) AFTER UPDATE ON \(quote(table)) BEGIN INSERT INTO \(fts) (\(fts), rowid, \(columns)) VALUES ('delete', old.rowid, \(old)); INSERT INTO \(fts) (rowid, \(columns)) VALUES (new.rowid, \(new)); END;",
+            "INSERT INTO \(fts) (\(fts)) VALUES ('rebuild');",
+        ]
+    }
+
+    static func dropIndex(_ index: IndexSnapshot) -> [String] {
+        guard index.isFullText else { return ["DROP INDEX IF EXISTS \(quote(index.name));"] }
+        return ["_insert", "_delete", "_update"].map { "DROP TRIGGER IF EXISTS \(quote(index.name + $0));" }
+            + ["DROP TABLE IF EXISTS \(quote(index.name));"]
+    }
+
+    /// The SQL of one step.
+    public func sql(for step: MigrationStep) -> [String] {
+        let q = Self.quote
+        switch step {
+        case .createTable(let table):
+            return [Self.createTable(table)]
+        case .dropTable(let table):
+            return ["DROP TABLE \(q(table.name));"]
+        case .renameTable(let from, let to):
+            return ["ALTER TABLE \(q(from)) RENAME TO \(q(to));"]
+        case .addColumn(let table, let column):
+            return ["ALTER TABLE \(q(table)) ADD COLUMN \(Self.columnDefinition(column, inlineKey: false));"]
+        case .dropColumn(let table, let column):
+            return ["ALTER TABLE \(q(table)) DROP COLUMN \(q(column.name));"]
+        case .renameColumn(let table, let from, let to):
+            return ["ALTER TABLE \(q(table)) RENAME COLUMN \(q(from)) TO \(q(to));"]
+        case .createIndex(let table, let index):
+            return Self.createIndex(index, on: table)
+        case .dropIndex(_, let index):
+            return Self.dropIndex(index)
+        case .rebuildTable(let change):
+            return rebuild(change)
+        }
+    }
+
+    /// sqlite.org's procedure for changes ALTER TABLE cannot make ("Making Other Kinds Of Table
+    /// Schema Changes"); steps 1, 2, 10, 11 and 12 (foreign keys off, the transaction, the
+    /// foreign-key check) belong to the migrator, as the file header says.
+    func rebuild(_ change: TableChange) -> [String] {
+        let q = Self.quote
+        let temporary = "schemagen_new_" + change.to.name
+        // Step 4: create the new table under a temporary name.
+        var statements = [Self.createTable(change.to, name: temporary)]
+        // Step 5: copy every row, converting values.
+        var names: [String] = []
+        var expressions: [String] = []
+        for column in change.to.columns {
+            guard let expression = copyExpression(for: column, change: change) else { continue }
+            names.append(q(column.name))
+            expressions.append(expression)
+        }
+        statements.append("INSERT INTO \(q(temporary)) (\(names.joined(separator: ", "))) SELECT \(expressions.joined(separator: ", ")) FROM \(q(change.from.name));")
+        // Step 6: drop the old table. Step 7: give the new one its name.
+        statements.append("DROP TABLE \(q(change.from.name));")
+        statements.append("ALTER TABLE \(q(temporary)) RENAME TO \(q(change.to.name));")
+        // Step 8 (indexes and triggers) follows as separate steps of the plan.
+        return statements
+    }
+
+    /// The value a rebuilt column gets from the old row, or nil to let its default apply.
+    func copyExpression(for column: ColumnSnapshot, change: TableChange) -> String? {
+        let q = Self.quote
+        guard let sourceName = change.columnSources[column.name], let source = change.from.column(named: sourceName) else {
+            // A new column: its default, computed per row where it is not constant.
+            return column.defaultValue.map(Self.literal)
+        }
+        var expression = q(source.name)
+        if source.kind != column.kind, Self.type(of: source.kind) != Self.type(of: column.kind) {
+            expression = "CAST(\(expression) AS \(Self.type(of: column.kind)))"
+        }
+        if source.isNullable, !column.isNullable, let value = column.defaultValue, value != .null {
+            expression = "COALESCE(\(expression), \(Self.literal(value)))"
+        }
+        return expression
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import SchemaKit
+
+/// Resolves a validated schema into its snapshot.
+public enum SnapshotBuilder {
+    public static func snapshot(of schema: Schema) -> SchemaSnapshot {
+        var tables = schema.entities.map { table(for: $0, in: schema) }
+        tables += joinTables(of: schema)
+        return SchemaSnapshot(schema: schema.name, version: schema.version, tables: tables)
+    }
+
+    static func table(for entity: Entity, in schema: Schema) -> TableSnapshot {
+        var columns: [ColumnSnapshot] = []
+        if case .implicit = entity.primaryKey {
+            columns.append(ColumnSnapshot(name: Entity.implicitKeyName, property: nil, renamedFrom: nil, kind: .integer,
+                                          isNullable: false, defaultValue: nil, isAutoIncrement: true))
+        }
+        for attribute in entity.attributes where !attribute.isTransient {
+            columns.append(ColumnSnapshot(
+                name: attribute.columnName, property: attribute.name, renamedFrom: attribute.renamedFrom,
+                kind: attribute.usesExternalStorage ? .text : kind(of: attribute.type, in: schema),
+                isNullable: attribute.isOptional,
+                defaultValue: attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
+                isAutoIncrement: false))
+        }
+        var foreignKeys: [ForeignKeySnapshot] = []
+        for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
+            guard let target = schema.entity(named: relationship.target) else { continue }
+            let targetKey = keyColumns(of: target, in: schema)
+            for (column, targetColumn) in zip(relationship.foreignKeyColumns, targetKey) {
+                columns.append(ColumnSnapshot(
+                    name: column, property: relationship.name, renamedFrom: relationship.renamedFrom,
+                    kind: targetColumn.kind, isNullable: relationship.isOptional, defaultValue: nil, isAutoIncrement: false))
+            }
+            foreignKeys.append(ForeignKeySnapshot(
+                columns: relationship.foreignKeyColumns, table: target.tableName,
+                referencedColumns: targetKey.map(\.name), onDelete: onDelete(for: relationship, in: schema)))
+        }
+        return TableSnapshot(
+            name: entity.tableName, entity: entity.name, renamedFrom: entity.renamedFrom,
+            columns: columns, primaryKey: entity.primaryKeyColumns, indexes: indexes(of: entity),
+            foreignKeys: foreignKeys)
+    }
+
+    /// The target's key columns with their kinds, following relationships in composite keys.
+    static func keyColumns(of entity: Entity, in schema: Schema, depth: Int = 0) -> [(name: String, kind: ColumnKind)] {
+        guard case .members(let members) = entity.primaryKey, depth < 16 else { return [(Entity.implicitKeyName, .integer)] }
+        return members.flatMap { member -> [(name: String, kind: ColumnKind)] in
+            if let attribute = entity.attribute(named: member) { return [(attribute.columnName, kind(of: attribute.type, in: schema))] }
+            guard let relationship = entity.relationship(named: member), let target = schema.entity(named: relationship.target) else { return [] }
+            let targetKey = keyColumns(of: target, in: schema, depth: depth + 1)
+            return zip(relationship.foreignKeyColumns, targetKey).map { ($0, $1.kind) }
+        }
+    }
+
+    /// What deleting the referenced row does, from the delete rule of the side that points
+    /// back (the to-many side's rule decides what happens to the rows holding the key).
+    static func onDelete(for relationship: Relationship, in schema: Schema) -> ForeignKeySnapshot.Action {
+        let rule = relationship.inverse.flatMap { schema.entity(named: relationship.target)?.relationship(named: $0)?.deleteRule }
+        switch rule {
+        case .cascade?: return .cascade
+        case .deny?: return .restrict
+        case .noAction?: return .noAction
+        case .nullify?, nil: return relationship.isOptional ? .setNull : .restrict
+        }
+    }
+
+    static func joinTables(of schema: Schema) -> [TableSnapshot] {
+        var tables: [TableSnapshot] = []
+        for entity in schema.entities {
+            for relationship in entity.relationships where relationship.isToMany {
+                guard let name = relationship.joinTableName, let target = schema.entity(named: relationship.target) else { continue }
+                // The owning side lists the table first; the other side would repeat it.
+                guard !tables.contains(where: { $0.name == name }) else { continue }
+                let sourceKey = keyColumns(of: entity, in: schema)
+                let targetKey = keyColumns(of: target, in: schema)
+                let selfLink = entity.name == target.name
+                let sourcePrefix = selfLink ? "source" : Naming.snakeCase(entity.name)
+                let targetPrefix = selfLink ? "target" : Naming.snakeCase(target.name)
+                let sourceColumns = sourceKey.map { ColumnSnapshot(name: "\(sourcePrefix)_\($0.name)", property: nil, renamedFrom: nil, kind: $0.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
+                let targetColumns = targetKey.map { ColumnSnapshot(name: "\(targetPrefix)_\($0.name)", property: nil, renamedFrom: nil, kind: $0.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
+                let all = sourceColumns + targetColumns
+                tables.append(TableSnapshot(
+                    name: name, entity: nil, renamedFrom: nil, columns: all, primaryKey: all.map(\.name),
+                    indexes: [IndexSnapshot(name: "\(name)_\(targetColumns.map(\.name).joined(separator: "_"))_idx", columns: targetColumns.map(\.name), isUnique: false, isFullText: false)],
+                    foreignKeys: [
+                        ForeignKeySnapshot(columns: sourceColumns.map(\.name), table: entity.tableName, referencedColumns: sourceKey.map(\.name), onDelete: .cascade),
+                        ForeignKeySnapshot(columns: targetColumns.map(\.name), table: target.tableName, referencedColumns: targetKey.map(\.name), onDelete: .cascade),
+                    ]))
+            }
+        }
+        return tables
+    }
+
+    /// Indexes named `<table>_<columns>_idx`, `_key` (unique) and `_fts` (full text).
+    static func indexes(of entity: Entity) -> [IndexSnapshot] {
+        func columns(_ members: [String]) -> [String] {
+            members.flatMap { member -> [String] in
+                if let attribute = entity.attribute(named: member) { return [attribute.columnName] }
+                return entity.relationship(named: member)?.foreignKeyColumns ?? []
+            }
+        }
+        let keyMembers: [String] = if case .members(let members) = entity.primaryKey { members } else { [] }
+        var result: [IndexSnapshot] = []
+        func add(_ columns: [String], unique: Bool, fullText: Bool = false) {
+            guard !columns.isEmpty, !result.contains(where: { $0.columns == columns && $0.isUnique == unique && $0.isFullText == fullText }) else { return }
+            let suffix = fullText ? "fts" : unique ? "key" : "idx"
+            result.append(IndexSnapshot(name: "\(entity.tableName)_\(columns.joined(separator: "_"))_\(suffix)", columns: columns, isUnique: unique, isFullText: fullText))
+        }
+        for attribute in entity.attributes where !attribute.isTransient {
+            if attribute.isUnique, keyMembers != [attribute.name] { add([attribute.columnName], unique: true) }
+            if attribute.isIndexed, !attribute.isUnique { add([attribute.columnName], unique: false) }
+        }
+        for unique in entity.uniques { add(columns(unique), unique: true) }
+        for index in entity.indexes { add(columns(index), unique: false) }
+        // Foreign keys are indexed so deletes of the referenced row do not scan the table.
+        for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
+            let covered = result.contains { $0.columns.starts(with: relationship.foreignKeyColumns) }
+            if !covered, !keyMembers.contains(relationship.name) { add(relationship.foreignKeyColumns, unique: false) }
+        }
+        for attribute in entity.attributes where attribute.isSearchable && !attribute.isTransient {
+            add([attribute.columnName], unique: false, fullText: true)
+        }
+        return result
+    }
+
+    static func kind(of type: AttributeType, in schema: Schema) -> ColumnKind {
+        switch type {
+        case .scalar(let scalar):
+            switch scalar {
+            case .string: .text
+            case .int, .int8, .int16, .int32, .int64: .integer
+            case .double, .float: .real
+            case .bool: .boolean
+            case .date: .date
+            case .data: .blob
+            case .uuid: .uuid
+            case .url: .url
+            case .decimal: .decimal
+            }
+        case .enumeration(let name): schema.enumType(named: name)?.rawType == .int ? .integer : .text
+        case .value, .array, .unresolved: .json
+        }
+    }
+
+    /// A checked default as the database stores it: enum cases as raw values, dates as UTC
+    /// ISO 8601 text with milliseconds, booleans as 0 and 1, JSON as text.
+    static func columnDefault(_ value: DefaultValue, type: AttributeType, in schema: Schema) -> ColumnDefault {
+        switch value {
+        case .null: return .null
+        case .string(let text), .url(let text), .decimal(let text): return .text(text)
+        case .integer(let number): return kind(of: type, in: schema) == .real ? .real(Double(number)) : .integer(number)
+        case .double(let number): return .real(number)
+        case .bool(let flag): return .integer(flag ? 1 : 0)
+        case .now: return .now
+        case .generatedUUID: return .uuid
+        case .uuid(let text): return .text(text.lowercased())
+        case .date(let text): return .text(normalizedDate(text))
+        case .data(let base64):
+            let bytes = Data(base64Encoded: base64).map(Array.init) ?? []
+            return .blob(bytes.map { String(format: "%02x", $0) }.joined())
+        case .enumCase(let name):
+            guard case .enumeration(let enumName) = type, let found = schema.enumType(named: enumName)?.cases.first(where: { $0.name == name }) else { return .text(name) }
+            switch found.rawValue {
+            case .string(let raw): return .text(raw)
+            case .int(let raw): return .integer(raw)
+            }
+        case .array, .value: return .text(JSONDefault.text(value, type: type, schema: schema))
+        }
+    }
+
+    /// `2024-01-31` or `2024-01-31T10:00+02:00` as `2024-01-31T08:00:00.000Z`.
+    static func normalizedDate(_ text: String) -> String {
+        var normalized = text.replacingOccurrences(of: " ", with: "T")
+        if normalized.count > 10 {
+            let time = normalized.dropFirst(11)
+            if !(time.hasSuffix("Z") || time.contains("+") || time.contains("-")) { normalized += "Z" }
+            if time.count >= 5, time.dropFirst(5).first != ":" {
+                normalized.insert(contentsOf: ":00", at: normalized.index(normalized.startIndex, offsetBy: 16))
+            }
+        }
+        let formatter = ISO8601DateFormatter()
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime], [.withFullDate]] {
+            formatter.formatOptions = options
+            if let date = formatter.date(from: normalized) {
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                formatter.timeZone = TimeZone(identifier: "UTC")
+                return formatter.string(from: date)
+            }
+        }
+        return text
+    }
+}
+
+/// Array and value-type defaults as JSON text, with value fields under their JSON keys.
+enum JSONDefault {
+    static func text(_ value: DefaultValue, type: AttributeType, schema: Schema) -> String {
+        switch value {
+        case .array(let items):
+            let element: AttributeType = if case .array(let inner) = type { inner } else { type }
+            return "[" + items.map { text($0, type: element, schema: schema) }.joined(separator: ",") + "]"
+        case .value(let fields):
+            guard case .value(let name) = type, let valueType = schema.valueType(named: name) else { return "{}" }
+            return "{" + zip(fields, valueType.fields).map { field, declared in
+                quoted(declared.jsonKey) + ":" + text(field.value, type: declared.type, schema: schema)
+            }.joined(separator: ",") + "}"
+        case .null: return "null"
+        case .integer(let number): return String(number)
+        case .double(let number): return String(number)
+        case .bool(let flag): return flag ? "true" : "false"
+        case .decimal(let text): return text
+        case .enumCase(let name):
+            guard case .enumeration(let enumName) = type, let found = schema.enumType(named: enumName)?.cases.first(where: { $0.name == name }) else { return quoted(name) }
+            switch found.rawValue {
+            case .string(let raw): return quoted(raw)
+            case .int(let raw): return String(raw)
+            }
+        case .string(let text), .url(let text), .uuid(let text), .date(let text), .data(let text): return quoted(text)
+        case .now, .generatedUUID: return "null"
+        }
+    }
+
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,130 @@
+import CSQLite
+
+/// An error SQLite reported, with its result code and message.
+public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: Int32
+    public var message: String
+    /// The statement that failed, when there was one.
+    public var sql: String?
+
+    public init(code: Int32, message: String, sql: String?) {
+        self.code = code
+        self.message = message
+        self.sql = sql
+    }
+
+    public var description: String {
+        sql.map { "\(message) (in: \($0))" } ?? message
+    }
+}
+
+/// A value read from or bound to SQLite.
+public enum SQLiteValue: Sendable, Hashable, CustomStringConvertible {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var description: String {
+        switch self {
+        case .null: "NULL"
+        case .integer(let value): String(value)
+        case .real(let value): String(value)
+        case .text(let value): "'\(value)'"
+        case .blob(let bytes): "x'" + bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "'"
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// One connection to a database file (or `:memory:`). Not shared between threads.
+public final class SQLiteConnection {
+    private var handle: OpaquePointer?
+
+    /// SQLite's way of saying "copy the bytes now"; not imported into Swift as a constant.
+    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard status == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+            sqlite3_close(handle)
+            handle = nil
+            throw SQLiteError(code: status, message: message, sql: nil)
+        }
+        sqlite3_extended_result_codes(handle, 1)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    private func error(_ status: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard status == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw SQLiteError(code: status, message: text, sql: sql)
+        }
+    }
+
+    /// Runs one statement with bound values and returns every row.
+    public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+        var statement: OpaquePointer?
+        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard prepared == SQLITE_OK else { throw error(prepared, sql: sql) }
+        defer { sqlite3_finalize(statement) }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            switch argument {
+            case .null: sqlite3_bind_null(statement, index)
+            case .integer(let value): sqlite3_bind_int64(statement, index, value)
+            case .real(let value): sqlite3_bind_double(statement, index, value)
+            case .text(let value): sqlite3_bind_text(statement, index, value, -1, Self.transient)
+            case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), Self.transient)
+            }
+        }
+        var rows: [[SQLiteValue]] = []
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+            let count = sqlite3_column_count(statement)
+            var row: [SQLiteValue] = []
+            row.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_BLOB:
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    if let pointer = sqlite3_column_blob(statement, column) {
+                        row.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: length))))
+                    } else {
+                        row.append(.blob([]))
+                    }
+                default: row.append(.null)
+                }
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    /// The SQLite library version, e.g. `3.40.1`.
+    public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}
