@@ -19,6 +19,11 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]
         ),
         .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
@@ -32,12 +37,12 @@ let package = Package(
         .target(name: "Mustache"),
         .target(name: "SchemaMetadata"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "MigrationPlanner", dependencies: ["SchemaKit"]),
+        .target(name: "MigrationPlanner", dependencies: ["SchemaKit", "Diagnostics", "CCrypto"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "Mustache", "Diagnostics"]),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "YAMLReader"]),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "YAMLReader", "MigrationPlanner"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),

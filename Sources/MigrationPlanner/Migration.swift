@@ -29,7 +29,7 @@ public struct Migration: Sendable {
 
     /// The exact inverse: every step reversed, in reverse order.
     public func downSQL(dialect: SQLiteDialect = SQLiteDialect()) -> String {
-        render(steps.reversed().map(\.reversed), direction: "down", losing: stepsLosingDataOnDown, dialect: dialect)
+        render(steps.reversed().map(\.reversed), direction: "down", losing: stepsLosingDataOnDown.map(\.reversed), dialect: dialect)
     }
 
     private func render(_ steps: [MigrationStep], direction: String, losing: [MigrationStep], dialect: SQLiteDialect) -> String {

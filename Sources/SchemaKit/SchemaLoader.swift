@@ -26,6 +26,10 @@ public enum SchemaLoader {
     public struct Result: Sendable {
         public var files: [FileResult]
 
+        public init(files: [FileResult]) {
+            self.files = files
+        }
+
         public var diagnostics: [Diagnostic] { files.flatMap(\.diagnostics) }
         public var schemas: [Schema] { files.compactMap(\.schema) }
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }

@@ -14,9 +14,11 @@ public enum GenerateCommand: Command {
             Writes one folder per schema under the output folder, rewriting only files whose content
             changed and deleting generated files that are no longer produced (files without the
             generated header are never touched). Defaults may come from .schemagen.yaml (keys:
-            schemas, output, templates); flags override it. Exit status: 0 done (or up to date with
-            --check), 1 invalid schema, template error or out-of-date files with --check, 2 usage
-            or I/O error.
+            schemas, output, templates, migrations); flags override it. When a schema differs from
+            the snapshot of its newest migration, a new numbered migration is written to
+            <migrations>/<Schema>/ (not with --single-file). Exit status: 0 done (or up to date with
+            --check), 1 invalid schema, template error, risky migration, tampered migration folder
+            or out-of-date files with --check, 2 usage or I/O error.
             """,
         options: [
             .value("schema", short: "s", valueName: "path", help: "A schema file or folder; only these schemas are generated.", repeatable: true),
@@ -25,6 +27,9 @@ public enum GenerateCommand: Command {
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file (for build plugins)."),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: GeneratorConfig.defaultFile),
+            .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
+            .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
+            .flag("allow-destructive", help: "Let a migration that drops or narrows data through, with warnings."),
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -112,6 +117,30 @@ public enum GenerateCommand: Command {
             folders = explicitSchemas.isEmpty ? Array(Set(outputFolders + generated.map(\.schema.name))).sorted() : generated.map(\.schema.name)
         }
 
+        // Migrations: one new numbered migration per changed schema.
+        var pendingMigrations: [PendingMigration] = []
+        if !arguments.flag("single-file") {
+            let root = arguments.value("migrations") ?? config.migrations ?? "Migrations"
+            var diagnostics: [Diagnostic] = []
+            for entry in generated {
+                switch PendingMigration.plan(for: entry.schema, root: root, name: arguments.value("name"), allowDestructive: arguments.flag("allow-destructive")) {
+                case .upToDate: break
+                case .failed(let problems): diagnostics += problems
+                case .pending(let pending):
+                    diagnostics += pending.findings
+                    pendingMigrations.append(pending)
+                }
+            }
+            if !diagnostics.isEmpty {
+                let sources = Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { a, _ in a })
+                io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(diagnostics))
+            }
+            if diagnostics.contains(where: { $0.severity == .error }) {
+                io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
+                return .failure
+            }
+        }
+
         let sync = GeneratedFileSync(outputFolder: output)
         let plan = sync.plan(allFiles, schemas: folders)
         if arguments.flag("check") {
@@ -119,11 +148,14 @@ public enum GenerateCommand: Command {
             for path in plan.missing { report += "missing: \(output)/\(path)\n" }
             for path in plan.stale { report += "stale:   \(output)/\(path)\n" }
             for path in plan.extra { report += "extra:   \(output)/\(path)\n" }
-            if plan.isUpToDate {
+            for pending in pendingMigrations {
+                report += "missing migration: \(pending.directory.path)/\(pending.entry.upFile) (schema \(pending.schema.name) version \(pending.schema.version))\n"
+            }
+            if plan.isUpToDate, pendingMigrations.isEmpty {
                 io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(allFiles.count))).\n")
                 return .success
             }
-            io.writeOutput(report + "Generated code in \(output) is out of date: run `schemagen generate`.\n")
+            io.writeOutput(report + "Generated code or migrations are out of date: run `schemagen generate`.\n")
             return .failure
         }
         do {
@@ -133,6 +165,15 @@ public enum GenerateCommand: Command {
             return .usageOrIO
         }
         var report = ""
+        for pending in pendingMigrations {
+            do {
+                try pending.directory.write(pending.migration, as: pending.entry)
+            } catch {
+                io.writeError("schemagen: error: cannot write migration to '\(pending.directory.path)': \(error.localizedDescription)\n")
+                return .usageOrIO
+            }
+            report += "migration \(pending.directory.path)/\(pending.entry.prefix) (schema \(pending.schema.name) version \(pending.schema.version)): \(VerbalCount.count(pending.migration.steps.count, "step"))\n"
+        }
         for path in plan.missing + plan.stale { report += "wrote   \(output)/\(path)\n" }
         for path in plan.extra { report += "deleted \(output)/\(path)\n" }
         report += "Generated \(VerbalCount.count(generated.count, "schema")) into \(output): \(plan.missing.count + plan.stale.count) written, \(plan.unchanged.count) unchanged, \(plan.extra.count) deleted.\n"

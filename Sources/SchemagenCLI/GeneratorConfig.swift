@@ -14,9 +14,10 @@ struct GeneratorConfig: Equatable {
     var schemas: [String]?
     var output: String?
     var templates: String?
+    var migrations: String?
 
     static let defaultFile = ".schemagen.yaml"
-    static let keys = ["schemas", "output", "templates"]
+    static let keys = ["schemas", "output", "templates", "migrations"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     static func load(path: String) -> (GeneratorConfig?, [Diagnostic], SourceFile?) {
@@ -47,12 +48,16 @@ struct GeneratorConfig: Equatable {
                 } else {
                     bag.error("wrong-kind", "'schemas' expects a path or a list of paths", at: location(pair.value))
                 }
-            case "output", "templates":
+            case "output", "templates", "migrations":
                 guard let value = pair.value.stringValue else {
                     bag.error("wrong-kind", "'\(key)' expects a path", at: location(pair.value))
                     continue
                 }
-                if key == "output" { config.output = value } else { config.templates = value }
+                switch key {
+                case "output": config.output = value
+                case "templates": config.templates = value
+                default: config.migrations = value
+                }
             default:
                 bag.error("unknown-key", "unknown key '\(key)' in the config file\(Suggestion.hint(for: key, in: keys))", at: location(pair.key))
             }

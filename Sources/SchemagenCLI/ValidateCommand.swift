@@ -1,5 +1,6 @@
 import CommandLineKit
 import Diagnostics
+import MigrationPlanner
 import SchemaKit
 
 /// `schemagen validate`: checks schema files and reports every problem at once.
@@ -18,6 +19,7 @@ public enum ValidateCommand: Command {
             .flag("warnings-as-errors", help: "Report warnings as errors and fail on them."),
             .value("color", valueName: "when", help: "Colour the text format.",
                    allowed: ["auto", "always", "never"], defaultValue: "auto"),
+            .value("migrations", short: "m", valueName: "dir", help: "Migration folders whose checksums are checked too.", defaultValue: "Migrations"),
         ],
         arguments: [ArgumentSpec("PATH", help: "Schema files or directories (default: Schemas).", isVariadic: true)])
 
@@ -34,6 +36,11 @@ public enum ValidateCommand: Command {
 
         let result = SchemaLoader.load(files: files)
         var diagnostics = result.diagnostics
+        // Each schema's migration folder, if it has one, must match its manifest.
+        let migrationsRoot = arguments.value("migrations") ?? "Migrations"
+        for schema in result.schemas {
+            diagnostics += MigrationDirectory(path: migrationsRoot + "/" + schema.name).verify()
+        }
         if arguments.flag("warnings-as-errors") {
             diagnostics = diagnostics.map { diagnostic in
                 var promoted = diagnostic

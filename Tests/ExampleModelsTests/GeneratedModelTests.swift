@@ -94,7 +94,7 @@ import Testing
 
     @Test func metadataDescribesTablesKeysAndLinks() throws {
         let flights = FlightsSchema.descriptor
-        #expect(flights.version == 1)
+        #expect(flights.version == 4)
         #expect(Flight.entity.table == "flights")
         #expect(Flight.entity.relationship(named: "origin")?.foreignKeyColumns == ["origin_id"])
         #expect(Airport.entity.column(forProperty: "countryCode")?.column == "country_code")

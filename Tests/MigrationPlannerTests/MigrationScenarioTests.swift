@@ -66,11 +66,13 @@ func structure(of database: SQLiteConnection) throws -> [String] {
         let columns = try database.query("PRAGMA table_xinfo(\(SQLiteDialect.quote(name)));")
             .map { "  column \($0[1]) \($0[2]) notnull=\($0[3]) default=\($0[4]) pk=\($0[5])" }.sorted()
         lines += columns
+        var indexes: [String] = []
         for index in try database.query("PRAGMA index_list(\(SQLiteDialect.quote(name)));") {
             guard case .text(let indexName) = index[1] else { continue }
             let indexColumns = try database.query("PRAGMA index_info(\(SQLiteDialect.quote(indexName)));").map { "\($0[2])" }
-            lines.append("  index \(indexName.hasPrefix("sqlite_autoindex") ? "auto" : indexName) unique=\(index[2]) origin=\(index[3]) \(indexColumns)")
+            indexes.append("  index \(indexName.hasPrefix("sqlite_autoindex") ? "auto" : indexName) unique=\(index[2]) origin=\(index[3]) \(indexColumns)")
         }
+        lines += indexes.sorted()
         let keys = try database.query("PRAGMA foreign_key_list(\(SQLiteDialect.quote(name)));")
             .map { "  foreign key \($0[3]) -> \($0[2]).\($0[4]) on delete \($0[6])" }.sorted()
         lines += keys

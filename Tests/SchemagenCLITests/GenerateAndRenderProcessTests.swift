@@ -38,7 +38,7 @@ import Testing
             missing: \(output.path)/Todo/TodoItem+Patch.swift
             stale:   \(output.path)/Todo/TodoItem.swift
             extra:   \(output.path)/Todo/Old.swift
-            Generated code in \(output.path) is out of date: run `schemagen generate`.
+            Generated code or migrations are out of date: run `schemagen generate`.
 
             """)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("Todo/TodoItem+Patch.swift").path), "--check writes nothing")

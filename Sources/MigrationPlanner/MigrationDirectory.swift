@@ -1,0 +1,173 @@
+import Diagnostics
+import Foundation
+
+/// A schema's migration folder (`Migrations/<Schema>/`): for each migration
+/// `NNNN_name.up.sql`, `NNNN_name.down.sql` and `NNNN_name.schema.json` (the snapshot after it),
+/// and `migrations.sum`, the SHA-256 of every file plus a total, like atlas.sum.
+public struct MigrationDirectory: Sendable {
+    public let path: String
+
+    public static let sumFile = "migrations.sum"
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// One numbered migration's files.
+    public struct Entry: Sendable, Hashable {
+        public var number: Int
+        public var name: String
+
+        public init(number: Int, name: String) {
+            self.number = number
+            self.name = name
+        }
+
+        public var prefix: String { String(format: "%04d_%@", number, name) }
+        public var upFile: String { prefix + ".up.sql" }
+        public var downFile: String { prefix + ".down.sql" }
+        public var snapshotFile: String { prefix + ".schema.json" }
+        public var files: [String] { [downFile, snapshotFile, upFile] }
+    }
+
+    /// Diagnostic codes about migration folders.
+    public enum Code {
+        public static let checksum = "migration-checksum"
+        public static let missingFile = "migration-missing-file"
+        public static let duplicateNumber = "migration-duplicate-number"
+        public static let unlisted = "migration-unlisted"
+        public static let unreadable = "migration-unreadable"
+    }
+
+    // MARK: - Reading
+
+    /// The migrations in number order, from the files present.
+    public func entries() -> [Entry] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        var entries: Set<Entry> = []
+        for file in names {
+            guard let entry = Self.entry(forFile: file) else { continue }
+            entries.insert(entry)
+        }
+        return entries.sorted { ($0.number, $0.name) < ($1.number, $1.name) }
+    }
+
+    static func entry(forFile file: String) -> Entry? {
+        for suffix in [".up.sql", ".down.sql", ".schema.json"] where file.hasSuffix(suffix) {
+            let stem = file.dropLast(suffix.count)
+            guard let underscore = stem.firstIndex(of: "_"), let number = Int(stem[..<underscore]), number > 0 else { return nil }
+            return Entry(number: number, name: String(stem[stem.index(after: underscore)...]))
+        }
+        return nil
+    }
+
+    /// The snapshot after the newest migration, or nil when there is none.
+    public func latestSnapshot() throws -> SchemaSnapshot? {
+        guard let last = entries().last else { return nil }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile))
+        return try JSONDecoder().decode(SchemaSnapshot.self, from: data)
+    }
+
+    // MARK: - Checking
+
+    /// Everything wrong with the folder: missing files, two migrations with one number (two
+    /// branches), and files edited, deleted, added or reordered since `migrations.sum` was written.
+    public func verify() -> [Diagnostic] {
+        var problems: [Diagnostic] = []
+        let entries = entries()
+        guard !entries.isEmpty else { return [] }
+        func location(_ file: String, line: Int = 1) -> SourceLocation {
+            SourceLocation(file: path + "/" + file, line: line, column: 1)
+        }
+        let present = Set((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+        for entry in entries {
+            for file in entry.files where !present.contains(file) {
+                problems.append(Diagnostic(.error, code: Code.missingFile, message: "migration \(entry.prefix) has no \(file); restore it from version control", at: location(entry.upFile)))
+            }
+        }
+        let byNumber = Dictionary(grouping: entries, by: \.number)
+        for (number, group) in byNumber.sorted(by: { $0.key < $1.key }) where group.count > 1 {
+            let names = group.map { "'\($0.prefix)'" }.joined(separator: " and ")
+            problems.append(Diagnostic(.error, code: Code.duplicateNumber, message: "two migrations are numbered \(String(format: "%04d", number)): \(names), probably from two branches; renumber yours after the other and run `schemagen rehash`", at: location(group[1].upFile)))
+        }
+
+        guard let sum = try? String(contentsOfFile: path + "/" + Self.sumFile, encoding: .utf8) else {
+            problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(Self.sumFile) is missing; run `schemagen rehash` if these migrations are as intended", at: location(Self.sumFile)))
+            return problems
+        }
+        let lines = sum.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        var listed: [String: (hash: String, line: Int)] = [:]
+        var listedOrder: [String] = []
+        var total: String?
+        for (index, line) in lines.enumerated() {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            if index == 0, parts[0] == "total" { total = parts[1]; continue }
+            listed[parts[0]] = (parts[1], index + 1)
+            listedOrder.append(parts[0])
+        }
+        if total != Self.total(of: listedOrder.map { ($0, listed[$0]?.hash ?? "") }) {
+            problems.append(Diagnostic(.error, code: Code.checksum, message: "\(Self.sumFile) was edited by hand (its total does not match its lines); restore it or run `schemagen rehash`", at: location(Self.sumFile)))
+        }
+        for file in listedOrder {
+            guard let (hash, line) = listed[file] else { continue }
+            guard present.contains(file) else {
+                problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(file) is listed in \(Self.sumFile) but was deleted or renamed; restore it, or run `schemagen rehash` if that was deliberate", at: location(Self.sumFile, line: line)))
+                continue
+            }
+            guard let data = FileManager.default.contents(atPath: path + "/" + file) else {
+                problems.append(Diagnostic(.error, code: Code.unreadable, message: "cannot read \(file)", at: location(file)))
+                continue
+            }
+            if SHA256.hex([UInt8](data)) != hash {
+                problems.append(Diagnostic(.error, code: Code.checksum, message: "\(file) changed after it was generated; if the edit is deliberate (a data migration, say) run `schemagen rehash`, else restore it", at: location(file)))
+            }
+        }
+        for entry in entries {
+            for file in entry.files where present.contains(file) && listed[file] == nil {
+                problems.append(Diagnostic(.error, code: Code.unlisted, message: "\(file) is not in \(Self.sumFile): a migration added by hand or from another branch; run `schemagen rehash` if it belongs here", at: location(file)))
+            }
+        }
+        if listedOrder != listedOrder.sorted() {
+            problems.append(Diagnostic(.error, code: Code.checksum, message: "migrations in \(Self.sumFile) are out of order; run `schemagen rehash`", at: location(Self.sumFile)))
+        }
+        return problems
+    }
+
+    // MARK: - Writing
+
+    /// Writes a new migration with its snapshot, then the manifest.
+    public func write(_ migration: Migration, as entry: Entry) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let folder = URL(fileURLWithPath: path)
+        try Data(migration.upSQL().utf8).write(to: folder.appendingPathComponent(entry.upFile), options: .atomic)
+        try Data(migration.downSQL().utf8).write(to: folder.appendingPathComponent(entry.downFile), options: .atomic)
+        try Self.encode(migration.to).write(to: folder.appendingPathComponent(entry.snapshotFile), options: .atomic)
+        try rehash()
+    }
+
+    /// Rewrites `migrations.sum` from the files present: after a deliberate edit.
+    public func rehash() throws {
+        var lines: [(String, String)] = []
+        for entry in entries() {
+            for file in entry.files {
+                guard let data = FileManager.default.contents(atPath: path + "/" + file) else { continue }
+                lines.append((file, SHA256.hex([UInt8](data))))
+            }
+        }
+        var text = "total \(Self.total(of: lines))\n"
+        for (file, hash) in lines { text += "\(file) \(hash)\n" }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path).appendingPathComponent(Self.sumFile), options: .atomic)
+    }
+
+    static func total(of lines: [(String, String)]) -> String {
+        SHA256.hex(lines.map { "\($0.0) \($0.1)\n" }.joined())
+    }
+
+    /// Canonical JSON: sorted keys, two-space indentation, a final newline.
+    public static func encode(_ snapshot: SchemaSnapshot) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(snapshot) + Data("\n".utf8)
+    }
+}

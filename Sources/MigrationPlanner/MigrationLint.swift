@@ -1,0 +1,91 @@
+import Diagnostics
+import SchemaKit
+
+/// Destructive or risky changes in a migration, pointed at the schema line responsible.
+/// Destructive ones are errors unless allowed; a required column with no value for existing
+/// rows is always an error.
+public enum MigrationLint {
+    public enum Code {
+        public static let dropTable = "drop-table"
+        public static let dropColumn = "drop-column"
+        public static let narrowing = "narrowing-conversion"
+        public static let requiredWithoutDefault = "required-without-default"
+        public static let newUnique = "new-unique"
+        public static let possibleRename = "possible-rename"
+        public static let dataMigration = "data-migration"
+        public static let downLosesData = "down-loses-data"
+    }
+
+    public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
+        guard let old = migration.from else { return [] }
+        let changes = SchemaDiffer.diff(from: old, to: migration.to)
+        var findings: [Diagnostic] = []
+        let fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+        func entity(_ table: TableSnapshot) -> Entity? { table.entity.flatMap(schema.entity(named:)) }
+        func location(_ table: TableSnapshot, column: ColumnSnapshot? = nil) -> SourceLocation {
+            let owner = entity(table)
+            if let property = column?.property,
+               let found = owner?.attribute(named: property)?.location ?? owner?.relationship(named: property)?.location {
+                return found
+            }
+            return owner?.location ?? fileStart
+        }
+        func destructive(_ code: String, _ message: String, at place: SourceLocation) {
+            let suffix = allowDestructive ? "" : "; pass --allow-destructive if that is intended"
+            findings.append(Diagnostic(allowDestructive ? .warning : .error, code: code, message: message + suffix, at: place))
+        }
+
+        let created = changes.compactMap { if case .createTable(let table) = $0 { table } else { nil } }
+        for change in changes {
+            switch change {
+            case .createTable:
+                break
+            case .dropTable(let table):
+                destructive(Code.dropTable, "dropping table '\(table.name)' deletes its rows", at: fileStart)
+                let shape = Set(table.columns.map { "\($0.name):\($0.kind)" })
+                if let twin = created.first(where: { Set($0.columns.map { "\($0.name):\($0.kind)" }) == shape }), let name = twin.entity {
+                    findings.append(Diagnostic(.warning, code: Code.possibleRename, message: "'\(name)' looks like '\(table.entity ?? table.name)' renamed; add 'renamedFrom: \(table.entity ?? table.name)' to keep its rows", at: location(twin)))
+                }
+            case .alterTable(let tableChange):
+                let table = tableChange.to
+                for column in tableChange.droppedColumns {
+                    destructive(Code.dropColumn, "dropping column '\(table.name).\(column.name)' deletes its values", at: location(table))
+                    if let twin = tableChange.addedColumns.first(where: { $0.kind == column.kind && $0.renamedFrom == nil }) {
+                        findings.append(Diagnostic(.warning, code: Code.possibleRename, message: "'\(twin.property ?? twin.name)' looks like '\(column.property ?? column.name)' renamed; add 'renamedFrom: \(column.property ?? column.name)' to keep its values", at: location(table, column: twin)))
+                    }
+                }
+                for column in tableChange.addedColumns where !column.isNullable && column.defaultValue == nil {
+                    findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "new required column '\(table.name).\(column.name)' has no value for the existing rows; give it a default or make it optional", at: location(table, column: column)))
+                }
+                for (before, after) in tableChange.changedColumns {
+                    if before.isNullable, !after.isNullable, after.defaultValue == nil || after.defaultValue == .null {
+                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "'\(table.name).\(after.name)' becomes required but has no default for rows where it is empty; add a default (used as the backfill value)", at: location(table, column: after)))
+                    }
+                    if isNarrowing(from: before.kind, to: after.kind) {
+                        destructive(Code.narrowing, "converting '\(table.name).\(after.name)' from \(before.kind) to \(after.kind) can lose or reject values", at: location(table, column: after))
+                    }
+                    if (before.kind == .blob) != (after.kind == .blob), before.kind == .blob || after.kind == .blob {
+                        findings.append(Diagnostic(.warning, code: Code.dataMigration, message: "'\(table.name).\(after.name)' moves between the row and external storage; the migration converts the column but the bytes must be moved by a data migration you add to it", at: location(table, column: after)))
+                    }
+                }
+                for index in tableChange.addedIndexes where index.isUnique {
+                    destructive(Code.newUnique, "the new unique index '\(index.name)' fails if existing rows of '\(table.name)' have duplicates", at: location(table))
+                }
+            }
+        }
+        let lost = migration.stepsLosingDataOnDown
+        if !lost.isEmpty {
+            findings.append(Diagnostic(.warning, code: Code.downLosesData, message: "the down migration loses data it cannot restore: \(lost.map(\.reversed.summary).joined(separator: "; "))", at: fileStart))
+        }
+        return findings
+    }
+
+    /// Conversions that can lose values: anything to a number from text, real to integer, ...
+    static func isNarrowing(from old: ColumnKind, to new: ColumnKind) -> Bool {
+        if old == new { return false }
+        switch (old, new) {
+        case (.integer, .real), (.boolean, .integer), (_, .text), (_, .json), (.boolean, .real): return false
+        default: return true
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import CommandLineKit
+import Diagnostics
+import Foundation
+import MigrationPlanner
+import SchemaKit
+
+/// `schemagen diff`: the migration plan for a schema, written nowhere.
+public enum DiffCommand: Command {
+    public static let spec = CommandSpec(
+        name: "diff",
+        abstract: "Print the migration plan (steps, lint findings, SQL) without writing anything.",
+        discussion: """
+            With --from and --to, compares two schema files. Otherwise compares each schema with the
+            snapshot of its newest migration. Exit status: 0 printed (lint errors included), 1 invalid
+            schema or tampered migration folder, 2 usage or I/O error.
+            """,
+        options: [
+            .value("schema", short: "s", valueName: "path", help: "A schema file or folder.", repeatable: true),
+            .value("from", valueName: "file", help: "The old schema file."),
+            .value("to", valueName: "file", help: "The new schema file."),
+            .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
+            .flag("allow-destructive", help: "Report destructive changes as warnings."),
+            .value("format", short: "f", valueName: "format", help: "How to print the plan.", allowed: ["text", "json"], defaultValue: "text"),
+        ])
+
+    struct Plan {
+        var schema: Schema
+        var migration: Migration
+        var findings: [Diagnostic]
+        var sources: [String: SourceFile]
+    }
+
+    public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        var plans: [Plan] = []
+        if arguments.value("from") != nil || arguments.value("to") != nil {
+            guard let fromPath = arguments.value("from"), let toPath = arguments.value("to") else {
+                io.writeError("schemagen: error: --from and --to go together\nUsage: schemagen diff --from OLD.yaml --to NEW.yaml\n")
+                return .usageOrIO
+            }
+            // Loaded one by one: the two files are versions of one schema and share its name.
+            let loaded = SchemaLoader.Result(files: [SchemaLoader.load(file: fromPath), SchemaLoader.load(file: toPath)])
+            if let failure = report(loaded, io: io) { return failure }
+            guard let old = loaded.files[0].schema, let new = loaded.files[1].schema else { return .failure }
+            let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new))
+            plans.append(Plan(schema: new, migration: migration,
+                              findings: MigrationLint.findings(for: migration, schema: new, allowDestructive: arguments.flag("allow-destructive")),
+                              sources: sources(loaded)))
+        } else {
+            let paths = arguments.values("schema").isEmpty ? ["Schemas"] : arguments.values("schema")
+            let files: [String]
+            switch SchemaDiscovery.files(in: paths) {
+            case .success(let found): files = found
+            case .failure(let failure):
+                io.writeError("schemagen: error: \(failure)\n")
+                return .usageOrIO
+            }
+            let loaded = SchemaLoader.load(files: files)
+            if let failure = report(loaded, io: io) { return failure }
+            for schema in loaded.schemas {
+                switch PendingMigration.plan(for: schema, root: arguments.value("migrations") ?? "Migrations", name: nil, allowDestructive: arguments.flag("allow-destructive")) {
+                case .upToDate:
+                    let snapshot = SnapshotBuilder.snapshot(of: schema)
+                    plans.append(Plan(schema: schema, migration: Migration(from: snapshot, to: snapshot), findings: [], sources: sources(loaded)))
+                case .failed(let problems):
+                    io.writeError(DiagnosticRenderer(format: .text).render(problems))
+                    return .failure
+                case .pending(let pending):
+                    plans.append(Plan(schema: schema, migration: pending.migration, findings: pending.findings, sources: sources(loaded)))
+                }
+            }
+        }
+        io.writeOutput(arguments.value("format") == "json" ? json(plans) : text(plans))
+        return .success
+    }
+
+    private static func report(_ loaded: SchemaLoader.Result, io: CommandIO) -> ExitCode? {
+        guard !loaded.diagnostics.isEmpty else { return nil }
+        let sources = sources(loaded)
+        io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(loaded.diagnostics))
+        if loaded.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) { return .usageOrIO }
+        return loaded.hasErrors ? .failure : nil
+    }
+
+    private static func sources(_ loaded: SchemaLoader.Result) -> [String: SourceFile] {
+        Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { a, _ in a })
+    }
+
+    static func text(_ plans: [Plan]) -> String {
+        var out = ""
+        for plan in plans {
+            let from = plan.migration.from.map { "version \($0.version)" } ?? "nothing"
+            guard !plan.migration.isEmpty else {
+                out += "\(plan.schema.name): no changes since \(from).\n"
+                continue
+            }
+            out += "\(plan.schema.name): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
+            for step in plan.migration.steps { out += "  - \(step.summary)\n" }
+            if !plan.findings.isEmpty {
+                let sources = plan.sources
+                out += DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.findings)
+            }
+            out += "\n" + plan.migration.upSQL() + "\n" + plan.migration.downSQL()
+        }
+        return out
+    }
+
+    static func json(_ plans: [Plan]) -> String {
+        let q = DiagnosticRenderer.jsonString
+        let objects = plans.map { plan -> String in
+            let findings = plan.findings.map { finding in
+                "{\"file\": \(q(finding.location?.file ?? "")), \"line\": \(finding.location?.line ?? 0), \"column\": \(finding.location?.column ?? 0), \"severity\": \(q(finding.severity.rawValue)), \"code\": \(q(finding.code)), \"message\": \(q(finding.message))}"
+            }
+            return """
+                {"schema": \(q(plan.schema.name)), "from": \(plan.migration.from.map { String($0.version) } ?? "null"), "to": \(plan.schema.version), \
+                "steps": [\(plan.migration.steps.map { q($0.summary) }.joined(separator: ", "))], \
+                "findings": [\(findings.joined(separator: ", "))], \
+                "up": \(plan.migration.isEmpty ? "null" : q(plan.migration.upSQL())), "down": \(plan.migration.isEmpty ? "null" : q(plan.migration.downSQL()))}
+                """
+        }
+        return "[\n" + objects.map { "  " + $0 }.joined(separator: ",\n") + "\n]\n"
+    }
+}
+
+/// `schemagen rehash`: rewrites migrations.sum after a deliberate edit of a migration.
+public enum RehashCommand: Command {
+    public static let spec = CommandSpec(
+        name: "rehash",
+        abstract: "Rewrite migrations.sum after a deliberate edit of a migration file.",
+        discussion: "Every folder under the migrations root, or only the schemas named. Exit status: 0 done, 2 usage or I/O error.",
+        options: [
+            .value("migrations", short: "m", valueName: "dir", help: "The migrations root.", defaultValue: "Migrations"),
+        ],
+        arguments: [ArgumentSpec("SCHEMA", help: "Schema names (default: every folder).", isVariadic: true)])
+
+    public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        let root = arguments.value("migrations") ?? "Migrations"
+        var names = arguments.arguments
+        if names.isEmpty {
+            guard let folders = try? FileManager.default.contentsOfDirectory(atPath: root) else {
+                io.writeError("schemagen: error: cannot read migrations folder '\(root)'\n")
+                return .usageOrIO
+            }
+            names = folders.sorted().filter { !MigrationDirectory(path: root + "/" + $0).entries().isEmpty }
+        }
+        for name in names {
+            let directory = MigrationDirectory(path: root + "/" + name)
+            guard !directory.entries().isEmpty else {
+                io.writeError("schemagen: error: no migrations in '\(directory.path)'\n")
+                return .usageOrIO
+            }
+            do {
+                try directory.rehash()
+            } catch {
+                io.writeError("schemagen: error: cannot write '\(directory.path)/\(MigrationDirectory.sumFile)': \(error.localizedDescription)\n")
+                return .usageOrIO
+            }
+            io.writeOutput("rehashed \(directory.path)/\(MigrationDirectory.sumFile)\n")
+        }
+        return .success
+    }
+}

@@ -1,0 +1,82 @@
+import Diagnostics
+import Foundation
+import MigrationPlanner
+import SchemaKit
+
+/// The migration part of `generate` and `diff`: what changed since the newest migration of a
+/// schema, and the migration that would record it.
+struct PendingMigration {
+    var schema: Schema
+    var directory: MigrationDirectory
+    var migration: Migration
+    var entry: MigrationDirectory.Entry
+    var findings: [Diagnostic]
+
+    var hasBlockingFindings: Bool { findings.contains { $0.severity == .error } }
+
+    enum Outcome {
+        case upToDate
+        case pending(PendingMigration)
+        /// Problems that stop the run: a tampered folder, a version not bumped.
+        case failed([Diagnostic])
+    }
+
+    static func plan(for schema: Schema, root: String, name: String?, allowDestructive: Bool) -> Outcome {
+        let directory = MigrationDirectory(path: root + "/" + schema.name)
+        let problems = directory.verify()
+        if !problems.isEmpty { return .failed(problems) }
+        let latest: SchemaSnapshot?
+        do {
+            latest = try directory.latestSnapshot()
+        } catch {
+            let file = directory.entries().last?.snapshotFile ?? "snapshot"
+            return .failed([Diagnostic(.error, code: MigrationDirectory.Code.unreadable, message: "cannot read \(file): \(error)", at: SourceLocation(file: directory.path + "/" + file, line: 1, column: 1))])
+        }
+        let snapshot = SnapshotBuilder.snapshot(of: schema)
+        if let latest, latest.tables == snapshot.tables { return .upToDate }
+        if let latest, schema.version <= latest.version {
+            return .failed([Diagnostic(.error, code: "version-not-bumped", message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])
+        }
+        let migration = Migration(from: latest, to: snapshot)
+        let number = (directory.entries().last?.number ?? 0) + 1
+        let entry = MigrationDirectory.Entry(number: number, name: slug(name ?? derivedName(migration, schema: schema)))
+        let findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive)
+        return .pending(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: findings))
+    }
+
+    /// `create_flights`, `add_flights_status`, `rename_airports_state_to_region`, ... from the
+    /// first change; `_and_more` when there are others.
+    static func derivedName(_ migration: Migration, schema: Schema) -> String {
+        guard migration.from != nil else { return "create_\(Naming.snakeCase(schema.name))" }
+        let meaningful = migration.steps.filter {
+            switch $0 {
+            case .createIndex, .dropIndex: false
+            default: true
+            }
+        }
+        guard let first = meaningful.first ?? migration.steps.first else { return "v\(schema.version)" }
+        let name: String = switch first {
+        case .createTable(let table): "create_\(table.name)"
+        case .dropTable(let table): "drop_\(table.name)"
+        case .renameTable(let from, let to): "rename_\(from)_to_\(to)"
+        case .addColumn(let table, let column): "add_\(table)_\(column.name)"
+        case .dropColumn(let table, let column): "drop_\(table)_\(column.name)"
+        case .renameColumn(let table, let from, let to): "rename_\(table)_\(from)_to_\(to)"
+        case .rebuildTable(let change): "change_\(change.to.name)"
+        case .createIndex(let table, let index): "index_\(table)_\(index.columns.joined(separator: "_"))"
+        case .dropIndex(let table, let index): "drop_index_\(table)_\(index.columns.joined(separator: "_"))"
+        }
+        return meaningful.count > 1 ? name + "_and_more" : name
+    }
+
+    /// Lowercase letters, digits and `_`, at most 60 characters.
+    static func slug(_ text: String) -> String {
+        var out = ""
+        for character in Naming.snakeCase(text) {
+            if character.isASCII, character.isLetter || character.isNumber { out.append(character) }
+            else if out.last != "_" { out.append("_") }
+        }
+        let trimmed = out.trimmingCharacters(in: CharacterSet(charactersIn: "_"))
+        return String((trimmed.isEmpty ? "migration" : trimmed).prefix(60))
+    }
+}
