@@ -123,4 +123,65 @@ import Testing
         #expect(try runner.schemagen(["render", "--template", t]).status == 2)
         #expect(try runner.schemagen(["render", "--template", "missing.mustache", "--data", "missing.json"]).status == 2)
     }
+
+    @Test func generateWritesAMigrationWhenTheSchemaChanges() throws {
+        let folder = try temporaryFolder()
+        let schema = folder.appendingPathComponent("Todo.yaml")
+        try FileManager.default.copyItem(at: SchemagenProcessTests.repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"), to: schema)
+        let base = ["generate", "--schema", schema.path, "--output", folder.appendingPathComponent("out").path, "--migrations", folder.appendingPathComponent("mig").path]
+        let first = try runner.schemagen(base)
+        #expect(first.status == 0, "\(first.error)")
+        #expect(first.output.contains("mig/Todo/0001_create_todo (schema Todo version 1): 2 steps"))
+
+        // A change without a version bump is refused; with one, --check reports the missing migration.
+        var text = try String(contentsOf: schema, encoding: .utf8)
+        text = text.replacingOccurrences(of: "      isCompleted: {type: Bool, default: false}", with: "      isCompleted: {type: Bool, default: false}\n      notes: String?")
+        try text.write(to: schema, atomically: true, encoding: .utf8)
+        let unbumped = try runner.schemagen(base)
+        #expect(unbumped.status == 1)
+        #expect(unbumped.error.contains("but its version is still 1; set 'version: 2' [version-not-bumped]"))
+        try text.replacingOccurrences(of: "version: 1", with: "version: 2").write(to: schema, atomically: true, encoding: .utf8)
+        let check = try runner.schemagen(base + ["--check"])
+        #expect(check.status == 1)
+        #expect(check.output.contains("missing migration: \(folder.path)/mig/Todo/0002_add_todo_item_notes.up.sql (schema Todo version 2)"))
+        let second = try runner.schemagen(base + ["--name", "Add notes!"])
+        #expect(second.status == 0, "\(second.error)")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("mig/Todo/0002_add_notes.up.sql").path))
+        #expect(try runner.schemagen(base + ["--check"]).status == 0)
+
+        // Dropping the column is destructive: refused unless allowed.
+        try text.replacingOccurrences(of: "version: 1", with: "version: 3").replacingOccurrences(of: "\n      notes: String?", with: "")
+            .write(to: schema, atomically: true, encoding: .utf8)
+        let destructive = try runner.schemagen(base)
+        #expect(destructive.status == 1)
+        #expect(destructive.error.contains("dropping column 'todo_item.notes' deletes its values; pass --allow-destructive if that is intended [drop-column]"))
+        #expect(try runner.schemagen(base + ["--allow-destructive"]).status == 0)
+
+        // A tampered migration stops generation and validation, and rehash accepts a deliberate edit.
+        let up = folder.appendingPathComponent("mig/Todo/0002_add_notes.up.sql")
+        try (try String(contentsOf: up, encoding: .utf8) + "-- edited\n").write(to: up, atomically: true, encoding: .utf8)
+        let tampered = try runner.schemagen(["validate", schema.path, "--migrations", folder.appendingPathComponent("mig").path])
+        #expect(tampered.status == 1)
+        #expect(tampered.output.contains("0002_add_notes.up.sql changed after it was generated"))
+        #expect(try runner.schemagen(["rehash", "--migrations", folder.appendingPathComponent("mig").path, "Todo"]).status == 0)
+        #expect(try runner.schemagen(["validate", schema.path, "--migrations", folder.appendingPathComponent("mig").path]).status == 0)
+    }
+
+    @Test func diffPrintsThePlanWithoutWriting() throws {
+        let run = try runner.schemagen(["diff", "--schema", "Schemas/Todo.yaml"])
+        #expect(run.status == 0)
+        #expect(run.output == "Todo: no changes since version 1.\n")
+        let folder = try temporaryFolder()
+        let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml")
+        try "schema: S\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n      y: String?\n".write(to: old, atomically: true, encoding: .utf8)
+        try "schema: S\nversion: 2\nentities:\n  A:\n    attributes:\n      x: Int\n".write(to: new, atomically: true, encoding: .utf8)
+        let json = try runner.schemagen(["diff", "--from", old.path, "--to", new.path, "--format", "json"])
+        #expect(json.status == 0)
+        let plans = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
+        #expect(plans.first?["steps"] as? [String] == ["drop column a.y"])
+        let findings = try #require(plans.first?["findings"] as? [[String: Any]])
+        #expect(findings.first?["code"] as? String == "drop-column")
+        #expect((plans.first?["up"] as? String)?.contains("ALTER TABLE \"a\" DROP COLUMN \"y\";") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["new.yaml", "old.yaml"])
+    }
 }
