@@ -68,7 +68,10 @@ public enum MigrationLint {
                         findings.append(Diagnostic(.warning, code: Code.dataMigration, message: "'\(table.name).\(after.name)' moves between the row and external storage; the migration converts the column but the bytes must be moved by a data migration you add to it", at: location(table, column: after)))
                     }
                 }
-                for index in tableChange.addedIndexes where index.isUnique {
+                // A unique index that only changed its name (a renamed table or column) is not new.
+                let oldUniques = Set(tableChange.from.indexes.filter(\.isUnique).map(\.columns))
+                for index in tableChange.addedIndexes where index.isUnique
+                    && !oldUniques.contains(index.columns.map { tableChange.columnSources[$0] ?? "" }) {
                     destructive(Code.newUnique, "the new unique index '\(index.name)' fails if existing rows of '\(table.name)' have duplicates", at: location(table))
                 }
             }

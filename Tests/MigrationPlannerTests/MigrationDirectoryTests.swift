@@ -121,6 +121,11 @@ func copyOfFlightsMigrations() throws -> MigrationDirectory {
         #expect(try findings(Self.table + "      y: String?\n", Self.table + "      y: String\n", allow: true).contains("error required-without-default 7"))
     }
 
+    @Test func renamingATableDoesNotMakeItsUniquesNew() throws {
+        let renamed = Self.table.replacingOccurrences(of: "  A:\n", with: "  A:\n    table: a_v2\n").replacingOccurrences(of: "x: Int", with: "x: {type: Int, unique: true}")
+        #expect(try findings(Self.table.replacingOccurrences(of: "x: Int", with: "x: {type: Int, unique: true}"), renamed).isEmpty)
+    }
+
     @Test func narrowingAndNewUniques() throws {
         #expect(try findings(Self.table, Self.table.replacingOccurrences(of: "x: Int", with: "x: Bool")).contains("error narrowing-conversion 6"))
         #expect(try findings(Self.table, Self.table.replacingOccurrences(of: "x: Int", with: "x: String")).filter { $0.hasPrefix("error") }.isEmpty, "to text widens")
