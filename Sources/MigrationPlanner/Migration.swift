@@ -43,6 +43,10 @@ public struct Migration: Sendable {
         if !losing.isEmpty {
             lines.append("-- Loses data that cannot be restored: \(losing.map(\.summary).joined(separator: "; ")).")
         }
+        if steps.isEmpty {
+            lines.append("")
+            lines.append("-- No change to tables: this migration records a new snapshot (enum cases, for example).")
+        }
         for step in steps {
             lines.append("")
             lines.append("-- \(step.summary)")

@@ -13,6 +13,7 @@ public enum MigrationLint {
         public static let newUnique = "new-unique"
         public static let possibleRename = "possible-rename"
         public static let dataMigration = "data-migration"
+        public static let enumCasesRemoved = "enum-cases-removed"
         public static let downLosesData = "down-loses-data"
     }
 
@@ -67,6 +68,14 @@ public enum MigrationLint {
                     if (before.kind == .blob) != (after.kind == .blob), before.kind == .blob || after.kind == .blob {
                         findings.append(Diagnostic(.warning, code: Code.dataMigration, message: "'\(table.name).\(after.name)' moves between the row and external storage; the migration converts the column but the bytes must be moved by a data migration you add to it", at: location(table, column: after)))
                     }
+                }
+                // Stored enum values that no case has any more.
+                for column in table.columns {
+                    guard let source = tableChange.columnSources[column.name], let before = tableChange.from.column(named: source),
+                          let oldValues = before.enumValues, let newValues = column.enumValues else { continue }
+                    let removed = oldValues.filter { !newValues.contains($0) }
+                    guard !removed.isEmpty else { continue }
+                    findings.append(Diagnostic(.warning, code: Code.enumCasesRemoved, message: "'\(table.name).\(column.name)' can no longer hold \(removed.map { "'\($0)'" }.joined(separator: ", ")); add a data migration that updates rows holding them (they would fail to decode)", at: location(table, column: column)))
                 }
                 // A unique index that only changed its name (a renamed table or column) is not new.
                 let oldUniques = Set(tableChange.from.indexes.filter(\.isUnique).map(\.columns))

@@ -44,6 +44,8 @@ public struct ColumnSnapshot: Codable, Sendable, Hashable {
     public var defaultValue: ColumnDefault?
     /// The implicit integer key the database assigns.
     public var isAutoIncrement: Bool
+    /// For enum columns, the raw values the column may hold, in case order.
+    public var enumValues: [String]? = nil
 }
 
 /// A column default, independent of the dialect that spells it.

@@ -21,7 +21,7 @@ public enum SnapshotBuilder {
                 kind: attribute.usesExternalStorage ? .text : kind(of: attribute.type, in: schema),
                 isNullable: attribute.isOptional,
                 defaultValue: attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
-                isAutoIncrement: false))
+                isAutoIncrement: false, enumValues: enumValues(of: attribute.type, in: schema)))
         }
         var foreignKeys: [ForeignKeySnapshot] = []
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
@@ -122,6 +122,17 @@ public enum SnapshotBuilder {
             add([attribute.columnName], unique: false, fullText: true)
         }
         return result
+    }
+
+    /// The raw values of an enum attribute, or nil for other types.
+    static func enumValues(of type: AttributeType, in schema: Schema) -> [String]? {
+        guard case .enumeration(let name) = type, let enumType = schema.enumType(named: name) else { return nil }
+        return enumType.cases.map { enumCase in
+            switch enumCase.rawValue {
+            case .string(let raw): raw
+            case .int(let raw): String(raw)
+            }
+        }
     }
 
     static func kind(of type: AttributeType, in schema: Schema) -> ColumnKind {

@@ -126,6 +126,16 @@ func copyOfFlightsMigrations() throws -> MigrationDirectory {
         #expect(try findings(Self.table.replacingOccurrences(of: "x: Int", with: "x: {type: Int, unique: true}"), renamed).isEmpty)
     }
 
+    @Test func removedEnumCasesNeedADataMigration() throws {
+        let before = "enums:\n  Status: [open, closed, archived]\nentities:\n  A:\n    attributes:\n      s: Status\n"
+        let after = before.replacingOccurrences(of: ", archived", with: "")
+        #expect(try findings(before, after) == ["warning enum-cases-removed 8"])
+        let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: try schema(after, version: 2)))
+        #expect(migration.steps.isEmpty)
+        #expect(migration.upSQL().contains("records a new snapshot"))
+        #expect(try findings(before, before.replacingOccurrences(of: "archived", with: "archived, deleted")).isEmpty, "adding a case is safe")
+    }
+
     @Test func narrowingAndNewUniques() throws {
         #expect(try findings(Self.table, Self.table.replacingOccurrences(of: "x: Int", with: "x: Bool")).contains("error narrowing-conversion 6"))
         #expect(try findings(Self.table, Self.table.replacingOccurrences(of: "x: Int", with: "x: String")).filter { $0.hasPrefix("error") }.isEmpty, "to text widens")
