@@ -100,27 +100,7 @@ enum SwiftSyntax {
     /// An ISO 8601 date as seconds since 1970, computed now so the generated code does no parsing.
     /// A date and time without a zone is read as UTC, as a date alone is.
     static func dateExpression(_ text: String) -> String {
-        var normalized = text.replacingOccurrences(of: " ", with: "T")
-        if normalized.count > 10 {
-            let time = normalized.dropFirst(11)
-            let hasZone = time.hasSuffix("Z") || time.contains("+") || time.contains("-")
-            if !hasZone { normalized += "Z" }
-            // HH:MM without seconds.
-            if time.count >= 5, time.dropFirst(5).first != ":" {
-                let insertAt = normalized.index(normalized.startIndex, offsetBy: 16)
-                normalized.insert(contentsOf: ":00", at: insertAt)
-            }
-        }
-        let formatter = ISO8601DateFormatter()
-        var date: Date?
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime], [.withFullDate]] {
-            formatter.formatOptions = options
-            if let parsed = formatter.date(from: normalized) {
-                date = parsed
-                break
-            }
-        }
-        let seconds = date?.timeIntervalSince1970 ?? 0
+        let seconds = ISO8601Date.parse(text)?.timeIntervalSince1970 ?? 0
         let literal = seconds.rounded() == seconds ? String(Int64(seconds)) : String(seconds)
         return "Date(timeIntervalSince1970: \(literal)) /* \(text) */"
     }

@@ -182,24 +182,7 @@ public enum SnapshotBuilder {
 
     /// `2024-01-31` or `2024-01-31T10:00+02:00` as `2024-01-31T08:00:00.000Z`.
     static func normalizedDate(_ text: String) -> String {
-        var normalized = text.replacingOccurrences(of: " ", with: "T")
-        if normalized.count > 10 {
-            let time = normalized.dropFirst(11)
-            if !(time.hasSuffix("Z") || time.contains("+") || time.contains("-")) { normalized += "Z" }
-            if time.count >= 5, time.dropFirst(5).first != ":" {
-                normalized.insert(contentsOf: ":00", at: normalized.index(normalized.startIndex, offsetBy: 16))
-            }
-        }
-        let formatter = ISO8601DateFormatter()
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime], [.withFullDate]] {
-            formatter.formatOptions = options
-            if let date = formatter.date(from: normalized) {
-                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                formatter.timeZone = TimeZone(identifier: "UTC")
-                return formatter.string(from: date)
-            }
-        }
-        return text
+        ISO8601Date.parse(text).map(ISO8601Date.canonical) ?? text
     }
 }
 

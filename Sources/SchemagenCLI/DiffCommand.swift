@@ -44,28 +44,22 @@ public enum DiffCommand: Command {
             let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new))
             plans.append(Plan(schema: new, migration: migration,
                               findings: MigrationLint.findings(for: migration, schema: new, allowDestructive: arguments.flag("allow-destructive")),
-                              sources: sources(loaded)))
+                              sources: SchemaInput.sources(loaded)))
         } else {
             let paths = arguments.values("schema").isEmpty ? ["Schemas"] : arguments.values("schema")
-            let files: [String]
-            switch SchemaDiscovery.files(in: paths) {
-            case .success(let found): files = found
-            case .failure(let failure):
-                io.writeError("schemagen: error: \(failure)\n")
-                return .usageOrIO
-            }
+            guard let files = SchemaInput.files(paths, io: io) else { return .usageOrIO }
             let loaded = SchemaLoader.load(files: files)
             if let failure = report(loaded, io: io) { return failure }
             for schema in loaded.schemas {
                 switch PendingMigration.plan(for: schema, root: arguments.value("migrations") ?? "Migrations", name: nil, allowDestructive: arguments.flag("allow-destructive")) {
                 case .upToDate:
                     let snapshot = SnapshotBuilder.snapshot(of: schema)
-                    plans.append(Plan(schema: schema, migration: Migration(from: snapshot, to: snapshot), findings: [], sources: sources(loaded)))
+                    plans.append(Plan(schema: schema, migration: Migration(from: snapshot, to: snapshot), findings: [], sources: SchemaInput.sources(loaded)))
                 case .failed(let problems):
                     io.writeError(DiagnosticRenderer(format: .text).render(problems))
                     return .failure
                 case .pending(let pending):
-                    plans.append(Plan(schema: schema, migration: pending.migration, findings: pending.findings, sources: sources(loaded)))
+                    plans.append(Plan(schema: schema, migration: pending.migration, findings: pending.findings, sources: SchemaInput.sources(loaded)))
                 }
             }
         }
@@ -75,15 +69,12 @@ public enum DiffCommand: Command {
 
     private static func report(_ loaded: SchemaLoader.Result, io: CommandIO) -> ExitCode? {
         guard !loaded.diagnostics.isEmpty else { return nil }
-        let sources = sources(loaded)
+        let sources = SchemaInput.sources(loaded)
         io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(loaded.diagnostics))
         if loaded.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) { return .usageOrIO }
         return loaded.hasErrors ? .failure : nil
     }
 
-    private static func sources(_ loaded: SchemaLoader.Result) -> [String: SourceFile] {
-        Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { a, _ in a })
-    }
 
     static func text(_ plans: [Plan]) -> String {
         var out = ""

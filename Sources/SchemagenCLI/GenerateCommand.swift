@@ -50,16 +50,10 @@ public enum GenerateCommand: Command {
         let templatesFolder = arguments.value("templates") ?? config.templates
 
         // Schemas: invalid ones stop generation with the validator's diagnostics.
-        let files: [String]
-        switch SchemaDiscovery.files(in: schemaPaths) {
-        case .success(let found): files = found
-        case .failure(let failure):
-            io.writeError("schemagen: error: \(failure)\n")
-            return .usageOrIO
-        }
+        guard let files = SchemaInput.files(schemaPaths, io: io) else { return .usageOrIO }
         let loaded = SchemaLoader.load(files: files)
         if !loaded.diagnostics.isEmpty {
-            let sources = Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { a, _ in a })
+            let sources = SchemaInput.sources(loaded)
             io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics))
         }
         if loaded.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) { return .usageOrIO }
@@ -132,7 +126,7 @@ public enum GenerateCommand: Command {
                 }
             }
             if !diagnostics.isEmpty {
-                let sources = Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { a, _ in a })
+                let sources = SchemaInput.sources(loaded)
                 io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(diagnostics))
             }
             if diagnostics.contains(where: { $0.severity == .error }) {

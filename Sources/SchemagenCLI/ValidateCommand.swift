@@ -26,13 +26,7 @@ public enum ValidateCommand: Command {
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let format = arguments.value("format").flatMap(DiagnosticFormat.init(rawValue:)) ?? .text
         let paths = arguments.arguments.isEmpty ? ["Schemas"] : arguments.arguments
-        let files: [String]
-        switch SchemaDiscovery.files(in: paths) {
-        case .success(let found): files = found
-        case .failure(let failure):
-            io.writeError("schemagen: error: \(failure)\n")
-            return .usageOrIO
-        }
+        guard let files = SchemaInput.files(paths, io: io) else { return .usageOrIO }
 
         let result = SchemaLoader.load(files: files)
         var diagnostics = result.diagnostics
@@ -49,8 +43,7 @@ public enum ValidateCommand: Command {
             }
         }
 
-        let sources = Dictionary(result.files.compactMap { file in file.source.map { (file.path, $0) } },
-                                 uniquingKeysWith: { first, _ in first })
+        let sources = SchemaInput.sources(result)
         let renderer = DiagnosticRenderer(format: format, colored: useColor(arguments.value("color"), io: io),
                                           sources: { sources[$0] })
         var output = renderer.render(diagnostics)
