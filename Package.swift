@@ -7,6 +7,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "schemagen", targets: ["schemagen"]),
+        .executable(name: "migrate", targets: ["migrate"]),
+        .library(name: "Migrator", targets: ["Migrator"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
         .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
         .plugin(name: "SchemagenPlugin", targets: ["SchemagenPlugin"]),
@@ -38,6 +40,7 @@ let package = Package(
         .target(name: "SchemaMetadata"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "MigrationPlanner", dependencies: ["SchemaKit", "Diagnostics", "CCrypto"]),
+        .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationPlanner", "Diagnostics"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
@@ -49,6 +52,8 @@ let package = Package(
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
+        .target(name: "MigrateCLI", dependencies: ["Migrator", "CommandLineKit", "SQLiteKit"]),
+        .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
         .target(name: "ExampleModels", dependencies: ["SchemaMetadata"]),

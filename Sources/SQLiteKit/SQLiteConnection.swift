@@ -46,6 +46,10 @@ extension String {
 /// One connection to a database file (or `:memory:`). Not shared between threads.
 public final class SQLiteConnection {
     private var handle: OpaquePointer?
+    /// Keeps the progress closure alive while SQLite holds a pointer to it.
+    var progressBox: ProgressBox?
+
+    var rawHandle: OpaquePointer? { handle }
 
     /// SQLite's way of saying "copy the bytes now"; not imported into Swift as a constant.
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

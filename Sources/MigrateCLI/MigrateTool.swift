@@ -1,0 +1,319 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CommandLineKit
+import Foundation
+import Migrator
+import SQLiteKit
+
+/// The `migrate` tool: applies a schema's migrations to a SQLite database.
+public enum MigrateTool {
+    public static var tool: CommandLineTool {
+        CommandLineTool(
+            name: "migrate", version: "0.1.0",
+            abstract: "Apply, revert and inspect a schema's SQL migrations on a SQLite database.",
+            commands: [UpCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self])
+    }
+
+    public static func main(arguments: [String], io: CommandIO = .standard()) -> ExitCode {
+        tool.main(arguments: arguments, io: io)
+    }
+
+    /// A migration was refused or failed (checksums, order, SQL, foreign keys, destructive down).
+    public static let refused = ExitCode(1)
+    /// Another migrator held the database past the lock timeout.
+    public static let locked = ExitCode(3)
+
+    static let common: [OptionSpec] = [
+        .value("database", short: "d", valueName: "path", help: "The SQLite file (created, with its folder, when missing). Default: DATABASE_URL."),
+        .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/."),
+        .flag("dry-run", help: "Print the SQL that would run and change nothing."),
+        .value("lock-timeout", valueName: "seconds", help: "How long to wait for another migrator.", defaultValue: "30"),
+    ]
+
+    /// Opens the database and reads the migrations, or says why not.
+    static func open(_ arguments: ParsedArguments, io: CommandIO) -> (Migrator, String)? {
+        guard let database = databasePath(arguments, io: io), let directory = directoryPath(arguments, io: io) else { return nil }
+        let scripts: [MigrationScript]
+        do {
+            scripts = try MigrationScriptLoader.load(directory: directory)
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return nil
+        }
+        let folder = (database as NSString).deletingLastPathComponent
+        if !folder.isEmpty, database != ":memory:" {
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        do {
+            let connection = try SQLiteConnection(path: database)
+            let timeout = Double(arguments.value("lock-timeout") ?? "30") ?? 30
+            return (Migrator(connection: connection, schema: (directory as NSString).lastPathComponent, scripts: scripts, lockTimeoutSeconds: timeout), database)
+        } catch {
+            io.writeError("migrate: error: cannot open database '\(database)': \(error.message)\n")
+            return nil
+        }
+    }
+
+    /// `--database`, else DATABASE_URL (`sqlite:path`, `sqlite://path`, `file:path` or a path).
+    static func databasePath(_ arguments: ParsedArguments, io: CommandIO) -> String? {
+        if let path = arguments.value("database") { return path }
+        if var url = io.environment["DATABASE_URL"], !url.isEmpty {
+            for prefix in ["sqlite:///", "sqlite://", "sqlite:", "file://", "file:"] where url.hasPrefix(prefix) {
+                url = (prefix.hasSuffix("///") ? "/" : "") + String(url.dropFirst(prefix.count))
+                break
+            }
+            return url
+        }
+        io.writeError("migrate: error: no database: pass --database PATH or set DATABASE_URL\n")
+        return nil
+    }
+
+    static func directoryPath(_ arguments: ParsedArguments, io: CommandIO) -> String? {
+        if let directory = arguments.value("dir") { return directory }
+        let folders = ((try? FileManager.default.contentsOfDirectory(atPath: "Migrations")) ?? []).sorted().filter { name in
+            var isFolder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: "Migrations/" + name, isDirectory: &isFolder) && isFolder.boolValue
+        }
+        if folders.count == 1 { return "Migrations/" + folders[0] }
+        io.writeError(folders.isEmpty
+            ? "migrate: error: no migration folder: pass --dir DIR\n"
+            : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir Migrations/<Schema>\n")
+        return nil
+    }
+
+    static func exitCode(for error: MigratorError) -> ExitCode {
+        switch error {
+        case .locked: locked
+        case .noMigrations, .unreadable: .usageOrIO
+        default: refused
+        }
+    }
+
+    /// Progress on a terminal (statement n of m, a spinner during long copies, elapsed time),
+    /// plain lines otherwise.
+    final class Reporter: @unchecked Sendable {
+        let io: CommandIO
+        private var spinner = 0
+        private var current = ""
+        private var lastDraw = Date.distantPast
+
+        init(io: CommandIO) { self.io = io }
+
+        func handle(_ event: Migrator.Event) {
+            switch event {
+            case .started(let script, let direction, _):
+                current = "\(direction == .up ? "applying" : "reverting") \(script.label)"
+                draw("")
+            case .statement(let index, let total):
+                draw("statement \(index) of \(total)")
+            case .working:
+                spinner = (spinner + 1) % 4
+                draw(["|", "/", "-", "\\"][spinner] + " copying rows")
+            case .finished(let script, let direction, let milliseconds):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("\(direction == .up ? "applied " : "reverted") \(script.label) (\(milliseconds) ms)\n")
+            case .skipped(let script):
+                io.writeOutput("skipped \(script.label) (another migrator ran it)\n")
+            }
+        }
+
+        private func draw(_ detail: String) {
+            guard io.outputIsTerminal, Date().timeIntervalSince(lastDraw) > 0.05 else { return }
+            lastDraw = Date()
+            io.writeOutput("\r\u{1B}[K\(current) \(detail)")
+        }
+    }
+}
+
+/// Parses `N` and `--to VERSION` into a target.
+func target(_ arguments: ParsedArguments, default fallback: Migrator.Target, io: CommandIO) -> Migrator.Target? {
+    if let version = arguments.value("to") {
+        guard let number = Int(version), number >= 0 else {
+            io.writeError("migrate: error: --to expects a version number, found '\(version)'\n")
+            return nil
+        }
+        return .version(number)
+    }
+    if let count = arguments.arguments.first {
+        guard let number = Int(count), number >= 0 else {
+            io.writeError("migrate: error: expected a number of migrations, found '\(count)'\n")
+            return nil
+        }
+        return .count(number)
+    }
+    return fallback
+}
+
+enum UpCommand: Command {
+    static let spec = CommandSpec(
+        name: "up", abstract: "Apply pending migrations (all by default).",
+        discussion: "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator.",
+        options: MigrateTool.common + [
+            .value("to", valueName: "version", help: "Apply up to and including this version."),
+            .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
+        ],
+        arguments: [ArgumentSpec("N", help: "How many migrations to apply.")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let chosen = target(arguments, default: .all, io: io), let (migrator, database) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        let options = Migrator.Options(allowOutOfOrder: arguments.flag("allow-out-of-order"))
+        do {
+            if arguments.flag("dry-run") {
+                for script in try migrator.pendingUp(chosen, options: options) { io.writeOutput("-- \(script.upFile)\n\(script.up)\n") }
+                return .success
+            }
+            let reporter = MigrateTool.Reporter(io: io)
+            let applied = try migrator.up(chosen, options: options, progress: reporter.handle)
+            if applied.isEmpty { io.writeOutput("\(database) is up to date with \(migrator.schema).\n") }
+            return .success
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+    }
+}
+
+enum DownCommand: Command {
+    static let spec = CommandSpec(
+        name: "down", abstract: "Revert applied migrations (one by default; --to 0 reverts all).",
+        discussion: "Exit status: 0 done, 1 refused or failed, 2 usage or I/O error, 3 locked by another migrator.",
+        options: MigrateTool.common + [
+            .value("to", valueName: "version", help: "Revert down to this version (0 = everything)."),
+            .flag("allow-destructive", help: "Run down migrations that lose data."),
+        ],
+        arguments: [ArgumentSpec("N", help: "How many migrations to revert.")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let chosen = target(arguments, default: .count(1), io: io), let (migrator, _) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
+        do {
+            if arguments.flag("dry-run") {
+                for script in try migrator.pendingDown(chosen, options: options) { io.writeOutput("-- \(script.downFile)\n\(script.down)\n") }
+                return .success
+            }
+            let reverted = try migrator.down(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
+            if reverted.isEmpty { io.writeOutput("nothing to revert\n") }
+            return .success
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+    }
+}
+
+enum RedoCommand: Command {
+    static let spec = CommandSpec(
+        name: "redo", abstract: "Revert the newest migration and apply it again.",
+        options: MigrateTool.common + [.flag("allow-destructive", help: "Run a down migration that loses data.")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let (migrator, _) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        do {
+            let reporter = MigrateTool.Reporter(io: io)
+            let reverted = try migrator.down(.count(1), options: .init(allowDestructive: arguments.flag("allow-destructive")), progress: reporter.handle)
+            guard let last = reverted.first else {
+                io.writeOutput("nothing to redo\n")
+                return .success
+            }
+            try migrator.up(.version(last.version), progress: reporter.handle)
+            return .success
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+    }
+}
+
+enum BaselineCommand: Command {
+    static let spec = CommandSpec(
+        name: "baseline", abstract: "Record migrations up to VERSION as applied without running them (adopt an existing database).",
+        options: MigrateTool.common, arguments: [ArgumentSpec("VERSION", help: "The version the database is at.", isRequired: true)])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let version = Int(arguments.arguments[0]) else {
+            io.writeError("migrate: error: VERSION must be a number, found '\(arguments.arguments[0])'\n")
+            return .usageOrIO
+        }
+        guard let (migrator, database) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        do {
+            try migrator.baseline(version)
+            io.writeOutput("\(database) recorded at \(migrator.schema) version \(version)\n")
+            return .success
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+    }
+}
+
+enum ValidateMigrationsCommand: Command {
+    static let spec = CommandSpec(
+        name: "validate", abstract: "Check applied migrations against their files.",
+        discussion: "Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
+        options: MigrateTool.common)
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let (migrator, database) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        do {
+            let problems = try migrator.validate()
+            guard problems.isEmpty else {
+                io.writeError(problems.map { "migrate: error: \($0)\n" }.joined())
+                return MigrateTool.refused
+            }
+            io.writeOutput("\(database): applied migrations of \(migrator.schema) match their files.\n")
+            return .success
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+    }
+}
+
+enum StatusCommand: Command {
+    static let spec = CommandSpec(
+        name: "status", abstract: "List every migration: applied (when, how long, checksum) or pending.",
+        options: MigrateTool.common + [.value("format", short: "f", valueName: "format", help: "Output format.", allowed: ["text", "json"], defaultValue: "text")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let (migrator, _) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        let rows: [Migrator.Status]
+        do {
+            rows = try migrator.status()
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+        if arguments.value("format") == "json" {
+            let items = rows.map { row -> String in
+                var fields = ["\"version\": \(row.version)", "\"name\": \"\(row.name)\""]
+                switch row.state {
+                case .applied(let at, let milliseconds, let matches):
+                    fields += ["\"state\": \"applied\"", "\"appliedAt\": \"\(at)\"", "\"durationMs\": \(milliseconds)", "\"checksum\": \"\(matches ? "ok" : "changed")\""]
+                case .pending:
+                    fields += ["\"state\": \"pending\""]
+                case .fileMissing(let at):
+                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \"\(at)\""]
+                }
+                return "  {" + fields.joined(separator: ", ") + "}"
+            }
+            io.writeOutput("[\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "]\n")
+            return .success
+        }
+        var out = "VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
+        for row in rows {
+            let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
+            let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
+            let state: String = switch row.state {
+            case .applied(let at, let milliseconds, let matches): "applied \(at) in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
+            case .pending: "pending"
+            case .fileMissing(let at): "applied \(at), FILE MISSING"
+            }
+            out += String(format: "%04d     ", row.version) + padded + state + "\n"
+        }
+        io.writeOutput(out)
+        return .success
+    }
+}

@@ -1,0 +1,53 @@
+import Diagnostics
+import SQLiteKit
+
+/// Why the migrator refused or failed; every case names the file and what to do.
+public enum MigratorError: Error, Sendable, CustomStringConvertible {
+    case noMigrations(String)
+    case unreadable(String)
+    /// The migration folder does not match its manifest.
+    case tampered([Diagnostic])
+    /// An applied migration's file changed since it was applied.
+    case changedAfterApply(version: Int, file: String)
+    /// A migration is applied but its file is gone.
+    case missingFile(version: Int, name: String)
+    /// A pending migration is numbered below the newest applied one.
+    case outOfOrder(file: String, newestApplied: Int)
+    case statementFailed(file: String, statement: Int, line: Int, message: String)
+    case foreignKeyViolations(file: String, violations: [String])
+    /// Going down would lose data.
+    case destructiveDown(file: String)
+    /// Another migrator held the database longer than the timeout.
+    case locked(seconds: Double)
+    case unknownVersion(Int)
+    case database(SQLiteError)
+
+    public var description: String {
+        switch self {
+        case .noMigrations(let path):
+            "no migrations in '\(path)'; run `schemagen generate` to write them, or pass --dir"
+        case .unreadable(let file):
+            "cannot read '\(file)'"
+        case .tampered(let problems):
+            "the migration folder does not match migrations.sum:\n" + problems.map { "  \($0.location.map { "\($0.file): " } ?? "")\($0.message)" }.joined(separator: "\n")
+        case .changedAfterApply(let version, let file):
+            "migration \(String(format: "%04d", version)) was applied, but \(file) has changed since; restore the applied version, or write a new migration for the change"
+        case .missingFile(let version, let name):
+            "migration \(String(format: "%04d", version))_\(name) is applied to the database but its files are missing; restore them from version control"
+        case .outOfOrder(let file, let newest):
+            "\(file) is numbered below the newest applied migration (\(String(format: "%04d", newest))), probably from a merged branch; renumber it after \(String(format: "%04d", newest)) and run `schemagen rehash`, or pass --allow-out-of-order"
+        case .statementFailed(let file, let statement, let line, let message):
+            "\(file):\(line): statement \(statement) failed: \(message); nothing of this migration was applied"
+        case .foreignKeyViolations(let file, let violations):
+            "\(file) leaves rows whose foreign keys point nowhere, so it was rolled back:\n" + violations.map { "  \($0)" }.joined(separator: "\n")
+        case .destructiveDown(let file):
+            "\(file) loses data it cannot restore (see its header); pass --allow-destructive to run it anyway"
+        case .locked(let seconds):
+            "another migrator held the database for more than \(seconds) s; try again, or raise --lock-timeout"
+        case .unknownVersion(let version):
+            "there is no migration \(String(format: "%04d", version))"
+        case .database(let error):
+            "database error: \(error.description)"
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import CSQLite
+
+extension SQLiteConnection {
+    /// Where in a script a statement starts.
+    public struct StatementPosition: Sendable, Equatable {
+        /// 1-based index among the script's statements.
+        public var index: Int
+        /// 1-based line of the statement's first character.
+        public var line: Int
+    }
+
+    /// A statement of a script that failed.
+    public struct ScriptError: Error, Sendable, CustomStringConvertible {
+        public var position: StatementPosition
+        public var error: SQLiteError
+        public var description: String { "statement \(position.index) at line \(position.line): \(error.message)" }
+    }
+
+    /// The number of statements in a script (comments and blank text do not count).
+    public func statementCount(_ sql: String) throws(SQLiteError) -> Int {
+        var count = 0
+        try forEachStatement(sql) { _, _ in
+            count += 1
+            return true
+        }
+        return count
+    }
+
+    /// Runs every statement of a script in order, reporting each before it runs; a failure
+    /// names the statement and its line.
+    public func executeScript(_ sql: String, willRun: (StatementPosition) -> Void = { _ in }) throws(ScriptError) {
+        var failure: ScriptError?
+        do {
+            try forEachStatement(sql) { statement, position in
+                willRun(position)
+                while true {
+                    let status = sqlite3_step(statement)
+                    if status == SQLITE_DONE { break }
+                    if status == SQLITE_ROW { continue }
+                    failure = ScriptError(position: position, error: SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: String(cString: sqlite3_sql(statement))))
+                    return false
+                }
+                return true
+            }
+        } catch {
+            throw ScriptError(position: StatementPosition(index: 0, line: 1), error: error)
+        }
+        if let failure { throw failure }
+    }
+
+    /// Prepares each statement in turn (the text after one is where the next starts).
+    /// The body returns false to stop.
+    private func forEachStatement(_ sql: String, _ body: (OpaquePointer, StatementPosition) throws(SQLiteError) -> Bool) throws(SQLiteError) {
+        let bytes = Array(sql.utf8) + [0]
+        try bytes.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(SQLiteError) in
+            guard let base = buffer.baseAddress else { return }
+            let start = UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)
+            var cursor: UnsafePointer<CChar>? = start
+            var index = 0
+            var line = 1
+            var lineCountedUpTo = 0
+            while let current = cursor, current.pointee != 0 {
+                var statement: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let status = sqlite3_prepare_v2(rawHandle, current, -1, &statement, &tail)
+                // Lines up to where this statement's text begins (leading whitespace and comments skipped).
+                let offset = current - start
+                guard status == SQLITE_OK else {
+                    throw SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: nil)
+                }
+                defer { sqlite3_finalize(statement) }
+                guard let statement else { break } // only comments or whitespace left
+                // The statement's first line: skip the blanks and comments before it.
+                var begin = offset
+                let end = buffer.count - 1
+                while begin < end {
+                    let byte = buffer[begin]
+                    if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D {
+                        begin += 1
+                    } else if byte == UInt8(ascii: "-"), begin + 1 < end, buffer[begin + 1] == UInt8(ascii: "-") {
+                        while begin < end, buffer[begin] != 0x0A { begin += 1 }
+                    } else if byte == UInt8(ascii: "/"), begin + 1 < end, buffer[begin + 1] == UInt8(ascii: "*") {
+                        begin += 2
+                        while begin + 1 < end, !(buffer[begin] == UInt8(ascii: "*") && buffer[begin + 1] == UInt8(ascii: "/")) { begin += 1 }
+                        begin += 2
+                    } else {
+                        break
+                    }
+                }
+                while lineCountedUpTo < begin {
+                    if buffer[lineCountedUpTo] == UInt8(ascii: "\n") { line += 1 }
+                    lineCountedUpTo += 1
+                }
+                index += 1
+                guard try body(statement, StatementPosition(index: index, line: line)) else { return }
+                cursor = tail
+            }
+        }
+    }
+
+    /// How long a statement waits for another connection's lock before failing with SQLITE_BUSY.
+    public func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(rawHandle, milliseconds)
+    }
+
+    /// Calls `tick` about every `instructions` virtual-machine steps (for progress during long
+    /// copies); nil removes it.
+    public func setProgressHandler(every instructions: Int32, _ tick: (() -> Void)?) {
+        guard let tick else {
+            sqlite3_progress_handler(rawHandle, 0, nil, nil)
+            progressBox = nil
+            return
+        }
+        let box = ProgressBox(tick)
+        progressBox = box
+        sqlite3_progress_handler(rawHandle, instructions, { context in
+            guard let context else { return 0 }
+            Unmanaged<ProgressBox>.fromOpaque(context).takeUnretainedValue().tick()
+            return 0
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+
+    /// Whether the connection is inside a transaction.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(rawHandle) == 0 }
+}
+
+final class ProgressBox {
+    let tick: () -> Void
+    init(_ tick: @escaping () -> Void) { self.tick = tick }
+}

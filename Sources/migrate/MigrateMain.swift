@@ -1,0 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import MigrateCLI
+
+@main
+struct MigrateMain {
+    static func main() {
+        exit(MigrateTool.main(arguments: Array(CommandLine.arguments.dropFirst())).rawValue)
+    }
+}
