@@ -80,6 +80,7 @@ let package = Package(
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
+        .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "SchemaKit", "SQLiteKit", "migrate"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
     ],
     swiftLanguageModes: [.v6]

@@ -17,7 +17,7 @@ extension SQLiteConnection {
     }
 
     /// The number of statements in a script (comments and blank text do not count).
-    public func statementCount(_ sql: String) throws(SQLiteError) -> Int {
+    public func statementCount(_ sql: String) throws(ScriptError) -> Int {
         var count = 0
         try forEachStatement(sql) { _, _ in
             count += 1
@@ -27,52 +27,38 @@ extension SQLiteConnection {
     }
 
     /// Runs every statement of a script in order, reporting each before it runs; a failure
-    /// names the statement and its line.
+    /// (when preparing or running it) names the statement and its line.
     public func executeScript(_ sql: String, willRun: (StatementPosition) -> Void = { _ in }) throws(ScriptError) {
         var failure: ScriptError?
-        do {
-            try forEachStatement(sql) { statement, position in
-                willRun(position)
-                while true {
-                    let status = sqlite3_step(statement)
-                    if status == SQLITE_DONE { break }
-                    if status == SQLITE_ROW { continue }
-                    failure = ScriptError(position: position, error: SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: String(cString: sqlite3_sql(statement))))
-                    return false
-                }
-                return true
+        try forEachStatement(sql) { statement, position in
+            willRun(position)
+            while true {
+                let status = sqlite3_step(statement)
+                if status == SQLITE_DONE { break }
+                if status == SQLITE_ROW { continue }
+                failure = ScriptError(position: position, error: SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: String(cString: sqlite3_sql(statement))))
+                return false
             }
-        } catch {
-            throw ScriptError(position: StatementPosition(index: 0, line: 1), error: error)
+            return true
         }
         if let failure { throw failure }
     }
 
     /// Prepares each statement in turn (the text after one is where the next starts).
     /// The body returns false to stop.
-    private func forEachStatement(_ sql: String, _ body: (OpaquePointer, StatementPosition) throws(SQLiteError) -> Bool) throws(SQLiteError) {
+    private func forEachStatement(_ sql: String, _ body: (OpaquePointer, StatementPosition) -> Bool) throws(ScriptError) {
         let bytes = Array(sql.utf8) + [0]
-        try bytes.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(SQLiteError) in
+        try bytes.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(ScriptError) in
             guard let base = buffer.baseAddress else { return }
             let start = UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)
-            var cursor: UnsafePointer<CChar>? = start
+            let end = buffer.count - 1
+            var offset = 0
             var index = 0
             var line = 1
             var lineCountedUpTo = 0
-            while let current = cursor, current.pointee != 0 {
-                var statement: OpaquePointer?
-                var tail: UnsafePointer<CChar>?
-                let status = sqlite3_prepare_v2(rawHandle, current, -1, &statement, &tail)
-                // Lines up to where this statement's text begins (leading whitespace and comments skipped).
-                let offset = current - start
-                guard status == SQLITE_OK else {
-                    throw SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: nil)
-                }
-                defer { sqlite3_finalize(statement) }
-                guard let statement else { break } // only comments or whitespace left
-                // The statement's first line: skip the blanks and comments before it.
+            while offset < end {
+                // The next statement's first character: skip blanks and comments before it.
                 var begin = offset
-                let end = buffer.count - 1
                 while begin < end {
                     let byte = buffer[begin]
                     if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D {
@@ -82,18 +68,30 @@ extension SQLiteConnection {
                     } else if byte == UInt8(ascii: "/"), begin + 1 < end, buffer[begin + 1] == UInt8(ascii: "*") {
                         begin += 2
                         while begin + 1 < end, !(buffer[begin] == UInt8(ascii: "*") && buffer[begin + 1] == UInt8(ascii: "/")) { begin += 1 }
-                        begin += 2
+                        begin = min(end, begin + 2)
                     } else {
                         break
                     }
                 }
+                guard begin < end else { return }
                 while lineCountedUpTo < begin {
-                    if buffer[lineCountedUpTo] == UInt8(ascii: "\n") { line += 1 }
+                    if buffer[lineCountedUpTo] == 0x0A { line += 1 }
                     lineCountedUpTo += 1
                 }
                 index += 1
-                guard try body(statement, StatementPosition(index: index, line: line)) else { return }
-                cursor = tail
+                let position = StatementPosition(index: index, line: line)
+                var statement: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let status = sqlite3_prepare_v2(rawHandle, start + begin, -1, &statement, &tail)
+                guard status == SQLITE_OK else {
+                    sqlite3_finalize(statement)
+                    throw ScriptError(position: position, error: SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: nil))
+                }
+                guard let prepared = statement else { return }
+                let keepGoing = body(prepared, position)
+                sqlite3_finalize(prepared)
+                guard keepGoing, let tail else { return }
+                offset = tail - start
             }
         }
     }

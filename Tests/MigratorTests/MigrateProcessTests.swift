@@ -1,0 +1,160 @@
+import Foundation
+import MigrationPlanner
+import SchemaKit
+import SQLiteKit
+import Testing
+@testable import Migrator
+
+/// The `migrate` executable run as users and applications do: concurrently, killed midway,
+/// and through its command line.
+@Suite struct MigrateProcessTests {
+    static var executable: URL {
+        var folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: folder.appendingPathComponent("migrate").path), folder.path != "/" {
+            folder = folder.deletingLastPathComponent()
+        }
+        return folder.appendingPathComponent("migrate")
+    }
+
+    struct Run {
+        let status: Int32
+        let output: String
+        let error: String
+    }
+
+    static func start(_ arguments: [String], environment: [String: String]? = nil) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = repositoryRoot
+        if let environment { process.environment = environment }
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        return (process, output, error)
+    }
+
+    static func finish(_ started: (Process, Pipe, Pipe)) -> Run {
+        let output = started.1.fileHandleForReading.readDataToEndOfFile()
+        let error = started.2.fileHandleForReading.readDataToEndOfFile()
+        started.0.waitUntilExit()
+        return Run(status: started.0.terminationStatus, output: String(decoding: output, as: UTF8.self), error: String(decoding: error, as: UTF8.self))
+    }
+
+    static func migrate(_ arguments: [String], environment: [String: String]? = nil) throws -> Run {
+        finish(try start(arguments, environment: environment))
+    }
+
+    // MARK: - Commands
+
+    @Test func commandsAndExitStatuses() throws {
+        let database = temporaryPath("nested/folder/flights.sqlite")
+        let base = ["--database", database, "--dir", "Migrations/Flights"]
+        let up = try Self.migrate(["up", "2"] + base)
+        #expect(up.status == 0)
+        #expect(up.output.hasPrefix("applied  0001_create_flights ("))
+        #expect(FileManager.default.fileExists(atPath: database), "the database and its folder are created")
+
+        let status = try Self.migrate(["status", "--format", "json"] + base)
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]])
+        #expect(rows.map { $0["state"] as? String } == ["applied", "applied", "pending", "pending"])
+        #expect(rows[0]["checksum"] as? String == "ok")
+
+        let dryRun = try Self.migrate(["up", "--dry-run"] + base)
+        #expect(dryRun.output.contains("-- Migrations/Flights/0003_rename_airports_elevation_to_elevation_feet.up.sql"))
+        #expect(try Self.migrate(["status"] + base).output.contains("pending"), "a dry run changes nothing")
+
+        #expect(try Self.migrate(["up", "--to", "4"] + base).status == 0)
+        let lossy = try Self.migrate(["down", "--to", "1"] + base)
+        #expect(lossy.status == 1)
+        #expect(lossy.error.contains("0002_add_airports_elevation.down.sql loses data it cannot restore"))
+        #expect(try Self.migrate(["redo"] + base).status == 0)
+        #expect(try Self.migrate(["validate"] + base).status == 0)
+        #expect(try Self.migrate(["down", "--to", "0", "--allow-destructive"] + base).status == 0)
+
+        let viaEnvironment = try Self.migrate(["status", "--dir", "Migrations/Todo"], environment: ["DATABASE_URL": "sqlite:" + database])
+        #expect(viaEnvironment.status == 0)
+        #expect(try Self.migrate(["status", "--dir", "Migrations/Todo"], environment: [:]).status == 2, "no database given")
+        #expect(try Self.migrate(["up", "--bogus"] + base).status == 2)
+        #expect(try Self.migrate(["baseline", "9"] + base).status == 1)
+    }
+
+    // MARK: - Concurrency
+
+    @Test func concurrentMigratorsApplyEachMigrationOnce() throws {
+        let database = temporaryPath()
+        let processes = try (0..<5).map { _ in try Self.start(["up", "--database", database, "--dir", "Migrations/Flights"]) }
+        let runs = processes.map(Self.finish)
+        #expect(runs.allSatisfy { $0.status == 0 }, "\(runs.map(\.error))")
+        let appliedLines = runs.flatMap { $0.output.split(separator: "\n") }.filter { $0.hasPrefix("applied ") }
+        #expect(appliedLines.count == 4, "each migration applied by exactly one process: \(appliedLines)")
+        let connection = try SQLiteConnection(path: database)
+        #expect(try connection.query("SELECT version, count(*) FROM schemagen_migrations GROUP BY version") == (1...4).map { [.integer(Int64($0)), .integer(1)] })
+    }
+
+    // MARK: - Crashes
+
+    /// A table rebuild on 200,000 rows, the migrator killed with SIGKILL at random moments:
+    /// afterwards the file is intact, the history matches the tables, and a rerun completes.
+    @Test func killedMidRebuildTheDatabaseStaysConsistent() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fault-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events").path)
+        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
+            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
+        }
+        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    attributes:\n      name: String\n      score: Int\n")
+        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
+        try migrations.write(Migration(from: nil, to: v1), as: .init(number: 1, name: "create"))
+        try migrations.write(Migration(from: v1, to: v2), as: .init(number: 2, name: "rebuild"))
+
+        // The starting point: version 1 with 200,000 rows, copied for every run.
+        let template = folder.appendingPathComponent("template.sqlite").path
+        let seed = Migrator(connection: try SQLiteConnection(path: template), schema: "Events", scripts: try MigrationScriptLoader.load(directory: migrations.path))
+        try seed.up(.count(1))
+        try seed.connection.execute("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+            INSERT INTO event (name, score) SELECT 'event ' || i, i FROM n;
+            COMMIT;
+            """)
+
+        // How long an uninterrupted run takes, so kills land before, during and after it.
+        let calibration = folder.appendingPathComponent("calibration.sqlite").path
+        try FileManager.default.copyItem(atPath: template, toPath: calibration)
+        let clock = Date()
+        #expect(try Self.migrate(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
+        let duration = Date().timeIntervalSince(clock)
+
+        var killedMidway = 0
+        for run in 0..<50 {
+            let path = folder.appendingPathComponent("run-\(run).sqlite").path
+            try FileManager.default.copyItem(atPath: template, toPath: path)
+            let started = try Self.start(["up", "--database", path, "--dir", migrations.path])
+            usleep(UInt32(Double.random(in: 0...(duration * 1.2)) * 1_000_000))
+            kill(started.0.processIdentifier, SIGKILL)
+            let result = Self.finish(started)
+            if result.status != 0 { killedMidway += 1 }
+
+            let connection = try SQLiteConnection(path: path)
+            #expect(try connection.query("PRAGMA integrity_check;") == [[.text("ok")]])
+            let history = try connection.query("SELECT version FROM schemagen_migrations ORDER BY version").map { $0[0] }
+            let scoreType = try connection.query("SELECT type FROM pragma_table_info('event') WHERE name = 'score'")
+            // The history says exactly what the tables are.
+            if history == [.integer(1), .integer(2)] {
+                #expect(scoreType == [[.text("REAL")]])
+            } else {
+                #expect(history == [.integer(1)])
+                #expect(scoreType == [[.text("INTEGER")]])
+            }
+            #expect(try connection.query("SELECT count(*) FROM event") == [[.integer(200_000)]])
+
+            let rerun = try Self.migrate(["up", "--database", path, "--dir", migrations.path])
+            #expect(rerun.status == 0, "\(rerun.error)")
+            #expect(try connection.query("SELECT count(*), typeof(score) FROM event") == [[.integer(200_000), .text("real")]])
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        #expect(killedMidway >= 10, "too few kills landed while the migrator ran (\(killedMidway) of 50)")
+    }
+}
