@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "SchemaMetadata"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "MigrationPlanner", dependencies: ["SchemaKit", "Diagnostics", "CCrypto"]),
-        .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationPlanner", "Diagnostics"]),
+        .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationPlanner", "Diagnostics", "SchemaMetadata"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
@@ -77,8 +77,8 @@ let package = Package(
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample"]),
-        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit"]),
+        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "SchemaKit", "SQLiteKit", "migrate"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),

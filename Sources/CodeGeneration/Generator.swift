@@ -31,8 +31,10 @@ public enum Generator {
 
     /// The files for one schema, in a folder named after it, sorted by path. Outputs that render
     /// to nothing but whitespace are skipped: an empty template switches a default off.
-    public static func generate(schema: Schema, sourceFile: String, templates: TemplateSet) throws(Failure) -> [GeneratedFile] {
-        let context = TemplateContext(schema: schema, sourceFile: sourceFile)
+    public static func generate(
+        schema: Schema, sourceFile: String, templates: TemplateSet, migrations: [TemplateContext.MigrationSource] = []
+    ) throws(Failure) -> [GeneratedFile] {
+        let context = TemplateContext(schema: schema, sourceFile: sourceFile, migrations: migrations)
         var files: [String: (template: String, contents: String)] = [:]
         for output in templates.outputs {
             guard let template = templates.templates[output.name] else { continue }

@@ -15,11 +15,32 @@ public struct TemplateContext: Sendable {
     private var cachedRoot: [String: MustacheValue] = [:]
     private let entityIndex: [String: Int]
 
-    public init(schema: Schema, sourceFile: String) {
+    /// A migration of the schema, for templates that embed them.
+    public struct MigrationSource: Sendable, Hashable {
+        public var version: Int
+        public var name: String
+        public var up: String
+        public var down: String
+
+        public init(version: Int, name: String, up: String, down: String) {
+            self.version = version
+            self.name = name
+            self.up = up
+            self.down = down
+        }
+    }
+
+    public init(schema: Schema, sourceFile: String, migrations: [MigrationSource] = []) {
         self.schema = schema
         self.sourceFile = sourceFile
         self.entityIndex = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.1.0"]]
+        self.cachedRoot["hasMigrations"] = .bool(!migrations.isEmpty)
+        self.cachedRoot["migrations"] = list(migrations.map { migration in
+            ["version": .number(Double(migration.version)), "name": .string(migration.name),
+             "nameLiteral": .string(SwiftSyntax.stringLiteral(migration.name)),
+             "upLiteral": .string(SwiftSyntax.stringLiteral(migration.up)), "downLiteral": .string(SwiftSyntax.stringLiteral(migration.down))]
+        })
     }
 
     /// The first line of every generated file; `schemagen` only deletes files that start with it.

@@ -1,6 +1,7 @@
 import Diagnostics
 import Foundation
 import MigrationPlanner
+import SchemaMetadata
 
 /// One migration as the migrator runs it: its SQL both ways and the checksum recorded when
 /// it is applied.
@@ -20,6 +21,11 @@ public struct MigrationScript: Sendable, Hashable {
         self.down = down
         self.upFile = upFile ?? String(format: "%04d_%@.up.sql", version, name)
         self.downFile = downFile ?? String(format: "%04d_%@.down.sql", version, name)
+    }
+
+    /// A migration compiled into generated code (`FlightsSchema.migrations`).
+    public init(_ embedded: EmbeddedMigration) {
+        self.init(version: embedded.version, name: embedded.name, up: embedded.up, down: embedded.down)
     }
 
     /// SHA-256 of the up SQL: a changed file no longer matches what was applied.

@@ -1,4 +1,5 @@
 import Foundation
+import SchemaMetadata
 import SQLiteKit
 
 /// Brings a database to a schema's current version, and back: the library behind `migrate`,
@@ -20,6 +21,12 @@ public final class Migrator {
     }
 
     private let lockTimeout: Double
+
+    /// A migrator for migrations embedded in generated code:
+    /// `Migrator(connection: db, schema: FlightsSchema.name, embedded: FlightsSchema.migrations)`.
+    public convenience init(connection: SQLiteConnection, schema: String, embedded: [EmbeddedMigration], lockTimeoutSeconds: Double = 30) {
+        self.init(connection: connection, schema: schema, scripts: embedded.map(MigrationScript.init), lockTimeoutSeconds: lockTimeoutSeconds)
+    }
 
     // MARK: - History
 

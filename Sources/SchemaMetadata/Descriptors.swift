@@ -159,3 +159,19 @@ public struct IndexDescriptor: Sendable, Hashable {
         self.kind = kind
     }
 }
+
+/// A migration compiled into generated code, so an application can bring its database to the
+/// current version without shipping the Migrations folder.
+public struct EmbeddedMigration: Sendable, Hashable {
+    public let version: Int
+    public let name: String
+    public let up: String
+    public let down: String
+
+    public init(version: Int, name: String, up: String, down: String) {
+        self.version = version
+        self.name = name
+        self.up = up
+        self.down = down
+    }
+}

@@ -81,12 +81,40 @@ public enum GenerateCommand: Command {
             return .failure
         }
 
+        // Migrations: one new numbered migration per changed schema.
+        var pendingMigrations: [PendingMigration] = []
+        let migrationsRoot = arguments.value("migrations") ?? config.migrations ?? "Migrations"
+        if !arguments.flag("single-file") {
+            let root = migrationsRoot
+            var diagnostics: [Diagnostic] = []
+            for schema in loaded.schemas {
+                switch PendingMigration.plan(for: schema, root: root, name: arguments.value("name"), allowDestructive: arguments.flag("allow-destructive")) {
+                case .upToDate: break
+                case .failed(let problems): diagnostics += problems
+                case .pending(let pending):
+                    diagnostics += pending.findings
+                    pendingMigrations.append(pending)
+                }
+            }
+            if !diagnostics.isEmpty {
+                let sources = SchemaInput.sources(loaded)
+                io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(diagnostics))
+            }
+            if diagnostics.contains(where: { $0.severity == .error }) {
+                io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
+                return .failure
+            }
+        }
+
         var generated: [(schema: Schema, file: String, files: [GeneratedFile])] = []
         for result in loaded.files {
             guard let schema = result.schema else { continue }
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
             do {
-                generated.append((schema, result.path, try Generator.generate(schema: schema, sourceFile: sourceFile, templates: templates)))
+                // Templates may embed the schema's migrations, the new one included.
+                let migrations = arguments.flag("single-file") ? [] : PendingMigration.sources(
+                    for: schema, root: migrationsRoot, pending: pendingMigrations.first { $0.schema.name == schema.name })
+                generated.append((schema, result.path, try Generator.generate(schema: schema, sourceFile: sourceFile, templates: templates, migrations: migrations)))
             } catch {
                 io.writeError("schemagen: error: \(error)\n")
                 return .failure
@@ -109,30 +137,6 @@ public enum GenerateCommand: Command {
                 return FileManager.default.fileExists(atPath: output + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
             }
             folders = explicitSchemas.isEmpty ? Array(Set(outputFolders + generated.map(\.schema.name))).sorted() : generated.map(\.schema.name)
-        }
-
-        // Migrations: one new numbered migration per changed schema.
-        var pendingMigrations: [PendingMigration] = []
-        if !arguments.flag("single-file") {
-            let root = arguments.value("migrations") ?? config.migrations ?? "Migrations"
-            var diagnostics: [Diagnostic] = []
-            for entry in generated {
-                switch PendingMigration.plan(for: entry.schema, root: root, name: arguments.value("name"), allowDestructive: arguments.flag("allow-destructive")) {
-                case .upToDate: break
-                case .failed(let problems): diagnostics += problems
-                case .pending(let pending):
-                    diagnostics += pending.findings
-                    pendingMigrations.append(pending)
-                }
-            }
-            if !diagnostics.isEmpty {
-                let sources = SchemaInput.sources(loaded)
-                io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(diagnostics))
-            }
-            if diagnostics.contains(where: { $0.severity == .error }) {
-                io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
-                return .failure
-            }
         }
 
         let sync = GeneratedFileSync(outputFolder: output)

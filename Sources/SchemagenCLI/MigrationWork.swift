@@ -1,3 +1,4 @@
+import CodeGeneration
 import Diagnostics
 import Foundation
 import MigrationPlanner
@@ -42,6 +43,21 @@ struct PendingMigration {
         let entry = MigrationDirectory.Entry(number: number, name: slug(name ?? derivedName(migration, schema: schema)))
         let findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive)
         return .pending(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: findings))
+    }
+
+    /// The schema's migrations as templates see them: those on disk, then the one about to be written.
+    static func sources(for schema: Schema, root: String, pending: PendingMigration?) -> [TemplateContext.MigrationSource] {
+        let directory = MigrationDirectory(path: root + "/" + schema.name)
+        var result: [TemplateContext.MigrationSource] = directory.entries().compactMap { entry in
+            guard let up = try? String(contentsOfFile: directory.path + "/" + entry.upFile, encoding: .utf8),
+                  let down = try? String(contentsOfFile: directory.path + "/" + entry.downFile, encoding: .utf8) else { return nil }
+            return TemplateContext.MigrationSource(version: entry.number, name: entry.name, up: up, down: down)
+        }
+        if let pending {
+            result.append(TemplateContext.MigrationSource(version: pending.entry.number, name: pending.entry.name,
+                                                         up: pending.migration.upSQL(), down: pending.migration.downSQL()))
+        }
+        return result
     }
 
     /// `create_flights`, `add_flights_status`, `rename_airports_state_to_region`, ... from the

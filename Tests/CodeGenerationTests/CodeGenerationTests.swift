@@ -1,4 +1,5 @@
 import Foundation
+import MigrationPlanner
 import Mustache
 import SchemaKit
 import Testing
@@ -22,7 +23,15 @@ func temporaryFolder() -> URL {
 @Suite struct DefaultTemplateGoldenTests {
     @Test(arguments: ["Flights", "Todo", "Tasks", "Users", "Garage"])
     func generatedCodeMatchesTheCommittedExampleModels(_ name: String) throws {
-        let files = try Generator.generate(schema: try loadSchema(name), sourceFile: "\(name).yaml", templates: try TemplateSet.defaults())
+        // The committed migrations, as `schemagen generate` hands them to templates.
+        let directory = MigrationDirectory(path: repositoryRoot.appendingPathComponent("Migrations/\(name)").path)
+        let migrations = try directory.entries().map { entry in
+            TemplateContext.MigrationSource(
+                version: entry.number, name: entry.name,
+                up: try String(contentsOfFile: directory.path + "/" + entry.upFile, encoding: .utf8),
+                down: try String(contentsOfFile: directory.path + "/" + entry.downFile, encoding: .utf8))
+        }
+        let files = try Generator.generate(schema: try loadSchema(name), sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations)
         let folder = repositoryRoot.appendingPathComponent("Sources/ExampleModels/\(name)")
         let committed = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(files.map { String($0.path.dropFirst(name.count + 1)) } == committed)

@@ -110,3 +110,29 @@ import Testing
         #expect(TodoItem.entity.column(forProperty: "id")?.defaultValue == .generatedUUID)
     }
 }
+
+import Migrator
+import SQLiteKit
+
+/// Migrations compiled into the generated code bring a database to the current version.
+@Suite struct EmbeddedMigrationTests {
+    @Test func anApplicationMigratesFromGeneratedCodeAlone() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        let migrator = Migrator(connection: connection, schema: FlightsSchema.name, embedded: FlightsSchema.migrations)
+        #expect(FlightsSchema.migrations.map(\.version) == [1, 2, 3, 4])
+        var finished: [Int] = []
+        try migrator.up { event in
+            if case .finished(let script, _, _) = event { finished.append(script.version) }
+        }
+        #expect(finished == [1, 2, 3, 4])
+        // The tables match the metadata the models carry.
+        for entity in FlightsSchema.descriptor.entities {
+            let columns = try connection.query("SELECT name FROM pragma_table_info(?)", [.text(entity.table)]).map { row -> String in
+                if case .text(let name) = row[0] { return name } else { return "" }
+            }
+            let expected = entity.columns.map(\.column) + (entity.hasImplicitKey ? ["id"] : []) + entity.relationships.flatMap(\.foreignKeyColumns)
+            #expect(Set(columns) == Set(expected), "\(entity.table)")
+        }
+        #expect(try migrator.up().isEmpty)
+    }
+}
