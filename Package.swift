@@ -36,6 +36,7 @@ let package = Package(
         .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
         .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
+        .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "Mustache"),
         .target(name: "SchemaMetadata"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
@@ -45,14 +46,14 @@ let package = Package(
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "Mustache", "Diagnostics"]),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "YAMLReader", "MigrationPlanner"]),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "ProjectConfig"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["Migrator", "CommandLineKit", "SQLiteKit"]),
+        .target(name: "MigrateCLI", dependencies: ["Migrator", "CommandLineKit", "SQLiteKit", "ProjectConfig"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)

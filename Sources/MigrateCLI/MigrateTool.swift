@@ -6,6 +6,7 @@ import Darwin
 import CommandLineKit
 import Foundation
 import Migrator
+import ProjectConfig
 import SQLiteKit
 
 /// The `migrate` tool: applies a schema's migrations to a SQLite database.
@@ -31,11 +32,25 @@ public enum MigrateTool {
         .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/."),
         .flag("dry-run", help: "Print the SQL that would run and change nothing."),
         .value("lock-timeout", valueName: "seconds", help: "How long to wait for another migrator.", defaultValue: "30"),
+        .value("config", valueName: "file", help: "A config file with defaults (database, migrations).", defaultValue: ProjectConfig.defaultFile),
     ]
+
+    /// The config file, when there is one; nil after printing why it cannot be used.
+    static func config(_ arguments: ParsedArguments, io: CommandIO) -> ProjectConfig? {
+        let path = arguments.value("config") ?? ProjectConfig.defaultFile
+        guard arguments.value("config") != nil || FileManager.default.fileExists(atPath: path) else { return ProjectConfig() }
+        let (config, diagnostics, _) = ProjectConfig.load(path: path)
+        for diagnostic in diagnostics {
+            io.writeError("migrate: error: \(diagnostic.location.map { "\($0.file):\($0.line):\($0.column): " } ?? "")\(diagnostic.message)\n")
+        }
+        return config
+    }
 
     /// Opens the database and reads the migrations, or says why not.
     static func open(_ arguments: ParsedArguments, io: CommandIO) -> (Migrator, String)? {
-        guard let database = databasePath(arguments, io: io), let directory = directoryPath(arguments, io: io) else { return nil }
+        guard let config = config(arguments, io: io),
+              let database = databasePath(arguments, config: config, io: io),
+              let directory = directoryPath(arguments, config: config, io: io) else { return nil }
         let scripts: [MigrationScript]
         do {
             scripts = try MigrationScriptLoader.load(directory: directory)
@@ -57,8 +72,9 @@ public enum MigrateTool {
         }
     }
 
-    /// `--database`, else DATABASE_URL (`sqlite:path`, `sqlite://path`, `file:path` or a path).
-    static func databasePath(_ arguments: ParsedArguments, io: CommandIO) -> String? {
+    /// `--database`, else DATABASE_URL (`sqlite:path`, `sqlite://path`, `file:path` or a path),
+    /// else the config file's `database`.
+    static func databasePath(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> String? {
         if let path = arguments.value("database") { return path }
         if var url = io.environment["DATABASE_URL"], !url.isEmpty {
             for prefix in ["sqlite:///", "sqlite://", "sqlite:", "file://", "file:"] where url.hasPrefix(prefix) {
@@ -67,20 +83,23 @@ public enum MigrateTool {
             }
             return url
         }
-        io.writeError("migrate: error: no database: pass --database PATH or set DATABASE_URL\n")
+        if let database = config.database { return database }
+        io.writeError("migrate: error: no database: pass --database PATH, set DATABASE_URL, or put 'database:' in .schemagen.yaml\n")
         return nil
     }
 
-    static func directoryPath(_ arguments: ParsedArguments, io: CommandIO) -> String? {
+    /// `--dir`, else the one schema folder under the config's `migrations` (or `Migrations`).
+    static func directoryPath(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> String? {
         if let directory = arguments.value("dir") { return directory }
-        let folders = ((try? FileManager.default.contentsOfDirectory(atPath: "Migrations")) ?? []).sorted().filter { name in
+        let root = config.migrations ?? "Migrations"
+        let folders = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
             var isFolder: ObjCBool = false
-            return FileManager.default.fileExists(atPath: "Migrations/" + name, isDirectory: &isFolder) && isFolder.boolValue
+            return FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
         }
-        if folders.count == 1 { return "Migrations/" + folders[0] }
+        if folders.count == 1 { return root + "/" + folders[0] }
         io.writeError(folders.isEmpty
             ? "migrate: error: no migration folder: pass --dir DIR\n"
-            : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir Migrations/<Schema>\n")
+            : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir \(root)/<Schema>\n")
         return nil
     }
 

@@ -3,6 +3,7 @@ import CommandLineKit
 import Diagnostics
 import Foundation
 import Mustache
+import ProjectConfig
 import SchemaKit
 
 /// `schemagen generate`: Swift models from schemas through templates.
@@ -26,7 +27,7 @@ public enum GenerateCommand: Command {
             .value("templates", short: "t", valueName: "dir", help: "Templates that replace or add to the defaults."),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file (for build plugins)."),
-            .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: GeneratorConfig.defaultFile),
+            .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
             .flag("allow-destructive", help: "Let a migration that drops or narrows data through, with warnings."),
@@ -34,10 +35,10 @@ public enum GenerateCommand: Command {
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         // Defaults, then the config file, then flags.
-        var config = GeneratorConfig()
-        let configPath = arguments.value("config") ?? GeneratorConfig.defaultFile
+        var config = ProjectConfig()
+        let configPath = arguments.value("config") ?? ProjectConfig.defaultFile
         if arguments.value("config") != nil || FileManager.default.fileExists(atPath: configPath) {
-            let (loaded, diagnostics, source) = GeneratorConfig.load(path: configPath)
+            let (loaded, diagnostics, source) = ProjectConfig.load(path: configPath)
             if !diagnostics.isEmpty {
                 io.writeError(DiagnosticRenderer(format: .text, sources: { _ in source }).render(diagnostics))
             }

@@ -22,11 +22,11 @@ import Testing
         let error: String
     }
 
-    static func start(_ arguments: [String], environment: [String: String]? = nil) throws -> (Process, Pipe, Pipe) {
+    static func start(_ arguments: [String], environment: [String: String]? = nil, in folder: URL = repositoryRoot) throws -> (Process, Pipe, Pipe) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
-        process.currentDirectoryURL = repositoryRoot
+        process.currentDirectoryURL = folder
         if let environment { process.environment = environment }
         let output = Pipe(), error = Pipe()
         process.standardOutput = output
@@ -42,8 +42,8 @@ import Testing
         return Run(status: started.0.terminationStatus, output: String(decoding: output, as: UTF8.self), error: String(decoding: error, as: UTF8.self))
     }
 
-    static func migrate(_ arguments: [String], environment: [String: String]? = nil) throws -> Run {
-        finish(try start(arguments, environment: environment))
+    static func migrate(_ arguments: [String], environment: [String: String]? = nil, in folder: URL = repositoryRoot) throws -> Run {
+        finish(try start(arguments, environment: environment, in: folder))
     }
 
     // MARK: - Commands
@@ -78,6 +78,22 @@ import Testing
         #expect(try Self.migrate(["status", "--dir", "Migrations/Todo"], environment: [:]).status == 2, "no database given")
         #expect(try Self.migrate(["up", "--bogus"] + base).status == 2)
         #expect(try Self.migrate(["baseline", "9"] + base).status == 1)
+    }
+
+    @Test func aConfigFileGivesTheDatabaseAndTheMigrationsRoot() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrate-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("db"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("M"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("Migrations/Todo"), to: folder.appendingPathComponent("M/Todo"))
+        try "database: db/app.sqlite\nmigrations: M\n".write(to: folder.appendingPathComponent(".schemagen.yaml"), atomically: true, encoding: .utf8)
+        let run = try Self.migrate(["up"], environment: [:], in: folder)
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.output.hasPrefix("applied  0001_create_todo"))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("db/app.sqlite").path))
+        // The environment wins over the file.
+        let other = folder.appendingPathComponent("other.sqlite").path
+        #expect(try Self.migrate(["up"], environment: ["DATABASE_URL": other], in: folder).status == 0)
+        #expect(FileManager.default.fileExists(atPath: other))
     }
 
     // MARK: - Concurrency

@@ -2,32 +2,37 @@ import Diagnostics
 import Foundation
 import YAMLReader
 
-/// Defaults for `schemagen generate` from a YAML file (`.schemagen.yaml` in the working
-/// folder, or `--config FILE`); flags override them.
+/// Defaults for `schemagen` and `migrate` from a YAML file (`.schemagen.yaml` in the working
+/// folder, or `--config FILE`); flags and the environment override them.
 ///
 /// ```yaml
 /// schemas: [Schemas]
 /// output: Sources/Models
 /// templates: Templates/Custom
+/// migrations: Migrations
+/// database: data/app.sqlite
 /// ```
-struct GeneratorConfig: Equatable {
-    var schemas: [String]?
-    var output: String?
-    var templates: String?
-    var migrations: String?
+public struct ProjectConfig: Equatable, Sendable {
+    public var schemas: [String]?
+    public var output: String?
+    public var templates: String?
+    public var migrations: String?
+    public var database: String?
 
-    static let defaultFile = ".schemagen.yaml"
-    static let keys = ["schemas", "output", "templates", "migrations"]
+    public init() {}
+
+    public static let defaultFile = ".schemagen.yaml"
+    static let keys = ["schemas", "output", "templates", "migrations", "database"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
-    static func load(path: String) -> (GeneratorConfig?, [Diagnostic], SourceFile?) {
+    public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
         guard let data = FileManager.default.contents(atPath: path) else {
             return (nil, [Diagnostic(.error, code: "file-unreadable", message: "cannot read config file '\(path)'", at: nil)], nil)
         }
         let source = SourceFile(path: path, bytes: [UInt8](data))
         var bag = DiagnosticBag()
         guard case .document(let root) = YAMLLoader.load(source, diagnostics: &bag) else {
-            return (bag.hasErrors ? nil : GeneratorConfig(), bag.diagnostics, source)
+            return (bag.hasErrors ? nil : ProjectConfig(), bag.diagnostics, source)
         }
         func location(_ node: YAMLNode) -> SourceLocation {
             SourceLocation(file: path, line: node.start.line, column: node.start.column, length: node.length)
@@ -36,7 +41,7 @@ struct GeneratorConfig: Equatable {
             bag.error("wrong-kind", "the config file must be a mapping of \(keys.joined(separator: ", "))", at: location(root))
             return (nil, bag.diagnostics, source)
         }
-        var config = GeneratorConfig()
+        var config = ProjectConfig()
         for pair in pairs {
             let key = pair.key.scalarText ?? ""
             switch key {
@@ -48,7 +53,7 @@ struct GeneratorConfig: Equatable {
                 } else {
                     bag.error("wrong-kind", "'schemas' expects a path or a list of paths", at: location(pair.value))
                 }
-            case "output", "templates", "migrations":
+            case "output", "templates", "migrations", "database":
                 guard let value = pair.value.stringValue else {
                     bag.error("wrong-kind", "'\(key)' expects a path", at: location(pair.value))
                     continue
@@ -56,7 +61,8 @@ struct GeneratorConfig: Equatable {
                 switch key {
                 case "output": config.output = value
                 case "templates": config.templates = value
-                default: config.migrations = value
+                case "migrations": config.migrations = value
+                default: config.database = value
                 }
             default:
                 bag.error("unknown-key", "unknown key '\(key)' in the config file\(Suggestion.hint(for: key, in: keys))", at: location(pair.key))
