@@ -46,30 +46,41 @@ public enum MigrateTool {
         return config
     }
 
-    /// Opens the database and reads the migrations, or says why not.
-    static func open(_ arguments: ParsedArguments, io: CommandIO) -> (Migrator, String)? {
+    /// Opens the database and reads the migrations of `--dir`, or of every schema folder under
+    /// the migrations root when `allSchemas` (they share the database, each with its history).
+    static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false) -> ([Migrator], String)? {
         guard let config = config(arguments, io: io),
               let database = databasePath(arguments, config: config, io: io),
-              let directory = directoryPath(arguments, config: config, io: io) else { return nil }
-        let scripts: [MigrationScript]
-        do {
-            scripts = try MigrationScriptLoader.load(directory: directory)
-        } catch {
-            io.writeError("migrate: error: \(error)\n")
-            return nil
-        }
+              let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas) else { return nil }
         let folder = (database as NSString).deletingLastPathComponent
         if !folder.isEmpty, database != ":memory:" {
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
+        let connection: SQLiteConnection
         do {
-            let connection = try SQLiteConnection(path: database)
-            let timeout = Double(arguments.value("lock-timeout") ?? "30") ?? 30
-            return (Migrator(connection: connection, schema: (directory as NSString).lastPathComponent, scripts: scripts, lockTimeoutSeconds: timeout), database)
+            connection = try SQLiteConnection(path: database)
         } catch {
             io.writeError("migrate: error: cannot open database '\(database)': \(error.message)\n")
             return nil
         }
+        let timeout = Double(arguments.value("lock-timeout") ?? "30") ?? 30
+        var migrators: [Migrator] = []
+        for directory in directories {
+            do {
+                let scripts = try MigrationScriptLoader.load(directory: directory)
+                migrators.append(Migrator(connection: connection, schema: (directory as NSString).lastPathComponent, scripts: scripts, lockTimeoutSeconds: timeout))
+            } catch {
+                io.writeError("migrate: error: \(error)\n")
+                return nil
+            }
+        }
+        return (migrators, database)
+    }
+
+    /// Opens exactly one schema's migrations (commands that change one schema at a time).
+    static func openOne(_ arguments: ParsedArguments, io: CommandIO) -> (Migrator, String)? {
+        guard let (migrators, database) = open(arguments, io: io), let migrator = migrators.first else { return nil }
+        return (migrator, database)
     }
 
     /// `--database`, else DATABASE_URL (`sqlite:path`, `sqlite://path`, `file:path` or a path),
@@ -88,17 +99,18 @@ public enum MigrateTool {
         return nil
     }
 
-    /// `--dir`, else the one schema folder under the config's `migrations` (or `Migrations`).
-    static func directoryPath(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> String? {
-        if let directory = arguments.value("dir") { return directory }
+    /// `--dir`, else the schema folders under the config's `migrations` (or `Migrations`): all of
+    /// them when `allowSeveral`, else the only one.
+    static func directoryPaths(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO, allowSeveral: Bool) -> [String]? {
+        if let directory = arguments.value("dir") { return [directory] }
         let root = config.migrations ?? "Migrations"
         let folders = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
             var isFolder: ObjCBool = false
             return FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
         }
-        if folders.count == 1 { return root + "/" + folders[0] }
+        if folders.count == 1 || (allowSeveral && !folders.isEmpty) { return folders.map { root + "/" + $0 } }
         io.writeError(folders.isEmpty
-            ? "migrate: error: no migration folder: pass --dir DIR\n"
+            ? "migrate: error: no migration folder under '\(root)': pass --dir DIR\n"
             : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir \(root)/<Schema>\n")
         return nil
     }
@@ -177,16 +189,18 @@ enum UpCommand: Command {
         arguments: [ArgumentSpec("N", help: "How many migrations to apply.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let chosen = target(arguments, default: .all, io: io), let (migrator, database) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        guard let chosen = target(arguments, default: .all, io: io),
+              let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all) else { return .usageOrIO }
         let options = Migrator.Options(allowOutOfOrder: arguments.flag("allow-out-of-order"))
         do {
-            if arguments.flag("dry-run") {
-                for script in try migrator.pendingUp(chosen, options: options) { io.writeOutput("-- \(script.upFile)\n\(script.up)\n") }
-                return .success
+            for migrator in migrators {
+                if arguments.flag("dry-run") {
+                    for script in try migrator.pendingUp(chosen, options: options) { io.writeOutput("-- \(script.upFile)\n\(script.up)\n") }
+                    continue
+                }
+                let applied = try migrator.up(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
+                if applied.isEmpty { io.writeOutput("\(database) is up to date with \(migrator.schema).\n") }
             }
-            let reporter = MigrateTool.Reporter(io: io)
-            let applied = try migrator.up(chosen, options: options, progress: reporter.handle)
-            if applied.isEmpty { io.writeOutput("\(database) is up to date with \(migrator.schema).\n") }
             return .success
         } catch {
             io.writeError("migrate: error: \(error)\n")
@@ -206,7 +220,7 @@ enum DownCommand: Command {
         arguments: [ArgumentSpec("N", help: "How many migrations to revert.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let chosen = target(arguments, default: .count(1), io: io), let (migrator, _) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        guard let chosen = target(arguments, default: .count(1), io: io), let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return .usageOrIO }
         let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
         do {
             if arguments.flag("dry-run") {
@@ -229,7 +243,7 @@ enum RedoCommand: Command {
         options: MigrateTool.common + [.flag("allow-destructive", help: "Run a down migration that loses data.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrator, _) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        guard let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return .usageOrIO }
         do {
             let reporter = MigrateTool.Reporter(io: io)
             let reverted = try migrator.down(.count(1), options: .init(allowDestructive: arguments.flag("allow-destructive")), progress: reporter.handle)
@@ -256,7 +270,7 @@ enum BaselineCommand: Command {
             io.writeError("migrate: error: VERSION must be a number, found '\(arguments.arguments[0])'\n")
             return .usageOrIO
         }
-        guard let (migrator, database) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
+        guard let (migrator, database) = MigrateTool.openOne(arguments, io: io) else { return .usageOrIO }
         do {
             try migrator.baseline(version)
             io.writeOutput("\(database) recorded at \(migrator.schema) version \(version)\n")
@@ -270,24 +284,28 @@ enum BaselineCommand: Command {
 
 enum ValidateMigrationsCommand: Command {
     static let spec = CommandSpec(
-        name: "validate", abstract: "Check applied migrations against their files.",
+        name: "validate", abstract: "Check applied migrations against their files (every schema unless --dir).",
         discussion: "Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
         options: MigrateTool.common)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrator, database) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
-        do {
-            let problems = try migrator.validate()
-            guard problems.isEmpty else {
-                io.writeError(problems.map { "migrate: error: \($0)\n" }.joined())
-                return MigrateTool.refused
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return .usageOrIO }
+        var failed = false
+        for migrator in migrators {
+            do {
+                let problems = try migrator.validate()
+                if problems.isEmpty {
+                    io.writeOutput("\(database): applied migrations of \(migrator.schema) match their files.\n")
+                } else {
+                    failed = true
+                    io.writeError(problems.map { "migrate: error: \($0)\n" }.joined())
+                }
+            } catch {
+                io.writeError("migrate: error: \(error)\n")
+                return MigrateTool.exitCode(for: error)
             }
-            io.writeOutput("\(database): applied migrations of \(migrator.schema) match their files.\n")
-            return .success
-        } catch {
-            io.writeError("migrate: error: \(error)\n")
-            return MigrateTool.exitCode(for: error)
         }
+        return failed ? MigrateTool.refused : .success
     }
 }
 
@@ -297,17 +315,18 @@ enum StatusCommand: Command {
         options: MigrateTool.common + [.value("format", short: "f", valueName: "format", help: "Output format.", allowed: ["text", "json"], defaultValue: "text")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrator, _) = MigrateTool.open(arguments, io: io) else { return .usageOrIO }
-        let rows: [Migrator.Status]
+        guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return .usageOrIO }
+        var rows: [(schema: String, status: Migrator.Status)] = []
         do {
-            rows = try migrator.status()
+            for migrator in migrators { rows += try migrator.status().map { (migrator.schema, $0) } }
         } catch {
             io.writeError("migrate: error: \(error)\n")
             return MigrateTool.exitCode(for: error)
         }
         if arguments.value("format") == "json" {
-            let items = rows.map { row -> String in
-                var fields = ["\"version\": \(row.version)", "\"name\": \"\(row.name)\""]
+            let items = rows.map { entry -> String in
+                let row = entry.status
+                var fields = ["\"schema\": \"\(entry.schema)\"", "\"version\": \(row.version)", "\"name\": \"\(row.name)\""]
                 switch row.state {
                 case .applied(let at, let milliseconds, let matches):
                     fields += ["\"state\": \"applied\"", "\"appliedAt\": \"\(at)\"", "\"durationMs\": \(milliseconds)", "\"checksum\": \"\(matches ? "ok" : "changed")\""]
@@ -321,8 +340,11 @@ enum StatusCommand: Command {
             io.writeOutput("[\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "]\n")
             return .success
         }
-        var out = "VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
-        for row in rows {
+        var out = "SCHEMA      VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
+        for entry in rows {
+            let row = entry.status
+            let schema = entry.schema.count > 10 ? String(entry.schema.prefix(10)) : entry.schema
+            out += schema + String(repeating: " ", count: 12 - schema.count)
             let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
             let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
             let state: String = switch row.state {

@@ -80,6 +80,21 @@ import Testing
         #expect(try Self.migrate(["baseline", "9"] + base).status == 1)
     }
 
+    @Test func withoutDirEverySchemaSharesTheDatabase() throws {
+        let database = temporaryPath()
+        let up = try Self.migrate(["up", "--database", database])
+        #expect(up.status == 0, "\(up.error)")
+        #expect(up.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == 8)
+        let status = try Self.migrate(["status", "--database", database, "--format", "json"])
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]])
+        #expect(Set(rows.compactMap { $0["schema"] as? String }) == ["Flights", "Garage", "Tasks", "Todo", "Users"])
+        #expect(rows.allSatisfy { $0["state"] as? String == "applied" })
+        #expect(try Self.migrate(["validate", "--database", database]).status == 0)
+        let ambiguous = try Self.migrate(["down", "--database", database])
+        #expect(ambiguous.status == 2)
+        #expect(ambiguous.error.contains("pass --dir Migrations/<Schema>"))
+    }
+
     @Test func aConfigFileGivesTheDatabaseAndTheMigrationsRoot() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrate-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("db"), withIntermediateDirectories: true)
