@@ -69,9 +69,11 @@ public struct ColumnDescriptor: Sendable, Hashable {
     public let preservesValueOnDeletion: Bool
     public let renamedFrom: String?
     public let defaultValue: DefaultValueDescriptor?
+    /// The key the model's Codable conformance uses for this property.
+    public let jsonKey: String
 
     public init(
-        property: String, column: String, storage: StorageKind, swiftType: String, isOptional: Bool,
+        property: String, column: String, jsonKey: String? = nil, storage: StorageKind, swiftType: String, isOptional: Bool,
         isPrimaryKey: Bool = false, isUnique: Bool = false, isIndexed: Bool = false, isSearchable: Bool = false,
         usesExternalStorage: Bool = false, isEncrypted: Bool = false, preservesValueOnDeletion: Bool = false,
         renamedFrom: String? = nil, defaultValue: DefaultValueDescriptor? = nil
@@ -90,6 +92,7 @@ public struct ColumnDescriptor: Sendable, Hashable {
         self.preservesValueOnDeletion = preservesValueOnDeletion
         self.renamedFrom = renamedFrom
         self.defaultValue = defaultValue
+        self.jsonKey = jsonKey ?? property
     }
 }
 
@@ -122,11 +125,14 @@ public struct RelationshipDescriptor: Sendable, Hashable {
     public let foreignKeyColumns: [String]
     public let joinTable: String?
     public let renamedFrom: String?
+    /// The model property (and Codable key) holding the target's key, for to-one relationships
+    /// that store it: `originID`.
+    public let keyProperty: String?
 
     public init(
         name: String, target: String, isToMany: Bool, isOptional: Bool, inverse: String?, deleteRule: DeleteRule,
         minCount: Int? = nil, maxCount: Int? = nil, foreignKeyColumns: [String], joinTable: String? = nil,
-        renamedFrom: String? = nil
+        renamedFrom: String? = nil, keyProperty: String? = nil
     ) {
         self.name = name
         self.target = target
@@ -139,6 +145,7 @@ public struct RelationshipDescriptor: Sendable, Hashable {
         self.foreignKeyColumns = foreignKeyColumns
         self.joinTable = joinTable
         self.renamedFrom = renamedFrom
+        self.keyProperty = keyProperty
     }
 }
 

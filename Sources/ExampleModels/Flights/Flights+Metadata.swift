@@ -22,47 +22,47 @@ public enum FlightsSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "icao", column: "icao", storage: .text, swiftType: "String",
+                        property: "icao", column: "icao", jsonKey: "airport_code", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "name", column: "name", storage: .text, swiftType: "String",
+                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: true, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "city", column: "city", storage: .text, swiftType: "String",
+                        property: "city", column: "city", jsonKey: "city", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "state", column: "state", storage: .text, swiftType: "String",
+                        property: "state", column: "state", jsonKey: "state", storage: .text, swiftType: "String",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "countryCode", column: "country_code", storage: .text, swiftType: "String",
+                        property: "countryCode", column: "country_code", jsonKey: "country_code", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "latitude", column: "latitude", storage: .real, swiftType: "Double",
+                        property: "latitude", column: "latitude", jsonKey: "latitude", storage: .real, swiftType: "Double",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "longitude", column: "longitude", storage: .real, swiftType: "Double",
+                        property: "longitude", column: "longitude", jsonKey: "longitude", storage: .real, swiftType: "Double",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "elevationFeet", column: "elevation_feet", storage: .integer, swiftType: "Int",
+                        property: "elevationFeet", column: "elevation_feet", jsonKey: "elevationFeet", storage: .integer, swiftType: "Int",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: "elevation", defaultValue: nil),
                     ColumnDescriptor(
-                        property: "timezone", column: "timezone", storage: .text, swiftType: "String",
+                        property: "timezone", column: "timezone", jsonKey: "timezone", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("UTC")),
@@ -71,11 +71,13 @@ public enum FlightsSchema {
                     RelationshipDescriptor(
                         name: "flightsFrom", target: "Flight", isToMany: true, isOptional: false,
                         inverse: "origin", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                     RelationshipDescriptor(
                         name: "flightsTo", target: "Flight", isToMany: true, isOptional: false,
                         inverse: "destination", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                     IndexDescriptor(name: "airports_icao_key", columns: ["icao"], kind: .unique),
@@ -90,17 +92,17 @@ public enum FlightsSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "code", column: "code", storage: .text, swiftType: "String",
+                        property: "code", column: "code", jsonKey: "icao", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "name", column: "name", storage: .text, swiftType: "String",
+                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "shortName", column: "short_name", storage: .text, swiftType: "String",
+                        property: "shortName", column: "short_name", jsonKey: "shortname", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -109,7 +111,8 @@ public enum FlightsSchema {
                     RelationshipDescriptor(
                         name: "flights", target: "Flight", isToMany: true, isOptional: false,
                         inverse: "airline", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                     IndexDescriptor(name: "airlines_code_key", columns: ["code"], kind: .unique),
@@ -122,67 +125,67 @@ public enum FlightsSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "ident", column: "ident", storage: .text, swiftType: "String",
+                        property: "ident", column: "ident", jsonKey: "ident", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "actualOff", column: "actual_off", storage: .date, swiftType: "Date",
+                        property: "actualOff", column: "actual_off", jsonKey: "actual_off", storage: .date, swiftType: "Date",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "scheduledOff", column: "scheduled_off", storage: .date, swiftType: "Date",
+                        property: "scheduledOff", column: "scheduled_off", jsonKey: "scheduled_off", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "estimatedOff", column: "estimated_off", storage: .date, swiftType: "Date",
+                        property: "estimatedOff", column: "estimated_off", jsonKey: "estimated_off", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "scheduledOn", column: "scheduled_on", storage: .date, swiftType: "Date",
+                        property: "scheduledOn", column: "scheduled_on", jsonKey: "scheduled_on", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "estimatedOn", column: "estimated_on", storage: .date, swiftType: "Date",
+                        property: "estimatedOn", column: "estimated_on", jsonKey: "estimated_on", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "actualOn", column: "actual_on", storage: .date, swiftType: "Date",
+                        property: "actualOn", column: "actual_on", jsonKey: "actual_on", storage: .date, swiftType: "Date",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "progressPercent", column: "progress_percent", storage: .real, swiftType: "Double",
+                        property: "progressPercent", column: "progress_percent", jsonKey: "progress_percent", storage: .real, swiftType: "Double",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("0.0")),
                     ColumnDescriptor(
-                        property: "status", column: "status", storage: .text, swiftType: "String",
+                        property: "status", column: "status", jsonKey: "status", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "routeDistance", column: "route_distance", storage: .integer, swiftType: "Int",
+                        property: "routeDistance", column: "route_distance", jsonKey: "route_distance", storage: .integer, swiftType: "Int",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "filedAirspeed", column: "filed_airspeed", storage: .integer, swiftType: "Int",
+                        property: "filedAirspeed", column: "filed_airspeed", jsonKey: "filed_airspeed", storage: .integer, swiftType: "Int",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "filedAltitude", column: "filed_altitude", storage: .integer, swiftType: "Int",
+                        property: "filedAltitude", column: "filed_altitude", jsonKey: "filed_altitude", storage: .integer, swiftType: "Int",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "aircraftType", column: "aircraft_type", storage: .text, swiftType: "String",
+                        property: "aircraftType", column: "aircraft_type", jsonKey: "aircraft_type", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -191,15 +194,18 @@ public enum FlightsSchema {
                     RelationshipDescriptor(
                         name: "origin", target: "Airport", isToMany: false, isOptional: true,
                         inverse: "flightsFrom", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["origin_id"], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: ["origin_id"], joinTable: nil, renamedFrom: nil,
+                        keyProperty: "originID"),
                     RelationshipDescriptor(
                         name: "destination", target: "Airport", isToMany: false, isOptional: true,
                         inverse: "flightsTo", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["destination_id"], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: ["destination_id"], joinTable: nil, renamedFrom: nil,
+                        keyProperty: "destinationID"),
                     RelationshipDescriptor(
                         name: "airline", target: "Airline", isToMany: false, isOptional: true,
                         inverse: "flights", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["airline_id"], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: ["airline_id"], joinTable: nil, renamedFrom: nil,
+                        keyProperty: "airlineID"),
                 ],
                 indexes: [
                     IndexDescriptor(name: "flights_ident_key", columns: ["ident"], kind: .unique),

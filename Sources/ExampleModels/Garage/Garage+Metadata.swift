@@ -22,12 +22,12 @@ public enum GarageSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "name", column: "full_name", storage: .text, swiftType: "String",
+                        property: "name", column: "full_name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "birthYear", column: "birth_year", storage: .integer, swiftType: "Int16",
+                        property: "birthYear", column: "birth_year", jsonKey: "birthYear", storage: .integer, swiftType: "Int16",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -36,7 +36,8 @@ public enum GarageSchema {
                     RelationshipDescriptor(
                         name: "cars", target: "Car", isToMany: true, isOptional: false,
                         inverse: "owner", deleteRule: .deny, minCount: nil, maxCount: 10,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                 ]),
@@ -48,42 +49,42 @@ public enum GarageSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "vin", column: "vin", storage: .text, swiftType: "String",
+                        property: "vin", column: "vin", jsonKey: "vin", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "make", column: "make", storage: .text, swiftType: "String",
+                        property: "make", column: "make", jsonKey: "make", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "model", column: "model", storage: .text, swiftType: "String",
+                        property: "model", column: "model", jsonKey: "model", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "color", column: "color", storage: .json, swiftType: "Color",
+                        property: "color", column: "color", jsonKey: "color", storage: .json, swiftType: "Color",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("{\"red\":1.0,\"green\":0.0,\"blue\":0.0,\"alpha\":1.0,\"name\":null}")),
                     ColumnDescriptor(
-                        property: "price", column: "price", storage: .decimal, swiftType: "Decimal",
+                        property: "price", column: "price", jsonKey: "price", storage: .decimal, swiftType: "Decimal",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("0")),
                     ColumnDescriptor(
-                        property: "mileage", column: "mileage", storage: .integer, swiftType: "Int32",
+                        property: "mileage", column: "mileage", jsonKey: "mileage", storage: .integer, swiftType: "Int32",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("0")),
                     ColumnDescriptor(
-                        property: "manual", column: "manual", storage: .url, swiftType: "URL",
+                        property: "manual", column: "manual", jsonKey: "manual", storage: .url, swiftType: "URL",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "photo", column: "photo", storage: .blob, swiftType: "Data",
+                        property: "photo", column: "photo", jsonKey: "photo", storage: .blob, swiftType: "Data",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: true, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -92,15 +93,18 @@ public enum GarageSchema {
                     RelationshipDescriptor(
                         name: "owner", target: "Person", isToMany: false, isOptional: true,
                         inverse: "cars", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["owner_id"], joinTable: nil, renamedFrom: "driver"),
+                        foreignKeyColumns: ["owner_id"], joinTable: nil, renamedFrom: "driver",
+                        keyProperty: "ownerID"),
                     RelationshipDescriptor(
                         name: "mechanics", target: "Mechanic", isToMany: true, isOptional: false,
                         inverse: "cars", deleteRule: .nullify, minCount: nil, maxCount: 5,
-                        foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil,
+                        keyProperty: nil),
                     RelationshipDescriptor(
                         name: "visits", target: "ServiceVisit", isToMany: true, isOptional: false,
                         inverse: "car", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                     IndexDescriptor(name: "car_vin_key", columns: ["vin"], kind: .unique),
@@ -114,7 +118,7 @@ public enum GarageSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "name", column: "name", storage: .text, swiftType: "String",
+                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -123,7 +127,8 @@ public enum GarageSchema {
                     RelationshipDescriptor(
                         name: "cars", target: "Car", isToMany: true, isOptional: false,
                         inverse: "mechanics", deleteRule: .nullify, minCount: 0, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                 ]),
@@ -135,12 +140,12 @@ public enum GarageSchema {
                 hasImplicitKey: false,
                 columns: [
                     ColumnDescriptor(
-                        property: "day", column: "day", storage: .date, swiftType: "Date",
+                        property: "day", column: "day", jsonKey: "day", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: true, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "notes", column: "notes", storage: .text, swiftType: "String",
+                        property: "notes", column: "notes", jsonKey: "notes", storage: .text, swiftType: "String",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: true, renamedFrom: nil, defaultValue: nil),
@@ -149,7 +154,8 @@ public enum GarageSchema {
                     RelationshipDescriptor(
                         name: "car", target: "Car", isToMany: false, isOptional: false,
                         inverse: "visits", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["car_id"], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: ["car_id"], joinTable: nil, renamedFrom: nil,
+                        keyProperty: "carID"),
                 ],
                 indexes: [
                 ]),

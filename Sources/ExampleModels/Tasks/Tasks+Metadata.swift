@@ -22,12 +22,12 @@ public enum TasksSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "name", column: "name", storage: .text, swiftType: "String",
+                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "createdAt", column: "created_at", storage: .date, swiftType: "Date",
+                        property: "createdAt", column: "created_at", jsonKey: "createdAt", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .now),
@@ -36,7 +36,8 @@ public enum TasksSchema {
                     RelationshipDescriptor(
                         name: "tasks", target: "Task", isToMany: true, isOptional: false,
                         inverse: "list", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                     IndexDescriptor(name: "task_list_name_key", columns: ["name"], kind: .unique),
@@ -49,37 +50,37 @@ public enum TasksSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "name", column: "name", storage: .text, swiftType: "String",
+                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: true, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "createdAt", column: "created_at", storage: .date, swiftType: "Date",
+                        property: "createdAt", column: "created_at", jsonKey: "createdAt", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: true,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .now),
                     ColumnDescriptor(
-                        property: "notes", column: "notes", storage: .text, swiftType: "String",
+                        property: "notes", column: "notes", jsonKey: "notes", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("")),
                     ColumnDescriptor(
-                        property: "isCompleted", column: "is_completed", storage: .boolean, swiftType: "Bool",
+                        property: "isCompleted", column: "is_completed", jsonKey: "isCompleted", storage: .boolean, swiftType: "Bool",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("false")),
                     ColumnDescriptor(
-                        property: "priority", column: "priority", storage: .integer, swiftType: "Priority",
+                        property: "priority", column: "priority", jsonKey: "priority", storage: .integer, swiftType: "Priority",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("1")),
                     ColumnDescriptor(
-                        property: "tags", column: "tags", storage: .json, swiftType: "[String]",
+                        property: "tags", column: "tags", jsonKey: "tags", storage: .json, swiftType: "[String]",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("[]")),
                     ColumnDescriptor(
-                        property: "dueDate", column: "due_date", storage: .date, swiftType: "Date",
+                        property: "dueDate", column: "due_date", jsonKey: "dueDate", storage: .date, swiftType: "Date",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -88,7 +89,8 @@ public enum TasksSchema {
                     RelationshipDescriptor(
                         name: "list", target: "TaskList", isToMany: false, isOptional: false,
                         inverse: "tasks", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["list_id"], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: ["list_id"], joinTable: nil, renamedFrom: nil,
+                        keyProperty: "listID"),
                 ],
                 indexes: [
                     IndexDescriptor(name: "task_created_at_idx", columns: ["created_at"], kind: .plain),

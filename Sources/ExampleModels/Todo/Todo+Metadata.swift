@@ -22,22 +22,22 @@ public enum TodoSchema {
                 hasImplicitKey: false,
                 columns: [
                     ColumnDescriptor(
-                        property: "id", column: "id", storage: .uuid, swiftType: "UUID",
+                        property: "id", column: "id", jsonKey: "id", storage: .uuid, swiftType: "UUID",
                         isOptional: false, isPrimaryKey: true, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .generatedUUID),
                     ColumnDescriptor(
-                        property: "taskName", column: "task_name", storage: .text, swiftType: "String",
+                        property: "taskName", column: "task_name", jsonKey: "taskName", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "startDate", column: "start_date", storage: .date, swiftType: "Date",
+                        property: "startDate", column: "start_date", jsonKey: "startDate", storage: .date, swiftType: "Date",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .now),
                     ColumnDescriptor(
-                        property: "isCompleted", column: "is_completed", storage: .boolean, swiftType: "Bool",
+                        property: "isCompleted", column: "is_completed", jsonKey: "isCompleted", storage: .boolean, swiftType: "Bool",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("false")),

@@ -22,32 +22,32 @@ public enum UsersSchema {
                 hasImplicitKey: false,
                 columns: [
                     ColumnDescriptor(
-                        property: "identifier", column: "identifier", storage: .text, swiftType: "String",
+                        property: "identifier", column: "identifier", jsonKey: "identifier", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: true, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "name", column: "name", storage: .text, swiftType: "String",
+                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: "fullName", defaultValue: nil),
                     ColumnDescriptor(
-                        property: "type", column: "type", storage: .text, swiftType: "UserType",
+                        property: "type", column: "type", jsonKey: "type", storage: .text, swiftType: "UserType",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("member")),
                     ColumnDescriptor(
-                        property: "isOnline", column: "is_online", storage: .boolean, swiftType: "Bool",
+                        property: "isOnline", column: "is_online", jsonKey: "isOnline", storage: .boolean, swiftType: "Bool",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "email", column: "email", storage: .text, swiftType: "String",
+                        property: "email", column: "email", jsonKey: "email", storage: .text, swiftType: "String",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: true,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "lastSeen", column: "last_seen", storage: .date, swiftType: "Date",
+                        property: "lastSeen", column: "last_seen", jsonKey: "lastSeen", storage: .date, swiftType: "Date",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: true, renamedFrom: nil, defaultValue: nil),
@@ -56,7 +56,8 @@ public enum UsersSchema {
                     RelationshipDescriptor(
                         name: "image", target: "Image", isToMany: false, isOptional: true,
                         inverse: "owner", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
+                        keyProperty: nil),
                 ],
                 indexes: [
                 ]),
@@ -68,17 +69,17 @@ public enum UsersSchema {
                 hasImplicitKey: true,
                 columns: [
                     ColumnDescriptor(
-                        property: "url", column: "url", storage: .url, swiftType: "URL",
+                        property: "url", column: "url", jsonKey: "url", storage: .url, swiftType: "URL",
                         isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "data", column: "data", storage: .blob, swiftType: "Data",
+                        property: "data", column: "data", jsonKey: "data", storage: .blob, swiftType: "Data",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: true, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "size", column: "size", storage: .json, swiftType: "ImageSize",
+                        property: "size", column: "size", jsonKey: "size", storage: .json, swiftType: "ImageSize",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -87,7 +88,8 @@ public enum UsersSchema {
                     RelationshipDescriptor(
                         name: "owner", target: "User", isToMany: false, isOptional: true,
                         inverse: "image", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["owner_identifier"], joinTable: nil, renamedFrom: nil),
+                        foreignKeyColumns: ["owner_identifier"], joinTable: nil, renamedFrom: nil,
+                        keyProperty: "ownerID"),
                 ],
                 indexes: [
                 ]),
