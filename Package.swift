@@ -42,6 +42,7 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "MigrationPlanner", dependencies: ["SchemaKit", "Diagnostics", "CCrypto"]),
         .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationPlanner", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SchemaMetadata"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
@@ -81,6 +82,7 @@ let package = Package(
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
+        .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "SchemaKit", "SQLiteKit", "migrate"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
     ],

@@ -132,3 +132,16 @@ public final class SQLiteConnection {
     /// The SQLite library version, e.g. `3.40.1`.
     public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
 }
+
+extension SQLiteConnection {
+    /// The names of the columns a query returns, without running it.
+    public func columnNames(_ sql: String) throws(SQLiteError) -> [String] {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(rawHandle, sql, -1, &statement, nil)
+        guard status == SQLITE_OK else {
+            throw SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: sql)
+        }
+        defer { sqlite3_finalize(statement) }
+        return (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import Migrator
+import SchemaMetadata
+import SQLiteKit
+
+/// Why the store refused or failed.
+public enum StoreError: Error, Sendable, CustomStringConvertible {
+    case migration(String)
+    case database(String)
+    case coding(String)
+    case unknownEntity(String)
+
+    public var description: String {
+        switch self {
+        case .migration(let message): "cannot bring the database to the code's schema: \(message)"
+        case .database(let message): "database error: \(message)"
+        case .coding(let message): "cannot map a model to its row: \(message)"
+        case .unknownEntity(let name): "entity \(name) is not part of this store's schema"
+        }
+    }
+}
+
+/// Persists generated models in SQLite. An actor: every call is safe from any task, and only
+/// Sendable values cross it. Opening applies the migrations embedded in the generated code.
+public actor Store {
+    let connection: SQLiteConnection
+    public let schema: SchemaDescriptor
+
+    /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
+    /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
+    /// from the code's, or that is newer than the code, is refused.
+    public init(path: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration]) throws(StoreError) {
+        if let path {
+            let folder = (path as NSString).deletingLastPathComponent
+            if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        }
+        do {
+            connection = try SQLiteConnection(path: path ?? ":memory:")
+            if path != nil { _ = try connection.query("PRAGMA journal_mode = WAL;") }
+            try connection.execute("PRAGMA foreign_keys = ON;")
+        } catch {
+            throw .database(error.description)
+        }
+        connection.setBusyTimeout(milliseconds: 5_000)
+        self.schema = schema
+        let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations)
+        do {
+            if let problem = try migrator.validate().first { throw StoreError.migration(problem.description) }
+            try migrator.up()
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .migration("\(error)")
+        }
+    }
+
+    func entity<M: PersistentModel>(_ type: M.Type) -> EntityDescriptor { M.entity }
+
+    // MARK: - Writing
+
+    /// Inserts a model, or updates the stored one that has the same primary key or the same
+    /// value in a unique attribute (an upsert, as SwiftData's `.unique` does). Returns the model
+    /// as stored, with its implicit `id` filled in.
+    @discardableResult
+    public func insert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
+        try write { () throws(StoreError) in try upsert(model) }
+    }
+
+    /// Inserts or updates many models in one transaction.
+    @discardableResult
+    public func insert<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M] {
+        try write { () throws(StoreError) in
+            var stored: [M] = []
+            stored.reserveCapacity(models.count)
+            for model in models { stored.append(try upsert(model)) }
+            return stored
+        }
+    }
+
+    /// Runs `body` in one transaction: everything it writes commits, or nothing does.
+    public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
+        try beginWrite()
+        depth += 1
+        do {
+            let result = try body(self)
+            depth -= 1
+            try endWrite(commit: true)
+            return result
+        } catch {
+            depth -= 1
+            try? endWrite(commit: false)
+            throw error
+        }
+    }
+
+    /// Nesting depth of `transaction`: inner writes join the outer transaction.
+    private var depth = 0
+
+    private func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        let outermost = depth == 0
+        if outermost { try beginWrite() }
+        do {
+            let result = try body()
+            if outermost { try endWrite(commit: true) }
+            return result
+        } catch {
+            if outermost { try? endWrite(commit: false) }
+            throw error
+        }
+    }
+
+    private func beginWrite() throws(StoreError) {
+        guard depth == 0 else { return }
+        do { try connection.execute("BEGIN IMMEDIATE;") } catch { throw .database("\(error)") }
+    }
+
+    private func endWrite(commit: Bool) throws(StoreError) {
+        guard depth == 0 else { return }
+        do { try connection.execute(commit ? "COMMIT;" : "ROLLBACK;") } catch { throw .database("\(error)") }
+    }
+
+    /// Maps a model's Codable keys to columns: attributes through their `jsonKey`, key
+    /// properties (`originID`) through their relationship, the implicit `id`.
+    private func columns(of entity: EntityDescriptor, row: [String: SQLiteValue]) -> [(column: String, value: SQLiteValue)] {
+        var result: [(String, SQLiteValue)] = []
+        if entity.hasImplicitKey, let id = row["id"], id != .null { result.append(("id", id)) }
+        for column in entity.columns { result.append((column.column, row[column.jsonKey] ?? .null)) }
+        for relationship in entity.relationships {
+            guard let property = relationship.keyProperty, relationship.foreignKeyColumns.count == 1 else { continue }
+            result.append((relationship.foreignKeyColumns[0], row[property] ?? .null))
+        }
+        return result
+    }
+
+    private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
+        let entity = M.entity
+        let row: [String: SQLiteValue]
+        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
+        let values = columns(of: entity, row: row)
+        let q = Self.quote
+        var sql = "INSERT INTO \(q(entity.table)) (\(values.map { q($0.column) }.joined(separator: ", "))) VALUES (\(values.map { _ in "?" }.joined(separator: ", ")))"
+        // One conflict clause per unique key: the primary key, then every unique index.
+        var targets: [[String]] = []
+        if !entity.hasImplicitKey || row["id"].map({ $0 != .null }) == true { targets.append(entity.primaryKey) }
+        targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+        let updatable = values.map(\.column).filter { !entity.primaryKey.contains($0) }
+        for target in targets {
+            if updatable.isEmpty {
+                sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO NOTHING"
+            } else {
+                sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + updatable.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
+            }
+        }
+        sql += entity.hasImplicitKey ? " RETURNING \"id\";" : ";"
+        do {
+            let returned = try connection.query(sql, values.map(\.value))
+            guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return model }
+            var stored = row
+            stored["id"] = .integer(id)
+            return try RowDecoder.decode(M.self, from: stored)
+        } catch let error as SQLiteError {
+            throw .database(error.description)
+        } catch {
+            throw .coding("\(error)")
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Every stored model of a type, in primary-key order unless `orderBy` (column names,
+    /// `-` for descending) says otherwise.
+    public func fetch<M: PersistentModel>(_ type: M.Type, orderBy: [String] = [], limit: Int? = nil, offset: Int = 0) throws(StoreError) -> [M] {
+        let entity = M.entity
+        var sql = "SELECT * FROM \(Self.quote(entity.table))"
+        let order = orderBy.isEmpty ? entity.primaryKey : orderBy
+        sql += " ORDER BY " + order.map { $0.hasPrefix("-") ? Self.quote(String($0.dropFirst())) + " DESC" : Self.quote($0) }.joined(separator: ", ")
+        if let limit { sql += " LIMIT \(limit)" }
+        if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
+        return try rows(sql, [], as: M.self)
+    }
+
+    /// The model with this primary key (single-column keys), or nil.
+    public func model<M: PersistentModel>(_ type: M.Type, key: some Encodable) throws(StoreError) -> M? {
+        let entity = M.entity
+        guard entity.primaryKey.count == 1 else { throw .coding("\(entity.name) has a composite key; fetch with a filter") }
+        let value: SQLiteValue
+        do { value = try RowEncoder.value(key) } catch { throw .coding("\(error)") }
+        return try rows("SELECT * FROM \(Self.quote(entity.table)) WHERE \(Self.quote(entity.primaryKey[0])) = ? LIMIT 1", [value], as: M.self).first
+    }
+
+    public func count<M: PersistentModel>(_ type: M.Type) throws(StoreError) -> Int {
+        do {
+            guard case .integer(let count)? = try connection.query("SELECT count(*) FROM \(Self.quote(M.entity.table))").first?.first else { return 0 }
+            return Int(count)
+        } catch {
+            throw .database(error.description)
+        }
+    }
+
+    /// Reads rows and decodes them through the model's Codable keys.
+    func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type) throws(StoreError) -> [M] {
+        let entity = M.entity
+        let names: [String]
+        let result: [[SQLiteValue]]
+        do {
+            names = try connection.columnNames(sql)
+            result = try connection.query(sql, arguments)
+        } catch {
+            throw .database(error.description)
+        }
+        // Column name -> Codable key.
+        var keyForColumn: [String: String] = ["id": "id"]
+        for column in entity.columns { keyForColumn[column.column] = column.jsonKey }
+        for relationship in entity.relationships where relationship.foreignKeyColumns.count == 1 {
+            if let property = relationship.keyProperty { keyForColumn[relationship.foreignKeyColumns[0]] = property }
+        }
+        let keys = names.map { keyForColumn[$0] ?? $0 }
+        do {
+            return try result.map { row in
+                var values: [String: SQLiteValue] = [:]
+                for (key, value) in zip(keys, row) { values[key] = value }
+                return try RowDecoder.decode(M.self, from: values)
+            }
+        } catch {
+            throw .coding("\(error)")
+        }
+    }
+
+    // MARK: - Deleting
+
+    /// Deletes a model by its primary key (single-column keys).
+    public func delete<M: PersistentModel>(_ model: M) throws(StoreError) {
+        let entity = M.entity
+        let row: [String: SQLiteValue]
+        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
+        let keyValues = entity.primaryKey.map { column -> SQLiteValue in
+            if column == "id", entity.hasImplicitKey { return row["id"] ?? .null }
+            let key = entity.columns.first { $0.column == column }?.jsonKey ?? column
+            return row[key] ?? .null
+        }
+        let condition = entity.primaryKey.map { "\(Self.quote($0)) = ?" }.joined(separator: " AND ")
+        try write { () throws(StoreError) in
+            do { _ = try connection.query("DELETE FROM \(Self.quote(entity.table)) WHERE \(condition)", keyValues) } catch { throw .database("\(error)") }
+        }
+    }
+
+    /// Deletes every model of a type.
+    public func deleteAll<M: PersistentModel>(_ type: M.Type) throws(StoreError) {
+        try write { () throws(StoreError) in
+            do { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database("\(error)") }
+        }
+    }
+
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,131 @@
+import ExampleModels
+import Foundation
+import SQLiteKit
+import Testing
+@testable import PersistentStore
+
+func storePath() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)/nested/app.sqlite").path
+}
+
+func flightsStore(_ path: String? = nil) throws -> Store {
+    try Store(path: path ?? storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+}
+
+func airport(_ icao: String, _ name: String = "Airport") -> Airport {
+    Airport(icao: icao, name: name, city: "City", countryCode: "US", latitude: 1, longitude: 2)
+}
+
+@Suite struct StoreTests {
+    @Test func insertAssignsTheImplicitKeyAndFetchReadsItBack() async throws {
+        let store = try flightsStore()
+        let stored = try await store.insert(airport("KSFO", "San Francisco"))
+        #expect(stored.id != nil)
+        let fetched = try await store.fetch(Airport.self)
+        #expect(fetched == [stored])
+        #expect(try await store.model(Airport.self, key: stored.id!) == stored)
+        #expect(try await store.count(Airport.self) == 1)
+    }
+
+    @Test func aDuplicateUniqueValueUpdatesTheStoredRow() async throws {
+        let store = try flightsStore()
+        let first = try await store.insert(airport("KSFO", "San Francisco"))
+        let second = try await store.insert(airport("KSFO", "San Francisco International"))
+        #expect(second.id == first.id, "the same row")
+        #expect(try await store.count(Airport.self) == 1)
+        #expect(try await store.fetch(Airport.self).first?.name == "San Francisco International")
+    }
+
+    @Test func everyKindOfValueRoundTrips() async throws {
+        let store = try flightsStore()
+        let origin = try await store.insert(airport("KSFO"))
+        let flight = Flight(
+            ident: "UAL1", actualOff: Date(timeIntervalSince1970: 1_700_000_000.5), scheduledOff: Date(timeIntervalSince1970: 1_700_000_000),
+            estimatedOff: Date(timeIntervalSince1970: 1_700_000_060), scheduledOn: Date(timeIntervalSince1970: 1_700_003_600),
+            estimatedOn: Date(timeIntervalSince1970: 1_700_003_660), progressPercent: 42.5, status: "En Route", routeDistance: 300,
+            filedAirspeed: 450, filedAltitude: 350, aircraftType: "B738", originID: origin.id)
+        let stored = try await store.insert(flight)
+        #expect(try await store.fetch(Flight.self) == [stored])
+        #expect(stored.originID == origin.id)
+        let (column,) = try await store.probe("SELECT origin_id FROM flights")
+        #expect(column == .integer(origin.id!))
+
+        let tasks = try Store(path: storePath(), schema: TasksSchema.descriptor, migrations: TasksSchema.migrations)
+        let list = try await tasks.insert(TaskList(name: "Home"))
+        let task = try await tasks.insert(Task(name: "Paint", priority: .high, tags: ["house", "weekend"], dueDate: Date(timeIntervalSince1970: 1_800_000_000), listID: list.id!))
+        #expect(try await tasks.fetch(Task.self) == [task])
+
+        let garage = try Store(path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let car = try await garage.insert(Car(vin: "VIN1", make: "Honda", model: "Accord", color: Color(red: 0.1, green: 0.2, blue: 0.3, label: "teal"),
+                                              price: Decimal(string: "19999.99"), manual: URL(string: "https://example.com/m.pdf"), photo: nil))
+        #expect(try await garage.fetch(Car.self) == [car])
+
+        let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        let item = try await todo.insert(TodoItem(taskName: "Buy milk", startDate: Date(timeIntervalSince1970: 1_700_000_000)))
+        #expect(try await todo.model(TodoItem.self, key: item.id) == item)
+    }
+
+    @Test func aRolledBackTransactionLeavesNoRow() async throws {
+        let store = try flightsStore()
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await store.transaction { store in
+                try store.insert(airport("KSFO"))
+                try store.insert(airport("EGLL"))
+                throw Abort()
+            }
+        }
+        #expect(try await store.count(Airport.self) == 0)
+        try await store.transaction { store in
+            try store.insert(airport("KSFO"))
+            try store.insert(airport("EGLL"))
+        }
+        #expect(try await store.count(Airport.self) == 2)
+    }
+
+    @Test func reopeningAFileKeepsItsDataAndANewerDatabaseIsRefused() async throws {
+        let path = storePath()
+        do {
+            let store = try flightsStore(path)
+            try await store.insert(airport("KSFO"))
+        }
+        let reopened = try flightsStore(path)
+        #expect(try await reopened.count(Airport.self) == 1)
+
+        // A migration the code does not know: the database is newer than the code.
+        let connection = try SQLiteConnection(path: path)
+        _ = try connection.query("INSERT INTO schemagen_migrations VALUES ('Flights', 9, 'future', 'x', '2030-01-01T00:00:00.000Z', 0)")
+        #expect(throws: StoreError.self) { try flightsStore(path) }
+    }
+
+    @Test func concurrentTasksWriteThroughOneStore() async throws {
+        let store = try flightsStore()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<10 {
+                group.addTask {
+                    for index in 0..<50 { try await store.insert(airport(String(format: "K%02d%02d", task, index))) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.count(Airport.self) == 500)
+    }
+
+    @Test func deleteAndOrdering() async throws {
+        let store = try flightsStore()
+        let stored = try await store.insert([airport("KSFO", "b"), airport("EGLL", "a"), airport("LFPG", "c")])
+        #expect(try await store.fetch(Airport.self, orderBy: ["-name"]).map(\.icao) == ["LFPG", "KSFO", "EGLL"])
+        #expect(try await store.fetch(Airport.self, orderBy: ["name"], limit: 1, offset: 1).map(\.icao) == ["KSFO"])
+        try await store.delete(stored[0])
+        #expect(try await store.fetch(Airport.self).map(\.icao) == ["EGLL", "LFPG"])
+        try await store.deleteAll(Airport.self)
+        #expect(try await store.count(Airport.self) == 0)
+    }
+}
+
+extension Store {
+    /// One value of a query, for checking what is stored.
+    func probe(_ sql: String) throws -> (SQLiteValue,) {
+        (try connection.query(sql).first?.first ?? .null,)
+    }
+}
