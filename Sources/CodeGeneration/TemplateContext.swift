@@ -400,6 +400,8 @@ public struct TemplateContext: Sendable {
             "foreignKeyColumnsLiteral": .string("[" + relationship.foreignKeyColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
             "joinTable": optional(relationship.joinTableName),
             "joinTableLiteral": .string(relationship.joinTableName.map(SwiftSyntax.stringLiteral) ?? "nil"),
+            "joinColumnsLiteral": .string("[" + relationship.joinColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
+            "joinTargetColumnsLiteral": .string("[" + relationship.joinTargetColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
             "keyProperty": .string(SwiftSyntax.identifier(relationship.name + "ID")),
             "keyPropertyLiteral": .string(storesKey ? SwiftSyntax.stringLiteral(relationship.name + "ID") : "nil"),
             "keySwiftType": .string(keyType(of: relationship)),

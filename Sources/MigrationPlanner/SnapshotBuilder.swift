@@ -74,11 +74,8 @@ public enum SnapshotBuilder {
                 guard !tables.contains(where: { $0.name == name }) else { continue }
                 let sourceKey = keyColumns(of: entity, in: schema)
                 let targetKey = keyColumns(of: target, in: schema)
-                let selfLink = entity.name == target.name
-                let sourcePrefix = selfLink ? "source" : Naming.snakeCase(entity.name)
-                let targetPrefix = selfLink ? "target" : Naming.snakeCase(target.name)
-                let sourceColumns = sourceKey.map { ColumnSnapshot(name: "\(sourcePrefix)_\($0.name)", property: nil, renamedFrom: nil, kind: $0.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
-                let targetColumns = targetKey.map { ColumnSnapshot(name: "\(targetPrefix)_\($0.name)", property: nil, renamedFrom: nil, kind: $0.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
+                let sourceColumns = zip(relationship.joinColumns, sourceKey).map { ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
+                let targetColumns = zip(relationship.joinTargetColumns, targetKey).map { ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
                 let all = sourceColumns + targetColumns
                 tables.append(TableSnapshot(
                     name: name, entity: nil, renamedFrom: nil, columns: all, primaryKey: all.map(\.name),

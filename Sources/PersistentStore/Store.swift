@@ -9,13 +9,16 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case database(String)
     case coding(String)
     case unknownEntity(String)
+    /// A delete rule `deny` blocked a delete.
+    case deleteDenied(String)
 
     public var description: String {
         switch self {
         case .migration(let message): "cannot bring the database to the code's schema: \(message)"
         case .database(let message): "database error: \(message)"
         case .coding(let message): "cannot map a model to its row: \(message)"
-        case .unknownEntity(let name): "entity \(name) is not part of this store's schema"
+        case .unknownEntity(let name): "\(name) is not part of this store's schema"
+        case .deleteDenied(let message): "delete refused: \(message)"
         }
     }
 }
@@ -96,7 +99,7 @@ public actor Store {
     /// Nesting depth of `transaction`: inner writes join the outer transaction.
     private var depth = 0
 
-    private func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         let outermost = depth == 0
         if outermost { try beginWrite() }
         do {
@@ -227,22 +230,6 @@ public actor Store {
     }
 
     // MARK: - Deleting
-
-    /// Deletes a model by its primary key (single-column keys).
-    public func delete<M: PersistentModel>(_ model: M) throws(StoreError) {
-        let entity = M.entity
-        let row: [String: SQLiteValue]
-        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
-        let keyValues = entity.primaryKey.map { column -> SQLiteValue in
-            if column == "id", entity.hasImplicitKey { return row["id"] ?? .null }
-            let key = entity.columns.first { $0.column == column }?.jsonKey ?? column
-            return row[key] ?? .null
-        }
-        let condition = entity.primaryKey.map { "\(Self.quote($0)) = ?" }.joined(separator: " AND ")
-        try write { () throws(StoreError) in
-            do { _ = try connection.query("DELETE FROM \(Self.quote(entity.table)) WHERE \(condition)", keyValues) } catch { throw .database("\(error)") }
-        }
-    }
 
     /// Deletes every model of a type.
     public func deleteAll<M: PersistentModel>(_ type: M.Type) throws(StoreError) {

@@ -243,6 +243,9 @@ public struct Relationship: Sendable, Hashable {
     public var foreignKeyColumns: [String]
     /// For many-to-many relationships, the join table that stores the links (on both sides).
     public var joinTableName: String?
+    /// The join table's columns holding this side's key, and the target's.
+    public var joinColumns: [String] = []
+    public var joinTargetColumns: [String] = []
     public var doc: String?
     public var location: SourceLocation?
 

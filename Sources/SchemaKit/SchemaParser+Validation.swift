@@ -122,8 +122,25 @@ extension SchemaParser {
                     guard inverse == nil || inverse?.model.isToMany == true else { continue }
                     guard ownsJoinTable(entity.model.name, r, inverse: inverse) else { continue }
                     let table = "\(entity.model.tableName)_\(Naming.snakeCase(r.name))"
-                    setRelationship(entity.model.name, r.name) { $0.joinTableName = table }
-                    if let inverse { setRelationship(r.target, inverse.model.name) { $0.joinTableName = table } }
+                    // Columns named after each entity (`car_id`, `mechanic_id`), or `source_` and
+                    // `target_` when an entity links to itself.
+                    let selfLink = entity.model.name == r.target
+                    let ownKey = keyColumns(of: entity.model.name, cache: &keyColumnsCache, visiting: &visiting)
+                    let targetKey = keyColumns(of: r.target, cache: &keyColumnsCache, visiting: &visiting)
+                    let ownColumns = ownKey.map { "\(selfLink ? "source" : Naming.snakeCase(entity.model.name))_\($0)" }
+                    let targetColumns = targetKey.map { "\(selfLink ? "target" : Naming.snakeCase(r.target))_\($0)" }
+                    setRelationship(entity.model.name, r.name) {
+                        $0.joinTableName = table
+                        $0.joinColumns = ownColumns
+                        $0.joinTargetColumns = targetColumns
+                    }
+                    if let inverse {
+                        setRelationship(r.target, inverse.model.name) {
+                            $0.joinTableName = table
+                            $0.joinColumns = targetColumns
+                            $0.joinTargetColumns = ownColumns
+                        }
+                    }
                     continue
                 }
                 if let inverse, !inverse.model.isToMany, !storesOneToOneLink(entity.model.name, relationship, inverse: inverse) {

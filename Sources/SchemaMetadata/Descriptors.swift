@@ -128,11 +128,14 @@ public struct RelationshipDescriptor: Sendable, Hashable {
     /// The model property (and Codable key) holding the target's key, for to-one relationships
     /// that store it: `originID`.
     public let keyProperty: String?
+    /// In the join table, the columns holding this side's key and the target's.
+    public let joinColumns: [String]
+    public let joinTargetColumns: [String]
 
     public init(
         name: String, target: String, isToMany: Bool, isOptional: Bool, inverse: String?, deleteRule: DeleteRule,
         minCount: Int? = nil, maxCount: Int? = nil, foreignKeyColumns: [String], joinTable: String? = nil,
-        renamedFrom: String? = nil, keyProperty: String? = nil
+        renamedFrom: String? = nil, keyProperty: String? = nil, joinColumns: [String] = [], joinTargetColumns: [String] = []
     ) {
         self.name = name
         self.target = target
@@ -146,6 +149,8 @@ public struct RelationshipDescriptor: Sendable, Hashable {
         self.joinTable = joinTable
         self.renamedFrom = renamedFrom
         self.keyProperty = keyProperty
+        self.joinColumns = joinColumns
+        self.joinTargetColumns = joinTargetColumns
     }
 }
 

@@ -28,6 +28,15 @@ public struct Flight: PersistentModel {
     /// The key of the related `Airline` (relationship `airline`, inverse `Airline.flights`).
     public var airlineID: Int64?
 
+    /// To-one relationship to `Airport`, the inverse of `Airport.flightsFrom`; its key is `originID`. Delete rule: nullify.
+    public static var origin: RelationshipPath<Flight, Airport> { RelationshipPath(name: "origin") }
+
+    /// To-one relationship to `Airport`, the inverse of `Airport.flightsTo`; its key is `destinationID`. Delete rule: nullify.
+    public static var destination: RelationshipPath<Flight, Airport> { RelationshipPath(name: "destination") }
+
+    /// To-one relationship to `Airline`, the inverse of `Airline.flights`; its key is `airlineID`. Delete rule: nullify.
+    public static var airline: RelationshipPath<Flight, Airline> { RelationshipPath(name: "airline") }
+
     public init(
         id: Int64? = nil,
         ident: String,

@@ -18,6 +18,9 @@ public struct Car: PersistentModel {
     /// The key of the related `Person` (relationship `owner`, inverse `Person.cars`).
     public var ownerID: Int64?
 
+    /// To-one relationship to `Person`, the inverse of `Person.cars`; its key is `ownerID`. Delete rule: nullify.
+    public static var owner: RelationshipPath<Car, Person> { RelationshipPath(name: "owner") }
+
     /// To-many relationship to `Mechanic`, the inverse of `Mechanic.cars`; the other side stores the link. Delete rule: nullify.
     public static var mechanics: RelationshipPath<Car, Mechanic> { RelationshipPath(name: "mechanics") }
 

@@ -99,7 +99,7 @@ public enum GarageSchema {
                         name: "mechanics", target: "Mechanic", isToMany: true, isOptional: false,
                         inverse: "cars", deleteRule: .nullify, minCount: nil, maxCount: 5,
                         foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil,
-                        keyProperty: nil),
+                        keyProperty: nil, joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
                     RelationshipDescriptor(
                         name: "visits", target: "ServiceVisit", isToMany: true, isOptional: false,
                         inverse: "car", deleteRule: .cascade, minCount: nil, maxCount: nil,
@@ -128,7 +128,7 @@ public enum GarageSchema {
                         name: "cars", target: "Car", isToMany: true, isOptional: false,
                         inverse: "mechanics", deleteRule: .nullify, minCount: 0, maxCount: nil,
                         foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil,
-                        keyProperty: nil),
+                        keyProperty: nil, joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"]),
                 ],
                 indexes: [
                 ]),

@@ -24,6 +24,9 @@ public struct ServiceVisit: PersistentModel {
     /// The primary key, as `Identifiable` requires.
     public var id: ID { ID(carID: carID, day: day) }
 
+    /// To-one relationship to `Car`, the inverse of `Car.visits`; its key is `carID`. Delete rule: nullify.
+    public static var car: RelationshipPath<ServiceVisit, Car> { RelationshipPath(name: "car") }
+
     public init(
         day: Date,
         notes: String? = nil,

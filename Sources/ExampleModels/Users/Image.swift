@@ -13,6 +13,9 @@ public struct Image: PersistentModel {
     /// The key of the related `User` (relationship `owner`, inverse `User.image`).
     public var ownerID: String?
 
+    /// To-one relationship to `User`, the inverse of `User.image`; its key is `ownerID`. Delete rule: nullify.
+    public static var owner: RelationshipPath<Image, User> { RelationshipPath(name: "owner") }
+
     public init(
         id: Int64? = nil,
         url: URL,

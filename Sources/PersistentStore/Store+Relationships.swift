@@ -1,0 +1,160 @@
+import SchemaMetadata
+import SQLiteKit
+
+/// Relationships and delete rules, worked from the generated metadata.
+extension Store {
+    // MARK: - Keys
+
+    /// A model's primary-key values, in key-column order.
+    func keyValues<M: PersistentModel>(of model: M) throws(StoreError) -> [SQLiteValue] {
+        let entity = M.entity
+        let row: [String: SQLiteValue]
+        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
+        return entity.primaryKey.map { column -> SQLiteValue in
+            if entity.hasImplicitKey, column == "id" { return row["id"] ?? .null }
+            if let attribute = entity.columns.first(where: { $0.column == column }) { return row[attribute.jsonKey] ?? .null }
+            if let relationship = entity.relationships.first(where: { $0.foreignKeyColumns == [column] }), let property = relationship.keyProperty {
+                return row[property] ?? .null
+            }
+            return .null
+        }
+    }
+
+    static func condition(_ columns: [String], prefix: String = "") -> String {
+        columns.map { "\(prefix)\(quote($0)) = ?" }.joined(separator: " AND ")
+    }
+
+    func entity(named name: String) throws(StoreError) -> EntityDescriptor {
+        guard let entity = schema.entity(named: name) else { throw .unknownEntity(name) }
+        return entity
+    }
+
+    func query(_ sql: String, _ arguments: [SQLiteValue]) throws(StoreError) -> [[SQLiteValue]] {
+        do { return try connection.query(sql, arguments) } catch { throw .database(error.description) }
+    }
+
+    /// The keys of the rows a relationship of one row points to.
+    func relatedKeys(of entity: EntityDescriptor, key: [SQLiteValue], via relationship: RelationshipDescriptor) throws(StoreError) -> (EntityDescriptor, [[SQLiteValue]]) {
+        let target = try self.entity(named: relationship.target)
+        let q = Self.quote
+        if let joinTable = relationship.joinTable {
+            let keys = try query("SELECT \(relationship.joinTargetColumns.map(q).joined(separator: ", ")) FROM \(q(joinTable)) WHERE \(Self.condition(relationship.joinColumns))", key)
+            return (target, keys)
+        }
+        if !relationship.foreignKeyColumns.isEmpty {
+            let rows = try query("SELECT \(relationship.foreignKeyColumns.map(q).joined(separator: ", ")) FROM \(q(entity.table)) WHERE \(Self.condition(entity.primaryKey))", key)
+            return (target, rows.filter { !$0.contains(.null) })
+        }
+        guard let inverseName = relationship.inverse, let inverse = target.relationship(named: inverseName), !inverse.foreignKeyColumns.isEmpty else {
+            return (target, [])
+        }
+        let keys = try query("SELECT \(target.primaryKey.map(q).joined(separator: ", ")) FROM \(q(target.table)) WHERE \(Self.condition(inverse.foreignKeyColumns))", key)
+        return (target, keys)
+    }
+
+    // MARK: - Following relationships
+
+    /// The models a relationship of `model` points to: the target of a to-one (zero or one),
+    /// the members of a to-many, through a foreign key on either side or a join table.
+    public func related<S: PersistentModel, T: PersistentModel>(_ path: RelationshipPath<S, T>, of model: S) throws(StoreError) -> [T] {
+        guard let relationship = S.entity.relationship(named: path.name) else { throw .unknownEntity("\(S.entity.name).\(path.name)") }
+        let (target, keys) = try relatedKeys(of: S.entity, key: try keyValues(of: model), via: relationship)
+        var result: [T] = []
+        for key in keys {
+            result += try rows("SELECT * FROM \(Self.quote(target.table)) WHERE \(Self.condition(target.primaryKey))", key, as: T.self)
+        }
+        return result
+    }
+
+    /// The target of a to-one relationship, or nil.
+    public func target<S: PersistentModel, T: PersistentModel>(_ path: RelationshipPath<S, T>, of model: S) throws(StoreError) -> T? {
+        try related(path, of: model).first
+    }
+
+    /// Adds `target` to a to-many relationship of `source`: a row in the join table, or the
+    /// target's foreign key set to the source. The inverse reads the same afterwards.
+    public func link<S: PersistentModel, T: PersistentModel>(_ path: RelationshipPath<S, T>, _ source: S, _ target: T) throws(StoreError) {
+        try changeLink(path, source, target, linked: true)
+    }
+
+    /// Removes `target` from a to-many relationship of `source`.
+    public func unlink<S: PersistentModel, T: PersistentModel>(_ path: RelationshipPath<S, T>, _ source: S, _ target: T) throws(StoreError) {
+        try changeLink(path, source, target, linked: false)
+    }
+
+    private func changeLink<S: PersistentModel, T: PersistentModel>(_ path: RelationshipPath<S, T>, _ source: S, _ target: T, linked: Bool) throws(StoreError) {
+        guard let relationship = S.entity.relationship(named: path.name) else { throw .unknownEntity("\(S.entity.name).\(path.name)") }
+        let sourceKey = try keyValues(of: source), targetKey = try keyValues(of: target)
+        let q = Self.quote
+        try write { () throws(StoreError) in
+            if let joinTable = relationship.joinTable {
+                let columns = relationship.joinColumns + relationship.joinTargetColumns
+                if linked {
+                    _ = try query("INSERT OR IGNORE INTO \(q(joinTable)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))", sourceKey + targetKey)
+                } else {
+                    _ = try query("DELETE FROM \(q(joinTable)) WHERE \(Self.condition(columns))", sourceKey + targetKey)
+                }
+                return
+            }
+            let targetEntity = T.entity
+            guard let inverseName = relationship.inverse, let inverse = targetEntity.relationship(named: inverseName), !inverse.foreignKeyColumns.isEmpty else {
+                throw .coding("\(S.entity.name).\(path.name) is not a to-many relationship; set the key property instead")
+            }
+            let assignment = inverse.foreignKeyColumns.map { "\(q($0)) = ?" }.joined(separator: ", ")
+            let values: [SQLiteValue] = linked ? sourceKey : sourceKey.map { _ in .null }
+            _ = try query("UPDATE \(q(targetEntity.table)) SET \(assignment) WHERE \(Self.condition(targetEntity.primaryKey))", values + targetKey)
+        }
+    }
+
+    // MARK: - Delete rules
+
+    /// Deletes a model and applies every delete rule of its relationships: cascade deletes the
+    /// related models (and theirs, recursively), deny refuses while related models exist (naming
+    /// them), nullify clears their references, noAction leaves them.
+    public func delete<M: PersistentModel>(_ model: M) throws(StoreError) {
+        let key = try keyValues(of: model)
+        try write { () throws(StoreError) in
+            var visited: Set<String> = []
+            try deleteRow(of: M.entity, key: key, visited: &visited)
+        }
+    }
+
+    func deleteRow(of entity: EntityDescriptor, key: [SQLiteValue], visited: inout Set<String>) throws(StoreError) {
+        // A cycle of cascades stops at rows already being deleted.
+        guard visited.insert("\(entity.name)|\(key)").inserted else { return }
+        // Rows to delete with this one; `heldHere` when this row holds their key (a to-one).
+        var cascades: [(target: EntityDescriptor, key: [SQLiteValue], heldHere: Bool)] = []
+        for relationship in entity.relationships {
+            switch relationship.deleteRule {
+            case .deny:
+                let (target, keys) = try relatedKeys(of: entity, key: key, via: relationship)
+                if !keys.isEmpty {
+                    throw .deleteDenied("\(entity.name) \(Self.describe(key)) is still referenced by \(keys.count) \(target.name) through '\(relationship.name)' (delete rule deny); delete or unlink them first")
+                }
+            case .cascade:
+                let (target, keys) = try relatedKeys(of: entity, key: key, via: relationship)
+                cascades += keys.map { (target, $0, !relationship.foreignKeyColumns.isEmpty) }
+            case .nullify, .noAction:
+                break
+            }
+        }
+        // Rows that point here go first, so their own rules apply; then this row, with the
+        // database clearing references (ON DELETE SET NULL) and join rows (ON DELETE CASCADE);
+        // then the rows this one pointed to.
+        for cascade in cascades where !cascade.heldHere {
+            try deleteRow(of: cascade.target, key: cascade.key, visited: &visited)
+        }
+        do {
+            _ = try connection.query("DELETE FROM \(Self.quote(entity.table)) WHERE \(Self.condition(entity.primaryKey))", key)
+        } catch {
+            throw .database(error.description)
+        }
+        for cascade in cascades where cascade.heldHere {
+            try deleteRow(of: cascade.target, key: cascade.key, visited: &visited)
+        }
+    }
+
+    static func describe(_ key: [SQLiteValue]) -> String {
+        key.count == 1 ? "\(key[0])" : "(\(key.map(\.description).joined(separator: ", ")))"
+    }
+}

@@ -1,0 +1,114 @@
+import ExampleModels
+import Foundation
+import SchemaMetadata
+import Testing
+@testable import PersistentStore
+
+func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws -> Store {
+    try Store(path: storePath(), schema: schema, migrations: migrations)
+}
+
+func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline: Int64? = nil, distance: Int = 100) -> Flight {
+    Flight(ident: ident, scheduledOff: Date(timeIntervalSince1970: 0), estimatedOff: Date(timeIntervalSince1970: 0),
+           scheduledOn: Date(timeIntervalSince1970: 3600), estimatedOn: Date(timeIntervalSince1970: 3600), status: "Scheduled",
+           routeDistance: distance, filedAirspeed: 400, filedAltitude: 300, aircraftType: "A320",
+           originID: origin, destinationID: destination, airlineID: airline)
+}
+
+@Suite struct RelationshipTests {
+    @Test func bothSidesOfAToManyReadTheSameLink() async throws {
+        let store = try flightsStore()
+        let sfo = try await store.insert(airport("KSFO")), lax = try await store.insert(airport("KLAX"))
+        let one = try await store.insert(flight("UA1", origin: sfo.id, destination: lax.id))
+        let two = try await store.insert(flight("UA2", origin: sfo.id))
+        #expect(try await store.related(Airport.flightsFrom, of: sfo).map(\.ident) == ["UA1", "UA2"])
+        #expect(try await store.related(Airport.flightsTo, of: lax).map(\.ident) == ["UA1"])
+        #expect(try await store.target(Flight.origin, of: one) == sfo)
+        #expect(try await store.target(Flight.destination, of: two) == nil)
+
+        // Setting one side is enough: link from the airport, read from the flight.
+        try await store.link(Airport.flightsTo, lax, two)
+        let reloaded = try #require(try await store.model(Flight.self, key: two.id!))
+        #expect(reloaded.destinationID == lax.id)
+        try await store.unlink(Airport.flightsTo, lax, reloaded)
+        #expect(try await store.related(Airport.flightsTo, of: lax).map(\.ident) == ["UA1"])
+    }
+
+    @Test func manyToManyGoesThroughTheJoinTable() async throws {
+        let garage = try store(GarageSchema.descriptor, GarageSchema.migrations)
+        let car = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic"))
+        let ada = try await garage.insert(Mechanic(name: "Ada")), bob = try await garage.insert(Mechanic(name: "Bob"))
+        try await garage.link(Car.mechanics, car, ada)
+        try await garage.link(Mechanic.cars, bob, car) // from the other side
+        try await garage.link(Car.mechanics, car, ada) // twice is once
+        #expect(try await garage.related(Car.mechanics, of: car).map(\.name) == ["Ada", "Bob"])
+        #expect(try await garage.related(Mechanic.cars, of: ada).map(\.vin) == ["V1"])
+        try await garage.unlink(Car.mechanics, car, ada)
+        #expect(try await garage.related(Car.mechanics, of: car).map(\.name) == ["Bob"])
+        // Deleting a car removes its links, not the mechanics (nullify).
+        try await garage.delete(car)
+        #expect(try await garage.related(Mechanic.cars, of: bob).isEmpty)
+        #expect(try await garage.count(Mechanic.self) == 2)
+    }
+
+    @Test func nullifyClearsTheReferences() async throws {
+        let store = try flightsStore()
+        let sfo = try await store.insert(airport("KSFO"))
+        let one = try await store.insert(flight("UA1", origin: sfo.id))
+        try await store.delete(sfo)
+        #expect(try await store.model(Flight.self, key: one.id!)?.originID == nil)
+        #expect(try await store.count(Flight.self) == 1)
+    }
+
+    @Test func denyBlocksTheDeleteAndNamesWhatBlocks() async throws {
+        let garage = try store(GarageSchema.descriptor, GarageSchema.migrations)
+        let person = try await garage.insert(Person(name: "Ada"))
+        let car = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic", ownerID: person.id))
+        do {
+            try await garage.delete(person)
+            Issue.record("expected deny")
+        } catch {
+            #expect(error.description.contains("Person 1 is still referenced by 1 Car through 'cars' (delete rule deny)"))
+        }
+        #expect(try await garage.count(Person.self) == 1, "nothing was deleted")
+        try await garage.unlink(Person.cars, person, car)
+        try await garage.delete(person)
+        #expect(try await garage.count(Person.self) == 0)
+    }
+
+    @Test func cascadeThreeLevelsDeep() async throws {
+        let tasks = try store(TasksSchema.descriptor, TasksSchema.migrations)
+        let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
+        let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
+        let report = try await tasks.insert(Task(name: "Report", listID: work.id!))
+        try await tasks.insert([ChecklistItem(title: "Buy paint", taskID: paint.id!), ChecklistItem(title: "Tape", taskID: paint.id!),
+                                ChecklistItem(title: "Draft", taskID: report.id!)])
+        try await tasks.delete(home)
+        #expect(try await tasks.fetch(TaskList.self).map(\.name) == ["Work"])
+        #expect(try await tasks.fetch(Task.self).map(\.name) == ["Report"])
+        #expect(try await tasks.fetch(ChecklistItem.self).map(\.title) == ["Draft"])
+    }
+
+    @Test func cascadeThroughAOneToOneHeldByTheOtherSide() async throws {
+        let users = try store(UsersSchema.descriptor, UsersSchema.migrations)
+        let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
+        try await users.insert(Image(url: URL(string: "https://example.com/a.png")!, ownerID: ada.identifier))
+        #expect(try await users.target(User.image, of: ada)?.url.absoluteString == "https://example.com/a.png")
+        try await users.delete(ada)
+        #expect(try await users.count(Image.self) == 0)
+    }
+
+    @Test func aDeleteInsideAFailedTransactionIsUndone() async throws {
+        let tasks = try store(TasksSchema.descriptor, TasksSchema.migrations)
+        let home = try await tasks.insert(TaskList(name: "Home"))
+        try await tasks.insert(Task(name: "Paint", listID: home.id!))
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await tasks.transaction { store in
+                try store.delete(home)
+                throw Abort()
+            }
+        }
+        #expect(try await tasks.count(Task.self) == 1)
+    }
+}
