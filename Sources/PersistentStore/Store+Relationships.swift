@@ -144,6 +144,7 @@ extension Store {
         for cascade in cascades where !cascade.heldHere {
             try deleteRow(of: cascade.target, key: cascade.key, visited: &visited)
         }
+        removeOnCommit(try externalNames(of: entity, where: Self.condition(entity.primaryKey), key), of: entity)
         do {
             _ = try connection.query("DELETE FROM \(Self.quote(entity.table)) WHERE \(Self.condition(entity.primaryKey))", key)
         } catch {

@@ -28,6 +28,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
 public actor Store {
     let connection: SQLiteConnection
     public let schema: SchemaDescriptor
+    /// Where `externalStorage` values are kept: beside the database, or a temporary folder for
+    /// an in-memory store.
+    public let externalFolder: URL
+    /// External files written, and marked for removal, in the open transaction.
+    var createdFiles: [URL] = []
+    var removedFiles: [URL] = []
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -46,6 +52,8 @@ public actor Store {
         }
         connection.setBusyTimeout(milliseconds: 5_000)
         self.schema = schema
+        self.externalFolder = path.map { URL(fileURLWithPath: $0 + ".external") }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString).external")
         let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations)
         do {
             if let problem = try migrator.validate().first { throw StoreError.migration(problem.description) }
@@ -119,7 +127,15 @@ public actor Store {
 
     private func endWrite(commit: Bool) throws(StoreError) {
         guard depth == 0 else { return }
-        do { try connection.execute(commit ? "COMMIT;" : "ROLLBACK;") } catch { throw .database("\(error)") }
+        do {
+            try connection.execute(commit ? "COMMIT;" : "ROLLBACK;")
+        } catch {
+            // A failed commit rolls back.
+            if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
+            settleExternalFiles(committed: false)
+            throw .database("\(error)")
+        }
+        settleExternalFiles(committed: commit)
     }
 
     /// Maps a model's Codable keys to columns: attributes through their `jsonKey`, key
@@ -137,8 +153,14 @@ public actor Store {
 
     private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
         let entity = M.entity
-        let row: [String: SQLiteValue]
+        var row: [String: SQLiteValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
+        let original = row
+        if !Self.externalColumns(of: entity).isEmpty {
+            // The files of the row this one replaces (same key or unique value) go at commit.
+            try removeOnCommit(try externalNames(of: entity, where: conflictCondition(entity, row: row).sql, conflictCondition(entity, row: row).arguments), of: entity)
+            try storeExternalValues(&row, of: entity)
+        }
         let values = columns(of: entity, row: row)
         let q = Self.quote
         var sql = "INSERT INTO \(q(entity.table)) (\(values.map { q($0.column) }.joined(separator: ", "))) VALUES (\(values.map { _ in "?" }.joined(separator: ", ")))"
@@ -158,7 +180,7 @@ public actor Store {
         do {
             let returned = try connection.query(sql, values.map(\.value))
             guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return model }
-            var stored = row
+            var stored = original
             stored["id"] = .integer(id)
             return try RowDecoder.decode(M.self, from: stored)
         } catch let error as SQLiteError {
@@ -222,6 +244,7 @@ public actor Store {
             return try result.map { row in
                 var values: [String: SQLiteValue] = [:]
                 for (key, value) in zip(keys, row) { values[key] = value }
+                try loadExternalValues(&values, of: entity)
                 return try RowDecoder.decode(M.self, from: values)
             }
         } catch {
@@ -236,6 +259,22 @@ public actor Store {
         try write { () throws(StoreError) in
             do { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database("\(error)") }
         }
+    }
+
+    /// A WHERE clause matching the stored row an upsert of `row` would replace.
+    func conflictCondition(_ entity: EntityDescriptor, row: [String: SQLiteValue]) -> (sql: String, arguments: [SQLiteValue]) {
+        let values = Dictionary(columns(of: entity, row: row).map { ($0.column, $0.value) }, uniquingKeysWith: { a, _ in a })
+        var targets: [[String]] = [entity.primaryKey]
+        targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+        var clauses: [String] = []
+        var arguments: [SQLiteValue] = []
+        for target in targets {
+            let targetValues = target.map { values[$0] ?? .null }
+            guard !targetValues.contains(.null) else { continue }
+            clauses.append("(" + Self.condition(target) + ")")
+            arguments += targetValues
+        }
+        return (clauses.isEmpty ? "0" : clauses.joined(separator: " OR "), arguments)
     }
 
     static func quote(_ identifier: String) -> String {

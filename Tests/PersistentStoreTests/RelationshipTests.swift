@@ -112,3 +112,47 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await tasks.count(Task.self) == 1)
     }
 }
+
+@Suite struct ExternalStorageTests {
+    func files(_ store: Store) async -> [String] {
+        let folder = await store.externalFolder
+        let enumerator = FileManager.default.enumerator(atPath: folder.path)
+        return (enumerator?.allObjects as? [String] ?? []).filter { $0.hasPrefix("image/data/") }.sorted()
+    }
+
+    @Test func valuesLiveInFilesThatFollowTheirRows() async throws {
+        let path = storePath()
+        let users = try Store(path: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations)
+        let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
+        let bytes = Data((0..<100_000).map { UInt8($0 % 251) })
+        let image = try await users.insert(Image(url: URL(string: "https://example.com/a.png")!, data: bytes, ownerID: ada.identifier))
+        #expect(image.data == bytes)
+        #expect(try await users.fetch(Image.self).first?.data == bytes, "decoding brings the bytes back")
+        let stored = await files(users)
+        #expect(stored.count == 1)
+        #expect(FileManager.default.fileExists(atPath: path + ".external/image/data/" + stored[0].dropFirst("image/data/".count)))
+
+        // Replacing the value replaces the file.
+        var updated = try #require(try await users.fetch(Image.self).first)
+        updated.data = Data("new".utf8)
+        try await users.insert(updated)
+        let replaced = await files(users)
+        #expect(replaced.count == 1 && replaced != stored)
+        #expect(try await users.fetch(Image.self).first?.data == Data("new".utf8))
+
+        // A rolled-back transaction leaves no row and no file.
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await users.transaction { store in
+                try store.insert(Image(url: URL(string: "https://example.com/b.png")!, data: Data("b".utf8), ownerID: nil))
+                throw Abort()
+            }
+        }
+        #expect(await files(users) == replaced)
+        #expect(try await users.count(Image.self) == 1)
+
+        // Deleting the owner cascades to the image and its file.
+        try await users.delete(ada)
+        #expect(await files(users).isEmpty)
+    }
+}

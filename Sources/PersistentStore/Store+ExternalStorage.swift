@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SchemaMetadata
+import SQLiteKit
+
+/// Values of `externalStorage` attributes live in files beside the database
+/// (`<database>.external/<table>/<column>/<name>`); the column holds the file's name.
+/// New files are written atomically; replaced and deleted ones are removed only when the
+/// transaction commits, and files of a rolled-back transaction are removed at once.
+extension Store {
+    static func externalColumns(of entity: EntityDescriptor) -> [ColumnDescriptor] {
+        entity.columns.filter(\.usesExternalStorage)
+    }
+
+    func externalFile(_ entity: EntityDescriptor, _ column: ColumnDescriptor, _ name: String) -> URL {
+        externalFolder.appendingPathComponent(entity.table).appendingPathComponent(column.column).appendingPathComponent(name)
+    }
+
+    /// Writes the external values of a row to files and puts their names in the row.
+    func storeExternalValues(_ row: inout [String: SQLiteValue], of entity: EntityDescriptor) throws(StoreError) {
+        for column in Self.externalColumns(of: entity) {
+            let bytes: [UInt8]
+            switch row[column.jsonKey] {
+            case .blob(let data)?: bytes = data
+            case .text(let text)?: bytes = Array(text.utf8)
+            default: continue
+            }
+            let name = UUID().uuidString.lowercased()
+            let url = externalFile(entity, column, name)
+            try writeDurably(bytes, to: url)
+            createdFiles.append(url)
+            row[column.jsonKey] = .text(name)
+        }
+    }
+
+    /// The external file names a stored row holds, by column.
+    func externalNames(of entity: EntityDescriptor, where condition: String, _ arguments: [SQLiteValue]) throws(StoreError) -> [(ColumnDescriptor, String)] {
+        let columns = Self.externalColumns(of: entity)
+        guard !columns.isEmpty else { return [] }
+        let rows = try query("SELECT \(columns.map { Self.quote($0.column) }.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE \(condition)", arguments)
+        var names: [(ColumnDescriptor, String)] = []
+        for row in rows {
+            for (column, value) in zip(columns, row) {
+                if case .text(let name) = value { names.append((column, name)) }
+            }
+        }
+        return names
+    }
+
+    /// Marks files for removal when the transaction commits.
+    func removeOnCommit(_ names: [(ColumnDescriptor, String)], of entity: EntityDescriptor) {
+        removedFiles += names.map { externalFile(entity, $0.0, $0.1) }
+    }
+
+    /// Replaces file names in a fetched row by the files' contents.
+    func loadExternalValues(_ row: inout [String: SQLiteValue], of entity: EntityDescriptor) throws(StoreError) {
+        for column in Self.externalColumns(of: entity) {
+            guard case .text(let name)? = row[column.jsonKey] else { continue }
+            guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
+                throw .database("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
+            }
+            row[column.jsonKey] = column.swiftType == "String" ? .text(String(decoding: data, as: UTF8.self)) : .blob([UInt8](data))
+        }
+    }
+
+    /// After a commit, removes replaced and deleted files; after a rollback, the new ones.
+    func settleExternalFiles(committed: Bool) {
+        for url in committed ? removedFiles : createdFiles { try? FileManager.default.removeItem(at: url) }
+        createdFiles.removeAll()
+        removedFiles.removeAll()
+    }
+}
+
+/// Temp file, fsync, rename: a reader sees the whole file or none. A free function, so
+/// `write` and `unlink` are the system's, not the store's.
+func writeDurably(_ bytes: [UInt8], to url: URL) throws(StoreError) {
+    do {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    } catch {
+        throw .database("cannot create \(url.deletingLastPathComponent().path): \(error.localizedDescription)")
+    }
+    let temporary = url.path + ".tmp"
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw .database("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+    var offset = 0
+    var failure: String?
+    bytes.withUnsafeBytes { buffer in
+        while offset < buffer.count {
+            let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                failure = String(cString: strerror(errno))
+                return
+            }
+            offset += written
+        }
+    }
+    if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+    close(descriptor)
+    if failure == nil, rename(temporary, url.path) != 0 { failure = String(cString: strerror(errno)) }
+    if let failure {
+        unlink(temporary)
+        throw .database("cannot write \(url.path): \(failure)")
+    }
+}
