@@ -217,6 +217,7 @@ public struct TemplateContext: Sendable {
                 // A single key named `id` is Identifiable's `id` already; others need a computed `id`.
                 "needsComputedID": .bool(!(isSingle && singleProperty == "id")),
                 "singleProperty": .string(SwiftSyntax.identifier(singleProperty)),
+                "singleColumnLiteral": .string(entity.primaryKeyColumns.count == 1 ? SwiftSyntax.stringLiteral(entity.primaryKeyColumns[0]) : "nil"),
                 "swiftType": .string(isSingle ? (members.first?["swiftType"]?.interpolated ?? "Never") : "ID"),
                 "columns": list(entity.primaryKeyColumns.map { .string($0) }),
                 "columnsLiteral": .string(columnsLiteral),
@@ -404,6 +405,7 @@ public struct TemplateContext: Sendable {
             "joinTargetColumnsLiteral": .string("[" + relationship.joinTargetColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
             "keyProperty": .string(SwiftSyntax.identifier(relationship.name + "ID")),
             "keyPropertyLiteral": .string(storesKey ? SwiftSyntax.stringLiteral(relationship.name + "ID") : "nil"),
+            "singleForeignKeyColumnLiteral": relationship.foreignKeyColumns.count == 1 ? .string(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])) : .null,
             "keySwiftType": .string(keyType(of: relationship)),
             "renamedFrom": optional(relationship.renamedFrom),
             "renamedFromLiteral": .string(relationship.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil"),

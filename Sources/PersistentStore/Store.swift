@@ -11,6 +11,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case unknownEntity(String)
     /// A delete rule `deny` blocked a delete.
     case deleteDenied(String)
+    /// A predicate or sort the store cannot run as SQL (it never filters in memory instead).
+    case unsupportedPredicate(String)
 
     public var description: String {
         switch self {
@@ -19,6 +21,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .coding(let message): "cannot map a model to its row: \(message)"
         case .unknownEntity(let name): "\(name) is not part of this store's schema"
         case .deleteDenied(let message): "delete refused: \(message)"
+        case .unsupportedPredicate(let message): message
         }
     }
 }
@@ -158,7 +161,8 @@ public actor Store {
         let original = row
         if !Self.externalColumns(of: entity).isEmpty {
             // The files of the row this one replaces (same key or unique value) go at commit.
-            try removeOnCommit(try externalNames(of: entity, where: conflictCondition(entity, row: row).sql, conflictCondition(entity, row: row).arguments), of: entity)
+            let replaced = conflictCondition(entity, row: row)
+            removeOnCommit(try externalNames(of: entity, where: replaced.sql, replaced.arguments), of: entity)
             try storeExternalValues(&row, of: entity)
         }
         let values = columns(of: entity, row: row)
@@ -191,18 +195,6 @@ public actor Store {
     }
 
     // MARK: - Reading
-
-    /// Every stored model of a type, in primary-key order unless `orderBy` (column names,
-    /// `-` for descending) says otherwise.
-    public func fetch<M: PersistentModel>(_ type: M.Type, orderBy: [String] = [], limit: Int? = nil, offset: Int = 0) throws(StoreError) -> [M] {
-        let entity = M.entity
-        var sql = "SELECT * FROM \(Self.quote(entity.table))"
-        let order = orderBy.isEmpty ? entity.primaryKey : orderBy
-        sql += " ORDER BY " + order.map { $0.hasPrefix("-") ? Self.quote(String($0.dropFirst())) + " DESC" : Self.quote($0) }.joined(separator: ", ")
-        if let limit { sql += " LIMIT \(limit)" }
-        if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
-        return try rows(sql, [], as: M.self)
-    }
 
     /// The model with this primary key (single-column keys), or nil.
     public func model<M: PersistentModel>(_ type: M.Type, key: some Encodable) throws(StoreError) -> M? {

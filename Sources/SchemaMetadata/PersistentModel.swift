@@ -2,6 +2,9 @@
 public protocol PersistentModel: Codable, Hashable, Identifiable, Sendable {
     /// The table, columns, keys and relationships of this model's entity.
     static var entity: EntityDescriptor { get }
+    /// The column a key path of this model reads (`\Airport.icao` -> `icao`), for translating
+    /// predicates and sort descriptors to SQL; nil for transient and computed properties.
+    static func column(for keyPath: AnyKeyPath) -> String?
 }
 
 /// A relationship of `Source` whose other side is `Target`, named for the runtime store

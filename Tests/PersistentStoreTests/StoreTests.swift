@@ -114,8 +114,8 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
     @Test func deleteAndOrdering() async throws {
         let store = try flightsStore()
         let stored = try await store.insert([airport("KSFO", "b"), airport("EGLL", "a"), airport("LFPG", "c")])
-        #expect(try await store.fetch(Airport.self, orderBy: ["-name"]).map(\.icao) == ["LFPG", "KSFO", "EGLL"])
-        #expect(try await store.fetch(Airport.self, orderBy: ["name"], limit: 1, offset: 1).map(\.icao) == ["KSFO"])
+        #expect(try await store.fetch(Airport.self, sortBy: [SortDescriptor(\.name, order: .reverse)]).map(\.icao) == ["LFPG", "KSFO", "EGLL"])
+        #expect(try await store.fetch(Airport.self, sortBy: [SortDescriptor(\.name)], limit: 1, offset: 1).map(\.icao) == ["KSFO"])
         try await store.delete(stored[0])
         #expect(try await store.fetch(Airport.self).map(\.icao) == ["EGLL", "LFPG"])
         try await store.deleteAll(Airport.self)

@@ -34,4 +34,14 @@ public struct Airline: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[1] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Airline.id: "id"
+        case \Airline.code: "code"
+        case \Airline.name: "name"
+        case \Airline.shortName: "short_name"
+        default: nil
+        }
+    }
 }

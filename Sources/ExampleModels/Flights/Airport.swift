@@ -70,4 +70,20 @@ public struct Airport: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[0] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Airport.id: "id"
+        case \Airport.icao: "icao"
+        case \Airport.name: "name"
+        case \Airport.city: "city"
+        case \Airport.state: "state"
+        case \Airport.countryCode: "country_code"
+        case \Airport.latitude: "latitude"
+        case \Airport.longitude: "longitude"
+        case \Airport.elevationFeet: "elevation_feet"
+        case \Airport.timezone: "timezone"
+        default: nil
+        }
+    }
 }

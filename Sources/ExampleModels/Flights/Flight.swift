@@ -96,4 +96,27 @@ public struct Flight: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[2] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Flight.id: "id"
+        case \Flight.ident: "ident"
+        case \Flight.actualOff: "actual_off"
+        case \Flight.scheduledOff: "scheduled_off"
+        case \Flight.estimatedOff: "estimated_off"
+        case \Flight.scheduledOn: "scheduled_on"
+        case \Flight.estimatedOn: "estimated_on"
+        case \Flight.actualOn: "actual_on"
+        case \Flight.progressPercent: "progress_percent"
+        case \Flight.status: "status"
+        case \Flight.routeDistance: "route_distance"
+        case \Flight.filedAirspeed: "filed_airspeed"
+        case \Flight.filedAltitude: "filed_altitude"
+        case \Flight.aircraftType: "aircraft_type"
+        case \Flight.originID: "origin_id"
+        case \Flight.destinationID: "destination_id"
+        case \Flight.airlineID: "airline_id"
+        default: nil
+        }
+    }
 }

@@ -65,4 +65,20 @@ public struct Car: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[1] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Car.id: "id"
+        case \Car.vin: "vin"
+        case \Car.make: "make"
+        case \Car.model: "model"
+        case \Car.color: "color"
+        case \Car.price: "price"
+        case \Car.mileage: "mileage"
+        case \Car.manual: "manual"
+        case \Car.photo: "photo"
+        case \Car.ownerID: "owner_id"
+        default: nil
+        }
+    }
 }

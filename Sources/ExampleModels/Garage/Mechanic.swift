@@ -25,4 +25,12 @@ public struct Mechanic: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[2] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Mechanic.id: "id"
+        case \Mechanic.name: "name"
+        default: nil
+        }
+    }
 }

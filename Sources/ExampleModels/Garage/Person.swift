@@ -31,4 +31,13 @@ public struct Person: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[0] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Person.id: "id"
+        case \Person.name: "full_name"
+        case \Person.birthYear: "birth_year"
+        default: nil
+        }
+    }
 }

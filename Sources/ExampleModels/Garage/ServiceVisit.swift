@@ -44,4 +44,13 @@ public struct ServiceVisit: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[3] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \ServiceVisit.day: "day"
+        case \ServiceVisit.notes: "notes"
+        case \ServiceVisit.carID: "car_id"
+        default: nil
+        }
+    }
 }

@@ -35,4 +35,14 @@ public struct ChecklistItem: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[2] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \ChecklistItem.id: "id"
+        case \ChecklistItem.title: "title"
+        case \ChecklistItem.isDone: "is_done"
+        case \ChecklistItem.taskID: "task_id"
+        default: nil
+        }
+    }
 }

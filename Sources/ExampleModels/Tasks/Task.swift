@@ -61,4 +61,19 @@ public struct Task: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[1] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Task.id: "id"
+        case \Task.name: "name"
+        case \Task.createdAt: "created_at"
+        case \Task.notes: "notes"
+        case \Task.isCompleted: "is_completed"
+        case \Task.priority: "priority"
+        case \Task.tags: "tags"
+        case \Task.dueDate: "due_date"
+        case \Task.listID: "list_id"
+        default: nil
+        }
+    }
 }

@@ -31,4 +31,13 @@ public struct TaskList: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[0] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \TaskList.id: "id"
+        case \TaskList.name: "name"
+        case \TaskList.createdAt: "created_at"
+        default: nil
+        }
+    }
 }

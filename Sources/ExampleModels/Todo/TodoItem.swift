@@ -30,4 +30,14 @@ public struct TodoItem: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { TodoSchema.descriptor.entities[0] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \TodoItem.id: "id"
+        case \TodoItem.taskName: "task_name"
+        case \TodoItem.startDate: "start_date"
+        case \TodoItem.isCompleted: "is_completed"
+        default: nil
+        }
+    }
 }

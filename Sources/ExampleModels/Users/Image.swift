@@ -39,4 +39,15 @@ public struct Image: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { UsersSchema.descriptor.entities[1] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Image.id: "id"
+        case \Image.url: "url"
+        case \Image.data: "data"
+        case \Image.size: "size"
+        case \Image.ownerID: "owner_identifier"
+        default: nil
+        }
+    }
 }

@@ -46,4 +46,17 @@ public struct User: PersistentModel {
     }
 
     public static var entity: EntityDescriptor { UsersSchema.descriptor.entities[0] }
+
+    public static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \User.id: "identifier"
+        case \User.identifier: "identifier"
+        case \User.name: "name"
+        case \User.type: "type"
+        case \User.isOnline: "is_online"
+        case \User.email: "email"
+        case \User.lastSeen: "last_seen"
+        default: nil
+        }
+    }
 }

@@ -1,0 +1,89 @@
+import Foundation
+import SchemaMetadata
+import SQLiteKit
+
+/// Queries with Foundation predicates and sort descriptors, run as SQL.
+extension Store {
+    /// The WHERE clause and its arguments for a predicate (none: every row).
+    func whereClause<M: PersistentModel>(_ predicate: Predicate<M>?, for type: M.Type) throws(StoreError) -> (sql: String, arguments: [SQLiteValue]) {
+        guard let predicate else { return ("", []) }
+        var builder = SQLBuilder(column: { M.column(for: $0) })
+        do {
+            return (" WHERE " + (try translate(predicate.expression, &builder)), builder.arguments)
+        } catch {
+            throw .unsupportedPredicate(error.description)
+        }
+    }
+
+    /// ORDER BY from sort descriptors, ties broken by the primary key so results are stable.
+    func orderClause<M: PersistentModel>(_ sortBy: [SortDescriptor<M>], for type: M.Type) throws(StoreError) -> String {
+        var terms: [String] = []
+        for descriptor in sortBy {
+            guard let keyPath = descriptor.keyPath, let column = M.column(for: keyPath) else {
+                throw .unsupportedPredicate("cannot sort by \(descriptor.keyPath.map { "\($0)" } ?? "a comparator"); sort by a stored property")
+            }
+            terms.append(Self.quote(column) + (descriptor.order == .reverse ? " DESC" : ""))
+        }
+        for column in M.entity.primaryKey where !terms.contains(where: { $0.hasPrefix(Self.quote(column)) }) {
+            terms.append(Self.quote(column))
+        }
+        return " ORDER BY " + terms.joined(separator: ", ")
+    }
+
+    /// Models matching a predicate, sorted, with limit and offset.
+    public func fetch<M: PersistentModel>(
+        _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
+    ) throws(StoreError) -> [M] {
+        let (condition, arguments) = try whereClause(predicate, for: M.self)
+        var sql = "SELECT * FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
+        return try rows(sql, arguments, as: M.self)
+    }
+
+    /// The first model matching a predicate in the given order.
+    public func first<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = []) throws(StoreError) -> M? {
+        try fetch(M.self, where: predicate, sortBy: sortBy, limit: 1).first
+    }
+
+    /// How many models match a predicate.
+    public func count<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>?) throws(StoreError) -> Int {
+        let (condition, arguments) = try whereClause(predicate, for: M.self)
+        guard case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(M.entity.table))" + condition, arguments).first?.first else { return 0 }
+        return Int(count)
+    }
+
+    /// Deletes every model matching a predicate, applying delete rules to each, in one
+    /// transaction. Returns how many were deleted.
+    @discardableResult
+    public func delete<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>) throws(StoreError) -> Int {
+        let entity = M.entity
+        let (condition, arguments) = try whereClause(predicate, for: M.self)
+        return try write { () throws(StoreError) in
+            let keys = try query("SELECT \(entity.primaryKey.map(Self.quote).joined(separator: ", ")) FROM \(Self.quote(entity.table))" + condition, arguments)
+            var visited: Set<String> = []
+            for key in keys { try deleteRow(of: entity, key: key, visited: &visited) }
+            return keys.count
+        }
+    }
+
+    /// Sets one stored property on every model matching a predicate (Realm's setValue on a
+    /// query): one UPDATE. Returns how many rows changed.
+    @discardableResult
+    public func update<M: PersistentModel, Value: Encodable & Sendable>(
+        _ type: M.Type, set keyPath: KeyPath<M, Value>, to value: Value, where predicate: Predicate<M>? = nil
+    ) throws(StoreError) -> Int {
+        guard let column = M.column(for: keyPath) else { throw .unsupportedPredicate("\(keyPath) is not a stored property") }
+        if M.entity.columns.first(where: { $0.column == column })?.usesExternalStorage == true {
+            throw .unsupportedPredicate("\(keyPath) is in external storage; save the models instead")
+        }
+        let stored: SQLiteValue
+        do { stored = try RowEncoder.value(value) } catch { throw .coding("\(error)") }
+        let (condition, arguments) = try whereClause(predicate, for: M.self)
+        return try write { () throws(StoreError) in
+            _ = try query("UPDATE \(Self.quote(M.entity.table)) SET \(Self.quote(column)) = ?" + condition, [stored] + arguments)
+            guard case .integer(let changed)? = try query("SELECT changes()", []).first?.first else { return 0 }
+            return Int(changed)
+        }
+    }
+}
