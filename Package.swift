@@ -8,6 +8,8 @@ let package = Package(
     products: [
         .executable(name: "schemagen", targets: ["schemagen"]),
         .executable(name: "migrate", targets: ["migrate"]),
+        .executable(name: "flights", targets: ["flights"]),
+        .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "Migrator", targets: ["Migrator"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
         .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
@@ -69,6 +71,10 @@ let package = Package(
         ),
         .target(name: "PluginExample", dependencies: ["SchemaMetadata"], plugins: ["SchemagenPlugin"]),
 
+        // MARK: - The flights example: the SwiftData article's app on the command line
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit"]),
+        .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
+
         // MARK: - Tests (folders mirror Sources)
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
@@ -82,6 +88,7 @@ let package = Package(
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "ExampleModels", "PersistentStore", "flights"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "SchemaKit", "SQLiteKit", "migrate"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),

@@ -80,12 +80,19 @@ public enum ArgumentParser {
             result.values[option.long, default: []].append(value)
         }
 
-        /// The option's value: attached, or the next token if that is a plain value.
+        /// The option's value: attached, or the next token if that is a plain value, or a
+        /// `-word` that is one of the option's allowed values or none of the command's options
+        /// (`--sort -distance`).
         func takeValue(for option: OptionSpec, attached: String?, shown: String) throws(UsageError) -> String {
             if let attached { return attached }
             if case .value(let next)? = tokens.first {
                 tokens.removeFirst()
                 return next
+            }
+            if case .short(let letters, let original)? = tokens.first, let first = letters.first,
+               option.allowedValues.contains(original) || !options.contains(where: { $0.short == first }) {
+                tokens.removeFirst()
+                return original
             }
             throw UsageError("missing value for '\(shown)' (expected <\(option.valueName ?? "VALUE")>)")
         }

@@ -59,10 +59,18 @@ extension PredicateExpressions.Variable: SQLTranslatable {
 
 extension PredicateExpressions.KeyPath: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
-        guard root is PredicateExpressions.Variable<Root.Output>, let column = builder.column(keyPath) else {
-            throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
+        if root is PredicateExpressions.Variable<Root.Output> {
+            guard let column = builder.column(keyPath) else {
+                throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
+            }
+            return Store.quote(column)
         }
-        return Store.quote(column)
+        // A property of a captured value (`airline.id`): evaluated once and bound.
+        guard let value = try? evaluate(PredicateBindings()), let encodable = value as? any Encodable,
+              let stored = try? RowEncoder.value(encodable) else {
+            throw PredicateTranslationError(expression: "the key path \(keyPath) on \(type(of: root))")
+        }
+        return builder.bind(stored)
     }
 }
 

@@ -29,6 +29,11 @@ import Testing
         #expect(parsed.arguments == ["x", "-not-an-option"])
     }
 
+    @Test func aValueMayStartWithADashWhenItIsNoOption() throws {
+        #expect(try ArgumentParser.parse(["--schema", "-distance"], for: spec).value("schema") == "-distance")
+        #expect(throws: UsageError("missing value for '--schema' (expected <path>)")) { try ArgumentParser.parse(["--schema", "-v"], for: spec) }
+    }
+
     @Test func shortOptionWithSeparateValue() throws {
         #expect(try ArgumentParser.parse(["-f", "text"], for: spec).value("format") == "text")
     }

@@ -1,0 +1,51 @@
+import ExampleModels
+import Foundation
+import PersistentStore
+
+/// The SwiftData article's dynamic query: filters chosen at run time become one predicate.
+public struct FlightQuery: Sendable {
+    public var origin: String?
+    public var destination: String?
+    public var airline: String?
+    public var enRouteOnly = false
+    public var longestFirst = false
+    public var limit: Int?
+
+    public init(origin: String? = nil, destination: String? = nil, airline: String? = nil, enRouteOnly: Bool = false, longestFirst: Bool = false, limit: Int? = nil) {
+        self.origin = origin
+        self.destination = destination
+        self.airline = airline
+        self.enRouteOnly = enRouteOnly
+        self.longestFirst = longestFirst
+        self.limit = limit
+    }
+
+    /// One line per flight: ident, origin code, destination code, airline code, route distance.
+    public func lines(in store: Store) async throws -> [String] {
+        let airports = Dictionary(try await store.fetch(Airport.self).compactMap { airport in airport.id.map { ($0, airport.icao) } }, uniquingKeysWith: { a, _ in a })
+        let airlines = Dictionary(try await store.fetch(Airline.self).compactMap { airline in airline.id.map { ($0, airline.code) } }, uniquingKeysWith: { a, _ in a })
+        func id(_ code: String?, in table: [Int64: String]) -> Int64?? {
+            guard let code else { return .some(nil) } // no filter
+            guard let found = table.first(where: { $0.value == code })?.key else { return nil } // unknown code: nothing matches
+            return .some(found)
+        }
+        guard let originID = id(origin, in: airports), let destinationID = id(destination, in: airports), let airlineID = id(airline, in: airlines) else {
+            return []
+        }
+        let enRoute = enRouteOnly
+        let predicate = #Predicate<Flight> { flight in
+            (originID == nil || flight.originID == originID)
+                && (destinationID == nil || flight.destinationID == destinationID)
+                && (airlineID == nil || flight.airlineID == airlineID)
+                && (!enRoute || (flight.actualOff != nil && flight.actualOn == nil))
+        }
+        let flights = try await store.fetch(
+            Flight.self, where: predicate,
+            sortBy: [SortDescriptor(\.routeDistance, order: longestFirst ? .reverse : .forward), SortDescriptor(\.ident)],
+            limit: limit)
+        return flights.map { flight in
+            [flight.ident, flight.originID.flatMap { airports[$0] } ?? "", flight.destinationID.flatMap { airports[$0] } ?? "",
+             flight.airlineID.flatMap { airlines[$0] } ?? "", String(flight.routeDistance)].joined(separator: "\t")
+        }
+    }
+}

@@ -1,0 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import FlightsExample
+
+@main
+struct FlightsMain {
+    static func main() {
+        exit(FlightsTool.tool.main(arguments: Array(CommandLine.arguments.dropFirst()), io: .standard()).rawValue)
+    }
+}
