@@ -74,6 +74,8 @@ let package = Package(
         // MARK: - The flights example: the SwiftData article's app on the command line
         .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
+        // Measures the store against the raw C API for bench/run (not a product).
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite"]),
 
         // MARK: - Tests (folders mirror Sources)
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),

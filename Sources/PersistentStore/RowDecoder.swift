@@ -4,7 +4,18 @@ import SQLiteKit
 /// Builds a model from column values through its own `Decodable` conformance.
 enum RowDecoder {
     static func decode<M: Decodable>(_ type: M.Type, from values: [String: SQLiteValue]) throws -> M {
-        try M(from: RowDecoding(values: values))
+        var keys: [String: Int] = [:]
+        var row: [SQLiteValue] = []
+        for (key, value) in values {
+            keys[key] = row.count
+            row.append(value)
+        }
+        return try M(from: RowDecoding(keys: RowKeys(positions: keys), row: row))
+    }
+
+    /// Decodes a row read in query order; `keys` maps Codable keys to positions, once per query.
+    static func decode<M: Decodable>(_ type: M.Type, row: [SQLiteValue], keys: RowKeys) throws -> M {
+        try M(from: RowDecoding(keys: keys, row: row))
     }
 
     /// One stored value as `T`.
@@ -57,28 +68,41 @@ enum RowDecoder {
     }
 }
 
+/// Positions of Codable keys in a row, shared by every row of a query.
+final class RowKeys: @unchecked Sendable {
+    let positions: [String: Int]
+    init(positions: [String: Int]) { self.positions = positions }
+}
+
 private struct RowDecoding: Decoder {
-    let values: [String: SQLiteValue]
+    let keys: RowKeys
+    let row: [SQLiteValue]
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RowDecodingContainer<Key>(values: values))
+        KeyedDecodingContainer(RowDecodingContainer<Key>(keys: keys, row: row))
     }
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw RowCodingError(message: "a row is keyed") }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { throw RowCodingError(message: "a row is keyed") }
 }
 
 private struct RowDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let values: [String: SQLiteValue]
+    let keys: RowKeys
+    let row: [SQLiteValue]
     var codingPath: [any CodingKey] { [] }
-    var allKeys: [Key] { values.keys.compactMap(Key.init(stringValue:)) }
+    var allKeys: [Key] { keys.positions.keys.compactMap(Key.init(stringValue:)) }
 
-    func contains(_ key: Key) -> Bool { values[key.stringValue] != nil }
-    func decodeNil(forKey key: Key) throws -> Bool { (values[key.stringValue] ?? .null) == .null }
+    private func value(_ key: Key) -> SQLiteValue? {
+        guard let position = keys.positions[key.stringValue], position < row.count else { return nil }
+        return row[position]
+    }
+
+    func contains(_ key: Key) -> Bool { value(key) != nil }
+    func decodeNil(forKey key: Key) throws -> Bool { (value(key) ?? .null) == .null }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        guard let stored = values[key.stringValue], stored != .null else {
+        guard let stored = value(key), stored != .null else {
             throw DecodingError.valueNotFound(T.self, .init(codingPath: [key], debugDescription: "column for '\(key.stringValue)' is NULL or missing"))
         }
         return try RowDecoder.value(T.self, from: stored, key: key.stringValue)

@@ -56,15 +56,12 @@ extension Store {
         removedFiles += names.map { externalFile(entity, $0.0, $0.1) }
     }
 
-    /// Replaces file names in a fetched row by the files' contents.
-    func loadExternalValues(_ row: inout [String: SQLiteValue], of entity: EntityDescriptor) throws(StoreError) {
-        for column in Self.externalColumns(of: entity) {
-            guard case .text(let name)? = row[column.jsonKey] else { continue }
-            guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
-                throw .database("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
-            }
-            row[column.jsonKey] = column.swiftType == "String" ? .text(String(decoding: data, as: UTF8.self)) : .blob([UInt8](data))
+    /// The contents of an external value's file, in place of its name.
+    func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor) throws(StoreError) -> SQLiteValue {
+        guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
+            throw .database("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
         }
+        return column.swiftType == "String" ? .text(String(decoding: data, as: UTF8.self)) : .blob([UInt8](data))
     }
 
     /// After a commit, removes replaced and deleted files; after a rollback, the new ones.

@@ -37,6 +37,8 @@ public actor Store {
     /// External files written, and marked for removal, in the open transaction.
     var createdFiles: [URL] = []
     var removedFiles: [URL] = []
+    /// Upsert SQL by entity and column shape.
+    var upsertStatements: [String: String] = [:]
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -166,21 +168,8 @@ public actor Store {
             try storeExternalValues(&row, of: entity)
         }
         let values = columns(of: entity, row: row)
-        let q = Self.quote
-        var sql = "INSERT INTO \(q(entity.table)) (\(values.map { q($0.column) }.joined(separator: ", "))) VALUES (\(values.map { _ in "?" }.joined(separator: ", ")))"
-        // One conflict clause per unique key: the primary key, then every unique index.
-        var targets: [[String]] = []
-        if !entity.hasImplicitKey || row["id"].map({ $0 != .null }) == true { targets.append(entity.primaryKey) }
-        targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
-        let updatable = values.map(\.column).filter { !entity.primaryKey.contains($0) }
-        for target in targets {
-            if updatable.isEmpty {
-                sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO NOTHING"
-            } else {
-                sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + updatable.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
-            }
-        }
-        sql += entity.hasImplicitKey ? " RETURNING \"id\";" : ";"
+        let hasKey = !entity.hasImplicitKey || row["id"].map({ $0 != .null }) == true
+        let sql = upsertSQL(entity, columns: values.map(\.column), hasKey: hasKey)
         do {
             let returned = try connection.query(sql, values.map(\.value))
             guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return model }
@@ -231,14 +220,23 @@ public actor Store {
         for relationship in entity.relationships where relationship.foreignKeyColumns.count == 1 {
             if let property = relationship.keyProperty { keyForColumn[relationship.foreignKeyColumns[0]] = property }
         }
-        let keys = names.map { keyForColumn[$0] ?? $0 }
+        var positions: [String: Int] = [:]
+        for (index, name) in names.enumerated() { positions[keyForColumn[name] ?? name] = index }
+        let keys = RowKeys(positions: positions)
+        let external = Self.externalColumns(of: entity).compactMap { column in positions[column.jsonKey].map { (column, $0) } }
         do {
-            return try result.map { row in
-                var values: [String: SQLiteValue] = [:]
-                for (key, value) in zip(keys, row) { values[key] = value }
-                try loadExternalValues(&values, of: entity)
-                return try RowDecoder.decode(M.self, from: values)
+            var models: [M] = []
+            models.reserveCapacity(result.count)
+            for var row in result {
+                for (column, position) in external {
+                    guard case .text(let name) = row[position] else { continue }
+                    row[position] = try loadExternalValue(name, column, of: entity)
+                }
+                models.append(try RowDecoder.decode(M.self, row: row, keys: keys))
             }
+            return models
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw .coding("\(error)")
         }
@@ -251,6 +249,28 @@ public actor Store {
         try write { () throws(StoreError) in
             do { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database("\(error)") }
         }
+    }
+
+    /// INSERT ... ON CONFLICT ... DO UPDATE for an entity and a set of columns, built once: one
+    /// conflict clause per unique key (the primary key when given, then every unique index).
+    func upsertSQL(_ entity: EntityDescriptor, columns: [String], hasKey: Bool) -> String {
+        let cacheKey = "\(entity.table)|\(hasKey)|\(columns.count)"
+        if let cached = upsertStatements[cacheKey] { return cached }
+        let q = Self.quote
+        var sql = "INSERT INTO \(q(entity.table)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        var targets: [[String]] = hasKey ? [entity.primaryKey] : []
+        targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+        let updatable = columns.filter { !entity.primaryKey.contains($0) }
+        for target in targets {
+            if updatable.isEmpty {
+                sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO NOTHING"
+            } else {
+                sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + updatable.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
+            }
+        }
+        sql += entity.hasImplicitKey ? " RETURNING \"id\";" : ";"
+        upsertStatements[cacheKey] = sql
+        return sql
     }
 
     /// A WHERE clause matching the stored row an upsert of `row` would replace.
@@ -270,6 +290,7 @@ public actor Store {
     }
 
     static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

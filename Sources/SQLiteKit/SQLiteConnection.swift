@@ -67,6 +67,7 @@ public final class SQLiteConnection {
     }
 
     deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -85,12 +86,34 @@ public final class SQLiteConnection {
         }
     }
 
+    /// Prepared statements by SQL text, reused by `query`: preparing costs more than running a
+    /// small insert. Bounded, so generated one-off SQL cannot grow it without end.
+    private var statements: [String: OpaquePointer] = [:]
+    private static let statementCacheLimit = 64
+
+    private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard status == SQLITE_OK, let statement else {
+            sqlite3_finalize(statement)
+            throw error(status, sql: sql)
+        }
+        if statements.count >= Self.statementCacheLimit {
+            for cached in statements.values { sqlite3_finalize(cached) }
+            statements.removeAll(keepingCapacity: true)
+        }
+        statements[sql] = statement
+        return statement
+    }
+
     /// Runs one statement with bound values and returns every row.
     public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
-        var statement: OpaquePointer?
-        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard prepared == SQLITE_OK else { throw error(prepared, sql: sql) }
-        defer { sqlite3_finalize(statement) }
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         for (offset, argument) in arguments.enumerated() {
             let index = Int32(offset + 1)
             switch argument {

@@ -1,0 +1,147 @@
+import CSQLite
+import ExampleModels
+import Foundation
+import Migrator
+import PersistentStore
+import SQLiteKit
+
+/// `store-benchmark store|raw ROWS DIR`: inserts ROWS flights, upserts ROWS of which half
+/// exist, and fetches everything back, through the store or through the raw SQLite C API
+/// (prepared statements, values bound by hand), printing the seconds of each phase.
+@main
+struct StoreBenchmark {
+    static func main() async throws {
+        let arguments = CommandLine.arguments
+        guard arguments.count == 4, let rows = Int(arguments[2]) else {
+            FileHandle.standardError.write(Data("usage: store-benchmark store|raw ROWS DIR\n".utf8))
+            exit(2)
+        }
+        let path = arguments[3] + "/\(arguments[1]).sqlite"
+        let first = (0..<rows).map(flight)
+        let second = (rows / 2..<rows / 2 + rows).map(flight)
+        let timings = arguments[1] == "store" ? try await viaStore(path, first, second) : try raw(path, first, second)
+        print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
+    }
+
+    static func flight(_ index: Int) -> Flight {
+        let base = Date(timeIntervalSince1970: 1_700_000_000 + Double(index))
+        return Flight(
+            ident: "F\(index)", actualOff: index % 3 == 0 ? base : nil, scheduledOff: base, estimatedOff: base.addingTimeInterval(60),
+            scheduledOn: base.addingTimeInterval(3600), estimatedOn: base.addingTimeInterval(3660), actualOn: nil,
+            progressPercent: Double(index % 100), status: "Scheduled", routeDistance: index % 5000, filedAirspeed: 450,
+            filedAltitude: 350, aircraftType: "B738", originID: nil, destinationID: nil, airlineID: nil)
+    }
+
+    static func seconds(_ work: () throws -> Void) rethrows -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try work()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    static func viaStore(_ path: String, _ first: [Flight], _ second: [Flight]) async throws -> (Double, Double, Double) {
+        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        var start = DispatchTime.now().uptimeNanoseconds
+        try await store.insert(first)
+        let insert = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        start = DispatchTime.now().uptimeNanoseconds
+        try await store.insert(second)
+        let upsert = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        start = DispatchTime.now().uptimeNanoseconds
+        let all = try await store.fetch(Flight.self)
+        let fetch = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        guard all.count == first.count + second.count / 2 else { throw CancellationError() }
+        return (insert, upsert, fetch)
+    }
+
+    // MARK: - The same work through the C API
+
+    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    static let columns = ["ident", "actual_off", "scheduled_off", "estimated_off", "scheduled_on", "estimated_on", "actual_on",
+                          "progress_percent", "status", "route_distance", "filed_airspeed", "filed_altitude", "aircraft_type",
+                          "origin_id", "destination_id", "airline_id"]
+
+    static func raw(_ path: String, _ first: [Flight], _ second: [Flight]) throws -> (Double, Double, Double) {
+        // The same tables, created by the same migrations.
+        let setup = try SQLiteConnection(path: path)
+        _ = try setup.query("PRAGMA journal_mode = WAL;")
+        try Migrator(connection: setup, schema: FlightsSchema.name, embedded: FlightsSchema.migrations).up()
+        var db: OpaquePointer?
+        sqlite3_open(path, &db)
+        defer { sqlite3_close(db) }
+        sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;", nil, nil, nil)
+        let list = columns.map { "\"\($0)\"" }.joined(separator: ", ")
+        let marks = columns.map { _ in "?" }.joined(separator: ", ")
+        let insertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks)) RETURNING id"
+        let upsertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks)) ON CONFLICT (ident) DO UPDATE SET "
+            + columns.dropFirst().map { "\"\($0)\" = excluded.\"\($0)\"" }.joined(separator: ", ") + " RETURNING id"
+
+        func write(_ flights: [Flight], _ sql: String) {
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+            sqlite3_exec(db, "BEGIN", nil, nil, nil)
+            for flight in flights {
+                bindText(statement, 1, flight.ident)
+                bindDate(statement, 2, flight.actualOff)
+                bindDate(statement, 3, flight.scheduledOff)
+                bindDate(statement, 4, flight.estimatedOff)
+                bindDate(statement, 5, flight.scheduledOn)
+                bindDate(statement, 6, flight.estimatedOn)
+                bindDate(statement, 7, flight.actualOn)
+                sqlite3_bind_double(statement, 8, flight.progressPercent)
+                bindText(statement, 9, flight.status)
+                sqlite3_bind_int64(statement, 10, Int64(flight.routeDistance))
+                sqlite3_bind_int64(statement, 11, Int64(flight.filedAirspeed))
+                sqlite3_bind_int64(statement, 12, Int64(flight.filedAltitude))
+                bindText(statement, 13, flight.aircraftType)
+                for (offset, key) in [flight.originID, flight.destinationID, flight.airlineID].enumerated() {
+                    if let key { sqlite3_bind_int64(statement, Int32(14 + offset), key) } else { sqlite3_bind_null(statement, Int32(14 + offset)) }
+                }
+                while sqlite3_step(statement) == SQLITE_ROW {}
+                sqlite3_reset(statement)
+            }
+            sqlite3_exec(db, "COMMIT", nil, nil, nil)
+            sqlite3_finalize(statement)
+        }
+
+        let insert = seconds { write(first, insertSQL) }
+        let upsert = seconds { write(second, upsertSQL) }
+        var fetched: [Flight] = []
+        let fetch = seconds {
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(db, "SELECT id, \(list) FROM flights ORDER BY id", -1, &statement, nil)
+            fetched.reserveCapacity(first.count + second.count / 2)
+            while sqlite3_step(statement) == SQLITE_ROW {
+                func text(_ column: Int32) -> String { String(cString: sqlite3_column_text(statement, column)) }
+                func date(_ column: Int32) -> Date? { sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : parseDate(text(column)) }
+                func key(_ column: Int32) -> Int64? { sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column) }
+                var flight = Flight(
+                    ident: text(1), actualOff: date(2), scheduledOff: date(3) ?? Date(), estimatedOff: date(4) ?? Date(),
+                    scheduledOn: date(5) ?? Date(), estimatedOn: date(6) ?? Date(), actualOn: date(7),
+                    progressPercent: sqlite3_column_double(statement, 8), status: text(9),
+                    routeDistance: Int(sqlite3_column_int64(statement, 10)), filedAirspeed: Int(sqlite3_column_int64(statement, 11)),
+                    filedAltitude: Int(sqlite3_column_int64(statement, 12)), aircraftType: text(13),
+                    originID: key(14), destinationID: key(15), airlineID: key(16))
+                flight.id = sqlite3_column_int64(statement, 0)
+                fetched.append(flight)
+            }
+            sqlite3_finalize(statement)
+        }
+        return (insert, upsert, fetch)
+    }
+
+    static func bindText(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
+        sqlite3_bind_text(statement, index, text, -1, transient)
+    }
+
+    static func bindDate(_ statement: OpaquePointer?, _ index: Int32, _ date: Date?) {
+        guard let date else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        bindText(statement, index, formatDate(date))
+    }
+
+    /// Raw code formats and parses dates the same way the store does.
+    static func formatDate(_ date: Date) -> String { StoredDate.text(date) }
+    static func parseDate(_ text: String) -> Date? { StoredDate.date(text) }
+}
