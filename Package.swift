@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "Mustache"),
         .target(name: "SchemaMetadata"),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
         .target(name: "MigrationPlanner", dependencies: ["SchemaKit", "Diagnostics", "CCrypto"]),
         .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationPlanner", "Diagnostics", "SchemaMetadata"]),
         .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SchemaMetadata"]),
@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite"]),
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "SchemaMetadata"]),
 
         // MARK: - Tests (folders mirror Sources)
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),

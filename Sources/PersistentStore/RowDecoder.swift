@@ -1,4 +1,5 @@
 import Foundation
+import SchemaMetadata
 import SQLiteKit
 
 /// Builds a model from column values through its own `Decodable` conformance.

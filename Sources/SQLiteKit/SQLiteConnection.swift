@@ -1,4 +1,5 @@
 import CSQLite
+import SchemaMetadata
 
 /// An error SQLite reported, with its result code and message.
 public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -18,30 +19,9 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// A value read from or bound to SQLite.
-public enum SQLiteValue: Sendable, Hashable, CustomStringConvertible {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob([UInt8])
-
-    public var description: String {
-        switch self {
-        case .null: "NULL"
-        case .integer(let value): String(value)
-        case .real(let value): String(value)
-        case .text(let value): "'\(value)'"
-        case .blob(let bytes): "x'" + bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "'"
-        }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-}
+/// A value read from or bound to SQLite: SchemaMetadata's `StoredValue`, which generated
+/// row codecs produce and read, so rows need no conversion.
+public typealias SQLiteValue = StoredValue
 
 /// One connection to a database file (or `:memory:`). Not shared between threads.
 public final class SQLiteConnection {

@@ -3,6 +3,7 @@ import ExampleModels
 import Foundation
 import Migrator
 import PersistentStore
+import SchemaMetadata
 import SQLiteKit
 
 /// `store-benchmark store|raw ROWS DIR`: inserts ROWS flights, upserts ROWS of which half

@@ -1,0 +1,190 @@
+import Foundation
+
+/// A value as SQLite stores it.
+public enum StoredValue: Sendable, Hashable, CustomStringConvertible {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var description: String {
+        switch self {
+        case .null: "NULL"
+        case .integer(let value): String(value)
+        case .real(let value): String(value)
+        case .text(let value): "'\(value)'"
+        case .blob(let bytes): "x'" + bytes.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() + "'"
+        }
+    }
+}
+
+/// A model that generated code reads from and writes to a row directly, in
+/// `entity.rowColumns` order, without going through Codable (several times faster).
+public protocol RowCodable {
+    func storedValues() throws -> [StoredValue]
+    init(storedValues row: [StoredValue]) throws
+}
+
+/// A stored value that does not fit the property it is read into.
+public struct StoredValueError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Types kept in one column.
+public protocol StoredValueConvertible {
+    var storedValue: StoredValue { get }
+    init(storedValue: StoredValue) throws
+}
+
+extension String: StoredValueConvertible {
+    public var storedValue: StoredValue { .text(self) }
+    public init(storedValue: StoredValue) throws {
+        guard case .text(let text) = storedValue else { throw StoredValueError("expected text, found \(storedValue)") }
+        self = text
+    }
+}
+
+extension Bool: StoredValueConvertible {
+    public var storedValue: StoredValue { .integer(self ? 1 : 0) }
+    public init(storedValue: StoredValue) throws {
+        guard case .integer(let number) = storedValue else { throw StoredValueError("expected a boolean, found \(storedValue)") }
+        self = number != 0
+    }
+}
+
+extension Double: StoredValueConvertible {
+    public var storedValue: StoredValue { .real(self) }
+    public init(storedValue: StoredValue) throws {
+        switch storedValue {
+        case .real(let number): self = number
+        case .integer(let number): self = Double(number)
+        default: throw StoredValueError("expected a number, found \(storedValue)")
+        }
+    }
+}
+
+extension Float: StoredValueConvertible {
+    public var storedValue: StoredValue { .real(Double(self)) }
+    public init(storedValue: StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
+}
+
+extension StoredValueConvertible where Self: FixedWidthInteger {
+    public var storedValue: StoredValue { .integer(Int64(self)) }
+    public init(storedValue: StoredValue) throws {
+        guard case .integer(let number) = storedValue, let value = Self(exactly: number) else {
+            throw StoredValueError("expected an integer that fits \(Self.self), found \(storedValue)")
+        }
+        self = value
+    }
+}
+
+extension Int: StoredValueConvertible {}
+extension Int8: StoredValueConvertible {}
+extension Int16: StoredValueConvertible {}
+extension Int32: StoredValueConvertible {}
+extension Int64: StoredValueConvertible {}
+
+extension Data: StoredValueConvertible {
+    public var storedValue: StoredValue { .blob([UInt8](self)) }
+    public init(storedValue: StoredValue) throws {
+        switch storedValue {
+        case .blob(let bytes): self = Data(bytes)
+        case .text(let text): self = Data(text.utf8)
+        default: throw StoredValueError("expected bytes, found \(storedValue)")
+        }
+    }
+}
+
+extension UUID: StoredValueConvertible {
+    public var storedValue: StoredValue { .text(uuidString.lowercased()) }
+    public init(storedValue: StoredValue) throws {
+        guard case .text(let text) = storedValue, let uuid = UUID(uuidString: text) else { throw StoredValueError("expected a UUID, found \(storedValue)") }
+        self = uuid
+    }
+}
+
+extension URL: StoredValueConvertible {
+    public var storedValue: StoredValue { .text(absoluteString) }
+    public init(storedValue: StoredValue) throws {
+        guard case .text(let text) = storedValue, let url = URL(string: text) else { throw StoredValueError("expected a URL, found \(storedValue)") }
+        self = url
+    }
+}
+
+extension Decimal: StoredValueConvertible {
+    public var storedValue: StoredValue { .text(description) }
+    public init(storedValue: StoredValue) throws {
+        guard case .text(let text) = storedValue, let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+            throw StoredValueError("expected a decimal, found \(storedValue)")
+        }
+        self = decimal
+    }
+}
+
+extension Date: StoredValueConvertible {
+    public var storedValue: StoredValue { .text(StoredDate.text(self)) }
+    public init(storedValue: StoredValue) throws {
+        guard case .text(let text) = storedValue, let date = StoredDate.date(text) else { throw StoredValueError("expected a date, found \(storedValue)") }
+        self = date
+    }
+}
+
+extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible {
+    public var storedValue: StoredValue { self?.storedValue ?? .null }
+    public init(storedValue: StoredValue) throws {
+        self = storedValue == .null ? nil : try Wrapped(storedValue: storedValue)
+    }
+}
+
+extension StoredValueConvertible where Self: RawRepresentable, RawValue: StoredValueConvertible {
+    public var storedValue: StoredValue { rawValue.storedValue }
+    public init(storedValue: StoredValue) throws {
+        guard let value = Self(rawValue: try RawValue(storedValue: storedValue)) else { throw StoredValueError("\(storedValue) is not a case of \(Self.self)") }
+        self = value
+    }
+}
+
+/// Value types and arrays are kept as JSON text (dates inside them as stored dates).
+public enum StoredJSON {
+    public static func value<T: Encodable>(_ value: T) throws -> StoredValue {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(StoredDate.text(date))
+        }
+        return .text(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    public static func value<T: Encodable>(_ value: T?) throws -> StoredValue {
+        guard let value else { return .null }
+        return try self.value(value)
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from stored: StoredValue) throws -> T {
+        guard case .text(let json) = stored else { throw StoredValueError("expected JSON text, found \(stored)") }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = StoredDate.date(text) else { throw StoredValueError("'\(text)' is not a stored date") }
+            return date
+        }
+        return try decoder.decode(T.self, from: Data(json.utf8))
+    }
+
+    public static func decode<T: Decodable>(_ type: T?.Type, from stored: StoredValue) throws -> T? {
+        stored == .null ? nil : try decode(T.self, from: stored)
+    }
+}
+
+extension EntityDescriptor {
+    /// The columns generated row codecs read and write, in order: the implicit `id`, the stored
+    /// attributes, then the single-column keys of to-one relationships.
+    public var rowColumns: [String] {
+        (hasImplicitKey ? ["id"] : []) + columns.map(\.column)
+            + relationships.filter { $0.keyProperty != nil && $0.foreignKeyColumns.count == 1 }.map { $0.foreignKeyColumns[0] }
+    }
+}
