@@ -145,6 +145,47 @@ public struct TemplateContext: Sendable {
             parameters.append(("\(name): \(type)\(relationship.isOptional ? " = nil" : "")", "self.\(name) = \(name)"))
         }
 
+        // Direct row codecs (RowCodable): values in `rowColumns` order, and the initializer call
+        // that reads them back. Not for entities whose to-one keys span several columns.
+        var rowValues: [MustacheValue] = []
+        var rowArguments: [MustacheValue] = []
+        func readExpression(_ type: AttributeType, optional: Bool, position: Int) -> String {
+            let swiftType = SwiftSyntax.typeName(type)
+            switch type {
+            case .value, .array:
+                return "try StoredJSON.decode(\(swiftType)\(optional ? "?" : "").self, from: row[\(position)])"
+            default:
+                return optional ? "try Optional<\(swiftType)>(storedValue: row[\(position)])" : "try \(swiftType)(storedValue: row[\(position)])"
+            }
+        }
+        var position = 0
+        if case .implicit = entity.primaryKey {
+            rowValues.append(["expression": "id.storedValue"])
+            rowArguments.append(["argument": "id: try Optional<Int64>(storedValue: row[0])"])
+            position = 1
+        }
+        for attribute in stored {
+            let name = SwiftSyntax.identifier(attribute.name)
+            switch attribute.type {
+            case .value, .array: rowValues.append(["expression": .string("try StoredJSON.value(self.\(name))")])
+            default: rowValues.append(["expression": .string("self.\(name).storedValue")])
+            }
+            rowArguments.append(["argument": .string("\(name): " + readExpression(attribute.type, optional: attribute.isOptional, position: position))])
+            position += 1
+        }
+        var rowCodable = true
+        for relationship in keyRelationships {
+            guard relationship.foreignKeyColumns.count == 1 else {
+                rowCodable = false
+                continue
+            }
+            let name = SwiftSyntax.identifier(relationship.name + "ID")
+            let base = keyBaseType(of: relationship)
+            rowValues.append(["expression": .string("self.\(name).storedValue")])
+            rowArguments.append(["argument": .string("\(name): " + (relationship.isOptional ? "try Optional<\(base)>(storedValue: row[\(position)])" : "try \(base)(storedValue: row[\(position)])"))])
+            position += 1
+        }
+
         var patchFields: [MustacheValue] = []
         for attribute in stored {
             patchFields.append([
@@ -183,6 +224,10 @@ public struct TemplateContext: Sendable {
             "initParameters": list(parameters.map { ["declaration": .string($0.declaration), "assignment": .string($0.assignment)] }),
             "patchFields": list(patchFields),
             "hasPatchFields": .bool(!patchFields.isEmpty),
+            "isRowCodable": .bool(rowCodable),
+            "rowValues": list(rowValues),
+            "rowArguments": list(rowArguments),
+            "rowCount": .number(Double(position)),
             "indexes": list(indexes(of: entity).map { index in
                 ["name": .string(index.name), "columns": list(index.columns.map { .string($0) }),
                  "columnsLiteral": .string("[" + index.columns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),

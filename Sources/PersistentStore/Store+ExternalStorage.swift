@@ -37,6 +37,21 @@ extension Store {
         }
     }
 
+    /// Writes one external value to a file and returns the name the column holds.
+    func storeExternalValue(_ value: SQLiteValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor) throws(StoreError) -> SQLiteValue {
+        let bytes: [UInt8]
+        switch value {
+        case .blob(let data): bytes = data
+        case .text(let text): bytes = Array(text.utf8)
+        default: return value
+        }
+        let name = UUID().uuidString.lowercased()
+        let url = externalFile(entity, column, name)
+        try writeDurably(bytes, to: url)
+        createdFiles.append(url)
+        return .text(name)
+    }
+
     /// The external file names a stored row holds, by column.
     func externalNames(of entity: EntityDescriptor, where condition: String, _ arguments: [SQLiteValue]) throws(StoreError) -> [(ColumnDescriptor, String)] {
         let columns = Self.externalColumns(of: entity)

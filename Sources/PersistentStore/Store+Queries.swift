@@ -35,7 +35,7 @@ extension Store {
         _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {
         let (condition, arguments) = try whereClause(predicate, for: M.self)
-        var sql = "SELECT * FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
+        var sql = "SELECT \(selection(M.self)) FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
         if let limit { sql += " LIMIT \(max(0, limit))" }
         if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
         return try rows(sql, arguments, as: M.self)

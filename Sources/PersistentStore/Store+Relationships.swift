@@ -8,6 +8,12 @@ extension Store {
     /// A model's primary-key values, in key-column order.
     func keyValues<M: PersistentModel>(of model: M) throws(StoreError) -> [SQLiteValue] {
         let entity = M.entity
+        let encoded: [SQLiteValue]?
+        do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
+        if let values = encoded {
+            let byColumn = Dictionary(zip(rowColumns(entity), values).map { ($0, $1) }, uniquingKeysWith: { a, _ in a })
+            return entity.primaryKey.map { byColumn[$0] ?? .null }
+        }
         let row: [String: SQLiteValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
         return entity.primaryKey.map { column -> SQLiteValue in
@@ -61,7 +67,7 @@ extension Store {
         let (target, keys) = try relatedKeys(of: S.entity, key: try keyValues(of: model), via: relationship)
         var result: [T] = []
         for key in keys {
-            result += try rows("SELECT * FROM \(Self.quote(target.table)) WHERE \(Self.condition(target.primaryKey))", key, as: T.self)
+            result += try rows("SELECT \(selection(T.self)) FROM \(Self.quote(target.table)) WHERE \(Self.condition(target.primaryKey))", key, as: T.self)
         }
         return result
     }

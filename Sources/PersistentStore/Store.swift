@@ -39,6 +39,15 @@ public actor Store {
     var removedFiles: [URL] = []
     /// Upsert SQL by entity and column shape.
     var upsertStatements: [String: String] = [:]
+    /// Row-codec column order by table, computed once.
+    private var rowColumnsCache: [String: [String]] = [:]
+
+    func rowColumns(_ entity: EntityDescriptor) -> [String] {
+        if let cached = rowColumnsCache[entity.table] { return cached }
+        let columns = entity.rowColumns
+        rowColumnsCache[entity.table] = columns
+        return columns
+    }
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -158,6 +167,9 @@ public actor Store {
 
     private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
         let entity = M.entity
+        let encoded: [SQLiteValue]?
+        do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
+        if let encoded { return try upsertDirect(encoded, as: M.self) }
         var row: [String: SQLiteValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
         let original = row
@@ -191,7 +203,7 @@ public actor Store {
         guard entity.primaryKey.count == 1 else { throw .coding("\(entity.name) has a composite key; fetch with a filter") }
         let value: SQLiteValue
         do { value = try RowEncoder.value(key) } catch { throw .coding("\(error)") }
-        return try rows("SELECT * FROM \(Self.quote(entity.table)) WHERE \(Self.quote(entity.primaryKey[0])) = ? LIMIT 1", [value], as: M.self).first
+        return try rows("SELECT \(selection(M.self)) FROM \(Self.quote(entity.table)) WHERE \(Self.quote(entity.primaryKey[0])) = ? LIMIT 1", [value], as: M.self).first
     }
 
     public func count<M: PersistentModel>(_ type: M.Type) throws(StoreError) -> Int {
@@ -206,6 +218,31 @@ public actor Store {
     /// Reads rows and decodes them through the model's Codable keys.
     func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type) throws(StoreError) -> [M] {
         let entity = M.entity
+        if M.self is any RowCodable.Type {
+            // The query selected `rowColumns` in order (see `selection`); rows stream through.
+            let order = rowColumns(entity)
+            let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
+            var models: [M] = []
+            do {
+                try connection.forEachRow(sql, arguments) { row in
+                    guard !external.isEmpty else {
+                        models.append(try decodeDirect(row, as: M.self))
+                        return
+                    }
+                    var row = row
+                    for (column, position) in external {
+                        guard case .text(let name) = row[position] else { continue }
+                        row[position] = try loadExternalValue(name, column, of: entity)
+                    }
+                    models.append(try decodeDirect(row, as: M.self))
+                }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .database("\(error)")
+            }
+            return models
+        }
         let names: [String]
         let result: [[SQLiteValue]]
         do {
@@ -251,6 +288,57 @@ public actor Store {
         }
     }
 
+    /// The upsert of a model with a generated row codec: values by position, no Codable.
+    private func upsertDirect<M: PersistentModel>(_ encoded: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
+        let entity = M.entity
+        let columns = rowColumns(entity)
+        var values = encoded
+        let original = values
+        let external = Self.externalColumns(of: entity)
+        if !external.isEmpty {
+            let byColumn = Dictionary(zip(columns, values).map { ($0, $1) }, uniquingKeysWith: { a, _ in a })
+            let replaced = conflictCondition(entity, values: byColumn)
+            removeOnCommit(try externalNames(of: entity, where: replaced.sql, replaced.arguments), of: entity)
+            for column in external {
+                guard let position = columns.firstIndex(of: column.column) else { continue }
+                values[position] = try storeExternalValue(values[position], entity, column)
+            }
+        }
+        // Without an id the database assigns one.
+        let omitID = entity.hasImplicitKey && values.first == .null
+        let usedColumns = omitID ? Array(columns.dropFirst()) : columns
+        let usedValues = omitID ? Array(values.dropFirst()) : values
+        let sql = upsertSQL(entity, columns: usedColumns, hasKey: !entity.hasImplicitKey || !omitID)
+        do {
+            let returned = try connection.query(sql, usedValues)
+            guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return try decodeDirect(original, as: M.self) }
+            var stored = original
+            stored[0] = .integer(id)
+            return try decodeDirect(stored, as: M.self)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .database("\(error)")
+        }
+    }
+
+    func decodeDirect<M: PersistentModel>(_ values: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
+        do {
+            guard let model = try M.decodeStored(values) else { throw StoreError.coding("\(M.self) has no row codec") }
+            return model
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .coding("\(error)")
+        }
+    }
+
+    /// The column list a query selects: the row codec's order, or every column.
+    func selection<M: PersistentModel>(_ type: M.Type) -> String {
+        guard M.self is any RowCodable.Type else { return "*" }
+        return rowColumns(M.entity).map(Self.quote).joined(separator: ", ")
+    }
+
     /// INSERT ... ON CONFLICT ... DO UPDATE for an entity and a set of columns, built once: one
     /// conflict clause per unique key (the primary key when given, then every unique index).
     func upsertSQL(_ entity: EntityDescriptor, columns: [String], hasKey: Bool) -> String {
@@ -275,7 +363,11 @@ public actor Store {
 
     /// A WHERE clause matching the stored row an upsert of `row` would replace.
     func conflictCondition(_ entity: EntityDescriptor, row: [String: SQLiteValue]) -> (sql: String, arguments: [SQLiteValue]) {
-        let values = Dictionary(columns(of: entity, row: row).map { ($0.column, $0.value) }, uniquingKeysWith: { a, _ in a })
+        conflictCondition(entity, values: Dictionary(columns(of: entity, row: row).map { ($0.column, $0.value) }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    /// The same from values by column name.
+    func conflictCondition(_ entity: EntityDescriptor, values: [String: SQLiteValue]) -> (sql: String, arguments: [SQLiteValue]) {
         var targets: [[String]] = [entity.primaryKey]
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
         var clauses: [String] = []

@@ -132,6 +132,45 @@ public final class SQLiteConnection {
         return rows
     }
 
+    /// Runs one statement and hands each row to `body` in one reused buffer (no array per row).
+    public func forEachRow(_ sql: String, _ arguments: [SQLiteValue] = [], _ body: ([SQLiteValue]) throws -> Void) throws {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            switch argument {
+            case .null: sqlite3_bind_null(statement, index)
+            case .integer(let value): sqlite3_bind_int64(statement, index, value)
+            case .real(let value): sqlite3_bind_double(statement, index, value)
+            case .text(let value): sqlite3_bind_text(statement, index, value, -1, Self.transient)
+            case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), Self.transient)
+            }
+        }
+        let count = Int(sqlite3_column_count(statement))
+        var row = [SQLiteValue](repeating: .null, count: count)
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+            for column in 0..<count {
+                let index = Int32(column)
+                switch sqlite3_column_type(statement, index) {
+                case SQLITE_INTEGER: row[column] = .integer(sqlite3_column_int64(statement, index))
+                case SQLITE_FLOAT: row[column] = .real(sqlite3_column_double(statement, index))
+                case SQLITE_TEXT: row[column] = .text(String(cString: sqlite3_column_text(statement, index)))
+                case SQLITE_BLOB:
+                    let length = Int(sqlite3_column_bytes(statement, index))
+                    row[column] = .blob(sqlite3_column_blob(statement, index).map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? [])
+                default: row[column] = .null
+                }
+            }
+            try body(row)
+        }
+    }
+
     /// The SQLite library version, e.g. `3.40.1`.
     public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
 }

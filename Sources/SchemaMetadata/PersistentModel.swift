@@ -5,6 +5,21 @@ public protocol PersistentModel: Codable, Hashable, Identifiable, Sendable {
     /// The column a key path of this model reads (`\Airport.icao` -> `icao`), for translating
     /// predicates and sort descriptors to SQL; nil for transient and computed properties.
     static func column(for keyPath: AnyKeyPath) -> String?
+    /// The model from stored values in `entity.rowColumns` order, or nil without a row codec.
+    static func decodeStored(_ row: [StoredValue]) throws -> Self?
+    /// The stored values in `entity.rowColumns` order, or nil without a row codec.
+    func encodeStored() throws -> [StoredValue]?
+}
+
+extension PersistentModel {
+    public static func decodeStored(_ row: [StoredValue]) throws -> Self? { nil }
+    public func encodeStored() throws -> [StoredValue]? { nil }
+}
+
+/// Models with a generated row codec use it, dispatched statically.
+extension PersistentModel where Self: RowCodable {
+    public static func decodeStored(_ row: [StoredValue]) throws -> Self? { try Self(storedValues: row) }
+    public func encodeStored() throws -> [StoredValue]? { try storedValues() }
 }
 
 /// A relationship of `Source` whose other side is `Target`, named for the runtime store

@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import SchemaMetadata
 import SQLiteKit
 import Testing
 @testable import PersistentStore
@@ -127,5 +128,51 @@ extension Store {
     /// One value of a query, for checking what is stored.
     func probe(_ sql: String) throws -> (SQLiteValue,) {
         (try connection.query(sql).first?.first ?? .null,)
+    }
+}
+
+/// A model written by hand, without a generated row codec: the store maps it through Codable.
+struct HandWrittenAirport: PersistentModel {
+    var id: Int64?
+    var icao: String
+    var name: String
+    var city: String
+    var state: String?
+    var countryCode: String
+    var latitude: Double
+    var longitude: Double
+    var elevationFeet: Int?
+    var timezone: String = "UTC"
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, city, state, latitude, longitude, timezone
+        case icao = "airport_code"
+        case countryCode = "country_code"
+        case elevationFeet
+    }
+
+    static var entity: EntityDescriptor { Airport.entity }
+
+    static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \HandWrittenAirport.icao: "icao"
+        case \HandWrittenAirport.name: "name"
+        default: nil
+        }
+    }
+}
+
+@Suite struct CodableFallbackTests {
+    @Test func modelsWithoutARowCodecGoThroughCodable() async throws {
+        let store = try flightsStore()
+        let first = try await store.insert(HandWrittenAirport(icao: "KSFO", name: "SFO", city: "San Francisco", countryCode: "US", latitude: 1, longitude: 2))
+        let again = try await store.insert(HandWrittenAirport(icao: "KSFO", name: "San Francisco", city: "San Francisco", countryCode: "US", latitude: 1, longitude: 2))
+        #expect(first.id != nil && again.id == first.id, "upsert on the unique code")
+        let fetched = try await store.fetch(HandWrittenAirport.self, where: #Predicate { $0.icao == "KSFO" })
+        #expect(fetched.map(\.name) == ["San Francisco"])
+        // The generated model reads the same row.
+        #expect(try await store.fetch(Airport.self).first?.name == "San Francisco")
+        try await store.delete(again)
+        #expect(try await store.count(Airport.self) == 0)
     }
 }

@@ -45,3 +45,26 @@ public struct Airline: PersistentModel {
         }
     }
 }
+
+extension Airline: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.code.storedValue,
+            self.name.storedValue,
+            self.shortName.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 4 else { throw StoredValueError("expected 4 values for Airline, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            code: try String(storedValue: row[1]),
+            name: try String(storedValue: row[2]),
+            shortName: try String(storedValue: row[3])
+        )
+    }
+}

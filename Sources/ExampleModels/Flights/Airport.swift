@@ -87,3 +87,38 @@ public struct Airport: PersistentModel {
         }
     }
 }
+
+extension Airport: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.icao.storedValue,
+            self.name.storedValue,
+            self.city.storedValue,
+            self.state.storedValue,
+            self.countryCode.storedValue,
+            self.latitude.storedValue,
+            self.longitude.storedValue,
+            self.elevationFeet.storedValue,
+            self.timezone.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 10 else { throw StoredValueError("expected 10 values for Airport, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            icao: try String(storedValue: row[1]),
+            name: try String(storedValue: row[2]),
+            city: try String(storedValue: row[3]),
+            state: try Optional<String>(storedValue: row[4]),
+            countryCode: try String(storedValue: row[5]),
+            latitude: try Double(storedValue: row[6]),
+            longitude: try Double(storedValue: row[7]),
+            elevationFeet: try Optional<Int>(storedValue: row[8]),
+            timezone: try String(storedValue: row[9])
+        )
+    }
+}

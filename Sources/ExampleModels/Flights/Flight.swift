@@ -120,3 +120,52 @@ public struct Flight: PersistentModel {
         }
     }
 }
+
+extension Flight: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.ident.storedValue,
+            self.actualOff.storedValue,
+            self.scheduledOff.storedValue,
+            self.estimatedOff.storedValue,
+            self.scheduledOn.storedValue,
+            self.estimatedOn.storedValue,
+            self.actualOn.storedValue,
+            self.progressPercent.storedValue,
+            self.status.storedValue,
+            self.routeDistance.storedValue,
+            self.filedAirspeed.storedValue,
+            self.filedAltitude.storedValue,
+            self.aircraftType.storedValue,
+            self.originID.storedValue,
+            self.destinationID.storedValue,
+            self.airlineID.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 17 else { throw StoredValueError("expected 17 values for Flight, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            ident: try String(storedValue: row[1]),
+            actualOff: try Optional<Date>(storedValue: row[2]),
+            scheduledOff: try Date(storedValue: row[3]),
+            estimatedOff: try Date(storedValue: row[4]),
+            scheduledOn: try Date(storedValue: row[5]),
+            estimatedOn: try Date(storedValue: row[6]),
+            actualOn: try Optional<Date>(storedValue: row[7]),
+            progressPercent: try Double(storedValue: row[8]),
+            status: try String(storedValue: row[9]),
+            routeDistance: try Int(storedValue: row[10]),
+            filedAirspeed: try Int(storedValue: row[11]),
+            filedAltitude: try Int(storedValue: row[12]),
+            aircraftType: try String(storedValue: row[13]),
+            originID: try Optional<Int64>(storedValue: row[14]),
+            destinationID: try Optional<Int64>(storedValue: row[15]),
+            airlineID: try Optional<Int64>(storedValue: row[16])
+        )
+    }
+}

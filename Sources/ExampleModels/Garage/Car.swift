@@ -82,3 +82,38 @@ public struct Car: PersistentModel {
         }
     }
 }
+
+extension Car: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.vin.storedValue,
+            self.make.storedValue,
+            self.model.storedValue,
+            try StoredJSON.value(self.color),
+            self.price.storedValue,
+            self.mileage.storedValue,
+            self.manual.storedValue,
+            self.photo.storedValue,
+            self.ownerID.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 10 else { throw StoredValueError("expected 10 values for Car, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            vin: try String(storedValue: row[1]),
+            make: try String(storedValue: row[2]),
+            model: try String(storedValue: row[3]),
+            color: try StoredJSON.decode(Color.self, from: row[4]),
+            price: try Optional<Decimal>(storedValue: row[5]),
+            mileage: try Int32(storedValue: row[6]),
+            manual: try Optional<URL>(storedValue: row[7]),
+            photo: try Optional<Data>(storedValue: row[8]),
+            ownerID: try Optional<Int64>(storedValue: row[9])
+        )
+    }
+}

@@ -34,3 +34,22 @@ public struct Mechanic: PersistentModel {
         }
     }
 }
+
+extension Mechanic: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.name.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 2 else { throw StoredValueError("expected 2 values for Mechanic, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            name: try String(storedValue: row[1])
+        )
+    }
+}

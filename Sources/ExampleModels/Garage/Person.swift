@@ -41,3 +41,24 @@ public struct Person: PersistentModel {
         }
     }
 }
+
+extension Person: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.name.storedValue,
+            self.birthYear.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 3 else { throw StoredValueError("expected 3 values for Person, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            name: try String(storedValue: row[1]),
+            birthYear: try Optional<Int16>(storedValue: row[2])
+        )
+    }
+}

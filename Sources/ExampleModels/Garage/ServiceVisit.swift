@@ -54,3 +54,24 @@ public struct ServiceVisit: PersistentModel {
         }
     }
 }
+
+extension ServiceVisit: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            self.day.storedValue,
+            self.notes.storedValue,
+            self.carID.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 3 else { throw StoredValueError("expected 3 values for ServiceVisit, found \(row.count)") }
+        self.init(
+            day: try Date(storedValue: row[0]),
+            notes: try Optional<String>(storedValue: row[1]),
+            carID: try Int64(storedValue: row[2])
+        )
+    }
+}

@@ -46,3 +46,26 @@ public struct ChecklistItem: PersistentModel {
         }
     }
 }
+
+extension ChecklistItem: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.title.storedValue,
+            self.isDone.storedValue,
+            self.taskID.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 4 else { throw StoredValueError("expected 4 values for ChecklistItem, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            title: try String(storedValue: row[1]),
+            isDone: try Bool(storedValue: row[2]),
+            taskID: try Int64(storedValue: row[3])
+        )
+    }
+}

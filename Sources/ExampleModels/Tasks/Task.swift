@@ -77,3 +77,36 @@ public struct Task: PersistentModel {
         }
     }
 }
+
+extension Task: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.name.storedValue,
+            self.createdAt.storedValue,
+            self.notes.storedValue,
+            self.isCompleted.storedValue,
+            self.priority.storedValue,
+            try StoredJSON.value(self.tags),
+            self.dueDate.storedValue,
+            self.listID.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 9 else { throw StoredValueError("expected 9 values for Task, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            name: try String(storedValue: row[1]),
+            createdAt: try Date(storedValue: row[2]),
+            notes: try String(storedValue: row[3]),
+            isCompleted: try Bool(storedValue: row[4]),
+            priority: try Priority(storedValue: row[5]),
+            tags: try StoredJSON.decode([String].self, from: row[6]),
+            dueDate: try Optional<Date>(storedValue: row[7]),
+            listID: try Int64(storedValue: row[8])
+        )
+    }
+}

@@ -41,3 +41,24 @@ public struct TaskList: PersistentModel {
         }
     }
 }
+
+extension TaskList: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.name.storedValue,
+            self.createdAt.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 3 else { throw StoredValueError("expected 3 values for TaskList, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            name: try String(storedValue: row[1]),
+            createdAt: try Date(storedValue: row[2])
+        )
+    }
+}

@@ -41,3 +41,26 @@ public struct TodoItem: PersistentModel {
         }
     }
 }
+
+extension TodoItem: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            self.id.storedValue,
+            self.taskName.storedValue,
+            self.startDate.storedValue,
+            self.isCompleted.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 4 else { throw StoredValueError("expected 4 values for TodoItem, found \(row.count)") }
+        self.init(
+            id: try UUID(storedValue: row[0]),
+            taskName: try String(storedValue: row[1]),
+            startDate: try Date(storedValue: row[2]),
+            isCompleted: try Bool(storedValue: row[3])
+        )
+    }
+}

@@ -51,3 +51,28 @@ public struct Image: PersistentModel {
         }
     }
 }
+
+extension Image: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            id.storedValue,
+            self.url.storedValue,
+            self.data.storedValue,
+            try StoredJSON.value(self.size),
+            self.ownerID.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 5 else { throw StoredValueError("expected 5 values for Image, found \(row.count)") }
+        self.init(
+            id: try Optional<Int64>(storedValue: row[0]),
+            url: try URL(storedValue: row[1]),
+            data: try Optional<Data>(storedValue: row[2]),
+            size: try StoredJSON.decode(ImageSize?.self, from: row[3]),
+            ownerID: try Optional<String>(storedValue: row[4])
+        )
+    }
+}

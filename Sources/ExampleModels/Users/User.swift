@@ -60,3 +60,30 @@ public struct User: PersistentModel {
         }
     }
 }
+
+extension User: RowCodable {
+    /// The stored values in `entity.rowColumns` order, for the runtime store.
+    public func storedValues() throws -> [StoredValue] {
+        [
+            self.identifier.storedValue,
+            self.name.storedValue,
+            self.type.storedValue,
+            self.isOnline.storedValue,
+            self.email.storedValue,
+            self.lastSeen.storedValue,
+        ]
+    }
+
+    /// A model from stored values in `entity.rowColumns` order.
+    public init(storedValues row: [StoredValue]) throws {
+        guard row.count == 6 else { throw StoredValueError("expected 6 values for User, found \(row.count)") }
+        self.init(
+            identifier: try String(storedValue: row[0]),
+            name: try String(storedValue: row[1]),
+            type: try UserType(storedValue: row[2]),
+            isOnline: try Optional<Bool>(storedValue: row[3]),
+            email: try Optional<String>(storedValue: row[4]),
+            lastSeen: try Optional<Date>(storedValue: row[5])
+        )
+    }
+}
