@@ -186,6 +186,29 @@ public struct TemplateContext: Sendable {
             position += 1
         }
 
+        // The Joined view: stored attributes, key properties, and relationships as properties.
+        var joinedMembers: [MustacheValue] = []
+        if case .implicit = entity.primaryKey {
+            joinedMembers.append(["declaration": "id: Int64?", "property": "id", "member": ".column(\"id\")"])
+        }
+        for attribute in stored {
+            joinedMembers.append(["declaration": .string("\(SwiftSyntax.identifier(attribute.name)): \(swiftType(attribute))"),
+                                  "property": .string(SwiftSyntax.identifier(attribute.name)),
+                                  "member": .string(".column(\(SwiftSyntax.stringLiteral(attribute.columnName)))")])
+        }
+        for relationship in keyRelationships where relationship.foreignKeyColumns.count == 1 {
+            joinedMembers.append(["declaration": .string("\(SwiftSyntax.identifier(relationship.name + "ID")): \(keyType(of: relationship))"),
+                                  "property": .string(SwiftSyntax.identifier(relationship.name + "ID")),
+                                  "member": .string(".column(\(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])))")])
+        }
+        for relationship in entity.relationships {
+            let target = SwiftSyntax.identifier(relationship.target) + ".Joined"
+            let type = relationship.isToMany ? "[\(target)]" : target + (relationship.isOptional ? "?" : "")
+            joinedMembers.append(["declaration": .string("\(SwiftSyntax.identifier(relationship.name)): \(type)"),
+                                  "property": .string(SwiftSyntax.identifier(relationship.name)),
+                                  "member": .string(".relationship(\(SwiftSyntax.stringLiteral(relationship.name)))")])
+        }
+
         var patchFields: [MustacheValue] = []
         for attribute in stored {
             patchFields.append([
@@ -225,6 +248,7 @@ public struct TemplateContext: Sendable {
             "patchFields": list(patchFields),
             "hasPatchFields": .bool(!patchFields.isEmpty),
             "isRowCodable": .bool(rowCodable),
+            "joinedMembers": list(joinedMembers),
             "rowValues": list(rowValues),
             "rowArguments": list(rowArguments),
             "rowCount": .number(Double(position)),

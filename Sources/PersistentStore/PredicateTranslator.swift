@@ -10,9 +10,92 @@ struct SQLBuilder {
     /// Closure variables bound to SQL (the value an optional-chaining predicate unwraps).
     var variables: [PredicateExpressions.VariableID: String] = [:]
 
+    // Following relationships (`Joined` predicates): rows of joined tables by alias.
+    /// Variables that stand for a row of an entity: the root, an unwrapped to-one, a to-many element.
+    var rows: [PredicateExpressions.VariableID: (alias: String, entity: EntityDescriptor)] = [:]
+    /// LEFT JOINs, one list per query level (the main query, then each EXISTS).
+    var joins: [[String]] = [[]]
+    var aliasCount = 0
+    var entityNamed: (String) -> EntityDescriptor? = { _ in nil }
+
+    init(column: @escaping (AnyKeyPath) -> String?) {
+        self.column = column
+    }
+
     mutating func bind(_ value: SQLiteValue) -> String {
         arguments.append(value)
         return "?"
+    }
+
+    mutating func newAlias() -> String {
+        aliasCount += 1
+        return "t\(aliasCount)"
+    }
+
+    /// A key path of a `Joined` view on a row: a column, or a relationship to follow.
+    mutating func member(_ keyPath: AnyKeyPath, of type: Any.Type, alias: String) throws(PredicateTranslationError) -> String {
+        guard let joined = type as? any JoinedModel.Type, let member = joined.member(for: keyPath) else {
+            throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property or relationship)")
+        }
+        let entity = joined.entity
+        switch member {
+        case .column(let name):
+            return "\(alias).\(Store.quote(name))"
+        case .relationship(let name):
+            guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
+                throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
+            }
+            if relationship.isToMany { return Marker.many(alias: alias, entity: entity.name, relationship: name) }
+            let joined = newAlias()
+            let condition: String
+            if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
+                condition = "\(joined).\(Store.quote(target.primaryKey[0])) = \(alias).\(Store.quote(relationship.foreignKeyColumns[0]))"
+            } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1, entity.primaryKey.count == 1 {
+                condition = "\(joined).\(Store.quote(inverse.foreignKeyColumns[0])) = \(alias).\(Store.quote(entity.primaryKey[0]))"
+            } else {
+                throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
+            }
+            joins[joins.count - 1].append("LEFT JOIN \(Store.quote(target.table)) AS \(joined) ON \(condition)")
+            return Marker.row(alias: joined, entity: target.name)
+        }
+    }
+
+    /// FROM and WHERE that correlate a to-many relationship's rows with their owner.
+    mutating func toMany(_ marker: (alias: String, entity: String, relationship: String)) throws(PredicateTranslationError) -> (alias: String, target: EntityDescriptor, from: String, correlation: String) {
+        guard let owner = entityNamed(marker.entity), let relationship = owner.relationship(named: marker.relationship),
+              let target = entityNamed(relationship.target), owner.primaryKey.count == 1, target.primaryKey.count == 1 else {
+            throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship)")
+        }
+        let alias = newAlias()
+        let ownerKey = "\(marker.alias).\(Store.quote(owner.primaryKey[0]))"
+        if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1 {
+            let link = newAlias()
+            return (alias, target,
+                    "\(Store.quote(target.table)) AS \(alias) JOIN \(Store.quote(joinTable)) AS \(link) ON \(link).\(Store.quote(relationship.joinTargetColumns[0])) = \(alias).\(Store.quote(target.primaryKey[0]))",
+                    "\(link).\(Store.quote(relationship.joinColumns[0])) = \(ownerKey)")
+        }
+        guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else {
+            throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship)")
+        }
+        return (alias, target, "\(Store.quote(target.table)) AS \(alias)", "\(alias).\(Store.quote(inverse.foreignKeyColumns[0])) = \(ownerKey)")
+    }
+}
+
+/// Translations that stand for rows rather than values: a joined row, or a to-many relationship.
+enum Marker {
+    static func row(alias: String, entity: String) -> String { "\u{1}row\u{1}\(alias)\u{1}\(entity)" }
+    static func many(alias: String, entity: String, relationship: String) -> String { "\u{1}many\u{1}\(alias)\u{1}\(entity)\u{1}\(relationship)" }
+
+    static func parseRow(_ text: String) -> (alias: String, entity: String)? {
+        let parts = text.split(separator: "\u{1}", omittingEmptySubsequences: true)
+        guard parts.count == 3, parts[0] == "row" else { return nil }
+        return (String(parts[1]), String(parts[2]))
+    }
+
+    static func parseMany(_ text: String) -> (alias: String, entity: String, relationship: String)? {
+        let parts = text.split(separator: "\u{1}", omittingEmptySubsequences: true)
+        guard parts.count == 4, parts[0] == "many" else { return nil }
+        return (String(parts[1]), String(parts[2]), String(parts[3]))
     }
 }
 
@@ -59,6 +142,24 @@ extension PredicateExpressions.Variable: SQLTranslatable {
 
 extension PredicateExpressions.KeyPath: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
+        // A row of a `Joined` predicate (the root, or a followed relationship).
+        if let variable = root as? PredicateExpressions.Variable<Root.Output>, let row = builder.rows[variable.key] {
+            return try builder.member(keyPath, of: Root.Output.self, alias: row.alias)
+        }
+        if !(root is PredicateExpressions.Variable<Root.Output>), Root.Output.self is any JoinedModel.Type || Root.Output.self is any Collection.Type {
+            let rootSQL = try translate(root, &builder)
+            if let row = Marker.parseRow(rootSQL) {
+                return try builder.member(keyPath, of: Root.Output.self, alias: row.alias)
+            }
+            if let many = Marker.parseMany(rootSQL) {
+                // `relationship.count` and `relationship.isEmpty`.
+                let (_, _, from, correlation) = try builder.toMany(many)
+                let array = Root.Output.self as? any ArrayKeyPaths.Type
+                if array?.isCount(keyPath) == true { return "(SELECT count(*) FROM \(from) WHERE \(correlation))" }
+                if array?.isIsEmpty(keyPath) == true { return "(NOT EXISTS (SELECT 1 FROM \(from) WHERE \(correlation)))" }
+                throw PredicateTranslationError(expression: "\(keyPath) on a to-many relationship (count, isEmpty, contains(where:) and allSatisfy work)")
+            }
+        }
         if root is PredicateExpressions.Variable<Root.Output> {
             guard let column = builder.column(keyPath) else {
                 throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
@@ -76,7 +177,14 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
 
 /// `lhs = rhs`, or `IS NULL` against nil.
 private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
-    let left = try translate(lhs, &builder), right = try translate(rhs, &builder)
+    var left = try translate(lhs, &builder), right = try translate(rhs, &builder)
+    // A followed to-one compared with nil: whether the joined row exists.
+    for side in [0, 1] {
+        let text = side == 0 ? left : right
+        guard let row = Marker.parseRow(text), let entity = builder.entityNamed(row.entity), let key = entity.primaryKey.first else { continue }
+        let column = "\(row.alias).\(Store.quote(key))"
+        if side == 0 { left = column } else { right = column }
+    }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }
     if left == "NULL" { return "(\(right) IS \(negated ? "NOT " : "")NULL)" }
     return "(\(left) \(negated ? "IS NOT" : "IS") \(right))"
@@ -166,9 +274,41 @@ extension PredicateExpressions.Value: ConstantSequence where Output: Sequence, O
 extension PredicateExpressions.OptionalFlatMap: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
         let unwrapped = try translate(wrapped, &builder)
-        builder.variables[variable.key] = unwrapped
+        if let row = Marker.parseRow(unwrapped), let entity = builder.entityNamed(row.entity) {
+            // `origin?.icao`: the closure's variable is the joined row.
+            builder.rows[variable.key] = (row.alias, entity)
+        } else {
+            builder.variables[variable.key] = unwrapped
+        }
         return try translate(transform, &builder)
     }
+}
+
+/// `relationship.contains { ... }`: EXISTS over the related rows.
+extension PredicateExpressions.SequenceContainsWhere: SQLTranslatable {
+    func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
+        try existsClause(sequence: sequence, variable: variable.key, test: test, negated: false, &builder)
+    }
+}
+
+/// `relationship.allSatisfy { ... }`: no related row fails the test.
+extension PredicateExpressions.SequenceAllSatisfy: SQLTranslatable {
+    func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
+        try existsClause(sequence: sequence, variable: variable.key, test: test, negated: true, &builder)
+    }
+}
+
+private func existsClause(sequence: Any, variable: PredicateExpressions.VariableID, test: Any, negated: Bool, _ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
+    guard let many = Marker.parseMany(try translate(sequence, &builder)) else {
+        throw PredicateTranslationError(expression: "contains(where:) or allSatisfy on \(type(of: sequence)) (only a to-many relationship)")
+    }
+    let (alias, target, from, correlation) = try builder.toMany(many)
+    builder.rows[variable] = (alias, target)
+    builder.joins.append([])
+    let condition = try translate(test, &builder)
+    let nested = builder.joins.removeLast().joined(separator: " ")
+    let test = negated ? "NOT (\(condition))" : condition
+    return "(\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(from) \(nested) WHERE \(correlation) AND \(test)))"
 }
 
 /// `optional ?? fallback`.
@@ -230,4 +370,16 @@ extension PredicateExpressions.StringLocalizedStandardContains: SQLTranslatable 
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
         "(instr(lower(\(try translate(root, &builder))), lower(\(try translate(other, &builder)))) > 0)"
     }
+}
+
+/// Recognises `\.count` and `\.isEmpty` of a to-many relationship's array: key paths to
+/// computed properties have no readable name on Linux, so they are compared instead.
+private protocol ArrayKeyPaths {
+    static func isCount(_ keyPath: AnyKeyPath) -> Bool
+    static func isIsEmpty(_ keyPath: AnyKeyPath) -> Bool
+}
+
+extension Array: ArrayKeyPaths {
+    static func isCount(_ keyPath: AnyKeyPath) -> Bool { keyPath == \[Element].count }
+    static func isIsEmpty(_ keyPath: AnyKeyPath) -> Bool { keyPath == \[Element].isEmpty }
 }

@@ -86,4 +86,44 @@ extension Store {
             return Int(changed)
         }
     }
+
+    // MARK: - Predicates that follow relationships
+
+    /// A WHERE clause, with its joins, for a predicate over a `Joined` view; the main table is `t0`.
+    func joinedClause<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: String, condition: String, arguments: [SQLiteValue]) {
+        var builder = SQLBuilder(column: { _ in nil })
+        let schema = self.schema
+        builder.entityNamed = { schema.entity(named: $0) }
+        builder.rows[predicate.variable.key] = ("t0", M.entity)
+        do {
+            let condition = try translate(predicate.expression, &builder)
+            return (builder.joins[0].joined(separator: " "), condition, builder.arguments)
+        } catch {
+            throw .unsupportedPredicate(error.description)
+        }
+    }
+
+    /// Models matching a predicate that may follow relationships, in one SQL statement:
+    /// `fetch(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" && $0.airline?.code == "UAL" })`.
+    /// To-one relationships become joins; to-many ones support `contains(where:)`,
+    /// `allSatisfy`, `count` and `isEmpty`.
+    public func fetch<M: Joinable>(
+        _ type: M.Type, joining predicate: Predicate<M.Joined>, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
+    ) throws(StoreError) -> [M] {
+        let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
+        let columns = M.self is any RowCodable.Type ? rowColumns(M.entity).map { "t0." + Self.quote($0) }.joined(separator: ", ") : "t0.*"
+        let order = try orderClause(sortBy, for: M.self).replacingOccurrences(of: " ORDER BY ", with: "")
+            .split(separator: ",").map { "t0." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        var sql = "SELECT \(columns) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition) ORDER BY \(order)"
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
+        return try rows(sql, arguments, as: M.self)
+    }
+
+    /// How many models match a predicate that may follow relationships.
+    public func count<M: Joinable>(_ type: M.Type, joining predicate: Predicate<M.Joined>) throws(StoreError) -> Int {
+        let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
+        guard case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)", arguments).first?.first else { return 0 }
+        return Int(count)
+    }
 }

@@ -34,3 +34,29 @@ public struct RelationshipPath<Source: PersistentModel, Target: PersistentModel>
 
     public var descriptor: RelationshipDescriptor? { Source.entity.relationship(named: name) }
 }
+
+/// What a key path of a `Joined` view names.
+public enum JoinedMember: Sendable, Hashable {
+    case column(String)
+    /// A relationship, by name.
+    case relationship(String)
+}
+
+/// A predicate-only view of a model that also has its relationships as properties, so
+/// predicates can follow them: `#Predicate<Flight.Joined> { $0.origin?.icao == "KSFO" }`.
+/// Generated, and never instantiated: the store turns such predicates into SQL joins.
+public protocol JoinedModel: AnyObject, Hashable, Sendable {
+    static var entity: EntityDescriptor { get }
+    static func member(for keyPath: AnyKeyPath) -> JoinedMember?
+}
+
+extension JoinedModel {
+    // Equatable only so predicates can compare a relationship with nil; views have no instances.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// A model with a generated `Joined` view.
+public protocol Joinable: PersistentModel {
+    associatedtype Joined: JoinedModel
+}

@@ -68,3 +68,31 @@ extension Airline: RowCodable {
         )
     }
 }
+
+extension Airline: Joinable {
+    /// `Airline` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Airline.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let code: String
+        public let name: String
+        public let shortName: String
+        public let flights: [Flight.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Airline.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.code: .column("code")
+            case \Joined.name: .column("name")
+            case \Joined.shortName: .column("short_name")
+            case \Joined.flights: .relationship("flights")
+            default: nil
+            }
+        }
+    }
+}

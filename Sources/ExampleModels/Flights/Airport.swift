@@ -122,3 +122,45 @@ extension Airport: RowCodable {
         )
     }
 }
+
+extension Airport: Joinable {
+    /// `Airport` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Airport.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let icao: String
+        public let name: String
+        public let city: String
+        public let state: String?
+        public let countryCode: String
+        public let latitude: Double
+        public let longitude: Double
+        public let elevationFeet: Int?
+        public let timezone: String
+        public let flightsFrom: [Flight.Joined]
+        public let flightsTo: [Flight.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Airport.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.icao: .column("icao")
+            case \Joined.name: .column("name")
+            case \Joined.city: .column("city")
+            case \Joined.state: .column("state")
+            case \Joined.countryCode: .column("country_code")
+            case \Joined.latitude: .column("latitude")
+            case \Joined.longitude: .column("longitude")
+            case \Joined.elevationFeet: .column("elevation_feet")
+            case \Joined.timezone: .column("timezone")
+            case \Joined.flightsFrom: .relationship("flightsFrom")
+            case \Joined.flightsTo: .relationship("flightsTo")
+            default: nil
+            }
+        }
+    }
+}

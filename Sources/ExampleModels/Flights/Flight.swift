@@ -169,3 +169,61 @@ extension Flight: RowCodable {
         )
     }
 }
+
+extension Flight: Joinable {
+    /// `Flight` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Flight.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let ident: String
+        public let actualOff: Date?
+        public let scheduledOff: Date
+        public let estimatedOff: Date
+        public let scheduledOn: Date
+        public let estimatedOn: Date
+        public let actualOn: Date?
+        public let progressPercent: Double
+        public let status: String
+        public let routeDistance: Int
+        public let filedAirspeed: Int
+        public let filedAltitude: Int
+        public let aircraftType: String
+        public let originID: Int64?
+        public let destinationID: Int64?
+        public let airlineID: Int64?
+        public let origin: Airport.Joined?
+        public let destination: Airport.Joined?
+        public let airline: Airline.Joined?
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Flight.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.ident: .column("ident")
+            case \Joined.actualOff: .column("actual_off")
+            case \Joined.scheduledOff: .column("scheduled_off")
+            case \Joined.estimatedOff: .column("estimated_off")
+            case \Joined.scheduledOn: .column("scheduled_on")
+            case \Joined.estimatedOn: .column("estimated_on")
+            case \Joined.actualOn: .column("actual_on")
+            case \Joined.progressPercent: .column("progress_percent")
+            case \Joined.status: .column("status")
+            case \Joined.routeDistance: .column("route_distance")
+            case \Joined.filedAirspeed: .column("filed_airspeed")
+            case \Joined.filedAltitude: .column("filed_altitude")
+            case \Joined.aircraftType: .column("aircraft_type")
+            case \Joined.originID: .column("origin_id")
+            case \Joined.destinationID: .column("destination_id")
+            case \Joined.airlineID: .column("airline_id")
+            case \Joined.origin: .relationship("origin")
+            case \Joined.destination: .relationship("destination")
+            case \Joined.airline: .relationship("airline")
+            default: nil
+            }
+        }
+    }
+}

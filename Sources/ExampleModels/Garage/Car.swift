@@ -117,3 +117,47 @@ extension Car: RowCodable {
         )
     }
 }
+
+extension Car: Joinable {
+    /// `Car` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Car.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let vin: String
+        public let make: String
+        public let model: String
+        public let color: Color
+        public let price: Decimal?
+        public let mileage: Int32
+        public let manual: URL?
+        public let photo: Data?
+        public let ownerID: Int64?
+        public let owner: Person.Joined?
+        public let mechanics: [Mechanic.Joined]
+        public let visits: [ServiceVisit.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Car.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.vin: .column("vin")
+            case \Joined.make: .column("make")
+            case \Joined.model: .column("model")
+            case \Joined.color: .column("color")
+            case \Joined.price: .column("price")
+            case \Joined.mileage: .column("mileage")
+            case \Joined.manual: .column("manual")
+            case \Joined.photo: .column("photo")
+            case \Joined.ownerID: .column("owner_id")
+            case \Joined.owner: .relationship("owner")
+            case \Joined.mechanics: .relationship("mechanics")
+            case \Joined.visits: .relationship("visits")
+            default: nil
+            }
+        }
+    }
+}

@@ -53,3 +53,27 @@ extension Mechanic: RowCodable {
         )
     }
 }
+
+extension Mechanic: Joinable {
+    /// `Mechanic` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Mechanic.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let name: String
+        public let cars: [Car.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Mechanic.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.name: .column("name")
+            case \Joined.cars: .relationship("cars")
+            default: nil
+            }
+        }
+    }
+}

@@ -62,3 +62,29 @@ extension Person: RowCodable {
         )
     }
 }
+
+extension Person: Joinable {
+    /// `Person` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Person.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let name: String
+        public let birthYear: Int16?
+        public let cars: [Car.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Person.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.name: .column("full_name")
+            case \Joined.birthYear: .column("birth_year")
+            case \Joined.cars: .relationship("cars")
+            default: nil
+            }
+        }
+    }
+}

@@ -75,3 +75,29 @@ extension ServiceVisit: RowCodable {
         )
     }
 }
+
+extension ServiceVisit: Joinable {
+    /// `ServiceVisit` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<ServiceVisit.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let day: Date
+        public let notes: String?
+        public let carID: Int64
+        public let car: Car.Joined
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { ServiceVisit.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.day: .column("day")
+            case \Joined.notes: .column("notes")
+            case \Joined.carID: .column("car_id")
+            case \Joined.car: .relationship("car")
+            default: nil
+            }
+        }
+    }
+}

@@ -69,3 +69,31 @@ extension ChecklistItem: RowCodable {
         )
     }
 }
+
+extension ChecklistItem: Joinable {
+    /// `ChecklistItem` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<ChecklistItem.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let title: String
+        public let isDone: Bool
+        public let taskID: Int64
+        public let task: Task.Joined
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { ChecklistItem.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.title: .column("title")
+            case \Joined.isDone: .column("is_done")
+            case \Joined.taskID: .column("task_id")
+            case \Joined.task: .relationship("task")
+            default: nil
+            }
+        }
+    }
+}

@@ -110,3 +110,43 @@ extension Task: RowCodable {
         )
     }
 }
+
+extension Task: Joinable {
+    /// `Task` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Task.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let name: String
+        public let createdAt: Date
+        public let notes: String
+        public let isCompleted: Bool
+        public let priority: Priority
+        public let tags: [String]
+        public let dueDate: Date?
+        public let listID: Int64
+        public let list: TaskList.Joined
+        public let checklist: [ChecklistItem.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Task.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.name: .column("name")
+            case \Joined.createdAt: .column("created_at")
+            case \Joined.notes: .column("notes")
+            case \Joined.isCompleted: .column("is_completed")
+            case \Joined.priority: .column("priority")
+            case \Joined.tags: .column("tags")
+            case \Joined.dueDate: .column("due_date")
+            case \Joined.listID: .column("list_id")
+            case \Joined.list: .relationship("list")
+            case \Joined.checklist: .relationship("checklist")
+            default: nil
+            }
+        }
+    }
+}

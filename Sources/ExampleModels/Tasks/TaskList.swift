@@ -62,3 +62,29 @@ extension TaskList: RowCodable {
         )
     }
 }
+
+extension TaskList: Joinable {
+    /// `TaskList` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<TaskList.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let name: String
+        public let createdAt: Date
+        public let tasks: [Task.Joined]
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { TaskList.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.name: .column("name")
+            case \Joined.createdAt: .column("created_at")
+            case \Joined.tasks: .relationship("tasks")
+            default: nil
+            }
+        }
+    }
+}

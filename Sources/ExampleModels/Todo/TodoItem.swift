@@ -64,3 +64,29 @@ extension TodoItem: RowCodable {
         )
     }
 }
+
+extension TodoItem: Joinable {
+    /// `TodoItem` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<TodoItem.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: UUID
+        public let taskName: String
+        public let startDate: Date
+        public let isCompleted: Bool
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { TodoItem.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.taskName: .column("task_name")
+            case \Joined.startDate: .column("start_date")
+            case \Joined.isCompleted: .column("is_completed")
+            default: nil
+            }
+        }
+    }
+}

@@ -76,3 +76,33 @@ extension Image: RowCodable {
         )
     }
 }
+
+extension Image: Joinable {
+    /// `Image` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<Image.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let id: Int64?
+        public let url: URL
+        public let data: Data?
+        public let size: ImageSize?
+        public let ownerID: String?
+        public let owner: User.Joined?
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { Image.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.id: .column("id")
+            case \Joined.url: .column("url")
+            case \Joined.data: .column("data")
+            case \Joined.size: .column("size")
+            case \Joined.ownerID: .column("owner_identifier")
+            case \Joined.owner: .relationship("owner")
+            default: nil
+            }
+        }
+    }
+}

@@ -87,3 +87,35 @@ extension User: RowCodable {
         )
     }
 }
+
+extension User: Joinable {
+    /// `User` with its relationships as properties, for predicates that follow them:
+    /// `#Predicate<User.Joined> { ... }`. Never instantiated; the store runs such
+    /// predicates as SQL joins.
+    public final class Joined: JoinedModel {
+        public let identifier: String
+        public let name: String
+        public let type: UserType
+        public let isOnline: Bool?
+        public let email: String?
+        public let lastSeen: Date?
+        public let image: Image.Joined?
+
+        private init?() { return nil }
+
+        public static var entity: EntityDescriptor { User.entity }
+
+        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
+            switch keyPath {
+            case \Joined.identifier: .column("identifier")
+            case \Joined.name: .column("name")
+            case \Joined.type: .column("type")
+            case \Joined.isOnline: .column("is_online")
+            case \Joined.email: .column("email")
+            case \Joined.lastSeen: .column("last_seen")
+            case \Joined.image: .relationship("image")
+            default: nil
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import ExampleModels
+import Foundation
+import SchemaMetadata
+import Testing
+@testable import PersistentStore
+
+/// Predicates over generated `Joined` views, run against a real SQLite file as joins and subqueries.
+@Suite struct JoinedPredicateTests {
+    /// SFO and LAX, United and Delta, and four flights between them.
+    func flightsWithRoutes() async throws -> Store {
+        let store = try flightsStore()
+        let sfo = try await store.insert(airport("KSFO")), lax = try await store.insert(airport("KLAX"))
+        _ = try await store.insert(airport("KJFK"))
+        let united = try await store.insert(Airline(code: "UAL", name: "United", shortName: "United"))
+        let delta = try await store.insert(Airline(code: "DAL", name: "Delta", shortName: "Delta"))
+        try await store.insert([
+            flight("UA1", origin: sfo.id, destination: lax.id, airline: united.id, distance: 337),
+            flight("UA2", origin: sfo.id, destination: nil, airline: united.id, distance: 2586),
+            flight("DL1", origin: lax.id, destination: sfo.id, airline: delta.id, distance: 337),
+            flight("XX1", origin: nil, destination: lax.id, airline: nil, distance: 50),
+        ])
+        return store
+    }
+
+    @Test func toOneRelationshipsBecomeJoins() async throws {
+        let store = try await flightsWithRoutes()
+        let united = try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" && $0.airline?.code == "UAL" })
+        #expect(united.map(\.ident) == ["UA1", "UA2"])
+        // Two joins to the same table (origin and destination) keep their own aliases.
+        let roundTrip = try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == "KLAX" && $0.destination?.icao == "KSFO" })
+        #expect(roundTrip.map(\.ident) == ["DL1"])
+        #expect(try await store.count(Flight.self, joining: #Predicate { $0.airline?.name == "Delta" }) == 1)
+    }
+
+    @Test func aMissingToOneIsNil() async throws {
+        let store = try await flightsWithRoutes()
+        #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.destination == nil }).map(\.ident) == ["UA2"])
+        #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.airline != nil && $0.origin == nil }).isEmpty)
+        #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.airline == nil }).map(\.ident) == ["XX1"])
+        // Through a missing relationship the value is nil, as with Swift's optional chaining: nil != "KSFO".
+        #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao != "KSFO" }).map(\.ident) == ["DL1", "XX1"])
+        #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == nil }).map(\.ident) == ["XX1"])
+    }
+
+    @Test func sortLimitAndOffsetStillApply() async throws {
+        let store = try await flightsWithRoutes()
+        let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline != nil },
+                                            sortBy: [SortDescriptor(\.routeDistance, order: .reverse), SortDescriptor(\.ident)], limit: 2, offset: 1)
+        #expect(fetched.map(\.ident) == ["DL1", "UA1"])
+    }
+
+    @Test func toManyRelationshipsBecomeSubqueries() async throws {
+        let store = try await flightsWithRoutes()
+        let longHaul = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.contains { $0.routeDistance > 2000 } })
+        #expect(longHaul.map(\.icao) == ["KSFO"])
+        #expect(try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.count > 1 }).map(\.icao) == ["KSFO"])
+        #expect(try await store.fetch(Airport.self, joining: #Predicate { $0.flightsTo.isEmpty }).map(\.icao) == ["KJFK"])
+        // allSatisfy is true for an airport without flights, as in Swift.
+        let shortOnly = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.allSatisfy { $0.routeDistance < 1000 } })
+        #expect(shortOnly.map(\.icao) == ["KLAX", "KJFK"])
+        // Nesting: airports with a departure flown by United.
+        let unitedHubs = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.contains { $0.airline?.code == "UAL" } })
+        #expect(unitedHubs.map(\.icao) == ["KSFO"])
+        #expect(try await store.count(Airline.self, joining: #Predicate { $0.flights.contains { $0.destination?.icao == "KSFO" } }) == 1)
+    }
+
+    @Test func aRequiredToOneNeedsNoOptionalChaining() async throws {
+        let tasks = try store(TasksSchema.descriptor, TasksSchema.migrations)
+        let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
+        let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
+        try await tasks.insert(Task(name: "Report", listID: work.id!))
+        try await tasks.insert([ChecklistItem(title: "Buy paint", taskID: paint.id!), ChecklistItem(title: "Tape", taskID: paint.id!)])
+        #expect(try await tasks.fetch(Task.self, joining: #Predicate { $0.list.name == "Home" }).map(\.name) == ["Paint"])
+        let listed = try await tasks.fetch(TaskList.self, joining: #Predicate { $0.tasks.contains { $0.checklist.count >= 2 } })
+        #expect(listed.map(\.name) == ["Home"])
+        #expect(try await tasks.fetch(ChecklistItem.self, joining: #Predicate { $0.task.list.name == "Home" }).count == 2)
+    }
+
+    @Test func manyToManyGoesThroughTheJoinTable() async throws {
+        let garage = try store(GarageSchema.descriptor, GarageSchema.migrations)
+        let civic = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic"))
+        let golf = try await garage.insert(Car(vin: "V2", make: "VW", model: "Golf"))
+        _ = try await garage.insert(Car(vin: "V3", make: "Fiat", model: "Panda"))
+        let ada = try await garage.insert(Mechanic(name: "Ada")), bob = try await garage.insert(Mechanic(name: "Bob"))
+        try await garage.link(Car.mechanics, civic, ada)
+        try await garage.link(Car.mechanics, golf, bob)
+        try await garage.link(Car.mechanics, golf, ada)
+        #expect(try await garage.fetch(Car.self, joining: #Predicate { $0.mechanics.contains { $0.name == "Bob" } }).map(\.vin) == ["V2"])
+        #expect(try await garage.fetch(Car.self, joining: #Predicate { $0.mechanics.count == 2 }).map(\.vin) == ["V2"])
+        #expect(try await garage.fetch(Car.self, joining: #Predicate { $0.mechanics.isEmpty }).map(\.vin) == ["V3"])
+        #expect(try await garage.fetch(Mechanic.self, joining: #Predicate { $0.cars.contains { $0.make == "Honda" } }).map(\.name) == ["Ada"])
+    }
+
+    @Test func capturedValuesAndPlainColumnsMix() async throws {
+        let store = try await flightsWithRoutes()
+        let code = "UAL", minimum = 1000
+        let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline?.code == code && $0.routeDistance >= minimum })
+        #expect(fetched.map(\.ident) == ["UA2"])
+    }
+}
+
+@Suite struct JoinedPredicateErrorTests {
+    @Test func anUnsupportedToManyMemberIsAClearError() async throws {
+        let store = try flightsStore()
+        await #expect {
+            _ = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.first?.ident == "UA1" })
+        } throws: { error in
+            "\(error)".contains("to-many relationship (count, isEmpty, contains(where:) and allSatisfy work)")
+        }
+    }
+}
