@@ -24,23 +24,20 @@ public struct FlightQuery: Sendable {
     public func lines(in store: Store) async throws -> [String] {
         let airports = Dictionary(try await store.fetch(Airport.self).compactMap { airport in airport.id.map { ($0, airport.icao) } }, uniquingKeysWith: { a, _ in a })
         let airlines = Dictionary(try await store.fetch(Airline.self).compactMap { airline in airline.id.map { ($0, airline.code) } }, uniquingKeysWith: { a, _ in a })
-        func id(_ code: String?, in table: [Int64: String]) -> Int64?? {
-            guard let code else { return .some(nil) } // no filter
-            guard let found = table.first(where: { $0.value == code })?.key else { return nil } // unknown code: nothing matches
-            return .some(found)
-        }
-        guard let originID = id(origin, in: airports), let destinationID = id(destination, in: airports), let airlineID = id(airline, in: airlines) else {
-            return []
-        }
+        // Unset filters match everything; flags and plain strings keep the macro's type-checking fast.
+        let (anyOrigin, originCode) = (origin == nil, origin ?? "")
+        let (anyDestination, destinationCode) = (destination == nil, destination ?? "")
+        let (anyAirline, airlineCode) = (airline == nil, airline ?? "")
         let enRoute = enRouteOnly
-        let predicate = #Predicate<Flight> { flight in
-            (originID == nil || flight.originID == originID)
-                && (destinationID == nil || flight.destinationID == destinationID)
-                && (airlineID == nil || flight.airlineID == airlineID)
+        // Conditions on the related airports and airline run in the same SQL statement, as joins.
+        let predicate = #Predicate<Flight.Joined> { flight in
+            (anyOrigin || flight.origin?.icao == originCode)
+                && (anyDestination || flight.destination?.icao == destinationCode)
+                && (anyAirline || flight.airline?.code == airlineCode)
                 && (!enRoute || (flight.actualOff != nil && flight.actualOn == nil))
         }
         let flights = try await store.fetch(
-            Flight.self, where: predicate,
+            Flight.self, joining: predicate,
             sortBy: [SortDescriptor(\.routeDistance, order: longestFirst ? .reverse : .forward), SortDescriptor(\.ident)],
             limit: limit)
         return flights.map { flight in
