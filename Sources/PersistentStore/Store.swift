@@ -38,7 +38,13 @@ public actor Store {
     var createdFiles: [URL] = []
     var removedFiles: [URL] = []
     /// Upsert SQL by entity and column shape.
-    var upsertStatements: [String: String] = [:]
+    /// Which upsert statement a write needs: one per table, key presence and column count.
+    struct UpsertShape: Hashable {
+        let table: String
+        let hasKey: Bool
+        let columnCount: Int
+    }
+    var upsertStatements: [UpsertShape: String] = [:]
     /// Row-codec column order by table, computed once.
     private var rowColumnsCache: [String: [String]] = [:]
 
@@ -306,11 +312,10 @@ public actor Store {
         }
         // Without an id the database assigns one.
         let omitID = entity.hasImplicitKey && values.first == .null
-        let usedColumns = omitID ? Array(columns.dropFirst()) : columns
-        let usedValues = omitID ? Array(values.dropFirst()) : values
-        let sql = upsertSQL(entity, columns: usedColumns, hasKey: !entity.hasImplicitKey || !omitID)
+        let sql = omitID ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : upsertSQL(entity, columns: columns, hasKey: true)
+        if omitID { values.removeFirst() }
         do {
-            let returned = try connection.query(sql, usedValues)
+            let returned = try connection.query(sql, values)
             guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return try decodeDirect(original, as: M.self) }
             var stored = original
             stored[0] = .integer(id)
@@ -341,8 +346,8 @@ public actor Store {
 
     /// INSERT ... ON CONFLICT ... DO UPDATE for an entity and a set of columns, built once: one
     /// conflict clause per unique key (the primary key when given, then every unique index).
-    func upsertSQL(_ entity: EntityDescriptor, columns: [String], hasKey: Bool) -> String {
-        let cacheKey = "\(entity.table)|\(hasKey)|\(columns.count)"
+    func upsertSQL(_ entity: EntityDescriptor, columns: some Collection<String>, hasKey: Bool) -> String {
+        let cacheKey = UpsertShape(table: entity.table, hasKey: hasKey, columnCount: columns.count)
         if let cached = upsertStatements[cacheKey] { return cached }
         let q = Self.quote
         var sql = "INSERT INTO \(q(entity.table)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"

@@ -71,8 +71,16 @@ public final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     private static let statementCacheLimit = 64
 
+    /// The statement used last: bulk writes repeat one statement, and comparing the same
+    /// string with itself is cheaper than hashing it.
+    private var lastPrepared: (sql: String, statement: OpaquePointer)?
+
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+        if let last = lastPrepared, last.sql == sql { return last.statement }
+        if let statement = statements[sql] {
+            lastPrepared = (sql, statement)
+            return statement
+        }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard status == SQLITE_OK, let statement else {
@@ -84,6 +92,7 @@ public final class SQLiteConnection {
             statements.removeAll(keepingCapacity: true)
         }
         statements[sql] = statement
+        lastPrepared = (sql, statement)
         return statement
     }
 
