@@ -15,6 +15,9 @@ struct SQLBuilder {
     var rows: [PredicateExpressions.VariableID: (alias: String, entity: EntityDescriptor)] = [:]
     /// LEFT JOINs, one list per query level (the main query, then each EXISTS).
     var joins: [[String]] = [[]]
+    /// The alias each followed to-one already has at each level (`t0.origin` -> `t1`), so
+    /// `$0.origin?.icao == a || $0.origin?.city == b` joins the airports once.
+    var joinedAliases: [[String: String]] = [[:]]
     var aliasCount = 0
     var entityNamed: (String) -> EntityDescriptor? = { _ in nil }
 
@@ -46,6 +49,8 @@ struct SQLBuilder {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
             }
             if relationship.isToMany { return Marker.many(alias: alias, entity: entity.name, relationship: name) }
+            let path = "\(alias).\(name)"
+            if let existing = joinedAliases[joinedAliases.count - 1][path] { return Marker.row(alias: existing, entity: target.name) }
             let joined = newAlias()
             let condition: String
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
@@ -56,6 +61,7 @@ struct SQLBuilder {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }
             joins[joins.count - 1].append("LEFT JOIN \(Store.quote(target.table)) AS \(joined) ON \(condition)")
+            joinedAliases[joinedAliases.count - 1][path] = joined
             return Marker.row(alias: joined, entity: target.name)
         }
     }
@@ -305,9 +311,12 @@ private func existsClause(sequence: Any, variable: PredicateExpressions.Variable
     let (alias, target, from, correlation) = try builder.toMany(many)
     builder.rows[variable] = (alias, target)
     builder.joins.append([])
+    builder.joinedAliases.append([:])
     let condition = try translate(test, &builder)
     let nested = builder.joins.removeLast().joined(separator: " ")
-    let test = negated ? "NOT (\(condition))" : condition
+    builder.joinedAliases.removeLast()
+    // An unknown (NULL) test fails the element, as a false one would in Swift.
+    let test = negated ? "NOT coalesce(\(condition), 0)" : condition
     return "(\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(from) \(nested) WHERE \(correlation) AND \(test)))"
 }
 

@@ -42,6 +42,14 @@ import Testing
         #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == nil }).map(\.ident) == ["XX1"])
     }
 
+    @Test func aRelationshipFollowedTwiceIsJoinedOnce() async throws {
+        let store = try await flightsWithRoutes()
+        let predicate = #Predicate<Flight.Joined> { $0.origin?.icao == "KLAX" || $0.origin?.city == "Nowhere" }
+        let clause = try await store.joinedClause(predicate, for: Flight.self)
+        #expect(clause.joins.components(separatedBy: "LEFT JOIN").count == 2, "one join: \(clause.joins)")
+        #expect(try await store.fetch(Flight.self, joining: predicate).map(\.ident) == ["DL1"])
+    }
+
     @Test func sortLimitAndOffsetStillApply() async throws {
         let store = try await flightsWithRoutes()
         let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline != nil },
