@@ -59,8 +59,13 @@ extension Store {
     public func delete<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>) throws(StoreError) -> Int {
         let entity = M.entity
         let (condition, arguments) = try whereClause(predicate, for: M.self)
-        return try write { () throws(StoreError) in
-            let keys = try query("SELECT \(entity.primaryKey.map(Self.quote).joined(separator: ", ")) FROM \(Self.quote(entity.table))" + condition, arguments)
+        return try deleteRows(of: entity, selectingKeys: "SELECT \(entity.primaryKey.map(Self.quote).joined(separator: ", ")) FROM \(Self.quote(entity.table))" + condition, arguments)
+    }
+
+    /// Deletes the rows whose keys a query selects, applying delete rules, in one transaction.
+    private func deleteRows(of entity: EntityDescriptor, selectingKeys sql: String, _ arguments: [SQLiteValue]) throws(StoreError) -> Int {
+        try write { () throws(StoreError) in
+            let keys = try query(sql, arguments)
             var visited: Set<String> = []
             for key in keys { try deleteRow(of: entity, key: key, visited: &visited) }
             return keys.count
@@ -125,5 +130,20 @@ extension Store {
         let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
         guard case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)", arguments).first?.first else { return 0 }
         return Int(count)
+    }
+
+    /// The first model matching a predicate that may follow relationships, in the given order.
+    public func first<M: Joinable>(_ type: M.Type, joining predicate: Predicate<M.Joined>, sortBy: [SortDescriptor<M>] = []) throws(StoreError) -> M? {
+        try fetch(M.self, joining: predicate, sortBy: sortBy, limit: 1).first
+    }
+
+    /// Deletes every model matching a predicate that may follow relationships, applying
+    /// delete rules to each, in one transaction. Returns how many were deleted.
+    @discardableResult
+    public func delete<M: Joinable>(_ type: M.Type, joining predicate: Predicate<M.Joined>) throws(StoreError) -> Int {
+        let entity = M.entity
+        let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
+        let keys = entity.primaryKey.map { "t0." + Self.quote($0) }.joined(separator: ", ")
+        return try deleteRows(of: entity, selectingKeys: "SELECT DISTINCT \(keys) FROM \(Self.quote(entity.table)) AS t0 \(joins) WHERE \(condition)", arguments)
     }
 }

@@ -99,6 +99,17 @@ import Testing
         #expect(try await garage.fetch(Mechanic.self, joining: #Predicate { $0.cars.contains { $0.make == "Honda" } }).map(\.name) == ["Ada"])
     }
 
+    @Test func firstAndDeleteFollowRelationshipsToo() async throws {
+        let store = try await flightsWithRoutes()
+        let longest = try await store.first(Flight.self, joining: #Predicate { $0.airline?.code == "UAL" }, sortBy: [SortDescriptor(\.routeDistance, order: .reverse)])
+        #expect(longest?.ident == "UA2")
+        #expect(try await store.delete(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" }) == 2)
+        #expect(try await store.fetch(Flight.self).map(\.ident) == ["DL1", "XX1"])
+        // Delete rules still apply: deleting airports through a to-many nullifies their flights.
+        #expect(try await store.delete(Airport.self, joining: #Predicate { $0.flightsFrom.contains { $0.ident == "DL1" } }) == 1)
+        #expect(try await store.first(Flight.self, where: #Predicate { $0.ident == "DL1" })?.originID == nil)
+    }
+
     @Test func capturedValuesAndPlainColumnsMix() async throws {
         let store = try await flightsWithRoutes()
         let code = "UAL", minimum = 1000
