@@ -230,11 +230,10 @@ public actor Store {
             let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
             var models: [M] = []
             do {
+                if external.isEmpty, let decoded = try M.decodeStoredRows({ consume in try connection.forEachRow(sql, arguments, consume) }) {
+                    return decoded
+                }
                 try connection.forEachRow(sql, arguments) { row in
-                    guard !external.isEmpty else {
-                        models.append(try decodeDirect(row, as: M.self))
-                        return
-                    }
                     var row = row
                     for (column, position) in external {
                         guard case .text(let name) = row[position] else { continue }
@@ -244,8 +243,10 @@ public actor Store {
                 }
             } catch let error as StoreError {
                 throw error
+            } catch let error as SQLiteError {
+                throw .database(error.description)
             } catch {
-                throw .database("\(error)")
+                throw .coding("\(error)") // a stored value the model cannot hold
             }
             return models
         }

@@ -9,17 +9,26 @@ public protocol PersistentModel: Codable, Hashable, Identifiable, Sendable {
     static func decodeStored(_ row: [StoredValue]) throws -> Self?
     /// The stored values in `entity.rowColumns` order, or nil without a row codec.
     func encodeStored() throws -> [StoredValue]?
+    /// Every row `produce` hands over, decoded, or nil without a row codec. A requirement so
+    /// that the loop is compiled for the concrete model, not run through generic code per row.
+    static func decodeStoredRows(_ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]?
 }
 
 extension PersistentModel {
     public static func decodeStored(_ row: [StoredValue]) throws -> Self? { nil }
     public func encodeStored() throws -> [StoredValue]? { nil }
+    public static func decodeStoredRows(_ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? { nil }
 }
 
 /// Models with a generated row codec use it, dispatched statically.
 extension PersistentModel where Self: RowCodable {
-    public static func decodeStored(_ row: [StoredValue]) throws -> Self? { try Self(storedValues: row) }
-    public func encodeStored() throws -> [StoredValue]? { try storedValues() }
+    @inlinable public static func decodeStored(_ row: [StoredValue]) throws -> Self? { try Self(storedValues: row) }
+    @inlinable public func encodeStored() throws -> [StoredValue]? { try storedValues() }
+    @inlinable public static func decodeStoredRows(_ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? {
+        var models: [Self] = []
+        try produce { row in models.append(try Self(storedValues: row)) }
+        return models
+    }
 }
 
 /// A relationship of `Source` whose other side is `Target`, named for the runtime store
