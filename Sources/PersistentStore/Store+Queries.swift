@@ -38,7 +38,9 @@ extension Store {
         var sql = "SELECT \(selection(M.self)) FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
         if let limit { sql += " LIMIT \(max(0, limit))" }
         if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
-        return try rows(sql, arguments, as: M.self)
+        // Fetching a whole table: counting it first (cheap) saves regrowing a large array.
+        let expected = predicate == nil && limit == nil ? max(0, try count(M.self) - offset) : 0
+        return try rows(sql, arguments, as: M.self, expectedCount: expected)
     }
 
     /// The first model matching a predicate in the given order.

@@ -222,7 +222,7 @@ public actor Store {
     }
 
     /// Reads rows and decodes them through the model's Codable keys.
-    func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type) throws(StoreError) -> [M] {
+    func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0) throws(StoreError) -> [M] {
         let entity = M.entity
         if M.self is any RowCodable.Type {
             // The query selected `rowColumns` in order (see `selection`); rows stream through.
@@ -230,7 +230,7 @@ public actor Store {
             let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
             var models: [M] = []
             do {
-                if external.isEmpty, let decoded = try M.decodeStoredRows({ consume in try connection.forEachRow(sql, arguments, consume) }) {
+                if external.isEmpty, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
                     return decoded
                 }
                 try connection.forEachRow(sql, arguments) { row in

@@ -11,21 +11,23 @@ public protocol PersistentModel: Codable, Hashable, Identifiable, Sendable {
     func encodeStored() throws -> [StoredValue]?
     /// Every row `produce` hands over, decoded, or nil without a row codec. A requirement so
     /// that the loop is compiled for the concrete model, not run through generic code per row.
-    static func decodeStoredRows(_ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]?
+    /// `expectedCount` reserves room up front when the caller knows roughly how many come.
+    static func decodeStoredRows(expectedCount: Int, _ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]?
 }
 
 extension PersistentModel {
     public static func decodeStored(_ row: [StoredValue]) throws -> Self? { nil }
     public func encodeStored() throws -> [StoredValue]? { nil }
-    public static func decodeStoredRows(_ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? { nil }
+    public static func decodeStoredRows(expectedCount: Int, _ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? { nil }
 }
 
 /// Models with a generated row codec use it, dispatched statically.
 extension PersistentModel where Self: RowCodable {
     @inlinable public static func decodeStored(_ row: [StoredValue]) throws -> Self? { try Self(storedValues: row) }
     @inlinable public func encodeStored() throws -> [StoredValue]? { try storedValues() }
-    @inlinable public static func decodeStoredRows(_ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? {
+    @inlinable public static func decodeStoredRows(expectedCount: Int, _ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? {
         var models: [Self] = []
+        models.reserveCapacity(expectedCount)
         try produce { row in models.append(try Self(storedValues: row)) }
         return models
     }
