@@ -69,19 +69,19 @@ struct SQLBuilder {
     /// FROM and WHERE that correlate a to-many relationship's rows with their owner.
     mutating func toMany(_ marker: (alias: String, entity: String, relationship: String)) throws(PredicateTranslationError) -> (alias: String, target: EntityDescriptor, from: String, correlation: String) {
         guard let owner = entityNamed(marker.entity), let relationship = owner.relationship(named: marker.relationship),
-              let target = entityNamed(relationship.target), owner.primaryKey.count == 1, target.primaryKey.count == 1 else {
+              let target = entityNamed(relationship.target), owner.primaryKey.count == 1 else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship)")
         }
         let alias = newAlias()
         let ownerKey = "\(marker.alias).\(Store.quote(owner.primaryKey[0]))"
-        if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1 {
+        if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, target.primaryKey.count == 1 {
             let link = newAlias()
             return (alias, target,
                     "\(Store.quote(target.table)) AS \(alias) JOIN \(Store.quote(joinTable)) AS \(link) ON \(link).\(Store.quote(relationship.joinTargetColumns[0])) = \(alias).\(Store.quote(target.primaryKey[0]))",
                     "\(link).\(Store.quote(relationship.joinColumns[0])) = \(ownerKey)")
         }
         guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else {
-            throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship)")
+            throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship) (composite keys cannot be followed yet)")
         }
         return (alias, target, "\(Store.quote(target.table)) AS \(alias)", "\(alias).\(Store.quote(inverse.foreignKeyColumns[0])) = \(ownerKey)")
     }

@@ -97,6 +97,10 @@ import Testing
         #expect(try await garage.fetch(Car.self, joining: #Predicate { $0.mechanics.count == 2 }).map(\.vin) == ["V2"])
         #expect(try await garage.fetch(Car.self, joining: #Predicate { $0.mechanics.isEmpty }).map(\.vin) == ["V3"])
         #expect(try await garage.fetch(Mechanic.self, joining: #Predicate { $0.cars.contains { $0.make == "Honda" } }).map(\.name) == ["Ada"])
+        // To-many into an entity with a composite primary key ([car, day]) goes through its foreign key.
+        try await garage.insert(ServiceVisit(day: Date(timeIntervalSince1970: 86_400), notes: "brakes", carID: golf.id!))
+        #expect(try await garage.fetch(Car.self, joining: #Predicate { $0.visits.contains { $0.notes == "brakes" } }).map(\.vin) == ["V2"])
+        #expect(try await garage.fetch(ServiceVisit.self, joining: #Predicate { $0.car.make == "VW" }).count == 1)
     }
 
     @Test func firstAndDeleteFollowRelationshipsToo() async throws {
