@@ -55,8 +55,12 @@ struct SQLBuilder {
             let condition: String
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
                 condition = "\(joined).\(Store.quote(target.primaryKey[0])) = \(alias).\(Store.quote(relationship.foreignKeyColumns[0]))"
-            } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1, entity.primaryKey.count == 1 {
-                condition = "\(joined).\(Store.quote(inverse.foreignKeyColumns[0])) = \(alias).\(Store.quote(entity.primaryKey[0]))"
+            } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1,
+                      entity.primaryKey.count == 1, target.primaryKey.count == 1 {
+                // The other side holds the key and nothing stops two rows pointing here: join only
+                // the first, as `Store.target` reads it, so no model comes back twice.
+                let candidate = newAlias(), key = Store.quote(target.primaryKey[0])
+                condition = "\(joined).\(key) = (SELECT \(candidate).\(key) FROM \(Store.quote(target.table)) AS \(candidate) WHERE \(candidate).\(Store.quote(inverse.foreignKeyColumns[0])) = \(alias).\(Store.quote(entity.primaryKey[0])) ORDER BY \(candidate).\(key) LIMIT 1)"
             } else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }

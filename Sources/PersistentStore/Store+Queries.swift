@@ -16,16 +16,17 @@ extension Store {
     }
 
     /// ORDER BY from sort descriptors, ties broken by the primary key so results are stable.
-    func orderClause<M: PersistentModel>(_ sortBy: [SortDescriptor<M>], for type: M.Type) throws(StoreError) -> String {
+    func orderClause<M: PersistentModel>(_ sortBy: [SortDescriptor<M>], for type: M.Type, alias: String? = nil) throws(StoreError) -> String {
+        let prefix = alias.map { $0 + "." } ?? ""
         var terms: [String] = []
         for descriptor in sortBy {
             guard let keyPath = descriptor.keyPath, let column = M.column(for: keyPath) else {
                 throw .unsupportedPredicate("cannot sort by \(descriptor.keyPath.map { "\($0)" } ?? "a comparator"); sort by a stored property")
             }
-            terms.append(Self.quote(column) + (descriptor.order == .reverse ? " DESC" : ""))
+            terms.append(prefix + Self.quote(column) + (descriptor.order == .reverse ? " DESC" : ""))
         }
-        for column in M.entity.primaryKey where !terms.contains(where: { $0.hasPrefix(Self.quote(column)) }) {
-            terms.append(Self.quote(column))
+        for column in M.entity.primaryKey where !terms.contains(where: { $0.hasPrefix(prefix + Self.quote(column)) }) {
+            terms.append(prefix + Self.quote(column))
         }
         return " ORDER BY " + terms.joined(separator: ", ")
     }
@@ -119,9 +120,8 @@ extension Store {
     ) throws(StoreError) -> [M] {
         let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
         let columns = M.self is any RowCodable.Type ? rowColumns(M.entity).map { "t0." + Self.quote($0) }.joined(separator: ", ") : "t0.*"
-        let order = try orderClause(sortBy, for: M.self).replacingOccurrences(of: " ORDER BY ", with: "")
-            .split(separator: ",").map { "t0." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        var sql = "SELECT \(columns) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition) ORDER BY \(order)"
+        let order = try orderClause(sortBy, for: M.self, alias: "t0")
+        var sql = "SELECT \(columns) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)\(order)"
         if let limit { sql += " LIMIT \(max(0, limit))" }
         if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
         return try rows(sql, arguments, as: M.self)

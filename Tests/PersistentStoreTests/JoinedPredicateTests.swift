@@ -114,6 +114,22 @@ import Testing
         #expect(try await store.first(Flight.self, where: #Predicate { $0.ident == "DL1" })?.originID == nil)
     }
 
+    @Test func aToOneHeldByTheOtherSideNeverDuplicatesTheOwner() async throws {
+        let users = try store(UsersSchema.descriptor, UsersSchema.migrations)
+        let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
+        _ = try await users.insert(User(identifier: "u2", name: "Bob"))
+        // Nothing in the database stops a second image for the same owner.
+        try await users.insert([Image(url: URL(string: "https://example.com/a.png")!, ownerID: ada.identifier),
+                                Image(url: URL(string: "https://example.com/b.png")!, ownerID: ada.identifier)])
+        #expect(try await users.fetch(User.self, joining: #Predicate { $0.image != nil }).map(\.name) == ["Ada"])
+        #expect(try await users.fetch(User.self, joining: #Predicate { $0.image == nil }).map(\.name) == ["Bob"])
+        let first = try await users.target(User.image, of: ada)?.url.absoluteString
+        #expect(first == "https://example.com/a.png")
+        let second = URL(string: "https://example.com/b.png")!
+        // Only the first image counts as Ada's, as `target` reads it.
+        #expect(try await users.count(User.self, joining: #Predicate { $0.image?.url == second }) == 0)
+    }
+
     @Test func capturedValuesAndPlainColumnsMix() async throws {
         let store = try await flightsWithRoutes()
         let code = "UAL", minimum = 1000
