@@ -13,11 +13,15 @@ struct SQLBuilder {
     // Following relationships (`Joined` predicates): rows of joined tables by alias.
     /// Variables that stand for a row of an entity: the root, an unwrapped to-one, a to-many element.
     var rows: [PredicateExpressions.VariableID: (alias: String, entity: EntityDescriptor)] = [:]
-    /// LEFT JOINs, one list per query level (the main query, then each EXISTS).
-    var joins: [[String]] = [[]]
-    /// The alias each followed to-one already has at each level (`t0.origin` -> `t1`), so
-    /// `$0.origin?.icao == a || $0.origin?.city == b` joins the airports once.
-    var joinedAliases: [[String: String]] = [[:]]
+    /// One query level: the main query, or an EXISTS subquery.
+    struct JoinLevel {
+        var clauses: [String] = []
+        /// The alias each followed to-one already has (`t0.origin` -> `t1`), so
+        /// `$0.origin?.icao == a || $0.origin?.city == b` joins the airports once.
+        var aliases: [String: String] = [:]
+    }
+    /// LEFT JOINs by query level, innermost last.
+    var levels: [JoinLevel] = [JoinLevel()]
     var aliasCount = 0
     var entityNamed: (String) -> EntityDescriptor? = { _ in nil }
 
@@ -50,7 +54,7 @@ struct SQLBuilder {
             }
             if relationship.isToMany { return Marker.many(alias: alias, entity: entity.name, relationship: name) }
             let path = "\(alias).\(name)"
-            if let existing = joinedAliases[joinedAliases.count - 1][path] { return Marker.row(alias: existing, entity: target.name) }
+            if let existing = levels[levels.count - 1].aliases[path] { return Marker.row(alias: existing, entity: target.name) }
             let joined = newAlias()
             let condition: String
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
@@ -64,8 +68,8 @@ struct SQLBuilder {
             } else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }
-            joins[joins.count - 1].append("LEFT JOIN \(Store.quote(target.table)) AS \(joined) ON \(condition)")
-            joinedAliases[joinedAliases.count - 1][path] = joined
+            levels[levels.count - 1].clauses.append("LEFT JOIN \(Store.quote(target.table)) AS \(joined) ON \(condition)")
+            levels[levels.count - 1].aliases[path] = joined
             return Marker.row(alias: joined, entity: target.name)
         }
     }
@@ -314,11 +318,9 @@ private func existsClause(sequence: Any, variable: PredicateExpressions.Variable
     }
     let (alias, target, from, correlation) = try builder.toMany(many)
     builder.rows[variable] = (alias, target)
-    builder.joins.append([])
-    builder.joinedAliases.append([:])
+    builder.levels.append(SQLBuilder.JoinLevel())
     let condition = try translate(test, &builder)
-    let nested = builder.joins.removeLast().joined(separator: " ")
-    builder.joinedAliases.removeLast()
+    let nested = builder.levels.removeLast().clauses.joined(separator: " ")
     // An unknown (NULL) test fails the element, as a false one would in Swift.
     let test = negated ? "NOT coalesce(\(condition), 0)" : condition
     return "(\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(from) \(nested) WHERE \(correlation) AND \(test)))"

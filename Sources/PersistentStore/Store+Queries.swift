@@ -105,7 +105,7 @@ extension Store {
         builder.rows[predicate.variable.key] = ("t0", M.entity)
         do {
             let condition = try translate(predicate.expression, &builder)
-            return (builder.joins[0].joined(separator: " "), condition, builder.arguments)
+            return (builder.levels[0].clauses.joined(separator: " "), condition, builder.arguments)
         } catch {
             throw .unsupportedPredicate(error.description)
         }
@@ -119,9 +119,8 @@ extension Store {
         _ type: M.Type, joining predicate: Predicate<M.Joined>, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {
         let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
-        let columns = M.self is any RowCodable.Type ? rowColumns(M.entity).map { "t0." + Self.quote($0) }.joined(separator: ", ") : "t0.*"
         let order = try orderClause(sortBy, for: M.self, alias: "t0")
-        var sql = "SELECT \(columns) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)\(order)"
+        var sql = "SELECT \(selection(M.self, alias: "t0")) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)\(order)"
         if let limit { sql += " LIMIT \(max(0, limit))" }
         if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
         return try rows(sql, arguments, as: M.self)

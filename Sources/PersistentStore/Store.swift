@@ -339,10 +339,12 @@ public actor Store {
         }
     }
 
-    /// The column list a query selects: the row codec's order, or every column.
-    func selection<M: PersistentModel>(_ type: M.Type) -> String {
-        guard M.self is any RowCodable.Type else { return "*" }
-        return rowColumns(M.entity).map(Self.quote).joined(separator: ", ")
+    /// The column list a query selects: the row codec's order, or every column; qualified by
+    /// `alias` when the query joins other tables.
+    func selection<M: PersistentModel>(_ type: M.Type, alias: String? = nil) -> String {
+        let prefix = alias.map { $0 + "." } ?? ""
+        guard M.self is any RowCodable.Type else { return prefix + "*" }
+        return rowColumns(M.entity).map { prefix + Self.quote($0) }.joined(separator: ", ")
     }
 
     /// INSERT ... ON CONFLICT ... DO UPDATE for an entity and a set of columns, built once: one
