@@ -29,6 +29,10 @@ struct Parser {
         var column: Int
         /// Set when the tag stood alone on its line: the whitespace before it.
         var indentation: String?
+        /// A standalone block's indentation taken from its content's first line.
+        var intrinsicIndentation: String?
+        /// The line break a standalone block pair removed after its close tag.
+        var lineBreak: String?
     }
 
     enum Token {
@@ -124,6 +128,158 @@ struct Parser {
         return tokens
     }
 
+    // MARK: - Standalone tag pairs (inheritance)
+
+    /// A block or parent tag and its close tag, found before lines are judged standalone.
+    private struct Pair {
+        var open: Int
+        var close: Int
+        /// A block directly inside a parent: an argument that replaces the parent's block.
+        var isArgument: Bool
+    }
+
+    /// Matches block and parent tags with their close tags. Unbalanced tags are left for the tree
+    /// builder, which reports them with their positions.
+    private func pairs(in tokens: [Token]) -> [Pair] {
+        var open: [(index: Int, tag: Tag)] = []
+        var found: [Pair] = []
+        for (index, token) in tokens.enumerated() {
+            guard case .tag(let tag) = token else { continue }
+            switch tag.kind {
+            case .section, .inverted, .block, .parent:
+                open.append((index, tag))
+            case .close:
+                guard let last = open.last, last.tag.content == tag.content else { return found.sorted { $0.open < $1.open } }
+                open.removeLast()
+                if last.tag.kind == .block || last.tag.kind == .parent {
+                    let enclosing = open.last?.tag.kind
+                    found.append(Pair(open: last.index, close: index, isArgument: last.tag.kind == .block && enclosing == .parent))
+                }
+            default:
+                continue
+            }
+        }
+        return found.sorted { $0.open < $1.open }
+    }
+
+    private static func isBlank(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+    }
+
+    /// The indices of the whitespace-only text tokens between the start of the tag's line and the
+    /// tag, or nil when anything else stands there.
+    private static func clearBefore(_ index: Int, in tokens: [Token]) -> [Int]? {
+        var cursor = index - 1
+        var blanks: [Int] = []
+        while cursor >= 0 {
+            guard case .text(let text, let endsLine) = tokens[cursor] else { return nil }
+            if endsLine { break }
+            guard isBlank(text) else { return nil }
+            blanks.append(cursor)
+            cursor -= 1
+        }
+        return blanks
+    }
+
+    /// The indices of the whitespace-only text tokens after the tag up to and including its line
+    /// break (or the end of the template), or nil when anything else stands there.
+    private static func clearAfter(_ index: Int, in tokens: [Token]) -> [Int]? {
+        var cursor = index + 1
+        var blanks: [Int] = []
+        while cursor < tokens.count {
+            guard case .text(let text, let endsLine) = tokens[cursor], isBlank(text) else { return nil }
+            blanks.append(cursor)
+            if endsLine { break }
+            cursor += 1
+        }
+        return blanks
+    }
+
+    /// Applies the inheritance module's standalone rules (specification v1.4), which the
+    /// one-tag-per-line rule cannot express:
+    /// - a block or parent whose open tag begins its line and whose close tag ends one is
+    ///   standalone, even with both tags on one line: the whitespace before the open tag becomes
+    ///   its indentation, and the rest of the close tag's line goes (a block restores that line
+    ///   break after its content);
+    /// - a block's content starts on the line after its open tag when nothing follows the tag,
+    ///   and ends at the start of its close tag's line when nothing precedes that tag;
+    /// - such a block's first non-blank line gives its intrinsic indentation, which an argument
+    ///   loses where it is written and a replaced block gives where it is expanded.
+    /// Removed text becomes empty text tokens, so line boundaries stay for the line pass.
+    func applyStandalonePairs(_ tokens: inout [Token]) {
+        func blank(_ index: Int) {
+            if case .text(_, let endsLine) = tokens[index] { tokens[index] = .text("", endsLine: endsLine) }
+        }
+        func text(_ index: Int) -> String {
+            if case .text(let text, _) = tokens[index] { return text }
+            return ""
+        }
+        func update(_ index: Int, _ change: (inout Tag) -> Void) {
+            if case .tag(var tag) = tokens[index] {
+                change(&tag)
+                tokens[index] = .tag(tag)
+            }
+        }
+
+        for pair in pairs(in: tokens) {
+            guard case .tag(let openTag) = tokens[pair.open] else { continue }
+            let isBlock = openTag.kind == .block
+            let before = Self.clearBefore(pair.open, in: tokens)
+            let after = Self.clearAfter(pair.close, in: tokens)
+            let standalone = before != nil && after != nil
+            if let before, let after {
+                let indentation = before.reversed().map(text).joined()
+                let lineBreak = after.map(text).joined().unicodeScalars.drop { $0 == " " || $0 == "\t" }
+                before.forEach(blank)
+                after.forEach(blank)
+                update(pair.open) { tag in
+                    tag.indentation = indentation
+                    if isBlock, !lineBreak.isEmpty { tag.lineBreak = String(String.UnicodeScalarView(lineBreak)) }
+                }
+            }
+            guard isBlock, pair.isArgument || standalone else { continue }
+
+            // The content's own lines: from the line after the open tag to the close tag's line.
+            guard let rest = Self.clearAfter(pair.open, in: tokens), let lastBlank = rest.last,
+                  case .text(_, endsLine: true) = tokens[lastBlank] else { continue }
+            rest.forEach(blank)
+            if let leading = Self.clearBefore(pair.close, in: tokens) { leading.forEach(blank) }
+
+            guard let intrinsic = Self.firstLineIndentation(tokens, from: lastBlank + 1, upTo: pair.close) else { continue }
+            update(pair.open) { $0.intrinsicIndentation = intrinsic }
+            guard pair.isArgument, !intrinsic.isEmpty else { continue }
+            var atLineStart = true
+            for index in (lastBlank + 1)..<pair.close {
+                guard case .text(let text, let endsLine) = tokens[index] else {
+                    atLineStart = false
+                    continue
+                }
+                if atLineStart {
+                    let strip = min(intrinsic.count, text.prefix { $0 == " " || $0 == "\t" }.count)
+                    tokens[index] = .text(String(text.dropFirst(strip)), endsLine: endsLine)
+                }
+                atLineStart = endsLine
+            }
+        }
+    }
+
+    /// The leading whitespace of the first line in `start..<end` that holds anything but
+    /// whitespace; nil when there is none before `end`.
+    private static func firstLineIndentation(_ tokens: [Token], from start: Int, upTo end: Int) -> String? {
+        var leading = ""
+        for index in start..<end {
+            switch tokens[index] {
+            case .tag:
+                return leading
+            case .text(let text, let endsLine):
+                leading += text.prefix { $0 == " " || $0 == "\t" }
+                if !isBlank(text) { return leading }
+                if endsLine { leading = "" }
+            }
+        }
+        return nil
+    }
+
     // MARK: - Standalone lines
 
     /// A line holding one tag that writes nothing, and otherwise only spaces and tabs, is removed
@@ -152,7 +308,8 @@ struct Parser {
             }
             if whitespaceOnly, tags.count == 1, tags[0].kind.canStandAlone {
                 var tag = tags[0]
-                tag.indentation = indentation
+                // A pair rule may already have taken the indentation.
+                tag.indentation = tag.indentation ?? indentation
                 result.append(.tag(tag))
             } else {
                 result += lineTokens
@@ -170,7 +327,9 @@ struct Parser {
     // MARK: - Tree
 
     func parse() throws(MustacheError) -> [Node] {
-        let tokens = removeStandaloneLines(try tokenize())
+        var tokens = try tokenize()
+        applyStandalonePairs(&tokens)
+        tokens = removeStandaloneLines(tokens)
         var position = 0
         let nodes = try buildNodes(tokens, &position, closing: nil)
         return nodes
@@ -206,13 +365,13 @@ struct Parser {
                     nodes.append(.section(path: path(tag.content), inverted: tag.kind == .inverted, nodes: children))
                 case .block:
                     let children = try buildNodes(tokens, &position, closing: tag)
-                    nodes.append(.block(Node.Block(name: tag.content, nodes: children, indentation: tag.indentation)))
+                    nodes.append(.block(Node.Block(name: tag.content, nodes: children, indentation: tag.indentation,
+                                                   intrinsicIndentation: tag.intrinsicIndentation, lineBreak: tag.lineBreak)))
                 case .parent:
                     let children = try buildNodes(tokens, &position, closing: tag)
                     // Only blocks count inside a parent; other text is ignored.
                     var overrides: [String: Node.Block] = [:]
-                    for case .block(var block) in children where overrides[block.name] == nil {
-                        if block.indentation != nil { block.nodes = Self.removingCommonIndentation(block.nodes) }
+                    for case .block(let block) in children where overrides[block.name] == nil {
                         overrides[block.name] = block
                     }
                     nodes.append(.parent(name: tag.content, indentation: tag.indentation ?? "", overrides: overrides))
@@ -231,44 +390,6 @@ struct Parser {
             throw error("unclosed section '\(closing.content)': add {{/\(closing.content)}}", line: closing.line, column: closing.column)
         }
         return nodes
-    }
-
-    /// Strips the whitespace every line of an override starts with, so the override's own
-    /// indentation does not add to the one where the block is expanded. Only text that begins a
-    /// line counts: text after a tag on the same line is left as it is.
-    static func removingCommonIndentation(_ nodes: [Node]) -> [Node] {
-        func isBlank(_ line: Substring) -> Bool { line.allSatisfy { $0 == " " || $0 == "\t" } }
-        func indent(_ line: Substring) -> Int { line.prefix { $0 == " " || $0 == "\t" }.count }
-
-        // Pass 1: the smallest indentation of a non-blank line start.
-        var common = Int.max
-        var atLineStart = true
-        for node in nodes {
-            guard case .text(let text) = node else {
-                atLineStart = false
-                continue
-            }
-            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                if (index > 0 || atLineStart), !isBlank(line) { common = min(common, indent(line)) }
-            }
-            atLineStart = text.hasSuffix("\n")
-        }
-        guard common != Int.max, common > 0 else { return nodes }
-
-        // Pass 2: drop it from each line start.
-        atLineStart = true
-        return nodes.map { node in
-            guard case .text(let text) = node else {
-                atLineStart = false
-                return node
-            }
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line -> Substring in
-                guard index > 0 || atLineStart else { return line }
-                return line.dropFirst(min(indent(line), common))
-            }
-            atLineStart = text.hasSuffix("\n")
-            return .text(lines.joined(separator: "\n"))
-        }
     }
 }
 

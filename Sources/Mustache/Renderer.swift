@@ -59,20 +59,17 @@ struct Renderer {
             case .parent(let name, let parentIndentation, let overrides):
                 try expand(name, indentation: parentIndentation, overrides: overrides, context: &context)
             case .block(let block):
-                if let override = context.overrides[block.name] {
-                    // An override takes the indentation of the place it is expanded in: the block
-                    // tag's own, or else (intrinsic) that of the default content's first line.
-                    var extra = block.indentation ?? ""
-                    if extra.isEmpty, block.indentation != nil, case .text(let first)? = block.nodes.first {
-                        extra = String(first.prefix { $0 == " " || $0 == "\t" })
-                    }
-                    let saved = indentation
-                    indentation += extra
-                    defer { indentation = saved }
-                    try render(override.nodes, context: &context)
-                } else {
-                    try render(block.nodes, context: &context)
-                }
+                // An override is indented as the block's content is (its intrinsic indentation),
+                // or else as the block tag is; default content already carries its own.
+                let override = context.overrides[block.name]
+                let extra = override != nil
+                    ? block.intrinsicIndentation ?? block.indentation ?? ""
+                    : block.intrinsicIndentation == nil ? block.indentation ?? "" : ""
+                let saved = indentation
+                indentation += extra
+                try render(override?.nodes ?? block.nodes, context: &context)
+                indentation = saved
+                if let lineBreak = block.lineBreak, !atLineStart { writeTemplateText(lineBreak) }
             }
         }
     }
@@ -99,6 +96,7 @@ struct Renderer {
 
     /// Template text: indentation goes before each line that has something on it.
     private mutating func writeTemplateText(_ text: String) {
+        guard !text.isEmpty else { return }
         guard !indentation.isEmpty else {
             output += text
             atLineStart = text.unicodeScalars.last == "\n"

@@ -59,7 +59,12 @@ indirect enum Node: Sendable {
     struct Block: Sendable {
         var name: String
         var nodes: [Node]
-        /// Whitespace before the tag when it stood alone on its line.
+        /// Whitespace before the tag when it stood alone on its line, or began a standalone pair.
         var indentation: String?
+        /// The indentation of a standalone block's first content line.
+        var intrinsicIndentation: String?
+        /// The line break removed after a standalone pair's close tag, written again after the
+        /// content unless the content ended its own line.
+        var lineBreak: String?
     }
 }

@@ -213,6 +213,43 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
     @Test(arguments: cases) func rule(_ c: SpecCase) throws { #expect(try c.render() == c.expected) }
 }
 
+/// The standalone and re-indentation rules the inheritance module gained in specification v1.4:
+/// tag pairs that stand alone together, and block content that is de-indented where it is written
+/// and re-indented where it is expanded.
+@Suite struct InheritanceIndentationTests {
+    static let cases: [SpecCase] = [
+        SpecCase("a parent pair on one line is standalone and indents the parent", "A\n    {{<box}}{{/box}}\nZ\n",
+                 partials: ["box": "top\nbottom\n"], "A\n    top\n    bottom\nZ\n"),
+        SpecCase("a standalone parent pair loses its line break like a partial", "{{<box}}{{/box}}\n", partials: ["box": "[{{$b}}x{{/b}}]"], "[x]"),
+        SpecCase("a parent pair spanning lines is standalone when it begins and ends lines", "{{<box}}{{$b}}y{{/b}}\n{{/box}}\nZ",
+                 partials: ["box": "<{{$b}}x{{/b}}>"], "<y>Z"),
+        SpecCase("a parent pair after text is not standalone", "A {{<box}}{{/box}}\n", partials: ["box": "x"], "A x\n"),
+        SpecCase("a block pair on one line keeps its line break around the default", "{{$b}}plain{{/b}}\nnext\n", "plain\nnext\n"),
+        SpecCase("a block pair on one line indents a multi-line override", "{{<f}}{{$body}}\nalpha\nbeta{{/body}}\n{{/f}}\n",
+                 partials: ["f": "begin\n   {{$body}}{{/body}}\nend\n"], "begin\n   alpha\n   beta\nend\n"),
+        SpecCase("an empty override removes the block's standalone line", "{{<f}}{{$body}}{{/body}}{{/f}}",
+                 partials: ["f": "begin\n  {{$body}}{{/body}}\nend\n"], "begin\nend\n"),
+        SpecCase("a line break after an argument's open tag is not content", "{{<f}}{{$t}}\nnew{{/t}}{{/f}}", partials: ["f": "({{$t}}old{{/t}})"], "(new)"),
+        SpecCase("an argument loses the indentation of its first line", "{{<f}}{{$t}}\n      a\n        b\n{{/t}}{{/f}}",
+                 partials: ["f": "x:\n  {{$t}}\n  {{/t}}\n"], "x:\n  a\n    b\n"),
+        SpecCase("an argument's indentation comes from its first non-blank line", "{{<f}}{{$t}}\n\n    a\n{{/t}}{{/f}}",
+                 partials: ["f": "  {{$t}}\n  {{/t}}\n"], "\n  a\n"),
+        SpecCase("whitespace before an argument's close tag is not content", "{{<f}}{{$t}}\n  a\n  {{/t}}{{/f}}",
+                 partials: ["f": "[{{$t}}{{/t}}]"], "[a\n]"),
+        SpecCase("a replaced block takes the indentation of its default content", "{{<f}}{{$t}}\nq\n{{/t}}{{/f}}",
+                 partials: ["f": "{{$t}}\n      d\n{{/t}}"], "      q\n"),
+        SpecCase("default content keeps its own indentation", "{{<f}}{{/f}}", partials: ["f": "  {{$t}}\n    d\n  {{/t}}\n"], "    d\n"),
+        SpecCase("a block nested in an argument is indented relative to it", "{{<mid}}{{$inner}}\nthree\n{{/inner}}{{/mid}}",
+                 partials: ["mid": "{{<base}}{{$outer}}\n    one\n    {{$inner}}\n        two\n    {{/inner}}\n{{/outer}}{{/base}}\n",
+                            "base": "{{$outer}}-{{/outer}}"], "one\n    three\n"),
+        SpecCase("a restored line break keeps CRLF", "{{<f}}{{$t}}v{{/t}}{{/f}}", partials: ["f": "{{$t}}d{{/t}}\r\nnext"], "v\r\nnext"),
+        SpecCase("tags on a standalone pair's line do not stand alone", "{{<f}}{{$t}}\nv\n{{/t}}{{/f}}\n{{#s}}\nin\n{{/s}}\n",
+                 ["s": true], partials: ["f": "{{$t}}{{/t}}"], "v\nin\n"),
+    ]
+
+    @Test(arguments: cases) func rule(_ c: SpecCase) throws { #expect(try c.render() == c.expected) }
+}
+
 @Suite struct TemplateErrorTests {
     func parseError(_ source: String) -> MustacheError? {
         do {
