@@ -101,7 +101,8 @@ let package = Package(
 // The libFuzzer target has no `main` (libFuzzer supplies it), so an ordinary build
 // cannot link it. It joins the package only when asked for: see README, "Fuzzing".
 if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
-    package.targets.append(
-        .executableTarget(name: "SchemaFuzz", dependencies: ["SchemaKit"])
-    )
+    package.targets.append(contentsOf: [
+        .executableTarget(name: "SchemaFuzz", dependencies: ["SchemaKit"]),
+        .executableTarget(name: "PlannerFuzz", dependencies: ["SchemaKit", "MigrationPlanner", "SQLiteKit"]),
+    ])
 }

@@ -21,12 +21,22 @@ public struct SQLiteDialect: DialectCapabilities {
 
     // MARK: - Names and literals
 
-    public static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
+    public static func quote(_ identifier: String) -> String { enclose(identifier, in: "\"") }
 
-    static func string(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    static func string(_ text: String) -> String { enclose(text, in: "'") }
+
+    /// The text between two `mark`s with every `mark` inside doubled, scalar by scalar:
+    /// Foundation's `replacingOccurrences` compares characters, so it misses a quote followed
+    /// by a combining mark (`"` + U+0301 is one character), which would end the quotes early.
+    static func enclose(_ text: String, in mark: Unicode.Scalar) -> String {
+        var out = String.UnicodeScalarView()
+        out.append(mark)
+        for scalar in text.unicodeScalars {
+            out.append(scalar)
+            if scalar == mark { out.append(mark) }
+        }
+        out.append(mark)
+        return String(out)
     }
 
     public static func type(of kind: ColumnKind) -> String {

@@ -391,6 +391,13 @@ public actor Store {
 
     static func quote(_ identifier: String) -> String {
         guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
-        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Scalar by scalar: a quote followed by a combining mark is one Character.
+        var out = String.UnicodeScalarView(["\""])
+        for scalar in identifier.unicodeScalars {
+            out.append(scalar)
+            if scalar == "\"" { out.append("\"") }
+        }
+        out.append("\"")
+        return String(out)
     }
 }

@@ -67,6 +67,30 @@ public enum Naming {
     /// PostgreSQL truncates identifiers longer than this many bytes.
     public static let portableIdentifierLength = 63
 
+    /// Why a `table` or `column` override cannot be a database name, or nil when it can. Any
+    /// printable text may name a table or column (spaces, quotes and punctuation are quoted in
+    /// SQL), but not control characters or line separators, which could end a SQL comment or a
+    /// line of generated code, nor leading or trailing whitespace, which no reader would notice.
+    public static func problemWithDatabaseName(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        for scalar in name.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029 {
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            let what = switch scalar {
+            case "\n": "a line break"
+            case "\r": "a carriage return"
+            case "\t": "a tab"
+            case "\u{2028}": "a line separator"
+            case "\u{2029}": "a paragraph separator"
+            default: "a control character"
+            }
+            return "contains \(code) (\(what))"
+        }
+        if let first = name.unicodeScalars.first, first.properties.isWhitespace { return "starts with whitespace" }
+        if let last = name.unicodeScalars.last, last.properties.isWhitespace { return "ends with whitespace" }
+        return nil
+    }
+
     /// SQLite reserves table names starting with this prefix for itself.
     public static let reservedTablePrefix = "sqlite_"
 }

@@ -159,8 +159,8 @@ struct SchemaParser {
     /// A non-empty name option such as `column` or `table`.
     mutating func name(_ keyed: Keyed, _ key: String, what: String) -> String? {
         guard let value = text(keyed, key, what: what) else { return nil }
-        if value.isEmpty || value.utf8.contains(0) {
-            error(.invalidValue, "'\(key)' in \(what) must be a non-empty name", at: keyed[key] ?? keyed.node)
+        if let problem = Naming.problemWithDatabaseName(value) {
+            error(.invalidValue, "'\(key)' in \(what) \(problem); names may hold any printable characters, but no control characters, line breaks, or leading or trailing spaces", at: keyed[key] ?? keyed.node)
             return nil
         }
         return value

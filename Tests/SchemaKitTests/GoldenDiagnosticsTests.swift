@@ -14,8 +14,16 @@ import Testing
         return names.filter { $0.hasSuffix(".yaml") }.sorted()
     }
 
-    @Test func everyInvalidSchemaHasAGoldenFile() {
-        #expect(Self.cases.count >= 12)
+    /// The exact set, so a case deleted or renamed by accident is noticed.
+    static let expectedCases = [
+        "defaults", "duplicate-keys", "empty", "hostile-names", "inverses", "missing-keys", "names", "options",
+        "references", "syntax-error", "tabs", "unknown-keys", "warnings", "wrong-kinds",
+    ]
+
+    @Test func everyInvalidSchemaHasAGoldenFile() throws {
+        #expect(Self.cases == Self.expectedCases.map { $0 + ".yaml" })
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path)
+        #expect(files.filter { $0.hasSuffix(".expected") }.sorted() == Self.expectedCases.map { $0 + ".expected" })
     }
 
     @Test(arguments: cases)
