@@ -87,6 +87,7 @@ let package = Package(
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),

@@ -139,10 +139,14 @@ public enum MigrateTool {
                 current = "\(direction == .up ? "applying" : "reverting") \(script.label)"
                 draw("")
             case .statement(let index, let total):
-                draw("statement \(index) of \(total)")
+                statement = "statement \(index) of \(total)"
+                draw(statement, force: index == 1 || index == total)
+            case .copyingRows(let table, let copied, let total):
+                let percent = total > 0 ? " (\(min(100, copied * 100 / total))%)" : ""
+                draw("\(statement): copying \(table) \(Self.grouped(copied)) of \(Self.grouped(total)) rows\(percent)")
             case .working:
                 spinner = (spinner + 1) % 4
-                draw(["|", "/", "-", "\\"][spinner] + " copying rows")
+                draw("\(statement) " + ["|", "/", "-", "\\"][spinner])
             case .finished(let script, let direction, let milliseconds):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 io.writeOutput("\(direction == .up ? "applied " : "reverted") \(script.label) (\(milliseconds) ms)\n")
@@ -151,8 +155,19 @@ public enum MigrateTool {
             }
         }
 
-        private func draw(_ detail: String) {
-            guard io.outputIsTerminal, Date().timeIntervalSince(lastDraw) > 0.05 else { return }
+        private var statement = ""
+
+        /// 1234567 as "1,234,567".
+        static func grouped(_ number: Int) -> String {
+            let digits = Array(String(number))
+            return String(digits.enumerated().flatMap { offset, digit in
+                offset > 0 && (digits.count - offset) % 3 == 0 ? [",", digit] : [digit]
+            })
+        }
+
+        /// Redraws the status line, at most 20 times a second unless `force`.
+        private func draw(_ detail: String, force: Bool = false) {
+            guard io.outputIsTerminal, force || Date().timeIntervalSince(lastDraw) > 0.05 else { return }
             lastDraw = Date()
             io.writeOutput("\r\u{1B}[K\(current) \(detail)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MigrationPlanner
 import SchemaMetadata
 import SQLiteKit
 
@@ -121,7 +122,9 @@ public final class Migrator {
     public enum Event: Sendable {
         case started(MigrationScript, direction: Direction, statements: Int)
         case statement(index: Int, of: Int)
-        /// SQLite is busy inside one long statement (a row copy, say).
+        /// A table rebuild's row copy under way: rows written so far, of the rows the old table holds.
+        case copyingRows(table: String, copied: Int, of: Int)
+        /// SQLite is busy inside one long statement that is not a row copy.
         case working
         case finished(MigrationScript, direction: Direction, milliseconds: Int)
         /// Another migrator applied it while this one waited for the lock.
@@ -242,16 +245,33 @@ public final class Migrator {
                 progress(.skipped(script))
                 return
             }
-            let total = (try? connection.statementCount(sql)) ?? 0
-            progress(.started(script, direction: direction, statements: total))
-            connection.setProgressHandler(every: 100_000) { progress(.working) }
+            let statements = SQLiteConnection.statements(in: sql)
+            progress(.started(script, direction: direction, statements: statements.count))
+            // A row copy reports rows written against the old table's count: counting first
+            // costs little next to copying.
+            var copy: (table: String, rows: Int)?
+            connection.setProgressHandler(every: 100_000) { [connection] in
+                if let copy, let copied = connection.currentInsertCount {
+                    progress(.copyingRows(table: copy.table, copied: copied, of: copy.rows))
+                } else {
+                    progress(.working)
+                }
+            }
             defer { connection.setProgressHandler(every: 0, nil) }
-            do {
-                try connection.executeScript(sql) { position in progress(.statement(index: position.index, of: total)) }
-            } catch let error as SQLiteConnection.ScriptError {
-                throw .statementFailed(file: file, statement: error.position.index, line: error.position.line, message: error.error.message)
+            do throws(SQLiteConnection.ScriptError) {
+                try connection.countingInsertedRows { () throws(SQLiteConnection.ScriptError) in
+                    try connection.executeScript(sql) { position in
+                        copy = nil
+                        if position.index <= statements.count, let source = RowCopy.sourceTable(of: statements[position.index - 1]),
+                           case .integer(let rows)? = (try? connection.query("SELECT count(*) FROM \(SQLiteDialect.quote(source))"))?.first?.first {
+                            copy = (source, Int(rows))
+                        }
+                        connection.resetInsertCount()
+                        progress(.statement(index: position.index, of: statements.count))
+                    }
+                }
             } catch {
-                throw .statementFailed(file: file, statement: 0, line: 1, message: "\(error)")
+                throw .statementFailed(file: file, statement: error.position.index, line: error.position.line, message: error.error.message)
             }
             if foreignKeysOff {
                 let violations = try database { () throws(SQLiteError) in try connection.query("PRAGMA foreign_key_check;") }
@@ -289,7 +309,7 @@ public final class Migrator {
         do {
             try connection.execute("BEGIN IMMEDIATE;")
         } catch {
-            if error.code & 0xFF == 5 { throw .locked(seconds: lockTimeout) } // SQLITE_BUSY
+            if error.primary == .busy { throw .locked(seconds: lockTimeout) }
             throw .database(error)
         }
         do {
@@ -306,7 +326,7 @@ public final class Migrator {
         do {
             return try body()
         } catch {
-            if error.code & 0xFF == 5 { throw .locked(seconds: lockTimeout) }
+            if error.primary == .busy { throw .locked(seconds: lockTimeout) }
             throw .database(error)
         }
     }

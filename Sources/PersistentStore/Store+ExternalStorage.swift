@@ -74,7 +74,7 @@ extension Store {
     /// The contents of an external value's file, in place of its name.
     func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor) throws(StoreError) -> SQLiteValue {
         guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
-            throw .database("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
+            throw .externalFile("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
         }
         return column.swiftType == "String" ? .text(String(decoding: data, as: UTF8.self)) : .blob([UInt8](data))
     }
@@ -93,11 +93,11 @@ func writeDurably(_ bytes: [UInt8], to url: URL) throws(StoreError) {
     do {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
     } catch {
-        throw .database("cannot create \(url.deletingLastPathComponent().path): \(error.localizedDescription)")
+        throw .externalFile("cannot create \(url.deletingLastPathComponent().path): \(error.localizedDescription)")
     }
     let temporary = url.path + ".tmp"
     let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard descriptor >= 0 else { throw .database("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+    guard descriptor >= 0 else { throw .externalFile("cannot write \(temporary): \(String(cString: strerror(errno)))") }
     var offset = 0
     var failure: String?
     bytes.withUnsafeBytes { buffer in
@@ -116,6 +116,6 @@ func writeDurably(_ bytes: [UInt8], to url: URL) throws(StoreError) {
     if failure == nil, rename(temporary, url.path) != 0 { failure = String(cString: strerror(errno)) }
     if let failure {
         unlink(temporary)
-        throw .database("cannot write \(url.path): \(failure)")
+        throw .externalFile("cannot write \(url.path): \(failure)")
     }
 }

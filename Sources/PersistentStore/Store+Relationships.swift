@@ -36,7 +36,7 @@ extension Store {
     }
 
     func query(_ sql: String, _ arguments: [SQLiteValue]) throws(StoreError) -> [[SQLiteValue]] {
-        do { return try connection.query(sql, arguments) } catch { throw .database(error.description) }
+        do { return try connection.query(sql, arguments) } catch { throw .database(error) }
     }
 
     /// The keys of the rows a relationship of one row points to.
@@ -154,7 +154,7 @@ extension Store {
         do {
             _ = try connection.query("DELETE FROM \(Self.quote(entity.table)) WHERE \(Self.condition(entity.primaryKey))", key)
         } catch {
-            throw .database(error.description)
+            throw .database(error)
         }
         for cascade in cascades where cascade.heldHere {
             try deleteRow(of: cascade.target, key: cascade.key, visited: &visited)

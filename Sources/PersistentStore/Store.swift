@@ -6,7 +6,11 @@ import SQLiteKit
 /// Why the store refused or failed.
 public enum StoreError: Error, Sendable, CustomStringConvertible {
     case migration(String)
-    case database(String)
+    /// SQLite refused: `error.primary` tells busy (`.busy`) from a constraint, a corrupt file
+    /// and the rest; `error.database` names the file.
+    case database(SQLiteError)
+    /// A file of an `externalStorage` attribute could not be read or written.
+    case externalFile(String)
     case coding(String)
     case unknownEntity(String)
     /// A delete rule `deny` blocked a delete.
@@ -17,12 +21,19 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .migration(let message): "cannot bring the database to the code's schema: \(message)"
-        case .database(let message): "database error: \(message)"
+        case .database(let error): "database error: \(error)"
+        case .externalFile(let message): "external storage: \(message)"
         case .coding(let message): "cannot map a model to its row: \(message)"
         case .unknownEntity(let name): "\(name) is not part of this store's schema"
         case .deleteDenied(let message): "delete refused: \(message)"
         case .unsupportedPredicate(let message): message
         }
+    }
+
+    /// SQLite's primary result code, when SQLite refused.
+    public var sqliteCode: SQLiteError.Code? {
+        if case .database(let error) = self { return error.primary }
+        return nil
     }
 }
 
@@ -58,7 +69,18 @@ public actor Store {
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
     /// from the code's, or that is newer than the code, is refused.
-    public init(path: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration]) throws(StoreError) {
+    /// How the store opens its database.
+    public struct Configuration: Sendable {
+        /// How long a write waits for another connection's lock before failing with
+        /// `StoreError.database` whose `primary` is `.busy`.
+        public var busyTimeout: Duration = .seconds(5)
+
+        public init(busyTimeout: Duration = .seconds(5)) {
+            self.busyTimeout = busyTimeout
+        }
+    }
+
+    public init(path: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
         if let path {
             let folder = (path as NSString).deletingLastPathComponent
             if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
@@ -68,13 +90,15 @@ public actor Store {
             if path != nil { _ = try connection.query("PRAGMA journal_mode = WAL;") }
             try connection.execute("PRAGMA foreign_keys = ON;")
         } catch {
-            throw .database(error.description)
+            throw .database(error)
         }
-        connection.setBusyTimeout(milliseconds: 5_000)
+        let (seconds, attoseconds) = configuration.busyTimeout.components
+        let timeout = Double(seconds) + Double(attoseconds) / 1e18
         self.schema = schema
         self.externalFolder = path.map { URL(fileURLWithPath: $0 + ".external") }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString).external")
-        let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations)
+        // The migrator sets the connection's busy timeout, for its own work and the store's.
+        let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations, lockTimeoutSeconds: timeout)
         do {
             if let problem = try migrator.validate().first { throw StoreError.migration(problem.description) }
             try migrator.up()
@@ -142,7 +166,7 @@ public actor Store {
 
     private func beginWrite() throws(StoreError) {
         guard depth == 0 else { return }
-        do { try connection.execute("BEGIN IMMEDIATE;") } catch { throw .database("\(error)") }
+        do { try connection.execute("BEGIN IMMEDIATE;") } catch { throw .database(error) }
     }
 
     private func endWrite(commit: Bool) throws(StoreError) {
@@ -153,7 +177,7 @@ public actor Store {
             // A failed commit rolls back.
             if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
             settleExternalFiles(committed: false)
-            throw .database("\(error)")
+            throw .database(error)
         }
         settleExternalFiles(committed: commit)
     }
@@ -195,7 +219,7 @@ public actor Store {
             stored["id"] = .integer(id)
             return try RowDecoder.decode(M.self, from: stored)
         } catch let error as SQLiteError {
-            throw .database(error.description)
+            throw .database(error)
         } catch {
             throw .coding("\(error)")
         }
@@ -217,7 +241,7 @@ public actor Store {
             guard case .integer(let count)? = try connection.query("SELECT count(*) FROM \(Self.quote(M.entity.table))").first?.first else { return 0 }
             return Int(count)
         } catch {
-            throw .database(error.description)
+            throw .database(error)
         }
     }
 
@@ -244,7 +268,7 @@ public actor Store {
             } catch let error as StoreError {
                 throw error
             } catch let error as SQLiteError {
-                throw .database(error.description)
+                throw .database(error)
             } catch {
                 throw .coding("\(error)") // a stored value the model cannot hold
             }
@@ -256,7 +280,7 @@ public actor Store {
             names = try connection.columnNames(sql)
             result = try connection.query(sql, arguments)
         } catch {
-            throw .database(error.description)
+            throw .database(error)
         }
         // Column name -> Codable key.
         var keyForColumn: [String: String] = ["id": "id"]
@@ -291,7 +315,7 @@ public actor Store {
     /// Deletes every model of a type.
     public func deleteAll<M: PersistentModel>(_ type: M.Type) throws(StoreError) {
         try write { () throws(StoreError) in
-            do { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database("\(error)") }
+            do throws(SQLiteError) { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database(error) }
         }
     }
 
@@ -323,8 +347,10 @@ public actor Store {
             return try decodeDirect(stored, as: M.self)
         } catch let error as StoreError {
             throw error
+        } catch let error as SQLiteError {
+            throw .database(error)
         } catch {
-            throw .database("\(error)")
+            throw .coding("\(error)")
         }
     }
 

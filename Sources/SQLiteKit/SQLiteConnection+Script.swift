@@ -16,15 +16,49 @@ extension SQLiteConnection {
         public var description: String { "statement \(position.index) at line \(position.line): \(error.message)" }
     }
 
-    /// The number of statements in a script (comments and blank text do not count).
-    public func statementCount(_ sql: String) throws(ScriptError) -> Int {
-        var count = 0
-        try forEachStatement(sql) { _, _ in
-            count += 1
-            return true
+    /// The statements of a script as SQLite would split it, without preparing them (so a script
+    /// may refer to tables its earlier statements create). Comments and blank text between
+    /// statements are dropped; text after the last `;` that is not a statement is ignored.
+    public static func statements(in sql: String) -> [String] {
+        var result: [String] = []
+        var bytes = Array(sql.utf8)
+        bytes.append(0)
+        var start = 0
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for index in 0..<(buffer.count - 1) where buffer[index] == UInt8(ascii: ";") {
+                // sqlite3_complete knows strings, quoted names, comments and trigger bodies:
+                // a `;` inside any of them does not end the statement.
+                let saved = buffer[index + 1]
+                buffer[index + 1] = 0
+                let complete = sqlite3_complete(UnsafeRawPointer(base + start).assumingMemoryBound(to: CChar.self)) != 0
+                buffer[index + 1] = saved
+                guard complete else { continue }
+                let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[start...index]), as: UTF8.self)
+                result.append(Self.droppingLeadingComments(text))
+                start = index + 1
+            }
         }
-        return count
+        return result
     }
+
+    /// The statement without the blank lines and `--` or `/* */` comments before it.
+    static func droppingLeadingComments(_ text: String) -> String {
+        var rest = Substring(text)
+        while true {
+            rest = rest.drop { $0.isWhitespace }
+            if rest.hasPrefix("--") {
+                rest = rest.drop { $0 != "\n" }
+            } else if rest.hasPrefix("/*"), let end = rest.range(of: "*/") {
+                rest = rest[end.upperBound...]
+            } else {
+                return String(rest)
+            }
+        }
+    }
+
+    /// The number of statements in a script (comments and blank text do not count).
+    public func statementCount(_ sql: String) -> Int { Self.statements(in: sql).count }
 
     /// Runs every statement of a script in order, reporting each before it runs; a failure
     /// (when preparing or running it) names the statement and its line.
@@ -36,7 +70,7 @@ extension SQLiteConnection {
                 let status = sqlite3_step(statement)
                 if status == SQLITE_DONE { break }
                 if status == SQLITE_ROW { continue }
-                failure = ScriptError(position: position, error: SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: String(cString: sqlite3_sql(statement))))
+                failure = ScriptError(position: position, error: error(status, sql: String(cString: sqlite3_sql(statement))))
                 return false
             }
             return true
@@ -85,7 +119,7 @@ extension SQLiteConnection {
                 let status = sqlite3_prepare_v2(rawHandle, start + begin, -1, &statement, &tail)
                 guard status == SQLITE_OK else {
                     sqlite3_finalize(statement)
-                    throw ScriptError(position: position, error: SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: nil))
+                    throw ScriptError(position: position, error: error(status, sql: nil))
                 }
                 guard let prepared = statement else { return }
                 let keepGoing = body(prepared, position)
@@ -118,8 +152,35 @@ extension SQLiteConnection {
         }, Unmanaged.passUnretained(box).toOpaque())
     }
 
+    /// Counts the rows inserted into rowid tables while `body` runs, through SQLite's update
+    /// hook (one C call a row); `observe` receives the running total when asked through
+    /// `currentInsertCount`. Returns what `body` returns.
+    public func countingInsertedRows<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let box = InsertCounter()
+        insertCounter = box
+        sqlite3_update_hook(rawHandle, { context, operation, _, _, _ in
+            guard let context, operation == SQLITE_INSERT else { return }
+            Unmanaged<InsertCounter>.fromOpaque(context).takeUnretainedValue().count += 1
+        }, Unmanaged.passUnretained(box).toOpaque())
+        defer {
+            sqlite3_update_hook(rawHandle, nil, nil)
+            insertCounter = nil
+        }
+        return try body()
+    }
+
+    /// Rows inserted since `countingInsertedRows` began (or the last reset), or nil outside it.
+    public var currentInsertCount: Int? { insertCounter?.count }
+
+    /// Starts the count of `countingInsertedRows` again from zero.
+    public func resetInsertCount() { insertCounter?.count = 0 }
+
     /// Whether the connection is inside a transaction.
     public var isInTransaction: Bool { sqlite3_get_autocommit(rawHandle) == 0 }
+}
+
+final class InsertCounter {
+    var count = 0
 }
 
 final class ProgressBox {

@@ -3,19 +3,72 @@ import SchemaMetadata
 
 /// An error SQLite reported, with its result code and message.
 public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// SQLite's extended result code (`SQLITE_CONSTRAINT_UNIQUE`, say); `primary` is its family.
     public var code: Int32
     public var message: String
     /// The statement that failed, when there was one.
     public var sql: String?
+    /// The database file the connection had open, when there was one.
+    public var database: String?
 
-    public init(code: Int32, message: String, sql: String?) {
+    public init(code: Int32, message: String, sql: String?, database: String? = nil) {
         self.code = code
         self.message = message
         self.sql = sql
+        self.database = database
+    }
+
+    /// A primary result code: what callers branch on (busy, constraint, corrupt...).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        public static let error = Code(rawValue: 1)
+        public static let permission = Code(rawValue: 3)
+        public static let abort = Code(rawValue: 4)
+        /// Another connection holds a lock past the busy timeout.
+        public static let busy = Code(rawValue: 5)
+        public static let locked = Code(rawValue: 6)
+        public static let noMemory = Code(rawValue: 7)
+        public static let readOnly = Code(rawValue: 8)
+        public static let interrupted = Code(rawValue: 9)
+        public static let ioError = Code(rawValue: 10)
+        public static let corrupt = Code(rawValue: 11)
+        public static let full = Code(rawValue: 13)
+        public static let cannotOpen = Code(rawValue: 14)
+        public static let tooBig = Code(rawValue: 18)
+        /// A UNIQUE, NOT NULL, CHECK or FOREIGN KEY constraint failed.
+        public static let constraint = Code(rawValue: 19)
+        public static let mismatch = Code(rawValue: 20)
+        public static let notADatabase = Code(rawValue: 26)
+
+        public var description: String { String(cString: sqlite3_errstr(rawValue)) }
+    }
+
+    /// The primary result code, without the extended detail.
+    public var primary: Code { Code(rawValue: code & 0xFF) }
+
+    /// What to do about the failures a user can fix, or nil.
+    public var advice: String? {
+        switch primary {
+        case .notADatabase: "the file is not a SQLite database (or is encrypted); check the path"
+        case .corrupt: "the file is damaged; restore it from a backup, or try `sqlite3 FILE .recover`"
+        case .busy, .locked: "another connection holds the database; retry, or wait longer (a busy timeout)"
+        case .readOnly, .permission: "the file or its folder cannot be written; check permissions"
+        case .cannotOpen: "the file cannot be opened; check that its folder exists and is writable"
+        case .full: "the disk is full"
+        default: nil
+        }
     }
 
     public var description: String {
-        sql.map { "\(message) (in: \($0))" } ?? message
+        var text = (database.map { "\($0): " } ?? "") + message
+        if let sql {
+            let flat = sql.split(whereSeparator: \.isNewline).joined(separator: " ")
+            text += " (in: \(flat.count > 160 ? flat.prefix(160) + "..." : flat))"
+        }
+        if let advice { text += "; " + advice }
+        return text
     }
 }
 
@@ -28,20 +81,26 @@ public final class SQLiteConnection {
     private var handle: OpaquePointer?
     /// Keeps the progress closure alive while SQLite holds a pointer to it.
     var progressBox: ProgressBox?
+    /// Keeps the insert counter alive while the update hook points at it.
+    var insertCounter: InsertCounter?
 
     var rawHandle: OpaquePointer? { handle }
 
     /// SQLite's way of saying "copy the bytes now"; not imported into Swift as a constant.
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+    /// The file this connection opened, named in its errors.
+    public let path: String
+
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        self.path = path
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard status == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
             sqlite3_close(handle)
             handle = nil
-            throw SQLiteError(code: status, message: message, sql: nil)
+            throw SQLiteError(code: status, message: message, sql: nil, database: path)
         }
         sqlite3_extended_result_codes(handle, 1)
     }
@@ -51,8 +110,9 @@ public final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
-    private func error(_ status: Int32, sql: String?) -> SQLiteError {
-        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    /// The connection's last error, naming its file.
+    func error(_ status: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)), sql: sql, database: path)
     }
 
     /// Runs one or more statements that return no rows.
@@ -62,7 +122,7 @@ public final class SQLiteConnection {
         guard status == SQLITE_OK else {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
             sqlite3_free(message)
-            throw SQLiteError(code: status, message: text, sql: sql)
+            throw SQLiteError(code: status, message: text, sql: sql, database: path)
         }
     }
 
@@ -189,9 +249,7 @@ extension SQLiteConnection {
     public func columnNames(_ sql: String) throws(SQLiteError) -> [String] {
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(rawHandle, sql, -1, &statement, nil)
-        guard status == SQLITE_OK else {
-            throw SQLiteError(code: status, message: String(cString: sqlite3_errmsg(rawHandle)), sql: sql)
-        }
+        guard status == SQLITE_OK else { throw error(status, sql: sql) }
         defer { sqlite3_finalize(statement) }
         return (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
     }

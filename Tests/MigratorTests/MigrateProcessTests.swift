@@ -111,6 +111,59 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: other))
     }
 
+    @Test func aFileThatIsNotADatabaseIsNamed() throws {
+        let path = temporaryPath("garbage.sqlite")
+        try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: path))
+        let run = try Self.migrate(["status", "--database", path, "--dir", "Migrations/Todo"])
+        #expect(run.status == 1)
+        #expect(run.error.contains("\(path): file is not a database"), "\(run.error)")
+        #expect(run.error.contains("not a SQLite database"), "\(run.error)")
+    }
+
+    // MARK: - Progress on a terminal
+
+    /// `migrate up` under a pseudo-terminal (`script`), as a user sees it: the status line counts
+    /// the file's real statements, and the rebuild's row copy counts rows against the table's.
+    @Test func aTerminalShowsTrueStatementCountsAndRowsCopied() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            Issue.record("SKIPPED: /usr/bin/script (util-linux) is missing, so no pseudo-terminal test ran")
+            return
+        }
+        let database = temporaryPath("terminal.sqlite")
+        #expect(try Self.migrate(["up", "3", "--database", database, "--dir", "Migrations/Flights"]).status == 0)
+        let rows = 300_000
+        try SQLiteConnection(path: database).execute("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+            INSERT INTO flights (ident, scheduled_off, estimated_off, scheduled_on, estimated_on, status, route_distance, filed_airspeed, filed_altitude, aircraft_type)
+            SELECT 'F' || i, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z', '2024-01-01T01:00:00.000Z', '2024-01-01T01:00:00.000Z', 'Scheduled', i, 400, 300, 'B738' FROM n;
+            COMMIT;
+            """)
+        let upFile = try #require(try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("Migrations/Flights").path)
+            .first { $0.hasPrefix("0004_") && $0.hasSuffix(".up.sql") })
+        let statements = SQLiteConnection.statements(in: try String(contentsOf: repositoryRoot.appendingPathComponent("Migrations/Flights/" + upFile), encoding: .utf8)).count
+        #expect(statements > 5)
+
+        let command = [Self.executable.path, "up", "1", "--database", database, "--dir", "Migrations/Flights"].map { "'\($0)'" }.joined(separator: " ")
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        script.arguments = ["-qec", command, "/dev/null"]
+        script.currentDirectoryURL = repositoryRoot
+        let output = Pipe()
+        script.standardOutput = output
+        script.standardInput = FileHandle.nullDevice
+        try script.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        script.waitUntilExit()
+        #expect(script.terminationStatus == 0, "\(text)")
+        #expect(text.contains("statement 1 of \(statements)"), "\(text)")
+        #expect(text.contains("statement \(statements) of \(statements)"), "\(text)")
+        #expect(!text.contains(" of 0"), "\(text)")
+        #expect(text.contains("copying flights "), "\(text)")
+        #expect(text.contains(" of 300,000 rows ("), "\(text)")
+        #expect(text.contains("applied  0004_"), "\(text)")
+    }
+
     // MARK: - Concurrency
 
     @Test func concurrentMigratorsApplyEachMigrationOnce() throws {

@@ -1,0 +1,40 @@
+import ExampleModels
+import Foundation
+import SQLiteKit
+import Testing
+@testable import PersistentStore
+
+/// Errors keep SQLite's result code, so callers can tell a busy database from a broken one.
+@Suite struct StoreErrorTests {
+    @Test func aFileThatIsNotADatabaseSaysSoAndNamesIt() throws {
+        let path = storePath()
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(repeating: 0x42, count: 4096).write(to: URL(fileURLWithPath: path))
+        do throws(StoreError) {
+            _ = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+            Issue.record("opened a file that is not a database")
+        } catch {
+            #expect(error.sqliteCode == .notADatabase)
+            #expect(error.description.contains(path))
+        }
+    }
+
+    @Test func aWriteBlockedByAnotherConnectionIsBusy() async throws {
+        let path = storePath()
+        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+                              configuration: .init(busyTimeout: .milliseconds(100)))
+        let other = try SQLiteConnection(path: path)
+        try other.execute("BEGIN IMMEDIATE;")
+        do throws(StoreError) {
+            try await store.insert(airport("KSFO"))
+            Issue.record("the write went through another connection's lock")
+        } catch {
+            #expect(error.sqliteCode == .busy)
+            guard case .database(let sqlite) = error else { return }
+            #expect(sqlite.database == path)
+        }
+        try other.execute("ROLLBACK;")
+        try await store.insert(airport("KSFO"))
+        #expect(try await store.count(Airport.self) == 1, "the lock gone, the same store writes")
+    }
+}
