@@ -20,7 +20,9 @@ public struct FlightQuery: Sendable {
         self.limit = limit
     }
 
-    /// One line per flight: ident, origin code, destination code, airline code, route distance.
+    /// One line per flight: ident, origin code, destination code, airline code, route distance
+    /// (each empty when unknown). Sorted by distance, then ident; flights without a distance
+    /// come first in ascending order and last in descending order, as `nil` sorts in Swift.
     public func lines(in store: Store) async throws -> [String] {
         let airports = Dictionary(try await store.fetch(Airport.self).compactMap { airport in airport.id.map { ($0, airport.icao) } }, uniquingKeysWith: { a, _ in a })
         let airlines = Dictionary(try await store.fetch(Airline.self).compactMap { airline in airline.id.map { ($0, airline.code) } }, uniquingKeysWith: { a, _ in a })
@@ -41,8 +43,11 @@ public struct FlightQuery: Sendable {
             sortBy: [SortDescriptor(\.routeDistance, order: longestFirst ? .reverse : .forward), SortDescriptor(\.ident)],
             limit: limit)
         return flights.map { flight in
-            [flight.ident, flight.originID.flatMap { airports[$0] } ?? "", flight.destinationID.flatMap { airports[$0] } ?? "",
-             flight.airlineID.flatMap { airlines[$0] } ?? "", String(flight.routeDistance)].joined(separator: "\t")
+            let origin = flight.originID.flatMap { airports[$0] } ?? ""
+            let destination = flight.destinationID.flatMap { airports[$0] } ?? ""
+            let airline = flight.airlineID.flatMap { airlines[$0] } ?? ""
+            let distance = flight.routeDistance.map(String.init) ?? ""
+            return [flight.ident, origin, destination, airline, distance].joined(separator: "\t")
         }
     }
 }

@@ -43,32 +43,70 @@ public enum FlightsTool {
 }
 
 enum LoadCommand: Command {
+    /// Some records or files were rejected (each reported on standard error); the rest were stored.
+    static let someRejected = ExitCode(3)
+
     static let spec = CommandSpec(
-        name: "load", abstract: "Load AIRLINES.json, AIRPORTS.json and pages of flights from a folder.",
-        options: [.value("database", short: "d", valueName: "path", help: "The SQLite file (created when missing).")],
+        name: "load", abstract: "Load AeroAPI airlines, airports and pages of flights from a folder of JSON files.",
+        discussion: """
+            Exit status: 0 every record stored; 3 some records or files rejected (each named on
+            standard error with its file, array and index, ident, key and reason), the rest stored;
+            1 nothing stored (--strict with a rejection, or a database error); 2 usage or I/O error.
+            """,
+        options: [
+            .value("database", short: "d", valueName: "path", help: "The SQLite file (created when missing)."),
+            .flag("strict", help: "Store nothing unless every record of every file can be stored (one transaction)."),
+        ],
         arguments: [ArgumentSpec("DIR", help: "The folder of JSON files.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = FlightsTool.open(arguments, io: io) else { return .usageOrIO }
         let directory = arguments.arguments[0]
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder), isFolder.boolValue else {
+            io.writeError("flights: error: '\(directory)' is not a folder of JSON files\n")
+            return .usageOrIO
+        }
+        guard let store = FlightsTool.open(arguments, io: io) else { return .usageOrIO }
+        let strict = arguments.flag("strict")
         do {
-            let reports = try FlightsTool.wait { try await FlightLoader(store: store).load(directory: directory) }
-            for report in reports {
-                var parts: [String] = []
-                if report.airlines > 0 { parts.append("\(report.airlines) airlines") }
-                if report.airports > 0 { parts.append("\(report.airports) airports") }
-                if report.flights > 0 || (report.airlines == 0 && report.airports == 0) { parts.append("\(report.flights) flights") }
-                if report.createdByCode > 0 { parts.append("\(report.createdByCode) airports or airlines created by code") }
-                if report.skipped > 0 { parts.append("\(report.skipped) records skipped") }
-                io.writeOutput("\(report.file): \(parts.joined(separator: ", "))\n")
+            let report = try FlightsTool.wait { try await FlightLoader(store: store).load(directory: directory, strict: strict) }
+            for rejection in report.rejections { io.writeError("\(rejection)\n") }
+            guard report.stored else {
+                io.writeError("flights: error: --strict: \(Self.count(report.rejections.count, "rejection")); nothing was stored\n")
+                return .failure
             }
+            for file in report.files { io.writeOutput(Self.line(file)) }
             let totals = try FlightsTool.wait { (try await store.count(Airline.self), try await store.count(Airport.self), try await store.count(Flight.self)) }
             io.writeOutput("stored: \(totals.0) airlines, \(totals.1) airports, \(totals.2) flights\n")
+            guard report.rejections.isEmpty else {
+                let files = Set(report.rejections.map(\.file)).count
+                io.writeError("flights: \(Self.count(report.rejections.count, "record or file", "records or files")) rejected in \(Self.count(files, "file")), listed above; everything else was stored\n")
+                return someRejected
+            }
             return .success
         } catch {
             io.writeError("flights: error: \(error)\n")
             return .failure
         }
+    }
+
+    static func count(_ number: Int, _ one: String, _ many: String? = nil) -> String {
+        "\(number) \(number == 1 ? one : many ?? one + "s")"
+    }
+
+    static func line(_ file: FlightLoader.FileReport) -> String {
+        var parts: [String] = []
+        if file.airlines > 0 { parts.append(count(file.airlines, "airline")) }
+        if file.airports > 0 { parts.append(count(file.airports, "airport")) }
+        if file.flights > 0 || parts.isEmpty {
+            parts.append(count(file.flights, "flight") + (file.replacedFlights > 0 ? " (\(file.replacedFlights) replacing an earlier record with the same ident)" : ""))
+        }
+        var created: [String] = []
+        if file.airportsCreated > 0 { created.append(count(file.airportsCreated, "airport")) }
+        if file.airlinesCreated > 0 { created.append(count(file.airlinesCreated, "airline")) }
+        if !created.isEmpty { parts.append("created from codes: " + created.joined(separator: " and ")) }
+        if file.rejected > 0 { parts.append(count(file.rejected, "rejected", "rejected")) }
+        return "\(file.file): \(parts.joined(separator: ", "))\n"
     }
 }
 

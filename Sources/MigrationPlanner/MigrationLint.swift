@@ -15,6 +15,7 @@ public enum MigrationLint {
         public static let dataMigration = "data-migration"
         public static let enumCasesRemoved = "enum-cases-removed"
         public static let downLosesData = "down-loses-data"
+        public static let downMayFail = "down-may-fail"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -61,6 +62,9 @@ public enum MigrationLint {
                 for (before, after) in tableChange.changedColumns {
                     if before.isNullable, !after.isNullable, after.defaultValue == nil || after.defaultValue == .null {
                         findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "'\(table.name).\(after.name)' becomes required but has no default for rows where it is empty; add a default (used as the backfill value)", at: location(table, column: after)))
+                    }
+                    if !before.isNullable, after.isNullable, before.defaultValue == nil || before.defaultValue == .null {
+                        findings.append(Diagnostic(.warning, code: Code.downMayFail, message: "'\(table.name).\(after.name)' becomes optional; the down migration fails once a row holds null in it, because version \(old.version) requires a value and has no default to fill in", at: location(table, column: after)))
                     }
                     if isNarrowing(from: before.kind, to: after.kind) {
                         destructive(Code.narrowing, "converting '\(table.name).\(after.name)' from \(before.kind) to \(after.kind) can lose or reject values", at: location(table, column: after))

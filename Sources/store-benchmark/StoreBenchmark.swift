@@ -88,11 +88,11 @@ struct StoreBenchmark {
                 bindDate(statement, 5, flight.scheduledOn)
                 bindDate(statement, 6, flight.estimatedOn)
                 bindDate(statement, 7, flight.actualOn)
-                sqlite3_bind_double(statement, 8, flight.progressPercent)
+                bindDouble(statement, 8, flight.progressPercent)
                 bindText(statement, 9, flight.status)
-                sqlite3_bind_int64(statement, 10, Int64(flight.routeDistance))
-                sqlite3_bind_int64(statement, 11, Int64(flight.filedAirspeed))
-                sqlite3_bind_int64(statement, 12, Int64(flight.filedAltitude))
+                bindInt(statement, 10, flight.routeDistance)
+                bindInt(statement, 11, flight.filedAirspeed)
+                bindInt(statement, 12, flight.filedAltitude)
                 bindText(statement, 13, flight.aircraftType)
                 for (offset, key) in [flight.originID, flight.destinationID, flight.airlineID].enumerated() {
                     if let key { sqlite3_bind_int64(statement, Int32(14 + offset), key) } else { sqlite3_bind_null(statement, Int32(14 + offset)) }
@@ -114,13 +114,15 @@ struct StoreBenchmark {
             while sqlite3_step(statement) == SQLITE_ROW {
                 func text(_ column: Int32) -> String { String(cString: sqlite3_column_text(statement, column)) }
                 func date(_ column: Int32) -> Date? { sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : parseDate(text(column)) }
-                func key(_ column: Int32) -> Int64? { sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column) }
+                func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+                func key(_ column: Int32) -> Int64? { isNull(column) ? nil : sqlite3_column_int64(statement, column) }
+                func int(_ column: Int32) -> Int? { isNull(column) ? nil : Int(sqlite3_column_int64(statement, column)) }
                 var flight = Flight(
-                    ident: text(1), actualOff: date(2), scheduledOff: date(3) ?? Date(), estimatedOff: date(4) ?? Date(),
-                    scheduledOn: date(5) ?? Date(), estimatedOn: date(6) ?? Date(), actualOn: date(7),
-                    progressPercent: sqlite3_column_double(statement, 8), status: text(9),
-                    routeDistance: Int(sqlite3_column_int64(statement, 10)), filedAirspeed: Int(sqlite3_column_int64(statement, 11)),
-                    filedAltitude: Int(sqlite3_column_int64(statement, 12)), aircraftType: text(13),
+                    ident: text(1), actualOff: date(2), scheduledOff: date(3), estimatedOff: date(4),
+                    scheduledOn: date(5), estimatedOn: date(6), actualOn: date(7),
+                    progressPercent: isNull(8) ? nil : sqlite3_column_double(statement, 8), status: text(9),
+                    routeDistance: int(10), filedAirspeed: int(11),
+                    filedAltitude: int(12), aircraftType: isNull(13) ? nil : text(13),
                     originID: key(14), destinationID: key(15), airlineID: key(16))
                 flight.id = sqlite3_column_int64(statement, 0)
                 fetched.append(flight)
@@ -130,8 +132,28 @@ struct StoreBenchmark {
         return (insert, upsert, fetch)
     }
 
-    static func bindText(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
+    static func bindText(_ statement: OpaquePointer?, _ index: Int32, _ text: String?) {
+        guard let text else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
         sqlite3_bind_text(statement, index, text, -1, transient)
+    }
+
+    static func bindInt(_ statement: OpaquePointer?, _ index: Int32, _ value: Int?) {
+        guard let value else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_int64(statement, index, Int64(value))
+    }
+
+    static func bindDouble(_ statement: OpaquePointer?, _ index: Int32, _ value: Double?) {
+        guard let value else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_double(statement, index, value)
     }
 
     static func bindDate(_ statement: OpaquePointer?, _ index: Int32, _ date: Date?) {

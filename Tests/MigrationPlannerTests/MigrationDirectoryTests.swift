@@ -14,12 +14,13 @@ func copyOfFlightsMigrations() throws -> MigrationDirectory {
 }
 
 @Suite struct FlightsHistoryTests {
-    /// The committed history: additive changes, a rename and a table rebuild.
+    /// The committed history: additive changes, a rename, a table rebuild, and version 5's
+    /// NOT NULL -> NULL rebuilds with their exact down migration.
     @Test func theCommittedChainMigratesAFilledDatabaseUpAndDown() throws {
         let directory = MigrationDirectory(path: repositoryRoot.appendingPathComponent("Migrations/Flights").path)
         #expect(directory.verify().isEmpty)
         let entries = directory.entries()
-        #expect(entries.map(\.name) == ["create_flights", "add_airports_elevation", "rename_airports_elevation_to_elevation_feet", "change_flights"])
+        #expect(entries.map(\.name) == ["create_flights", "add_airports_elevation", "rename_airports_elevation_to_elevation_feet", "change_flights", "follow_aeroapi_nullability"])
         func file(_ name: String) throws -> String { try String(contentsOfFile: directory.path + "/" + name, encoding: .utf8) }
         func snapshot(_ entry: MigrationDirectory.Entry) throws -> SchemaSnapshot {
             try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: URL(fileURLWithPath: directory.path + "/" + entry.snapshotFile)))
@@ -41,6 +42,14 @@ func copyOfFlightsMigrations() throws -> MigrationDirectory {
         #expect(try database.query("SELECT elevation_feet FROM airports") == [[.integer(13)]], "the rename kept the values")
         #expect(try database.query("SELECT ident, progress_percent, typeof(progress_percent), origin_id FROM flights") == [[.text("UAL1"), .real(42), .text("real"), .integer(1)]])
         #expect(try database.query("SELECT icao FROM airports WHERE rowid IN (SELECT rowid FROM airports_name_fts WHERE airports_name_fts MATCH 'international')") == [[.text("KSFO")]])
+
+        // Version 5 stores what AeroAPI leaves null...
+        #expect(try database.query("SELECT \"notnull\" FROM pragma_table_info('flights') WHERE name IN ('scheduled_off', 'route_distance', 'aircraft_type')") == [[.integer(0)], [.integer(0)], [.integer(0)]])
+        try database.execute("INSERT INTO flights (ident, status) VALUES ('N88RV', 'En Route');")
+        // ...which version 4 cannot hold: going down refuses, and changes nothing.
+        #expect(throws: (any Error).self) { try apply(try file(entries[4].downFile), to: database) }
+        #expect(try database.query("SELECT count(*) FROM flights") == [[.integer(2)]])
+        try database.execute("DELETE FROM flights WHERE ident = 'N88RV';")
 
         for entry in entries.dropFirst().reversed() { try apply(try file(entry.downFile), to: database) }
         let down = try structure(of: database), fresh = try structure(of: freshDatabase(snapshot(entries[0])))

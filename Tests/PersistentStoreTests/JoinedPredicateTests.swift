@@ -59,12 +59,12 @@ import Testing
 
     @Test func toManyRelationshipsBecomeSubqueries() async throws {
         let store = try await flightsWithRoutes()
-        let longHaul = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.contains { $0.routeDistance > 2000 } })
+        let longHaul = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.contains { ($0.routeDistance ?? 0) > 2000 } })
         #expect(longHaul.map(\.icao) == ["KSFO"])
         #expect(try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.count > 1 }).map(\.icao) == ["KSFO"])
         #expect(try await store.fetch(Airport.self, joining: #Predicate { $0.flightsTo.isEmpty }).map(\.icao) == ["KJFK"])
         // allSatisfy is true for an airport without flights, as in Swift.
-        let shortOnly = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.allSatisfy { $0.routeDistance < 1000 } })
+        let shortOnly = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.allSatisfy { ($0.routeDistance ?? 0) < 1000 } })
         #expect(shortOnly.map(\.icao) == ["KLAX", "KJFK"])
         // Nesting: airports with a departure flown by United.
         let unitedHubs = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.contains { $0.airline?.code == "UAL" } })
@@ -133,7 +133,7 @@ import Testing
     @Test func capturedValuesAndPlainColumnsMix() async throws {
         let store = try await flightsWithRoutes()
         let code = "UAL", minimum = 1000
-        let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline?.code == code && $0.routeDistance >= minimum })
+        let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline?.code == code && ($0.routeDistance ?? 0) >= minimum })
         #expect(fetched.map(\.ident) == ["UA2"])
     }
 }

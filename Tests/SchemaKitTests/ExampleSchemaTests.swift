@@ -102,7 +102,8 @@ import Diagnostics
         #expect(airport.attribute(named: "countryCode")?.columnName == "country_code")
         #expect(airport.attribute(named: "icao")?.jsonKey == "airport_code")
         #expect(airport.attribute(named: "isFavorite")?.isTransient == true)
-        #expect(airport.attribute(named: "timezone")?.defaultValue == .string("UTC"))
+        #expect(airport.attribute(named: "elevationFeet")?.jsonKey == "elevation", "AeroAPI's key for the renamed attribute")
+        #expect(airport.attribute(named: "isFavorite")?.defaultValue == .bool(false))
         #expect(flight.indexes == [["origin", "scheduledOff"], ["destination", "scheduledOn"], ["routeDistance"]])
     }
 
