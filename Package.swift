@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import Foundation
 import PackageDescription
 
@@ -69,7 +69,7 @@ let package = Package(
             dependencies: ["schemagen"],
             path: "Sources/SchemagenPlugin"
         ),
-        .target(name: "PluginExample", dependencies: ["SchemaMetadata"], plugins: ["SchemagenPlugin"]),
+        .target(name: "PluginExample", dependencies: ["SchemaMetadata"], exclude: ["Migrations"], plugins: ["SchemagenPlugin"]),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
         .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit"]),
@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit", "PersistentStore"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "ExampleModels", "PersistentStore", "flights"]),

@@ -17,16 +17,20 @@ public enum GenerateCommand: Command {
             generated header are never touched). Defaults may come from .schemagen.yaml (keys:
             schemas, output, templates, migrations); flags override it. When a schema differs from
             the snapshot of its newest migration, a new numbered migration is written to
-            <migrations>/<Schema>/ (not with --single-file). Exit status: 0 done (or up to date with
-            --check), 1 invalid schema, template error, risky migration, tampered migration folder
-            or out-of-date files with --check, 2 usage or I/O error.
+            <migrations>/<Schema>/, and the generated code embeds every migration. With
+            --single-file (what the build-tool plugin runs) no migration is planned: the committed
+            ones are verified and embedded, and a schema that differs from its newest migration is
+            an error telling you to plan it with --migrations-only. Exit status: 0 done (or up to
+            date with --check), 1 invalid schema, template error, risky migration, tampered or
+            out-of-date migration folder, or out-of-date files with --check, 2 usage or I/O error.
             """,
         options: [
             .value("schema", short: "s", valueName: "path", help: "A schema file or folder; only these schemas are generated.", repeatable: true),
             .value("output", short: "o", valueName: "dir", help: "Where generated files go.", defaultValue: "Generated"),
             .value("templates", short: "t", valueName: "dir", help: "Templates that replace or add to the defaults."),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
-            .flag("single-file", help: "Write each schema's code into one file named after the schema file (for build plugins)."),
+            .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
+            .flag("migrations-only", help: "Plan and write migrations only; write no code."),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
@@ -82,16 +86,19 @@ public enum GenerateCommand: Command {
             return .failure
         }
 
-        // Migrations: one new numbered migration per changed schema.
+        // Migrations: one new numbered migration per changed schema; with --single-file, none,
+        // and the committed history must already describe the schema.
         var pendingMigrations: [PendingMigration] = []
         let migrationsRoot = arguments.value("migrations") ?? config.migrations ?? "Migrations"
-        if !arguments.flag("single-file") {
-            let root = migrationsRoot
+        let singleFile = arguments.flag("single-file")
+        do {
             var diagnostics: [Diagnostic] = []
             for schema in loaded.schemas {
-                switch PendingMigration.plan(for: schema, root: root, name: arguments.value("name"), allowDestructive: arguments.flag("allow-destructive")) {
+                switch PendingMigration.plan(for: schema, root: migrationsRoot, name: arguments.value("name"), allowDestructive: arguments.flag("allow-destructive")) {
                 case .upToDate: break
                 case .failed(let problems): diagnostics += problems
+                case .pending(let pending) where singleFile:
+                    diagnostics.append(PendingMigration.notPlanned(pending, root: migrationsRoot))
                 case .pending(let pending):
                     diagnostics += pending.findings
                     pendingMigrations.append(pending)
@@ -106,6 +113,9 @@ public enum GenerateCommand: Command {
                 return .failure
             }
         }
+        if arguments.flag("migrations-only") {
+            return writeMigrations(pendingMigrations, check: arguments.flag("check"), io: io)
+        }
 
         var generated: [(schema: Schema, file: String, files: [GeneratedFile])] = []
         for result in loaded.files {
@@ -113,7 +123,7 @@ public enum GenerateCommand: Command {
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
             do {
                 // Templates may embed the schema's migrations, the new one included.
-                let migrations = arguments.flag("single-file") ? [] : PendingMigration.sources(
+                let migrations = PendingMigration.sources(
                     for: schema, root: migrationsRoot, pending: pendingMigrations.first { $0.schema.name == schema.name })
                 generated.append((schema, result.path, try Generator.generate(schema: schema, sourceFile: sourceFile, templates: templates, migrations: migrations)))
             } catch {
@@ -124,7 +134,7 @@ public enum GenerateCommand: Command {
 
         let allFiles: [GeneratedFile]
         let folders: [String]
-        if arguments.flag("single-file") {
+        if singleFile {
             allFiles = generated.map { entry in
                 let name = URL(fileURLWithPath: entry.file).deletingPathExtension().lastPathComponent + ".swift"
                 return GeneratedFile(path: name, contents: combine(entry.files))
@@ -177,6 +187,31 @@ public enum GenerateCommand: Command {
         for path in plan.extra { report += "deleted \(output)/\(path)\n" }
         report += "Generated \(VerbalCount.count(generated.count, "schema")) into \(output): \(plan.missing.count + plan.stale.count) written, \(plan.unchanged.count) unchanged, \(plan.extra.count) deleted.\n"
         io.writeOutput(report)
+        return .success
+    }
+
+    /// `--migrations-only`: writes (or, with `check`, lists) the planned migrations and nothing else.
+    static func writeMigrations(_ pending: [PendingMigration], check: Bool, io: CommandIO) -> ExitCode {
+        if check {
+            guard !pending.isEmpty else {
+                io.writeOutput("Migrations are up to date.\n")
+                return .success
+            }
+            for migration in pending {
+                io.writeOutput("missing migration: \(migration.directory.path)/\(migration.entry.upFile) (schema \(migration.schema.name) version \(migration.schema.version))\n")
+            }
+            return .failure
+        }
+        for migration in pending {
+            do {
+                try migration.directory.write(migration.migration, as: migration.entry)
+            } catch {
+                io.writeError("schemagen: error: cannot write migration to '\(migration.directory.path)': \(error.localizedDescription)\n")
+                return .usageOrIO
+            }
+            io.writeOutput("migration \(migration.directory.path)/\(migration.entry.prefix) (schema \(migration.schema.name) version \(migration.schema.version)): \(VerbalCount.count(migration.migration.steps.count, "step"))\n")
+        }
+        if pending.isEmpty { io.writeOutput("Migrations are up to date.\n") }
         return .success
     }
 

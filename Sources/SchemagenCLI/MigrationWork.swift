@@ -45,6 +45,17 @@ struct PendingMigration {
         return .pending(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: findings))
     }
 
+    /// Where the build-tool path stops: the schema is ahead of its committed migrations, and a
+    /// build must not run with a stale history. Says which command plans the missing migration.
+    static func notPlanned(_ pending: PendingMigration, root: String) -> Diagnostic {
+        let what = pending.migration.from.map { "differs from its newest migration (version \($0.version)) in \(pending.directory.path)" }
+            ?? "has no migrations in \(pending.directory.path)"
+        let command = "swift run schemagen generate --migrations-only --schema \(pending.schema.sourcePath) --migrations \(root)"
+        return Diagnostic(.error, code: "migration-not-planned",
+                          message: "schema '\(pending.schema.name)' version \(pending.schema.version) \(what); plan it with `\(command)`, review and commit the new files, then build again",
+                          at: SourceLocation(file: pending.schema.sourcePath, line: 1, column: 1))
+    }
+
     /// The schema's migrations as templates see them: those on disk, then the one about to be written.
     static func sources(for schema: Schema, root: String, pending: PendingMigration?) -> [TemplateContext.MigrationSource] {
         let directory = MigrationDirectory(path: root + "/" + schema.name)

@@ -1,4 +1,5 @@
 import Foundation
+import PersistentStore
 import PluginExample
 import SchemaMetadata
 import Testing
@@ -17,5 +18,16 @@ import Testing
         var edited = new
         try patch.apply(to: &edited)
         #expect(edited.title == "SQLite docs")
+    }
+
+    /// The plugin embeds the committed migrations, so its models open a store like committed ones.
+    @Test func pluginModelsOpenAStoreWithTheirEmbeddedMigrations() async throws {
+        #expect(BookmarksSchema.migrations.map(\.version) == [1])
+        let store = try Store(path: nil, schema: BookmarksSchema.descriptor, migrations: BookmarksSchema.migrations)
+        let folder = try await store.insert(Folder(title: "Reading"))
+        try await store.insert(Bookmark(url: URL(string: "https://sqlite.org")!, title: "SQLite", tags: ["db"], folderID: folder.id!))
+        #expect(try await store.fetch(Bookmark.self).map(\.title) == ["SQLite"])
+        try await store.delete(folder)
+        #expect(try await store.count(Bookmark.self) == 0, "the cascade from the schema applies")
     }
 }

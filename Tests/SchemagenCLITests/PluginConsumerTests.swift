@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+
+/// A new package that depends on this one and applies `SchemagenPlugin` to a target holding a
+/// `Library.yaml` schema, as docs/templates.md tells users to: it must build, and its program
+/// must open a store with the generated models and their embedded migrations. A schema changed
+/// without planning its migration must fail the build with the command that fixes it.
+///
+/// The package lives in `.build/plugin-consumer`, so later runs build incrementally.
+@Suite(.serialized) struct PluginConsumerTests {
+    static let root = SchemagenProcessTests.repositoryRoot
+    static let folder = root.appendingPathComponent(".build/plugin-consumer")
+
+    static let schemaV1 = """
+        schema: Library
+        version: 1
+        entities:
+          Book:
+            attributes:
+              isbn: {type: String, unique: true}
+              title: String
+              publishedAt: Date?
+            relationships:
+              shelf: {to: Shelf?, inverse: books}
+          Shelf:
+            attributes:
+              name: {type: String, unique: true}
+            relationships:
+              books: {to: "[Book]", inverse: shelf, deleteRule: cascade}
+
+        """
+
+    static let program = """
+        import Foundation
+        import LibraryModels
+        import PersistentStore
+
+        @main
+        struct LibraryApp {
+            static func main() async throws {
+                let store = try Store(path: CommandLine.arguments[1], schema: LibrarySchema.descriptor, migrations: LibrarySchema.migrations)
+                let shelf = try await store.insert(Shelf(name: "Fiction"))
+                try await store.insert(Book(isbn: "978-0", title: "Dune", shelfID: shelf.id))
+                try await store.insert(Book(isbn: "978-0", title: "Dune Messiah", shelfID: shelf.id))
+                let books = try await store.fetch(Book.self, where: #Predicate { $0.title.starts(with: "Dune") })
+                print("books: \\(books.count), title: \\(books[0].title), migrations: \\(LibrarySchema.migrations.count)")
+            }
+        }
+
+        """
+
+    /// The package, its link to this repository under the name SwiftPM gives path packages
+    /// (the folder's name), and its schema.
+    static func writePackage() throws {
+        let fileManager = FileManager.default
+        try fileManager.createDirectory(at: folder.appendingPathComponent("Sources/LibraryModels"), withIntermediateDirectories: true)
+        try fileManager.createDirectory(at: folder.appendingPathComponent("Sources/library-app"), withIntermediateDirectories: true)
+        let link = folder.appendingPathComponent("SchemaToolkit")
+        if (try? fileManager.destinationOfSymbolicLink(atPath: link.path)) != root.path {
+            try? fileManager.removeItem(at: link)
+            try fileManager.createSymbolicLink(at: link, withDestinationURL: root)
+        }
+        let manifest = """
+            // swift-tools-version: 6.1
+            import PackageDescription
+
+            let package = Package(
+                name: "LibraryApp",
+                platforms: [.macOS(.v14)],
+                dependencies: [.package(path: "SchemaToolkit")],
+                targets: [
+                    .target(
+                        name: "LibraryModels",
+                        dependencies: [.product(name: "SchemaMetadata", package: "SchemaToolkit")],
+                        exclude: ["Migrations"],
+                        plugins: [.plugin(name: "SchemagenPlugin", package: "SchemaToolkit")]),
+                    .executableTarget(
+                        name: "library-app",
+                        dependencies: ["LibraryModels", .product(name: "PersistentStore", package: "SchemaToolkit")]),
+                ]
+            )
+
+            """
+        try write(manifest, to: "Package.swift")
+        try write(schemaV1, to: "Sources/LibraryModels/Library.yaml")
+        // SwiftPM wants one Swift file of the target's own beside what the plugin generates.
+        try write("import SchemaMetadata\n\n/// Shelves in display order.\npublic func sortedShelves(_ shelves: [Shelf]) -> [Shelf] { shelves.sorted { $0.name < $1.name } }\n", to: "Sources/LibraryModels/Shelves.swift")
+        try write(program, to: "Sources/library-app/main.swift")
+        try? fileManager.removeItem(at: folder.appendingPathComponent("Sources/LibraryModels/Migrations"))
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        let url = folder.appendingPathComponent(path)
+        // Unchanged files keep their dates, so SwiftPM rebuilds only what changed.
+        if (try? String(contentsOf: url, encoding: .utf8)) == text { return }
+        try text.write(to: url, atomically: true, encoding: .utf8)
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [executable] + arguments
+        process.currentDirectoryURL = folder
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func aPackageUsingThePluginOpensAStore() throws {
+        try Self.writePackage()
+        let schemagen = SchemagenProcessTests.executable.path
+
+        // Before any migration is planned the build stops, saying how to plan one.
+        let unplanned = try Self.run("swift", ["build", "--product", "library-app"])
+        #expect(unplanned.status != 0)
+        #expect(unplanned.output.contains("Library.yaml:1:1: error: schema 'Library' version 1 has no migrations"), "\(unplanned.output)")
+        #expect(unplanned.output.contains("swift run schemagen generate --migrations-only"), "\(unplanned.output)")
+
+        // Planned as the message says (here with this build's schemagen), the build succeeds.
+        let plan = try Self.run(schemagen, ["generate", "--migrations-only", "--schema", "Sources/LibraryModels/Library.yaml", "--migrations", "Sources/LibraryModels/Migrations"])
+        #expect(plan.status == 0, "\(plan.output)")
+        let build = try Self.run("swift", ["build", "--product", "library-app"])
+        #expect(build.status == 0, "\(build.output)")
+
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("library-\(UUID().uuidString).sqlite").path
+        let app = try Self.run(".build/debug/library-app", [database])
+        #expect(app.status == 0, "\(app.output)")
+        #expect(app.output == "books: 1, title: Dune Messiah, migrations: 1\n", "the upsert on isbn kept one book")
+
+        // A schema changed without planning its migration fails the build; it never runs stale.
+        try Self.write(Self.schemaV1.replacingOccurrences(of: "version: 1", with: "version: 2")
+            .replacingOccurrences(of: "      publishedAt: Date?\n", with: "      publishedAt: Date?\n      pages: Int?\n"), to: "Sources/LibraryModels/Library.yaml")
+        defer { try? Self.write(Self.schemaV1, to: "Sources/LibraryModels/Library.yaml") }
+        let stale = try Self.run("swift", ["build", "--product", "library-app"])
+        #expect(stale.status != 0)
+        #expect(stale.output.contains("schema 'Library' version 2 differs from its newest migration (version 1)"), "\(stale.output)")
+    }
+}
