@@ -19,7 +19,9 @@ def main():
         with open(schema, "w") as file:
             file.write(generate_schema(entity_count))
         output = os.path.join(folder, "out")
-        command = [schemagen, "generate", "--schema", schema, "--output", output]
+        # Migrations go to the temporary folder too: the working tree stays as it was.
+        migrations = os.path.join(folder, "Migrations")
+        command = [schemagen, "generate", "--schema", schema, "--output", output, "--migrations", migrations]
 
         def clear():
             shutil.rmtree(output, ignore_errors=True)
@@ -49,7 +51,7 @@ def main():
         memory = None
         if os.path.isdir("/dev/shm"):
             shm_output = tempfile.mkdtemp(dir="/dev/shm")
-            shm_command = [schemagen, "generate", "--schema", schema, "--output", shm_output]
+            shm_command = [schemagen, "generate", "--schema", schema, "--output", shm_output, "--migrations", migrations]
             memory = median_seconds(lambda: run_checked(shm_command), before=lambda: shutil.rmtree(os.path.join(shm_output, "Benchmark"), ignore_errors=True))
             shutil.rmtree(shm_output, ignore_errors=True)
 
