@@ -40,16 +40,23 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
         .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "Mustache"),
+        // The runtime: what an application links. No YAML, no templates, no planner.
         .target(name: "SchemaMetadata"),
+        .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
-        .target(name: "MigrationPlanner", dependencies: ["SchemaKit", "Diagnostics", "CCrypto"]),
-        .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationPlanner", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SchemaMetadata"]),
+        .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata"]),
+        // The tools: schema to relational model to plan to SQL; schema to templates to code.
+        .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
+        .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
-        .target(name: "CodeGeneration", dependencies: ["SchemaKit", "Mustache", "Diagnostics"]),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "ProjectConfig"]),
+        .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
+        // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
+        .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
@@ -78,23 +85,27 @@ let package = Package(
         .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "SchemaMetadata"]),
 
         // MARK: - Tests (folders mirror Sources)
+        // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
-        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader"]),
+        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "TestSupport"]),
         .testTarget(
             name: "SchemaKitTests",
-            dependencies: ["SchemaKit"],
+            dependencies: ["SchemaKit", "TestSupport"],
             exclude: ["Invalid"]
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
-        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit", "PersistentStore"]),
-        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "SchemaKit", "SQLiteKit"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "ExampleModels", "PersistentStore", "flights"]),
-        .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit"]),
-        .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "SchemaKit", "SQLiteKit", "migrate"]),
-        .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen"]),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "SQLDialects", "TestSupport"]),
+        .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles", "SchemaMetadata", "TestSupport"]),
+        .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaKit", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit", "PersistentStore", "TestSupport"]),
+        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
+        .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
+        .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "migrate", "TestSupport"]),
+        .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,7 @@
 import Mustache
+import RelationalModel
 import SchemaKit
+import SchemaMetadata
 
 /// One file a generation run produces.
 public struct GeneratedFile: Sendable, Hashable {
@@ -32,9 +34,9 @@ public enum Generator {
     /// The files for one schema, in a folder named after it, sorted by path. Outputs that render
     /// to nothing but whitespace are skipped: an empty template switches a default off.
     public static func generate(
-        schema: Schema, sourceFile: String, templates: TemplateSet, migrations: [TemplateContext.MigrationSource] = []
+        schema: Schema, model: SchemaSnapshot? = nil, sourceFile: String, templates: TemplateSet, migrations: [MigrationScript] = []
     ) throws(Failure) -> [GeneratedFile] {
-        let context = TemplateContext(schema: schema, sourceFile: sourceFile, migrations: migrations)
+        let context = TemplateContext(schema: schema, model: model, sourceFile: sourceFile, migrations: migrations)
         var files: [String: (template: String, contents: String)] = [:]
         for output in templates.outputs {
             guard let template = templates.templates[output.name] else { continue }

@@ -35,6 +35,10 @@ public struct SourceLocation: Sendable, Hashable, Comparable {
     }
 }
 
+/// A stable, kebab-case diagnostic code such as `unknown-key`, documented for users. Every
+/// module declares its codes one way: an enum of `String` raw values conforming to this.
+public protocol DiagnosticCode: RawRepresentable, Sendable, CaseIterable where RawValue == String {}
+
 /// One problem found in the input: a value, never a thrown error, so one run reports them all.
 public struct Diagnostic: Sendable, Hashable {
     public var severity: Severity
@@ -57,15 +61,18 @@ public struct Diagnostic: Sendable, Hashable {
     }
 
     public init(
-        _ severity: Severity, code: String, message: String,
+        _ severity: Severity, code: some DiagnosticCode, message: String,
         at location: SourceLocation?, notes: [Note] = []
     ) {
         self.severity = severity
-        self.code = code
+        self.code = code.rawValue
         self.message = message
         self.location = location
         self.notes = notes
     }
+
+    /// Whether this diagnostic has the given code.
+    public func has(_ code: some DiagnosticCode) -> Bool { self.code == code.rawValue }
 
     /// Orders diagnostics by file, line and column; those without location come first.
     public static func sourceOrder(_ lhs: Diagnostic, _ rhs: Diagnostic) -> Bool {
@@ -91,13 +98,13 @@ public struct DiagnosticBag: Sendable {
     public mutating func append(contentsOf other: [Diagnostic]) { diagnostics.append(contentsOf: other) }
 
     public mutating func error(
-        _ code: String, _ message: String, at location: SourceLocation?, notes: [Diagnostic.Note] = []
+        _ code: some DiagnosticCode, _ message: String, at location: SourceLocation?, notes: [Diagnostic.Note] = []
     ) {
         diagnostics.append(Diagnostic(.error, code: code, message: message, at: location, notes: notes))
     }
 
     public mutating func warning(
-        _ code: String, _ message: String, at location: SourceLocation?, notes: [Diagnostic.Note] = []
+        _ code: some DiagnosticCode, _ message: String, at location: SourceLocation?, notes: [Diagnostic.Note] = []
     ) {
         diagnostics.append(Diagnostic(.warning, code: code, message: message, at: location, notes: notes))
     }

@@ -1,21 +1,23 @@
 import Diagnostics
+import RelationalModel
 import SchemaKit
+import SchemaMetadata
 
 /// Destructive or risky changes in a migration, pointed at the schema line responsible.
 /// Destructive ones are errors unless allowed; a required column with no value for existing
 /// rows is always an error.
 public enum MigrationLint {
-    public enum Code {
-        public static let dropTable = "drop-table"
-        public static let dropColumn = "drop-column"
-        public static let narrowing = "narrowing-conversion"
-        public static let requiredWithoutDefault = "required-without-default"
-        public static let newUnique = "new-unique"
-        public static let possibleRename = "possible-rename"
-        public static let dataMigration = "data-migration"
-        public static let enumCasesRemoved = "enum-cases-removed"
-        public static let downLosesData = "down-loses-data"
-        public static let downMayFail = "down-may-fail"
+    public enum Code: String, DiagnosticCode {
+        case dropTable = "drop-table"
+        case dropColumn = "drop-column"
+        case narrowing = "narrowing-conversion"
+        case requiredWithoutDefault = "required-without-default"
+        case newUnique = "new-unique"
+        case possibleRename = "possible-rename"
+        case dataMigration = "data-migration"
+        case enumCasesRemoved = "enum-cases-removed"
+        case downLosesData = "down-loses-data"
+        case downMayFail = "down-may-fail"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -32,7 +34,7 @@ public enum MigrationLint {
             }
             return owner?.location ?? fileStart
         }
-        func destructive(_ code: String, _ message: String, at place: SourceLocation) {
+        func destructive(_ code: Code, _ message: String, at place: SourceLocation) {
             let suffix = allowDestructive ? "" : "; pass --allow-destructive if that is intended"
             findings.append(Diagnostic(allowDestructive ? .warning : .error, code: code, message: message + suffix, at: place))
         }
@@ -97,7 +99,7 @@ public enum MigrationLint {
     }
 
     /// Conversions that can lose values: anything to a number from text, real to integer, ...
-    static func isNarrowing(from old: ColumnKind, to new: ColumnKind) -> Bool {
+    static func isNarrowing(from old: StorageKind, to new: StorageKind) -> Bool {
         if old == new { return false }
         switch (old, new) {
         case (.integer, .real), (.boolean, .integer), (_, .text), (_, .json), (.boolean, .real): return false

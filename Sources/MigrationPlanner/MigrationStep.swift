@@ -1,3 +1,6 @@
+import RelationalModel
+import SQLDialects
+
 /// One dialect-independent step of a migration, with its exact reverse.
 public enum MigrationStep: Sendable, Hashable {
     case createTable(TableSnapshot)
@@ -54,18 +57,26 @@ public enum MigrationStep: Sendable, Hashable {
     }
 }
 
-/// What a dialect can change in place; anything else is a table rebuild.
-public protocol DialectCapabilities: Sendable {
+/// A dialect's planner and SQL writer: what it can change in place (from its declared
+/// capabilities), and the SQL of each step. Everything about a dialect the planner needs goes
+/// through here; nothing branches on a dialect's name.
+public protocol MigrationRenderer: Sendable {
+    var dialect: any SQLDialect { get }
     func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot) -> Bool
     func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot) -> Bool
-    var canRenameColumn: Bool { get }
-    /// Whether a change of type, nullability or default needs the table rebuilt.
-    var alteringColumnsNeedsRebuild: Bool { get }
+    /// The statements of one step, each ending in `;`.
+    func sql(for step: MigrationStep) -> [String]
+    /// Whether the migrator must run the file with foreign keys off and check them before commit.
+    func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool
+    /// Whether the file must run outside a transaction (its header then says so).
+    func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool
+    /// The row copies of the steps' table rebuilds, for the migrator's progress.
+    func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)]
 }
 
 /// Turns changes into ordered steps for a dialect's capabilities.
 public enum MigrationPlanner {
-    public static func steps(for changes: [SchemaChange], capabilities: some DialectCapabilities) -> [MigrationStep] {
+    public static func steps(for changes: [SchemaChange], renderer: some MigrationRenderer) -> [MigrationStep] {
         var steps: [MigrationStep] = []
         for change in changes {
             switch change {
@@ -76,23 +87,24 @@ public enum MigrationPlanner {
                 steps += table.indexes.map { .dropIndex(table: table.name, $0) }
                 steps.append(.dropTable(table))
             case .alterTable(let change):
-                steps += alterSteps(change, capabilities: capabilities)
+                steps += alterSteps(change, renderer: renderer)
             }
         }
         return steps
     }
 
-    static func needsRebuild(_ change: TableChange, capabilities: some DialectCapabilities) -> Bool {
-        if change.keyChanged || change.foreignKeysChanged { return true }
-        if !change.changedColumns.isEmpty, capabilities.alteringColumnsNeedsRebuild { return true }
-        if !change.renamedColumns.isEmpty, !capabilities.canRenameColumn { return true }
-        if change.addedColumns.contains(where: { !capabilities.canAddColumn($0, to: change.to) }) { return true }
-        if change.droppedColumns.contains(where: { !capabilities.canDropColumn($0, from: change.from) }) { return true }
+    static func needsRebuild(_ change: TableChange, renderer: some MigrationRenderer) -> Bool {
+        let capabilities = renderer.dialect.capabilities
+        if (change.keyChanged || change.foreignKeysChanged), !capabilities.alterConstraints { return true }
+        if !change.changedColumns.isEmpty, !capabilities.alterColumn { return true }
+        if !change.renamedColumns.isEmpty || change.isRename, !capabilities.rename { return true }
+        if change.addedColumns.contains(where: { !renderer.canAddColumn($0, to: change.to) }) { return true }
+        if change.droppedColumns.contains(where: { !renderer.canDropColumn($0, from: change.from) }) { return true }
         return false
     }
 
-    static func alterSteps(_ change: TableChange, capabilities: some DialectCapabilities) -> [MigrationStep] {
-        if needsRebuild(change, capabilities: capabilities) {
+    static func alterSteps(_ change: TableChange, renderer: some MigrationRenderer) -> [MigrationStep] {
+        if needsRebuild(change, renderer: renderer) {
             // Old indexes go with the old table; full-text ones are dropped explicitly first.
             return change.from.indexes.map { .dropIndex(table: change.from.name, $0) }
                 + [.rebuildTable(change)]

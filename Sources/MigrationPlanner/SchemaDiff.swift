@@ -1,3 +1,5 @@
+import RelationalModel
+
 /// What changed between two snapshots: a closed set of values, no SQL and no I/O.
 public enum SchemaChange: Sendable, Hashable {
     case createTable(TableSnapshot)

@@ -1,6 +1,7 @@
 import Foundation
-import MigrationPlanner
+import MigrationFiles
 import SchemaMetadata
+import SQLDialects
 import SQLiteKit
 
 /// Brings a database to a schema's current version, and back: the library behind `migrate`,
@@ -25,9 +26,12 @@ public final class Migrator {
 
     /// A migrator for migrations embedded in generated code:
     /// `Migrator(connection: db, schema: FlightsSchema.name, embedded: FlightsSchema.migrations)`.
-    public convenience init(connection: SQLiteConnection, schema: String, embedded: [EmbeddedMigration], lockTimeoutSeconds: Double = 30) {
-        self.init(connection: connection, schema: schema, scripts: embedded.map(MigrationScript.init), lockTimeoutSeconds: lockTimeoutSeconds)
+    public convenience init(connection: SQLiteConnection, schema: String, embedded: [MigrationScript], lockTimeoutSeconds: Double = 30) {
+        self.init(connection: connection, schema: schema, scripts: embedded, lockTimeoutSeconds: lockTimeoutSeconds)
     }
+
+    /// Quotes the names of the migrator's own SQL.
+    static let dialect = SQLiteDialect()
 
     // MARK: - History
 
@@ -41,7 +45,7 @@ public final class Migrator {
     }
 
     static let createHistory = """
-        CREATE TABLE IF NOT EXISTS "\(historyTable)" (
+        CREATE TABLE IF NOT EXISTS \(dialect.quote(historyTable)) (
             "schema" TEXT NOT NULL,
             "version" INTEGER NOT NULL,
             "name" TEXT NOT NULL,
@@ -57,7 +61,7 @@ public final class Migrator {
         do throws(SQLiteError) {
             let exists = try connection.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(Self.historyTable)])
             guard !exists.isEmpty else { return [] }
-            return try connection.query("SELECT version, name, checksum, applied_at, duration_ms FROM \"\(Self.historyTable)\" WHERE schema = ? ORDER BY version", [.text(schema)])
+            return try connection.query("SELECT version, name, checksum, applied_at, duration_ms FROM \(Self.dialect.quote(Self.historyTable)) WHERE schema = ? ORDER BY version", [.text(schema)])
                 .compactMap { row in
                     guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
                           case .text(let appliedAt) = row[3], case .integer(let duration) = row[4] else { return nil }
@@ -185,7 +189,9 @@ public final class Migrator {
             selected = applied.filter { $0 > version }
         }
         let result = selected.compactMap { byVersion[$0] }
-        if !options.allowDestructive, let lossy = result.first(where: \.downLosesData) { throw .destructiveDown(file: lossy.downFile) }
+        if !options.allowDestructive {
+            for script in result where try script.header(.down).losesData { throw .destructiveDown(file: script.downFile) }
+        }
         return result
     }
 
@@ -226,16 +232,19 @@ public final class Migrator {
     // MARK: - One migration
 
     /// Runs one migration in an immediate transaction; false when another migrator did it first.
+    /// The file's header says how: foreign keys off around it, outside a transaction, which row
+    /// copies to report.
     private func run(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
         let sql = direction == .up ? script.up : script.down
         let file = direction == .up ? script.upFile : script.downFile
-        let foreignKeysOff = MigrationScript.needsForeignKeysOff(sql)
+        let header = try script.header(direction)
         let foreignKeysWereOn = (try? connection.query("PRAGMA foreign_keys;")) == [[.integer(1)]]
         // PRAGMA foreign_keys does nothing inside a transaction, so it goes around it.
-        if foreignKeysOff { try database { () throws(SQLiteError) in try connection.execute("PRAGMA foreign_keys = OFF;") } }
+        if header.foreignKeysOff { try database { () throws(SQLiteError) in try connection.execute("PRAGMA foreign_keys = OFF;") } }
         defer {
-            if foreignKeysOff, foreignKeysWereOn { try? connection.execute("PRAGMA foreign_keys = ON;") }
+            if header.foreignKeysOff, foreignKeysWereOn { try? connection.execute("PRAGMA foreign_keys = ON;") }
         }
+        guard header.runsInTransaction else { return try runOutsideTransaction(script, sql: sql, file: file, direction: direction, header: header, progress: progress) }
         let started = Date()
         var ran = false
         try transaction { () throws(MigratorError) in
@@ -245,35 +254,8 @@ public final class Migrator {
                 progress(.skipped(script))
                 return
             }
-            let statements = SQLiteConnection.statements(in: sql)
-            progress(.started(script, direction: direction, statements: statements.count))
-            // A row copy reports rows written against the old table's count: counting first
-            // costs little next to copying.
-            var copy: (table: String, rows: Int)?
-            connection.setProgressHandler(every: 100_000) { [connection] in
-                if let copy, let copied = connection.currentInsertCount {
-                    progress(.copyingRows(table: copy.table, copied: copied, of: copy.rows))
-                } else {
-                    progress(.working)
-                }
-            }
-            defer { connection.setProgressHandler(every: 0, nil) }
-            do throws(SQLiteConnection.ScriptError) {
-                try connection.countingInsertedRows { () throws(SQLiteConnection.ScriptError) in
-                    try connection.executeScript(sql) { position in
-                        copy = nil
-                        if position.index <= statements.count, let source = RowCopy.sourceTable(of: statements[position.index - 1]),
-                           case .integer(let rows)? = (try? connection.query("SELECT count(*) FROM \(SQLiteDialect.quote(source))"))?.first?.first {
-                            copy = (source, Int(rows))
-                        }
-                        connection.resetInsertCount()
-                        progress(.statement(index: position.index, of: statements.count))
-                    }
-                }
-            } catch {
-                throw .statementFailed(file: file, statement: error.position.index, line: error.position.line, message: error.error.message)
-            }
-            if foreignKeysOff {
+            try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
+            if header.foreignKeysOff {
                 let violations = try database { () throws(SQLiteError) in try connection.query("PRAGMA foreign_key_check;") }
                 if !violations.isEmpty {
                     throw .foreignKeyViolations(file: file, violations: violations.prefix(20).map { row in
@@ -282,23 +264,81 @@ public final class Migrator {
                 }
             }
             let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
-            if direction == .up {
-                try record(script, milliseconds: milliseconds)
-            } else {
-                try database { () throws(SQLiteError) in
-                    _ = try connection.query("DELETE FROM \"\(Self.historyTable)\" WHERE schema = ? AND version = ?", [.text(schema), .integer(Int64(script.version))])
-                }
-            }
+            try recordOrForget(script, direction: direction, milliseconds: milliseconds)
             ran = true
             progress(.finished(script, direction: direction, milliseconds: milliseconds))
         }
         return ran
     }
 
+    /// A migration whose header says `transaction: no`: its statements commit one by one, then
+    /// its history row in a transaction of its own. A failure leaves it unrecorded.
+    private func runOutsideTransaction(_ script: MigrationScript, sql: String, file: String, direction: Direction, header: MigrationHeader,
+                                       progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+        let applied = Set(try history().map(\.version))
+        if (direction == .up) == applied.contains(script.version) {
+            progress(.skipped(script))
+            return false
+        }
+        let started = Date()
+        do {
+            try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
+        } catch {
+            guard case .statementFailed(let file, let statement, let line, let message) = error else { throw error }
+            throw .failedOutsideTransaction(file: file, statement: statement, line: line, message: message)
+        }
+        let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+        try transaction { () throws(MigratorError) in try recordOrForget(script, direction: direction, milliseconds: milliseconds) }
+        progress(.finished(script, direction: direction, milliseconds: milliseconds))
+        return true
+    }
+
+    /// Runs the statements of a file, reporting each, and the rows of the header's row copies.
+    private func execute(_ sql: String, file: String, script: MigrationScript, direction: Direction, header: MigrationHeader,
+                         progress: @escaping (Event) -> Void) throws(MigratorError) {
+        let statements = SQLiteConnection.statements(in: sql)
+        progress(.started(script, direction: direction, statements: statements.count))
+        // Counting the old tables first costs little next to copying them.
+        var copies: [String: (table: String, rows: Int)] = [:]
+        for copy in header.rowCopies {
+            if case .integer(let rows)? = (try? connection.query("SELECT count(*) FROM \(Self.dialect.quote(copy.from))"))?.first?.first {
+                copies[copy.to] = (copy.from, Int(rows))
+            }
+        }
+        connection.setProgressHandler(every: 100_000) { [connection] in
+            if let table = connection.currentInsertTable, let copy = copies[table], let copied = connection.currentInsertCount {
+                progress(.copyingRows(table: copy.table, copied: copied, of: copy.rows))
+            } else {
+                progress(.working)
+            }
+        }
+        defer { connection.setProgressHandler(every: 0, nil) }
+        do throws(SQLiteConnection.ScriptError) {
+            try connection.countingInsertedRows { () throws(SQLiteConnection.ScriptError) in
+                try connection.executeScript(sql) { position in
+                    connection.resetInsertCount()
+                    progress(.statement(index: position.index, of: statements.count))
+                }
+            }
+        } catch {
+            throw .statementFailed(file: file, statement: error.position.index, line: error.position.line, message: error.error.message)
+        }
+    }
+
+    private func recordOrForget(_ script: MigrationScript, direction: Direction, milliseconds: Int) throws(MigratorError) {
+        if direction == .up {
+            try record(script, milliseconds: milliseconds)
+        } else {
+            try database { () throws(SQLiteError) in
+                _ = try connection.query("DELETE FROM \(Self.dialect.quote(Self.historyTable)) WHERE schema = ? AND version = ?", [.text(schema), .integer(Int64(script.version))])
+            }
+        }
+    }
+
     private func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
         try database { () throws(SQLiteError) in
             _ = try connection.query(
-                "INSERT INTO \"\(Self.historyTable)\" (schema, version, name, checksum, applied_at, duration_ms) VALUES (?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
+                "INSERT INTO \(Self.dialect.quote(Self.historyTable)) (schema, version, name, checksum, applied_at, duration_ms) VALUES (?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
                 [.text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .integer(Int64(milliseconds))])
         }
     }

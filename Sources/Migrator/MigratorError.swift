@@ -1,4 +1,5 @@
 import Diagnostics
+import MigrationFiles
 import SQLiteKit
 
 /// Why the migrator refused or failed; every case names the file and what to do.
@@ -21,6 +22,10 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case locked(seconds: Double)
     case unknownVersion(Int)
     case database(SQLiteError)
+    /// The file's machine-readable header cannot be read (docs/migrations.md, "The header").
+    case badHeader(file: String, MigrationHeader.ParseError)
+    /// A migration that must run outside a transaction failed midway.
+    case failedOutsideTransaction(file: String, statement: Int, line: Int, message: String)
 
     public var description: String {
         switch self {
@@ -48,6 +53,10 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "there is no migration \(String(format: "%04d", version))"
         case .database(let error):
             "database error: \(error.description)"
+        case .badHeader(let file, let error):
+            "\(file):\(error.line): bad migration header: \(error.message); nothing was run"
+        case .failedOutsideTransaction(let file, let statement, let line, let message):
+            "\(file):\(line): statement \(statement) failed: \(message); this migration runs outside a transaction (its header says so), so the statements before it stay applied and it is not recorded: repair what they left (an index left INVALID, say), then run again"
         }
     }
 }

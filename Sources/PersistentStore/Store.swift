@@ -1,6 +1,7 @@
 import Foundation
 import Migrator
 import SchemaMetadata
+import SQLDialects
 import SQLiteKit
 
 /// Why the store refused or failed.
@@ -415,15 +416,9 @@ public actor Store {
         return (clauses.isEmpty ? "0" : clauses.joined(separator: " OR "), arguments)
     }
 
-    static func quote(_ identifier: String) -> String {
-        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
-        // Scalar by scalar: a quote followed by a combining mark is one Character.
-        var out = String.UnicodeScalarView(["\""])
-        for scalar in identifier.unicodeScalars {
-            out.append(scalar)
-            if scalar == "\"" { out.append("\"") }
-        }
-        out.append("\"")
-        return String(out)
-    }
+    /// The dialect every statement of the store is written in; the planner and the migrator
+    /// quote through the same type.
+    static let dialect = SQLiteDialect()
+
+    static func quote(_ identifier: String) -> String { dialect.quote(identifier) }
 }

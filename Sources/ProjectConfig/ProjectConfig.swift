@@ -22,12 +22,19 @@ public struct ProjectConfig: Equatable, Sendable {
     public init() {}
 
     public static let defaultFile = ".schemagen.yaml"
+
+    /// Diagnostic codes about config files (the schema language's codes, where they mean the same).
+    public enum Code: String, DiagnosticCode {
+        case fileUnreadable = "file-unreadable"
+        case wrongKind = "wrong-kind"
+        case unknownKey = "unknown-key"
+    }
     static let keys = ["schemas", "output", "templates", "migrations", "database"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            return (nil, [Diagnostic(.error, code: "file-unreadable", message: "cannot read config file '\(path)'", at: nil)], nil)
+            return (nil, [Diagnostic(.error, code: Code.fileUnreadable, message: "cannot read config file '\(path)'", at: nil)], nil)
         }
         let source = SourceFile(path: path, bytes: [UInt8](data))
         var bag = DiagnosticBag()
@@ -38,7 +45,7 @@ public struct ProjectConfig: Equatable, Sendable {
             SourceLocation(file: path, line: node.start.line, column: node.start.column, length: node.length)
         }
         guard let pairs = root.pairs else {
-            bag.error("wrong-kind", "the config file must be a mapping of \(keys.joined(separator: ", "))", at: location(root))
+            bag.error(Code.wrongKind, "the config file must be a mapping of \(keys.joined(separator: ", "))", at: location(root))
             return (nil, bag.diagnostics, source)
         }
         var config = ProjectConfig()
@@ -51,11 +58,11 @@ public struct ProjectConfig: Equatable, Sendable {
                 } else if let items = pair.value.items, items.allSatisfy({ $0.stringValue != nil }) {
                     config.schemas = items.compactMap(\.stringValue)
                 } else {
-                    bag.error("wrong-kind", "'schemas' expects a path or a list of paths", at: location(pair.value))
+                    bag.error(Code.wrongKind, "'schemas' expects a path or a list of paths", at: location(pair.value))
                 }
             case "output", "templates", "migrations", "database":
                 guard let value = pair.value.stringValue else {
-                    bag.error("wrong-kind", "'\(key)' expects a path", at: location(pair.value))
+                    bag.error(Code.wrongKind, "'\(key)' expects a path", at: location(pair.value))
                     continue
                 }
                 switch key {
@@ -65,7 +72,7 @@ public struct ProjectConfig: Equatable, Sendable {
                 default: config.database = value
                 }
             default:
-                bag.error("unknown-key", "unknown key '\(key)' in the config file\(Suggestion.hint(for: key, in: keys))", at: location(pair.key))
+                bag.error(Code.unknownKey, "unknown key '\(key)' in the config file\(Suggestion.hint(for: key, in: keys))", at: location(pair.key))
             }
         }
         return (bag.hasErrors ? nil : config, bag.diagnostics, source)

@@ -158,9 +158,12 @@ extension SQLiteConnection {
     public func countingInsertedRows<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         let box = InsertCounter()
         insertCounter = box
-        sqlite3_update_hook(rawHandle, { context, operation, _, _, _ in
+        sqlite3_update_hook(rawHandle, { context, operation, _, table, _ in
             guard let context, operation == SQLITE_INSERT else { return }
-            Unmanaged<InsertCounter>.fromOpaque(context).takeUnretainedValue().count += 1
+            let counter = Unmanaged<InsertCounter>.fromOpaque(context).takeUnretainedValue()
+            // The table's name once per statement, not per row.
+            if counter.count == 0, let table { counter.table = String(cString: table) }
+            counter.count += 1
         }, Unmanaged.passUnretained(box).toOpaque())
         defer {
             sqlite3_update_hook(rawHandle, nil, nil)
@@ -172,8 +175,14 @@ extension SQLiteConnection {
     /// Rows inserted since `countingInsertedRows` began (or the last reset), or nil outside it.
     public var currentInsertCount: Int? { insertCounter?.count }
 
+    /// The table the first row since the last reset went into.
+    public var currentInsertTable: String? { insertCounter?.table }
+
     /// Starts the count of `countingInsertedRows` again from zero.
-    public func resetInsertCount() { insertCounter?.count = 0 }
+    public func resetInsertCount() {
+        insertCounter?.count = 0
+        insertCounter?.table = nil
+    }
 
     /// Whether the connection is inside a transaction.
     public var isInTransaction: Bool { sqlite3_get_autocommit(rawHandle) == 0 }
@@ -181,6 +190,7 @@ extension SQLiteConnection {
 
 final class InsertCounter {
     var count = 0
+    var table: String?
 }
 
 final class ProgressBox {

@@ -158,85 +158,75 @@ public final class SQLiteConnection {
 
     /// Runs one statement with bound values and returns every row.
     public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
-        let statement = try prepared(sql)
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-        }
-        for (offset, argument) in arguments.enumerated() {
-            let index = Int32(offset + 1)
-            switch argument {
-            case .null: sqlite3_bind_null(statement, index)
-            case .integer(let value): sqlite3_bind_int64(statement, index, value)
-            case .real(let value): sqlite3_bind_double(statement, index, value)
-            case .text(let value): sqlite3_bind_text(statement, index, value, -1, Self.transient)
-            case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), Self.transient)
-            }
-        }
         var rows: [[SQLiteValue]] = []
-        while true {
-            let status = sqlite3_step(statement)
-            if status == SQLITE_DONE { break }
-            guard status == SQLITE_ROW else { throw error(status, sql: sql) }
-            let count = sqlite3_column_count(statement)
+        try step(sql, arguments) { statement, count in
             var row: [SQLiteValue] = []
-            row.reserveCapacity(Int(count))
-            for column in 0..<count {
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
-                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
-                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
-                case SQLITE_BLOB:
-                    let length = Int(sqlite3_column_bytes(statement, column))
-                    if let pointer = sqlite3_column_blob(statement, column) {
-                        row.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: length))))
-                    } else {
-                        row.append(.blob([]))
-                    }
-                default: row.append(.null)
-                }
-            }
+            row.reserveCapacity(count)
+            for column in 0..<count { row.append(Self.value(statement, Int32(column))) }
             rows.append(row)
+            return true
         }
         return rows
     }
 
     /// Runs one statement and hands each row to `body` in one reused buffer (no array per row).
     public func forEachRow(_ sql: String, _ arguments: [SQLiteValue] = [], _ body: ([SQLiteValue]) throws -> Void) throws {
+        var row: [SQLiteValue] = []
+        var failure: (any Error)?
+        try step(sql, arguments) { statement, count in
+            if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
+            for column in 0..<count { row[column] = Self.value(statement, Int32(column)) }
+            do {
+                try body(row)
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// The one place that binds arguments, steps a cached statement and resets it: `row` sees
+    /// each result row with its column count, and returns false to stop.
+    private func step(_ sql: String, _ arguments: [SQLiteValue], row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
+        Self.bind(arguments, to: statement)
+        let count = Int(sqlite3_column_count(statement))
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { return }
+            guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+            guard row(statement, count) else { return }
+        }
+    }
+
+    static func bind(_ arguments: [SQLiteValue], to statement: OpaquePointer) {
         for (offset, argument) in arguments.enumerated() {
             let index = Int32(offset + 1)
             switch argument {
             case .null: sqlite3_bind_null(statement, index)
             case .integer(let value): sqlite3_bind_int64(statement, index, value)
             case .real(let value): sqlite3_bind_double(statement, index, value)
-            case .text(let value): sqlite3_bind_text(statement, index, value, -1, Self.transient)
-            case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), Self.transient)
+            case .text(let value): sqlite3_bind_text(statement, index, value, -1, transient)
+            case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), transient)
             }
         }
-        let count = Int(sqlite3_column_count(statement))
-        var row = [SQLiteValue](repeating: .null, count: count)
-        while true {
-            let status = sqlite3_step(statement)
-            if status == SQLITE_DONE { break }
-            guard status == SQLITE_ROW else { throw error(status, sql: sql) }
-            for column in 0..<count {
-                let index = Int32(column)
-                switch sqlite3_column_type(statement, index) {
-                case SQLITE_INTEGER: row[column] = .integer(sqlite3_column_int64(statement, index))
-                case SQLITE_FLOAT: row[column] = .real(sqlite3_column_double(statement, index))
-                case SQLITE_TEXT: row[column] = .text(String(cString: sqlite3_column_text(statement, index)))
-                case SQLITE_BLOB:
-                    let length = Int(sqlite3_column_bytes(statement, index))
-                    row[column] = .blob(sqlite3_column_blob(statement, index).map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? [])
-                default: row[column] = .null
-                }
-            }
-            try body(row)
+    }
+
+    /// The value of one column of the current row.
+    static func value(_ statement: OpaquePointer, _ column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+        case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
+        case SQLITE_TEXT: .text(String(cString: sqlite3_column_text(statement, column)))
+        case SQLITE_BLOB:
+            .blob(sqlite3_column_blob(statement, column).map { Array(UnsafeRawBufferPointer(start: $0, count: Int(sqlite3_column_bytes(statement, column)))) } ?? [])
+        default: .null
         }
     }
 

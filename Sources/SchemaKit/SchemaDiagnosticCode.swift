@@ -1,6 +1,8 @@
+import Diagnostics
+
 /// Every diagnostic code the schema loader reports, with what it means; `docs/schema-language.md`
 /// lists the same table for users.
-public enum SchemaDiagnosticCode: String, Sendable, CaseIterable {
+public enum SchemaDiagnosticCode: String, DiagnosticCode {
     // Files
     case fileUnreadable = "file-unreadable"
     case fileTooLarge = "file-too-large"

@@ -43,7 +43,7 @@ public enum SchemaLoader {
         case .failed:
             break
         case .empty:
-            diagnostics.error(SchemaDiagnosticCode.emptySchema.rawValue,
+            diagnostics.error(SchemaDiagnosticCode.emptySchema,
                               "the schema file is empty; it needs at least 'schema', 'version' and 'entities'",
                               at: SourceLocation(file: source.path, line: 1, column: 1))
         case .document(let root):
@@ -68,7 +68,7 @@ public enum SchemaLoader {
             return load(source: SourceFile(path: path, bytes: bytes))
         case .failure(let failure):
             let code = failure.isTooLarge ? SchemaDiagnosticCode.fileTooLarge : .fileUnreadable
-            let diagnostic = Diagnostic(.error, code: code.rawValue, message: failure.message, at: SourceLocation(file: path, line: 1, column: 1))
+            let diagnostic = Diagnostic(.error, code: code, message: failure.message, at: SourceLocation(file: path, line: 1, column: 1))
             return FileResult(path: path, schema: nil, diagnostics: [diagnostic], source: nil)
         }
     }
@@ -82,7 +82,7 @@ public enum SchemaLoader {
             let here = SourceLocation(file: files[index].path, line: 1, column: 1)
             if let first = firstByName[schema.name] {
                 files[index].diagnostics.append(Diagnostic(
-                    .error, code: SchemaDiagnosticCode.nameCollision.rawValue,
+                    .error, code: SchemaDiagnosticCode.nameCollision,
                     message: "schema '\(schema.name)' is also declared in \(first.path); schema names must be unique",
                     at: here, notes: [.init("first declared here", at: first.location)]))
                 files[index].schema = nil

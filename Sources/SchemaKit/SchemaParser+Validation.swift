@@ -313,7 +313,7 @@ extension SchemaParser {
 
     private mutating func checkUnusedTypes() {
         // A use that failed to resolve (a typo) would make a used type look unused.
-        guard !diagnostics.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.unknownType.rawValue }) else { return }
+        guard !diagnostics.diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.unknownType) }) else { return }
         for enumType in enums where !usedTypeNames.contains(enumType.model.name) {
             warning(.unused, "enum '\(enumType.model.name)' is declared but no attribute uses it", at: enumType.nameNode)
         }

@@ -72,13 +72,13 @@ struct SchemaParser {
     mutating func error(
         _ code: SchemaDiagnosticCode, _ message: String, at node: YAMLNode, notes: [Diagnostic.Note] = []
     ) {
-        diagnostics.error(code.rawValue, message, at: location(node), notes: notes)
+        diagnostics.error(code, message, at: location(node), notes: notes)
     }
 
     mutating func warning(
         _ code: SchemaDiagnosticCode, _ message: String, at node: YAMLNode, notes: [Diagnostic.Note] = []
     ) {
-        diagnostics.warning(code.rawValue, message, at: location(node), notes: notes)
+        diagnostics.warning(code, message, at: location(node), notes: notes)
     }
 
     func note(_ message: String, at node: YAMLNode) -> Diagnostic.Note {

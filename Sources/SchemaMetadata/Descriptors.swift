@@ -46,7 +46,7 @@ public struct EntityDescriptor: Sendable, Hashable {
 }
 
 /// How a value is kept in a column; dialects choose the SQL type.
-public enum StorageKind: String, Sendable, Hashable, CaseIterable {
+public enum StorageKind: String, Sendable, Hashable, CaseIterable, Codable {
     case text, integer, real, boolean, date, blob, uuid, url, decimal
     /// Arrays and value types, as JSON text.
     case json
@@ -169,21 +169,5 @@ public struct IndexDescriptor: Sendable, Hashable {
         self.name = name
         self.columns = columns
         self.kind = kind
-    }
-}
-
-/// A migration compiled into generated code, so an application can bring its database to the
-/// current version without shipping the Migrations folder.
-public struct EmbeddedMigration: Sendable, Hashable {
-    public let version: Int
-    public let name: String
-    public let up: String
-    public let down: String
-
-    public init(version: Int, name: String, up: String, down: String) {
-        self.version = version
-        self.name = name
-        self.up = up
-        self.down = down
     }
 }

@@ -1,7 +1,10 @@
 import CommandLineKit
 import Diagnostics
 import Foundation
+import MigrationFiles
 import MigrationPlanner
+import RelationalModel
+import SchemagenPipeline
 import SchemaKit
 
 /// `schemagen diff`: the migration plan for a schema, written nowhere.
@@ -71,7 +74,7 @@ public enum DiffCommand: Command {
         guard !loaded.diagnostics.isEmpty else { return nil }
         let sources = SchemaInput.sources(loaded)
         io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(loaded.diagnostics))
-        if loaded.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) { return .usageOrIO }
+        if loaded.diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) { return .usageOrIO }
         return loaded.hasErrors ? .failure : nil
     }
 

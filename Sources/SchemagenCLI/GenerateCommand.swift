@@ -2,8 +2,8 @@ import CodeGeneration
 import CommandLineKit
 import Diagnostics
 import Foundation
-import Mustache
 import ProjectConfig
+import SchemagenPipeline
 import SchemaKit
 
 /// `schemagen generate`: Swift models from schemas through templates.
@@ -38,192 +38,105 @@ public enum GenerateCommand: Command {
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        // Defaults, then the config file, then flags.
-        var config = ProjectConfig()
-        let configPath = arguments.value("config") ?? ProjectConfig.defaultFile
-        if arguments.value("config") != nil || FileManager.default.fileExists(atPath: configPath) {
-            let (loaded, diagnostics, source) = ProjectConfig.load(path: configPath)
-            if !diagnostics.isEmpty {
-                io.writeError(DiagnosticRenderer(format: .text, sources: { _ in source }).render(diagnostics))
-            }
-            guard let loaded else { return diagnostics.contains { $0.code == "file-unreadable" } ? .usageOrIO : .failure }
-            config = loaded
-        }
-        let explicitSchemas = arguments.values("schema")
-        let schemaPaths = explicitSchemas.isEmpty ? (config.schemas ?? ["Schemas"]) : explicitSchemas
-        let output = arguments.value("output") ?? config.output ?? "Generated"
-        let templatesFolder = arguments.value("templates") ?? config.templates
+        let (loadedConfig, configFailure) = SchemaInput.config(arguments, io: io)
+        guard let config = loadedConfig else { return configFailure }
+        let pipeline = GenerationPipeline(.init(
+            config: config, schemas: arguments.values("schema"), output: arguments.value("output"), templates: arguments.value("templates"),
+            migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
+            allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file")))
+        let check = arguments.flag("check")
 
-        // Schemas: invalid ones stop generation with the validator's diagnostics.
-        guard let files = SchemaInput.files(schemaPaths, io: io) else { return .usageOrIO }
-        let loaded = SchemaLoader.load(files: files)
+        // 1. Load: invalid schemas stop here with the validator's diagnostics.
+        let loaded: SchemaLoader.Result
+        switch pipeline.load() {
+        case .failure(let failure): return stop(failure, io: io)
+        case .success(let result): loaded = result
+        }
+        let sources = SchemaInput.sources(loaded)
         if !loaded.diagnostics.isEmpty {
-            let sources = SchemaInput.sources(loaded)
             io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics))
         }
-        if loaded.diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) { return .usageOrIO }
+        if loaded.diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) { return .usageOrIO }
         if loaded.hasErrors {
             io.writeError("schemagen: error: no code generated: fix the schema errors above\n")
             return .failure
         }
 
-        // Templates, parsed once.
-        let templates: TemplateSet
-        do {
-            if let templatesFolder {
-                var isFolder: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: templatesFolder, isDirectory: &isFolder), isFolder.boolValue else {
-                    io.writeError("schemagen: error: templates folder '\(templatesFolder)' does not exist\n")
-                    return .usageOrIO
-                }
-            }
-            templates = try TemplateSet.loading(userFolder: templatesFolder)
-        } catch let error as MustacheError {
-            io.writeError("schemagen: error: \(error)\n")
-            return .failure
-        } catch {
-            io.writeError("schemagen: error: \(error)\n")
+        // 2-3. The relational model, then the migrations it calls for.
+        let models = pipeline.model(loaded.schemas)
+        let plan = pipeline.plan(loaded.schemas, models: models)
+        if !plan.diagnostics.isEmpty {
+            io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.diagnostics))
+        }
+        if plan.hasErrors {
+            io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
             return .failure
         }
+        if arguments.flag("migrations-only") { return migrationsOnly(plan, pipeline: pipeline, check: check, io: io) }
 
-        // Migrations: one new numbered migration per changed schema; with --single-file, none,
-        // and the committed history must already describe the schema.
-        var pendingMigrations: [PendingMigration] = []
-        let migrationsRoot = arguments.value("migrations") ?? config.migrations ?? "Migrations"
-        let singleFile = arguments.flag("single-file")
-        do {
-            var diagnostics: [Diagnostic] = []
-            for schema in loaded.schemas {
-                switch PendingMigration.plan(for: schema, root: migrationsRoot, name: arguments.value("name"), allowDestructive: arguments.flag("allow-destructive")) {
-                case .upToDate: break
-                case .failed(let problems): diagnostics += problems
-                case .pending(let pending) where singleFile:
-                    diagnostics.append(PendingMigration.notPlanned(pending, root: migrationsRoot))
-                case .pending(let pending):
-                    diagnostics += pending.findings
-                    pendingMigrations.append(pending)
-                }
-            }
-            if !diagnostics.isEmpty {
-                let sources = SchemaInput.sources(loaded)
-                io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(diagnostics))
-            }
-            if diagnostics.contains(where: { $0.severity == .error }) {
-                io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
-                return .failure
-            }
-        }
-        if arguments.flag("migrations-only") {
-            return writeMigrations(pendingMigrations, check: arguments.flag("check"), io: io)
+        // 4. Render.
+        let rendered: GenerationPipeline.Rendered
+        switch pipeline.templates().flatMap({ pipeline.render(loaded, models: models, plan: plan, templates: $0) }) {
+        case .failure(let failure): return stop(failure, io: io)
+        case .success(let result): rendered = result
         }
 
-        var generated: [(schema: Schema, file: String, files: [GeneratedFile])] = []
-        for result in loaded.files {
-            guard let schema = result.schema else { continue }
-            let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
-            do {
-                // Templates may embed the schema's migrations, the new one included.
-                let migrations = PendingMigration.sources(
-                    for: schema, root: migrationsRoot, pending: pendingMigrations.first { $0.schema.name == schema.name })
-                generated.append((schema, result.path, try Generator.generate(schema: schema, sourceFile: sourceFile, templates: templates, migrations: migrations)))
-            } catch {
-                io.writeError("schemagen: error: \(error)\n")
-                return .failure
-            }
-        }
-
-        let allFiles: [GeneratedFile]
-        let folders: [String]
-        if singleFile {
-            allFiles = generated.map { entry in
-                let name = URL(fileURLWithPath: entry.file).deletingPathExtension().lastPathComponent + ".swift"
-                return GeneratedFile(path: name, contents: combine(entry.files))
-            }
-            folders = []
-        } else {
-            allFiles = generated.flatMap(\.files)
-            // A full run also cleans up after schemas that were removed.
-            let outputFolders = ((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).filter { name in
-                var isFolder: ObjCBool = false
-                return FileManager.default.fileExists(atPath: output + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
-            }
-            folders = explicitSchemas.isEmpty ? Array(Set(outputFolders + generated.map(\.schema.name))).sorted() : generated.map(\.schema.name)
-        }
-
-        let sync = GeneratedFileSync(outputFolder: output)
-        let plan = sync.plan(allFiles, schemas: folders)
-        if arguments.flag("check") {
+        // 5. Compare, then write (or only report, with --check).
+        let output = pipeline.configuration.output
+        let changes = pipeline.compare(rendered)
+        if check {
             var report = ""
-            for path in plan.missing { report += "missing: \(output)/\(path)\n" }
-            for path in plan.stale { report += "stale:   \(output)/\(path)\n" }
-            for path in plan.extra { report += "extra:   \(output)/\(path)\n" }
-            for pending in pendingMigrations {
-                report += "missing migration: \(pending.directory.path)/\(pending.entry.upFile) (schema \(pending.schema.name) version \(pending.schema.version))\n"
-            }
-            if plan.isUpToDate, pendingMigrations.isEmpty {
-                io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(allFiles.count))).\n")
+            for path in changes.missing { report += "missing: \(output)/\(path)\n" }
+            for path in changes.stale { report += "stale:   \(output)/\(path)\n" }
+            for path in changes.extra { report += "extra:   \(output)/\(path)\n" }
+            report += missingMigrations(plan)
+            if changes.isUpToDate, plan.migrations.isEmpty {
+                io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(rendered.files.count))).\n")
                 return .success
             }
             io.writeOutput(report + "Generated code or migrations are out of date: run `schemagen generate`.\n")
             return .failure
         }
-        do {
-            try sync.apply(plan, files: allFiles)
-        } catch {
-            io.writeError("schemagen: error: cannot write to '\(output)': \(error.localizedDescription)\n")
-            return .usageOrIO
-        }
+        if case .failure(let failure) = pipeline.sync(rendered, changes) { return stop(failure, io: io) }
         var report = ""
-        for pending in pendingMigrations {
-            do {
-                try pending.directory.write(pending.migration, as: pending.entry)
-            } catch {
-                io.writeError("schemagen: error: cannot write migration to '\(pending.directory.path)': \(error.localizedDescription)\n")
-                return .usageOrIO
-            }
-            report += "migration \(pending.directory.path)/\(pending.entry.prefix) (schema \(pending.schema.name) version \(pending.schema.version)): \(VerbalCount.count(pending.migration.steps.count, "step"))\n"
+        switch pipeline.writeMigrations(plan) {
+        case .failure(let failure): return stop(failure, io: io)
+        case .success: report += writtenMigrations(plan)
         }
-        for path in plan.missing + plan.stale { report += "wrote   \(output)/\(path)\n" }
-        for path in plan.extra { report += "deleted \(output)/\(path)\n" }
-        report += "Generated \(VerbalCount.count(generated.count, "schema")) into \(output): \(plan.missing.count + plan.stale.count) written, \(plan.unchanged.count) unchanged, \(plan.extra.count) deleted.\n"
+        for path in changes.missing + changes.stale { report += "wrote   \(output)/\(path)\n" }
+        for path in changes.extra { report += "deleted \(output)/\(path)\n" }
+        report += "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
         io.writeOutput(report)
         return .success
     }
 
     /// `--migrations-only`: writes (or, with `check`, lists) the planned migrations and nothing else.
-    static func writeMigrations(_ pending: [PendingMigration], check: Bool, io: CommandIO) -> ExitCode {
+    static func migrationsOnly(_ plan: GenerationPipeline.Plan, pipeline: GenerationPipeline, check: Bool, io: CommandIO) -> ExitCode {
+        if plan.migrations.isEmpty {
+            io.writeOutput("Migrations are up to date.\n")
+            return .success
+        }
         if check {
-            guard !pending.isEmpty else {
-                io.writeOutput("Migrations are up to date.\n")
-                return .success
-            }
-            for migration in pending {
-                io.writeOutput("missing migration: \(migration.directory.path)/\(migration.entry.upFile) (schema \(migration.schema.name) version \(migration.schema.version))\n")
-            }
+            io.writeOutput(missingMigrations(plan))
             return .failure
         }
-        for migration in pending {
-            do {
-                try migration.directory.write(migration.migration, as: migration.entry)
-            } catch {
-                io.writeError("schemagen: error: cannot write migration to '\(migration.directory.path)': \(error.localizedDescription)\n")
-                return .usageOrIO
-            }
-            io.writeOutput("migration \(migration.directory.path)/\(migration.entry.prefix) (schema \(migration.schema.name) version \(migration.schema.version)): \(VerbalCount.count(migration.migration.steps.count, "step"))\n")
-        }
-        if pending.isEmpty { io.writeOutput("Migrations are up to date.\n") }
+        if case .failure(let failure) = pipeline.writeMigrations(plan) { return stop(failure, io: io) }
+        io.writeOutput(writtenMigrations(plan))
         return .success
     }
 
-    /// One schema's files as one: the first header kept, the others' header lines dropped.
-    static func combine(_ files: [GeneratedFile]) -> String {
-        var out = ""
-        for (index, file) in files.enumerated() {
-            var lines = file.contents.split(separator: "\n", omittingEmptySubsequences: false)
-            if index > 0, lines.first?.hasPrefix(TemplateContext.headerPrefix) == true { lines.removeFirst() }
-            out += (index > 0 ? "\n// MARK: - \(file.path)\n" : "") + lines.joined(separator: "\n")
-        }
-        return out
+    static func missingMigrations(_ plan: GenerationPipeline.Plan) -> String {
+        plan.migrations.map { "missing migration: \($0.directory.path)/\($0.entry.upFile) (schema \($0.schema.name) version \($0.schema.version))\n" }.joined()
+    }
+
+    static func writtenMigrations(_ plan: GenerationPipeline.Plan) -> String {
+        plan.migrations.map { "migration \($0.directory.path)/\($0.entry.prefix) (schema \($0.schema.name) version \($0.schema.version)): \(VerbalCount.count($0.migration.steps.count, "step"))\n" }.joined()
+    }
+
+    static func stop(_ failure: GenerationPipeline.Failure, io: CommandIO) -> ExitCode {
+        io.writeError("schemagen: error: \(failure)\n")
+        if case .io = failure { return .usageOrIO }
+        return .failure
     }
 }
 

@@ -1,5 +1,7 @@
 import CommandLineKit
 import Diagnostics
+import Foundation
+import ProjectConfig
 import SchemaKit
 
 /// How commands find schema files and quote them in diagnostics.
@@ -18,5 +20,17 @@ enum SchemaInput {
     /// Each loaded file's text by path, for quoting lines in diagnostics.
     static func sources(_ result: SchemaLoader.Result) -> [String: SourceFile] {
         Dictionary(result.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// `--config FILE`, else `.schemagen.yaml` when present, else the defaults; after printing
+    /// why the file cannot be used, the exit status instead (2 unreadable, 1 invalid).
+    static func config(_ arguments: ParsedArguments, io: CommandIO) -> (ProjectConfig?, failure: ExitCode) {
+        let path = arguments.value("config") ?? ProjectConfig.defaultFile
+        guard arguments.value("config") != nil || FileManager.default.fileExists(atPath: path) else { return (ProjectConfig(), .success) }
+        let (loaded, diagnostics, source) = ProjectConfig.load(path: path)
+        if !diagnostics.isEmpty {
+            io.writeError(DiagnosticRenderer(format: .text, sources: { _ in source }).render(diagnostics))
+        }
+        return (loaded, diagnostics.contains { $0.has(ProjectConfig.Code.fileUnreadable) } ? .usageOrIO : .failure)
     }
 }

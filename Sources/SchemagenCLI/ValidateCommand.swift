@@ -1,6 +1,7 @@
 import CommandLineKit
 import Diagnostics
 import MigrationPlanner
+import MigrationFiles
 import SchemaKit
 
 /// `schemagen validate`: checks schema files and reports every problem at once.
@@ -50,7 +51,7 @@ public enum ValidateCommand: Command {
         if format == .text { output += summary(diagnostics, fileCount: files.count) }
         io.writeOutput(output)
 
-        if diagnostics.contains(where: { $0.code == SchemaDiagnosticCode.fileUnreadable.rawValue }) {
+        if diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) {
             return .usageOrIO
         }
         return diagnostics.contains { $0.severity == .error } ? .failure : .success

@@ -31,14 +31,14 @@ public enum YAMLLoader {
     }
 
     /// Diagnostic codes this loader reports.
-    public enum Code {
-        public static let syntax = "yaml-syntax"
-        public static let duplicateKey = "duplicate-key"
-        public static let tooDeep = "nesting-too-deep"
-        public static let aliasExpansion = "alias-expansion-too-large"
-        public static let unknownAnchor = "unknown-anchor"
-        public static let multipleDocuments = "multiple-documents"
-        public static let invalidMerge = "invalid-merge"
+    public enum Code: String, DiagnosticCode {
+        case syntax = "yaml-syntax"
+        case duplicateKey = "duplicate-key"
+        case tooDeep = "nesting-too-deep"
+        case aliasExpansion = "alias-expansion-too-large"
+        case unknownAnchor = "unknown-anchor"
+        case multipleDocuments = "multiple-documents"
+        case invalidMerge = "invalid-merge"
     }
 
     public static func load(

@@ -2,11 +2,12 @@ import Foundation
 import MigrationPlanner
 import Mustache
 import SchemaKit
+import SchemaMetadata
 import Testing
 @testable import CodeGeneration
+import TestSupport
+import MigrationFiles
 
-let repositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 func loadSchema(_ name: String) throws -> Schema {
     let result = SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path)
@@ -26,7 +27,7 @@ func temporaryFolder() -> URL {
         // The committed migrations, as `schemagen generate` hands them to templates.
         let directory = MigrationDirectory(path: repositoryRoot.appendingPathComponent("Migrations/\(name)").path)
         let migrations = try directory.entries().map { entry in
-            TemplateContext.MigrationSource(
+            MigrationScript(
                 version: entry.number, name: entry.name,
                 up: try String(contentsOfFile: directory.path + "/" + entry.upFile, encoding: .utf8),
                 down: try String(contentsOfFile: directory.path + "/" + entry.downFile, encoding: .utf8))

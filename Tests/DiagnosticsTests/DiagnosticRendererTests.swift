@@ -2,10 +2,16 @@ import Foundation
 import Testing
 @testable import Diagnostics
 
+/// Codes for these tests.
+enum TestCode: String, DiagnosticCode {
+    case unknownKey = "unknown-key"
+    case c
+}
+
 @Suite struct DiagnosticRendererTests {
     let source = SourceFile(path: "Schemas/A.yaml", text: "schema: A\n\tkey: {uniqe: true}\n")
     var diagnostic: Diagnostic {
-        Diagnostic(.error, code: "unknown-key", message: "unknown key 'uniqe'; did you mean 'unique'?",
+        Diagnostic(.error, code: TestCode.unknownKey, message: "unknown key 'uniqe'; did you mean 'unique'?",
                    at: SourceLocation(file: "Schemas/A.yaml", line: 2, column: 8, length: 5))
     }
 
@@ -33,7 +39,7 @@ import Testing
     @Test func longLinesAreShownAsAWindow() {
         let long = String(repeating: "x", count: 500) + "ERR" + String(repeating: "y", count: 500)
         let file = SourceFile(path: "l.yaml", text: long)
-        let d = Diagnostic(.error, code: "c", message: "m", at: SourceLocation(file: "l.yaml", line: 1, column: 501, length: 3))
+        let d = Diagnostic(.error, code: TestCode.c, message: "m", at: SourceLocation(file: "l.yaml", line: 1, column: 501, length: 3))
         let lines = DiagnosticRenderer(format: .text, sources: { _ in file }).render([d]).split(separator: "\n")
         #expect(lines[1].count <= 200)
         let caretColumn = lines[2].firstIndex(of: "^").map { lines[2].distance(from: lines[2].startIndex, to: $0) }

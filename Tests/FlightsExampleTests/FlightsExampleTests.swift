@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import PersistentStore
 import Testing
+import TestSupport
 @testable import FlightsExample
 
 let fixturesRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
@@ -146,27 +147,9 @@ struct PlainReading {
 
 /// The `flights` executable as a user runs it.
 @Suite struct FlightsToolTests {
-    static var executable: URL {
-        var folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: folder.appendingPathComponent("flights").path), folder.path != "/" {
-            folder = folder.deletingLastPathComponent()
-        }
-        return folder.appendingPathComponent("flights")
-    }
+    static let tool = BuiltTool("flights")
 
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-    }
+    static func run(_ arguments: [String]) throws -> BuiltTool.Run { try tool.run(arguments) }
 
     @Test func loadAndQueryPrintWhatAPlainReadingGives() throws {
         let plain = try PlainReading(fixtures)
@@ -182,6 +165,33 @@ struct PlainReading {
         #expect(all.output == plain.lines().map { $0 + "\n" }.joined())
         #expect(try Self.run(["query"]).status == 2, "no database")
         #expect(try Self.run(["load", "/nonexistent", "--database", database]).status == 2)
+    }
+
+    /// An application that uses the store links the runtime only: no YAML reader, no schema
+    /// validator, no templates.
+    @Test func theAppLinksNoYAMLCode() throws {
+        let ldd = Process()
+        ldd.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+        ldd.arguments = [Self.tool.url.path]
+        let output = Pipe()
+        ldd.standardOutput = output
+        try ldd.run()
+        let libraries = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        ldd.waitUntilExit()
+        #expect(libraries.contains("libsqlite3"), "\(libraries)")
+        #expect(!libraries.contains("libyaml"), "\(libraries)")
+        // Nor are the tool modules' symbols linked in statically.
+        let nm = Process()
+        nm.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        nm.arguments = ["nm", "--defined-only", Self.tool.url.path]
+        let symbols = Pipe()
+        nm.standardOutput = symbols
+        try nm.run()
+        let text = String(decoding: symbols.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        nm.waitUntilExit()
+        for module in ["YAMLReader", "SchemaKit", "MigrationPlanner", "Mustache", "CodeGeneration"] {
+            #expect(!text.contains("\(module.count)\(module)"), "\(module) is linked into flights")
+        }
     }
 
     @Test func rejectedRecordsAreNamedAndTheRestLoad() throws {
@@ -262,7 +272,8 @@ struct PlainReading {
         #expect(failure(String(repeating: "[", count: 100_000))?.message == "nesting deeper than 512 levels")
         let invalidUTF8: [UInt8] = [0x22, 0xC3, 0x28, 0x22]
         #expect((try? JSONParser.parse(invalidUTF8)) == nil)
-        var generator = SystemRandomNumberGenerator()
+        let seed = SeededGenerator.seed(default: 0x15_0_7)
+        var generator = SeededGenerator(seed: seed)
         for _ in 0..<200 {
             let bytes = (0..<64).map { _ in [UInt8]("{}[]\",:0123456789.eE+-tfnrul \\\n".utf8).randomElement(using: &generator)! }
             _ = try? JSONParser.parse(bytes)

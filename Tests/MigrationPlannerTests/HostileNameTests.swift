@@ -3,20 +3,8 @@ import Foundation
 import SchemaKit
 import SQLiteKit
 import Testing
-
-/// A small deterministic generator, so a failing run can be repeated from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        // SplitMix64.
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import TestSupport
+import RelationalModel
 
 /// The planner is fed table, column and index names that the validator would refuse (line
 /// breaks, comment and statement terminators, quotes), straight into its snapshots. Whatever the
@@ -98,23 +86,17 @@ struct SeededGenerator: RandomNumberGenerator {
         return names.map { $0.lowercased() }
     }
 
-    /// Runs a migration file as the migrator does, counting the statements SQLite finds in it.
+    /// Runs a migration file through the migrator, counting the statements SQLite finds in it.
     static func run(_ sql: String, on database: SQLiteConnection) throws -> Int {
-        var count = 0
-        try database.execute("PRAGMA foreign_keys = OFF;")
-        try database.execute("BEGIN IMMEDIATE;")
-        try database.executeScript(sql) { _ in count += 1 }
-        try database.execute("COMMIT;")
-        try database.execute("PRAGMA foreign_keys = ON;")
-        return count
+        try MigrationPlannerTests.run(sql, on: database)
     }
 
     @Test func namesNeverLeaveTheirQuotesOrComments() throws {
-        let seed = ProcessInfo.processInfo.environment["SCHEMAGEN_TEST_SEED"].flatMap(UInt64.init) ?? 0x5EED_0009
+        let seed = SeededGenerator.seed(default: 0x5EED_0009)
         var generator = SeededGenerator(seed: seed)
         let v1Template = SnapshotBuilder.snapshot(of: try schema(Self.before, version: 1))
         let v2Template = SnapshotBuilder.snapshot(of: try schema(Self.after, version: 2))
-        let dialect = SQLiteDialect()
+        let dialect = SQLiteRenderer()
         var iterations = 0
         while iterations < 40 {
             let names = (0..<12).map { _ in Self.hostileName(&generator) }

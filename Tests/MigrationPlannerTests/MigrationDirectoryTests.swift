@@ -4,8 +4,10 @@ import MigrationPlanner
 import SchemaKit
 import SQLiteKit
 import Testing
+import TestSupport
+import RelationalModel
+import MigrationFiles
 
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 func copyOfFlightsMigrations() throws -> MigrationDirectory {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")

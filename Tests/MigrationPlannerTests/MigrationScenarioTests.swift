@@ -1,8 +1,13 @@
 import Foundation
 import MigrationPlanner
+import Migrator
 import SchemaKit
+import SQLDialects
 import SQLiteKit
+import TestSupport
+import SchemaMetadata
 import Testing
+import RelationalModel
 
 /// For each kind of change: a database built by v1 and filled with rows is migrated up to v2
 /// and compared with a database created fresh from v2 (tables, columns with type, nullability
@@ -33,20 +38,20 @@ func temporaryDatabase() throws -> SQLiteConnection {
     return connection
 }
 
-/// What the migrator will do around a migration file.
+/// Runs a migration file through the `Migrator`, as `migrate` does: its header decides foreign
+/// keys and the transaction. Each file runs as the only migration of a schema of its own.
 func apply(_ sql: String, to database: SQLiteConnection) throws {
-    try database.execute("PRAGMA foreign_keys = OFF;")
-    try database.execute("BEGIN IMMEDIATE;")
-    do {
-        try database.execute(sql)
-        let violations = try database.query("PRAGMA foreign_key_check;")
-        guard violations.isEmpty else { throw SQLiteError(code: 787, message: "foreign key violations: \(violations)", sql: nil) }
-        try database.execute("COMMIT;")
-    } catch {
-        try? database.execute("ROLLBACK;")
-        throw error
+    _ = try run(sql, on: database)
+}
+
+/// The same, returning how many statements the migrator ran.
+func run(_ sql: String, on database: SQLiteConnection) throws -> Int {
+    let script = MigrationScript(version: 1, name: "file", up: sql, down: "SELECT 1;")
+    var statements = 0
+    try Migrator(connection: database, schema: "scenario-\(UUID().uuidString)", scripts: [script]).up { event in
+        if case .statement = event { statements += 1 }
     }
-    try database.execute("PRAGMA foreign_keys = ON;")
+    return statements
 }
 
 func freshDatabase(_ snapshot: SchemaSnapshot) throws -> SQLiteConnection {
@@ -63,17 +68,17 @@ func structure(of database: SQLiteConnection) throws -> [String] {
         guard case .text(let type) = object[0], case .text(let name) = object[1], case .text(let table) = object[2] else { continue }
         lines.append("\(type) \(name) on \(table)")
         guard type == "table" else { continue }
-        let columns = try database.query("PRAGMA table_xinfo(\(SQLiteDialect.quote(name)));")
+        let columns = try database.query("PRAGMA table_xinfo(\(SQLiteDialect().quote(name)));")
             .map { "  column \($0[1]) \($0[2]) notnull=\($0[3]) default=\($0[4]) pk=\($0[5])" }.sorted()
         lines += columns
         var indexes: [String] = []
-        for index in try database.query("PRAGMA index_list(\(SQLiteDialect.quote(name)));") {
+        for index in try database.query("PRAGMA index_list(\(SQLiteDialect().quote(name)));") {
             guard case .text(let indexName) = index[1] else { continue }
-            let indexColumns = try database.query("PRAGMA index_info(\(SQLiteDialect.quote(indexName)));").map { "\($0[2])" }
+            let indexColumns = try database.query("PRAGMA index_info(\(SQLiteDialect().quote(indexName)));").map { "\($0[2])" }
             indexes.append("  index \(indexName.hasPrefix("sqlite_autoindex") ? "auto" : indexName) unique=\(index[2]) origin=\(index[3]) \(indexColumns)")
         }
         lines += indexes.sorted()
-        let keys = try database.query("PRAGMA foreign_key_list(\(SQLiteDialect.quote(name)));")
+        let keys = try database.query("PRAGMA foreign_key_list(\(SQLiteDialect().quote(name)));")
             .map { "  foreign key \($0[3]) -> \($0[2]).\($0[4]) on delete \($0[6])" }.sorted()
         lines += keys
     }
@@ -214,11 +219,19 @@ func structure(of database: SQLiteConnection) throws -> [String] {
 
     @Test func theExampleSchemasCreateFreshDatabases() throws {
         for name in ["Flights", "Todo", "Tasks", "Users", "Garage"] {
-            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            let loaded = SchemaLoader.load(file: root.appendingPathComponent("Schemas/\(name).yaml").path)
+            let loaded = SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path)
             let snapshot = SnapshotBuilder.snapshot(of: try #require(loaded.schema))
             let database = try freshDatabase(snapshot)
-            #expect(try !structure(of: database).isEmpty)
+            // Every table of the model, with its columns, and nothing else (FTS5 keeps shadow tables).
+            let fullText = snapshot.tables.flatMap(\.indexes).filter(\.isFullText).map(\.name)
+            let tables = try database.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'schemagen_migrations'")
+                .compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
+                .filter { table in !fullText.contains { table.hasPrefix($0 + "_") } }
+            #expect(Set(tables) == Set(snapshot.tables.map(\.name) + fullText), "\(name)")
+            for table in snapshot.tables {
+                let columns = try database.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)]).map { $0[0] }
+                #expect(columns == table.columns.map { .text($0.name) }, "\(name).\(table.name)")
+            }
         }
     }
 }

@@ -1,16 +1,13 @@
 import Foundation
+import MigrationFiles
 import MigrationPlanner
 import SQLiteKit
 import Testing
 @testable import Migrator
+import TestSupport
+import SchemaMetadata
 
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-func temporaryPath(_ name: String = "db.sqlite") -> String {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrator-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    return folder.appendingPathComponent(name).path
-}
 
 func flightsScripts() throws -> [MigrationScript] {
     try MigrationScriptLoader.load(directory: repositoryRoot.appendingPathComponent("Migrations/Flights").path)
@@ -130,7 +127,8 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
         let connection = try SQLiteConnection(path: temporaryPath())
         try connection.execute("PRAGMA foreign_keys = ON;")
         let create = script(1, "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent (id));\nINSERT INTO parent VALUES (1);\nINSERT INTO child VALUES (1, 1);\n")
-        let rebuild = script(2, "-- S: version 1 -> version 2 (up).\n-- Rebuilds tables: run with PRAGMA foreign_keys=OFF around the transaction.\nCREATE TABLE new_parent (id INTEGER PRIMARY KEY);\nDROP TABLE parent;\nALTER TABLE new_parent RENAME TO parent;\n")
+        let rebuild = script(2, MigrationHeader(schema: "S", direction: .up, foreignKeysOff: true).text
+            + "CREATE TABLE new_parent (id INTEGER PRIMARY KEY);\nDROP TABLE parent;\nALTER TABLE new_parent RENAME TO parent;\n")
         let migrator = Migrator(connection: connection, schema: "S", scripts: [create, rebuild])
         try migrator.up(.count(1))
         do {
@@ -143,6 +141,34 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
         #expect(try versions(migrator) == [1])
         #expect(try connection.query("SELECT count(*) FROM parent") == [[.integer(1)]], "the rebuild was rolled back")
         #expect(try connection.query("PRAGMA foreign_keys;") == [[.integer(1)]], "enforcement is back on")
+    }
+
+    /// Only the header block decides how a file runs: a sentence in the body that looks like a
+    /// directive changes nothing, and an unknown directive stops the migration before it runs.
+    @Test func proseNeverChangesBehaviourAndUnknownDirectivesAreErrors() throws {
+        let connection = try SQLiteConnection(path: temporaryPath())
+        try connection.execute("PRAGMA foreign_keys = ON;")
+        let create = script(1, "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent (id));\nINSERT INTO parent VALUES (1);\nINSERT INTO child VALUES (1, 1);\n")
+        let body = "CREATE TABLE new_parent (id INTEGER PRIMARY KEY);\nDROP TABLE parent;\nALTER TABLE new_parent RENAME TO parent;\n"
+        let prose = script(2, MigrationHeader(schema: "S", direction: .up, foreignKeysOff: false).text
+            + "-- Rebuilds tables: run with PRAGMA foreign_keys=OFF around the transaction and PRAGMA foreign_key_check before commit.\n" + body)
+        let migrator = Migrator(connection: connection, schema: "S", scripts: [create, prose])
+        try migrator.up(.count(1))
+        // Foreign keys stay on, as the header says: dropping the referenced table fails.
+        #expect(throws: MigratorError.self) { try migrator.up() }
+        #expect(try versions(migrator) == [1])
+
+        let unknown = script(2, "-- schemagen-migration: 1\n-- direction: up\n-- transaction: yes\n-- foreign-keys: on\n-- loses-data: no\n-- vacuum: yes\n\nDROP TABLE child;\n")
+        let strict = Migrator(connection: connection, schema: "S", scripts: [create, unknown])
+        do {
+            try strict.up()
+            Issue.record("an unknown directive was accepted")
+        } catch {
+            guard case .badHeader(let file, let problem) = error else { Issue.record("wrong error \(error)"); return }
+            #expect(file == "0002_m2.up.sql" && problem.line == 6)
+            #expect(error.description.contains("unknown header key 'vacuum'"))
+        }
+        #expect(try connection.query("SELECT count(*) FROM child") == [[.integer(1)]], "nothing ran")
     }
 
     @Test func aSecondMigratorWaitsThenSeesTheWorkDone() throws {

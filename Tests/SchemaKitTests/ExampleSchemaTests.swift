@@ -3,6 +3,7 @@ import Testing
 import YAMLReader
 import Diagnostics
 @testable import SchemaKit
+import TestSupport
 
 /// The example schemas in `Schemas/` are valid, use every key of the language, and resolve
 /// to the tables, keys and links the documentation promises.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `schemagen generate` and `schemagen render` run as processes.
 @Suite struct GenerateAndRenderProcessTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A new package that depends on this one and applies `SchemagenPlugin` to a target holding a
 /// `Library.yaml` schema, as docs/templates.md tells users to: it must build, and its program

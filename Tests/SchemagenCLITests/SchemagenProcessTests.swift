@@ -1,44 +1,16 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Runs the built `schemagen` executable as users do and checks its output and exit status.
 @Suite struct SchemagenProcessTests {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var repositoryRoot: URL { TestSupport.repositoryRoot }
 
-    /// The test binary sits in the build folder beside the executables.
-    static var executable: URL {
-        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var folder = testBinary.deletingLastPathComponent()
-        // On Linux the tests run from `<Package>PackageTests.xctest`, a file in the build folder.
-        while !FileManager.default.fileExists(atPath: folder.appendingPathComponent("schemagen").path), folder.path != "/" {
-            folder = folder.deletingLastPathComponent()
-        }
-        return folder.appendingPathComponent("schemagen")
-    }
+    static let tool = BuiltTool("schemagen")
+    static var executable: URL { tool.url }
 
-    struct Run {
-        let status: Int32
-        let output: String
-        let error: String
-    }
-
-    func schemagen(_ arguments: [String], in directory: URL = repositoryRoot) throws -> Run {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        // Read before waiting so a large output cannot fill the pipe and block the child.
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus,
-                   output: String(decoding: outputData, as: UTF8.self),
-                   error: String(decoding: errorData, as: UTF8.self))
+    func schemagen(_ arguments: [String], in directory: URL = repositoryRoot) throws -> BuiltTool.Run {
+        try Self.tool.run(arguments, in: directory)
     }
 
     func invalid(_ name: String) -> String { "Tests/SchemaKitTests/Invalid/\(name)" }
@@ -147,7 +119,7 @@ import Testing
     @Test func hostileFilesNeverCrashTheProcess() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schemagen-hostile-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: SeededGenerator.seed(default: 0x6A_4B_A6E2))
         let garbage = Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try garbage.write(to: directory.appendingPathComponent("garbage.yaml"))
         try Data(String(repeating: "[", count: 100_000).utf8).write(to: directory.appendingPathComponent("deep.yaml"))

@@ -212,6 +212,7 @@ public enum FlightsSchema {
                     IndexDescriptor(name: "flights_origin_id_scheduled_off_idx", columns: ["origin_id", "scheduled_off"], kind: .plain),
                     IndexDescriptor(name: "flights_destination_id_scheduled_on_idx", columns: ["destination_id", "scheduled_on"], kind: .plain),
                     IndexDescriptor(name: "flights_route_distance_idx", columns: ["route_distance"], kind: .plain),
+                    IndexDescriptor(name: "flights_airline_id_idx", columns: ["airline_id"], kind: .plain),
                 ]),
         ])
 }

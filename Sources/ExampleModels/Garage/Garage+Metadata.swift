@@ -84,7 +84,7 @@ public enum GarageSchema {
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "photo", column: "photo", jsonKey: "photo", storage: .blob, swiftType: "Data",
+                        property: "photo", column: "photo", jsonKey: "photo", storage: .text, swiftType: "Data",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: true, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -109,6 +109,7 @@ public enum GarageSchema {
                 indexes: [
                     IndexDescriptor(name: "car_vin_key", columns: ["vin"], kind: .unique),
                     IndexDescriptor(name: "car_make_model_owner_id_key", columns: ["make", "model", "owner_id"], kind: .unique),
+                    IndexDescriptor(name: "car_owner_id_idx", columns: ["owner_id"], kind: .plain),
                 ]),
             EntityDescriptor(
                 name: "Mechanic",

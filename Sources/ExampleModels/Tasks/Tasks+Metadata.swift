@@ -128,6 +128,7 @@ public enum TasksSchema {
                         keyProperty: "taskID"),
                 ],
                 indexes: [
+                    IndexDescriptor(name: "checklist_item_task_id_idx", columns: ["task_id"], kind: .plain),
                 ]),
         ])
 }

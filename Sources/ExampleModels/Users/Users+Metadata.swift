@@ -74,7 +74,7 @@ public enum UsersSchema {
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                     ColumnDescriptor(
-                        property: "data", column: "data", jsonKey: "data", storage: .blob, swiftType: "Data",
+                        property: "data", column: "data", jsonKey: "data", storage: .text, swiftType: "Data",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: true, isEncrypted: false,
                         preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
@@ -92,6 +92,7 @@ public enum UsersSchema {
                         keyProperty: "ownerID"),
                 ],
                 indexes: [
+                    IndexDescriptor(name: "image_owner_identifier_idx", columns: ["owner_identifier"], kind: .plain),
                 ]),
         ])
 }

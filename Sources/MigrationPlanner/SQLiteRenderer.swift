@@ -1,52 +1,54 @@
-/// SQLite's ALTER TABLE capabilities (3.35+) and its SQL for every step.
-public struct SQLiteDialect: DialectCapabilities {
+import Foundation
+import RelationalModel
+import SchemaMetadata
+import SQLDialects
+
+/// SQLite's SQL for every step: ALTER TABLE where SQLite 3.35 can, sqlite.org's rebuild
+/// procedure where it cannot.
+public struct SQLiteRenderer: MigrationRenderer {
     public init() {}
 
-    public var canRenameColumn: Bool { true }
-    public var alteringColumnsNeedsRebuild: Bool { true }
+    public var dialect: any SQLDialect { Self.dialect }
+    static let dialect = SQLiteDialect()
 
     /// ALTER TABLE ADD COLUMN takes no key, and a NOT NULL column only with a constant non-null default.
     public func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot) -> Bool {
         if column.isAutoIncrement || table.primaryKey.contains(column.name) { return false }
         if table.foreignKeys.contains(where: { $0.columns.contains(column.name) }) { return false }
-        if let value = column.defaultValue, !value.isConstant { return false }
+        if let value = column.defaultValue, !value.isConstant, !dialect.capabilities.addColumnWithExpressionDefault { return false }
         if !column.isNullable { return column.defaultValue != nil && column.defaultValue != .null }
         return true
     }
 
     /// ALTER TABLE DROP COLUMN refuses key and foreign-key columns.
     public func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot) -> Bool {
-        !table.primaryKey.contains(column.name) && !table.foreignKeys.contains { $0.columns.contains(column.name) }
+        dialect.capabilities.dropColumn && !table.primaryKey.contains(column.name) && !table.foreignKeys.contains { $0.columns.contains(column.name) }
     }
+
+    /// Rebuilds need foreign-key enforcement off around the transaction (`PRAGMA foreign_keys`
+    /// is a no-op inside one) and a `PRAGMA foreign_key_check` before commit.
+    public func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool {
+        steps.contains { if case .rebuildTable = $0 { true } else { false } }
+    }
+
+    /// Everything SQLite does is transactional.
+    public func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool { false }
+
+    /// Each rebuild copies rows from the old table into its temporary one.
+    public func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)] {
+        steps.compactMap { step in
+            guard case .rebuildTable(let change) = step else { return nil }
+            return (change.from.name, Self.temporaryName(change.to.name))
+        }
+    }
+
+    static func temporaryName(_ table: String) -> String { "schemagen_new_" + table }
 
     // MARK: - Names and literals
 
-    public static func quote(_ identifier: String) -> String { enclose(identifier, in: "\"") }
-
-    static func string(_ text: String) -> String { enclose(text, in: "'") }
-
-    /// The text between two `mark`s with every `mark` inside doubled, scalar by scalar:
-    /// Foundation's `replacingOccurrences` compares characters, so it misses a quote followed
-    /// by a combining mark (`"` + U+0301 is one character), which would end the quotes early.
-    static func enclose(_ text: String, in mark: Unicode.Scalar) -> String {
-        var out = String.UnicodeScalarView()
-        out.append(mark)
-        for scalar in text.unicodeScalars {
-            out.append(scalar)
-            if scalar == mark { out.append(mark) }
-        }
-        out.append(mark)
-        return String(out)
-    }
-
-    public static func type(of kind: ColumnKind) -> String {
-        switch kind {
-        case .integer, .boolean: "INTEGER"
-        case .real: "REAL"
-        case .blob: "BLOB"
-        case .text, .date, .uuid, .url, .decimal, .json: "TEXT"
-        }
-    }
+    static func quote(_ identifier: String) -> String { dialect.quote(identifier) }
+    static func string(_ text: String) -> String { dialect.literal(text) }
+    static func type(of kind: StorageKind) -> String { dialect.columnType(kind) }
 
     /// Dates are kept as UTC ISO 8601 text with milliseconds, which sorts by time.
     static let nowExpression = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
@@ -144,7 +146,7 @@ public struct SQLiteDialect: DialectCapabilities {
     /// foreign-key check) belong to the migrator, as the file header says.
     func rebuild(_ change: TableChange) -> [String] {
         let q = Self.quote
-        let temporary = "schemagen_new_" + change.to.name
+        let temporary = Self.temporaryName(change.to.name)
         // Step 4: create the new table under a temporary name.
         var statements = [Self.createTable(change.to, name: temporary)]
         // Step 5: copy every row, converting values.

@@ -31,12 +31,12 @@ public struct MigrationDirectory: Sendable {
     }
 
     /// Diagnostic codes about migration folders.
-    public enum Code {
-        public static let checksum = "migration-checksum"
-        public static let missingFile = "migration-missing-file"
-        public static let duplicateNumber = "migration-duplicate-number"
-        public static let unlisted = "migration-unlisted"
-        public static let unreadable = "migration-unreadable"
+    public enum Code: String, DiagnosticCode {
+        case checksum = "migration-checksum"
+        case missingFile = "migration-missing-file"
+        case duplicateNumber = "migration-duplicate-number"
+        case unlisted = "migration-unlisted"
+        case unreadable = "migration-unreadable"
     }
 
     // MARK: - Reading
@@ -61,11 +61,9 @@ public struct MigrationDirectory: Sendable {
         return nil
     }
 
-    /// The snapshot after the newest migration, or nil when there is none.
-    public func latestSnapshot() throws -> SchemaSnapshot? {
-        guard let last = entries().last else { return nil }
-        let data = try Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile))
-        return try JSONDecoder().decode(SchemaSnapshot.self, from: data)
+    /// The text of one of the folder's files, or nil when it cannot be read.
+    public func contents(of file: String) -> String? {
+        try? String(contentsOfFile: path + "/" + file, encoding: .utf8)
     }
 
     // MARK: - Checking
@@ -136,13 +134,13 @@ public struct MigrationDirectory: Sendable {
 
     // MARK: - Writing
 
-    /// Writes a new migration with its snapshot, then the manifest.
-    public func write(_ migration: Migration, as entry: Entry) throws {
+    /// Writes a new migration's three files, then the manifest.
+    public func write(up: String, down: String, snapshot: Data, as entry: Entry) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let folder = URL(fileURLWithPath: path)
-        try Data(migration.upSQL().utf8).write(to: folder.appendingPathComponent(entry.upFile), options: .atomic)
-        try Data(migration.downSQL().utf8).write(to: folder.appendingPathComponent(entry.downFile), options: .atomic)
-        try Self.encode(migration.to).write(to: folder.appendingPathComponent(entry.snapshotFile), options: .atomic)
+        try Data(up.utf8).write(to: folder.appendingPathComponent(entry.upFile), options: .atomic)
+        try Data(down.utf8).write(to: folder.appendingPathComponent(entry.downFile), options: .atomic)
+        try snapshot.write(to: folder.appendingPathComponent(entry.snapshotFile), options: .atomic)
         try rehash()
     }
 
@@ -164,10 +162,4 @@ public struct MigrationDirectory: Sendable {
         SHA256.hex(lines.map { "\($0.0) \($0.1)\n" }.joined())
     }
 
-    /// Canonical JSON: sorted keys, two-space indentation, a final newline.
-    public static func encode(_ snapshot: SchemaSnapshot) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(snapshot) + Data("\n".utf8)
-    }
 }

@@ -1,7 +1,10 @@
 import Foundation
 import SchemaKit
+import SchemaMetadata
 
-/// Resolves a validated schema into its snapshot.
+/// Derives the relational model of a validated schema: the one place where tables, columns,
+/// storage kinds, defaults, keys, indexes, foreign keys, join tables and full-text indexes are
+/// decided.
 public enum SnapshotBuilder {
     public static func snapshot(of schema: Schema) -> SchemaSnapshot {
         var tables = schema.entities.map { table(for: $0, in: schema) }
@@ -43,9 +46,9 @@ public enum SnapshotBuilder {
     }
 
     /// The target's key columns with their kinds, following relationships in composite keys.
-    static func keyColumns(of entity: Entity, in schema: Schema, depth: Int = 0) -> [(name: String, kind: ColumnKind)] {
+    static func keyColumns(of entity: Entity, in schema: Schema, depth: Int = 0) -> [(name: String, kind: StorageKind)] {
         guard case .members(let members) = entity.primaryKey, depth < 16 else { return [(Entity.implicitKeyName, .integer)] }
-        return members.flatMap { member -> [(name: String, kind: ColumnKind)] in
+        return members.flatMap { member -> [(name: String, kind: StorageKind)] in
             if let attribute = entity.attribute(named: member) { return [(attribute.columnName, kind(of: attribute.type, in: schema))] }
             guard let relationship = entity.relationship(named: member), let target = schema.entity(named: relationship.target) else { return [] }
             let targetKey = keyColumns(of: target, in: schema, depth: depth + 1)
@@ -132,7 +135,8 @@ public enum SnapshotBuilder {
         }
     }
 
-    static func kind(of type: AttributeType, in schema: Schema) -> ColumnKind {
+    /// How values of a type are kept.
+    public static func kind(of type: AttributeType, in schema: Schema) -> StorageKind {
         switch type {
         case .scalar(let scalar):
             switch scalar {

@@ -1,10 +1,8 @@
 import Diagnostics
 import Foundation
 @testable import SchemaKit
+@_exported import TestSupport
 
-/// The repository's root folder, found from this file's path so tests run from any directory.
-let repositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// Loads YAML text as if it were the file `name`.
 func load(_ yaml: String, name: String = "test.yaml") -> SchemaLoader.FileResult {

@@ -1,28 +1,37 @@
-import CodeGeneration
 import Diagnostics
 import Foundation
+import MigrationFiles
 import MigrationPlanner
+import RelationalModel
 import SchemaKit
+import SchemaMetadata
+
+/// Diagnostic codes of planning a migration for a schema.
+public enum PlanningCode: String, DiagnosticCode {
+    case versionNotBumped = "version-not-bumped"
+    case migrationNotPlanned = "migration-not-planned"
+}
 
 /// The migration part of `generate` and `diff`: what changed since the newest migration of a
 /// schema, and the migration that would record it.
-struct PendingMigration {
-    var schema: Schema
-    var directory: MigrationDirectory
-    var migration: Migration
-    var entry: MigrationDirectory.Entry
-    var findings: [Diagnostic]
+public struct PendingMigration: Sendable {
+    public var schema: Schema
+    public var directory: MigrationDirectory
+    public var migration: Migration
+    public var entry: MigrationDirectory.Entry
+    public var findings: [Diagnostic]
 
-    var hasBlockingFindings: Bool { findings.contains { $0.severity == .error } }
+    public var hasBlockingFindings: Bool { findings.contains { $0.severity == .error } }
 
-    enum Outcome {
+    public enum Outcome: Sendable {
         case upToDate
         case pending(PendingMigration)
         /// Problems that stop the run: a tampered folder, a version not bumped.
         case failed([Diagnostic])
     }
 
-    static func plan(for schema: Schema, root: String, name: String?, allowDestructive: Bool) -> Outcome {
+    /// Compares the schema's relational model with the snapshot of its newest migration.
+    public static func plan(for schema: Schema, model: SchemaSnapshot? = nil, root: String, name: String?, allowDestructive: Bool) -> Outcome {
         let directory = MigrationDirectory(path: root + "/" + schema.name)
         let problems = directory.verify()
         if !problems.isEmpty { return .failed(problems) }
@@ -33,10 +42,10 @@ struct PendingMigration {
             let file = directory.entries().last?.snapshotFile ?? "snapshot"
             return .failed([Diagnostic(.error, code: MigrationDirectory.Code.unreadable, message: "cannot read \(file): \(error)", at: SourceLocation(file: directory.path + "/" + file, line: 1, column: 1))])
         }
-        let snapshot = SnapshotBuilder.snapshot(of: schema)
+        let snapshot = model ?? SnapshotBuilder.snapshot(of: schema)
         if let latest, latest.tables == snapshot.tables { return .upToDate }
         if let latest, schema.version <= latest.version {
-            return .failed([Diagnostic(.error, code: "version-not-bumped", message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])
+            return .failed([Diagnostic(.error, code: PlanningCode.versionNotBumped, message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])
         }
         let migration = Migration(from: latest, to: snapshot)
         let number = (directory.entries().last?.number ?? 0) + 1
@@ -47,26 +56,25 @@ struct PendingMigration {
 
     /// Where the build-tool path stops: the schema is ahead of its committed migrations, and a
     /// build must not run with a stale history. Says which command plans the missing migration.
-    static func notPlanned(_ pending: PendingMigration, root: String) -> Diagnostic {
+    public static func notPlanned(_ pending: PendingMigration, root: String) -> Diagnostic {
         let what = pending.migration.from.map { "differs from its newest migration (version \($0.version)) in \(pending.directory.path)" }
             ?? "has no migrations in \(pending.directory.path)"
         let command = "swift run schemagen generate --migrations-only --schema \(pending.schema.sourcePath) --migrations \(root)"
-        return Diagnostic(.error, code: "migration-not-planned",
+        return Diagnostic(.error, code: PlanningCode.migrationNotPlanned,
                           message: "schema '\(pending.schema.name)' version \(pending.schema.version) \(what); plan it with `\(command)`, review and commit the new files, then build again",
                           at: SourceLocation(file: pending.schema.sourcePath, line: 1, column: 1))
     }
 
     /// The schema's migrations as templates see them: those on disk, then the one about to be written.
-    static func sources(for schema: Schema, root: String, pending: PendingMigration?) -> [TemplateContext.MigrationSource] {
+    public static func scripts(for schema: Schema, root: String, pending: PendingMigration?) -> [MigrationScript] {
         let directory = MigrationDirectory(path: root + "/" + schema.name)
-        var result: [TemplateContext.MigrationSource] = directory.entries().compactMap { entry in
-            guard let up = try? String(contentsOfFile: directory.path + "/" + entry.upFile, encoding: .utf8),
-                  let down = try? String(contentsOfFile: directory.path + "/" + entry.downFile, encoding: .utf8) else { return nil }
-            return TemplateContext.MigrationSource(version: entry.number, name: entry.name, up: up, down: down)
+        var result: [MigrationScript] = directory.entries().compactMap { entry in
+            guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else { return nil }
+            return MigrationScript(version: entry.number, name: entry.name, up: up, down: down)
         }
         if let pending {
-            result.append(TemplateContext.MigrationSource(version: pending.entry.number, name: pending.entry.name,
-                                                         up: pending.migration.upSQL(), down: pending.migration.downSQL()))
+            result.append(MigrationScript(version: pending.entry.number, name: pending.entry.name,
+                                          up: pending.migration.upSQL(), down: pending.migration.downSQL()))
         }
         return result
     }

@@ -18,3 +18,10 @@ public enum SHA256 {
 
     public static func hex(_ text: String) -> String { hex(Array(text.utf8)) }
 }
+
+import SchemaMetadata
+
+extension MigrationScript {
+    /// SHA-256 of the up SQL, recorded when it is applied: a changed file no longer matches.
+    public var checksum: String { SHA256.hex(up) }
+}

@@ -1,0 +1,133 @@
+import Mustache
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+
+extension TemplateContext {
+    // MARK: - Attributes
+
+    func swiftType(_ attribute: Attribute) -> String {
+        SwiftSyntax.typeName(attribute.type) + (attribute.isOptional ? "?" : "")
+    }
+
+    /// ` = default` for the initializer and transient properties; optional ones default to nil.
+    func initDefault(_ attribute: Attribute) -> String {
+        if let value = attribute.defaultValue {
+            return " = " + SwiftSyntax.expression(for: value, type: attribute.type, schema: schema)
+        }
+        return attribute.isOptional ? " = nil" : ""
+    }
+
+    func attributeValue(_ attribute: Attribute, in parts: EntityParts) -> MustacheValue {
+        let entity = parts.entity
+        // The column as the relational model has it (transient attributes have none).
+        let column = attribute.isTransient ? nil : parts.table?.column(named: attribute.columnName)
+        let defaultExpression = attribute.defaultValue.map { SwiftSyntax.expression(for: $0, type: attribute.type, schema: schema) }
+        return [
+            "name": .string(attribute.name),
+            "swiftName": .string(SwiftSyntax.identifier(attribute.name)),
+            "nameLiteral": .string(SwiftSyntax.stringLiteral(attribute.name)),
+            "swiftType": .string(swiftType(attribute)),
+            "swiftBaseType": .string(SwiftSyntax.typeName(attribute.type)),
+            "column": .string(attribute.columnName),
+            "columnLiteral": .string(SwiftSyntax.stringLiteral(attribute.columnName)),
+            "jsonKey": .string(attribute.jsonKey),
+            "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(attribute.jsonKey)),
+            "hasCustomJSONKey": .bool(attribute.jsonKey != attribute.name),
+            "isOptional": .bool(attribute.isOptional),
+            "isUnique": .bool(attribute.isUnique),
+            "isPrimaryKey": .bool(isKeyMember(attribute.name, of: entity)),
+            "isTransient": .bool(attribute.isTransient),
+            "isStored": .bool(!attribute.isTransient),
+            "usesExternalStorage": .bool(attribute.usesExternalStorage),
+            "isEncrypted": .bool(attribute.isEncrypted),
+            "preservesValueOnDeletion": .bool(attribute.preservesValueOnDeletion),
+            "isIndexed": .bool(attribute.isIndexed),
+            "isSearchable": .bool(attribute.isSearchable),
+            "renamedFrom": optional(attribute.renamedFrom),
+            "renamedFromLiteral": .string(attribute.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil"),
+            "doc": optional(attribute.doc),
+            "docLines": lines(attribute.doc),
+            "hasDefault": .bool(attribute.defaultValue != nil),
+            "defaultValue": optional(defaultExpression),
+            "initDefault": .string(initDefault(attribute)),
+            "storage": .string((column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue),
+            "metadataDefault": .string(column.map(metadataDefault) ?? "nil"),
+        ]
+    }
+
+    func isKeyMember(_ name: String, of entity: Entity) -> Bool {
+        if case .members(let members) = entity.primaryKey { return members.contains(name) }
+        return false
+    }
+
+    /// A Swift expression of `DefaultValueDescriptor?` for the metadata file, from the relational
+    /// model's column default.
+    func metadataDefault(_ column: ColumnSnapshot) -> String {
+        guard let value = column.defaultValue else { return "nil" }
+        switch value {
+        case .null: return ".null"
+        case .now: return ".now"
+        case .uuid: return ".generatedUUID"
+        default: return ".literal(\(SwiftSyntax.stringLiteral(value.canonicalText(kind: column.kind))))"
+        }
+    }
+
+    // MARK: - Relationships
+
+    /// The Swift type of a to-one relationship's key property, optional when the link is.
+    func keyType(of relationship: Relationship) -> String {
+        keyBaseType(of: relationship) + (relationship.isOptional ? "?" : "")
+    }
+
+    func keyBaseType(of relationship: Relationship) -> String {
+        guard let target = schema.entity(named: relationship.target) else { return "Int64" }
+        switch target.primaryKey {
+        case .implicit: return "Int64"
+        case .members(let members) where members.count == 1:
+            if let attribute = target.attribute(named: members[0]) { return SwiftSyntax.typeName(attribute.type) }
+            if let inner = target.relationship(named: members[0]), inner.target != target.name { return keyBaseType(of: inner) }
+            return "Int64"
+        case .members:
+            return SwiftSyntax.identifier(target.name) + ".ID"
+        }
+    }
+
+    func relationshipValue(_ relationship: Relationship, in entity: Entity) -> MustacheValue {
+        let storesKey = !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty
+        return [
+            "name": .string(relationship.name),
+            "swiftName": .string(SwiftSyntax.identifier(relationship.name)),
+            "nameLiteral": .string(SwiftSyntax.stringLiteral(relationship.name)),
+            "target": .string(relationship.target),
+            "targetSwiftName": .string(SwiftSyntax.identifier(relationship.target)),
+            "isToOne": .bool(!relationship.isToMany),
+            "isToMany": .bool(relationship.isToMany),
+            "isOptional": .bool(relationship.isOptional),
+            "isManyToMany": .bool(relationship.isManyToMany && relationship.inverse != nil),
+            "inverse": optional(relationship.inverse),
+            "inverseLiteral": .string(relationship.inverse.map(SwiftSyntax.stringLiteral) ?? "nil"),
+            "hasInverse": .bool(relationship.inverse != nil),
+            "deleteRule": .string(relationship.deleteRule.rawValue),
+            "minCount": relationship.minCount.map { .number(Double($0)) } ?? .null,
+            "maxCount": relationship.maxCount.map { .number(Double($0)) } ?? .null,
+            "minCountLiteral": .string(relationship.minCount.map(String.init) ?? "nil"),
+            "maxCountLiteral": .string(relationship.maxCount.map(String.init) ?? "nil"),
+            "storesForeignKey": .bool(storesKey),
+            "foreignKeyColumns": list(relationship.foreignKeyColumns.map { .string($0) }),
+            "foreignKeyColumnsLiteral": .string("[" + relationship.foreignKeyColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
+            "joinTable": optional(relationship.joinTableName),
+            "joinTableLiteral": .string(relationship.joinTableName.map(SwiftSyntax.stringLiteral) ?? "nil"),
+            "joinColumnsLiteral": .string("[" + relationship.joinColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
+            "joinTargetColumnsLiteral": .string("[" + relationship.joinTargetColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
+            "keyProperty": .string(SwiftSyntax.identifier(relationship.name + "ID")),
+            "keyPropertyLiteral": .string(storesKey ? SwiftSyntax.stringLiteral(relationship.name + "ID") : "nil"),
+            "singleForeignKeyColumnLiteral": relationship.foreignKeyColumns.count == 1 ? .string(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])) : .null,
+            "keySwiftType": .string(keyType(of: relationship)),
+            "renamedFrom": optional(relationship.renamedFrom),
+            "renamedFromLiteral": .string(relationship.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil"),
+            "doc": optional(relationship.doc),
+            "docLines": lines(relationship.doc),
+        ]
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import MigrationFiles
+import SchemaMetadata
+
+/// The relational model: a validated schema as the database sees it, derived once (by
+/// `SnapshotBuilder`) and read by everything downstream: templates and the runtime metadata
+/// they generate, the differ, lint, and the SQL renderers. Tables, columns with storage kinds,
+/// defaults, keys, indexes, foreign keys with their actions, join tables and full-text indexes.
+/// Written beside each migration as canonical JSON (a snapshot), so the next diff needs files only.
+public struct SchemaSnapshot: Codable, Sendable, Hashable {
+    public var schema: String
+    public var version: Int
+    public var tables: [TableSnapshot]
+
+    public init(schema: String, version: Int, tables: [TableSnapshot]) {
+        self.schema = schema
+        self.version = version
+        self.tables = tables
+    }
+
+    public func table(named name: String) -> TableSnapshot? { tables.first { $0.name == name } }
+
+    /// The table of an entity.
+    public func table(forEntity entity: String) -> TableSnapshot? { tables.first { $0.entity == entity } }
+
+    /// Canonical JSON: sorted keys, two-space indentation, a final newline.
+    public func canonicalJSON() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self) + Data("\n".utf8)
+    }
+}
+
+extension MigrationDirectory {
+    /// The snapshot after the newest migration, or nil when there is none.
+    public func latestSnapshot() throws -> SchemaSnapshot? {
+        guard let last = entries().last else { return nil }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile))
+        return try JSONDecoder().decode(SchemaSnapshot.self, from: data)
+    }
+}
+
+public struct TableSnapshot: Codable, Sendable, Hashable {
+    public var name: String
+    /// The entity the table stores; nil for join tables.
+    public var entity: String?
+    /// The entity's previous name (not its table's), when the schema says `renamedFrom`.
+    public var renamedFrom: String?
+    public var columns: [ColumnSnapshot]
+    public var primaryKey: [String]
+    public var indexes: [IndexSnapshot]
+    public var foreignKeys: [ForeignKeySnapshot]
+
+    public init(name: String, entity: String?, renamedFrom: String?, columns: [ColumnSnapshot], primaryKey: [String],
+                indexes: [IndexSnapshot], foreignKeys: [ForeignKeySnapshot]) {
+        self.name = name
+        self.entity = entity
+        self.renamedFrom = renamedFrom
+        self.columns = columns
+        self.primaryKey = primaryKey
+        self.indexes = indexes
+        self.foreignKeys = foreignKeys
+    }
+
+    public func column(named name: String) -> ColumnSnapshot? { columns.first { $0.name == name } }
+}
+
+
+public struct ColumnSnapshot: Codable, Sendable, Hashable {
+    public var name: String
+    /// The attribute or relationship the column stores.
+    public var property: String?
+    /// The property's previous name, when the schema says `renamedFrom`.
+    public var renamedFrom: String?
+    public var kind: StorageKind
+    public var isNullable: Bool
+    public var defaultValue: ColumnDefault?
+    /// The implicit integer key the database assigns.
+    public var isAutoIncrement: Bool
+    /// For enum columns, the raw values the column may hold, in case order.
+    public var enumValues: [String]? = nil
+
+    public init(name: String, property: String?, renamedFrom: String?, kind: StorageKind, isNullable: Bool,
+                defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil) {
+        self.name = name
+        self.property = property
+        self.renamedFrom = renamedFrom
+        self.kind = kind
+        self.isNullable = isNullable
+        self.defaultValue = defaultValue
+        self.isAutoIncrement = isAutoIncrement
+        self.enumValues = enumValues
+    }
+}
+
+/// A column default, independent of the dialect that spells it.
+public enum ColumnDefault: Codable, Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    /// Hexadecimal bytes.
+    case blob(String)
+    /// The time of insertion.
+    case now
+    /// A new random UUID per row.
+    case uuid
+
+    /// The default as dialect-neutral text for the runtime metadata: numbers as written (whole
+    /// reals without a fraction), booleans as `true`/`false`, text as is, bytes as base64.
+    public func canonicalText(kind: StorageKind) -> String {
+        switch self {
+        case .null: "null"
+        case .integer(let number): kind == .boolean ? (number != 0 ? "true" : "false") : String(number)
+        case .real(let number): number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        case .text(let text): text
+        case .blob(let hex): Data(stride(from: 0, to: hex.count - 1, by: 2).compactMap { offset -> UInt8? in
+                let start = hex.index(hex.startIndex, offsetBy: offset)
+                return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)
+            }).base64EncodedString()
+        case .now: "now"
+        case .uuid: "uuid"
+        }
+    }
+
+    /// Whether the value is the same for every row (SQLite's ALTER TABLE ADD COLUMN needs that).
+    public var isConstant: Bool {
+        switch self {
+        case .now, .uuid: false
+        default: true
+        }
+    }
+}
+
+public struct IndexSnapshot: Codable, Sendable, Hashable {
+    public var name: String
+    public var columns: [String]
+    public var isUnique: Bool
+    /// A full-text index over text columns.
+    public var isFullText: Bool
+
+    public init(name: String, columns: [String], isUnique: Bool, isFullText: Bool) {
+        self.name = name
+        self.columns = columns
+        self.isUnique = isUnique
+        self.isFullText = isFullText
+    }
+}
+
+public struct ForeignKeySnapshot: Codable, Sendable, Hashable {
+    public enum Action: String, Codable, Sendable, Hashable {
+        case cascade = "CASCADE", setNull = "SET NULL", restrict = "RESTRICT", noAction = "NO ACTION"
+    }
+
+    public var columns: [String]
+    public var table: String
+    public var referencedColumns: [String]
+    public var onDelete: Action
+
+    public init(columns: [String], table: String, referencedColumns: [String], onDelete: Action) {
+        self.columns = columns
+        self.table = table
+        self.referencedColumns = referencedColumns
+        self.onDelete = onDelete
+    }
+}

@@ -1,0 +1,108 @@
+import SchemaMetadata
+
+/// What one SQL engine needs from everything that writes SQL for it: how names and literals are
+/// quoted, what a storage kind is called, and what the engine can change in place. The planner's
+/// renderers, the migrator and the runtime store all quote through the dialect, so no SQL text
+/// is built with a hand-written quote.
+public protocol SQLDialect: Sendable {
+    /// `sqlite`, `postgres`: the name of a dialect's migration folder and of the header's `dialect`.
+    var name: String { get }
+    var capabilities: DialectCapabilities { get }
+    /// An identifier in double quotes, every quote inside doubled.
+    func quote(_ identifier: String) -> String
+    /// A string literal in single quotes, every quote inside doubled.
+    func literal(_ text: String) -> String
+    /// The column type that keeps values of a storage kind.
+    func columnType(_ kind: StorageKind) -> String
+}
+
+/// What a dialect can do, declared once: the planner and the migrator branch on these, never on
+/// the dialect's name (as Atlas's drivers do).
+public struct DialectCapabilities: Sendable, Hashable {
+    /// DDL runs inside a transaction and rolls back with it.
+    public var transactionalDDL: Bool
+    /// `ALTER TABLE ... ALTER COLUMN` changes a column's type, nullability or default in place;
+    /// without it such changes rebuild the table.
+    public var alterColumn: Bool
+    /// `ALTER TABLE ... DROP COLUMN` (for columns no key or index needs).
+    public var dropColumn: Bool
+    /// `ALTER TABLE ... RENAME COLUMN` and `RENAME TO`.
+    public var rename: Bool
+    /// `ALTER TABLE ... ADD COLUMN` of a column without a constant default (a per-row default
+    /// such as the current time).
+    public var addColumnWithExpressionDefault: Bool
+    /// Foreign keys and primary keys can be added to an existing table by name.
+    public var alterConstraints: Bool
+    /// `CREATE INDEX ... WHERE` and indexes on expressions.
+    public var partialIndexes: Bool
+    public var expressionIndexes: Bool
+    /// How `searchable` attributes are indexed.
+    public var fullText: FullTextKind
+    /// The longest identifier the engine keeps whole, in bytes (nil: no limit that matters).
+    public var maximumIdentifierBytes: Int?
+
+    public enum FullTextKind: String, Sendable, Hashable {
+        /// An external-content FTS5 table kept in step by triggers.
+        case fts5
+        /// A generated `tsvector` column with a GIN index.
+        case tsvector
+    }
+
+    public init(transactionalDDL: Bool, alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool,
+                alterConstraints: Bool, partialIndexes: Bool, expressionIndexes: Bool, fullText: FullTextKind, maximumIdentifierBytes: Int?) {
+        self.transactionalDDL = transactionalDDL
+        self.alterColumn = alterColumn
+        self.dropColumn = dropColumn
+        self.rename = rename
+        self.addColumnWithExpressionDefault = addColumnWithExpressionDefault
+        self.alterConstraints = alterConstraints
+        self.partialIndexes = partialIndexes
+        self.expressionIndexes = expressionIndexes
+        self.fullText = fullText
+        self.maximumIdentifierBytes = maximumIdentifierBytes
+    }
+}
+
+/// Quoting shared by the dialects that follow standard SQL.
+public enum SQLQuoting {
+    /// The text between two `mark`s with every `mark` inside doubled, scalar by scalar:
+    /// Foundation's `replacingOccurrences` compares characters, so it misses a quote followed by
+    /// a combining mark (`"` + U+0301 is one character), which would end the quotes early.
+    public static func enclose(_ text: String, in mark: Unicode.Scalar) -> String {
+        var out = String.UnicodeScalarView()
+        out.append(mark)
+        for scalar in text.unicodeScalars {
+            out.append(scalar)
+            if scalar == mark { out.append(mark) }
+        }
+        out.append(mark)
+        return String(out)
+    }
+}
+
+/// SQLite 3.35 or later: ALTER TABLE renames and drops columns, everything else about a column
+/// rebuilds its table; DDL is transactional; full text is FTS5.
+public struct SQLiteDialect: SQLDialect {
+    public init() {}
+
+    public var name: String { "sqlite" }
+
+    public var capabilities: DialectCapabilities {
+        DialectCapabilities(transactionalDDL: true, alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
+                            alterConstraints: false, partialIndexes: true, expressionIndexes: true, fullText: .fts5, maximumIdentifierBytes: nil)
+    }
+
+    public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
+    public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
+
+    /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, UUIDs, URLs and decimals
+    /// are kept as text (decimals exactly), booleans as 0 and 1.
+    public func columnType(_ kind: StorageKind) -> String {
+        switch kind {
+        case .integer, .boolean: "INTEGER"
+        case .real: "REAL"
+        case .blob: "BLOB"
+        case .text, .date, .uuid, .url, .decimal, .json: "TEXT"
+        }
+    }
+}

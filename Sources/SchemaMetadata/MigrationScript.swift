@@ -1,0 +1,30 @@
+import Foundation
+
+/// One numbered migration: its SQL both ways and where it came from. The one record of a
+/// migration everywhere: read from a migration folder by the migrator, compiled into generated
+/// code (`FlightsSchema.migrations`) so an application needs no Migrations folder, and handed to
+/// templates by the generator.
+public struct MigrationScript: Sendable, Hashable {
+    public var version: Int
+    public var name: String
+    public var up: String
+    public var down: String
+    /// Where it came from, for messages (`Migrations/Flights/0002_add_x.up.sql`).
+    public var upFile: String
+    public var downFile: String
+
+    public init(version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil) {
+        self.version = version
+        self.name = name
+        self.up = up
+        self.down = down
+        self.upFile = upFile ?? String(format: "%04d_%@.up.sql", version, name)
+        self.downFile = downFile ?? String(format: "%04d_%@.down.sql", version, name)
+    }
+
+    /// `0002_add_airports_elevation`.
+    public var label: String { String(format: "%04d_%@", version, name) }
+}
+
+/// The name generated code uses for its embedded migrations (`[EmbeddedMigration]`): the same type.
+public typealias EmbeddedMigration = MigrationScript

@@ -1,0 +1,207 @@
+import CodeGeneration
+import Diagnostics
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import Mustache
+import ProjectConfig
+import RelationalModel
+import SchemaKit
+
+/// `schemagen generate` as a library: configuration -> load -> relational model -> plan ->
+/// render -> sync. Each stage takes the values the one before returned and returns values; only
+/// `sync` and `writeMigrations` touch the disk. The command is a thin shell that prints.
+public struct GenerationPipeline: Sendable {
+    /// Where everything is, resolved from defaults, then the config file, then flags.
+    public struct Configuration: Sendable {
+        public var schemaPaths: [String]
+        /// True when schemas were named explicitly: then only their output folders are considered.
+        public var schemasWereNamed: Bool
+        public var output: String
+        public var templatesFolder: String?
+        public var migrationsRoot: String
+        public var migrationName: String?
+        public var allowDestructive: Bool
+        /// One file per schema, embedding the committed migrations and planning none (the plugin).
+        public var singleFile: Bool
+
+        public init(config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
+                    migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false) {
+            self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
+            self.schemasWereNamed = !schemas.isEmpty
+            self.output = output ?? config.output ?? "Generated"
+            self.templatesFolder = templates ?? config.templates
+            self.migrationsRoot = migrations ?? config.migrations ?? "Migrations"
+            self.migrationName = migrationName
+            self.allowDestructive = allowDestructive
+            self.singleFile = singleFile
+        }
+    }
+
+    /// Why a stage stopped. Diagnostics that explain it are returned alongside, not in here.
+    public enum Failure: Error, Sendable, CustomStringConvertible {
+        /// Bad input the user must fix (exit 1): invalid schemas, templates or migration folders.
+        case invalid(String)
+        /// A path or the disk (exit 2).
+        case io(String)
+
+        public var description: String {
+            switch self {
+            case .invalid(let message), .io(let message): message
+            }
+        }
+    }
+
+    public let configuration: Configuration
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    // MARK: - 1. Load
+
+    /// The validated schemas; the diagnostics of every file either way.
+    public func load() -> Result<SchemaLoader.Result, Failure> {
+        switch SchemaDiscovery.files(in: configuration.schemaPaths) {
+        case .failure(let failure):
+            return .failure(.io("\(failure)"))
+        case .success(let files):
+            return .success(SchemaLoader.load(files: files))
+        }
+    }
+
+    // MARK: - 2. Relational model
+
+    /// Each schema's relational model, derived once for planning and rendering alike.
+    public func model(_ schemas: [Schema]) -> [String: SchemaSnapshot] {
+        Dictionary(schemas.map { ($0.name, SnapshotBuilder.snapshot(of: $0)) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    // MARK: - 3. Plan
+
+    public struct Plan: Sendable {
+        /// The migrations to write, one per changed schema.
+        public var migrations: [PendingMigration] = []
+        /// Lint findings and folder problems; any error stops the run.
+        public var diagnostics: [Diagnostic] = []
+        public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    }
+
+    /// One new numbered migration per changed schema; in single-file mode none, and a schema
+    /// ahead of its committed history is an error that says how to plan it.
+    public func plan(_ schemas: [Schema], models: [String: SchemaSnapshot]) -> Plan {
+        var plan = Plan()
+        for schema in schemas {
+            let outcome = PendingMigration.plan(for: schema, model: models[schema.name], root: configuration.migrationsRoot,
+                                                name: configuration.migrationName, allowDestructive: configuration.allowDestructive)
+            switch outcome {
+            case .upToDate: break
+            case .failed(let problems): plan.diagnostics += problems
+            case .pending(let pending) where configuration.singleFile:
+                plan.diagnostics.append(PendingMigration.notPlanned(pending, root: configuration.migrationsRoot))
+            case .pending(let pending):
+                plan.diagnostics += pending.findings
+                plan.migrations.append(pending)
+            }
+        }
+        return plan
+    }
+
+    // MARK: - 4. Render
+
+    /// The templates: the defaults with the configured folder laid over them, parsed once.
+    public func templates() -> Result<TemplateSet, Failure> {
+        if let folder = configuration.templatesFolder {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+                return .failure(.io("templates folder '\(folder)' does not exist"))
+            }
+        }
+        do {
+            return .success(try TemplateSet.loading(userFolder: configuration.templatesFolder))
+        } catch {
+            return .failure(.invalid("\(error)"))
+        }
+    }
+
+    public struct Rendered: Sendable {
+        public var files: [GeneratedFile]
+        /// The schema folders `sync` owns: it deletes generated files there that are no longer produced.
+        public var folders: [String]
+        public var schemaCount: Int
+    }
+
+    /// Every output file, with the migrations each schema's code embeds (the new ones included).
+    public func render(_ loaded: SchemaLoader.Result, models: [String: SchemaSnapshot], plan: Plan, templates: TemplateSet) -> Result<Rendered, Failure> {
+        var perSchema: [(schema: Schema, file: String, files: [GeneratedFile])] = []
+        for result in loaded.files {
+            guard let schema = result.schema else { continue }
+            let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
+            let migrations = PendingMigration.scripts(for: schema, root: configuration.migrationsRoot,
+                                                      pending: plan.migrations.first { $0.schema.name == schema.name })
+            do {
+                perSchema.append((schema, result.path, try Generator.generate(schema: schema, model: models[schema.name], sourceFile: sourceFile,
+                                                                             templates: templates, migrations: migrations)))
+            } catch {
+                return .failure(.invalid("\(error)"))
+            }
+        }
+        if configuration.singleFile {
+            let files = perSchema.map { entry in
+                GeneratedFile(path: URL(fileURLWithPath: entry.file).deletingPathExtension().lastPathComponent + ".swift", contents: Self.combine(entry.files))
+            }
+            return .success(Rendered(files: files, folders: [], schemaCount: perSchema.count))
+        }
+        // A full run also cleans up after schemas that were removed.
+        let output = configuration.output
+        let existing = ((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []).filter { name in
+            var isFolder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: output + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
+        }
+        let produced = perSchema.map(\.schema.name)
+        let folders = configuration.schemasWereNamed ? produced : Array(Set(existing + produced)).sorted()
+        return .success(Rendered(files: perSchema.flatMap(\.files), folders: folders, schemaCount: perSchema.count))
+    }
+
+    /// One schema's files as one: the first header kept, the others' header lines dropped.
+    static func combine(_ files: [GeneratedFile]) -> String {
+        var out = ""
+        for (index, file) in files.enumerated() {
+            var lines = file.contents.split(separator: "\n", omittingEmptySubsequences: false)
+            if index > 0, lines.first?.hasPrefix(TemplateContext.headerPrefix) == true { lines.removeFirst() }
+            out += (index > 0 ? "\n// MARK: - \(file.path)\n" : "") + lines.joined(separator: "\n")
+        }
+        return out
+    }
+
+    // MARK: - 5. Sync
+
+    /// What writing would change: missing, stale, unchanged and extra files.
+    public func compare(_ rendered: Rendered) -> GeneratedFileSync.Plan {
+        GeneratedFileSync(outputFolder: configuration.output).plan(rendered.files, schemas: rendered.folders)
+    }
+
+    /// Writes the changed files and deletes the extra ones.
+    public func sync(_ rendered: Rendered, _ changes: GeneratedFileSync.Plan) -> Result<Void, Failure> {
+        do {
+            try GeneratedFileSync(outputFolder: configuration.output).apply(changes, files: rendered.files)
+            return .success(())
+        } catch {
+            return .failure(.io("cannot write to '\(configuration.output)': \(error.localizedDescription)"))
+        }
+    }
+
+    /// Writes the planned migrations; the path of each written one.
+    public func writeMigrations(_ plan: Plan) -> Result<[String], Failure> {
+        var written: [String] = []
+        for pending in plan.migrations {
+            do {
+                try pending.directory.write(pending.migration, as: pending.entry)
+            } catch {
+                return .failure(.io("cannot write migration to '\(pending.directory.path)': \(error.localizedDescription)"))
+            }
+            written.append("\(pending.directory.path)/\(pending.entry.prefix)")
+        }
+        return .success(written)
+    }
+}

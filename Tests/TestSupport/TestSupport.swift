@@ -1,0 +1,101 @@
+import Foundation
+
+/// The repository's root folder, found from this file's path so tests run from any directory.
+public let repositoryRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A fresh path in a new temporary folder.
+public func temporaryPath(_ name: String = "db.sqlite") -> String {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder.appendingPathComponent(name).path
+}
+
+/// A new temporary folder.
+public func temporaryFolder() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// A deterministic generator (SplitMix64), so a failing randomized test can be repeated from
+/// its seed: tests print the seed and read `SCHEMAGEN_TEST_SEED` to reuse one.
+public struct SeededGenerator: RandomNumberGenerator {
+    public private(set) var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    /// The seed from `SCHEMAGEN_TEST_SEED`, else `fallback`.
+    public static func seed(default fallback: UInt64) -> UInt64 {
+        ProcessInfo.processInfo.environment["SCHEMAGEN_TEST_SEED"].flatMap(UInt64.init) ?? fallback
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A built executable of this package, run as users run it.
+public struct BuiltTool: Sendable {
+    public let url: URL
+
+    /// The product `name` in the build folder the test binary runs from.
+    public init(_ name: String) {
+        var folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        // On Linux the tests run from `<Package>PackageTests.xctest`, a file in the build folder.
+        while !FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path), folder.path != "/" {
+            folder = folder.deletingLastPathComponent()
+        }
+        url = folder.appendingPathComponent(name)
+    }
+
+    public struct Run: Sendable {
+        public let status: Int32
+        public let output: String
+        public let error: String
+    }
+
+    /// Starts the tool; `finish` waits for it.
+    public func start(_ arguments: [String], environment: [String: String]? = nil, in folder: URL = repositoryRoot) throws -> Running {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        if let environment { process.environment = environment }
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        return Running(process: process, output: output, error: error)
+    }
+
+    public func run(_ arguments: [String], environment: [String: String]? = nil, in folder: URL = repositoryRoot) throws -> Run {
+        try start(arguments, environment: environment, in: folder).finish()
+    }
+
+    public final class Running: @unchecked Sendable {
+        public let process: Process
+        let output: Pipe
+        let error: Pipe
+
+        init(process: Process, output: Pipe, error: Pipe) {
+            self.process = process
+            self.output = output
+            self.error = error
+        }
+
+        public var processIdentifier: Int32 { process.processIdentifier }
+
+        /// Reads both pipes before waiting, so a large output cannot block the child.
+        public func finish() -> Run {
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            let err = error.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
+        }
+    }
+}
