@@ -115,6 +115,6 @@ let package = Package(
 if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
     package.targets.append(contentsOf: [
         .executableTarget(name: "SchemaFuzz", dependencies: ["SchemaKit"]),
-        .executableTarget(name: "PlannerFuzz", dependencies: ["SchemaKit", "MigrationPlanner", "SQLiteKit"]),
+        .executableTarget(name: "PlannerFuzz", dependencies: ["SchemaKit", "MigrationPlanner", "RelationalModel", "SQLiteKit"]),
     ])
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MigrationPlanner
+import RelationalModel
 import SchemaKit
 import SQLiteKit
 
@@ -85,7 +86,7 @@ enum PlannerFuzz {
 
     static func check(from: SchemaSnapshot?, to: SchemaSnapshot) {
         let migration = Migration(from: from, to: to)
-        let dialect = SQLiteDialect()
+        let dialect = SQLiteRenderer()
         guard let database = try? SQLiteConnection(path: ":memory:") else { return }
         try? database.execute("CREATE TABLE victims (id INTEGER); INSERT INTO victims VALUES (1);")
         if let from, case .failure = run(Migration(from: nil, to: from).upSQL(), database) { return }
