@@ -28,6 +28,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(
+            name: "CPostgreSQL",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
@@ -44,6 +49,7 @@ let package = Package(
         .target(name: "SchemaMetadata"),
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
+        .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "SchemaMetadata"]),
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
         .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
         .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata"]),

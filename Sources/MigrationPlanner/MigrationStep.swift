@@ -14,6 +14,16 @@ public enum MigrationStep: Sendable, Hashable {
     case rebuildTable(TableChange)
     case createIndex(table: String, IndexSnapshot)
     case dropIndex(table: String, IndexSnapshot)
+    /// Change a column in place: its type, nullability, default or allowed values (dialects that
+    /// alter columns; the others rebuild).
+    case alterColumn(table: String, from: ColumnSnapshot, to: ColumnSnapshot)
+    case addForeignKey(table: String, ForeignKeySnapshot)
+    case dropForeignKey(table: String, ForeignKeySnapshot)
+    /// Replace the primary key.
+    case alterPrimaryKey(table: String, from: [String], to: [String])
+    /// Give a table's named constraints the names its new table and column names call for,
+    /// after renames (dialects that name constraints; nothing elsewhere).
+    case renameConstraints(from: TableSnapshot, to: TableSnapshot, columnSources: [String: String])
 
     /// The step that undoes this one.
     public var reversed: MigrationStep {
@@ -29,6 +39,12 @@ public enum MigrationStep: Sendable, Hashable {
                                       columnSources: Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })))
         case .createIndex(let table, let index): .dropIndex(table: table, index)
         case .dropIndex(let table, let index): .createIndex(table: table, index)
+        case .alterColumn(let table, let from, let to): .alterColumn(table: table, from: to, to: from)
+        case .addForeignKey(let table, let key): .dropForeignKey(table: table, key)
+        case .dropForeignKey(let table, let key): .addForeignKey(table: table, key)
+        case .alterPrimaryKey(let table, let from, let to): .alterPrimaryKey(table: table, from: to, to: from)
+        case .renameConstraints(let from, let to, let sources):
+            .renameConstraints(from: to, to: from, columnSources: Dictionary(sources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a }))
         }
     }
 
@@ -53,7 +69,22 @@ public enum MigrationStep: Sendable, Hashable {
         case .rebuildTable(let change): "rebuild table \(change.to.name)" + (change.isRename ? " (was \(change.from.name))" : "")
         case .createIndex(let table, let index): "create \(index.isFullText ? "full-text index" : index.isUnique ? "unique index" : "index") \(index.name) on \(table)"
         case .dropIndex(let table, let index): "drop \(index.isFullText ? "full-text index" : "index") \(index.name) on \(table)"
+        case .alterColumn(let table, let from, let to): "alter column \(table).\(to.name)" + Self.alterations(from, to)
+        case .addForeignKey(let table, let key): "add foreign key \(table) (\(key.columns.joined(separator: ", "))) -> \(key.table)"
+        case .dropForeignKey(let table, let key): "drop foreign key \(table) (\(key.columns.joined(separator: ", "))) -> \(key.table)"
+        case .alterPrimaryKey(let table, _, let to): "change the primary key of \(table) to (\(to.joined(separator: ", ")))"
+        case .renameConstraints(_, let to, _): "rename the constraints of \(to.name)"
         }
+    }
+
+    /// `: type text -> integer, not null, default 0`.
+    static func alterations(_ from: ColumnSnapshot, _ to: ColumnSnapshot) -> String {
+        var parts: [String] = []
+        if from.kind != to.kind || from.bits != to.bits { parts.append("type \(from.kind.rawValue) -> \(to.kind.rawValue)") }
+        if from.isNullable != to.isNullable { parts.append(to.isNullable ? "nullable" : "not null") }
+        if from.defaultValue != to.defaultValue { parts.append(to.defaultValue == nil ? "no default" : "new default") }
+        if from.enumValues != to.enumValues { parts.append("allowed values") }
+        return parts.isEmpty ? "" : ": " + parts.joined(separator: ", ")
     }
 }
 
@@ -68,6 +99,12 @@ public protocol MigrationRenderer: Sendable {
     func sql(for step: MigrationStep) -> [String]
     /// Whether the migrator must run the file with foreign keys off and check them before commit.
     func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool
+    /// Whether the database must act on a kept column's change (SQLite ignores widths and
+    /// enum values, which its column types do not hold).
+    func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool
+    /// Whether its tables' constraints have names derived from table and column names, which
+    /// renames must follow.
+    var namesConstraints: Bool { get }
     /// Whether the file must run outside a transaction (its header then says so).
     func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool
     /// The row copies of the steps' table rebuilds, for the migrator's progress.
@@ -96,13 +133,15 @@ public enum MigrationPlanner {
     static func needsRebuild(_ change: TableChange, renderer: some MigrationRenderer) -> Bool {
         let capabilities = renderer.dialect.capabilities
         if (change.keyChanged || change.foreignKeysChanged), !capabilities.alterConstraints { return true }
-        if !change.changedColumns.isEmpty, !capabilities.alterColumn { return true }
+        if change.changedColumns.contains(where: { renderer.needsChange(from: $0.from, to: $0.to) }), !capabilities.alterColumn { return true }
         if !change.renamedColumns.isEmpty || change.isRename, !capabilities.rename { return true }
         if change.addedColumns.contains(where: { !renderer.canAddColumn($0, to: change.to) }) { return true }
         if change.droppedColumns.contains(where: { !renderer.canDropColumn($0, from: change.from) }) { return true }
         return false
     }
 
+    /// In-place steps, in an order each can run in: drop what goes (indexes, foreign keys),
+    /// rename, drop and add columns, alter columns and the key, then add foreign keys and indexes.
     static func alterSteps(_ change: TableChange, renderer: some MigrationRenderer) -> [MigrationStep] {
         if needsRebuild(change, renderer: renderer) {
             // Old indexes go with the old table; full-text ones are dropped explicitly first.
@@ -110,12 +149,32 @@ public enum MigrationPlanner {
                 + [.rebuildTable(change)]
                 + change.to.indexes.map { .createIndex(table: change.to.name, $0) }
         }
-        var steps: [MigrationStep] = change.droppedIndexes.map { .dropIndex(table: change.from.name, $0) }
-        if change.isRename { steps.append(.renameTable(from: change.from.name, to: change.to.name)) }
         let table = change.to.name
+        // Foreign keys compared in the new table's column names.
+        let renamedOldKeys = change.from.foreignKeys.map { key -> (old: ForeignKeySnapshot, mapped: [String]) in
+            let back = Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+            return (key, key.columns.map { back[$0] ?? "" })
+        }
+        let keptKeys = change.to.foreignKeys.filter { key in
+            renamedOldKeys.contains { $0.mapped == key.columns && $0.old.table == key.table && $0.old.referencedColumns == key.referencedColumns && $0.old.onDelete == key.onDelete }
+        }
+        let droppedKeys = renamedOldKeys.filter { old in !keptKeys.contains { $0.columns == old.mapped && $0.table == old.old.table } }.map(\.old)
+        let addedKeys = change.to.foreignKeys.filter { !keptKeys.contains($0) }
+
+        var steps: [MigrationStep] = change.droppedIndexes.map { .dropIndex(table: change.from.name, $0) }
+        steps += droppedKeys.map { .dropForeignKey(table: change.from.name, $0) }
+        if change.isRename { steps.append(.renameTable(from: change.from.name, to: table)) }
         steps += change.renamedColumns.map { .renameColumn(table: table, from: $0.from, to: $0.to) }
+        if renderer.namesConstraints, change.isRename || !change.renamedColumns.isEmpty {
+            steps.append(.renameConstraints(from: change.from, to: change.to, columnSources: change.columnSources))
+        }
         steps += change.droppedColumns.map { .dropColumn(table: table, $0) }
         steps += change.addedColumns.map { .addColumn(table: table, $0) }
+        steps += change.changedColumns.filter { renderer.needsChange(from: $0.from, to: $0.to) }.map { .alterColumn(table: table, from: $0.from, to: $0.to) }
+        if change.keyChanged {
+            steps.append(.alterPrimaryKey(table: table, from: change.from.primaryKey.map { old in change.columnSources.first { $0.value == old }?.key ?? old }, to: change.to.primaryKey))
+        }
+        steps += addedKeys.map { .addForeignKey(table: table, $0) }
         steps += change.addedIndexes.map { .createIndex(table: table, $0) }
         return steps
     }

@@ -31,6 +31,15 @@ public struct SQLiteRenderer: MigrationRenderer {
         steps.contains { if case .rebuildTable = $0 { true } else { false } }
     }
 
+    /// SQLite's column types hold neither widths nor allowed values.
+    public func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool {
+        Self.type(of: from.kind) != Self.type(of: to.kind) || from.kind != to.kind || from.isNullable != to.isNullable
+            || from.defaultValue != to.defaultValue || from.isAutoIncrement != to.isAutoIncrement
+    }
+
+    /// Constraints are written without names.
+    public var namesConstraints: Bool { false }
+
     /// Everything SQLite does is transactional.
     public func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool { false }
 
@@ -138,6 +147,12 @@ public struct SQLiteRenderer: MigrationRenderer {
             return Self.dropIndex(index)
         case .rebuildTable(let change):
             return rebuild(change)
+        case .renameConstraints:
+            // SQLite keeps no names for the constraints it writes here.
+            return []
+        case .alterColumn, .addForeignKey, .dropForeignKey, .alterPrimaryKey:
+            // The planner rebuilds instead: SQLite declares no capability for these.
+            return ["SELECT 'schemagen cannot express \(step.summary) in SQLite' FROM no_such_table_stops_the_migration;"]
         }
     }
 

@@ -28,12 +28,13 @@ public struct TableChange: Sendable, Hashable {
             return (source, column.name)
         }
     }
-    /// Kept columns whose kind, nullability or default changed.
+    /// Kept columns whose kind, width, nullability, default or enum values changed; each
+    /// renderer decides which of these its database has to act on.
     public var changedColumns: [(from: ColumnSnapshot, to: ColumnSnapshot)] {
         to.columns.compactMap { column in
             guard let source = columnSources[column.name], let old = from.column(named: source) else { return nil }
             let same = old.kind == column.kind && old.isNullable == column.isNullable && old.defaultValue == column.defaultValue
-                && old.isAutoIncrement == column.isAutoIncrement
+                && old.isAutoIncrement == column.isAutoIncrement && old.bits == column.bits && old.enumValues == column.enumValues
             return same ? nil : (old, column)
         }
     }

@@ -23,6 +23,19 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     /// The table of an entity.
     public func table(forEntity entity: String) -> TableSnapshot? { tables.first { $0.entity == entity } }
 
+    /// Whether `newer` describes the same database: snapshots written before widths were
+    /// recorded (no `bits`) match any width.
+    public func matches(_ newer: SchemaSnapshot) -> Bool {
+        var adjusted = newer.tables
+        for (tableIndex, table) in adjusted.enumerated() {
+            guard let old = self.table(named: table.name) else { continue }
+            for (columnIndex, column) in table.columns.enumerated() where old.column(named: column.name)?.bits == nil {
+                adjusted[tableIndex].columns[columnIndex].bits = nil
+            }
+        }
+        return adjusted == tables
+    }
+
     /// Canonical JSON: sorted keys, two-space indentation, a final newline.
     public func canonicalJSON() throws -> Data {
         let encoder = JSONEncoder()
@@ -79,9 +92,13 @@ public struct ColumnSnapshot: Codable, Sendable, Hashable {
     public var isAutoIncrement: Bool
     /// For enum columns, the raw values the column may hold, in case order.
     public var enumValues: [String]? = nil
+    /// The width of a narrower number: 8, 16 or 32 for `Int8`, `Int16`, `Int32`, 32 for
+    /// `Float`; nil for 64 bits. Dialects with sized types (PostgreSQL) read it.
+    public var bits: Int? = nil
 
     public init(name: String, property: String?, renamedFrom: String?, kind: StorageKind, isNullable: Bool,
-                defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil) {
+                defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil, bits: Int? = nil) {
+        self.bits = bits
         self.name = name
         self.property = property
         self.renamedFrom = renamedFrom

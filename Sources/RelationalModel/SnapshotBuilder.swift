@@ -24,7 +24,8 @@ public enum SnapshotBuilder {
                 kind: attribute.usesExternalStorage ? .text : kind(of: attribute.type, in: schema),
                 isNullable: attribute.isOptional,
                 defaultValue: attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
-                isAutoIncrement: false, enumValues: enumValues(of: attribute.type, in: schema)))
+                isAutoIncrement: false, enumValues: enumValues(of: attribute.type, in: schema),
+                bits: attribute.usesExternalStorage ? nil : bits(of: attribute.type)))
         }
         var foreignKeys: [ForeignKeySnapshot] = []
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
@@ -132,6 +133,17 @@ public enum SnapshotBuilder {
             case .string(let raw): raw
             case .int(let raw): String(raw)
             }
+        }
+    }
+
+    /// The width of narrower integers and of Float, nil for 64 bits.
+    public static func bits(of type: AttributeType) -> Int? {
+        guard case .scalar(let scalar) = type else { return nil }
+        switch scalar {
+        case .int8: return 8
+        case .int16: return 16
+        case .int32, .float: return 32
+        default: return nil
         }
     }
 

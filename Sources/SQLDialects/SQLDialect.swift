@@ -106,3 +106,38 @@ public struct SQLiteDialect: SQLDialect {
         }
     }
 }
+
+/// PostgreSQL 12 or later (CockroachDB and YugabyteDB speak enough of it): DDL is
+/// transactional and alters columns, constraints and names in place, so nothing is rebuilt;
+/// full text is a generated `tsvector` column with a GIN index; names over 63 bytes are cut.
+public struct PostgresDialect: SQLDialect {
+    public init() {}
+
+    public var name: String { "postgres" }
+
+    public var capabilities: DialectCapabilities {
+        DialectCapabilities(transactionalDDL: true, alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
+                            alterConstraints: true, partialIndexes: true, expressionIndexes: true, fullText: .tsvector, maximumIdentifierBytes: 63)
+    }
+
+    public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
+    /// Standard strings (`standard_conforming_strings` is on since 9.1): backslashes are literal.
+    public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
+
+    public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }
+
+    /// `bits` narrows integers (8 and 16: smallint, 32: integer) and reals (32: real).
+    public func columnType(_ kind: StorageKind, bits: Int?) -> String {
+        switch kind {
+        case .integer: bits.map { $0 <= 16 ? "smallint" : $0 <= 32 ? "integer" : "bigint" } ?? "bigint"
+        case .real: bits == 32 ? "real" : "double precision"
+        case .boolean: "boolean"
+        case .date: "timestamptz"
+        case .blob: "bytea"
+        case .uuid: "uuid"
+        case .decimal: "numeric"
+        case .json: "jsonb"
+        case .text, .url: "text"
+        }
+    }
+}

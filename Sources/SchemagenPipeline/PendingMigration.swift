@@ -43,7 +43,7 @@ public struct PendingMigration: Sendable {
             return .failed([Diagnostic(.error, code: MigrationDirectory.Code.unreadable, message: "cannot read \(file): \(error)", at: SourceLocation(file: directory.path + "/" + file, line: 1, column: 1))])
         }
         let snapshot = model ?? SnapshotBuilder.snapshot(of: schema)
-        if let latest, latest.tables == snapshot.tables { return .upToDate }
+        if let latest, latest.matches(snapshot) { return .upToDate }
         if let latest, schema.version <= latest.version {
             return .failed([Diagnostic(.error, code: PlanningCode.versionNotBumped, message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])
         }
@@ -100,6 +100,11 @@ public struct PendingMigration: Sendable {
         case .rebuildTable(let change): "change_\(change.to.name)"
         case .createIndex(let table, let index): "index_\(table)_\(index.columns.joined(separator: "_"))"
         case .dropIndex(let table, let index): "drop_index_\(table)_\(index.columns.joined(separator: "_"))"
+        case .alterColumn(let table, _, let column): "change_\(table)_\(column.name)"
+        case .addForeignKey(let table, let key): "link_\(table)_\(key.table)"
+        case .dropForeignKey(let table, let key): "unlink_\(table)_\(key.table)"
+        case .alterPrimaryKey(let table, _, _): "rekey_\(table)"
+        case .renameConstraints(_, let table, _): "rename_\(table.name)_constraints"
         }
         return meaningful.count > 1 ? name + "_and_more" : name
     }

@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway PostgreSQL server for tests: `initdb` into a temporary folder (as the `postgres`
+/// user when the tests run as root), `pg_ctl start` on a free port with a private socket
+/// folder, and `pg_ctl stop` when the test process exits. About a second to start.
+public final class PostgresServer: @unchecked Sendable {
+    /// The folder of the server binaries (`initdb`, `pg_ctl`), or nil when PostgreSQL is not installed.
+    public static let binaries: String? = {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        for version in versions.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
+            return "\(root)/\(version)/bin"
+        }
+        return nil
+    }()
+
+    /// Whether the PostgreSQL tests can run here. Where they cannot, they are skipped, and say so.
+    public static var available: Bool { binaries != nil }
+
+    /// Why the PostgreSQL tests are skipped, for the test report.
+    public static let skipReason = "SKIPPED: the PostgreSQL server binaries (initdb, pg_ctl) are not installed; `sh .ci/install-deps` installs them"
+
+    /// One server for the whole test run, started on first use.
+    public static let shared: PostgresServer? = {
+        guard available else { return nil }
+        return try? PostgresServer()
+    }()
+
+    public let folder: URL
+    public let port: Int
+    private let asPostgresUser: Bool
+
+    /// `postgresql://postgres@127.0.0.1:<port>/<database>`.
+    public func url(database: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
+
+    public init() throws {
+        guard let binaries = Self.binaries else { throw ServerError("PostgreSQL is not installed") }
+        folder = URL(fileURLWithPath: "/tmp/schemagen-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        asPostgresUser = getuid() == 0
+        if asPostgresUser { try Self.run("/bin/chown", ["postgres:postgres", folder.path]) }
+        port = Self.freePort()
+        try run(binaries + "/initdb", ["-D", folder.path + "/data", "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
+        try start()
+        Self.register(self)
+    }
+
+    /// Starts (or restarts) the server on its port.
+    public func start() throws {
+        guard let binaries = Self.binaries else { return }
+        try run(binaries + "/pg_ctl", ["-D", folder.path + "/data", "-l", folder.path + "/log", "-w", "-t", "30", "-o",
+                                       "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"])
+    }
+
+    /// Stops the server: `fast` rolls back open transactions and disconnects clients; `immediate`
+    /// is a crash as far as clients can tell.
+    public func stop(mode: String = "fast") {
+        guard let binaries = Self.binaries else { return }
+        try? run(binaries + "/pg_ctl", ["-D", folder.path + "/data", "-m", mode, "-w", "-t", "30", "stop"])
+    }
+
+    /// A new, empty database; its URL.
+    public func createDatabase() throws -> String {
+        let name = "test_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        try runPSQL(url(), "CREATE DATABASE \(name)")
+        return url(database: name)
+    }
+
+    /// Runs SQL through `psql` (the baseline tool), stopping on the first error.
+    public func runPSQL(_ url: String, _ sql: String) throws {
+        try Self.run("/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
+    }
+
+    private func run(_ tool: String, _ arguments: [String]) throws {
+        if asPostgresUser {
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
+        } else {
+            try Self.run(tool, arguments)
+        }
+    }
+
+    struct ServerError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw ServerError("\(tool) \(arguments.joined(separator: " ")) failed: \(text)") }
+        return text
+    }
+
+    /// A port nothing listens on now: bound, read back, released.
+    static func freePort() -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    // MARK: - Stopping every server when the test process exits
+
+    nonisolated(unsafe) private static var started: [PostgresServer] = []
+    private static let lock = NSLock()
+
+    private static func register(_ server: PostgresServer) {
+        lock.lock()
+        defer { lock.unlock() }
+        if started.isEmpty { atexit { PostgresServer.stopAll() } }
+        started.append(server)
+    }
+
+    private static func stopAll() {
+        lock.lock()
+        let servers = started
+        started = []
+        lock.unlock()
+        for server in servers {
+            server.stop(mode: "immediate")
+            try? FileManager.default.removeItem(at: server.folder)
+        }
+    }
+}
