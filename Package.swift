@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
         .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "SchemaMetadata"]),
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "Migrator", dependencies: ["SQLiteKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "Migrator", dependencies: ["SQLiteKit", "PostgresKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
         .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
@@ -69,7 +69,7 @@ let package = Package(
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["Migrator", "CommandLineKit", "SQLiteKit", "ProjectConfig"]),
+        .target(name: "MigrateCLI", dependencies: ["Migrator", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)

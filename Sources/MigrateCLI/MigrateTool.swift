@@ -6,6 +6,7 @@ import Darwin
 import CommandLineKit
 import Foundation
 import Migrator
+import PostgresKit
 import ProjectConfig
 import SQLiteKit
 
@@ -14,7 +15,7 @@ public enum MigrateTool {
     public static var tool: CommandLineTool {
         CommandLineTool(
             name: "migrate", version: "0.1.0",
-            abstract: "Apply, revert and inspect a schema's SQL migrations on a SQLite database.",
+            abstract: "Apply, revert and inspect a schema's SQL migrations on a SQLite file or a PostgreSQL database.",
             commands: [UpCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self])
     }
 
@@ -28,10 +29,12 @@ public enum MigrateTool {
     public static let locked = ExitCode(3)
 
     static let common: [OptionSpec] = [
-        .value("database", short: "d", valueName: "path", help: "The SQLite file (created, with its folder, when missing). Default: DATABASE_URL."),
-        .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/."),
+        .value("database", short: "d", valueName: "path|url", help: "A SQLite file (created, with its folder, when missing), or postgres://user:pass@host:port/db. Default: DATABASE_URL, then the config file, then libpq's PG* variables."),
+        .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/ (its postgres/ folder for PostgreSQL)."),
         .flag("dry-run", help: "Print the SQL that would run and change nothing."),
         .value("lock-timeout", valueName: "seconds", help: "How long to wait for another migrator.", defaultValue: "30"),
+        .value("statement-timeout", valueName: "seconds", help: "PostgreSQL: cancel a statement that runs longer (statement_timeout)."),
+        .value("ddl-lock-timeout", valueName: "seconds", help: "PostgreSQL: give up when a statement waits longer for a table lock (lock_timeout)."),
         .value("config", valueName: "file", help: "A config file with defaults (database, migrations).", defaultValue: ProjectConfig.defaultFile),
     ]
 
@@ -48,33 +51,33 @@ public enum MigrateTool {
 
     /// Opens the database and reads the migrations of `--dir`, or of every schema folder under
     /// the migrations root when `allSchemas` (they share the database, each with its history).
+    /// For PostgreSQL each schema's `postgres/` folder is read. The second value names the
+    /// database for messages, without its password.
     static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false) -> ([Migrator], String)? {
         guard let config = config(arguments, io: io),
-              let database = databasePath(arguments, config: config, io: io),
-              let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas) else { return nil }
-        let folder = (database as NSString).deletingLastPathComponent
-        if !folder.isEmpty, database != ":memory:" {
-            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        }
-        let connection: SQLiteConnection
+              let target = databaseTarget(arguments, config: config, io: io) else { return nil }
+        let postgres = ConnectionURL.isPostgres(target)
+        guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: postgres) else { return nil }
+        func seconds(_ name: String) -> Double? { arguments.value(name).flatMap(Double.init) }
+        let database: any MigrationDatabase
         do {
-            connection = try SQLiteConnection(path: database)
+            database = try DatabaseOpener.open(target, postgres: .init(lockTimeout: seconds("ddl-lock-timeout"), statementTimeout: seconds("statement-timeout")))
         } catch {
-            io.writeError("migrate: error: cannot open database '\(database)': \(error.message)\n")
+            io.writeError("migrate: error: cannot open database: \(error)\n")
             return nil
         }
-        let timeout = Double(arguments.value("lock-timeout") ?? "30") ?? 30
+        let timeout = seconds("lock-timeout") ?? 30
         var migrators: [Migrator] = []
         for directory in directories {
             do {
-                let scripts = try MigrationScriptLoader.load(directory: directory)
-                migrators.append(Migrator(connection: connection, schema: (directory as NSString).lastPathComponent, scripts: scripts, lockTimeoutSeconds: timeout))
+                let scripts = try MigrationScriptLoader.load(directory: directory.path)
+                migrators.append(Migrator(database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: timeout))
             } catch {
                 io.writeError("migrate: error: \(error)\n")
                 return nil
             }
         }
-        return (migrators, database)
+        return (migrators, database.label)
     }
 
     /// Opens exactly one schema's migrations (commands that change one schema at a time).
@@ -83,36 +86,54 @@ public enum MigrateTool {
         return (migrator, database)
     }
 
-    /// `--database`, else DATABASE_URL (`sqlite:path`, `sqlite://path`, `file:path` or a path),
-    /// else the config file's `database`.
-    static func databasePath(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> String? {
-        if let path = arguments.value("database") { return path }
-        if var url = io.environment["DATABASE_URL"], !url.isEmpty {
-            for prefix in ["sqlite:///", "sqlite://", "sqlite:", "file://", "file:"] where url.hasPrefix(prefix) {
-                url = (prefix.hasSuffix("///") ? "/" : "") + String(url.dropFirst(prefix.count))
-                break
-            }
-            return url
-        }
-        if let database = config.database { return database }
-        io.writeError("migrate: error: no database: pass --database PATH, set DATABASE_URL, or put 'database:' in .schemagen.yaml\n")
+    /// `--database`, else DATABASE_URL (`postgres://...`, `postgresql://...`, `sqlite:path`,
+    /// `sqlite://path`, `file:path` or a path), else the config file's `database`, else libpq's
+    /// `PGHOST`/`PGDATABASE` environment (an empty `postgresql://` URL lets libpq fill it in).
+    static func databaseTarget(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> String? {
+        if let value = arguments.value("database") { return normalized(value) }
+        if let url = io.environment["DATABASE_URL"], !url.isEmpty { return normalized(url) }
+        if let database = config.database { return normalized(database) }
+        if io.environment["PGHOST"] != nil || io.environment["PGDATABASE"] != nil || io.environment["PGSERVICE"] != nil { return "postgresql://" }
+        io.writeError("migrate: error: no database: pass --database PATH or --database postgres://..., set DATABASE_URL, or put 'database:' in .schemagen.yaml\n")
         return nil
     }
 
-    /// `--dir`, else the schema folders under the config's `migrations` (or `Migrations`): all of
-    /// them when `allowSeveral`, else the only one.
-    static func directoryPaths(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO, allowSeveral: Bool) -> [String]? {
-        if let directory = arguments.value("dir") { return [directory] }
+    /// SQLite URLs as plain paths; PostgreSQL URLs as they are.
+    static func normalized(_ target: String) -> String {
+        if ConnectionURL.isPostgres(target) { return target }
+        for prefix in ["sqlite:///", "sqlite://", "sqlite:", "file://", "file:"] where target.hasPrefix(prefix) {
+            return (prefix.hasSuffix("///") ? "/" : "") + String(target.dropFirst(prefix.count))
+        }
+        return target
+    }
+
+    /// `--dir` (the schema is the folder's name, or its parent's for a dialect folder), else the
+    /// schema folders under the config's `migrations` (or `Migrations`): all of them when
+    /// `allowSeveral`, else the only one. For PostgreSQL, each folder's `postgres/`.
+    static func directoryPaths(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO, allowSeveral: Bool, postgres: Bool) -> [(path: String, schema: String)]? {
+        if let directory = arguments.value("dir") {
+            let url = URL(fileURLWithPath: directory)
+            let isDialectFolder = ["postgres", "sqlite"].contains(url.lastPathComponent)
+            return [(directory, isDialectFolder ? url.deletingLastPathComponent().lastPathComponent : url.lastPathComponent)]
+        }
         let root = config.migrations ?? "Migrations"
         let folders = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
             var isFolder: ObjCBool = false
             return FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
         }
-        if folders.count == 1 || (allowSeveral && !folders.isEmpty) { return folders.map { root + "/" + $0 } }
-        io.writeError(folders.isEmpty
-            ? "migrate: error: no migration folder under '\(root)': pass --dir DIR\n"
-            : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir \(root)/<Schema>\n")
-        return nil
+        guard folders.count == 1 || (allowSeveral && !folders.isEmpty) else {
+            io.writeError(folders.isEmpty
+                ? "migrate: error: no migration folder under '\(root)': pass --dir DIR\n"
+                : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir \(root)/<Schema>\n")
+            return nil
+        }
+        guard postgres else { return folders.map { (root + "/" + $0, $0) } }
+        let withPostgres = folders.filter { FileManager.default.fileExists(atPath: root + "/" + $0 + "/postgres") }
+        guard !withPostgres.isEmpty else {
+            io.writeError("migrate: error: no PostgreSQL migrations under '\(root)': add 'dialects: [sqlite, postgres]' to the schema (or `--dialect postgres` to schemagen generate) and run `schemagen generate`\n")
+            return nil
+        }
+        return withPostgres.map { (root + "/" + $0 + "/postgres", $0) }
     }
 
     static func exitCode(for error: MigratorError) -> ExitCode {
@@ -147,6 +168,9 @@ public enum MigrateTool {
             case .working:
                 spinner = (spinner + 1) % 4
                 draw("\(statement) " + ["|", "/", "-", "\\"][spinner])
+            case .interrupted(let version, let direction, let startedAt):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("note: migration \(String(format: "%04d", version)) (\(direction.rawValue)) started \(startedAt) never finished: its process or connection was lost, and the database rolled it back; it runs again now if it is still pending\n")
             case .finished(let script, let direction, let milliseconds):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 io.writeOutput("\(direction == .up ? "applied " : "reverted") \(script.label) (\(milliseconds) ms)\n")

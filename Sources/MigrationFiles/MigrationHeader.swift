@@ -80,6 +80,11 @@ public struct MigrationHeader: Sendable, Hashable {
         public var line: Int
         public var message: String
         public var description: String { "line \(line): \(message)" }
+
+        public init(line: Int, message: String) {
+            self.line = line
+            self.message = message
+        }
     }
 
     // MARK: - Writing
@@ -181,7 +186,8 @@ public struct MigrationHeader: Sendable, Hashable {
 
     /// Format 0: the sentences schemagen 0.1 wrote, matched as whole lines of the top block.
     static func parseFormat0(_ block: [Substring]) -> MigrationHeader {
-        var header = MigrationHeader(format: 0)
+        // Format 0 was only ever written for SQLite.
+        var header = MigrationHeader(format: 0, dialect: "sqlite")
         for line in block.dropFirst() {
             if line == "-- Rebuilds tables: run with PRAGMA foreign_keys=OFF around the transaction and PRAGMA foreign_key_check before commit." {
                 header.foreignKeysOff = true

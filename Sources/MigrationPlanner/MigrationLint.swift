@@ -18,6 +18,13 @@ public enum MigrationLint {
         case enumCasesRemoved = "enum-cases-removed"
         case downLosesData = "down-loses-data"
         case downMayFail = "down-may-fail"
+        // Locks (PostgreSQL): what blocks other sessions while the migration runs.
+        case lockIndex = "lock-create-index"
+        case lockRewriteColumn = "lock-add-column-rewrite"
+        case lockSetNotNull = "lock-set-not-null"
+        case lockTypeChange = "lock-type-change"
+        case lockForeignKey = "lock-foreign-key"
+        case lockRename = "lock-rename"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -94,6 +101,55 @@ public enum MigrationLint {
         let lost = migration.stepsLosingDataOnDown
         if !lost.isEmpty {
             findings.append(Diagnostic(.warning, code: Code.downLosesData, message: "the down migration loses data it cannot restore: \(lost.map(\.reversed.summary).joined(separator: "; "))", at: fileStart))
+        }
+        return findings
+    }
+
+    /// The rules of squawk and strong_migrations for engines whose DDL blocks other sessions:
+    /// each names the schema line, what the lock blocks while it is held, and the safe recipe.
+    /// Warnings: on a table nobody uses yet, the plain statement is right.
+    public static func lockFindings(for migration: Migration, schema: Schema) -> [Diagnostic] {
+        guard let old = migration.from else { return [] }
+        let existing = Set(old.tables.map(\.name))
+        let fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+        func table(_ name: String) -> TableSnapshot? { migration.to.table(named: name) ?? old.table(named: name) }
+        func location(_ tableName: String, column: String? = nil) -> SourceLocation {
+            guard let entityName = table(tableName)?.entity, let entity = schema.entity(named: entityName) else { return fileStart }
+            if let column, let property = table(tableName)?.column(named: column)?.property,
+               let found = entity.attribute(named: property)?.location ?? entity.relationship(named: property)?.location {
+                return found
+            }
+            return entity.location ?? fileStart
+        }
+        // A table renamed in this migration counts as existing under its new name.
+        var renamed: [String: String] = [:]
+        for step in migration.steps { if case .renameTable(let from, let to) = step { renamed[to] = from } }
+        func existed(_ name: String) -> Bool { existing.contains(renamed[name] ?? name) }
+
+        var findings: [Diagnostic] = []
+        func warn(_ code: Code, _ message: String, at place: SourceLocation) { findings.append(Diagnostic(.warning, code: code, message: message, at: place)) }
+        for step in migration.steps {
+            switch step {
+            case .createIndex(let name, let index) where existed(name):
+                warn(.lockIndex, "creating index '\(index.name)' on '\(name)' takes a SHARE lock that blocks every write to the table until the index is built; to keep writes going, build it with CREATE INDEX CONCURRENTLY in a migration of its own whose header says 'transaction: no'", at: location(name))
+            case .addColumn(let name, let column) where existed(name) && column.defaultValue.map { !$0.isConstant } == true:
+                warn(.lockRewriteColumn, "adding '\(name).\(column.name)' with a per-row default rewrites the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; add it without the default, backfill in batches, then set the default", at: location(name, column: column.name))
+            case .alterColumn(let name, let from, let to) where existed(name):
+                if from.isNullable, !to.isNullable {
+                    warn(.lockSetNotNull, "SET NOT NULL on '\(name).\(to.name)' scans the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; instead add CHECK (\(to.name) IS NOT NULL) NOT VALID, VALIDATE CONSTRAINT in a later migration, then SET NOT NULL (PostgreSQL 12+ then skips the scan) and drop the check", at: location(name, column: to.name))
+                }
+                if from.kind != to.kind || from.bits != to.bits {
+                    warn(.lockTypeChange, "changing the type of '\(name).\(to.name)' (\(from.kind.rawValue) to \(to.kind.rawValue)) rewrites the table under an ACCESS EXCLUSIVE lock, blocking reads and writes; for a large table, add a new column, backfill it in batches, move reads to it, then drop the old one", at: location(name, column: to.name))
+                }
+            case .addForeignKey(let name, let key) where existed(name):
+                warn(.lockForeignKey, "adding the foreign key '\(name)' (\(key.columns.joined(separator: ", "))) -> '\(key.table)' checks every row while holding SHARE ROW EXCLUSIVE locks on both tables, blocking their writes; add it with NOT VALID, then VALIDATE CONSTRAINT in a later migration", at: location(name, column: key.columns.first))
+            case .renameColumn(let name, let from, let to):
+                warn(.lockRename, "renaming '\(name).\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both names first, or add the new column, write to both and drop the old one later", at: location(name, column: to))
+            case .renameTable(let from, let to):
+                warn(.lockRename, "renaming table '\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both first, or keep a view under the old name for a release", at: location(to))
+            default:
+                break
+            }
         }
         return findings
     }

@@ -22,8 +22,9 @@ public enum MigrationStep: Sendable, Hashable {
     /// Replace the primary key.
     case alterPrimaryKey(table: String, from: [String], to: [String])
     /// Give a table's named constraints the names its new table and column names call for,
-    /// after renames (dialects that name constraints; nothing elsewhere).
-    case renameConstraints(from: TableSnapshot, to: TableSnapshot, columnSources: [String: String])
+    /// after renames (dialects that name constraints; nothing elsewhere). `table` is what the
+    /// table is called when the step runs, in either direction: the renamed name.
+    case renameConstraints(table: String, from: TableSnapshot, to: TableSnapshot, columnSources: [String: String])
 
     /// The step that undoes this one.
     public var reversed: MigrationStep {
@@ -43,8 +44,8 @@ public enum MigrationStep: Sendable, Hashable {
         case .addForeignKey(let table, let key): .dropForeignKey(table: table, key)
         case .dropForeignKey(let table, let key): .addForeignKey(table: table, key)
         case .alterPrimaryKey(let table, let from, let to): .alterPrimaryKey(table: table, from: to, to: from)
-        case .renameConstraints(let from, let to, let sources):
-            .renameConstraints(from: to, to: from, columnSources: Dictionary(sources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a }))
+        case .renameConstraints(let table, let from, let to, let sources):
+            .renameConstraints(table: table, from: to, to: from, columnSources: Dictionary(sources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a }))
         }
     }
 
@@ -73,7 +74,7 @@ public enum MigrationStep: Sendable, Hashable {
         case .addForeignKey(let table, let key): "add foreign key \(table) (\(key.columns.joined(separator: ", "))) -> \(key.table)"
         case .dropForeignKey(let table, let key): "drop foreign key \(table) (\(key.columns.joined(separator: ", "))) -> \(key.table)"
         case .alterPrimaryKey(let table, _, let to): "change the primary key of \(table) to (\(to.joined(separator: ", ")))"
-        case .renameConstraints(_, let to, _): "rename the constraints of \(to.name)"
+        case .renameConstraints(let table, _, _, _): "rename the constraints of \(table)"
         }
     }
 
@@ -114,20 +115,35 @@ public protocol MigrationRenderer: Sendable {
 /// Turns changes into ordered steps for a dialect's capabilities.
 public enum MigrationPlanner {
     public static func steps(for changes: [SchemaChange], renderer: some MigrationRenderer) -> [MigrationStep] {
+        // Where constraints can be added later, tables are created without their foreign keys
+        // and the keys added once every table exists (tables may refer to each other), and
+        // keys are dropped before any table: the reverse of a plan is then as sound as the plan.
+        let separateKeys = renderer.dialect.capabilities.alterConstraints
         var steps: [MigrationStep] = []
         for change in changes {
             switch change {
             case .createTable(let table):
-                steps.append(.createTable(table))
+                var bare = table
+                if separateKeys { bare.foreignKeys = [] }
+                steps.append(.createTable(bare))
+                if separateKeys { steps += table.foreignKeys.map { .addForeignKey(table: table.name, $0) } }
                 steps += table.indexes.map { .createIndex(table: table.name, $0) }
             case .dropTable(let table):
+                var bare = table
+                if separateKeys {
+                    bare.foreignKeys = []
+                    steps += table.foreignKeys.map { .dropForeignKey(table: table.name, $0) }
+                }
                 steps += table.indexes.map { .dropIndex(table: table.name, $0) }
-                steps.append(.dropTable(table))
+                steps.append(.dropTable(bare))
             case .alterTable(let change):
                 steps += alterSteps(change, renderer: renderer)
             }
         }
-        return steps
+        guard separateKeys else { return steps }
+        func isDrop(_ step: MigrationStep) -> Bool { if case .dropForeignKey = step { true } else { false } }
+        func isAdd(_ step: MigrationStep) -> Bool { if case .addForeignKey = step { true } else { false } }
+        return steps.filter(isDrop) + steps.filter { !isDrop($0) && !isAdd($0) } + steps.filter(isAdd)
     }
 
     static func needsRebuild(_ change: TableChange, renderer: some MigrationRenderer) -> Bool {
@@ -166,7 +182,7 @@ public enum MigrationPlanner {
         if change.isRename { steps.append(.renameTable(from: change.from.name, to: table)) }
         steps += change.renamedColumns.map { .renameColumn(table: table, from: $0.from, to: $0.to) }
         if renderer.namesConstraints, change.isRename || !change.renamedColumns.isEmpty {
-            steps.append(.renameConstraints(from: change.from, to: change.to, columnSources: change.columnSources))
+            steps.append(.renameConstraints(table: table, from: change.from, to: change.to, columnSources: change.columnSources))
         }
         steps += change.droppedColumns.map { .dropColumn(table: table, $0) }
         steps += change.addedColumns.map { .addColumn(table: table, $0) }

@@ -5,24 +5,35 @@ import SQLDialects
 import SQLiteKit
 
 /// Brings a database to a schema's current version, and back: the library behind `migrate`,
-/// for applications to call at start-up. It never prints; progress arrives as events.
+/// for applications to call at start-up. It never prints; progress arrives as events. The
+/// same history semantics on every engine (`MigrationDatabase`): one history per schema, each
+/// migration committed with its history row.
 public final class Migrator {
-    public let connection: SQLiteConnection
+    public let database: any MigrationDatabase
     public let schema: String
     public let scripts: [MigrationScript]
 
     /// The history table; several schemas share it, one row per applied migration.
     public static let historyTable = "schemagen_migrations"
+    /// Migrations started and not finished: a row is written before a migration runs and
+    /// removed when it is committed, so the next run can say that one was interrupted.
+    public static let attemptsTable = "schemagen_migration_attempts"
 
-    public init(connection: SQLiteConnection, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
-        self.connection = connection
+    public init(database: any MigrationDatabase, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
+        self.database = database
         self.schema = schema
         self.scripts = scripts.sorted { $0.version < $1.version }
         self.lockTimeout = lockTimeoutSeconds
-        connection.setBusyTimeout(milliseconds: Int32(min(lockTimeoutSeconds * 1000, Double(Int32.max))))
+        if let sqlite = database as? SQLiteMigrationDatabase {
+            sqlite.busyTimeout = Int32(min(lockTimeoutSeconds * 1000, Double(Int32.max)))
+            sqlite.connection.setBusyTimeout(milliseconds: sqlite.busyTimeout)
+        }
     }
 
-    private let lockTimeout: Double
+    /// A migrator on a SQLite connection.
+    public convenience init(connection: SQLiteConnection, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
+        self.init(database: SQLiteMigrationDatabase(connection), schema: schema, scripts: scripts, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
 
     /// A migrator for migrations embedded in generated code:
     /// `Migrator(connection: db, schema: FlightsSchema.name, embedded: FlightsSchema.migrations)`.
@@ -30,8 +41,11 @@ public final class Migrator {
         self.init(connection: connection, schema: schema, scripts: embedded, lockTimeoutSeconds: lockTimeoutSeconds)
     }
 
-    /// Quotes the names of the migrator's own SQL.
-    static let dialect = SQLiteDialect()
+    private let lockTimeout: Double
+    private var dialect: any SQLDialect { database.dialect }
+    private var historyName: String { dialect.quote(Self.historyTable) }
+    private var attemptsName: String { dialect.quote(Self.attemptsTable) }
+    private func p(_ index: Int) -> String { database.parameter(index) }
 
     // MARK: - History
 
@@ -44,33 +58,47 @@ public final class Migrator {
         public var durationMilliseconds: Int
     }
 
-    static let createHistory = """
-        CREATE TABLE IF NOT EXISTS \(dialect.quote(historyTable)) (
-            "schema" TEXT NOT NULL,
-            "version" INTEGER NOT NULL,
-            "name" TEXT NOT NULL,
-            "checksum" TEXT NOT NULL,
-            "applied_at" TEXT NOT NULL,
-            "duration_ms" INTEGER NOT NULL,
-            PRIMARY KEY ("schema", "version")
-        ) STRICT;
-        """
+    private var createHistory: String {
+        let (text, integer) = (database.textType, database.integerType)
+        let strict = database is SQLiteMigrationDatabase ? " STRICT" : ""
+        return """
+            CREATE TABLE IF NOT EXISTS \(historyName) (
+                "schema" \(text) NOT NULL,
+                "version" \(integer) NOT NULL,
+                "name" \(text) NOT NULL,
+                "checksum" \(text) NOT NULL,
+                "applied_at" \(text) NOT NULL,
+                "duration_ms" \(integer) NOT NULL,
+                PRIMARY KEY ("schema", "version")
+            )\(strict);
+            """
+    }
+
+    private var createAttempts: String {
+        let (text, integer) = (database.textType, database.integerType)
+        return """
+            CREATE TABLE IF NOT EXISTS \(attemptsName) (
+                "token" \(text) NOT NULL PRIMARY KEY,
+                "schema" \(text) NOT NULL,
+                "version" \(integer) NOT NULL,
+                "direction" \(text) NOT NULL,
+                "started_at" \(text) NOT NULL
+            );
+            """
+    }
 
     /// The applied migrations of this schema, oldest first.
     public func history() throws(MigratorError) -> [AppliedRecord] {
-        do throws(SQLiteError) {
-            let exists = try connection.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(Self.historyTable)])
-            guard !exists.isEmpty else { return [] }
-            return try connection.query("SELECT version, name, checksum, applied_at, duration_ms FROM \(Self.dialect.quote(Self.historyTable)) WHERE schema = ? ORDER BY version", [.text(schema)])
-                .compactMap { row in
-                    guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
-                          case .text(let appliedAt) = row[3], case .integer(let duration) = row[4] else { return nil }
-                    return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration))
-                }
-        } catch {
-            throw .database(error)
-        }
+        guard try database.tableExists(Self.historyTable) else { return [] }
+        return try database.query("SELECT version, name, checksum, applied_at, duration_ms FROM \(historyName) WHERE schema = \(p(1)) ORDER BY version", [.text(schema)])
+            .compactMap { row in
+                guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
+                      case .text(let appliedAt) = row[3], case .integer(let duration) = row[4] else { return nil }
+                return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration))
+            }
     }
+
+    static func now() -> String { StoredDate.text(Date()) }
 
     // MARK: - Status
 
@@ -124,6 +152,9 @@ public final class Migrator {
     // MARK: - Progress
 
     public enum Event: Sendable {
+        /// A migration of this schema started earlier never finished (its process or connection
+        /// died); it was rolled back and will run again.
+        case interrupted(version: Int, direction: Direction, startedAt: String)
         case started(MigrationScript, direction: Direction, statements: Int)
         case statement(index: Int, of: Int)
         /// A table rebuild's row copy under way: rows written so far, of the rows the old table holds.
@@ -221,6 +252,8 @@ public final class Migrator {
     /// that already has this schema.
     public func baseline(_ version: Int) throws(MigratorError) {
         guard scripts.contains(where: { $0.version == version }) else { throw .unknownVersion(version) }
+        try database.lock(schema: schema, timeout: lockTimeout)
+        defer { database.unlock(schema: schema) }
         try transaction { () throws(MigratorError) in
             let applied = Set(try history().map(\.version))
             for script in scripts where script.version <= version && !applied.contains(script.version) {
@@ -231,64 +264,95 @@ public final class Migrator {
 
     // MARK: - One migration
 
-    /// Runs one migration in an immediate transaction; false when another migrator did it first.
-    /// The file's header says how: foreign keys off around it, outside a transaction, which row
-    /// copies to report.
+    /// Runs one migration; false when another migrator did it first. The file's header says
+    /// how: foreign keys off around it, outside a transaction, which row copies to report.
     private func run(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
         let sql = direction == .up ? script.up : script.down
         let file = direction == .up ? script.upFile : script.downFile
         let header = try script.header(direction)
-        let foreignKeysWereOn = (try? connection.query("PRAGMA foreign_keys;")) == [[.integer(1)]]
-        // PRAGMA foreign_keys does nothing inside a transaction, so it goes around it.
-        if header.foreignKeysOff { try database { () throws(SQLiteError) in try connection.execute("PRAGMA foreign_keys = OFF;") } }
-        defer {
-            if header.foreignKeysOff, foreignKeysWereOn { try? connection.execute("PRAGMA foreign_keys = ON;") }
+        if let planned = header.dialect, planned != database.dialect.name {
+            throw .wrongDialect(file: file, planned: planned, database: database.dialect.name)
         }
-        guard header.runsInTransaction else { return try runOutsideTransaction(script, sql: sql, file: file, direction: direction, header: header, progress: progress) }
+        try database.lock(schema: schema, timeout: lockTimeout)
+        defer { database.unlock(schema: schema) }
+        let token = try beginAttempt(script, direction: direction)
+        let foreignKeysWereOn = database.foreignKeysEnabled()
+        // SQLite's PRAGMA foreign_keys does nothing inside a transaction, so it goes around it.
+        if header.foreignKeysOff { try database.setForeignKeys(false) }
+        defer {
+            if header.foreignKeysOff, foreignKeysWereOn { try? database.setForeignKeys(true) }
+        }
+        guard header.runsInTransaction else {
+            return try runOutsideTransaction(script, sql: sql, file: file, direction: direction, header: header, token: token, progress: progress)
+        }
         let started = Date()
         var ran = false
-        try transaction { () throws(MigratorError) in
-            // Another migrator may have run it while this one waited for the lock.
-            let applied = Set(try history().map(\.version))
-            if (direction == .up) == applied.contains(script.version) {
-                progress(.skipped(script))
-                return
-            }
-            try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
-            if header.foreignKeysOff {
-                let violations = try database { () throws(SQLiteError) in try connection.query("PRAGMA foreign_key_check;") }
-                if !violations.isEmpty {
-                    throw .foreignKeyViolations(file: file, violations: violations.prefix(20).map { row in
-                        "table \(row[0]) row \(row[1]) references \(row[2]) (foreign key \(row[3]))"
-                    } + (violations.count > 20 ? ["... and \(violations.count - 20) more"] : []))
+        do {
+            try transaction { () throws(MigratorError) in
+                try reportInterrupted(except: token, progress: progress)
+                // Another migrator may have run it while this one waited for the lock.
+                let applied = Set(try history().map(\.version))
+                if (direction == .up) == applied.contains(script.version) {
+                    progress(.skipped(script))
+                    try endAttempt(token)
+                    return
                 }
+                try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
+                if header.foreignKeysOff {
+                    let violations = try database.foreignKeyViolations()
+                    if !violations.isEmpty {
+                        throw .foreignKeyViolations(file: file, violations: Array(violations.prefix(20)) + (violations.count > 20 ? ["... and \(violations.count - 20) more"] : []))
+                    }
+                }
+                let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+                try recordOrForget(script, direction: direction, milliseconds: milliseconds)
+                try endAttempt(token)
+                ran = true
+                progress(.finished(script, direction: direction, milliseconds: milliseconds))
             }
-            let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
-            try recordOrForget(script, direction: direction, milliseconds: milliseconds)
-            ran = true
-            progress(.finished(script, direction: direction, milliseconds: milliseconds))
+        } catch let error as MigratorError {
+            // Rolled back: this attempt ended, it was not interrupted.
+            try? endAttempt(token)
+            throw error
         }
         return ran
     }
 
-    /// A migration whose header says `transaction: no`: its statements commit one by one, then
-    /// its history row in a transaction of its own. A failure leaves it unrecorded.
+    /// A migration whose header says `transaction: no` (one statement, such as PostgreSQL's
+    /// `CREATE INDEX CONCURRENTLY`): it runs under the migrator lock alone, then its history
+    /// row commits in a transaction of its own. A failure leaves it unrecorded.
     private func runOutsideTransaction(_ script: MigrationScript, sql: String, file: String, direction: Direction, header: MigrationHeader,
-                                       progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+                                       token: String?, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+        let count = database.statementCount(sql)
+        guard count == 1 else {
+            throw .badHeader(file: file, MigrationHeader.ParseError(line: 1, message: "a migration with 'transaction: no' must hold exactly one statement; this one holds \(count): split it"))
+        }
+        try reportInterrupted(except: token, progress: progress)
         let applied = Set(try history().map(\.version))
         if (direction == .up) == applied.contains(script.version) {
             progress(.skipped(script))
+            try? endAttempt(token)
             return false
         }
         let started = Date()
         do {
             try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
         } catch {
+            try? endAttempt(token)
             guard case .statementFailed(let file, let statement, let line, let message) = error else { throw error }
             throw .failedOutsideTransaction(file: file, statement: statement, line: line, message: message)
         }
         let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
-        try transaction { () throws(MigratorError) in try recordOrForget(script, direction: direction, milliseconds: milliseconds) }
+        try database.beginTransaction(timeout: lockTimeout)
+        do {
+            try database.execute(createHistory)
+            try recordOrForget(script, direction: direction, milliseconds: milliseconds)
+            try endAttempt(token)
+            try database.commit()
+        } catch {
+            database.rollback()
+            throw error
+        }
         progress(.finished(script, direction: direction, milliseconds: milliseconds))
         return true
     }
@@ -296,32 +360,32 @@ public final class Migrator {
     /// Runs the statements of a file, reporting each, and the rows of the header's row copies.
     private func execute(_ sql: String, file: String, script: MigrationScript, direction: Direction, header: MigrationHeader,
                          progress: @escaping (Event) -> Void) throws(MigratorError) {
-        let statements = SQLiteConnection.statements(in: sql)
-        progress(.started(script, direction: direction, statements: statements.count))
+        let total = database.statementCount(sql)
+        progress(.started(script, direction: direction, statements: total))
         // Counting the old tables first costs little next to copying them.
         var copies: [String: (table: String, rows: Int)] = [:]
         for copy in header.rowCopies {
-            if case .integer(let rows)? = (try? connection.query("SELECT count(*) FROM \(Self.dialect.quote(copy.from))"))?.first?.first {
+            if case .integer(let rows)? = (try? database.query("SELECT count(*) FROM \(dialect.quote(copy.from))", []))?.first?.first {
                 copies[copy.to] = (copy.from, Int(rows))
             }
         }
-        connection.setProgressHandler(every: 100_000) { [connection] in
-            if let table = connection.currentInsertTable, let copy = copies[table], let copied = connection.currentInsertCount {
+        database.observeProgress { table, copied in
+            if let table, let copy = copies[table] {
                 progress(.copyingRows(table: copy.table, copied: copied, of: copy.rows))
             } else {
                 progress(.working)
             }
         }
-        defer { connection.setProgressHandler(every: 0, nil) }
-        do throws(SQLiteConnection.ScriptError) {
-            try connection.countingInsertedRows { () throws(SQLiteConnection.ScriptError) in
-                try connection.executeScript(sql) { position in
-                    connection.resetInsertCount()
-                    progress(.statement(index: position.index, of: statements.count))
+        defer { database.stopObservingProgress() }
+        try database.countingRows { () throws(MigratorError) in
+            do throws(StatementFailure) {
+                try database.runScript(sql) { index, _ in
+                    database.resetRowCount()
+                    progress(.statement(index: index, of: total))
                 }
+            } catch {
+                throw .statementFailed(file: file, statement: error.index, line: error.line, message: error.message)
             }
-        } catch {
-            throw .statementFailed(file: file, statement: error.position.index, line: error.position.line, message: error.error.message)
         }
     }
 
@@ -329,45 +393,62 @@ public final class Migrator {
         if direction == .up {
             try record(script, milliseconds: milliseconds)
         } else {
-            try database { () throws(SQLiteError) in
-                _ = try connection.query("DELETE FROM \(Self.dialect.quote(Self.historyTable)) WHERE schema = ? AND version = ?", [.text(schema), .integer(Int64(script.version))])
-            }
+            _ = try database.query("DELETE FROM \(historyName) WHERE schema = \(p(1)) AND version = \(p(2))", [.text(schema), .integer(Int64(script.version))])
         }
     }
 
     private func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
-        try database { () throws(SQLiteError) in
-            _ = try connection.query(
-                "INSERT INTO \(Self.dialect.quote(Self.historyTable)) (schema, version, name, checksum, applied_at, duration_ms) VALUES (?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)",
-                [.text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .integer(Int64(milliseconds))])
+        _ = try database.query(
+            "INSERT INTO \(historyName) (schema, version, name, checksum, applied_at, duration_ms) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)), \(p(6)))",
+            [.text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds))])
+    }
+
+    // MARK: - Interrupted runs
+
+    /// Notes, outside any transaction, that a migration is starting, where the engine holds a
+    /// lock beyond transactions (PostgreSQL): a row that outlives a lost connection. SQLite's
+    /// killed transactions leave nothing to report, so it keeps no such row.
+    private func beginAttempt(_ script: MigrationScript, direction: Direction) throws(MigratorError) -> String? {
+        guard database.tracksAttempts else { return nil }
+        try database.execute(createAttempts)
+        let token = UUID().uuidString
+        _ = try database.query("INSERT INTO \(attemptsName) (token, schema, version, direction, started_at) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)))",
+                               [.text(token), .text(schema), .integer(Int64(script.version)), .text(direction.rawValue), .text(Self.now())])
+        return token
+    }
+
+    private func endAttempt(_ token: String?) throws(MigratorError) {
+        guard let token else { return }
+        _ = try database.query("DELETE FROM \(attemptsName) WHERE token = \(p(1))", [.text(token)])
+    }
+
+    /// Under the migrator lock, any other attempt of this schema still recorded died before it
+    /// finished: report it and clear it.
+    private func reportInterrupted(except token: String?, progress: (Event) -> Void) throws(MigratorError) {
+        guard let token else { return }
+        let leftovers = try database.query("SELECT token, version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) AND token <> \(p(2)) ORDER BY started_at",
+                                           [.text(schema), .text(token)])
+        for row in leftovers {
+            guard case .text(let old) = row[0], case .integer(let version) = row[1], case .text(let direction) = row[2], case .text(let startedAt) = row[3] else { continue }
+            progress(.interrupted(version: Int(version), direction: Direction(rawValue: direction) ?? .up, startedAt: startedAt))
+            _ = try database.query("DELETE FROM \(attemptsName) WHERE token = \(p(1))", [.text(old)])
         }
     }
 
-    /// BEGIN IMMEDIATE takes the write lock at once (waiting up to the busy timeout), so two
-    /// migrators never interleave; anything thrown rolls everything back.
+    // MARK: - Transactions
+
+    /// Begins a transaction (on SQLite, waiting up to the lock timeout for the write lock), so two
+    /// migrators never interleave; anything thrown rolls everything back. The caller holds the
+    /// migrator lock where the engine has one.
     private func transaction(_ body: () throws(MigratorError) -> Void) throws(MigratorError) {
+        try database.beginTransaction(timeout: lockTimeout)
         do {
-            try connection.execute("BEGIN IMMEDIATE;")
-        } catch {
-            if error.primary == .busy { throw .locked(seconds: lockTimeout) }
-            throw .database(error)
-        }
-        do {
-            try database { () throws(SQLiteError) in try connection.execute(Self.createHistory) }
+            try database.execute(createHistory)
             try body()
-            try database { () throws(SQLiteError) in try connection.execute("COMMIT;") }
+            try database.commit()
         } catch {
-            if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
+            database.rollback()
             throw error
-        }
-    }
-
-    private func database<T>(_ body: () throws(SQLiteError) -> T) throws(MigratorError) -> T {
-        do {
-            return try body()
-        } catch {
-            if error.primary == .busy { throw .locked(seconds: lockTimeout) }
-            throw .database(error)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Diagnostics
 import MigrationFiles
+import PostgresKit
 import SQLiteKit
 
 /// Why the migrator refused or failed; every case names the file and what to do.
@@ -22,8 +23,12 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case locked(seconds: Double)
     case unknownVersion(Int)
     case database(SQLiteError)
+    /// PostgreSQL refused or the connection failed; `database` names the server without its password.
+    case postgres(PostgresError, database: String)
     /// The file's machine-readable header cannot be read (docs/migrations.md, "The header").
     case badHeader(file: String, MigrationHeader.ParseError)
+    /// The file was planned for another database engine.
+    case wrongDialect(file: String, planned: String, database: String)
     /// A migration that must run outside a transaction failed midway.
     case failedOutsideTransaction(file: String, statement: Int, line: Int, message: String)
 
@@ -53,6 +58,11 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "there is no migration \(String(format: "%04d", version))"
         case .database(let error):
             "database error: \(error.description)"
+        case .postgres(let error, let database):
+            error.connectionLost ? "\(database): \(error.message); the migration in progress, if any, was rolled back by the server: run again once it is reachable"
+                : "\(database): \(error)"
+        case .wrongDialect(let file, let planned, let database):
+            "\(file) was planned for \(planned), but the database is \(database); use the schema's \(database == "postgres" ? "postgres/" : "SQLite") migration folder"
         case .badHeader(let file, let error):
             "\(file):\(error.line): bad migration header: \(error.message); nothing was run"
         case .failedOutsideTransaction(let file, let statement, let line, let message):

@@ -10,6 +10,7 @@ import YAMLReader
 /// output: Sources/Models
 /// templates: Templates/Custom
 /// migrations: Migrations
+/// dialects: [sqlite, postgres]
 /// database: data/app.sqlite
 /// ```
 public struct ProjectConfig: Equatable, Sendable {
@@ -18,6 +19,8 @@ public struct ProjectConfig: Equatable, Sendable {
     public var templates: String?
     public var migrations: String?
     public var database: String?
+    /// The SQL dialects migrations are planned for, for schemas that do not say (`sqlite`, `postgres`).
+    public var dialects: [String]?
 
     public init() {}
 
@@ -29,7 +32,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database"]
+    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -60,6 +63,14 @@ public struct ProjectConfig: Equatable, Sendable {
                 } else {
                     bag.error(Code.wrongKind, "'schemas' expects a path or a list of paths", at: location(pair.value))
                 }
+            case "dialects":
+                let items = pair.value.items ?? (pair.value.stringValue != nil ? [pair.value] : [])
+                let names = items.compactMap(\.stringValue)
+                guard !names.isEmpty, names.count == items.count, names.allSatisfy({ ["sqlite", "postgres"].contains($0) }) else {
+                    bag.error(Code.wrongKind, "'dialects' expects a list of sqlite and postgres", at: location(pair.value))
+                    continue
+                }
+                config.dialects = names
             case "output", "templates", "migrations", "database":
                 guard let value = pair.value.stringValue else {
                     bag.error(Code.wrongKind, "'\(key)' expects a path", at: location(pair.value))

@@ -40,6 +40,9 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var fullText: FullTextKind
     /// The longest identifier the engine keeps whole, in bytes (nil: no limit that matters).
     public var maximumIdentifierBytes: Int?
+    /// DDL takes locks that block other sessions' reads and writes while it runs (so lint
+    /// reports them with safer recipes); SQLite's readers carry on in WAL mode.
+    public var lockingDDL: Bool = false
 
     public enum FullTextKind: String, Sendable, Hashable {
         /// An external-content FTS5 table kept in step by triggers.
@@ -116,8 +119,10 @@ public struct PostgresDialect: SQLDialect {
     public var name: String { "postgres" }
 
     public var capabilities: DialectCapabilities {
-        DialectCapabilities(transactionalDDL: true, alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
-                            alterConstraints: true, partialIndexes: true, expressionIndexes: true, fullText: .tsvector, maximumIdentifierBytes: 63)
+        var capabilities = DialectCapabilities(transactionalDDL: true, alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
+                                               alterConstraints: true, partialIndexes: true, expressionIndexes: true, fullText: .tsvector, maximumIdentifierBytes: 63)
+        capabilities.lockingDDL = true
+        return capabilities
     }
 
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }

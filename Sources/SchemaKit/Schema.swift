@@ -10,12 +10,20 @@ public struct Schema: Sendable, Hashable {
     public var enums: [EnumType]
     public var values: [ValueType]
     public var entities: [Entity]
+    /// The SQL dialects migrations are planned for (`dialects:`); nil when the schema does not
+    /// say, so configuration decides (`sqlite` by default).
+    public var dialects: [SQLDialectName]? = nil
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
     public func enumType(named name: String) -> EnumType? { enums.first { $0.name == name } }
     public func valueType(named name: String) -> ValueType? { values.first { $0.name == name } }
+}
+
+/// A database engine migrations can be planned for.
+public enum SQLDialectName: String, Sendable, Hashable, CaseIterable, Codable {
+    case sqlite, postgres
 }
 
 // MARK: - Types

@@ -57,7 +57,7 @@ struct SchemaParser {
     /// `relationshipNodes`).
     var relationshipIndexByName: [String: [String: Int]] = [:]
 
-    static let rootKeys = ["schema", "version", "doc", "enums", "values", "entities"]
+    static let rootKeys = ["schema", "version", "doc", "dialects", "enums", "values", "entities"]
 
     init(file: String) {
         self.file = file
@@ -208,6 +208,7 @@ struct SchemaParser {
         let schemaName = parseSchemaName(keyed)
         let version = parseVersion(keyed)
         let doc = text(keyed, "doc", what: "the schema")
+        let dialects = parseDialects(keyed["dialects"])
 
         prescanTypeNames(keyed)
         parseEnums(keyed["enums"])
@@ -225,7 +226,32 @@ struct SchemaParser {
             enums: enums.map(\.model),
             values: values.map(\.model),
             entities: entities.map(\.model),
+            dialects: dialects,
             sourcePath: file)
+    }
+
+    /// `dialects: [sqlite, postgres]`: each a known engine, none twice.
+    private mutating func parseDialects(_ node: YAMLNode?) -> [SQLDialectName]? {
+        guard let node else { return nil }
+        let items = node.items ?? (node.scalarText != nil ? [node] : nil)
+        guard let items, !items.isEmpty else {
+            error(.wrongKind, "'dialects' expects a list such as [sqlite, postgres]", at: node)
+            return nil
+        }
+        var result: [SQLDialectName] = []
+        for item in items {
+            guard let text = item.stringValue, let dialect = SQLDialectName(rawValue: text) else {
+                let known = SQLDialectName.allCases.map(\.rawValue)
+                error(.invalidValue, "unknown dialect \(item.scalarText.map { "'\($0)'" } ?? item.kindDescription); expected one of \(known.joined(separator: ", "))\(Suggestion.hint(for: item.scalarText ?? "", in: known))", at: item)
+                continue
+            }
+            if result.contains(dialect) {
+                warning(.redundant, "dialect '\(text)' is listed twice", at: item)
+                continue
+            }
+            result.append(dialect)
+        }
+        return result
     }
 
     private mutating func parseSchemaName(_ keyed: Keyed) -> String? {

@@ -22,12 +22,14 @@ public enum DiffCommand: Command {
             .value("from", valueName: "file", help: "The old schema file."),
             .value("to", valueName: "file", help: "The new schema file."),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
+            .value("dialect", valueName: "dialect", help: "Plan for this dialect (sqlite, postgres); repeatable. Default: the schema's dialects.", allowed: ["sqlite", "postgres"], repeatable: true),
             .flag("allow-destructive", help: "Report destructive changes as warnings."),
             .value("format", short: "f", valueName: "format", help: "How to print the plan.", allowed: ["text", "json"], defaultValue: "text"),
         ])
 
     struct Plan {
         var schema: Schema
+        var dialect: SQLDialectName
         var migration: Migration
         var findings: [Diagnostic]
         var sources: [String: SourceFile]
@@ -35,6 +37,8 @@ public enum DiffCommand: Command {
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         var plans: [Plan] = []
+        let named = arguments.values("dialect").compactMap(SQLDialectName.init)
+        let allowDestructive = arguments.flag("allow-destructive")
         if arguments.value("from") != nil || arguments.value("to") != nil {
             guard let fromPath = arguments.value("from"), let toPath = arguments.value("to") else {
                 io.writeError("schemagen: error: --from and --to go together\nUsage: schemagen diff --from OLD.yaml --to NEW.yaml\n")
@@ -44,25 +48,34 @@ public enum DiffCommand: Command {
             let loaded = SchemaLoader.Result(files: [SchemaLoader.load(file: fromPath), SchemaLoader.load(file: toPath)])
             if let failure = report(loaded, io: io) { return failure }
             guard let old = loaded.files[0].schema, let new = loaded.files[1].schema else { return .failure }
-            let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new))
-            plans.append(Plan(schema: new, migration: migration,
-                              findings: MigrationLint.findings(for: migration, schema: new, allowDestructive: arguments.flag("allow-destructive")),
-                              sources: SchemaInput.sources(loaded)))
+            for dialect in named.isEmpty ? (new.dialects ?? [.sqlite]) : named {
+                let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new), renderer: PendingMigration.renderer(dialect))
+                plans.append(Plan(schema: new, dialect: dialect, migration: migration,
+                                  findings: PendingMigration.lintFindings(migration, schema: new, allowDestructive: allowDestructive),
+                                  sources: SchemaInput.sources(loaded)))
+            }
         } else {
             let paths = arguments.values("schema").isEmpty ? ["Schemas"] : arguments.values("schema")
             guard let files = SchemaInput.files(paths, io: io) else { return .usageOrIO }
             let loaded = SchemaLoader.load(files: files)
             if let failure = report(loaded, io: io) { return failure }
+            let root = arguments.value("migrations") ?? "Migrations"
             for schema in loaded.schemas {
-                switch PendingMigration.plan(for: schema, root: arguments.value("migrations") ?? "Migrations", name: nil, allowDestructive: arguments.flag("allow-destructive")) {
-                case .upToDate:
-                    let snapshot = SnapshotBuilder.snapshot(of: schema)
-                    plans.append(Plan(schema: schema, migration: Migration(from: snapshot, to: snapshot), findings: [], sources: SchemaInput.sources(loaded)))
-                case .failed(let problems):
-                    io.writeError(DiagnosticRenderer(format: .text).render(problems))
-                    return .failure
-                case .pending(let pending):
-                    plans.append(Plan(schema: schema, migration: pending.migration, findings: pending.findings, sources: SchemaInput.sources(loaded)))
+                let dialects = named.isEmpty ? (schema.dialects ?? [.sqlite]) : named
+                let reference = PendingMigration.directory(schema.name, root: root, dialect: dialects.contains(.sqlite) ? .sqlite : dialects[0])
+                let snapshot = SnapshotBuilder.snapshot(of: schema)
+                for dialect in dialects {
+                    switch PendingMigration.plan(for: schema, root: root, dialect: dialect, reference: reference, name: nil, allowDestructive: allowDestructive) {
+                    case .failed(let problems):
+                        io.writeError(DiagnosticRenderer(format: .text).render(problems))
+                        return .failure
+                    case .pending(let pending) where pending.last?.migration.to == snapshot && pending.last?.migration.from != snapshot:
+                        let last = pending[pending.count - 1]
+                        plans.append(Plan(schema: schema, dialect: dialect, migration: last.migration, findings: last.findings, sources: SchemaInput.sources(loaded)))
+                    default:
+                        plans.append(Plan(schema: schema, dialect: dialect, migration: Migration(from: snapshot, to: snapshot, renderer: PendingMigration.renderer(dialect)),
+                                          findings: [], sources: SchemaInput.sources(loaded)))
+                    }
                 }
             }
         }
@@ -84,10 +97,10 @@ public enum DiffCommand: Command {
         for plan in plans {
             let from = plan.migration.from.map { "version \($0.version)" } ?? "nothing"
             guard !plan.migration.isEmpty else {
-                out += "\(plan.schema.name): no changes since \(from).\n"
+                out += "\(plan.schema.name)\(plan.dialect == .sqlite ? "" : " (\(plan.dialect.rawValue))"): no changes since \(from).\n"
                 continue
             }
-            out += "\(plan.schema.name): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
+            out += "\(plan.schema.name)\(plan.dialect == .sqlite ? "" : " (\(plan.dialect.rawValue))"): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
             for step in plan.migration.steps { out += "  - \(step.summary)\n" }
             if !plan.findings.isEmpty {
                 let sources = plan.sources

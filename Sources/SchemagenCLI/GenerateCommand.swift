@@ -31,6 +31,7 @@ public enum GenerateCommand: Command {
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
+            .value("dialect", valueName: "dialect", help: "Plan migrations for this dialect (sqlite, postgres); repeatable. Default: each schema's dialects, else the config's, else sqlite.", allowed: ["sqlite", "postgres"], repeatable: true),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
@@ -43,7 +44,8 @@ public enum GenerateCommand: Command {
         let pipeline = GenerationPipeline(.init(
             config: config, schemas: arguments.values("schema"), output: arguments.value("output"), templates: arguments.value("templates"),
             migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
-            allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file")))
+            allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
+            dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init)))
         let check = arguments.flag("check")
 
         // 1. Load: invalid schemas stop here with the validator's diagnostics.
@@ -126,11 +128,11 @@ public enum GenerateCommand: Command {
     }
 
     static func missingMigrations(_ plan: GenerationPipeline.Plan) -> String {
-        plan.migrations.map { "missing migration: \($0.directory.path)/\($0.entry.upFile) (schema \($0.schema.name) version \($0.schema.version))\n" }.joined()
+        plan.migrations.map { "missing migration: \($0.directory.path)/\($0.entry.upFile) (schema \($0.schema.name) version \($0.migration.to.version))\n" }.joined()
     }
 
     static func writtenMigrations(_ plan: GenerationPipeline.Plan) -> String {
-        plan.migrations.map { "migration \($0.directory.path)/\($0.entry.prefix) (schema \($0.schema.name) version \($0.schema.version)): \(VerbalCount.count($0.migration.steps.count, "step"))\n" }.joined()
+        plan.migrations.map { "migration \($0.directory.path)/\($0.entry.prefix) (schema \($0.schema.name) version \($0.migration.to.version)): \(VerbalCount.count($0.migration.steps.count, "step"))\n" }.joined()
     }
 
     static func stop(_ failure: GenerationPipeline.Failure, io: CommandIO) -> ExitCode {

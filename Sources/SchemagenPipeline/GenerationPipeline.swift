@@ -24,9 +24,14 @@ public struct GenerationPipeline: Sendable {
         public var allowDestructive: Bool
         /// One file per schema, embedding the committed migrations and planning none (the plugin).
         public var singleFile: Bool
+        /// Dialects named on the command line, over each schema's `dialects:` and the config file's.
+        public var dialects: [SQLDialectName]?
+        /// The config file's dialects, for schemas that name none.
+        public var defaultDialects: [SQLDialectName]
 
         public init(config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
-                    migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false) {
+                    migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
+                    dialects: [SQLDialectName]? = nil) {
             self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
             self.schemasWereNamed = !schemas.isEmpty
             self.output = output ?? config.output ?? "Generated"
@@ -35,6 +40,15 @@ public struct GenerationPipeline: Sendable {
             self.migrationName = migrationName
             self.allowDestructive = allowDestructive
             self.singleFile = singleFile
+            self.dialects = dialects
+            self.defaultDialects = config.dialects?.compactMap(SQLDialectName.init) ?? [.sqlite]
+        }
+
+        /// The dialects a schema's migrations are planned for: the command line's, else the
+        /// schema's, else the config file's (SQLite by default). The build plugin embeds SQLite's only.
+        public func dialects(of schema: Schema) -> [SQLDialectName] {
+            if singleFile { return [.sqlite] }
+            return dialects ?? schema.dialects ?? defaultDialects
         }
     }
 
@@ -92,16 +106,23 @@ public struct GenerationPipeline: Sendable {
     public func plan(_ schemas: [Schema], models: [String: SchemaSnapshot]) -> Plan {
         var plan = Plan()
         for schema in schemas {
-            let outcome = PendingMigration.plan(for: schema, model: models[schema.name], root: configuration.migrationsRoot,
-                                                name: configuration.migrationName, allowDestructive: configuration.allowDestructive)
-            switch outcome {
-            case .upToDate: break
-            case .failed(let problems): plan.diagnostics += problems
-            case .pending(let pending) where configuration.singleFile:
-                plan.diagnostics.append(PendingMigration.notPlanned(pending, root: configuration.migrationsRoot))
-            case .pending(let pending):
-                plan.diagnostics += pending.findings
-                plan.migrations.append(pending)
+            let dialects = configuration.dialects(of: schema)
+            // The first folders were SQLite's: the others number after them.
+            let referenceDialect = dialects.contains(.sqlite) ? SQLDialectName.sqlite : dialects[0]
+            let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect)
+            for dialect in [referenceDialect] + dialects.filter({ $0 != referenceDialect }) {
+                let outcome = PendingMigration.plan(for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
+                                                    reference: dialect == referenceDialect ? nil : reference,
+                                                    name: configuration.migrationName, allowDestructive: configuration.allowDestructive)
+                switch outcome {
+                case .upToDate: break
+                case .failed(let problems): plan.diagnostics += problems
+                case .pending(let pending) where configuration.singleFile:
+                    plan.diagnostics += pending.map { PendingMigration.notPlanned($0, root: configuration.migrationsRoot) }
+                case .pending(let pending):
+                    plan.diagnostics += pending.flatMap(\.findings)
+                    plan.migrations += pending
+                }
             }
         }
         return plan
@@ -137,8 +158,10 @@ public struct GenerationPipeline: Sendable {
         for result in loaded.files {
             guard let schema = result.schema else { continue }
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
+            // The generated code embeds SQLite's migrations: the runtime store runs on SQLite.
+            let sqliteFolder = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: .sqlite).path
             let migrations = PendingMigration.scripts(for: schema, root: configuration.migrationsRoot,
-                                                      pending: plan.migrations.first { $0.schema.name == schema.name })
+                                                      pending: plan.migrations.filter { $0.schema.name == schema.name && $0.directory.path == sqliteFolder })
             do {
                 perSchema.append((schema, result.path, try Generator.generate(schema: schema, model: models[schema.name], sourceFile: sourceFile,
                                                                              templates: templates, migrations: migrations)))

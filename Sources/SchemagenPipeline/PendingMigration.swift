@@ -5,6 +5,7 @@ import MigrationPlanner
 import RelationalModel
 import SchemaKit
 import SchemaMetadata
+import SQLDialects
 
 /// Diagnostic codes of planning a migration for a schema.
 public enum PlanningCode: String, DiagnosticCode {
@@ -25,33 +26,81 @@ public struct PendingMigration: Sendable {
 
     public enum Outcome: Sendable {
         case upToDate
-        case pending(PendingMigration)
+        /// The migrations to write: a dialect folder's missing history first, then the new one.
+        case pending([PendingMigration])
         /// Problems that stop the run: a tampered folder, a version not bumped.
         case failed([Diagnostic])
     }
 
-    /// Compares the schema's relational model with the snapshot of its newest migration.
-    public static func plan(for schema: Schema, model: SchemaSnapshot? = nil, root: String, name: String?, allowDestructive: Bool) -> Outcome {
-        let directory = MigrationDirectory(path: root + "/" + schema.name)
+    /// A schema's migration folder for a dialect: `<root>/<Schema>/` for SQLite (where the
+    /// first folders were), `<root>/<Schema>/postgres/` for PostgreSQL.
+    public static func directory(_ schema: String, root: String, dialect: SQLDialectName) -> MigrationDirectory {
+        MigrationDirectory(path: root + "/" + schema + (dialect == .sqlite ? "" : "/" + dialect.rawValue))
+    }
+
+    public static func renderer(_ dialect: SQLDialectName) -> any MigrationRenderer {
+        switch dialect {
+        case .sqlite: SQLiteRenderer()
+        case .postgres: PostgresRenderer()
+        }
+    }
+
+    /// Compares the schema's relational model with the snapshot of the newest migration in the
+    /// dialect's folder. A folder that lags behind `reference` (the first dialect's folder) first
+    /// gets the reference's history re-planned for its dialect, with the same numbers and names
+    /// from the same snapshots, so every dialect's folder numbers alike.
+    public static func plan(for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .sqlite,
+                            reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool) -> Outcome {
+        let directory = directory(schema.name, root: root, dialect: dialect)
+        let renderer = renderer(dialect)
         let problems = directory.verify()
         if !problems.isEmpty { return .failed(problems) }
-        let latest: SchemaSnapshot?
+        func unreadable(_ directory: MigrationDirectory, _ file: String, _ error: any Error) -> Outcome {
+            .failed([Diagnostic(.error, code: MigrationDirectory.Code.unreadable, message: "cannot read \(file): \(error)", at: SourceLocation(file: directory.path + "/" + file, line: 1, column: 1))])
+        }
+        var pending: [PendingMigration] = []
+        var latest: SchemaSnapshot?
         do {
             latest = try directory.latestSnapshot()
         } catch {
-            let file = directory.entries().last?.snapshotFile ?? "snapshot"
-            return .failed([Diagnostic(.error, code: MigrationDirectory.Code.unreadable, message: "cannot read \(file): \(error)", at: SourceLocation(file: directory.path + "/" + file, line: 1, column: 1))])
+            return unreadable(directory, directory.entries().last?.snapshotFile ?? "snapshot", error)
+        }
+        var lastNumber = directory.entries().last?.number ?? 0
+        if let reference, reference.path != directory.path {
+            var previous: SchemaSnapshot?
+            for entry in reference.entries() {
+                let snapshot: SchemaSnapshot
+                do {
+                    snapshot = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: URL(fileURLWithPath: reference.path + "/" + entry.snapshotFile)))
+                } catch {
+                    return unreadable(reference, entry.snapshotFile, error)
+                }
+                defer { previous = snapshot }
+                guard entry.number > lastNumber else { continue }
+                let migration = Migration(from: previous, to: snapshot, renderer: renderer)
+                // History already reviewed where it was planned first: no findings again.
+                pending.append(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: []))
+                latest = snapshot
+                lastNumber = entry.number
+            }
         }
         let snapshot = model ?? SnapshotBuilder.snapshot(of: schema)
-        if let latest, latest.matches(snapshot) { return .upToDate }
+        if let latest, latest.matches(snapshot) { return pending.isEmpty ? .upToDate : .pending(pending) }
         if let latest, schema.version <= latest.version {
             return .failed([Diagnostic(.error, code: PlanningCode.versionNotBumped, message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])
         }
-        let migration = Migration(from: latest, to: snapshot)
-        let number = (directory.entries().last?.number ?? 0) + 1
-        let entry = MigrationDirectory.Entry(number: number, name: slug(name ?? derivedName(migration, schema: schema)))
-        let findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive)
-        return .pending(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: findings))
+        let migration = Migration(from: latest, to: snapshot, renderer: renderer)
+        let entry = MigrationDirectory.Entry(number: lastNumber + 1, name: slug(name ?? derivedName(migration, schema: schema)))
+        pending.append(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry,
+                                        findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)))
+        return .pending(pending)
+    }
+
+    /// The general lint, and the lock lint for engines whose DDL blocks other sessions.
+    public static func lintFindings(_ migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
+        var findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive)
+        if migration.renderer.dialect.capabilities.lockingDDL { findings += MigrationLint.lockFindings(for: migration, schema: schema) }
+        return findings
     }
 
     /// Where the build-tool path stops: the schema is ahead of its committed migrations, and a
@@ -66,15 +115,15 @@ public struct PendingMigration: Sendable {
     }
 
     /// The schema's migrations as templates see them: those on disk, then the one about to be written.
-    public static func scripts(for schema: Schema, root: String, pending: PendingMigration?) -> [MigrationScript] {
+    public static func scripts(for schema: Schema, root: String, pending: [PendingMigration]) -> [MigrationScript] {
         let directory = MigrationDirectory(path: root + "/" + schema.name)
         var result: [MigrationScript] = directory.entries().compactMap { entry in
             guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else { return nil }
             return MigrationScript(version: entry.number, name: entry.name, up: up, down: down)
         }
-        if let pending {
-            result.append(MigrationScript(version: pending.entry.number, name: pending.entry.name,
-                                          up: pending.migration.upSQL(), down: pending.migration.downSQL()))
+        for migration in pending {
+            result.append(MigrationScript(version: migration.entry.number, name: migration.entry.name,
+                                          up: migration.migration.upSQL(), down: migration.migration.downSQL()))
         }
         return result
     }
@@ -104,7 +153,7 @@ public struct PendingMigration: Sendable {
         case .addForeignKey(let table, let key): "link_\(table)_\(key.table)"
         case .dropForeignKey(let table, let key): "unlink_\(table)_\(key.table)"
         case .alterPrimaryKey(let table, _, _): "rekey_\(table)"
-        case .renameConstraints(_, let table, _): "rename_\(table.name)_constraints"
+        case .renameConstraints(let table, _, _, _): "rename_\(table)_constraints"
         }
         return meaningful.count > 1 ? name + "_and_more" : name
     }

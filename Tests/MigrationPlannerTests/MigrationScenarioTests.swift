@@ -224,7 +224,7 @@ func structure(of database: SQLiteConnection) throws -> [String] {
             let database = try freshDatabase(snapshot)
             // Every table of the model, with its columns, and nothing else (FTS5 keeps shadow tables).
             let fullText = snapshot.tables.flatMap(\.indexes).filter(\.isFullText).map(\.name)
-            let tables = try database.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'schemagen_migrations'")
+            let tables = try database.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'schemagen_migration%'")
                 .compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
                 .filter { table in !fullText.contains { table.hasPrefix($0 + "_") } }
             #expect(Set(tables) == Set(snapshot.tables.map(\.name) + fullText), "\(name)")

@@ -9,6 +9,11 @@ import SchemaMetadata
 
 
 
+extension Migrator {
+    /// The SQLite connection of a migrator these tests opened on one.
+    var connection: SQLiteConnection { (database as! SQLiteMigrationDatabase).connection }
+}
+
 func flightsScripts() throws -> [MigrationScript] {
     try MigrationScriptLoader.load(directory: repositoryRoot.appendingPathComponent("Migrations/Flights").path)
 }
