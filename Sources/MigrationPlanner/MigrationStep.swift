@@ -19,8 +19,9 @@ public enum MigrationStep: Sendable, Hashable {
     case alterColumn(table: String, from: ColumnSnapshot, to: ColumnSnapshot)
     case addForeignKey(table: String, ForeignKeySnapshot)
     case dropForeignKey(table: String, ForeignKeySnapshot)
-    /// Replace the primary key.
-    case alterPrimaryKey(table: String, from: [String], to: [String])
+    /// Drop and add the primary key (a key change is a drop before columns change and an add after).
+    case dropPrimaryKey(table: String, columns: [String])
+    case addPrimaryKey(table: String, columns: [String])
     /// Give a table's named constraints the names its new table and column names call for,
     /// after renames (dialects that name constraints; nothing elsewhere). `table` is what the
     /// table is called when the step runs, in either direction: the renamed name.
@@ -43,7 +44,8 @@ public enum MigrationStep: Sendable, Hashable {
         case .alterColumn(let table, let from, let to): .alterColumn(table: table, from: to, to: from)
         case .addForeignKey(let table, let key): .dropForeignKey(table: table, key)
         case .dropForeignKey(let table, let key): .addForeignKey(table: table, key)
-        case .alterPrimaryKey(let table, let from, let to): .alterPrimaryKey(table: table, from: to, to: from)
+        case .dropPrimaryKey(let table, let columns): .addPrimaryKey(table: table, columns: columns)
+        case .addPrimaryKey(let table, let columns): .dropPrimaryKey(table: table, columns: columns)
         case .renameConstraints(let table, let from, let to, let sources):
             .renameConstraints(table: table, from: to, to: from, columnSources: Dictionary(sources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a }))
         }
@@ -73,7 +75,8 @@ public enum MigrationStep: Sendable, Hashable {
         case .alterColumn(let table, let from, let to): "alter column \(table).\(to.name)" + Self.alterations(from, to)
         case .addForeignKey(let table, let key): "add foreign key \(table) (\(key.columns.joined(separator: ", "))) -> \(key.table)"
         case .dropForeignKey(let table, let key): "drop foreign key \(table) (\(key.columns.joined(separator: ", "))) -> \(key.table)"
-        case .alterPrimaryKey(let table, _, let to): "change the primary key of \(table) to (\(to.joined(separator: ", ")))"
+        case .dropPrimaryKey(let table, let columns): "drop the primary key (\(columns.joined(separator: ", "))) of \(table)"
+        case .addPrimaryKey(let table, let columns): "add the primary key (\(columns.joined(separator: ", "))) to \(table)"
         case .renameConstraints(let table, _, _, _): "rename the constraints of \(table)"
         }
     }
@@ -184,12 +187,13 @@ public enum MigrationPlanner {
         if renderer.namesConstraints, change.isRename || !change.renamedColumns.isEmpty {
             steps.append(.renameConstraints(table: table, from: change.from, to: change.to, columnSources: change.columnSources))
         }
+        if change.keyChanged {
+            steps.append(.dropPrimaryKey(table: table, columns: change.from.primaryKey.map { old in change.columnSources.first { $0.value == old }?.key ?? old }))
+        }
         steps += change.droppedColumns.map { .dropColumn(table: table, $0) }
         steps += change.addedColumns.map { .addColumn(table: table, $0) }
         steps += change.changedColumns.filter { renderer.needsChange(from: $0.from, to: $0.to) }.map { .alterColumn(table: table, from: $0.from, to: $0.to) }
-        if change.keyChanged {
-            steps.append(.alterPrimaryKey(table: table, from: change.from.primaryKey.map { old in change.columnSources.first { $0.value == old }?.key ?? old }, to: change.to.primaryKey))
-        }
+        if change.keyChanged { steps.append(.addPrimaryKey(table: table, columns: change.to.primaryKey)) }
         steps += addedKeys.map { .addForeignKey(table: table, $0) }
         steps += change.addedIndexes.map { .createIndex(table: table, $0) }
         return steps

@@ -136,10 +136,11 @@ public struct PostgresRenderer: MigrationRenderer {
             return ["ALTER TABLE \(q(table)) ADD \(Self.foreignKey(table, key));"]
         case .dropForeignKey(let table, let key):
             return ["ALTER TABLE \(q(table)) DROP CONSTRAINT \(q(Self.foreignKeyName(table, key)));"]
-        case .alterPrimaryKey(let table, _, let to):
-            let name = Self.primaryKeyName(table)
-            return ["ALTER TABLE \(q(table)) DROP CONSTRAINT \(q(name));",
-                    "ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(name)) PRIMARY KEY (\(to.map(q).joined(separator: ", ")));"]
+        case .dropPrimaryKey(let table, _):
+            // IF EXISTS: dropping a key column in the same migration drops the key with it.
+            return ["ALTER TABLE \(q(table)) DROP CONSTRAINT IF EXISTS \(q(Self.primaryKeyName(table)));"]
+        case .addPrimaryKey(let table, let columns):
+            return ["ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(Self.primaryKeyName(table))) PRIMARY KEY (\(columns.map(q).joined(separator: ", ")));"]
         case .renameConstraints(let table, let from, let to, let sources):
             return renameConstraints(table, from, to, sources)
         case .rebuildTable(let change):

@@ -150,7 +150,7 @@ public struct SQLiteRenderer: MigrationRenderer {
         case .renameConstraints:
             // SQLite keeps no names for the constraints it writes here.
             return []
-        case .alterColumn, .addForeignKey, .dropForeignKey, .alterPrimaryKey:
+        case .alterColumn, .addForeignKey, .dropForeignKey, .dropPrimaryKey, .addPrimaryKey:
             // The planner rebuilds instead: SQLite declares no capability for these.
             return ["SELECT 'schemagen cannot express \(step.summary) in SQLite' FROM no_such_table_stops_the_migration;"]
         }

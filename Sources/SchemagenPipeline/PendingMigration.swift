@@ -152,7 +152,7 @@ public struct PendingMigration: Sendable {
         case .alterColumn(let table, _, let column): "change_\(table)_\(column.name)"
         case .addForeignKey(let table, let key): "link_\(table)_\(key.table)"
         case .dropForeignKey(let table, let key): "unlink_\(table)_\(key.table)"
-        case .alterPrimaryKey(let table, _, _): "rekey_\(table)"
+        case .dropPrimaryKey(let table, _), .addPrimaryKey(let table, _): "rekey_\(table)"
         case .renameConstraints(let table, _, _, _): "rename_\(table)_constraints"
         }
         return meaningful.count > 1 ? name + "_and_more" : name

@@ -51,8 +51,9 @@ public final class PostgresServer: @unchecked Sendable {
     /// Starts (or restarts) the server on its port.
     public func start() throws {
         guard let binaries = Self.binaries else { return }
+        // The server inherits pg_ctl's output: it goes to nothing, not to a pipe that would then never close.
         try run(binaries + "/pg_ctl", ["-D", folder.path + "/data", "-l", folder.path + "/log", "-w", "-t", "30", "-o",
-                                       "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"])
+                                       "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"], quiet: true)
     }
 
     /// Stops the server: `fast` rolls back open transactions and disconnects clients; `immediate`
@@ -74,11 +75,11 @@ public final class PostgresServer: @unchecked Sendable {
         try Self.run("/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql])
     }
 
-    private func run(_ tool: String, _ arguments: [String]) throws {
+    private func run(_ tool: String, _ arguments: [String], quiet: Bool = false) throws {
         if asPostgresUser {
-            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments, quiet: quiet)
         } else {
-            try Self.run(tool, arguments)
+            try Self.run(tool, arguments, quiet: quiet)
         }
     }
 
@@ -87,19 +88,28 @@ public final class PostgresServer: @unchecked Sendable {
         init(_ description: String) { self.description = description }
     }
 
+    /// Runs a tool to its end with posix_spawn and waitpid, its output in a temporary file:
+    /// Foundation's Process can wait forever on a child whose grandchild (the server) lives on.
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ServerError("\(tool) \(arguments.joined(separator: " ")) failed: \(text)") }
+    static func run(_ tool: String, _ arguments: [String], quiet: Bool = false) throws -> String {
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-tool-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, quiet ? "/dev/null" : outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([tool] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, tool, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw ServerError("cannot run \(tool): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // Exited normally with status 0.
+        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else { throw ServerError("\(tool) \(arguments.joined(separator: " ")) failed: \(text)") }
         return text
     }
 
