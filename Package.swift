@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaKit", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit", "PersistentStore", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "TestSupport"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),

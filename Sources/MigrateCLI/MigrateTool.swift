@@ -54,6 +54,7 @@ public enum MigrateTool {
     /// For PostgreSQL each schema's `postgres/` folder is read. The second value names the
     /// database for messages, without its password.
     static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false) -> ([Migrator], String)? {
+        openFailure = .usageOrIO
         guard let config = config(arguments, io: io),
               let target = databaseTarget(arguments, config: config, io: io) else { return nil }
         let postgres = ConnectionURL.isPostgres(target)
@@ -64,6 +65,7 @@ public enum MigrateTool {
             database = try DatabaseOpener.open(target, postgres: .init(lockTimeout: seconds("ddl-lock-timeout"), statementTimeout: seconds("statement-timeout")))
         } catch {
             io.writeError("migrate: error: cannot open database: \(error)\n")
+            openFailure = exitCode(for: error)
             return nil
         }
         let timeout = seconds("lock-timeout") ?? 30
@@ -74,11 +76,16 @@ public enum MigrateTool {
                 migrators.append(Migrator(database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: timeout))
             } catch {
                 io.writeError("migrate: error: \(error)\n")
+                openFailure = exitCode(for: error)
                 return nil
             }
         }
         return (migrators, database.label)
     }
+
+    /// Why the last `open` failed: 2 for usage and I/O, 1 for a tampered folder or a refused database.
+    /// Commands run one at a time in a process, so one variable serves.
+    nonisolated(unsafe) static var openFailure = ExitCode.usageOrIO
 
     /// Opens exactly one schema's migrations (commands that change one schema at a time).
     static func openOne(_ arguments: ParsedArguments, io: CommandIO) -> (Migrator, String)? {
@@ -140,6 +147,7 @@ public enum MigrateTool {
         switch error {
         case .locked: locked
         case .noMigrations, .unreadable: .usageOrIO
+        case .postgres(let error, _) where error.sqlState == nil: .usageOrIO
         default: refused
         }
     }
@@ -229,7 +237,7 @@ enum UpCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         guard let chosen = target(arguments, default: .all, io: io),
-              let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all) else { return .usageOrIO }
+              let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all) else { return MigrateTool.openFailure }
         let options = Migrator.Options(allowOutOfOrder: arguments.flag("allow-out-of-order"))
         do {
             for migrator in migrators {
@@ -259,7 +267,7 @@ enum DownCommand: Command {
         arguments: [ArgumentSpec("N", help: "How many migrations to revert.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let chosen = target(arguments, default: .count(1), io: io), let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return .usageOrIO }
+        guard let chosen = target(arguments, default: .count(1), io: io), let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return MigrateTool.openFailure }
         let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
         do {
             if arguments.flag("dry-run") {
@@ -282,7 +290,7 @@ enum RedoCommand: Command {
         options: MigrateTool.common + [.flag("allow-destructive", help: "Run a down migration that loses data.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return .usageOrIO }
+        guard let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return MigrateTool.openFailure }
         do {
             let reporter = MigrateTool.Reporter(io: io)
             let reverted = try migrator.down(.count(1), options: .init(allowDestructive: arguments.flag("allow-destructive")), progress: reporter.handle)
@@ -309,7 +317,7 @@ enum BaselineCommand: Command {
             io.writeError("migrate: error: VERSION must be a number, found '\(arguments.arguments[0])'\n")
             return .usageOrIO
         }
-        guard let (migrator, database) = MigrateTool.openOne(arguments, io: io) else { return .usageOrIO }
+        guard let (migrator, database) = MigrateTool.openOne(arguments, io: io) else { return MigrateTool.openFailure }
         do {
             try migrator.baseline(version)
             io.writeOutput("\(database) recorded at \(migrator.schema) version \(version)\n")
@@ -328,7 +336,7 @@ enum ValidateMigrationsCommand: Command {
         options: MigrateTool.common)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return .usageOrIO }
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
         var failed = false
         for migrator in migrators {
             do {
@@ -354,7 +362,7 @@ enum StatusCommand: Command {
         options: MigrateTool.common + [.value("format", short: "f", valueName: "format", help: "Output format.", allowed: ["text", "json"], defaultValue: "text")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return .usageOrIO }
+        guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
         var rows: [(schema: String, status: Migrator.Status)] = []
         do {
             for migrator in migrators { rows += try migrator.status().map { (migrator.schema, $0) } }

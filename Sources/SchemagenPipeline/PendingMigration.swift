@@ -11,6 +11,7 @@ import SQLDialects
 public enum PlanningCode: String, DiagnosticCode {
     case versionNotBumped = "version-not-bumped"
     case migrationNotPlanned = "migration-not-planned"
+    case nameTooLong = "name-too-long"
 }
 
 /// The migration part of `generate` and `diff`: what changed since the newest migration of a
@@ -85,6 +86,15 @@ public struct PendingMigration: Sendable {
             }
         }
         let snapshot = model ?? SnapshotBuilder.snapshot(of: schema)
+        // Names the engine would cut are refused: two could become one, silently.
+        if let limit = renderer.dialect.capabilities.maximumIdentifierBytes {
+            let long = snapshot.tables.flatMap { table in [table.name].filter { $0.utf8.count > limit } + table.columns.map(\.name).filter { $0.utf8.count > limit }.map { "\(table.name).\($0)" } }
+            if !long.isEmpty {
+                return .failed(long.map { name in
+                    Diagnostic(.error, code: PlanningCode.nameTooLong, message: "'\(name)' is longer than the \(limit) bytes \(dialect.rawValue) keeps of a name; set a shorter 'table' or 'column'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+                })
+            }
+        }
         if let latest, latest.matches(snapshot) { return pending.isEmpty ? .upToDate : .pending(pending) }
         if let latest, schema.version <= latest.version {
             return .failed([Diagnostic(.error, code: PlanningCode.versionNotBumped, message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])

@@ -1,0 +1,248 @@
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import PostgresKit
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+import SQLDialects
+import Testing
+import TestSupport
+@testable import Migrator
+
+/// `migrate` against a real PostgreSQL 15 server, as users run it: URLs with passwords,
+/// concurrent migrators, processes killed midway, a server that dies, tampered files.
+@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct PostgresMigrateTests {
+    static let migrate = BuiltTool("migrate")
+
+    static func server() throws -> PostgresServer { try #require(PostgresServer.shared, "the PostgreSQL test server did not start") }
+
+    /// A password in the URL: trust authentication ignores it, and no output may show it.
+    static let password = "s3cret-Pa55"
+
+    static func withPassword(_ url: String) -> String {
+        url.replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://postgres:\(password)@")
+    }
+
+    /// Two versions of an Events schema planned for PostgreSQL into a temporary folder:
+    /// version 2 changes a type (with USING) and adds an index.
+    static func eventsMigrations() throws -> MigrationDirectory {
+        let folder = temporaryFolder()
+        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events/postgres").path)
+        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
+            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
+        }
+        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n")
+        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
+        try migrations.write(Migration(from: nil, to: v1, renderer: PostgresRenderer()), as: .init(number: 1, name: "create"))
+        try migrations.write(Migration(from: v1, to: v2, renderer: PostgresRenderer()), as: .init(number: 2, name: "retype"))
+        return migrations
+    }
+
+    static func fill(_ url: String, rows: Int) throws {
+        try PostgresConnection(url).execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, \(rows)) AS i")
+    }
+
+    static func scoreType(_ connection: PostgresConnection) throws -> [[StoredValue]] {
+        try connection.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'score'")
+    }
+
+    @Test func theExampleAppliesUpAndDownAndNeverShowsThePassword() throws {
+        let url = Self.withPassword(try Self.server().createDatabase())
+        let base = ["--database", url, "--dir", "Migrations/Flights/postgres"]
+        let up = try Self.migrate.run(["up"] + base)
+        #expect(up.status == 0, "\(up.error)")
+        #expect(up.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == 5)
+        let status = try Self.migrate.run(["status", "--format", "json"] + base)
+        #expect(status.output.components(separatedBy: "\"applied\"").count == 6)
+        let upToDate = try Self.migrate.run(["up"] + base)
+        #expect(upToDate.output.contains("postgres:***@"), "\(upToDate.output)")
+        #expect(try Self.migrate.run(["validate"] + base).status == 0)
+        #expect(try Self.migrate.run(["redo"] + base).status == 0)
+        #expect(try Self.migrate.run(["down", "--to", "0", "--allow-destructive"] + base).status == 0)
+        // DATABASE_URL and the PG* variables work as well as --database.
+        let server = try Self.server()
+        let viaURL = try Self.migrate.run(["status", "--dir", "Migrations/Flights/postgres"], environment: ["DATABASE_URL": url])
+        #expect(viaURL.status == 0, "\(viaURL.error)")
+        let name = String(url.split(separator: "/").last ?? "")
+        let viaPG = try Self.migrate.run(["up", "--dir", "Migrations/Flights/postgres"],
+                                         environment: ["PGHOST": "127.0.0.1", "PGPORT": "\(server.port)", "PGUSER": "postgres", "PGDATABASE": name, "PGPASSWORD": Self.password])
+        #expect(viaPG.status == 0, "\(viaPG.error)")
+        for run in [up, status, upToDate, viaURL, viaPG] {
+            #expect(!run.output.contains(Self.password) && !run.error.contains(Self.password))
+        }
+        // A SQLite-planned file is refused on PostgreSQL, by its header.
+        let wrong = try Self.migrate.run(["up", "--database", url, "--dir", "Migrations/Todo"])
+        #expect(wrong.status == 1)
+        #expect(wrong.error.contains("was planned for sqlite, but the database is postgres"), "\(wrong.error)")
+    }
+
+    @Test func errorsGiveFileLineStatementAndWhatPostgreSQLSaid() throws {
+        let url = Self.withPassword(try Self.server().createDatabase())
+        let folder = temporaryFolder().appendingPathComponent("Bad/postgres")
+        let directory = MigrationDirectory(path: folder.path)
+        let header = MigrationHeader(schema: "Bad", dialect: "postgres", direction: .up).text
+        try directory.write(up: header + "CREATE TABLE t (id integer PRIMARY KEY);\nINSERT INTO t VALUES (1);\n\nINSERT INTO t VALUES (1);\n",
+                            down: MigrationHeader(schema: "Bad", dialect: "postgres", direction: .down).text + "DROP TABLE t;\n", snapshot: Data("{}".utf8), as: .init(number: 1, name: "bad"))
+        let run = try Self.migrate.run(["up", "--database", url, "--dir", folder.path])
+        #expect(run.status == 1)
+        #expect(run.error.contains("0001_bad.up.sql:13: statement 3 failed: 23505: duplicate key value violates unique constraint \"t_pkey\"; detail: Key (id)=(1) already exists."), "\(run.error)")
+        #expect(!run.error.contains(Self.password))
+        let connection = try PostgresConnection(url)
+        #expect(try connection.query("SELECT to_regclass('t') IS NULL") == [[.integer(1)]], "nothing of the migration remains")
+    }
+
+    @Test func tamperedAndMissingFilesAreRefused() throws {
+        let url = try Self.server().createDatabase()
+        let migrations = try Self.eventsMigrations()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)
+        let file = migrations.path + "/0001_create.up.sql"
+        try (try String(contentsOfFile: file, encoding: .utf8) + "-- edited\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let tampered = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path])
+        #expect(tampered.status == 1)
+        #expect(tampered.error.contains("0001_create.up.sql changed after it was generated"), "\(tampered.error)")
+        try migrations.rehash()
+        let changed = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path])
+        #expect(changed.status == 1, "an applied file that changed is refused even with a matching manifest")
+        #expect(changed.error.contains("was applied, but"), "\(changed.error)")
+        try FileManager.default.removeItem(atPath: migrations.path + "/0002_retype.down.sql")
+        #expect(try Self.migrate.run(["up", "--database", url, "--dir", migrations.path]).status == 1)
+    }
+
+    @Test func fourConcurrentMigratorsApplyEachMigrationOnce() throws {
+        let url = try Self.server().createDatabase()
+        let processes = try (0..<4).map { _ in try Self.migrate.start(["up", "--database", url, "--dir", "Migrations/Flights/postgres"]) }
+        let runs = processes.map { $0.finish() }
+        #expect(runs.allSatisfy { $0.status == 0 }, "\(runs.map(\.error))")
+        let applied = runs.flatMap { $0.output.split(separator: "\n") }.filter { $0.hasPrefix("applied ") }
+        #expect(applied.count == 5, "\(applied)")
+        let counts = try PostgresConnection(url).query("SELECT version, count(*) FROM schemagen_migrations WHERE schema = 'Flights' GROUP BY version ORDER BY version")
+        #expect(counts == (1...5).map { [.integer(Int64($0)), .integer(1)] })
+    }
+
+    @Test func aHeldLockTimesOutWithExitThree() throws {
+        let url = try Self.server().createDatabase()
+        let holder = try PostgresConnection(url)
+        _ = try holder.query("SELECT pg_advisory_lock($1)", [.integer(PostgresMigrationDatabase.advisoryKey(schema: "Flights"))])
+        let run = try Self.migrate.run(["up", "--database", url, "--dir", "Migrations/Flights/postgres", "--lock-timeout", "1"])
+        #expect(run.status == 3, "\(run.error)")
+        #expect(run.error.contains("another migrator held the database"))
+    }
+
+    /// 50 SIGKILLs spread over a measured run of a retyping migration on 200,000 rows: the
+    /// database is always at a whole version, and a rerun completes and says what happened.
+    @Test func killedMidMigrationTheDatabaseStaysAtAWholeVersion() throws {
+        let server = try Self.server()
+        let migrations = try Self.eventsMigrations()
+        let template = try server.createDatabase()
+        #expect(try Self.migrate.run(["up", "1", "--database", template, "--dir", migrations.path]).status == 0)
+        try Self.fill(template, rows: 200_000)
+        let templateName = String(template.split(separator: "/").last ?? "")
+        func copy() throws -> String {
+            let name = "kill_" + UUID().uuidString.prefix(8).lowercased()
+            try server.runPSQL(server.url(), "CREATE DATABASE \(name) TEMPLATE \(templateName)")
+            return server.url(database: name)
+        }
+        let calibration = try copy()
+        let clock = Date()
+        #expect(try Self.migrate.run(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
+        let duration = Date().timeIntervalSince(clock)
+
+        var killedMidway = 0
+        for run in 0..<50 {
+            let url = try copy()
+            let started = try Self.migrate.start(["up", "--database", url, "--dir", migrations.path])
+            usleep(UInt32((Double(run) + 0.5) / 50 * duration * 1.2 * 1_000_000))
+            kill(started.processIdentifier, SIGKILL)
+            if started.finish().status != 0 { killedMidway += 1 }
+
+            let connection = try PostgresConnection(url)
+            let history = try connection.query("SELECT version FROM schemagen_migrations ORDER BY version").map { $0[0] }
+            if history == [.integer(1), .integer(2)] {
+                #expect(try Self.scoreType(connection) == [[.text("double precision")]])
+            } else {
+                #expect(history == [.integer(1)], "run \(run)")
+                #expect(try Self.scoreType(connection) == [[.text("integer")]], "run \(run)")
+            }
+            #expect(try connection.query("SELECT count(*) FROM events") == [[.integer(200_000)]])
+            let leftover = try connection.query("SELECT count(*) FROM schemagen_migration_attempts") != [[.integer(0)]]
+            let rerun = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path])
+            #expect(rerun.status == 0, "\(rerun.error)")
+            #expect(rerun.output.contains("never finished") == leftover, "run \(run): \(rerun.output)")
+            #expect(try Self.scoreType(connection) == [[.text("double precision")]])
+            try? server.runPSQL(server.url(), "DROP DATABASE IF EXISTS \(url.split(separator: "/").last ?? "") WITH (FORCE)")
+        }
+        #expect(killedMidway >= 1, "no kill landed while the migrator ran (calibrated run: \(duration) s)")
+    }
+
+    /// The server dies mid-migration: the migrator says the connection was lost and the
+    /// migration rolled back; after a restart the database is at the old version, and the next
+    /// run says what happened and completes.
+    @Test func aServerKilledMidMigrationResumesCleanly() throws {
+        let server = try PostgresServer()
+        defer { server.stop(mode: "immediate") }
+        let url = try server.createDatabase()
+        let migrations = try Self.eventsMigrations()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)
+        try Self.fill(url, rows: 1_000_000)
+        let started = try Self.migrate.start(["up", "--database", url, "--dir", migrations.path])
+        // Kill the server once the retype is under way: its statement is running.
+        let watcher = try PostgresConnection(url)
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let active = try watcher.query("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'ALTER TABLE%events%TYPE%' AND state = 'active'")
+            if active != [[.integer(0)]] { break }
+            usleep(10_000)
+        }
+        server.stop(mode: "immediate")
+        let killed = started.finish()
+        #expect(killed.status == 1)
+        #expect(killed.error.contains("lost") || killed.error.contains("terminat") || killed.error.contains("connection"), "\(killed.error)")
+        try server.start()
+        let connection = try PostgresConnection(url)
+        #expect(try connection.query("SELECT version FROM schemagen_migrations ORDER BY version") == [[.integer(1)]])
+        #expect(try Self.scoreType(connection) == [[.text("integer")]])
+        let rerun = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path])
+        #expect(rerun.status == 0, "\(rerun.error)")
+        #expect(rerun.output.contains("note: migration 0002 (up) started"), "\(rerun.output)")
+        #expect(rerun.output.contains("never finished"), "\(rerun.output)")
+        #expect(try Self.scoreType(connection) == [[.text("double precision")]])
+    }
+
+    /// A migration outside a transaction (CREATE INDEX CONCURRENTLY): one statement, run under
+    /// the migrator lock, recorded after; when it fails, the error says how to recover.
+    @Test func concurrentIndexBuildsRunOutsideATransaction() throws {
+        let url = try Self.server().createDatabase()
+        let migrations = try Self.eventsMigrations()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)
+        try Self.fill(url, rows: 1000)
+        try PostgresConnection(url).execute("INSERT INTO events (name, score) VALUES ('dup', 1)")
+        let folder = migrations.path
+        // Replace version 2 with a hand-written concurrent unique index, which fails on the duplicate.
+        for file in ["0002_retype.up.sql", "0002_retype.down.sql", "0002_retype.schema.json"] { try FileManager.default.removeItem(atPath: folder + "/" + file) }
+        let header = MigrationHeader(schema: "Events", dialect: "postgres", direction: .up, fromVersion: 1, toVersion: 2, runsInTransaction: false)
+        let downHeader = MigrationHeader(schema: "Events", dialect: "postgres", direction: .down, fromVersion: 2, toVersion: 1, runsInTransaction: false)
+        try MigrationDirectory(path: folder).write(up: header.text + "CREATE UNIQUE INDEX CONCURRENTLY events_score_key ON events (score);\n",
+                                                  down: downHeader.text + "DROP INDEX CONCURRENTLY IF EXISTS events_score_key;\n",
+                                                  snapshot: Data("{}".utf8), as: .init(number: 2, name: "score_key"))
+        let failed = try Self.migrate.run(["up", "--database", url, "--dir", folder])
+        #expect(failed.status == 1)
+        #expect(failed.error.contains("runs outside a transaction"), "\(failed.error)")
+        #expect(failed.error.contains("INVALID"), "\(failed.error)")
+        let connection = try PostgresConnection(url)
+        #expect(try connection.query("SELECT count(*) FROM schemagen_migrations WHERE version = 2") == [[.integer(0)]])
+        // Recover as the message says, then run again.
+        try connection.execute("DROP INDEX IF EXISTS events_score_key; DELETE FROM events WHERE name = 'dup'")
+        let rerun = try Self.migrate.run(["up", "--database", url, "--dir", folder])
+        #expect(rerun.status == 0, "\(rerun.error)")
+        #expect(try connection.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_score_key'::regclass") == [[.integer(1)]])
+        #expect(try Self.migrate.run(["down", "--database", url, "--dir", folder]).status == 0)
+        // Two statements outside a transaction are refused before anything runs.
+        try MigrationDirectory(path: folder).write(up: header.text + "CREATE INDEX CONCURRENTLY a ON events (name);\nCREATE INDEX CONCURRENTLY b ON events (score);\n",
+                                                  down: downHeader.text + "SELECT 1;\n", snapshot: Data("{}".utf8), as: .init(number: 3, name: "two"))
+        let two = try Self.migrate.run(["up", "--database", url, "--dir", folder])
+        #expect(two.status == 1)
+        #expect(two.error.contains("must hold exactly one statement"), "\(two.error)")
+    }
+}
