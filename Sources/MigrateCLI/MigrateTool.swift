@@ -145,7 +145,7 @@ public enum MigrateTool {
 
     static func exitCode(for error: MigratorError) -> ExitCode {
         switch error {
-        case .locked: locked
+        case .locked, .tableLockTimeout: locked
         case .noMigrations, .unreadable: .usageOrIO
         case .postgres(let error, _) where error.sqlState == nil: .usageOrIO
         default: refused
@@ -228,7 +228,7 @@ func target(_ arguments: ParsedArguments, default fallback: Migrator.Target, io:
 enum UpCommand: Command {
     static let spec = CommandSpec(
         name: "up", abstract: "Apply pending migrations (all by default).",
-        discussion: "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator.",
+        discussion: "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout).",
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Apply up to and including this version."),
             .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
@@ -259,7 +259,7 @@ enum UpCommand: Command {
 enum DownCommand: Command {
     static let spec = CommandSpec(
         name: "down", abstract: "Revert applied migrations (one by default; --to 0 reverts all).",
-        discussion: "Exit status: 0 done, 1 refused or failed, 2 usage or I/O error, 3 locked by another migrator.",
+        discussion: "Exit status: 0 done, 1 refused or failed, 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout).",
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Revert down to this version (0 = everything)."),
             .flag("allow-destructive", help: "Run down migrations that lose data."),

@@ -54,6 +54,9 @@ public struct StatementFailure: Error, Sendable {
     public var index: Int
     public var line: Int
     public var message: String
+    /// The statement gave up waiting for a table lock another session held (PostgreSQL's
+    /// `lock_timeout`): running again later may succeed.
+    public var waitedForLock = false
 }
 
 // MARK: - SQLite
@@ -183,8 +186,14 @@ public final class PostgresMigrationDatabase: MigrationDatabase {
         do {
             try connection.executeScript(sql) { position in willRun(position.index, position.line) }
         } catch {
-            throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.description
-                                   + (error.error.connectionLost ? " (the connection to \(connection.label) was lost)" : ""))
+            var message = error.error.description
+            if error.error.connectionLost { message += " (the connection to \(connection.label) was lost)" }
+            switch error.error.sqlState {
+            case "55P03": message += " (it waited longer than --ddl-lock-timeout for a lock another session holds; run again when the table is quieter, or raise --ddl-lock-timeout)"
+            case "57014": message += " (it ran longer than --statement-timeout; raise --statement-timeout, or run the migration when the database is quieter)"
+            default: break
+            }
+            throw StatementFailure(index: error.position.index, line: error.position.line, message: message, waitedForLock: error.error.sqlState == "55P03")
         }
     }
 

@@ -339,7 +339,13 @@ public final class Migrator {
             try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
         } catch {
             try? endAttempt(token)
-            guard case .statementFailed(let file, let statement, let line, let message) = error else { throw error }
+            let failure: (file: String, statement: Int, line: Int, message: String)
+            switch error {
+            case .statementFailed(let file, let statement, let line, let message), .tableLockTimeout(let file, let statement, let line, let message):
+                failure = (file, statement, line, message)
+            default: throw error
+            }
+            let (file, statement, line, message) = failure
             throw .failedOutsideTransaction(file: file, statement: statement, line: line, message: message)
         }
         let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
@@ -384,6 +390,9 @@ public final class Migrator {
                     progress(.statement(index: index, of: total))
                 }
             } catch {
+                if error.waitedForLock {
+                    throw .tableLockTimeout(file: file, statement: error.index, line: error.line, message: error.message)
+                }
                 throw .statementFailed(file: file, statement: error.index, line: error.line, message: error.message)
             }
         }

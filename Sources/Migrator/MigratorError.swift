@@ -16,6 +16,8 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     /// A pending migration is numbered below the newest applied one.
     case outOfOrder(file: String, newestApplied: Int)
     case statementFailed(file: String, statement: Int, line: Int, message: String)
+    /// A statement gave up waiting for a table lock (`--ddl-lock-timeout`); nothing was applied.
+    case tableLockTimeout(file: String, statement: Int, line: Int, message: String)
     case foreignKeyViolations(file: String, violations: [String])
     /// Going down would lose data.
     case destructiveDown(file: String)
@@ -46,7 +48,7 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "migration \(String(format: "%04d", version))_\(name) is applied to the database but its files are missing; restore them from version control"
         case .outOfOrder(let file, let newest):
             "\(file) is numbered below the newest applied migration (\(String(format: "%04d", newest))), probably from a merged branch; renumber it after \(String(format: "%04d", newest)) and run `schemagen rehash`, or pass --allow-out-of-order"
-        case .statementFailed(let file, let statement, let line, let message):
+        case .statementFailed(let file, let statement, let line, let message), .tableLockTimeout(let file, let statement, let line, let message):
             "\(file):\(line): statement \(statement) failed: \(message); nothing of this migration was applied"
         case .foreignKeyViolations(let file, let violations):
             "\(file) leaves rows whose foreign keys point nowhere, so it was rolled back:\n" + violations.map { "  \($0)" }.joined(separator: "\n")

@@ -130,6 +130,43 @@ struct PostgresMigrateTests {
         #expect(run.error.contains("another migrator held the database"))
     }
 
+    /// A session reading the table holds a lock the retyping ALTER needs: with
+    /// --ddl-lock-timeout the migration gives up (exit 3) instead of queueing every query
+    /// behind it, and applies once the reader is gone.
+    @Test func aBusyTableGivesUpAfterTheDDLLockTimeout() throws {
+        let url = try Self.server().createDatabase()
+        let migrations = try Self.eventsMigrations()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)
+        let reader = try PostgresConnection(url)
+        try reader.execute("BEGIN")
+        _ = try reader.query("SELECT count(*) FROM events")
+        let started = Date()
+        let blocked = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path, "--ddl-lock-timeout", "0.5"])
+        #expect(blocked.status == 3, "\(blocked.error)")
+        #expect(blocked.error.contains("0002_retype.up.sql"), "\(blocked.error)")
+        #expect(blocked.error.contains("55P03") && blocked.error.contains("raise --ddl-lock-timeout"), "\(blocked.error)")
+        #expect(Date().timeIntervalSince(started) < 20, "it gave up instead of waiting for the reader")
+        #expect(try Self.scoreType(PostgresConnection(url)) == [[.text("integer")]], "nothing of version 2 was applied")
+        try reader.execute("COMMIT")
+        #expect(try Self.migrate.run(["up", "--database", url, "--dir", migrations.path, "--ddl-lock-timeout", "0.5"]).status == 0)
+        #expect(try Self.scoreType(PostgresConnection(url)) == [[.text("double precision")]])
+    }
+
+    /// A statement that runs past --statement-timeout is cancelled and rolled back (exit 1).
+    @Test func aSlowStatementIsCancelledByTheStatementTimeout() throws {
+        let url = try Self.server().createDatabase()
+        let folder = temporaryFolder().appendingPathComponent("Slow/postgres")
+        let directory = MigrationDirectory(path: folder.path)
+        try directory.write(up: MigrationHeader(schema: "Slow", dialect: "postgres", direction: .up).text + "CREATE TABLE t (id integer);\nSELECT pg_sleep(30);\n",
+                            down: MigrationHeader(schema: "Slow", dialect: "postgres", direction: .down).text + "DROP TABLE t;\n",
+                            snapshot: Data("{}".utf8), as: .init(number: 1, name: "slow"))
+        let run = try Self.migrate.run(["up", "--database", url, "--dir", folder.path, "--statement-timeout", "0.5"])
+        #expect(run.status == 1, "\(run.error)")
+        #expect(run.error.contains("0001_slow.up.sql:") && run.error.contains("statement 2 failed: 57014"), "\(run.error)")
+        #expect(run.error.contains("raise --statement-timeout"), "\(run.error)")
+        #expect(try PostgresConnection(url).query("SELECT to_regclass('t') IS NULL") == [[.integer(1)]])
+    }
+
     /// 50 SIGKILLs spread over a measured run of a retyping migration on 200,000 rows: the
     /// database is always at a whole version, and a rerun completes and says what happened.
     @Test func killedMidMigrationTheDatabaseStaysAtAWholeVersion() throws {

@@ -77,7 +77,7 @@ import TestSupport
 
     @Test func theReadmeExampleIsValid() throws {
         let markdown = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try #require(markdown.range(of: "```yaml\nschema:"))
+        let start = try #require(markdown.range(of: "```yaml\nschema: Tasks\n"))
         let body = markdown[markdown.index(start.lowerBound, offsetBy: 8)...]
         let end = try #require(body.range(of: "```"))
         let result = load(String(body[..<end.lowerBound]), name: "README.md")
