@@ -48,11 +48,13 @@ let package = Package(
         // The runtime: what an application links. No YAML, no templates, no planner.
         .target(name: "SchemaMetadata"),
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
+        // JSON text with line and column kept: the flights loader's input, the store's history.
+        .target(name: "JSONDocument"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
         .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "SchemaMetadata"]),
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
         .target(name: "Migrator", dependencies: ["SQLiteKit", "PostgresKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
@@ -85,7 +87,7 @@ let package = Package(
         .target(name: "PluginExample", dependencies: ["SchemaMetadata"], exclude: ["Migrations"], plugins: ["SchemagenPlugin"]),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
-        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit"]),
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
         .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "SchemaMetadata"]),
@@ -108,7 +110,7 @@ let package = Package(
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit", "PersistentStore", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "TestSupport"]),

@@ -79,6 +79,7 @@ public struct TemplateContext: Sendable {
         [
             "name": .string(schema.name),
             "version": .number(Double(schema.version)),
+            "recordsHistory": .bool(schema.recordsHistory),
             "doc": optional(schema.doc),
             "docLines": lines(schema.doc),
             "sourceFile": .string(sourceFile),

@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import JSONDocument
 import PersistentStore
 import SchemaMetadata
 

@@ -24,6 +24,8 @@ struct SQLBuilder {
     var levels: [JoinLevel] = [JoinLevel()]
     var aliasCount = 0
     var entityNamed: (String) -> EntityDescriptor? = { _ in nil }
+    /// Every entity the query reads besides the root, so an observer knows which commits matter.
+    var entitiesRead: Set<String> = []
 
     init(column: @escaping (AnyKeyPath) -> String?) {
         self.column = column
@@ -52,6 +54,7 @@ struct SQLBuilder {
             guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
             }
+            entitiesRead.insert(target.name)
             if relationship.isToMany { return Marker.many(alias: alias, entity: entity.name, relationship: name) }
             let path = "\(alias).\(name)"
             if let existing = levels[levels.count - 1].aliases[path] { return Marker.row(alias: existing, entity: target.name) }
@@ -80,6 +83,7 @@ struct SQLBuilder {
               let target = entityNamed(relationship.target), owner.primaryKey.count == 1 else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship)")
         }
+        entitiesRead.insert(target.name)
         let alias = newAlias()
         let ownerKey = "\(marker.alias).\(Store.quote(owner.primaryKey[0]))"
         if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, target.primaryKey.count == 1 {

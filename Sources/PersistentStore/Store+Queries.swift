@@ -99,13 +99,19 @@ extension Store {
 
     /// A WHERE clause, with its joins, for a predicate over a `Joined` view; the main table is `t0`.
     func joinedClause<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: String, condition: String, arguments: [SQLiteValue]) {
+        let clause = try joinedQuery(predicate, for: M.self)
+        return (clause.joins, clause.condition, clause.arguments)
+    }
+
+    /// The same, with every entity the query reads.
+    func joinedQuery<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: String, condition: String, arguments: [SQLiteValue], entities: Set<String>) {
         var builder = SQLBuilder(column: { _ in nil })
         let schema = self.schema
         builder.entityNamed = { schema.entity(named: $0) }
         builder.rows[predicate.variable.key] = ("t0", M.entity)
         do {
             let condition = try translate(predicate.expression, &builder)
-            return (builder.levels[0].clauses.joined(separator: " "), condition, builder.arguments)
+            return (builder.levels[0].clauses.joined(separator: " "), condition, builder.arguments, builder.entitiesRead.union([M.entity.name]))
         } catch {
             throw .unsupportedPredicate(error.description)
         }

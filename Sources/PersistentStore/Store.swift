@@ -18,6 +18,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case deleteDenied(String)
     /// A predicate or sort the store cannot run as SQL (it never filters in memory instead).
     case unsupportedPredicate(String)
+    /// The history after `after` was pruned (through `through`), so what changed since is lost.
+    case historyPruned(after: HistoryToken, through: HistoryToken)
+    /// The schema (or the configuration) turned history off.
+    case historyDisabled(String)
+    /// A history row that cannot be read (written by another program, or damaged).
+    case badHistory(token: HistoryToken, reason: String)
 
     public var description: String {
         switch self {
@@ -28,6 +34,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .unknownEntity(let name): "\(name) is not part of this store's schema"
         case .deleteDenied(let message): "delete refused: \(message)"
         case .unsupportedPredicate(let message): message
+        case .historyPruned(let after, let through):
+            "the history after token \(after) was pruned (through token \(through)), so what changed since is not known; refetch what you show and continue from currentHistoryToken()"
+        case .historyDisabled(let schema):
+            "the \(schema) schema records no history ('history: false', or Configuration.recordsHistory); turn it on to read changes"
+        case .badHistory(let token, let reason):
+            "schemagen_history row \(token) cannot be read: \(reason); delete it with deleteHistory(before:) if it was not written by this store"
         }
     }
 
@@ -67,20 +79,44 @@ public actor Store {
         return columns
     }
 
-    /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
-    /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
-    /// from the code's, or that is newer than the code, is refused.
     /// How the store opens its database.
     public struct Configuration: Sendable {
         /// How long a write waits for another connection's lock before failing with
         /// `StoreError.database` whose `primary` is `.busy`.
         public var busyTimeout: Duration = .seconds(5)
+        /// Recorded with every transaction this store commits (`app`, `widget`), so readers of the
+        /// history can tell writers apart.
+        public var author: String?
+        /// Whether to record history; nil follows the schema's `history:` key (on by default).
+        public var recordsHistory: Bool?
+        /// How long history is kept.
+        public var historyRetention: HistoryRetention = .forever
+        /// Called after a transaction's changes and history are written, just before COMMIT: a
+        /// place for tests to kill the process at the worst moment.
+        public var beforeCommit: (@Sendable () -> Void)?
 
-        public init(busyTimeout: Duration = .seconds(5)) {
+        public init(busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
+                    historyRetention: HistoryRetention = .forever, beforeCommit: (@Sendable () -> Void)? = nil) {
             self.busyTimeout = busyTimeout
+            self.author = author
+            self.recordsHistory = recordsHistory
+            self.historyRetention = historyRetention
+            self.beforeCommit = beforeCommit
         }
     }
 
+    /// The file, or nil in memory.
+    public let path: String?
+    let configuration: Configuration
+    let busySeconds: Double
+    /// Records changed rows for the history; nil when history is off.
+    let recorder: ChangeRecorder?
+    /// Subscribers of `changes()` and `observe`, and what they have seen.
+    var observation = ObservationState()
+
+    /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
+    /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
+    /// from the code's, or that is newer than the code, is refused.
     public init(path: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
         if let path {
             let folder = (path as NSString).deletingLastPathComponent
@@ -95,6 +131,9 @@ public actor Store {
         }
         let (seconds, attoseconds) = configuration.busyTimeout.components
         let timeout = Double(seconds) + Double(attoseconds) / 1e18
+        self.path = path
+        self.configuration = configuration
+        self.busySeconds = timeout
         self.schema = schema
         self.externalFolder = path.map { URL(fileURLWithPath: $0 + ".external") }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString).external")
@@ -108,6 +147,7 @@ public actor Store {
         } catch {
             throw .migration("\(error)")
         }
+        recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory)
     }
 
     func entity<M: PersistentModel>(_ type: M.Type) -> EntityDescriptor { M.entity }
@@ -133,54 +173,111 @@ public actor Store {
         }
     }
 
-    /// Runs `body` in one transaction: everything it writes commits, or nothing does.
+    /// Runs `body` in one transaction: everything it writes commits, or nothing does. A write
+    /// inside that fails is undone on its own (a savepoint), so `body` may catch it and go on.
     public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
-        try beginWrite()
+        let outermost = depth == 0
+        if outermost { try beginWrite() }
         depth += 1
         do {
             let result = try body(self)
             depth -= 1
-            try endWrite(commit: true)
-            return result
-        } catch {
-            depth -= 1
-            try? endWrite(commit: false)
-            throw error
-        }
-    }
-
-    /// Nesting depth of `transaction`: inner writes join the outer transaction.
-    private var depth = 0
-
-    func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        let outermost = depth == 0
-        if outermost { try beginWrite() }
-        do {
-            let result = try body()
             if outermost { try endWrite(commit: true) }
             return result
         } catch {
+            depth -= 1
             if outermost { try? endWrite(commit: false) }
             throw error
         }
     }
 
+    /// How many writes and transactions are open: the outermost one owns the SQL transaction,
+    /// inner ones savepoints.
+    private var depth = 0
+
+    func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        if depth == 0 {
+            try beginWrite()
+            depth += 1
+            do {
+                let result = try body()
+                depth -= 1
+                try endWrite(commit: true)
+                return result
+            } catch {
+                depth -= 1
+                try? endWrite(commit: false)
+                throw error
+            }
+        }
+        // Inside a transaction: all of this write, or none of it.
+        let marks = (recorded: recorder?.mark ?? 0, created: createdFiles.count, removed: removedFiles.count)
+        do { _ = try connection.query("SAVEPOINT store_write;") } catch { throw .database(error) }
+        depth += 1
+        do throws(StoreError) {
+            let result = try body()
+            depth -= 1
+            do { _ = try connection.query("RELEASE store_write;") } catch { throw .database(error) }
+            return result
+        } catch {
+            depth -= 1
+            _ = try? connection.query("ROLLBACK TO store_write;")
+            _ = try? connection.query("RELEASE store_write;")
+            recorder?.rollback(to: marks.recorded)
+            for url in createdFiles[marks.created...] { try? FileManager.default.removeItem(at: url) }
+            createdFiles.removeSubrange(marks.created...)
+            removedFiles.removeSubrange(marks.removed...)
+            throw error
+        }
+    }
+
+    /// Takes the write lock. A busy database is waited for up to the busy timeout; SQLite can
+    /// report busy before that (while another connection recovers the WAL), and nothing has
+    /// been done yet, so trying again is safe.
     private func beginWrite() throws(StoreError) {
-        guard depth == 0 else { return }
-        do { try connection.execute("BEGIN IMMEDIATE;") } catch { throw .database(error) }
+        recorder?.discard()
+        try retryingWhileBusy { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE;") }
+    }
+
+    private func retryingWhileBusy(_ body: () throws(SQLiteError) -> Void) throws(StoreError) {
+        let deadline = Date().addingTimeInterval(busySeconds)
+        var attempt = 0
+        while true {
+            do {
+                try body()
+                return
+            } catch {
+                guard error.primary == .busy || error.primary == .locked, Date() < deadline else { throw .database(error) }
+                attempt += 1
+                usleep(UInt32(min(50, attempt * 2)) * 1000)
+            }
+        }
     }
 
     private func endWrite(commit: Bool) throws(StoreError) {
-        guard depth == 0 else { return }
-        do {
-            try connection.execute(commit ? "COMMIT;" : "ROLLBACK;")
+        guard commit else {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
+            recorder?.discard()
+            settleExternalFiles(committed: false)
+            return
+        }
+        var token: Int64?
+        do throws(StoreError) {
+            do { token = try recorder?.flush(connection, author: configuration.author) } catch { throw .database(error) }
+            if let token { try pruneHistory(newest: token) }
+            configuration.beforeCommit?()
+            // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
+            // is still open then, so committing again is safe.
+            try retryingWhileBusy { () throws(SQLiteError) in try connection.execute("COMMIT;") }
         } catch {
             // A failed commit rolls back.
             if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
+            recorder?.discard()
             settleExternalFiles(committed: false)
-            throw .database(error)
+            throw error
         }
-        settleExternalFiles(committed: commit)
+        settleExternalFiles(committed: true)
+        committed(token: token)
     }
 
     /// Maps a model's Codable keys to columns: attributes through their `jsonKey`, key

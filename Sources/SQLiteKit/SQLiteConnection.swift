@@ -83,6 +83,8 @@ public final class SQLiteConnection {
     var progressBox: ProgressBox?
     /// Keeps the insert counter alive while the update hook points at it.
     var insertCounter: InsertCounter?
+    /// Keeps the row-change handler alive while the pre-update hook points at it.
+    var rowChangeBox: RowChangeBox?
 
     var rawHandle: OpaquePointer? { handle }
 

@@ -13,6 +13,9 @@ public struct Schema: Sendable, Hashable {
     /// The SQL dialects migrations are planned for (`dialects:`); nil when the schema does not
     /// say, so configuration decides (`sqlite` by default).
     public var dialects: [SQLDialectName]? = nil
+    /// Whether the runtime store records a history of committed changes (`history:`, default
+    /// true).
+    public var recordsHistory: Bool = true
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 

@@ -57,7 +57,7 @@ struct SchemaParser {
     /// `relationshipNodes`).
     var relationshipIndexByName: [String: [String: Int]] = [:]
 
-    static let rootKeys = ["schema", "version", "doc", "dialects", "enums", "values", "entities"]
+    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "enums", "values", "entities"]
 
     init(file: String) {
         self.file = file
@@ -209,6 +209,7 @@ struct SchemaParser {
         let version = parseVersion(keyed)
         let doc = text(keyed, "doc", what: "the schema")
         let dialects = parseDialects(keyed["dialects"])
+        let recordsHistory = keyed["history"] == nil ? true : flag(keyed, "history", what: "the schema")
 
         prescanTypeNames(keyed)
         parseEnums(keyed["enums"])
@@ -227,6 +228,7 @@ struct SchemaParser {
             values: values.map(\.model),
             entities: entities.map(\.model),
             dialects: dialects,
+            recordsHistory: recordsHistory,
             sourcePath: file)
     }
 

@@ -4,10 +4,13 @@ public struct SchemaDescriptor: Sendable, Hashable {
     public let name: String
     public let version: Int
     public let entities: [EntityDescriptor]
+    /// Whether the store records a history of committed changes (the schema's `history:` key).
+    public let recordsHistory: Bool
 
-    public init(name: String, version: Int, entities: [EntityDescriptor]) {
+    public init(name: String, version: Int, recordsHistory: Bool = true, entities: [EntityDescriptor]) {
         self.name = name
         self.version = version
+        self.recordsHistory = recordsHistory
         self.entities = entities
     }
 

@@ -13,6 +13,7 @@ public enum GarageSchema {
     public static let descriptor = SchemaDescriptor(
         name: "Garage",
         version: 1,
+        recordsHistory: false,
         entities: [
             EntityDescriptor(
                 name: "Person",

@@ -30,6 +30,12 @@ public struct JSONNode: Sendable, Equatable {
     public var line: Int
     public var column: Int
 
+    public init(value: JSONValue, line: Int = 1, column: Int = 1) {
+        self.value = value
+        self.line = line
+        self.column = column
+    }
+
     /// An object member (the last one, when a key repeats), or nil.
     public subscript(key: String) -> JSONNode? {
         guard case .object(let members) = value else { return nil }
@@ -75,7 +81,7 @@ public struct JSONNode: Sendable, Equatable {
         }
     }
 
-    static func writeString(_ text: String, to out: inout String) {
+    public static func writeString(_ text: String, to out: inout String) {
         out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {

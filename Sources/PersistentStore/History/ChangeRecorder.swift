@@ -1,0 +1,209 @@
+import Foundation
+import SchemaMetadata
+import SQLiteKit
+
+/// Collects the rows one transaction changes, as SQLite's pre-update hook reports them (so rows
+/// changed by cascades and foreign-key actions count too), and writes them to the history table
+/// in that same transaction just before it commits.
+final class ChangeRecorder {
+    /// What the recorder knows of one table of the schema.
+    struct Table {
+        let name: String
+        let nameBytes: [CChar]
+        let role: Role
+    }
+
+    enum Role {
+        case entity(EntityTable)
+        /// A many-to-many join table: a row added or removed updates both sides' relationship.
+        case link([LinkSide])
+    }
+
+    struct EntityTable {
+        let entity: Int
+        /// Positions of the primary key's columns; empty when the key is the rowid itself.
+        let keyPositions: [Int]
+        /// Every column but the key, with the attribute or relationship name it stores; a
+        /// relationship over several columns has no single value to show.
+        let tracked: [(position: Int, name: Int, hasValue: Bool)]
+        /// Columns of attributes marked `preserveValueOnDeletion`.
+        let preserved: [(position: Int, name: Int)]
+    }
+
+    struct LinkSide {
+        let entity: Int
+        let relationship: Int
+        let keyPositions: [Int]
+    }
+
+    /// One changed row. Names are indexes into `names`, entities into `entities`.
+    struct Change {
+        let entity: Int32
+        let kind: HistoryChange.Kind
+        let key: Key
+        /// Update: changed names and their new values (nil for a link). Delete: the tombstone.
+        var payload: [(name: Int32, value: StoredValue?)]
+    }
+
+    enum Key {
+        case integer(Int64)
+        case values([StoredValue])
+    }
+
+    let schema: String
+    private(set) var entities: [String] = []
+    private(set) var names: [String] = []
+    private var tables: [Table] = []
+    /// The table matched last, by the pointer SQLite passed: bulk writes hit one table.
+    private var lastMatch: (pointer: UnsafePointer<CChar>, index: Int)?
+    private(set) var pending: [Change] = []
+
+    init(schema: SchemaDescriptor, connection: SQLiteConnection) throws(StoreError) {
+        self.schema = schema.name
+        var nameIndex: [String: Int] = [:]
+        func name(_ text: String) -> Int {
+            if let index = nameIndex[text] { return index }
+            names.append(text)
+            nameIndex[text] = names.count - 1
+            return names.count - 1
+        }
+        var links: [String: [LinkSide]] = [:]
+        for (entityIndex, entity) in schema.entities.enumerated() {
+            entities.append(entity.name)
+            let columns = try Self.columns(of: entity.table, connection)
+            let position = Dictionary(columns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let keyIsRowID = entity.hasImplicitKey
+                || (entity.primaryKey.count == 1 && columns.first { $0.name == entity.primaryKey[0] }?.type.uppercased() == "INTEGER")
+            var tracked: [(Int, Int, Bool)] = []
+            var preserved: [(Int, Int)] = []
+            for column in entity.columns where !entity.primaryKey.contains(column.column) {
+                guard let at = position[column.column] else { continue }
+                tracked.append((at, name(column.property), true))
+                if column.preservesValueOnDeletion { preserved.append((at, name(column.property))) }
+            }
+            for relationship in entity.relationships {
+                let relationshipName = name(relationship.name)
+                for column in relationship.foreignKeyColumns where !entity.primaryKey.contains(column) {
+                    if let at = position[column] { tracked.append((at, relationshipName, relationship.foreignKeyColumns.count == 1)) }
+                }
+                if let joinTable = relationship.joinTable, !relationship.joinColumns.isEmpty {
+                    // Both ends of the link: this side, and the target's inverse.
+                    let linkColumns = try Self.columns(of: joinTable, connection).map(\.name)
+                    var ends = [(entityIndex, relationshipName, relationship.joinColumns)]
+                    if let inverse = relationship.inverse, let target = schema.entities.firstIndex(where: { $0.name == relationship.target }) {
+                        ends.append((target, name(inverse), relationship.joinTargetColumns))
+                    }
+                    for (end, endName, columns) in ends {
+                        let positions = columns.compactMap { linkColumns.firstIndex(of: $0) }
+                        guard positions.count == columns.count, !positions.isEmpty,
+                              !(links[joinTable] ?? []).contains(where: { $0.entity == end && $0.relationship == endName }) else { continue }
+                        links[joinTable, default: []].append(LinkSide(entity: end, relationship: endName, keyPositions: positions))
+                    }
+                }
+            }
+            for column in entity.columns where entity.primaryKey.contains(column.column) && column.preservesValueOnDeletion {
+                if let at = position[column.column] { preserved.append((at, name(column.property))) }
+            }
+            let keyPositions = keyIsRowID ? [] : entity.primaryKey.compactMap { position[$0] }
+            tables.append(Table(name: entity.table, nameBytes: Array(entity.table.utf8CString),
+                                role: .entity(EntityTable(entity: entityIndex, keyPositions: keyPositions, tracked: tracked, preserved: preserved))))
+        }
+        for (joinTable, sides) in links.sorted(by: { $0.key < $1.key }) {
+            tables.append(Table(name: joinTable, nameBytes: Array(joinTable.utf8CString), role: .link(sides)))
+        }
+    }
+
+    static func columns(of table: String, _ connection: SQLiteConnection) throws(StoreError) -> [(name: String, type: String)] {
+        do {
+            return try connection.query("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { row in
+                guard case .text(let name) = row[0] else { return ("", "") }
+                if case .text(let type) = row[1] { return (name, type) }
+                return (name, "")
+            }
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    // MARK: - Recording
+
+    /// The pre-update hook's handler.
+    func record(_ change: RowChange) {
+        guard change.isMain, let index = table(change.table) else { return }
+        switch tables[index].role {
+        case .entity(let table):
+            recordEntity(change, table)
+        case .link(let sides):
+            for side in sides {
+                let read = change.operation == .delete ? change.old : change.new
+                pending.append(Change(entity: Int32(side.entity), kind: .update, key: .values(side.keyPositions.map(read)),
+                                      payload: [(Int32(side.relationship), nil)]))
+            }
+        }
+    }
+
+    private func recordEntity(_ change: RowChange, _ table: EntityTable) {
+        let entity = Int32(table.entity)
+        switch change.operation {
+        case .insert:
+            let key: Key = table.keyPositions.isEmpty ? .integer(change.newRowID) : .values(table.keyPositions.map(change.new))
+            pending.append(Change(entity: entity, kind: .insert, key: key, payload: []))
+        case .update:
+            var payload: [(Int32, StoredValue?)] = []
+            for (position, name, hasValue) in table.tracked where change.changes(position) {
+                if !hasValue, payload.contains(where: { $0.0 == Int32(name) }) { continue }
+                payload.append((Int32(name), hasValue ? change.new(position) : nil))
+            }
+            let keyChanged = table.keyPositions.isEmpty ? change.oldRowID != change.newRowID : table.keyPositions.contains { change.changes($0) }
+            if keyChanged {
+                // A new key is a different row: the old one goes, the new one arrives.
+                let old: Key = table.keyPositions.isEmpty ? .integer(change.oldRowID) : .values(table.keyPositions.map(change.old))
+                let new: Key = table.keyPositions.isEmpty ? .integer(change.newRowID) : .values(table.keyPositions.map(change.new))
+                pending.append(Change(entity: entity, kind: .delete, key: old, payload: table.preserved.map { (Int32($0.name), change.old($0.position)) }))
+                pending.append(Change(entity: entity, kind: .insert, key: new, payload: []))
+                return
+            }
+            // Writing a row back unchanged (an upsert of the same values) is not a change.
+            guard !payload.isEmpty else { return }
+            let key: Key = table.keyPositions.isEmpty ? .integer(change.oldRowID) : .values(table.keyPositions.map(change.old))
+            pending.append(Change(entity: entity, kind: .update, key: key, payload: payload))
+        case .delete:
+            let key: Key = table.keyPositions.isEmpty ? .integer(change.oldRowID) : .values(table.keyPositions.map(change.old))
+            pending.append(Change(entity: entity, kind: .delete, key: key, payload: table.preserved.map { (Int32($0.name), change.old($0.position)) }))
+        }
+    }
+
+    private func table(_ pointer: UnsafePointer<CChar>) -> Int? {
+        if let lastMatch, lastMatch.pointer == pointer, strcmp(pointer, tables[lastMatch.index].nameBytes) == 0 { return lastMatch.index }
+        for (index, table) in tables.enumerated() where strcmp(pointer, table.nameBytes) == 0 {
+            lastMatch = (pointer, index)
+            return index
+        }
+        return nil
+    }
+
+    // MARK: - Transactions
+
+    var mark: Int { pending.count }
+
+    /// Forgets what was recorded after `mark` (a nested write that rolled back to its savepoint).
+    func rollback(to mark: Int) {
+        if mark < pending.count { pending.removeSubrange(mark...) }
+    }
+
+    func discard() { pending.removeAll(keepingCapacity: pending.count < 100_000) }
+
+    /// Appends the transaction's changes to the history table; returns the new token, or nil when
+    /// nothing changed. Runs inside the transaction, just before COMMIT.
+    func flush(_ connection: SQLiteConnection, author: String?) throws(SQLiteError) -> Int64? {
+        guard !pending.isEmpty else { return nil }
+        defer { discard() }
+        let touched = Set(pending.map(\.entity)).sorted().map { entities[Int($0)] }
+        let text = HistoryCodec.encode(pending, entities: entities, names: names)
+        _ = try connection.query(
+            "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (?, ?, ?, ?, ?);",
+            [.text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970),
+             .text(HistoryCodec.encodeNames(touched)), .text(text)])
+        return connection.lastInsertedRowID
+    }
+}

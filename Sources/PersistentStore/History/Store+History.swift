@@ -1,0 +1,162 @@
+import Foundation
+import SchemaMetadata
+import SQLiteKit
+
+/// The history table: one row per committed transaction of a store, written in that same
+/// transaction. Documented in docs/runtime.md ("The history table").
+extension Store {
+    static let historyTables = """
+        CREATE TABLE IF NOT EXISTS schemagen_history (
+            token INTEGER PRIMARY KEY AUTOINCREMENT,
+            schema TEXT NOT NULL,
+            author TEXT,
+            committed_at REAL NOT NULL,
+            entities TEXT NOT NULL,
+            changes TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS schemagen_history_pruned (
+            schema TEXT PRIMARY KEY,
+            through INTEGER NOT NULL
+        );
+        """
+
+    /// Creates the history tables when missing and starts recording, when history is on.
+    static func startHistory(_ connection: SQLiteConnection, schema: SchemaDescriptor, enabled: Bool) throws(StoreError) -> ChangeRecorder? {
+        guard enabled else { return nil }
+        do {
+            let existing = try connection.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schemagen_history', 'schemagen_history_pruned')")
+            if existing.first?.first != .integer(2) { try connection.execute(historyTables) }
+        } catch {
+            throw .database(error)
+        }
+        let recorder = try ChangeRecorder(schema: schema, connection: connection)
+        if !connection.observeRowChanges({ recorder.record($0) }) {
+            try TriggerRecorder.install(on: connection, recorder: recorder, schema: schema)
+        }
+        return recorder
+    }
+
+    /// True when this store records history.
+    public var recordsHistory: Bool { recorder != nil }
+
+    private func requireHistory() throws(StoreError) {
+        guard recorder != nil else { throw .historyDisabled(schema.name) }
+    }
+
+    /// The newest token of this store's schema: pass it to `history(after:)` later to learn what
+    /// changed since. Zero before the first transaction.
+    public func currentHistoryToken() throws(StoreError) -> HistoryToken {
+        try requireHistory()
+        let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = ?", [.text(schema.name)])
+        if case .integer(let token)? = rows.first?.first { return HistoryToken(token) }
+        return HistoryToken(try prunedThrough())
+    }
+
+    /// Transactions committed after `token` (all kept ones when nil), oldest first, from every
+    /// process that wrote through a store of this schema. Throws `historyPruned` when
+    /// transactions after `token` were pruned: what changed is then no longer known.
+    public func history(after token: HistoryToken? = nil, author: AuthorFilter = .any, limit: Int? = nil) throws(StoreError) -> [HistoryTransaction] {
+        try requireHistory()
+        let after = token?.value ?? 0
+        if token != nil {
+            let pruned = try prunedThrough()
+            if after < pruned { throw .historyPruned(after: HistoryToken(after), through: HistoryToken(pruned)) }
+        }
+        return try readHistory(after: after, author: author, limit: limit, withChanges: true)
+    }
+
+    /// Deletes the transactions before `token`; returns how many. Readers still behind it get
+    /// `historyPruned` from then on.
+    @discardableResult
+    public func deleteHistory(before token: HistoryToken) throws(StoreError) -> Int {
+        try requireHistory()
+        return try write { () throws(StoreError) in try prune(where: "token < ?", [.integer(token.value)]) }
+    }
+
+    /// Deletes history rows of this schema matching `condition` and remembers the newest token
+    /// pruned. Runs inside a write.
+    private func prune(where condition: String, _ arguments: [SQLiteValue]) throws(StoreError) -> Int {
+        let newest = try query("SELECT max(token) FROM schemagen_history WHERE schema = ? AND \(condition)", [.text(schema.name)] + arguments)
+        guard case .integer(let through)? = newest.first?.first else { return 0 }
+        _ = try query("DELETE FROM schemagen_history WHERE schema = ? AND token <= ?", [.text(schema.name), .integer(through)])
+        let deleted = connection.changedRowCount
+        _ = try query("""
+            INSERT INTO schemagen_history_pruned (schema, through) VALUES (?, ?)
+            ON CONFLICT (schema) DO UPDATE SET through = max(through, excluded.through)
+            """, [.text(schema.name), .integer(through)])
+        return deleted
+    }
+
+    func prunedThrough() throws(StoreError) -> Int64 {
+        let rows = try query("SELECT through FROM schemagen_history_pruned WHERE schema = ?", [.text(schema.name)])
+        if case .integer(let through)? = rows.first?.first { return through }
+        return 0
+    }
+
+    /// Applies the configured retention as transactions commit. Pruning every commit would
+    /// walk the kept rows each time, so it runs once per 1% of the kept count (or second of age).
+    func pruneHistory(newest: Int64) throws(StoreError) {
+        switch configuration.historyRetention {
+        case .forever:
+            return
+        case .transactions(let count):
+            observation.commitsSincePrune += 1
+            guard observation.commitsSincePrune >= max(1, count / 100) else { return }
+            observation.commitsSincePrune = 0
+            let boundary = try query("SELECT token FROM schemagen_history WHERE schema = ? ORDER BY token DESC LIMIT 1 OFFSET ?",
+                                     [.text(schema.name), .integer(Int64(max(0, count)))])
+            guard case .integer(let oldestDropped)? = boundary.first?.first else { return }
+            _ = try prune(where: "token <= ?", [.integer(oldestDropped)])
+        case .age(let age):
+            let now = Date()
+            let (seconds, attoseconds) = age.components
+            let limit = Double(seconds) + Double(attoseconds) / 1e18
+            guard now.timeIntervalSince(observation.lastAgePrune) >= min(1, limit / 100) else { return }
+            observation.lastAgePrune = now
+            _ = try prune(where: "committed_at < ?", [.real(now.timeIntervalSince1970 - limit)])
+        }
+    }
+
+    /// History rows after a token, parsed; `withChanges` false skips the (possibly large)
+    /// changes column when only the touched entities matter.
+    func readHistory(after: Int64, author: AuthorFilter, limit: Int?, withChanges: Bool) throws(StoreError) -> [HistoryTransaction] {
+        var sql = "SELECT token, author, committed_at, entities, \(withChanges ? "changes" : "''") FROM schemagen_history WHERE schema = ? AND token > ?"
+        var arguments: [SQLiteValue] = [.text(schema.name), .integer(after)]
+        switch author {
+        case .any: break
+        case .only(let name):
+            sql += " AND author IS ?"
+            arguments.append(.text(name))
+        case .excluding(let name):
+            sql += " AND author IS NOT ?"
+            arguments.append(.text(name))
+        }
+        sql += " ORDER BY token"
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        var transactions: [HistoryTransaction] = []
+        for row in try query(sql, arguments) {
+            guard row.count == 5, case .integer(let token) = row[0] else { continue }
+            let date: Date
+            switch row[2] {
+            case .real(let seconds): date = Date(timeIntervalSince1970: seconds)
+            case .integer(let seconds): date = Date(timeIntervalSince1970: Double(seconds))
+            default: throw .badHistory(token: HistoryToken(token), reason: "committed_at is not a number")
+            }
+            guard case .text(let entitiesText) = row[3] else { throw .badHistory(token: HistoryToken(token), reason: "entities is not text") }
+            do throws(HistoryCodec.DecodingError) {
+                let entities = try HistoryCodec.decodeNames(entitiesText)
+                var changes: [HistoryChange] = []
+                if withChanges {
+                    guard case .text(let changesText) = row[4] else { throw HistoryCodec.DecodingError(description: "changes is not text") }
+                    changes = try HistoryCodec.decode(changesText)
+                }
+                var writer: String?
+                if case .text(let name) = row[1] { writer = name }
+                transactions.append(HistoryTransaction(token: HistoryToken(token), author: writer, date: date, entities: entities, changes: changes))
+            } catch {
+                throw .badHistory(token: HistoryToken(token), reason: error.description)
+            }
+        }
+        return transactions
+    }
+}

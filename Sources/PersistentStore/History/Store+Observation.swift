@@ -1,0 +1,240 @@
+import Foundation
+import SchemaMetadata
+import SQLiteKit
+
+/// Who is listening, and how far each has got.
+struct ObservationState {
+    struct TransactionSubscriber {
+        var position: Int64
+        let author: AuthorFilter
+        let continuation: AsyncThrowingStream<HistoryTransaction, Error>.Continuation
+    }
+
+    struct QuerySubscriber {
+        /// The entities the query reads; nil when it cannot tell (every commit matters).
+        let entities: Set<String>?
+        let signal: AsyncStream<Void>.Continuation
+    }
+
+    var transactionSubscribers: [Int: TransactionSubscriber] = [:]
+    var querySubscribers: [Int: QuerySubscriber] = [:]
+    var nextID = 0
+    /// The newest history token query subscribers have been told about.
+    var deliveredToken: Int64 = 0
+    /// `PRAGMA data_version` when last looked at: a different value means another connection
+    /// committed.
+    var dataVersion: Int64 = 0
+    var deliveryScheduled = false
+    /// A commit of this store without history, not yet passed on.
+    var unseenLocalCommit = false
+    var watcher: DatabaseWatcher?
+    // Retention bookkeeping (see `pruneHistory`).
+    var commitsSincePrune = 0
+    var lastAgePrune = Date.distantPast
+    /// How many times observed queries ran, and deliveries happened: for tests that check
+    /// nothing runs while nothing changes.
+    var queryRuns = 0
+    var deliveries = 0
+
+    var isEmpty: Bool { transactionSubscribers.isEmpty && querySubscribers.isEmpty }
+}
+
+/// Observing changes: `changes()` streams committed transactions, `observe` reruns a query after
+/// each commit that touches what it reads. Commits of other processes arrive through a watcher
+/// of the database file (docs/runtime.md, "Observing changes").
+extension Store {
+    /// Every transaction committed after `token` (from now, when nil), by this store and by any
+    /// other process writing through a store of this schema, in commit order, each once. The
+    /// stream fails with `historyPruned` if history it has not delivered yet is pruned.
+    public func changes(after token: HistoryToken? = nil, author: AuthorFilter = .any) throws(StoreError) -> AsyncThrowingStream<HistoryTransaction, Error> {
+        try requireHistoryForChanges()
+        let start: Int64
+        if let token { start = token.value } else { start = try currentHistoryToken().value }
+        let (stream, continuation) = AsyncThrowingStream<HistoryTransaction, Error>.makeStream()
+        prepareFirstSubscriber()
+        let id = observation.nextID
+        observation.nextID += 1
+        observation.transactionSubscribers[id] = .init(position: start, author: author, continuation: continuation)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeSubscriber(id) }
+        }
+        startWatching()
+        if token != nil { scheduleDelivery() }
+        return stream
+    }
+
+    private func requireHistoryForChanges() throws(StoreError) {
+        guard recordsHistory else { throw .historyDisabled(schema.name) }
+    }
+
+    /// The models matching a predicate, now and again after every commit (of any process) that
+    /// touches their table. Bursts of commits coalesce into one new result; a consumer that
+    /// falls behind gets the newest. Cancelling the consuming task ends the observation.
+    public func observe<M: PersistentModel>(
+        _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil
+    ) -> AsyncThrowingStream<[M], Error> {
+        let box = UncheckedSendable((predicate, sortBy))
+        return observe(entities: [M.entity.name]) { store throws(StoreError) in
+            try store.fetch(M.self, where: box.value.0, sortBy: box.value.1, limit: limit)
+        }
+    }
+
+    /// The same for a predicate that follows relationships: it reruns after commits to any
+    /// table it reads, joined ones included.
+    public func observe<M: Joinable>(
+        _ type: M.Type, joining predicate: Predicate<M.Joined>, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil
+    ) -> AsyncThrowingStream<[M], Error> {
+        let entities = try? joinedQuery(predicate, for: M.self).entities
+        let box = UncheckedSendable((predicate, sortBy))
+        return observe(entities: entities) { store throws(StoreError) in
+            try store.fetch(M.self, joining: box.value.0, sortBy: box.value.1, limit: limit)
+        }
+    }
+
+    /// How many models match, now and after each commit that touches their table.
+    public func observeCount<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>? = nil) -> AsyncThrowingStream<Int, Error> {
+        let box = UncheckedSendable(predicate)
+        return observe(entities: [M.entity.name]) { store throws(StoreError) in try store.count(M.self, where: box.value) }
+    }
+
+    private func observe<Result: Sendable>(
+        entities: Set<String>?, _ run: @escaping @Sendable (isolated Store) throws(StoreError) -> Result
+    ) -> AsyncThrowingStream<Result, Error> {
+        let (output, continuation) = AsyncThrowingStream<Result, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (signals, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        prepareFirstSubscriber()
+        let id = observation.nextID
+        observation.nextID += 1
+        observation.querySubscribers[id] = .init(entities: entities, signal: signal)
+        signal.yield()
+        let task = Task { [self] in
+            for await _ in signals {
+                do {
+                    continuation.yield(try runObserved(run))
+                } catch {
+                    continuation.finish(throwing: error)
+                    return
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { [weak self] _ in
+            task.cancel()
+            signal.finish()
+            Task { await self?.removeSubscriber(id) }
+        }
+        startWatching()
+        return output
+    }
+
+    private func runObserved<Result>(_ run: (isolated Store) throws(StoreError) -> Result) throws(StoreError) -> Result {
+        observation.queryRuns += 1
+        return try run(self)
+    }
+
+    /// The first subscriber starts from the present: the newest token and data version.
+    private func prepareFirstSubscriber() {
+        guard observation.isEmpty else { return }
+        observation.deliveredToken = recordsHistory ? ((try? currentHistoryToken().value) ?? 0) : 0
+        observation.dataVersion = (try? connection.dataVersion()) ?? 0
+        observation.unseenLocalCommit = false
+    }
+
+    func removeSubscriber(_ id: Int) {
+        observation.transactionSubscribers[id] = nil
+        observation.querySubscribers[id]?.signal.finish()
+        observation.querySubscribers[id] = nil
+        if observation.isEmpty {
+            observation.watcher?.stop()
+            observation.watcher = nil
+        }
+    }
+
+    /// Subscribers now listening; for tests.
+    var subscriberCount: Int { observation.transactionSubscribers.count + observation.querySubscribers.count }
+
+    /// Watches the file for commits of other connections; an in-memory database has none.
+    private func startWatching() {
+        guard observation.watcher == nil, let path else { return }
+        observation.watcher = DatabaseWatcher(path: path) { [weak self] in
+            Task { await self?.scheduleDelivery() }
+        }
+    }
+
+    /// After this store commits: tell subscribers (soon, so a burst of commits is read once).
+    func committed(token: Int64?) {
+        guard !observation.isEmpty else { return }
+        if token == nil, recorder == nil { observation.unseenLocalCommit = true }
+        if token != nil || recorder == nil { scheduleDelivery() }
+    }
+
+    func scheduleDelivery() {
+        guard !observation.deliveryScheduled, !observation.isEmpty else { return }
+        observation.deliveryScheduled = true
+        Task { self.deliver() }
+    }
+
+    /// Reads what was committed since the last delivery and passes it on.
+    func deliver() {
+        observation.deliveryScheduled = false
+        observation.watcher?.rearm()
+        guard !observation.isEmpty else { return }
+        observation.deliveries += 1
+        var external = false
+        if path != nil, let version = try? connection.dataVersion(), version != observation.dataVersion {
+            observation.dataVersion = version
+            external = true
+        }
+        guard recordsHistory else {
+            if external || observation.unseenLocalCommit { signalQueries(touched: nil) }
+            observation.unseenLocalCommit = false
+            return
+        }
+        do {
+            let pruned = try prunedThrough()
+            let positions = observation.transactionSubscribers.values.map(\.position)
+            let from = min(observation.deliveredToken, positions.min() ?? .max)
+            let rows = try readHistory(after: from, author: .any, limit: nil, withChanges: !positions.isEmpty)
+            for (id, subscriber) in observation.transactionSubscribers {
+                if subscriber.position < pruned {
+                    subscriber.continuation.finish(throwing: StoreError.historyPruned(after: HistoryToken(subscriber.position), through: HistoryToken(pruned)))
+                    observation.transactionSubscribers[id] = nil
+                    continue
+                }
+                for row in rows where row.token.value > subscriber.position && subscriber.author.admits(row.author) {
+                    subscriber.continuation.yield(row)
+                }
+                if let last = rows.last { observation.transactionSubscribers[id]?.position = max(subscriber.position, last.token.value) }
+            }
+            let fresh = rows.filter { $0.token.value > observation.deliveredToken }
+            // Written without a store (the sqlite3 shell, a migration), or history was pruned
+            // past us: what changed is unknown, so every query reruns.
+            let unknown = (external && fresh.isEmpty) || observation.deliveredToken < pruned
+            signalQueries(touched: unknown ? nil : Set(fresh.flatMap(\.entities)))
+            if let last = fresh.last { observation.deliveredToken = last.token.value }
+        } catch {
+            for (_, subscriber) in observation.transactionSubscribers { subscriber.continuation.finish(throwing: error) }
+            observation.transactionSubscribers.removeAll()
+            signalQueries(touched: nil)
+        }
+        if observation.isEmpty {
+            observation.watcher?.stop()
+            observation.watcher = nil
+        }
+    }
+
+    /// Wakes the queries that read a touched entity (all of them when `touched` is nil).
+    private func signalQueries(touched: Set<String>?) {
+        for subscriber in observation.querySubscribers.values {
+            if let touched, let entities = subscriber.entities, entities.isDisjoint(with: touched) { continue }
+            subscriber.signal.yield()
+        }
+    }
+}
+
+/// Carries a value Foundation has not marked Sendable (predicates and sort descriptors hold only
+/// key paths and values, and are only read).
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
