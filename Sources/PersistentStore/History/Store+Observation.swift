@@ -108,7 +108,12 @@ extension Store {
         observation.querySubscribers[id] = .init(entities: entities, signal: signal)
         signal.yield()
         let task = Task { [self] in
+            var first = true
             for await _ in signals {
+                // After the first result, wait a moment so a burst of commits costs one rerun.
+                if !first { try? await Task.sleep(for: Self.coalescingInterval) }
+                first = false
+                if Task.isCancelled { break }
                 do {
                     continuation.yield(try runObserved(run))
                 } catch {
@@ -126,6 +131,10 @@ extension Store {
         startWatching()
         return output
     }
+
+    /// How long an observed query waits after a commit before it reruns: commits arriving
+    /// meanwhile are answered by the same rerun.
+    static let coalescingInterval: Duration = .milliseconds(10)
 
     private func runObserved<Result>(_ run: (isolated Store) throws(StoreError) -> Result) throws(StoreError) -> Result {
         observation.queryRuns += 1
