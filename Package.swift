@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "schemagen", targets: ["schemagen"]),
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "flights", targets: ["flights"]),
+        .executable(name: "todo", targets: ["todo"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "Migrator", targets: ["Migrator"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
@@ -89,6 +90,9 @@ let package = Package(
         // MARK: - The flights example: the SwiftData article's app on the command line
         .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
+        // MARK: - The widget example: one to-do list, several processes, live changes
+        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
+        .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
         .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "SchemaMetadata"]),
 
@@ -111,6 +115,7 @@ let package = Package(
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
+        .testTarget(name: "TodoExampleTests", dependencies: ["TodoExample", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "TestSupport"]),

@@ -94,6 +94,9 @@ public actor Store {
         /// Called after a transaction's changes and history are written, just before COMMIT: a
         /// place for tests to kill the process at the worst moment.
         public var beforeCommit: (@Sendable () -> Void)?
+        /// Record with temporary triggers even where the pre-update hook exists: tests run the
+        /// fallback that SQLite builds without the hook use.
+        var recordsWithTriggers = false
 
         public init(busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
                     historyRetention: HistoryRetention = .forever, beforeCommit: (@Sendable () -> Void)? = nil) {
@@ -122,15 +125,17 @@ public actor Store {
             let folder = (path as NSString).deletingLastPathComponent
             if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
         }
+        let (seconds, attoseconds) = configuration.busyTimeout.components
+        let timeout = Double(seconds) + Double(attoseconds) / 1e18
         do {
             connection = try SQLiteConnection(path: path ?? ":memory:")
+            // Before the first statement: even switching to WAL waits for another process's lock.
+            connection.setBusyTimeout(milliseconds: Int32(min(timeout * 1000, Double(Int32.max))))
             if path != nil { _ = try connection.query("PRAGMA journal_mode = WAL;") }
             try connection.execute("PRAGMA foreign_keys = ON;")
         } catch {
             throw .database(error)
         }
-        let (seconds, attoseconds) = configuration.busyTimeout.components
-        let timeout = Double(seconds) + Double(attoseconds) / 1e18
         self.path = path
         self.configuration = configuration
         self.busySeconds = timeout
@@ -147,7 +152,8 @@ public actor Store {
         } catch {
             throw .migration("\(error)")
         }
-        recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory)
+        recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
+                                         withTriggers: configuration.recordsWithTriggers)
     }
 
     func entity<M: PersistentModel>(_ type: M.Type) -> EntityDescriptor { M.entity }

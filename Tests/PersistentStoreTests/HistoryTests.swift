@@ -122,6 +122,36 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(deletion.changes.contains(HistoryChange(entity: "Mechanic", kind: .update, key: [.integer(mechanic.id!)], changedAttributes: ["cars"])))
     }
 
+    /// Where SQLite lacks the pre-update hook, temporary triggers record the same history: the
+    /// same work through both gives the same changes.
+    @Test func theTriggerFallbackRecordsWhatTheHookRecords() async throws {
+        func run(triggers: Bool) async throws -> [[HistoryChange]] {
+            var configuration = Store.Configuration(recordsHistory: true)
+            configuration.recordsWithTriggers = triggers
+            let garage = try Store(path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations, configuration: configuration)
+            let owner = try await garage.insert(Person(name: "Ada", birthYear: 1815))
+            var car = try await garage.insert(Car(vin: "V1", make: "Ford", model: "T", price: Decimal(string: "1234.5"), photo: Data([0, 1, 2]), ownerID: owner.id))
+            let mechanic = try await garage.insert(Mechanic(name: "Grace"))
+            try await garage.link(Car.mechanics, car, mechanic)
+            car.mileage = 12
+            car.color = Color(red: 0.1, green: 0.2, blue: 0.30000000000000004)
+            try await garage.insert(car)
+            try await garage.transaction { store in
+                try store.insert(Person(name: "Kept"))
+                #expect(throws: StoreError.self) { try store.insert(Car(vin: "V2", make: "X", model: "Y", ownerID: 999_999)) }
+            }
+            try await garage.delete(car)
+            let users = try Store(path: storePath(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: configuration)
+            try await users.insert(User(identifier: "o'hara", name: "O'Hara", lastSeen: Date(timeIntervalSince1970: 1.5)))
+            try await users.delete(User.self, where: #Predicate { _ in true })
+            return try await garage.history().map(\.changes) + users.history().map(\.changes)
+        }
+        let viaHook = try await run(triggers: false)
+        let viaTriggers = try await run(triggers: true)
+        #expect(viaHook.count == 9)
+        #expect(viaHook == viaTriggers)
+    }
+
     @Test func historyCanBeTurnedOffAndCostsNothingThen() async throws {
         let store = try Store(path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         #expect(await store.recordsHistory == false)

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The repository's root folder, found from this file's path so tests run from any directory.
 public let repositoryRoot = URL(fileURLWithPath: #filePath)
@@ -90,10 +93,35 @@ public struct BuiltTool: Sendable {
 
         public var processIdentifier: Int32 { process.processIdentifier }
 
+        /// What `read(_:until:)` has read so far, by stream.
+        private var received: [Int32: [UInt8]] = [:]
+
+        /// Reads standard output (or error) as it arrives until `done` holds for everything read
+        /// so far or `seconds` pass; returns everything read so far.
+        @discardableResult
+        public func read(_ stream: Stream = .output, until done: (String) -> Bool, within seconds: Double = 10) -> String {
+            let handle = stream == .output ? output.fileHandleForReading : error.fileHandleForReading
+            let descriptor = handle.fileDescriptor
+            let deadline = Date().addingTimeInterval(seconds)
+            var text = String(decoding: received[descriptor] ?? [], as: UTF8.self)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while !done(text), Date() < deadline {
+                var ready = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
+                guard poll(&ready, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+                if count <= 0 { break }
+                received[descriptor, default: []] += buffer[0..<count]
+                text = String(decoding: received[descriptor] ?? [], as: UTF8.self)
+            }
+            return text
+        }
+
+        public enum Stream { case output, error }
+
         /// Reads both pipes before waiting, so a large output cannot block the child.
         public func finish() -> Run {
-            let out = output.fileHandleForReading.readDataToEndOfFile()
-            let err = error.fileHandleForReading.readDataToEndOfFile()
+            let out = (received[output.fileHandleForReading.fileDescriptor] ?? []) + output.fileHandleForReading.readDataToEndOfFile()
+            let err = (received[error.fileHandleForReading.fileDescriptor] ?? []) + error.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
         }

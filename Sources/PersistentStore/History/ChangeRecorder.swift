@@ -2,6 +2,19 @@ import Foundation
 import SchemaMetadata
 import SQLiteKit
 
+/// One changed row as a recorder reads it: from SQLite's pre-update hook, or from the row images
+/// the fallback triggers wrote (`TriggerRecorder`).
+protocol ChangedRow {
+    var operation: RowChange.Operation { get }
+    var oldRowID: Int64 { get }
+    var newRowID: Int64 { get }
+    func old(_ column: Int) -> StoredValue
+    func new(_ column: Int) -> StoredValue
+    func changes(_ column: Int) -> Bool
+}
+
+extension RowChange: ChangedRow {}
+
 /// Collects the rows one transaction changes, as SQLite's pre-update hook reports them (so rows
 /// changed by cascades and foreign-key actions count too), and writes them to the history table
 /// in that same transaction just before it commits.
@@ -78,8 +91,10 @@ final class ChangeRecorder {
             var preserved: [(Int, Int)] = []
             for column in entity.columns where !entity.primaryKey.contains(column.column) {
                 guard let at = position[column.column] else { continue }
-                tracked.append((at, name(column.property), true))
-                if column.preservesValueOnDeletion { preserved.append((at, name(column.property))) }
+                // A file name (external storage) or ciphertext tells a reader nothing: the
+                // change is listed without its value.
+                tracked.append((at, name(column.property), !column.usesExternalStorage && !column.isEncrypted))
+                if column.preservesValueOnDeletion, !column.usesExternalStorage { preserved.append((at, name(column.property))) }
             }
             for relationship in entity.relationships {
                 let relationshipName = name(relationship.name)
@@ -130,6 +145,16 @@ final class ChangeRecorder {
     /// The pre-update hook's handler.
     func record(_ change: RowChange) {
         guard change.isMain, let index = table(change.table) else { return }
+        record(change, table: index)
+    }
+
+    /// A row of the table named `name` (the trigger fallback).
+    func record(_ change: some ChangedRow, tableNamed name: String) {
+        guard let index = tables.firstIndex(where: { $0.name == name }) else { return }
+        record(change, table: index)
+    }
+
+    private func record(_ change: some ChangedRow, table index: Int) {
         switch tables[index].role {
         case .entity(let table):
             recordEntity(change, table)
@@ -142,7 +167,7 @@ final class ChangeRecorder {
         }
     }
 
-    private func recordEntity(_ change: RowChange, _ table: EntityTable) {
+    private func recordEntity(_ change: some ChangedRow, _ table: EntityTable) {
         let entity = Int32(table.entity)
         switch change.operation {
         case .insert:
@@ -151,7 +176,7 @@ final class ChangeRecorder {
         case .update:
             var payload: [(Int32, StoredValue?)] = []
             for (position, name, hasValue) in table.tracked where change.changes(position) {
-                if !hasValue, payload.contains(where: { $0.0 == Int32(name) }) { continue }
+                if payload.contains(where: { $0.0 == Int32(name) }) { continue }
                 payload.append((Int32(name), hasValue ? change.new(position) : nil))
             }
             let keyChanged = table.keyPositions.isEmpty ? change.oldRowID != change.newRowID : table.keyPositions.contains { change.changes($0) }
@@ -193,9 +218,16 @@ final class ChangeRecorder {
 
     func discard() { pending.removeAll(keepingCapacity: pending.count < 100_000) }
 
+    /// The names of the tables recorded, for the trigger fallback.
+    var tableNames: [String] { tables.map(\.name) }
+
+    /// Set when changes come from the fallback triggers' table instead of the hook.
+    var triggers: TriggerRecorder?
+
     /// Appends the transaction's changes to the history table; returns the new token, or nil when
     /// nothing changed. Runs inside the transaction, just before COMMIT.
     func flush(_ connection: SQLiteConnection, author: String?) throws(SQLiteError) -> Int64? {
+        if let triggers { try triggers.drain(into: self, connection) }
         guard !pending.isEmpty else { return nil }
         defer { discard() }
         let touched = Set(pending.map(\.entity)).sorted().map { entities[Int($0)] }

@@ -21,7 +21,7 @@ extension Store {
         """
 
     /// Creates the history tables when missing and starts recording, when history is on.
-    static func startHistory(_ connection: SQLiteConnection, schema: SchemaDescriptor, enabled: Bool) throws(StoreError) -> ChangeRecorder? {
+    static func startHistory(_ connection: SQLiteConnection, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
         guard enabled else { return nil }
         do {
             let existing = try connection.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schemagen_history', 'schemagen_history_pruned')")
@@ -30,8 +30,8 @@ extension Store {
             throw .database(error)
         }
         let recorder = try ChangeRecorder(schema: schema, connection: connection)
-        if !connection.observeRowChanges({ recorder.record($0) }) {
-            try TriggerRecorder.install(on: connection, recorder: recorder, schema: schema)
+        if withTriggers || !connection.observeRowChanges({ recorder.record($0) }) {
+            try TriggerRecorder.install(on: connection, recorder: recorder)
         }
         return recorder
     }

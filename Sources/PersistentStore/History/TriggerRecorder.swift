@@ -1,9 +1,124 @@
+import JSONDocument
 import SchemaMetadata
 import SQLiteKit
 
-/// Records changes with temporary triggers where SQLite lacks the pre-update hook.
-enum TriggerRecorder {
-    static func install(on connection: SQLiteConnection, recorder: ChangeRecorder, schema: SchemaDescriptor) throws(StoreError) {
-        throw .historyDisabled(schema.name)
+/// Records changed rows with temporary triggers where SQLite lacks the pre-update hook (Apple's
+/// system library, say). Updates and deletes are caught before they happen, as the hook catches
+/// them, so a delete comes before the foreign-key actions it causes. Each trigger writes the row's image (every column as an SQL literal,
+/// reals with 17 digits) to a temporary table, in the same transaction, so rollbacks and
+/// savepoints undo it too; at commit the recorder reads the images as if the hook had seen them.
+/// Temporary triggers belong to this connection: other programs' writes are not recorded, as
+/// with the hook.
+final class TriggerRecorder {
+    static let table = "schemagen_changed_rows"
+
+    static func install(on connection: SQLiteConnection, recorder: ChangeRecorder) throws(StoreError) {
+        let dialect = Store.dialect
+        var sql = "CREATE TEMP TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL, old_rowid INTEGER, new_rowid INTEGER, old_row TEXT, new_row TEXT);\n"
+        for name in recorder.tableNames {
+            let columns = try ChangeRecorder.columns(of: name, connection).map(\.name)
+            func image(_ row: String) -> String {
+                "json_array(" + columns.map { column in
+                    let value = "\(row).\(dialect.quote(column))"
+                    return "CASE typeof(\(value)) WHEN 'real' THEN printf('%!.17g', \(value)) ELSE quote(\(value)) END"
+                }.joined(separator: ", ") + ")"
+            }
+            let quoted = dialect.quote(name), literal = dialect.literal(name)
+            let trigger = { (event: String) in dialect.quote("schemagen_history_\(name)_\(event)") }
+            sql += """
+                CREATE TEMP TRIGGER IF NOT EXISTS \(trigger("insert")) AFTER INSERT ON main.\(quoted) BEGIN
+                  INSERT INTO \(table) (tbl, op, new_rowid, new_row) VALUES (\(literal), 'insert', NEW.rowid, \(image("NEW")));
+                END;
+                CREATE TEMP TRIGGER IF NOT EXISTS \(trigger("update")) BEFORE UPDATE ON main.\(quoted) BEGIN
+                  INSERT INTO \(table) (tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (\(literal), 'update', OLD.rowid, NEW.rowid, \(image("OLD")), \(image("NEW")));
+                END;
+                CREATE TEMP TRIGGER IF NOT EXISTS \(trigger("delete")) BEFORE DELETE ON main.\(quoted) BEGIN
+                  INSERT INTO \(table) (tbl, op, old_rowid, old_row) VALUES (\(literal), 'delete', OLD.rowid, \(image("OLD")));
+                END;
+
+                """
+        }
+        do { try connection.execute(sql) } catch { throw .database(error) }
+        recorder.triggers = TriggerRecorder()
+    }
+
+    /// Hands the images written since the last commit to the recorder, then clears them.
+    func drain(into recorder: ChangeRecorder, _ connection: SQLiteConnection) throws(SQLiteError) {
+        var failure: SQLiteError?
+        do {
+            try connection.forEachRow("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.table) ORDER BY seq") { row in
+                guard case .text(let name) = row[0], case .text(let op) = row[1] else { return }
+                let operation: RowChange.Operation = op == "insert" ? .insert : op == "delete" ? .delete : .update
+                let image = RowImage(operation: operation, oldRowID: Self.integer(row[2]), newRowID: Self.integer(row[3]),
+                                     oldValues: Self.literals(row[4]), newValues: Self.literals(row[5]))
+                recorder.record(image, tableNamed: name)
+            }
+        } catch let error as SQLiteError {
+            failure = error
+        } catch {
+            failure = SQLiteError(code: 1, message: "\(error)", sql: nil)
+        }
+        if let failure { throw failure }
+        try connection.execute("DELETE FROM \(Self.table);")
+    }
+
+    private static func integer(_ value: StoredValue) -> Int64 {
+        if case .integer(let number) = value { return number }
+        return 0
+    }
+
+    /// The SQL literals of a row image, in column order.
+    private static func literals(_ value: StoredValue) -> [String] {
+        guard case .text(let text) = value, let node = try? JSONParser.parse(Array(text.utf8)), case .array(let items) = node.value else { return [] }
+        return items.map { $0.string ?? "NULL" }
+    }
+}
+
+/// A row image from the fallback triggers.
+struct RowImage: ChangedRow {
+    let operation: RowChange.Operation
+    let oldRowID: Int64
+    let newRowID: Int64
+    let oldValues: [String]
+    let newValues: [String]
+
+    func old(_ column: Int) -> StoredValue { column < oldValues.count ? Self.value(oldValues[column]) : .null }
+    func new(_ column: Int) -> StoredValue { column < newValues.count ? Self.value(newValues[column]) : .null }
+    func changes(_ column: Int) -> Bool {
+        (column < oldValues.count ? oldValues[column] : "NULL") != (column < newValues.count ? newValues[column] : "NULL")
+    }
+
+    /// An SQL literal as `quote()` and `printf('%!.17g')` write it.
+    static func value(_ literal: String) -> StoredValue {
+        if literal == "NULL" { return .null }
+        if literal.hasPrefix("'") {
+            return .text(String(literal.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'"))
+        }
+        if literal.hasPrefix("X'") || literal.hasPrefix("x'") {
+            let hex = Array(literal.utf8.dropFirst(2).dropLast())
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(hex.count / 2)
+            var index = 0
+            while index + 1 < hex.count {
+                bytes.append(UInt8(nibble(hex[index]) << 4 | nibble(hex[index + 1])))
+                index += 2
+            }
+            return .blob(bytes)
+        }
+        if let integer = Int64(literal) { return .integer(integer) }
+        switch literal {
+        case "Inf", "+Inf": return .real(.infinity)
+        case "-Inf": return .real(-.infinity)
+        default: return Double(literal).map(StoredValue.real) ?? .text(literal)
+        }
+    }
+
+    private static func nibble(_ character: UInt8) -> Int {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(character - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(character - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(character - UInt8(ascii: "A") + 10)
+        default: 0
+        }
     }
 }

@@ -1,0 +1,177 @@
+import ExampleModels
+import Foundation
+import PersistentStore
+import SQLiteKit
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The widget example as users run it: separate `todo` processes on one file, one of them
+/// watching.
+@Suite(.serialized) struct TodoProcessTests {
+    static let todo = BuiltTool("todo")
+
+    static func run(_ arguments: [String], database: String, environment: [String: String]? = nil) throws -> BuiltTool.Run {
+        try todo.run(arguments + ["--database", database], environment: environment)
+    }
+
+    /// Starts `todo watch` and waits until it listens.
+    static func watch(_ database: String, _ extra: [String] = []) throws -> BuiltTool.Running {
+        let watcher = try todo.start(["watch", "--database", database] + extra)
+        let ready = watcher.read(.error, until: { $0.contains("watching") })
+        #expect(ready.contains("watching"), "\(ready)")
+        return watcher
+    }
+
+    static func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
+
+    static func stop(_ watcher: BuiltTool.Running) -> BuiltTool.Run {
+        kill(watcher.processIdentifier, SIGTERM)
+        return watcher.finish()
+    }
+
+    /// 200 changes by writer processes, one after another: the watcher prints each, in order,
+    /// once, and the lines say what each writer did.
+    @Test func theWatcherPrintsEveryChangeInOrderOnce() throws {
+        let database = temporaryPath("todo.sqlite")
+        _ = try Self.run(["list"], database: database)
+        let watcher = try Self.watch(database)
+        var expected: [String] = []
+        var open: [(id: String, name: String, done: Bool)] = []
+        var generator = SeededGenerator(seed: SeededGenerator.seed(default: 12))
+        for step in 0..<200 {
+            let choice = open.isEmpty ? 0 : Int.random(in: 0..<10, using: &generator)
+            if choice < 5 {
+                let name = "item \(step)"
+                let added = try Self.run(["add", name], database: database)
+                #expect(added.status == 0, "\(added.error)")
+                let id = added.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                open.append((id, name, false))
+                expected.append("+ \(id) \(name)")
+            } else if choice < 8 {
+                let index = Int.random(in: 0..<open.count, using: &generator)
+                // A unique start of the id is enough.
+                let toggled = try Self.run(["done", String(open[index].id.prefix(13))], database: database)
+                #expect(toggled.status == 0, "\(toggled.error)")
+                open[index].done.toggle()
+                expected.append("~ \(open[index].id) \(open[index].name) \(open[index].done ? "done" : "not done")")
+            } else {
+                let index = Int.random(in: 0..<open.count, using: &generator)
+                let removed = try Self.run(["remove", open[index].id], database: database)
+                #expect(removed.status == 0, "\(removed.error)")
+                expected.append("- \(open[index].id) \(open[index].name)")
+                open.remove(at: index)
+            }
+        }
+        let seen = watcher.read(until: { Self.lines($0).count >= 200 }, within: 20)
+        _ = Self.stop(watcher)
+        #expect(Self.lines(seen) == expected)
+        let listed = try Self.run(["list"], database: database)
+        #expect(Self.lines(listed.output).count == open.count)
+    }
+
+    /// A writer killed after writing its rows and history but before COMMIT leaves neither, and
+    /// the watcher hears nothing of it.
+    @Test func aWriterKilledBeforeCommitLeavesNoTrace() throws {
+        let database = temporaryPath("todo.sqlite")
+        _ = try Self.run(["add", "before"], database: database)
+        let watcher = try Self.watch(database)
+        let doomed = try Self.todo.start(["add", "doomed", "--database", database], environment: ["TODO_PAUSE_BEFORE_COMMIT": "30"])
+        let paused = doomed.read(.error, until: { $0.contains("paused before commit") })
+        #expect(paused.contains("paused before commit"))
+        kill(doomed.processIdentifier, SIGKILL)
+        let killed = doomed.finish()
+        #expect(killed.status != 0)
+        let after = try Self.run(["add", "after"], database: database)
+        let id = after.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let seen = watcher.read(until: { $0.contains("after") })
+        try? _ = Thread.sleep(forTimeInterval: 0.3)
+        let run = Self.stop(watcher)
+        #expect(Self.lines(run.output) == ["+ \(id) after"], "\(seen)")
+        let history = try Self.run(["history", "--json"], database: database)
+        #expect(!history.output.contains("doomed"))
+        let transactions = try #require(try JSONSerialization.jsonObject(with: Data(history.output.utf8)) as? [[String: Any]])
+        #expect(transactions.count == 2)
+        #expect(Self.lines(try Self.run(["list"], database: database).output).map { $0.hasSuffix("doomed") } == [false, false])
+        // The file is sound.
+        #expect(try SQLiteConnection(path: database).query("PRAGMA integrity_check") == [[.text("ok")]])
+    }
+
+    /// Two writer processes at once, adding and toggling: no write is lost.
+    @Test func twoWritersAtOnceLoseNothing() throws {
+        let database = temporaryPath("todo.sqlite")
+        let shared = try Self.run(["add", "shared"], database: database).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let watcher = try Self.watch(database)
+        let script = { (author: String) in
+            "for i in $(seq 1 40); do \"$TODO\" add \"\(author) $i\" --author \(author) -d \"$DB\" >/dev/null || exit 1; \"$TODO\" done \(shared) --author \(author) -d \"$DB\" >/dev/null || exit 1; done"
+        }
+        let environment = ["TODO": Self.todo.url.path, "DB": database, "PATH": "/usr/bin:/bin"]
+        let writers = try ["app", "widget"].map { author in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", script(author)]
+            process.environment = environment
+            try process.run()
+            return process
+        }
+        for writer in writers { writer.waitUntilExit() }
+        #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+        let listed = try Self.run(["list", "--json"], database: database)
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]])
+        #expect(items.count == 81)
+        // 80 toggles of one item, each read and written in one transaction: an even count
+        // leaves it where it started.
+        #expect(items.first { $0["id"] as? String == shared }?["done"] as? Bool == false)
+        let seen = watcher.read(until: { Self.lines($0).count >= 160 }, within: 20)
+        _ = Self.stop(watcher)
+        #expect(Self.lines(seen).filter { $0.hasPrefix("+ ") }.count == 80)
+        #expect(Self.lines(seen).filter { $0.hasPrefix("~ \(shared) shared") }.count == 80)
+        let authors = try Self.run(["history", "--json"], database: database)
+        let transactions = try #require(try JSONSerialization.jsonObject(with: Data(authors.output.utf8)) as? [[String: Any]])
+        #expect(transactions.count == 161)
+        #expect(transactions.filter { $0["author"] as? String == "widget" }.count == 80)
+    }
+
+    /// `--author` hides a watcher's own writes unless `--include-own`.
+    @Test func watchSkipsItsOwnAuthorUnlessAsked() throws {
+        let database = temporaryPath("todo.sqlite")
+        _ = try Self.run(["list"], database: database)
+        let widget = try Self.watch(database, ["--author", "widget"])
+        let everything = try Self.watch(database, ["--author", "widget", "--include-own"])
+        let mine = try Self.run(["add", "from the widget", "--author", "widget"], database: database)
+        let theirs = try Self.run(["add", "from the app", "--author", "app"], database: database)
+        let skipped = widget.read(until: { $0.contains("from the app") })
+        let all = everything.read(until: { $0.contains("from the app") })
+        _ = Self.stop(widget)
+        _ = Self.stop(everything)
+        let mineID = mine.output.trimmingCharacters(in: .whitespacesAndNewlines), theirsID = theirs.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Self.lines(skipped) == ["+ \(theirsID) from the app"])
+        #expect(Self.lines(all) == ["+ \(mineID) from the widget", "+ \(theirsID) from the app"])
+    }
+
+    @Test func historyShowsTombstonesAndPruningIsReported() async throws {
+        let database = temporaryPath("todo.sqlite")
+        let id = try Self.run(["add", "Buy milk", "--due", "2026-12-01"], database: database).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try Self.run(["done", id], database: database)
+        _ = try Self.run(["remove", id, "--author", "widget"], database: database)
+        let text = try Self.run(["history"], database: database).output
+        #expect(text.contains("update TodoItem \"\(id)\" isCompleted=1"), "\(text)")
+        #expect(text.contains("delete TodoItem \"\(id)\" taskName=\"Buy milk\""), "\(text)")
+        #expect(text.contains(" widget\n"))
+        let after = try Self.run(["history", "--after", "2", "--json"], database: database)
+        let transactions = try #require(try JSONSerialization.jsonObject(with: Data(after.output.utf8)) as? [[String: Any]])
+        #expect(transactions.count == 1)
+        let change = try #require((transactions[0]["changes"] as? [[String: Any]])?.first)
+        #expect((change["tombstone"] as? [String: Any])?["taskName"] as? String == "Buy milk")
+        // Prune through the store; a reader asking for pruned history is told, not misled.
+        let store = try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        try await store.deleteHistory(before: HistoryToken(3))
+        let pruned = try Self.run(["history", "--after", "1"], database: database)
+        #expect(pruned.status == 1)
+        #expect(pruned.error.contains("was pruned"), "\(pruned.error)")
+        #expect(try Self.run(["history"], database: database).output.hasPrefix("3 "))
+        #expect(try Self.run(["history", "--after", "x"], database: database).status == 2)
+    }
+}
