@@ -136,6 +136,9 @@ extension SchemaParser {
             for (isSet, option) in [(a.isUnique, "unique"), (a.isPrimaryKey, "primaryKey"), (a.isIndexed, "indexed"), (a.isSearchable, "searchable")] where isSet {
                 conflict("externalStorage", option, "its value lives in a file outside the database", &self)
             }
+            if a.preservesValueOnDeletion {
+                conflict("externalStorage", "preserveValueOnDeletion", "its file is deleted with the row, so the history could keep only a dangling file name", &self)
+            }
         }
         if a.isSearchable {
             let isText: Bool = switch a.type {

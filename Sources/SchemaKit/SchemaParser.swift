@@ -219,6 +219,14 @@ struct SchemaParser {
         }
         parseEntities(keyed["entities"])
         validate()
+        if !recordsHistory, let historyNode = keyed["history"] {
+            let preserved = entities.flatMap { entity in
+                entity.model.attributes.filter(\.preservesValueOnDeletion).map { "\(entity.model.name).\($0.name)" }
+            }
+            if !preserved.isEmpty {
+                warning(.redundant, "'history: false' records no history, so 'preserveValueOnDeletion' on \(preserved.joined(separator: ", ")) keeps nothing; remove one or the other", at: historyNode)
+            }
+        }
 
         return Schema(
             name: schemaName ?? "",

@@ -6,21 +6,37 @@ import PersistentStore
 import SchemaMetadata
 import SQLiteKit
 
-/// `store-benchmark store|raw ROWS DIR`: inserts ROWS flights, upserts ROWS of which half
-/// exist, and fetches everything back, through the store or through the raw SQLite C API
-/// (prepared statements, values bound by hand), printing the seconds of each phase.
+/// `store-benchmark store|store-without-history|raw ROWS DIR`: inserts ROWS flights, upserts
+/// ROWS of which half exist, and fetches everything back, through the store (recording history,
+/// or not) or through the raw SQLite C API (prepared statements, values bound by hand), printing
+/// the seconds of each phase.
+///
+/// `store-benchmark latency store|poll COUNT DIR`: a child process commits COUNT to-do items,
+/// one transaction each, while this process waits for them: through the store's `changes()`
+/// (file events, data_version, history), or by a raw connection asking `PRAGMA data_version`
+/// every millisecond (busy polling, the baseline). Prints each commit-to-notice latency in
+/// microseconds.
 @main
 struct StoreBenchmark {
     static func main() async throws {
         let arguments = CommandLine.arguments
-        guard arguments.count == 4, let rows = Int(arguments[2]) else {
-            FileHandle.standardError.write(Data("usage: store-benchmark store|raw ROWS DIR\n".utf8))
+        if arguments.count == 5, arguments[1] == "latency", let count = Int(arguments[3]) {
+            let latencies = try await Latency.measure(mode: arguments[2], count: count, folder: arguments[4])
+            print(latencies.map(String.init).joined(separator: " "))
+            return
+        }
+        if arguments.count == 4, arguments[1] == "latency-writer", let count = Int(arguments[2]) {
+            try await Latency.write(count: count, path: arguments[3])
+            return
+        }
+        guard arguments.count == 4, let rows = Int(arguments[2]), ["store", "store-without-history", "raw"].contains(arguments[1]) else {
+            FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR\n".utf8))
             exit(2)
         }
         let path = arguments[3] + "/\(arguments[1]).sqlite"
         let first = (0..<rows).map(flight)
         let second = (rows / 2..<rows / 2 + rows).map(flight)
-        let timings = arguments[1] == "store" ? try await viaStore(path, first, second) : try raw(path, first, second)
+        let timings = arguments[1] == "raw" ? try raw(path, first, second) : try await viaStore(path, first, second, history: arguments[1] == "store")
         print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
     }
 
@@ -39,8 +55,9 @@ struct StoreBenchmark {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
-    static func viaStore(_ path: String, _ first: [Flight], _ second: [Flight]) async throws -> (Double, Double, Double) {
-        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+    static func viaStore(_ path: String, _ first: [Flight], _ second: [Flight], history: Bool) async throws -> (Double, Double, Double) {
+        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+                              configuration: .init(recordsHistory: history))
         var start = DispatchTime.now().uptimeNanoseconds
         try await store.insert(first)
         let insert = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9

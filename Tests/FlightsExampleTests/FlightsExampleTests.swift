@@ -168,6 +168,27 @@ struct PlainReading {
         #expect(try Self.run(["load", "/nonexistent", "--database", database]).status == 2)
     }
 
+    /// An app observing flights by their origin airport's name hears of it when another process
+    /// renames the airport: the joined table changed, the flights did not.
+    @Test func anObservedJoinedQueryFiresWhenAnotherProcessChangesTheJoinedTable() async throws {
+        let plain = try PlainReading(fixtures)
+        let database = temporaryDatabase()
+        #expect(try Self.run(["load", fixtures, "--database", database]).status == 0)
+        let store = try Store(path: database, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        var results = await store.observe(Flight.self, joining: #Predicate { $0.origin?.name == "Renamed Field" }).makeAsyncIterator()
+        #expect(try await results.next()?.isEmpty == true)
+        // AIRPORTS.json again, with San Francisco renamed: only airports change.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("renamed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let airports = try String(contentsOfFile: fixtures + "/AIRPORTS.json", encoding: .utf8)
+        try airports.replacingOccurrences(of: "\"San Francisco Int'l\"", with: "\"Renamed Field\"").write(to: folder.appendingPathComponent("AIRPORTS.json"), atomically: true, encoding: .utf8)
+        let load = try Self.run(["load", folder.path, "--database", database])
+        #expect(load.status == 0, "\(load.error)")
+        let renamed = try await results.next()
+        #expect(renamed?.count == plain.lines(origin: "KSFO").count)
+        #expect(renamed?.isEmpty == false)
+    }
+
     /// An application that uses the store links the runtime only: no YAML reader, no schema
     /// validator, no templates.
     @Test func theAppLinksNoYAMLCode() throws {

@@ -140,12 +140,11 @@ struct PostgresMigrateTests {
         let reader = try PostgresConnection(url)
         try reader.execute("BEGIN")
         _ = try reader.query("SELECT count(*) FROM events")
-        let started = Date()
+        // Were the timeout ignored, the migrator would wait for the reader, which waits for it.
         let blocked = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path, "--ddl-lock-timeout", "0.5"])
         #expect(blocked.status == 3, "\(blocked.error)")
         #expect(blocked.error.contains("0002_retype.up.sql"), "\(blocked.error)")
         #expect(blocked.error.contains("55P03") && blocked.error.contains("raise --ddl-lock-timeout"), "\(blocked.error)")
-        #expect(Date().timeIntervalSince(started) < 20, "it gave up instead of waiting for the reader")
         #expect(try Self.scoreType(PostgresConnection(url)) == [[.text("integer")]], "nothing of version 2 was applied")
         try reader.execute("COMMIT")
         #expect(try Self.migrate.run(["up", "--database", url, "--dir", migrations.path, "--ddl-lock-timeout", "0.5"]).status == 0)

@@ -150,7 +150,7 @@ public enum GarageSchema {
                         property: "notes", column: "notes", jsonKey: "notes", storage: .text, swiftType: "String",
                         isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
                         isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: true, renamedFrom: nil, defaultValue: nil),
+                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
                 ],
                 relationships: [
                     RelationshipDescriptor(

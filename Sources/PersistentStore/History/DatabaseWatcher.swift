@@ -82,11 +82,16 @@ final class DatabaseWatcher: @unchecked Sendable {
                 watching = inotify_add_watch(events, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)) >= 0
             }
             defer { if events >= 0 { close(events) } }
-            let timeout = Int32((watching ? DatabaseWatcher.fallbackInterval : DatabaseWatcher.pollingInterval) * 1000)
+            let idle = Int32((watching ? DatabaseWatcher.fallbackInterval : DatabaseWatcher.pollingInterval) * 1000)
+            // A writer appends to the WAL file (the event) before it publishes the commit in the
+            // shared-memory index (mapped memory: no event), so the store may look too early.
+            // Looking again 1, 4 and 20 ms after the last event catches the commit.
+            var followUps: [Int32] = []
             var buffer = [UInt8](repeating: 0, count: 8192)
             while true {
                 var descriptors = [pollfd(fd: stopSignal.descriptor, events: Int16(POLLIN), revents: 0)]
                 if watching { descriptors.append(pollfd(fd: events, events: Int16(POLLIN), revents: 0)) }
+                let timeout = followUps.first ?? idle
                 let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
                 guard let watcher = self else { return }
                 if ready < 0 {
@@ -95,6 +100,7 @@ final class DatabaseWatcher: @unchecked Sendable {
                 }
                 if descriptors[0].revents != 0 { return }
                 if ready == 0 {
+                    if !followUps.isEmpty { followUps.removeFirst() }
                     watcher.fire()
                     continue
                 }
@@ -116,7 +122,10 @@ final class DatabaseWatcher: @unchecked Sendable {
                         }
                     }
                 }
-                if relevant { watcher.fire() }
+                if relevant {
+                    watcher.fire()
+                    followUps = [1, 3, 16]
+                }
             }
         }
         thread.name = "schemagen database watcher"
