@@ -1,0 +1,102 @@
+import CCrypto
+
+/// The few libcrypto primitives field encryption needs: AES-256-GCM, HMAC-SHA-256, HKDF and
+/// random bytes. Every call checks its result; a failure is an error, never a crash.
+enum Crypto {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static let keyLength = 32
+    static let nonceLength = 12
+    static let tagLength = 16
+
+    static func randomBytes(_ count: Int) throws(Failure) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        guard RAND_bytes(&bytes, Int32(count)) == 1 else { throw Failure(description: "the system's random generator failed") }
+        return bytes
+    }
+
+    static func hmacSHA256(key: [UInt8], _ data: [UInt8]) throws(Failure) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length = 0
+        let result = key.withUnsafeBytes { keyBytes in
+            data.withUnsafeBytes { dataBytes in
+                EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, keyBytes.baseAddress, keyBytes.count,
+                          dataBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), dataBytes.count, &output, 32, &length)
+            }
+        }
+        guard result != nil, length == 32 else { throw Failure(description: "HMAC-SHA-256 failed") }
+        return output
+    }
+
+    /// RFC 5869 with SHA-256: extract, then expand to `length` bytes.
+    static func hkdf(secret: [UInt8], salt: [UInt8], info: [UInt8], length: Int) throws(Failure) -> [UInt8] {
+        let pseudorandom = try hmacSHA256(key: salt, secret)
+        var output: [UInt8] = []
+        var block: [UInt8] = []
+        var counter: UInt8 = 1
+        while output.count < length {
+            block = try hmacSHA256(key: pseudorandom, block + info + [counter])
+            output += block
+            counter += 1
+        }
+        return Array(output.prefix(length))
+    }
+
+    /// Ciphertext followed by the 16-byte tag.
+    static func sealAESGCM(key: [UInt8], nonce: [UInt8], plaintext: [UInt8], associatedData: [UInt8]) throws(Failure) -> [UInt8] {
+        guard let context = EVP_CIPHER_CTX_new() else { throw Failure(description: "out of memory") }
+        defer { EVP_CIPHER_CTX_free(context) }
+        var output = [UInt8](repeating: 0, count: plaintext.count + tagLength)
+        var length: Int32 = 0
+        var written = 0
+        guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
+              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1,
+              EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1 else { throw Failure(description: "AES-256-GCM could not start") }
+        if !associatedData.isEmpty {
+            guard EVP_EncryptUpdate(context, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { throw Failure(description: "AES-256-GCM refused the associated data") }
+        }
+        let ok = output.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            if !plaintext.isEmpty {
+                guard EVP_EncryptUpdate(context, base, &length, plaintext, Int32(plaintext.count)) == 1 else { return false }
+                written = Int(length)
+            }
+            guard EVP_EncryptFinal_ex(context, base + written, &length) == 1 else { return false }
+            written += Int(length)
+            return EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tagLength), base + written) == 1
+        }
+        guard ok, written == plaintext.count else { throw Failure(description: "AES-256-GCM encryption failed") }
+        return output
+    }
+
+    /// The plaintext, or nil when the tag does not authenticate (wrong key, wrong associated
+    /// data, tampered bytes).
+    static func openAESGCM(key: [UInt8], nonce: [UInt8], sealed: ArraySlice<UInt8>, associatedData: [UInt8]) throws(Failure) -> [UInt8]? {
+        guard sealed.count >= tagLength else { return nil }
+        guard let context = EVP_CIPHER_CTX_new() else { throw Failure(description: "out of memory") }
+        defer { EVP_CIPHER_CTX_free(context) }
+        let ciphertext = Array(sealed.dropLast(tagLength))
+        var tag = Array(sealed.suffix(tagLength))
+        var output = [UInt8](repeating: 0, count: max(1, ciphertext.count))
+        var length: Int32 = 0
+        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
+              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1,
+              EVP_DecryptInit_ex(context, nil, nil, key, nonce) == 1 else { throw Failure(description: "AES-256-GCM could not start") }
+        if !associatedData.isEmpty {
+            guard EVP_DecryptUpdate(context, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { return nil }
+        }
+        var written = 0
+        if !ciphertext.isEmpty {
+            guard EVP_DecryptUpdate(context, &output, &length, ciphertext, Int32(ciphertext.count)) == 1 else { return nil }
+            written = Int(length)
+        }
+        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, Int32(tagLength), &tag) == 1 else { return nil }
+        let final = output.withUnsafeMutableBufferPointer { buffer in
+            EVP_DecryptFinal_ex(context, buffer.baseAddress! + written, &length)
+        }
+        guard final == 1 else { return nil }
+        return Array(output.prefix(ciphertext.count))
+    }
+}

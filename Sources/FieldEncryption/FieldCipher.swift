@@ -1,0 +1,216 @@
+import SchemaMetadata
+
+/// Why a value could not be encrypted or decrypted. Names the attribute and the key id, never
+/// a key or a value.
+public enum FieldCipherError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The value was encrypted under a key the ring does not have.
+    case unknownKey(attribute: String, keyID: String)
+    /// The key is known, but the value does not authenticate: a wrong key under a known id, a
+    /// ciphertext copied from another row or column, or changed bytes.
+    case doesNotAuthenticate(attribute: String, keyID: String)
+    /// The column holds a value that is not an envelope (written before the attribute was
+    /// encrypted, or by another program).
+    case notEncrypted(attribute: String)
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .unknownKey(let attribute, let keyID):
+            "\(attribute) was encrypted under key '\(keyID)', which is not among the keys given; add it to SCHEMAGEN_KEYS (after the newest)"
+        case .doesNotAuthenticate(let attribute, let keyID):
+            "\(attribute) does not decrypt under key '\(keyID)': the key is not the one it was written with, or the stored value was changed or moved from another row"
+        case .notEncrypted(let attribute):
+            "\(attribute) holds a value that is not encrypted (written before encryption was turned on, or by another program); run reencrypt() to encrypt such values"
+        case .failed(let message):
+            "encryption failed: \(message)"
+        }
+    }
+}
+
+/// Encrypts one attribute's values: AES-256-GCM under a key derived for this attribute alone
+/// (HKDF-SHA-256 from the master key, the table and the column), in a versioned envelope that
+/// names the master key:
+///
+///     "SGE" 0x01 | mode | key id length | key id | nonce (12) | ciphertext | tag (16)
+///
+/// The associated data is the table, the column and (randomized mode) the row's primary key,
+/// so a ciphertext moved to another row or column does not decrypt. Randomized mode takes a
+/// fresh random nonce per value. Deterministic mode derives the nonce from an HMAC of the
+/// value, so equal values give equal envelopes (for unique constraints and equality lookups);
+/// its associated data cannot include the row's key, and it reveals which rows hold equal values.
+public struct FieldCipher: Sendable {
+    public enum Mode: UInt8, Sendable {
+        case randomized = 1
+        case deterministic = 2
+    }
+
+    struct DerivedKey: Sendable {
+        let id: String
+        let encryption: [UInt8]
+        /// Deterministic mode: the HMAC key that makes nonces.
+        let nonce: [UInt8]
+    }
+
+    /// `Entity.attribute`, for messages.
+    public let attribute: String
+    public let mode: Mode
+    let table: String
+    let column: String
+    /// In ring order: the first encrypts.
+    let keys: [DerivedKey]
+
+    static let magic: [UInt8] = [0x53, 0x47, 0x45, 0x01]
+
+    public init(ring: KeyRing, table: String, column: String, mode: Mode, attribute: String) throws(FieldCipherError) {
+        self.attribute = attribute
+        self.mode = mode
+        self.table = table
+        self.column = column
+        var derived: [DerivedKey] = []
+        let info = Array("schemagen field \(table).\(column)".utf8)
+        do {
+            for key in ring.keys {
+                let material = try Crypto.hkdf(secret: key.bytes, salt: Array("schemagen-field-v1".utf8), info: info + [mode.rawValue], length: 64)
+                derived.append(DerivedKey(id: key.id, encryption: Array(material[0..<32]), nonce: Array(material[32..<64])))
+            }
+        } catch {
+            throw .failed(error.description)
+        }
+        keys = derived
+    }
+
+    /// The envelope of `value` for the row keyed `rowKey` (ignored in deterministic mode).
+    /// NULL stays NULL: absence is not hidden.
+    public func seal(_ value: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
+        guard value != .null else { return .null }
+        return .blob(try seal(Self.encode(value), rowKey: rowKey, with: keys[0]))
+    }
+
+    /// Bytes (an external file's contents) sealed the same way.
+    public func seal(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
+        try seal(bytes, rowKey: rowKey, with: keys[0])
+    }
+
+    /// Deterministic mode: the envelope of `value` under every key, for `column IN (...)`
+    /// lookups that also find values not yet re-encrypted under the newest key.
+    public func sealForLookup(_ value: StoredValue) throws(FieldCipherError) -> [StoredValue] {
+        guard mode == .deterministic else { throw .failed("\(attribute) is not deterministic") }
+        guard value != .null else { return [.null] }
+        let plaintext = Self.encode(value)
+        var envelopes: [StoredValue] = []
+        for key in keys { envelopes.append(.blob(try seal(plaintext, rowKey: [], with: key))) }
+        return envelopes
+    }
+
+    private func seal(_ plaintext: [UInt8], rowKey: [StoredValue], with key: DerivedKey) throws(FieldCipherError) -> [UInt8] {
+        let associated = associatedData(rowKey)
+        do {
+            let nonce = mode == .deterministic
+                ? Array(try Crypto.hmacSHA256(key: key.nonce, associated + plaintext).prefix(Crypto.nonceLength))
+                : try Crypto.randomBytes(Crypto.nonceLength)
+            let sealed = try Crypto.sealAESGCM(key: key.encryption, nonce: nonce, plaintext: plaintext, associatedData: associated)
+            let id = Array(key.id.utf8)
+            return Self.magic + [mode.rawValue, UInt8(id.count)] + id + nonce + sealed
+        } catch {
+            throw .failed(error.description)
+        }
+    }
+
+    /// The value inside an envelope.
+    public func open(_ stored: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
+        guard stored != .null else { return .null }
+        guard case .blob(let bytes) = stored else { throw .notEncrypted(attribute: attribute) }
+        let plaintext = try open(bytes: bytes, rowKey: rowKey)
+        guard let value = Self.decode(plaintext) else { throw .doesNotAuthenticate(attribute: attribute, keyID: Self.keyID(of: bytes) ?? "?") }
+        return value
+    }
+
+    /// Bytes sealed by `seal(bytes:rowKey:)`.
+    public func open(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
+        guard let envelope = Envelope(bytes) else { throw .notEncrypted(attribute: attribute) }
+        guard let key = keys.first(where: { $0.id == envelope.keyID }) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID) }
+        let associated = associatedData(envelope.mode == .deterministic ? [] : rowKey)
+        let opened: [UInt8]?
+        do {
+            opened = try Crypto.openAESGCM(key: key.encryption, nonce: envelope.nonce, sealed: bytes[envelope.sealedStart...], associatedData: associated)
+        } catch {
+            throw .failed(error.description)
+        }
+        guard let opened, envelope.mode == mode else { throw .doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID) }
+        return opened
+    }
+
+    /// True when `stored` is an envelope under the newest key (nothing for `reencrypt` to do).
+    public func isCurrent(_ stored: StoredValue) -> Bool {
+        if stored == .null { return true }
+        guard case .blob(let bytes) = stored, let envelope = Envelope(bytes) else { return false }
+        return envelope.keyID == keys[0].id && envelope.mode == mode
+    }
+
+    public static func keyID(of bytes: [UInt8]) -> String? { Envelope(bytes)?.keyID }
+
+    public static func isEnvelope(_ stored: StoredValue) -> Bool {
+        if case .blob(let bytes) = stored { return Envelope(bytes) != nil }
+        return false
+    }
+
+    struct Envelope {
+        let mode: Mode
+        let keyID: String
+        let nonce: [UInt8]
+        let sealedStart: Int
+
+        init?(_ bytes: [UInt8]) {
+            guard bytes.count >= 6, Array(bytes[0..<4]) == FieldCipher.magic, let mode = Mode(rawValue: bytes[4]) else { return nil }
+            let idLength = Int(bytes[5])
+            let nonceStart = 6 + idLength
+            guard idLength > 0, bytes.count >= nonceStart + Crypto.nonceLength + Crypto.tagLength,
+                  let id = String(bytes: bytes[6..<nonceStart], encoding: .utf8) else { return nil }
+            self.mode = mode
+            keyID = id
+            nonce = Array(bytes[nonceStart..<(nonceStart + Crypto.nonceLength)])
+            sealedStart = nonceStart + Crypto.nonceLength
+        }
+    }
+
+    // MARK: - Encodings
+
+    func associatedData(_ rowKey: [StoredValue]) -> [UInt8] {
+        var bytes = Array("schemagen-field-v1".utf8) + [0] + Array(table.utf8) + [0] + Array(column.utf8) + [0]
+        if mode == .randomized {
+            for part in rowKey {
+                let encoded = Self.encode(part)
+                bytes += Self.bigEndian(UInt64(encoded.count)) + encoded
+            }
+        }
+        return bytes
+    }
+
+    /// A value with its type: 0 null, 1 integer, 2 real, 3 text, 4 blob.
+    static func encode(_ value: StoredValue) -> [UInt8] {
+        switch value {
+        case .null: [0]
+        case .integer(let number): [1] + bigEndian(UInt64(bitPattern: number))
+        case .real(let number): [2] + bigEndian(number.bitPattern)
+        case .text(let text): [3] + Array(text.utf8)
+        case .blob(let bytes): [4] + bytes
+        }
+    }
+
+    static func decode(_ bytes: [UInt8]) -> StoredValue? {
+        guard let tag = bytes.first else { return nil }
+        let payload = bytes.dropFirst()
+        switch tag {
+        case 0: return .null
+        case 1, 2:
+            guard payload.count == 8 else { return nil }
+            let bits = payload.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return tag == 1 ? .integer(Int64(bitPattern: bits)) : .real(Double(bitPattern: bits))
+        case 3: return String(bytes: payload, encoding: .utf8).map(StoredValue.text)
+        case 4: return .blob(Array(payload))
+        default: return nil
+        }
+    }
+
+    static func bigEndian(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
+}
