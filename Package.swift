@@ -117,7 +117,7 @@ let package = Package(
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
-        .testTarget(name: "TodoExampleTests", dependencies: ["TodoExample", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
+        .testTarget(name: "TodoExampleTests", dependencies: ["TodoExample", "FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
         .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),

@@ -41,6 +41,7 @@ extension TemplateContext {
             "isStored": .bool(!attribute.isTransient),
             "usesExternalStorage": .bool(attribute.usesExternalStorage),
             "isEncrypted": .bool(attribute.isEncrypted),
+            "encryptsDeterministically": .bool(attribute.encryptsDeterministically),
             "preservesValueOnDeletion": .bool(attribute.preservesValueOnDeletion),
             "isIndexed": .bool(attribute.isIndexed),
             "isSearchable": .bool(attribute.isSearchable),

@@ -149,6 +149,9 @@ public struct FieldCipher: Sendable {
 
     public static func keyID(of bytes: [UInt8]) -> String? { Envelope(bytes)?.keyID }
 
+    /// The id of the key that encrypts.
+    public var newestKeyID: String { keys[0].id }
+
     public static func isEnvelope(_ stored: StoredValue) -> Bool {
         if case .blob(let bytes) = stored { return Envelope(bytes) != nil }
         return false

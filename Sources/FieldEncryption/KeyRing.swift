@@ -59,6 +59,11 @@ public struct KeyRing: Sendable, Equatable {
         self.keys = result
     }
 
+    /// An HMAC of a fixed text under `key`: lets a database recognise a key without holding it.
+    public func checkValue(of key: Key) throws(KeyError) -> [UInt8] {
+        do { return try Crypto.hmacSHA256(key: key.bytes, Array("schemagen key check v1".utf8)) } catch { throw KeyError(error.description) }
+    }
+
     static func isValidID(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 64 && id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
     }

@@ -1,3 +1,4 @@
+import FieldEncryption
 import Foundation
 import SchemaMetadata
 import SQLiteKit
@@ -26,6 +27,26 @@ struct SQLBuilder {
     var entityNamed: (String) -> EntityDescriptor? = { _ in nil }
     /// Every entity the query reads besides the root, so an observer knows which commits matter.
     var entitiesRead: Set<String> = []
+    /// The cipher of an encrypted column: of the root model (`table` nil) or of a joined table.
+    var cipher: (_ table: String?, _ column: String) -> FieldCipher? = { _, _ in nil }
+    /// Encrypted columns met so far, by the marker that stands for them until an equality uses it.
+    var encrypted: [String: (sql: String, cipher: FieldCipher)] = [:]
+
+    /// A marker for an encrypted column: only `==` and `!=` against a value may use it.
+    mutating func encryptedColumn(_ sql: String, _ cipher: FieldCipher) -> String {
+        let marker = "\u{1}enc\u{1}\(encrypted.count)\u{1}"
+        encrypted[marker] = (sql, cipher)
+        return marker
+    }
+
+    /// Fails when an encrypted column is used other than by an equality with a value.
+    func checkEncryptedUse(_ sql: String) throws(PredicateTranslationError) {
+        for (marker, column) in encrypted where sql.contains(marker) {
+            throw PredicateTranslationError(expression: column.cipher.attribute, message: column.cipher.mode == .deterministic
+                ? "\(column.cipher.attribute) is encrypted: a predicate can only compare it with == or != to a value"
+                : "\(column.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
+        }
+    }
 
     init(column: @escaping (AnyKeyPath) -> String?) {
         self.column = column
@@ -49,6 +70,7 @@ struct SQLBuilder {
         let entity = joined.entity
         switch member {
         case .column(let name):
+            if let cipher = cipher(entity.table, name) { return encryptedColumn("\(alias).\(Store.quote(name))", cipher) }
             return "\(alias).\(Store.quote(name))"
         case .relationship(let name):
             guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
@@ -125,8 +147,10 @@ protocol SQLTranslatable {
 /// A predicate that cannot be run as SQL; it is never filtered in memory instead.
 struct PredicateTranslationError: Error, CustomStringConvertible {
     var expression: String
+    /// Said instead of the general advice, when there is something more precise to say.
+    var message: String? = nil
     var description: String {
-        "cannot translate \(expression) to SQL; use comparisons, &&, ||, !, nil checks, contains, starts(with:), localizedStandardContains or an array's contains"
+        message ?? "cannot translate \(expression) to SQL; use comparisons, &&, ||, !, nil checks, contains, starts(with:), localizedStandardContains or an array's contains"
     }
 }
 
@@ -182,6 +206,7 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             guard let column = builder.column(keyPath) else {
                 throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
             }
+            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(Store.quote(column), cipher) }
             return Store.quote(column)
         }
         // A property of a captured value (`airline.id`): evaluated once and bound.
@@ -196,6 +221,26 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
 /// `lhs = rhs`, or `IS NULL` against nil.
 private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
     var left = try translate(lhs, &builder), right = try translate(rhs, &builder)
+    // An encrypted column against a value: the value's ciphertexts under every key (deterministic only).
+    for (column, other) in [(left, right), (right, left)] {
+        guard let encrypted = builder.encrypted[column] else { continue }
+        var value: SQLiteValue = .null
+        if other == "?", let bound = builder.arguments.popLast() {
+            value = bound
+        } else if other != "NULL" {
+            throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: "\(encrypted.cipher.attribute) is encrypted: compare it with a value, not with another column")
+        }
+        if value == .null { return "(\(encrypted.sql) IS \(negated ? "NOT " : "")NULL)" }
+        guard encrypted.cipher.mode == .deterministic else {
+            throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: "\(encrypted.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
+        }
+        let sealed: [SQLiteValue]
+        do { sealed = try encrypted.cipher.sealForLookup(value) } catch {
+            throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: error.description)
+        }
+        let list = sealed.map { builder.bind($0) }.joined(separator: ", ")
+        return negated ? "(\(encrypted.sql) IS NULL OR \(encrypted.sql) NOT IN (\(list)))" : "(\(encrypted.sql) IN (\(list)))"
+    }
     // A followed to-one compared with nil: whether the joined row exists.
     for side in [0, 1] {
         let text = side == 0 ? left : right

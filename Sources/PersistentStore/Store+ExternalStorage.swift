@@ -20,23 +20,6 @@ extension Store {
         externalFolder.appendingPathComponent(entity.table).appendingPathComponent(column.column).appendingPathComponent(name)
     }
 
-    /// Writes the external values of a row to files and puts their names in the row.
-    func storeExternalValues(_ row: inout [String: SQLiteValue], of entity: EntityDescriptor) throws(StoreError) {
-        for column in Self.externalColumns(of: entity) {
-            let bytes: [UInt8]
-            switch row[column.jsonKey] {
-            case .blob(let data)?: bytes = data
-            case .text(let text)?: bytes = Array(text.utf8)
-            default: continue
-            }
-            let name = UUID().uuidString.lowercased()
-            let url = externalFile(entity, column, name)
-            try writeDurably(bytes, to: url)
-            createdFiles.append(url)
-            row[column.jsonKey] = .text(name)
-        }
-    }
-
     /// Writes one external value to a file and returns the name the column holds.
     func storeExternalValue(_ value: SQLiteValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor) throws(StoreError) -> SQLiteValue {
         let bytes: [UInt8]
@@ -72,11 +55,12 @@ extension Store {
     }
 
     /// The contents of an external value's file, in place of its name.
-    func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor) throws(StoreError) -> SQLiteValue {
+    func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor, rowKey: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
         guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
             throw .externalFile("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
         }
-        return column.swiftType == "String" ? .text(String(decoding: data, as: UTF8.self)) : .blob([UInt8](data))
+        let bytes = column.isEncrypted ? try openExternal([UInt8](data), entity, column, rowKey: rowKey) : [UInt8](data)
+        return column.swiftType == "String" ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(bytes)
     }
 
     /// After a commit, removes replaced and deleted files; after a rollback, the new ones.

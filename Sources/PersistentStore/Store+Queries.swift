@@ -8,8 +8,12 @@ extension Store {
     func whereClause<M: PersistentModel>(_ predicate: Predicate<M>?, for type: M.Type) throws(StoreError) -> (sql: String, arguments: [SQLiteValue]) {
         guard let predicate else { return ("", []) }
         var builder = SQLBuilder(column: { M.column(for: $0) })
+        let ciphers = encryption
+        builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
         do {
-            return (" WHERE " + (try translate(predicate.expression, &builder)), builder.arguments)
+            let condition = try translate(predicate.expression, &builder)
+            try builder.checkEncryptedUse(condition)
+            return (" WHERE " + condition, builder.arguments)
         } catch {
             throw .unsupportedPredicate(error.description)
         }
@@ -22,6 +26,9 @@ extension Store {
         for descriptor in sortBy {
             guard let keyPath = descriptor.keyPath, let column = M.column(for: keyPath) else {
                 throw .unsupportedPredicate("cannot sort by \(descriptor.keyPath.map { "\($0)" } ?? "a comparator"); sort by a stored property")
+            }
+            if let attribute = M.entity.columns.first(where: { $0.column == column && $0.isEncrypted }) {
+                throw .unsupportedPredicate("cannot sort by \(M.entity.name).\(attribute.property): it is encrypted, so the database sees only ciphertext")
             }
             terms.append(prefix + Self.quote(column) + (descriptor.order == .reverse ? " DESC" : ""))
         }
@@ -85,6 +92,9 @@ extension Store {
         if M.entity.columns.first(where: { $0.column == column })?.usesExternalStorage == true {
             throw .unsupportedPredicate("\(keyPath) is in external storage; save the models instead")
         }
+        if let attribute = M.entity.columns.first(where: { $0.column == column && $0.isEncrypted }) {
+            throw .unsupportedPredicate("\(M.entity.name).\(attribute.property) is encrypted, each value under its own row; save the models instead")
+        }
         let stored: SQLiteValue
         do { stored = try RowEncoder.value(value) } catch { throw .coding("\(error)") }
         let (condition, arguments) = try whereClause(predicate, for: M.self)
@@ -109,8 +119,11 @@ extension Store {
         let schema = self.schema
         builder.entityNamed = { schema.entity(named: $0) }
         builder.rows[predicate.variable.key] = ("t0", M.entity)
+        let ciphers = encryption
+        builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
         do {
             let condition = try translate(predicate.expression, &builder)
+            try builder.checkEncryptedUse(condition + builder.levels.flatMap(\.clauses).joined())
             return (builder.levels[0].clauses.joined(separator: " "), condition, builder.arguments, builder.entitiesRead.union([M.entity.name]))
         } catch {
             throw .unsupportedPredicate(error.description)

@@ -1,3 +1,4 @@
+import FieldEncryption
 import Foundation
 import Migrator
 import SchemaMetadata
@@ -24,6 +25,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case historyDisabled(String)
     /// A history row that cannot be read (written by another program, or damaged).
     case badHistory(token: HistoryToken, reason: String)
+    /// The schema encrypts attributes and no key was given (or it cannot be read).
+    case missingKey(String)
+    /// An encrypted value cannot be read: an unknown or wrong key, a moved or changed value.
+    case encryption(FieldCipherError)
 
     public var description: String {
         switch self {
@@ -40,6 +45,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
             "the \(schema) schema records no history ('history: false', or Configuration.recordsHistory); turn it on to read changes"
         case .badHistory(let token, let reason):
             "schemagen_history row \(token) cannot be read: \(reason); delete it with deleteHistory(before:) if it was not written by this store"
+        case .missingKey(let message): message
+        case .encryption(let error): error.description
         }
     }
 
@@ -97,10 +104,13 @@ public actor Store {
         /// Record with temporary triggers even where the pre-update hook exists: tests run the
         /// fallback that SQLite builds without the hook use.
         var recordsWithTriggers = false
+        /// Where the keys of `encrypt` attributes come from (read only when the schema has one).
+        public var keys: KeySource = .default
 
         public init(busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
-                    historyRetention: HistoryRetention = .forever, beforeCommit: (@Sendable () -> Void)? = nil) {
+                    historyRetention: HistoryRetention = .forever, keys: KeySource = .default, beforeCommit: (@Sendable () -> Void)? = nil) {
             self.busyTimeout = busyTimeout
+            self.keys = keys
             self.author = author
             self.recordsHistory = recordsHistory
             self.historyRetention = historyRetention
@@ -116,6 +126,8 @@ public actor Store {
     let recorder: ChangeRecorder?
     /// Subscribers of `changes()` and `observe`, and what they have seen.
     var observation = ObservationState()
+    /// Ciphers of encrypted attributes, by table and column.
+    let encryption: [String: [String: FieldCipher]]
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -138,6 +150,8 @@ public actor Store {
         }
         self.path = path
         self.configuration = configuration
+        let (ring, ciphers) = try Self.ciphers(for: schema, keys: configuration.keys)
+        encryption = ciphers
         self.busySeconds = timeout
         self.schema = schema
         self.externalFolder = path.map { URL(fileURLWithPath: $0 + ".external") }
@@ -152,6 +166,7 @@ public actor Store {
         } catch {
             throw .migration("\(error)")
         }
+        if let ring { try Self.checkKeys(ring, connection, schema: schema.name) }
         recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
                                          withTriggers: configuration.recordsWithTriggers)
     }
@@ -304,22 +319,18 @@ public actor Store {
         let encoded: [SQLiteValue]?
         do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
         if let encoded { return try upsertDirect(encoded, as: M.self) }
-        var row: [String: SQLiteValue]
+        let row: [String: SQLiteValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
-        let original = row
-        if !Self.externalColumns(of: entity).isEmpty {
-            // The files of the row this one replaces (same key or unique value) go at commit.
-            let replaced = conflictCondition(entity, row: row)
-            removeOnCommit(try externalNames(of: entity, where: replaced.sql, replaced.arguments), of: entity)
-            try storeExternalValues(&row, of: entity)
-        }
-        let values = columns(of: entity, row: row)
-        let hasKey = !entity.hasImplicitKey || row["id"].map({ $0 != .null }) == true
-        let sql = upsertSQL(entity, columns: values.map(\.column), hasKey: hasKey)
+        let pairs = columns(of: entity, row: row)
+        var names = pairs.map(\.column)
+        var values = pairs.map(\.value)
+        try prepareRow(entity, columns: &names, values: &values)
+        let hasKey = !entity.hasImplicitKey || names.contains("id")
+        let sql = upsertSQL(entity, columns: names, hasKey: hasKey)
         do {
-            let returned = try connection.query(sql, values.map(\.value))
+            let returned = try connection.query(sql, values)
             guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return model }
-            var stored = original
+            var stored = row
             stored["id"] = .integer(id)
             return try RowDecoder.decode(M.self, from: stored)
         } catch let error as SQLiteError {
@@ -356,16 +367,18 @@ public actor Store {
             // The query selected `rowColumns` in order (see `selection`); rows stream through.
             let order = rowColumns(entity)
             let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
+            let encrypted = encryption[entity.table] != nil
             var models: [M] = []
             do {
-                if external.isEmpty, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
+                if external.isEmpty, !encrypted, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
                     return decoded
                 }
                 try connection.forEachRow(sql, arguments) { row in
                     var row = row
+                    if encrypted { try openRow(entity, columns: order, row: &row) }
                     for (column, position) in external {
                         guard case .text(let name) = row[position] else { continue }
-                        row[position] = try loadExternalValue(name, column, of: entity)
+                        row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
                     }
                     models.append(try decodeDirect(row, as: M.self))
                 }
@@ -400,9 +413,11 @@ public actor Store {
             var models: [M] = []
             models.reserveCapacity(result.count)
             for var row in result {
+                try openRow(entity, columns: names, row: &row)
+                let rowKey = entity.primaryKey.map { key in names.firstIndex(of: key).map { row[$0] } ?? .null }
                 for (column, position) in external {
                     guard case .text(let name) = row[position] else { continue }
-                    row[position] = try loadExternalValue(name, column, of: entity)
+                    row[position] = try loadExternalValue(name, column, of: entity, rowKey: rowKey)
                 }
                 models.append(try RowDecoder.decode(M.self, row: row, keys: keys))
             }
@@ -426,18 +441,13 @@ public actor Store {
     /// The upsert of a model with a generated row codec: values by position, no Codable.
     private func upsertDirect<M: PersistentModel>(_ encoded: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
         let entity = M.entity
-        let columns = rowColumns(entity)
+        var columns = rowColumns(entity)
         var values = encoded
-        let original = values
-        let external = Self.externalColumns(of: entity)
-        if !external.isEmpty {
-            let byColumn = Dictionary(zip(columns, values).map { ($0, $1) }, uniquingKeysWith: { a, _ in a })
-            let replaced = conflictCondition(entity, values: byColumn)
-            removeOnCommit(try externalNames(of: entity, where: replaced.sql, replaced.arguments), of: entity)
-            for column in external {
-                guard let position = columns.firstIndex(of: column.column) else { continue }
-                values[position] = try storeExternalValue(values[position], entity, column)
-            }
+        var original = values
+        try prepareRow(entity, columns: &columns, values: &values)
+        // An implicit key chosen for an encrypted row is the model's key too.
+        if entity.hasImplicitKey, original.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
+            original[0] = values[position]
         }
         // Without an id the database assigns one.
         let omitID = entity.hasImplicitKey && values.first == .null

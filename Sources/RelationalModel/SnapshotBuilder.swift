@@ -21,11 +21,13 @@ public enum SnapshotBuilder {
         for attribute in entity.attributes where !attribute.isTransient {
             columns.append(ColumnSnapshot(
                 name: attribute.columnName, property: attribute.name, renamedFrom: attribute.renamedFrom,
-                kind: attribute.usesExternalStorage ? .text : kind(of: attribute.type, in: schema),
+                // An external value's column holds its file name; an encrypted value is an
+                // envelope of bytes, with no default or enum check in clear.
+                kind: attribute.usesExternalStorage ? .text : attribute.isEncrypted ? .blob : kind(of: attribute.type, in: schema),
                 isNullable: attribute.isOptional,
-                defaultValue: attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
-                isAutoIncrement: false, enumValues: enumValues(of: attribute.type, in: schema),
-                bits: attribute.usesExternalStorage ? nil : bits(of: attribute.type)))
+                defaultValue: attribute.isEncrypted ? nil : attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
+                isAutoIncrement: false, enumValues: attribute.isEncrypted ? nil : enumValues(of: attribute.type, in: schema),
+                bits: attribute.usesExternalStorage || attribute.isEncrypted ? nil : bits(of: attribute.type)))
         }
         var foreignKeys: [ForeignKeySnapshot] = []
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {

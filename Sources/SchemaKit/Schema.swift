@@ -210,6 +210,9 @@ public struct Attribute: Sendable, Hashable {
     /// Stored as a file beside the database rather than in the row.
     public var usesExternalStorage: Bool
     public var isEncrypted: Bool
+    /// `encrypt: deterministic`: equal values give equal ciphertexts, for unique constraints
+    /// and equality lookups.
+    public var encryptsDeterministically: Bool = false
     /// Kept in the change history after its row is deleted.
     public var preservesValueOnDeletion: Bool
     public var isIndexed: Bool

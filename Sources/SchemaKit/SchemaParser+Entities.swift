@@ -82,13 +82,15 @@ extension SchemaParser {
         }
         guard let (type, optionalFromType) = resolveType(typeNode, what: "\(what) of entity '\(entity)'", allowEntities: true) else { return nil }
         let isOptional = optionality(options, fromType: optionalFromType, what: what)
+        let encryptionMode = encryption(options, what: what)
         var attribute = Attribute(
             name: name, type: type, isOptional: isOptional, defaultValue: nil,
             isUnique: flag(options, "unique", what: what),
             isPrimaryKey: flag(options, "primaryKey", what: what),
             isTransient: flag(options, "transient", what: what),
             usesExternalStorage: flag(options, "externalStorage", what: what),
-            isEncrypted: flag(options, "encrypt", what: what),
+            isEncrypted: encryptionMode != nil,
+            encryptsDeterministically: encryptionMode == .deterministic,
             preservesValueOnDeletion: flag(options, "preserveValueOnDeletion", what: what),
             isIndexed: flag(options, "indexed", what: what),
             isSearchable: flag(options, "searchable", what: what),
@@ -103,6 +105,20 @@ extension SchemaParser {
         let parsed = Parsed(model: attribute, nameNode: pair.key, options: options)
         checkAttributeOptions(parsed)
         return parsed
+    }
+
+    enum Encryption { case randomized, deterministic }
+
+    /// `encrypt: true` (randomized), `encrypt: deterministic`, or nothing.
+    mutating func encryption(_ keyed: Keyed, what: String) -> Encryption? {
+        guard let node = keyed["encrypt"] else { return nil }
+        if node.scalarText == "deterministic" { return .deterministic }
+        if node.boolValue == nil {
+            let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
+            error(.wrongKind, "'encrypt' in \(what) expects true, false or deterministic, found \(found)", at: node)
+            return nil
+        }
+        return node.boolValue == true ? .randomized : nil
     }
 
     /// Options that make no sense together, or on this type.
@@ -152,8 +168,14 @@ extension SchemaParser {
                 conflict("encrypt", "searchable", "full-text search cannot read ciphertext", &self)
             }
         }
-        if a.isEncrypted, !a.isTransient, a.isUnique || a.isIndexed {
-            warning(.conflictingOptions, "\(what) is encrypted and \(a.isUnique ? "unique" : "indexed"): the index compares ciphertext, which only works with deterministic encryption", at: parsed.options.keyNode("encrypt") ?? parsed.nameNode)
+        if a.isEncrypted, !a.isTransient, !a.encryptsDeterministically, a.isUnique || a.isIndexed {
+            error(.conflictingOptions, "\(what) is encrypted and \(a.isUnique ? "unique" : "indexed"), but every randomized ciphertext differs, so the index would never match; write 'encrypt: deterministic' (equal values give equal ciphertexts)", at: parsed.options.keyNode("encrypt") ?? parsed.nameNode)
+        }
+        if a.isEncrypted, !a.isTransient {
+            if a.isPrimaryKey { conflict("encrypt", "primaryKey", "a value is encrypted under its row's key, so the key itself cannot be", &self) }
+            if a.preservesValueOnDeletion {
+                conflict("encrypt", "preserveValueOnDeletion", "the history is not encrypted, so a tombstone would keep the value in clear", &self)
+            }
         }
         if a.isUnique, a.isIndexed {
             warning(.redundant, "\(what) is unique, which already indexes it; remove 'indexed'", at: parsed.options.keyNode("indexed") ?? parsed.nameNode)

@@ -69,6 +69,8 @@ public struct ColumnDescriptor: Sendable, Hashable {
     public let isSearchable: Bool
     public let usesExternalStorage: Bool
     public let isEncrypted: Bool
+    /// `encrypt: deterministic`: equal values give equal ciphertexts.
+    public let encryptsDeterministically: Bool
     public let preservesValueOnDeletion: Bool
     public let renamedFrom: String?
     public let defaultValue: DefaultValueDescriptor?
@@ -78,7 +80,7 @@ public struct ColumnDescriptor: Sendable, Hashable {
     public init(
         property: String, column: String, jsonKey: String? = nil, storage: StorageKind, swiftType: String, isOptional: Bool,
         isPrimaryKey: Bool = false, isUnique: Bool = false, isIndexed: Bool = false, isSearchable: Bool = false,
-        usesExternalStorage: Bool = false, isEncrypted: Bool = false, preservesValueOnDeletion: Bool = false,
+        usesExternalStorage: Bool = false, isEncrypted: Bool = false, encryptsDeterministically: Bool = false, preservesValueOnDeletion: Bool = false,
         renamedFrom: String? = nil, defaultValue: DefaultValueDescriptor? = nil
     ) {
         self.property = property
@@ -92,6 +94,7 @@ public struct ColumnDescriptor: Sendable, Hashable {
         self.isSearchable = isSearchable
         self.usesExternalStorage = usesExternalStorage
         self.isEncrypted = isEncrypted
+        self.encryptsDeterministically = encryptsDeterministically
         self.preservesValueOnDeletion = preservesValueOnDeletion
         self.renamedFrom = renamedFrom
         self.defaultValue = defaultValue

@@ -7,7 +7,7 @@ import Testing
 
 func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryRetention = .forever) throws -> Store {
     try Store(path: path ?? storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
-              configuration: .init(author: author, historyRetention: retention))
+              configuration: .init(author: author, historyRetention: retention, keys: testKeys))
 }
 
 /// The history table, read back through the store and straight from SQLite.
@@ -82,7 +82,7 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
     }
 
     @Test func preservedValuesLandInTombstones() async throws {
-        let store = try Store(path: storePath(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations)
+        let store = try Store(path: storePath(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
         let seen = Date(timeIntervalSince1970: 1_790_000_000.125)
         try await store.insert(User(identifier: "u1", name: "Ada", lastSeen: seen))
         try await store.insert(User(identifier: "u2", name: "Grace"))
@@ -126,7 +126,7 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
     /// same work through both gives the same changes.
     @Test func theTriggerFallbackRecordsWhatTheHookRecords() async throws {
         func run(triggers: Bool) async throws -> [[HistoryChange]] {
-            var configuration = Store.Configuration(recordsHistory: true)
+            var configuration = Store.Configuration(recordsHistory: true, keys: testKeys)
             configuration.recordsWithTriggers = triggers
             let garage = try Store(path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations, configuration: configuration)
             let owner = try await garage.insert(Person(name: "Ada", birthYear: 1815))

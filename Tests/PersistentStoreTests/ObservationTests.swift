@@ -181,7 +181,7 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
     }
 
     @Test func anInMemoryStoreDeliversItsOwnCommits() async throws {
-        let store = try Store(path: nil, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        let store = try Store(path: nil, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         let (changes, task) = Collected.gather(try await store.changes())
         defer { task.cancel() }
         try await store.insert(TodoItem(taskName: "in memory"))

@@ -5,7 +5,7 @@ import Testing
 @testable import PersistentStore
 
 func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws -> Store {
-    try Store(path: storePath(), schema: schema, migrations: migrations)
+    try Store(path: storePath(), schema: schema, migrations: migrations, configuration: .init(keys: testKeys))
 }
 
 func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline: Int64? = nil, distance: Int = 100) -> Flight {
@@ -122,7 +122,7 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
 
     @Test func valuesLiveInFilesThatFollowTheirRows() async throws {
         let path = storePath()
-        let users = try Store(path: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations)
+        let users = try Store(path: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
         let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
         let bytes = Data((0..<100_000).map { UInt8($0 % 251) })
         let image = try await users.insert(Image(url: URL(string: "https://example.com/a.png")!, data: bytes, ownerID: ada.identifier))

@@ -1,9 +1,19 @@
 import ExampleModels
+import FieldEncryption
 import Foundation
 import SchemaMetadata
 import SQLiteKit
 import Testing
 @testable import PersistentStore
+
+/// The master key the tests encrypt with (Users' email and image data, Todo's notes).
+let testKeys = KeySource.ring(testKeyRing(("test", 0x42)))
+
+func testKeyRing(_ keys: (String, UInt8)...) -> KeyRing {
+    do { return try KeyRing(keys.map { (id: $0.0, bytes: [UInt8](repeating: $0.1, count: 32)) }) } catch {
+        preconditionFailure("test keys: \(error)")
+    }
+}
 
 func storePath() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)/nested/app.sqlite").path
@@ -61,7 +71,7 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
                                               price: Decimal(string: "19999.99"), manual: URL(string: "https://example.com/m.pdf"), photo: nil))
         #expect(try await garage.fetch(Car.self) == [car])
 
-        let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         let item = try await todo.insert(TodoItem(taskName: "Buy milk", startDate: Date(timeIntervalSince1970: 1_700_000_000)))
         #expect(try await todo.model(TodoItem.self, key: item.id) == item)
     }

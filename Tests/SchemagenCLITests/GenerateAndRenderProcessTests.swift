@@ -128,11 +128,24 @@ import TestSupport
     @Test func generateWritesAMigrationWhenTheSchemaChanges() throws {
         let folder = try temporaryFolder()
         let schema = folder.appendingPathComponent("Todo.yaml")
-        try FileManager.default.copyItem(at: SchemagenProcessTests.repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"), to: schema)
+        // A schema of its own, so the example's later versions do not move this test.
+        try """
+            schema: Todo
+            version: 1
+            entities:
+              TodoItem:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                  taskName: String
+                  startDate: {type: Date, default: now}
+                  isCompleted: {type: Bool, default: false}
+                indexes: [[isCompleted, startDate]]
+
+            """.write(to: schema, atomically: true, encoding: .utf8)
         let base = ["generate", "--schema", schema.path, "--output", folder.appendingPathComponent("out").path, "--migrations", folder.appendingPathComponent("mig").path]
         let first = try runner.schemagen(base)
         #expect(first.status == 0, "\(first.error)")
-        #expect(first.output.contains("mig/Todo/0001_create_todo (schema Todo version 2): 2 steps"))
+        #expect(first.output.contains("mig/Todo/0001_create_todo (schema Todo version 1): 2 steps"))
 
         // A change without a version bump is refused; with one, --check reports the missing migration.
         var text = try String(contentsOf: schema, encoding: .utf8)
@@ -140,18 +153,18 @@ import TestSupport
         try text.write(to: schema, atomically: true, encoding: .utf8)
         let unbumped = try runner.schemagen(base)
         #expect(unbumped.status == 1)
-        #expect(unbumped.error.contains("but its version is still 2; set 'version: 3' [version-not-bumped]"))
-        try text.replacingOccurrences(of: "version: 2", with: "version: 3").write(to: schema, atomically: true, encoding: .utf8)
+        #expect(unbumped.error.contains("but its version is still 1; set 'version: 2' [version-not-bumped]"))
+        try text.replacingOccurrences(of: "version: 1", with: "version: 2").write(to: schema, atomically: true, encoding: .utf8)
         let check = try runner.schemagen(base + ["--check"])
         #expect(check.status == 1)
-        #expect(check.output.contains("missing migration: \(folder.path)/mig/Todo/0002_add_todo_item_notes.up.sql (schema Todo version 3)"))
+        #expect(check.output.contains("missing migration: \(folder.path)/mig/Todo/0002_add_todo_item_notes.up.sql (schema Todo version 2)"))
         let second = try runner.schemagen(base + ["--name", "Add notes!"])
         #expect(second.status == 0, "\(second.error)")
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("mig/Todo/0002_add_notes.up.sql").path))
         #expect(try runner.schemagen(base + ["--check"]).status == 0)
 
         // Dropping the column is destructive: refused unless allowed.
-        try text.replacingOccurrences(of: "version: 2", with: "version: 4").replacingOccurrences(of: "\n      notes: String?", with: "")
+        try text.replacingOccurrences(of: "version: 1", with: "version: 3").replacingOccurrences(of: "\n      notes: String?", with: "")
             .write(to: schema, atomically: true, encoding: .utf8)
         let destructive = try runner.schemagen(base)
         #expect(destructive.status == 1)
@@ -171,7 +184,7 @@ import TestSupport
     @Test func diffPrintsThePlanWithoutWriting() throws {
         let run = try runner.schemagen(["diff", "--schema", "Schemas/Todo.yaml"])
         #expect(run.status == 0)
-        #expect(run.output == "Todo: no changes since version 2.\n")
+        #expect(run.output == "Todo: no changes since version 3.\n")
         let folder = try temporaryFolder()
         let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml")
         try "schema: S\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n      y: String?\n".write(to: old, atomically: true, encoding: .utf8)

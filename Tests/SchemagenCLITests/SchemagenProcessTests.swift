@@ -70,7 +70,7 @@ import TestSupport
         let strict = try schemagen(["validate", "--warnings-as-errors", invalid("warnings.yaml")])
         #expect(strict.status == 1)
         #expect(!strict.output.contains("warning:"))
-        #expect(strict.output.contains("13 errors"))
+        #expect(strict.output.contains("12 errors"))
     }
 
     @Test func usageErrorsExitWithTwo() throws {

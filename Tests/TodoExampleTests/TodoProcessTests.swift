@@ -1,4 +1,5 @@
 import ExampleModels
+import FieldEncryption
 import Foundation
 import PersistentStore
 import SQLiteKit
@@ -13,13 +14,17 @@ import Glibc
 @Suite(.serialized) struct TodoProcessTests {
     static let todo = BuiltTool("todo")
 
-    static func run(_ arguments: [String], database: String, environment: [String: String]? = nil) throws -> BuiltTool.Run {
-        try todo.run(arguments + ["--database", database], environment: environment)
+    /// Todo's notes are encrypted: every process gets the same key, as users pass it.
+    static let key = Data([UInt8](repeating: 0x2a, count: 32)).base64EncodedString()
+    static let environment = ["SCHEMAGEN_KEYS": "k1=\(key)", "PATH": "/usr/bin:/bin"]
+
+    static func run(_ arguments: [String], database: String, environment extra: [String: String] = [:]) throws -> BuiltTool.Run {
+        try todo.run(arguments + ["--database", database], environment: environment.merging(extra) { $1 })
     }
 
     /// Starts `todo watch` and waits until it listens.
     static func watch(_ database: String, _ extra: [String] = []) throws -> BuiltTool.Running {
-        let watcher = try todo.start(["watch", "--database", database] + extra)
+        let watcher = try todo.start(["watch", "--database", database] + extra, environment: environment)
         let ready = watcher.read(.error, until: { $0.contains("watching") })
         #expect(ready.contains("watching"), "\(ready)")
         return watcher
@@ -78,7 +83,7 @@ import Glibc
         let database = temporaryPath("todo.sqlite")
         _ = try Self.run(["add", "before"], database: database)
         let watcher = try Self.watch(database)
-        let doomed = try Self.todo.start(["add", "doomed", "--database", database], environment: ["TODO_PAUSE_BEFORE_COMMIT": "30"])
+        let doomed = try Self.todo.start(["add", "doomed", "--database", database], environment: Self.environment.merging(["TODO_PAUSE_BEFORE_COMMIT": "30"]) { $1 })
         let paused = doomed.read(.error, until: { $0.contains("paused before commit") })
         #expect(paused.contains("paused before commit"))
         kill(doomed.processIdentifier, SIGKILL)
@@ -107,7 +112,7 @@ import Glibc
         let script = { (author: String) in
             "for i in $(seq 1 40); do \"$TODO\" add \"\(author) $i\" --author \(author) -d \"$DB\" >/dev/null || exit 1; \"$TODO\" done \(shared) --author \(author) -d \"$DB\" >/dev/null || exit 1; done"
         }
-        let environment = ["TODO": Self.todo.url.path, "DB": database, "PATH": "/usr/bin:/bin"]
+        let environment = Self.environment.merging(["TODO": Self.todo.url.path, "DB": database]) { $1 }
         let writers = try ["app", "widget"].map { author in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -166,7 +171,8 @@ import Glibc
         let change = try #require((transactions[0]["changes"] as? [[String: Any]])?.first)
         #expect((change["tombstone"] as? [String: Any])?["taskName"] as? String == "Buy milk")
         // Prune through the store; a reader asking for pruned history is told, not misled.
-        let store = try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        let store = try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
+                              configuration: .init(keys: .ring(try KeyRing(parsing: "k1=\(Self.key)", source: "test"))))
         try await store.deleteHistory(before: HistoryToken(3))
         let pruned = try Self.run(["history", "--after", "1"], database: database)
         #expect(pruned.status == 1)

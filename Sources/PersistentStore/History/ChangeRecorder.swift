@@ -142,15 +142,18 @@ final class ChangeRecorder {
 
     // MARK: - Recording
 
+    /// Set while the store rewrites values without changing them (re-encryption).
+    var paused = false
+
     /// The pre-update hook's handler.
     func record(_ change: RowChange) {
-        guard change.isMain, let index = table(change.table) else { return }
+        guard !paused, change.isMain, let index = table(change.table) else { return }
         record(change, table: index)
     }
 
     /// A row of the table named `name` (the trigger fallback).
     func record(_ change: some ChangedRow, tableNamed name: String) {
-        guard let index = tables.firstIndex(where: { $0.name == name }) else { return }
+        guard !paused, let index = tables.firstIndex(where: { $0.name == name }) else { return }
         record(change, table: index)
     }
 
@@ -217,6 +220,11 @@ final class ChangeRecorder {
     }
 
     func discard() { pending.removeAll(keepingCapacity: pending.count < 100_000) }
+
+    /// Drops what the fallback triggers wrote in this transaction (a rewrite that changes no value).
+    func forgetFallbackRows(_ connection: SQLiteConnection) throws(SQLiteError) {
+        if triggers != nil { try connection.execute("DELETE FROM \(TriggerRecorder.table);") }
+    }
 
     /// The names of the tables recorded, for the trigger fallback.
     var tableNames: [String] { tables.map(\.name) }

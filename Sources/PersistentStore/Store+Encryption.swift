@@ -1,0 +1,304 @@
+import FieldEncryption
+import Foundation
+import SchemaMetadata
+import SQLiteKit
+
+/// Where the store finds the master keys of `encrypt` attributes. Read only when the schema
+/// has one.
+public enum KeySource: Sendable {
+    /// Comma- or line-separated `id=base64-of-32-bytes` entries in an environment variable
+    /// (`SCHEMAGEN_KEYS` by default); the first encrypts, every one decrypts.
+    case environment(String)
+    /// The same format in a file only its owner may read (mode 0600).
+    case file(String)
+    /// Keys the program holds (a keychain, a secret manager).
+    case ring(KeyRing)
+
+    public static let `default` = KeySource.environment("SCHEMAGEN_KEYS")
+}
+
+/// Encrypted attributes in the store: values are sealed just before they are written and
+/// opened as rows are read, so models, predicates' values and the API only ever see plaintext.
+/// docs/runtime.md ("Encrypted attributes") has the format and the threat model.
+extension Store {
+    /// The ciphers of a schema's encrypted attributes, by table and column; empty when it has none.
+    static func ciphers(for schema: SchemaDescriptor, keys: KeySource) throws(StoreError) -> (ring: KeyRing?, ciphers: [String: [String: FieldCipher]]) {
+        let encrypted = schema.entities.flatMap { entity in entity.columns.filter(\.isEncrypted).map { (entity, $0) } }
+        guard !encrypted.isEmpty else { return (nil, [:]) }
+        let names = encrypted.map { "\($0.0.name).\($0.1.property)" }.joined(separator: ", ")
+        let ring: KeyRing
+        do {
+            switch keys {
+            case .environment(let variable):
+                guard let found = try KeyRing.fromEnvironment(variable) else {
+                    throw StoreError.missingKey("""
+                        \(schema.name) encrypts \(names), but \(variable) is not set. Make a key with \
+                        `openssl rand -base64 32`, keep it safe (without it the values cannot be read), and pass it as \
+                        \(variable)=k1=<the key>; or open the store with Configuration(keys: .file(path)) or .ring(...)
+                        """)
+                }
+                ring = found
+            case .file(let path): ring = try KeyRing.fromFile(path)
+            case .ring(let given): ring = given
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .missingKey("\(schema.name) encrypts \(names), but its keys cannot be read: \(error)")
+        }
+        var result: [String: [String: FieldCipher]] = [:]
+        for (entity, column) in encrypted {
+            do {
+                result[entity.table, default: [:]][column.column] = try FieldCipher(
+                    ring: ring, table: entity.table, column: column.column,
+                    mode: column.encryptsDeterministically ? .deterministic : .randomized, attribute: "\(entity.name).\(column.property)")
+            } catch {
+                throw .encryption(error)
+            }
+        }
+        return (ring, result)
+    }
+
+    /// Refuses a key whose id the database knows under other bytes, before anything is written
+    /// with it: `schemagen_key_check` keeps, per key id, an HMAC of a fixed text under the key.
+    static func checkKeys(_ ring: KeyRing, _ connection: SQLiteConnection, schema: String) throws(StoreError) {
+        do {
+            try connection.execute("CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id TEXT PRIMARY KEY, check_value BLOB NOT NULL);")
+            for key in ring.keys {
+                let check = StoredValue.blob(try ring.checkValue(of: key))
+                // Another process may record the same key at the same moment: the first wins,
+                // and both compare with what was recorded.
+                _ = try connection.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING", [.text(key.id), check])
+                let stored = try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first
+                guard stored == check else {
+                    throw StoreError.missingKey("key '\(key.id)' is not the key this database's values were encrypted with under that id; pass the right key (or give a new key a new id)")
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .database(error)
+        } catch {
+            throw .missingKey("\(schema): the keys cannot be checked: \(error)")
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Makes a row ready to store: seals encrypted values and writes external files (sealed too
+    /// when encrypted), putting the file names in the row. The row key that binds ciphertexts
+    /// is the stored row's that the write will update (found by primary key or unique value),
+    /// or the row's own, or, for an implicit key, the next one, which is then set in the row
+    /// (`columns` gains `id`). A value equal to the stored one keeps its ciphertext, so writing
+    /// a model back unchanged changes nothing.
+    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [SQLiteValue]) throws(StoreError) {
+        let external = Self.externalColumns(of: entity)
+        // Values in the row; an encrypted external value is sealed into its file below.
+        let ciphers = (encryption[entity.table] ?? [:]).filter { !entity.isExternal($0.key) }
+        let fileCiphers = (encryption[entity.table] ?? [:]).filter { entity.isExternal($0.key) }
+        guard !ciphers.isEmpty || !external.isEmpty else { return }
+        // Deterministic values first: unique lookups compare their ciphertexts.
+        for (position, column) in columns.enumerated() {
+            guard let cipher = ciphers[column], cipher.mode == .deterministic else { continue }
+            values[position] = try seal(values[position], cipher, rowKey: [])
+        }
+        var byColumn: [String: SQLiteValue] = [:]
+        for (column, value) in zip(columns, values) where byColumn[column] == nil { byColumn[column] = value }
+        let replaced = conflictCondition(entity, values: byColumn)
+        if !external.isEmpty {
+            removeOnCommit(try externalNames(of: entity, where: replaced.sql, replaced.arguments), of: entity)
+        }
+        var rowKey: [SQLiteValue]
+        var stored: [String: SQLiteValue] = [:]
+        let randomized = columns.filter { ciphers[$0]?.mode == .randomized }
+        let selected = entity.primaryKey + randomized
+        if let existing = try query("SELECT \(selected.map(Self.quote).joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE \(replaced.sql) LIMIT 1", replaced.arguments).first {
+            rowKey = Array(existing.prefix(entity.primaryKey.count))
+            for (column, value) in zip(randomized, existing.dropFirst(entity.primaryKey.count)) { stored[column] = value }
+        } else {
+            rowKey = entity.primaryKey.map { byColumn[$0] ?? .null }
+            if entity.hasImplicitKey, rowKey == [.null], !randomized.isEmpty || !fileCiphers.isEmpty {
+                let next = try nextImplicitKey(entity)
+                rowKey = [.integer(next)]
+                if let position = columns.firstIndex(of: "id") {
+                    values[position] = .integer(next)
+                } else {
+                    columns.insert("id", at: 0)
+                    values.insert(.integer(next), at: 0)
+                }
+            }
+        }
+        for (position, column) in columns.enumerated() {
+            guard let cipher = ciphers[column], cipher.mode == .randomized else { continue }
+            if let old = stored[column], (try? cipher.open(old, rowKey: rowKey)) == values[position] {
+                values[position] = old
+            } else {
+                values[position] = try seal(values[position], cipher, rowKey: rowKey)
+            }
+        }
+        for column in external {
+            guard let position = columns.firstIndex(of: column.column) else { continue }
+            var value = values[position]
+            if let cipher = fileCiphers[column.column] {
+                let bytes: [UInt8]
+                switch value {
+                case .blob(let data): bytes = data
+                case .text(let text): bytes = Array(text.utf8)
+                default: continue
+                }
+                do { value = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
+            }
+            values[position] = try storeExternalValue(value, entity, column)
+        }
+    }
+
+    private func seal(_ value: SQLiteValue, _ cipher: FieldCipher, rowKey: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
+        do { return try cipher.seal(value, rowKey: rowKey) } catch { throw .encryption(error) }
+    }
+
+    /// The key the database would give the next row of an implicit-key table (inside the write
+    /// transaction, which holds the write lock, so no other writer takes it meanwhile).
+    private func nextImplicitKey(_ entity: EntityDescriptor) throws(StoreError) -> Int64 {
+        let table = Self.quote(entity.table)
+        var highest: Int64 = 0
+        if case .integer(let value)? = try query("SELECT max(\"id\") FROM \(table)", []).first?.first { highest = value }
+        let hasSequence = try query("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'", []).first?.first == .integer(1)
+        if hasSequence, case .integer(let value)? = try query("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(entity.table)]).first?.first {
+            highest = max(highest, value)
+        }
+        return highest + 1
+    }
+
+    // MARK: - Reading
+
+    /// Opens the encrypted values of a row read in `columns` order.
+    func openRow(_ entity: EntityDescriptor, columns: [String], row: inout [SQLiteValue]) throws(StoreError) {
+        guard let ciphers = encryption[entity.table] else { return }
+        let rowKey = entity.primaryKey.map { key in columns.firstIndex(of: key).map { row[$0] } ?? .null }
+        for (position, column) in columns.enumerated() {
+            guard let cipher = ciphers[column], !entity.isExternal(column) else { continue }
+            do { row[position] = try cipher.open(row[position], rowKey: rowKey) } catch { throw .encryption(error) }
+        }
+    }
+
+    /// An external file's bytes, opened when the attribute is encrypted.
+    func openExternal(_ bytes: [UInt8], _ entity: EntityDescriptor, _ column: ColumnDescriptor, rowKey: [SQLiteValue]) throws(StoreError) -> [UInt8] {
+        guard let cipher = encryption[entity.table]?[column.column] else { return bytes }
+        do { return try cipher.open(bytes: bytes, rowKey: rowKey) } catch { throw .encryption(error) }
+    }
+
+    /// The cipher of an encrypted column, for predicates.
+    func cipher(table: String, column: String) -> FieldCipher? { encryption[table]?[column] }
+
+    // MARK: - Re-encryption
+
+    /// How far `reencrypt` has got.
+    public struct ReencryptionProgress: Sendable {
+        public let entity: String
+        /// Rows of this entity looked at, and how many there are.
+        public let rowsScanned: Int
+        public let rowsTotal: Int
+        /// Values rewritten so far, over all entities.
+        public let valuesRewritten: Int
+    }
+
+    /// Rewrites every encrypted value that is not under the newest key (or not encrypted at all,
+    /// having been written before the attribute was) under the newest key: in batches of
+    /// `batchSize` rows, one transaction each, so a run killed midway keeps what it finished
+    /// and a second run completes the rest. Returns how many values it rewrote. The rewrites
+    /// are not recorded in the history: no value changes.
+    @discardableResult
+    public func reencrypt(batchSize: Int = 500, progress: @Sendable (ReencryptionProgress) -> Void = { _ in }) throws(StoreError) -> Int {
+        var rewritten = 0
+        for entity in schema.entities {
+            guard let ciphers = encryption[entity.table], !ciphers.isEmpty else { continue }
+            let encrypted = entity.columns.filter { ciphers[$0.column] != nil }
+            let total: Int
+            if case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(entity.table))", []).first?.first { total = Int(count) } else { total = 0 }
+            var scanned = 0
+            var after: Int64 = .min
+            progress(ReencryptionProgress(entity: entity.name, rowsScanned: 0, rowsTotal: total, valuesRewritten: rewritten))
+            while true {
+                let selected = ["rowid"] + entity.primaryKey + encrypted.map(\.column)
+                let rows = try query("SELECT \(selected.map { $0 == "rowid" ? $0 : Self.quote($0) }.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                     [.integer(after), .integer(Int64(max(1, batchSize)))])
+                guard let last = rows.last, case .integer(let lastRowID) = last[0] else { break }
+                let count = try write { () throws(StoreError) in
+                    // Rewrites change no value: keep them out of the history.
+                    recorder?.paused = true
+                    defer {
+                        try? recorder?.forgetFallbackRows(connection)
+                        recorder?.paused = false
+                    }
+                    var count = 0
+                    for row in rows {
+                        let rowKey = Array(row[1...entity.primaryKey.count])
+                        for (offset, column) in encrypted.enumerated() {
+                            guard let cipher = ciphers[column.column] else { continue }
+                            let value = row[1 + entity.primaryKey.count + offset]
+                            if column.usesExternalStorage {
+                                if try rewriteExternal(value, entity, column, cipher, rowKey: rowKey) { count += 1 }
+                                continue
+                            }
+                            guard !cipher.isCurrent(value) else { continue }
+                            var plaintext = Self.legacyValue(value, column)
+                            if FieldCipher.isEnvelope(value) {
+                                do throws(FieldCipherError) { plaintext = try cipher.open(value, rowKey: rowKey) } catch { throw .encryption(error) }
+                            }
+                            let sealed = try seal(plaintext, cipher, rowKey: rowKey)
+                            _ = try query("UPDATE \(Self.quote(entity.table)) SET \(Self.quote(column.column)) = ? WHERE rowid = ?", [sealed, row[0]])
+                            count += 1
+                        }
+                    }
+                    return count
+                }
+                rewritten += count
+                scanned += rows.count
+                after = lastRowID
+                progress(ReencryptionProgress(entity: entity.name, rowsScanned: scanned, rowsTotal: max(total, scanned), valuesRewritten: rewritten))
+            }
+        }
+        return rewritten
+    }
+
+    /// A value written before the attribute was encrypted, as the model's codec expects it: a
+    /// migration that made the column BLOB cast the clear value to bytes.
+    static func legacyValue(_ value: SQLiteValue, _ column: ColumnDescriptor) -> SQLiteValue {
+        guard case .blob(let bytes) = value, !FieldCipher.isEnvelope(value), column.swiftType != "Data" else { return value }
+        let text = String(decoding: bytes, as: UTF8.self)
+        switch column.swiftType {
+        case "Bool", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64":
+            return Int64(text).map(SQLiteValue.integer) ?? .text(text)
+        case "Double", "Float":
+            return Double(text).map(SQLiteValue.real) ?? .text(text)
+        default:
+            return .text(text)
+        }
+    }
+
+    /// Seals an external file again under the newest key (a new file, the old one removed at
+    /// commit); true when it did.
+    private func rewriteExternal(_ value: SQLiteValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, _ cipher: FieldCipher, rowKey: [SQLiteValue]) throws(StoreError) -> Bool {
+        guard case .text(let name) = value else { return false }
+        let url = externalFile(entity, column, name)
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw .externalFile("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
+        }
+        let bytes = [UInt8](data)
+        if FieldCipher.keyID(of: bytes) == cipher.newestKeyID { return false }
+        var plaintext = bytes
+        if FieldCipher.keyID(of: bytes) != nil {
+            do { plaintext = try cipher.open(bytes: bytes, rowKey: rowKey) } catch { throw .encryption(error) }
+        }
+        let sealed: [UInt8]
+        do { sealed = try cipher.seal(bytes: plaintext, rowKey: rowKey) } catch { throw .encryption(error) }
+        let newName = try storeExternalValue(.blob(sealed), entity, column)
+        removedFiles.append(url)
+        _ = try query("UPDATE \(Self.quote(entity.table)) SET \(Self.quote(column.column)) = ? WHERE \(Self.condition(entity.primaryKey))", [newName] + rowKey)
+        return true
+    }
+}
+
+extension EntityDescriptor {
+    func isExternal(_ column: String) -> Bool { columns.contains { $0.column == column && $0.usesExternalStorage } }
+}
