@@ -362,6 +362,14 @@ public actor Store {
 
     /// Reads rows and decodes them through the model's Codable keys.
     func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0) throws(StoreError) -> [M] {
+        var ignored: [[SQLiteValue]] = []
+        return try rows(sql, arguments, as: M.self, expectedCount: expectedCount, extraColumns: 0, extras: &ignored)
+    }
+
+    /// The same, for a query that selects `extraColumns` more values after the model's (a
+    /// search's rank); they land in `extras`, one array per model.
+    func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0,
+                                  extraColumns: Int, extras: inout [[SQLiteValue]]) throws(StoreError) -> [M] {
         let entity = M.entity
         if M.self is any RowCodable.Type {
             // The query selected `rowColumns` in order (see `selection`); rows stream through.
@@ -370,11 +378,17 @@ public actor Store {
             let encrypted = encryption[entity.table] != nil
             var models: [M] = []
             do {
-                if external.isEmpty, !encrypted, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
+                if external.isEmpty, !encrypted, extraColumns == 0, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
                     return decoded
                 }
+                var collected: [[SQLiteValue]] = []
+                defer { extras = collected }
                 try connection.forEachRow(sql, arguments) { row in
                     var row = row
+                    if extraColumns > 0 {
+                        collected.append(Array(row.suffix(extraColumns)))
+                        row.removeLast(extraColumns)
+                    }
                     if encrypted { try openRow(entity, columns: order, row: &row) }
                     for (column, position) in external {
                         guard case .text(let name) = row[position] else { continue }
@@ -413,6 +427,10 @@ public actor Store {
             var models: [M] = []
             models.reserveCapacity(result.count)
             for var row in result {
+                if extraColumns > 0 {
+                    extras.append(Array(row.suffix(extraColumns)))
+                    row.removeLast(extraColumns)
+                }
                 try openRow(entity, columns: names, row: &row)
                 let rowKey = entity.primaryKey.map { key in names.firstIndex(of: key).map { row[$0] } ?? .null }
                 for (column, position) in external {

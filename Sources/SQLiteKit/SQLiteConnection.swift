@@ -214,7 +214,16 @@ public final class SQLiteConnection {
             case .null: sqlite3_bind_null(statement, index)
             case .integer(let value): sqlite3_bind_int64(statement, index, value)
             case .real(let value): sqlite3_bind_double(statement, index, value)
-            case .text(let value): sqlite3_bind_text(statement, index, value, -1, transient)
+            case .text(let value):
+                // By byte count, not up to a NUL: text may hold one.
+                var text = value
+                text.withUTF8 { bytes in
+                    if let base = bytes.baseAddress, !bytes.isEmpty {
+                        sqlite3_bind_text(statement, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), transient)
+                    } else {
+                        sqlite3_bind_text(statement, index, "", 0, transient)
+                    }
+                }
             case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), transient)
             }
         }
@@ -225,7 +234,10 @@ public final class SQLiteConnection {
         switch sqlite3_column_type(statement, column) {
         case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
         case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
-        case SQLITE_TEXT: .text(String(cString: sqlite3_column_text(statement, column)))
+        case SQLITE_TEXT:
+            .text(sqlite3_column_text(statement, column).map {
+                String(decoding: UnsafeBufferPointer(start: $0, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
+            } ?? "")
         case SQLITE_BLOB:
             .blob(sqlite3_column_blob(statement, column).map { Array(UnsafeRawBufferPointer(start: $0, count: Int(sqlite3_column_bytes(statement, column)))) } ?? [])
         default: .null
