@@ -10,7 +10,8 @@ import SchemaMetadata
 public enum TodoTool {
     public static var tool: CommandLineTool {
         CommandLineTool(name: "todo", version: "0.1.0", abstract: "A to-do list shared by several processes, with live changes and history.",
-                        commands: [AddCommand.self, DoneCommand.self, RemoveCommand.self, ListCommand.self, WatchCommand.self, HistoryCommand.self])
+                        commands: [AddCommand.self, DoneCommand.self, RemoveCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
+                                   WatchCommand.self, HistoryCommand.self, RekeyCommand.self])
     }
 
     static let common: [OptionSpec] = [
@@ -18,7 +19,7 @@ public enum TodoTool {
         .value("author", valueName: "name", help: "Recorded with each change this process makes (default: $TODO_AUTHOR, else todo)."),
     ]
 
-    static let exitStatus = "Exit status: 0 done; 1 no such item, an ambiguous id or a database error; 2 usage error."
+    static let exitStatus = "Exit status: 0 done; 1 no such item, an ambiguous id, a missing or wrong key, or a database error; 2 usage error. Notes are encrypted: pass the keys in SCHEMAGEN_KEYS (id=base64-of-32-bytes, newest first)."
 
     static func databasePath(_ arguments: ParsedArguments, io: CommandIO) -> String {
         arguments.value("database") ?? io.environment["TODO_DATABASE"] ?? "todo.sqlite"
@@ -115,8 +116,11 @@ public enum TodoTool {
 enum AddCommand: Command {
     static let spec = CommandSpec(
         name: "add", abstract: "Add an item; prints its id.", discussion: TodoTool.exitStatus,
-        options: TodoTool.common + [.value("due", valueName: "date", help: "When it is due: 2026-12-01 (UTC) or an ISO 8601 time.")],
-        arguments: [ArgumentSpec("NAME", help: "What to do.", isRequired: true)])
+        options: TodoTool.common + [
+            .value("due", valueName: "date", help: "When it is due: 2026-12-01 (UTC) or an ISO 8601 time."),
+            .value("notes", valueName: "text", help: "Private notes, encrypted in the file."),
+        ],
+        arguments: [ArgumentSpec("NAME", help: "What to do (several words are joined).", isVariadic: true, isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let name = arguments.arguments.joined(separator: " ")
@@ -133,7 +137,7 @@ enum AddCommand: Command {
             due = date
         }
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
-        let item = TodoItem(taskName: name, dueDate: due)
+        let item = TodoItem(taskName: name, dueDate: due, notes: arguments.value("notes"))
         return TodoTool.perform(io) {
             let item = try TodoTool.wait { try await store.insert(item) }
             io.writeOutput(TodoTool.id(item) + "\n")
@@ -207,6 +211,110 @@ enum ListCommand: Command {
                     io.writeOutput("\(TodoTool.id(item)) [\(item.isCompleted ? "x" : " ")] \(item.taskName)\(due)\n")
                 }
             }
+            return .success
+        }
+    }
+}
+
+enum ShowCommand: Command {
+    static let spec = CommandSpec(
+        name: "show", abstract: "Print one item with its notes (decrypted).", discussion: TodoTool.exitStatus,
+        options: TodoTool.common + [.flag("json", help: "Print a JSON object.")],
+        arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        return TodoTool.perform(io) {
+            let item = try TodoTool.find(arguments.arguments[0], in: store)
+            if arguments.flag("json") {
+                io.writeOutput(JSONNode(value: .object([
+                    ("id", JSONNode(value: .string(TodoTool.id(item)))),
+                    ("name", JSONNode(value: .string(item.taskName))),
+                    ("done", JSONNode(value: .bool(item.isCompleted))),
+                    ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
+                    ("notes", JSONNode(value: item.notes.map(JSONValue.string) ?? .null)),
+                ])).jsonText + "\n")
+            } else {
+                io.writeOutput("\(TodoTool.id(item)) [\(item.isCompleted ? "x" : " ")] \(item.taskName)\n")
+                if let due = item.dueDate { io.writeOutput("due: \(TodoTool.text(due))\n") }
+                io.writeOutput("notes: \(item.notes ?? "(none)")\n")
+            }
+            return .success
+        }
+    }
+}
+
+enum SearchCommand: Command {
+    static let spec = CommandSpec(
+        name: "search", abstract: "Print the items whose names contain every word, best match first.",
+        discussion: "Words are matched whole and in any order (full-text search, ranked by bm25). \(TodoTool.exitStatus)",
+        options: TodoTool.common + [
+            .value("limit", valueName: "n", help: "At most this many (default 20)."),
+            .flag("json", help: "Print a JSON array."),
+        ],
+        arguments: [ArgumentSpec("WORDS", help: "What to look for.", isVariadic: true, isRequired: true)])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        var limit = 20
+        if let text = arguments.value("limit") {
+            guard let number = Int(text), number > 0 else {
+                io.writeError("todo: error: --limit expects a positive whole number, found '\(text)'\n")
+                return .usageOrIO
+            }
+            limit = number
+        }
+        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        let words = arguments.arguments.joined(separator: " ")
+        let count = limit
+        return TodoTool.perform(io) {
+            let results = try TodoTool.wait { try await store.search(TodoItem.self, matching: words, limit: count, snippets: SnippetStyle(open: "[", close: "]")) }
+            if arguments.flag("json") {
+                io.writeOutput(JSONNode(value: .array(results.map { result in
+                    JSONNode(value: .object([
+                        ("id", JSONNode(value: .string(TodoTool.id(result.model)))),
+                        ("name", JSONNode(value: .string(result.model.taskName))),
+                        ("rank", JSONNode(value: .number(String(result.rank)))),
+                        ("match", JSONNode(value: result.snippets["taskName"].map(JSONValue.string) ?? .null)),
+                    ]))
+                })).jsonText + "\n")
+            } else {
+                for result in results {
+                    io.writeOutput("\(TodoTool.id(result.model)) [\(result.model.isCompleted ? "x" : " ")] \(result.snippets["taskName"] ?? result.model.taskName)\n")
+                }
+            }
+            return .success
+        }
+    }
+}
+
+enum RekeyCommand: Command {
+    static let spec = CommandSpec(
+        name: "rekey", abstract: "Re-encrypt every note under the newest key in SCHEMAGEN_KEYS, with progress.",
+        discussion: """
+            Put the new key first in SCHEMAGEN_KEYS and keep the old ones after it; once rekey has
+            finished, the old keys can go. It works in batches, one transaction each: a run that is
+            killed keeps what it finished, and running it again completes the rest. \(TodoTool.exitStatus)
+            """,
+        options: TodoTool.common + [.value("batch", valueName: "rows", help: "Rows per transaction (default 500).")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        var batch = 500
+        if let text = arguments.value("batch") {
+            guard let number = Int(text), number > 0 else {
+                io.writeError("todo: error: --batch expects a positive whole number, found '\(text)'\n")
+                return .usageOrIO
+            }
+            batch = number
+        }
+        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        let rows = batch
+        return TodoTool.perform(io) {
+            let rewritten = try TodoTool.wait {
+                try await store.reencrypt(batchSize: rows) { progress in
+                    io.writeError("todo: rekey: \(progress.entity) \(progress.rowsScanned)/\(progress.rowsTotal) rows, \(progress.valuesRewritten) values re-encrypted\n")
+                }
+            }
+            io.writeOutput("re-encrypted \(rewritten) value\(rewritten == 1 ? "" : "s")\n")
             return .success
         }
     }

@@ -180,4 +180,71 @@ import Glibc
         #expect(try Self.run(["history"], database: database).output.hasPrefix("3 "))
         #expect(try Self.run(["history", "--after", "x"], database: database).status == 2)
     }
+
+    /// Notes are encrypted in the file; `show` decrypts them; no key, no store.
+    @Test func notesAreEncryptedAndShownWithTheKey() throws {
+        let database = temporaryPath("todo.sqlite")
+        let id = try Self.run(["add", "Paint", "the", "kitchen", "--notes", "the blue roller is in the shed"], database: database).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let show = try Self.run(["show", String(id.prefix(8))], database: database)
+        #expect(show.output.contains("notes: the blue roller is in the shed"), "\(show.output)")
+        var bytes: [UInt8] = []
+        for file in [database, database + "-wal"] { bytes += FileManager.default.contents(atPath: file).map { [UInt8]($0) } ?? [] }
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("blue roller"))
+        let noKey = try Self.todo.run(["list", "--database", database], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(noKey.status == 1)
+        #expect(noKey.error.contains("SCHEMAGEN_KEYS is not set") && noKey.error.contains("openssl rand -base64 32"), "\(noKey.error)")
+        #expect(!noKey.error.contains(Self.key))
+        let wrong = Data([UInt8](repeating: 0x2b, count: 32)).base64EncodedString()
+        let wrongKey = try Self.todo.run(["list", "--database", database], environment: ["PATH": "/usr/bin:/bin", "SCHEMAGEN_KEYS": "k1=\(wrong)"])
+        #expect(wrongKey.status == 1)
+        #expect(wrongKey.error.contains("key 'k1' is not the key"), "\(wrongKey.error)")
+        #expect(!wrongKey.error.contains(wrong))
+    }
+
+    @Test func searchPrintsTheBestMatchesFirst() throws {
+        let database = temporaryPath("todo.sqlite")
+        for name in ["Buy paint", "Paint the kitchen", "Water the plants"] { _ = try Self.run(["add", name], database: database) }
+        let found = try Self.run(["search", "paint", "kitchen"], database: database)
+        #expect(Self.lines(found.output).count == 1)
+        #expect(found.output.contains("[Paint] the [kitchen]"), "\(found.output)")
+        #expect(Self.lines(try Self.run(["search", "paint"], database: database).output).count == 2)
+        #expect(try Self.run(["search", "\"(unbalanced"], database: database).status == 0, "user text is never FTS5 syntax")
+    }
+
+    /// A rekey killed midway keeps its finished batches, and a second run completes the rest.
+    @Test func rekeyKilledMidwayCompletesOnASecondRun() async throws {
+        let database = temporaryPath("todo.sqlite")
+        let oldKeys = try KeyRing(parsing: "k1=\(Self.key)", source: "test")
+        let store = try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: .ring(oldKeys)))
+        try await store.insert((0..<1000).map { TodoItem(taskName: "item \($0)", notes: "secret note \($0)") })
+        let newKey = Data([UInt8](repeating: 0x77, count: 32)).base64EncodedString()
+        let rotated = ["SCHEMAGEN_KEYS": "k2=\(newKey),k1=\(Self.key)"]
+        func keyIDs() throws -> [String: Int] {
+            var counts: [String: Int] = [:]
+            for row in try SQLiteConnection(path: database).query("SELECT notes FROM todo_item") {
+                guard case .blob(let bytes) = row[0] else { continue }
+                counts[FieldCipher.keyID(of: bytes) ?? "none", default: 0] += 1
+            }
+            return counts
+        }
+        let first = try Self.todo.start(["rekey", "--batch", "50", "--database", database],
+                                        environment: Self.environment.merging(rotated) { $1 }.merging(["TODO_PAUSE_BEFORE_COMMIT": "0.05"]) { $1 })
+        let progress = first.read(.error, until: { $0.contains("250/1000") }, within: 30)
+        #expect(progress.contains("250/1000"), "\(progress)")
+        kill(first.processIdentifier, SIGKILL)
+        _ = first.finish()
+        let midway = try keyIDs()
+        #expect((midway["k2"] ?? 0) >= 250 && (midway["k1"] ?? 0) > 0 && midway.values.reduce(0, +) == 1000, "\(midway)")
+        #expect(try SQLiteConnection(path: database).query("PRAGMA integrity_check") == [[.text("ok")]])
+        let second = try Self.run(["rekey"], database: database, environment: rotated)
+        #expect(second.status == 0, "\(second.error)")
+        #expect(second.output == "re-encrypted \(midway["k1"] ?? 0) values\n")
+        #expect(try keyIDs() == ["k2": 1000])
+        let onlyNew = try Self.run(["show", try #require(Self.lines(try Self.run(["list"], database: database, environment: ["SCHEMAGEN_KEYS": "k2=\(newKey)"]).output).first?.prefix(8).description)],
+                                   database: database, environment: ["SCHEMAGEN_KEYS": "k2=\(newKey)"])
+        #expect(onlyNew.output.contains("notes: secret note"), "\(onlyNew.output) \(onlyNew.error)")
+        let history = try Self.run(["history", "--json"], database: database, environment: rotated)
+        let transactions = try #require(try JSONSerialization.jsonObject(with: Data(history.output.utf8)) as? [[String: Any]])
+        #expect(transactions.count == 1, "only the inserts: re-encryption changes no value, so it is not history")
+    }
 }
