@@ -1,4 +1,10 @@
 import CCrypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The few libcrypto primitives field encryption needs: AES-256-GCM, HMAC-SHA-256, HKDF and
 /// random bytes. Every call checks its result; a failure is an error, never a crash.
@@ -98,5 +104,117 @@ enum Crypto {
         }
         guard final == 1 else { return nil }
         return Array(output.prefix(ciphertext.count))
+    }
+}
+
+/// AES-256-GCM contexts keyed once and reused, message after message: setting up a context and
+/// its key schedule costs more than sealing a short value. Not shared between threads at once
+/// (a lock guards it), so one store's actor can use it freely.
+final class GCMKey: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sealer: OpaquePointer?
+    private var opener: OpaquePointer?
+    /// Random bytes drawn from libcrypto 1,536 at a time and handed out 12 per nonce: every
+    /// nonce is still fresh randomness, at a tenth of the cost of a call per value. A forked
+    /// child must not reuse the parent's bytes, so the pool belongs to one process id.
+    private var pool: [UInt8] = []
+    private var poolOffset = 0
+    private var poolOwner: pid_t = 0
+
+    /// The cipher, fetched once per process (OpenSSL 3 looks it up by name otherwise); libcrypto's
+    /// fetched ciphers may be shared between threads.
+    private struct FetchedCipher: @unchecked Sendable { let pointer: OpaquePointer? }
+    private static let fetched = FetchedCipher(pointer: EVP_CIPHER_fetch(nil, "AES-256-GCM", nil))
+    private static var cipher: OpaquePointer? { fetched.pointer }
+
+    init(_ key: [UInt8]) throws(Crypto.Failure) {
+        guard let cipher = Self.cipher, let sealer = EVP_CIPHER_CTX_new(), let opener = EVP_CIPHER_CTX_new() else {
+            throw Crypto.Failure(description: "AES-256-GCM is not available")
+        }
+        self.sealer = sealer
+        self.opener = opener
+        guard EVP_EncryptInit_ex2(sealer, cipher, key, nil, nil) == 1, EVP_DecryptInit_ex2(opener, cipher, key, nil, nil) == 1 else {
+            throw Crypto.Failure(description: "AES-256-GCM refused the key")
+        }
+    }
+
+    deinit {
+        EVP_CIPHER_CTX_free(sealer)
+        EVP_CIPHER_CTX_free(opener)
+    }
+
+    /// A fresh random nonce.
+    func randomNonce() throws(Crypto.Failure) -> [UInt8] {
+        lock.lock()
+        defer { lock.unlock() }
+        let process = getpid()
+        if poolOffset + Crypto.nonceLength > pool.count || poolOwner != process {
+            pool = try Crypto.randomBytes(Crypto.nonceLength * 128)
+            poolOffset = 0
+            poolOwner = process
+        }
+        defer { poolOffset += Crypto.nonceLength }
+        // Used bytes are overwritten, so no nonce can be handed out twice.
+        let nonce = Array(pool[poolOffset..<(poolOffset + Crypto.nonceLength)])
+        for index in poolOffset..<(poolOffset + Crypto.nonceLength) { pool[index] = 0 }
+        return nonce
+    }
+
+    /// Appends the ciphertext and its tag to `output`.
+    func seal(nonce: [UInt8], plaintext: [UInt8], associatedData: [UInt8], into output: inout [UInt8]) throws(Crypto.Failure) {
+        lock.lock()
+        defer { lock.unlock() }
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: plaintext.count + Crypto.tagLength))
+        var length: Int32 = 0
+        let ok = output.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            let out = base + start
+            guard EVP_EncryptInit_ex(sealer, nil, nil, nil, nonce) == 1 else { return false }
+            if !associatedData.isEmpty {
+                guard EVP_EncryptUpdate(sealer, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { return false }
+            }
+            var written = 0
+            if !plaintext.isEmpty {
+                guard EVP_EncryptUpdate(sealer, out, &length, plaintext, Int32(plaintext.count)) == 1 else { return false }
+                written = Int(length)
+            }
+            guard EVP_EncryptFinal_ex(sealer, out + written, &length) == 1 else { return false }
+            written += Int(length)
+            guard written == plaintext.count else { return false }
+            return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out + written) == 1
+        }
+        guard ok else {
+            output.removeSubrange(start...)
+            throw Crypto.Failure(description: "AES-256-GCM encryption failed")
+        }
+    }
+
+    /// The plaintext, or nil when the tag does not authenticate.
+    func open(nonce: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard sealed.count >= Crypto.tagLength, let sealedBase = sealed.baseAddress else { return nil }
+        lock.lock()
+        defer { lock.unlock() }
+        let count = sealed.count - Crypto.tagLength
+        var output = [UInt8](repeating: 0, count: max(1, count))
+        var length: Int32 = 0
+        let ok = output.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard let out = buffer.baseAddress else { return false }
+            guard EVP_DecryptInit_ex(opener, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1 else { return false }
+            if associatedData.count > 0 {
+                guard EVP_DecryptUpdate(opener, nil, &length, associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+            }
+            var written = 0
+            if count > 0 {
+                guard EVP_DecryptUpdate(opener, out, &length, sealedBase.assumingMemoryBound(to: UInt8.self), Int32(count)) == 1 else { return false }
+                written = Int(length)
+            }
+            let tag = UnsafeMutableRawPointer(mutating: sealedBase + count)
+            guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
+            return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
+        }
+        guard ok else { return nil }
+        if count == 0 { output.removeAll() }
+        return output
     }
 }

@@ -46,9 +46,12 @@ public struct FieldCipher: Sendable {
 
     struct DerivedKey: Sendable {
         let id: String
+        let idBytes: [UInt8]
         let encryption: [UInt8]
         /// Deterministic mode: the HMAC key that makes nonces.
         let nonce: [UInt8]
+        /// AES-256-GCM keyed once with `encryption`.
+        let gcm: GCMKey
     }
 
     /// `Entity.attribute`, for messages.
@@ -58,6 +61,8 @@ public struct FieldCipher: Sendable {
     let column: String
     /// In ring order: the first encrypts.
     let keys: [DerivedKey]
+    /// The associated data every value of this column starts with.
+    let associatedPrefix: [UInt8]
 
     static let magic: [UInt8] = [0x53, 0x47, 0x45, 0x01]
 
@@ -71,12 +76,14 @@ public struct FieldCipher: Sendable {
         do {
             for key in ring.keys {
                 let material = try Crypto.hkdf(secret: key.bytes, salt: Array("schemagen-field-v1".utf8), info: info + [mode.rawValue], length: 64)
-                derived.append(DerivedKey(id: key.id, encryption: Array(material[0..<32]), nonce: Array(material[32..<64])))
+                let encryption = Array(material[0..<32])
+                derived.append(DerivedKey(id: key.id, idBytes: Array(key.id.utf8), encryption: encryption, nonce: Array(material[32..<64]), gcm: try GCMKey(encryption)))
             }
         } catch {
             throw .failed(error.description)
         }
         keys = derived
+        associatedPrefix = Array("schemagen-field-v1".utf8) + [0] + Array(table.utf8) + [0] + Array(column.utf8) + [0]
     }
 
     /// The envelope of `value` for the row keyed `rowKey` (ignored in deterministic mode).
@@ -107,10 +114,16 @@ public struct FieldCipher: Sendable {
         do {
             let nonce = mode == .deterministic
                 ? Array(try Crypto.hmacSHA256(key: key.nonce, associated + plaintext).prefix(Crypto.nonceLength))
-                : try Crypto.randomBytes(Crypto.nonceLength)
-            let sealed = try Crypto.sealAESGCM(key: key.encryption, nonce: nonce, plaintext: plaintext, associatedData: associated)
-            let id = Array(key.id.utf8)
-            return Self.magic + [mode.rawValue, UInt8(id.count)] + id + nonce + sealed
+                : try key.gcm.randomNonce()
+            var envelope: [UInt8] = []
+            envelope.reserveCapacity(6 + key.idBytes.count + Crypto.nonceLength + plaintext.count + Crypto.tagLength)
+            envelope += Self.magic
+            envelope.append(mode.rawValue)
+            envelope.append(UInt8(key.idBytes.count))
+            envelope += key.idBytes
+            envelope += nonce
+            try key.gcm.seal(nonce: nonce, plaintext: plaintext, associatedData: associated, into: &envelope)
+            return envelope
         } catch {
             throw .failed(error.description)
         }
@@ -128,13 +141,15 @@ public struct FieldCipher: Sendable {
     /// Bytes sealed by `seal(bytes:rowKey:)`.
     public func open(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
         guard let envelope = Envelope(bytes) else { throw .notEncrypted(attribute: attribute) }
-        guard let key = keys.first(where: { $0.id == envelope.keyID }) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID) }
+        // The key by its id's bytes: no String per value.
+        let idRange = 6..<(6 + Int(bytes[5]))
+        guard let key = keys.first(where: { $0.idBytes.elementsEqual(bytes[idRange]) }) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID) }
         let associated = associatedData(envelope.mode == .deterministic ? [] : rowKey)
-        let opened: [UInt8]?
-        do {
-            opened = try Crypto.openAESGCM(key: key.encryption, nonce: envelope.nonce, sealed: bytes[envelope.sealedStart...], associatedData: associated)
-        } catch {
-            throw .failed(error.description)
+        let opened = bytes.withUnsafeBytes { raw in
+            associated.withUnsafeBytes { associatedBytes in
+                key.gcm.open(nonce: UnsafeRawBufferPointer(rebasing: raw[(envelope.sealedStart - Crypto.nonceLength)..<envelope.sealedStart]),
+                             sealed: UnsafeRawBufferPointer(rebasing: raw[envelope.sealedStart...]), associatedData: associatedBytes)
+            }
         }
         guard let opened, envelope.mode == mode else { throw .doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID) }
         return opened
@@ -159,45 +174,76 @@ public struct FieldCipher: Sendable {
 
     struct Envelope {
         let mode: Mode
-        let keyID: String
-        let nonce: [UInt8]
+        /// Where the ciphertext starts; the nonce is the 12 bytes before it.
         let sealedStart: Int
+        private let idBytes: ArraySlice<UInt8>
+
+        /// The key id, for messages (key ids are ASCII).
+        var keyID: String { String(decoding: idBytes, as: UTF8.self) }
 
         init?(_ bytes: [UInt8]) {
-            guard bytes.count >= 6, Array(bytes[0..<4]) == FieldCipher.magic, let mode = Mode(rawValue: bytes[4]) else { return nil }
+            guard bytes.count >= 6, bytes[0] == 0x53, bytes[1] == 0x47, bytes[2] == 0x45, bytes[3] == 0x01, let mode = Mode(rawValue: bytes[4]) else { return nil }
             let idLength = Int(bytes[5])
             let nonceStart = 6 + idLength
-            guard idLength > 0, bytes.count >= nonceStart + Crypto.nonceLength + Crypto.tagLength,
-                  let id = String(bytes: bytes[6..<nonceStart], encoding: .utf8) else { return nil }
+            guard idLength > 0, bytes.count >= nonceStart + Crypto.nonceLength + Crypto.tagLength else { return nil }
             self.mode = mode
-            keyID = id
-            nonce = Array(bytes[nonceStart..<(nonceStart + Crypto.nonceLength)])
+            idBytes = bytes[6..<nonceStart]
             sealedStart = nonceStart + Crypto.nonceLength
         }
     }
 
     // MARK: - Encodings
 
+    /// The prefix, then (randomized mode) each key value as its 8-byte length and its encoding.
     func associatedData(_ rowKey: [StoredValue]) -> [UInt8] {
-        var bytes = Array("schemagen-field-v1".utf8) + [0] + Array(table.utf8) + [0] + Array(column.utf8) + [0]
-        if mode == .randomized {
-            for part in rowKey {
-                let encoded = Self.encode(part)
-                bytes += Self.bigEndian(UInt64(encoded.count)) + encoded
-            }
+        guard mode == .randomized, !rowKey.isEmpty else { return associatedPrefix }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(associatedPrefix.count + rowKey.count * 48)
+        bytes += associatedPrefix
+        for part in rowKey {
+            let lengthAt = bytes.count
+            Self.appendBigEndian(0, to: &bytes)
+            let start = bytes.count
+            Self.encode(part, into: &bytes)
+            let length = UInt64(bytes.count - start)
+            for index in 0..<8 { bytes[lengthAt + index] = UInt8(truncatingIfNeeded: length >> (56 - 8 * UInt64(index))) }
         }
         return bytes
     }
 
+    static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
+        for index in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64(index)))) }
+    }
+
+    /// `encode`, appended in place.
+    static func encode(_ value: StoredValue, into bytes: inout [UInt8]) {
+        switch value {
+        case .null: bytes.append(0)
+        case .integer(let number):
+            bytes.append(1)
+            appendBigEndian(UInt64(bitPattern: number), to: &bytes)
+        case .real(let number):
+            bytes.append(2)
+            appendBigEndian(number.bitPattern, to: &bytes)
+        case .text(let text):
+            bytes.append(3)
+            bytes.append(contentsOf: text.utf8)
+        case .blob(let blob):
+            bytes.append(4)
+            bytes.append(contentsOf: blob)
+        }
+    }
+
     /// A value with its type: 0 null, 1 integer, 2 real, 3 text, 4 blob.
     static func encode(_ value: StoredValue) -> [UInt8] {
+        var bytes: [UInt8] = []
         switch value {
-        case .null: [0]
-        case .integer(let number): [1] + bigEndian(UInt64(bitPattern: number))
-        case .real(let number): [2] + bigEndian(number.bitPattern)
-        case .text(let text): [3] + Array(text.utf8)
-        case .blob(let bytes): [4] + bytes
+        case .text(let text): bytes.reserveCapacity(text.utf8.count + 1)
+        case .blob(let blob): bytes.reserveCapacity(blob.count + 1)
+        default: bytes.reserveCapacity(9)
         }
+        encode(value, into: &bytes)
+        return bytes
     }
 
     static func decode(_ bytes: [UInt8]) -> StoredValue? {
@@ -209,7 +255,8 @@ public struct FieldCipher: Sendable {
             guard payload.count == 8 else { return nil }
             let bits = payload.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             return tag == 1 ? .integer(Int64(bitPattern: bits)) : .real(Double(bitPattern: bits))
-        case 3: return String(bytes: payload, encoding: .utf8).map(StoredValue.text)
+        // Authenticated bytes this code wrote from a String: valid UTF-8.
+        case 3: return .text(String(decoding: payload, as: UTF8.self))
         case 4: return .blob(Array(payload))
         default: return nil
         }

@@ -85,6 +85,42 @@ extension Store {
 
     // MARK: - Writing
 
+    /// Where in a row's columns the work of `prepareRow` is, worked out once per column list.
+    struct RowPlan {
+        let columns: [String]
+        let deterministic: [(position: Int, cipher: FieldCipher)]
+        let randomized: [(position: Int, column: String, cipher: FieldCipher)]
+        let files: [(position: Int, column: ColumnDescriptor, cipher: FieldCipher?)]
+        /// The primary key's positions (nil: not in the row, the implicit key left out).
+        let keyPositions: [Int?]
+        /// Each unique index's positions, when the row has all its columns.
+        let uniqueTargets: [[Int]]
+        var isEmpty: Bool { deterministic.isEmpty && randomized.isEmpty && files.isEmpty }
+    }
+
+    func rowPlan(_ entity: EntityDescriptor, columns: [String]) -> RowPlan {
+        if let cached = rowPlans[entity.table], cached.columns == columns { return cached }
+        let ciphers = encryption[entity.table] ?? [:]
+        let position = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        var deterministic: [(Int, FieldCipher)] = [], randomized: [(Int, String, FieldCipher)] = [], files: [(Int, ColumnDescriptor, FieldCipher?)] = []
+        for column in entity.columns {
+            guard let at = position[column.column] else { continue }
+            if column.usesExternalStorage {
+                files.append((at, column, ciphers[column.column]))
+            } else if let cipher = ciphers[column.column] {
+                if cipher.mode == .deterministic { deterministic.append((at, cipher)) } else { randomized.append((at, column.column, cipher)) }
+            }
+        }
+        let unique = entity.indexes.filter { $0.kind == .unique }.compactMap { index -> [Int]? in
+            let positions = index.columns.compactMap { position[$0] }
+            return positions.count == index.columns.count ? positions : nil
+        }
+        let plan = RowPlan(columns: columns, deterministic: deterministic, randomized: randomized, files: files,
+                           keyPositions: entity.primaryKey.map { position[$0] }, uniqueTargets: unique)
+        rowPlans[entity.table] = plan
+        return plan
+    }
+
     /// Makes a row ready to store: seals encrypted values and writes external files (sealed too
     /// when encrypted), putting the file names in the row. The row key that binds ciphertexts
     /// is the stored row's that the write will update (found by primary key or unique value),
@@ -92,54 +128,65 @@ extension Store {
     /// (`columns` gains `id`). A value equal to the stored one keeps its ciphertext, so writing
     /// a model back unchanged changes nothing.
     func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [SQLiteValue]) throws(StoreError) {
-        let external = Self.externalColumns(of: entity)
-        // Values in the row; an encrypted external value is sealed into its file below.
-        let ciphers = (encryption[entity.table] ?? [:]).filter { !entity.isExternal($0.key) }
-        let fileCiphers = (encryption[entity.table] ?? [:]).filter { entity.isExternal($0.key) }
-        guard !ciphers.isEmpty || !external.isEmpty else { return }
+        let plan = rowPlan(entity, columns: columns)
+        guard !plan.isEmpty else { return }
         // Deterministic values first: unique lookups compare their ciphertexts.
-        for (position, column) in columns.enumerated() {
-            guard let cipher = ciphers[column], cipher.mode == .deterministic else { continue }
+        for (position, cipher) in plan.deterministic {
             values[position] = try seal(values[position], cipher, rowKey: [])
         }
-        var byColumn: [String: SQLiteValue] = [:]
-        for (column, value) in zip(columns, values) where byColumn[column] == nil { byColumn[column] = value }
-        let replaced = conflictCondition(entity, values: byColumn)
-        if !external.isEmpty {
-            removeOnCommit(try externalNames(of: entity, where: replaced.sql, replaced.arguments), of: entity)
+        // The stored row this write would update: by primary key, then by each unique value.
+        var clauses: [String] = []
+        var arguments: [SQLiteValue] = []
+        let keyValues = plan.keyPositions.map { $0.map { values[$0] } ?? .null }
+        if !keyValues.contains(.null) {
+            clauses.append("(" + Self.condition(entity.primaryKey) + ")")
+            arguments += keyValues
         }
-        var rowKey: [SQLiteValue]
-        var stored: [String: SQLiteValue] = [:]
-        let randomized = columns.filter { ciphers[$0]?.mode == .randomized }
-        let selected = entity.primaryKey + randomized
-        if let existing = try query("SELECT \(selected.map(Self.quote).joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE \(replaced.sql) LIMIT 1", replaced.arguments).first {
-            rowKey = Array(existing.prefix(entity.primaryKey.count))
-            for (column, value) in zip(randomized, existing.dropFirst(entity.primaryKey.count)) { stored[column] = value }
-        } else {
-            rowKey = entity.primaryKey.map { byColumn[$0] ?? .null }
-            if entity.hasImplicitKey, rowKey == [.null], !randomized.isEmpty || !fileCiphers.isEmpty {
-                let next = try nextImplicitKey(entity)
-                rowKey = [.integer(next)]
-                if let position = columns.firstIndex(of: "id") {
-                    values[position] = .integer(next)
-                } else {
-                    columns.insert("id", at: 0)
-                    values.insert(.integer(next), at: 0)
-                }
+        for target in plan.uniqueTargets {
+            let targetValues = target.map { values[$0] }
+            guard !targetValues.contains(.null) else { continue }
+            clauses.append("(" + target.map { "\(Self.quote(columns[$0])) = ?" }.joined(separator: " AND ") + ")")
+            arguments += targetValues
+        }
+        let condition = clauses.joined(separator: " OR ")
+        if !plan.files.isEmpty, !clauses.isEmpty {
+            removeOnCommit(try externalNames(of: entity, where: condition, arguments), of: entity)
+        }
+        var rowKey = keyValues
+        var stored: [Int: SQLiteValue] = [:]
+        if !clauses.isEmpty, !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
+            let selected = entity.primaryKey.map(Self.quote) + plan.randomized.map { Self.quote($0.column) }
+            if let existing = try query("SELECT \(selected.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE \(condition) LIMIT 1", arguments).first {
+                rowKey = Array(existing.prefix(entity.primaryKey.count))
+                for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[entity.primaryKey.count + offset] }
             }
         }
-        for (position, column) in columns.enumerated() {
-            guard let cipher = ciphers[column], cipher.mode == .randomized else { continue }
-            if let old = stored[column], (try? cipher.open(old, rowKey: rowKey)) == values[position] {
-                values[position] = old
+        if entity.hasImplicitKey, rowKey == [.null], !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
+            let next = try nextImplicitKey(entity)
+            rowKey = [.integer(next)]
+            if let position = plan.keyPositions[0] {
+                values[position] = .integer(next)
             } else {
-                values[position] = try seal(values[position], cipher, rowKey: rowKey)
+                columns.insert("id", at: 0)
+                values.insert(.integer(next), at: 0)
+            }
+        } else if entity.hasImplicitKey, case .integer(let given) = rowKey[0], let next = implicitKeys[entity.table], given >= next {
+            implicitKeys[entity.table] = given + 1
+        }
+        // Positions moved by one if `id` was put in front.
+        let shift = columns.count - plan.columns.count
+        for (position, _, cipher) in plan.randomized {
+            let at = position + shift
+            if let old = stored[position], (try? cipher.open(old, rowKey: rowKey)) == values[at] {
+                values[at] = old
+            } else {
+                values[at] = try seal(values[at], cipher, rowKey: rowKey)
             }
         }
-        for column in external {
-            guard let position = columns.firstIndex(of: column.column) else { continue }
-            var value = values[position]
-            if let cipher = fileCiphers[column.column] {
+        for (position, column, cipher) in plan.files {
+            let at = position + shift
+            var value = values[at]
+            if let cipher {
                 let bytes: [UInt8]
                 switch value {
                 case .blob(let data): bytes = data
@@ -148,7 +195,7 @@ extension Store {
                 }
                 do { value = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
             }
-            values[position] = try storeExternalValue(value, entity, column)
+            values[at] = try storeExternalValue(value, entity, column)
         }
     }
 
@@ -159,6 +206,11 @@ extension Store {
     /// The key the database would give the next row of an implicit-key table (inside the write
     /// transaction, which holds the write lock, so no other writer takes it meanwhile).
     private func nextImplicitKey(_ entity: EntityDescriptor) throws(StoreError) -> Int64 {
+        // Counted on from the first in this transaction: bulk inserts ask once.
+        if let next = implicitKeys[entity.table] {
+            implicitKeys[entity.table] = next + 1
+            return next
+        }
         let table = Self.quote(entity.table)
         var highest: Int64 = 0
         if case .integer(let value)? = try query("SELECT max(\"id\") FROM \(table)", []).first?.first { highest = value }
@@ -166,17 +218,32 @@ extension Store {
         if hasSequence, case .integer(let value)? = try query("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(entity.table)]).first?.first {
             highest = max(highest, value)
         }
+        implicitKeys[entity.table] = highest + 2
         return highest + 1
     }
 
     // MARK: - Reading
 
-    /// Opens the encrypted values of a row read in `columns` order.
-    func openRow(_ entity: EntityDescriptor, columns: [String], row: inout [SQLiteValue]) throws(StoreError) {
-        guard let ciphers = encryption[entity.table] else { return }
-        let rowKey = entity.primaryKey.map { key in columns.firstIndex(of: key).map { row[$0] } ?? .null }
-        for (position, column) in columns.enumerated() {
-            guard let cipher = ciphers[column], !entity.isExternal(column) else { continue }
+    /// Where a query's encrypted columns and key are, worked out once per query.
+    struct OpenPlan {
+        let ciphers: [(position: Int, cipher: FieldCipher)]
+        let keyPositions: [Int?]
+    }
+
+    func openPlan(_ entity: EntityDescriptor, columns: [String]) -> OpenPlan? {
+        guard let ciphers = encryption[entity.table] else { return nil }
+        let found = columns.enumerated().compactMap { position, column -> (Int, FieldCipher)? in
+            guard let cipher = ciphers[column], !entity.isExternal(column) else { return nil }
+            return (position, cipher)
+        }
+        return OpenPlan(ciphers: found, keyPositions: entity.primaryKey.map { columns.firstIndex(of: $0) })
+    }
+
+    /// Opens the encrypted values of a row.
+    func openRow(_ plan: OpenPlan?, row: inout [SQLiteValue]) throws(StoreError) {
+        guard let plan, !plan.ciphers.isEmpty else { return }
+        let rowKey = plan.keyPositions.map { $0.map { row[$0] } ?? .null }
+        for (position, cipher) in plan.ciphers {
             do { row[position] = try cipher.open(row[position], rowKey: rowKey) } catch { throw .encryption(error) }
         }
     }

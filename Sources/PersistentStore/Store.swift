@@ -128,6 +128,10 @@ public actor Store {
     var observation = ObservationState()
     /// Ciphers of encrypted attributes, by table and column.
     let encryption: [String: [String: FieldCipher]]
+    /// The next implicit key handed to an encrypted row, by table, for the open transaction.
+    var implicitKeys: [String: Int64] = [:]
+    /// `prepareRow`'s plan by table, for the column list it last saw.
+    var rowPlans: [String: RowPlan] = [:]
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -257,6 +261,7 @@ public actor Store {
     /// been done yet, so trying again is safe.
     private func beginWrite() throws(StoreError) {
         recorder?.discard()
+        implicitKeys.removeAll()
         try retryingWhileBusy { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE;") }
     }
 
@@ -376,9 +381,20 @@ public actor Store {
             let order = rowColumns(entity)
             let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
             let encrypted = encryption[entity.table] != nil
+            let opening = openPlan(entity, columns: order)
             var models: [M] = []
             do {
                 if external.isEmpty, !encrypted, extraColumns == 0, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
+                    return decoded
+                }
+                // Encrypted values are opened on the way into the same specialized loop.
+                if external.isEmpty, encrypted, extraColumns == 0, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in
+                    try connection.forEachRow(sql, arguments) { row in
+                        var row = row
+                        try openRow(opening, row: &row)
+                        try consume(row)
+                    }
+                }) {
                     return decoded
                 }
                 var collected: [[SQLiteValue]] = []
@@ -389,7 +405,7 @@ public actor Store {
                         collected.append(Array(row.suffix(extraColumns)))
                         row.removeLast(extraColumns)
                     }
-                    if encrypted { try openRow(entity, columns: order, row: &row) }
+                    if encrypted { try openRow(opening, row: &row) }
                     for (column, position) in external {
                         guard case .text(let name) = row[position] else { continue }
                         row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
@@ -423,6 +439,7 @@ public actor Store {
         for (index, name) in names.enumerated() { positions[keyForColumn[name] ?? name] = index }
         let keys = RowKeys(positions: positions)
         let external = Self.externalColumns(of: entity).compactMap { column in positions[column.jsonKey].map { (column, $0) } }
+        let opening = openPlan(entity, columns: names)
         do {
             var models: [M] = []
             models.reserveCapacity(result.count)
@@ -431,7 +448,7 @@ public actor Store {
                     extras.append(Array(row.suffix(extraColumns)))
                     row.removeLast(extraColumns)
                 }
-                try openRow(entity, columns: names, row: &row)
+                try openRow(opening, row: &row)
                 let rowKey = entity.primaryKey.map { key in names.firstIndex(of: key).map { row[$0] } ?? .null }
                 for (column, position) in external {
                     guard case .text(let name) = row[position] else { continue }

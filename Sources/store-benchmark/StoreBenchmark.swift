@@ -29,8 +29,18 @@ struct StoreBenchmark {
             try await Latency.write(count: count, path: arguments[3])
             return
         }
+        if arguments.count == 5, arguments[1] == "encryption", let rows = Int(arguments[3]) {
+            let timings = try await EncryptionAndSearch.notes(arguments[2], rows: rows, folder: arguments[4])
+            print(String(format: "insert %.4f fetch %.4f", timings.insert, timings.fetch))
+            return
+        }
+        if arguments.count == 6, arguments[1] == "search", let rows = Int(arguments[3]), let queries = Int(arguments[4]) {
+            let latencies = try await EncryptionAndSearch.search(arguments[2], rows: rows, queries: queries, folder: arguments[5])
+            print(latencies.map(String.init).joined(separator: " "))
+            return
+        }
         guard arguments.count == 4, let rows = Int(arguments[2]), ["store", "store-without-history", "raw"].contains(arguments[1]) else {
-            FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR\n".utf8))
+            FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|secret ROWS DIR | search store|raw ROWS QUERIES DIR\n".utf8))
             exit(2)
         }
         let path = arguments[3] + "/\(arguments[1]).sqlite"
