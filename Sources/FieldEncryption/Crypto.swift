@@ -190,6 +190,45 @@ final class GCMKey: @unchecked Sendable {
         }
     }
 
+    /// Scratch space reused under the lock: associated data and plaintext, so opening a value
+    /// allocates only its result.
+    private var scratchAssociated: [UInt8] = []
+    private var scratchPlain: [UInt8] = []
+
+    /// Opens the sealed part of `envelope` (from `sealedStart`, the nonce before it) with the
+    /// associated data `fill` writes, and hands the plaintext to `read`; nil when it does not
+    /// authenticate.
+    func open<T>(envelope: [UInt8], sealedStart: Int, associatedData fill: (inout [UInt8]) -> Void, read: (UnsafeBufferPointer<UInt8>) -> T?) -> T? {
+        lock.lock()
+        defer { lock.unlock() }
+        scratchAssociated.removeAll(keepingCapacity: true)
+        fill(&scratchAssociated)
+        let count = envelope.count - sealedStart - Crypto.tagLength
+        guard count >= 0 else { return nil }
+        if scratchPlain.count < max(1, count) { scratchPlain = [UInt8](repeating: 0, count: max(64, count)) }
+        var length: Int32 = 0
+        let ok = envelope.withUnsafeBufferPointer { sealed -> Bool in
+            guard let base = sealed.baseAddress else { return false }
+            return scratchPlain.withUnsafeMutableBufferPointer { plain -> Bool in
+                guard let out = plain.baseAddress else { return false }
+                guard EVP_DecryptInit_ex(opener, nil, nil, nil, base + sealedStart - Crypto.nonceLength) == 1 else { return false }
+                if !scratchAssociated.isEmpty {
+                    guard EVP_DecryptUpdate(opener, nil, &length, scratchAssociated, Int32(scratchAssociated.count)) == 1 else { return false }
+                }
+                var written = 0
+                if count > 0 {
+                    guard EVP_DecryptUpdate(opener, out, &length, base + sealedStart, Int32(count)) == 1 else { return false }
+                    written = Int(length)
+                }
+                let tag = UnsafeMutableRawPointer(mutating: base + sealedStart + count)
+                guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
+                return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
+            }
+        }
+        guard ok else { return nil }
+        return scratchPlain.withUnsafeBufferPointer { read(UnsafeBufferPointer(rebasing: $0[0..<count])) }
+    }
+
     /// The plaintext, or nil when the tag does not authenticate.
     func open(nonce: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> [UInt8]? {
         guard sealed.count >= Crypto.tagLength, let sealedBase = sealed.baseAddress else { return nil }

@@ -133,8 +133,12 @@ public struct FieldCipher: Sendable {
     public func open(_ stored: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
         guard stored != .null else { return .null }
         guard case .blob(let bytes) = stored else { throw .notEncrypted(attribute: attribute) }
-        let plaintext = try open(bytes: bytes, rowKey: rowKey)
-        guard let value = Self.decode(plaintext) else { throw .doesNotAuthenticate(attribute: attribute, keyID: Self.keyID(of: bytes) ?? "?") }
+        guard let envelope = Envelope(bytes) else { throw .notEncrypted(attribute: attribute) }
+        let idRange = 6..<(6 + Int(bytes[5]))
+        guard let key = keys.first(where: { $0.idBytes.elementsEqual(bytes[idRange]) }) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID) }
+        let bound = envelope.mode == .deterministic ? [] : rowKey
+        let value = key.gcm.open(envelope: bytes, sealedStart: envelope.sealedStart, associatedData: { appendAssociatedData(bound, to: &$0) }, read: Self.decode)
+        guard let value, envelope.mode == mode else { throw .doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID) }
         return value
     }
 
@@ -199,7 +203,13 @@ public struct FieldCipher: Sendable {
         guard mode == .randomized, !rowKey.isEmpty else { return associatedPrefix }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(associatedPrefix.count + rowKey.count * 48)
+        appendAssociatedData(rowKey, to: &bytes)
+        return bytes
+    }
+
+    func appendAssociatedData(_ rowKey: [StoredValue], to bytes: inout [UInt8]) {
         bytes += associatedPrefix
+        guard mode == .randomized else { return }
         for part in rowKey {
             let lengthAt = bytes.count
             Self.appendBigEndian(0, to: &bytes)
@@ -208,7 +218,6 @@ public struct FieldCipher: Sendable {
             let length = UInt64(bytes.count - start)
             for index in 0..<8 { bytes[lengthAt + index] = UInt8(truncatingIfNeeded: length >> (56 - 8 * UInt64(index))) }
         }
-        return bytes
     }
 
     static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
@@ -247,8 +256,12 @@ public struct FieldCipher: Sendable {
     }
 
     static func decode(_ bytes: [UInt8]) -> StoredValue? {
+        bytes.withUnsafeBufferPointer { decode($0) }
+    }
+
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> StoredValue? {
         guard let tag = bytes.first else { return nil }
-        let payload = bytes.dropFirst()
+        let payload = UnsafeBufferPointer(rebasing: bytes[1...])
         switch tag {
         case 0: return .null
         case 1, 2:

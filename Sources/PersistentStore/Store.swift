@@ -389,8 +389,7 @@ public actor Store {
                 }
                 // Encrypted values are opened on the way into the same specialized loop.
                 if external.isEmpty, encrypted, extraColumns == 0, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in
-                    try connection.forEachRow(sql, arguments) { row in
-                        var row = row
+                    try connection.forEachRowInPlace(sql, arguments) { (row: inout [SQLiteValue]) in
                         try openRow(opening, row: &row)
                         try consume(row)
                     }

@@ -189,6 +189,24 @@ public final class SQLiteConnection {
         if let failure { throw failure }
     }
 
+    /// The same, with the row handed over to change in place (no copy per row).
+    public func forEachRowInPlace(_ sql: String, _ arguments: [SQLiteValue] = [], _ body: (inout [SQLiteValue]) throws -> Void) throws {
+        var row: [SQLiteValue] = []
+        var failure: (any Error)?
+        try step(sql, arguments) { statement, count in
+            if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
+            for column in 0..<count { row[column] = Self.value(statement, Int32(column)) }
+            do {
+                try body(&row)
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// The one place that binds arguments, steps a cached statement and resets it: `row` sees
     /// each result row with its column count, and returns false to stop.
     private func step(_ sql: String, _ arguments: [SQLiteValue], row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
