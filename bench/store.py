@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The runtime store against the raw SQLite C API from Swift, in one run, release build:
 insert 1,000,000 Flight rows, upsert 1,000,000 of which half exist, fetch them all back.
-The store runs with its history on (the default) and off; rounds alternate raw, store, store
-without history, and each figure is the median of the rounds. Each side runs in its own
+The store runs with its history on (the default) and off, and both sides run again with
+SQLite's default settings instead of the application-store ones (before/after the settings);
+rounds alternate the modes, and each figure is the median of the rounds. Each side runs in its own
 process (`store-benchmark MODE`) so peak memory is its own."""
 import os
 import statistics
@@ -11,7 +12,7 @@ import tempfile
 
 ROWS = int(os.environ.get("BENCH_STORE_ROWS", "1000000"))
 ROUNDS = int(os.environ.get("BENCH_STORE_ROUNDS", "3"))
-MODES = ("raw", "store", "store-without-history")
+MODES = ("raw", "store", "store-without-history", "raw-sqlite-defaults", "store-sqlite-defaults")
 
 
 def run(binary, mode, folder):
@@ -51,6 +52,13 @@ def main():
         with_history = rows[phase] / store[phase]
         without = rows[phase] / plain[phase]
         print(f"bench store_{phase}_with_history_{ROWS}_flights {with_history:,.0f} rows/s ratio={with_history / without:.2f} baseline=store_without_history({without:,.0f}rows/s)".replace(",", ""))
+    defaults_raw, defaults_store = median["raw-sqlite-defaults"], median["store-sqlite-defaults"]
+    for phase in ("insert", "upsert", "fetch"):
+        after = rows[phase] / store[phase]
+        before = rows[phase] / defaults_store[phase]
+        print(f"bench store_{phase}_settings_{ROWS}_flights {after:,.0f} rows/s ratio={after / before:.2f} baseline=store_with_sqlite_defaults({before:,.0f}rows/s)".replace(",", ""))
+        raw_after, raw_before = rows[phase] / raw[phase], rows[phase] / defaults_raw[phase]
+        print(f"# raw {phase}: {raw_after:,.0f} rows/s with the settings, {raw_before:,.0f} with SQLite's defaults".replace(",", ""), file=sys.stderr)
     print(f"# {ROWS} flights, median of {ROUNDS} alternating rounds; throughput ratios are the store's over the baseline's "
           "(target 0.7 or more against the raw API, 0.8 or more for history on against off)", file=sys.stderr)
 

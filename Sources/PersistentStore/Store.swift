@@ -106,11 +106,15 @@ public actor Store {
         var recordsWithTriggers = false
         /// Where the keys of `encrypt` attributes come from (read only when the schema has one).
         public var keys: KeySource = .default
+        /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
+        public var sqlite: SQLiteSettings = .applicationStore
 
         public init(busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
-                    historyRetention: HistoryRetention = .forever, keys: KeySource = .default, beforeCommit: (@Sendable () -> Void)? = nil) {
+                    historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
+                    beforeCommit: (@Sendable () -> Void)? = nil) {
             self.busyTimeout = busyTimeout
             self.keys = keys
+            self.sqlite = sqlite
             self.author = author
             self.recordsHistory = recordsHistory
             self.historyRetention = historyRetention
@@ -170,6 +174,8 @@ public actor Store {
         } catch {
             throw .migration("\(error)")
         }
+        // After the migrations, which run best with SQLite's defaults (a big cache slows a rebuild).
+        do { try connection.execute(configuration.sqlite.pragmas(inMemory: path == nil)) } catch { throw .database(error) }
         if let ring { try Self.checkKeys(ring, connection, schema: schema.name) }
         recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
                                          withTriggers: configuration.recordsWithTriggers)

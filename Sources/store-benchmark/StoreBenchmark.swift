@@ -39,14 +39,19 @@ struct StoreBenchmark {
             print(latencies.map(String.init).joined(separator: " "))
             return
         }
-        guard arguments.count == 4, let rows = Int(arguments[2]), ["store", "store-without-history", "raw"].contains(arguments[1]) else {
+        let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
+        guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|secret ROWS DIR | search store|raw ROWS QUERIES DIR\n".utf8))
             exit(2)
         }
         let path = arguments[3] + "/\(arguments[1]).sqlite"
         let first = (0..<rows).map(flight)
         let second = (rows / 2..<rows / 2 + rows).map(flight)
-        let timings = arguments[1] == "raw" ? try raw(path, first, second) : try await viaStore(path, first, second, history: arguments[1] == "store")
+        // The store's settings for an application store, or SQLite's defaults, on both sides.
+        let settings: SQLiteSettings = arguments[1].hasSuffix("sqlite-defaults") ? .sqliteDefaults : .applicationStore
+        let timings = arguments[1].hasPrefix("raw")
+            ? try raw(path, first, second, settings: settings)
+            : try await viaStore(path, first, second, history: arguments[1] != "store-without-history", settings: settings)
         print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
     }
 
@@ -65,9 +70,9 @@ struct StoreBenchmark {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
-    static func viaStore(_ path: String, _ first: [Flight], _ second: [Flight], history: Bool) async throws -> (Double, Double, Double) {
+    static func viaStore(_ path: String, _ first: [Flight], _ second: [Flight], history: Bool, settings: SQLiteSettings) async throws -> (Double, Double, Double) {
         let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
-                              configuration: .init(recordsHistory: history))
+                              configuration: .init(recordsHistory: history, sqlite: settings))
         var start = DispatchTime.now().uptimeNanoseconds
         try await store.insert(first)
         let insert = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -88,7 +93,7 @@ struct StoreBenchmark {
                           "progress_percent", "status", "route_distance", "filed_airspeed", "filed_altitude", "aircraft_type",
                           "origin_id", "destination_id", "airline_id"]
 
-    static func raw(_ path: String, _ first: [Flight], _ second: [Flight]) throws -> (Double, Double, Double) {
+    static func raw(_ path: String, _ first: [Flight], _ second: [Flight], settings: SQLiteSettings) throws -> (Double, Double, Double) {
         // The same tables, created by the same migrations.
         let setup = try SQLiteConnection(path: path)
         _ = try setup.query("PRAGMA journal_mode = WAL;")
@@ -96,7 +101,7 @@ struct StoreBenchmark {
         var db: OpaquePointer?
         sqlite3_open(path, &db)
         defer { sqlite3_close(db) }
-        sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;", nil, nil, nil)
+        sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; " + settings.pragmas(inMemory: false), nil, nil, nil)
         let list = columns.map { "\"\($0)\"" }.joined(separator: ", ")
         let marks = columns.map { _ in "?" }.joined(separator: ", ")
         let insertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks)) RETURNING id"

@@ -38,3 +38,26 @@ import Testing
         #expect(try await store.count(Airport.self) == 1, "the lock gone, the same store writes")
     }
 }
+
+@Suite struct SQLiteSettingsTests {
+    static func pragmas(_ store: Store) async throws -> [SQLiteValue] {
+        try await store.pragmaValues()
+    }
+
+    @Test func theStoreOpensWithApplicationStoreSettingsAndEachCanBeOverridden() async throws {
+        let store = try flightsStore()
+        #expect(try await Self.pragmas(store) == [.text("wal"), .integer(1), .integer(-65536), .integer(2), .integer(268_435_456)])
+        let custom = try Store(path: storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+                               configuration: .init(sqlite: SQLiteSettings(synchronous: .full, cacheSize: 8 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)))
+        #expect(try await Self.pragmas(custom) == [.text("wal"), .integer(2), .integer(-8192), .integer(0), .integer(0)])
+    }
+}
+
+extension Store {
+    /// journal_mode, synchronous, cache_size, temp_store, mmap_size.
+    func pragmaValues() throws -> [SQLiteValue] {
+        try ["journal_mode", "synchronous", "cache_size", "temp_store", "mmap_size"].map { name in
+            try connection.query("PRAGMA \(name)").first?.first ?? .null
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// How the store has SQLite keep its file: the settings an application store wants, each
+/// overridable at open. docs/runtime.md ("SQLite settings") gives each one's trade-off.
+public struct SQLiteSettings: Sendable, Hashable {
+    public enum Synchronous: String, Sendable, Hashable {
+        /// No fsync at all: a power loss or OS crash can corrupt the file.
+        case off = "OFF"
+        /// In WAL mode, fsync at checkpoints only: a power loss can undo the last
+        /// transactions committed before it, never corrupt the file.
+        case normal = "NORMAL"
+        /// fsync at every commit: a committed transaction survives a power loss.
+        case full = "FULL"
+        case extra = "EXTRA"
+    }
+
+    /// `PRAGMA synchronous`.
+    public var synchronous: Synchronous
+    /// The page cache, in bytes (`PRAGMA cache_size`). SQLite's default is 2 MiB.
+    public var cacheSize: Int
+    /// Temporary tables and indexes (sorting, big queries) in memory rather than in files.
+    public var temporaryStorageInMemory: Bool
+    /// Bytes of the file read through memory mapping (`PRAGMA mmap_size`); 0 turns it off.
+    public var memoryMapSize: Int
+
+    public init(synchronous: Synchronous, cacheSize: Int, temporaryStorageInMemory: Bool, memoryMapSize: Int) {
+        self.synchronous = synchronous
+        self.cacheSize = cacheSize
+        self.temporaryStorageInMemory = temporaryStorageInMemory
+        self.memoryMapSize = memoryMapSize
+    }
+
+    /// The store's default: WAL (always), synchronous NORMAL, a 64 MiB cache, temporary data in
+    /// memory, and 256 MiB memory-mapped.
+    public static let applicationStore = SQLiteSettings(synchronous: .normal, cacheSize: 64 << 20, temporaryStorageInMemory: true, memoryMapSize: 256 << 20)
+
+    /// SQLite's own defaults as Debian builds it (WAL aside): FULL, 2 MiB, files, no mapping.
+    public static let sqliteDefaults = SQLiteSettings(synchronous: .full, cacheSize: 2 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)
+
+    /// The PRAGMAs that apply these settings.
+    public func pragmas(inMemory: Bool) -> String {
+        var statements = [
+            "PRAGMA synchronous = \(synchronous.rawValue);",
+            // A negative cache size counts KiB.
+            "PRAGMA cache_size = -\(max(64, cacheSize / 1024));",
+            "PRAGMA temp_store = \(temporaryStorageInMemory ? "MEMORY" : "DEFAULT");",
+        ]
+        if !inMemory { statements.append("PRAGMA mmap_size = \(max(0, memoryMapSize));") }
+        return statements.joined(separator: " ")
+    }
+}
