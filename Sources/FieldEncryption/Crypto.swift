@@ -116,10 +116,12 @@ final class GCMKey: @unchecked Sendable {
     private var opener: OpaquePointer?
     /// Random bytes drawn from libcrypto 1,536 at a time and handed out 12 per nonce: every
     /// nonce is still fresh randomness, at a tenth of the cost of a call per value. A forked
-    /// child must not reuse the parent's bytes, so the pool belongs to one process id.
+    /// child must not reuse the parent's bytes, so the pool belongs to one fork generation
+    /// (counted by an atfork handler: asking the kernel for the process id costs a system call
+    /// per value).
     private var pool: [UInt8] = []
     private var poolOffset = 0
-    private var poolOwner: pid_t = 0
+    private var poolGeneration: UInt64 = .max
 
     /// The cipher, fetched once per process (OpenSSL 3 looks it up by name otherwise); libcrypto's
     /// fetched ciphers may be shared between threads.
@@ -147,17 +149,68 @@ final class GCMKey: @unchecked Sendable {
     func randomNonce() throws(Crypto.Failure) -> [UInt8] {
         lock.lock()
         defer { lock.unlock() }
-        let process = getpid()
-        if poolOffset + Crypto.nonceLength > pool.count || poolOwner != process {
+        var nonce: [UInt8] = []
+        nonce.reserveCapacity(Crypto.nonceLength)
+        try appendNonce(to: &nonce)
+        return nonce
+    }
+
+    /// Appends the next nonce of the pool (the lock held). Used bytes are overwritten, so no
+    /// nonce can be handed out twice.
+    private func appendNonce(to bytes: inout [UInt8]) throws(Crypto.Failure) {
+        let generation = ForkGeneration.current
+        if poolOffset + Crypto.nonceLength > pool.count || poolGeneration != generation {
             pool = try Crypto.randomBytes(Crypto.nonceLength * 128)
             poolOffset = 0
-            poolOwner = process
+            poolGeneration = generation
         }
-        defer { poolOffset += Crypto.nonceLength }
-        // Used bytes are overwritten, so no nonce can be handed out twice.
-        let nonce = Array(pool[poolOffset..<(poolOffset + Crypto.nonceLength)])
-        for index in poolOffset..<(poolOffset + Crypto.nonceLength) { pool[index] = 0 }
-        return nonce
+        let offset = poolOffset
+        pool.withUnsafeMutableBufferPointer { source in
+            let nonce = UnsafeMutableBufferPointer(rebasing: source[offset..<(offset + Crypto.nonceLength)])
+            bytes.append(contentsOf: nonce)
+            nonce.update(repeating: 0)
+        }
+        poolOffset += Crypto.nonceLength
+    }
+
+    /// Seals a message under a fresh random nonce into one new envelope: `header`, the nonce,
+    /// the ciphertext of `typeTag` (when given) followed by `plaintext`, and the tag. One lock
+    /// and one allocation per value; the associated data is written into reused scratch space.
+    /// Nil when libcrypto fails.
+    func sealWithRandomNonce(header: [UInt8], typeTag: UInt8?, plaintext: UnsafeBufferPointer<UInt8>, associatedData fill: (inout [UInt8]) -> Void) -> [UInt8]? {
+        lock.lock()
+        defer { lock.unlock() }
+        scratchAssociated.removeAll(keepingCapacity: true)
+        fill(&scratchAssociated)
+        let messageLength = plaintext.count + (typeTag == nil ? 0 : 1)
+        var envelope: [UInt8] = []
+        envelope.reserveCapacity(header.count + Crypto.nonceLength + messageLength + Crypto.tagLength)
+        envelope += header
+        do { try appendNonce(to: &envelope) } catch { return nil }
+        let nonceStart = header.count
+        let sealedStart = nonceStart + Crypto.nonceLength
+        // The message is copied in and encrypted in place: one pass, one update call.
+        if let typeTag { envelope.append(typeTag) }
+        envelope.append(contentsOf: plaintext)
+        envelope.append(contentsOf: repeatElement(0, count: Crypto.tagLength))
+        var length: Int32 = 0
+        let ok = envelope.withUnsafeMutableBufferPointer { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            var out = base + sealedStart
+            guard EVP_EncryptInit_ex(sealer, nil, nil, nil, base + nonceStart) == 1 else { return false }
+            if !scratchAssociated.isEmpty {
+                guard EVP_EncryptUpdate(sealer, nil, &length, scratchAssociated, Int32(scratchAssociated.count)) == 1 else { return false }
+            }
+            if messageLength > 0 {
+                guard EVP_EncryptUpdate(sealer, out, &length, out, Int32(messageLength)) == 1 else { return false }
+                out += Int(length)
+            }
+            guard EVP_EncryptFinal_ex(sealer, out, &length) == 1 else { return false }
+            out += Int(length)
+            guard out - (base + sealedStart) == messageLength else { return false }
+            return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out) == 1
+        }
+        return ok ? envelope : nil
     }
 
     /// Appends the ciphertext and its tag to `output`.
@@ -255,5 +308,20 @@ final class GCMKey: @unchecked Sendable {
         guard ok else { return nil }
         if count == 0 { output.removeAll() }
         return output
+    }
+}
+
+/// Counts forks in this process's line: a child sees a number its parent never had, so pools of
+/// random bytes drawn before a fork are dropped after it.
+enum ForkGeneration {
+    nonisolated(unsafe) private static var count: UInt64 = 0
+    private static let registered: Bool = {
+        pthread_atfork(nil, nil, { ForkGeneration.count &+= 1 }) == 0
+    }()
+
+    static var current: UInt64 {
+        // Without the handler, fall back to the process id (one system call).
+        guard registered else { return UInt64(UInt32(bitPattern: getpid())) | 1 << 63 }
+        return count
     }
 }

@@ -38,20 +38,32 @@ public enum FieldCipherError: Error, Sendable, CustomStringConvertible, Equatabl
 /// fresh random nonce per value. Deterministic mode derives the nonce from an HMAC of the
 /// value, so equal values give equal envelopes (for unique constraints and equality lookups);
 /// its associated data cannot include the row's key, and it reveals which rows hold equal values.
-public struct FieldCipher: Sendable {
+public final class FieldCipher: Sendable {
     public enum Mode: UInt8, Sendable {
         case randomized = 1
         case deterministic = 2
     }
 
-    struct DerivedKey: Sendable {
+    /// A class: sealing a value then retains one reference, not five buffers.
+    final class DerivedKey: Sendable {
         let id: String
         let idBytes: [UInt8]
+        /// The envelope up to the nonce, in randomized mode.
+        let randomizedHeader: [UInt8]
         let encryption: [UInt8]
         /// Deterministic mode: the HMAC key that makes nonces.
         let nonce: [UInt8]
         /// AES-256-GCM keyed once with `encryption`.
         let gcm: GCMKey
+
+        init(id: String, idBytes: [UInt8], randomizedHeader: [UInt8], encryption: [UInt8], nonce: [UInt8], gcm: GCMKey) {
+            self.id = id
+            self.idBytes = idBytes
+            self.randomizedHeader = randomizedHeader
+            self.encryption = encryption
+            self.nonce = nonce
+            self.gcm = gcm
+        }
     }
 
     /// `Entity.attribute`, for messages.
@@ -77,7 +89,8 @@ public struct FieldCipher: Sendable {
             for key in ring.keys {
                 let material = try Crypto.hkdf(secret: key.bytes, salt: Array("schemagen-field-v1".utf8), info: info + [mode.rawValue], length: 64)
                 let encryption = Array(material[0..<32])
-                derived.append(DerivedKey(id: key.id, idBytes: Array(key.id.utf8), encryption: encryption, nonce: Array(material[32..<64]), gcm: try GCMKey(encryption)))
+                let idBytes = Array(key.id.utf8)
+                derived.append(DerivedKey(id: key.id, idBytes: idBytes, randomizedHeader: Self.magic + [Mode.randomized.rawValue, UInt8(idBytes.count)] + idBytes, encryption: encryption, nonce: Array(material[32..<64]), gcm: try GCMKey(encryption)))
             }
         } catch {
             throw .failed(error.description)
@@ -90,7 +103,21 @@ public struct FieldCipher: Sendable {
     /// NULL stays NULL: absence is not hidden.
     public func seal(_ value: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
         guard value != .null else { return .null }
-        return .blob(try seal(Self.encode(value), rowKey: rowKey, with: keys[0]))
+        guard mode == .randomized else { return .blob(try seal(Self.encode(value), rowKey: rowKey, with: keys[0])) }
+        // The common case, text, is sealed straight from the string's bytes.
+        let key = keys[0]
+        let envelope: [UInt8]?
+        if case .text(var text) = value {
+            envelope = text.withUTF8 { bytes in
+                key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: 3, plaintext: bytes) { self.appendAssociatedData(rowKey, to: &$0) }
+            }
+        } else {
+            envelope = Self.encode(value).withUnsafeBufferPointer { bytes in
+                key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: nil, plaintext: bytes) { self.appendAssociatedData(rowKey, to: &$0) }
+            }
+        }
+        guard let envelope else { throw .failed("AES-256-GCM encryption failed") }
+        return .blob(envelope)
     }
 
     /// Bytes (an external file's contents) sealed the same way.

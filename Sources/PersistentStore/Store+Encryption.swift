@@ -127,9 +127,13 @@ extension Store {
     /// or the row's own, or, for an implicit key, the next one, which is then set in the row
     /// (`columns` gains `id`). A value equal to the stored one keeps its ciphertext, so writing
     /// a model back unchanged changes nothing.
-    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [SQLiteValue]) throws(StoreError) {
+    ///
+    /// Answers true when it chose a new implicit key: no stored row can have it, so the write
+    /// needs no conflict clause on the key.
+    @discardableResult
+    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [SQLiteValue]) throws(StoreError) -> Bool {
         let plan = rowPlan(entity, columns: columns)
-        guard !plan.isEmpty else { return }
+        guard !plan.isEmpty else { return false }
         // Deterministic values first: unique lookups compare their ciphertexts.
         for (position, cipher) in plan.deterministic {
             values[position] = try seal(values[position], cipher, rowKey: [])
@@ -148,7 +152,7 @@ extension Store {
             clauses.append("(" + target.map { "\(Self.quote(columns[$0])) = ?" }.joined(separator: " AND ") + ")")
             arguments += targetValues
         }
-        let condition = clauses.joined(separator: " OR ")
+        let condition = clauses.isEmpty ? "" : clauses.joined(separator: " OR ")
         if !plan.files.isEmpty, !clauses.isEmpty {
             removeOnCommit(try externalNames(of: entity, where: condition, arguments), of: entity)
         }
@@ -161,8 +165,10 @@ extension Store {
                 for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[entity.primaryKey.count + offset] }
             }
         }
+        var choseKey = false
         if entity.hasImplicitKey, rowKey == [.null], !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
             let next = try nextImplicitKey(entity)
+            choseKey = true
             rowKey = [.integer(next)]
             if let position = plan.keyPositions[0] {
                 values[position] = .integer(next)
@@ -197,6 +203,7 @@ extension Store {
             }
             values[at] = try storeExternalValue(value, entity, column)
         }
+        return choseKey
     }
 
     private func seal(_ value: SQLiteValue, _ cipher: FieldCipher, rowKey: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
@@ -207,8 +214,9 @@ extension Store {
     /// transaction, which holds the write lock, so no other writer takes it meanwhile).
     private func nextImplicitKey(_ entity: EntityDescriptor) throws(StoreError) -> Int64 {
         // Counted on from the first in this transaction: bulk inserts ask once.
-        if let next = implicitKeys[entity.table] {
-            implicitKeys[entity.table] = next + 1
+        if let index = implicitKeys.index(forKey: entity.table) {
+            let next = implicitKeys.values[index]
+            implicitKeys.values[index] = next + 1
             return next
         }
         let table = Self.quote(entity.table)

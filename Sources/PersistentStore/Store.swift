@@ -339,8 +339,8 @@ public actor Store {
         let hasKey = !entity.hasImplicitKey || names.contains("id")
         let sql = upsertSQL(entity, columns: names, hasKey: hasKey)
         do {
-            let returned = try connection.query(sql, values)
-            guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return model }
+            let boundKey = names.firstIndex(of: "id").flatMap { if case .integer(let id) = values[$0] { id } else { nil } }
+            guard let id = try runUpsert(sql, values, entity, boundKey: boundKey) else { return model }
             var stored = row
             stored["id"] = .integer(id)
             return try RowDecoder.decode(M.self, from: stored)
@@ -484,18 +484,18 @@ public actor Store {
         var columns = rowColumns(entity)
         var values = encoded
         var original = values
-        try prepareRow(entity, columns: &columns, values: &values)
+        let choseKey = try prepareRow(entity, columns: &columns, values: &values)
         // An implicit key chosen for an encrypted row is the model's key too.
         if entity.hasImplicitKey, original.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
             original[0] = values[position]
         }
         // Without an id the database assigns one.
         let omitID = entity.hasImplicitKey && values.first == .null
-        let sql = omitID ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : upsertSQL(entity, columns: columns, hasKey: true)
+        let sql = omitID ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : upsertSQL(entity, columns: columns, hasKey: !choseKey)
         if omitID { values.removeFirst() }
         do {
-            let returned = try connection.query(sql, values)
-            guard entity.hasImplicitKey, case .integer(let id)? = returned.first?.first else { return try decodeDirect(original, as: M.self) }
+            let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
+            guard let id = try runUpsert(sql, values, entity, boundKey: boundKey) else { return try decodeDirect(original, as: M.self) }
             var stored = original
             stored[0] = .integer(id)
             return try decodeDirect(stored, as: M.self)
@@ -527,6 +527,25 @@ public actor Store {
         return rowColumns(M.entity).map { prefix + Self.quote($0) }.joined(separator: ", ")
     }
 
+    /// Runs an upsert built by `upsertSQL` and answers the row's implicit key (nil for entities
+    /// whose key is their own). The key comes from RETURNING only where a unique index may
+    /// turn the insert into an update of another row; elsewhere it is the bound key or the
+    /// connection's last inserted row id, because RETURNING costs SQLite a temporary table per
+    /// statement (a quarter of a small insert).
+    private func runUpsert(_ sql: String, _ values: [SQLiteValue], _ entity: EntityDescriptor, boundKey: Int64?) throws(SQLiteError) -> Int64? {
+        guard entity.hasImplicitKey else {
+            _ = try connection.query(sql, values)
+            return nil
+        }
+        if entity.hasUniqueIndex {
+            guard case .integer(let id)? = try connection.query(sql, values).first?.first else { return nil }
+            return id
+        }
+        _ = try connection.query(sql, values)
+        if let boundKey { return boundKey }
+        return connection.lastInsertedRowID
+    }
+
     /// INSERT ... ON CONFLICT ... DO UPDATE for an entity and a set of columns, built once: one
     /// conflict clause per unique key (the primary key when given, then every unique index).
     func upsertSQL(_ entity: EntityDescriptor, columns: some Collection<String>, hasKey: Bool) -> String {
@@ -544,7 +563,7 @@ public actor Store {
                 sql += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + updatable.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
             }
         }
-        sql += entity.hasImplicitKey ? " RETURNING \"id\";" : ";"
+        sql += entity.hasImplicitKey && entity.hasUniqueIndex ? " RETURNING \"id\";" : ";"
         upsertStatements[cacheKey] = sql
         return sql
     }
@@ -574,4 +593,9 @@ public actor Store {
     static let dialect = SQLiteDialect()
 
     static func quote(_ identifier: String) -> String { dialect.quote(identifier) }
+}
+
+extension EntityDescriptor {
+    /// True when a unique index other than the primary key can make an insert update another row.
+    var hasUniqueIndex: Bool { indexes.contains { $0.kind == .unique } }
 }

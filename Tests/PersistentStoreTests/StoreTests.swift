@@ -38,6 +38,27 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
         #expect(try await store.count(Airport.self) == 1)
     }
 
+    /// Entities without a unique index are inserted without RETURNING: the key handed back is
+    /// the connection's last inserted row id, which must be the row's own even after deletes,
+    /// inside transactions and after trigger-driven inserts (the search index of TodoItem).
+    @Test func insertedKeysAreTheRowsOwnWithoutReturning() async throws {
+        let path = storePath()
+        let store = try Store(path: path, schema: TasksSchema.descriptor, migrations: TasksSchema.migrations)
+        let list = try await store.insert(TaskList(name: "Home"))
+        var tasks = try await store.insert((1...5).map { Task(name: "task \($0)", listID: list.id!) })
+        try await store.delete(tasks.removeLast())
+        tasks += try await store.transaction { store in try store.insert([Task(name: "task 6", listID: list.id!), Task(name: "task 7", listID: list.id!)]) }
+        let raw = try SQLiteConnection(path: path)
+        for task in tasks {
+            let stored = try raw.query("SELECT id FROM task WHERE name = ?", [.text(task.name)]).first?.first
+            #expect(stored == .integer(task.id!), "\(task.name)")
+        }
+        #expect(Set(tasks.compactMap(\.id)).count == 6)
+        let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
+        let items = try await todo.insert([TodoItem(taskName: "paint the kitchen"), TodoItem(taskName: "buy milk", notes: "oat")])
+        #expect(try await todo.search(TodoItem.self, matching: "milk").map(\.model.id) == [items[1].id])
+    }
+
     @Test func aDuplicateUniqueValueUpdatesTheStoredRow() async throws {
         let store = try flightsStore()
         let first = try await store.insert(airport("KSFO", "San Francisco"))
