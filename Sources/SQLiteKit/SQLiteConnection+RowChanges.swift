@@ -147,7 +147,12 @@ extension SQLiteConnection {
     }
 
     /// The rowid of the last row this connection inserted.
-    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(rawHandle) }
+    /// Settable, so a caller can tell whether a statement inserted: an upsert that updates
+    /// leaves it as it was.
+    public var lastInsertedRowID: Int64 {
+        get { sqlite3_last_insert_rowid(rawHandle) }
+        set { sqlite3_set_last_insert_rowid(rawHandle, newValue) }
+    }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changedRowCount: Int { Int(sqlite3_changes(rawHandle)) }

@@ -48,6 +48,12 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The primary result code, without the extended detail.
     public var primary: Code { Code(rawValue: code & 0xFF) }
 
+    /// A row's key or unique value is already taken (a UNIQUE or PRIMARY KEY constraint).
+    public var isUniquenessConflict: Bool {
+        // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY and _ROWID (function-like macros Swift cannot import).
+        code == 19 | 8 << 8 || code == 19 | 6 << 8 || code == 19 | 10 << 8
+    }
+
     /// What to do about the failures a user can fix, or nil.
     public var advice: String? {
         switch primary {
@@ -211,10 +217,10 @@ public final class SQLiteConnection {
     /// each result row with its column count, and returns false to stop.
     private func step(_ sql: String, _ arguments: [SQLiteValue], row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
         let statement = try prepared(sql)
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-        }
+        defer { sqlite3_reset(statement) }
+        // Every parameter is bound on each run; earlier bindings are cleared only when this
+        // run binds fewer (unbound parameters are NULL).
+        if arguments.count < Int(sqlite3_bind_parameter_count(statement)) { sqlite3_clear_bindings(statement) }
         Self.bind(arguments, to: statement)
         let count = Int(sqlite3_column_count(statement))
         while true {

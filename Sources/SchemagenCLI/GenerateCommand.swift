@@ -36,6 +36,7 @@ public enum GenerateCommand: Command {
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
             .flag("allow-destructive", help: "Let a migration that drops or narrows data through, with warnings."),
+            .flag("timings", help: "Print how long each stage took (load, model, plan, templates, render, compare, write) to standard error."),
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -47,6 +48,8 @@ public enum GenerateCommand: Command {
             allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
             dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init)))
         let check = arguments.flag("check")
+        var clock = StageClock(enabled: arguments.flag("timings"))
+        defer { if let report = clock.report() { io.writeError(report) } }
 
         // 1. Load: invalid schemas stop here with the validator's diagnostics.
         let loaded: SchemaLoader.Result
@@ -54,6 +57,7 @@ public enum GenerateCommand: Command {
         case .failure(let failure): return stop(failure, io: io)
         case .success(let result): loaded = result
         }
+        clock.lap("load")
         let sources = SchemaInput.sources(loaded)
         if !loaded.diagnostics.isEmpty {
             io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics))
@@ -66,7 +70,9 @@ public enum GenerateCommand: Command {
 
         // 2-3. The relational model, then the migrations it calls for.
         let models = pipeline.model(loaded.schemas)
+        clock.lap("model")
         let plan = pipeline.plan(loaded.schemas, models: models)
+        clock.lap("plan")
         if !plan.diagnostics.isEmpty {
             io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.diagnostics))
         }
@@ -78,14 +84,22 @@ public enum GenerateCommand: Command {
 
         // 4. Render.
         let rendered: GenerationPipeline.Rendered
-        switch pipeline.templates().flatMap({ pipeline.render(loaded, models: models, plan: plan, templates: $0) }) {
+        let templates: TemplateSet
+        switch pipeline.templates() {
+        case .failure(let failure): return stop(failure, io: io)
+        case .success(let result): templates = result
+        }
+        clock.lap("templates")
+        switch pipeline.render(loaded, models: models, plan: plan, templates: templates) {
         case .failure(let failure): return stop(failure, io: io)
         case .success(let result): rendered = result
         }
+        clock.lap("render")
 
         // 5. Compare, then write (or only report, with --check).
         let output = pipeline.configuration.output
         let changes = pipeline.compare(rendered)
+        clock.lap("compare")
         if check {
             var report = ""
             for path in changes.missing { report += "missing: \(output)/\(path)\n" }
@@ -105,6 +119,7 @@ public enum GenerateCommand: Command {
         case .failure(let failure): return stop(failure, io: io)
         case .success: report += writtenMigrations(plan)
         }
+        clock.lap("write")
         for path in changes.missing + changes.stale { report += "wrote   \(output)/\(path)\n" }
         for path in changes.extra { report += "deleted \(output)/\(path)\n" }
         report += "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
@@ -145,4 +160,26 @@ public enum GenerateCommand: Command {
 enum VerbalCount {
     static func count(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
     static func files(_ count: Int) -> String { Self.count(count, "file") }
+}
+
+/// Wall-clock time per stage of one run, for `--timings`.
+struct StageClock {
+    let enabled: Bool
+    private var last = DispatchTime.now().uptimeNanoseconds
+    private var laps: [(stage: String, seconds: Double)] = []
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func lap(_ stage: String) {
+        guard enabled else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        laps.append((stage, Double(now - last) / 1e9))
+        last = now
+    }
+
+    func report() -> String? {
+        guard enabled, !laps.isEmpty else { return nil }
+        let total = laps.reduce(0) { $0 + $1.seconds }
+        return laps.map { String(format: "timing %-9@ %.3f s\n", $0.stage, $0.seconds) }.joined() + String(format: "timing total     %.3f s\n", total)
+    }
 }

@@ -104,14 +104,21 @@ struct StoreBenchmark {
         sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; " + settings.pragmas(inMemory: false), nil, nil, nil)
         let list = columns.map { "\"\($0)\"" }.joined(separator: ", ")
         let marks = columns.map { _ in "?" }.joined(separator: ", ")
-        let insertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks)) RETURNING id"
+        // Each row's id is read back, as the store hands back models with their keys: the id the
+        // insert gave, or (an upsert that updated) the stored row's, looked up by its ident.
+        let insertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks))"
         let upsertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks)) ON CONFLICT (ident) DO UPDATE SET "
-            + columns.dropFirst().map { "\"\($0)\" = excluded.\"\($0)\"" }.joined(separator: ", ") + " RETURNING id"
+            + columns.dropFirst().map { "\"\($0)\" = excluded.\"\($0)\"" }.joined(separator: ", ")
+        var ids: [Int64] = []
+        ids.reserveCapacity(first.count)
 
         func write(_ flights: [Flight], _ sql: String) {
             var statement: OpaquePointer?
+            var lookup: OpaquePointer?
             sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+            sqlite3_prepare_v2(db, "SELECT id FROM flights WHERE ident = ?", -1, &lookup, nil)
             sqlite3_exec(db, "BEGIN", nil, nil, nil)
+            ids.removeAll(keepingCapacity: true)
             for flight in flights {
                 bindText(statement, 1, flight.ident)
                 bindDate(statement, 2, flight.actualOff)
@@ -129,11 +136,20 @@ struct StoreBenchmark {
                 for (offset, key) in [flight.originID, flight.destinationID, flight.airlineID].enumerated() {
                     if let key { sqlite3_bind_int64(statement, Int32(14 + offset), key) } else { sqlite3_bind_null(statement, Int32(14 + offset)) }
                 }
+                sqlite3_set_last_insert_rowid(db, 0)
                 while sqlite3_step(statement) == SQLITE_ROW {}
                 sqlite3_reset(statement)
+                var id = sqlite3_last_insert_rowid(db)
+                if id == 0 {
+                    bindText(lookup, 1, flight.ident)
+                    if sqlite3_step(lookup) == SQLITE_ROW { id = sqlite3_column_int64(lookup, 0) }
+                    sqlite3_reset(lookup)
+                }
+                ids.append(id)
             }
             sqlite3_exec(db, "COMMIT", nil, nil, nil)
             sqlite3_finalize(statement)
+            sqlite3_finalize(lookup)
         }
 
         let insert = seconds { write(first, insertSQL) }

@@ -68,6 +68,26 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
         #expect(try await store.fetch(Airport.self).first?.name == "San Francisco International")
     }
 
+    /// Writes try a plain INSERT first and fall back to the upsert on a taken unique value;
+    /// after a conflict, upserts run directly for a while. Either way every row lands once,
+    /// updated rows keep their keys, and history records exactly one insert or update per row.
+    @Test func bulkWritesMixingNewAndTakenUniqueValues() async throws {
+        let store = try flightsStore()
+        let first = try await store.insert((0..<300).map { airport(String(format: "K%03d", $0), "first") })
+        let token = try await store.currentHistoryToken()
+        let second = try await store.insert((150..<450).map { airport(String(format: "K%03d", $0), "second") })
+        #expect(try await store.count(Airport.self) == 450)
+        let keys = Dictionary(uniqueKeysWithValues: first.map { ($0.icao, $0.id!) })
+        for model in second where keys[model.icao] != nil {
+            #expect(model.id == keys[model.icao], "\(model.icao) kept its row")
+        }
+        #expect(Set(second.compactMap(\.id)).count == 300)
+        #expect(try await store.fetch(Airport.self).filter { $0.name == "second" }.count == 300)
+        let changes = try await store.history(after: token).flatMap(\.changes)
+        #expect(changes.filter { $0.kind == .update }.count == 150)
+        #expect(changes.filter { $0.kind == .insert }.count == 150)
+    }
+
     @Test func everyKindOfValueRoundTrips() async throws {
         let store = try flightsStore()
         let origin = try await store.insert(airport("KSFO"))
