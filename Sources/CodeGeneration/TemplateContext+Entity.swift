@@ -32,6 +32,13 @@ extension TemplateContext {
         func relationships(_ list: [Relationship]) -> MustacheValue { self.list(list.compactMap { relationshipValues[$0.name] }) }
         let rowCodec = rowCodec(parts)
         let patchFields = patchFields(parts)
+        let joined = joinedMembers(parts)
+        let codingKeys = codingKeys(parts)
+        func strings(_ values: [MustacheValue], _ key: String) -> [String] { values.compactMap { $0[key]?.interpolated } }
+        let patchDeclarations = patchFields.compactMap { field -> String? in
+            guard let name = field["swiftName"]?.interpolated, let type = field["wrappedType"]?.interpolated else { return nil }
+            return "\(name): PatchValue<\(type)> = .absent"
+        }
 
         return [
             "name": .string(entity.name),
@@ -50,13 +57,26 @@ extension TemplateContext {
             "keyRelationships": relationships(parts.keyRelationships),
             "pathRelationships": relationships(entity.relationships.filter { $0.isToMany || $0.foreignKeyColumns.isEmpty }),
             "primaryKey": primaryKeyValue(entity),
-            "codingKeys": list(codingKeys(parts)),
+            "codingKeys": list(codingKeys),
             "initParameters": list(initializerParameters(parts)),
             "patchFields": list(patchFields),
             "hasPatchFields": .bool(!patchFields.isEmpty),
             "isRowCodable": .bool(rowCodec.isRowCodable),
-            "joinedMembers": list(joinedMembers(parts)),
+            "joinedMembers": list(joined),
             "rowValues": list(rowCodec.values),
+            "columnKeyPaths": list(columnKeyPaths(parts)),
+            // The same lists, wrapped to lines of 120 characters, as the default templates use them.
+            "rowValuesWrapped": .string(wrapped(strings(rowCodec.values, "expression"), indent: 12)),
+            "rowArgumentsWrapped": .string(wrapped(strings(rowCodec.arguments, "argument"), indent: 12)),
+            "columnKeyPathsWrapped": .string(wrapped(strings(columnKeyPaths(parts), "path").map { "\\." + $0 }, indent: 12)),
+            "joinedKeyPathsWrapped": .string(wrapped(strings(joined, "property").map { "\\." + $0 }, indent: 16)),
+            "joinedDeclarationsWrapped": .string(wrapped(strings(joined, "declaration").enumerated().map { $0.offset == 0 ? "public let " + $0.element : $0.element }, indent: 8, continuation: 4)),
+            "codingKeysWrapped": .string(wrapped(codingKeys.compactMap { key -> String? in
+                guard let name = key["swiftName"]?.interpolated else { return nil }
+                return key["hasCustomKey"]?.isFalsey == false ? "\(name) = \(key["jsonKeyLiteral"]?.interpolated ?? "")" : name
+            }.enumerated().map { $0.offset == 0 ? "case " + $0.element : $0.element }, indent: 8, continuation: 4)),
+            "patchFieldsWrapped": .string(wrapped(strings(patchFields, "entry"), indent: 12)),
+            "patchDeclarationsWrapped": .string(wrapped(patchDeclarations.enumerated().map { $0.offset == 0 ? "public var " + $0.element : $0.element }, indent: 4, continuation: 4)),
             "rowArguments": list(rowCodec.arguments),
             "rowCount": .number(Double(rowCodec.count)),
             "indexes": list((parts.table?.indexes ?? []).map { index in
@@ -105,34 +125,26 @@ extension TemplateContext {
         return parameters.map { ["declaration": .string($0.declaration), "assignment": .string($0.assignment)] }
     }
 
-    /// Direct row codecs (RowCodable): values in `rowColumns` order, and the initializer call
-    /// that reads them back. Not for entities whose to-one keys span several columns.
+    /// Direct row codecs (RowCodable): values in `rowColumns` order, and the initializer
+    /// arguments that read them back through `StoredRowReader`, each converted to its
+    /// parameter's type. Not for entities whose to-one keys span several columns.
     func rowCodec(_ parts: EntityParts) -> (values: [MustacheValue], arguments: [MustacheValue], count: Int, isRowCodable: Bool) {
         var values: [MustacheValue] = []
         var arguments: [MustacheValue] = []
-        func readExpression(_ type: AttributeType, optional: Bool, position: Int) -> String {
-            let swiftType = SwiftSyntax.typeName(type)
-            switch type {
-            case .value, .array:
-                return "try StoredJSON.decode(\(swiftType)\(optional ? "?" : "").self, from: row[\(position)])"
-            default:
-                return optional ? "try Optional<\(swiftType)>(storedValue: row[\(position)])" : "try \(swiftType)(storedValue: row[\(position)])"
-            }
-        }
-        var position = 0
         if parts.hasImplicitKey {
             values.append(["expression": "id.storedValue"])
-            arguments.append(["argument": "id: try Optional<Int64>(storedValue: row[0])"])
-            position = 1
+            arguments.append(["argument": "id: try row.next()"])
         }
         for attribute in parts.stored {
             let name = SwiftSyntax.identifier(attribute.name)
             switch attribute.type {
-            case .value, .array: values.append(["expression": .string("try StoredJSON.value(self.\(name))")])
-            default: values.append(["expression": .string("self.\(name).storedValue")])
+            case .value, .array:
+                values.append(["expression": .string("try StoredJSON.value(\(name))")])
+                arguments.append(["argument": .string("\(name): try row.\(attribute.isOptional ? "optionalJSON" : "json")()")])
+            default:
+                values.append(["expression": .string("\(name).storedValue")])
+                arguments.append(["argument": .string("\(name): try row.next()")])
             }
-            arguments.append(["argument": .string("\(name): " + readExpression(attribute.type, optional: attribute.isOptional, position: position))])
-            position += 1
         }
         var isRowCodable = true
         for relationship in parts.keyRelationships {
@@ -141,12 +153,18 @@ extension TemplateContext {
                 continue
             }
             let name = SwiftSyntax.identifier(relationship.name + "ID")
-            let base = keyBaseType(of: relationship)
-            values.append(["expression": .string("self.\(name).storedValue")])
-            arguments.append(["argument": .string("\(name): " + (relationship.isOptional ? "try Optional<\(base)>(storedValue: row[\(position)])" : "try \(base)(storedValue: row[\(position)])"))])
-            position += 1
+            values.append(["expression": .string("\(name).storedValue")])
+            arguments.append(["argument": .string("\(name): try row.next()")])
         }
-        return (values, arguments, position, isRowCodable)
+        return (values, arguments, values.count, isRowCodable)
+    }
+
+    /// The model's key paths in `rowColumns` order, for `column(for:)`.
+    func columnKeyPaths(_ parts: EntityParts) -> [MustacheValue] {
+        var paths: [String] = parts.hasImplicitKey ? ["id"] : []
+        paths += parts.stored.map { SwiftSyntax.identifier($0.name) }
+        paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count == 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
+        return paths.map { ["path": .string($0)] }
     }
 
     /// The Joined view: stored attributes, key properties, and relationships as properties.
@@ -178,20 +196,21 @@ extension TemplateContext {
     /// The fields of the three-state patch type: stored attributes and to-one keys.
     func patchFields(_ parts: EntityParts) -> [MustacheValue] {
         var fields: [MustacheValue] = []
+        func field(name: String, jsonKey: String, wrappedType: String, isOptional: Bool) -> MustacheValue {
+            let property = SwiftSyntax.identifier(name)
+            let key = jsonKey == name ? "" : ", key: " + SwiftSyntax.stringLiteral(jsonKey)
+            return [
+                "swiftName": .string(property), "field": .string(name), "wrappedType": .string(wrappedType), "isOptional": .bool(isOptional),
+                "fieldLiteral": .string(SwiftSyntax.stringLiteral(name)), "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(jsonKey)),
+                "entry": .string(".\(isOptional ? "optional" : "required")(\\.\(property), \\.\(property), \(SwiftSyntax.stringLiteral(name))\(key))"),
+            ]
+        }
         for attribute in parts.stored {
-            fields.append([
-                "swiftName": .string(SwiftSyntax.identifier(attribute.name)), "field": .string(attribute.name),
-                "wrappedType": .string(SwiftSyntax.typeName(attribute.type)), "isOptional": .bool(attribute.isOptional),
-                "fieldLiteral": .string(SwiftSyntax.stringLiteral(attribute.name)),
-            ])
+            fields.append(field(name: attribute.name, jsonKey: attribute.jsonKey, wrappedType: SwiftSyntax.typeName(attribute.type), isOptional: attribute.isOptional))
         }
         for relationship in parts.keyRelationships {
             let property = relationship.name + "ID"
-            fields.append([
-                "swiftName": .string(SwiftSyntax.identifier(property)), "field": .string(property),
-                "wrappedType": .string(keyBaseType(of: relationship)), "isOptional": .bool(relationship.isOptional),
-                "fieldLiteral": .string(SwiftSyntax.stringLiteral(property)),
-            ])
+            fields.append(field(name: property, jsonKey: property, wrappedType: keyBaseType(of: relationship), isOptional: relationship.isOptional))
         }
         return fields
     }

@@ -54,7 +54,28 @@ extension TemplateContext {
             "initDefault": .string(initDefault(attribute)),
             "storage": .string((column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue),
             "metadataDefault": .string(column.map(metadataDefault) ?? "nil"),
+            "metadataColumn": .string(metadataColumn(attribute, in: parts, column: column)),
         ]
+    }
+
+    /// The attribute's `ColumnDescriptor.attribute(...)` expression: only what differs from
+    /// the defaults is written, so metadata stays a line per attribute.
+    func metadataColumn(_ attribute: Attribute, in parts: EntityParts, column: ColumnSnapshot?) -> String {
+        var arguments = [SwiftSyntax.stringLiteral(attribute.name), "." + (column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue,
+                         SwiftSyntax.stringLiteral(SwiftSyntax.typeName(attribute.type))]
+        if attribute.columnName != attribute.name { arguments.append("column: " + SwiftSyntax.stringLiteral(attribute.columnName)) }
+        if attribute.jsonKey != attribute.name { arguments.append("jsonKey: " + SwiftSyntax.stringLiteral(attribute.jsonKey)) }
+        let flags: [(Bool, String)] = [
+            (attribute.isOptional, ".optional"), (isKeyMember(attribute.name, of: parts.entity), ".primaryKey"), (attribute.isUnique, ".unique"),
+            (attribute.isIndexed, ".indexed"), (attribute.isSearchable, ".searchable"), (attribute.usesExternalStorage, ".externalStorage"),
+            (attribute.isEncrypted && !attribute.encryptsDeterministically, ".encrypted"), (attribute.encryptsDeterministically, ".deterministic"),
+            (attribute.preservesValueOnDeletion, ".preservesValueOnDeletion"),
+        ]
+        let set = flags.filter(\.0).map(\.1)
+        if !set.isEmpty { arguments.append("[" + set.joined(separator: ", ") + "]") }
+        if let renamed = attribute.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
+        if let column, column.defaultValue != nil { arguments.append("default: " + metadataDefault(column)) }
+        return ".attribute(" + arguments.joined(separator: ", ") + ")"
     }
 
     func isKeyMember(_ name: String, of entity: Entity) -> Bool {
@@ -129,6 +150,26 @@ extension TemplateContext {
             "renamedFromLiteral": .string(relationship.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil"),
             "doc": optional(relationship.doc),
             "docLines": lines(relationship.doc),
+            "metadataRelationship": .string(metadataRelationship(relationship, storesKey: storesKey)),
         ]
+    }
+
+    /// The relationship's `RelationshipDescriptor(...)` expression, defaults left out.
+    func metadataRelationship(_ relationship: Relationship, storesKey: Bool) -> String {
+        func literals(_ names: [String]) -> String { "[" + names.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]" }
+        var arguments = ["name: " + SwiftSyntax.stringLiteral(relationship.name), "target: " + SwiftSyntax.stringLiteral(relationship.target),
+                         "isToMany: \(relationship.isToMany)", "isOptional: \(relationship.isOptional)",
+                         "inverse: " + (relationship.inverse.map(SwiftSyntax.stringLiteral) ?? "nil"), "deleteRule: .\(relationship.deleteRule.rawValue)"]
+        if let minimum = relationship.minCount { arguments.append("minCount: \(minimum)") }
+        if let maximum = relationship.maxCount { arguments.append("maxCount: \(maximum)") }
+        arguments.append("foreignKeyColumns: " + literals(relationship.foreignKeyColumns))
+        if let joinTable = relationship.joinTableName { arguments.append("joinTable: " + SwiftSyntax.stringLiteral(joinTable)) }
+        if let renamed = relationship.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
+        if storesKey { arguments.append("keyProperty: " + SwiftSyntax.stringLiteral(relationship.name + "ID")) }
+        if relationship.joinTableName != nil {
+            arguments.append("joinColumns: " + literals(relationship.joinColumns))
+            arguments.append("joinTargetColumns: " + literals(relationship.joinTargetColumns))
+        }
+        return "RelationshipDescriptor(" + arguments.joined(separator: ", ") + ")"
     }
 }

@@ -95,6 +95,27 @@ public struct TemplateContext: Sendable {
     // MARK: - Helpers
 
     /// A list whose object items get `first` and `last` flags, for separators in templates.
+    /// Items joined by ", " into lines of at most `width` characters, each after `indent`
+    /// spaces: long generated lists stay compact and still readable in a diff.
+    /// Lines after the first are indented by `continuation` more.
+    func wrapped(_ items: [String], indent: Int, continuation: Int = 0, width: Int = 120) -> String {
+        var lines: [String] = []
+        var line = ""
+        var padding = String(repeating: " ", count: indent)
+        for (index, item) in items.enumerated() {
+            let piece = item + (index < items.count - 1 ? "," : "")
+            if !line.isEmpty, padding.count + line.count + 1 + piece.count > width {
+                lines.append(padding + line)
+                padding = String(repeating: " ", count: indent + continuation)
+                line = piece
+            } else {
+                line = line.isEmpty ? piece : line + " " + piece
+            }
+        }
+        if !line.isEmpty { lines.append(padding + line) }
+        return lines.joined(separator: "\n")
+    }
+
     func list(_ items: [MustacheValue]) -> MustacheValue {
         .array(items.enumerated().map { index, item in
             guard case .object(var fields) = item else { return item }

@@ -102,6 +102,38 @@ public struct ColumnDescriptor: Sendable, Hashable {
     }
 }
 
+extension ColumnDescriptor {
+    /// What an attribute is, beyond its name, storage and type, for the compact form.
+    public struct Flags: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt16
+        public init(rawValue: UInt16) { self.rawValue = rawValue }
+        public static let optional = Flags(rawValue: 1 << 0)
+        public static let primaryKey = Flags(rawValue: 1 << 1)
+        public static let unique = Flags(rawValue: 1 << 2)
+        public static let indexed = Flags(rawValue: 1 << 3)
+        public static let searchable = Flags(rawValue: 1 << 4)
+        public static let externalStorage = Flags(rawValue: 1 << 5)
+        public static let encrypted = Flags(rawValue: 1 << 6)
+        /// `encrypt: deterministic` (implies `encrypted`).
+        public static let deterministic = Flags(rawValue: 1 << 7)
+        public static let preservesValueOnDeletion = Flags(rawValue: 1 << 8)
+    }
+
+    /// The compact form generated metadata uses: only what differs from the usual is written;
+    /// the column and the JSON key default to the property's name.
+    public static func attribute(
+        _ property: String, _ storage: StorageKind, _ swiftType: String, column: String? = nil, jsonKey: String? = nil,
+        _ flags: Flags = [], renamedFrom: String? = nil, default defaultValue: DefaultValueDescriptor? = nil
+    ) -> ColumnDescriptor {
+        ColumnDescriptor(
+            property: property, column: column ?? property, jsonKey: jsonKey, storage: storage, swiftType: swiftType,
+            isOptional: flags.contains(.optional), isPrimaryKey: flags.contains(.primaryKey), isUnique: flags.contains(.unique),
+            isIndexed: flags.contains(.indexed), isSearchable: flags.contains(.searchable), usesExternalStorage: flags.contains(.externalStorage),
+            isEncrypted: flags.contains(.encrypted) || flags.contains(.deterministic), encryptsDeterministically: flags.contains(.deterministic),
+            preservesValueOnDeletion: flags.contains(.preservesValueOnDeletion), renamedFrom: renamedFrom, defaultValue: defaultValue)
+    }
+}
+
 /// A column default as the database sees it.
 public enum DefaultValueDescriptor: Sendable, Hashable {
     case null

@@ -5,41 +5,18 @@ import SchemaMetadata
 
 /// A partial update of `Airline`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct AirlinePatch: Codable, Hashable, Sendable {
-    public var code: PatchValue<String>
-    public var name: PatchValue<String>
-    public var shortName: PatchValue<String>
-
-    public init(
-        code: PatchValue<String> = .absent,
-        name: PatchValue<String> = .absent,
+///
+/// Build one with `AirlinePatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct AirlinePatch: ModelPatch {
+    public var code: PatchValue<String> = .absent, name: PatchValue<String> = .absent,
         shortName: PatchValue<String> = .absent
-    ) {
-        self.code = code
-        self.name = name
-        self.shortName = shortName
-    }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Airline.CodingKeys.self)
-        self.code = try container.decodePatch(String.self, forKey: .code)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-        self.shortName = try container.decodePatch(String.self, forKey: .shortName)
-    }
+    public init() {}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Airline.CodingKeys.self)
-        try container.encodePatch(self.code, forKey: .code)
-        try container.encodePatch(self.name, forKey: .name)
-        try container.encodePatch(self.shortName, forKey: .shortName)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Airline) throws(PatchError) {
-        var updated = model
-        try self.code.apply(to: &updated.code, field: "code")
-        self.name.apply(to: &updated.name, field: "name")
-        self.shortName.apply(to: &updated.shortName, field: "shortName")
-        model = updated
+    public static var fields: [PatchField<Self, Airline>] {
+        [
+            .required(\.code, \.code, "code", key: "icao"), .optional(\.name, \.name, "name"),
+            .optional(\.shortName, \.shortName, "shortName", key: "shortname")
+        ]
     }
 }

@@ -27,22 +27,15 @@ public struct Airline: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case code = "icao"
-        case name
-        case shortName = "shortname"
+        case id, code = "icao", name, shortName = "shortname"
     }
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[1] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Airline.id: "id"
-        case \Airline.code: "code"
-        case \Airline.name: "name"
-        case \Airline.shortName: "short_name"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.code, \.name, \.shortName
+        ])
     }
 }
 
@@ -50,21 +43,15 @@ extension Airline: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.code.storedValue,
-            self.name.storedValue,
-            self.shortName.storedValue,
+            id.storedValue, code.storedValue, name.storedValue, shortName.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 4 else { throw StoredValueError("expected 4 values for Airline, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 4, of: "Airline")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            code: try String(storedValue: row[1]),
-            name: try Optional<String>(storedValue: row[2]),
-            shortName: try Optional<String>(storedValue: row[3])
+            id: try row.next(), code: try row.next(), name: try row.next(), shortName: try row.next()
         )
     }
 }
@@ -74,25 +61,16 @@ extension Airline: Joinable {
     /// `#Predicate<Airline.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let code: String
-        public let name: String?
-        public let shortName: String?
-        public let flights: [Flight.Joined]
+        public let id: Int64?, code: String, name: String?, shortName: String?, flights: [Flight.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Airline.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.code: .column("code")
-            case \Joined.name: .column("name")
-            case \Joined.shortName: .column("short_name")
-            case \Joined.flights: .relationship("flights")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.code, \.name, \.shortName, \.flights
+            ])
         }
     }
 }

@@ -5,77 +5,25 @@ import SchemaMetadata
 
 /// A partial update of `Airport`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct AirportPatch: Codable, Hashable, Sendable {
-    public var icao: PatchValue<String>
-    public var name: PatchValue<String>
-    public var city: PatchValue<String>
-    public var state: PatchValue<String>
-    public var countryCode: PatchValue<String>
-    public var latitude: PatchValue<Double>
-    public var longitude: PatchValue<Double>
-    public var elevationFeet: PatchValue<Int>
-    public var timezone: PatchValue<String>
-
-    public init(
-        icao: PatchValue<String> = .absent,
-        name: PatchValue<String> = .absent,
-        city: PatchValue<String> = .absent,
-        state: PatchValue<String> = .absent,
-        countryCode: PatchValue<String> = .absent,
-        latitude: PatchValue<Double> = .absent,
-        longitude: PatchValue<Double> = .absent,
-        elevationFeet: PatchValue<Int> = .absent,
+///
+/// Build one with `AirportPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct AirportPatch: ModelPatch {
+    public var icao: PatchValue<String> = .absent, name: PatchValue<String> = .absent,
+        city: PatchValue<String> = .absent, state: PatchValue<String> = .absent,
+        countryCode: PatchValue<String> = .absent, latitude: PatchValue<Double> = .absent,
+        longitude: PatchValue<Double> = .absent, elevationFeet: PatchValue<Int> = .absent,
         timezone: PatchValue<String> = .absent
-    ) {
-        self.icao = icao
-        self.name = name
-        self.city = city
-        self.state = state
-        self.countryCode = countryCode
-        self.latitude = latitude
-        self.longitude = longitude
-        self.elevationFeet = elevationFeet
-        self.timezone = timezone
-    }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Airport.CodingKeys.self)
-        self.icao = try container.decodePatch(String.self, forKey: .icao)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-        self.city = try container.decodePatch(String.self, forKey: .city)
-        self.state = try container.decodePatch(String.self, forKey: .state)
-        self.countryCode = try container.decodePatch(String.self, forKey: .countryCode)
-        self.latitude = try container.decodePatch(Double.self, forKey: .latitude)
-        self.longitude = try container.decodePatch(Double.self, forKey: .longitude)
-        self.elevationFeet = try container.decodePatch(Int.self, forKey: .elevationFeet)
-        self.timezone = try container.decodePatch(String.self, forKey: .timezone)
-    }
+    public init() {}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Airport.CodingKeys.self)
-        try container.encodePatch(self.icao, forKey: .icao)
-        try container.encodePatch(self.name, forKey: .name)
-        try container.encodePatch(self.city, forKey: .city)
-        try container.encodePatch(self.state, forKey: .state)
-        try container.encodePatch(self.countryCode, forKey: .countryCode)
-        try container.encodePatch(self.latitude, forKey: .latitude)
-        try container.encodePatch(self.longitude, forKey: .longitude)
-        try container.encodePatch(self.elevationFeet, forKey: .elevationFeet)
-        try container.encodePatch(self.timezone, forKey: .timezone)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Airport) throws(PatchError) {
-        var updated = model
-        try self.icao.apply(to: &updated.icao, field: "icao")
-        self.name.apply(to: &updated.name, field: "name")
-        self.city.apply(to: &updated.city, field: "city")
-        self.state.apply(to: &updated.state, field: "state")
-        self.countryCode.apply(to: &updated.countryCode, field: "countryCode")
-        self.latitude.apply(to: &updated.latitude, field: "latitude")
-        self.longitude.apply(to: &updated.longitude, field: "longitude")
-        self.elevationFeet.apply(to: &updated.elevationFeet, field: "elevationFeet")
-        self.timezone.apply(to: &updated.timezone, field: "timezone")
-        model = updated
+    public static var fields: [PatchField<Self, Airport>] {
+        [
+            .required(\.icao, \.icao, "icao", key: "airport_code"), .optional(\.name, \.name, "name"),
+            .optional(\.city, \.city, "city"), .optional(\.state, \.state, "state"),
+            .optional(\.countryCode, \.countryCode, "countryCode", key: "country_code"),
+            .optional(\.latitude, \.latitude, "latitude"), .optional(\.longitude, \.longitude, "longitude"),
+            .optional(\.elevationFeet, \.elevationFeet, "elevationFeet", key: "elevation"),
+            .optional(\.timezone, \.timezone, "timezone")
+        ]
     }
 }

@@ -57,34 +57,16 @@ public struct Airport: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case icao = "airport_code"
-        case name
-        case city
-        case state
-        case countryCode = "country_code"
-        case latitude
-        case longitude
-        case elevationFeet = "elevation"
-        case timezone
+        case id, icao = "airport_code", name, city, state, countryCode = "country_code", latitude, longitude,
+            elevationFeet = "elevation", timezone
     }
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[0] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Airport.id: "id"
-        case \Airport.icao: "icao"
-        case \Airport.name: "name"
-        case \Airport.city: "city"
-        case \Airport.state: "state"
-        case \Airport.countryCode: "country_code"
-        case \Airport.latitude: "latitude"
-        case \Airport.longitude: "longitude"
-        case \Airport.elevationFeet: "elevation_feet"
-        case \Airport.timezone: "timezone"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet, \.timezone
+        ])
     }
 }
 
@@ -92,33 +74,19 @@ extension Airport: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.icao.storedValue,
-            self.name.storedValue,
-            self.city.storedValue,
-            self.state.storedValue,
-            self.countryCode.storedValue,
-            self.latitude.storedValue,
-            self.longitude.storedValue,
-            self.elevationFeet.storedValue,
-            self.timezone.storedValue,
+            id.storedValue, icao.storedValue, name.storedValue, city.storedValue, state.storedValue,
+            countryCode.storedValue, latitude.storedValue, longitude.storedValue, elevationFeet.storedValue,
+            timezone.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 10 else { throw StoredValueError("expected 10 values for Airport, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 10, of: "Airport")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            icao: try String(storedValue: row[1]),
-            name: try Optional<String>(storedValue: row[2]),
-            city: try Optional<String>(storedValue: row[3]),
-            state: try Optional<String>(storedValue: row[4]),
-            countryCode: try Optional<String>(storedValue: row[5]),
-            latitude: try Optional<Double>(storedValue: row[6]),
-            longitude: try Optional<Double>(storedValue: row[7]),
-            elevationFeet: try Optional<Int>(storedValue: row[8]),
-            timezone: try Optional<String>(storedValue: row[9])
+            id: try row.next(), icao: try row.next(), name: try row.next(), city: try row.next(), state: try row.next(),
+            countryCode: try row.next(), latitude: try row.next(), longitude: try row.next(),
+            elevationFeet: try row.next(), timezone: try row.next()
         )
     }
 }
@@ -128,39 +96,19 @@ extension Airport: Joinable {
     /// `#Predicate<Airport.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let icao: String
-        public let name: String?
-        public let city: String?
-        public let state: String?
-        public let countryCode: String?
-        public let latitude: Double?
-        public let longitude: Double?
-        public let elevationFeet: Int?
-        public let timezone: String?
-        public let flightsFrom: [Flight.Joined]
-        public let flightsTo: [Flight.Joined]
+        public let id: Int64?, icao: String, name: String?, city: String?, state: String?, countryCode: String?,
+            latitude: Double?, longitude: Double?, elevationFeet: Int?, timezone: String?, flightsFrom: [Flight.Joined],
+            flightsTo: [Flight.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Airport.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.icao: .column("icao")
-            case \Joined.name: .column("name")
-            case \Joined.city: .column("city")
-            case \Joined.state: .column("state")
-            case \Joined.countryCode: .column("country_code")
-            case \Joined.latitude: .column("latitude")
-            case \Joined.longitude: .column("longitude")
-            case \Joined.elevationFeet: .column("elevation_feet")
-            case \Joined.timezone: .column("timezone")
-            case \Joined.flightsFrom: .relationship("flightsFrom")
-            case \Joined.flightsTo: .relationship("flightsTo")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet,
+                \.timezone, \.flightsFrom, \.flightsTo
+            ])
         }
     }
 }

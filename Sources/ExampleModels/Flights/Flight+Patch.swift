@@ -5,119 +5,36 @@ import SchemaMetadata
 
 /// A partial update of `Flight`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct FlightPatch: Codable, Hashable, Sendable {
-    public var ident: PatchValue<String>
-    public var actualOff: PatchValue<Date>
-    public var scheduledOff: PatchValue<Date>
-    public var estimatedOff: PatchValue<Date>
-    public var scheduledOn: PatchValue<Date>
-    public var estimatedOn: PatchValue<Date>
-    public var actualOn: PatchValue<Date>
-    public var progressPercent: PatchValue<Double>
-    public var status: PatchValue<String>
-    public var routeDistance: PatchValue<Int>
-    public var filedAirspeed: PatchValue<Int>
-    public var filedAltitude: PatchValue<Int>
-    public var aircraftType: PatchValue<String>
-    public var originID: PatchValue<Int64>
-    public var destinationID: PatchValue<Int64>
-    public var airlineID: PatchValue<Int64>
+///
+/// Build one with `FlightPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct FlightPatch: ModelPatch {
+    public var ident: PatchValue<String> = .absent, actualOff: PatchValue<Date> = .absent,
+        scheduledOff: PatchValue<Date> = .absent, estimatedOff: PatchValue<Date> = .absent,
+        scheduledOn: PatchValue<Date> = .absent, estimatedOn: PatchValue<Date> = .absent,
+        actualOn: PatchValue<Date> = .absent, progressPercent: PatchValue<Double> = .absent,
+        status: PatchValue<String> = .absent, routeDistance: PatchValue<Int> = .absent,
+        filedAirspeed: PatchValue<Int> = .absent, filedAltitude: PatchValue<Int> = .absent,
+        aircraftType: PatchValue<String> = .absent, originID: PatchValue<Int64> = .absent,
+        destinationID: PatchValue<Int64> = .absent, airlineID: PatchValue<Int64> = .absent
 
-    public init(
-        ident: PatchValue<String> = .absent,
-        actualOff: PatchValue<Date> = .absent,
-        scheduledOff: PatchValue<Date> = .absent,
-        estimatedOff: PatchValue<Date> = .absent,
-        scheduledOn: PatchValue<Date> = .absent,
-        estimatedOn: PatchValue<Date> = .absent,
-        actualOn: PatchValue<Date> = .absent,
-        progressPercent: PatchValue<Double> = .absent,
-        status: PatchValue<String> = .absent,
-        routeDistance: PatchValue<Int> = .absent,
-        filedAirspeed: PatchValue<Int> = .absent,
-        filedAltitude: PatchValue<Int> = .absent,
-        aircraftType: PatchValue<String> = .absent,
-        originID: PatchValue<Int64> = .absent,
-        destinationID: PatchValue<Int64> = .absent,
-        airlineID: PatchValue<Int64> = .absent
-    ) {
-        self.ident = ident
-        self.actualOff = actualOff
-        self.scheduledOff = scheduledOff
-        self.estimatedOff = estimatedOff
-        self.scheduledOn = scheduledOn
-        self.estimatedOn = estimatedOn
-        self.actualOn = actualOn
-        self.progressPercent = progressPercent
-        self.status = status
-        self.routeDistance = routeDistance
-        self.filedAirspeed = filedAirspeed
-        self.filedAltitude = filedAltitude
-        self.aircraftType = aircraftType
-        self.originID = originID
-        self.destinationID = destinationID
-        self.airlineID = airlineID
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Flight.CodingKeys.self)
-        self.ident = try container.decodePatch(String.self, forKey: .ident)
-        self.actualOff = try container.decodePatch(Date.self, forKey: .actualOff)
-        self.scheduledOff = try container.decodePatch(Date.self, forKey: .scheduledOff)
-        self.estimatedOff = try container.decodePatch(Date.self, forKey: .estimatedOff)
-        self.scheduledOn = try container.decodePatch(Date.self, forKey: .scheduledOn)
-        self.estimatedOn = try container.decodePatch(Date.self, forKey: .estimatedOn)
-        self.actualOn = try container.decodePatch(Date.self, forKey: .actualOn)
-        self.progressPercent = try container.decodePatch(Double.self, forKey: .progressPercent)
-        self.status = try container.decodePatch(String.self, forKey: .status)
-        self.routeDistance = try container.decodePatch(Int.self, forKey: .routeDistance)
-        self.filedAirspeed = try container.decodePatch(Int.self, forKey: .filedAirspeed)
-        self.filedAltitude = try container.decodePatch(Int.self, forKey: .filedAltitude)
-        self.aircraftType = try container.decodePatch(String.self, forKey: .aircraftType)
-        self.originID = try container.decodePatch(Int64.self, forKey: .originID)
-        self.destinationID = try container.decodePatch(Int64.self, forKey: .destinationID)
-        self.airlineID = try container.decodePatch(Int64.self, forKey: .airlineID)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Flight.CodingKeys.self)
-        try container.encodePatch(self.ident, forKey: .ident)
-        try container.encodePatch(self.actualOff, forKey: .actualOff)
-        try container.encodePatch(self.scheduledOff, forKey: .scheduledOff)
-        try container.encodePatch(self.estimatedOff, forKey: .estimatedOff)
-        try container.encodePatch(self.scheduledOn, forKey: .scheduledOn)
-        try container.encodePatch(self.estimatedOn, forKey: .estimatedOn)
-        try container.encodePatch(self.actualOn, forKey: .actualOn)
-        try container.encodePatch(self.progressPercent, forKey: .progressPercent)
-        try container.encodePatch(self.status, forKey: .status)
-        try container.encodePatch(self.routeDistance, forKey: .routeDistance)
-        try container.encodePatch(self.filedAirspeed, forKey: .filedAirspeed)
-        try container.encodePatch(self.filedAltitude, forKey: .filedAltitude)
-        try container.encodePatch(self.aircraftType, forKey: .aircraftType)
-        try container.encodePatch(self.originID, forKey: .originID)
-        try container.encodePatch(self.destinationID, forKey: .destinationID)
-        try container.encodePatch(self.airlineID, forKey: .airlineID)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Flight) throws(PatchError) {
-        var updated = model
-        try self.ident.apply(to: &updated.ident, field: "ident")
-        self.actualOff.apply(to: &updated.actualOff, field: "actualOff")
-        self.scheduledOff.apply(to: &updated.scheduledOff, field: "scheduledOff")
-        self.estimatedOff.apply(to: &updated.estimatedOff, field: "estimatedOff")
-        self.scheduledOn.apply(to: &updated.scheduledOn, field: "scheduledOn")
-        self.estimatedOn.apply(to: &updated.estimatedOn, field: "estimatedOn")
-        self.actualOn.apply(to: &updated.actualOn, field: "actualOn")
-        self.progressPercent.apply(to: &updated.progressPercent, field: "progressPercent")
-        try self.status.apply(to: &updated.status, field: "status")
-        self.routeDistance.apply(to: &updated.routeDistance, field: "routeDistance")
-        self.filedAirspeed.apply(to: &updated.filedAirspeed, field: "filedAirspeed")
-        self.filedAltitude.apply(to: &updated.filedAltitude, field: "filedAltitude")
-        self.aircraftType.apply(to: &updated.aircraftType, field: "aircraftType")
-        self.originID.apply(to: &updated.originID, field: "originID")
-        self.destinationID.apply(to: &updated.destinationID, field: "destinationID")
-        self.airlineID.apply(to: &updated.airlineID, field: "airlineID")
-        model = updated
+    public static var fields: [PatchField<Self, Flight>] {
+        [
+            .required(\.ident, \.ident, "ident"), .optional(\.actualOff, \.actualOff, "actualOff", key: "actual_off"),
+            .optional(\.scheduledOff, \.scheduledOff, "scheduledOff", key: "scheduled_off"),
+            .optional(\.estimatedOff, \.estimatedOff, "estimatedOff", key: "estimated_off"),
+            .optional(\.scheduledOn, \.scheduledOn, "scheduledOn", key: "scheduled_on"),
+            .optional(\.estimatedOn, \.estimatedOn, "estimatedOn", key: "estimated_on"),
+            .optional(\.actualOn, \.actualOn, "actualOn", key: "actual_on"),
+            .optional(\.progressPercent, \.progressPercent, "progressPercent", key: "progress_percent"),
+            .required(\.status, \.status, "status"),
+            .optional(\.routeDistance, \.routeDistance, "routeDistance", key: "route_distance"),
+            .optional(\.filedAirspeed, \.filedAirspeed, "filedAirspeed", key: "filed_airspeed"),
+            .optional(\.filedAltitude, \.filedAltitude, "filedAltitude", key: "filed_altitude"),
+            .optional(\.aircraftType, \.aircraftType, "aircraftType", key: "aircraft_type"),
+            .optional(\.originID, \.originID, "originID"), .optional(\.destinationID, \.destinationID, "destinationID"),
+            .optional(\.airlineID, \.airlineID, "airlineID")
+        ]
     }
 }

@@ -76,48 +76,21 @@ public struct Flight: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case ident
-        case actualOff = "actual_off"
-        case scheduledOff = "scheduled_off"
-        case estimatedOff = "estimated_off"
-        case scheduledOn = "scheduled_on"
-        case estimatedOn = "estimated_on"
-        case actualOn = "actual_on"
-        case progressPercent = "progress_percent"
-        case status
-        case routeDistance = "route_distance"
-        case filedAirspeed = "filed_airspeed"
-        case filedAltitude = "filed_altitude"
-        case aircraftType = "aircraft_type"
-        case originID
-        case destinationID
-        case airlineID
+        case id, ident, actualOff = "actual_off", scheduledOff = "scheduled_off", estimatedOff = "estimated_off",
+            scheduledOn = "scheduled_on", estimatedOn = "estimated_on", actualOn = "actual_on",
+            progressPercent = "progress_percent", status, routeDistance = "route_distance",
+            filedAirspeed = "filed_airspeed", filedAltitude = "filed_altitude", aircraftType = "aircraft_type",
+            originID, destinationID, airlineID
     }
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[2] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Flight.id: "id"
-        case \Flight.ident: "ident"
-        case \Flight.actualOff: "actual_off"
-        case \Flight.scheduledOff: "scheduled_off"
-        case \Flight.estimatedOff: "estimated_off"
-        case \Flight.scheduledOn: "scheduled_on"
-        case \Flight.estimatedOn: "estimated_on"
-        case \Flight.actualOn: "actual_on"
-        case \Flight.progressPercent: "progress_percent"
-        case \Flight.status: "status"
-        case \Flight.routeDistance: "route_distance"
-        case \Flight.filedAirspeed: "filed_airspeed"
-        case \Flight.filedAltitude: "filed_altitude"
-        case \Flight.aircraftType: "aircraft_type"
-        case \Flight.originID: "origin_id"
-        case \Flight.destinationID: "destination_id"
-        case \Flight.airlineID: "airline_id"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.ident, \.actualOff, \.scheduledOff, \.estimatedOff, \.scheduledOn, \.estimatedOn, \.actualOn,
+            \.progressPercent, \.status, \.routeDistance, \.filedAirspeed, \.filedAltitude, \.aircraftType, \.originID,
+            \.destinationID, \.airlineID
+        ])
     }
 }
 
@@ -125,47 +98,24 @@ extension Flight: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.ident.storedValue,
-            self.actualOff.storedValue,
-            self.scheduledOff.storedValue,
-            self.estimatedOff.storedValue,
-            self.scheduledOn.storedValue,
-            self.estimatedOn.storedValue,
-            self.actualOn.storedValue,
-            self.progressPercent.storedValue,
-            self.status.storedValue,
-            self.routeDistance.storedValue,
-            self.filedAirspeed.storedValue,
-            self.filedAltitude.storedValue,
-            self.aircraftType.storedValue,
-            self.originID.storedValue,
-            self.destinationID.storedValue,
-            self.airlineID.storedValue,
+            id.storedValue, ident.storedValue, actualOff.storedValue, scheduledOff.storedValue,
+            estimatedOff.storedValue, scheduledOn.storedValue, estimatedOn.storedValue, actualOn.storedValue,
+            progressPercent.storedValue, status.storedValue, routeDistance.storedValue, filedAirspeed.storedValue,
+            filedAltitude.storedValue, aircraftType.storedValue, originID.storedValue, destinationID.storedValue,
+            airlineID.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 17 else { throw StoredValueError("expected 17 values for Flight, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 17, of: "Flight")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            ident: try String(storedValue: row[1]),
-            actualOff: try Optional<Date>(storedValue: row[2]),
-            scheduledOff: try Optional<Date>(storedValue: row[3]),
-            estimatedOff: try Optional<Date>(storedValue: row[4]),
-            scheduledOn: try Optional<Date>(storedValue: row[5]),
-            estimatedOn: try Optional<Date>(storedValue: row[6]),
-            actualOn: try Optional<Date>(storedValue: row[7]),
-            progressPercent: try Optional<Double>(storedValue: row[8]),
-            status: try String(storedValue: row[9]),
-            routeDistance: try Optional<Int>(storedValue: row[10]),
-            filedAirspeed: try Optional<Int>(storedValue: row[11]),
-            filedAltitude: try Optional<Int>(storedValue: row[12]),
-            aircraftType: try Optional<String>(storedValue: row[13]),
-            originID: try Optional<Int64>(storedValue: row[14]),
-            destinationID: try Optional<Int64>(storedValue: row[15]),
-            airlineID: try Optional<Int64>(storedValue: row[16])
+            id: try row.next(), ident: try row.next(), actualOff: try row.next(), scheduledOff: try row.next(),
+            estimatedOff: try row.next(), scheduledOn: try row.next(), estimatedOn: try row.next(),
+            actualOn: try row.next(), progressPercent: try row.next(), status: try row.next(),
+            routeDistance: try row.next(), filedAirspeed: try row.next(), filedAltitude: try row.next(),
+            aircraftType: try row.next(), originID: try row.next(), destinationID: try row.next(),
+            airlineID: try row.next()
         )
     }
 }
@@ -175,55 +125,22 @@ extension Flight: Joinable {
     /// `#Predicate<Flight.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let ident: String
-        public let actualOff: Date?
-        public let scheduledOff: Date?
-        public let estimatedOff: Date?
-        public let scheduledOn: Date?
-        public let estimatedOn: Date?
-        public let actualOn: Date?
-        public let progressPercent: Double?
-        public let status: String
-        public let routeDistance: Int?
-        public let filedAirspeed: Int?
-        public let filedAltitude: Int?
-        public let aircraftType: String?
-        public let originID: Int64?
-        public let destinationID: Int64?
-        public let airlineID: Int64?
-        public let origin: Airport.Joined?
-        public let destination: Airport.Joined?
-        public let airline: Airline.Joined?
+        public let id: Int64?, ident: String, actualOff: Date?, scheduledOff: Date?, estimatedOff: Date?,
+            scheduledOn: Date?, estimatedOn: Date?, actualOn: Date?, progressPercent: Double?, status: String,
+            routeDistance: Int?, filedAirspeed: Int?, filedAltitude: Int?, aircraftType: String?, originID: Int64?,
+            destinationID: Int64?, airlineID: Int64?, origin: Airport.Joined?, destination: Airport.Joined?,
+            airline: Airline.Joined?
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Flight.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.ident: .column("ident")
-            case \Joined.actualOff: .column("actual_off")
-            case \Joined.scheduledOff: .column("scheduled_off")
-            case \Joined.estimatedOff: .column("estimated_off")
-            case \Joined.scheduledOn: .column("scheduled_on")
-            case \Joined.estimatedOn: .column("estimated_on")
-            case \Joined.actualOn: .column("actual_on")
-            case \Joined.progressPercent: .column("progress_percent")
-            case \Joined.status: .column("status")
-            case \Joined.routeDistance: .column("route_distance")
-            case \Joined.filedAirspeed: .column("filed_airspeed")
-            case \Joined.filedAltitude: .column("filed_altitude")
-            case \Joined.aircraftType: .column("aircraft_type")
-            case \Joined.originID: .column("origin_id")
-            case \Joined.destinationID: .column("destination_id")
-            case \Joined.airlineID: .column("airline_id")
-            case \Joined.origin: .relationship("origin")
-            case \Joined.destination: .relationship("destination")
-            case \Joined.airline: .relationship("airline")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.ident, \.actualOff, \.scheduledOff, \.estimatedOff, \.scheduledOn, \.estimatedOn, \.actualOn,
+                \.progressPercent, \.status, \.routeDistance, \.filedAirspeed, \.filedAltitude, \.aircraftType,
+                \.originID, \.destinationID, \.airlineID, \.origin, \.destination, \.airline
+            ])
         }
     }
 }

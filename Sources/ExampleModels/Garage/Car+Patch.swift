@@ -5,77 +5,22 @@ import SchemaMetadata
 
 /// A partial update of `Car`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct CarPatch: Codable, Hashable, Sendable {
-    public var vin: PatchValue<String>
-    public var make: PatchValue<String>
-    public var model: PatchValue<String>
-    public var color: PatchValue<Color>
-    public var price: PatchValue<Decimal>
-    public var mileage: PatchValue<Int32>
-    public var manual: PatchValue<URL>
-    public var photo: PatchValue<Data>
-    public var ownerID: PatchValue<Int64>
-
-    public init(
-        vin: PatchValue<String> = .absent,
-        make: PatchValue<String> = .absent,
-        model: PatchValue<String> = .absent,
-        color: PatchValue<Color> = .absent,
-        price: PatchValue<Decimal> = .absent,
-        mileage: PatchValue<Int32> = .absent,
-        manual: PatchValue<URL> = .absent,
-        photo: PatchValue<Data> = .absent,
+///
+/// Build one with `CarPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct CarPatch: ModelPatch {
+    public var vin: PatchValue<String> = .absent, make: PatchValue<String> = .absent,
+        model: PatchValue<String> = .absent, color: PatchValue<Color> = .absent, price: PatchValue<Decimal> = .absent,
+        mileage: PatchValue<Int32> = .absent, manual: PatchValue<URL> = .absent, photo: PatchValue<Data> = .absent,
         ownerID: PatchValue<Int64> = .absent
-    ) {
-        self.vin = vin
-        self.make = make
-        self.model = model
-        self.color = color
-        self.price = price
-        self.mileage = mileage
-        self.manual = manual
-        self.photo = photo
-        self.ownerID = ownerID
-    }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Car.CodingKeys.self)
-        self.vin = try container.decodePatch(String.self, forKey: .vin)
-        self.make = try container.decodePatch(String.self, forKey: .make)
-        self.model = try container.decodePatch(String.self, forKey: .model)
-        self.color = try container.decodePatch(Color.self, forKey: .color)
-        self.price = try container.decodePatch(Decimal.self, forKey: .price)
-        self.mileage = try container.decodePatch(Int32.self, forKey: .mileage)
-        self.manual = try container.decodePatch(URL.self, forKey: .manual)
-        self.photo = try container.decodePatch(Data.self, forKey: .photo)
-        self.ownerID = try container.decodePatch(Int64.self, forKey: .ownerID)
-    }
+    public init() {}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Car.CodingKeys.self)
-        try container.encodePatch(self.vin, forKey: .vin)
-        try container.encodePatch(self.make, forKey: .make)
-        try container.encodePatch(self.model, forKey: .model)
-        try container.encodePatch(self.color, forKey: .color)
-        try container.encodePatch(self.price, forKey: .price)
-        try container.encodePatch(self.mileage, forKey: .mileage)
-        try container.encodePatch(self.manual, forKey: .manual)
-        try container.encodePatch(self.photo, forKey: .photo)
-        try container.encodePatch(self.ownerID, forKey: .ownerID)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Car) throws(PatchError) {
-        var updated = model
-        try self.vin.apply(to: &updated.vin, field: "vin")
-        try self.make.apply(to: &updated.make, field: "make")
-        try self.model.apply(to: &updated.model, field: "model")
-        try self.color.apply(to: &updated.color, field: "color")
-        self.price.apply(to: &updated.price, field: "price")
-        try self.mileage.apply(to: &updated.mileage, field: "mileage")
-        self.manual.apply(to: &updated.manual, field: "manual")
-        self.photo.apply(to: &updated.photo, field: "photo")
-        self.ownerID.apply(to: &updated.ownerID, field: "ownerID")
-        model = updated
+    public static var fields: [PatchField<Self, Car>] {
+        [
+            .required(\.vin, \.vin, "vin"), .required(\.make, \.make, "make"), .required(\.model, \.model, "model"),
+            .required(\.color, \.color, "color"), .optional(\.price, \.price, "price"),
+            .required(\.mileage, \.mileage, "mileage"), .optional(\.manual, \.manual, "manual"),
+            .optional(\.photo, \.photo, "photo"), .optional(\.ownerID, \.ownerID, "ownerID")
+        ]
     }
 }

@@ -52,34 +52,15 @@ public struct Car: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case vin
-        case make
-        case model
-        case color
-        case price
-        case mileage
-        case manual
-        case photo
-        case ownerID
+        case id, vin, make, model, color, price, mileage, manual, photo, ownerID
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[1] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Car.id: "id"
-        case \Car.vin: "vin"
-        case \Car.make: "make"
-        case \Car.model: "model"
-        case \Car.color: "color"
-        case \Car.price: "price"
-        case \Car.mileage: "mileage"
-        case \Car.manual: "manual"
-        case \Car.photo: "photo"
-        case \Car.ownerID: "owner_id"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID
+        ])
     }
 }
 
@@ -87,33 +68,18 @@ extension Car: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.vin.storedValue,
-            self.make.storedValue,
-            self.model.storedValue,
-            try StoredJSON.value(self.color),
-            self.price.storedValue,
-            self.mileage.storedValue,
-            self.manual.storedValue,
-            self.photo.storedValue,
-            self.ownerID.storedValue,
+            id.storedValue, vin.storedValue, make.storedValue, model.storedValue, try StoredJSON.value(color),
+            price.storedValue, mileage.storedValue, manual.storedValue, photo.storedValue, ownerID.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 10 else { throw StoredValueError("expected 10 values for Car, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 10, of: "Car")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            vin: try String(storedValue: row[1]),
-            make: try String(storedValue: row[2]),
-            model: try String(storedValue: row[3]),
-            color: try StoredJSON.decode(Color.self, from: row[4]),
-            price: try Optional<Decimal>(storedValue: row[5]),
-            mileage: try Int32(storedValue: row[6]),
-            manual: try Optional<URL>(storedValue: row[7]),
-            photo: try Optional<Data>(storedValue: row[8]),
-            ownerID: try Optional<Int64>(storedValue: row[9])
+            id: try row.next(), vin: try row.next(), make: try row.next(), model: try row.next(), color: try row.json(),
+            price: try row.next(), mileage: try row.next(), manual: try row.next(), photo: try row.next(),
+            ownerID: try row.next()
         )
     }
 }
@@ -123,41 +89,19 @@ extension Car: Joinable {
     /// `#Predicate<Car.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let vin: String
-        public let make: String
-        public let model: String
-        public let color: Color
-        public let price: Decimal?
-        public let mileage: Int32
-        public let manual: URL?
-        public let photo: Data?
-        public let ownerID: Int64?
-        public let owner: Person.Joined?
-        public let mechanics: [Mechanic.Joined]
-        public let visits: [ServiceVisit.Joined]
+        public let id: Int64?, vin: String, make: String, model: String, color: Color, price: Decimal?, mileage: Int32,
+            manual: URL?, photo: Data?, ownerID: Int64?, owner: Person.Joined?, mechanics: [Mechanic.Joined],
+            visits: [ServiceVisit.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Car.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.vin: .column("vin")
-            case \Joined.make: .column("make")
-            case \Joined.model: .column("model")
-            case \Joined.color: .column("color")
-            case \Joined.price: .column("price")
-            case \Joined.mileage: .column("mileage")
-            case \Joined.manual: .column("manual")
-            case \Joined.photo: .column("photo")
-            case \Joined.ownerID: .column("owner_id")
-            case \Joined.owner: .relationship("owner")
-            case \Joined.mechanics: .relationship("mechanics")
-            case \Joined.visits: .relationship("visits")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID, \.owner,
+                \.mechanics, \.visits
+            ])
         }
     }
 }

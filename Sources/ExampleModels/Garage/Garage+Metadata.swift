@@ -16,96 +16,34 @@ public enum GarageSchema {
         recordsHistory: false,
         entities: [
             EntityDescriptor(
-                name: "Person",
-                table: "people",
-                renamedFrom: "Owner",
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "Person", table: "people", renamedFrom: "Owner",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "name", column: "full_name", jsonKey: "name", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "birthYear", column: "birth_year", jsonKey: "birthYear", storage: .integer, swiftType: "Int16",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("name", .text, "String", column: "full_name"),
+                    .attribute("birthYear", .integer, "Int16", column: "birth_year", [.optional]),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "cars", target: "Car", isToMany: true, isOptional: false,
-                        inverse: "owner", deleteRule: .deny, minCount: nil, maxCount: 10,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
-                        keyProperty: nil),
+                    RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, isOptional: false, inverse: "owner", deleteRule: .deny, maxCount: 10, foreignKeyColumns: []),
                 ],
                 indexes: [
                 ]),
             EntityDescriptor(
-                name: "Car",
-                table: "car",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "Car", table: "car",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "vin", column: "vin", jsonKey: "vin", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "make", column: "make", jsonKey: "make", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "model", column: "model", jsonKey: "model", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "color", column: "color", jsonKey: "color", storage: .json, swiftType: "Color",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("{\"red\":1.0,\"green\":0.0,\"blue\":0.0,\"alpha\":1.0,\"name\":null}")),
-                    ColumnDescriptor(
-                        property: "price", column: "price", jsonKey: "price", storage: .decimal, swiftType: "Decimal",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("0")),
-                    ColumnDescriptor(
-                        property: "mileage", column: "mileage", jsonKey: "mileage", storage: .integer, swiftType: "Int32",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("0")),
-                    ColumnDescriptor(
-                        property: "manual", column: "manual", jsonKey: "manual", storage: .url, swiftType: "URL",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "photo", column: "photo", jsonKey: "photo", storage: .text, swiftType: "Data",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: true, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("vin", .text, "String", [.unique]),
+                    .attribute("make", .text, "String"),
+                    .attribute("model", .text, "String"),
+                    .attribute("color", .json, "Color", default: .literal("{\"red\":1.0,\"green\":0.0,\"blue\":0.0,\"alpha\":1.0,\"name\":null}")),
+                    .attribute("price", .decimal, "Decimal", [.optional], default: .literal("0")),
+                    .attribute("mileage", .integer, "Int32", default: .literal("0")),
+                    .attribute("manual", .url, "URL", [.optional]),
+                    .attribute("photo", .text, "Data", [.optional, .externalStorage]),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "owner", target: "Person", isToMany: false, isOptional: true,
-                        inverse: "cars", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["owner_id"], joinTable: nil, renamedFrom: "driver",
-                        keyProperty: "ownerID"),
-                    RelationshipDescriptor(
-                        name: "mechanics", target: "Mechanic", isToMany: true, isOptional: false,
-                        inverse: "cars", deleteRule: .nullify, minCount: nil, maxCount: 5,
-                        foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil,
-                        keyProperty: nil, joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
-                    RelationshipDescriptor(
-                        name: "visits", target: "ServiceVisit", isToMany: true, isOptional: false,
-                        inverse: "car", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
-                        keyProperty: nil),
+                    RelationshipDescriptor(name: "owner", target: "Person", isToMany: false, isOptional: true, inverse: "cars", deleteRule: .nullify, foreignKeyColumns: ["owner_id"], renamedFrom: "driver", keyProperty: "ownerID"),
+                    RelationshipDescriptor(name: "mechanics", target: "Mechanic", isToMany: true, isOptional: false, inverse: "cars", deleteRule: .nullify, maxCount: 5, foreignKeyColumns: [], joinTable: "car_mechanics", joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
+                    RelationshipDescriptor(name: "visits", target: "ServiceVisit", isToMany: true, isOptional: false, inverse: "car", deleteRule: .cascade, foreignKeyColumns: []),
                 ],
                 indexes: [
                     IndexDescriptor(name: "car_vin_key", columns: ["vin"], kind: .unique),
@@ -113,51 +51,25 @@ public enum GarageSchema {
                     IndexDescriptor(name: "car_owner_id_idx", columns: ["owner_id"], kind: .plain),
                 ]),
             EntityDescriptor(
-                name: "Mechanic",
-                table: "mechanic",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "Mechanic", table: "mechanic",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("name", .text, "String"),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "cars", target: "Car", isToMany: true, isOptional: false,
-                        inverse: "mechanics", deleteRule: .nullify, minCount: 0, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: "car_mechanics", renamedFrom: nil,
-                        keyProperty: nil, joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"]),
+                    RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, isOptional: false, inverse: "mechanics", deleteRule: .nullify, minCount: 0, foreignKeyColumns: [], joinTable: "car_mechanics", joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"]),
                 ],
                 indexes: [
                 ]),
             EntityDescriptor(
-                name: "ServiceVisit",
-                table: "service_visit",
-                renamedFrom: nil,
-                primaryKey: ["car_id", "day"],
-                hasImplicitKey: false,
+                name: "ServiceVisit", table: "service_visit",
+                primaryKey: ["car_id", "day"], hasImplicitKey: false,
                 columns: [
-                    ColumnDescriptor(
-                        property: "day", column: "day", jsonKey: "day", storage: .date, swiftType: "Date",
-                        isOptional: false, isPrimaryKey: true, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "notes", column: "notes", jsonKey: "notes", storage: .text, swiftType: "String",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("day", .date, "Date", [.primaryKey]),
+                    .attribute("notes", .text, "String", [.optional]),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "car", target: "Car", isToMany: false, isOptional: false,
-                        inverse: "visits", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["car_id"], joinTable: nil, renamedFrom: nil,
-                        keyProperty: "carID"),
+                    RelationshipDescriptor(name: "car", target: "Car", isToMany: false, isOptional: false, inverse: "visits", deleteRule: .nullify, foreignKeyColumns: ["car_id"], keyProperty: "carID"),
                 ],
                 indexes: [
                 ]),

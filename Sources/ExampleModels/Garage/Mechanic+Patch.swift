@@ -5,29 +5,16 @@ import SchemaMetadata
 
 /// A partial update of `Mechanic`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct MechanicPatch: Codable, Hashable, Sendable {
-    public var name: PatchValue<String>
+///
+/// Build one with `MechanicPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct MechanicPatch: ModelPatch {
+    public var name: PatchValue<String> = .absent
 
-    public init(
-        name: PatchValue<String> = .absent
-    ) {
-        self.name = name
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Mechanic.CodingKeys.self)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Mechanic.CodingKeys.self)
-        try container.encodePatch(self.name, forKey: .name)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Mechanic) throws(PatchError) {
-        var updated = model
-        try self.name.apply(to: &updated.name, field: "name")
-        model = updated
+    public static var fields: [PatchField<Self, Mechanic>] {
+        [
+            .required(\.name, \.name, "name")
+        ]
     }
 }

@@ -20,18 +20,15 @@ public struct Mechanic: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case name
+        case id, name
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[2] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Mechanic.id: "id"
-        case \Mechanic.name: "name"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.name
+        ])
     }
 }
 
@@ -39,17 +36,15 @@ extension Mechanic: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.name.storedValue,
+            id.storedValue, name.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 2 else { throw StoredValueError("expected 2 values for Mechanic, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 2, of: "Mechanic")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            name: try String(storedValue: row[1])
+            id: try row.next(), name: try row.next()
         )
     }
 }
@@ -59,21 +54,16 @@ extension Mechanic: Joinable {
     /// `#Predicate<Mechanic.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let name: String
-        public let cars: [Car.Joined]
+        public let id: Int64?, name: String, cars: [Car.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Mechanic.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.name: .column("name")
-            case \Joined.cars: .relationship("cars")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.name, \.cars
+            ])
         }
     }
 }

@@ -5,35 +5,16 @@ import SchemaMetadata
 
 /// A partial update of `Person`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct PersonPatch: Codable, Hashable, Sendable {
-    public var name: PatchValue<String>
-    public var birthYear: PatchValue<Int16>
+///
+/// Build one with `PersonPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct PersonPatch: ModelPatch {
+    public var name: PatchValue<String> = .absent, birthYear: PatchValue<Int16> = .absent
 
-    public init(
-        name: PatchValue<String> = .absent,
-        birthYear: PatchValue<Int16> = .absent
-    ) {
-        self.name = name
-        self.birthYear = birthYear
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Person.CodingKeys.self)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-        self.birthYear = try container.decodePatch(Int16.self, forKey: .birthYear)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Person.CodingKeys.self)
-        try container.encodePatch(self.name, forKey: .name)
-        try container.encodePatch(self.birthYear, forKey: .birthYear)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Person) throws(PatchError) {
-        var updated = model
-        try self.name.apply(to: &updated.name, field: "name")
-        self.birthYear.apply(to: &updated.birthYear, field: "birthYear")
-        model = updated
+    public static var fields: [PatchField<Self, Person>] {
+        [
+            .required(\.name, \.name, "name"), .optional(\.birthYear, \.birthYear, "birthYear")
+        ]
     }
 }

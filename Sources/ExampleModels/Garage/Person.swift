@@ -25,20 +25,15 @@ public struct Person: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case name
-        case birthYear
+        case id, name, birthYear
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[0] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Person.id: "id"
-        case \Person.name: "full_name"
-        case \Person.birthYear: "birth_year"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.name, \.birthYear
+        ])
     }
 }
 
@@ -46,19 +41,15 @@ extension Person: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.name.storedValue,
-            self.birthYear.storedValue,
+            id.storedValue, name.storedValue, birthYear.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 3 else { throw StoredValueError("expected 3 values for Person, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 3, of: "Person")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            name: try String(storedValue: row[1]),
-            birthYear: try Optional<Int16>(storedValue: row[2])
+            id: try row.next(), name: try row.next(), birthYear: try row.next()
         )
     }
 }
@@ -68,23 +59,16 @@ extension Person: Joinable {
     /// `#Predicate<Person.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let name: String
-        public let birthYear: Int16?
-        public let cars: [Car.Joined]
+        public let id: Int64?, name: String, birthYear: Int16?, cars: [Car.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Person.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.name: .column("full_name")
-            case \Joined.birthYear: .column("birth_year")
-            case \Joined.cars: .relationship("cars")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.name, \.birthYear, \.cars
+            ])
         }
     }
 }

@@ -5,41 +5,16 @@ import SchemaMetadata
 
 /// A partial update of `ServiceVisit`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct ServiceVisitPatch: Codable, Hashable, Sendable {
-    public var day: PatchValue<Date>
-    public var notes: PatchValue<String>
-    public var carID: PatchValue<Int64>
+///
+/// Build one with `ServiceVisitPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct ServiceVisitPatch: ModelPatch {
+    public var day: PatchValue<Date> = .absent, notes: PatchValue<String> = .absent, carID: PatchValue<Int64> = .absent
 
-    public init(
-        day: PatchValue<Date> = .absent,
-        notes: PatchValue<String> = .absent,
-        carID: PatchValue<Int64> = .absent
-    ) {
-        self.day = day
-        self.notes = notes
-        self.carID = carID
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: ServiceVisit.CodingKeys.self)
-        self.day = try container.decodePatch(Date.self, forKey: .day)
-        self.notes = try container.decodePatch(String.self, forKey: .notes)
-        self.carID = try container.decodePatch(Int64.self, forKey: .carID)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: ServiceVisit.CodingKeys.self)
-        try container.encodePatch(self.day, forKey: .day)
-        try container.encodePatch(self.notes, forKey: .notes)
-        try container.encodePatch(self.carID, forKey: .carID)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout ServiceVisit) throws(PatchError) {
-        var updated = model
-        try self.day.apply(to: &updated.day, field: "day")
-        self.notes.apply(to: &updated.notes, field: "notes")
-        try self.carID.apply(to: &updated.carID, field: "carID")
-        model = updated
+    public static var fields: [PatchField<Self, ServiceVisit>] {
+        [
+            .required(\.day, \.day, "day"), .optional(\.notes, \.notes, "notes"), .required(\.carID, \.carID, "carID")
+        ]
     }
 }

@@ -38,20 +38,15 @@ public struct ServiceVisit: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case day
-        case notes
-        case carID
+        case day, notes, carID
     }
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[3] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \ServiceVisit.day: "day"
-        case \ServiceVisit.notes: "notes"
-        case \ServiceVisit.carID: "car_id"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.day, \.notes, \.carID
+        ])
     }
 }
 
@@ -59,19 +54,15 @@ extension ServiceVisit: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            self.day.storedValue,
-            self.notes.storedValue,
-            self.carID.storedValue,
+            day.storedValue, notes.storedValue, carID.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 3 else { throw StoredValueError("expected 3 values for ServiceVisit, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 3, of: "ServiceVisit")
         self.init(
-            day: try Date(storedValue: row[0]),
-            notes: try Optional<String>(storedValue: row[1]),
-            carID: try Int64(storedValue: row[2])
+            day: try row.next(), notes: try row.next(), carID: try row.next()
         )
     }
 }
@@ -81,23 +72,16 @@ extension ServiceVisit: Joinable {
     /// `#Predicate<ServiceVisit.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let day: Date
-        public let notes: String?
-        public let carID: Int64
-        public let car: Car.Joined
+        public let day: Date, notes: String?, carID: Int64, car: Car.Joined
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { ServiceVisit.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.day: .column("day")
-            case \Joined.notes: .column("notes")
-            case \Joined.carID: .column("car_id")
-            case \Joined.car: .relationship("car")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.day, \.notes, \.carID, \.car
+            ])
         }
     }
 }

@@ -5,41 +5,18 @@ import SchemaMetadata
 
 /// A partial update of `ChecklistItem`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct ChecklistItemPatch: Codable, Hashable, Sendable {
-    public var title: PatchValue<String>
-    public var isDone: PatchValue<Bool>
-    public var taskID: PatchValue<Int64>
-
-    public init(
-        title: PatchValue<String> = .absent,
-        isDone: PatchValue<Bool> = .absent,
+///
+/// Build one with `ChecklistItemPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct ChecklistItemPatch: ModelPatch {
+    public var title: PatchValue<String> = .absent, isDone: PatchValue<Bool> = .absent,
         taskID: PatchValue<Int64> = .absent
-    ) {
-        self.title = title
-        self.isDone = isDone
-        self.taskID = taskID
-    }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: ChecklistItem.CodingKeys.self)
-        self.title = try container.decodePatch(String.self, forKey: .title)
-        self.isDone = try container.decodePatch(Bool.self, forKey: .isDone)
-        self.taskID = try container.decodePatch(Int64.self, forKey: .taskID)
-    }
+    public init() {}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: ChecklistItem.CodingKeys.self)
-        try container.encodePatch(self.title, forKey: .title)
-        try container.encodePatch(self.isDone, forKey: .isDone)
-        try container.encodePatch(self.taskID, forKey: .taskID)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout ChecklistItem) throws(PatchError) {
-        var updated = model
-        try self.title.apply(to: &updated.title, field: "title")
-        try self.isDone.apply(to: &updated.isDone, field: "isDone")
-        try self.taskID.apply(to: &updated.taskID, field: "taskID")
-        model = updated
+    public static var fields: [PatchField<Self, ChecklistItem>] {
+        [
+            .required(\.title, \.title, "title"), .required(\.isDone, \.isDone, "isDone"),
+            .required(\.taskID, \.taskID, "taskID")
+        ]
     }
 }

@@ -28,22 +28,15 @@ public struct ChecklistItem: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case title
-        case isDone
-        case taskID
+        case id, title, isDone, taskID
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[2] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \ChecklistItem.id: "id"
-        case \ChecklistItem.title: "title"
-        case \ChecklistItem.isDone: "is_done"
-        case \ChecklistItem.taskID: "task_id"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.title, \.isDone, \.taskID
+        ])
     }
 }
 
@@ -51,21 +44,15 @@ extension ChecklistItem: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.title.storedValue,
-            self.isDone.storedValue,
-            self.taskID.storedValue,
+            id.storedValue, title.storedValue, isDone.storedValue, taskID.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 4 else { throw StoredValueError("expected 4 values for ChecklistItem, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 4, of: "ChecklistItem")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            title: try String(storedValue: row[1]),
-            isDone: try Bool(storedValue: row[2]),
-            taskID: try Int64(storedValue: row[3])
+            id: try row.next(), title: try row.next(), isDone: try row.next(), taskID: try row.next()
         )
     }
 }
@@ -75,25 +62,16 @@ extension ChecklistItem: Joinable {
     /// `#Predicate<ChecklistItem.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let title: String
-        public let isDone: Bool
-        public let taskID: Int64
-        public let task: Task.Joined
+        public let id: Int64?, title: String, isDone: Bool, taskID: Int64, task: Task.Joined
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { ChecklistItem.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.title: .column("title")
-            case \Joined.isDone: .column("is_done")
-            case \Joined.taskID: .column("task_id")
-            case \Joined.task: .relationship("task")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.title, \.isDone, \.taskID, \.task
+            ])
         }
     }
 }

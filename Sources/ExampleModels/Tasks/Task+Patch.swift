@@ -5,71 +5,22 @@ import SchemaMetadata
 
 /// A partial update of `Task`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct TaskPatch: Codable, Hashable, Sendable {
-    public var name: PatchValue<String>
-    public var createdAt: PatchValue<Date>
-    public var notes: PatchValue<String>
-    public var isCompleted: PatchValue<Bool>
-    public var priority: PatchValue<Priority>
-    public var tags: PatchValue<[String]>
-    public var dueDate: PatchValue<Date>
-    public var listID: PatchValue<Int64>
+///
+/// Build one with `TaskPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct TaskPatch: ModelPatch {
+    public var name: PatchValue<String> = .absent, createdAt: PatchValue<Date> = .absent,
+        notes: PatchValue<String> = .absent, isCompleted: PatchValue<Bool> = .absent,
+        priority: PatchValue<Priority> = .absent, tags: PatchValue<[String]> = .absent,
+        dueDate: PatchValue<Date> = .absent, listID: PatchValue<Int64> = .absent
 
-    public init(
-        name: PatchValue<String> = .absent,
-        createdAt: PatchValue<Date> = .absent,
-        notes: PatchValue<String> = .absent,
-        isCompleted: PatchValue<Bool> = .absent,
-        priority: PatchValue<Priority> = .absent,
-        tags: PatchValue<[String]> = .absent,
-        dueDate: PatchValue<Date> = .absent,
-        listID: PatchValue<Int64> = .absent
-    ) {
-        self.name = name
-        self.createdAt = createdAt
-        self.notes = notes
-        self.isCompleted = isCompleted
-        self.priority = priority
-        self.tags = tags
-        self.dueDate = dueDate
-        self.listID = listID
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Task.CodingKeys.self)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-        self.createdAt = try container.decodePatch(Date.self, forKey: .createdAt)
-        self.notes = try container.decodePatch(String.self, forKey: .notes)
-        self.isCompleted = try container.decodePatch(Bool.self, forKey: .isCompleted)
-        self.priority = try container.decodePatch(Priority.self, forKey: .priority)
-        self.tags = try container.decodePatch([String].self, forKey: .tags)
-        self.dueDate = try container.decodePatch(Date.self, forKey: .dueDate)
-        self.listID = try container.decodePatch(Int64.self, forKey: .listID)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Task.CodingKeys.self)
-        try container.encodePatch(self.name, forKey: .name)
-        try container.encodePatch(self.createdAt, forKey: .createdAt)
-        try container.encodePatch(self.notes, forKey: .notes)
-        try container.encodePatch(self.isCompleted, forKey: .isCompleted)
-        try container.encodePatch(self.priority, forKey: .priority)
-        try container.encodePatch(self.tags, forKey: .tags)
-        try container.encodePatch(self.dueDate, forKey: .dueDate)
-        try container.encodePatch(self.listID, forKey: .listID)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Task) throws(PatchError) {
-        var updated = model
-        try self.name.apply(to: &updated.name, field: "name")
-        try self.createdAt.apply(to: &updated.createdAt, field: "createdAt")
-        try self.notes.apply(to: &updated.notes, field: "notes")
-        try self.isCompleted.apply(to: &updated.isCompleted, field: "isCompleted")
-        try self.priority.apply(to: &updated.priority, field: "priority")
-        try self.tags.apply(to: &updated.tags, field: "tags")
-        self.dueDate.apply(to: &updated.dueDate, field: "dueDate")
-        try self.listID.apply(to: &updated.listID, field: "listID")
-        model = updated
+    public static var fields: [PatchField<Self, Task>] {
+        [
+            .required(\.name, \.name, "name"), .required(\.createdAt, \.createdAt, "createdAt"),
+            .required(\.notes, \.notes, "notes"), .required(\.isCompleted, \.isCompleted, "isCompleted"),
+            .required(\.priority, \.priority, "priority"), .required(\.tags, \.tags, "tags"),
+            .optional(\.dueDate, \.dueDate, "dueDate"), .required(\.listID, \.listID, "listID")
+        ]
     }
 }

@@ -49,32 +49,15 @@ public struct Task: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case name
-        case createdAt
-        case notes
-        case isCompleted
-        case priority
-        case tags
-        case dueDate
-        case listID
+        case id, name, createdAt, notes, isCompleted, priority, tags, dueDate, listID
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[1] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Task.id: "id"
-        case \Task.name: "name"
-        case \Task.createdAt: "created_at"
-        case \Task.notes: "notes"
-        case \Task.isCompleted: "is_completed"
-        case \Task.priority: "priority"
-        case \Task.tags: "tags"
-        case \Task.dueDate: "due_date"
-        case \Task.listID: "list_id"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.name, \.createdAt, \.notes, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID
+        ])
     }
 }
 
@@ -82,31 +65,18 @@ extension Task: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.name.storedValue,
-            self.createdAt.storedValue,
-            self.notes.storedValue,
-            self.isCompleted.storedValue,
-            self.priority.storedValue,
-            try StoredJSON.value(self.tags),
-            self.dueDate.storedValue,
-            self.listID.storedValue,
+            id.storedValue, name.storedValue, createdAt.storedValue, notes.storedValue, isCompleted.storedValue,
+            priority.storedValue, try StoredJSON.value(tags), dueDate.storedValue, listID.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 9 else { throw StoredValueError("expected 9 values for Task, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 9, of: "Task")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            name: try String(storedValue: row[1]),
-            createdAt: try Date(storedValue: row[2]),
-            notes: try String(storedValue: row[3]),
-            isCompleted: try Bool(storedValue: row[4]),
-            priority: try Priority(storedValue: row[5]),
-            tags: try StoredJSON.decode([String].self, from: row[6]),
-            dueDate: try Optional<Date>(storedValue: row[7]),
-            listID: try Int64(storedValue: row[8])
+            id: try row.next(), name: try row.next(), createdAt: try row.next(), notes: try row.next(),
+            isCompleted: try row.next(), priority: try row.next(), tags: try row.json(), dueDate: try row.next(),
+            listID: try row.next()
         )
     }
 }
@@ -116,37 +86,18 @@ extension Task: Joinable {
     /// `#Predicate<Task.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let name: String
-        public let createdAt: Date
-        public let notes: String
-        public let isCompleted: Bool
-        public let priority: Priority
-        public let tags: [String]
-        public let dueDate: Date?
-        public let listID: Int64
-        public let list: TaskList.Joined
-        public let checklist: [ChecklistItem.Joined]
+        public let id: Int64?, name: String, createdAt: Date, notes: String, isCompleted: Bool, priority: Priority,
+            tags: [String], dueDate: Date?, listID: Int64, list: TaskList.Joined, checklist: [ChecklistItem.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Task.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.name: .column("name")
-            case \Joined.createdAt: .column("created_at")
-            case \Joined.notes: .column("notes")
-            case \Joined.isCompleted: .column("is_completed")
-            case \Joined.priority: .column("priority")
-            case \Joined.tags: .column("tags")
-            case \Joined.dueDate: .column("due_date")
-            case \Joined.listID: .column("list_id")
-            case \Joined.list: .relationship("list")
-            case \Joined.checklist: .relationship("checklist")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.name, \.createdAt, \.notes, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID, \.list,
+                \.checklist
+            ])
         }
     }
 }

@@ -5,35 +5,16 @@ import SchemaMetadata
 
 /// A partial update of `TaskList`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct TaskListPatch: Codable, Hashable, Sendable {
-    public var name: PatchValue<String>
-    public var createdAt: PatchValue<Date>
+///
+/// Build one with `TaskListPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct TaskListPatch: ModelPatch {
+    public var name: PatchValue<String> = .absent, createdAt: PatchValue<Date> = .absent
 
-    public init(
-        name: PatchValue<String> = .absent,
-        createdAt: PatchValue<Date> = .absent
-    ) {
-        self.name = name
-        self.createdAt = createdAt
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: TaskList.CodingKeys.self)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-        self.createdAt = try container.decodePatch(Date.self, forKey: .createdAt)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: TaskList.CodingKeys.self)
-        try container.encodePatch(self.name, forKey: .name)
-        try container.encodePatch(self.createdAt, forKey: .createdAt)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout TaskList) throws(PatchError) {
-        var updated = model
-        try self.name.apply(to: &updated.name, field: "name")
-        try self.createdAt.apply(to: &updated.createdAt, field: "createdAt")
-        model = updated
+    public static var fields: [PatchField<Self, TaskList>] {
+        [
+            .required(\.name, \.name, "name"), .required(\.createdAt, \.createdAt, "createdAt")
+        ]
     }
 }

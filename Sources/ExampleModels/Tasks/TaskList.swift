@@ -25,20 +25,15 @@ public struct TaskList: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case name
-        case createdAt
+        case id, name, createdAt
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[0] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \TaskList.id: "id"
-        case \TaskList.name: "name"
-        case \TaskList.createdAt: "created_at"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.name, \.createdAt
+        ])
     }
 }
 
@@ -46,19 +41,15 @@ extension TaskList: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.name.storedValue,
-            self.createdAt.storedValue,
+            id.storedValue, name.storedValue, createdAt.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 3 else { throw StoredValueError("expected 3 values for TaskList, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 3, of: "TaskList")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            name: try String(storedValue: row[1]),
-            createdAt: try Date(storedValue: row[2])
+            id: try row.next(), name: try row.next(), createdAt: try row.next()
         )
     }
 }
@@ -68,23 +59,16 @@ extension TaskList: Joinable {
     /// `#Predicate<TaskList.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let name: String
-        public let createdAt: Date
-        public let tasks: [Task.Joined]
+        public let id: Int64?, name: String, createdAt: Date, tasks: [Task.Joined]
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { TaskList.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.name: .column("name")
-            case \Joined.createdAt: .column("created_at")
-            case \Joined.tasks: .relationship("tasks")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.name, \.createdAt, \.tasks
+            ])
         }
     }
 }

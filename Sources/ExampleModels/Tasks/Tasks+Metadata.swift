@@ -15,87 +15,33 @@ public enum TasksSchema {
         version: 2,
         entities: [
             EntityDescriptor(
-                name: "TaskList",
-                table: "task_list",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "TaskList", table: "task_list",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: true, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "createdAt", column: "created_at", jsonKey: "createdAt", storage: .date, swiftType: "Date",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .now),
+                    .attribute("name", .text, "String", [.unique]),
+                    .attribute("createdAt", .date, "Date", column: "created_at", default: .now),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "tasks", target: "Task", isToMany: true, isOptional: false,
-                        inverse: "list", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
-                        keyProperty: nil),
+                    RelationshipDescriptor(name: "tasks", target: "Task", isToMany: true, isOptional: false, inverse: "list", deleteRule: .cascade, foreignKeyColumns: []),
                 ],
                 indexes: [
                     IndexDescriptor(name: "task_list_name_key", columns: ["name"], kind: .unique),
                 ]),
             EntityDescriptor(
-                name: "Task",
-                table: "task",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "Task", table: "task",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: true, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "createdAt", column: "created_at", jsonKey: "createdAt", storage: .date, swiftType: "Date",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: true,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .now),
-                    ColumnDescriptor(
-                        property: "notes", column: "notes", jsonKey: "notes", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("")),
-                    ColumnDescriptor(
-                        property: "isCompleted", column: "is_completed", jsonKey: "isCompleted", storage: .boolean, swiftType: "Bool",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("false")),
-                    ColumnDescriptor(
-                        property: "priority", column: "priority", jsonKey: "priority", storage: .integer, swiftType: "Priority",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("1")),
-                    ColumnDescriptor(
-                        property: "tags", column: "tags", jsonKey: "tags", storage: .json, swiftType: "[String]",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("[]")),
-                    ColumnDescriptor(
-                        property: "dueDate", column: "due_date", jsonKey: "dueDate", storage: .date, swiftType: "Date",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("name", .text, "String", [.searchable]),
+                    .attribute("createdAt", .date, "Date", column: "created_at", [.indexed], default: .now),
+                    .attribute("notes", .text, "String", default: .literal("")),
+                    .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
+                    .attribute("priority", .integer, "Priority", default: .literal("1")),
+                    .attribute("tags", .json, "[String]", default: .literal("[]")),
+                    .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "list", target: "TaskList", isToMany: false, isOptional: false,
-                        inverse: "tasks", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["list_id"], joinTable: nil, renamedFrom: nil,
-                        keyProperty: "listID"),
-                    RelationshipDescriptor(
-                        name: "checklist", target: "ChecklistItem", isToMany: true, isOptional: false,
-                        inverse: "task", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
-                        keyProperty: nil),
+                    RelationshipDescriptor(name: "list", target: "TaskList", isToMany: false, isOptional: false, inverse: "tasks", deleteRule: .nullify, foreignKeyColumns: ["list_id"], keyProperty: "listID"),
+                    RelationshipDescriptor(name: "checklist", target: "ChecklistItem", isToMany: true, isOptional: false, inverse: "task", deleteRule: .cascade, foreignKeyColumns: []),
                 ],
                 indexes: [
                     IndexDescriptor(name: "task_created_at_idx", columns: ["created_at"], kind: .plain),
@@ -103,29 +49,14 @@ public enum TasksSchema {
                     IndexDescriptor(name: "task_name_fts", columns: ["name"], kind: .fullText),
                 ]),
             EntityDescriptor(
-                name: "ChecklistItem",
-                table: "checklist_item",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "ChecklistItem", table: "checklist_item",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "title", column: "title", jsonKey: "title", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "isDone", column: "is_done", jsonKey: "isDone", storage: .boolean, swiftType: "Bool",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("false")),
+                    .attribute("title", .text, "String"),
+                    .attribute("isDone", .boolean, "Bool", column: "is_done", default: .literal("false")),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "task", target: "Task", isToMany: false, isOptional: false,
-                        inverse: "checklist", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["task_id"], joinTable: nil, renamedFrom: nil,
-                        keyProperty: "taskID"),
+                    RelationshipDescriptor(name: "task", target: "Task", isToMany: false, isOptional: false, inverse: "checklist", deleteRule: .nullify, foreignKeyColumns: ["task_id"], keyProperty: "taskID"),
                 ],
                 indexes: [
                     IndexDescriptor(name: "checklist_item_task_id_idx", columns: ["task_id"], kind: .plain),

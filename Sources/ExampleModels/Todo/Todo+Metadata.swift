@@ -15,42 +15,15 @@ public enum TodoSchema {
         version: 3,
         entities: [
             EntityDescriptor(
-                name: "TodoItem",
-                table: "todo_item",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: false,
+                name: "TodoItem", table: "todo_item",
+                primaryKey: ["id"], hasImplicitKey: false,
                 columns: [
-                    ColumnDescriptor(
-                        property: "id", column: "id", jsonKey: "id", storage: .uuid, swiftType: "UUID",
-                        isOptional: false, isPrimaryKey: true, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .generatedUUID),
-                    ColumnDescriptor(
-                        property: "taskName", column: "task_name", jsonKey: "taskName", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: true, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: true, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "startDate", column: "start_date", jsonKey: "startDate", storage: .date, swiftType: "Date",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .now),
-                    ColumnDescriptor(
-                        property: "isCompleted", column: "is_completed", jsonKey: "isCompleted", storage: .boolean, swiftType: "Bool",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("false")),
-                    ColumnDescriptor(
-                        property: "dueDate", column: "due_date", jsonKey: "dueDate", storage: .date, swiftType: "Date",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "notes", column: "notes", jsonKey: "notes", storage: .blob, swiftType: "String",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: true,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("id", .uuid, "UUID", [.primaryKey], default: .generatedUUID),
+                    .attribute("taskName", .text, "String", column: "task_name", [.searchable, .preservesValueOnDeletion]),
+                    .attribute("startDate", .date, "Date", column: "start_date", default: .now),
+                    .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
+                    .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
+                    .attribute("notes", .blob, "String", [.optional, .encrypted]),
                 ],
                 relationships: [
                 ],

@@ -5,59 +5,20 @@ import SchemaMetadata
 
 /// A partial update of `TodoItem`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct TodoItemPatch: Codable, Hashable, Sendable {
-    public var id: PatchValue<UUID>
-    public var taskName: PatchValue<String>
-    public var startDate: PatchValue<Date>
-    public var isCompleted: PatchValue<Bool>
-    public var dueDate: PatchValue<Date>
-    public var notes: PatchValue<String>
+///
+/// Build one with `TodoItemPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct TodoItemPatch: ModelPatch {
+    public var id: PatchValue<UUID> = .absent, taskName: PatchValue<String> = .absent,
+        startDate: PatchValue<Date> = .absent, isCompleted: PatchValue<Bool> = .absent,
+        dueDate: PatchValue<Date> = .absent, notes: PatchValue<String> = .absent
 
-    public init(
-        id: PatchValue<UUID> = .absent,
-        taskName: PatchValue<String> = .absent,
-        startDate: PatchValue<Date> = .absent,
-        isCompleted: PatchValue<Bool> = .absent,
-        dueDate: PatchValue<Date> = .absent,
-        notes: PatchValue<String> = .absent
-    ) {
-        self.id = id
-        self.taskName = taskName
-        self.startDate = startDate
-        self.isCompleted = isCompleted
-        self.dueDate = dueDate
-        self.notes = notes
-    }
+    public init() {}
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: TodoItem.CodingKeys.self)
-        self.id = try container.decodePatch(UUID.self, forKey: .id)
-        self.taskName = try container.decodePatch(String.self, forKey: .taskName)
-        self.startDate = try container.decodePatch(Date.self, forKey: .startDate)
-        self.isCompleted = try container.decodePatch(Bool.self, forKey: .isCompleted)
-        self.dueDate = try container.decodePatch(Date.self, forKey: .dueDate)
-        self.notes = try container.decodePatch(String.self, forKey: .notes)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: TodoItem.CodingKeys.self)
-        try container.encodePatch(self.id, forKey: .id)
-        try container.encodePatch(self.taskName, forKey: .taskName)
-        try container.encodePatch(self.startDate, forKey: .startDate)
-        try container.encodePatch(self.isCompleted, forKey: .isCompleted)
-        try container.encodePatch(self.dueDate, forKey: .dueDate)
-        try container.encodePatch(self.notes, forKey: .notes)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout TodoItem) throws(PatchError) {
-        var updated = model
-        try self.id.apply(to: &updated.id, field: "id")
-        try self.taskName.apply(to: &updated.taskName, field: "taskName")
-        try self.startDate.apply(to: &updated.startDate, field: "startDate")
-        try self.isCompleted.apply(to: &updated.isCompleted, field: "isCompleted")
-        self.dueDate.apply(to: &updated.dueDate, field: "dueDate")
-        self.notes.apply(to: &updated.notes, field: "notes")
-        model = updated
+    public static var fields: [PatchField<Self, TodoItem>] {
+        [
+            .required(\.id, \.id, "id"), .required(\.taskName, \.taskName, "taskName"),
+            .required(\.startDate, \.startDate, "startDate"), .required(\.isCompleted, \.isCompleted, "isCompleted"),
+            .optional(\.dueDate, \.dueDate, "dueDate"), .optional(\.notes, \.notes, "notes")
+        ]
     }
 }

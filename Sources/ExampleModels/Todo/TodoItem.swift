@@ -31,26 +31,15 @@ public struct TodoItem: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case taskName
-        case startDate
-        case isCompleted
-        case dueDate
-        case notes
+        case id, taskName, startDate, isCompleted, dueDate, notes
     }
 
     public static var entity: EntityDescriptor { TodoSchema.descriptor.entities[0] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \TodoItem.id: "id"
-        case \TodoItem.taskName: "task_name"
-        case \TodoItem.startDate: "start_date"
-        case \TodoItem.isCompleted: "is_completed"
-        case \TodoItem.dueDate: "due_date"
-        case \TodoItem.notes: "notes"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes
+        ])
     }
 }
 
@@ -58,25 +47,17 @@ extension TodoItem: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            self.id.storedValue,
-            self.taskName.storedValue,
-            self.startDate.storedValue,
-            self.isCompleted.storedValue,
-            self.dueDate.storedValue,
-            self.notes.storedValue,
+            id.storedValue, taskName.storedValue, startDate.storedValue, isCompleted.storedValue, dueDate.storedValue,
+            notes.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 6 else { throw StoredValueError("expected 6 values for TodoItem, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 6, of: "TodoItem")
         self.init(
-            id: try UUID(storedValue: row[0]),
-            taskName: try String(storedValue: row[1]),
-            startDate: try Date(storedValue: row[2]),
-            isCompleted: try Bool(storedValue: row[3]),
-            dueDate: try Optional<Date>(storedValue: row[4]),
-            notes: try Optional<String>(storedValue: row[5])
+            id: try row.next(), taskName: try row.next(), startDate: try row.next(), isCompleted: try row.next(),
+            dueDate: try row.next(), notes: try row.next()
         )
     }
 }
@@ -86,27 +67,16 @@ extension TodoItem: Joinable {
     /// `#Predicate<TodoItem.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: UUID
-        public let taskName: String
-        public let startDate: Date
-        public let isCompleted: Bool
-        public let dueDate: Date?
-        public let notes: String?
+        public let id: UUID, taskName: String, startDate: Date, isCompleted: Bool, dueDate: Date?, notes: String?
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { TodoItem.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.taskName: .column("task_name")
-            case \Joined.startDate: .column("start_date")
-            case \Joined.isCompleted: .column("is_completed")
-            case \Joined.dueDate: .column("due_date")
-            case \Joined.notes: .column("notes")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes
+            ])
         }
     }
 }

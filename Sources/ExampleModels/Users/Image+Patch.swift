@@ -5,47 +5,18 @@ import SchemaMetadata
 
 /// A partial update of `Image`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct ImagePatch: Codable, Hashable, Sendable {
-    public var url: PatchValue<URL>
-    public var data: PatchValue<Data>
-    public var size: PatchValue<ImageSize>
-    public var ownerID: PatchValue<String>
-
-    public init(
-        url: PatchValue<URL> = .absent,
-        data: PatchValue<Data> = .absent,
-        size: PatchValue<ImageSize> = .absent,
+///
+/// Build one with `ImagePatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct ImagePatch: ModelPatch {
+    public var url: PatchValue<URL> = .absent, data: PatchValue<Data> = .absent, size: PatchValue<ImageSize> = .absent,
         ownerID: PatchValue<String> = .absent
-    ) {
-        self.url = url
-        self.data = data
-        self.size = size
-        self.ownerID = ownerID
-    }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Image.CodingKeys.self)
-        self.url = try container.decodePatch(URL.self, forKey: .url)
-        self.data = try container.decodePatch(Data.self, forKey: .data)
-        self.size = try container.decodePatch(ImageSize.self, forKey: .size)
-        self.ownerID = try container.decodePatch(String.self, forKey: .ownerID)
-    }
+    public init() {}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Image.CodingKeys.self)
-        try container.encodePatch(self.url, forKey: .url)
-        try container.encodePatch(self.data, forKey: .data)
-        try container.encodePatch(self.size, forKey: .size)
-        try container.encodePatch(self.ownerID, forKey: .ownerID)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout Image) throws(PatchError) {
-        var updated = model
-        try self.url.apply(to: &updated.url, field: "url")
-        self.data.apply(to: &updated.data, field: "data")
-        self.size.apply(to: &updated.size, field: "size")
-        self.ownerID.apply(to: &updated.ownerID, field: "ownerID")
-        model = updated
+    public static var fields: [PatchField<Self, Image>] {
+        [
+            .required(\.url, \.url, "url"), .optional(\.data, \.data, "data"), .optional(\.size, \.size, "size"),
+            .optional(\.ownerID, \.ownerID, "ownerID")
+        ]
     }
 }

@@ -32,24 +32,15 @@ public struct Image: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id
-        case url
-        case data
-        case size
-        case ownerID
+        case id, url, data, size, ownerID
     }
 
     public static var entity: EntityDescriptor { UsersSchema.descriptor.entities[1] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \Image.id: "id"
-        case \Image.url: "url"
-        case \Image.data: "data"
-        case \Image.size: "size"
-        case \Image.ownerID: "owner_identifier"
-        default: nil
-        }
+        return column(for: keyPath, among: [
+            \.id, \.url, \.data, \.size, \.ownerID
+        ])
     }
 }
 
@@ -57,23 +48,16 @@ extension Image: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue,
-            self.url.storedValue,
-            self.data.storedValue,
-            try StoredJSON.value(self.size),
-            self.ownerID.storedValue,
+            id.storedValue, url.storedValue, data.storedValue, try StoredJSON.value(size), ownerID.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 5 else { throw StoredValueError("expected 5 values for Image, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 5, of: "Image")
         self.init(
-            id: try Optional<Int64>(storedValue: row[0]),
-            url: try URL(storedValue: row[1]),
-            data: try Optional<Data>(storedValue: row[2]),
-            size: try StoredJSON.decode(ImageSize?.self, from: row[3]),
-            ownerID: try Optional<String>(storedValue: row[4])
+            id: try row.next(), url: try row.next(), data: try row.next(), size: try row.optionalJSON(),
+            ownerID: try row.next()
         )
     }
 }
@@ -83,27 +67,16 @@ extension Image: Joinable {
     /// `#Predicate<Image.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let id: Int64?
-        public let url: URL
-        public let data: Data?
-        public let size: ImageSize?
-        public let ownerID: String?
-        public let owner: User.Joined?
+        public let id: Int64?, url: URL, data: Data?, size: ImageSize?, ownerID: String?, owner: User.Joined?
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { Image.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.id: .column("id")
-            case \Joined.url: .column("url")
-            case \Joined.data: .column("data")
-            case \Joined.size: .column("size")
-            case \Joined.ownerID: .column("owner_identifier")
-            case \Joined.owner: .relationship("owner")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.id, \.url, \.data, \.size, \.ownerID, \.owner
+            ])
         }
     }
 }

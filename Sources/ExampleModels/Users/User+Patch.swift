@@ -5,59 +5,20 @@ import SchemaMetadata
 
 /// A partial update of `User`, as a server sends it: a field left out leaves the stored
 /// value alone, an explicit null clears it, a value replaces it.
-public struct UserPatch: Codable, Hashable, Sendable {
-    public var identifier: PatchValue<String>
-    public var name: PatchValue<String>
-    public var type: PatchValue<UserType>
-    public var isOnline: PatchValue<Bool>
-    public var email: PatchValue<String>
-    public var lastSeen: PatchValue<Date>
-
-    public init(
-        identifier: PatchValue<String> = .absent,
-        name: PatchValue<String> = .absent,
-        type: PatchValue<UserType> = .absent,
-        isOnline: PatchValue<Bool> = .absent,
-        email: PatchValue<String> = .absent,
+///
+/// Build one with `UserPatch().setting(\.field, to: .set(value))`, or decode it from JSON.
+public struct UserPatch: ModelPatch {
+    public var identifier: PatchValue<String> = .absent, name: PatchValue<String> = .absent,
+        type: PatchValue<UserType> = .absent, isOnline: PatchValue<Bool> = .absent, email: PatchValue<String> = .absent,
         lastSeen: PatchValue<Date> = .absent
-    ) {
-        self.identifier = identifier
-        self.name = name
-        self.type = type
-        self.isOnline = isOnline
-        self.email = email
-        self.lastSeen = lastSeen
-    }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: User.CodingKeys.self)
-        self.identifier = try container.decodePatch(String.self, forKey: .identifier)
-        self.name = try container.decodePatch(String.self, forKey: .name)
-        self.type = try container.decodePatch(UserType.self, forKey: .type)
-        self.isOnline = try container.decodePatch(Bool.self, forKey: .isOnline)
-        self.email = try container.decodePatch(String.self, forKey: .email)
-        self.lastSeen = try container.decodePatch(Date.self, forKey: .lastSeen)
-    }
+    public init() {}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: User.CodingKeys.self)
-        try container.encodePatch(self.identifier, forKey: .identifier)
-        try container.encodePatch(self.name, forKey: .name)
-        try container.encodePatch(self.type, forKey: .type)
-        try container.encodePatch(self.isOnline, forKey: .isOnline)
-        try container.encodePatch(self.email, forKey: .email)
-        try container.encodePatch(self.lastSeen, forKey: .lastSeen)
-    }
-
-    /// Applies the fields that were sent. Null for a required field fails and changes nothing.
-    public func apply(to model: inout User) throws(PatchError) {
-        var updated = model
-        try self.identifier.apply(to: &updated.identifier, field: "identifier")
-        try self.name.apply(to: &updated.name, field: "name")
-        try self.type.apply(to: &updated.type, field: "type")
-        self.isOnline.apply(to: &updated.isOnline, field: "isOnline")
-        self.email.apply(to: &updated.email, field: "email")
-        self.lastSeen.apply(to: &updated.lastSeen, field: "lastSeen")
-        model = updated
+    public static var fields: [PatchField<Self, User>] {
+        [
+            .required(\.identifier, \.identifier, "identifier"), .required(\.name, \.name, "name"),
+            .required(\.type, \.type, "type"), .optional(\.isOnline, \.isOnline, "isOnline"),
+            .optional(\.email, \.email, "email"), .optional(\.lastSeen, \.lastSeen, "lastSeen")
+        ]
     }
 }

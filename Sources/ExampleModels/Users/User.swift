@@ -37,27 +37,16 @@ public struct User: PersistentModel {
     }
 
     public enum CodingKeys: String, CodingKey {
-        case identifier
-        case name
-        case type
-        case isOnline
-        case email
-        case lastSeen
+        case identifier, name, type, isOnline, email, lastSeen
     }
 
     public static var entity: EntityDescriptor { UsersSchema.descriptor.entities[0] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \User.id: "identifier"
-        case \User.identifier: "identifier"
-        case \User.name: "name"
-        case \User.type: "type"
-        case \User.isOnline: "is_online"
-        case \User.email: "email"
-        case \User.lastSeen: "last_seen"
-        default: nil
-        }
+        if keyPath == \User.id { return "identifier" }
+        return column(for: keyPath, among: [
+            \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen
+        ])
     }
 }
 
@@ -65,25 +54,17 @@ extension User: RowCodable {
     /// The stored values in `entity.rowColumns` order, for the runtime store.
     public func storedValues() throws -> [StoredValue] {
         [
-            self.identifier.storedValue,
-            self.name.storedValue,
-            self.type.storedValue,
-            self.isOnline.storedValue,
-            self.email.storedValue,
-            self.lastSeen.storedValue,
+            identifier.storedValue, name.storedValue, type.storedValue, isOnline.storedValue, email.storedValue,
+            lastSeen.storedValue
         ]
     }
 
     /// A model from stored values in `entity.rowColumns` order.
     public init(storedValues row: [StoredValue]) throws {
-        guard row.count == 6 else { throw StoredValueError("expected 6 values for User, found \(row.count)") }
+        var row = try StoredRowReader(row, count: 6, of: "User")
         self.init(
-            identifier: try String(storedValue: row[0]),
-            name: try String(storedValue: row[1]),
-            type: try UserType(storedValue: row[2]),
-            isOnline: try Optional<Bool>(storedValue: row[3]),
-            email: try Optional<String>(storedValue: row[4]),
-            lastSeen: try Optional<Date>(storedValue: row[5])
+            identifier: try row.next(), name: try row.next(), type: try row.next(), isOnline: try row.next(),
+            email: try row.next(), lastSeen: try row.next()
         )
     }
 }
@@ -93,29 +74,17 @@ extension User: Joinable {
     /// `#Predicate<User.Joined> { ... }`. Never instantiated; the store runs such
     /// predicates as SQL joins.
     public final class Joined: JoinedModel {
-        public let identifier: String
-        public let name: String
-        public let type: UserType
-        public let isOnline: Bool?
-        public let email: String?
-        public let lastSeen: Date?
-        public let image: Image.Joined?
+        public let identifier: String, name: String, type: UserType, isOnline: Bool?, email: String?, lastSeen: Date?,
+            image: Image.Joined?
 
         private init?() { return nil }
 
         public static var entity: EntityDescriptor { User.entity }
 
         public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            switch keyPath {
-            case \Joined.identifier: .column("identifier")
-            case \Joined.name: .column("name")
-            case \Joined.type: .column("type")
-            case \Joined.isOnline: .column("is_online")
-            case \Joined.email: .column("email")
-            case \Joined.lastSeen: .column("last_seen")
-            case \Joined.image: .relationship("image")
-            default: nil
-            }
+            member(for: keyPath, among: [
+                \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen, \.image
+            ])
         }
     }
 }

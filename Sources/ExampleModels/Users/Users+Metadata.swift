@@ -15,82 +15,32 @@ public enum UsersSchema {
         version: 3,
         entities: [
             EntityDescriptor(
-                name: "User",
-                table: "user",
-                renamedFrom: nil,
-                primaryKey: ["identifier"],
-                hasImplicitKey: false,
+                name: "User", table: "user",
+                primaryKey: ["identifier"], hasImplicitKey: false,
                 columns: [
-                    ColumnDescriptor(
-                        property: "identifier", column: "identifier", jsonKey: "identifier", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: true, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "name", column: "name", jsonKey: "name", storage: .text, swiftType: "String",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: "fullName", defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "type", column: "type", jsonKey: "type", storage: .text, swiftType: "UserType",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: .literal("member")),
-                    ColumnDescriptor(
-                        property: "isOnline", column: "is_online", jsonKey: "isOnline", storage: .boolean, swiftType: "Bool",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "email", column: "email", jsonKey: "email", storage: .blob, swiftType: "String",
-                        isOptional: true, isPrimaryKey: false, isUnique: true, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: true, encryptsDeterministically: true,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "lastSeen", column: "last_seen", jsonKey: "lastSeen", storage: .date, swiftType: "Date",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: true, renamedFrom: nil, defaultValue: nil),
+                    .attribute("identifier", .text, "String", [.primaryKey]),
+                    .attribute("name", .text, "String", renamedFrom: "fullName"),
+                    .attribute("type", .text, "UserType", default: .literal("member")),
+                    .attribute("isOnline", .boolean, "Bool", column: "is_online", [.optional]),
+                    .attribute("email", .blob, "String", [.optional, .unique, .deterministic]),
+                    .attribute("lastSeen", .date, "Date", column: "last_seen", [.optional, .preservesValueOnDeletion]),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "image", target: "Image", isToMany: false, isOptional: true,
-                        inverse: "owner", deleteRule: .cascade, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: [], joinTable: nil, renamedFrom: nil,
-                        keyProperty: nil),
+                    RelationshipDescriptor(name: "image", target: "Image", isToMany: false, isOptional: true, inverse: "owner", deleteRule: .cascade, foreignKeyColumns: []),
                 ],
                 indexes: [
                     IndexDescriptor(name: "user_email_key", columns: ["email"], kind: .unique),
                 ]),
             EntityDescriptor(
-                name: "Image",
-                table: "image",
-                renamedFrom: nil,
-                primaryKey: ["id"],
-                hasImplicitKey: true,
+                name: "Image", table: "image",
+                primaryKey: ["id"], hasImplicitKey: true,
                 columns: [
-                    ColumnDescriptor(
-                        property: "url", column: "url", jsonKey: "url", storage: .url, swiftType: "URL",
-                        isOptional: false, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "data", column: "data", jsonKey: "data", storage: .text, swiftType: "Data",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: true, isEncrypted: true,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
-                    ColumnDescriptor(
-                        property: "size", column: "size", jsonKey: "size", storage: .json, swiftType: "ImageSize",
-                        isOptional: true, isPrimaryKey: false, isUnique: false, isIndexed: false,
-                        isSearchable: false, usesExternalStorage: false, isEncrypted: false,
-                        preservesValueOnDeletion: false, renamedFrom: nil, defaultValue: nil),
+                    .attribute("url", .url, "URL"),
+                    .attribute("data", .text, "Data", [.optional, .externalStorage, .encrypted]),
+                    .attribute("size", .json, "ImageSize", [.optional]),
                 ],
                 relationships: [
-                    RelationshipDescriptor(
-                        name: "owner", target: "User", isToMany: false, isOptional: true,
-                        inverse: "image", deleteRule: .nullify, minCount: nil, maxCount: nil,
-                        foreignKeyColumns: ["owner_identifier"], joinTable: nil, renamedFrom: nil,
-                        keyProperty: "ownerID"),
+                    RelationshipDescriptor(name: "owner", target: "User", isToMany: false, isOptional: true, inverse: "image", deleteRule: .nullify, foreignKeyColumns: ["owner_identifier"], keyProperty: "ownerID"),
                 ],
                 indexes: [
                     IndexDescriptor(name: "image_owner_identifier_idx", columns: ["owner_identifier"], kind: .plain),
