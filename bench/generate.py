@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Times `schemagen generate` (whole process, release build) on the generated 1,000-entity
-schema: into an empty folder, and again over its own unchanged output. Baselines measured in
-the same run: the one-second target, and Python writing the very same files into an empty
-folder, which is what the file system alone costs."""
+schema: into an empty folder on disk and on tmpfs, and again over its own unchanged output.
+Baselines: Python writing the very same files into an empty folder in the same run (what the
+file system alone costs; the target is that plus half a second), and the 0.5 s target for
+tmpfs and unchanged runs. Also prints each stage's time (`--timings`)."""
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -53,15 +56,27 @@ def main():
             shm_output = tempfile.mkdtemp(dir="/dev/shm")
             shm_command = [schemagen, "generate", "--schema", schema, "--output", shm_output, "--migrations", migrations]
             memory = median_seconds(lambda: run_checked(shm_command), before=lambda: shutil.rmtree(os.path.join(shm_output, "Benchmark"), ignore_errors=True))
+            # Where the time goes: each stage's median over fresh tmpfs runs (`--timings`).
+            stages = {}
+            for _ in range(5):
+                shutil.rmtree(os.path.join(shm_output, "Benchmark"), ignore_errors=True)
+                result = subprocess.run(shm_command + ["--timings"], capture_output=True, text=True, check=True)
+                for line in result.stderr.splitlines():
+                    parts = line.split()
+                    if len(parts) == 4 and parts[0] == "timing":
+                        stages.setdefault(parts[1], []).append(float(parts[2]))
+            stage_line = ", ".join(f"{stage} {statistics.median(times):.3f} s" for stage, times in stages.items())
             shutil.rmtree(shm_output, ignore_errors=True)
 
     name = f"generate_{entity_count}_entities"
-    figure(name, fresh, "s", 1.0, "target(1.000s)")
+    figure(name, fresh, "s", raw + 0.5, f"python_raw_write_same_files_plus_0.5s({raw + 0.5:.3f}s)")
     figure(f"{name}_vs_raw_write", fresh, "s", raw, f"python_raw_write_same_files({raw:.3f}s)")
-    figure(f"{name}_unchanged", unchanged, "s", 1.0, "target(1.000s)")
+    figure(f"{name}_unchanged", unchanged, "s", 0.5, "target(0.500s)")
     if memory is not None:
-        figure(f"{name}_tmpfs", memory, "s", 1.0, "target(1.000s)")
-    print(f"# {len(produced)} files, {total_mib:.1f} MiB written per fresh run; median of {RUNS} runs", file=sys.stderr)
+        figure(f"{name}_tmpfs", memory, "s", 0.5, "target(0.500s)")
+    print(f"# {len(produced)} files, {total_mib:.1f} MiB written per fresh run; median of {RUNS} runs (targets: 0.5 s on tmpfs and unchanged)", file=sys.stderr)
+    if memory is not None:
+        print(f"# stages on tmpfs (median of 5): {stage_line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

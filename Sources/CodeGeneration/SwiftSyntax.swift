@@ -20,7 +20,25 @@ enum SwiftSyntax {
 
     /// A string literal with everything escaped that Swift requires; the standard library's
     /// debug description is exactly that.
-    static func stringLiteral(_ text: String) -> String { text.debugDescription }
+    static func stringLiteral(_ text: String) -> String {
+        // Printable ASCII with the usual escapes is written byte by byte (migration scripts run
+        // to megabytes); anything else goes through the standard library's escaping.
+        var bytes: [UInt8] = [UInt8(ascii: "\"")]
+        bytes.reserveCapacity(text.utf8.count + text.utf8.count / 8 + 2)
+        for byte in text.utf8 {
+            switch byte {
+            // As the standard library writes them, single quotes included.
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "'"): bytes += [UInt8(ascii: "\\"), byte]
+            case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x20...0x7E: bytes.append(byte)
+            default: return text.debugDescription
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// The Swift type of an attribute type (without optionality).
     static func typeName(_ type: AttributeType) -> String {

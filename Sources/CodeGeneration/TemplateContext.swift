@@ -94,7 +94,6 @@ public struct TemplateContext: Sendable {
 
     // MARK: - Helpers
 
-    /// A list whose object items get `first` and `last` flags, for separators in templates.
     /// Items joined by ", " into lines of at most `width` characters, each after `indent`
     /// spaces: long generated lists stay compact and still readable in a diff.
     /// Lines after the first are indented by `continuation` more.
@@ -116,12 +115,11 @@ public struct TemplateContext: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// A list whose object items get `first` and `last` flags, for separators in templates.
     func list(_ items: [MustacheValue]) -> MustacheValue {
         .array(items.enumerated().map { index, item in
-            guard case .object(var fields) = item else { return item }
-            fields["first"] = .bool(index == 0)
-            fields["last"] = .bool(index == items.count - 1)
-            return .object(fields)
+            guard case .object = item else { return item }
+            return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
         })
     }
 

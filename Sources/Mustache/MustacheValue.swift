@@ -8,6 +8,9 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
     case number(Double)
     case array([MustacheValue])
     case object([String: MustacheValue])
+    /// An item of a list with its `first` and `last` flags laid over it, without copying it:
+    /// the same object often appears in several lists.
+    case listItem(MustacheValue, isFirst: Bool, isLast: Bool)
 
     public init(stringLiteral value: String) { self = .string(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
@@ -23,6 +26,7 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
         switch self {
         case .null, .bool(false): true
         case .array(let items): items.isEmpty
+        case .listItem(let item, _, _): item.isFalsey
         default: false
         }
     }
@@ -36,12 +40,19 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
         case .number(let number):
             if number.rounded() == number, abs(number) < 1e15 { String(Int64(number)) } else { String(number) }
         case .array, .object: ""
+        case .listItem(let item, _, _): item.interpolated
         }
     }
 
     /// A key of an object, or nil.
     public subscript(key: String) -> MustacheValue? {
-        if case .object(let fields) = self { return fields[key] }
-        return nil
+        switch self {
+        case .object(let fields): return fields[key]
+        case .listItem(let item, let isFirst, let isLast):
+            if key == "first" { return .bool(isFirst) }
+            if key == "last" { return .bool(isLast) }
+            return item[key]
+        default: return nil
+        }
     }
 }

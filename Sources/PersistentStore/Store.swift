@@ -76,6 +76,7 @@ public actor Store {
         let columnCount: Int
     }
     var upsertStatements: [UpsertShape: UpsertStatements] = [:]
+    var keyLookups: [UpsertShape: [KeyLookup]] = [:]
     /// The table whose plain insert last hit a taken key or unique value, and the rows written
     /// to it since: while conflicts are recent, writes go straight to the upsert statement.
     var lastConflict: (table: String, rowsSince: Int)?
@@ -572,16 +573,33 @@ public actor Store {
 
     /// The implicit key of the stored row whose key or unique values `values` hold.
     private func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: [SQLiteValue]) throws(SQLiteError) -> Int64? {
-        let targets = [entity.primaryKey] + entity.indexes.filter { $0.kind == .unique }.map(\.columns)
-        for target in targets {
-            let positions = target.compactMap { column in columns.firstIndex(of: column).map { $0 - columns.startIndex } }
-            guard positions.count == target.count else { continue }
-            let arguments = positions.map { values[$0] }
+        // The lookups of a row shape are worked out once: bulk upserts ask per updated row.
+        let shape = UpsertShape(table: entity.table, hasKey: columns.startIndex == 0, columnCount: columns.count)
+        let lookups: [KeyLookup]
+        if let cached = keyLookups[shape] {
+            lookups = cached
+        } else {
+            let targets = [entity.primaryKey] + entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+            lookups = targets.compactMap { target in
+                let positions = target.compactMap { column in columns.firstIndex(of: column).map { $0 - columns.startIndex } }
+                guard positions.count == target.count else { return nil }
+                return KeyLookup(positions: positions, sql: "SELECT \"id\" FROM \(Self.quote(entity.table)) WHERE \(Self.condition(target)) LIMIT 1")
+            }
+            keyLookups[shape] = lookups
+        }
+        for lookup in lookups {
+            let arguments = lookup.positions.map { values[$0] }
             guard !arguments.contains(.null) else { continue }
-            let sql = "SELECT \"id\" FROM \(Self.quote(entity.table)) WHERE \(Self.condition(target)) LIMIT 1"
-            if case .integer(let id)? = try connection.query(sql, arguments).first?.first { return id }
+            if case .integer(let id)? = try connection.query(lookup.sql, arguments).first?.first { return id }
         }
         return nil
+    }
+
+    /// Finding a stored row by one of its unique keys: where the key's values are in a row,
+    /// and the query.
+    struct KeyLookup {
+        let positions: [Int]
+        let sql: String
     }
 
     /// The statements that write one row of a shape: a plain INSERT, and INSERT ... ON

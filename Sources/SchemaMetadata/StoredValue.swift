@@ -39,25 +39,27 @@ public protocol StoredValueConvertible {
     init(storedValue: StoredValue) throws
 }
 
+// Inlinable: generated models in other modules decode every column of every fetched row
+// through these, and only inlined code is specialized for them (no generic metadata lookups).
 extension String: StoredValueConvertible {
-    public var storedValue: StoredValue { .text(self) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .text(self) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .text(let text) = storedValue else { throw StoredValueError("expected text, found \(storedValue)") }
         self = text
     }
 }
 
 extension Bool: StoredValueConvertible {
-    public var storedValue: StoredValue { .integer(self ? 1 : 0) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .integer(self ? 1 : 0) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .integer(let number) = storedValue else { throw StoredValueError("expected a boolean, found \(storedValue)") }
         self = number != 0
     }
 }
 
 extension Double: StoredValueConvertible {
-    public var storedValue: StoredValue { .real(self) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .real(self) }
+    @inlinable public init(storedValue: StoredValue) throws {
         switch storedValue {
         case .real(let number): self = number
         case .integer(let number): self = Double(number)
@@ -67,13 +69,13 @@ extension Double: StoredValueConvertible {
 }
 
 extension Float: StoredValueConvertible {
-    public var storedValue: StoredValue { .real(Double(self)) }
-    public init(storedValue: StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
+    @inlinable public var storedValue: StoredValue { .real(Double(self)) }
+    @inlinable public init(storedValue: StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
 }
 
 extension StoredValueConvertible where Self: FixedWidthInteger {
-    public var storedValue: StoredValue { .integer(Int64(self)) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .integer(Int64(self)) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .integer(let number) = storedValue, let value = Self(exactly: number) else {
             throw StoredValueError("expected an integer that fits \(Self.self), found \(storedValue)")
         }
@@ -88,8 +90,8 @@ extension Int32: StoredValueConvertible {}
 extension Int64: StoredValueConvertible {}
 
 extension Data: StoredValueConvertible {
-    public var storedValue: StoredValue { .blob([UInt8](self)) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .blob([UInt8](self)) }
+    @inlinable public init(storedValue: StoredValue) throws {
         switch storedValue {
         case .blob(let bytes): self = Data(bytes)
         case .text(let text): self = Data(text.utf8)
@@ -99,24 +101,24 @@ extension Data: StoredValueConvertible {
 }
 
 extension UUID: StoredValueConvertible {
-    public var storedValue: StoredValue { .text(uuidString.lowercased()) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .text(uuidString.lowercased()) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .text(let text) = storedValue, let uuid = UUID(uuidString: text) else { throw StoredValueError("expected a UUID, found \(storedValue)") }
         self = uuid
     }
 }
 
 extension URL: StoredValueConvertible {
-    public var storedValue: StoredValue { .text(absoluteString) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .text(absoluteString) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .text(let text) = storedValue, let url = URL(string: text) else { throw StoredValueError("expected a URL, found \(storedValue)") }
         self = url
     }
 }
 
 extension Decimal: StoredValueConvertible {
-    public var storedValue: StoredValue { .text(description) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .text(description) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .text(let text) = storedValue, let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
             throw StoredValueError("expected a decimal, found \(storedValue)")
         }
@@ -125,23 +127,27 @@ extension Decimal: StoredValueConvertible {
 }
 
 extension Date: StoredValueConvertible {
-    public var storedValue: StoredValue { .text(StoredDate.text(self)) }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { .text(StoredDate.text(self)) }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard case .text(let text) = storedValue, let date = StoredDate.date(text) else { throw StoredValueError("expected a date, found \(storedValue)") }
         self = date
     }
 }
 
 extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible {
-    public var storedValue: StoredValue { self?.storedValue ?? .null }
-    public init(storedValue: StoredValue) throws {
-        self = storedValue == .null ? nil : try Wrapped(storedValue: storedValue)
+    @inlinable public var storedValue: StoredValue { self?.storedValue ?? .null }
+    @inlinable public init(storedValue: StoredValue) throws {
+        if case .null = storedValue {
+            self = nil
+        } else {
+            self = try Wrapped(storedValue: storedValue)
+        }
     }
 }
 
 extension StoredValueConvertible where Self: RawRepresentable, RawValue: StoredValueConvertible {
-    public var storedValue: StoredValue { rawValue.storedValue }
-    public init(storedValue: StoredValue) throws {
+    @inlinable public var storedValue: StoredValue { rawValue.storedValue }
+    @inlinable public init(storedValue: StoredValue) throws {
         guard let value = Self(rawValue: try RawValue(storedValue: storedValue)) else { throw StoredValueError("\(storedValue) is not a case of \(Self.self)") }
         self = value
     }

@@ -188,6 +188,13 @@ func temporaryFolder() -> URL {
         #expect(SwiftSyntax.dateExpression("2024-01-31 10:00+02:00") == "Date(timeIntervalSince1970: 1706688000) /* 2024-01-31 10:00+02:00 */")
         #expect(SwiftSyntax.uuidExpression("0B9E2B9C-3C1E-4A57-9D49-1B7F0E8D9A10").hasPrefix("UUID(uuid: (0x0b, 0x9e,"))
         #expect(SwiftSyntax.stringLiteral("a\"b\\c\n") == #""a\"b\\c\n""#)
+        // The byte-by-byte fast path writes what the standard library's escaping writes.
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array(" azAZ09\"\\\n\r\t'{}();-_%é\u{0}\u{7F}\u{2028}👩‍💻")
+        for _ in 0..<500 {
+            let text = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(SwiftSyntax.stringLiteral(text) == text.debugDescription, "\(Array(text.unicodeScalars))")
+        }
         #expect(SwiftSyntax.identifier("default") == "`default`")
         #expect(SwiftSyntax.identifier("name") == "name")
     }
