@@ -5,16 +5,23 @@ import YAMLReader
 struct Keyed {
     /// The mapping node itself (or the scalar a shorthand stood for).
     let node: YAMLNode
-    private(set) var entries: [String: YAMLPair] = [:]
+    /// In document order. Option mappings are small: a scan beats hashing every key (the YAML
+    /// reader has already refused duplicate keys).
+    private(set) var entries: [(key: String, pair: YAMLPair)] = []
 
-    init(node: YAMLNode, entries: [String: YAMLPair] = [:]) {
+    init(node: YAMLNode, entries: [(key: String, pair: YAMLPair)] = []) {
         self.node = node
         self.entries = entries
     }
 
-    subscript(key: String) -> YAMLNode? { entries[key]?.value }
-    func keyNode(_ key: String) -> YAMLNode? { entries[key]?.key }
-    func has(_ key: String) -> Bool { entries[key] != nil }
+    private func pair(_ key: String) -> YAMLPair? {
+        for entry in entries where entry.key == key { return entry.pair }
+        return nil
+    }
+
+    subscript(key: String) -> YAMLNode? { pair(key)?.value }
+    func keyNode(_ key: String) -> YAMLNode? { pair(key)?.key }
+    func has(_ key: String) -> Bool { pair(key) != nil }
 }
 
 /// A parsed schema element with the YAML it came from, so later checks can point at it.
@@ -93,7 +100,8 @@ struct SchemaParser {
             error(.wrongKind, "expected a mapping for \(what), found \(node.kindDescription)", at: node)
             return nil
         }
-        var entries: [String: YAMLPair] = [:]
+        var entries: [(key: String, pair: YAMLPair)] = []
+        entries.reserveCapacity(pairs.count)
         for pair in pairs {
             guard let key = pair.key.scalarText else {
                 error(.wrongKind, "keys in \(what) must be plain names, found \(pair.key.kindDescription)", at: pair.key)
@@ -103,7 +111,7 @@ struct SchemaParser {
                 error(.unknownKey, "unknown key '\(key)' in \(what)\(Suggestion.hint(for: key, in: allowed))", at: pair.key)
                 continue
             }
-            entries[key] = pair
+            entries.append((key, pair))
         }
         return Keyed(node: node, entries: entries)
     }

@@ -203,7 +203,10 @@ private struct TreeBuilder {
 
     /// Reports duplicate keys (keeping the first) and applies YAML merge keys (`<<: *base`).
     private mutating func resolveMappingPairs(_ pairs: [YAMLPair]) -> [YAMLPair]? {
+        // Small mappings (nearly all of them) find duplicates by a scan; large ones by hashing.
+        let hashes = pairs.count > 16
         var firstSeen: [String: YAMLNode] = [:]
+        var seenKeys: [(key: String, node: YAMLNode)] = []
         var result: [YAMLPair] = []
         result.reserveCapacity(pairs.count)
         var merges: [YAMLPair] = []
@@ -213,7 +216,8 @@ private struct TreeBuilder {
                 continue
             }
             if let key = pair.key.scalarText {
-                if let first = firstSeen[key] {
+                let earlier = hashes ? firstSeen[key] : seenKeys.first { $0.key == key }?.node
+                if let first = earlier {
                     diagnostics.error(
                         YAMLLoader.Code.duplicateKey,
                         "duplicate key '\(key)'; keep one of the two",
@@ -221,9 +225,13 @@ private struct TreeBuilder {
                         notes: [.init("'\(key)' first defined here", at: location(first.start, length: first.length))])
                     continue
                 }
-                firstSeen[key] = pair.key
+                if hashes { firstSeen[key] = pair.key } else { seenKeys.append((key, pair.key)) }
             }
             result.append(pair)
+        }
+        if !merges.isEmpty, !hashes {
+            // Merged keys are checked by hashing: merges are rare, and may bring many keys.
+            for (key, node) in seenKeys { firstSeen[key] = node }
         }
         for merge in merges {
             let sources: [YAMLNode]

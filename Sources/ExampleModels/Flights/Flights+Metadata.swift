@@ -10,76 +10,80 @@ public enum FlightsSchema {
     public static let name = "Flights"
     public static let version = 5
 
+    // One declaration per entity below, each type-checked alone: a single expression for a
+    // large schema takes the compiler gigabytes.
     public static let descriptor = SchemaDescriptor(
         name: "Flights",
         version: 5,
-        entities: [
-            EntityDescriptor(
-                name: "Airport", table: "airports",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("icao", .text, "String", jsonKey: "airport_code", [.unique]),
-                    .attribute("name", .text, "String", [.optional, .searchable]),
-                    .attribute("city", .text, "String", [.optional]),
-                    .attribute("state", .text, "String", [.optional]),
-                    .attribute("countryCode", .text, "String", column: "country_code", jsonKey: "country_code", [.optional]),
-                    .attribute("latitude", .real, "Double", [.optional]),
-                    .attribute("longitude", .real, "Double", [.optional]),
-                    .attribute("elevationFeet", .integer, "Int", column: "elevation_feet", jsonKey: "elevation", [.optional], renamedFrom: "elevation"),
-                    .attribute("timezone", .text, "String", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "flightsFrom", target: "Flight", isToMany: true, isOptional: false, inverse: "origin", deleteRule: .nullify, foreignKeyColumns: []),
-                    RelationshipDescriptor(name: "flightsTo", target: "Flight", isToMany: true, isOptional: false, inverse: "destination", deleteRule: .nullify, foreignKeyColumns: []),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "airports_icao_key", columns: ["icao"], kind: .unique),
-                    IndexDescriptor(name: "airports_city_name_idx", columns: ["city", "name"], kind: .plain),
-                    IndexDescriptor(name: "airports_name_fts", columns: ["name"], kind: .fullText),
-                ]),
-            EntityDescriptor(
-                name: "Airline", table: "airlines",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("code", .text, "String", jsonKey: "icao", [.unique]),
-                    .attribute("name", .text, "String", [.optional]),
-                    .attribute("shortName", .text, "String", column: "short_name", jsonKey: "shortname", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "flights", target: "Flight", isToMany: true, isOptional: false, inverse: "airline", deleteRule: .nullify, foreignKeyColumns: []),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "airlines_code_key", columns: ["code"], kind: .unique),
-                ]),
-            EntityDescriptor(
-                name: "Flight", table: "flights",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("ident", .text, "String", [.unique]),
-                    .attribute("actualOff", .date, "Date", column: "actual_off", jsonKey: "actual_off", [.optional]),
-                    .attribute("scheduledOff", .date, "Date", column: "scheduled_off", jsonKey: "scheduled_off", [.optional]),
-                    .attribute("estimatedOff", .date, "Date", column: "estimated_off", jsonKey: "estimated_off", [.optional]),
-                    .attribute("scheduledOn", .date, "Date", column: "scheduled_on", jsonKey: "scheduled_on", [.optional]),
-                    .attribute("estimatedOn", .date, "Date", column: "estimated_on", jsonKey: "estimated_on", [.optional]),
-                    .attribute("actualOn", .date, "Date", column: "actual_on", jsonKey: "actual_on", [.optional]),
-                    .attribute("progressPercent", .real, "Double", column: "progress_percent", jsonKey: "progress_percent", [.optional]),
-                    .attribute("status", .text, "String"),
-                    .attribute("routeDistance", .integer, "Int", column: "route_distance", jsonKey: "route_distance", [.optional]),
-                    .attribute("filedAirspeed", .integer, "Int", column: "filed_airspeed", jsonKey: "filed_airspeed", [.optional]),
-                    .attribute("filedAltitude", .integer, "Int", column: "filed_altitude", jsonKey: "filed_altitude", [.optional]),
-                    .attribute("aircraftType", .text, "String", column: "aircraft_type", jsonKey: "aircraft_type", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "origin", target: "Airport", isToMany: false, isOptional: true, inverse: "flightsFrom", deleteRule: .nullify, foreignKeyColumns: ["origin_id"], keyProperty: "originID"),
-                    RelationshipDescriptor(name: "destination", target: "Airport", isToMany: false, isOptional: true, inverse: "flightsTo", deleteRule: .nullify, foreignKeyColumns: ["destination_id"], keyProperty: "destinationID"),
-                    RelationshipDescriptor(name: "airline", target: "Airline", isToMany: false, isOptional: true, inverse: "flights", deleteRule: .nullify, foreignKeyColumns: ["airline_id"], keyProperty: "airlineID"),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "flights_ident_key", columns: ["ident"], kind: .unique),
-                    IndexDescriptor(name: "flights_origin_id_scheduled_off_idx", columns: ["origin_id", "scheduled_off"], kind: .plain),
-                    IndexDescriptor(name: "flights_destination_id_scheduled_on_idx", columns: ["destination_id", "scheduled_on"], kind: .plain),
-                    IndexDescriptor(name: "flights_route_distance_idx", columns: ["route_distance"], kind: .plain),
-                    IndexDescriptor(name: "flights_airline_id_idx", columns: ["airline_id"], kind: .plain),
-                ]),
+        entities: [entity0, entity1, entity2])
+
+    static let entity0: EntityDescriptor = EntityDescriptor(
+        name: "Airport", table: "airports",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("icao", .text, "String", jsonKey: "airport_code", [.unique]),
+            .attribute("name", .text, "String", [.optional, .searchable]),
+            .attribute("city", .text, "String", [.optional]),
+            .attribute("state", .text, "String", [.optional]),
+            .attribute("countryCode", .text, "String", column: "country_code", jsonKey: "country_code", [.optional]),
+            .attribute("latitude", .real, "Double", [.optional]),
+            .attribute("longitude", .real, "Double", [.optional]),
+            .attribute("elevationFeet", .integer, "Int", column: "elevation_feet", jsonKey: "elevation", [.optional], renamedFrom: "elevation"),
+            .attribute("timezone", .text, "String", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "flightsFrom", target: "Flight", isToMany: true, isOptional: false, inverse: "origin", deleteRule: .nullify, foreignKeyColumns: []),
+            RelationshipDescriptor(name: "flightsTo", target: "Flight", isToMany: true, isOptional: false, inverse: "destination", deleteRule: .nullify, foreignKeyColumns: []),
+        ],
+        indexes: [
+            IndexDescriptor(name: "airports_icao_key", columns: ["icao"], kind: .unique),
+            IndexDescriptor(name: "airports_city_name_idx", columns: ["city", "name"], kind: .plain),
+            IndexDescriptor(name: "airports_name_fts", columns: ["name"], kind: .fullText),
+        ])
+
+    static let entity1: EntityDescriptor = EntityDescriptor(
+        name: "Airline", table: "airlines",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("code", .text, "String", jsonKey: "icao", [.unique]),
+            .attribute("name", .text, "String", [.optional]),
+            .attribute("shortName", .text, "String", column: "short_name", jsonKey: "shortname", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "flights", target: "Flight", isToMany: true, isOptional: false, inverse: "airline", deleteRule: .nullify, foreignKeyColumns: []),
+        ],
+        indexes: [
+            IndexDescriptor(name: "airlines_code_key", columns: ["code"], kind: .unique),
+        ])
+
+    static let entity2: EntityDescriptor = EntityDescriptor(
+        name: "Flight", table: "flights",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("ident", .text, "String", [.unique]),
+            .attribute("actualOff", .date, "Date", column: "actual_off", jsonKey: "actual_off", [.optional]),
+            .attribute("scheduledOff", .date, "Date", column: "scheduled_off", jsonKey: "scheduled_off", [.optional]),
+            .attribute("estimatedOff", .date, "Date", column: "estimated_off", jsonKey: "estimated_off", [.optional]),
+            .attribute("scheduledOn", .date, "Date", column: "scheduled_on", jsonKey: "scheduled_on", [.optional]),
+            .attribute("estimatedOn", .date, "Date", column: "estimated_on", jsonKey: "estimated_on", [.optional]),
+            .attribute("actualOn", .date, "Date", column: "actual_on", jsonKey: "actual_on", [.optional]),
+            .attribute("progressPercent", .real, "Double", column: "progress_percent", jsonKey: "progress_percent", [.optional]),
+            .attribute("status", .text, "String"),
+            .attribute("routeDistance", .integer, "Int", column: "route_distance", jsonKey: "route_distance", [.optional]),
+            .attribute("filedAirspeed", .integer, "Int", column: "filed_airspeed", jsonKey: "filed_airspeed", [.optional]),
+            .attribute("filedAltitude", .integer, "Int", column: "filed_altitude", jsonKey: "filed_altitude", [.optional]),
+            .attribute("aircraftType", .text, "String", column: "aircraft_type", jsonKey: "aircraft_type", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "origin", target: "Airport", isToMany: false, isOptional: true, inverse: "flightsFrom", deleteRule: .nullify, foreignKeyColumns: ["origin_id"], keyProperty: "originID"),
+            RelationshipDescriptor(name: "destination", target: "Airport", isToMany: false, isOptional: true, inverse: "flightsTo", deleteRule: .nullify, foreignKeyColumns: ["destination_id"], keyProperty: "destinationID"),
+            RelationshipDescriptor(name: "airline", target: "Airline", isToMany: false, isOptional: true, inverse: "flights", deleteRule: .nullify, foreignKeyColumns: ["airline_id"], keyProperty: "airlineID"),
+        ],
+        indexes: [
+            IndexDescriptor(name: "flights_ident_key", columns: ["ident"], kind: .unique),
+            IndexDescriptor(name: "flights_origin_id_scheduled_off_idx", columns: ["origin_id", "scheduled_off"], kind: .plain),
+            IndexDescriptor(name: "flights_destination_id_scheduled_on_idx", columns: ["destination_id", "scheduled_on"], kind: .plain),
+            IndexDescriptor(name: "flights_route_distance_idx", columns: ["route_distance"], kind: .plain),
+            IndexDescriptor(name: "flights_airline_id_idx", columns: ["airline_id"], kind: .plain),
         ])
 }

@@ -10,68 +10,73 @@ public enum GarageSchema {
     public static let name = "Garage"
     public static let version = 1
 
+    // One declaration per entity below, each type-checked alone: a single expression for a
+    // large schema takes the compiler gigabytes.
     public static let descriptor = SchemaDescriptor(
         name: "Garage",
         version: 1,
         recordsHistory: false,
-        entities: [
-            EntityDescriptor(
-                name: "Person", table: "people", renamedFrom: "Owner",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("name", .text, "String", column: "full_name"),
-                    .attribute("birthYear", .integer, "Int16", column: "birth_year", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, isOptional: false, inverse: "owner", deleteRule: .deny, maxCount: 10, foreignKeyColumns: []),
-                ],
-                indexes: [
-                ]),
-            EntityDescriptor(
-                name: "Car", table: "car",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("vin", .text, "String", [.unique]),
-                    .attribute("make", .text, "String"),
-                    .attribute("model", .text, "String"),
-                    .attribute("color", .json, "Color", default: .literal("{\"red\":1.0,\"green\":0.0,\"blue\":0.0,\"alpha\":1.0,\"name\":null}")),
-                    .attribute("price", .decimal, "Decimal", [.optional], default: .literal("0")),
-                    .attribute("mileage", .integer, "Int32", default: .literal("0")),
-                    .attribute("manual", .url, "URL", [.optional]),
-                    .attribute("photo", .text, "Data", [.optional, .externalStorage]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "owner", target: "Person", isToMany: false, isOptional: true, inverse: "cars", deleteRule: .nullify, foreignKeyColumns: ["owner_id"], renamedFrom: "driver", keyProperty: "ownerID"),
-                    RelationshipDescriptor(name: "mechanics", target: "Mechanic", isToMany: true, isOptional: false, inverse: "cars", deleteRule: .nullify, maxCount: 5, foreignKeyColumns: [], joinTable: "car_mechanics", joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
-                    RelationshipDescriptor(name: "visits", target: "ServiceVisit", isToMany: true, isOptional: false, inverse: "car", deleteRule: .cascade, foreignKeyColumns: []),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "car_vin_key", columns: ["vin"], kind: .unique),
-                    IndexDescriptor(name: "car_make_model_owner_id_key", columns: ["make", "model", "owner_id"], kind: .unique),
-                    IndexDescriptor(name: "car_owner_id_idx", columns: ["owner_id"], kind: .plain),
-                ]),
-            EntityDescriptor(
-                name: "Mechanic", table: "mechanic",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("name", .text, "String"),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, isOptional: false, inverse: "mechanics", deleteRule: .nullify, minCount: 0, foreignKeyColumns: [], joinTable: "car_mechanics", joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"]),
-                ],
-                indexes: [
-                ]),
-            EntityDescriptor(
-                name: "ServiceVisit", table: "service_visit",
-                primaryKey: ["car_id", "day"], hasImplicitKey: false,
-                columns: [
-                    .attribute("day", .date, "Date", [.primaryKey]),
-                    .attribute("notes", .text, "String", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "car", target: "Car", isToMany: false, isOptional: false, inverse: "visits", deleteRule: .nullify, foreignKeyColumns: ["car_id"], keyProperty: "carID"),
-                ],
-                indexes: [
-                ]),
+        entities: [entity0, entity1, entity2, entity3])
+
+    static let entity0: EntityDescriptor = EntityDescriptor(
+        name: "Person", table: "people", renamedFrom: "Owner",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("name", .text, "String", column: "full_name"),
+            .attribute("birthYear", .integer, "Int16", column: "birth_year", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, isOptional: false, inverse: "owner", deleteRule: .deny, maxCount: 10, foreignKeyColumns: []),
+        ],
+        indexes: [
+        ])
+
+    static let entity1: EntityDescriptor = EntityDescriptor(
+        name: "Car", table: "car",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("vin", .text, "String", [.unique]),
+            .attribute("make", .text, "String"),
+            .attribute("model", .text, "String"),
+            .attribute("color", .json, "Color", default: .literal("{\"red\":1.0,\"green\":0.0,\"blue\":0.0,\"alpha\":1.0,\"name\":null}")),
+            .attribute("price", .decimal, "Decimal", [.optional], default: .literal("0")),
+            .attribute("mileage", .integer, "Int32", default: .literal("0")),
+            .attribute("manual", .url, "URL", [.optional]),
+            .attribute("photo", .text, "Data", [.optional, .externalStorage]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "owner", target: "Person", isToMany: false, isOptional: true, inverse: "cars", deleteRule: .nullify, foreignKeyColumns: ["owner_id"], renamedFrom: "driver", keyProperty: "ownerID"),
+            RelationshipDescriptor(name: "mechanics", target: "Mechanic", isToMany: true, isOptional: false, inverse: "cars", deleteRule: .nullify, maxCount: 5, foreignKeyColumns: [], joinTable: "car_mechanics", joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
+            RelationshipDescriptor(name: "visits", target: "ServiceVisit", isToMany: true, isOptional: false, inverse: "car", deleteRule: .cascade, foreignKeyColumns: []),
+        ],
+        indexes: [
+            IndexDescriptor(name: "car_vin_key", columns: ["vin"], kind: .unique),
+            IndexDescriptor(name: "car_make_model_owner_id_key", columns: ["make", "model", "owner_id"], kind: .unique),
+            IndexDescriptor(name: "car_owner_id_idx", columns: ["owner_id"], kind: .plain),
+        ])
+
+    static let entity2: EntityDescriptor = EntityDescriptor(
+        name: "Mechanic", table: "mechanic",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("name", .text, "String"),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, isOptional: false, inverse: "mechanics", deleteRule: .nullify, minCount: 0, foreignKeyColumns: [], joinTable: "car_mechanics", joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"]),
+        ],
+        indexes: [
+        ])
+
+    static let entity3: EntityDescriptor = EntityDescriptor(
+        name: "ServiceVisit", table: "service_visit",
+        primaryKey: ["car_id", "day"], hasImplicitKey: false,
+        columns: [
+            .attribute("day", .date, "Date", [.primaryKey]),
+            .attribute("notes", .text, "String", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "car", target: "Car", isToMany: false, isOptional: false, inverse: "visits", deleteRule: .nullify, foreignKeyColumns: ["car_id"], keyProperty: "carID"),
+        ],
+        indexes: [
         ])
 }

@@ -10,56 +10,60 @@ public enum TasksSchema {
     public static let name = "Tasks"
     public static let version = 2
 
+    // One declaration per entity below, each type-checked alone: a single expression for a
+    // large schema takes the compiler gigabytes.
     public static let descriptor = SchemaDescriptor(
         name: "Tasks",
         version: 2,
-        entities: [
-            EntityDescriptor(
-                name: "TaskList", table: "task_list",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("name", .text, "String", [.unique]),
-                    .attribute("createdAt", .date, "Date", column: "created_at", default: .now),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "tasks", target: "Task", isToMany: true, isOptional: false, inverse: "list", deleteRule: .cascade, foreignKeyColumns: []),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "task_list_name_key", columns: ["name"], kind: .unique),
-                ]),
-            EntityDescriptor(
-                name: "Task", table: "task",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("name", .text, "String", [.searchable]),
-                    .attribute("createdAt", .date, "Date", column: "created_at", [.indexed], default: .now),
-                    .attribute("notes", .text, "String", default: .literal("")),
-                    .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
-                    .attribute("priority", .integer, "Priority", default: .literal("1")),
-                    .attribute("tags", .json, "[String]", default: .literal("[]")),
-                    .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "list", target: "TaskList", isToMany: false, isOptional: false, inverse: "tasks", deleteRule: .nullify, foreignKeyColumns: ["list_id"], keyProperty: "listID"),
-                    RelationshipDescriptor(name: "checklist", target: "ChecklistItem", isToMany: true, isOptional: false, inverse: "task", deleteRule: .cascade, foreignKeyColumns: []),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "task_created_at_idx", columns: ["created_at"], kind: .plain),
-                    IndexDescriptor(name: "task_list_id_is_completed_idx", columns: ["list_id", "is_completed"], kind: .plain),
-                    IndexDescriptor(name: "task_name_fts", columns: ["name"], kind: .fullText),
-                ]),
-            EntityDescriptor(
-                name: "ChecklistItem", table: "checklist_item",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("title", .text, "String"),
-                    .attribute("isDone", .boolean, "Bool", column: "is_done", default: .literal("false")),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "task", target: "Task", isToMany: false, isOptional: false, inverse: "checklist", deleteRule: .nullify, foreignKeyColumns: ["task_id"], keyProperty: "taskID"),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "checklist_item_task_id_idx", columns: ["task_id"], kind: .plain),
-                ]),
+        entities: [entity0, entity1, entity2])
+
+    static let entity0: EntityDescriptor = EntityDescriptor(
+        name: "TaskList", table: "task_list",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("name", .text, "String", [.unique]),
+            .attribute("createdAt", .date, "Date", column: "created_at", default: .now),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "tasks", target: "Task", isToMany: true, isOptional: false, inverse: "list", deleteRule: .cascade, foreignKeyColumns: []),
+        ],
+        indexes: [
+            IndexDescriptor(name: "task_list_name_key", columns: ["name"], kind: .unique),
+        ])
+
+    static let entity1: EntityDescriptor = EntityDescriptor(
+        name: "Task", table: "task",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("name", .text, "String", [.searchable]),
+            .attribute("createdAt", .date, "Date", column: "created_at", [.indexed], default: .now),
+            .attribute("notes", .text, "String", default: .literal("")),
+            .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
+            .attribute("priority", .integer, "Priority", default: .literal("1")),
+            .attribute("tags", .json, "[String]", default: .literal("[]")),
+            .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "list", target: "TaskList", isToMany: false, isOptional: false, inverse: "tasks", deleteRule: .nullify, foreignKeyColumns: ["list_id"], keyProperty: "listID"),
+            RelationshipDescriptor(name: "checklist", target: "ChecklistItem", isToMany: true, isOptional: false, inverse: "task", deleteRule: .cascade, foreignKeyColumns: []),
+        ],
+        indexes: [
+            IndexDescriptor(name: "task_created_at_idx", columns: ["created_at"], kind: .plain),
+            IndexDescriptor(name: "task_list_id_is_completed_idx", columns: ["list_id", "is_completed"], kind: .plain),
+            IndexDescriptor(name: "task_name_fts", columns: ["name"], kind: .fullText),
+        ])
+
+    static let entity2: EntityDescriptor = EntityDescriptor(
+        name: "ChecklistItem", table: "checklist_item",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("title", .text, "String"),
+            .attribute("isDone", .boolean, "Bool", column: "is_done", default: .literal("false")),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "task", target: "Task", isToMany: false, isOptional: false, inverse: "checklist", deleteRule: .nullify, foreignKeyColumns: ["task_id"], keyProperty: "taskID"),
+        ],
+        indexes: [
+            IndexDescriptor(name: "checklist_item_task_id_idx", columns: ["task_id"], kind: .plain),
         ])
 }

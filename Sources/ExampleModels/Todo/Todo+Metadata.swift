@@ -10,26 +10,28 @@ public enum TodoSchema {
     public static let name = "Todo"
     public static let version = 3
 
+    // One declaration per entity below, each type-checked alone: a single expression for a
+    // large schema takes the compiler gigabytes.
     public static let descriptor = SchemaDescriptor(
         name: "Todo",
         version: 3,
-        entities: [
-            EntityDescriptor(
-                name: "TodoItem", table: "todo_item",
-                primaryKey: ["id"], hasImplicitKey: false,
-                columns: [
-                    .attribute("id", .uuid, "UUID", [.primaryKey], default: .generatedUUID),
-                    .attribute("taskName", .text, "String", column: "task_name", [.searchable, .preservesValueOnDeletion]),
-                    .attribute("startDate", .date, "Date", column: "start_date", default: .now),
-                    .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
-                    .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
-                    .attribute("notes", .blob, "String", [.optional, .encrypted]),
-                ],
-                relationships: [
-                ],
-                indexes: [
-                    IndexDescriptor(name: "todo_item_is_completed_start_date_idx", columns: ["is_completed", "start_date"], kind: .plain),
-                    IndexDescriptor(name: "todo_item_task_name_fts", columns: ["task_name"], kind: .fullText),
-                ]),
+        entities: [entity0])
+
+    static let entity0: EntityDescriptor = EntityDescriptor(
+        name: "TodoItem", table: "todo_item",
+        primaryKey: ["id"], hasImplicitKey: false,
+        columns: [
+            .attribute("id", .uuid, "UUID", [.primaryKey], default: .generatedUUID),
+            .attribute("taskName", .text, "String", column: "task_name", [.searchable, .preservesValueOnDeletion]),
+            .attribute("startDate", .date, "Date", column: "start_date", default: .now),
+            .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
+            .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
+            .attribute("notes", .blob, "String", [.optional, .encrypted]),
+        ],
+        relationships: [
+        ],
+        indexes: [
+            IndexDescriptor(name: "todo_item_is_completed_start_date_idx", columns: ["is_completed", "start_date"], kind: .plain),
+            IndexDescriptor(name: "todo_item_task_name_fts", columns: ["task_name"], kind: .fullText),
         ])
 }

@@ -10,40 +10,43 @@ public enum UsersSchema {
     public static let name = "Users"
     public static let version = 3
 
+    // One declaration per entity below, each type-checked alone: a single expression for a
+    // large schema takes the compiler gigabytes.
     public static let descriptor = SchemaDescriptor(
         name: "Users",
         version: 3,
-        entities: [
-            EntityDescriptor(
-                name: "User", table: "user",
-                primaryKey: ["identifier"], hasImplicitKey: false,
-                columns: [
-                    .attribute("identifier", .text, "String", [.primaryKey]),
-                    .attribute("name", .text, "String", renamedFrom: "fullName"),
-                    .attribute("type", .text, "UserType", default: .literal("member")),
-                    .attribute("isOnline", .boolean, "Bool", column: "is_online", [.optional]),
-                    .attribute("email", .blob, "String", [.optional, .unique, .deterministic]),
-                    .attribute("lastSeen", .date, "Date", column: "last_seen", [.optional, .preservesValueOnDeletion]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "image", target: "Image", isToMany: false, isOptional: true, inverse: "owner", deleteRule: .cascade, foreignKeyColumns: []),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "user_email_key", columns: ["email"], kind: .unique),
-                ]),
-            EntityDescriptor(
-                name: "Image", table: "image",
-                primaryKey: ["id"], hasImplicitKey: true,
-                columns: [
-                    .attribute("url", .url, "URL"),
-                    .attribute("data", .text, "Data", [.optional, .externalStorage, .encrypted]),
-                    .attribute("size", .json, "ImageSize", [.optional]),
-                ],
-                relationships: [
-                    RelationshipDescriptor(name: "owner", target: "User", isToMany: false, isOptional: true, inverse: "image", deleteRule: .nullify, foreignKeyColumns: ["owner_identifier"], keyProperty: "ownerID"),
-                ],
-                indexes: [
-                    IndexDescriptor(name: "image_owner_identifier_idx", columns: ["owner_identifier"], kind: .plain),
-                ]),
+        entities: [entity0, entity1])
+
+    static let entity0: EntityDescriptor = EntityDescriptor(
+        name: "User", table: "user",
+        primaryKey: ["identifier"], hasImplicitKey: false,
+        columns: [
+            .attribute("identifier", .text, "String", [.primaryKey]),
+            .attribute("name", .text, "String", renamedFrom: "fullName"),
+            .attribute("type", .text, "UserType", default: .literal("member")),
+            .attribute("isOnline", .boolean, "Bool", column: "is_online", [.optional]),
+            .attribute("email", .blob, "String", [.optional, .unique, .deterministic]),
+            .attribute("lastSeen", .date, "Date", column: "last_seen", [.optional, .preservesValueOnDeletion]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "image", target: "Image", isToMany: false, isOptional: true, inverse: "owner", deleteRule: .cascade, foreignKeyColumns: []),
+        ],
+        indexes: [
+            IndexDescriptor(name: "user_email_key", columns: ["email"], kind: .unique),
+        ])
+
+    static let entity1: EntityDescriptor = EntityDescriptor(
+        name: "Image", table: "image",
+        primaryKey: ["id"], hasImplicitKey: true,
+        columns: [
+            .attribute("url", .url, "URL"),
+            .attribute("data", .text, "Data", [.optional, .externalStorage, .encrypted]),
+            .attribute("size", .json, "ImageSize", [.optional]),
+        ],
+        relationships: [
+            RelationshipDescriptor(name: "owner", target: "User", isToMany: false, isOptional: true, inverse: "image", deleteRule: .nullify, foreignKeyColumns: ["owner_identifier"], keyProperty: "ownerID"),
+        ],
+        indexes: [
+            IndexDescriptor(name: "image_owner_identifier_idx", columns: ["owner_identifier"], kind: .plain),
         ])
 }
