@@ -51,6 +51,22 @@ public enum GenerateCommand: Command {
         var clock = StageClock(enabled: arguments.flag("timings"))
         defer { if let report = clock.report() { io.writeError(report) } }
 
+        // Nothing changed since the last run (inputs by content, outputs by size and time):
+        // say so, with the warnings that run printed, and stop.
+        let usesCache = !check && !arguments.flag("migrations-only") && !pipeline.configuration.singleFile
+        let output = pipeline.configuration.output
+        var cacheInputs: String?
+        if usesCache, case .success(let files) = SchemaDiscovery.files(in: pipeline.configuration.schemaPaths) {
+            cacheInputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: files)
+            if let inputs = cacheInputs, let cache = GenerationCache.load(output: output), cache.isFresh(output: output, inputs: inputs) {
+                io.writeError(cache.warnings)
+                clock.lap("cache")
+                io.writeOutput("Generated \(VerbalCount.count(cache.schemaCount, "schema")) into \(output): nothing changed since the last run.\n")
+                return .success
+            }
+        }
+        var printed = ""
+
         // 1. Load: invalid schemas stop here with the validator's diagnostics.
         let loaded: SchemaLoader.Result
         switch pipeline.load() {
@@ -60,7 +76,9 @@ public enum GenerateCommand: Command {
         clock.lap("load")
         let sources = SchemaInput.sources(loaded)
         if !loaded.diagnostics.isEmpty {
-            io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics))
+            let text = DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics)
+            printed += text
+            io.writeError(text)
         }
         if loaded.diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) { return .usageOrIO }
         if loaded.hasErrors {
@@ -74,7 +92,9 @@ public enum GenerateCommand: Command {
         let plan = pipeline.plan(loaded.schemas, models: models)
         clock.lap("plan")
         if !plan.diagnostics.isEmpty {
-            io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.diagnostics))
+            let text = DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.diagnostics)
+            printed += text
+            io.writeError(text)
         }
         if plan.hasErrors {
             io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
@@ -97,7 +117,6 @@ public enum GenerateCommand: Command {
         clock.lap("render")
 
         // 5. Compare, then write (or only report, with --check).
-        let output = pipeline.configuration.output
         let changes = pipeline.compare(rendered)
         clock.lap("compare")
         if check {
@@ -120,6 +139,16 @@ public enum GenerateCommand: Command {
         case .success: report += writtenMigrations(plan)
         }
         clock.lap("write")
+        if usesCache {
+            // Recorded after writing, migrations included, so the next run finds the same state.
+            if let inputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: loaded.files.map(\.path)), inputs == cacheInputs || plan.migrations.count > 0 || cacheInputs == nil {
+                GenerationCache.record(output: output, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
+                                       schemaCount: rendered.schemaCount, warnings: printed)
+            } else {
+                // A schema or template changed while this run read it: the next run starts over.
+                GenerationCache.forget(output: output)
+            }
+        }
         for path in changes.missing + changes.stale { report += "wrote   \(output)/\(path)\n" }
         for path in changes.extra { report += "deleted \(output)/\(path)\n" }
         report += "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
