@@ -1,3 +1,4 @@
+import Dispatch
 import Mustache
 import RelationalModel
 import SchemaKit
@@ -38,34 +39,53 @@ public enum Generator {
     ) throws(Failure) -> [GeneratedFile] {
         let context = TemplateContext(schema: schema, model: model, sourceFile: sourceFile, migrations: migrations)
         var files: [String: (template: String, contents: String)] = [:]
+        // Every output's jobs in one parallel batch, the schema-wide files (the largest) first,
+        // so they render while the cores also work through the entities.
+        struct Job: Sendable {
+            let output: TemplateSet.Output
+            let template: Template
+            let name: String
+            let data: MustacheValue
+        }
+        var jobs: [Job] = []
         for output in templates.outputs {
             guard let template = templates.templates[output.name] else { continue }
-            let jobs: [(name: String, data: MustacheValue)] = switch output.scope {
+            let scoped: [(name: String, data: MustacheValue)] = switch output.scope {
             case .schema: [(schema.name, context.schemaScope())]
             case .entity: schema.entities.map { ($0.name, context.entityScope($0)) }
             case .enum: schema.enums.map { ($0.name, context.enumScope($0)) }
             case .value: schema.values.map { ($0.name, context.valueScope($0)) }
             }
-            let partials = templates.templates
-            let results = jobs.parallelMap { job in
-                Result { () throws(MustacheError) -> String in
-                    normalize(try template.render(job.data, partials: partials, escaping: .none))
-                }
-            }
-            for (job, result) in zip(jobs, results) {
-                let contents: String
-                switch result {
-                case .success(let text): contents = text
-                case .failure(let error): throw .template(error)
-                }
-                guard !contents.isEmpty else { continue }
-                let path = "\(schema.name)/\(job.name)\(output.fileSuffix)"
-                if let existing = files[path] {
-                    throw .collision(path: path, first: existing.template, second: output.name)
-                }
-                files[path] = (output.name, contents)
+            jobs += scoped.map { Job(output: output, template: template, name: $0.name, data: $0.data) }
+        }
+        let order = jobs.indices.sorted { (jobs[$0].output.scope == .schema ? 0 : 1, $0) < (jobs[$1].output.scope == .schema ? 0 : 1, $1) }
+        let partials = templates.templates
+        let ordered = order.map { jobs[$0] }
+        let renderedInOrder = ordered.parallelMap { job in
+            Result { () throws(MustacheError) -> String in
+                normalize(try job.template.render(job.data, partials: partials, escaping: .none))
             }
         }
+        var results = [Result<String, MustacheError>?](repeating: nil, count: jobs.count)
+        for (position, index) in order.enumerated() { results[index] = renderedInOrder[position] }
+        for (job, result) in zip(jobs, results) {
+            let contents: String
+            switch result {
+            case .success(let text)?: contents = text
+            case .failure(let error)?: throw .template(error)
+            case nil: continue
+            }
+            guard !contents.isEmpty else { continue }
+            let path = "\(schema.name)/\(job.name)\(job.output.fileSuffix)"
+            if let existing = files[path] {
+                throw .collision(path: path, first: existing.template, second: job.output.name)
+            }
+            files[path] = (job.output.name, contents)
+        }
+        // The contexts are a tree of many small values; freeing it takes a tenth of a large
+        // run. Nothing here needs it any more, so it is freed on another thread.
+        let leftovers = Leftovers(context: consume context, jobs: consume jobs, ordered: consume ordered)
+        DispatchQueue.global(qos: .utility).async { leftovers.release() }
         return files.map { GeneratedFile(path: $0.key, contents: $0.value.contents) }.sorted { $0.path < $1.path }
     }
 
@@ -100,4 +120,15 @@ public enum Generator {
         if out == [newline] { return "" }
         return String(decoding: out, as: UTF8.self)
     }
+}
+
+/// What a generation run no longer needs, handed to another thread to be freed.
+private final class Leftovers: @unchecked Sendable {
+    private var values: (context: TemplateContext, jobs: [any Sendable], ordered: [any Sendable])?
+
+    init(context: TemplateContext, jobs: [any Sendable], ordered: [any Sendable]) {
+        values = (context, jobs, ordered)
+    }
+
+    func release() { values = nil }
 }

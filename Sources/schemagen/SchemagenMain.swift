@@ -8,6 +8,7 @@ import SchemagenCLI
 @main
 struct SchemagenMain {
     static func main() {
+        Schemagen.endsProcessAfterCommand = true
         let status = Schemagen.main(arguments: Array(CommandLine.arguments.dropFirst()))
         exit(status.rawValue)
     }
