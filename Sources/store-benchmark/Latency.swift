@@ -12,7 +12,7 @@ enum Latency {
     /// Commits `count` items, one transaction each, about 20 ms apart (so each is noticed on its
     /// own), then exits.
     static func write(count: Int, path: String) async throws {
-        let store = try Store(path: path, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(author: "writer"))
+        let store = try Store(path: path, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(author: "writer", keys: EncryptionAndSearch.keys))
         for index in 0..<count {
             try await store.insert(TodoItem(taskName: "item \(index)"))
             try await _Concurrency.Task.sleep(for: .milliseconds(15 + index % 11))
@@ -22,7 +22,7 @@ enum Latency {
     static func measure(mode: String, count: Int, folder: String) async throws -> [Int] {
         let path = folder + "/latency-\(mode).sqlite"
         // The file and its tables exist before anyone watches.
-        let store = try Store(path: path, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        let store = try Store(path: path, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: EncryptionAndSearch.keys))
         switch mode {
         case "store":
             let changes = try await store.changes()
