@@ -51,6 +51,25 @@ extension Store {
         return try rows(sql, arguments, as: M.self, expectedCount: expected)
     }
 
+    /// Hands every model matching a predicate, in the given order, to `body` as its row is
+    /// read, keeping none: memory stays flat however many rows match (GRDB's cursors are the
+    /// model). Call it inside `read { store in ... }` (a snapshot, without the write lock) or
+    /// `transaction`, and return what you computed; an error thrown by `body` stops the
+    /// iteration and comes out unchanged.
+    ///
+    ///     let delayed = try await store.read { store in
+    ///         var count = 0
+    ///         try store.forEach(Flight.self, where: #Predicate { $0.status == "Delayed" }) { _ in count += 1 }
+    ///         return count
+    ///     }
+    public func forEach<M: PersistentModel>(
+        _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], _ body: (M) throws -> Void
+    ) throws {
+        let (condition, arguments) = try whereClause(predicate, for: M.self)
+        let sql = "SELECT \(selection(M.self)) FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
+        try eachRow(sql, arguments, as: M.self, body)
+    }
+
     /// The first model matching a predicate in the given order.
     public func first<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = []) throws(StoreError) -> M? {
         try fetch(M.self, where: predicate, sortBy: sortBy, limit: 1).first

@@ -29,6 +29,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case missingKey(String)
     /// An encrypted value cannot be read: an unknown or wrong key, a moved or changed value.
     case encryption(FieldCipherError)
+    /// A write inside `read`, which holds a snapshot and not the write lock.
+    case writeInsideRead(String)
 
     public var description: String {
         switch self {
@@ -47,6 +49,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
             "schemagen_history row \(token) cannot be read: \(reason); delete it with deleteHistory(before:) if it was not written by this store"
         case .missingKey(let message): message
         case .encryption(let error): error.description
+        case .writeInsideRead(let what): "\(what) inside read { }: reads hold a snapshot, not the write lock; write in transaction { } instead"
         }
     }
 
@@ -211,6 +214,7 @@ public actor Store {
     /// Runs `body` in one transaction: everything it writes commits, or nothing does. A write
     /// inside that fails is undone on its own (a savepoint), so `body` may catch it and go on.
     public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
+        guard !isReading else { throw StoreError.writeInsideRead("a transaction") }
         let outermost = depth == 0
         if outermost { try beginWrite() }
         depth += 1
@@ -226,11 +230,31 @@ public actor Store {
         }
     }
 
+    /// Runs `body` against one consistent snapshot of the database without taking the write
+    /// lock, so other processes keep writing meanwhile: for long reads, such as `forEach` over
+    /// a large table. Writes inside it are refused (`StoreError.writeInsideRead`); inside a
+    /// transaction it simply runs.
+    public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
+        if depth > 0 || isReading { return try body(self) }
+        do { try connection.execute("BEGIN DEFERRED;") } catch { throw StoreError.database(error) }
+        isReading = true
+        defer {
+            isReading = false
+            // Nothing was written: ending the read transaction releases the snapshot.
+            try? connection.execute("COMMIT;")
+        }
+        return try body(self)
+    }
+
+    /// True inside `read`.
+    private var isReading = false
+
     /// How many writes and transactions are open: the outermost one owns the SQL transaction,
     /// inner ones savepoints.
     private var depth = 0
 
     func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        guard !isReading else { throw .writeInsideRead("a write") }
         if depth == 0 {
             try beginWrite()
             depth += 1
@@ -379,6 +403,44 @@ public actor Store {
     func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0) throws(StoreError) -> [M] {
         var ignored: [[SQLiteValue]] = []
         return try rows(sql, arguments, as: M.self, expectedCount: expectedCount, extraColumns: 0, extras: &ignored)
+    }
+
+    /// Each model of a query handed to `body` as its row is read, none kept: for results too
+    /// large to hold. Models without a generated row codec are read whole first.
+    func eachRow<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, _ body: (M) throws -> Void) throws {
+        let entity = M.entity
+        guard M.self is any RowCodable.Type else {
+            for model in try rows(sql, arguments, as: M.self) { try body(model) }
+            return
+        }
+        let order = rowColumns(entity)
+        let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
+        let encrypted = encryption[entity.table] != nil
+        let opening = openPlan(entity, columns: order)
+        var failure: (any Error)?
+        do {
+            // Its own statement: `body` may run queries of its own meanwhile.
+            try connection.forEachRowInPlace(sql, arguments, ownStatement: true) { (row: inout [SQLiteValue]) in
+                if encrypted { try openRow(opening, row: &row) }
+                for (column, position) in external {
+                    guard case .text(let name) = row[position] else { continue }
+                    row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
+                }
+                let model = try decodeDirect(row, as: M.self)
+                // The caller's own error passes through unchanged.
+                do { try body(model) } catch {
+                    failure = error
+                    throw CancellationError()
+                }
+            }
+        } catch {
+            if let failure { throw failure }
+            switch error {
+            case let error as StoreError: throw error
+            case let error as SQLiteError: throw StoreError.database(error)
+            default: throw StoreError.coding("\(error)")
+            }
+        }
     }
 
     /// The same, for a query that selects `extraColumns` more values after the model's (a

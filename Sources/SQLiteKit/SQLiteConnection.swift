@@ -196,10 +196,13 @@ public final class SQLiteConnection {
     }
 
     /// The same, with the row handed over to change in place (no copy per row).
-    public func forEachRowInPlace(_ sql: String, _ arguments: [SQLiteValue] = [], _ body: (inout [SQLiteValue]) throws -> Void) throws {
+    ///
+    /// `ownStatement`: prepare a statement for this run alone instead of taking the cached
+    /// one, for bodies that run other queries (which could reuse or evict the cached one).
+    public func forEachRowInPlace(_ sql: String, _ arguments: [SQLiteValue] = [], ownStatement: Bool = false, _ body: (inout [SQLiteValue]) throws -> Void) throws {
         var row: [SQLiteValue] = []
         var failure: (any Error)?
-        try step(sql, arguments) { statement, count in
+        try step(sql, arguments, ownStatement: ownStatement) { statement, count in
             if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
             for column in 0..<count { row[column] = Self.value(statement, Int32(column)) }
             do {
@@ -215,9 +218,20 @@ public final class SQLiteConnection {
 
     /// The one place that binds arguments, steps a cached statement and resets it: `row` sees
     /// each result row with its column count, and returns false to stop.
-    private func step(_ sql: String, _ arguments: [SQLiteValue], row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
-        let statement = try prepared(sql)
-        defer { sqlite3_reset(statement) }
+    private func step(_ sql: String, _ arguments: [SQLiteValue], ownStatement: Bool = false, row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
+        let statement: OpaquePointer
+        if ownStatement {
+            var fresh: OpaquePointer?
+            let status = sqlite3_prepare_v2(handle, sql, -1, &fresh, nil)
+            guard status == SQLITE_OK, let fresh else {
+                sqlite3_finalize(fresh)
+                throw error(status, sql: sql)
+            }
+            statement = fresh
+        } else {
+            statement = try prepared(sql)
+        }
+        defer { if ownStatement { sqlite3_finalize(statement) } else { sqlite3_reset(statement) } }
         // Every parameter is bound on each run; earlier bindings are cleared only when this
         // run binds fewer (unbound parameters are NULL).
         if arguments.count < Int(sqlite3_bind_parameter_count(statement)) { sqlite3_clear_bindings(statement) }
