@@ -310,7 +310,7 @@ public final class Migrator {
                 ran = true
                 progress(.finished(script, direction: direction, milliseconds: milliseconds))
             }
-        } catch let error as MigratorError {
+        } catch {
             // Rolled back: this attempt ended, it was not interrupted.
             try? endAttempt(token)
             throw error

@@ -48,8 +48,9 @@ extension MigrationDirectory {
     /// The snapshot after the newest migration, or nil when there is none.
     public func latestSnapshot() throws -> SchemaSnapshot? {
         guard let last = entries().last else { return nil }
-        let data = try Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile))
-        return try JSONDecoder().decode(SchemaSnapshot.self, from: data)
+        let file = URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile).path
+        if let readAhead = SnapshotReadAhead.shared.take(file) { return try readAhead.get() }
+        return try SnapshotReadAhead.decode(file)
     }
 }
 

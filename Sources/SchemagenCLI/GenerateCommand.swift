@@ -56,8 +56,9 @@ public enum GenerateCommand: Command {
         let usesCache = !check && !arguments.flag("migrations-only") && !pipeline.configuration.singleFile
         let output = pipeline.configuration.output
         var cacheInputs: String?
-        if usesCache, case .success(let files) = SchemaDiscovery.files(in: pipeline.configuration.schemaPaths) {
-            cacheInputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: files)
+        let schemaFiles = (try? SchemaDiscovery.files(in: pipeline.configuration.schemaPaths).get()) ?? []
+        if usesCache, !schemaFiles.isEmpty {
+            cacheInputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: schemaFiles)
             if let inputs = cacheInputs, let cache = GenerationCache.load(output: output), cache.isFresh(output: output, inputs: inputs) {
                 io.writeError(cache.warnings)
                 clock.lap("cache")
@@ -65,6 +66,8 @@ public enum GenerateCommand: Command {
                 return .success
             }
         }
+        // The plan's snapshots decode while the schemas load.
+        pipeline.readAhead(schemaFiles: schemaFiles)
         var printed = ""
 
         // 1. Load: invalid schemas stop here with the validator's diagnostics.
