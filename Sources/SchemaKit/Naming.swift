@@ -25,6 +25,12 @@ public enum Naming {
     }
 
     /// `countryCode` -> `country_code`, `URLString` -> `url_string`, `userID` -> `user_id`.
+    /// A name as SQL compares identifiers (case-insensitively); names without capitals, most
+    /// generated columns, are returned as they are.
+    static func foldedForComparison(_ name: String) -> String {
+        name.utf8.contains { $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x80 } ? name.lowercased() : name
+    }
+
     public static func snakeCase(_ name: String) -> String {
         if name.utf8.allSatisfy({ $0 < 0x80 }) { return asciiSnakeCase(name) }
         let characters = Array(name)

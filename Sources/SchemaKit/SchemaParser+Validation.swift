@@ -216,36 +216,37 @@ extension SchemaParser {
                 Parsed(model: resolved, nameNode: parsed.nameNode, options: parsed.options)
             }
 
-            // Swift properties: attributes, relationships and the generated key property of each to-one.
-            var properties: [String: (node: YAMLNode, what: String)] = [:]
-            func claimProperty(_ property: String, _ node: YAMLNode, _ what: String, _ parser: inout SchemaParser) {
+            // Swift properties: attributes, relationships and the generated key property of each
+            // to-one. Who claimed a name is described only when another claims it too.
+            var properties: [String: (node: YAMLNode, claimant: Claimant)] = [:]
+            func claimProperty(_ property: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
                 if let first = properties[property] {
-                    parser.error(.nameCollision, "\(what) of entity '\(name)' collides with \(first.what) (both are Swift property '\(property)')", at: node,
-                                 notes: [parser.note("\(first.what) declared here", at: first.node)])
+                    parser.error(.nameCollision, "\(claimant) of entity '\(name)' collides with \(first.claimant) (both are Swift property '\(property)')", at: node,
+                                 notes: [parser.note("\(first.claimant) declared here", at: first.node)])
                     return
                 }
-                properties[property] = (node, what)
+                properties[property] = (node, claimant)
             }
             for attribute in attributes {
-                claimProperty(attribute.model.name, attribute.nameNode, "attribute '\(attribute.model.name)'", &self)
+                claimProperty(attribute.model.name, attribute.nameNode, .attribute(attribute.model.name), &self)
             }
             for relationship in relationships {
-                claimProperty(relationship.model.name, relationship.nameNode, "relationship '\(relationship.model.name)'", &self)
+                claimProperty(relationship.model.name, relationship.nameNode, .relationship(relationship.model.name), &self)
                 if !relationship.model.isToMany {
-                    claimProperty(relationship.model.name + "ID", relationship.nameNode, "the key property '\(relationship.model.name)ID' of relationship '\(relationship.model.name)'", &self)
+                    claimProperty(relationship.model.name + "ID", relationship.nameNode, .keyProperty(of: relationship.model.name), &self)
                 }
             }
 
             // Columns, compared case-insensitively as SQL does.
-            var columns: [String: (node: YAMLNode, what: String)] = [:]
-            func claimColumn(_ column: String, _ node: YAMLNode, _ what: String, _ parser: inout SchemaParser) {
-                let folded = column.lowercased()
+            var columns: [String: (node: YAMLNode, claimant: Claimant)] = [:]
+            func claimColumn(_ column: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
+                let folded = Naming.foldedForComparison(column)
                 if let first = columns[folded] {
-                    parser.error(.nameCollision, "\(what) of entity '\(name)' uses column '\(column)', as does \(first.what)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")", at: node,
-                                 notes: [parser.note("\(first.what) declared here", at: first.node)])
+                    parser.error(.nameCollision, "\(claimant) of entity '\(name)' uses column '\(column)', as does \(first.claimant)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")", at: node,
+                                 notes: [parser.note("\(first.claimant) declared here", at: first.node)])
                     return
                 }
-                columns[folded] = (node, what)
+                columns[folded] = (node, claimant)
                 if column.utf8.count > Naming.portableIdentifierLength {
                     parser.warning(.longIdentifier, "column '\(column)' of entity '\(name)' is longer than \(Naming.portableIdentifierLength) bytes; PostgreSQL would truncate it", at: node)
                 }
@@ -254,28 +255,45 @@ extension SchemaParser {
             let memberNamedID = attributes.contains { $0.model.name == Entity.implicitKeyName }
                 || relationships.contains { $0.model.name == Entity.implicitKeyName }
             if case .implicit = entity.model.primaryKey, !memberNamedID {
-                columns[Entity.implicitKeyName] = (entity.nameNode, "the implicit primary key 'id'")
+                columns[Entity.implicitKeyName] = (entity.nameNode, .implicitKey)
             }
             for attribute in attributes where !attribute.model.isTransient {
-                claimColumn(attribute.model.columnName, attribute.options.keyNode("column") ?? attribute.nameNode, "attribute '\(attribute.model.name)'", &self)
+                claimColumn(attribute.model.columnName, attribute.options.keyNode("column") ?? attribute.nameNode, .attribute(attribute.model.name), &self)
             }
             for relationship in relationships {
                 for column in relationship.model.foreignKeyColumns {
-                    claimColumn(column, relationship.options.keyNode("column") ?? relationship.nameNode, "relationship '\(relationship.model.name)'", &self)
+                    claimColumn(column, relationship.options.keyNode("column") ?? relationship.nameNode, .relationship(relationship.model.name), &self)
                 }
             }
 
             // JSON keys of the generated Codable conformance.
-            var jsonKeys: [String: (node: YAMLNode, what: String)] = [:]
+            var jsonKeys: [String: (node: YAMLNode, claimant: Claimant)] = [:]
             for attribute in attributes {
                 let key = attribute.model.jsonKey
                 let node = attribute.options.keyNode("jsonKey") ?? attribute.nameNode
                 if let first = jsonKeys[key] {
-                    error(.nameCollision, "attribute '\(attribute.model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.what)", at: node,
-                          notes: [note("\(first.what) declared here", at: first.node)])
+                    error(.nameCollision, "attribute '\(attribute.model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
+                          notes: [note("\(first.claimant) declared here", at: first.node)])
                 } else {
-                    jsonKeys[key] = (node, "attribute '\(attribute.model.name)'")
+                    jsonKeys[key] = (node, .attribute(attribute.model.name))
                 }
+            }
+        }
+    }
+
+    /// Who claimed a name, for messages; described only when needed.
+    enum Claimant: CustomStringConvertible {
+        case attribute(String)
+        case relationship(String)
+        case keyProperty(of: String)
+        case implicitKey
+
+        var description: String {
+            switch self {
+            case .attribute(let name): "attribute '\(name)'"
+            case .relationship(let name): "relationship '\(name)'"
+            case .keyProperty(let relationship): "the key property '\(relationship)ID' of relationship '\(relationship)'"
+            case .implicitKey: "the implicit primary key 'id'"
             }
         }
     }
