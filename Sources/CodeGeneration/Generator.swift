@@ -41,12 +41,6 @@ public enum Generator {
         var files: [String: (template: String, contents: String)] = [:]
         // Every output's jobs in one parallel batch, the schema-wide files (the largest) first,
         // so they render while the cores also work through the entities.
-        struct Job: Sendable {
-            let output: TemplateSet.Output
-            let template: Template
-            let name: String
-            let data: MustacheValue
-        }
         var jobs: [Job] = []
         for output in templates.outputs {
             guard let template = templates.templates[output.name] else { continue }
@@ -122,11 +116,19 @@ public enum Generator {
     }
 }
 
+/// One file to render: a template with its data.
+private struct Job: Sendable {
+    let output: TemplateSet.Output
+    let template: Template
+    let name: String
+    let data: MustacheValue
+}
+
 /// What a generation run no longer needs, handed to another thread to be freed.
 private final class Leftovers: @unchecked Sendable {
-    private var values: (context: TemplateContext, jobs: [any Sendable], ordered: [any Sendable])?
+    private var values: (context: TemplateContext, jobs: [Job], ordered: [Job])?
 
-    init(context: TemplateContext, jobs: [any Sendable], ordered: [any Sendable]) {
+    init(context: TemplateContext, jobs: [Job], ordered: [Job]) {
         values = (context, jobs, ordered)
     }
 

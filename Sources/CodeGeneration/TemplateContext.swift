@@ -98,21 +98,28 @@ public struct TemplateContext: Sendable {
     /// spaces: long generated lists stay compact and still readable in a diff.
     /// Lines after the first are indented by `continuation` more.
     func wrapped(_ items: [String], indent: Int, continuation: Int = 0, width: Int = 120) -> String {
-        var lines: [String] = []
-        var line = ""
-        var padding = String(repeating: " ", count: indent)
+        // Appended in place, counted in UTF-8 bytes (generated names are ASCII or close to it).
+        var out = ""
+        out.reserveCapacity(items.reduce(0) { $0 + $1.utf8.count + 2 } + (indent + continuation + 1) * (items.count / 4 + 1))
+        var lineLength = 0
         for (index, item) in items.enumerated() {
-            let piece = item + (index < items.count - 1 ? "," : "")
-            if !line.isEmpty, padding.count + line.count + 1 + piece.count > width {
-                lines.append(padding + line)
-                padding = String(repeating: " ", count: indent + continuation)
-                line = piece
+            let pieceLength = item.utf8.count + (index < items.count - 1 ? 1 : 0)
+            if lineLength > 0, lineLength + 1 + pieceLength > width {
+                out += "\n"
+                out += String(repeating: " ", count: indent + continuation)
+                lineLength = indent + continuation
+            } else if lineLength > 0 {
+                out += " "
+                lineLength += 1
             } else {
-                line = line.isEmpty ? piece : line + " " + piece
+                out += String(repeating: " ", count: indent)
+                lineLength = indent
             }
+            out += item
+            if index < items.count - 1 { out += "," }
+            lineLength += pieceLength
         }
-        if !line.isEmpty { lines.append(padding + line) }
-        return lines.joined(separator: "\n")
+        return out
     }
 
     /// A list whose object items get `first` and `last` flags, for separators in templates.
