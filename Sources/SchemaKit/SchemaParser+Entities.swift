@@ -34,12 +34,17 @@ extension SchemaParser {
             error(.invalidValue, "table name '\(tableName)' of \(what) starts with 'sqlite_', which SQLite reserves for itself; choose another 'table'", at: keyed["table"] ?? pair.key)
         }
 
+        // Sized up front: the parsed members are large, and regrowing copies them.
+        let attributePairs = namedEntries(keyed["attributes"], what: "attributes of \(what)")
         var attributes: [Parsed<Attribute>] = []
-        for attributePair in namedEntries(keyed["attributes"], what: "attributes of \(what)") {
+        attributes.reserveCapacity(attributePairs.count)
+        for attributePair in attributePairs {
             if let attribute = parseAttribute(attributePair, entity: name) { attributes.append(attribute) }
         }
+        let relationshipPairs = namedEntries(keyed["relationships"], what: "relationships of \(what)")
         var relationships: [Parsed<Relationship>] = []
-        for relationshipPair in namedEntries(keyed["relationships"], what: "relationships of \(what)") {
+        relationships.reserveCapacity(relationshipPairs.count)
+        for relationshipPair in relationshipPairs {
             if let relationship = parseRelationship(relationshipPair, entity: name) { relationships.append(relationship) }
         }
         // Only when nothing was written for them: a misspelt or malformed key was reported already.

@@ -60,9 +60,26 @@ private struct TreeBuilder {
     let limits: YAMLLoader.Limits
     var diagnostics = DiagnosticBag()
 
-    private enum Frame {
-        case sequence(items: [YAMLNode], start: YAMLMark, tag: String?, anchor: String?, weight: Int)
-        case mapping(pairs: [YAMLPair], pendingKey: YAMLNode?, start: YAMLMark, tag: String?, anchor: String?, weight: Int)
+    /// A collection being read. A struct changed in place on the stack: its array grows by
+    /// appending to a uniquely held buffer (an enum's payload would be copied on every append,
+    /// which made a mapping of a thousand entities quadratic).
+    private struct Frame {
+        let isMapping: Bool
+        var items: [YAMLNode] = []
+        var pairs: [YAMLPair] = []
+        var pendingKey: YAMLNode?
+        let start: YAMLMark
+        let tag: String?
+        let anchor: String?
+        var weight: Int
+
+        static func sequence(start: YAMLMark, tag: String?, anchor: String?) -> Frame {
+            Frame(isMapping: false, start: start, tag: tag, anchor: anchor, weight: 1)
+        }
+
+        static func mapping(start: YAMLMark, tag: String?, anchor: String?) -> Frame {
+            Frame(isMapping: true, start: start, tag: tag, anchor: anchor, weight: 1)
+        }
     }
 
     private var stack: [Frame] = []
@@ -135,19 +152,19 @@ private struct TreeBuilder {
             return add(node, weight: 1, anchor: cString(scalar.anchor))
         case YAML_SEQUENCE_START_EVENT:
             let data = event.data.sequence_start
-            guard push(.sequence(items: [], start: start, tag: cString(data.tag), anchor: cString(data.anchor), weight: 1), at: start)
+            guard push(.sequence(start: start, tag: cString(data.tag), anchor: cString(data.anchor)), at: start)
             else { return false }
         case YAML_MAPPING_START_EVENT:
             let data = event.data.mapping_start
-            guard push(.mapping(pairs: [], pendingKey: nil, start: start, tag: cString(data.tag), anchor: cString(data.anchor), weight: 1), at: start)
+            guard push(.mapping(start: start, tag: cString(data.tag), anchor: cString(data.anchor)), at: start)
             else { return false }
         case YAML_SEQUENCE_END_EVENT:
-            guard case .sequence(let items, let nodeStart, let tag, let anchor, let weight)? = stack.popLast() else { return true }
-            return add(YAMLNode(content: .sequence(items), start: nodeStart, end: end, tag: tag), weight: weight, anchor: anchor)
+            guard let frame = stack.popLast(), !frame.isMapping else { return true }
+            return add(YAMLNode(content: .sequence(frame.items), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
         case YAML_MAPPING_END_EVENT:
-            guard case .mapping(let pairs, _, let nodeStart, let tag, let anchor, let weight)? = stack.popLast() else { return true }
-            guard let merged = resolveMappingPairs(pairs) else { return false }
-            return add(YAMLNode(content: .mapping(merged), start: nodeStart, end: end, tag: tag), weight: weight, anchor: anchor)
+            guard let frame = stack.popLast(), frame.isMapping else { return true }
+            guard let merged = resolveMappingPairs(frame.pairs) else { return false }
+            return add(YAMLNode(content: .mapping(merged), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
         case YAML_ALIAS_EVENT:
             let name = cString(event.data.alias.anchor) ?? ""
             guard let target = anchors[name] else {
@@ -184,19 +201,19 @@ private struct TreeBuilder {
             return false
         }
         if let anchor { anchors[anchor] = (node, weight) }
-        switch stack.popLast() {
-        case nil:
+        guard !stack.isEmpty else {
             root = node
-        case .sequence(var items, let start, let tag, let anchor, let parentWeight)?:
-            items.append(node)
-            stack.append(.sequence(items: items, start: start, tag: tag, anchor: anchor, weight: parentWeight + weight))
-        case .mapping(var pairs, let pendingKey, let start, let tag, let anchor, let parentWeight)?:
-            if let key = pendingKey {
-                pairs.append(YAMLPair(key: key, value: node))
-                stack.append(.mapping(pairs: pairs, pendingKey: nil, start: start, tag: tag, anchor: anchor, weight: parentWeight + weight))
-            } else {
-                stack.append(.mapping(pairs: pairs, pendingKey: node, start: start, tag: tag, anchor: anchor, weight: parentWeight + weight))
-            }
+            return true
+        }
+        let top = stack.count - 1
+        stack[top].weight += weight
+        if !stack[top].isMapping {
+            stack[top].items.append(node)
+        } else if let key = stack[top].pendingKey {
+            stack[top].pendingKey = nil
+            stack[top].pairs.append(YAMLPair(key: key, value: node))
+        } else {
+            stack[top].pendingKey = node
         }
         return true
     }
