@@ -40,7 +40,7 @@ let package = Package(
         ),
 
         // MARK: - Libraries, one job each
-        .target(name: "Diagnostics"),
+        .target(name: "Diagnostics", dependencies: ["JSONDocument"]),
         .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
         .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),

@@ -1,4 +1,3 @@
-import Dispatch
 import Mustache
 import RelationalModel
 import SchemaKit
@@ -78,8 +77,7 @@ public enum Generator {
         }
         // The contexts are a tree of many small values; freeing it takes a tenth of a large
         // run. Nothing here needs it any more, so it is freed on another thread.
-        let leftovers = Leftovers(context: consume context, jobs: consume jobs, ordered: consume ordered)
-        DispatchQueue.global(qos: .utility).async { leftovers.release() }
+        releaseOnAnotherThread((consume context, consume jobs, consume ordered))
         return files.map { GeneratedFile(path: $0.key, contents: $0.value.contents) }.sorted { $0.path < $1.path }
     }
 
@@ -122,15 +120,4 @@ private struct Job: Sendable {
     let template: Template
     let name: String
     let data: MustacheValue
-}
-
-/// What a generation run no longer needs, handed to another thread to be freed.
-private final class Leftovers: @unchecked Sendable {
-    private var values: (context: TemplateContext, jobs: [Job], ordered: [Job])?
-
-    init(context: TemplateContext, jobs: [Job], ordered: [Job]) {
-        values = (context, jobs, ordered)
-    }
-
-    func release() { values = nil }
 }

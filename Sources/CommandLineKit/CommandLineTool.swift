@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -161,4 +162,23 @@ public struct CommandLineTool {
         out += "\nSee '\(name) help <command>' for a command's options.\n"
         return out
     }
+}
+
+/// Runs async work to completion from a synchronous command, and returns its result or
+/// throws its error.
+public func runToCompletion<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    guard let result = box.result else { throw CancellationError() }
+    return try result.get()
+}
+
+/// Written by the task before it signals, read after the wait.
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
 }

@@ -1,3 +1,5 @@
+import JSONDocument
+
 /// The output formats of diagnostics.
 public enum DiagnosticFormat: String, Sendable, CaseIterable {
     /// Compiler style: `file:line:column: severity: message [code]`, the source line and a caret.
@@ -111,21 +113,9 @@ public struct DiagnosticRenderer: Sendable {
 
     /// A JSON string literal; escapes what RFC 8259 requires.
     public static func jsonString(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var out = ""
+        JSONNode.writeString(value, to: &out)
+        return out
     }
 
     // MARK: - GitHub Actions

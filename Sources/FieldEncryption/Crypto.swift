@@ -145,16 +145,6 @@ final class GCMKey: @unchecked Sendable {
         EVP_CIPHER_CTX_free(opener)
     }
 
-    /// A fresh random nonce.
-    func randomNonce() throws(Crypto.Failure) -> [UInt8] {
-        lock.lock()
-        defer { lock.unlock() }
-        var nonce: [UInt8] = []
-        nonce.reserveCapacity(Crypto.nonceLength)
-        try appendNonce(to: &nonce)
-        return nonce
-    }
-
     /// Appends the next nonce of the pool (the lock held). Used bytes are overwritten, so no
     /// nonce can be handed out twice.
     private func appendNonce(to bytes: inout [UInt8]) throws(Crypto.Failure) {

@@ -103,26 +103,31 @@ public final class FieldCipher: Sendable {
     /// NULL stays NULL: absence is not hidden.
     public func seal(_ value: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
         guard value != .null else { return .null }
-        guard mode == .randomized else { return .blob(try seal(Self.encode(value), rowKey: rowKey, with: keys[0])) }
+        guard mode == .randomized else { return .blob(try sealDeterministically(Self.encode(value), with: keys[0])) }
         // The common case, text, is sealed straight from the string's bytes.
-        let key = keys[0]
-        let envelope: [UInt8]?
+        let sealed: Result<[UInt8], FieldCipherError>
         if case .text(var text) = value {
-            envelope = text.withUTF8 { bytes in
-                key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: 3, plaintext: bytes) { self.appendAssociatedData(rowKey, to: &$0) }
-            }
+            sealed = text.withUTF8 { bytes in Result { () throws(FieldCipherError) in try sealRandomized(typeTag: 3, bytes, rowKey: rowKey) } }
         } else {
-            envelope = Self.encode(value).withUnsafeBufferPointer { bytes in
-                key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: nil, plaintext: bytes) { self.appendAssociatedData(rowKey, to: &$0) }
-            }
+            sealed = Self.encode(value).withUnsafeBufferPointer { bytes in Result { () throws(FieldCipherError) in try sealRandomized(typeTag: nil, bytes, rowKey: rowKey) } }
         }
-        guard let envelope else { throw .failed("AES-256-GCM encryption failed") }
-        return .blob(envelope)
+        return .blob(try sealed.get())
     }
 
     /// Bytes (an external file's contents) sealed the same way.
     public func seal(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
-        try seal(bytes, rowKey: rowKey, with: keys[0])
+        guard mode == .randomized else { return try sealDeterministically(bytes, with: keys[0]) }
+        return try bytes.withUnsafeBufferPointer { buffer in Result { () throws(FieldCipherError) in try sealRandomized(typeTag: nil, buffer, rowKey: rowKey) } }.get()
+    }
+
+    /// Randomized mode under the newest key: `typeTag` (when given) then `plaintext`, bound to
+    /// the row's key.
+    private func sealRandomized(typeTag: UInt8?, _ plaintext: UnsafeBufferPointer<UInt8>, rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
+        let key = keys[0]
+        guard let envelope = key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: typeTag, plaintext: plaintext, associatedData: { appendAssociatedData(rowKey, to: &$0) }) else {
+            throw .failed("AES-256-GCM encryption failed")
+        }
+        return envelope
     }
 
     /// Deterministic mode: the envelope of `value` under every key, for `column IN (...)`
@@ -132,16 +137,15 @@ public final class FieldCipher: Sendable {
         guard value != .null else { return [.null] }
         let plaintext = Self.encode(value)
         var envelopes: [StoredValue] = []
-        for key in keys { envelopes.append(.blob(try seal(plaintext, rowKey: [], with: key))) }
+        for key in keys { envelopes.append(.blob(try sealDeterministically(plaintext, with: key))) }
         return envelopes
     }
 
-    private func seal(_ plaintext: [UInt8], rowKey: [StoredValue], with key: DerivedKey) throws(FieldCipherError) -> [UInt8] {
-        let associated = associatedData(rowKey)
+    /// Deterministic mode: the nonce is an HMAC of the value, and no row key is bound.
+    private func sealDeterministically(_ plaintext: [UInt8], with key: DerivedKey) throws(FieldCipherError) -> [UInt8] {
+        let associated = associatedPrefix
         do {
-            let nonce = mode == .deterministic
-                ? Array(try Crypto.hmacSHA256(key: key.nonce, associated + plaintext).prefix(Crypto.nonceLength))
-                : try key.gcm.randomNonce()
+            let nonce = Array(try Crypto.hmacSHA256(key: key.nonce, associated + plaintext).prefix(Crypto.nonceLength))
             var envelope: [UInt8] = []
             envelope.reserveCapacity(6 + key.idBytes.count + Crypto.nonceLength + plaintext.count + Crypto.tagLength)
             envelope += Self.magic

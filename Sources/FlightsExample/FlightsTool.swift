@@ -22,24 +22,6 @@ public enum FlightsTool {
             return nil
         }
     }
-
-    /// Runs async work from a synchronous command.
-    static func wait<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        // `Task` alone is the Tasks example's model here.
-        _Concurrency.Task {
-            do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
-            done.signal()
-        }
-        done.wait()
-        guard let result = box.result else { throw CancellationError() }
-        return try result.get()
-    }
-
-    final class ResultBox<T>: @unchecked Sendable {
-        var result: Result<T, any Error>?
-    }
 }
 
 enum LoadCommand: Command {
@@ -69,14 +51,14 @@ enum LoadCommand: Command {
         guard let store = FlightsTool.open(arguments, io: io) else { return .usageOrIO }
         let strict = arguments.flag("strict")
         do {
-            let report = try FlightsTool.wait { try await FlightLoader(store: store).load(directory: directory, strict: strict) }
+            let report = try runToCompletion { try await FlightLoader(store: store).load(directory: directory, strict: strict) }
             for rejection in report.rejections { io.writeError("\(rejection)\n") }
             guard report.stored else {
                 io.writeError("flights: error: --strict: \(Self.count(report.rejections.count, "rejection")); nothing was stored\n")
                 return .failure
             }
             for file in report.files { io.writeOutput(Self.line(file)) }
-            let totals = try FlightsTool.wait { (try await store.count(Airline.self), try await store.count(Airport.self), try await store.count(Flight.self)) }
+            let totals = try runToCompletion { (try await store.count(Airline.self), try await store.count(Airport.self), try await store.count(Flight.self)) }
             io.writeOutput("stored: \(totals.0) airlines, \(totals.1) airports, \(totals.2) flights\n")
             guard report.rejections.isEmpty else {
                 let files = Set(report.rejections.map(\.file)).count
@@ -136,7 +118,7 @@ enum QueryCommand: Command {
         let query = FlightQuery(origin: arguments.value("origin"), destination: arguments.value("destination"), airline: arguments.value("airline"),
                                 enRouteOnly: arguments.flag("enroute"), longestFirst: arguments.value("sort") == "-distance", limit: limit)
         do {
-            let lines = try FlightsTool.wait { try await query.lines(in: store) }
+            let lines = try runToCompletion { try await query.lines(in: store) }
             io.writeOutput(lines.map { $0 + "\n" }.joined())
             return .success
         } catch {

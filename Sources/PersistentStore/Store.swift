@@ -670,7 +670,8 @@ public actor Store {
     struct UpsertStatements {
         let insert: String
         let upsert: String
-        var canConflict: Bool { insert != upsert }
+        /// False without a key or unique index to conflict on: then the two are the same.
+        let canConflict: Bool
     }
 
     /// The statements for an entity and a set of columns, built once.
@@ -690,7 +691,7 @@ public actor Store {
                 upsert += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + updatable.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
             }
         }
-        let statements = UpsertStatements(insert: insert + ";", upsert: upsert + ";")
+        let statements = UpsertStatements(insert: insert + ";", upsert: upsert + ";", canConflict: !targets.isEmpty)
         upsertStatements[cacheKey] = statements
         return statements
     }

@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -53,8 +52,7 @@ public enum SchemaLoader {
             diagnostics.append(contentsOf: parser.diagnostics.diagnostics)
             // The YAML tree and the parser's bookkeeping are many small values; freeing them
             // takes a tenth of a large load, so another thread does it.
-            let leftovers = ParseLeftovers(root: consume root, parser: consume parser)
-            DispatchQueue.global(qos: .utility).async { leftovers.release() }
+            releaseOnAnotherThread((consume root, consume parser))
         }
         let sorted = diagnostics.diagnostics.enumerated().sorted { lhs, rhs in
             // Stable: diagnostics at the same place keep the order they were found in.
@@ -142,15 +140,4 @@ public enum SchemaLoader {
         }
         return .success(bytes)
     }
-}
-
-/// What a load no longer needs, handed to another thread to be freed.
-private final class ParseLeftovers: @unchecked Sendable {
-    private var values: (root: YAMLNode, parser: SchemaParser)?
-
-    init(root: consuming YAMLNode, parser: consuming SchemaParser) {
-        values = (root, parser)
-    }
-
-    func release() { values = nil }
 }

@@ -143,12 +143,13 @@ public enum GenerateCommand: Command {
         }
         clock.lap("write")
         if usesCache {
-            // Recorded after writing, migrations included, so the next run finds the same state.
-            if let inputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: loaded.files.map(\.path)), inputs == cacheInputs || plan.migrations.count > 0 || cacheInputs == nil {
+            // The digest taken before reading: a schema edited since then no longer matches it,
+            // so the next run is a full one. Migrations this run wrote are inputs of the next.
+            let inputs = plan.migrations.isEmpty ? cacheInputs : GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: loaded.files.map(\.path))
+            if let inputs {
                 GenerationCache.record(output: output, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
                                        schemaCount: rendered.schemaCount, warnings: printed)
             } else {
-                // A schema or template changed while this run read it: the next run starts over.
                 GenerationCache.forget(output: output)
             }
         }

@@ -47,31 +47,13 @@ public enum TodoTool {
         }
     }
 
-    /// Runs async work from a synchronous command.
-    static func wait<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        // `Task` alone is the Tasks example's model here.
-        _Concurrency.Task {
-            do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
-            done.signal()
-        }
-        done.wait()
-        guard let result = box.result else { throw CancellationError() }
-        return try result.get()
-    }
-
-    final class ResultBox<T>: @unchecked Sendable {
-        var result: Result<T, any Error>?
-    }
-
     static func id(_ item: TodoItem) -> String { item.id.uuidString.lowercased() }
 
     /// The one item whose id starts with `prefix`.
     static func find(_ prefix: String, in store: Store) throws -> TodoItem {
         let needle = prefix.lowercased()
         guard !needle.isEmpty else { throw TodoError("give an item id (or a unique start of one)") }
-        let matches = try wait { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }.filter { id($0).hasPrefix(needle) }
+        let matches = try runToCompletion { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }.filter { id($0).hasPrefix(needle) }
         guard let first = matches.first else { throw TodoError("no item has an id starting with '\(prefix)'; `todo list` shows them") }
         guard matches.count == 1 else {
             throw TodoError("'\(prefix)' starts \(matches.count) ids (\(matches.prefix(5).map(id).joined(separator: ", "))); give more of it")
@@ -139,7 +121,7 @@ enum AddCommand: Command {
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
         let item = TodoItem(taskName: name, dueDate: due, notes: arguments.value("notes"))
         return TodoTool.perform(io) {
-            let item = try TodoTool.wait { try await store.insert(item) }
+            let item = try runToCompletion { try await store.insert(item) }
             io.writeOutput(TodoTool.id(item) + "\n")
             return .success
         }
@@ -156,7 +138,7 @@ enum DoneCommand: Command {
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             // Read and toggle in one transaction, so two processes toggling at once both count.
-            let toggled = try TodoTool.wait {
+            let toggled = try runToCompletion {
                 try await store.transaction { store in
                     guard var current = try store.model(TodoItem.self, key: item.id) else { throw TodoTool.TodoError("the item was removed meanwhile") }
                     current.isCompleted.toggle()
@@ -178,7 +160,7 @@ enum RemoveCommand: Command {
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
-            try TodoTool.wait { try await store.delete(item) }
+            try runToCompletion { try await store.delete(item) }
             io.writeOutput("- \(TodoTool.id(item)) \(item.taskName)\n")
             return .success
         }
@@ -193,7 +175,7 @@ enum ListCommand: Command {
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
         return TodoTool.perform(io) {
-            let items = try TodoTool.wait { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }
+            let items = try runToCompletion { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }
             if arguments.flag("json") {
                 let array = JSONNode(value: .array(items.map { item in
                     JSONNode(value: .object([
@@ -267,7 +249,7 @@ enum SearchCommand: Command {
         let words = arguments.arguments.joined(separator: " ")
         let count = limit
         return TodoTool.perform(io) {
-            let results = try TodoTool.wait { try await store.search(TodoItem.self, matching: words, limit: count, snippets: SnippetStyle(open: "[", close: "]")) }
+            let results = try runToCompletion { try await store.search(TodoItem.self, matching: words, limit: count, snippets: SnippetStyle(open: "[", close: "]")) }
             if arguments.flag("json") {
                 io.writeOutput(JSONNode(value: .array(results.map { result in
                     JSONNode(value: .object([
@@ -309,7 +291,7 @@ enum RekeyCommand: Command {
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
         let rows = batch
         return TodoTool.perform(io) {
-            let rewritten = try TodoTool.wait {
+            let rewritten = try runToCompletion {
                 try await store.reencrypt(batchSize: rows) { progress in
                     io.writeError("todo: rekey: \(progress.entity) \(progress.rowsScanned)/\(progress.rowsTotal) rows, \(progress.valuesRewritten) values re-encrypted\n")
                 }
@@ -335,7 +317,7 @@ enum WatchCommand: Command {
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
         let filter: AuthorFilter = arguments.flag("include-own") ? .any : arguments.value("author").map(AuthorFilter.excluding) ?? .any
         return TodoTool.perform(io) {
-            try TodoTool.wait {
+            try runToCompletion {
                 let stream = try await store.changes(author: filter)
                 io.writeError("todo: watching \(TodoTool.databasePath(arguments, io: io)) (interrupt to stop)\n")
                 for try await transaction in stream {
@@ -399,7 +381,7 @@ enum HistoryCommand: Command {
         guard let store = TodoTool.open(arguments, io: io) else { return .failure }
         let start = after
         return TodoTool.perform(io) {
-            let transactions = try TodoTool.wait { try await store.history(after: start) }
+            let transactions = try runToCompletion { try await store.history(after: start) }
             if arguments.flag("json") {
                 io.writeOutput(JSONNode(value: .array(transactions.map(json))).jsonText + "\n")
             } else {

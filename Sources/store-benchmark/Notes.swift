@@ -5,8 +5,30 @@ import SchemaMetadata
 /// written by hand as schemagen would generate them (row codec included).
 protocol BenchmarkNote: PersistentModel, RowCodable {
     init(id: Int64?, title: String, body: String)
+    var id: Int64? { get }
+    var title: String { get }
     var body: String { get }
     static var schema: SchemaDescriptor { get }
+}
+
+/// The row codec and column mapping both notes share.
+extension BenchmarkNote {
+    static var entity: EntityDescriptor { schema.entities[0] }
+
+    static func column(for keyPath: AnyKeyPath) -> String? {
+        switch keyPath {
+        case \Self.title: "title"
+        case \Self.body: "body"
+        default: nil
+        }
+    }
+
+    func storedValues() throws -> [StoredValue] { [id.map(StoredValue.integer) ?? .null, .text(title), .text(body)] }
+
+    init(storedValues row: [StoredValue]) throws {
+        guard row.count == 3, case .integer(let id) = row[0], case .text(let title) = row[1], case .text(let body) = row[2] else { throw StoredValueError("not a note") }
+        self.init(id: id, title: title, body: body)
+    }
 }
 
 enum NoteSchemas {
@@ -30,50 +52,12 @@ struct PlainNote: BenchmarkNote {
     var id: Int64?
     var title: String
     var body: String
-
     static let schema = NoteSchemas.schema(named: "PlainNote", table: "plain_note", encrypted: false)
-    static var entity: EntityDescriptor { schema.entities[0] }
-    static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \PlainNote.title: "title"
-        case \PlainNote.body: "body"
-        default: nil
-        }
-    }
-    func storedValues() throws -> [StoredValue] { [id.map(StoredValue.integer) ?? .null, .text(title), .text(body)] }
-    init(id: Int64?, title: String, body: String) {
-        self.id = id
-        self.title = title
-        self.body = body
-    }
-    init(storedValues row: [StoredValue]) throws {
-        guard row.count == 3, case .integer(let id) = row[0], case .text(let title) = row[1], case .text(let body) = row[2] else { throw StoredValueError("not a note") }
-        self.init(id: id, title: title, body: body)
-    }
 }
 
 struct SecretNote: BenchmarkNote {
     var id: Int64?
     var title: String
     var body: String
-
     static let schema = NoteSchemas.schema(named: "SecretNote", table: "secret_note", encrypted: true)
-    static var entity: EntityDescriptor { schema.entities[0] }
-    static func column(for keyPath: AnyKeyPath) -> String? {
-        switch keyPath {
-        case \SecretNote.title: "title"
-        case \SecretNote.body: "body"
-        default: nil
-        }
-    }
-    func storedValues() throws -> [StoredValue] { [id.map(StoredValue.integer) ?? .null, .text(title), .text(body)] }
-    init(id: Int64?, title: String, body: String) {
-        self.id = id
-        self.title = title
-        self.body = body
-    }
-    init(storedValues row: [StoredValue]) throws {
-        guard row.count == 3, case .integer(let id) = row[0], case .text(let title) = row[1], case .text(let body) = row[2] else { throw StoredValueError("not a note") }
-        self.init(id: id, title: title, body: body)
-    }
 }
