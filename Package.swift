@@ -65,9 +65,11 @@ let package = Package(
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
+        // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
+        .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit", "SchemaMetadata"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
         .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline"]),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline", "SchemaImport"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),

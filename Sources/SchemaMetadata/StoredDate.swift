@@ -51,7 +51,26 @@ public enum StoredDate {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        if let date = formatter.date(from: text) { return date }
+        return sqliteText(text).flatMap { formatter.formatOptions = $0.hasFraction ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]; return formatter.date(from: $0.iso) }
+    }
+
+    /// SQLite's own spellings, which adopted databases hold (`CURRENT_TIMESTAMP`, `date('now')`):
+    /// `YYYY-MM-DD`, `YYYY-MM-DD HH:MM`, `YYYY-MM-DD HH:MM:SS[.SSS]`, with a space or `T`, UTC
+    /// unless a zone is given. As ISO 8601 with a zone.
+    static func sqliteText(_ text: String) -> (iso: String, hasFraction: Bool)? {
+        var bytes = Array(text.utf8)
+        func digits(_ range: Range<Int>) -> Bool { range.allSatisfy { $0 < bytes.count && bytes[$0] >= 48 && bytes[$0] <= 57 } }
+        guard bytes.count >= 10, digits(0..<4), bytes[4] == 45, digits(5..<7), bytes[7] == 45, digits(8..<10) else { return nil }
+        if bytes.count == 10 { return (text + "T00:00:00Z", false) }
+        guard bytes[10] == 32 || bytes[10] == 84, bytes.count >= 16, digits(11..<13), bytes[13] == 58, digits(14..<16) else { return nil }
+        bytes[10] = 84
+        if bytes.count == 16 || bytes[16] != 58 { bytes.insert(contentsOf: Array(":00".utf8), at: 16) }
+        let last = bytes[bytes.count - 1]
+        let hasZone = last == 90 || (bytes.count > 19 && bytes[19...].contains { $0 == 43 || $0 == 45 })
+        if !hasZone { bytes.append(90) }
+        let iso = String(decoding: bytes, as: UTF8.self)
+        return (iso, bytes.count > 19 && bytes[19] == 46)
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` exactly, as `text` writes it.

@@ -119,7 +119,16 @@ extension URL: StoredValueConvertible {
 extension Decimal: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .text(description) }
     @inlinable public init(storedValue: StoredValue) throws {
-        guard case .text(let text) = storedValue, let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+        let text: String
+        switch storedValue {
+        case .text(let stored): text = stored
+        // A column declared NUMERIC (an adopted database) stores numbers as numbers; a double's
+        // shortest spelling is the decimal that was written (`0.99`, not 0.98999...).
+        case .integer(let number): text = String(number)
+        case .real(let number) where number.isFinite: text = String(number)
+        default: throw StoredValueError("expected a decimal, found \(storedValue)")
+        }
+        guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
             throw StoredValueError("expected a decimal, found \(storedValue)")
         }
         self = decimal

@@ -1,0 +1,142 @@
+/// A schema as an importer found it, in the schema language's own terms, before it is written
+/// as YAML. Importers fill it; `SchemaYAMLWriter` writes it; nothing else reads it.
+public struct ImportedSchema: Sendable, Equatable {
+    public var name: String
+    public var version: Int
+    public var doc: String?
+    public var entities: [ImportedEntity]
+
+    public init(name: String, version: Int = 1, doc: String? = nil, entities: [ImportedEntity] = []) {
+        self.name = name
+        self.version = version
+        self.doc = doc
+        self.entities = entities
+    }
+
+    public func entity(named name: String) -> ImportedEntity? { entities.first { $0.name == name } }
+}
+
+public struct ImportedEntity: Sendable, Equatable {
+    public var name: String
+    /// The table, when it differs from the entity name in snake_case.
+    public var table: String?
+    public var renamedFrom: String?
+    public var doc: String?
+    public var attributes: [ImportedAttribute] = []
+    public var relationships: [ImportedRelationship] = []
+    /// Member names; empty for the implicit key. A single attribute key is written as
+    /// `primaryKey: true` on the attribute.
+    public var primaryKey: [String] = []
+    public var indexes: [[String]] = []
+    public var uniques: [[String]] = []
+
+    public init(name: String) { self.name = name }
+
+    public var memberNames: [String] { attributes.map(\.name) + relationships.map(\.name) }
+}
+
+public struct ImportedAttribute: Sendable, Equatable {
+    public var name: String
+    /// The type as the schema language writes it, without `?`: `String`, `Decimal`.
+    public var type: String
+    public var isOptional: Bool
+    public var defaultValue: ImportedDefault?
+    public var isUnique = false
+    public var isIndexed = false
+    public var isTransient = false
+    public var usesExternalStorage = false
+    public var preservesValueOnDeletion = false
+    /// The column, when it differs from the name in snake_case.
+    public var column: String?
+    public var renamedFrom: String?
+    public var doc: String?
+
+    public init(name: String, type: String, isOptional: Bool) {
+        self.name = name
+        self.type = type
+        self.isOptional = isOptional
+    }
+}
+
+/// A default as YAML should spell it: text is quoted when it could be read as something else.
+public enum ImportedDefault: Sendable, Equatable {
+    case text(String)
+    /// A number, boolean or keyword (`now`, `uuid`) written plain.
+    case plain(String)
+}
+
+public struct ImportedRelationship: Sendable, Equatable {
+    public enum DeleteRule: String, Sendable {
+        case nullify, cascade, deny, noAction
+    }
+
+    public var name: String
+    public var target: String
+    public var isToMany: Bool
+    public var isOptional: Bool
+    public var inverse: String?
+    public var deleteRule: DeleteRule = .nullify
+    public var minCount: Int?
+    public var maxCount: Int?
+    /// The foreign-key column, when it differs from the derived `<relationship>_<key column>`.
+    public var column: String?
+    public var renamedFrom: String?
+    public var doc: String?
+
+    public init(name: String, target: String, isToMany: Bool, isOptional: Bool) {
+        self.name = name
+        self.target = target
+        self.isToMany = isToMany
+        self.isOptional = isOptional
+    }
+}
+
+/// Something an importer could not carry over exactly, or chose for the user. Never silent:
+/// each is printed, and written as a comment at the top of the schema.
+public struct ImportFinding: Sendable, Equatable, CustomStringConvertible {
+    public enum Severity: String, Sendable { case warning, note }
+
+    public var severity: Severity
+    /// Where in the input: `chinook.db: table "Invoice"`, or `Model.xcdatamodel/contents:12:5`.
+    public var place: String
+    public var message: String
+    /// The input's own text for what was not carried over (a CREATE statement, an XML element).
+    public var source: String?
+
+    public init(_ severity: Severity, at place: String, _ message: String, source: String? = nil) {
+        self.severity = severity
+        self.place = place
+        self.message = message
+        self.source = source
+    }
+
+    public var description: String {
+        var text = "\(place): \(severity.rawValue): \(message)"
+        if let source { text += "\n    " + source.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ") }
+        return text
+    }
+}
+
+/// An importer's result: the schema and what it could not carry over.
+public struct ImportResult: Sendable {
+    public var schema: ImportedSchema
+    public var findings: [ImportFinding]
+
+    public init(schema: ImportedSchema, findings: [ImportFinding]) {
+        self.schema = schema
+        self.findings = findings
+    }
+}
+
+/// Input an importer cannot read at all: not a database, not a model, a truncated file.
+public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var place: String
+    public var message: String
+
+    public init(at place: String, _ message: String) {
+        self.place = place
+        self.message = message
+    }
+
+    public var description: String { "\(place): error: \(message)" }
+}

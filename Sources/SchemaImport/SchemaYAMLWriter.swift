@@ -1,0 +1,140 @@
+/// Writes an imported schema as schema-language YAML: block style for the structure, a flow
+/// mapping per member, the same bytes for the same input.
+public enum SchemaYAMLWriter {
+    /// `header` lines become comments above the schema (what made it, what was not carried over).
+    public static func yaml(_ schema: ImportedSchema, header: [String] = []) -> String {
+        var out = ""
+        for line in header {
+            for part in line.split(separator: "\n", omittingEmptySubsequences: false) {
+                out += part.isEmpty ? "#\n" : "# \(commentSafe(String(part)))\n"
+            }
+        }
+        out += "schema: \(scalar(schema.name))\n"
+        out += "version: \(schema.version)\n"
+        if let doc = schema.doc { out += "doc: \(quoted(doc))\n" }
+        out += "entities:\n"
+        if schema.entities.isEmpty { out.removeLast(); out += " {}\n" }
+        for entity in schema.entities {
+            out += "  \(scalar(entity.name)):\n"
+            var options: [(String, String)] = []
+            if let doc = entity.doc { options.append(("doc", quoted(doc))) }
+            if let table = entity.table { options.append(("table", scalar(table))) }
+            if let renamed = entity.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
+            for (key, value) in options { out += "    \(key): \(value)\n" }
+            if !entity.attributes.isEmpty {
+                out += "    attributes:\n"
+                let singleKey = entity.primaryKey.count == 1 ? entity.primaryKey[0] : nil
+                for attribute in entity.attributes {
+                    out += "      \(scalar(attribute.name)): \(attributeValue(attribute, isKey: attribute.name == singleKey))\n"
+                }
+            }
+            if !entity.relationships.isEmpty {
+                out += "    relationships:\n"
+                for relationship in entity.relationships {
+                    out += "      \(scalar(relationship.name)): \(relationshipValue(relationship))\n"
+                }
+            }
+            let keyIsOneAttribute = entity.primaryKey.count == 1 && entity.attributes.contains { $0.name == entity.primaryKey[0] }
+            if !entity.primaryKey.isEmpty, !keyIsOneAttribute { out += "    primaryKey: \(list(entity.primaryKey))\n" }
+            if !entity.indexes.isEmpty { out += "    indexes: [\(entity.indexes.map(list).joined(separator: ", "))]\n" }
+            if !entity.uniques.isEmpty { out += "    uniques: [\(entity.uniques.map(list).joined(separator: ", "))]\n" }
+        }
+        return out
+    }
+
+    static func attributeValue(_ attribute: ImportedAttribute, isKey: Bool) -> String {
+        let type = attribute.type + (attribute.isOptional ? "?" : "")
+        var options: [(String, String)] = []
+        if isKey { options.append(("primaryKey", "true")) }
+        if attribute.isUnique { options.append(("unique", "true")) }
+        if attribute.isIndexed { options.append(("indexed", "true")) }
+        if let value = attribute.defaultValue {
+            switch value {
+            case .text(let text): options.append(("default", quotedIfNeeded(text)))
+            case .plain(let text): options.append(("default", text))
+            }
+        }
+        if attribute.isTransient { options.append(("transient", "true")) }
+        if attribute.usesExternalStorage { options.append(("externalStorage", "true")) }
+        if attribute.preservesValueOnDeletion { options.append(("preserveValueOnDeletion", "true")) }
+        if let column = attribute.column { options.append(("column", scalar(column))) }
+        if let renamed = attribute.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
+        if let doc = attribute.doc { options.append(("doc", quoted(doc))) }
+        guard !options.isEmpty else { return scalar(type) }
+        return "{type: \(scalar(type)), " + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"
+    }
+
+    static func relationshipValue(_ relationship: ImportedRelationship) -> String {
+        let target = relationship.isToMany ? "[\(relationship.target)]" : relationship.target + (relationship.isOptional ? "?" : "")
+        var options: [(String, String)] = [("to", scalar(target))]
+        if let inverse = relationship.inverse { options.append(("inverse", scalar(inverse))) }
+        if relationship.deleteRule != .nullify { options.append(("deleteRule", relationship.deleteRule.rawValue)) }
+        if let minCount = relationship.minCount { options.append(("minCount", String(minCount))) }
+        if let maxCount = relationship.maxCount { options.append(("maxCount", String(maxCount))) }
+        if let column = relationship.column { options.append(("column", scalar(column))) }
+        if let renamed = relationship.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
+        if let doc = relationship.doc { options.append(("doc", quoted(doc))) }
+        return "{" + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"
+    }
+
+    static func list(_ names: [String]) -> String { "[" + names.map(scalar).joined(separator: ", ") + "]" }
+
+    // MARK: - Scalars
+
+    /// Words YAML 1.1 or 1.2 readers take as something other than text.
+    private static let reserved: Set<String> = [
+        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~",
+    ]
+
+    /// Plain when every YAML reader takes it as this text: an identifier, or a type such as
+    /// `String?` or `[Track]`; quoted otherwise.
+    static func scalar(_ text: String) -> String {
+        let plainBytes = text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F || byte == 0x3F
+        }
+        let startsWell = text.utf8.first.map { ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F } ?? false
+        if plainBytes, startsWell, !reserved.contains(text.lowercased()) { return text }
+        return quoted(text)
+    }
+
+    /// Text defaults: plain only when they are plain words.
+    static func quotedIfNeeded(_ text: String) -> String {
+        let plain = scalar(text)
+        return plain == text && !text.hasSuffix("?") ? text : quoted(text)
+    }
+
+    /// A double-quoted YAML scalar; control characters, quotes and backslashes escaped.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            default:
+                let value = scalar.value
+                if value < 0x20 || (value >= 0x7F && value <= 0x9F) || value == 0x2028 || value == 0x2029 || value == 0xFEFF {
+                    out += value <= 0xFF ? "\\x" + hex(value, width: 2) : "\\u" + hex(value, width: 4)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    private static func hex(_ value: UInt32, width: Int) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+
+    /// A comment ends at a line break, so control characters become spaces.
+    private static func commentSafe(_ line: String) -> String {
+        String(String.UnicodeScalarView(line.unicodeScalars.map { scalar in
+            let value = scalar.value
+            return value < 0x20 || (value >= 0x7F && value <= 0x9F) || value == 0x2028 || value == 0x2029 ? " " : scalar
+        }))
+    }
+}

@@ -1,0 +1,131 @@
+import CommandLineKit
+import Diagnostics
+import Foundation
+import SchemaImport
+import SchemaKit
+
+/// `schemagen import sqlite|coredata`: a schema from what already exists.
+public enum ImportCommand: Command {
+    public static let spec = CommandSpec(
+        name: "import",
+        abstract: "Write a schema from an existing SQLite database or Core Data model bundle.",
+        discussion: """
+            schemagen import sqlite DATABASE [--name SCHEMA] [-o FILE]
+            schemagen import coredata MODEL.xcdatamodeld [--name SCHEMA] [-o DIR] [--history]
+
+            The input is only read. What the schema language cannot express is printed as a warning
+            with its source and written as a comment at the top of the schema; nothing is dropped
+            silently. Exit status: 0 written (warnings included), 1 the input is not a SQLite
+            database or Core Data model (or is damaged), or the schema written does not validate,
+            2 usage error or a file that cannot be read or written.
+            """,
+        options: [
+            .value("name", valueName: "schema", help: "The schema's name (default: from the file name)."),
+            .value("output", short: "o", valueName: "path", help: "sqlite: the schema file (default: standard output). coredata: the folder for the schema files (default: Schemas)."),
+            .flag("history", help: "coredata: one schema file per model version, in version order."),
+        ],
+        arguments: [
+            ArgumentSpec("KIND", help: "sqlite or coredata.", isRequired: true),
+            ArgumentSpec("SOURCE", help: "The database file, or the .xcdatamodeld bundle.", isRequired: true),
+        ])
+
+    public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard arguments.arguments.count == 2 else {
+            io.writeError("schemagen: error: import takes a kind and a source\nUsage: schemagen import sqlite DATABASE [-o FILE]\n       schemagen import coredata MODEL.xcdatamodeld [-o DIR] [--history]\n")
+            return .usageOrIO
+        }
+        let kind = arguments.arguments[0], source = arguments.arguments[1]
+        if let name = arguments.value("name"), !Naming.isIdentifier(name) || !Naming.isUpperCamelCase(name) {
+            io.writeError("schemagen: error: --name '\(name)' is not an UpperCamelCase identifier\n")
+            return .usageOrIO
+        }
+        switch kind {
+        case "sqlite":
+            return importSQLite(source, arguments: arguments, io: io)
+        default:
+            io.writeError("schemagen: error: unknown import kind '\(kind)'; use sqlite or coredata\n")
+            return .usageOrIO
+        }
+    }
+
+    /// A source that cannot be read at all is a usage or I/O error (exit 2), as for `validate`.
+    static func checkReadable(_ path: String, directory expected: Bool, io: CommandIO) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), FileManager.default.isReadableFile(atPath: path) else {
+            io.writeError("\(path): error: cannot read it (it does not exist, or permission is denied)\n")
+            return false
+        }
+        guard isDirectory.boolValue == expected else {
+            io.writeError("\(path): error: \(expected ? "not a folder; a model bundle (.xcdatamodeld) is a folder" : "a folder, not a database file")\n")
+            return false
+        }
+        return true
+    }
+
+    static func importSQLite(_ path: String, arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard checkReadable(path, directory: false, io: io) else { return .usageOrIO }
+        let result: ImportResult
+        do {
+            result = try SQLiteImporter.importDatabase(at: path, name: arguments.value("name"))
+        } catch {
+            io.writeError("\(error)\n")
+            return .failure
+        }
+        let header = ["Imported by `schemagen import sqlite` from \(URL(fileURLWithPath: path).lastPathComponent)."]
+        return write([Output(result: result, header: header, path: arguments.value("output"))], io: io)
+    }
+
+    /// The system's reason (`Not a directory`), not Foundation's generic wrapper.
+    static func describe(_ error: Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        return nsError.localizedDescription
+    }
+
+    struct Output {
+        var result: ImportResult
+        var header: [String]
+        /// nil: standard output.
+        var path: String?
+    }
+
+    /// Prints the findings, checks each schema with the validator, then writes it.
+    static func write(_ outputs: [Output], io: CommandIO) -> ExitCode {
+        var status = ExitCode.success
+        for output in outputs {
+            for finding in output.result.findings { io.writeError("\(finding)\n") }
+            var header = output.header
+            if !output.result.findings.isEmpty {
+                header.append("Not carried over, or chosen for you (see docs/import.md):")
+                header += output.result.findings.map { "- \($0.place): \($0.severity.rawValue): \($0.message)" }
+            }
+            let text = SchemaYAMLWriter.yaml(output.result.schema, header: header)
+            let displayPath = output.path ?? "<stdout>"
+            let checked = SchemaLoader.load(source: SourceFile(path: displayPath, text: text))
+            let errors = checked.diagnostics.filter { $0.severity == .error }
+            if !errors.isEmpty {
+                let renderer = DiagnosticRenderer(format: .text, colored: false, sources: { _ in checked.source })
+                io.writeError(renderer.render(errors))
+                io.writeError("schemagen: error: the imported schema does not validate; it was written so you can fix it by hand\n")
+                status = .failure
+            }
+            if let path = output.path {
+                do {
+                    let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+                    io.writeError("wrote \(path): \(output.result.schema.entities.count) entities, \(output.result.findings.count) findings\n")
+                } catch {
+                    io.writeError("\(path): error: cannot write the schema: \(describe(error))\n")
+                    return .usageOrIO
+                }
+            } else {
+                io.writeOutput(text)
+            }
+        }
+        return status
+    }
+}
