@@ -34,7 +34,10 @@ CREATE TABLE loose_keys (
 );
 
 CREATE TABLE no_key (
-    note TEXT
+    note TEXT,
+    "true" TEXT,
+    "null" INTEGER,
+    "we""ird: name" TEXT
 );
 
 CREATE VIRTUAL TABLE notes_fts USING fts5(body);
