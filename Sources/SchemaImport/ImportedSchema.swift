@@ -43,6 +43,8 @@ public struct ImportedAttribute: Sendable, Equatable {
     public var defaultValue: ImportedDefault?
     public var isUnique = false
     public var isIndexed = false
+    /// Full-text indexed (Core Data's "Index in Spotlight").
+    public var isSearchable = false
     public var isTransient = false
     public var usesExternalStorage = false
     public var preservesValueOnDeletion = false

@@ -48,6 +48,7 @@ public enum SchemaYAMLWriter {
         if isKey { options.append(("primaryKey", "true")) }
         if attribute.isUnique { options.append(("unique", "true")) }
         if attribute.isIndexed { options.append(("indexed", "true")) }
+        if attribute.isSearchable { options.append(("searchable", "true")) }
         if let value = attribute.defaultValue {
             switch value {
             case .text(let text): options.append(("default", quotedIfNeeded(text)))

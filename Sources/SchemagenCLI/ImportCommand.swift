@@ -42,6 +42,8 @@ public enum ImportCommand: Command {
         switch kind {
         case "sqlite":
             return importSQLite(source, arguments: arguments, io: io)
+        case "coredata":
+            return importCoreData(source, arguments: arguments, io: io)
         default:
             io.writeError("schemagen: error: unknown import kind '\(kind)'; use sqlite or coredata\n")
             return .usageOrIO
@@ -83,6 +85,40 @@ public enum ImportCommand: Command {
         }
         if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
         return nsError.localizedDescription
+    }
+
+    static func importCoreData(_ path: String, arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard checkReadable(path, directory: true, io: io) else { return .usageOrIO }
+        let history = arguments.flag("history")
+        let versions: [CoreDataImporter.Version]
+        do {
+            versions = try CoreDataImporter.importBundle(at: path, name: arguments.value("name"), history: history)
+        } catch {
+            io.writeError("\(error)\n")
+            return .failure
+        }
+        let bundle = URL(fileURLWithPath: path).lastPathComponent
+        let schemaName = versions.first?.result.schema.name ?? "Model"
+        let folder = arguments.value("output") ?? (history ? "Imported/\(schemaName)" : "Schemas")
+        let outputs = versions.map { version in
+            Output(result: version.result,
+                   header: ["Imported by `schemagen import coredata` from \(bundle), version '\(version.name)'\(version.isCurrent ? " (current)" : "")."],
+                   path: history ? "\(folder)/v\(version.result.schema.version).yaml" : "\(folder)/\(schemaName).yaml")
+        }
+        let status = write(outputs, io: io)
+        if history, status == .success, let last = outputs.last?.path {
+            // The chain of migrations comes from planning each version after the one before.
+            var steps = outputs.compactMap(\.path).map { "  schemagen generate --migrations-only --schema \"\($0)\"" }
+            steps.append("  cp \"\(last)\" Schemas/\(schemaName).yaml")
+            io.writeError("""
+                Plan the migrations in version order, then keep the current version as the schema. A version
+                that drops an entity or attribute, or adds a unique constraint, stops with a lint error: review
+                its SQL, then run that step again with --allow-destructive.
+                \(steps.joined(separator: "\n"))
+
+                """)
+        }
+        return status
     }
 
     struct Output {

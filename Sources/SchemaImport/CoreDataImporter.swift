@@ -1,0 +1,186 @@
+import Foundation
+import SchemaKit
+
+/// `schemagen import coredata`: schemas from an Xcode model bundle (`.xcdatamodeld`), one per
+/// version, or from a single `.xcdatamodel`.
+public enum CoreDataImporter {
+    /// One version of the model as a schema.
+    public struct Version: Sendable {
+        /// The version's folder name without `.xcdatamodel`: `Model 2`.
+        public var name: String
+        public var isCurrent: Bool
+        public var result: ImportResult
+    }
+
+    /// Files larger than this are refused before reading; real models are a few hundred KiB.
+    static let maximumContentsSize = 16 * 1024 * 1024
+
+    /// Every version in the bundle's order (Xcode's: by name, numbers compared as numbers)
+    /// when `history`, else the current version alone, numbered by its place in that order.
+    public static func importBundle(at path: String, name: String? = nil, history: Bool) throws(ImportError) -> [Version] {
+        let bundle = URL(fileURLWithPath: path)
+        let bundleName = bundle.lastPathComponent
+        var folders: [String]
+        var current: String?
+        if bundle.pathExtension == "xcdatamodel" {
+            folders = [bundleName]
+            current = bundleName
+        } else {
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+                throw ImportError(at: path, "cannot read the folder")
+            }
+            folders = entries.filter { $0.hasSuffix(".xcdatamodel") }
+                .sorted { versionOrder($0, $1) }
+            guard !folders.isEmpty else {
+                throw ImportError(at: path, "not a Core Data model bundle: it holds no .xcdatamodel version folder")
+            }
+            current = try currentVersion(in: bundle)
+            if let named = current, !folders.contains(named) {
+                throw ImportError(at: "\(bundleName)/.xccurrentversion", "names the version '\(named)', which the bundle does not hold (it has \(folders.joined(separator: ", ")))")
+            }
+        }
+        let currentFolder = current ?? folders.last!
+        let schemaName = name ?? SwiftNames.upperCamel(bundle.deletingPathExtension().lastPathComponent, fallback: "Model")
+        var models: [(folder: String, model: ParsedModel)] = []
+        for folder in folders where history || folder == currentFolder {
+            let contents = bundle.pathExtension == "xcdatamodel" ? bundle.appendingPathComponent("contents") : bundle.appendingPathComponent(folder).appendingPathComponent("contents")
+            let place = bundle.pathExtension == "xcdatamodel" ? "\(bundleName)/contents" : "\(bundleName)/\(folder)/contents"
+            models.append((folder, try readModel(contents, place: place)))
+        }
+        var versions: [Version] = []
+        var previous: ParsedModel?
+        for (folder, model) in models {
+            let number = (folders.firstIndex(of: folder) ?? 0) + 1
+            var builder = SchemaBuilder(model: model, previous: history ? previous : nil)
+            let schema = builder.build(name: schemaName, version: number)
+            let findings = current == nil && folder == currentFolder && folders.count > 1
+                ? [ImportFinding(.warning, at: bundleName, "the bundle has no .xccurrentversion; '\(folder)', the last version, is taken as current")] + builder.findings
+                : builder.findings
+            versions.append(Version(name: String(folder.dropLast(".xcdatamodel".count)), isCurrent: folder == currentFolder,
+                                    result: ImportResult(schema: schema, findings: findings)))
+            previous = model
+        }
+        return versions
+    }
+
+    /// Xcode's order of versions: by name without `.xcdatamodel`, numbers compared as numbers
+    /// (`Model`, `Model 2`, `Model 10`).
+    static func versionOrder(_ lhs: String, _ rhs: String) -> Bool {
+        let a = String(lhs.dropLast(".xcdatamodel".count)), b = String(rhs.dropLast(".xcdatamodel".count))
+        return a.compare(b, options: [.numeric]) == .orderedAscending
+    }
+
+    /// `_XCCurrentVersionName` from `.xccurrentversion` (a property list), or nil without the file.
+    static func currentVersion(in bundle: URL) throws(ImportError) -> String? {
+        let file = bundle.appendingPathComponent(".xccurrentversion")
+        guard FileManager.default.fileExists(atPath: file.path) else { return nil }
+        let place = "\(bundle.lastPathComponent)/.xccurrentversion"
+        guard let data = try? Data(contentsOf: file) else { throw ImportError(at: place, "cannot read the file") }
+        guard let plist = try? PropertyListSerialization.propertyList(from: data, format: nil),
+              let dictionary = plist as? [String: Any] else {
+            throw ImportError(at: place, "not a property list; Xcode writes a dictionary with the key _XCCurrentVersionName")
+        }
+        guard let name = dictionary["_XCCurrentVersionName"] as? String else {
+            throw ImportError(at: place, "has no _XCCurrentVersionName string naming the current version")
+        }
+        return name
+    }
+
+    // MARK: - The model file
+
+    /// A version's `contents`, read into plain values with the place of each.
+    struct ParsedModel {
+        var place: String
+        var entities: [ParsedEntity] = []
+        var findings: [ImportFinding] = []
+
+        func entity(named name: String) -> ParsedEntity? { entities.first { $0.name == name } }
+    }
+
+    struct ParsedEntity {
+        var element: XMLTree.Element
+        var name: String { element["name"] ?? "" }
+        var parent: String? { element["parentEntity"] }
+        var isAbstract: Bool { element.flag("isAbstract") }
+        var attributes: [XMLTree.Element]
+        var relationships: [XMLTree.Element]
+        var uniques: [(members: [String], element: XMLTree.Element)]
+        var indexes: [(members: [String], element: XMLTree.Element)]
+    }
+
+    static func readModel(_ file: URL, place: String) throws(ImportError) -> ParsedModel {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+        guard let size = attributes?[.size] as? NSNumber else {
+            throw ImportError(at: place, "cannot read the model file (every .xcdatamodel folder holds one named contents)")
+        }
+        guard size.intValue <= maximumContentsSize else {
+            throw ImportError(at: place, "the model file is \(size.intValue) bytes, over the \(maximumContentsSize)-byte limit")
+        }
+        guard let data = try? Data(contentsOf: file) else { throw ImportError(at: place, "cannot read the model file") }
+        let root: XMLTree.Element
+        switch XMLTree.parse(data) {
+        case .success(let element): root = element
+        case .failure(let error): throw ImportError(at: "\(place):\(error.line):\(error.column)", "not well-formed XML: \(error.message)")
+        }
+        guard root.name == "model" else {
+            throw ImportError(at: "\(place):\(root.line):\(root.column)", "not a Core Data model: the root element is <\(root.name)>, not <model>")
+        }
+        var model = ParsedModel(place: place)
+        func at(_ element: XMLTree.Element) -> String { "\(place):\(element.line):\(element.column)" }
+        for child in root.children {
+            switch child.name {
+            case "entity":
+                guard let name = child["name"], !name.isEmpty else {
+                    throw ImportError(at: at(child), "an <entity> without a name")
+                }
+                var entity = ParsedEntity(element: child, attributes: [], relationships: [], uniques: [], indexes: [])
+                for member in child.children {
+                    switch member.name {
+                    case "attribute": entity.attributes.append(member)
+                    case "relationship": entity.relationships.append(member)
+                    case "uniquenessConstraints":
+                        for constraint in member.children(named: "uniquenessConstraint") {
+                            entity.uniques.append((constraint.children(named: "constraint").compactMap { $0["value"] }, constraint))
+                        }
+                    case "fetchIndex":
+                        var members: [String] = []
+                        for element in member.children(named: "fetchIndexElement") {
+                            if let property = element["property"], element["type"] ?? "Binary" == "Binary" {
+                                if element["order"] == "descending" {
+                                    model.findings.append(ImportFinding(.warning, at: at(element), "fetch index '\(member["name"] ?? "")' of '\(name)' imported without its descending order"))
+                                }
+                                members.append(property)
+                            } else {
+                                model.findings.append(ImportFinding(.warning, at: at(element), "fetch index '\(member["name"] ?? "")' of '\(name)' not imported: only property elements of type Binary can be expressed (this one is \(element["type"] ?? "an expression"))"))
+                                members = []
+                                break
+                            }
+                        }
+                        if !members.isEmpty { entity.indexes.append((members, member)) }
+                    case "compoundIndexes":
+                        for compound in member.children(named: "compoundIndex") {
+                            let members = compound.children(named: "index").compactMap { $0["value"] }
+                            if !members.isEmpty { entity.indexes.append((members, compound)) }
+                        }
+                    case "fetchedProperty":
+                        model.findings.append(ImportFinding(.warning, at: at(member), "fetched property '\(member["name"] ?? "")' of '\(name)' not imported: a schema has no stored queries; write it as a query in code"))
+                    case "userInfo":
+                        model.findings.append(ImportFinding(.note, at: at(member), "user info of '\(name)' not imported"))
+                    default:
+                        model.findings.append(ImportFinding(.warning, at: at(member), "unknown element <\(member.name)> in entity '\(name)' not imported"))
+                    }
+                }
+                model.entities.append(entity)
+            case "configuration":
+                model.findings.append(ImportFinding(.warning, at: at(child), "configuration '\(child["name"] ?? "")' not imported: a schema is one store; its entities are imported with the others"))
+            case "fetchRequest":
+                model.findings.append(ImportFinding(.warning, at: at(child), "fetch request '\(child["name"] ?? "")' not imported: a schema has no stored queries"))
+            case "elements":
+                break   // Diagram positions in Xcode's editor: nothing of the model.
+            default:
+                model.findings.append(ImportFinding(.warning, at: at(child), "unknown element <\(child.name)> not imported"))
+            }
+        }
+        return model
+    }
+}

@@ -1,0 +1,423 @@
+import Foundation
+import SchemaKit
+
+extension CoreDataImporter {
+    /// Turns one parsed model version into a schema: types, options, relationships, keys and
+    /// indexes; entity inheritance flattened where it is unambiguous; renames against the
+    /// previous version from renaming identifiers.
+    struct SchemaBuilder {
+        let model: ParsedModel
+        let previous: ParsedModel?
+        var findings: [ImportFinding] = []
+
+        init(model: ParsedModel, previous: ParsedModel?) {
+            self.model = model
+            self.previous = previous
+            findings = model.findings
+        }
+
+        func at(_ element: XMLTree.Element) -> String { "\(model.place):\(element.line):\(element.column)" }
+        mutating func warn(_ element: XMLTree.Element, _ message: String) { findings.append(ImportFinding(.warning, at: at(element), message)) }
+        mutating func note(_ element: XMLTree.Element, _ message: String) { findings.append(ImportFinding(.note, at: at(element), message)) }
+
+        static let knownEntityAttributes: Set<String> = ["name", "representedClassName", "parentEntity", "isAbstract", "syncable", "codeGenerationType", "elementID", "renamingIdentifier", "versionHashModifier", "customClassName", "className"]
+        static let knownAttributeAttributes: Set<String> = ["name", "optional", "attributeType", "defaultValueString", "defaultDateTimeInterval", "usesScalarValueType", "transient", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion", "indexed", "spotlightIndexingEnabled", "renamingIdentifier", "elementID", "syncable", "valueTransformerName", "customClassName", "versionHashModifier", "attributeValueClassName", "minValueString", "maxValueString", "regularExpressionString", "derived", "derivationExpression", "storedInTruthFile", "allowsCloudEncryption"]
+        static let knownRelationshipAttributes: Set<String> = ["name", "optional", "toMany", "minCount", "maxCount", "deletionRule", "destinationEntity", "inverseName", "inverseEntity", "ordered", "syncable", "renamingIdentifier", "elementID", "transient", "versionHashModifier", "indexed"]
+
+        mutating func reportUnknownAttributes(_ element: XMLTree.Element, known: Set<String>, what: String) {
+            for key in element.attributes.keys.sorted() where !known.contains(key) {
+                warn(element, "unknown XML attribute '\(key)' on \(what) not imported")
+            }
+        }
+
+        // MARK: - Inheritance
+
+        /// The entity and its ancestors, root first; nil on a cycle or a missing parent (reported).
+        mutating func lineage(of entity: ParsedEntity) -> [ParsedEntity]? {
+            var chain = [entity]
+            var seen: Set<String> = [entity.name]
+            while let parent = chain[0].parent {
+                guard let found = model.entity(named: parent) else {
+                    warn(entity.element, "entity '\(entity.name)' names parent entity '\(parent)', which the model does not have; not imported")
+                    return nil
+                }
+                guard seen.insert(parent).inserted else {
+                    warn(entity.element, "entity '\(entity.name)' inherits from itself through '\(parent)'; not imported")
+                    return nil
+                }
+                chain.insert(found, at: 0)
+            }
+            return chain
+        }
+
+        /// Concrete entities that descend from `name` (itself included when concrete).
+        func concreteDescendants(of name: String) -> [String] {
+            model.entities.filter { candidate in
+                guard !candidate.isAbstract else { return false }
+                var current: String? = candidate.name
+                var steps = 0
+                while let step = current, steps < 64 {
+                    if step == name { return true }
+                    current = model.entity(named: step)?.parent
+                    steps += 1
+                }
+                return false
+            }.map(\.name)
+        }
+
+        func hasSubentities(_ name: String) -> Bool { model.entities.contains { $0.parent == name } }
+
+        /// Where a relationship to `name` can point once inheritance is flattened: the entity
+        /// itself, or its only concrete descendant when it is abstract; nil when ambiguous.
+        func flattenedTarget(_ name: String) -> String? {
+            guard let entity = model.entity(named: name) else { return nil }
+            if !entity.isAbstract { return name }
+            let concrete = concreteDescendants(of: name)
+            return concrete.count == 1 ? concrete[0] : nil
+        }
+
+        // MARK: - Building
+
+        mutating func build(name: String, version: Int) -> ImportedSchema {
+            var schema = ImportedSchema(name: name, version: version)
+            for entity in model.entities {
+                reportUnknownAttributes(entity.element, known: Self.knownEntityAttributes, what: "entity '\(entity.name)'")
+                if entity.isAbstract {
+                    let concrete = concreteDescendants(of: entity.name)
+                    note(entity.element, "abstract entity '\(entity.name)' has no table of its own; its members are copied into \(concrete.isEmpty ? "no entity (it has no concrete sub-entities)" : concrete.map { "'\($0)'" }.joined(separator: ", "))")
+                    continue
+                }
+                guard let chain = lineage(of: entity) else { continue }
+                if chain.count > 1 {
+                    note(entity.element, "entity '\(entity.name)' inherits from '\(chain[chain.count - 2].name)'; the schema has no inheritance, so its inherited members are copied into it and it gets a table of its own")
+                }
+                if hasSubentities(entity.name) {
+                    warn(entity.element, "entity '\(entity.name)' has sub-entities; Core Data keeps them in one table, the schema gives each its own, so a relationship to '\(entity.name)' reaches only '\(entity.name)' objects")
+                }
+                var imported = ImportedEntity(name: entity.name)
+                for ancestor in chain {
+                    for element in ancestor.attributes {
+                        if let attribute = attribute(element, entity: entity.name) { imported.attributes.append(attribute) }
+                    }
+                    for element in ancestor.relationships {
+                        // A relationship declared on an ancestor moves down only from an abstract
+                        // ancestor with this one concrete descendant.
+                        if ancestor.name != entity.name, !(ancestor.isAbstract && concreteDescendants(of: ancestor.name) == [entity.name]) {
+                            warn(element, "relationship '\(ancestor.name).\(element["name"] ?? "")' is inherited by several entities; the schema has no inheritance, so it is not imported for '\(entity.name)': declare it on each entity by hand")
+                            continue
+                        }
+                        if let relationship = relationship(element, entity: entity.name) { imported.relationships.append(relationship) }
+                    }
+                    for unique in ancestor.uniques where !unique.members.isEmpty {
+                        imported.uniques.append(unique.members)
+                    }
+                    for index in ancestor.indexes where !imported.indexes.contains(index.members) {
+                        imported.indexes.append(index.members)
+                    }
+                }
+                resolveIdentifierAttribute(&imported, element: entity.element)
+                // `unique: true` for a constraint of one attribute.
+                imported.uniques = imported.uniques.filter { members in
+                    guard members != imported.primaryKey else { return false }
+                    if members.count == 1, let position = imported.attributes.firstIndex(where: { $0.name == members[0] }) {
+                        imported.attributes[position].isUnique = true
+                        return false
+                    }
+                    return true
+                }
+                imported.indexes = imported.indexes.filter { members in
+                    if members.count == 1, let position = imported.attributes.firstIndex(where: { $0.name == members[0] }) {
+                        if !imported.attributes[position].isUnique { imported.attributes[position].isIndexed = true }
+                        return false
+                    }
+                    return true
+                }
+                renames(&imported, entity: entity)
+                schema.entities.append(imported)
+            }
+            settleDeleteRules(&schema)
+            return schema
+        }
+
+        /// An attribute named `id` would clash with the implicit key. A required one with a
+        /// uniqueness constraint of its own becomes the key; any other is renamed.
+        mutating func resolveIdentifierAttribute(_ entity: inout ImportedEntity, element: XMLTree.Element) {
+            guard let position = entity.attributes.firstIndex(where: { $0.name == "id" }) else { return }
+            let attribute = entity.attributes[position]
+            let keyable = !attribute.isOptional && !attribute.isTransient && !attribute.usesExternalStorage
+                && ["String", "UUID", "Int", "Int16", "Int32", "Int64"].contains(attribute.type)
+            if keyable, entity.uniques.contains(["id"]) {
+                entity.primaryKey = ["id"]
+                entity.uniques.removeAll { $0 == ["id"] }
+                note(element, "'\(entity.name).id' is required and unique, so it becomes the primary key")
+                return
+            }
+            let renamed = SwiftNames.unique("identifier", among: Set(entity.memberNames))
+            entity.attributes[position].name = renamed
+            entity.attributes[position].column = "id_value"
+            entity.uniques = entity.uniques.map { $0.map { $0 == "id" ? renamed : $0 } }
+            entity.indexes = entity.indexes.map { $0.map { $0 == "id" ? renamed : $0 } }
+            warn(element, "'\(entity.name).id' is renamed '\(renamed)' (column id_value): every entity has the implicit key `id`; a required, unique `id` would become the key instead")
+        }
+
+        // MARK: - Attributes
+
+        static func schemaType(_ coreDataType: String) -> String? {
+            switch coreDataType {
+            case "Integer 16": "Int16"
+            case "Integer 32": "Int32"
+            case "Integer 64": "Int64"
+            case "Double": "Double"
+            case "Float": "Float"
+            case "Decimal": "Decimal"
+            case "String": "String"
+            case "Boolean": "Bool"
+            case "Date": "Date"
+            case "Binary": "Data"
+            case "UUID": "UUID"
+            case "URI": "URL"
+            case "Transformable": "Data"
+            default: nil
+            }
+        }
+
+        mutating func attribute(_ element: XMLTree.Element, entity: String) -> ImportedAttribute? {
+            let name = element["name"] ?? ""
+            let what = "attribute '\(entity).\(name)'"
+            reportUnknownAttributes(element, known: Self.knownAttributeAttributes, what: what)
+            guard Naming.isIdentifier(name) else {
+                warn(element, "\(what) has a name that is not an identifier; not imported")
+                return nil
+            }
+            let coreDataType = element["attributeType"] ?? "Undefined"
+            guard let type = Self.schemaType(coreDataType) else {
+                warn(element, "\(what) of type '\(coreDataType)' not imported: the schema language has no such type")
+                return nil
+            }
+            if coreDataType == "Transformable" {
+                let transformer = element["valueTransformerName"].map { " through \($0)" } ?? ""
+                let custom = element["customClassName"].map { " (\($0))" } ?? ""
+                warn(element, "\(what) is Transformable\(custom), stored\(transformer) as archived bytes; imported as Data, so decode it yourself")
+            }
+            var attribute = ImportedAttribute(name: name, type: type, isOptional: element.flag("optional"))
+            attribute.isTransient = element.flag("transient")
+            if element.flag("allowsExternalBinaryDataStorage") {
+                if type == "Data" || type == "String" { attribute.usesExternalStorage = true }
+                else { warn(element, "\(what) allows external storage, which the schema language has for Data and String only; not carried over") }
+            }
+            attribute.preservesValueOnDeletion = element.flag("preservesValueInHistoryOnDeletion")
+            attribute.isIndexed = element.flag("indexed")
+            if element.flag("spotlightIndexingEnabled") {
+                if type == "String" { attribute.isSearchable = true }
+                else { warn(element, "\(what) is indexed in Spotlight, which the schema has as `searchable` for String only; not carried over") }
+            }
+            if element.flag("derived") {
+                warn(element, "\(what) is derived (\(element["derivationExpression"] ?? "an expression")); imported as an ordinary attribute, so compute its value yourself")
+            }
+            for (key, label) in [("minValueString", "minimum"), ("maxValueString", "maximum"), ("regularExpressionString", "pattern")] {
+                if let value = element[key] { warn(element, "\(what) has a validation \(label) (\(value)), which the schema language does not express") }
+            }
+            if element.flag("allowsCloudEncryption") {
+                note(element, "\(what) is encrypted in CloudKit; the schema's `encrypt` option encrypts at rest in the store, which is not set for you")
+            }
+            if element.flag("storedInTruthFile") {
+                warn(element, "\(what) is stored in Core Data's truth file; imported as an ordinary attribute")
+            }
+            attribute.defaultValue = defaultValue(element, type: type, coreDataType: coreDataType, what: what)
+            if attribute.isTransient {
+                // Flags that make no sense for a value never stored are errors in the schema.
+                for flag in ["indexed", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion"] where element.flag(flag) {
+                    warn(element, "\(what) is transient, so '\(flag)' has no effect; dropped")
+                }
+                attribute.isIndexed = false
+                attribute.usesExternalStorage = false
+                attribute.preservesValueOnDeletion = false
+                if !attribute.isOptional, attribute.defaultValue == nil {
+                    note(element, "\(what) is transient and required without a default; imported as optional, since a fresh model has no value for it")
+                    attribute.isOptional = true
+                }
+            }
+            if attribute.usesExternalStorage, attribute.preservesValueOnDeletion {
+                warn(element, "\(what) keeps its value in history on deletion, but an externally stored value's file goes with the row; preserveValueOnDeletion dropped")
+                attribute.preservesValueOnDeletion = false
+            }
+            if attribute.usesExternalStorage, attribute.isIndexed {
+                warn(element, "\(what) is stored externally, so it cannot be indexed; indexed dropped")
+                attribute.isIndexed = false
+            }
+            return attribute
+        }
+
+        mutating func defaultValue(_ element: XMLTree.Element, type: String, coreDataType: String, what: String) -> ImportedDefault? {
+            if type == "Date", let interval = element["defaultDateTimeInterval"] {
+                guard let seconds = Double(interval), seconds.isFinite else {
+                    warn(element, "\(what) has a default date interval '\(interval)' that is not a number; not imported")
+                    return nil
+                }
+                // Core Data counts from 2001-01-01T00:00:00Z, Foundation's reference date.
+                let formatter = ISO8601DateFormatter()
+                formatter.formatOptions = seconds.rounded() == seconds ? [.withInternetDateTime] : [.withInternetDateTime, .withFractionalSeconds]
+                return .text(formatter.string(from: Date(timeIntervalSinceReferenceDate: seconds)))
+            }
+            guard let text = element["defaultValueString"] else { return nil }
+            func unsupported(_ why: String) -> ImportedDefault? {
+                warn(element, "\(what) has the default '\(text)', \(why); not imported")
+                return nil
+            }
+            switch type {
+            case "Int16", "Int32", "Int64":
+                guard let number = Int64(text) else { return unsupported("which is not a whole number") }
+                return .plain(String(number))
+            case "Double", "Float":
+                guard let number = Double(text), number.isFinite else { return unsupported("which is not a number") }
+                return .plain(text.contains(".") || text.lowercased().contains("e") ? text : text + ".0")
+            case "Decimal":
+                guard Double(text) != nil, Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) != nil else { return unsupported("which is not a decimal number") }
+                return .plain(text)
+            case "Bool":
+                switch text.uppercased() {
+                case "YES", "TRUE", "1": return .plain("true")
+                case "NO", "FALSE", "0": return .plain("false")
+                default: return unsupported("which is not YES or NO")
+                }
+            case "String":
+                return .text(text)
+            case "UUID":
+                guard UUID(uuidString: text) != nil else { return unsupported("which is not a UUID") }
+                return .text(text.lowercased())
+            case "URL":
+                guard let url = URL(string: text), url.scheme != nil else { return unsupported("which is not an absolute URL") }
+                return .text(text)
+            case "Date":
+                return unsupported("but dates take defaultDateTimeInterval")
+            default:
+                return unsupported("but \(coreDataType) attributes take no default in the schema language")
+            }
+        }
+
+        // MARK: - Relationships
+
+        mutating func relationship(_ element: XMLTree.Element, entity: String) -> ImportedRelationship? {
+            let name = element["name"] ?? ""
+            let what = "relationship '\(entity).\(name)'"
+            reportUnknownAttributes(element, known: Self.knownRelationshipAttributes, what: what)
+            guard Naming.isIdentifier(name) else {
+                warn(element, "\(what) has a name that is not an identifier; not imported")
+                return nil
+            }
+            guard let destination = element["destinationEntity"], model.entity(named: destination) != nil else {
+                warn(element, "\(what) points at '\(element["destinationEntity"] ?? "nothing")', which is not an entity of the model; not imported")
+                return nil
+            }
+            guard let target = flattenedTarget(destination) else {
+                warn(element, "\(what) points at abstract entity '\(destination)', whose objects are of several entities (\(concreteDescendants(of: destination).joined(separator: ", "))); the schema has no inheritance, so it is not imported: declare one relationship per entity by hand")
+                return nil
+            }
+            if element.flag("transient") {
+                warn(element, "\(what) is transient; the schema's relationships are stored, so it is not imported")
+                return nil
+            }
+            let toMany = element.flag("toMany")
+            var relationship = ImportedRelationship(name: name, target: target, isToMany: toMany, isOptional: toMany || element.flag("optional"))
+            if let inverse = element["inverseName"] {
+                // The inverse must survive flattening too: declared on the target (or an ancestor
+                // it moved down from) and pointing back here.
+                let inverseEntity = element["inverseEntity"] ?? destination
+                if flattenedTarget(inverseEntity) == target, declares(target, relationship: inverse) {
+                    relationship.inverse = inverse
+                } else {
+                    warn(element, "\(what): its inverse '\(inverseEntity).\(inverse)' is not imported, so it is imported without an inverse")
+                }
+            }
+            if toMany {
+                if let min = element["minCount"].flatMap(Int.init), min > 0 { relationship.minCount = min }
+                if let max = element["maxCount"].flatMap(Int.init), max > 0 { relationship.maxCount = max }
+                if element.flag("ordered") {
+                    warn(element, "\(what) is ordered; the schema's to-many relationships keep no order, so add an attribute for the position")
+                }
+            }
+            switch element["deletionRule"] ?? "Nullify" {
+            case "Cascade": relationship.deleteRule = .cascade
+            case "Deny": relationship.deleteRule = .deny
+            case "No Action": relationship.deleteRule = .noAction
+            case "Nullify": relationship.deleteRule = .nullify
+            case let other:
+                warn(element, "\(what) has the deletion rule '\(other)', which is not Nullify, Cascade, Deny or No Action; imported as nullify")
+            }
+            if target != destination {
+                note(element, "\(what) points at abstract entity '\(destination)'; it now points at '\(target)', its only concrete sub-entity")
+            }
+            if let renamed = renamedMember(element, entity: entity, isRelationship: true) { relationship.renamedFrom = renamed }
+            return relationship
+        }
+
+        /// Whether `entity` (or an abstract ancestor that moves down to it) declares the relationship.
+        func declares(_ entity: String, relationship: String) -> Bool {
+            var current: String? = entity
+            var steps = 0
+            while let name = current, let found = model.entity(named: name), steps < 64 {
+                if found.relationships.contains(where: { $0["name"] == relationship }) {
+                    return name == entity || (found.isAbstract && concreteDescendants(of: name) == [entity])
+                }
+                current = found.parent
+                steps += 1
+            }
+            return false
+        }
+
+        /// Nullify towards a required to-one would leave it empty, which Core Data refuses at save:
+        /// the delete cannot go through unless the objects go too, which is what deny says.
+        mutating func settleDeleteRules(_ schema: inout ImportedSchema) {
+            for entityIndex in schema.entities.indices {
+                for relationshipIndex in schema.entities[entityIndex].relationships.indices {
+                    let relationship = schema.entities[entityIndex].relationships[relationshipIndex]
+                    guard relationship.deleteRule == .nullify, let inverseName = relationship.inverse,
+                          let inverse = schema.entity(named: relationship.target)?.relationships.first(where: { $0.name == inverseName }),
+                          !inverse.isToMany, !inverse.isOptional else { continue }
+                    schema.entities[entityIndex].relationships[relationshipIndex].deleteRule = .deny
+                    let element = model.entity(named: schema.entities[entityIndex].name)?.element
+                    findings.append(ImportFinding(.note, at: element.map(at) ?? model.place,
+                        "'\(schema.entities[entityIndex].name).\(relationship.name)' nullifies '\(relationship.target).\(inverseName)', which is required, so Core Data refuses the save; imported as deny, which says so at the delete"))
+                }
+            }
+        }
+
+        // MARK: - Renames
+
+        /// The renaming identifier, or the element ID Xcode writes in newer models.
+        static func renamingIdentifier(_ element: XMLTree.Element) -> String? {
+            element["renamingIdentifier"] ?? element["elementID"]
+        }
+
+        /// The entity in the previous version this one was, when it was named differently.
+        func previousEntity(of entity: ParsedEntity) -> ParsedEntity? {
+            guard let previous else { return nil }
+            if let same = previous.entity(named: entity.name) { return same }
+            guard let identifier = Self.renamingIdentifier(entity.element) else { return nil }
+            return previous.entities.first { $0.name == identifier || Self.renamingIdentifier($0.element) == identifier }
+        }
+
+        func renamedMember(_ element: XMLTree.Element, entity: String, isRelationship: Bool) -> String? {
+            guard let current = model.entity(named: entity), let before = previousEntity(of: current),
+                  let identifier = Self.renamingIdentifier(element), let name = element["name"] else { return nil }
+            let members = isRelationship ? before.relationships : before.attributes
+            guard !members.contains(where: { $0["name"] == name }),
+                  let old = members.first(where: { $0["name"] == identifier || Self.renamingIdentifier($0) == identifier })?["name"],
+                  old != name else { return nil }
+            return old
+        }
+
+        mutating func renames(_ imported: inout ImportedEntity, entity: ParsedEntity) {
+            guard previous != nil else { return }
+            if let before = previousEntity(of: entity), before.name != entity.name {
+                imported.renamedFrom = before.name
+                note(entity.element, "entity '\(entity.name)' was '\(before.name)' in the previous version (renaming identifier); the migration renames its table")
+            }
+            for element in entity.attributes {
+                guard let name = element["name"], let old = renamedMember(element, entity: entity.name, isRelationship: false),
+                      let position = imported.attributes.firstIndex(where: { $0.name == name }) else { continue }
+                imported.attributes[position].renamedFrom = old
+            }
+        }
+    }
+}
