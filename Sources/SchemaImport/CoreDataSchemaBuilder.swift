@@ -266,7 +266,10 @@ extension CoreDataImporter {
             }
             switch type {
             case "Int16", "Int32", "Int64":
-                guard let number = Int64(text) else { return unsupported("which is not a whole number") }
+                // Older models sometimes spell whole defaults as `0.0`.
+                guard let number = Int64(text) ?? Double(text).flatMap({ $0.rounded() == $0 ? Int64(exactly: $0) : nil }) else {
+                    return unsupported("which is not a whole number")
+                }
                 return .plain(String(number))
             case "Double", "Float":
                 guard let number = Double(text), number.isFinite else { return unsupported("which is not a number") }

@@ -79,6 +79,9 @@ public enum SQLiteImporter {
                     note(table.name, "schemagen's own bookkeeping table, not imported")
                 }
             }
+            if catalogue.tables.contains(where: { $0.name == "Z_METADATA" }), catalogue.tables.contains(where: { $0.name == "Z_PRIMARYKEY" }) {
+                findings.append(ImportFinding(.warning, at: file, "this is a Core Data store: its Z tables are Core Data's storage, not the model; import the model bundle with `schemagen import coredata MODEL.xcdatamodeld` instead"))
+            }
             let shadow = catalogue.tables.filter { $0.kind == "shadow" }.map(\.name)
             if !shadow.isEmpty {
                 note(shadow[0], "shadow tables of virtual tables not imported: \(shadow.joined(separator: ", "))")
@@ -413,7 +416,12 @@ public enum SQLiteImporter {
                     continue
                 }
                 if index.isUnique {
-                    if columns.map({ $0.lowercased() }) == keyColumns { continue }
+                    if columns.map({ $0.lowercased() }) == keyColumns {
+                        if index.origin == "c" {
+                            note(table.name, "unique index \"\(index.name)\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer", sql: index.sql)
+                        }
+                        continue
+                    }
                     if members.count == 1, let attribute = entity.attributes.firstIndex(where: { $0.name == members[0] }) {
                         entity.attributes[attribute].isUnique = true
                     } else if !entity.uniques.contains(members) {

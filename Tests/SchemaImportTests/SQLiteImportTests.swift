@@ -217,6 +217,49 @@ import TestSupport
         #expect(ImportFixtures.differences(original: try ImportFixtures.catalogue(database), fresh: try ImportFixtures.catalogue(fresh)) == [])
     }
 
+    /// Databases ported from SQL Server write bracketed names, named constraints, and a unique
+    /// index repeating each primary key.
+    @Test func bracketedNamesNamedConstraintsAndRepeatedKeyIndexes() throws {
+        let folder = temporaryFolder()
+        let database = folder.appendingPathComponent("ported.db").path
+        try SQLiteConnection(path: database).execute("""
+            CREATE TABLE [Artist] ([ArtistId] INTEGER NOT NULL, [Name] NVARCHAR(120), CONSTRAINT [PK_Artist] PRIMARY KEY ([ArtistId]));
+            CREATE TABLE [Album] ([AlbumId] INTEGER NOT NULL, [Title] NVARCHAR(160) NOT NULL, [ArtistId] INTEGER NOT NULL,
+                CONSTRAINT [PK_Album] PRIMARY KEY ([AlbumId]),
+                CONSTRAINT [FK_AlbumArtistId] FOREIGN KEY ([ArtistId]) REFERENCES [Artist] ([ArtistId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
+            CREATE UNIQUE INDEX [IPK_Artist] ON [Artist]([ArtistId]);
+            CREATE UNIQUE INDEX [IPK_Album] ON [Album]([AlbumId]);
+            CREATE INDEX [IFK_AlbumArtistId] ON [Album] ([ArtistId]);
+            """)
+        let result = try SQLiteImporter.importDatabase(at: database)
+        #expect(result.schema.name == "Ported")
+        #expect(SchemaYAMLWriter.yaml(result.schema) == """
+            schema: Ported
+            version: 1
+            entities:
+              Artist:
+                table: Artist
+                attributes:
+                  artistId: {type: Int, primaryKey: true, column: ArtistId}
+                  name: {type: String?, column: Name}
+                relationships:
+                  albums: {to: "[Album]", inverse: artist, deleteRule: deny}
+              Album:
+                table: Album
+                attributes:
+                  albumId: {type: Int, primaryKey: true, column: AlbumId}
+                  title: {type: String, column: Title}
+                relationships:
+                  artist: {to: Artist, inverse: albums, column: ArtistId}
+
+            """)
+        #expect(result.findings.map(\.message) == [
+            "unique index \"IPK_Artist\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
+            "unique index \"IPK_Album\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
+        ])
+        #expect(validated(SchemaYAMLWriter.yaml(result.schema)).diagnostics.isEmpty)
+    }
+
     @Test func badInputGetsAClearErrorAndAnExitStatus() throws {
         let folder = temporaryFolder()
         let text = folder.appendingPathComponent("notes.txt")
