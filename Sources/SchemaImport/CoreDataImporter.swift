@@ -40,7 +40,7 @@ public enum CoreDataImporter {
             }
         }
         let currentFolder = current ?? folders.last!
-        let schemaName = name ?? SwiftNames.upperCamel(bundle.deletingPathExtension().lastPathComponent, fallback: "Model")
+        let schemaName = name ?? SwiftNames.schemaName(bundle.deletingPathExtension().lastPathComponent)
         var models: [(folder: String, model: ParsedModel)] = []
         for folder in folders where history || folder == currentFolder {
             let contents = bundle.pathExtension == "xcdatamodel" ? bundle.appendingPathComponent("contents") : bundle.appendingPathComponent(folder).appendingPathComponent("contents")
@@ -118,7 +118,7 @@ public enum CoreDataImporter {
         }
         guard let data = try? Data(contentsOf: file) else { throw ImportError(at: place, "cannot read the model file") }
         let root: XMLTree.Element
-        switch XMLTree.parse(data) {
+        switch XMLTree.parse([UInt8](data)) {
         case .success(let element): root = element
         case .failure(let error): throw ImportError(at: "\(place):\(error.line):\(error.column)", "not well-formed XML: \(error.message)")
         }

@@ -32,7 +32,7 @@ public enum SQLiteImporter {
         }
         let fileName = URL(fileURLWithPath: path).lastPathComponent
         let stem = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        let schemaName = name ?? SwiftNames.upperCamel(stem, fallback: "Imported")
+        let schemaName = name ?? SwiftNames.schemaName(stem)
         return makeSchema(catalogue, named: schemaName, file: fileName)
     }
 

@@ -33,6 +33,16 @@ enum SwiftNames {
         return identifier(joined, fallback: fallback)
     }
 
+    /// A schema's name from a file name: UpperCamelCase, starting with a letter
+    /// (`music-store` -> `MusicStore`, `2024 sales` -> `Imported2024Sales`).
+    static func schemaName(_ stem: String) -> String {
+        let name = upperCamel(stem, fallback: "Imported")
+        guard let first = name.unicodeScalars.first, first.properties.isUppercase else {
+            return "Imported" + name.drop { $0 == "_" }
+        }
+        return name
+    }
+
     /// `FirstName` -> `firstName`, `ArtistId` -> `artistId`, `URL` -> `url`.
     static func lowerCamel(_ name: String, fallback: String) -> String {
         let parts = words(name)

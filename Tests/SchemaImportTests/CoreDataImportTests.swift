@@ -61,12 +61,12 @@ import TestSupport
         let place = "Library.xcdatamodeld/Library 3.xcdatamodel/contents"
         let findings = version.result.findings.map { "\($0.place): \($0.severity.rawValue): \($0.message)" }
         for expected in [
-            "\(place):25:55: warning: fetched property 'sequels' of 'Book' not imported",
-            "\(place):45:62: warning: fetch index 'byLocation' of 'Book' not imported",
-            "\(place):62:18: note: user info of 'Tag' not imported",
-            "\(place):71:80: warning: fetch index 'byName' of 'Writer' imported without its descending order",
-            "\(place):74:55: warning: configuration 'Cloud' not imported",
-            "\(place):78:52: warning: unknown element <futureElement> not imported",
+            "\(place):25:9: warning: fetched property 'sequels' of 'Book' not imported",
+            "\(place):45:13: warning: fetch index 'byLocation' of 'Book' not imported",
+            "\(place):62:9: note: user info of 'Tag' not imported",
+            "\(place):71:13: warning: fetch index 'byName' of 'Writer' imported without its descending order",
+            "\(place):74:5: warning: configuration 'Cloud' not imported",
+            "\(place):78:5: warning: unknown element <futureElement> not imported",
             "note: abstract entity 'Item' has no table of its own; its members are copied into 'Book'",
             "warning: attribute 'Book.metadata' is Transformable ([String: String]), stored through NSSecureUnarchiveFromData",
             "note: 'Review.id' is required and unique, so it becomes the primary key",
@@ -183,7 +183,7 @@ import TestSupport
         let cases: [(path: String, status: Int32, message: String)] = [
             (truncated.path, 1, "Model.xcdatamodeld/Model.xcdatamodel/contents:3:"),
             (truncated.path, 1, "error: not well-formed XML: the file ends inside <attribute> (line 3); it is truncated"),
-            (notModel.path, 1, "contents:2:21: error: not a Core Data model: the root element is <plist>, not <model>"),
+            (notModel.path, 1, "contents:2:1: error: not a Core Data model: the root element is <plist>, not <model>"),
             (binary.path, 1, "error: not well-formed XML"),
             (wrongCurrent.path, 1, "Model.xcdatamodeld/.xccurrentversion: error: names the version 'Model 7.xcdatamodel', which the bundle does not hold"),
             (empty.path, 1, "error: not a Core Data model bundle: it holds no .xcdatamodel version folder"),

@@ -306,3 +306,58 @@ import TestSupport
         #expect(throws: StoredValueError.self) { try Date(storedValue: .text("14/08/2002")) }
     }
 }
+
+/// Damaged inputs, made by flipping bytes of real ones: the importers return a schema or an
+/// `ImportError`, and never crash or hang.
+@Suite struct DamagedInputTests {
+    @Test func flippedBytesInADatabaseNeverCrashTheImporter() throws {
+        let folder = temporaryFolder()
+        let original = try Data(contentsOf: URL(fileURLWithPath: try ImportFixtures.database("music-store.sql", in: folder)))
+        var random = SeededGenerator(seed: SeededGenerator.seed(default: 0x5EED_1E55))
+        var refused = 0, imported = 0
+        for round in 0..<150 {
+            var bytes = [UInt8](original)
+            for _ in 0..<(1 + round % 8) {
+                let position = Int.random(in: 0..<bytes.count, using: &random)
+                bytes[position] = UInt8.random(in: 0...255, using: &random)
+            }
+            let path = folder.appendingPathComponent("damaged-\(round).db").path
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            do {
+                let result = try SQLiteImporter.importDatabase(at: path)
+                _ = SchemaYAMLWriter.yaml(result.schema)
+                imported += 1
+            } catch {
+                #expect(error.description.hasPrefix(path), "the error names the file: \(error)")
+                refused += 1
+            }
+        }
+        #expect(refused + imported == 150)
+    }
+
+    @Test func flippedBytesInAModelNeverCrashTheImporter() throws {
+        let source = ImportFixtures.folder.appendingPathComponent("CoreData/Library.xcdatamodeld/Library 3.xcdatamodel/contents")
+        let original = try Data(contentsOf: source)
+        var random = SeededGenerator(seed: SeededGenerator.seed(default: 0xC0DE_DA7A))
+        let bundle = temporaryFolder().appendingPathComponent("Damaged.xcdatamodeld")
+        let version = bundle.appendingPathComponent("Damaged.xcdatamodel")
+        try FileManager.default.createDirectory(at: version, withIntermediateDirectories: true)
+        for round in 0..<300 {
+            var bytes = [UInt8](original)
+            for _ in 0..<(1 + round % 6) {
+                let position = Int.random(in: 0..<bytes.count, using: &random)
+                // Markup characters break structure; letters change names and values.
+                bytes[position] = [UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\""), UInt8(ascii: "/"), UInt8(ascii: "="), 0, 0xFF, UInt8(ascii: "x")].randomElement(using: &random)!
+            }
+            if round % 10 == 9 { bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &random))) }
+            try Data(bytes).write(to: version.appendingPathComponent("contents"))
+            do {
+                for imported in try CoreDataImporter.importBundle(at: bundle.path, history: true) {
+                    _ = SchemaYAMLWriter.yaml(imported.result.schema)
+                }
+            } catch {
+                #expect(error.place.hasPrefix("Damaged.xcdatamodeld/Damaged.xcdatamodel/contents"), "\(error)")
+            }
+        }
+    }
+}
