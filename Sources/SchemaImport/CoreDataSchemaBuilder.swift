@@ -162,6 +162,19 @@ extension CoreDataImporter {
 
         // MARK: - Attributes
 
+        /// A member's name and how findings name it (`attribute 'Book.title'`), after reporting
+        /// XML attributes nobody knows; nil, reported, when the name is not an identifier.
+        mutating func member(_ element: XMLTree.Element, kind: String, entity: String, known: Set<String>) -> (name: String, what: String)? {
+            let name = element["name"] ?? ""
+            let what = "\(kind) '\(entity).\(name)'"
+            reportUnknownAttributes(element, known: known, what: what)
+            guard Naming.isIdentifier(name) else {
+                warn(element, "\(what) has a name that is not an identifier; not imported")
+                return nil
+            }
+            return (name, what)
+        }
+
         static func schemaType(_ coreDataType: String) -> String? {
             switch coreDataType {
             case "Integer 16": "Int16"
@@ -182,13 +195,7 @@ extension CoreDataImporter {
         }
 
         mutating func attribute(_ element: XMLTree.Element, entity: String) -> ImportedAttribute? {
-            let name = element["name"] ?? ""
-            let what = "attribute '\(entity).\(name)'"
-            reportUnknownAttributes(element, known: Self.knownAttributeAttributes, what: what)
-            guard Naming.isIdentifier(name) else {
-                warn(element, "\(what) has a name that is not an identifier; not imported")
-                return nil
-            }
+            guard let (name, what) = member(element, kind: "attribute", entity: entity, known: Self.knownAttributeAttributes) else { return nil }
             let coreDataType = element["attributeType"] ?? "Undefined"
             guard let type = Self.schemaType(coreDataType) else {
                 warn(element, "\(what) of type '\(coreDataType)' not imported: the schema language has no such type")
@@ -301,13 +308,7 @@ extension CoreDataImporter {
         // MARK: - Relationships
 
         mutating func relationship(_ element: XMLTree.Element, entity: String) -> ImportedRelationship? {
-            let name = element["name"] ?? ""
-            let what = "relationship '\(entity).\(name)'"
-            reportUnknownAttributes(element, known: Self.knownRelationshipAttributes, what: what)
-            guard Naming.isIdentifier(name) else {
-                warn(element, "\(what) has a name that is not an identifier; not imported")
-                return nil
-            }
+            guard let (name, what) = member(element, kind: "relationship", entity: entity, known: Self.knownRelationshipAttributes) else { return nil }
             guard let destination = element["destinationEntity"], model.entity(named: destination) != nil else {
                 warn(element, "\(what) points at '\(element["destinationEntity"] ?? "nothing")', which is not an entity of the model; not imported")
                 return nil

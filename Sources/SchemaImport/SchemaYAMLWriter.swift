@@ -104,7 +104,8 @@ public enum SchemaYAMLWriter {
         return plain == text && !text.hasSuffix("?") ? text : quoted(text)
     }
 
-    /// A double-quoted YAML scalar; control characters, quotes and backslashes escaped.
+    /// A double-quoted YAML scalar; control characters, quotes and backslashes escaped. Not
+    /// JSON's writer: YAML also forbids raw C1 controls, U+2028/2029 and a BOM inside quotes.
     static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
