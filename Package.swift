@@ -67,9 +67,12 @@ let package = Package(
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
         .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit", "SchemaMetadata"]),
+        // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
+        .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
+        .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "SQLDialects", "Diagnostics"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
         .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline", "SchemaImport"]),
+        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline", "SchemaImport", "SchemaDiagrams", "SchemaSite"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),

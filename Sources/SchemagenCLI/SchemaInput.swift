@@ -34,3 +34,19 @@ enum SchemaInput {
         return (loaded, diagnostics.contains { $0.has(ProjectConfig.Code.fileUnreadable) } ? .usageOrIO : .failure)
     }
 }
+
+extension SchemaInput {
+    /// Loads the schemas under `paths` (default: Schemas); after printing the problems, the exit
+    /// status instead: 2 when nothing could be read, 1 when a schema has errors.
+    static func validSchemas(_ paths: [String], io: CommandIO) -> (schemas: [Schema], failure: ExitCode?) {
+        guard let files = files(paths.isEmpty ? ["Schemas"] : paths, io: io) else { return ([], .usageOrIO) }
+        let loaded = SchemaLoader.load(files: files)
+        guard !loaded.hasErrors else {
+            let sources = sources(loaded)
+            io.writeError(DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(loaded.diagnostics.filter { $0.severity == .error }))
+            let unreadable = loaded.diagnostics.contains { $0.has(SchemaDiagnosticCode.fileUnreadable) }
+            return ([], unreadable ? .usageOrIO : .failure)
+        }
+        return (loaded.schemas, nil)
+    }
+}
