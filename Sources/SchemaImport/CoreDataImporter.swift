@@ -91,10 +91,15 @@ public enum CoreDataImporter {
     /// A version's `contents`, read into plain values with the place of each.
     struct ParsedModel {
         var place: String
-        var entities: [ParsedEntity] = []
+        var entities: [ParsedEntity] = [] {
+            didSet { positions = Dictionary(entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first }) }
+        }
         var findings: [ImportFinding] = []
+        private var positions: [String: Int] = [:]
 
-        func entity(named name: String) -> ParsedEntity? { entities.first { $0.name == name } }
+        init(place: String) { self.place = place }
+
+        func entity(named name: String) -> ParsedEntity? { positions[name].map { entities[$0] } }
     }
 
     struct ParsedEntity {
@@ -126,6 +131,7 @@ public enum CoreDataImporter {
             throw ImportError(at: "\(place):\(root.line):\(root.column)", "not a Core Data model: the root element is <\(root.name)>, not <model>")
         }
         var model = ParsedModel(place: place)
+        var entities: [ParsedEntity] = []
         func at(_ element: XMLTree.Element) -> String { "\(place):\(element.line):\(element.column)" }
         for child in root.children {
             switch child.name {
@@ -170,7 +176,7 @@ public enum CoreDataImporter {
                         model.findings.append(ImportFinding(.warning, at: at(member), "unknown element <\(member.name)> in entity '\(name)' not imported"))
                     }
                 }
-                model.entities.append(entity)
+                entities.append(entity)
             case "configuration":
                 model.findings.append(ImportFinding(.warning, at: at(child), "configuration '\(child["name"] ?? "")' not imported: a schema is one store; its entities are imported with the others"))
             case "fetchRequest":
@@ -181,6 +187,7 @@ public enum CoreDataImporter {
                 model.findings.append(ImportFinding(.warning, at: at(child), "unknown element <\(child.name)> not imported"))
             }
         }
+        model.entities = entities
         return model
     }
 }

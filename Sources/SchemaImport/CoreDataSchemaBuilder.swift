@@ -10,10 +10,14 @@ extension CoreDataImporter {
         let previous: ParsedModel?
         var findings: [ImportFinding] = []
 
+        /// Entities that some entity names as its parent.
+        let parents: Set<String>
+
         init(model: ParsedModel, previous: ParsedModel?) {
             self.model = model
             self.previous = previous
             findings = model.findings
+            parents = Set(model.entities.compactMap(\.parent))
         }
 
         func at(_ element: XMLTree.Element) -> String { "\(model.place):\(element.line):\(element.column)" }
@@ -65,7 +69,7 @@ extension CoreDataImporter {
             }.map(\.name)
         }
 
-        func hasSubentities(_ name: String) -> Bool { model.entities.contains { $0.parent == name } }
+        func hasSubentities(_ name: String) -> Bool { parents.contains(name) }
 
         /// Where a relationship to `name` can point once inheritance is flattened: the entity
         /// itself, or its only concrete descendant when it is abstract; nil when ambiguous.
@@ -372,11 +376,12 @@ extension CoreDataImporter {
         /// Nullify towards a required to-one would leave it empty, which Core Data refuses at save:
         /// the delete cannot go through unless the objects go too, which is what deny says.
         mutating func settleDeleteRules(_ schema: inout ImportedSchema) {
+            let byName = Dictionary(schema.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             for entityIndex in schema.entities.indices {
                 for relationshipIndex in schema.entities[entityIndex].relationships.indices {
                     let relationship = schema.entities[entityIndex].relationships[relationshipIndex]
                     guard relationship.deleteRule == .nullify, let inverseName = relationship.inverse,
-                          let inverse = schema.entity(named: relationship.target)?.relationships.first(where: { $0.name == inverseName }),
+                          let inverse = byName[relationship.target]?.relationships.first(where: { $0.name == inverseName }),
                           !inverse.isToMany, !inverse.isOptional else { continue }
                     schema.entities[entityIndex].relationships[relationshipIndex].deleteRule = .deny
                     let element = model.entity(named: schema.entities[entityIndex].name)?.element

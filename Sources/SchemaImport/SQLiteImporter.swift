@@ -54,9 +54,15 @@ public enum SQLiteImporter {
         var attributeOfColumn: [[String: String]] = []
         var relationshipColumns: [[String: [String]]] = []
 
+        /// The tables that become entities (or link tables), and the same by lowercased name.
+        let importedTables: [SQLiteCatalogue.Table]
+        let importedTable: [String: SQLiteCatalogue.Table]
+
         init(catalogue: SQLiteCatalogue, file: String) {
             self.catalogue = catalogue
             self.file = file
+            importedTables = catalogue.tables.filter { $0.kind == "table" && !$0.name.lowercased().hasPrefix("sqlite_") && !ownTables.contains($0.name) }
+            importedTable = Dictionary(importedTables.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
         }
 
         func place(_ table: String) -> String { "\(file): table \"\(table)\"" }
@@ -65,10 +71,6 @@ public enum SQLiteImporter {
         }
         mutating func note(_ table: String, _ message: String, sql: String? = nil) {
             findings.append(ImportFinding(.note, at: place(table), message, source: sql))
-        }
-
-        var importedTables: [SQLiteCatalogue.Table] {
-            catalogue.tables.filter { $0.kind == "table" && !$0.name.lowercased().hasPrefix("sqlite_") && !ownTables.contains($0.name) }
         }
 
         mutating func build() {
@@ -91,11 +93,11 @@ public enum SQLiteImporter {
                     .warning, at: "\(file): \(other.type) \"\(other.name)\"",
                     "not imported: the schema language has no \(other.type)s; recreate it in a migration of your own", source: other.sql))
             }
-            var taken: Set<String> = ["String", "Int", "Int8", "Int16", "Int32", "Int64", "Double", "Float", "Bool", "Date", "Data", "UUID", "URL", "Decimal"]
+            var taken = Set(["String", "Int", "Int8", "Int16", "Int32", "Int64", "Double", "Float", "Bool", "Date", "Data", "UUID", "URL", "Decimal"].map { $0.lowercased() })
             var names: [String: String] = [:]
             for table in importedTables {
-                let entityName = SwiftNames.unique(SwiftNames.upperCamel(SwiftNames.singular(table.name), fallback: "Table"), among: taken)
-                taken.insert(entityName)
+                let entityName = SwiftNames.unique(SwiftNames.upperCamel(SwiftNames.singular(table.name), fallback: "Table"), amongFolded: taken)
+                taken.insert(entityName.lowercased())
                 names[table.name.lowercased()] = entityName
             }
             let links = importedTables.compactMap { manyToMany($0, names: names) }
@@ -144,7 +146,7 @@ public enum SQLiteImporter {
             else { return nil }
             var sides: [(entity: String, column: String, keyColumn: String, table: String)] = []
             for key in table.foreignKeys {
-                guard let target = importedTables.first(where: { $0.name.lowercased() == key.table.lowercased() }),
+                guard let target = importedTable[key.table.lowercased()],
                       let entity = names[target.name.lowercased()], Self.hasImplicitKey(target) || target.primaryKey.count == 1,
                       key.referencedColumns.isEmpty || key.referencedColumns.map({ $0.lowercased() }) == target.primaryKey.map({ $0.lowercased() })
                 else { return nil }
@@ -159,7 +161,7 @@ public enum SQLiteImporter {
             let rest = String(table.name.dropFirst(owner.table.count + 1))
             let relationship = SwiftNames.lowerCamel(rest, fallback: "")
             guard !relationship.isEmpty, Naming.snakeCase(relationship) == rest,
-                  let ownerTable = importedTables.first(where: { $0.name == owner.table }),
+                  let ownerTable = importedTable[owner.table.lowercased()],
                   !ownerTable.columns.contains(where: { SwiftNames.lowerCamel($0.name, fallback: "") == relationship }) else { return nil }
             // Only the index the schema itself would make (or none: then it adds it).
             let indexes = table.indexes.filter { $0.origin != "pk" }
@@ -220,7 +222,7 @@ public enum SQLiteImporter {
             let keyColumns = Set(table.primaryKey.map { $0.lowercased() })
             for key in table.foreignKeys {
                 let sql = "FOREIGN KEY (\(key.columns.joined(separator: ", "))) REFERENCES \(key.table)\(key.referencedColumns.isEmpty ? "" : " (\(key.referencedColumns.joined(separator: ", ")))") ON DELETE \(key.onDelete)"
-                guard let target = importedTables.first(where: { $0.name.lowercased() == key.table.lowercased() }) else {
+                guard let target = importedTable[key.table.lowercased()] else {
                     warn(table.name, "foreign key to \"\(key.table)\", which is not an imported table; its columns are imported as attributes", sql: sql)
                     continue
                 }

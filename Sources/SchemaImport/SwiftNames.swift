@@ -89,7 +89,11 @@ enum SwiftNames {
     /// `base`, or `base2`, `base3`, ... the first that `taken` does not hold (compared
     /// case-insensitively, as generated file names and SQL compare them).
     static func unique(_ base: String, among taken: Set<String>) -> String {
-        let folded = Set(taken.map { $0.lowercased() })
+        unique(base, amongFolded: Set(taken.map { $0.lowercased() }))
+    }
+
+    /// The same, for a set already lowercased (kept by callers that name thousands of things).
+    static func unique(_ base: String, amongFolded folded: Set<String>) -> String {
         guard folded.contains(base.lowercased()) else { return base }
         var number = 2
         while folded.contains("\(base)\(number)".lowercased()) { number += 1 }

@@ -42,10 +42,8 @@ struct XMLTree {
         var reader = Reader(bytes: data)
         do {
             return .success(try reader.document())
-        } catch let error as ParseError {
-            return .failure(error)
         } catch {
-            return .failure(ParseError(line: 1, column: 1, message: "\(error)"))
+            return .failure(error)
         }
     }
 
@@ -79,21 +77,26 @@ struct XMLTree {
             return ParseError(line: line, column: column, message: message)
         }
 
-        func peek(_ text: String) -> Bool {
-            let expected = Array(text.utf8)
-            return position + expected.count <= bytes.count && Array(bytes[position..<position + expected.count]) == expected
+        func peek(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard position + count <= bytes.count else { return false }
+            return text.withUTF8Buffer { expected in
+                for offset in 0..<count where bytes[position + offset] != expected[offset] { return false }
+                return true
+            }
         }
 
+        static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D }
+
         mutating func skipWhitespace() {
-            while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+            while position < bytes.count, Self.isWhitespace(bytes[position]) { position += 1 }
         }
 
         /// Moves past `terminator`, or fails naming what was left open.
-        mutating func skip(past terminator: String, what: String, from start: Int) throws(ParseError) {
-            let expected = Array(terminator.utf8)
-            while position + expected.count <= bytes.count {
-                if bytes[position] == expected[0], Array(bytes[position..<position + expected.count]) == expected {
-                    position += expected.count
+        mutating func skip(past terminator: StaticString, what: String, from start: Int) throws(ParseError) {
+            while position + terminator.utf8CodeUnitCount <= bytes.count {
+                if peek(terminator) {
+                    position += terminator.utf8CodeUnitCount
                     return
                 }
                 position += 1
@@ -173,7 +176,10 @@ struct XMLTree {
         }
 
         static func isNameByte(_ byte: UInt8) -> Bool {
-            !(byte <= 0x20 || [UInt8(ascii: "/"), UInt8(ascii: ">"), UInt8(ascii: "="), UInt8(ascii: "<"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "&")].contains(byte))
+            switch byte {
+            case 0...0x20, UInt8(ascii: "/"), UInt8(ascii: ">"), UInt8(ascii: "="), UInt8(ascii: "<"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "&"): false
+            default: true
+            }
         }
 
         mutating func name() throws(ParseError) -> String {
@@ -193,7 +199,7 @@ struct XMLTree {
             let name = try self.name()
             var attributes: [String: String] = [:]
             while true {
-                let hadSpace = position < bytes.count && [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position])
+                let hadSpace = position < bytes.count && Self.isWhitespace(bytes[position])
                 skipWhitespace()
                 guard position < bytes.count else { throw failure("the file ends inside <\(name)> (line \(line)); it is truncated", at: start) }
                 if bytes[position] == UInt8(ascii: ">") {
@@ -228,18 +234,28 @@ struct XMLTree {
             let start = position
             position += 1
             var value: [UInt8] = []
+            var plainFrom = position
             while position < bytes.count, bytes[position] != quote {
                 switch bytes[position] {
                 case UInt8(ascii: "<"): throw failure("'<' in an attribute value")
-                case UInt8(ascii: "&"): value += try reference()
+                case UInt8(ascii: "&"):
+                    value += bytes[plainFrom..<position]
+                    value += try reference()
+                    plainFrom = position
                 default:
-                    value.append(bytes[position])
                     position += 1
                 }
             }
             guard position < bytes.count else { throw failure("the file ends inside an attribute value; it is truncated", at: start) }
+            let text: String
+            if value.isEmpty {
+                text = String(decoding: bytes[plainFrom..<position], as: UTF8.self)
+            } else {
+                value += bytes[plainFrom..<position]
+                text = String(decoding: value, as: UTF8.self)
+            }
             position += 1
-            return String(decoding: value, as: UTF8.self)
+            return text
         }
 
         /// `&amp;` and the other predefined entities, `&#38;`, `&#x26;`.
