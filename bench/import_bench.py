@@ -66,7 +66,7 @@ def main():
             subprocess.run([sqlite3, database, ".schema"], stdout=subprocess.DEVNULL, check=True)
         run_checked([schemagen, "import", "sqlite", database, "-o", output])
         ours, theirs = alternate(lambda: run_checked([schemagen, "import", "sqlite", database, "-o", output]), dump)
-        figure(f"import_sqlite_{count}_tables", ours, "s", theirs, f"sqlite3_dot_schema_whole_process({theirs:.3f}s)")
+        figure(f"import_sqlite_{tables}_tables", ours, "s", theirs, f"sqlite3_dot_schema_whole_process({theirs:.3f}s)")
 
         bundle = os.path.join(folder, "Model.xcdatamodeld")
         version = os.path.join(bundle, "Model.xcdatamodel")
