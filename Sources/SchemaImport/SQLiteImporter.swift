@@ -74,8 +74,9 @@ public enum SQLiteImporter {
         }
 
         mutating func build() {
+            let fullText = catalogue.tables.compactMap(FullTextIndex.init)
             for table in catalogue.tables {
-                if table.kind == "virtual" {
+                if table.kind == "virtual", !fullText.contains(where: { $0.name == table.name && importedTable[$0.content.lowercased()] != nil }) {
                     warn(table.name, "virtual table not imported: the schema language has no virtual tables (declare `searchable` attributes for full-text search)", sql: table.sql)
                 } else if ownTables.contains(table.name) {
                     note(table.name, "schemagen's own bookkeeping table, not imported")
@@ -89,6 +90,13 @@ public enum SQLiteImporter {
                 note(shadow[0], "shadow tables of virtual tables not imported: \(shadow.joined(separator: ", "))")
             }
             for other in catalogue.others where !(other.type == "trigger" && ownTables.contains(other.table)) {
+                // Triggers that keep an imported full-text index in step: the schema writes its own.
+                if other.type == "trigger", let sql = other.sql, fullText.contains(where: { index in
+                    importedTable[index.content.lowercased()] != nil && SQLScanner.tokens(sql).contains { SQLScanner.unquoted($0) == index.name }
+                }) {
+                    findings.append(ImportFinding(.note, at: "\(file): trigger \"\(other.name)\"", "keeps a full-text index in step; not imported, since `searchable` attributes come with triggers of their own"))
+                    continue
+                }
                 findings.append(ImportFinding(
                     .warning, at: "\(file): \(other.type) \"\(other.name)\"",
                     "not imported: the schema language has no \(other.type)s; recreate it in a migration of your own", source: other.sql))
@@ -122,9 +130,64 @@ public enum SQLiteImporter {
                 buildRelationships(of: table, at: position, links: linkColumns[position])
             }
             for link in links { addManyToMany(link) }
+            for index in fullText { markSearchable(index) }
             for (position, table) in tables.enumerated() {
                 buildKeyAndIndexes(of: table, at: position)
                 reportUnexpressedClauses(of: table)
+            }
+        }
+
+        // MARK: - Full-text indexes
+
+        /// `CREATE VIRTUAL TABLE x USING fts5(a, b, content='t', ...)`: an external-content FTS5
+        /// index over columns of table `t`, what `searchable` attributes become.
+        struct FullTextIndex {
+            var name: String
+            var columns: [String]
+            var content: String
+
+            init?(_ table: SQLiteCatalogue.Table) {
+                guard table.kind == "virtual", let sql = table.sql else { return nil }
+                let tokens = SQLScanner.tokens(sql)
+                guard let using = tokens.firstIndex(where: { $0.kind == .word && $0.text.uppercased() == "USING" }),
+                      using + 2 < tokens.count, tokens[using + 1].text.lowercased() == "fts5", tokens[using + 2].text == "(" else { return nil }
+                var columns: [String] = [], content: String?
+                // Arguments up to the closing parenthesis, split at commas: `name [UNINDEXED]` is a
+                // column, `key = value` an option. Every pass moves forward, so it ends.
+                var index = using + 3
+                while index < tokens.count, tokens[index].text != ")" {
+                    let start = index
+                    while index < tokens.count, tokens[index].text != ",", tokens[index].text != ")" { index += 1 }
+                    let argument = tokens[start..<index]
+                    if argument.count >= 3, argument[argument.startIndex + 1].text == "=" {
+                        if argument.first?.text.lowercased() == "content" { content = SQLScanner.unquoted(argument[argument.startIndex + 2]) }
+                    } else if let first = argument.first, first.kind == .word || first.kind == .quotedName {
+                        columns.append(SQLScanner.unquoted(first))
+                    }
+                    if index < tokens.count, tokens[index].text == "," { index += 1 }
+                }
+                guard let content, !content.isEmpty, !columns.isEmpty else { return nil }
+                self.name = table.name
+                self.columns = columns
+                self.content = content
+            }
+        }
+
+        mutating func markSearchable(_ index: FullTextIndex) {
+            guard let position = entityOfTable[index.content.lowercased()] else { return }
+            var marked: [String] = []
+            for column in index.columns {
+                guard let name = attributeOfColumn[position][column.lowercased()],
+                      let attribute = entities[position].attributes.firstIndex(where: { $0.name == name }),
+                      entities[position].attributes[attribute].type == "String" else {
+                    warn(index.content, "full-text index \"\(index.name)\" covers column \"\(column)\", which is not a text attribute; not carried over")
+                    continue
+                }
+                entities[position].attributes[attribute].isSearchable = true
+                marked.append(name)
+            }
+            if !marked.isEmpty {
+                note(index.content, "full-text index \"\(index.name)\" imported as `searchable` on \(marked.map { "`\($0)`" }.joined(separator: ", "))\(index.columns.count > 1 ? " (the schema indexes each attribute on its own)" : "")")
             }
         }
 
@@ -298,8 +361,19 @@ public enum SQLiteImporter {
                 if linkColumns.contains(column.name.lowercased()) { continue }
                 let name = SwiftNames.unique(SwiftNames.lowerCamel(column.name, fallback: "column"), among: taken)
                 taken.insert(name)
-                let mapping = SQLiteTypeMapping.schemaType(forDeclared: column.declaredType)
+                var mapping = SQLiteTypeMapping.schemaType(forDeclared: column.declaredType)
                 if let remark = mapping.remark { note(table.name, "column \"\(column.name)\": \(remark)") }
+                // A text column whose default is the current time holds dates; one whose default
+                // builds a random UUID holds UUIDs (as schemagen's own tables declare them).
+                if mapping.type == "String", let sql = column.defaultSQL {
+                    if Self.isCurrentTime(sql) {
+                        mapping.type = "Date"
+                        note(table.name, "column \"\(column.name)\" defaults to the current time; imported as Date")
+                    } else if Self.isRandomUUID(sql) {
+                        mapping.type = "UUID"
+                        note(table.name, "column \"\(column.name)\" defaults to a random UUID; imported as UUID")
+                    }
+                }
                 let isKey = column.keyPosition > 0
                 var attribute = ImportedAttribute(name: name, type: mapping.type, isOptional: !column.isNotNull && !isKey)
                 if isKey, !column.isNotNull, !isRowIDAlias {
@@ -494,7 +568,8 @@ public enum SQLiteImporter {
             } else if upper == "TRUE" || upper == "FALSE" {
                 literal = upper == "TRUE" ? "1" : "0"
             }
-            let isNow = ["CURRENT_TIMESTAMP", "DATETIME('NOW')", "STRFTIME('%Y-%M-%DT%H:%M:%FZ', 'NOW')", "STRFTIME('%Y-%M-%D %H:%M:%S', 'NOW')"].contains(upper.replacingOccurrences(of: " ,", with: ","))
+            let isNow = Self.isCurrentTime(sql)
+            if type == "UUID", Self.isRandomUUID(sql) { return .plain("uuid") }
             func unsupported(_ why: String) -> ImportedDefault? {
                 warn(table, "default of column \"\(column)\" not imported: \(why)", sql: "DEFAULT \(sql)")
                 return nil
@@ -540,6 +615,19 @@ public enum SQLiteImporter {
             default:
                 return unsupported("no default for \(type)")
             }
+        }
+
+        /// `CURRENT_TIMESTAMP`, `datetime('now')`, `strftime('...', 'now')`, with or without parentheses.
+        static func isCurrentTime(_ sql: String) -> Bool {
+            let upper = sql.uppercased().filter { !$0.isWhitespace }.trimmingCharacters(in: CharacterSet(charactersIn: "()"))
+            if ["CURRENT_TIMESTAMP", "CURRENT_DATE"].contains(upper) { return true }
+            return (upper.hasPrefix("DATETIME(") || upper.hasPrefix("STRFTIME(") || upper.hasPrefix("DATE(")) && upper.hasSuffix("'NOW'")
+        }
+
+        /// A version-4 UUID built from `randomblob`, as schemagen's `uuid` default writes it.
+        static func isRandomUUID(_ sql: String) -> Bool {
+            let lower = sql.lowercased()
+            return lower.contains("randomblob") && lower.contains("'-4'")
         }
 
         func hexBytes(_ hex: String) -> [UInt8]? {

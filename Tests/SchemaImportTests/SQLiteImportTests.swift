@@ -260,6 +260,26 @@ import TestSupport
         #expect(validated(SchemaYAMLWriter.yaml(result.schema)).diagnostics.isEmpty)
     }
 
+    /// The example schemas' own databases (full-text indexes, many-to-many, composite keys,
+    /// UUID keys, JSON values) import into schemas that build the same tables again.
+    @Test(arguments: ["Flights", "Garage", "Tasks", "Todo", "Users"])
+    func databasesSchemagenBuiltImportBackIntoTheSameTables(_ schema: String) throws {
+        let folder = temporaryFolder()
+        let original = folder.appendingPathComponent("original.db").path
+        let built = try ImportFixtures.migrate.run(["up", "-d", original, "--dir", repositoryRoot.appendingPathComponent("Migrations/\(schema)").path], in: folder)
+        #expect(built.status == 0, "\(built.error)")
+        let imported = try ImportFixtures.schemagen.run(["import", "sqlite", original, "--name", schema, "-o", "Schemas/\(schema).yaml"], in: folder)
+        #expect(imported.status == 0, "\(imported.error)")
+        #expect(!imported.error.contains(": warning:"), "only notes for a database schemagen built:\n\(imported.error)")
+        #expect(try ImportFixtures.schemagen.run(["generate", "--migrations-only", "--schema", "Schemas/\(schema).yaml"], in: folder).status == 0)
+        let fresh = folder.appendingPathComponent("fresh.db").path
+        #expect(try ImportFixtures.migrate.run(["up", "-d", fresh, "--dir", "Migrations/\(schema)"], in: folder).status == 0)
+        #expect(ImportFixtures.differences(original: try ImportFixtures.catalogue(original), fresh: try ImportFixtures.catalogue(fresh)) == [])
+        // The full-text indexes come back as `searchable`, with their triggers.
+        let triggers = { (path: String) in try SQLiteConnection(path: path, readOnly: true).query("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name") }
+        #expect(try triggers(fresh) == triggers(original))
+    }
+
     @Test func badInputGetsAClearErrorAndAnExitStatus() throws {
         let folder = temporaryFolder()
         let text = folder.appendingPathComponent("notes.txt")
@@ -304,6 +324,23 @@ import TestSupport
         #expect(try Date(storedValue: .text("2002-08-14 12:30:00+02:00")) == expected)
         #expect(throws: StoredValueError.self) { try Date(storedValue: .text("2002-08-14 junk")) }
         #expect(throws: StoredValueError.self) { try Date(storedValue: .text("14/08/2002")) }
+    }
+}
+
+/// Statements made of random SQL tokens: the scanner and the full-text reader always end.
+@Suite struct SQLScannerTests {
+    @Test func randomTokenSoupsAlwaysEnd() {
+        let pieces = ["CREATE", "VIRTUAL", "TABLE", "x", "USING", "fts5", "(", ")", ",", "=", "content", "'t'", "\"q\"", "[b]", "CHECK", "COLLATE", "NOCASE", "--c\n", "/*", "*/", "'", "\"", "UNINDEXED", " ", "\n"]
+        var random = SeededGenerator(seed: SeededGenerator.seed(default: 0x70CE_2501))
+        for _ in 0..<3000 {
+            let sql = (0..<Int.random(in: 0...30, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined(separator: " ")
+            _ = SQLScanner.checkClauses(sql)
+            _ = SQLScanner.collations(sql, columns: ["x", "b"])
+            _ = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "x", kind: "virtual", isWithoutRowID: false, isStrict: false, sql: sql, columns: [], indexes: [], foreignKeys: []))
+        }
+        let index = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "notes_fts", kind: "virtual", isWithoutRowID: false, isStrict: false,
+            sql: "CREATE VIRTUAL TABLE notes_fts USING fts5(title, \"body\" UNINDEXED, content='notes', content_rowid='id')", columns: [], indexes: [], foreignKeys: []))
+        #expect(index?.columns == ["title", "body"] && index?.content == "notes")
     }
 }
 
