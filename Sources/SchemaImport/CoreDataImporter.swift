@@ -95,6 +95,8 @@ public enum CoreDataImporter {
             didSet { positions = Dictionary(entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first }) }
         }
         var findings: [ImportFinding] = []
+        /// `<composite>` elements: Core Data's composite attribute types (iOS 17, macOS 14).
+        var composites: [XMLTree.Element] = []
         private var positions: [String: Int] = [:]
 
         init(place: String) { self.place = place }
@@ -181,6 +183,8 @@ public enum CoreDataImporter {
                 model.findings.append(ImportFinding(.warning, at: at(child), "configuration '\(child["name"] ?? "")' not imported: a schema is one store; its entities are imported with the others"))
             case "fetchRequest":
                 model.findings.append(ImportFinding(.warning, at: at(child), "fetch request '\(child["name"] ?? "")' not imported: a schema has no stored queries"))
+            case "composite":
+                model.composites.append(child)
             case "elements":
                 break   // Diagram positions in Xcode's editor: nothing of the model.
             default:

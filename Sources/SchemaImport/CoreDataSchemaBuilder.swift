@@ -25,7 +25,7 @@ extension CoreDataImporter {
         mutating func note(_ element: XMLTree.Element, _ message: String) { findings.append(ImportFinding(.note, at: at(element), message)) }
 
         static let knownEntityAttributes: Set<String> = ["name", "representedClassName", "parentEntity", "isAbstract", "syncable", "codeGenerationType", "elementID", "renamingIdentifier", "versionHashModifier", "customClassName", "className"]
-        static let knownAttributeAttributes: Set<String> = ["name", "optional", "attributeType", "defaultValueString", "defaultDateTimeInterval", "usesScalarValueType", "transient", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion", "indexed", "spotlightIndexingEnabled", "renamingIdentifier", "elementID", "syncable", "valueTransformerName", "customClassName", "versionHashModifier", "attributeValueClassName", "minValueString", "maxValueString", "regularExpressionString", "derived", "derivationExpression", "storedInTruthFile", "allowsCloudEncryption"]
+        static let knownAttributeAttributes: Set<String> = ["name", "optional", "attributeType", "composite", "defaultValueString", "defaultDateTimeInterval", "usesScalarValueType", "transient", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion", "indexed", "spotlightIndexingEnabled", "renamingIdentifier", "elementID", "syncable", "valueTransformerName", "customClassName", "versionHashModifier", "attributeValueClassName", "minValueString", "maxValueString", "regularExpressionString", "derived", "derivationExpression", "storedInTruthFile", "allowsCloudEncryption"]
         static let knownRelationshipAttributes: Set<String> = ["name", "optional", "toMany", "minCount", "maxCount", "deletionRule", "destinationEntity", "inverseName", "inverseEntity", "ordered", "syncable", "renamingIdentifier", "elementID", "transient", "versionHashModifier", "indexed"]
 
         mutating func reportUnknownAttributes(_ element: XMLTree.Element, known: Set<String>, what: String) {
@@ -82,8 +82,34 @@ extension CoreDataImporter {
 
         // MARK: - Building
 
+        /// Composite types by name, as value types: their fields are attributes of the same
+        /// kinds (a composite may nest another).
+        mutating func valueTypes() -> [ImportedValueType] {
+            model.composites.compactMap { composite in
+                guard let name = composite["name"], Naming.isIdentifier(name) else {
+                    warn(composite, "a composite type without an identifier name; not imported")
+                    return nil
+                }
+                let fields = composite.children(named: "attribute").compactMap { element -> ImportedAttribute? in
+                    guard var field = attribute(element, entity: name) else { return nil }
+                    // Fields hold values only: what the schema language cannot say of a field is dropped, with a word.
+                    if field.isUnique || field.isIndexed || field.isSearchable || field.isTransient || field.usesExternalStorage || field.preservesValueOnDeletion {
+                        warn(element, "field '\(name).\(field.name)' of a composite type keeps only its type, optionality and default")
+                    }
+                    field.isUnique = false; field.isIndexed = false; field.isSearchable = false
+                    field.isTransient = false; field.usesExternalStorage = false; field.preservesValueOnDeletion = false
+                    return field
+                }
+                return ImportedValueType(name: name, fields: fields)
+            }
+        }
+
         mutating func build(name: String, version: Int) -> ImportedSchema {
             var schema = ImportedSchema(name: name, version: version)
+            schema.values = valueTypes()
+            if !schema.values.isEmpty {
+                findings.append(ImportFinding(.note, at: model.place, "composite attributes become value types (\(schema.values.map(\.name).joined(separator: ", "))), which the store keeps as JSON in one column; Core Data kept a column per field"))
+            }
             for entity in model.entities {
                 reportUnknownAttributes(entity.element, known: Self.knownEntityAttributes, what: "entity '\(entity.name)'")
                 if entity.isAbstract {
@@ -120,6 +146,7 @@ extension CoreDataImporter {
                     }
                 }
                 resolveIdentifierAttribute(&imported, element: entity.element)
+                resolveKeyPropertyNames(&imported, element: entity.element)
                 // `unique: true` for a constraint of one attribute.
                 imported.uniques = imported.uniques.filter { members in
                     guard members != imported.primaryKey else { return false }
@@ -164,6 +191,20 @@ extension CoreDataImporter {
             warn(element, "'\(entity.name).id' is renamed '\(renamed)' (column id_value): every entity has the implicit key `id`; a required, unique `id` would become the key instead")
         }
 
+        /// Generated code names a to-one relationship's key `<relationship>ID`; an attribute of
+        /// that name (a legacy stored id, say) is renamed so both can exist.
+        mutating func resolveKeyPropertyNames(_ entity: inout ImportedEntity, element: XMLTree.Element) {
+            for relationship in entity.relationships where !relationship.isToMany {
+                let keyName = relationship.name + "ID"
+                guard let position = entity.attributes.firstIndex(where: { $0.name == keyName }) else { continue }
+                let renamed = SwiftNames.unique(keyName + "Value", among: Set(entity.memberNames))
+                entity.attributes[position].name = renamed
+                entity.uniques = entity.uniques.map { $0.map { $0 == keyName ? renamed : $0 } }
+                entity.indexes = entity.indexes.map { $0.map { $0 == keyName ? renamed : $0 } }
+                warn(element, "'\(entity.name).\(keyName)' is renamed '\(renamed)': generated code names the key of relationship '\(relationship.name)' `\(keyName)`")
+            }
+        }
+
         // MARK: - Attributes
 
         /// A member's name and how findings name it (`attribute 'Book.title'`), after reporting
@@ -201,7 +242,8 @@ extension CoreDataImporter {
         mutating func attribute(_ element: XMLTree.Element, entity: String) -> ImportedAttribute? {
             guard let (name, what) = member(element, kind: "attribute", entity: entity, known: Self.knownAttributeAttributes) else { return nil }
             let coreDataType = element["attributeType"] ?? "Undefined"
-            guard let type = Self.schemaType(coreDataType) else {
+            let composite = coreDataType == "Composite" ? element["composite"].flatMap { name in model.composites.contains { $0["name"] == name } ? name : nil } : nil
+            guard let type = composite ?? Self.schemaType(coreDataType) else {
                 warn(element, "\(what) of type '\(coreDataType)' not imported: the schema language has no such type")
                 return nil
             }

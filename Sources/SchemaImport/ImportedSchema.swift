@@ -4,6 +4,8 @@ public struct ImportedSchema: Sendable, Equatable {
     public var name: String
     public var version: Int
     public var doc: String?
+    /// Value types (stored as JSON): Core Data's composite attributes.
+    public var values: [ImportedValueType] = []
     public var entities: [ImportedEntity]
 
     public init(name: String, version: Int = 1, doc: String? = nil, entities: [ImportedEntity] = []) {
@@ -14,6 +16,16 @@ public struct ImportedSchema: Sendable, Equatable {
     }
 
     public func entity(named name: String) -> ImportedEntity? { entities.first { $0.name == name } }
+}
+
+public struct ImportedValueType: Sendable, Equatable {
+    public var name: String
+    public var fields: [ImportedAttribute]
+
+    public init(name: String, fields: [ImportedAttribute]) {
+        self.name = name
+        self.fields = fields
+    }
 }
 
 public struct ImportedEntity: Sendable, Equatable {

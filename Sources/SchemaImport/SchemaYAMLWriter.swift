@@ -12,6 +12,23 @@ public enum SchemaYAMLWriter {
         out += "schema: \(scalar(schema.name))\n"
         out += "version: \(schema.version)\n"
         if let doc = schema.doc { out += "doc: \(quoted(doc))\n" }
+        if !schema.values.isEmpty {
+            out += "values:\n"
+            for value in schema.values {
+                out += "  \(scalar(value.name)):\n    fields:\n"
+                for field in value.fields {
+                    var options = ["type: \(scalar(field.type))"]
+                    if field.isOptional { options.append("optional: true") }
+                    if let value = field.defaultValue {
+                        switch value {
+                        case .text(let text): options.append("default: \(quotedIfNeeded(text))")
+                        case .plain(let text): options.append("default: \(text)")
+                        }
+                    }
+                    out += "      \(scalar(field.name)): {\(options.joined(separator: ", "))}\n"
+                }
+            }
+        }
         out += "entities:\n"
         if schema.entities.isEmpty { out.removeLast(); out += " {}\n" }
         for entity in schema.entities {

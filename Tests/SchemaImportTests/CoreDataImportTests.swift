@@ -56,6 +56,9 @@ import TestSupport
         let writer = try #require(schema.entity(named: "Writer"))
         #expect(writer.relationships.first.map { "\($0.deleteRule) \($0.minCount ?? 0)" } == "cascade 1")
         #expect(writer.attributes.first { $0.name == "name" }?.isIndexed == true)
+        // A composite attribute (iOS 17) becomes a value type.
+        #expect(writer.attributes.first { $0.name == "address" }.map { "\($0.type) \($0.isOptional)" } == "Address true")
+        #expect(schema.values.map { "\($0.name): " + $0.fields.map { "\($0.name) \($0.type)\($0.isOptional ? "?" : "")" }.joined(separator: ", ") } == ["Address: street String, city String?, postalCode Int32?"])
 
         // What does not map is reported at its element.
         let place = "Library.xcdatamodeld/Library 3.xcdatamodel/contents"
@@ -64,9 +67,9 @@ import TestSupport
             "\(place):25:9: warning: fetched property 'sequels' of 'Book' not imported",
             "\(place):45:13: warning: fetch index 'byLocation' of 'Book' not imported",
             "\(place):62:9: note: user info of 'Tag' not imported",
-            "\(place):71:13: warning: fetch index 'byName' of 'Writer' imported without its descending order",
-            "\(place):74:5: warning: configuration 'Cloud' not imported",
-            "\(place):78:5: warning: unknown element <futureElement> not imported",
+            "\(place):72:13: warning: fetch index 'byName' of 'Writer' imported without its descending order",
+            "\(place):75:5: warning: configuration 'Cloud' not imported",
+            "\(place):84:5: warning: unknown element <futureElement> not imported",
             "note: abstract entity 'Item' has no table of its own; its members are copied into 'Book'",
             "warning: attribute 'Book.metadata' is Transformable ([String: String]), stored through NSSecureUnarchiveFromData",
             "note: 'Review.id' is required and unique, so it becomes the primary key",
@@ -165,6 +168,22 @@ import TestSupport
         #expect(messages.contains("relationship 'Shape.canvas' is inherited by several entities"))
         #expect(messages.contains("relationship 'Canvas.shapes' points at abstract entity 'Shape', whose objects are of several entities (Circle, Square)"))
         #expect(!validated(schema).diagnostics.contains { $0.severity == .error }, "\(validated(schema).diagnostics)")
+    }
+
+    /// Names generated code takes for itself: an attribute `id`, and `<relationship>ID`.
+    @Test func attributesNamedLikeGeneratedPropertiesAreRenamed() throws {
+        let url = try bundle(["Model": Self.model("""
+            <entity name="Post"><attribute name="id" optional="YES" attributeType="UUID"/><attribute name="authorID" optional="YES" attributeType="Integer 64"/>
+                <relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Person" inverseName="posts" inverseEntity="Person"/>
+                <uniquenessConstraints><uniquenessConstraint><constraint value="authorID"/></uniquenessConstraint></uniquenessConstraints></entity>
+            <entity name="Person"><attribute name="name" attributeType="String"/>
+                <relationship name="posts" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Post" inverseName="author" inverseEntity="Post"/></entity>
+            """)])
+        let version = try #require(try CoreDataImporter.importBundle(at: url.path, history: false).first)
+        let post = try #require(version.result.schema.entity(named: "Post"))
+        #expect(post.attributes.map(\.name) == ["identifier", "authorIDValue"])
+        #expect(post.attributes.first?.column == "id_value" && post.attributes.last?.isUnique == true)
+        #expect(validated(version.result.schema).diagnostics.isEmpty, "\(validated(version.result.schema).diagnostics)")
     }
 
     @Test func brokenBundlesGetAClearErrorAndExitStatus() throws {
