@@ -16,6 +16,8 @@ public enum SQLiteImporter {
                 throw ImportError(at: path, "no such file")
             }
             let connection = try SQLiteConnection(path: path, readOnly: true)
+            // An app may be writing to it: wait for its lock a while rather than fail at once.
+            connection.setBusyTimeout(milliseconds: 5000)
             catalogue = try SQLiteCatalogue.read(connection)
         } catch let error as ImportError {
             throw error

@@ -1,3 +1,4 @@
+import Foundation
 import SchemaKit
 
 /// Swift-style names for things named by databases and model files, which use any spelling:
@@ -7,7 +8,10 @@ enum SwiftNames {
     static func words(_ name: String) -> [String] {
         var words: [String] = []
         var current = ""
-        let characters = Array(name)
+        // Spelled in ASCII letters (ICU's Any-Latin and Latin-ASCII): `Straße` -> `Strasse`,
+        // `имя` -> `ima`, `名前` -> `ming qian`. The `table:`/`column:` override keeps the real name.
+        let ascii = name.utf8.allSatisfy { $0 < 0x80 } ? name : (name.applyingTransform(StringTransform("Any-Latin; Latin-ASCII"), reverse: false) ?? name)
+        let characters = Array(ascii)
         for (index, character) in characters.enumerated() {
             guard character.isASCII, character.isLetter || character.isNumber else {
                 if !current.isEmpty { words.append(current); current = "" }

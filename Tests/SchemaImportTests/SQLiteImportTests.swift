@@ -280,6 +280,19 @@ import TestSupport
         #expect(try triggers(fresh) == triggers(original))
     }
 
+    @Test func namesInOtherScriptsAndAccentsBecomeIdentifiers() throws {
+        let folder = temporaryFolder()
+        let database = folder.appendingPathComponent("names.db").path
+        try SQLiteConnection(path: database).execute("""
+            CREATE TABLE "Künstler" (id INTEGER PRIMARY KEY, "Straße" TEXT, "Größe" REAL, "名前" TEXT, "имя" TEXT);
+            """)
+        let result = try SQLiteImporter.importDatabase(at: database)
+        let entity = try #require(result.schema.entities.first)
+        #expect(entity.name == "Kunstler" && entity.table == "Künstler")
+        #expect(entity.attributes.map { "\($0.name) \($0.column ?? "")" } == ["strasse Straße", "grosse Größe", "mingQian 名前", "ima имя"])
+        #expect(validated(SchemaYAMLWriter.yaml(result.schema)).diagnostics.isEmpty, "\(validated(SchemaYAMLWriter.yaml(result.schema)).diagnostics)")
+    }
+
     @Test func badInputGetsAClearErrorAndAnExitStatus() throws {
         let folder = temporaryFolder()
         let text = folder.appendingPathComponent("notes.txt")
