@@ -60,17 +60,5 @@ public enum DotWriter {
     }
 
     /// Text inside an HTML-like label.
-    static func html(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    static func html(_ text: String) -> String { HTMLText.escape(text) }
 }

@@ -253,21 +253,7 @@ public enum Site {
         return out + "</section>\n"
     }
 
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    static func escape(_ text: String) -> String { HTMLText.escape(text) }
 
     // MARK: - Assets
 

@@ -40,17 +40,7 @@ import TestSupport
         """
 
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
-        process.currentDirectoryURL = folder
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try runProgram(executable, arguments, in: folder)
     }
 
     static func write(_ text: String, to path: String) throws {

@@ -127,3 +127,19 @@ public struct BuiltTool: Sendable {
         }
     }
 }
+
+/// Runs a program found on the PATH (`swift`, or a path) in `folder`; its exit status and its
+/// standard output and error together.
+public func runProgram(_ executable: String, _ arguments: [String], in folder: URL) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [executable] + arguments
+    process.currentDirectoryURL = folder
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
