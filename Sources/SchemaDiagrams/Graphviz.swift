@@ -18,7 +18,33 @@ public enum Graphviz {
 
     public static let installAdvice = "Graphviz's `dot` is not installed: install it with `sudo apt-get install graphviz` (Debian, Ubuntu) or `brew install graphviz`, or use --format mermaid or dot"
 
-    public static func svg(fromDot dot: String, executable: String? = Graphviz.executable()) throws(Failure) -> String {
+    /// Above this many entities `dot` can take minutes (its layout grows much faster than the
+    /// graph), so `docs --layout auto` draws the plain layout instead.
+    public static let comfortableEntityCount = 80
+
+    /// Collects a pipe's bytes on a thread of its own, so neither pipe can fill and stall `dot`.
+    private final class Drain: @unchecked Sendable {
+        private let handle: FileHandle
+        private var data = Data()
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ handle: FileHandle) {
+            self.handle = handle
+            Thread { [self] in
+                data = handle.readDataToEndOfFile()
+                done.signal()
+            }.start()
+        }
+
+        func bytes() -> Data {
+            done.wait()
+            return data
+        }
+    }
+
+    /// The SVG, or a failure: `dot` missing, failing, or still running after `timeout` seconds
+    /// (then it is stopped).
+    public static func svg(fromDot dot: String, executable: String? = Graphviz.executable(), timeout: TimeInterval = 120) throws(Failure) -> String {
         guard let executable else { throw Failure(message: installAdvice) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -28,18 +54,28 @@ public enum Graphviz {
         process.standardOutput = output
         process.standardError = error
         do { try process.run() } catch { throw Failure(message: "cannot run \(executable): \(error.localizedDescription)") }
-        // Write and read on separate threads: a large diagram fills a pipe either way.
-        let writer = Thread {
-            input.fileHandleForWriting.write(Data(dot.utf8))
+        let svg = Drain(output.fileHandleForReading), messages = Drain(error.fileHandleForReading)
+        let text = Data(dot.utf8)
+        Thread {
+            try? input.fileHandleForWriting.write(contentsOf: text)
             try? input.fileHandleForWriting.close()
+        }.start()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            let grace = Date().addingTimeInterval(2)
+            while process.isRunning, Date() < grace { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            let seconds = timeout.rounded() == timeout ? String(Int(timeout)) : String(timeout)
+            throw Failure(message: "dot was still laying out the diagram after \(seconds) s and was stopped; draw part of the schema with --entity NAME --depth N, or use --format mermaid")
         }
-        writer.start()
-        let svg = output.fileHandleForReading.readDataToEndOfFile()
-        let messages = error.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let result = svg.bytes(), stderr = messages.bytes()
         guard process.terminationStatus == 0 else {
-            throw Failure(message: "dot failed (status \(process.terminationStatus)): \(String(decoding: messages, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
+            throw Failure(message: "dot failed (status \(process.terminationStatus)): \(String(decoding: stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))")
         }
-        return String(decoding: svg, as: UTF8.self)
+        return String(decoding: result, as: UTF8.self)
     }
 }

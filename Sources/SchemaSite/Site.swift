@@ -105,15 +105,17 @@ public enum Site {
         case .graphviz:
             guard Graphviz.executable() != nil else { throw Failure(description: Graphviz.installAdvice.replacingOccurrences(of: "--format mermaid or dot", with: "--layout plain")) }
             useGraphviz = true
-        case .auto: useGraphviz = Graphviz.executable() != nil
+        case .auto: useGraphviz = Graphviz.executable() != nil && model.boxes.count <= Graphviz.comfortableEntityCount
         }
         guard useGraphviz else { return SVGLayout.svg(model, link: link) }
         do {
-            let svg = try Graphviz.svg(fromDot: DotWriter.diagram(model, link: link))
+            let svg = try Graphviz.svg(fromDot: DotWriter.diagram(model, link: link), timeout: layout == .auto ? 30 : 120)
             // Inline: the XML declaration, DOCTYPE and comments before <svg> do not belong in HTML.
             guard let start = svg.range(of: "<svg") else { return SVGLayout.svg(model, link: link) }
             return String(svg[start.lowerBound...])
         } catch {
+            // Asked for Graphviz, it must work; left to choose, the plain layout always does.
+            if layout == .auto { return SVGLayout.svg(model, link: link) }
             throw Failure(description: "\(error)")
         }
     }

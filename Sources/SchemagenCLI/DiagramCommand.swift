@@ -25,6 +25,7 @@ public enum DiagramCommand: Command {
             .value("entity", valueName: "name", help: "Draw only this entity and its neighbours."),
             .value("depth", valueName: "n", help: "With --entity: how many relationships away to go.", defaultValue: "1"),
             .flag("check", help: "Write nothing; fail if the output file is out of date."),
+            .value("timeout", valueName: "seconds", help: "With --format svg: stop dot after this long.", defaultValue: "120"),
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -61,7 +62,8 @@ public enum DiagramCommand: Command {
             switch format {
             case "dot": text += DotWriter.diagram(model)
             case "svg":
-                do { text += try Graphviz.svg(fromDot: DotWriter.diagram(model)) } catch {
+                let timeout = Double(arguments.value("timeout") ?? "120") ?? 120
+                do { text += try Graphviz.svg(fromDot: DotWriter.diagram(model), timeout: timeout) } catch {
                     io.writeError("schemagen: error: \(error)\n")
                     return .usageOrIO
                 }

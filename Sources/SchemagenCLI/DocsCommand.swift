@@ -9,8 +9,9 @@ public enum DocsCommand: Command {
         abstract: "Write a static, browsable site of the schemas: diagrams, entities, types and migrations.",
         discussion: """
             The site is plain HTML and CSS with one small script for its search box; it needs no
-            server and loads nothing from a network. Diagrams are SVG: from Graphviz when `dot` is
-            installed (--layout auto), else a plain grid layout of the toolkit's own. Exit status:
+            server and loads nothing from a network. Diagrams are SVG: with --layout auto (the
+            default), from Graphviz when `dot` is installed and the schema has at most 80 entities
+            (and dot finishes within 30 s), else a plain grid layout of the toolkit's own. Exit status:
             0 written, 1 invalid schema, 2 usage or I/O error, or --layout graphviz without Graphviz.
             """,
         options: [

@@ -132,6 +132,37 @@ import TestSupport
         #expect(neighbourhood.status == 0 && !neighbourhood.output.contains("\"Airport\""))
     }
 
+    /// `count` entities in a ring, each also linked to a far-away friend: a graph Graphviz takes
+    /// seconds to lay out.
+    static func ring(_ count: Int) -> String {
+        let friend = { (index: Int) in (index * 37 + 11) % count }
+        var friendOf = Array(repeating: 0, count: count)
+        for index in 0..<count { friendOf[friend(index)] = index }
+        var yaml = "schema: Ring\nversion: 1\nentities:\n"
+        for index in 0..<count {
+            yaml += "  Node\(index):\n    attributes: {name: String, size: Int?, note: String?}\n    relationships:\n"
+            yaml += "      next: {to: Node\((index + 1) % count)?, inverse: previous}\n      previous: {to: \"[Node\((index + count - 1) % count)]\", inverse: next}\n"
+            yaml += "      friend: {to: Node\(friend(index))?, inverse: friendOf}\n      friendOf: {to: \"[Node\(friendOf[index])]\", inverse: friend}\n"
+        }
+        return yaml
+    }
+
+    /// Graphviz's layout grows much faster than the schema: a large one is stopped with advice,
+    /// and the site draws it with the plain layout instead.
+    @Test(.enabled(if: Graphviz.executable() != nil, "SKIPPED: Graphviz's dot is not installed; `sh .ci/install-deps --tests` installs it"))
+    func largeSchemasDoNotWaitOnGraphviz() throws {
+        let folder = temporaryFolder()
+        let schema = folder.appendingPathComponent("Ring.yaml")
+        try Self.ring(600).write(to: schema, atomically: true, encoding: .utf8)
+        let started = Date()
+        let svg = try Self.schemagen.run(["diagram", "-s", schema.path, "--format", "svg", "--timeout", "0.5"])
+        #expect(svg.status == 2 && svg.error.contains("dot was still laying out the diagram after 0.5 s and was stopped; draw part of the schema with --entity NAME --depth N"), "\(svg.error)")
+        #expect(Date().timeIntervalSince(started) < 20)
+        let site = try Self.schemagen.run(["docs", "-s", schema.path, "-o", folder.appendingPathComponent("site").path, "-m", folder.appendingPathComponent("Migrations").path])
+        #expect(site.status == 0, "\(site.error)")
+        #expect(try String(contentsOf: folder.appendingPathComponent("site/Ring.html"), encoding: .utf8).contains("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\""), "more than 80 entities: the plain layout")
+    }
+
     /// The README shows the Flights diagram; CI (and this test) keep it current.
     @Test func theReadmeDiagramIsCurrent() throws {
         let run = try Self.schemagen.run(["diagram", "-s", "Schemas/Flights.yaml", "-o", "README.md", "--check"])
