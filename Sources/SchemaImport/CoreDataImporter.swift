@@ -118,6 +118,10 @@ public enum CoreDataImporter {
     static func readModel(_ file: URL, place: String) throws(ImportError) -> ParsedModel {
         let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
         guard let size = attributes?[.size] as? NSNumber else {
+            let folder = file.deletingLastPathComponent()
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent("elements").path) {
+                throw ImportError(at: place, "this version is in Xcode 3's format (binary elements and layout archives, no contents file); open the model in a current Xcode and save it, which writes contents")
+            }
             throw ImportError(at: place, "cannot read the model file (every .xcdatamodel folder holds one named contents)")
         }
         guard size.intValue <= maximumContentsSize else {

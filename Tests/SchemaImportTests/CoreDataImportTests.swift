@@ -196,6 +196,9 @@ import TestSupport
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         let noContents = temporaryFolder().appendingPathComponent("Bare.xcdatamodeld/Bare.xcdatamodel")
         try FileManager.default.createDirectory(at: noContents, withIntermediateDirectories: true)
+        let xcode3 = temporaryFolder().appendingPathComponent("Old.xcdatamodeld/Old.xcdatamodel")
+        try FileManager.default.createDirectory(at: xcode3, withIntermediateDirectories: true)
+        try Data([0x62, 0x70, 0x6C, 0x69, 0x73, 0x74]).write(to: xcode3.appendingPathComponent("elements"))
         let file = temporaryFolder().appendingPathComponent("model.xml")
         try Data(good.utf8).write(to: file)
 
@@ -207,6 +210,7 @@ import TestSupport
             (wrongCurrent.path, 1, "Model.xcdatamodeld/.xccurrentversion: error: names the version 'Model 7.xcdatamodel', which the bundle does not hold"),
             (empty.path, 1, "error: not a Core Data model bundle: it holds no .xcdatamodel version folder"),
             (noContents.deletingLastPathComponent().path, 1, "Bare.xcdatamodeld/Bare.xcdatamodel/contents: error: cannot read the model file"),
+            (xcode3.deletingLastPathComponent().path, 1, "Old.xcdatamodeld/Old.xcdatamodel/contents: error: this version is in Xcode 3's format"),
             (file.path, 2, "error: not a folder; a model bundle (.xcdatamodeld) is a folder"),
             (file.path + ".missing", 2, "error: cannot read it"),
         ]
