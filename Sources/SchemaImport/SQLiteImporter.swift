@@ -77,8 +77,9 @@ public enum SQLiteImporter {
 
         mutating func build() {
             let fullText = catalogue.tables.compactMap(FullTextIndex.init)
+            let importedFullText = Set(fullText.filter { importedTable[$0.content.lowercased()] != nil }.map(\.name))
             for table in catalogue.tables {
-                if table.kind == "virtual", !fullText.contains(where: { $0.name == table.name && importedTable[$0.content.lowercased()] != nil }) {
+                if table.kind == "virtual", !importedFullText.contains(table.name) {
                     warn(table.name, "virtual table not imported: the schema language has no virtual tables (declare `searchable` attributes for full-text search)", sql: table.sql)
                 } else if ownTables.contains(table.name) {
                     note(table.name, "schemagen's own bookkeeping table, not imported")
@@ -93,9 +94,8 @@ public enum SQLiteImporter {
             }
             for other in catalogue.others where !(other.type == "trigger" && ownTables.contains(other.table)) {
                 // Triggers that keep an imported full-text index in step: the schema writes its own.
-                if other.type == "trigger", let sql = other.sql, fullText.contains(where: { index in
-                    importedTable[index.content.lowercased()] != nil && SQLScanner.tokens(sql).contains { SQLScanner.unquoted($0) == index.name }
-                }) {
+                if other.type == "trigger", !importedFullText.isEmpty, let sql = other.sql,
+                   SQLScanner.tokens(sql).contains(where: { ($0.kind == .word || $0.kind == .quotedName) && importedFullText.contains(SQLScanner.unquoted($0)) }) {
                     findings.append(ImportFinding(.note, at: "\(file): trigger \"\(other.name)\"", "keeps a full-text index in step; not imported, since `searchable` attributes come with triggers of their own"))
                     continue
                 }
@@ -621,9 +621,14 @@ public enum SQLiteImporter {
 
         /// `CURRENT_TIMESTAMP`, `datetime('now')`, `strftime('...', 'now')`, with or without parentheses.
         static func isCurrentTime(_ sql: String) -> Bool {
-            let upper = sql.uppercased().filter { !$0.isWhitespace }.trimmingCharacters(in: CharacterSet(charactersIn: "()"))
-            if ["CURRENT_TIMESTAMP", "CURRENT_DATE"].contains(upper) { return true }
-            return (upper.hasPrefix("DATETIME(") || upper.hasPrefix("STRFTIME(") || upper.hasPrefix("DATE(")) && upper.hasSuffix("'NOW'")
+            // On bytes: this runs for every column default of a large database.
+            var bytes = sql.utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
+            while bytes.first == UInt8(ascii: "("), bytes.last == UInt8(ascii: ")") { bytes.removeFirst(); bytes.removeLast() }
+            func starts(_ prefix: StaticString) -> Bool { bytes.starts(with: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)) }
+            if bytes.elementsEqual("CURRENT_TIMESTAMP".utf8) || bytes.elementsEqual("CURRENT_DATE".utf8) { return true }
+            // `strftime('%Y-...', 'now')`: the last argument, before the closing parenthesis.
+            while bytes.last == UInt8(ascii: ")") { bytes.removeLast() }
+            return (starts("DATETIME(") || starts("STRFTIME(") || starts("DATE(")) && bytes.reversed().starts(with: "'WON'".utf8)
         }
 
         /// A version-4 UUID built from `randomblob`, as schemagen's `uuid` default writes it.
