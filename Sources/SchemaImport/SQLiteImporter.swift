@@ -4,8 +4,16 @@ import SchemaKit
 
 /// `schemagen import sqlite`: a schema from an existing database's catalogue.
 public enum SQLiteImporter {
-    /// Tables of schemagen's own: the migration history and the runtime store's bookkeeping.
-    static let ownTables: Set<String> = ["schemagen_migrations", "schemagen_history", "schemagen_history_tokens"]
+    /// Tables of schemagen's own (the migration history, the runtime store's history and
+    /// bookkeeping) all start with this.
+    static let ownTablePrefix = "schemagen_"
+
+    static func isOwn(_ table: String) -> Bool { table.lowercased().hasPrefix(ownTablePrefix) }
+
+    /// Tables that become entities: not SQLite's own, not schemagen's, not virtual or shadow.
+    static func isImportable(_ table: SQLiteCatalogue.Table) -> Bool {
+        table.kind == "table" && !table.name.lowercased().hasPrefix("sqlite_") && !isOwn(table.name)
+    }
 
     /// Opens the file read-only and imports it. Nothing is written to it.
     public static func importDatabase(at path: String, name: String? = nil) throws(ImportError) -> ImportResult {
@@ -29,7 +37,7 @@ public enum SQLiteImporter {
         } catch {
             throw ImportError(at: path, "cannot read the database: \(error)")
         }
-        guard catalogue.tables.contains(where: { $0.kind == "table" && !$0.name.lowercased().hasPrefix("sqlite_") && !ownTables.contains($0.name) }) else {
+        guard catalogue.tables.contains(where: isImportable) else {
             throw ImportError(at: path, "the database has no tables to import (SQLite takes an empty file for an empty database)")
         }
         let fileName = URL(fileURLWithPath: path).lastPathComponent
@@ -63,7 +71,7 @@ public enum SQLiteImporter {
         init(catalogue: SQLiteCatalogue, file: String) {
             self.catalogue = catalogue
             self.file = file
-            importedTables = catalogue.tables.filter { $0.kind == "table" && !$0.name.lowercased().hasPrefix("sqlite_") && !ownTables.contains($0.name) }
+            importedTables = catalogue.tables.filter(SQLiteImporter.isImportable)
             importedTable = Dictionary(importedTables.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
         }
 
@@ -81,7 +89,7 @@ public enum SQLiteImporter {
             for table in catalogue.tables {
                 if table.kind == "virtual", !importedFullText.contains(table.name) {
                     warn(table.name, "virtual table not imported: the schema language has no virtual tables (declare `searchable` attributes for full-text search)", sql: table.sql)
-                } else if ownTables.contains(table.name) {
+                } else if SQLiteImporter.isOwn(table.name) {
                     note(table.name, "schemagen's own bookkeeping table, not imported")
                 }
             }
@@ -92,7 +100,7 @@ public enum SQLiteImporter {
             if !shadow.isEmpty {
                 note(shadow[0], "shadow tables of virtual tables not imported: \(shadow.joined(separator: ", "))")
             }
-            for other in catalogue.others where !(other.type == "trigger" && ownTables.contains(other.table)) {
+            for other in catalogue.others where !(other.type == "trigger" && SQLiteImporter.isOwn(other.table)) {
                 // Triggers that keep an imported full-text index in step: the schema writes its own.
                 if other.type == "trigger", !importedFullText.isEmpty, let sql = other.sql,
                    SQLScanner.tokens(sql).contains(where: { ($0.kind == .word || $0.kind == .quotedName) && importedFullText.contains(SQLScanner.unquoted($0)) }) {
@@ -269,11 +277,6 @@ public enum SQLiteImporter {
             var relationshipName: String
         }
 
-        /// The target's key columns as the schema will have them: the implicit `id`, or the declared key.
-        func keyColumns(of table: SQLiteCatalogue.Table) -> [String] {
-            table.primaryKey
-        }
-
         /// Whether a table's key is the implicit integer `id` (a rowid alias named `id`).
         static func hasImplicitKey(_ table: SQLiteCatalogue.Table) -> Bool {
             guard table.primaryKey == ["id"], !table.isWithoutRowID, let column = table.column(named: "id") else { return false }
@@ -291,7 +294,7 @@ public enum SQLiteImporter {
                     warn(table.name, "foreign key to \"\(key.table)\", which is not an imported table; its columns are imported as attributes", sql: sql)
                     continue
                 }
-                let targetKey = self.keyColumns(of: target)
+                let targetKey = target.primaryKey
                 let referenced = key.referencedColumns.isEmpty ? targetKey : key.referencedColumns
                 guard !targetKey.isEmpty, referenced.count == key.columns.count,
                       Set(referenced.map { $0.lowercased() }) == Set(targetKey.map { $0.lowercased() }) else {
@@ -402,7 +405,7 @@ public enum SQLiteImporter {
                     warn(table.name, "foreign key (\(link.columns.joined(separator: ", "))) mixes NULL and NOT NULL columns; imported as an optional relationship")
                 }
                 var relationship = ImportedRelationship(name: name, target: entities[targetPosition].name, isToMany: false, isOptional: optional)
-                let targetKey = keyColumns(of: link.targetTable)
+                let targetKey = link.targetTable.primaryKey
                 if link.columns.count == 1, "\(Naming.snakeCase(name))_\(targetKey[0])" != link.columns[0] {
                     relationship.column = link.columns[0]
                 }

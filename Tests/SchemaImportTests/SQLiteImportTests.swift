@@ -2,6 +2,8 @@ import Foundation
 import Diagnostics
 @testable import SchemaImport
 import SchemaKit
+import ExampleModels
+import PersistentStore
 import SchemaMetadata
 import SQLiteKit
 import Testing
@@ -278,6 +280,23 @@ import TestSupport
         // The full-text indexes come back as `searchable`, with their triggers.
         let triggers = { (path: String) in try SQLiteConnection(path: path, readOnly: true).query("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name") }
         #expect(try triggers(fresh) == triggers(original))
+    }
+
+    /// A database the runtime store has used holds its history and bookkeeping tables; they
+    /// are schemagen's, not the app's model.
+    @Test func theStoresOwnTablesAreSkipped() async throws {
+        let path = temporaryFolder().appendingPathComponent("flights.db").path
+        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        try await store.insert(Airport(icao: "KSFO", name: "San Francisco"))
+        let own = try SQLiteConnection(path: path, readOnly: true)
+            .query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'schemagen%' ORDER BY name").compactMap { row -> String? in
+                if case .text(let name) = row[0] { name } else { nil }
+            }
+        #expect(own.count > 1 && own.contains("schemagen_history"), "\(own)")
+        let result = try SQLiteImporter.importDatabase(at: path, name: "Flights")
+        #expect(result.schema.entities.map(\.name) == ["Airport", "Airline", "Flight"])
+        let skipped = result.findings.filter { $0.message.contains("schemagen's own bookkeeping table") }.map(\.place)
+        #expect(skipped.sorted() == own.map { "flights.db: table \"\($0)\"" })
     }
 
     @Test func namesInOtherScriptsAndAccentsBecomeIdentifiers() throws {
