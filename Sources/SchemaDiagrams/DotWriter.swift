@@ -11,11 +11,11 @@ public enum DotWriter {
         out += "    edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\", dir=both];\n"
         for box in model.boxes {
             var label = "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"4\">"
-            label += "<tr><td bgcolor=\"#dbe8f7\" colspan=\"3\"><b>\(html(box.name))</b></td></tr>"
+            label += "<tr><td bgcolor=\"#dbe8f7\" colspan=\"3\"><b>\(HTMLText.escape(box.name))</b></td></tr>"
             for row in box.rows {
                 let keys = [row.isKey ? "PK" : nil, row.isForeignKey ? "FK" : nil, row.isUnique ? "UK" : nil].compactMap { $0 }.joined(separator: " ")
-                let name = row.isKey ? "<u>\(html(row.name))</u>" : html(row.name)
-                label += "<tr><td align=\"left\" port=\(quoted(row.name))>\(name)</td><td align=\"left\">\(html(row.type + (row.isOptional ? "?" : "")))</td><td align=\"left\">\(keys)</td></tr>"
+                let name = row.isKey ? "<u>\(HTMLText.escape(row.name))</u>" : HTMLText.escape(row.name)
+                label += "<tr><td align=\"left\" port=\(quoted(row.name))>\(name)</td><td align=\"left\">\(HTMLText.escape(row.type + (row.isOptional ? "?" : "")))</td><td align=\"left\">\(keys)</td></tr>"
             }
             label += "</table>"
             let url = link.map { ", URL=\(quoted($0(box.name))), target=\"_top\"" } ?? ""
@@ -26,8 +26,8 @@ public enum DotWriter {
             for type in model.types {
                 let header = type.kind == .enumeration ? "enum " : "value "
                 var label = "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">"
-                label += "<tr><td bgcolor=\"\(type.kind == .enumeration ? "#f5ecd7" : "#e3f1e1")\"><i>\(header)</i><b>\(html(type.name))</b></td></tr>"
-                for row in type.rows { label += "<tr><td align=\"left\">\(html(row))</td></tr>" }
+                label += "<tr><td bgcolor=\"\(type.kind == .enumeration ? "#f5ecd7" : "#e3f1e1")\"><i>\(header)</i><b>\(HTMLText.escape(type.name))</b></td></tr>"
+                for row in type.rows { label += "<tr><td align=\"left\">\(HTMLText.escape(row))</td></tr>" }
                 label += "</table>"
                 out += "        \(quoted(type.name)) [label=<\(label)>];\n"
             }
@@ -59,6 +59,4 @@ public enum DotWriter {
         "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 
-    /// Text inside an HTML-like label.
-    static func html(_ text: String) -> String { HTMLText.escape(text) }
 }

@@ -24,7 +24,6 @@ struct XMLTree {
 
         subscript(_ attribute: String) -> String? { attributes[attribute] }
         func children(named name: String) -> [Element] { children.filter { $0.name == name } }
-        func child(named name: String) -> Element? { children.first { $0.name == name } }
         func flag(_ attribute: String) -> Bool { attributes[attribute] == "YES" }
     }
 

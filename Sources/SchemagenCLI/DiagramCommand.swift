@@ -96,7 +96,7 @@ public enum DiagramCommand: Command {
         do {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            io.writeError("\(path): error: cannot write it: \(ImportCommand.describe(error))\n")
+            io.writeError("\(path): error: cannot write it: \(FileError.reason(error))\n")
             return .usageOrIO
         }
         io.writeOutput("wrote \(path)\n")

@@ -42,7 +42,7 @@ public enum DocsCommand: Command {
                 try Data(file.contents.utf8).write(to: URL(fileURLWithPath: output).appendingPathComponent(file.path), options: .atomic)
             }
         } catch {
-            io.writeError("\(output): error: cannot write the site: \(ImportCommand.describe(error))\n")
+            io.writeError("\(output): error: cannot write the site: \(FileError.reason(error))\n")
             return .usageOrIO
         }
         io.writeOutput("wrote \(files.count) files to \(output) (\(schemas.count) schema\(schemas.count == 1 ? "" : "s")); open \(output)/index.html\n")

@@ -77,16 +77,6 @@ public enum ImportCommand: Command {
         return write([Output(result: result, header: header, path: arguments.value("output"))], io: io)
     }
 
-    /// The system's reason (`Not a directory`), not Foundation's generic wrapper.
-    static func describe(_ error: Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
-        return nsError.localizedDescription
-    }
-
     static func importCoreData(_ path: String, arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         guard checkReadable(path, directory: true, io: io) else { return .usageOrIO }
         let history = arguments.flag("history")
@@ -155,7 +145,7 @@ public enum ImportCommand: Command {
                     try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
                     io.writeError("wrote \(path): \(output.result.schema.entities.count) entities, \(output.result.findings.count) findings\n")
                 } catch {
-                    io.writeError("\(path): error: cannot write the schema: \(describe(error))\n")
+                    io.writeError("\(path): error: cannot write the schema: \(FileError.reason(error))\n")
                     return .usageOrIO
                 }
             } else {
