@@ -23,6 +23,23 @@ def median_seconds(action, runs=RUNS, before=None):
     return statistics.median(samples)
 
 
+def write_schema(folder, entity_count):
+    """The generated benchmark schema written to <folder>/Benchmark.yaml; its path."""
+    path = os.path.join(folder, "Benchmark.yaml")
+    with open(path, "w") as file:
+        file.write(generate_schema(entity_count))
+    return path
+
+
+def alternating_medians(ours, theirs, runs=RUNS):
+    """Medians of `ours` and `theirs` timed in alternating rounds (A, B, A, B, ...)."""
+    samples = {"ours": [], "theirs": []}
+    for _ in range(runs):
+        samples["ours"].append(median_seconds(ours, runs=1))
+        samples["theirs"].append(median_seconds(theirs, runs=1))
+    return statistics.median(samples["ours"]), statistics.median(samples["theirs"])
+
+
 def run_checked(arguments):
     result = subprocess.run(arguments, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if result.returncode != 0:

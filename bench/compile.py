@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from common import figure, generate_schema, run_checked
+from common import figure, run_checked, write_schema
 
 ENTITIES = int(os.environ.get("BENCH_COMPILE_ENTITIES", "200"))
 ROUNDS = int(os.environ.get("BENCH_COMPILE_ROUNDS", "3"))
@@ -81,9 +81,7 @@ def build_seconds(package, target, files_folder):
 def main():
     schemagen = sys.argv[1]
     with tempfile.TemporaryDirectory() as folder:
-        schema = os.path.join(folder, "Benchmark.yaml")
-        with open(schema, "w") as file:
-            file.write(generate_schema(ENTITIES))
+        schema = write_schema(folder, ENTITIES)
         package = os.path.join(folder, "package")
         sources = os.path.join(package, "Sources")
         os.makedirs(os.path.join(sources, "Plain"))

@@ -11,16 +11,14 @@ import subprocess
 import sys
 import tempfile
 
-from common import RUNS, figure, generate_schema, median_seconds, run_checked
+from common import RUNS, figure, median_seconds, run_checked, write_schema
 
 
 def main():
     schemagen = sys.argv[1]
     entity_count = int(os.environ.get("BENCH_ENTITIES", "1000"))
     with tempfile.TemporaryDirectory() as folder:
-        schema = os.path.join(folder, "Benchmark.yaml")
-        with open(schema, "w") as file:
-            file.write(generate_schema(entity_count))
+        schema = write_schema(folder, entity_count)
         output = os.path.join(folder, "out")
         # Migrations go to the temporary folder too: the working tree stays as it was.
         migrations = os.path.join(folder, "Migrations")

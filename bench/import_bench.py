@@ -6,13 +6,12 @@ model bundle against Python's C XML parser only parsing its `contents`; and `sch
 diagram` of the 1,000-entity schema against `schemagen validate` of it (the load both share)."""
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
 
-from common import RUNS, figure, generate_schema, median_seconds, run_checked
+from common import RUNS, alternating_medians, figure, median_seconds, run_checked, write_schema
 
 
 def core_data_model(entity_count):
@@ -37,14 +36,6 @@ def core_data_model(entity_count):
     return "\n".join(lines) + "\n"
 
 
-def alternate(ours, theirs):
-    samples = {"ours": [], "theirs": []}
-    for _ in range(RUNS):
-        samples["ours"].append(median_seconds(ours, runs=1))
-        samples["theirs"].append(median_seconds(theirs, runs=1))
-    return statistics.median(samples["ours"]), statistics.median(samples["theirs"])
-
-
 def main():
     schemagen, migrate = sys.argv[1], sys.argv[2]
     sqlite3 = shutil.which("sqlite3")
@@ -52,9 +43,7 @@ def main():
         sys.exit("bench import: the sqlite3 shell is missing (bench/run installs it)")
     count = int(os.environ.get("BENCH_ENTITIES", "1000"))
     with tempfile.TemporaryDirectory() as folder:
-        schema = os.path.join(folder, "Benchmark.yaml")
-        with open(schema, "w") as file:
-            file.write(generate_schema(count))
+        schema = write_schema(folder, count)
         migrations = os.path.join(folder, "Migrations")
         run_checked([schemagen, "generate", "--migrations-only", "--schema", schema, "--migrations", migrations])
         database = os.path.join(folder, "benchmark.sqlite")
@@ -65,7 +54,7 @@ def main():
         def dump():
             subprocess.run([sqlite3, database, ".schema"], stdout=subprocess.DEVNULL, check=True)
         run_checked([schemagen, "import", "sqlite", database, "-o", output])
-        ours, theirs = alternate(lambda: run_checked([schemagen, "import", "sqlite", database, "-o", output]), dump)
+        ours, theirs = alternating_medians(lambda: run_checked([schemagen, "import", "sqlite", database, "-o", output]), dump)
         figure(f"import_sqlite_{tables}_tables", ours, "s", theirs, f"sqlite3_dot_schema_whole_process({theirs:.3f}s)")
 
         bundle = os.path.join(folder, "Model.xcdatamodeld")
@@ -81,7 +70,7 @@ def main():
         figure(f"import_coredata_{count}_entities", ours_cd, "s", parse, f"python_elementtree_parse_only({parse:.3f}s)")
 
         diagram = os.path.join(folder, "diagram.mmd")
-        ours_dg, validate = alternate(lambda: run_checked([schemagen, "diagram", "--schema", schema, "-o", diagram]),
+        ours_dg, validate = alternating_medians(lambda: run_checked([schemagen, "diagram", "--schema", schema, "-o", diagram]),
                                       lambda: run_checked([schemagen, "validate", schema]))
         figure(f"diagram_mermaid_{count}_entities", ours_dg, "s", validate, f"schemagen_validate_same_schema({validate:.3f}s)")
         site = os.path.join(folder, "site")

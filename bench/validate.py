@@ -8,10 +8,9 @@ import resource
 import shutil
 import subprocess
 import sys
-import statistics
 import tempfile
 
-from common import RUNS, figure, generate_schema, median_seconds, run_checked
+from common import RUNS, alternating_medians, figure, median_seconds, run_checked, write_schema
 
 import yaml  # noqa: E402
 
@@ -55,9 +54,7 @@ def main():
     schemagen = sys.argv[1]
     entity_count = int(os.environ.get("BENCH_ENTITIES", "1000"))
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "Benchmark.yaml")
-        with open(path, "w") as file:
-            file.write(generate_schema(entity_count))
+        path = write_schema(folder, entity_count)
         size_mib = os.path.getsize(path) / 1024 / 1024
         with open(path) as file:
             text = file.read()
@@ -66,11 +63,7 @@ def main():
         run_checked([schemagen, "validate", path])  # warm the file cache and the binaries
         run_checked([libyaml, path])
         # Alternating rounds: schemagen, then the C parse.
-        samples = {"ours": [], "c": []}
-        for _ in range(RUNS):
-            samples["ours"].append(median_seconds(lambda: run_checked([schemagen, "validate", path]), runs=1))
-            samples["c"].append(median_seconds(lambda: run_checked([libyaml, path]), runs=1))
-        ours, bare = statistics.median(samples["ours"]), statistics.median(samples["c"])
+        ours, bare = alternating_medians(lambda: run_checked([schemagen, "validate", path]), lambda: run_checked([libyaml, path]))
         theirs = median_seconds(lambda: yaml.load(text, Loader=yaml.CSafeLoader))
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 
