@@ -92,6 +92,7 @@ import TestSupport
         #expect(v3.contains("pageCount: {type: Int32, default: 0, renamedFrom: pages}"), "element ID")
         #expect(v3.contains("label: {type: String, renamedFrom: name}"), "renaming identifier")
         #expect(!v3.contains("renamedFrom: Author"), "a rename is written in the version that makes it only")
+        #expect(v2.contains("subtitle: String?") && !v3.contains("subtitle"), "version 3 drops an attribute")
 
         let chain = folder.appendingPathComponent("chain.db").path
         for version in 1...3 {
@@ -109,6 +110,8 @@ import TestSupport
         let connection = try SQLiteConnection(path: chain, readOnly: true)
         #expect(try connection.query("SELECT name, birth_date FROM writer") == [[.text("Octavia Butler"), .text("1947-09-21T00:00:00.000Z")]])
         #expect(try connection.query("SELECT title, page_count, author_id, edition FROM book") == [[.text("Kindred"), .integer(264), .integer(1), .integer(1)]])
+        #expect(try connection.query("SELECT count(*) FROM pragma_table_info('book') WHERE name = 'subtitle'") == [[.integer(0)]], "dropped in version 3")
+        #expect(try connection.query("SELECT count(*) FROM sqlite_schema WHERE name = 'note'") == [[.integer(0)]], "dropped in version 2")
 
         let fresh = folder.appendingPathComponent("fresh")
         try FileManager.default.createDirectory(at: fresh, withIntermediateDirectories: true)
@@ -135,6 +138,12 @@ import TestSupport
 
     static func model(_ entities: String) -> String {
         "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<model type=\"com.apple.IDECoreDataModeler.DataModel\" documentVersion=\"1.0\">\n\(entities)\n</model>\n"
+    }
+
+    @Test func outputIsDeterministic() throws {
+        let first = try CoreDataImporter.importBundle(at: Self.bundle, history: true).map { SchemaYAMLWriter.yaml($0.result.schema) }
+        let second = try CoreDataImporter.importBundle(at: Self.bundle, history: true).map { SchemaYAMLWriter.yaml($0.result.schema) }
+        #expect(first == second && first.count == 3)
     }
 
     @Test func versionsFollowXcodesOrderAndTheCurrentOneIsNamed() throws {

@@ -75,6 +75,24 @@ import TestSupport
         #expect(result.findings.last?.source == "CHECK (length(email) > 3)")
     }
 
+    /// The declared-type table of docs/import.md, row by row, with SQLite's own traps.
+    @Test func declaredTypesMapByAffinity() {
+        let expected: [(String, String)] = [
+            ("INTEGER", "Int"), ("BIGINT", "Int"), ("UNSIGNED BIG INT", "Int"), ("INT2", "Int"), ("FLOATING POINT", "Int"), ("POINT", "Int"),
+            ("NVARCHAR(120)", "String"), ("VARCHAR(8)", "String"), ("CLOB", "String"), ("TEXT", "String"), ("CHARACTER(20)", "String"), ("STRING", "String"),
+            ("BLOB", "Data"), ("", "Data"), ("ANY", "Data"),
+            ("REAL", "Double"), ("DOUBLE PRECISION", "Double"), ("FLOAT", "Double"),
+            ("NUMERIC(10,2)", "Decimal"), ("DECIMAL(10,5)", "Decimal"), ("MONEY", "Decimal"),
+            ("BOOLEAN", "Bool"), ("bool", "Bool"), ("DATE", "Date"), ("DATETIME", "Date"), ("TIMESTAMP", "Date"), ("UUID", "UUID"),
+        ]
+        for (declared, type) in expected {
+            #expect(SQLiteTypeMapping.schemaType(forDeclared: declared).type == type, "\(declared)")
+        }
+        #expect(SQLiteTypeMapping.affinity(of: "FLOATING POINT") == "INTEGER" && SQLiteTypeMapping.affinity(of: "STRING") == "NUMERIC")
+        #expect(SQLiteTypeMapping.schemaType(forDeclared: "INTEGER").remark == nil)
+        #expect(SQLiteTypeMapping.schemaType(forDeclared: "POINT").remark != nil && SQLiteTypeMapping.schemaType(forDeclared: "STRING").remark != nil)
+    }
+
     @Test func outputIsDeterministic() throws {
         let first = try imported("music-store.sql")
         let second = try imported("music-store.sql")
