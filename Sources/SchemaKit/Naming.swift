@@ -50,24 +50,33 @@ public enum Naming {
     }
 
     /// The same rules as `snakeCase` on bytes, for the ASCII names schemas almost always use.
+    /// A name without capitals is already its own snake case and is returned as it is.
     private static func asciiSnakeCase(_ name: String) -> String {
-        let bytes = Array(name.utf8)
         func isUpper(_ b: UInt8) -> Bool { b >= 65 && b <= 90 }
         func isLower(_ b: UInt8) -> Bool { b >= 97 && b <= 122 }
         func isDigit(_ b: UInt8) -> Bool { b >= 48 && b <= 57 }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + 4)
-        for (index, byte) in bytes.enumerated() {
-            if isUpper(byte), index > 0 {
-                let previous = bytes[index - 1]
-                let nextIsLower = index + 1 < bytes.count && isLower(bytes[index + 1])
-                if isLower(previous) || isDigit(previous) || (isUpper(previous) && nextIsLower) {
-                    out.append(UInt8(ascii: "_"))
+        guard name.utf8.contains(where: isUpper) else { return name }
+        var name = name
+        return name.withUTF8 { bytes in
+            // Each capital adds at most one underscore.
+            String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+                var count = 0
+                for index in bytes.indices {
+                    let byte = bytes[index]
+                    if isUpper(byte), index > 0 {
+                        let previous = bytes[index - 1]
+                        let nextIsLower = index + 1 < bytes.count && isLower(bytes[index + 1])
+                        if isLower(previous) || isDigit(previous) || (isUpper(previous) && nextIsLower) {
+                            out[count] = UInt8(ascii: "_")
+                            count += 1
+                        }
+                    }
+                    out[count] = isUpper(byte) ? byte + 32 : byte
+                    count += 1
                 }
+                return count
             }
-            out.append(isUpper(byte) ? byte + 32 : byte)
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// PostgreSQL truncates identifiers longer than this many bytes.

@@ -48,6 +48,12 @@ public enum ScalarType: String, Sendable, Hashable, CaseIterable {
     case url = "URL"
     case decimal = "Decimal"
 
+    /// The type a schema names, by a table lookup (the synthesized `init(rawValue:)` compares
+    /// the name with each case in turn, and every attribute's type is looked up).
+    public static func named(_ name: String) -> ScalarType? { byName[name] }
+
+    private static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
+
     /// The range of an integer type, or nil for other types.
     public var integerRange: ClosedRange<Int64>? {
         switch self {

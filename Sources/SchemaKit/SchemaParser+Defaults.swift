@@ -3,7 +3,7 @@ import YAMLReader
 
 /// Checks `default:` literals against their type; a default that does not fit is an error.
 extension SchemaParser {
-    mutating func checkDefault(_ node: YAMLNode, type: AttributeType, isOptional: Bool, what: String) -> DefaultValue? {
+    mutating func checkDefault(_ node: YAMLNode, type: AttributeType, isOptional: Bool, what: some CustomStringConvertible) -> DefaultValue? {
         if node.isNull {
             guard isOptional else {
                 error(.invalidDefault, "\(what) is not optional, so its default cannot be null", at: node)
@@ -14,7 +14,7 @@ extension SchemaParser {
         return checkValue(node, type: type, what: what)
     }
 
-    private mutating func checkValue(_ node: YAMLNode, type: AttributeType, what: String) -> DefaultValue? {
+    private mutating func checkValue(_ node: YAMLNode, type: AttributeType, what: some CustomStringConvertible) -> DefaultValue? {
         func mismatch(_ expected: String, _ parser: inout SchemaParser) -> DefaultValue? {
             let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
             parser.error(.invalidDefault, "the default of \(what) must be \(expected), found \(found)", at: node)

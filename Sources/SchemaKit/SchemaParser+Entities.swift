@@ -49,7 +49,7 @@ extension SchemaParser {
         }
         // Only when nothing was written for them: a misspelt or malformed key was reported already.
         let wroteMembers = (pair.value.pairs ?? []).contains { ["attributes", "relationships"].contains($0.key.scalarText ?? "") }
-        let allKeysKnown = (pair.value.pairs?.count ?? 0) == keyed.entries.count
+        let allKeysKnown = (pair.value.pairs?.count ?? 0) == keyed.knownKeyCount
         if attributes.isEmpty, relationships.isEmpty, !wroteMembers, allKeysKnown {
             warning(.emptyEntity, "\(what) has no attributes and no relationships", at: pair.key)
         }
@@ -79,13 +79,13 @@ extension SchemaParser {
 
     private mutating func parseAttribute(_ pair: YAMLPair, entity: String) -> Parsed<Attribute>? {
         let name = checkName(pair.key, kind: "attribute", isType: false)
-        let what = "attribute '\(name)'"
+        let what = Subject("attribute", name)
         guard let (options, typeNode) = shorthandOrOptions(pair.value, mainKey: "type", allowed: Self.attributeKeys, what: what) else { return nil }
         guard let typeNode else {
             error(.missingKey, "\(what) of entity '\(entity)' has no 'type'", at: pair.key)
             return nil
         }
-        guard let (type, optionalFromType) = resolveType(typeNode, what: "\(what) of entity '\(entity)'", allowEntities: true) else { return nil }
+        guard let (type, optionalFromType) = resolveType(typeNode, what: Subject("attribute", name, of: entity), allowEntities: true) else { return nil }
         let isOptional = optionality(options, fromType: optionalFromType, what: what)
         let encryptionMode = encryption(options, what: what)
         var attribute = Attribute(
@@ -115,7 +115,7 @@ extension SchemaParser {
     enum Encryption { case randomized, deterministic }
 
     /// `encrypt: true` (randomized), `encrypt: deterministic`, or nothing.
-    mutating func encryption(_ keyed: Keyed, what: String) -> Encryption? {
+    mutating func encryption(_ keyed: Keyed, what: some CustomStringConvertible) -> Encryption? {
         guard let node = keyed["encrypt"] else { return nil }
         if node.scalarText == "deterministic" { return .deterministic }
         if node.boolValue == nil {
@@ -129,7 +129,7 @@ extension SchemaParser {
     /// Options that make no sense together, or on this type.
     private mutating func checkAttributeOptions(_ parsed: Parsed<Attribute>) {
         let a = parsed.model
-        let what = "attribute '\(a.name)'"
+        let what = Subject("attribute", a.name)
         func conflict(_ first: String, _ second: String, _ why: String, _ parser: inout SchemaParser) {
             parser.error(.conflictingOptions, "\(what) cannot be both \(first) and \(second): \(why)", at: parsed.options.keyNode(second) ?? parsed.nameNode)
         }
@@ -197,7 +197,7 @@ extension SchemaParser {
 
     private mutating func parseRelationship(_ pair: YAMLPair, entity: String) -> Parsed<Relationship>? {
         let name = checkName(pair.key, kind: "relationship", isType: false)
-        let what = "relationship '\(name)'"
+        let what = Subject("relationship", name)
         guard let (options, targetNode) = shorthandOrOptions(pair.value, mainKey: "to", allowed: Self.relationshipKeys, what: what) else { return nil }
         guard let targetNode else {
             error(.missingKey, "\(what) of entity '\(entity)' has no 'to' naming its target entity", at: pair.key)
@@ -207,7 +207,7 @@ extension SchemaParser {
             error(.wrongKind, "'to' of \(what) expects an entity ('Airport', 'Airport?' or '[Flight]'), found \(targetNode.kindDescription)", at: targetNode)
             return nil
         }
-        var target = raw.trimmingSpaces()
+        var target = String(raw.trimmingSpaces())
         var isToMany = false
         var isOptional = false
         if target.hasPrefix("[") {
@@ -220,10 +220,10 @@ extension SchemaParser {
                 target.removeLast()
             }
             isToMany = true
-            target = String(target.dropFirst().dropLast()).trimmingSpaces()
+            target = String(target.dropFirst().dropLast().trimmingSpaces())
         } else if target.hasSuffix("?") {
             isOptional = true
-            target = String(target.dropLast()).trimmingSpaces()
+            target = String(target.dropLast().trimmingSpaces())
         }
         if entityNodes[target] == nil {
             if enumNodes[target] != nil || valueNodes[target] != nil || ScalarType(rawValue: target) != nil {
@@ -293,7 +293,7 @@ extension SchemaParser {
         func relationship(_ name: String) -> Parsed<Relationship>? { relationshipIndex[name].map { relationships[$0] } }
     }
 
-    private mutating func resolvePrimaryKey(_ keyed: Keyed, members: Members, what: String) -> Entity.PrimaryKey {
+    private mutating func resolvePrimaryKey(_ keyed: Keyed, members: Members, what: some CustomStringConvertible) -> Entity.PrimaryKey {
         let flagged = members.attributes.filter(\.model.isPrimaryKey)
         if let node = keyed["primaryKey"] {
             guard let list = memberList(node, option: "primaryKey", members: members, what: what), !list.isEmpty else { return .implicit }
@@ -319,7 +319,7 @@ extension SchemaParser {
         return .implicit
     }
 
-    private mutating func checkKeyMember(_ name: String, members: Members, what: String, at node: YAMLNode) {
+    private mutating func checkKeyMember(_ name: String, members: Members, what: some CustomStringConvertible, at node: YAMLNode) {
         if let attribute = members.attribute(name)?.model {
             if attribute.isOptional {
                 error(.primaryKey, "primary key member '\(name)' of \(what) is optional; a key must always have a value", at: node)
@@ -338,7 +338,7 @@ extension SchemaParser {
     }
 
     /// A list of lists of member names (`[[a], [b, c]]`; a bare name stands for a list of one).
-    private mutating func memberLists(_ node: YAMLNode?, option: String, members: Members, what: String) -> [[String]] {
+    private mutating func memberLists(_ node: YAMLNode?, option: String, members: Members, what: some CustomStringConvertible) -> [[String]] {
         guard let node, !node.isNull else { return [] }
         guard let items = node.items else {
             error(.wrongKind, "'\(option)' of \(what) expects a list such as [[name], [city, name]], found \(node.kindDescription)", at: node)
@@ -348,7 +348,7 @@ extension SchemaParser {
     }
 
     /// One list of member names; a scalar is a list of one.
-    private mutating func memberList(_ node: YAMLNode, option: String, members: Members, what: String) -> [String]? {
+    private mutating func memberList(_ node: YAMLNode, option: String, members: Members, what: some CustomStringConvertible) -> [String]? {
         let nodes: [YAMLNode]
         if let items = node.items {
             nodes = items

@@ -40,14 +40,15 @@ extension SchemaParser {
             for relationship in relationshipNodes[entity.model.name] ?? [] {
                 guard let inverseName = relationship.model.inverse else { continue }
                 let inverseNode = relationship.node("inverse")
-                let source = "\(entity.model.name).\(relationship.model.name)"
+                // Described only in messages: most inverses check out.
+                var source: String { "\(entity.model.name).\(relationship.model.name)" }
                 guard let inverse = parsedRelationship(relationship.model.target, inverseName) else {
                     let candidates = (relationshipNodes[relationship.model.target] ?? []).map(\.model.name)
                     error(.unknownMember, "the inverse of '\(source)' names '\(inverseName)', but entity '\(relationship.model.target)' has no such relationship\(Suggestion.hint(for: inverseName, in: candidates))", at: inverseNode)
                     setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
-                let target = "\(relationship.model.target).\(inverseName)"
+                var target: String { "\(relationship.model.target).\(inverseName)" }
                 guard inverse.model.target == entity.model.name else {
                     error(.inverseMismatch, "'\(target)', the inverse of '\(source)', points to '\(inverse.model.target)', not back to '\(entity.model.name)'", at: inverseNode,
                           notes: [note("'\(target)' declared here", at: inverse.nameNode)])
@@ -60,13 +61,14 @@ extension SchemaParser {
                     setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
-                if let other = claimedBy[target], other.relationship.model.name != relationship.model.name || other.entity != entity.model.name {
+                let claimKey = target
+                if let other = claimedBy[claimKey], other.relationship.model.name != relationship.model.name || other.entity != entity.model.name {
                     error(.inverseMismatch, "'\(target)' is already the inverse of '\(other.entity).\(other.relationship.model.name)'; a relationship has one inverse", at: inverseNode,
                           notes: [note("claimed here", at: other.relationship.node("inverse"))])
                     setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
-                claimedBy[target] = (entity.model.name, relationship)
+                claimedBy[claimKey] = (entity.model.name, relationship)
                 // Declaring the inverse on one side is enough: fill in the other.
                 setRelationship(relationship.model.target, inverseName) { $0.inverse = relationship.model.name }
             }
@@ -208,17 +210,21 @@ extension SchemaParser {
     // MARK: - Names inside an entity
 
     private mutating func checkMemberNames() {
-        for entity in entities {
-            let name = entity.model.name
+        typealias Claims = [String: (node: YAMLNode, claimant: Claimant)]
+        // Emptied, not reallocated, for each entity: most entities are alike in size.
+        var properties: Claims = [:], columns: Claims = [:], jsonKeys: Claims = [:]
+        for entityIndex in entities.indices {
+            let name = entities[entityIndex].model.name
             let attributes = attributeNodes[name] ?? []
-            // Read back the resolved relationships (links placed), with their nodes.
-            let relationships = zip(relationshipNodes[name] ?? [], entity.model.relationships).map { parsed, resolved in
-                Parsed(model: resolved, nameNode: parsed.nameNode, options: parsed.options)
-            }
+            // The parsed relationships with their nodes, and the resolved ones (links placed).
+            let parsedRelationships = relationshipNodes[name] ?? []
+            let relationships = entities[entityIndex].model.relationships
+            properties.removeAll(keepingCapacity: true)
+            columns.removeAll(keepingCapacity: true)
+            jsonKeys.removeAll(keepingCapacity: true)
 
             // Swift properties: attributes, relationships and the generated key property of each
             // to-one. Who claimed a name is described only when another claims it too.
-            var properties: [String: (node: YAMLNode, claimant: Claimant)] = [:]
             func claimProperty(_ property: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
                 if let first = properties[property] {
                     parser.error(.nameCollision, "\(claimant) of entity '\(name)' collides with \(first.claimant) (both are Swift property '\(property)')", at: node,
@@ -227,18 +233,18 @@ extension SchemaParser {
                 }
                 properties[property] = (node, claimant)
             }
-            for attribute in attributes {
-                claimProperty(attribute.model.name, attribute.nameNode, .attribute(attribute.model.name), &self)
+            for attribute in attributes.indices {
+                let attributeName = attributes[attribute].model.name
+                claimProperty(attributeName, attributes[attribute].nameNode, .attribute(attributeName), &self)
             }
-            for relationship in relationships {
-                claimProperty(relationship.model.name, relationship.nameNode, .relationship(relationship.model.name), &self)
-                if !relationship.model.isToMany {
-                    claimProperty(relationship.model.name + "ID", relationship.nameNode, .keyProperty(of: relationship.model.name), &self)
+            for (relationship, parsed) in zip(relationships, parsedRelationships) {
+                claimProperty(relationship.name, parsed.nameNode, .relationship(relationship.name), &self)
+                if !relationship.isToMany {
+                    claimProperty(relationship.name + "ID", parsed.nameNode, .keyProperty(of: relationship.name), &self)
                 }
             }
 
             // Columns, compared case-insensitively as SQL does.
-            var columns: [String: (node: YAMLNode, claimant: Claimant)] = [:]
             func claimColumn(_ column: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
                 let folded = Naming.foldedForComparison(column)
                 if let first = columns[folded] {
@@ -252,30 +258,32 @@ extension SchemaParser {
                 }
             }
             // A member named `id` beside the implicit key was reported when the key was resolved.
-            let memberNamedID = attributes.contains { $0.model.name == Entity.implicitKeyName }
-                || relationships.contains { $0.model.name == Entity.implicitKeyName }
-            if case .implicit = entity.model.primaryKey, !memberNamedID {
-                columns[Entity.implicitKeyName] = (entity.nameNode, .implicitKey)
+            let memberNamedID = properties[Entity.implicitKeyName].map { claim in
+                if case .keyProperty = claim.claimant { false } else { true }
+            } ?? false
+            if case .implicit = entities[entityIndex].model.primaryKey, !memberNamedID {
+                columns[Entity.implicitKeyName] = (entities[entityIndex].nameNode, .implicitKey)
             }
-            for attribute in attributes where !attribute.model.isTransient {
-                claimColumn(attribute.model.columnName, attribute.options.keyNode("column") ?? attribute.nameNode, .attribute(attribute.model.name), &self)
+            for attribute in attributes.indices where !attributes[attribute].model.isTransient {
+                let node = attributes[attribute].options.keyNode("column") ?? attributes[attribute].nameNode
+                claimColumn(attributes[attribute].model.columnName, node, .attribute(attributes[attribute].model.name), &self)
             }
-            for relationship in relationships {
-                for column in relationship.model.foreignKeyColumns {
-                    claimColumn(column, relationship.options.keyNode("column") ?? relationship.nameNode, .relationship(relationship.model.name), &self)
+            for (relationship, parsed) in zip(relationships, parsedRelationships) {
+                for column in relationship.foreignKeyColumns {
+                    claimColumn(column, parsed.options.keyNode("column") ?? parsed.nameNode, .relationship(relationship.name), &self)
                 }
             }
 
             // JSON keys of the generated Codable conformance.
-            var jsonKeys: [String: (node: YAMLNode, claimant: Claimant)] = [:]
-            for attribute in attributes {
-                let key = attribute.model.jsonKey
-                let node = attribute.options.keyNode("jsonKey") ?? attribute.nameNode
+            for attribute in attributes.indices {
+                let key = attributes[attribute].model.jsonKey
                 if let first = jsonKeys[key] {
-                    error(.nameCollision, "attribute '\(attribute.model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
+                    let node = attributes[attribute].options.keyNode("jsonKey") ?? attributes[attribute].nameNode
+                    error(.nameCollision, "attribute '\(attributes[attribute].model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
                           notes: [note("\(first.claimant) declared here", at: first.node)])
                 } else {
-                    jsonKeys[key] = (node, .attribute(attribute.model.name))
+                    let node = attributes[attribute].options.keyNode("jsonKey") ?? attributes[attribute].nameNode
+                    jsonKeys[key] = (node, .attribute(attributes[attribute].model.name))
                 }
             }
         }

@@ -5,17 +5,23 @@ import YAMLReader
 struct Keyed {
     /// The mapping node itself (or the scalar a shorthand stood for).
     let node: YAMLNode
-    /// In document order. Option mappings are small: a scan beats hashing every key (the YAML
-    /// reader has already refused duplicate keys).
-    private(set) var entries: [(key: String, pair: YAMLPair)] = []
+    /// The mapping's pairs in document order, shared with the YAML tree rather than copied.
+    /// Lookups scan them: option mappings are small, the YAML reader has already refused
+    /// duplicate keys, and callers only ask for allowed keys, so unknown ones never match.
+    private let pairs: [YAMLPair]
+    /// How many keys were allowed names.
+    let knownKeyCount: Int
 
-    init(node: YAMLNode, entries: [(key: String, pair: YAMLPair)] = []) {
+    init(node: YAMLNode, pairs: [YAMLPair] = [], knownKeyCount: Int = 0) {
         self.node = node
-        self.entries = entries
+        self.pairs = pairs
+        self.knownKeyCount = knownKeyCount
     }
 
     private func pair(_ key: String) -> YAMLPair? {
-        for entry in entries where entry.key == key { return entry.pair }
+        for pair in pairs {
+            if case .scalar(let text, _) = pair.key.content, text == key { return pair }
+        }
         return nil
     }
 
@@ -95,13 +101,12 @@ struct SchemaParser {
     // MARK: - Reading nodes
 
     /// Reads a mapping, reporting a node of another kind, non-scalar keys and unknown keys.
-    mutating func keyed(_ node: YAMLNode, allowed: [String], what: String) -> Keyed? {
+    mutating func keyed(_ node: YAMLNode, allowed: [String], what: some CustomStringConvertible) -> Keyed? {
         guard let pairs = node.pairs else {
             error(.wrongKind, "expected a mapping for \(what), found \(node.kindDescription)", at: node)
             return nil
         }
-        var entries: [(key: String, pair: YAMLPair)] = []
-        entries.reserveCapacity(pairs.count)
+        var knownKeyCount = 0
         for pair in pairs {
             guard let key = pair.key.scalarText else {
                 error(.wrongKind, "keys in \(what) must be plain names, found \(pair.key.kindDescription)", at: pair.key)
@@ -111,27 +116,29 @@ struct SchemaParser {
                 error(.unknownKey, "unknown key '\(key)' in \(what)\(Suggestion.hint(for: key, in: allowed))", at: pair.key)
                 continue
             }
-            entries.append((key, pair))
+            knownKeyCount += 1
         }
-        return Keyed(node: node, entries: entries)
+        return Keyed(node: node, pairs: pairs, knownKeyCount: knownKeyCount)
     }
 
     /// A member written either as its main value alone (`name: String?`) or as a mapping of
     /// options (`name: {type: String?, unique: true}`): its options and the main value's node.
     /// A main value of the wrong kind is left for the caller, which knows what it expects.
-    mutating func shorthandOrOptions(_ node: YAMLNode, mainKey: String, allowed: [String], what: String) -> (options: Keyed, main: YAMLNode?)? {
+    mutating func shorthandOrOptions(_ node: YAMLNode, mainKey: String, allowed: [String], what: some CustomStringConvertible) -> (options: Keyed, main: YAMLNode?)? {
         guard node.pairs != nil else { return (Keyed(node: node), node) }
         guard let options = keyed(node, allowed: allowed, what: what) else { return nil }
         return (options, options[mainKey])
     }
 
     /// The named entries of a mapping in document order (entities, attributes, ...); null means none.
-    mutating func namedEntries(_ node: YAMLNode?, what: String) -> [YAMLPair] {
+    mutating func namedEntries(_ node: YAMLNode?, what: some CustomStringConvertible) -> [YAMLPair] {
         guard let node, !node.isNull else { return [] }
         guard let pairs = node.pairs else {
             error(.wrongKind, "expected a mapping of \(what), found \(node.kindDescription)", at: node)
             return []
         }
+        // Nearly always every name is a scalar, and the tree's array is returned as it is.
+        guard pairs.contains(where: { $0.key.stringValue == nil }) else { return pairs }
         return pairs.filter { pair in
             guard pair.key.stringValue != nil else {
                 error(.wrongKind, "names of \(what) must be plain scalars, found \(pair.key.kindDescription)", at: pair.key)
@@ -142,7 +149,7 @@ struct SchemaParser {
     }
 
     /// A boolean option; absent means false.
-    mutating func flag(_ keyed: Keyed, _ key: String, what: String) -> Bool {
+    mutating func flag(_ keyed: Keyed, _ key: String, what: some CustomStringConvertible) -> Bool {
         guard let node = keyed[key] else { return false }
         guard let value = node.boolValue else {
             let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
@@ -155,7 +162,7 @@ struct SchemaParser {
     }
 
     /// A text option such as `doc`.
-    mutating func text(_ keyed: Keyed, _ key: String, what: String) -> String? {
+    mutating func text(_ keyed: Keyed, _ key: String, what: some CustomStringConvertible) -> String? {
         guard let node = keyed[key] else { return nil }
         guard let value = node.stringValue else {
             error(.wrongKind, "'\(key)' in \(what) expects text, found \(node.kindDescription)", at: node)
@@ -165,7 +172,7 @@ struct SchemaParser {
     }
 
     /// A non-empty name option such as `column` or `table`.
-    mutating func name(_ keyed: Keyed, _ key: String, what: String) -> String? {
+    mutating func name(_ keyed: Keyed, _ key: String, what: some CustomStringConvertible) -> String? {
         guard let value = text(keyed, key, what: what) else { return nil }
         if let problem = Naming.problemWithDatabaseName(value) {
             error(.invalidValue, "'\(key)' in \(what) \(problem); names may hold any printable characters, but no control characters, line breaks, or leading or trailing spaces", at: keyed[key] ?? keyed.node)
@@ -175,7 +182,7 @@ struct SchemaParser {
     }
 
     /// An identifier option such as `inverse` or `renamedFrom`.
-    mutating func identifier(_ keyed: Keyed, _ key: String, what: String) -> String? {
+    mutating func identifier(_ keyed: Keyed, _ key: String, what: some CustomStringConvertible) -> String? {
         guard let value = text(keyed, key, what: what) else { return nil }
         guard Naming.isIdentifier(value) else {
             error(.invalidIdentifier, "'\(key)' in \(what) must be an identifier, found '\(value)'", at: keyed[key] ?? keyed.node)
@@ -185,7 +192,7 @@ struct SchemaParser {
     }
 
     /// A non-negative integer option such as `minCount`.
-    mutating func count(_ keyed: Keyed, _ key: String, what: String) -> Int? {
+    mutating func count(_ keyed: Keyed, _ key: String, what: some CustomStringConvertible) -> Int? {
         guard let node = keyed[key] else { return nil }
         guard let value = node.integerValue, value >= 0, value <= Int64(Int32.max) else {
             error(.wrongKind, "'\(key)' in \(what) expects a whole number of 0 or more, found \(node.scalarText.map { "'\($0)'" } ?? node.kindDescription)", at: node)
@@ -368,7 +375,7 @@ struct SchemaParser {
         enumIndexByName = Self.indexByName(enums.map(\.model.name))
     }
 
-    private mutating func parseCases(_ node: YAMLNode, rawType: EnumType.RawType, what: String) -> [EnumType.Case] {
+    private mutating func parseCases(_ node: YAMLNode, rawType: EnumType.RawType, what: some CustomStringConvertible) -> [EnumType.Case] {
         var cases: [EnumType.Case] = []
         var names: [String: YAMLNode] = [:]
         var rawValues: [EnumType.RawValue: YAMLNode] = [:]
@@ -523,41 +530,42 @@ struct SchemaParser {
 
     /// Resolves a type such as `String`, `Coordinate?` or `[String]`; returns the type and whether
     /// a trailing `?` made it optional.
-    mutating func resolveType(_ node: YAMLNode, what: String, allowEntities: Bool) -> (AttributeType, Bool)? {
+    mutating func resolveType(_ node: YAMLNode, what: some CustomStringConvertible, allowEntities: Bool) -> (AttributeType, Bool)? {
         guard let raw = node.stringValue else {
             error(.wrongKind, "the type of \(what) must be a type name, found \(node.kindDescription)", at: node)
             return nil
         }
-        var text = raw.trimmingSpaces()
+        // Sliced, not copied: nearly every type is a bare name such as `String?`.
+        var typeText = raw.trimmingSpaces()
         var isOptional = false
-        if text.hasSuffix("?") {
+        if typeText.endsWith("?") {
             isOptional = true
-            text.removeLast()
-            text = text.trimmingSpaces()
+            typeText = typeText.droppingLastByte().trimmingSpaces()
         }
         var isArray = false
-        if text.hasPrefix("[") {
-            guard text.hasSuffix("]") else {
+        if typeText.startsWith("[") {
+            guard typeText.endsWith("]") else {
                 error(.invalidType, "'\(raw)' in \(what) is not a type: an array is written '[Element]'", at: node)
                 return nil
             }
             isArray = true
-            text = String(text.dropFirst().dropLast()).trimmingSpaces()
-            if text.hasPrefix("[") {
+            typeText = typeText.droppingFirstByte().droppingLastByte().trimmingSpaces()
+            if typeText.startsWith("[") {
                 error(.invalidType, "nested arrays ('\(raw)') are not supported in \(what); wrap the inner array in a value type", at: node)
                 return nil
             }
-            if text.hasSuffix("?") {
-                error(.invalidType, "array elements cannot be optional ('\(raw)' in \(what)); make the whole array optional: '[\(text.dropLast())]?'", at: node)
+            if typeText.endsWith("?") {
+                error(.invalidType, "array elements cannot be optional ('\(raw)' in \(what)); make the whole array optional: '[\(typeText.droppingLastByte())]?'", at: node)
                 return nil
             }
         }
+        let text = String(typeText)
         guard Naming.isIdentifier(text) else {
             error(.invalidType, "'\(raw)' in \(what) is not a type name", at: node)
             return nil
         }
         let element: AttributeType
-        if let scalar = ScalarType(rawValue: text) {
+        if let scalar = ScalarType.named(text) {
             element = .scalar(scalar)
         } else if enumNodes[text] != nil {
             element = .enumeration(text)
@@ -579,7 +587,7 @@ struct SchemaParser {
     }
 
     /// Combines a trailing `?` with the `optional` key, reporting a contradiction.
-    mutating func optionality(_ options: Keyed, fromType: Bool, what: String) -> Bool {
+    mutating func optionality(_ options: Keyed, fromType: Bool, what: some CustomStringConvertible) -> Bool {
         guard let node = options["optional"] else { return fromType }
         let value = flag(options, "optional", what: what)
         if fromType, node.boolValue == false {
@@ -589,11 +597,44 @@ struct SchemaParser {
     }
 }
 
-extension String {
-    func trimmingSpaces() -> String {
-        var slice = Substring(self)
-        while slice.first == " " { slice.removeFirst() }
-        while slice.last == " " { slice.removeLast() }
-        return String(slice)
+// Type and target spellings are taken apart by bytes: the marks they use (`?`, `[`, `]`, space)
+// are ASCII, and Character-wise slicing cost more than the rest of reading an attribute.
+extension StringProtocol where SubSequence == Substring {
+    func trimmingSpaces() -> Substring {
+        let slice = self[...]
+        let bytes = slice.utf8
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, bytes[start] == UInt8(ascii: " ") { start = bytes.index(after: start) }
+        while end > start, bytes[bytes.index(before: end)] == UInt8(ascii: " ") { end = bytes.index(before: end) }
+        return slice[start..<end]
+    }
+}
+
+extension Substring {
+    func endsWith(_ byte: Unicode.Scalar) -> Bool { utf8.last == UInt8(ascii: byte) }
+    func startsWith(_ byte: Unicode.Scalar) -> Bool { utf8.first == UInt8(ascii: byte) }
+    /// Without its last byte, which `endsWith` showed to be ASCII.
+    func droppingLastByte() -> Substring { self[startIndex..<utf8.index(before: endIndex)] }
+    /// Without its first byte, which `startsWith` showed to be ASCII.
+    func droppingFirstByte() -> Substring { self[utf8.index(after: startIndex)..<endIndex] }
+}
+
+/// What a message is about, such as "attribute 'name' of entity 'Flight'": spelled out only
+/// when a message needs it, because nearly every element of a schema is fine and building the
+/// text for each cost more than checking it.
+struct Subject: CustomStringConvertible {
+    let kind: StaticString
+    let name: String
+    var entity: String?
+
+    init(_ kind: StaticString, _ name: String, of entity: String? = nil) {
+        self.kind = kind
+        self.name = name
+        self.entity = entity
+    }
+
+    var description: String {
+        if let entity { return "\(kind) '\(name)' of entity '\(entity)'" }
+        return "\(kind) '\(name)'"
     }
 }

@@ -60,28 +60,20 @@ private struct TreeBuilder {
     let limits: YAMLLoader.Limits
     var diagnostics = DiagnosticBag()
 
-    /// A collection being read. A struct changed in place on the stack: its array grows by
-    /// appending to a uniquely held buffer (an enum's payload would be copied on every append,
-    /// which made a mapping of a thousand entities quadratic).
+    /// A collection being read. Its finished children wait on `children` from `firstChild` on
+    /// (keys and values alternating in a mapping), so each collection's array is allocated once,
+    /// at its exact size, when it closes.
     private struct Frame {
         let isMapping: Bool
-        var items: [YAMLNode] = []
-        var pairs: [YAMLPair] = []
-        var pendingKey: YAMLNode?
         let start: YAMLMark
         let tag: String?
         let anchor: String?
-        var weight: Int
-
-        static func sequence(start: YAMLMark, tag: String?, anchor: String?) -> Frame {
-            Frame(isMapping: false, start: start, tag: tag, anchor: anchor, weight: 1)
-        }
-
-        static func mapping(start: YAMLMark, tag: String?, anchor: String?) -> Frame {
-            Frame(isMapping: true, start: start, tag: tag, anchor: anchor, weight: 1)
-        }
+        let firstChild: Int
+        var weight = 1
     }
 
+    /// The finished children of every open collection, innermost last.
+    private var children: [YAMLNode] = []
     private var stack: [Frame] = []
     private var anchors: [String: (node: YAMLNode, weight: Int)] = [:]
     private var expandedNodes = 0
@@ -152,19 +144,22 @@ private struct TreeBuilder {
             return add(node, weight: 1, anchor: cString(scalar.anchor))
         case YAML_SEQUENCE_START_EVENT:
             let data = event.data.sequence_start
-            guard push(.sequence(start: start, tag: cString(data.tag), anchor: cString(data.anchor)), at: start)
+            guard push(Frame(isMapping: false, start: start, tag: cString(data.tag), anchor: cString(data.anchor), firstChild: children.count), at: start)
             else { return false }
         case YAML_MAPPING_START_EVENT:
             let data = event.data.mapping_start
-            guard push(.mapping(start: start, tag: cString(data.tag), anchor: cString(data.anchor)), at: start)
+            guard push(Frame(isMapping: true, start: start, tag: cString(data.tag), anchor: cString(data.anchor), firstChild: children.count), at: start)
             else { return false }
         case YAML_SEQUENCE_END_EVENT:
             guard let frame = stack.popLast(), !frame.isMapping else { return true }
-            return add(YAMLNode(content: .sequence(frame.items), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
+            let items = Array(children[frame.firstChild...])
+            children.removeLast(children.count - frame.firstChild)
+            return add(YAMLNode(content: .sequence(items), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
         case YAML_MAPPING_END_EVENT:
             guard let frame = stack.popLast(), frame.isMapping else { return true }
-            guard let merged = resolveMappingPairs(frame.pairs) else { return false }
-            return add(YAMLNode(content: .mapping(merged), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
+            let pairs = mappingPairs(from: frame.firstChild)
+            children.removeLast(children.count - frame.firstChild)
+            return add(YAMLNode(content: .mapping(pairs), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
         case YAML_ALIAS_EVENT:
             let name = cString(event.data.alias.anchor) ?? ""
             guard let target = anchors[name] else {
@@ -205,50 +200,44 @@ private struct TreeBuilder {
             root = node
             return true
         }
-        let top = stack.count - 1
-        stack[top].weight += weight
-        if !stack[top].isMapping {
-            stack[top].items.append(node)
-        } else if let key = stack[top].pendingKey {
-            stack[top].pendingKey = nil
-            stack[top].pairs.append(YAMLPair(key: key, value: node))
-        } else {
-            stack[top].pendingKey = node
-        }
+        stack[stack.count - 1].weight += weight
+        children.append(node)
         return true
     }
 
+    /// The pairs of the mapping whose keys and values alternate on `children` from `first` on.
     /// Reports duplicate keys (keeping the first) and applies YAML merge keys (`<<: *base`).
-    private mutating func resolveMappingPairs(_ pairs: [YAMLPair]) -> [YAMLPair]? {
-        // Small mappings (nearly all of them) find duplicates by a scan; large ones by hashing.
-        let hashes = pairs.count > 16
-        var firstSeen: [String: YAMLNode] = [:]
-        var seenKeys: [(key: String, node: YAMLNode)] = []
+    private mutating func mappingPairs(from first: Int) -> [YAMLPair] {
+        let count = (children.count - first) / 2
         var result: [YAMLPair] = []
-        result.reserveCapacity(pairs.count)
+        result.reserveCapacity(count)
+        // Small mappings (nearly all of them) find duplicates by a scan; large ones by hashing.
+        let hashes = count > 16
+        var firstSeen: [String: YAMLNode] = [:]
+        if hashes { firstSeen.reserveCapacity(count) }
         var merges: [YAMLPair] = []
-        for pair in pairs {
+        for index in stride(from: first, to: first + count * 2, by: 2) {
+            let pair = YAMLPair(key: children[index], value: children[index + 1])
             if case .scalar("<<", .plain) = pair.key.content, pair.key.tag == nil {
                 merges.append(pair)
                 continue
             }
             if let key = pair.key.scalarText {
-                let earlier = hashes ? firstSeen[key] : seenKeys.first { $0.key == key }?.node
-                if let first = earlier {
-                    diagnostics.error(
-                        YAMLLoader.Code.duplicateKey,
-                        "duplicate key '\(key)'; keep one of the two",
-                        at: location(pair.key.start, length: pair.key.length),
-                        notes: [.init("'\(key)' first defined here", at: location(first.start, length: first.length))])
+                let earlier = hashes ? firstSeen[key] : result.first { $0.key.scalarText == key }?.key
+                if let earlier {
+                    reportDuplicate(key, at: pair.key, first: earlier)
                     continue
                 }
-                if hashes { firstSeen[key] = pair.key } else { seenKeys.append((key, pair.key)) }
+                if hashes { firstSeen[key] = pair.key }
             }
             result.append(pair)
         }
-        if !merges.isEmpty, !hashes {
-            // Merged keys are checked by hashing: merges are rare, and may bring many keys.
-            for (key, node) in seenKeys { firstSeen[key] = node }
+        guard !merges.isEmpty else { return result }
+        // Merged keys are checked by hashing: merges are rare, and may bring many keys.
+        if !hashes {
+            for pair in result {
+                if let key = pair.key.scalarText { firstSeen[key] = pair.key }
+            }
         }
         for merge in merges {
             let sources: [YAMLNode]
@@ -271,6 +260,14 @@ private struct TreeBuilder {
             }
         }
         return result
+    }
+
+    private mutating func reportDuplicate(_ key: String, at node: YAMLNode, first: YAMLNode) {
+        diagnostics.error(
+            YAMLLoader.Code.duplicateKey,
+            "duplicate key '\(key)'; keep one of the two",
+            at: location(node.start, length: node.length),
+            notes: [.init("'\(key)' first defined here", at: location(first.start, length: first.length))])
     }
 
     // MARK: - Errors and positions
@@ -305,7 +302,7 @@ private struct TreeBuilder {
     }
 
     private func mark(_ mark: yaml_mark_t) -> YAMLMark {
-        YAMLMark(line: Int(mark.line) + 1, column: Int(mark.column) + 1, offset: Int(mark.index))
+        YAMLMark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
     }
 
     private func location(_ mark: YAMLMark, length: Int = 1) -> SourceLocation {

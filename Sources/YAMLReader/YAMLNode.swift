@@ -1,14 +1,23 @@
 /// A 1-based position in a YAML document, as libyaml reports it.
 public struct YAMLMark: Sendable, Hashable {
-    public var line: Int
-    public var column: Int
-    /// Byte offset from the start of the input.
-    public var offset: Int
+    // Stored narrow: every node keeps two marks, and a schema holds hundreds of thousands of
+    // nodes that the parser copies around (files are limited to 16 MiB, far below 2^32 lines).
+    private var storedLine: UInt32
+    private var storedColumn: UInt32
 
-    public init(line: Int, column: Int, offset: Int) {
-        self.line = line
-        self.column = column
-        self.offset = offset
+    public var line: Int {
+        get { Int(storedLine) }
+        set { storedLine = UInt32(clamping: newValue) }
+    }
+
+    public var column: Int {
+        get { Int(storedColumn) }
+        set { storedColumn = UInt32(clamping: newValue) }
+    }
+
+    public init(line: Int, column: Int) {
+        storedLine = UInt32(clamping: line)
+        storedColumn = UInt32(clamping: column)
     }
 }
 
