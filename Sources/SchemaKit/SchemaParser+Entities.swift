@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Diagnostics
 import YAMLReader
 
@@ -10,11 +15,37 @@ extension SchemaParser {
     ]
     static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc"]
 
+    /// Entities are read independently of each other, so a large schema's are read in slices on
+    /// the machine's cores, each by a copy of this parser; their results join in document order.
     mutating func parseEntities(_ node: YAMLNode?) {
-        for pair in namedEntries(node, what: "entities") {
-            parseEntity(pair)
+        let pairs = namedEntries(node, what: "entities")
+        let sliceCount = min(Self.coreCount, pairs.count / Self.entitiesPerSlice)
+        guard sliceCount > 1 else {
+            for pair in pairs { parseEntity(pair) }
+            return
+        }
+        var reader = self
+        reader.diagnostics = DiagnosticBag()
+        reader.usedTypeNames = []
+        let sliceReader = reader
+        let slices = (0..<sliceCount).map { slice in pairs.count * slice / sliceCount..<pairs.count * (slice + 1) / sliceCount }
+        let results = slices.parallelMap { range in
+            var parser = sliceReader
+            for index in range { parser.parseEntity(pairs[index]) }
+            return parser
+        }
+        for result in results {
+            diagnostics.append(contentsOf: result.diagnostics.diagnostics)
+            usedTypeNames.formUnion(result.usedTypeNames)
+            entities += result.entities
+            attributeNodes.merge(result.attributeNodes) { _, later in later }
+            relationshipNodes.merge(result.relationshipNodes) { _, later in later }
         }
     }
+
+    /// Below this many entities per slice, reading them on one core is faster than sharing out.
+    static let entitiesPerSlice = 64
+    static let coreCount = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     private mutating func parseEntity(_ pair: YAMLPair) {
         let name = checkName(pair.key, kind: "entity", isType: true)

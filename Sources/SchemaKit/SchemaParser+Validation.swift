@@ -12,7 +12,7 @@ extension SchemaParser {
         resolveInverses()
         checkDeleteRules()
         placeLinks()
-        checkMemberNames()
+        checkEntitiesInSlices { parser, range in parser.checkMemberNames(of: range) }
         checkTableNames()
         checkUnusedTypes()
     }
@@ -35,49 +35,52 @@ extension SchemaParser {
 
     private mutating func resolveInverses() {
         /// "Entity.relationship" of the side that claimed each relationship as its inverse.
-        var claimedBy: [String: (entity: String, relationship: Parsed<Relationship>)] = [:]
-        for entity in entities {
-            for relationship in relationshipNodes[entity.model.name] ?? [] {
+        var claimedBy: [String: (entity: String, relationship: String, inverseNode: YAMLNode)] = [:]
+        claimedBy.reserveCapacity(entities.count * 2)
+        for entityIndex in entities.indices {
+            let entityName = entities[entityIndex].model.name
+            for relationship in relationshipNodes[entityName] ?? [] {
                 guard let inverseName = relationship.model.inverse else { continue }
                 let inverseNode = relationship.node("inverse")
                 // Described only in messages: most inverses check out.
-                var source: String { "\(entity.model.name).\(relationship.model.name)" }
+                var source: String { "\(entityName).\(relationship.model.name)" }
                 guard let inverse = parsedRelationship(relationship.model.target, inverseName) else {
                     let candidates = (relationshipNodes[relationship.model.target] ?? []).map(\.model.name)
                     error(.unknownMember, "the inverse of '\(source)' names '\(inverseName)', but entity '\(relationship.model.target)' has no such relationship\(Suggestion.hint(for: inverseName, in: candidates))", at: inverseNode)
-                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
                 var target: String { "\(relationship.model.target).\(inverseName)" }
-                guard inverse.model.target == entity.model.name else {
-                    error(.inverseMismatch, "'\(target)', the inverse of '\(source)', points to '\(inverse.model.target)', not back to '\(entity.model.name)'", at: inverseNode,
+                guard inverse.model.target == entityName else {
+                    error(.inverseMismatch, "'\(target)', the inverse of '\(source)', points to '\(inverse.model.target)', not back to '\(entityName)'", at: inverseNode,
                           notes: [note("'\(target)' declared here", at: inverse.nameNode)])
-                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
                 if let back = inverse.model.inverse, back != relationship.model.name {
                     error(.inverseMismatch, "inverses declared inconsistently: '\(source)' names '\(inverseName)' as its inverse, but '\(target)' names '\(back)'", at: inverseNode,
                           notes: [note("'\(target)' declares its inverse here", at: inverse.node("inverse"))])
-                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                    setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
                 let claimKey = target
-                if let other = claimedBy[claimKey], other.relationship.model.name != relationship.model.name || other.entity != entity.model.name {
-                    error(.inverseMismatch, "'\(target)' is already the inverse of '\(other.entity).\(other.relationship.model.name)'; a relationship has one inverse", at: inverseNode,
-                          notes: [note("claimed here", at: other.relationship.node("inverse"))])
-                    setRelationship(entity.model.name, relationship.model.name) { $0.inverse = nil }
+                if let other = claimedBy[claimKey], other.relationship != relationship.model.name || other.entity != entityName {
+                    error(.inverseMismatch, "'\(target)' is already the inverse of '\(other.entity).\(other.relationship)'; a relationship has one inverse", at: inverseNode,
+                          notes: [note("claimed here", at: other.inverseNode)])
+                    setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
-                claimedBy[claimKey] = (entity.model.name, relationship)
+                claimedBy[claimKey] = (entityName, relationship.model.name, inverseNode)
                 // Declaring the inverse on one side is enough: fill in the other.
                 setRelationship(relationship.model.target, inverseName) { $0.inverse = relationship.model.name }
             }
         }
-        for entity in entities {
-            for relationship in relationshipNodes[entity.model.name] ?? [] where relationship.model.isToMany && relationship.model.inverse == nil {
+        for entityIndex in entities.indices {
+            let entityName = entities[entityIndex].model.name
+            for relationship in relationshipNodes[entityName] ?? [] where relationship.model.isToMany && relationship.model.inverse == nil {
                 let declaredInverse = relationship.options.has("inverse")
                 if !declaredInverse {
-                    warning(.missingInverse, "to-many relationship '\(entity.model.name).\(relationship.model.name)' has no inverse; declare one (e.g. a to-one '\(Naming.lowerFirst(entity.model.name))' on '\(relationship.model.target)') so both sides stay consistent", at: relationship.nameNode)
+                    warning(.missingInverse, "to-many relationship '\(entityName).\(relationship.model.name)' has no inverse; declare one (e.g. a to-one '\(Naming.lowerFirst(entityName))' on '\(relationship.model.target)') so both sides stay consistent", at: relationship.nameNode)
                 }
             }
         }
@@ -209,11 +212,31 @@ extension SchemaParser {
 
     // MARK: - Names inside an entity
 
-    private mutating func checkMemberNames() {
+    /// Runs a check that reads the parsed schema and only reports, over slices of the entities on
+    /// the machine's cores, each slice with a copy of this parser; diagnostics join in order.
+    private mutating func checkEntitiesInSlices(_ check: @escaping @Sendable (inout SchemaParser, Range<Int>) -> Void) {
+        let sliceCount = min(Self.coreCount, entities.count / Self.entitiesPerSlice)
+        guard sliceCount > 1 else {
+            check(&self, entities.indices)
+            return
+        }
+        var reader = self
+        reader.diagnostics = DiagnosticBag()
+        let sliceReader = reader
+        let slices = (0..<sliceCount).map { slice in entities.count * slice / sliceCount..<entities.count * (slice + 1) / sliceCount }
+        let found = slices.parallelMap { range in
+            var parser = sliceReader
+            check(&parser, range)
+            return parser.diagnostics.diagnostics
+        }
+        for diagnostics in found { self.diagnostics.append(contentsOf: diagnostics) }
+    }
+
+    private mutating func checkMemberNames(of range: Range<Int>) {
         typealias Claims = [String: (node: YAMLNode, claimant: Claimant)]
         // Emptied, not reallocated, for each entity: most entities are alike in size.
         var properties: Claims = [:], columns: Claims = [:], jsonKeys: Claims = [:]
-        for entityIndex in entities.indices {
+        for entityIndex in range {
             let name = entities[entityIndex].model.name
             let attributes = attributeNodes[name] ?? []
             // The parsed relationships with their nodes, and the resolved ones (links placed).

@@ -2,7 +2,7 @@ import Diagnostics
 import YAMLReader
 
 /// A mapping's entries by key, with the nodes kept for locations.
-struct Keyed {
+struct Keyed: Sendable {
     /// The mapping node itself (or the scalar a shorthand stood for).
     let node: YAMLNode
     /// The mapping's pairs in document order, shared with the YAML tree rather than copied.
@@ -31,7 +31,7 @@ struct Keyed {
 }
 
 /// A parsed schema element with the YAML it came from, so later checks can point at it.
-struct Parsed<Model> {
+struct Parsed<Model: Sendable>: Sendable {
     var model: Model
     /// The node of the element's name (its mapping key).
     let nameNode: YAMLNode
@@ -44,7 +44,7 @@ struct Parsed<Model> {
 /// Turns a YAML tree into a `Schema`, reporting every problem it finds instead of stopping at
 /// the first. Structural checks happen while reading; `SchemaParser+Validation` checks what needs
 /// the whole schema (inverses, keys, names after deriving tables and columns).
-struct SchemaParser {
+struct SchemaParser: Sendable {
     let file: String
     var diagnostics = DiagnosticBag()
 

@@ -1,4 +1,3 @@
-import CYAML
 import Diagnostics
 
 /// Reads one YAML document into a `YAMLNode` tree with libyaml's event parser.
@@ -86,42 +85,27 @@ private struct TreeBuilder {
     }
 
     mutating func run(_ input: UnsafeBufferPointer<UInt8>) -> YAMLLoader.Outcome {
-        var parser = yaml_parser_t()
-        guard yaml_parser_initialize(&parser) == 1 else {
-            diagnostics.error(YAMLLoader.Code.syntax, "the YAML parser could not start (out of memory)", at: location(line: 1, column: 1))
+        var stoppedByDiagnostic = false
+        let failure = YAMLEventReader.read(input) { event in
+            let keepGoing = handle(event)
+            stoppedByDiagnostic = !keepGoing
+            return keepGoing
+        }
+        if let failure {
+            reportParserError(failure)
             return .failed
         }
-        defer { yaml_parser_delete(&parser) }
-        // An empty buffer may have no base address; libyaml still needs a valid pointer.
-        let empty: [UInt8] = [0]
-        if let base = input.baseAddress, input.count > 0 {
-            yaml_parser_set_input_string(&parser, base, input.count)
-        } else {
-            empty.withUnsafeBufferPointer { yaml_parser_set_input_string(&parser, $0.baseAddress, 0) }
-        }
-
-        var event = yaml_event_t()
-        while true {
-            guard yaml_parser_parse(&parser, &event) == 1 else {
-                reportParserError(parser)
-                return .failed
-            }
-            let keepGoing = handle(event)
-            let type = event.type
-            yaml_event_delete(&event)
-            if !keepGoing { return .failed }
-            if type == YAML_STREAM_END_EVENT { break }
-        }
+        if stoppedByDiagnostic { return .failed }
         if let root { return .document(root) }
         return .empty
     }
 
     /// Handles one event; false stops the parse after a fatal diagnostic.
-    private mutating func handle(_ event: yaml_event_t) -> Bool {
-        let start = mark(event.start_mark)
-        let end = mark(event.end_mark)
-        switch event.type {
-        case YAML_DOCUMENT_START_EVENT:
+    private mutating func handle(_ event: YAMLEvent) -> Bool {
+        let start = event.start
+        let end = event.end
+        switch event.kind {
+        case .documentStart:
             documentCount += 1
             if documentCount > 1 {
                 diagnostics.error(
@@ -130,44 +114,33 @@ private struct TreeBuilder {
                     at: location(start, length: 3))
                 return false
             }
-        case YAML_SCALAR_EVENT:
-            let scalar = event.data.scalar
-            let text = string(scalar.value, Int(scalar.length)) ?? ""
-            let style: YAMLScalarStyle = switch scalar.style {
-            case YAML_SINGLE_QUOTED_SCALAR_STYLE: .singleQuoted
-            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: .doubleQuoted
-            case YAML_LITERAL_SCALAR_STYLE: .literal
-            case YAML_FOLDED_SCALAR_STYLE: .folded
-            default: .plain
-            }
-            let node = YAMLNode(content: .scalar(text, style), start: start, end: end, tag: cString(scalar.tag))
-            return add(node, weight: 1, anchor: cString(scalar.anchor))
-        case YAML_SEQUENCE_START_EVENT:
-            let data = event.data.sequence_start
-            guard push(Frame(isMapping: false, start: start, tag: cString(data.tag), anchor: cString(data.anchor), firstChild: children.count), at: start)
+        case .scalar:
+            let node = YAMLNode(content: .scalar(event.text, event.style), start: start, end: end, tag: event.tag)
+            return add(node, weight: 1, anchor: event.anchor)
+        case .sequenceStart:
+            guard push(Frame(isMapping: false, start: start, tag: event.tag, anchor: event.anchor, firstChild: children.count), at: start)
             else { return false }
-        case YAML_MAPPING_START_EVENT:
-            let data = event.data.mapping_start
-            guard push(Frame(isMapping: true, start: start, tag: cString(data.tag), anchor: cString(data.anchor), firstChild: children.count), at: start)
+        case .mappingStart:
+            guard push(Frame(isMapping: true, start: start, tag: event.tag, anchor: event.anchor, firstChild: children.count), at: start)
             else { return false }
-        case YAML_SEQUENCE_END_EVENT:
+        case .sequenceEnd:
             guard let frame = stack.popLast(), !frame.isMapping else { return true }
             let items = Array(children[frame.firstChild...])
             children.removeLast(children.count - frame.firstChild)
             return add(YAMLNode(content: .sequence(items), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
-        case YAML_MAPPING_END_EVENT:
+        case .mappingEnd:
             guard let frame = stack.popLast(), frame.isMapping else { return true }
             let pairs = mappingPairs(from: frame.firstChild)
             children.removeLast(children.count - frame.firstChild)
             return add(YAMLNode(content: .mapping(pairs), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
-        case YAML_ALIAS_EVENT:
-            let name = cString(event.data.alias.anchor) ?? ""
+        case .alias:
+            let name = event.text
             guard let target = anchors[name] else {
                 diagnostics.error(YAMLLoader.Code.unknownAnchor, "alias '*\(name)' names no anchor defined before it", at: location(start, length: name.count + 1))
                 return false
             }
             return add(target.node, weight: target.weight, anchor: nil)
-        default:
+        case .streamStart, .streamEnd, .documentEnd:
             break
         }
         return true
@@ -272,37 +245,30 @@ private struct TreeBuilder {
 
     // MARK: - Errors and positions
 
-    private mutating func reportParserError(_ parser: yaml_parser_t) {
-        let problem = cString(parser.problem) ?? "malformed YAML"
-        var position: SourceLocation
-        if parser.error == YAML_READER_ERROR {
+    private mutating func reportParserError(_ failure: YAMLParserFailure) {
+        let problem = failure.problem ?? "malformed YAML"
+        if failure.isReaderError {
             // Reader errors (bad encoding, control characters) carry a byte offset, not a mark.
-            position = locationOfByte(Int(parser.problem_offset))
+            let offset = failure.problemOffset
             let message = switch problem {
             case "invalid leading UTF-8 octet", "invalid trailing UTF-8 octet", "incomplete UTF-8 octet sequence", "invalid Unicode character":
-                "the file is not valid UTF-8 (\(problem) at byte \(parser.problem_offset)); save it as UTF-8"
+                "the file is not valid UTF-8 (\(problem) at byte \(offset)); save it as UTF-8"
             case "control characters are not allowed":
-                "the file contains a control character at byte \(parser.problem_offset); is it a binary file?"
+                "the file contains a control character at byte \(offset); is it a binary file?"
             default:
-                "\(problem) at byte \(parser.problem_offset)"
+                "\(problem) at byte \(offset)"
             }
-            diagnostics.error(YAMLLoader.Code.syntax, message, at: position)
+            diagnostics.error(YAMLLoader.Code.syntax, message, at: locationOfByte(offset))
             return
         }
-        position = location(mark(parser.problem_mark))
         var message = problem
-        let offset = Int(parser.problem_mark.index)
+        let offset = failure.problemByteOffset
         if offset < source.bytes.count, source.bytes[offset] == UInt8(ascii: "\t") {
             message = "a tab character here is not allowed in YAML indentation; indent with spaces"
-        } else if let context = cString(parser.context) {
-            let contextMark = mark(parser.context_mark)
-            message += " (\(context) at line \(contextMark.line), column \(contextMark.column))"
+        } else if let context = failure.context {
+            message += " (\(context) at line \(failure.contextMark.line), column \(failure.contextMark.column))"
         }
-        diagnostics.error(YAMLLoader.Code.syntax, "YAML syntax error: " + message, at: position)
-    }
-
-    private func mark(_ mark: yaml_mark_t) -> YAMLMark {
-        YAMLMark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+        diagnostics.error(YAMLLoader.Code.syntax, "YAML syntax error: " + message, at: location(failure.problemMark))
     }
 
     private func location(_ mark: YAMLMark, length: Int = 1) -> SourceLocation {
@@ -329,20 +295,5 @@ private struct TreeBuilder {
             index += 1
         }
         return location(line: line, column: column)
-    }
-
-    private func string(_ pointer: UnsafeMutablePointer<UInt8>?, _ length: Int) -> String? {
-        guard let pointer else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
-    }
-
-    private func cString(_ pointer: UnsafeMutablePointer<UInt8>?) -> String? {
-        guard let pointer else { return nil }
-        return String(cString: pointer)
-    }
-
-    private func cString(_ pointer: UnsafePointer<CChar>?) -> String? {
-        guard let pointer else { return nil }
-        return String(cString: pointer)
     }
 }

@@ -116,6 +116,38 @@ import Testing
         #expect(result.schema?.entities.first?.relationships.count == count)
     }
 
+    /// Large schemas are read in slices on several cores; what is found, and in what order,
+    /// must not depend on where the slices fall. Problems are spread over the whole file, and
+    /// each is expected at its own line.
+    @Test func slicedReadingReportsEveryProblemInSourceOrder() {
+        let count = 400
+        var yaml = "schema: Sliced\nversion: 1\nentities:\n"
+        var line = 4
+        var expected: [String] = []
+        for i in 0..<count {
+            yaml += "  E\(i):\n    attributes:\n      name: String\n"
+            line += 3
+            switch i % 50 {
+            case 7:
+                yaml += "      other: {type: Strin}\n"
+                expected.append("\(line) unknown-type")
+            case 19:
+                yaml += "      title: {type: String, column: name}\n"
+                expected.append("\(line) name-collision")
+            case 33:
+                yaml += "      flag: {type: Bool, unique: yes}\n"
+                expected.append("\(line) wrong-kind")
+            default:
+                yaml += "      count: Int\n"
+            }
+            line += 1
+            yaml += "    relationships:\n      next: {to: E\((i + 1) % count)?, inverse: previous}\n      previous: \"[E\((i + count - 1) % count)]\"\n"
+            line += 3
+        }
+        let found = load(yaml).diagnostics.map { "\($0.location?.line ?? 0) \($0.code)" }
+        #expect(found == expected)
+    }
+
     @Test func directoryWithNoSchemas() throws {
         let directory = FileManagerHelpers.temporaryDirectory()
         try FileManagerHelpers.write("not a schema", to: directory + "/README.txt")

@@ -3,7 +3,7 @@ import Dispatch
 extension Array where Element: Sendable {
     /// `map` spread over the machine's cores, results in order. For independent, pure work
     /// such as rendering one template per entity.
-    func parallelMap<T: Sendable>(_ transform: @escaping @Sendable (Element) -> T) -> [T] {
+    public func parallelMap<T: Sendable>(_ transform: @escaping @Sendable (Element) -> T) -> [T] {
         guard count > 1 else { return map(transform) }
         let slots = Slots<T>(count: count)
         let elements = self
