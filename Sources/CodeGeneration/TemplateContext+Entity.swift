@@ -24,7 +24,7 @@ extension TemplateContext {
     }
 
     func entityValue(_ entity: Entity, index: Int) -> MustacheValue {
-        let parts = EntityParts(entity, table: model.table(forEntity: entity.name))
+        let parts = EntityParts(entity, table: table(forEntity: entity.name))
         // Each member's context once, shared by every list it appears in.
         let attributeValues = Dictionary(entity.attributes.map { ($0.name, attributeValue($0, in: parts)) }, uniquingKeysWith: { a, _ in a })
         let relationshipValues = Dictionary(entity.relationships.map { ($0.name, relationshipValue($0, in: entity)) }, uniquingKeysWith: { a, _ in a })
@@ -87,23 +87,32 @@ extension TemplateContext {
         ]
     }
 
+    // Shapes of the objects built once per member: their keys are hashed once per run.
+    static let codingKeyShape = MustacheShape()
+    static let parameterShape = MustacheShape()
+    static let rowValueShape = MustacheShape()
+    static let rowArgumentShape = MustacheShape()
+    static let keyPathShape = MustacheShape()
+    static let joinedMemberShape = MustacheShape()
+    static let patchFieldShape = MustacheShape()
+
     /// Coded properties: the implicit key, stored attributes, then the keys of to-one links.
     func codingKeys(_ parts: EntityParts) -> [MustacheValue] {
         var keys: [MustacheValue] = []
         if parts.hasImplicitKey {
-            keys.append(["swiftName": "id", "jsonKey": "id", "jsonKeyLiteral": "\"id\"", "hasCustomKey": false])
+            keys.append(Self.codingKeyShape.object(["swiftName": "id", "jsonKey": "id", "jsonKeyLiteral": "\"id\"", "hasCustomKey": false]))
         }
         for attribute in parts.stored {
-            keys.append([
+            keys.append(Self.codingKeyShape.object([
                 "swiftName": .string(SwiftSyntax.identifier(attribute.name)), "jsonKey": .string(attribute.jsonKey),
                 "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(attribute.jsonKey)),
                 "hasCustomKey": .bool(attribute.jsonKey != attribute.name),
-            ])
+            ]))
         }
         for relationship in parts.keyRelationships {
             let property = relationship.name + "ID"
-            keys.append(["swiftName": .string(SwiftSyntax.identifier(property)), "jsonKey": .string(property),
-                         "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(property)), "hasCustomKey": false])
+            keys.append(Self.codingKeyShape.object(["swiftName": .string(SwiftSyntax.identifier(property)), "jsonKey": .string(property),
+                         "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(property)), "hasCustomKey": false]))
         }
         return keys
     }
@@ -122,7 +131,7 @@ extension TemplateContext {
             let name = SwiftSyntax.identifier(relationship.name + "ID")
             parameters.append(("\(name): \(keyType(of: relationship))\(relationship.isOptional ? " = nil" : "")", "self.\(name) = \(name)"))
         }
-        return parameters.map { ["declaration": .string($0.declaration), "assignment": .string($0.assignment)] }
+        return parameters.map { Self.parameterShape.object(["declaration": .string($0.declaration), "assignment": .string($0.assignment)]) }
     }
 
     /// Direct row codecs (RowCodable): values in `rowColumns` order, and the initializer
@@ -132,18 +141,18 @@ extension TemplateContext {
         var values: [MustacheValue] = []
         var arguments: [MustacheValue] = []
         if parts.hasImplicitKey {
-            values.append(["expression": "id.storedValue"])
-            arguments.append(["argument": "id: try row.next()"])
+            values.append(Self.rowValueShape.object(["expression": "id.storedValue"]))
+            arguments.append(Self.rowArgumentShape.object(["argument": "id: try row.next()"]))
         }
         for attribute in parts.stored {
             let name = SwiftSyntax.identifier(attribute.name)
             switch attribute.type {
             case .value, .array:
-                values.append(["expression": .string("try StoredJSON.value(\(name))")])
-                arguments.append(["argument": .string("\(name): try row.\(attribute.isOptional ? "optionalJSON" : "json")()")])
+                values.append(Self.rowValueShape.object(["expression": .string("try StoredJSON.value(\(name))")]))
+                arguments.append(Self.rowArgumentShape.object(["argument": .string("\(name): try row.\(attribute.isOptional ? "optionalJSON" : "json")()")]))
             default:
-                values.append(["expression": .string("\(name).storedValue")])
-                arguments.append(["argument": .string("\(name): try row.next()")])
+                values.append(Self.rowValueShape.object(["expression": .string("\(name).storedValue")]))
+                arguments.append(Self.rowArgumentShape.object(["argument": .string("\(name): try row.next()")]))
             }
         }
         var isRowCodable = true
@@ -153,8 +162,8 @@ extension TemplateContext {
                 continue
             }
             let name = SwiftSyntax.identifier(relationship.name + "ID")
-            values.append(["expression": .string("\(name).storedValue")])
-            arguments.append(["argument": .string("\(name): try row.next()")])
+            values.append(Self.rowValueShape.object(["expression": .string("\(name).storedValue")]))
+            arguments.append(Self.rowArgumentShape.object(["argument": .string("\(name): try row.next()")]))
         }
         return (values, arguments, values.count, isRowCodable)
     }
@@ -164,31 +173,31 @@ extension TemplateContext {
         var paths: [String] = parts.hasImplicitKey ? ["id"] : []
         paths += parts.stored.map { SwiftSyntax.identifier($0.name) }
         paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count == 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
-        return paths.map { ["path": .string($0)] }
+        return paths.map { Self.keyPathShape.object(["path": .string($0)]) }
     }
 
     /// The Joined view: stored attributes, key properties, and relationships as properties.
     func joinedMembers(_ parts: EntityParts) -> [MustacheValue] {
         var members: [MustacheValue] = []
         if parts.hasImplicitKey {
-            members.append(["declaration": "id: Int64?", "property": "id", "member": ".column(\"id\")"])
+            members.append(Self.joinedMemberShape.object(["declaration": "id: Int64?", "property": "id", "member": ".column(\"id\")"]))
         }
         for attribute in parts.stored {
-            members.append(["declaration": .string("\(SwiftSyntax.identifier(attribute.name)): \(swiftType(attribute))"),
+            members.append(Self.joinedMemberShape.object(["declaration": .string("\(SwiftSyntax.identifier(attribute.name)): \(swiftType(attribute))"),
                             "property": .string(SwiftSyntax.identifier(attribute.name)),
-                            "member": .string(".column(\(SwiftSyntax.stringLiteral(attribute.columnName)))")])
+                            "member": .string(".column(\(SwiftSyntax.stringLiteral(attribute.columnName)))")]))
         }
         for relationship in parts.keyRelationships where relationship.foreignKeyColumns.count == 1 {
-            members.append(["declaration": .string("\(SwiftSyntax.identifier(relationship.name + "ID")): \(keyType(of: relationship))"),
+            members.append(Self.joinedMemberShape.object(["declaration": .string("\(SwiftSyntax.identifier(relationship.name + "ID")): \(keyType(of: relationship))"),
                             "property": .string(SwiftSyntax.identifier(relationship.name + "ID")),
-                            "member": .string(".column(\(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])))")])
+                            "member": .string(".column(\(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])))")]))
         }
         for relationship in parts.entity.relationships {
             let target = SwiftSyntax.identifier(relationship.target) + ".Joined"
             let type = relationship.isToMany ? "[\(target)]" : target + (relationship.isOptional ? "?" : "")
-            members.append(["declaration": .string("\(SwiftSyntax.identifier(relationship.name)): \(type)"),
+            members.append(Self.joinedMemberShape.object(["declaration": .string("\(SwiftSyntax.identifier(relationship.name)): \(type)"),
                             "property": .string(SwiftSyntax.identifier(relationship.name)),
-                            "member": .string(".relationship(\(SwiftSyntax.stringLiteral(relationship.name)))")])
+                            "member": .string(".relationship(\(SwiftSyntax.stringLiteral(relationship.name)))")]))
         }
         return members
     }
@@ -199,11 +208,11 @@ extension TemplateContext {
         func field(name: String, jsonKey: String, wrappedType: String, isOptional: Bool) -> MustacheValue {
             let property = SwiftSyntax.identifier(name)
             let key = jsonKey == name ? "" : ", key: " + SwiftSyntax.stringLiteral(jsonKey)
-            return [
+            return Self.patchFieldShape.object([
                 "swiftName": .string(property), "field": .string(name), "wrappedType": .string(wrappedType), "isOptional": .bool(isOptional),
                 "fieldLiteral": .string(SwiftSyntax.stringLiteral(name)), "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(jsonKey)),
                 "entry": .string(".\(isOptional ? "optional" : "required")(\\.\(property), \\.\(property), \(SwiftSyntax.stringLiteral(name))\(key))"),
-            ]
+            ])
         }
         for attribute in parts.stored {
             fields.append(field(name: attribute.name, jsonKey: attribute.jsonKey, wrappedType: SwiftSyntax.typeName(attribute.type), isOptional: attribute.isOptional))

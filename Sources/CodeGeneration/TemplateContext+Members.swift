@@ -18,12 +18,15 @@ extension TemplateContext {
         return attribute.isOptional ? " = nil" : ""
     }
 
+    static let attributeShape = MustacheShape()
+    static let relationshipShape = MustacheShape()
+
     func attributeValue(_ attribute: Attribute, in parts: EntityParts) -> MustacheValue {
         let entity = parts.entity
         // The column as the relational model has it (transient attributes have none).
         let column = attribute.isTransient ? nil : parts.table?.column(named: attribute.columnName)
         let defaultExpression = attribute.defaultValue.map { SwiftSyntax.expression(for: $0, type: attribute.type, schema: schema) }
-        return [
+        return Self.attributeShape.object([
             "name": .string(attribute.name),
             "swiftName": .string(SwiftSyntax.identifier(attribute.name)),
             "nameLiteral": .string(SwiftSyntax.stringLiteral(attribute.name)),
@@ -55,7 +58,7 @@ extension TemplateContext {
             "storage": .string((column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue),
             "metadataDefault": .string(column.map(metadataDefault) ?? "nil"),
             "metadataColumn": .string(metadataColumn(attribute, in: parts, column: column)),
-        ]
+        ])
     }
 
     /// The attribute's `ColumnDescriptor.attribute(...)` expression: only what differs from
@@ -103,7 +106,7 @@ extension TemplateContext {
     }
 
     func keyBaseType(of relationship: Relationship) -> String {
-        guard let target = schema.entity(named: relationship.target) else { return "Int64" }
+        guard let target = entity(named: relationship.target) else { return "Int64" }
         switch target.primaryKey {
         case .implicit: return "Int64"
         case .members(let members) where members.count == 1:
@@ -117,7 +120,7 @@ extension TemplateContext {
 
     func relationshipValue(_ relationship: Relationship, in entity: Entity) -> MustacheValue {
         let storesKey = !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty
-        return [
+        return Self.relationshipShape.object([
             "name": .string(relationship.name),
             "swiftName": .string(SwiftSyntax.identifier(relationship.name)),
             "nameLiteral": .string(SwiftSyntax.stringLiteral(relationship.name)),
@@ -151,7 +154,7 @@ extension TemplateContext {
             "doc": optional(relationship.doc),
             "docLines": lines(relationship.doc),
             "metadataRelationship": .string(metadataRelationship(relationship, storesKey: storesKey)),
-        ]
+        ])
     }
 
     /// The relationship's `RelationshipDescriptor(...)` expression, defaults left out.

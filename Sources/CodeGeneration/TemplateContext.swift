@@ -19,12 +19,15 @@ public struct TemplateContext: Sendable {
     /// The schema's context, built once and shared by every scope (values are copy-on-write).
     private var cachedRoot: [String: MustacheValue] = [:]
     private let entityIndex: [String: Int]
+    /// Each entity's table in `model`, by entity name: looked up for every member.
+    private let tableIndex: [String: Int]
 
     public init(schema: Schema, model: SchemaSnapshot? = nil, sourceFile: String, migrations: [MigrationScript] = []) {
         self.schema = schema
         self.model = model ?? SnapshotBuilder.snapshot(of: schema)
         self.sourceFile = sourceFile
         self.entityIndex = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.tableIndex = Dictionary(self.model.tables.enumerated().compactMap { index, table in table.entity.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
         self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.1.0"]]
         self.cachedRoot["hasMigrations"] = .bool(!migrations.isEmpty)
         self.cachedRoot["migrations"] = list(migrations.map { migration in
@@ -42,6 +45,11 @@ public struct TemplateContext: Sendable {
     }
 
     public var metadataTypeName: String { "\(schema.name)Schema" }
+
+    /// An entity by name through the index (a large schema asks once per relationship).
+    func entity(named name: String) -> Entity? { entityIndex[name].map { schema.entities[$0] } }
+
+    func table(forEntity name: String) -> TableSnapshot? { tableIndex[name].map { model.tables[$0] } }
 
     // MARK: - Scopes
 
@@ -125,7 +133,10 @@ public struct TemplateContext: Sendable {
     /// A list whose object items get `first` and `last` flags, for separators in templates.
     func list(_ items: [MustacheValue]) -> MustacheValue {
         .array(items.enumerated().map { index, item in
-            guard case .object = item else { return item }
+            switch item {
+            case .object, .record: break
+            default: return item
+            }
             return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
         })
     }
@@ -133,7 +144,9 @@ public struct TemplateContext: Sendable {
     func optional(_ text: String?) -> MustacheValue { text.map { .string($0) } ?? .null }
 
     /// Documentation as `///` lines: `[{line: "/// ..."}]`.
+    static let docLineShape = MustacheShape()
+
     func lines(_ doc: String?) -> MustacheValue {
-        .array(SwiftSyntax.docLines(doc).map { ["line": .string($0)] })
+        .array(SwiftSyntax.docLines(doc).map { Self.docLineShape.object(["line": .string($0)]) })
     }
 }

@@ -8,6 +8,8 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
     case number(Double)
     case array([MustacheValue])
     case object([String: MustacheValue])
+    /// An object whose keys live in a shape shared with many like it (see `MustacheShape`).
+    case record(MustacheRecord)
     /// An item of a list with its `first` and `last` flags laid over it, without copying it:
     /// the same object often appears in several lists.
     case listItem(MustacheValue, isFirst: Bool, isLast: Bool)
@@ -39,7 +41,7 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
         case .string(let text): text
         case .number(let number):
             if number.rounded() == number, abs(number) < 1e15 { String(Int64(number)) } else { String(number) }
-        case .array, .object: ""
+        case .array, .object, .record: ""
         case .listItem(let item, _, _): item.interpolated
         }
     }
@@ -48,11 +50,85 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
     public subscript(key: String) -> MustacheValue? {
         switch self {
         case .object(let fields): return fields[key]
+        case .record(let record): return record.shape.position(of: key).map { record.values[$0] }
         case .listItem(let item, let isFirst, let isLast):
             if key == "first" { return .bool(isFirst) }
             if key == "last" { return .bool(isLast) }
             return item[key]
         default: return nil
         }
+    }
+}
+
+/// The keys of many objects alike (every attribute's context, say), hashed once: each object
+/// then holds only its values, and building one costs an array instead of a dictionary. The
+/// shape learns its keys from the first object built with it.
+public final class MustacheShape: @unchecked Sendable {
+    // Written once, under the lock, by the first `object`; read-only afterwards.
+    private var keys: [String] = []
+    private var positions: [String: Int] = [:]
+    private var isSet = false
+    private let lock = ShapeLock()
+
+    public init() {}
+
+    /// An object of `fields`. Fields that differ from the shape's keys, in names or order,
+    /// make a plain object instead: always correct, only slower.
+    public func object(_ fields: KeyValuePairs<String, MustacheValue>) -> MustacheValue {
+        lock.withLock {
+            if !isSet {
+                keys = fields.map(\.key)
+                positions = Dictionary(keys.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+                isSet = true
+            }
+        }
+        // Literal keys compare in a few instructions each: small strings by their bits,
+        // others by their shared storage.
+        guard fields.count == keys.count, positions.count == keys.count,
+              zip(fields, keys).allSatisfy({ $0.key == $1 }) else {
+            return .object(Dictionary(fields.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }))
+        }
+        return .record(MustacheRecord(shape: self, values: fields.map(\.value)))
+    }
+
+    func position(of key: String) -> Int? { positions[key] }
+    var fieldNames: [String] { keys }
+}
+
+/// An object laid out by a `MustacheShape`.
+public struct MustacheRecord: Sendable, Hashable {
+    let shape: MustacheShape
+    let values: [MustacheValue]
+
+    /// The fields by name, as a plain object would hold them.
+    public var fields: [String: MustacheValue] {
+        Dictionary(zip(shape.fieldNames, values).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public static func == (lhs: MustacheRecord, rhs: MustacheRecord) -> Bool { lhs.fields == rhs.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fields) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A plain mutex (the standard library's `Mutex` needs newer Apple systems than this package).
+private final class ShapeLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
     }
 }
