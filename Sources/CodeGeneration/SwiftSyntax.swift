@@ -23,21 +23,37 @@ enum SwiftSyntax {
     static func stringLiteral(_ text: String) -> String {
         // Printable ASCII with the usual escapes is written byte by byte (migration scripts run
         // to megabytes); anything else goes through the standard library's escaping.
-        var bytes: [UInt8] = [UInt8(ascii: "\"")]
-        bytes.reserveCapacity(text.utf8.count + text.utf8.count / 8 + 2)
-        for byte in text.utf8 {
-            switch byte {
-            // As the standard library writes them, single quotes included.
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "'"): bytes += [UInt8(ascii: "\\"), byte]
-            case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case UInt8(ascii: "\t"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case UInt8(ascii: "\r"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x20...0x7E: bytes.append(byte)
-            default: return text.debugDescription
+        var text = text
+        return text.withUTF8 { bytes -> String in
+            var escapes = 0
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "'"), UInt8(ascii: "\n"), UInt8(ascii: "\t"), UInt8(ascii: "\r"): escapes += 1
+                case 0x20...0x7E: break
+                default: return String(decoding: bytes, as: UTF8.self).debugDescription
+                }
+            }
+            return String(unsafeUninitializedCapacity: bytes.count + escapes + 2) { out in
+                var position = 0
+                func put(_ byte: UInt8) {
+                    out[position] = byte
+                    position += 1
+                }
+                put(UInt8(ascii: "\""))
+                for byte in bytes {
+                    switch byte {
+                    // As the standard library writes them, single quotes included.
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "'"): put(UInt8(ascii: "\\")); put(byte)
+                    case UInt8(ascii: "\n"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "n"))
+                    case UInt8(ascii: "\t"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "t"))
+                    case UInt8(ascii: "\r"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "r"))
+                    default: put(byte)
+                    }
+                }
+                put(UInt8(ascii: "\""))
+                return position
             }
         }
-        bytes.append(UInt8(ascii: "\""))
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The Swift type of an attribute type (without optionality).

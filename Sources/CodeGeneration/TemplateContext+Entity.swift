@@ -7,7 +7,7 @@ import SchemaKit
 /// stored members.
 extension TemplateContext {
     /// What every builder of one entity reads.
-    struct EntityParts {
+    struct EntityParts: Sendable {
         let entity: Entity
         let table: TableSnapshot?
         let stored: [Attribute]
@@ -23,68 +23,87 @@ extension TemplateContext {
         }
     }
 
+    /// An entity's context: its fields are worked out as templates read them, each once,
+    /// and shared by every file rendered from it. Its members' contexts are made up front (they
+    /// are lazy too) so the lists that hold the same member share one.
     func entityValue(_ entity: Entity, index: Int) -> MustacheValue {
         let parts = EntityParts(entity, table: table(forEntity: entity.name))
-        // Each member's context once, shared by every list it appears in.
         let attributeValues = Dictionary(entity.attributes.map { ($0.name, attributeValue($0, in: parts)) }, uniquingKeysWith: { a, _ in a })
         let relationshipValues = Dictionary(entity.relationships.map { ($0.name, relationshipValue($0, in: entity)) }, uniquingKeysWith: { a, _ in a })
-        func attributes(_ list: [Attribute]) -> MustacheValue { self.list(list.compactMap { attributeValues[$0.name] }) }
-        func relationships(_ list: [Relationship]) -> MustacheValue { self.list(list.compactMap { relationshipValues[$0.name] }) }
-        let rowCodec = rowCodec(parts)
-        let patchFields = patchFields(parts)
-        let joined = joinedMembers(parts)
-        let codingKeys = codingKeys(parts)
-        func strings(_ values: [MustacheValue], _ key: String) -> [String] { values.compactMap { $0[key]?.interpolated } }
-        let patchDeclarations = patchFields.compactMap { field -> String? in
-            guard let name = field["swiftName"]?.interpolated, let type = field["wrappedType"]?.interpolated else { return nil }
-            return "\(name): PatchValue<\(type)> = .absent"
-        }
+        let source = EntityFields(context: self, parts: parts, index: index, attributeValues: attributeValues, relationshipValues: relationshipValues)
+        return .lazy(MustacheLazyObject(fieldNames: EntityField.names, source: source))
+    }
 
-        return [
-            "name": .string(entity.name),
-            "swiftName": .string(SwiftSyntax.identifier(entity.name)),
-            "table": .string(entity.tableName),
-            "tableLiteral": .string(SwiftSyntax.stringLiteral(entity.tableName)),
-            "renamedFrom": optional(entity.renamedFrom),
-            "renamedFromLiteral": .string(entity.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil"),
-            "doc": optional(entity.doc),
-            "docLines": lines(entity.doc),
-            "index": .number(Double(index)),
-            "attributes": attributes(entity.attributes),
-            "storedAttributes": attributes(parts.stored),
-            "transientAttributes": attributes(entity.attributes.filter(\.isTransient)),
-            "relationships": relationships(entity.relationships),
-            "keyRelationships": relationships(parts.keyRelationships),
-            "pathRelationships": relationships(entity.relationships.filter { $0.isToMany || $0.foreignKeyColumns.isEmpty }),
-            "primaryKey": primaryKeyValue(entity),
-            "codingKeys": list(codingKeys),
-            "initParameters": list(initializerParameters(parts)),
-            "patchFields": list(patchFields),
-            "hasPatchFields": .bool(!patchFields.isEmpty),
-            "isRowCodable": .bool(rowCodec.isRowCodable),
-            "joinedMembers": list(joined),
-            "rowValues": list(rowCodec.values),
-            "columnKeyPaths": list(columnKeyPaths(parts)),
-            // The same lists, wrapped to lines of 120 characters, as the default templates use them.
-            "rowValuesWrapped": .string(wrapped(strings(rowCodec.values, "expression"), indent: 12)),
-            "rowArgumentsWrapped": .string(wrapped(strings(rowCodec.arguments, "argument"), indent: 12)),
-            "columnKeyPathsWrapped": .string(wrapped(strings(columnKeyPaths(parts), "path").map { "\\." + $0 }, indent: 12)),
-            "joinedKeyPathsWrapped": .string(wrapped(strings(joined, "property").map { "\\." + $0 }, indent: 16)),
-            "joinedDeclarationsWrapped": .string(wrapped(strings(joined, "declaration").enumerated().map { $0.offset == 0 ? "public let " + $0.element : $0.element }, indent: 8, continuation: 4)),
-            "codingKeysWrapped": .string(wrapped(codingKeys.compactMap { key -> String? in
-                guard let name = key["swiftName"]?.interpolated else { return nil }
-                return key["hasCustomKey"]?.isFalsey == false ? "\(name) = \(key["jsonKeyLiteral"]?.interpolated ?? "")" : name
-            }.enumerated().map { $0.offset == 0 ? "case " + $0.element : $0.element }, indent: 8, continuation: 4)),
-            "patchFieldsWrapped": .string(wrapped(strings(patchFields, "entry"), indent: 12)),
-            "patchDeclarationsWrapped": .string(wrapped(patchDeclarations.enumerated().map { $0.offset == 0 ? "public var " + $0.element : $0.element }, indent: 4, continuation: 4)),
-            "rowArguments": list(rowCodec.arguments),
-            "rowCount": .number(Double(rowCodec.count)),
-            "indexes": list((parts.table?.indexes ?? []).map { index in
+    func entityField(_ field: EntityField, of source: EntityFields, in object: MustacheLazyObject) -> MustacheValue {
+        let parts = source.parts
+        let entity = parts.entity
+        func attributes(_ list: [Attribute]) -> MustacheValue { self.list(list.compactMap { source.attributeValues[$0.name] }) }
+        func relationships(_ list: [Relationship]) -> MustacheValue { self.list(list.compactMap { source.relationshipValues[$0.name] }) }
+        switch field {
+        case .name: return .string(entity.name)
+        case .swiftName: return .string(SwiftSyntax.identifier(entity.name))
+        case .table: return .string(entity.tableName)
+        case .tableLiteral: return .string(SwiftSyntax.stringLiteral(entity.tableName))
+        case .renamedFrom: return optional(entity.renamedFrom)
+        case .renamedFromLiteral: return .string(entity.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil")
+        case .doc: return optional(entity.doc)
+        case .docLines: return lines(entity.doc)
+        case .index: return .number(Double(source.index))
+        case .attributes: return attributes(entity.attributes)
+        case .storedAttributes: return attributes(parts.stored)
+        case .transientAttributes: return attributes(entity.attributes.filter(\.isTransient))
+        case .relationships: return relationships(entity.relationships)
+        case .keyRelationships: return relationships(parts.keyRelationships)
+        case .pathRelationships: return relationships(entity.relationships.filter { $0.isToMany || $0.foreignKeyColumns.isEmpty })
+        case .primaryKey: return primaryKeyValue(entity)
+        case .codingKeys:
+            return list(codingKeys(parts).map { key in
+                Self.codingKeyShape.object(["swiftName": .string(key.swiftName), "jsonKey": .string(key.jsonKey),
+                                            "jsonKeyLiteral": .string(key.jsonKeyLiteral), "hasCustomKey": .bool(key.hasCustomKey)])
+            })
+        case .initParameters:
+            return list(initializerParameters(parts).map { Self.parameterShape.object(["declaration": .string($0.declaration), "assignment": .string($0.assignment)]) })
+        case .patchFields:
+            return list(patchFields(parts).map { field in
+                Self.patchFieldShape.object([
+                    "swiftName": .string(field.swiftName), "field": .string(field.name), "wrappedType": .string(field.wrappedType),
+                    "isOptional": .bool(field.isOptional), "fieldLiteral": .string(SwiftSyntax.stringLiteral(field.name)),
+                    "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(field.jsonKey)), "entry": .string(field.entry),
+                ])
+            })
+        case .hasPatchFields: return .bool(!parts.stored.isEmpty || !parts.keyRelationships.isEmpty)
+        case .isRowCodable: return .bool(parts.keyRelationships.allSatisfy { $0.foreignKeyColumns.count == 1 })
+        case .joinedMembers:
+            return list(joinedMembers(parts).map {
+                Self.joinedMemberShape.object(["declaration": .string($0.declaration), "property": .string($0.property), "member": .string($0.member)])
+            })
+        case .rowValues: return list(rowCodec(parts).values.map { Self.rowValueShape.object(["expression": .string($0)]) })
+        case .rowArguments: return list(rowCodec(parts).arguments.map { Self.rowArgumentShape.object(["argument": .string($0)]) })
+        case .rowCount: return .number(Double(rowCodec(parts).values.count))
+        case .columnKeyPaths: return list(columnKeyPaths(parts).map { Self.keyPathShape.object(["path": .string($0)]) })
+        // The same lists, wrapped to lines of 120 characters, as the default templates use them.
+        case .rowValuesWrapped: return .string(wrapped(rowCodec(parts).values, indent: 12))
+        case .rowArgumentsWrapped: return .string(wrapped(rowCodec(parts).arguments, indent: 12))
+        case .columnKeyPathsWrapped: return .string(wrapped(columnKeyPaths(parts).map { "\\." + $0 }, indent: 12))
+        case .joinedKeyPathsWrapped: return .string(wrapped(joinedMembers(parts).map { "\\." + $0.property }, indent: 16))
+        case .joinedDeclarationsWrapped:
+            return .string(wrapped(joinedMembers(parts).enumerated().map { ($0.offset == 0 ? "public let " : "") + $0.element.declaration }, indent: 8, continuation: 4))
+        case .codingKeysWrapped:
+            return .string(wrapped(codingKeys(parts).enumerated().map { index, key in
+                (index == 0 ? "case " : "") + key.swiftName + (key.hasCustomKey ? " = " + key.jsonKeyLiteral : "")
+            }, indent: 8, continuation: 4))
+        case .patchFieldsWrapped: return .string(wrapped(patchFields(parts).map(\.entry), indent: 12))
+        case .patchDeclarationsWrapped:
+            return .string(wrapped(patchFields(parts).enumerated().map { index, field in
+                (index == 0 ? "public var " : "") + "\(field.swiftName): PatchValue<\(field.wrappedType)> = .absent"
+            }, indent: 4, continuation: 4))
+        case .indexes:
+            return list((parts.table?.indexes ?? []).map { index in
                 ["name": .string(index.name), "columns": list(index.columns.map { .string($0) }),
                  "columnsLiteral": .string("[" + index.columns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
                  "kind": .string(index.isFullText ? "fullText" : index.isUnique ? "unique" : "plain")]
-            }),
-        ]
+            })
+        }
     }
 
     // Shapes of the objects built once per member: their keys are hashed once per run.
@@ -96,29 +115,31 @@ extension TemplateContext {
     static let joinedMemberShape = MustacheShape()
     static let patchFieldShape = MustacheShape()
 
+    struct CodingKeyParts {
+        let swiftName: String, jsonKey: String, jsonKeyLiteral: String, hasCustomKey: Bool
+    }
+
     /// Coded properties: the implicit key, stored attributes, then the keys of to-one links.
-    func codingKeys(_ parts: EntityParts) -> [MustacheValue] {
-        var keys: [MustacheValue] = []
+    func codingKeys(_ parts: EntityParts) -> [CodingKeyParts] {
+        var keys: [CodingKeyParts] = []
+        keys.reserveCapacity(parts.stored.count + parts.keyRelationships.count + 1)
         if parts.hasImplicitKey {
-            keys.append(Self.codingKeyShape.object(["swiftName": "id", "jsonKey": "id", "jsonKeyLiteral": "\"id\"", "hasCustomKey": false]))
+            keys.append(CodingKeyParts(swiftName: "id", jsonKey: "id", jsonKeyLiteral: "\"id\"", hasCustomKey: false))
         }
         for attribute in parts.stored {
-            keys.append(Self.codingKeyShape.object([
-                "swiftName": .string(SwiftSyntax.identifier(attribute.name)), "jsonKey": .string(attribute.jsonKey),
-                "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(attribute.jsonKey)),
-                "hasCustomKey": .bool(attribute.jsonKey != attribute.name),
-            ]))
+            keys.append(CodingKeyParts(swiftName: SwiftSyntax.identifier(attribute.name), jsonKey: attribute.jsonKey,
+                                       jsonKeyLiteral: SwiftSyntax.stringLiteral(attribute.jsonKey), hasCustomKey: attribute.jsonKey != attribute.name))
         }
         for relationship in parts.keyRelationships {
             let property = relationship.name + "ID"
-            keys.append(Self.codingKeyShape.object(["swiftName": .string(SwiftSyntax.identifier(property)), "jsonKey": .string(property),
-                         "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(property)), "hasCustomKey": false]))
+            keys.append(CodingKeyParts(swiftName: SwiftSyntax.identifier(property), jsonKey: property,
+                                       jsonKeyLiteral: SwiftSyntax.stringLiteral(property), hasCustomKey: false))
         }
         return keys
     }
 
     /// Initializer parameters in declaration order, defaults where the schema gives them.
-    func initializerParameters(_ parts: EntityParts) -> [MustacheValue] {
+    func initializerParameters(_ parts: EntityParts) -> [(declaration: String, assignment: String)] {
         var parameters: [(declaration: String, assignment: String)] = []
         if parts.hasImplicitKey {
             parameters.append(("id: Int64? = nil", "self.id = id"))
@@ -131,95 +152,92 @@ extension TemplateContext {
             let name = SwiftSyntax.identifier(relationship.name + "ID")
             parameters.append(("\(name): \(keyType(of: relationship))\(relationship.isOptional ? " = nil" : "")", "self.\(name) = \(name)"))
         }
-        return parameters.map { Self.parameterShape.object(["declaration": .string($0.declaration), "assignment": .string($0.assignment)]) }
+        return parameters
     }
 
-    /// Direct row codecs (RowCodable): values in `rowColumns` order, and the initializer
-    /// arguments that read them back through `StoredRowReader`, each converted to its
-    /// parameter's type. Not for entities whose to-one keys span several columns.
-    func rowCodec(_ parts: EntityParts) -> (values: [MustacheValue], arguments: [MustacheValue], count: Int, isRowCodable: Bool) {
-        var values: [MustacheValue] = []
-        var arguments: [MustacheValue] = []
+    /// Direct row codecs (RowCodable): value expressions in `rowColumns` order, and the
+    /// initializer arguments that read them back through `StoredRowReader`, each converted to
+    /// its parameter's type. Entities whose to-one keys span several columns have none
+    /// (`isRowCodable`); their multi-column keys are left out here.
+    func rowCodec(_ parts: EntityParts) -> (values: [String], arguments: [String]) {
+        var values: [String] = []
+        var arguments: [String] = []
+        values.reserveCapacity(parts.stored.count + parts.keyRelationships.count + 1)
+        arguments.reserveCapacity(values.capacity)
         if parts.hasImplicitKey {
-            values.append(Self.rowValueShape.object(["expression": "id.storedValue"]))
-            arguments.append(Self.rowArgumentShape.object(["argument": "id: try row.next()"]))
+            values.append("id.storedValue")
+            arguments.append("id: try row.next()")
         }
         for attribute in parts.stored {
             let name = SwiftSyntax.identifier(attribute.name)
             switch attribute.type {
             case .value, .array:
-                values.append(Self.rowValueShape.object(["expression": .string("try StoredJSON.value(\(name))")]))
-                arguments.append(Self.rowArgumentShape.object(["argument": .string("\(name): try row.\(attribute.isOptional ? "optionalJSON" : "json")()")]))
+                values.append("try StoredJSON.value(\(name))")
+                arguments.append("\(name): try row.\(attribute.isOptional ? "optionalJSON" : "json")()")
             default:
-                values.append(Self.rowValueShape.object(["expression": .string("\(name).storedValue")]))
-                arguments.append(Self.rowArgumentShape.object(["argument": .string("\(name): try row.next()")]))
+                values.append("\(name).storedValue")
+                arguments.append("\(name): try row.next()")
             }
         }
-        var isRowCodable = true
-        for relationship in parts.keyRelationships {
-            guard relationship.foreignKeyColumns.count == 1 else {
-                isRowCodable = false
-                continue
-            }
+        for relationship in parts.keyRelationships where relationship.foreignKeyColumns.count == 1 {
             let name = SwiftSyntax.identifier(relationship.name + "ID")
-            values.append(Self.rowValueShape.object(["expression": .string("\(name).storedValue")]))
-            arguments.append(Self.rowArgumentShape.object(["argument": .string("\(name): try row.next()")]))
+            values.append("\(name).storedValue")
+            arguments.append("\(name): try row.next()")
         }
-        return (values, arguments, values.count, isRowCodable)
+        return (values, arguments)
     }
 
     /// The model's key paths in `rowColumns` order, for `column(for:)`.
-    func columnKeyPaths(_ parts: EntityParts) -> [MustacheValue] {
+    func columnKeyPaths(_ parts: EntityParts) -> [String] {
         var paths: [String] = parts.hasImplicitKey ? ["id"] : []
         paths += parts.stored.map { SwiftSyntax.identifier($0.name) }
         paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count == 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
-        return paths.map { Self.keyPathShape.object(["path": .string($0)]) }
+        return paths
     }
 
     /// The Joined view: stored attributes, key properties, and relationships as properties.
-    func joinedMembers(_ parts: EntityParts) -> [MustacheValue] {
-        var members: [MustacheValue] = []
+    func joinedMembers(_ parts: EntityParts) -> [(declaration: String, property: String, member: String)] {
+        var members: [(declaration: String, property: String, member: String)] = []
         if parts.hasImplicitKey {
-            members.append(Self.joinedMemberShape.object(["declaration": "id: Int64?", "property": "id", "member": ".column(\"id\")"]))
+            members.append(("id: Int64?", "id", ".column(\"id\")"))
         }
         for attribute in parts.stored {
-            members.append(Self.joinedMemberShape.object(["declaration": .string("\(SwiftSyntax.identifier(attribute.name)): \(swiftType(attribute))"),
-                            "property": .string(SwiftSyntax.identifier(attribute.name)),
-                            "member": .string(".column(\(SwiftSyntax.stringLiteral(attribute.columnName)))")]))
+            let property = SwiftSyntax.identifier(attribute.name)
+            members.append(("\(property): \(swiftType(attribute))", property, ".column(\(SwiftSyntax.stringLiteral(attribute.columnName)))"))
         }
         for relationship in parts.keyRelationships where relationship.foreignKeyColumns.count == 1 {
-            members.append(Self.joinedMemberShape.object(["declaration": .string("\(SwiftSyntax.identifier(relationship.name + "ID")): \(keyType(of: relationship))"),
-                            "property": .string(SwiftSyntax.identifier(relationship.name + "ID")),
-                            "member": .string(".column(\(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])))")]))
+            let property = SwiftSyntax.identifier(relationship.name + "ID")
+            members.append(("\(property): \(keyType(of: relationship))", property, ".column(\(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])))"))
         }
         for relationship in parts.entity.relationships {
             let target = SwiftSyntax.identifier(relationship.target) + ".Joined"
             let type = relationship.isToMany ? "[\(target)]" : target + (relationship.isOptional ? "?" : "")
-            members.append(Self.joinedMemberShape.object(["declaration": .string("\(SwiftSyntax.identifier(relationship.name)): \(type)"),
-                            "property": .string(SwiftSyntax.identifier(relationship.name)),
-                            "member": .string(".relationship(\(SwiftSyntax.stringLiteral(relationship.name)))")]))
+            let property = SwiftSyntax.identifier(relationship.name)
+            members.append(("\(property): \(type)", property, ".relationship(\(SwiftSyntax.stringLiteral(relationship.name)))"))
         }
         return members
     }
 
-    /// The fields of the three-state patch type: stored attributes and to-one keys.
-    func patchFields(_ parts: EntityParts) -> [MustacheValue] {
-        var fields: [MustacheValue] = []
-        func field(name: String, jsonKey: String, wrappedType: String, isOptional: Bool) -> MustacheValue {
-            let property = SwiftSyntax.identifier(name)
+    struct PatchFieldParts {
+        let swiftName: String, name: String, jsonKey: String, wrappedType: String, isOptional: Bool
+        /// The `PatchField` entry of the `fields` list.
+        var entry: String {
             let key = jsonKey == name ? "" : ", key: " + SwiftSyntax.stringLiteral(jsonKey)
-            return Self.patchFieldShape.object([
-                "swiftName": .string(property), "field": .string(name), "wrappedType": .string(wrappedType), "isOptional": .bool(isOptional),
-                "fieldLiteral": .string(SwiftSyntax.stringLiteral(name)), "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(jsonKey)),
-                "entry": .string(".\(isOptional ? "optional" : "required")(\\.\(property), \\.\(property), \(SwiftSyntax.stringLiteral(name))\(key))"),
-            ])
+            return ".\(isOptional ? "optional" : "required")(\\.\(swiftName), \\.\(swiftName), \(SwiftSyntax.stringLiteral(name))\(key))"
         }
+    }
+
+    /// The fields of the three-state patch type: stored attributes and to-one keys.
+    func patchFields(_ parts: EntityParts) -> [PatchFieldParts] {
+        var fields: [PatchFieldParts] = []
         for attribute in parts.stored {
-            fields.append(field(name: attribute.name, jsonKey: attribute.jsonKey, wrappedType: SwiftSyntax.typeName(attribute.type), isOptional: attribute.isOptional))
+            fields.append(PatchFieldParts(swiftName: SwiftSyntax.identifier(attribute.name), name: attribute.name, jsonKey: attribute.jsonKey,
+                                          wrappedType: SwiftSyntax.typeName(attribute.type), isOptional: attribute.isOptional))
         }
         for relationship in parts.keyRelationships {
             let property = relationship.name + "ID"
-            fields.append(field(name: property, jsonKey: property, wrappedType: keyBaseType(of: relationship), isOptional: relationship.isOptional))
+            fields.append(PatchFieldParts(swiftName: SwiftSyntax.identifier(property), name: property, jsonKey: property,
+                                          wrappedType: keyBaseType(of: relationship), isOptional: relationship.isOptional))
         }
         return fields
     }
@@ -257,5 +275,30 @@ extension TemplateContext {
                 "members": list(members),
             ]
         }
+    }
+}
+
+/// The fields of an entity's context, as templates name them (`docs/templates.md`).
+enum EntityField: Int, CaseIterable {
+    case name, swiftName, table, tableLiteral, renamedFrom, renamedFromLiteral, doc, docLines, index
+    case attributes, storedAttributes, transientAttributes, relationships, keyRelationships, pathRelationships
+    case primaryKey, codingKeys, initParameters, patchFields, hasPatchFields, isRowCodable, joinedMembers
+    case rowValues, rowArguments, rowCount, columnKeyPaths
+    case rowValuesWrapped, rowArgumentsWrapped, columnKeyPathsWrapped, joinedKeyPathsWrapped, joinedDeclarationsWrapped
+    case codingKeysWrapped, patchFieldsWrapped, patchDeclarationsWrapped, indexes
+
+    static let names = MustacheFieldNames(allCases.map { "\($0)" })
+}
+
+struct EntityFields: MustacheFieldSource {
+    let context: TemplateContext
+    let parts: TemplateContext.EntityParts
+    let index: Int
+    let attributeValues: [String: MustacheValue]
+    let relationshipValues: [String: MustacheValue]
+
+    func value(ofField index: Int, in object: MustacheLazyObject) -> MustacheValue {
+        guard let field = EntityField(rawValue: index) else { return .null }
+        return context.entityField(field, of: self, in: object)
     }
 }

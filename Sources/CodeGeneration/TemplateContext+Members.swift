@@ -18,47 +18,49 @@ extension TemplateContext {
         return attribute.isOptional ? " = nil" : ""
     }
 
-    static let attributeShape = MustacheShape()
     static let relationshipShape = MustacheShape()
 
+    /// An attribute's context: its fields are worked out as templates read them.
     func attributeValue(_ attribute: Attribute, in parts: EntityParts) -> MustacheValue {
-        let entity = parts.entity
+        .lazy(MustacheLazyObject(fieldNames: AttributeField.names, source: AttributeFields(context: self, attribute: attribute, parts: parts)))
+    }
+
+    func attributeField(_ field: AttributeField, _ attribute: Attribute, in parts: EntityParts) -> MustacheValue {
         // The column as the relational model has it (transient attributes have none).
-        let column = attribute.isTransient ? nil : parts.table?.column(named: attribute.columnName)
-        let defaultExpression = attribute.defaultValue.map { SwiftSyntax.expression(for: $0, type: attribute.type, schema: schema) }
-        return Self.attributeShape.object([
-            "name": .string(attribute.name),
-            "swiftName": .string(SwiftSyntax.identifier(attribute.name)),
-            "nameLiteral": .string(SwiftSyntax.stringLiteral(attribute.name)),
-            "swiftType": .string(swiftType(attribute)),
-            "swiftBaseType": .string(SwiftSyntax.typeName(attribute.type)),
-            "column": .string(attribute.columnName),
-            "columnLiteral": .string(SwiftSyntax.stringLiteral(attribute.columnName)),
-            "jsonKey": .string(attribute.jsonKey),
-            "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(attribute.jsonKey)),
-            "hasCustomJSONKey": .bool(attribute.jsonKey != attribute.name),
-            "isOptional": .bool(attribute.isOptional),
-            "isUnique": .bool(attribute.isUnique),
-            "isPrimaryKey": .bool(isKeyMember(attribute.name, of: entity)),
-            "isTransient": .bool(attribute.isTransient),
-            "isStored": .bool(!attribute.isTransient),
-            "usesExternalStorage": .bool(attribute.usesExternalStorage),
-            "isEncrypted": .bool(attribute.isEncrypted),
-            "encryptsDeterministically": .bool(attribute.encryptsDeterministically),
-            "preservesValueOnDeletion": .bool(attribute.preservesValueOnDeletion),
-            "isIndexed": .bool(attribute.isIndexed),
-            "isSearchable": .bool(attribute.isSearchable),
-            "renamedFrom": optional(attribute.renamedFrom),
-            "renamedFromLiteral": .string(attribute.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil"),
-            "doc": optional(attribute.doc),
-            "docLines": lines(attribute.doc),
-            "hasDefault": .bool(attribute.defaultValue != nil),
-            "defaultValue": optional(defaultExpression),
-            "initDefault": .string(initDefault(attribute)),
-            "storage": .string((column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue),
-            "metadataDefault": .string(column.map(metadataDefault) ?? "nil"),
-            "metadataColumn": .string(metadataColumn(attribute, in: parts, column: column)),
-        ])
+        var column: ColumnSnapshot? { attribute.isTransient ? nil : parts.table?.column(named: attribute.columnName) }
+        switch field {
+        case .name: return .string(attribute.name)
+        case .swiftName: return .string(SwiftSyntax.identifier(attribute.name))
+        case .nameLiteral: return .string(SwiftSyntax.stringLiteral(attribute.name))
+        case .swiftType: return .string(swiftType(attribute))
+        case .swiftBaseType: return .string(SwiftSyntax.typeName(attribute.type))
+        case .column: return .string(attribute.columnName)
+        case .columnLiteral: return .string(SwiftSyntax.stringLiteral(attribute.columnName))
+        case .jsonKey: return .string(attribute.jsonKey)
+        case .jsonKeyLiteral: return .string(SwiftSyntax.stringLiteral(attribute.jsonKey))
+        case .hasCustomJSONKey: return .bool(attribute.jsonKey != attribute.name)
+        case .isOptional: return .bool(attribute.isOptional)
+        case .isUnique: return .bool(attribute.isUnique)
+        case .isPrimaryKey: return .bool(isKeyMember(attribute.name, of: parts.entity))
+        case .isTransient: return .bool(attribute.isTransient)
+        case .isStored: return .bool(!attribute.isTransient)
+        case .usesExternalStorage: return .bool(attribute.usesExternalStorage)
+        case .isEncrypted: return .bool(attribute.isEncrypted)
+        case .encryptsDeterministically: return .bool(attribute.encryptsDeterministically)
+        case .preservesValueOnDeletion: return .bool(attribute.preservesValueOnDeletion)
+        case .isIndexed: return .bool(attribute.isIndexed)
+        case .isSearchable: return .bool(attribute.isSearchable)
+        case .renamedFrom: return optional(attribute.renamedFrom)
+        case .renamedFromLiteral: return .string(attribute.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil")
+        case .doc: return optional(attribute.doc)
+        case .docLines: return lines(attribute.doc)
+        case .hasDefault: return .bool(attribute.defaultValue != nil)
+        case .defaultValue: return optional(attribute.defaultValue.map { SwiftSyntax.expression(for: $0, type: attribute.type, schema: schema) })
+        case .initDefault: return .string(initDefault(attribute))
+        case .storage: return .string((column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue)
+        case .metadataDefault: return .string(column.map(metadataDefault) ?? "nil")
+        case .metadataColumn: return .string(metadataColumn(attribute, in: parts, column: column))
+        }
     }
 
     /// The attribute's `ColumnDescriptor.attribute(...)` expression: only what differs from
@@ -174,5 +176,26 @@ extension TemplateContext {
             arguments.append("joinTargetColumns: " + literals(relationship.joinTargetColumns))
         }
         return "RelationshipDescriptor(" + arguments.joined(separator: ", ") + ")"
+    }
+}
+
+/// The fields of an attribute's context, as templates name them (`docs/templates.md`).
+enum AttributeField: Int, CaseIterable {
+    case name, swiftName, nameLiteral, swiftType, swiftBaseType, column, columnLiteral, jsonKey, jsonKeyLiteral
+    case hasCustomJSONKey, isOptional, isUnique, isPrimaryKey, isTransient, isStored, usesExternalStorage, isEncrypted
+    case encryptsDeterministically, preservesValueOnDeletion, isIndexed, isSearchable, renamedFrom, renamedFromLiteral
+    case doc, docLines, hasDefault, defaultValue, initDefault, storage, metadataDefault, metadataColumn
+
+    static let names = MustacheFieldNames(allCases.map { "\($0)" })
+}
+
+struct AttributeFields: MustacheFieldSource {
+    let context: TemplateContext
+    let attribute: Attribute
+    let parts: TemplateContext.EntityParts
+
+    func value(ofField index: Int, in object: MustacheLazyObject) -> MustacheValue {
+        guard let field = AttributeField(rawValue: index) else { return .null }
+        return context.attributeField(field, attribute, in: parts)
     }
 }

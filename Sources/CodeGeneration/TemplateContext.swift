@@ -30,10 +30,10 @@ public struct TemplateContext: Sendable {
         self.tableIndex = Dictionary(self.model.tables.enumerated().compactMap { index, table in table.entity.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
         self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.1.0"]]
         self.cachedRoot["hasMigrations"] = .bool(!migrations.isEmpty)
+        // Lazy: the scripts' literals (megabytes for a large schema) are escaped by the one
+        // template that embeds them, while the other files render.
         self.cachedRoot["migrations"] = list(migrations.map { migration in
-            ["version": .number(Double(migration.version)), "name": .string(migration.name),
-             "nameLiteral": .string(SwiftSyntax.stringLiteral(migration.name)),
-             "upLiteral": .string(SwiftSyntax.stringLiteral(migration.up)), "downLiteral": .string(SwiftSyntax.stringLiteral(migration.down))]
+            .lazy(MustacheLazyObject(fieldNames: MigrationField.names, source: MigrationFields(migration: migration)))
         })
     }
 
@@ -134,7 +134,7 @@ public struct TemplateContext: Sendable {
     func list(_ items: [MustacheValue]) -> MustacheValue {
         .array(items.enumerated().map { index, item in
             switch item {
-            case .object, .record: break
+            case .object, .record, .lazy: break
             default: return item
             }
             return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
@@ -148,5 +148,27 @@ public struct TemplateContext: Sendable {
 
     func lines(_ doc: String?) -> MustacheValue {
         .array(SwiftSyntax.docLines(doc).map { Self.docLineShape.object(["line": .string($0)]) })
+    }
+}
+
+/// The fields of an embedded migration's context, as templates name them.
+enum MigrationField: Int, CaseIterable {
+    case version, name, nameLiteral, upLiteral, downLiteral
+
+    static let names = MustacheFieldNames(allCases.map { "\($0)" })
+}
+
+struct MigrationFields: MustacheFieldSource {
+    let migration: MigrationScript
+
+    func value(ofField index: Int, in object: MustacheLazyObject) -> MustacheValue {
+        switch MigrationField(rawValue: index) {
+        case .version: .number(Double(migration.version))
+        case .name: .string(migration.name)
+        case .nameLiteral: .string(SwiftSyntax.stringLiteral(migration.name))
+        case .upLiteral: .string(SwiftSyntax.stringLiteral(migration.up))
+        case .downLiteral: .string(SwiftSyntax.stringLiteral(migration.down))
+        case nil: .null
+        }
     }
 }

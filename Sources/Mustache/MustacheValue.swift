@@ -10,6 +10,8 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
     case object([String: MustacheValue])
     /// An object whose keys live in a shape shared with many like it (see `MustacheShape`).
     case record(MustacheRecord)
+    /// An object whose fields are worked out when a template first reads them.
+    case lazy(MustacheLazyObject)
     /// An item of a list with its `first` and `last` flags laid over it, without copying it:
     /// the same object often appears in several lists.
     case listItem(MustacheValue, isFirst: Bool, isLast: Bool)
@@ -41,7 +43,7 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
         case .string(let text): text
         case .number(let number):
             if number.rounded() == number, abs(number) < 1e15 { String(Int64(number)) } else { String(number) }
-        case .array, .object, .record: ""
+        case .array, .object, .record, .lazy: ""
         case .listItem(let item, _, _): item.interpolated
         }
     }
@@ -51,6 +53,7 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
         switch self {
         case .object(let fields): return fields[key]
         case .record(let record): return record.shape.position(of: key).map { record.values[$0] }
+        case .lazy(let object): return object[key]
         case .listItem(let item, let isFirst, let isLast):
             if key == "first" { return .bool(isFirst) }
             if key == "last" { return .bool(isLast) }
@@ -131,4 +134,60 @@ private final class ShapeLock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return body()
     }
+}
+
+/// The field names of a kind of lazy object, in the order its source numbers them.
+public final class MustacheFieldNames: Sendable {
+    public let names: [String]
+    let positions: [String: Int]
+
+    public init(_ names: [String]) {
+        self.names = names
+        positions = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
+/// Works out one field of a lazy object; `object` gives the other fields, already worked out
+/// ones from memory.
+public protocol MustacheFieldSource: Sendable {
+    func value(ofField index: Int, in object: MustacheLazyObject) -> MustacheValue
+}
+
+/// An object whose fields are computed on first read and kept: templates read a handful of
+/// the many fields a context offers, so the rest is never built. Safe to read from several
+/// threads (entity contexts are shared by the files rendered in parallel).
+public final class MustacheLazyObject: @unchecked Sendable {
+    public let fieldNames: MustacheFieldNames
+    private let source: any MustacheFieldSource
+    private var computed: [MustacheValue?]
+    private let lock = ShapeLock()
+
+    public init(fieldNames: MustacheFieldNames, source: any MustacheFieldSource) {
+        self.fieldNames = fieldNames
+        self.source = source
+        computed = Array(repeating: nil, count: fieldNames.names.count)
+    }
+
+    public subscript(key: String) -> MustacheValue? {
+        fieldNames.positions[key].map { value(ofField: $0) }
+    }
+
+    /// The field numbered `index`. Computed outside the lock, so a field may read others; two
+    /// threads may both compute a field, and the values are equal.
+    public func value(ofField index: Int) -> MustacheValue {
+        if let known = lock.withLock({ computed[index] }) { return known }
+        let value = source.value(ofField: index, in: self)
+        lock.withLock { computed[index] = value }
+        return value
+    }
+
+    /// Every field, computed: for comparing and hashing.
+    public var fields: [String: MustacheValue] {
+        Dictionary(fieldNames.names.indices.map { (fieldNames.names[$0], value(ofField: $0)) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
+extension MustacheLazyObject: Hashable {
+    public static func == (lhs: MustacheLazyObject, rhs: MustacheLazyObject) -> Bool { lhs === rhs || lhs.fields == rhs.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fields) }
 }

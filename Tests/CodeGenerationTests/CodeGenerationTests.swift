@@ -213,3 +213,42 @@ func temporaryFolder() -> URL {
             """)
     }
 }
+
+/// The context's fields are worked out when read: what a custom template reads through the
+/// lists must agree with the pre-wrapped text the default templates use, and every documented
+/// member field must be there.
+@Suite struct LazyContextTests {
+    @Test(arguments: ["Flights", "Garage", "Users"])
+    func listsAndWrappedTextAgree(_ name: String) throws {
+        let schema = try loadSchema(name)
+        let context = TemplateContext(schema: schema, sourceFile: "\(name).yaml")
+        let template = try Template(name: "lists", source: """
+            {{#entity}}{{#rowValues}}{{expression}}{{^last}}, {{/last}}{{/rowValues}}
+            {{#rowArguments}}{{argument}}{{^last}}, {{/last}}{{/rowArguments}}
+            {{#columnKeyPaths}}\\.{{path}}{{^last}}, {{/last}}{{/columnKeyPaths}}
+            {{#patchFields}}{{entry}}{{^last}}, {{/last}}{{/patchFields}}
+            {{#joinedMembers}}\\.{{property}}{{^last}}, {{/last}}{{/joinedMembers}}
+            {{rowCount}} {{#storedAttributes}}{{name}}:{{storage}}:{{metadataColumn}};{{/storedAttributes}}{{/entity}}
+            """)
+        let wrapped = try Template(name: "wrapped", source: """
+            {{#entity}}{{rowValuesWrapped}}
+            {{rowArgumentsWrapped}}
+            {{columnKeyPathsWrapped}}
+            {{patchFieldsWrapped}}
+            {{joinedKeyPathsWrapped}}{{/entity}}
+            """)
+        for entity in schema.entities {
+            let scope = context.entityScope(entity)
+            let lists = try template.render(scope, partials: [:], escaping: .none).split(separator: "\n", omittingEmptySubsequences: false)
+            let texts = try wrapped.render(scope, partials: [:], escaping: .none).split(separator: "\n", omittingEmptySubsequences: false)
+            // The wrapped text is the same list, broken into indented lines.
+            let unwrapped = texts.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+            let joined = lists.prefix(5).joined(separator: " ")
+            #expect(unwrapped == joined, "\(entity.name)")
+            let stored = entity.attributes.filter { !$0.isTransient }
+            #expect(lists[5].hasPrefix("\(lists[0].split(separator: ",").count) "), "\(entity.name): rowCount")
+            #expect(lists[5].components(separatedBy: ";").count - 1 == stored.count, "\(entity.name): stored attributes")
+            #expect(!lists[5].contains("::"), "\(entity.name): every stored attribute has a storage kind")
+        }
+    }
+}

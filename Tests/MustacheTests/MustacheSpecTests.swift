@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
 import Testing
 @testable import Mustache
 
@@ -302,5 +307,53 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
     @Test func escapingCanBeTurnedOffForSourceCode() throws {
         let template = try Template(name: "t", source: "let x: Array<{{t}}> = \"{{v}}\"")
         #expect(try template.render(["t": "Int", "v": "a&b"], escaping: .none) == "let x: Array<Int> = \"a&b\"")
+    }
+}
+
+/// Lazy objects compute a field on first read, keep it, and give every thread the same value.
+@Suite struct LazyObjectTests {
+    final class Counting: MustacheFieldSource, @unchecked Sendable {
+        private let lock = NSLockLike()
+        private(set) var computed: [Int] = []
+        func value(ofField index: Int, in object: MustacheLazyObject) -> MustacheValue {
+            lock.run { computed.append(index) }
+            // A field may read another one of the same object.
+            if index == 1 { return .string("b(\(object.value(ofField: 0).interpolated))") }
+            return .string("a")
+        }
+    }
+
+    @Test func fieldsAreComputedOnFirstReadAndKept() {
+        let source = Counting()
+        let object = MustacheLazyObject(fieldNames: MustacheFieldNames(["first", "second", "unread"]), source: source)
+        #expect(MustacheValue.lazy(object)["second"]?.interpolated == "b(a)")
+        #expect(MustacheValue.lazy(object)["first"]?.interpolated == "a")
+        #expect(MustacheValue.lazy(object)["missing"] == nil)
+        #expect(source.computed == [1, 0])
+        let rendered = try? Template(name: "t", source: "{{#o}}{{second}}-{{first}}{{/o}}").render(["o": .lazy(object)], partials: [:], escaping: .none)
+        #expect(rendered == "b(a)-a")
+        #expect(source.computed == [1, 0], "nothing computed twice, 'unread' never")
+    }
+
+    @Test func manyThreadsReadOneObject() async {
+        let source = Counting()
+        let object = MustacheLazyObject(fieldNames: MustacheFieldNames((0..<64).map { "f\($0)" }), source: source)
+        let values = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 { group.addTask { (0..<64).map { object.value(ofField: $0).interpolated } } }
+            return await group.reduce(into: [[String]]()) { $0.append($1) }
+        }
+        #expect(Set(values).count == 1)
+        #expect(Set(source.computed) == Set(0..<64))
+    }
+}
+
+/// A lock for the test's counter.
+final class NSLockLike: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    func run(_ body: () -> Void) {
+        pthread_mutex_lock(&mutex)
+        body()
+        pthread_mutex_unlock(&mutex)
     }
 }
