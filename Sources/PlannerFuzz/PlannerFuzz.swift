@@ -67,7 +67,7 @@ enum PlannerFuzz {
             guard let encoded = try? JSONEncoder().encode(name) else { return nil }
             json = json.replacingOccurrences(of: "QQ\(index)QQ", with: String(String.UnicodeScalarView(String(decoding: encoded, as: UTF8.self).unicodeScalars.dropFirst().dropLast())))
         }
-        return try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
+        return try? SchemaSnapshot.decode(Data(json.utf8))
     }
 
     static func snapshots(_ names: [String]) -> (SchemaSnapshot, SchemaSnapshot)? {

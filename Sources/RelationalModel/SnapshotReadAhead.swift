@@ -55,7 +55,7 @@ public final class SnapshotReadAhead: @unchecked Sendable {
     }
 
     static func decode(_ path: String) throws -> SchemaSnapshot {
-        try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
     private static func stamp(_ path: String) -> Stamp? {

@@ -26,7 +26,7 @@ enum MigrationHistory {
         var previous: SchemaSnapshot?
         var entries: [Entry] = []
         for entry in directory.entries() {
-            let snapshot = directory.contents(of: entry.snapshotFile).flatMap { try? JSONDecoder().decode(SchemaSnapshot.self, from: Data($0.utf8)) }
+            let snapshot = directory.contents(of: entry.snapshotFile).flatMap { try? SchemaSnapshot.decode(Data($0.utf8)) }
             var findings: [Finding] = []
             if let snapshot {
                 // The findings as warnings: the migration was accepted when it was written.

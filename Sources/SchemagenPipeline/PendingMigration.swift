@@ -72,7 +72,7 @@ public struct PendingMigration: Sendable {
             for entry in reference.entries() {
                 let snapshot: SchemaSnapshot
                 do {
-                    snapshot = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(contentsOf: URL(fileURLWithPath: reference.path + "/" + entry.snapshotFile)))
+                    snapshot = try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: reference.path + "/" + entry.snapshotFile)))
                 } catch {
                     return unreadable(reference, entry.snapshotFile, error)
                 }
