@@ -19,7 +19,7 @@ extension SchemaParser {
     /// the machine's cores, each by a copy of this parser; their results join in document order.
     mutating func parseEntities(_ node: YAMLNode?) {
         let pairs = namedEntries(node, what: "entities")
-        let sliceCount = min(Self.coreCount, pairs.count / Self.entitiesPerSlice)
+        let sliceCount = min(Self.sliceLimit, pairs.count / Self.entitiesPerSlice)
         guard sliceCount > 1 else {
             for pair in pairs { parseEntity(pair) }
             return
@@ -46,6 +46,9 @@ extension SchemaParser {
     /// Below this many entities per slice, reading them on one core is faster than sharing out.
     static let entitiesPerSlice = 64
     static let coreCount = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// A few slices per core, not one: a thread that starts late or runs slower (a new thread
+    /// faults in its memory first) then takes fewer of them, instead of holding up the rest.
+    static var sliceLimit: Int { coreCount == 1 ? 1 : coreCount * 4 }
 
     private mutating func parseEntity(_ pair: YAMLPair) {
         let name = checkName(pair.key, kind: "entity", isType: true)

@@ -215,7 +215,7 @@ extension SchemaParser {
     /// Runs a check that reads the parsed schema and only reports, over slices of the entities on
     /// the machine's cores, each slice with a copy of this parser; diagnostics join in order.
     private mutating func checkEntitiesInSlices(_ check: @escaping @Sendable (inout SchemaParser, Range<Int>) -> Void) {
-        let sliceCount = min(Self.coreCount, entities.count / Self.entitiesPerSlice)
+        let sliceCount = min(Self.sliceLimit, entities.count / Self.entitiesPerSlice)
         guard sliceCount > 1 else {
             check(&self, entities.indices)
             return
