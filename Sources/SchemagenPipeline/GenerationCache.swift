@@ -1,5 +1,6 @@
 import Foundation
 import MigrationFiles
+import SchemaKit
 
 /// Lets `schemagen generate` skip a run whose inputs and outputs are exactly as its last
 /// successful run left them, the way a build system skips an up-to-date step: what the output
@@ -34,16 +35,21 @@ public struct GenerationCache: Codable, Sendable, Equatable {
         guard let executable = Bundle.main.executablePath, let tool = stamp(executable) else { return nil }
         lines.append("tool \(tool.size) \(tool.modified)")
         lines.append("options \(configuration.cacheDescription)")
-        for file in schemaFiles {
-            guard let digest = contentDigest(file) else { return nil }
-            lines.append("schema \(file) \(digest)")
-        }
+        // The files are read and summed on all cores: the migrations folder of a large schema
+        // holds megabytes of SQL and snapshots.
+        var inputs = schemaFiles.map { (label: "schema \($0)", path: $0) }
         if let templates = configuration.templatesFolder {
-            guard let digests = folderDigests(templates) else { return nil }
-            lines += digests.map { "template \($0)" }
+            guard let files = folderFiles(templates) else { return nil }
+            inputs += files.map { (label: "template \($0)", path: templates + "/" + $0) }
         }
         // A missing migrations folder is an input too: its absence.
-        lines += (folderDigests(configuration.migrationsRoot) ?? []).map { "migration \($0)" }
+        let migrations = configuration.migrationsRoot
+        inputs += (folderFiles(migrations) ?? []).map { (label: "migration \($0)", path: migrations + "/" + $0) }
+        let digests = inputs.parallelMap { contentDigest($0.path) }
+        for (input, digest) in zip(inputs, digests) {
+            guard let digest else { return nil }
+            lines.append("\(input.label) \(digest)")
+        }
         return SHA256.hex(lines.joined(separator: "\n"))
     }
 
@@ -109,18 +115,16 @@ public struct GenerationCache: Codable, Sendable, Equatable {
         return SHA256.hex([UInt8](data))
     }
 
-    /// `relative-path digest` for every file below `folder`, sorted; nil when it is not a folder.
-    static func folderDigests(_ folder: String) -> [String]? {
+    /// Every file below `folder` by relative path, sorted; nil when it is not a folder.
+    static func folderFiles(_ folder: String) -> [String]? {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue,
               let enumerator = FileManager.default.enumerator(atPath: folder) else { return nil }
         var result: [String] = []
         while let relative = enumerator.nextObject() as? String {
             var isSubfolder: ObjCBool = false
-            let path = folder + "/" + relative
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isSubfolder), !isSubfolder.boolValue else { continue }
-            guard let digest = contentDigest(path) else { return nil }
-            result.append("\(relative) \(digest)")
+            guard FileManager.default.fileExists(atPath: folder + "/" + relative, isDirectory: &isSubfolder), !isSubfolder.boolValue else { continue }
+            result.append(relative)
         }
         return result.sorted()
     }
