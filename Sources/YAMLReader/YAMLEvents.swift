@@ -34,7 +34,8 @@ struct YAMLParserFailure: Sendable {
 enum YAMLEventReader {
     /// Reads `input`, handing each event to `sink` until the stream ends or `sink` returns
     /// false. Returns libyaml's failure, if any.
-    static func read(_ input: UnsafeBufferPointer<UInt8>, sink: (YAMLEvent) -> Bool) -> YAMLParserFailure? {
+    /// `lineOffset` is added to every line: for a part of a file read on its own.
+    static func read(_ input: UnsafeBufferPointer<UInt8>, lineOffset: Int = 0, sink: (YAMLEvent) -> Bool) -> YAMLParserFailure? {
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else {
             return YAMLParserFailure(
@@ -53,7 +54,11 @@ enum YAMLEventReader {
             var event = yaml_event_t()
             while true {
                 guard yaml_parser_parse(&parser, &event) == 1 else { return failure(parser) }
-                let copied = copy(event)
+                var copied = copy(event)
+                if lineOffset != 0 {
+                    copied.start.line += lineOffset
+                    copied.end.line += lineOffset
+                }
                 yaml_event_delete(&event)
                 guard sink(copied), copied.kind != .streamEnd else { return nil }
             }

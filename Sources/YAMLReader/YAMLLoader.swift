@@ -43,6 +43,7 @@ public enum YAMLLoader {
     public static func load(
         _ source: SourceFile, limits: Limits = Limits(), diagnostics: inout DiagnosticBag
     ) -> Outcome {
+        if let root = YAMLSplitLoading.load(source, limits: limits) { return .document(root) }
         var builder = TreeBuilder(source: source, limits: limits)
         let outcome = source.bytes.withUnsafeBufferPointer { buffer in
             builder.run(buffer)
@@ -54,9 +55,11 @@ public enum YAMLLoader {
 
 // MARK: - Building the tree from events
 
-private struct TreeBuilder {
+struct TreeBuilder: Sendable {
     let source: SourceFile
     let limits: YAMLLoader.Limits
+    /// Added to every line: for the second part of a file read in two (`YAMLSplitLoading`).
+    var lineOffset = 0
     var diagnostics = DiagnosticBag()
 
     /// A collection being read. Its finished children wait on `children` from `firstChild` on
@@ -75,8 +78,10 @@ private struct TreeBuilder {
     private var children: [YAMLNode] = []
     private var stack: [Frame] = []
     private var anchors: [String: (node: YAMLNode, weight: Int)] = [:]
-    private var expandedNodes = 0
-    private var root: YAMLNode?
+    private(set) var expandedNodes = 0
+    /// Whether the document defines anchors or merges keys: what a split read cannot join.
+    private(set) var usesAnchorsOrMerges = false
+    private(set) var root: YAMLNode?
     private var documentCount = 0
 
     init(source: SourceFile, limits: YAMLLoader.Limits) {
@@ -86,7 +91,7 @@ private struct TreeBuilder {
 
     mutating func run(_ input: UnsafeBufferPointer<UInt8>) -> YAMLLoader.Outcome {
         var stoppedByDiagnostic = false
-        let failure = YAMLEventReader.read(input) { event in
+        let failure = YAMLEventReader.read(input, lineOffset: lineOffset) { event in
             let keepGoing = handle(event)
             stoppedByDiagnostic = !keepGoing
             return keepGoing
@@ -168,7 +173,10 @@ private struct TreeBuilder {
                 at: location(node.start))
             return false
         }
-        if let anchor { anchors[anchor] = (node, weight) }
+        if let anchor {
+            anchors[anchor] = (node, weight)
+            usesAnchorsOrMerges = true
+        }
         guard !stack.isEmpty else {
             root = node
             return true
@@ -193,6 +201,7 @@ private struct TreeBuilder {
             let pair = YAMLPair(key: children[index], value: children[index + 1])
             if case .scalar("<<", .plain) = pair.key.content, pair.key.tag == nil {
                 merges.append(pair)
+                usesAnchorsOrMerges = true
                 continue
             }
             if let key = pair.key.scalarText {
