@@ -44,11 +44,11 @@ extension SchemaParser {
     }
 
     /// Below this many entities per slice, reading them on one core is faster than sharing out.
-    static let entitiesPerSlice = 64
+    static let entitiesPerSlice = 32
     static let coreCount = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     /// A few slices per core, not one: a thread that starts late or runs slower (a new thread
     /// faults in its memory first) then takes fewer of them, instead of holding up the rest.
-    static var sliceLimit: Int { coreCount == 1 ? 1 : coreCount * 4 }
+    static var sliceLimit: Int { coreCount == 1 ? 1 : coreCount * 8 }
 
     private mutating func parseEntity(_ pair: YAMLPair) {
         let name = checkName(pair.key, kind: "entity", isType: true)

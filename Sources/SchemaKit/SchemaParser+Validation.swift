@@ -10,9 +10,11 @@ extension SchemaParser {
             relationshipIndexByName[name] = Self.indexByName(relationships.map(\.model.name))
         }
         resolveInverses()
-        checkDeleteRules()
         placeLinks()
-        checkEntitiesInSlices { parser, range in parser.checkMemberNames(of: range) }
+        checkEntitiesInSlices { parser, range in
+            parser.checkDeleteRules(of: range)
+            parser.checkMemberNames(of: range)
+        }
         checkTableNames()
         checkUnusedTypes()
     }
@@ -88,8 +90,8 @@ extension SchemaParser {
 
     // MARK: - Delete rules
 
-    private mutating func checkDeleteRules() {
-        for entity in entities {
+    private mutating func checkDeleteRules(of range: Range<Int>) {
+        for entity in entities[range] {
             for relationship in relationshipNodes[entity.model.name] ?? [] {
                 let r = relationship.model
                 guard let inverseName = r.inverse, let inverse = parsedRelationship(r.target, inverseName)?.model else { continue }
