@@ -582,7 +582,8 @@ struct SchemaParser: Sendable {
             error(.unknownType, "unknown type '\(text)' in \(what)\(Suggestion.hint(for: text, in: known.sorted()))", at: node)
             return (isArray ? .array(.unresolved(text)) : .unresolved(text), isOptional)
         }
-        usedTypeNames.insert(text)
+        // Only enums and value types can go unused.
+        if case .scalar = element {} else { usedTypeNames.insert(text) }
         return (isArray ? .array(element) : element, isOptional)
     }
 
