@@ -79,6 +79,8 @@ public actor Store {
         let columnCount: Int
     }
     var upsertStatements: [UpsertShape: UpsertStatements] = [:]
+    /// `directWrite`'s plans by model type.
+    var directWrites: [ObjectIdentifier: DirectWrite] = [:]
     var keyLookups: [UpsertShape: [KeyLookup]] = [:]
     /// The table whose plain insert last hit a taken key or unique value, and the rows written
     /// to it since: while conflicts are recent, writes go straight to the upsert statement.
@@ -354,10 +356,10 @@ public actor Store {
     }
 
     private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
-        let entity = M.entity
         let encoded: [SQLiteValue]?
         do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
         if let encoded { return try upsertDirect(encoded, as: M.self) }
+        let entity = M.entity
         let row: [String: SQLiteValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
         let pairs = columns(of: entity, row: row)
@@ -368,7 +370,7 @@ public actor Store {
         let statements = upsertSQL(entity, columns: names, hasKey: hasKey)
         do {
             let boundKey = names.firstIndex(of: "id").flatMap { if case .integer(let id) = values[$0] { id } else { nil } }
-            guard let id = try runUpsert(statements, columns: names[...], values, entity, boundKey: boundKey) else { return model }
+            guard let id = try runUpsert(statements, columns: names[...], values[...], entity, boundKey: boundKey) else { return model }
             var stored = row
             stored["id"] = .integer(id)
             return try RowDecoder.decode(M.self, from: stored)
@@ -544,9 +546,55 @@ public actor Store {
         }
     }
 
+    /// What writing rows of one model type needs, worked out on its first write: bulk writes
+    /// then find it by the type, without hashing the table name or copying the descriptor.
+    struct DirectWrite {
+        let entity: EntityDescriptor
+        let columns: [String]
+        /// No encrypted or external-storage column: the row is written as the model encodes it.
+        let isPlain: Bool
+        /// With the row's own key, and without it (the database assigns the implicit key).
+        let withKey: UpsertStatements
+        let withoutKey: UpsertStatements
+    }
+
+    func directWrite<M: PersistentModel>(_ type: M.Type) -> DirectWrite {
+        if let known = directWrites[ObjectIdentifier(type)] { return known }
+        let entity = M.entity
+        let columns = rowColumns(entity)
+        let withKey = upsertSQL(entity, columns: columns, hasKey: true)
+        // Only an implicit key (the first column) is ever left for the database to assign.
+        let write = DirectWrite(
+            entity: entity, columns: columns, isPlain: rowPlan(entity, columns: columns).isEmpty, withKey: withKey,
+            withoutKey: entity.hasImplicitKey ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : withKey)
+        directWrites[ObjectIdentifier(type)] = write
+        return write
+    }
+
     /// The upsert of a model with a generated row codec: values by position, no Codable.
     private func upsertDirect<M: PersistentModel>(_ encoded: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
-        let entity = M.entity
+        let write = directWrite(M.self)
+        if write.isPlain {
+            // Without an id the database assigns one: the row is bound from its second value on.
+            let omitID = write.entity.hasImplicitKey && encoded.first == .null
+            let boundKey: Int64? = if !omitID, case .integer(let id)? = encoded.first { id } else { nil }
+            do {
+                guard let id = try runUpsert(omitID ? write.withoutKey : write.withKey, columns: omitID ? write.columns.dropFirst() : write.columns[...],
+                                             omitID ? encoded.dropFirst() : encoded[...], write.entity, boundKey: boundKey) else {
+                    return try decodeDirect(encoded, as: M.self)
+                }
+                var stored = encoded
+                stored[0] = .integer(id)
+                return try decodeDirect(stored, as: M.self)
+            } catch let error as StoreError {
+                throw error
+            } catch let error as SQLiteError {
+                throw .database(error)
+            } catch {
+                throw .coding("\(error)")
+            }
+        }
+        let entity = write.entity
         var columns = rowColumns(entity)
         var values = encoded
         var original = values
@@ -561,7 +609,7 @@ public actor Store {
         if omitID { values.removeFirst() }
         do {
             let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
-            guard let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], values, entity, boundKey: boundKey) else { return try decodeDirect(original, as: M.self) }
+            guard let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], values[...], entity, boundKey: boundKey) else { return try decodeDirect(original, as: M.self) }
             var stored = original
             stored[0] = .integer(id)
             return try decodeDirect(stored, as: M.self)
@@ -602,13 +650,13 @@ public actor Store {
     /// costs SQLite a temporary table per statement (half of a small insert): the key is the
     /// bound one, or the row id the insert gave; only when a unique value turned the write into
     /// an update of a stored row is that row looked up by the value.
-    private func runUpsert(_ statements: UpsertStatements, columns: ArraySlice<String>, _ values: [SQLiteValue], _ entity: EntityDescriptor, boundKey: Int64?) throws(SQLiteError) -> Int64? {
+    private func runUpsert(_ statements: UpsertStatements, columns: ArraySlice<String>, _ values: ArraySlice<SQLiteValue>, _ entity: EntityDescriptor, boundKey: Int64?) throws(SQLiteError) -> Int64? {
         if statements.canConflict {
             if let conflict = lastConflict, conflict.table == entity.table, conflict.rowsSince < Self.upsertRunLength {
                 lastConflict?.rowsSince += 1
             } else {
                 do {
-                    _ = try connection.query(statements.insert, values)
+                    _ = try connection.query(statements.insert, values: values)
                     return entity.hasImplicitKey ? boundKey ?? connection.lastInsertedRowID : nil
                 } catch where error.isUniquenessConflict {
                     lastConflict = (entity.table, 0)
@@ -616,15 +664,15 @@ public actor Store {
             }
         }
         guard entity.hasImplicitKey else {
-            _ = try connection.query(statements.upsert, values)
+            _ = try connection.query(statements.upsert, values: values)
             return nil
         }
         guard statements.canConflict else {
-            _ = try connection.query(statements.upsert, values)
+            _ = try connection.query(statements.upsert, values: values)
             return boundKey ?? connection.lastInsertedRowID
         }
         connection.lastInsertedRowID = 0
-        _ = try connection.query(statements.upsert, values)
+        _ = try connection.query(statements.upsert, values: values)
         let inserted = connection.lastInsertedRowID
         if inserted != 0 { return inserted }
         return try storedRowID(entity, columns: columns, values) ?? boundKey
@@ -634,7 +682,7 @@ public actor Store {
     static let upsertRunLength = 256
 
     /// The implicit key of the stored row whose key or unique values `values` hold.
-    private func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: [SQLiteValue]) throws(SQLiteError) -> Int64? {
+    private func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: ArraySlice<SQLiteValue>) throws(SQLiteError) -> Int64? {
         // The lookups of a row shape are worked out once: bulk upserts ask per updated row.
         let shape = UpsertShape(table: entity.table, hasKey: columns.startIndex == 0, columnCount: columns.count)
         let lookups: [KeyLookup]
@@ -650,7 +698,7 @@ public actor Store {
             keyLookups[shape] = lookups
         }
         for lookup in lookups {
-            let arguments = lookup.positions.map { values[$0] }
+            let arguments = lookup.positions.map { values[values.startIndex + $0] }
             guard !arguments.contains(.null) else { continue }
             if case .integer(let id)? = try connection.query(lookup.sql, arguments).first?.first { return id }
         }

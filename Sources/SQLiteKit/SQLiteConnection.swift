@@ -139,14 +139,16 @@ public final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     private static let statementCacheLimit = 64
 
-    /// The statement used last: bulk writes repeat one statement, and comparing the same
-    /// string with itself is cheaper than hashing it.
-    private var lastPrepared: (sql: String, statement: OpaquePointer)?
+    /// The statements used last, newest first: bulk writes repeat one statement or alternate
+    /// between a few (an upsert, then the lookup of the row it updated), and comparing a string
+    /// with itself is cheaper than hashing a long statement.
+    private var recentlyPrepared: [(sql: String, statement: OpaquePointer)] = []
+    private static let recentLimit = 4
 
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
-        if let last = lastPrepared, last.sql == sql { return last.statement }
+        for recent in recentlyPrepared where recent.sql == sql { return recent.statement }
         if let statement = statements[sql] {
-            lastPrepared = (sql, statement)
+            rememberRecent(sql, statement)
             return statement
         }
         var statement: OpaquePointer?
@@ -158,14 +160,30 @@ public final class SQLiteConnection {
         if statements.count >= Self.statementCacheLimit {
             for cached in statements.values { sqlite3_finalize(cached) }
             statements.removeAll(keepingCapacity: true)
+            recentlyPrepared.removeAll(keepingCapacity: true)
         }
         statements[sql] = statement
-        lastPrepared = (sql, statement)
+        rememberRecent(sql, statement)
         return statement
+    }
+
+    private func rememberRecent(_ sql: String, _ statement: OpaquePointer) {
+        if recentlyPrepared.count == Self.recentLimit { recentlyPrepared.removeLast() }
+        recentlyPrepared.insert((sql, statement), at: 0)
     }
 
     /// Runs one statement with bound values and returns every row.
     public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+        try rows(sql, arguments)
+    }
+
+    /// The same with the values in part of a row (no copy to bind them). Concrete, not generic:
+    /// a generic function across modules runs unspecialized, and binding is in every write.
+    public func query(_ sql: String, values arguments: ArraySlice<SQLiteValue>) throws(SQLiteError) -> [[SQLiteValue]] {
+        try rows(sql, arguments)
+    }
+
+    private func rows(_ sql: String, _ arguments: some RandomAccessCollection<SQLiteValue>) throws(SQLiteError) -> [[SQLiteValue]] {
         var rows: [[SQLiteValue]] = []
         try step(sql, arguments) { statement, count in
             var row: [SQLiteValue] = []
@@ -218,7 +236,7 @@ public final class SQLiteConnection {
 
     /// The one place that binds arguments, steps a cached statement and resets it: `row` sees
     /// each result row with its column count, and returns false to stop.
-    private func step(_ sql: String, _ arguments: [SQLiteValue], ownStatement: Bool = false, row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
+    private func step(_ sql: String, _ arguments: some RandomAccessCollection<SQLiteValue>, ownStatement: Bool = false, row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
         let statement: OpaquePointer
         if ownStatement {
             var fresh: OpaquePointer?
@@ -245,7 +263,7 @@ public final class SQLiteConnection {
         }
     }
 
-    static func bind(_ arguments: [SQLiteValue], to statement: OpaquePointer) {
+    static func bind(_ arguments: some RandomAccessCollection<SQLiteValue>, to statement: OpaquePointer) {
         for (offset, argument) in arguments.enumerated() {
             let index = Int32(offset + 1)
             switch argument {
