@@ -122,8 +122,39 @@ public enum SchemaLoader {
                 message: "the file is \(Int(info.st_size) / 1024 / 1024) MiB; schema files are limited to \(maximumFileSize / 1024 / 1024) MiB (a thousand entities take about 1 MiB): split the schema",
                 isTooLarge: true))
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(info.st_size))
+        // Read straight into the result when the size is known (a regular file); special files
+        // that report no size are read in chunks.
+        let size = Int(info.st_size)
+        if size > 0 {
+            var failure: String?
+            let whole = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                while initialized < size {
+                    let count = read(descriptor, buffer.baseAddress! + initialized, size - initialized)
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        failure = String(cString: strerror(errno))
+                        return
+                    }
+                    if count == 0 { return }
+                    initialized += count
+                }
+            }
+            if let failure { return .failure(ReadFailure(message: "cannot read '\(path)': \(failure)")) }
+            // A file that grew meanwhile is read on in chunks below; one that shrank is what it is.
+            guard whole.count == size else { return .success(whole) }
+            var extra: [UInt8] = [0]
+            let more = extra.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 1) }
+            if more <= 0 { return .success(whole) }
+            var bytes = whole
+            bytes.append(extra[0])
+            return readRest(descriptor, path: path, into: bytes)
+        }
+        return readRest(descriptor, path: path, into: [])
+    }
+
+    /// Reads what is left of a file in chunks, within the size limit.
+    private static func readRest(_ descriptor: Int32, path: String, into start: [UInt8]) -> Swift.Result<[UInt8], ReadFailure> {
+        var bytes = start
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
