@@ -63,6 +63,7 @@ extension TemplateContext {
             })
         case .initParameters:
             return list(initializerParameters(parts).map { Self.parameterShape.object(["declaration": .string($0.declaration), "assignment": .string($0.assignment)]) })
+        case .initParametersWrapped: return .string(wrapped(initializerParameters(parts).map(\.declaration), indent: 8))
         case .patchFields:
             return list(patchFields(parts).map { field in
                 Self.patchFieldShape.object([
@@ -166,23 +167,23 @@ extension TemplateContext {
         arguments.reserveCapacity(values.capacity)
         if parts.hasImplicitKey {
             values.append("id.storedValue")
-            arguments.append("id: try row.next()")
+            arguments.append("id: row.next()")
         }
         for attribute in parts.stored {
             let name = SwiftSyntax.identifier(attribute.name)
             switch attribute.type {
             case .value, .array:
                 values.append("try StoredJSON.value(\(name))")
-                arguments.append("\(name): try row.\(attribute.isOptional ? "optionalJSON" : "json")()")
+                arguments.append("\(name): row.\(attribute.isOptional ? "optionalJSON" : "json")()")
             default:
                 values.append("\(name).storedValue")
-                arguments.append("\(name): try row.next()")
+                arguments.append("\(name): row.next()")
             }
         }
         for relationship in parts.keyRelationships where relationship.foreignKeyColumns.count == 1 {
             let name = SwiftSyntax.identifier(relationship.name + "ID")
             values.append("\(name).storedValue")
-            arguments.append("\(name): try row.next()")
+            arguments.append("\(name): row.next()")
         }
         return (values, arguments)
     }
@@ -285,7 +286,7 @@ enum EntityField: Int, CaseIterable {
     case primaryKey, codingKeys, initParameters, patchFields, hasPatchFields, isRowCodable, joinedMembers
     case rowValues, rowArguments, rowCount, columnKeyPaths
     case rowValuesWrapped, rowArgumentsWrapped, columnKeyPathsWrapped, joinedKeyPathsWrapped, joinedDeclarationsWrapped
-    case codingKeysWrapped, patchFieldsWrapped, patchDeclarationsWrapped, indexes
+    case codingKeysWrapped, patchFieldsWrapped, patchDeclarationsWrapped, initParametersWrapped, indexes
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })
 }

@@ -162,12 +162,14 @@ extension TemplateContext {
     /// The relationship's `RelationshipDescriptor(...)` expression, defaults left out.
     func metadataRelationship(_ relationship: Relationship, storesKey: Bool) -> String {
         func literals(_ names: [String]) -> String { "[" + names.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]" }
-        var arguments = ["name: " + SwiftSyntax.stringLiteral(relationship.name), "target: " + SwiftSyntax.stringLiteral(relationship.target),
-                         "isToMany: \(relationship.isToMany)", "isOptional: \(relationship.isOptional)",
-                         "inverse: " + (relationship.inverse.map(SwiftSyntax.stringLiteral) ?? "nil"), "deleteRule: .\(relationship.deleteRule.rawValue)"]
+        var arguments = ["name: " + SwiftSyntax.stringLiteral(relationship.name), "target: " + SwiftSyntax.stringLiteral(relationship.target)]
+        if relationship.isToMany { arguments.append("isToMany: true") }
+        if relationship.isOptional { arguments.append("isOptional: true") }
+        if let inverse = relationship.inverse { arguments.append("inverse: " + SwiftSyntax.stringLiteral(inverse)) }
+        if relationship.deleteRule != .nullify { arguments.append("deleteRule: .\(relationship.deleteRule.rawValue)") }
         if let minimum = relationship.minCount { arguments.append("minCount: \(minimum)") }
         if let maximum = relationship.maxCount { arguments.append("maxCount: \(maximum)") }
-        arguments.append("foreignKeyColumns: " + literals(relationship.foreignKeyColumns))
+        if !relationship.foreignKeyColumns.isEmpty { arguments.append("foreignKeyColumns: " + literals(relationship.foreignKeyColumns)) }
         if let joinTable = relationship.joinTableName { arguments.append("joinTable: " + SwiftSyntax.stringLiteral(joinTable)) }
         if let renamed = relationship.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
         if storesKey { arguments.append("keyProperty: " + SwiftSyntax.stringLiteral(relationship.name + "ID")) }

@@ -171,8 +171,8 @@ public struct RelationshipDescriptor: Sendable, Hashable {
     public let joinTargetColumns: [String]
 
     public init(
-        name: String, target: String, isToMany: Bool, isOptional: Bool, inverse: String?, deleteRule: DeleteRule,
-        minCount: Int? = nil, maxCount: Int? = nil, foreignKeyColumns: [String], joinTable: String? = nil,
+        name: String, target: String, isToMany: Bool = false, isOptional: Bool = false, inverse: String? = nil, deleteRule: DeleteRule = .nullify,
+        minCount: Int? = nil, maxCount: Int? = nil, foreignKeyColumns: [String] = [], joinTable: String? = nil,
         renamedFrom: String? = nil, keyProperty: String? = nil, joinColumns: [String] = [], joinTargetColumns: [String] = []
     ) {
         self.name = name
@@ -208,4 +208,9 @@ public struct IndexDescriptor: Sendable, Hashable {
         self.columns = columns
         self.kind = kind
     }
+
+    // Short spellings for generated metadata, which lists every index of every entity.
+    public static func plain(_ name: String, _ columns: [String]) -> IndexDescriptor { IndexDescriptor(name: name, columns: columns, kind: .plain) }
+    public static func unique(_ name: String, _ columns: [String]) -> IndexDescriptor { IndexDescriptor(name: name, columns: columns, kind: .unique) }
+    public static func fullText(_ name: String, _ columns: [String]) -> IndexDescriptor { IndexDescriptor(name: name, columns: columns, kind: .fullText) }
 }
