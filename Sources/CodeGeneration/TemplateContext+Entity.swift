@@ -80,7 +80,7 @@ extension TemplateContext {
             })
         case .rowValues: return list(rowCodec(parts).values.map { Self.rowValueShape.object(["expression": .string($0)]) })
         case .rowArguments: return list(rowCodec(parts).arguments.map { Self.rowArgumentShape.object(["argument": .string($0)]) })
-        case .rowCount: return .number(Double(rowCodec(parts).values.count))
+        case .rowCount: return .number(Double(columnKeyPaths(parts).count))
         case .columnKeyPaths: return list(columnKeyPaths(parts).map { Self.keyPathShape.object(["path": .string($0)]) })
         // The same lists, wrapped to lines of 120 characters, as the default templates use them.
         case .rowValuesWrapped: return .string(wrapped(rowCodec(parts).values, indent: 12))

@@ -574,45 +574,31 @@ public actor Store {
     /// The upsert of a model with a generated row codec: values by position, no Codable.
     private func upsertDirect<M: PersistentModel>(_ encoded: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
         let write = directWrite(M.self)
-        if write.isPlain {
-            // Without an id the database assigns one: the row is bound from its second value on.
-            let omitID = write.entity.hasImplicitKey && encoded.first == .null
-            let boundKey: Int64? = if !omitID, case .integer(let id)? = encoded.first { id } else { nil }
-            do {
-                guard let id = try runUpsert(omitID ? write.withoutKey : write.withKey, columns: omitID ? write.columns.dropFirst() : write.columns[...],
-                                             omitID ? encoded.dropFirst() : encoded[...], write.entity, boundKey: boundKey) else {
-                    return try decodeDirect(encoded, as: M.self)
-                }
-                var stored = encoded
-                stored[0] = .integer(id)
-                return try decodeDirect(stored, as: M.self)
-            } catch let error as StoreError {
-                throw error
-            } catch let error as SQLiteError {
-                throw .database(error)
-            } catch {
-                throw .coding("\(error)")
+        let entity = write.entity
+        // The row as the model encodes it, or sealed and keyed by `prepareRow` when it needs that.
+        var columns = write.columns
+        var values = encoded
+        var original = encoded
+        var choseKey = false
+        if !write.isPlain {
+            choseKey = try prepareRow(entity, columns: &columns, values: &values)
+            // An implicit key chosen for an encrypted row is the model's key too.
+            if entity.hasImplicitKey, original.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
+                original[0] = values[position]
             }
         }
-        let entity = write.entity
-        var columns = rowColumns(entity)
-        var values = encoded
-        var original = values
-        let choseKey = try prepareRow(entity, columns: &columns, values: &values)
-        // An implicit key chosen for an encrypted row is the model's key too.
-        if entity.hasImplicitKey, original.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
-            original[0] = values[position]
-        }
-        // Without an id the database assigns one.
+        // Without an id the database assigns one: the row is bound from its second value on.
         let omitID = entity.hasImplicitKey && values.first == .null
-        let statements = omitID ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : upsertSQL(entity, columns: columns, hasKey: !choseKey)
-        if omitID { values.removeFirst() }
+        let statements = if omitID { write.isPlain ? write.withoutKey : upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) }
+                         else { write.isPlain ? write.withKey : upsertSQL(entity, columns: columns, hasKey: !choseKey) }
+        let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
         do {
-            let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
-            guard let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], values[...], entity, boundKey: boundKey) else { return try decodeDirect(original, as: M.self) }
-            var stored = original
-            stored[0] = .integer(id)
-            return try decodeDirect(stored, as: M.self)
+            guard let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], omitID ? values.dropFirst() : values[...],
+                                         entity, boundKey: boundKey) else {
+                return try decodeDirect(original, as: M.self)
+            }
+            original[0] = .integer(id)
+            return try decodeDirect(original, as: M.self)
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {

@@ -19,8 +19,8 @@ extension SchemaParser {
     /// the machine's cores, each by a copy of this parser; their results join in document order.
     mutating func parseEntities(_ node: YAMLNode?) {
         let pairs = namedEntries(node, what: "entities")
-        let sliceCount = min(Self.sliceLimit, pairs.count / Self.entitiesPerSlice)
-        guard sliceCount > 1 else {
+        let slices = Self.slices(of: pairs.count)
+        guard slices.count > 1 else {
             for pair in pairs { parseEntity(pair) }
             return
         }
@@ -28,7 +28,6 @@ extension SchemaParser {
         reader.diagnostics = DiagnosticBag()
         reader.usedTypeNames = []
         let sliceReader = reader
-        let slices = (0..<sliceCount).map { slice in pairs.count * slice / sliceCount..<pairs.count * (slice + 1) / sliceCount }
         let results = slices.parallelMap { range in
             var parser = sliceReader
             for index in range { parser.parseEntity(pairs[index]) }
@@ -49,6 +48,13 @@ extension SchemaParser {
     /// A few slices per core, not one: a thread that starts late or runs slower (a new thread
     /// faults in its memory first) then takes fewer of them, instead of holding up the rest.
     static var sliceLimit: Int { coreCount == 1 ? 1 : coreCount * 8 }
+
+    /// `0..<count` cut into the slices that parallel reading and checking share out; one
+    /// slice when sharing out would not pay.
+    static func slices(of count: Int) -> [Range<Int>] {
+        let sliceCount = max(1, min(sliceLimit, count / entitiesPerSlice))
+        return (0..<sliceCount).map { slice in count * slice / sliceCount..<count * (slice + 1) / sliceCount }
+    }
 
     private mutating func parseEntity(_ pair: YAMLPair) {
         let name = checkName(pair.key, kind: "entity", isType: true)

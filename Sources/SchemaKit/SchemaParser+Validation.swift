@@ -217,15 +217,14 @@ extension SchemaParser {
     /// Runs a check that reads the parsed schema and only reports, over slices of the entities on
     /// the machine's cores, each slice with a copy of this parser; diagnostics join in order.
     private mutating func checkEntitiesInSlices(_ check: @escaping @Sendable (inout SchemaParser, Range<Int>) -> Void) {
-        let sliceCount = min(Self.sliceLimit, entities.count / Self.entitiesPerSlice)
-        guard sliceCount > 1 else {
+        let slices = Self.slices(of: entities.count)
+        guard slices.count > 1 else {
             check(&self, entities.indices)
             return
         }
         var reader = self
         reader.diagnostics = DiagnosticBag()
         let sliceReader = reader
-        let slices = (0..<sliceCount).map { slice in entities.count * slice / sliceCount..<entities.count * (slice + 1) / sliceCount }
         let found = slices.parallelMap { range in
             var parser = sliceReader
             check(&parser, range)
