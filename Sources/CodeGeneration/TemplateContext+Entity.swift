@@ -3,7 +3,7 @@ import RelationalModel
 import SchemaKit
 
 /// An entity's context, assembled from small builders: one per piece of generated code
-/// (coding keys, initializer, row codec, joined view, patch fields), each over the same
+/// (coding keys, initializer, row codec, joined view, key paths), each over the same
 /// stored members.
 extension TemplateContext {
     /// What every builder of one entity reads.
@@ -64,15 +64,6 @@ extension TemplateContext {
         case .initParameters:
             return list(initializerParameters(parts).map { Self.parameterShape.object(["declaration": .string($0.declaration), "assignment": .string($0.assignment)]) })
         case .initParametersWrapped: return .string(wrapped(initializerParameters(parts).map(\.declaration), indent: 8))
-        case .patchFields:
-            return list(patchFields(parts).map { field in
-                Self.patchFieldShape.object([
-                    "swiftName": .string(field.swiftName), "field": .string(field.name), "wrappedType": .string(field.wrappedType),
-                    "isOptional": .bool(field.isOptional), "fieldLiteral": .string(SwiftSyntax.stringLiteral(field.name)),
-                    "jsonKeyLiteral": .string(SwiftSyntax.stringLiteral(field.jsonKey)), "entry": .string(field.entry),
-                ])
-            })
-        case .hasPatchFields: return .bool(!parts.stored.isEmpty || !parts.keyRelationships.isEmpty)
         case .isRowCodable: return .bool(parts.keyRelationships.allSatisfy { $0.foreignKeyColumns.count == 1 })
         case .joinedMembers:
             return list(joinedMembers(parts).map {
@@ -80,7 +71,7 @@ extension TemplateContext {
             })
         case .rowValues: return list(rowCodec(parts).values.map { Self.rowValueShape.object(["expression": .string($0)]) })
         case .rowArguments: return list(rowCodec(parts).arguments.map { Self.rowArgumentShape.object(["argument": .string($0)]) })
-        case .rowCount: return .number(Double(columnKeyPaths(parts).count))
+        case .rowCount: return .number(Double(columnKeyPaths(parts).count - parts.keyRelationships.filter { $0.foreignKeyColumns.count > 1 }.count))
         case .columnKeyPaths: return list(columnKeyPaths(parts).map { Self.keyPathShape.object(["path": .string($0)]) })
         // The same lists, wrapped to lines of 120 characters, as the default templates use them.
         case .rowValuesWrapped: return .string(wrapped(rowCodec(parts).values, indent: 12))
@@ -93,11 +84,6 @@ extension TemplateContext {
             return .string(wrapped(codingKeys(parts).enumerated().map { index, key in
                 (index == 0 ? "case " : "") + key.swiftName + (key.hasCustomKey ? " = " + key.jsonKeyLiteral : "")
             }, indent: 8, continuation: 4))
-        case .patchFieldsWrapped: return .string(wrapped(patchFields(parts).map(\.entry), indent: 12))
-        case .patchDeclarationsWrapped:
-            return .string(wrapped(patchFields(parts).enumerated().map { index, field in
-                (index == 0 ? "public var " : "") + "\(field.swiftName): PatchValue<\(field.wrappedType)> = .absent"
-            }, indent: 4, continuation: 4))
         case .indexes:
             return list((parts.table?.indexes ?? []).map { index in
                 ["name": .string(index.name), "columns": list(index.columns.map { .string($0) }),
@@ -114,7 +100,6 @@ extension TemplateContext {
     static let rowArgumentShape = MustacheShape()
     static let keyPathShape = MustacheShape()
     static let joinedMemberShape = MustacheShape()
-    static let patchFieldShape = MustacheShape()
 
     struct CodingKeyParts {
         let swiftName: String, jsonKey: String, jsonKeyLiteral: String, hasCustomKey: Bool
@@ -188,11 +173,13 @@ extension TemplateContext {
         return (values, arguments)
     }
 
-    /// The model's key paths in `rowColumns` order, for `column(for:)`.
+    /// The model's coded key paths, for `PatchableModel.keyPaths`: `rowColumns` order, then
+    /// the keys of to-one relationships that span several columns.
     func columnKeyPaths(_ parts: EntityParts) -> [String] {
         var paths: [String] = parts.hasImplicitKey ? ["id"] : []
         paths += parts.stored.map { SwiftSyntax.identifier($0.name) }
         paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count == 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
+        paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count > 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
         return paths
     }
 
@@ -217,30 +204,6 @@ extension TemplateContext {
             members.append(("\(property): \(type)", property, ".relationship(\(SwiftSyntax.stringLiteral(relationship.name)))"))
         }
         return members
-    }
-
-    struct PatchFieldParts {
-        let swiftName: String, name: String, jsonKey: String, wrappedType: String, isOptional: Bool
-        /// The `PatchField` entry of the `fields` list.
-        var entry: String {
-            let key = jsonKey == name ? "" : ", key: " + SwiftSyntax.stringLiteral(jsonKey)
-            return ".\(isOptional ? "optional" : "required")(\\.\(swiftName), \\.\(swiftName), \(SwiftSyntax.stringLiteral(name))\(key))"
-        }
-    }
-
-    /// The fields of the three-state patch type: stored attributes and to-one keys.
-    func patchFields(_ parts: EntityParts) -> [PatchFieldParts] {
-        var fields: [PatchFieldParts] = []
-        for attribute in parts.stored {
-            fields.append(PatchFieldParts(swiftName: SwiftSyntax.identifier(attribute.name), name: attribute.name, jsonKey: attribute.jsonKey,
-                                          wrappedType: SwiftSyntax.typeName(attribute.type), isOptional: attribute.isOptional))
-        }
-        for relationship in parts.keyRelationships {
-            let property = relationship.name + "ID"
-            fields.append(PatchFieldParts(swiftName: SwiftSyntax.identifier(property), name: property, jsonKey: property,
-                                          wrappedType: keyBaseType(of: relationship), isOptional: relationship.isOptional))
-        }
-        return fields
     }
 
     func primaryKeyValue(_ entity: Entity) -> MustacheValue {
@@ -283,10 +246,10 @@ extension TemplateContext {
 enum EntityField: Int, CaseIterable {
     case name, swiftName, table, tableLiteral, renamedFrom, renamedFromLiteral, doc, docLines, index
     case attributes, storedAttributes, transientAttributes, relationships, keyRelationships, pathRelationships
-    case primaryKey, codingKeys, initParameters, patchFields, hasPatchFields, isRowCodable, joinedMembers
+    case primaryKey, codingKeys, initParameters, isRowCodable, joinedMembers
     case rowValues, rowArguments, rowCount, columnKeyPaths
     case rowValuesWrapped, rowArgumentsWrapped, columnKeyPathsWrapped, joinedKeyPathsWrapped, joinedDeclarationsWrapped
-    case codingKeysWrapped, patchFieldsWrapped, patchDeclarationsWrapped, initParametersWrapped, indexes
+    case codingKeysWrapped, initParametersWrapped, indexes
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })
 }

@@ -8,7 +8,7 @@ public struct TemplateSet: Sendable {
     public enum Scope: String, Sendable, CaseIterable {
         /// Once per schema: `schema+Metadata.swift` -> `Flights+Metadata.swift`.
         case schema
-        /// Once per entity: `entity.swift` -> `Airport.swift`, `entity+Patch.swift` -> `Airport+Patch.swift`.
+        /// Once per entity: `entity.swift` -> `Airport.swift`, `entity+Extras.swift` -> `Airport+Extras.swift`.
         case entity
         /// Once per enum.
         case `enum`
@@ -21,7 +21,7 @@ public struct TemplateSet: Sendable {
         /// The template's name: its file name without `.mustache`.
         public var name: String
         public var scope: Scope
-        /// What follows the scope in the name, appended to the element's name: `+Patch.swift`.
+        /// What follows the scope in the name, appended to the element's name: `+Extras.swift`.
         public var fileSuffix: String
     }
 
@@ -65,7 +65,7 @@ public struct TemplateSet: Sendable {
         self.outputs = templates.keys.compactMap(Self.output(named:)).sorted { $0.name < $1.name }
     }
 
-    /// `entity+Patch.swift` is an output of scope entity with suffix `+Patch.swift`; names that
+    /// `entity+Extras.swift` is an output of scope entity with suffix `+Extras.swift`; names that
     /// start with no scope (or with `default/`) are partials only.
     static func output(named name: String) -> Output? {
         guard !name.hasPrefix("default/") else { return nil }

@@ -33,10 +33,13 @@ public enum PatchValue<Value: Sendable & Hashable>: Sendable, Hashable {
 public enum PatchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The patch sets null on a field that must have a value.
     case nullForRequiredField(String)
+    /// The field is not a settable stored property of the model.
+    case notWritable(String)
 
     public var description: String {
         switch self {
         case .nullForRequiredField(let field): "'\(field)' is required and cannot be set to null"
+        case .notWritable(let field): "'\(field)' is not a settable stored property"
         }
     }
 }

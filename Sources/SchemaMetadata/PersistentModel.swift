@@ -58,6 +58,10 @@ public enum JoinedMember: Sendable, Hashable {
 /// Generated, and never instantiated: the store turns such predicates into SQL joins.
 public protocol JoinedModel: AnyObject, Hashable, Sendable {
     static var entity: EntityDescriptor { get }
+    /// The view's key paths in `entity.rowColumns` order, then one per relationship in
+    /// declaration order.
+    static var keyPaths: [PartialKeyPath<Self>] { get }
+    /// What a key path of the view names; by default found through `keyPaths`.
     static func member(for keyPath: AnyKeyPath) -> JoinedMember?
 }
 

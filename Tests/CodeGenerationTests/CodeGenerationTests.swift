@@ -103,14 +103,14 @@ func temporaryFolder() -> URL {
             .write(to: folder.appendingPathComponent("entity+Table.swift.mustache"), atomically: true, encoding: .utf8)
         try "{{header}}\n// custom banner\n"
             .write(to: folder.appendingPathComponent("_banner.mustache"), atomically: true, encoding: .utf8)
-        // Switch the patch types off with an empty template.
-        try "".write(to: folder.appendingPathComponent("entity+Patch.swift.mustache"), atomically: true, encoding: .utf8)
+        // An empty template writes no file.
+        try "".write(to: folder.appendingPathComponent("entity+Extras.swift.mustache"), atomically: true, encoding: .utf8)
 
         let templates = try TemplateSet.loading(userFolder: folder.path)
         let files = try Generator.generate(schema: try loadSchema("Todo"), sourceFile: "Todo.yaml", templates: templates)
         #expect(files.map(\.path) == ["Todo/Todo+Metadata.swift", "Todo/TodoItem+Table.swift", "Todo/TodoItem.swift"])
         let item = try #require(files.first { $0.path == "Todo/TodoItem.swift" }?.contents)
-        #expect(item.contains("public struct TodoItem: PersistentModel, CustomStringConvertible {"))
+        #expect(item.contains("public struct TodoItem: PatchableModel, CustomStringConvertible {"))
         #expect(item.contains("\n    public var description: String { \"TodoItem in todo_item\" }\n}\n"), "the override is indented like the block")
         #expect(item.contains("public enum CodingKeys"), "the rest of the default template is kept")
         let table = try #require(files.first { $0.path == "Todo/TodoItem+Table.swift" }?.contents)

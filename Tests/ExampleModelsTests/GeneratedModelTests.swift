@@ -69,30 +69,6 @@ import Testing
         #expect(item.isCompleted == false)
     }
 
-    @Test func patchesKeepAbsentNullAndValueApart() throws {
-        var user = User(identifier: "u-1", name: "Ada", isOnline: true, email: "ada@example.com")
-        let patch = try JSONDecoder().decode(UserPatch.self, from: Data(#"{"name": "Ada Lovelace", "isOnline": null}"#.utf8))
-        #expect(patch.name == .set("Ada Lovelace"))
-        #expect(patch.isOnline == .null)
-        #expect(patch.email == .absent)
-        try patch.apply(to: &user)
-        #expect(user.name == "Ada Lovelace", "a value replaces")
-        #expect(user.isOnline == nil, "null clears an optional field")
-        #expect(user.email == "ada@example.com", "an absent field is left alone")
-
-        let encoded = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(patch)) as? [String: Any])
-        #expect(Set(encoded.keys) == ["name", "isOnline"], "absent fields are not encoded; null ones are")
-        #expect(encoded["isOnline"] is NSNull)
-    }
-
-    @Test func nullForARequiredFieldFailsWithoutChangingTheModel() throws {
-        var airport = Airport(icao: "KSFO", name: "SFO", city: "San Francisco", countryCode: "US", latitude: 1, longitude: 2)
-        let original = airport
-        let patch = try JSONDecoder().decode(AirportPatch.self, from: Data(#"{"city": "Millbrae", "airport_code": null}"#.utf8))
-        #expect(throws: PatchError.nullForRequiredField("icao")) { try patch.apply(to: &airport) }
-        #expect(airport == original)
-    }
-
     @Test func metadataDescribesTablesKeysAndLinks() throws {
         let flights = FlightsSchema.descriptor
         #expect(flights.version == 5)

@@ -14,7 +14,7 @@ import Testing
         #expect(BookmarkShelf.table == "bookmark")
         #expect(BookmarksSchema.descriptor.entity(named: "Folder")?.relationship(named: "bookmarks")?.deleteRule == .cascade)
         #expect(try JSONDecoder().decode(Bookmark.self, from: JSONEncoder().encode(new)) == new)
-        let patch = BookmarkPatch().setting(\.title, to: .set("SQLite docs"))
+        let patch = Patch<Bookmark>().setting(\.title, to: .set("SQLite docs"))
         var edited = new
         try patch.apply(to: &edited)
         #expect(edited.title == "SQLite docs")

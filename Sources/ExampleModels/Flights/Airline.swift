@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// An airline (an AeroAPI operator), identified by its ICAO code.
-public struct Airline: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Airline: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var code: String
     public var name: String?
@@ -29,10 +29,10 @@ public struct Airline: PersistentModel {
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[1] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.code, \.name, \.shortName
-        ])
+        ]
     }
 }
 
@@ -60,10 +60,10 @@ extension Airline: Joinable {
 
         public static var entity: EntityDescriptor { Airline.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.code, \.name, \.shortName, \.flights
-            ])
+            ]
         }
     }
 }

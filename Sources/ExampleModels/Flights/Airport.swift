@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// An airport, identified by its ICAO code; known only by its code when no airport list named it.
-public struct Airport: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Airport: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     /// ICAO code such as KSFO (or IATA or LID where it has none).
     public var icao: String
@@ -19,7 +19,7 @@ public struct Airport: PersistentModel {
     public var elevationFeet: Int?
     public var timezone: String?
     /// Marked in the UI; never stored.
-    /// Transient: kept in memory only, never stored or encoded.
+    /// Transient: never stored or encoded.
     public var isFavorite: Bool = false
 
     /// Flights departing here.
@@ -55,10 +55,10 @@ public struct Airport: PersistentModel {
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[0] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet, \.timezone
-        ])
+        ]
     }
 }
 
@@ -92,11 +92,11 @@ extension Airport: Joinable {
 
         public static var entity: EntityDescriptor { Airport.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet,
                 \.timezone, \.flightsFrom, \.flightsTo
-            ])
+            ]
         }
     }
 }

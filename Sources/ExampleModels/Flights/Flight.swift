@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// One flight, identified by its FlightAware ident.
-public struct Flight: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Flight: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var ident: String
     public var actualOff: Date?
@@ -72,12 +72,12 @@ public struct Flight: PersistentModel {
 
     public static var entity: EntityDescriptor { FlightsSchema.descriptor.entities[2] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.ident, \.actualOff, \.scheduledOff, \.estimatedOff, \.scheduledOn, \.estimatedOn, \.actualOn,
             \.progressPercent, \.status, \.routeDistance, \.filedAirspeed, \.filedAltitude, \.aircraftType, \.originID,
             \.destinationID, \.airlineID
-        ])
+        ]
     }
 }
 
@@ -117,12 +117,12 @@ extension Flight: Joinable {
 
         public static var entity: EntityDescriptor { Flight.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.ident, \.actualOff, \.scheduledOff, \.estimatedOff, \.scheduledOn, \.estimatedOn, \.actualOn,
                 \.progressPercent, \.status, \.routeDistance, \.filedAirspeed, \.filedAltitude, \.aircraftType,
                 \.originID, \.destinationID, \.airlineID, \.origin, \.destination, \.airline
-            ])
+            ]
         }
     }
 }

@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// A car, identified by its VIN.
-public struct Car: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Car: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var vin: String
     public var make: String
@@ -51,10 +51,10 @@ public struct Car: PersistentModel {
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[1] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID
-        ])
+        ]
     }
 }
 
@@ -86,11 +86,11 @@ extension Car: Joinable {
 
         public static var entity: EntityDescriptor { Car.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID, \.owner,
                 \.mechanics, \.visits
-            ])
+            ]
         }
     }
 }

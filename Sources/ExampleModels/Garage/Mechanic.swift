@@ -3,8 +3,8 @@
 import Foundation
 import SchemaMetadata
 
-public struct Mechanic: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Mechanic: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var name: String
 
@@ -24,10 +24,10 @@ public struct Mechanic: PersistentModel {
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[2] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.name
-        ])
+        ]
     }
 }
 
@@ -55,10 +55,10 @@ extension Mechanic: Joinable {
 
         public static var entity: EntityDescriptor { Mechanic.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.name, \.cars
-            ])
+            ]
         }
     }
 }

@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// Someone who owns cars.
-public struct Person: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Person: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var name: String
     public var birthYear: Int16?
@@ -28,10 +28,10 @@ public struct Person: PersistentModel {
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[0] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.name, \.birthYear
-        ])
+        ]
     }
 }
 
@@ -59,10 +59,10 @@ extension Person: Joinable {
 
         public static var entity: EntityDescriptor { Person.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.name, \.birthYear, \.cars
-            ])
+            ]
         }
     }
 }

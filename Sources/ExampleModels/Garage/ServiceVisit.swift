@@ -4,7 +4,7 @@ import Foundation
 import SchemaMetadata
 
 /// One visit of a car to the garage; a car has at most one visit a day.
-public struct ServiceVisit: PersistentModel {
+public struct ServiceVisit: PatchableModel {
     public var day: Date
     public var notes: String?
     /// The key of `car` (`Car`).
@@ -41,10 +41,10 @@ public struct ServiceVisit: PersistentModel {
 
     public static var entity: EntityDescriptor { GarageSchema.descriptor.entities[3] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.day, \.notes, \.carID
-        ])
+        ]
     }
 }
 
@@ -72,10 +72,10 @@ extension ServiceVisit: Joinable {
 
         public static var entity: EntityDescriptor { ServiceVisit.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.day, \.notes, \.carID, \.car
-            ])
+            ]
         }
     }
 }

@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// One step of a task (added in version 2).
-public struct ChecklistItem: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct ChecklistItem: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var title: String
     public var isDone: Bool
@@ -30,10 +30,10 @@ public struct ChecklistItem: PersistentModel {
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[2] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.title, \.isDone, \.taskID
-        ])
+        ]
     }
 }
 
@@ -61,10 +61,10 @@ extension ChecklistItem: Joinable {
 
         public static var entity: EntityDescriptor { ChecklistItem.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.title, \.isDone, \.taskID, \.task
-            ])
+            ]
         }
     }
 }

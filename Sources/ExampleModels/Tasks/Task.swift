@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// One task in a list.
-public struct Task: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Task: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var name: String
     public var createdAt: Date
@@ -47,10 +47,10 @@ public struct Task: PersistentModel {
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[1] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.name, \.createdAt, \.notes, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID
-        ])
+        ]
     }
 }
 
@@ -81,11 +81,11 @@ extension Task: Joinable {
 
         public static var entity: EntityDescriptor { Task.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.name, \.createdAt, \.notes, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID, \.list,
                 \.checklist
-            ])
+            ]
         }
     }
 }

@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// A named list of tasks.
-public struct TaskList: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct TaskList: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var name: String
     public var createdAt: Date
@@ -28,10 +28,10 @@ public struct TaskList: PersistentModel {
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[0] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.name, \.createdAt
-        ])
+        ]
     }
 }
 
@@ -59,10 +59,10 @@ extension TaskList: Joinable {
 
         public static var entity: EntityDescriptor { TaskList.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.name, \.createdAt, \.tasks
-            ])
+            ]
         }
     }
 }

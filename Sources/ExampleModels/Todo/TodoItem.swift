@@ -4,7 +4,7 @@ import Foundation
 import SchemaMetadata
 
 /// Something to do, shown in the app and toggled from the widget.
-public struct TodoItem: PersistentModel {
+public struct TodoItem: PatchableModel {
     public var id: UUID
     public var taskName: String
     public var startDate: Date
@@ -32,10 +32,10 @@ public struct TodoItem: PersistentModel {
 
     public static var entity: EntityDescriptor { TodoSchema.descriptor.entities[0] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes
-        ])
+        ]
     }
 }
 
@@ -65,10 +65,10 @@ extension TodoItem: Joinable {
 
         public static var entity: EntityDescriptor { TodoItem.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes
-            ])
+            ]
         }
     }
 }

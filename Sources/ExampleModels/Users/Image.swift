@@ -4,8 +4,8 @@ import Foundation
 import SchemaMetadata
 
 /// A profile image; the bytes live outside the database.
-public struct Image: PersistentModel {
-    /// The implicit primary key, assigned by the database when the row is inserted.
+public struct Image: PatchableModel {
+    /// Assigned by the database when the row is inserted.
     public var id: Int64?
     public var url: URL
     /// Encrypted at rest, in its file.
@@ -33,10 +33,10 @@ public struct Image: PersistentModel {
 
     public static var entity: EntityDescriptor { UsersSchema.descriptor.entities[1] }
 
-    public static func column(for keyPath: AnyKeyPath) -> String? {
-        return column(for: keyPath, among: [
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.id, \.url, \.data, \.size, \.ownerID
-        ])
+        ]
     }
 }
 
@@ -64,10 +64,10 @@ extension Image: Joinable {
 
         public static var entity: EntityDescriptor { Image.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.id, \.url, \.data, \.size, \.ownerID, \.owner
-            ])
+            ]
         }
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 import SchemaMetadata
 
 /// A user, keyed by the identifier the server assigns.
-public struct User: PersistentModel {
+public struct User: PatchableModel {
     /// The server's identifier.
     public var identifier: String
     public var name: String
@@ -39,10 +39,13 @@ public struct User: PersistentModel {
     public static var entity: EntityDescriptor { UsersSchema.descriptor.entities[0] }
 
     public static func column(for keyPath: AnyKeyPath) -> String? {
-        if keyPath == \User.id { return "identifier" }
-        return column(for: keyPath, among: [
+        keyPath == \Self.id ? "identifier" : column(for: keyPath, among: keyPaths)
+    }
+
+    public static var keyPaths: [PartialKeyPath<Self>] {
+        [
             \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen
-        ])
+        ]
     }
 }
 
@@ -73,10 +76,10 @@ extension User: Joinable {
 
         public static var entity: EntityDescriptor { User.entity }
 
-        public static func member(for keyPath: AnyKeyPath) -> JoinedMember? {
-            member(for: keyPath, among: [
+        public static var keyPaths: [PartialKeyPath<Joined>] {
+            [
                 \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen, \.image
-            ])
+            ]
         }
     }
 }
