@@ -80,7 +80,8 @@ public actor Store {
     }
     var upsertStatements: [UpsertShape: UpsertStatements] = [:]
     /// `directWrite`'s plans by model type.
-    var directWrites: [ObjectIdentifier: DirectWrite] = [:]
+    /// `DirectWrite<M>` by the model type `M`.
+    var directWrites: [ObjectIdentifier: AnyObject] = [:]
     var keyLookups: [UpsertShape: [KeyLookup]] = [:]
     /// The table whose plain insert last hit a taken key or unique value, and the rows written
     /// to it since: while conflicts are recent, writes go straight to the upsert statement.
@@ -358,7 +359,7 @@ public actor Store {
     private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
         let encoded: [SQLiteValue]?
         do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
-        if let encoded { return try upsertDirect(encoded, as: M.self) }
+        if let encoded { return try upsertDirect(encoded, of: model) }
         let entity = M.entity
         let row: [String: SQLiteValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
@@ -547,8 +548,9 @@ public actor Store {
     }
 
     /// What writing rows of one model type needs, worked out on its first write: bulk writes
-    /// then find it by the type, without hashing the table name or copying the descriptor.
-    struct DirectWrite {
+    /// then find it by the type, without hashing the table name. A class, so that each row
+    /// holds one reference instead of copying the descriptor's arrays.
+    final class DirectWrite<M: PersistentModel> {
         let entity: EntityDescriptor
         let columns: [String]
         /// No encrypted or external-storage column: the row is written as the model encodes it.
@@ -556,49 +558,73 @@ public actor Store {
         /// With the row's own key, and without it (the database assigns the implicit key).
         let withKey: UpsertStatements
         let withoutKey: UpsertStatements
+        /// The written model handed back without decoding its row, when the type allows.
+        let storedForm: StoredForm<M>?
+
+        init(entity: EntityDescriptor, columns: [String], isPlain: Bool, withKey: UpsertStatements, withoutKey: UpsertStatements, storedForm: StoredForm<M>?) {
+            self.entity = entity
+            self.columns = columns
+            self.isPlain = isPlain
+            self.withKey = withKey
+            self.withoutKey = withoutKey
+            self.storedForm = storedForm
+        }
     }
 
-    func directWrite<M: PersistentModel>(_ type: M.Type) -> DirectWrite {
-        if let known = directWrites[ObjectIdentifier(type)] { return known }
+    func directWrite<M: PersistentModel>(_ sample: M) -> DirectWrite<M> {
+        // Keyed by the type, so the entry is a DirectWrite<M>.
+        if let known = directWrites[ObjectIdentifier(M.self)] { return unsafeDowncast(known, to: DirectWrite<M>.self) }
         let entity = M.entity
         let columns = rowColumns(entity)
         let withKey = upsertSQL(entity, columns: columns, hasKey: true)
         // Only an implicit key (the first column) is ever left for the database to assign.
-        let write = DirectWrite(
+        let write = DirectWrite<M>(
             entity: entity, columns: columns, isPlain: rowPlan(entity, columns: columns).isEmpty, withKey: withKey,
-            withoutKey: entity.hasImplicitKey ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : withKey)
-        directWrites[ObjectIdentifier(type)] = write
+            withoutKey: entity.hasImplicitKey ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : withKey,
+            storedForm: StoredForm(sample: sample))
+        directWrites[ObjectIdentifier(M.self)] = write
         return write
     }
 
     /// The upsert of a model with a generated row codec: values by position, no Codable.
-    private func upsertDirect<M: PersistentModel>(_ encoded: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
-        let write = directWrite(M.self)
-        let entity = write.entity
-        // The row as the model encodes it, or sealed and keyed by `prepareRow` when it needs that.
-        var columns = write.columns
-        var values = encoded
-        var original = encoded
-        var choseKey = false
-        if !write.isPlain {
-            choseKey = try prepareRow(entity, columns: &columns, values: &values)
-            // An implicit key chosen for an encrypted row is the model's key too.
-            if entity.hasImplicitKey, original.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
-                original[0] = values[position]
-            }
-        }
-        // Without an id the database assigns one: the row is bound from its second value on.
-        let omitID = entity.hasImplicitKey && values.first == .null
-        let statements = if omitID { write.isPlain ? write.withoutKey : upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) }
-                         else { write.isPlain ? write.withKey : upsertSQL(entity, columns: columns, hasKey: !choseKey) }
-        let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
+    /// `encoded` is `model`'s row, consumed: the row bound is the row returned, its key set in
+    /// place.
+    private func upsertDirect<M: PersistentModel>(_ encoded: consuming [SQLiteValue], of model: M) throws(StoreError) -> M {
+        let write = directWrite(model)
+        var stored = encoded
         do {
-            guard let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], omitID ? values.dropFirst() : values[...],
-                                         entity, boundKey: boundKey) else {
-                return try decodeDirect(original, as: M.self)
+            if write.isPlain {
+                // Without an id the database assigns one: the row is bound from its second value on.
+                let omitID = write.entity.hasImplicitKey && stored.first == .null
+                let boundKey: Int64? = if !omitID, case .integer(let id)? = stored.first { id } else { nil }
+                let id = try omitID
+                    ? runUpsert(write.withoutKey, columns: write.columns.dropFirst(), stored.dropFirst(), write.entity, boundKey: nil)
+                    : runUpsert(write.withKey, columns: write.columns[...], stored[...], write.entity, boundKey: boundKey)
+                if let form = write.storedForm {
+                    var written = model
+                    form.apply(to: &written, key: id)
+                    return written
+                }
+                if let id { stored[0] = .integer(id) }
+                return try decodeDirect(stored, as: M.self)
             }
-            original[0] = .integer(id)
-            return try decodeDirect(original, as: M.self)
+            // The row sealed and keyed by `prepareRow`; the model keeps its plain values.
+            let entity = write.entity
+            var columns = write.columns
+            var values = stored
+            let choseKey = try prepareRow(entity, columns: &columns, values: &values)
+            // An implicit key chosen for an encrypted row is the model's key too.
+            if entity.hasImplicitKey, stored.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
+                stored[0] = values[position]
+            }
+            let omitID = entity.hasImplicitKey && values.first == .null
+            let statements = omitID ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : upsertSQL(entity, columns: columns, hasKey: !choseKey)
+            let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
+            if let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], omitID ? values.dropFirst() : values[...],
+                                      entity, boundKey: boundKey) {
+                stored[0] = .integer(id)
+            }
+            return try decodeDirect(stored, as: M.self)
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {

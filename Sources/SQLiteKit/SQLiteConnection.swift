@@ -273,7 +273,7 @@ public final class SQLiteConnection {
             case .text(let value):
                 // By byte count, not up to a NUL: text may hold one.
                 var text = value
-                text.withUTF8 { bytes in
+                _ = text.withUTF8 { bytes in
                     if let base = bytes.baseAddress, !bytes.isEmpty {
                         sqlite3_bind_text(statement, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), transient)
                     } else {

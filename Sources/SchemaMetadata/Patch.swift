@@ -177,3 +177,11 @@ public struct PatchCodingKey: CodingKey, Sendable {
     public init?(stringValue: String) { self.stringValue = stringValue }
     public init?(intValue: Int) { nil }
 }
+
+extension PersistentModel {
+    /// `keyPaths` of a `PatchableModel`, for generic code that knows only `PersistentModel`.
+    public static var listedKeyPaths: [AnyKeyPath]? {
+        func paths<P: PatchableModel>(_ type: P.Type) -> [AnyKeyPath] { type.keyPaths }
+        return (Self.self as? any PatchableModel.Type).map { paths($0) }
+    }
+}

@@ -44,6 +44,14 @@ public enum StoredDate {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The date `date(text(date))` gives, without the text.
+    public static func rounded(_ date: Date) -> Date {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        // Years 0 to 9999, which `text` writes by hand; others go through the formatter.
+        guard milliseconds >= -62_167_219_200_000, milliseconds < 253_402_300_800_000 else { return self.date(text(date)) ?? date }
+        return Date(timeIntervalSince1970: Double(Int64(milliseconds)) / 1000)
+    }
+
     public static func date(_ text: String) -> Date? {
         var text = text
         if let fast = text.withUTF8({ parse($0) }) { return fast }
