@@ -3,15 +3,17 @@
 insert 1,000,000 Flight rows, upsert 1,000,000 of which half exist, fetch them all back.
 The store runs with its history on (the default) and off, and both sides run again with
 SQLite's default settings instead of the application-store ones (before/after the settings);
-rounds alternate the modes, and each figure is the median of the rounds. Each side runs in its own
-process (`store-benchmark MODE`) so peak memory is its own."""
+rounds alternate the modes. Rows/s are medians of the rounds; each ratio is the median of the
+rounds' own ratios, store against the baseline run next to it in the same round, so that a host
+getting slower or faster between rounds moves both sides of a ratio together. Each side runs in
+its own process (`store-benchmark MODE`) so peak memory is its own."""
 import os
 import statistics
 import sys
 import tempfile
 
 ROWS = int(os.environ.get("BENCH_STORE_ROWS", "1000000"))
-ROUNDS = int(os.environ.get("BENCH_STORE_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("BENCH_STORE_ROUNDS", "5"))
 MODES = ("raw", "store", "store-without-history", "raw-sqlite-defaults", "store-sqlite-defaults")
 
 
@@ -41,25 +43,30 @@ def main():
             with tempfile.TemporaryDirectory() as folder:
                 samples[mode].append(run(binary, mode, folder))
     median = {mode: {key: statistics.median(s[key] for s in samples[mode]) for key in samples[mode][0]} for mode in MODES}
+
+    def ratio(ours, theirs, key, higher_is_better=True):
+        """The median over rounds of ours/theirs in the same round: throughput (time inverted) or size."""
+        per_round = [(t[key] / o[key]) if higher_is_better else (o[key] / t[key]) for o, t in zip(samples[ours], samples[theirs])]
+        return statistics.median(per_round)
     rows = {"insert": ROWS, "upsert": ROWS, "fetch": ROWS + ROWS // 2}
     raw, store, plain = median["raw"], median["store"], median["store-without-history"]
     for phase in ("insert", "upsert", "fetch"):
         ours = rows[phase] / store[phase]
         theirs = rows[phase] / raw[phase]
-        print(f"bench store_{phase}_{ROWS}_flights {ours:,.0f} rows/s ratio={ours / theirs:.2f} baseline=raw_c_api_from_swift({theirs:,.0f}rows/s)".replace(",", ""))
-    print(f"bench store_peak_rss_{ROWS}_flights {store['rss']:.0f} MiB ratio={store['rss'] / raw['rss']:.2f} baseline=raw_c_api_peak_rss({raw['rss']:.0f}MiB)")
+        print(f"bench store_{phase}_{ROWS}_flights {ours:,.0f} rows/s ratio={ratio('store', 'raw', phase):.2f} baseline=raw_c_api_from_swift({theirs:,.0f}rows/s)".replace(",", ""))
+    print(f"bench store_peak_rss_{ROWS}_flights {store['rss']:.0f} MiB ratio={ratio('store', 'raw', 'rss', higher_is_better=False):.2f} baseline=raw_c_api_peak_rss({raw['rss']:.0f}MiB)")
     for phase in ("insert", "upsert"):
         with_history = rows[phase] / store[phase]
         without = rows[phase] / plain[phase]
-        print(f"bench store_{phase}_with_history_{ROWS}_flights {with_history:,.0f} rows/s ratio={with_history / without:.2f} baseline=store_without_history({without:,.0f}rows/s)".replace(",", ""))
+        print(f"bench store_{phase}_with_history_{ROWS}_flights {with_history:,.0f} rows/s ratio={ratio('store', 'store-without-history', phase):.2f} baseline=store_without_history({without:,.0f}rows/s)".replace(",", ""))
     defaults_raw, defaults_store = median["raw-sqlite-defaults"], median["store-sqlite-defaults"]
     for phase in ("insert", "upsert", "fetch"):
         after = rows[phase] / store[phase]
         before = rows[phase] / defaults_store[phase]
-        print(f"bench store_{phase}_settings_{ROWS}_flights {after:,.0f} rows/s ratio={after / before:.2f} baseline=store_with_sqlite_defaults({before:,.0f}rows/s)".replace(",", ""))
+        print(f"bench store_{phase}_settings_{ROWS}_flights {after:,.0f} rows/s ratio={ratio('store', 'store-sqlite-defaults', phase):.2f} baseline=store_with_sqlite_defaults({before:,.0f}rows/s)".replace(",", ""))
         raw_after, raw_before = rows[phase] / raw[phase], rows[phase] / defaults_raw[phase]
         print(f"# raw {phase}: {raw_after:,.0f} rows/s with the settings, {raw_before:,.0f} with SQLite's defaults".replace(",", ""), file=sys.stderr)
-    print(f"# {ROWS} flights, median of {ROUNDS} alternating rounds; throughput ratios are the store's over the baseline's "
+    print(f"# {ROWS} flights, {ROUNDS} alternating rounds: rows/s are medians, ratios the medians of each round's own ratio "
           "(target 0.7 or more against the raw API, 0.8 or more for history on against off)", file=sys.stderr)
 
 

@@ -710,9 +710,12 @@ public actor Store {
             keyLookups[shape] = lookups
         }
         for lookup in lookups {
-            let arguments = lookup.positions.map { values[values.startIndex + $0] }
+            // A one-column key is bound from the row itself.
+            let arguments = lookup.positions.count == 1
+                ? values[(values.startIndex + lookup.positions[0])...(values.startIndex + lookup.positions[0])]
+                : ArraySlice(lookup.positions.map { values[values.startIndex + $0] })
             guard !arguments.contains(.null) else { continue }
-            if case .integer(let id)? = try connection.query(lookup.sql, arguments).first?.first { return id }
+            if let id = try connection.firstInteger(lookup.sql, values: arguments) { return id }
         }
         return nil
     }

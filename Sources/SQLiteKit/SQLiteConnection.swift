@@ -183,6 +183,17 @@ public final class SQLiteConnection {
         try rows(sql, arguments)
     }
 
+    /// The first row's first value when it is an integer (a key looked up), else nil; no
+    /// arrays built, as a write that looks up the row it updated asks once per row.
+    public func firstInteger(_ sql: String, values arguments: ArraySlice<SQLiteValue>) throws(SQLiteError) -> Int64? {
+        var found: Int64?
+        try step(sql, arguments) { statement, count in
+            if count > 0, sqlite3_column_type(statement, 0) == SQLITE_INTEGER { found = sqlite3_column_int64(statement, 0) }
+            return false
+        }
+        return found
+    }
+
     private func rows(_ sql: String, _ arguments: some RandomAccessCollection<SQLiteValue>) throws(SQLiteError) -> [[SQLiteValue]] {
         var rows: [[SQLiteValue]] = []
         try step(sql, arguments) { statement, count in
