@@ -16,10 +16,10 @@ extension PatchableModel {
     /// implicit `id`, with its name (for messages) and JSON key.
     static var patchFields: [(path: PartialKeyPath<Self>, name: String, jsonKey: String)] {
         let entity = entity
-        let keys = entity.relationships.filter { $0.keyProperty != nil }
+        let keys = entity.relationships.compactMap { relationship in relationship.keyProperty.map { (property: $0, columns: relationship.foreignKeyColumns.count) } }
         var names = entity.columns.map { ($0.property, $0.jsonKey) }
-        for relationship in keys where relationship.foreignKeyColumns.count == 1 { names.append((relationship.keyProperty!, relationship.keyProperty!)) }
-        for relationship in keys where relationship.foreignKeyColumns.count > 1 { names.append((relationship.keyProperty!, relationship.keyProperty!)) }
+        for key in keys where key.columns == 1 { names.append((key.property, key.property)) }
+        for key in keys where key.columns > 1 { names.append((key.property, key.property)) }
         let paths = keyPaths.dropFirst(entity.hasImplicitKey ? 1 : 0)
         return zip(paths, names).map { (path: $0, name: $1.0, jsonKey: $1.1) }
     }

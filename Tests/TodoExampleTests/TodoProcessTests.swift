@@ -92,7 +92,7 @@ import Glibc
         let after = try Self.run(["add", "after"], database: database)
         let id = after.output.trimmingCharacters(in: .whitespacesAndNewlines)
         let seen = watcher.read(until: { $0.contains("after") })
-        try? _ = Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)
         let run = Self.stop(watcher)
         #expect(Self.lines(run.output) == ["+ \(id) after"], "\(seen)")
         let history = try Self.run(["history", "--json"], database: database)
