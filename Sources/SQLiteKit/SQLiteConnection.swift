@@ -212,7 +212,10 @@ public final class SQLiteConnection {
         var failure: (any Error)?
         try step(sql, arguments) { statement, count in
             if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
-            for column in 0..<count { row[column] = Self.value(statement, Int32(column)) }
+            // One uniqueness check per row, not one per value.
+            row.withUnsafeMutableBufferPointer { values in
+                for column in 0..<count { values[column] = Self.value(statement, Int32(column)) }
+            }
             do {
                 try body(row)
                 return true
@@ -233,7 +236,10 @@ public final class SQLiteConnection {
         var failure: (any Error)?
         try step(sql, arguments, ownStatement: ownStatement) { statement, count in
             if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
-            for column in 0..<count { row[column] = Self.value(statement, Int32(column)) }
+            // One uniqueness check per row, not one per value.
+            row.withUnsafeMutableBufferPointer { values in
+                for column in 0..<count { values[column] = Self.value(statement, Int32(column)) }
+            }
             do {
                 try body(&row)
                 return true
@@ -298,16 +304,21 @@ public final class SQLiteConnection {
 
     /// The value of one column of the current row.
     static func value(_ statement: OpaquePointer, _ column: Int32) -> SQLiteValue {
-        switch sqlite3_column_type(statement, column) {
-        case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
-        case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
+        // One column call, then the value's own accessors: each `sqlite3_column_*` call checks
+        // the statement and the malloc state again. The value is unprotected, which is safe on
+        // a connection one thread uses at a time (opened NOMUTEX), and read before the next step.
+        guard let value = sqlite3_column_value(statement, column) else { return .null }
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
         case SQLITE_TEXT:
-            .text(sqlite3_column_text(statement, column).map {
-                String(decoding: UnsafeBufferPointer(start: $0, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
-            } ?? "")
+            // Text first, then its length: the length is of the text as just converted.
+            guard let text = sqlite3_value_text(value) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))), as: UTF8.self))
         case SQLITE_BLOB:
-            .blob(sqlite3_column_blob(statement, column).map { Array(UnsafeRawBufferPointer(start: $0, count: Int(sqlite3_column_bytes(statement, column)))) } ?? [])
-        default: .null
+            guard let bytes = sqlite3_value_blob(value) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value)))))
+        default: return .null
         }
     }
 
