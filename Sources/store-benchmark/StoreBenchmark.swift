@@ -99,7 +99,9 @@ struct StoreBenchmark {
         _ = try setup.query("PRAGMA journal_mode = WAL;")
         try Migrator(connection: setup, schema: FlightsSchema.name, embedded: FlightsSchema.migrations).up()
         var db: OpaquePointer?
-        sqlite3_open(path, &db)
+        // Opened as the store opens its connection: one thread at a time, so without SQLite's
+        // per-call connection mutex (the default, serialized mode, takes it on every call).
+        sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         defer { sqlite3_close(db) }
         sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; " + settings.pragmas(inMemory: false), nil, nil, nil)
         let list = columns.map { "\"\($0)\"" }.joined(separator: ", ")
