@@ -748,10 +748,13 @@ public actor Store {
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
         let updatable = columns.filter { !entity.primaryKey.contains($0) }
         for target in targets {
-            if updatable.isEmpty {
+            // The columns the conflict was on already hold the written values: setting them
+            // again would only make SQLite rewrite the indexes that hold them.
+            let changing = updatable.filter { !target.contains($0) }
+            if changing.isEmpty {
                 upsert += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO NOTHING"
             } else {
-                upsert += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + updatable.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
+                upsert += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + changing.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
             }
         }
         let statements = UpsertStatements(insert: insert + ";", upsert: upsert + ";", canConflict: !targets.isEmpty)
