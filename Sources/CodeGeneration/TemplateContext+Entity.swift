@@ -71,7 +71,7 @@ extension TemplateContext {
             })
         case .rowValues: return list(rowCodec(parts).values.map { Self.rowValueShape.object(["expression": .string($0)]) })
         case .rowArguments: return list(rowCodec(parts).arguments.map { Self.rowArgumentShape.object(["argument": .string($0)]) })
-        case .rowCount: return .number(Double(columnKeyPaths(parts).count - parts.keyRelationships.filter { $0.foreignKeyColumns.count > 1 }.count))
+        case .rowCount: return .number(Double(rowCodec(parts).values.count))
         case .columnKeyPaths: return list(columnKeyPaths(parts).map { Self.keyPathShape.object(["path": .string($0)]) })
         // The same lists, wrapped to lines of 120 characters, as the default templates use them.
         case .rowValuesWrapped: return .string(wrapped(rowCodec(parts).values, indent: 12))

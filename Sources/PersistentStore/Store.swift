@@ -79,8 +79,7 @@ public actor Store {
         let columnCount: Int
     }
     var upsertStatements: [UpsertShape: UpsertStatements] = [:]
-    /// `directWrite`'s plans by model type.
-    /// `DirectWrite<M>` by the model type `M`.
+    /// `directWrite`'s plans: a `DirectWrite<M>` by the model type `M`.
     var directWrites: [ObjectIdentifier: AnyObject] = [:]
     var keyLookups: [UpsertShape: [KeyLookup]] = [:]
     /// The table whose plain insert last hit a taken key or unique value, and the rows written
@@ -593,37 +592,28 @@ public actor Store {
         let write = directWrite(model)
         var stored = encoded
         do {
+            let id: Int64?
             if write.isPlain {
-                // Without an id the database assigns one: the row is bound from its second value on.
-                let omitID = write.entity.hasImplicitKey && stored.first == .null
-                let boundKey: Int64? = if !omitID, case .integer(let id)? = stored.first { id } else { nil }
-                let id = try omitID
-                    ? runUpsert(write.withoutKey, columns: write.columns.dropFirst(), stored.dropFirst(), write.entity, boundKey: nil)
-                    : runUpsert(write.withKey, columns: write.columns[...], stored[...], write.entity, boundKey: boundKey)
+                id = try runDirect(write.withKey, orWithoutKey: write.withoutKey, columns: write.columns, values: stored, write.entity)
                 if let form = write.storedForm {
                     var written = model
                     form.apply(to: &written, key: id)
                     return written
                 }
-                if let id { stored[0] = .integer(id) }
-                return try decodeDirect(stored, as: M.self)
+            } else {
+                // The row sealed and keyed by `prepareRow`; the model keeps its plain values.
+                let entity = write.entity
+                var columns = write.columns
+                var values = stored
+                let choseKey = try prepareRow(entity, columns: &columns, values: &values)
+                // An implicit key chosen for an encrypted row is the model's key too.
+                if entity.hasImplicitKey, stored.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
+                    stored[0] = values[position]
+                }
+                id = try runDirect(upsertSQL(entity, columns: columns, hasKey: !choseKey),
+                                   orWithoutKey: upsertSQL(entity, columns: columns.dropFirst(), hasKey: false), columns: columns, values: values, entity)
             }
-            // The row sealed and keyed by `prepareRow`; the model keeps its plain values.
-            let entity = write.entity
-            var columns = write.columns
-            var values = stored
-            let choseKey = try prepareRow(entity, columns: &columns, values: &values)
-            // An implicit key chosen for an encrypted row is the model's key too.
-            if entity.hasImplicitKey, stored.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
-                stored[0] = values[position]
-            }
-            let omitID = entity.hasImplicitKey && values.first == .null
-            let statements = omitID ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : upsertSQL(entity, columns: columns, hasKey: !choseKey)
-            let boundKey: Int64? = if !omitID, case .integer(let id)? = values.first { id } else { nil }
-            if let id = try runUpsert(statements, columns: omitID ? columns.dropFirst() : columns[...], omitID ? values.dropFirst() : values[...],
-                                      entity, boundKey: boundKey) {
-                stored[0] = .integer(id)
-            }
+            if let id { stored[0] = .integer(id) }
             return try decodeDirect(stored, as: M.self)
         } catch let error as StoreError {
             throw error
@@ -632,6 +622,17 @@ public actor Store {
         } catch {
             throw .coding("\(error)")
         }
+    }
+
+    /// Runs a row's upsert by position. Without an implicit key the database assigns one: the
+    /// row is bound from its second value on, through `withoutKey`.
+    private func runDirect(_ withKey: UpsertStatements, orWithoutKey withoutKey: @autoclosure () -> UpsertStatements,
+                           columns: [String], values: [SQLiteValue], _ entity: EntityDescriptor) throws(SQLiteError) -> Int64? {
+        if entity.hasImplicitKey, values.first == .null {
+            return try runUpsert(withoutKey(), columns: columns.dropFirst(), values.dropFirst(), entity, boundKey: nil)
+        }
+        let boundKey: Int64? = if case .integer(let id)? = values.first { id } else { nil }
+        return try runUpsert(withKey, columns: columns[...], values[...], entity, boundKey: boundKey)
     }
 
     func decodeDirect<M: PersistentModel>(_ values: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {

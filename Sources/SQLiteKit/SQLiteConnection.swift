@@ -211,11 +211,7 @@ public final class SQLiteConnection {
         var row: [SQLiteValue] = []
         var failure: (any Error)?
         try step(sql, arguments) { statement, count in
-            if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
-            // One uniqueness check per row, not one per value.
-            row.withUnsafeMutableBufferPointer { values in
-                for column in 0..<count { values[column] = Self.value(statement, Int32(column)) }
-            }
+            Self.read(statement, count, into: &row)
             do {
                 try body(row)
                 return true
@@ -235,11 +231,7 @@ public final class SQLiteConnection {
         var row: [SQLiteValue] = []
         var failure: (any Error)?
         try step(sql, arguments, ownStatement: ownStatement) { statement, count in
-            if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
-            // One uniqueness check per row, not one per value.
-            row.withUnsafeMutableBufferPointer { values in
-                for column in 0..<count { values[column] = Self.value(statement, Int32(column)) }
-            }
+            Self.read(statement, count, into: &row)
             do {
                 try body(&row)
                 return true
@@ -299,6 +291,15 @@ public final class SQLiteConnection {
                 }
             case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), transient)
             }
+        }
+    }
+
+    /// The current row into a buffer reused from row to row.
+    static func read(_ statement: OpaquePointer, _ count: Int, into row: inout [SQLiteValue]) {
+        if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
+        // One uniqueness check per row, not one per value.
+        row.withUnsafeMutableBufferPointer { values in
+            for column in 0..<count { values[column] = value(statement, Int32(column)) }
         }
     }
 
