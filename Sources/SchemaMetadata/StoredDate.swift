@@ -53,8 +53,11 @@ public enum StoredDate {
     }
 
     public static func date(_ text: String) -> Date? {
-        var text = text
-        if let fast = text.withUTF8({ parse($0) }) { return fast }
+        // Read in place: `withUTF8` would need a mutable copy, a retain and release per date read.
+        if let fast = text.utf8.withContiguousStorageIfAvailable({ parse($0) }) ?? {
+            var copy = text
+            return copy.withUTF8 { parse($0) }
+        }() { return fast }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return date }

@@ -36,30 +36,34 @@ public struct StoredValueError: Error, Sendable, CustomStringConvertible {
 /// Types kept in one column.
 public protocol StoredValueConvertible {
     var storedValue: StoredValue { get }
-    init(storedValue: StoredValue) throws
+    init(storedValue: borrowing StoredValue) throws
 }
 
 // Inlinable: generated models in other modules decode every column of every fetched row
 // through these, and only inlined code is specialized for them (no generic metadata lookups).
 extension String: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .text(self) }
-    @inlinable public init(storedValue: StoredValue) throws {
-        guard case .text(let text) = storedValue else { throw StoredValueError("expected text, found \(storedValue)") }
-        self = text
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .text(let text): self = text
+        default: throw StoredValueError("expected text, found \(copy storedValue)")
+        }
     }
 }
 
 extension Bool: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .integer(self ? 1 : 0) }
-    @inlinable public init(storedValue: StoredValue) throws {
-        guard case .integer(let number) = storedValue else { throw StoredValueError("expected a boolean, found \(storedValue)") }
-        self = number != 0
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .integer(let number): self = number != 0
+        default: throw StoredValueError("expected a boolean, found \(copy storedValue)")
+        }
     }
 }
 
 extension Double: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .real(self) }
-    @inlinable public init(storedValue: StoredValue) throws {
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .real(let number): self = number
         case .integer(let number): self = Double(number)
@@ -70,16 +74,21 @@ extension Double: StoredValueConvertible {
 
 extension Float: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .real(Double(self)) }
-    @inlinable public init(storedValue: StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
+    @inlinable public init(storedValue: borrowing StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
 }
 
 extension StoredValueConvertible where Self: FixedWidthInteger {
     @inlinable public var storedValue: StoredValue { .integer(Int64(self)) }
-    @inlinable public init(storedValue: StoredValue) throws {
-        guard case .integer(let number) = storedValue, let value = Self(exactly: number) else {
-            throw StoredValueError("expected an integer that fits \(Self.self), found \(storedValue)")
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .integer(let number):
+            if let value = Self(exactly: number) {
+                self = value
+                return
+            }
+        default: break
         }
-        self = value
+        throw StoredValueError("expected an integer that fits \(Self.self), found \(copy storedValue)")
     }
 }
 
@@ -91,7 +100,7 @@ extension Int64: StoredValueConvertible {}
 
 extension Data: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .blob([UInt8](self)) }
-    @inlinable public init(storedValue: StoredValue) throws {
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .blob(let bytes): self = Data(bytes)
         case .text(let text): self = Data(text.utf8)
@@ -102,23 +111,37 @@ extension Data: StoredValueConvertible {
 
 extension UUID: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .text(uuidString.lowercased()) }
-    @inlinable public init(storedValue: StoredValue) throws {
-        guard case .text(let text) = storedValue, let uuid = UUID(uuidString: text) else { throw StoredValueError("expected a UUID, found \(storedValue)") }
-        self = uuid
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .text(let text):
+            if let uuid = UUID(uuidString: text) {
+                self = uuid
+                return
+            }
+        default: break
+        }
+        throw StoredValueError("expected a UUID, found \(copy storedValue)")
     }
 }
 
 extension URL: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .text(absoluteString) }
-    @inlinable public init(storedValue: StoredValue) throws {
-        guard case .text(let text) = storedValue, let url = URL(string: text) else { throw StoredValueError("expected a URL, found \(storedValue)") }
-        self = url
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .text(let text):
+            if let url = URL(string: text) {
+                self = url
+                return
+            }
+        default: break
+        }
+        throw StoredValueError("expected a URL, found \(copy storedValue)")
     }
 }
 
 extension Decimal: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .text(description) }
-    @inlinable public init(storedValue: StoredValue) throws {
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
         let text: String
         switch storedValue {
         case .text(let stored): text = stored
@@ -137,26 +160,32 @@ extension Decimal: StoredValueConvertible {
 
 extension Date: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { .text(StoredDate.text(self)) }
-    @inlinable public init(storedValue: StoredValue) throws {
-        guard case .text(let text) = storedValue, let date = StoredDate.date(text) else { throw StoredValueError("expected a date, found \(storedValue)") }
-        self = date
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .text(let text):
+            if let date = StoredDate.date(text) {
+                self = date
+                return
+            }
+        default: break
+        }
+        throw StoredValueError("expected a date, found \(copy storedValue)")
     }
 }
 
 extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { self?.storedValue ?? .null }
-    @inlinable public init(storedValue: StoredValue) throws {
-        if case .null = storedValue {
-            self = nil
-        } else {
-            self = try Wrapped(storedValue: storedValue)
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
+        switch storedValue {
+        case .null: self = nil
+        default: self = try Wrapped(storedValue: storedValue)
         }
     }
 }
 
 extension StoredValueConvertible where Self: RawRepresentable, RawValue: StoredValueConvertible {
     @inlinable public var storedValue: StoredValue { rawValue.storedValue }
-    @inlinable public init(storedValue: StoredValue) throws {
+    @inlinable public init(storedValue: borrowing StoredValue) throws {
         guard let value = Self(rawValue: try RawValue(storedValue: storedValue)) else { throw StoredValueError("\(storedValue) is not a case of \(Self.self)") }
         self = value
     }
