@@ -237,7 +237,10 @@ extension SchemaParser {
         typealias Claims = [String: (node: YAMLNode, claimant: Claimant)]
         // Emptied, not reallocated, for each entity: most entities are alike in size.
         var properties: Claims = [:], columns: Claims = [:], jsonKeys: Claims = [:]
+        var screen = NameScreen()
         for entityIndex in range {
+            // Nearly every entity is fine: a cheap screen passes those without the claims below.
+            if screen.passes(entities[entityIndex].model) { continue }
             let name = entities[entityIndex].model.name
             let attributes = attributeNodes[name] ?? []
             // The parsed relationships with their nodes, and the resolved ones (links placed).
@@ -310,6 +313,67 @@ extension SchemaParser {
                     jsonKeys[key] = (node, .attribute(attributes[attribute].model.name))
                 }
             }
+        }
+    }
+
+    /// Screens an entity for what `checkMemberNames` reports: two members with the same Swift
+    /// property, column (case-insensitively) or JSON key, or a column too long for PostgreSQL.
+    /// It compares hashes of the names' bytes, far cheaper than the seeded hashing of the
+    /// claims dictionaries; equal hashes and names outside ASCII fail the screen, so the full
+    /// check decides whenever in doubt.
+    struct NameScreen {
+        private var hashes: [UInt64] = []
+
+        mutating func passes(_ entity: Entity) -> Bool {
+            // Swift properties: attributes, relationships and each to-one's key property.
+            hashes.removeAll(keepingCapacity: true)
+            for attribute in entity.attributes {
+                guard add(attribute.name) else { return false }
+            }
+            for relationship in entity.relationships {
+                guard add(relationship.name), relationship.isToMany || add(relationship.name, suffix: "ID") else { return false }
+            }
+            guard distinct() else { return false }
+
+            hashes.removeAll(keepingCapacity: true)
+            if case .implicit = entity.primaryKey, !add(Entity.implicitKeyName) { return false }
+            for attribute in entity.attributes where !attribute.isTransient {
+                guard attribute.columnName.utf8.count <= Naming.portableIdentifierLength, add(attribute.columnName, foldingCase: true) else { return false }
+            }
+            for relationship in entity.relationships {
+                for column in relationship.foreignKeyColumns {
+                    guard column.utf8.count <= Naming.portableIdentifierLength, add(column, foldingCase: true) else { return false }
+                }
+            }
+            guard distinct() else { return false }
+
+            hashes.removeAll(keepingCapacity: true)
+            for attribute in entity.attributes {
+                guard add(attribute.jsonKey) else { return false }
+            }
+            return distinct()
+        }
+
+        /// Adds the FNV-1a hash of `name` + `suffix`; false for a name outside ASCII.
+        private mutating func add(_ name: String, suffix: StaticString = "", foldingCase: Bool = false) -> Bool {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            func mix(_ byte: UInt8) -> Bool {
+                guard byte < 0x80 else { return false }
+                let folded = foldingCase && byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                hash = (hash ^ UInt64(folded)) &* 0x100_0000_01b3
+                return true
+            }
+            for byte in name.utf8 {
+                guard mix(byte) else { return false }
+            }
+            let suffixFits = suffix.withUTF8Buffer { $0.allSatisfy(mix) }
+            hashes.append(hash)
+            return suffixFits
+        }
+
+        private mutating func distinct() -> Bool {
+            hashes.sort()
+            return zip(hashes, hashes.dropFirst()).allSatisfy { $0 != $1 }
         }
     }
 

@@ -94,6 +94,23 @@ import Testing
         Case(name: "column on a relationship to a composite key",
              yaml: "entities:\n  A:\n    primaryKey: [x, y]\n    attributes:\n      x: Int\n      y: Int\n  B:\n    relationships:\n      a: {to: A?, column: a_ref}\n",
              expected: ["11:27 conflicting-options"]),
+        // Each clash of member names, including those a quick screen of each entity must not pass.
+        Case(name: "columns compare case-insensitively",
+             yaml: "entities:\n  A:\n    attributes:\n      title: String\n      heading: {type: String, column: Title}\n",
+             expected: ["7:31 name-collision"]),
+        Case(name: "two attributes with one JSON key",
+             yaml: "entities:\n  A:\n    attributes:\n      a: {type: Int, jsonKey: b}\n      b: Int\n", expected: ["7:7 name-collision"]),
+        Case(name: "JSON keys outside ASCII compare too",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, jsonKey: \"größe\"}\n      y: {type: Int, jsonKey: \"größe\"}\n",
+             expected: ["7:22 name-collision"]),
+        Case(name: "a column longer than PostgreSQL keeps",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, column: \(String(repeating: "c", count: 64))}\n", expected: ["6:22 long-identifier"]),
+        Case(name: "a transient attribute still claims its Swift property",
+             yaml: "entities:\n  A:\n    attributes:\n      b: {type: Int?, transient: true}\n    relationships:\n      b: B?\n  B:\n    attributes:\n      y: Int\n",
+             expected: ["8:7 name-collision"]),
+        Case(name: "an attribute on a to-one's key column",
+             yaml: "entities:\n  A:\n    attributes:\n      ownerId: {type: Int, column: owner_id}\n    relationships:\n      owner: B?\n  B:\n    attributes:\n      y: Int\n",
+             expected: ["8:7 name-collision"]),
     ]
 
     @Test(arguments: cases)
