@@ -75,7 +75,7 @@ struct TreeBuilder: Sendable {
     }
 
     /// The finished children of every open collection, innermost last.
-    private var children: [YAMLNode] = []
+    private var children = NodeStack()
     private var stack: [Frame] = []
     private var anchors: [String: (node: YAMLNode, weight: Int)] = [:]
     private(set) var expandedNodes = 0
@@ -130,13 +130,11 @@ struct TreeBuilder: Sendable {
             else { return false }
         case .sequenceEnd:
             guard let frame = stack.popLast(), !frame.isMapping else { return true }
-            let items = Array(children[frame.firstChild...])
-            children.removeLast(children.count - frame.firstChild)
+            let items = children.takeAll(from: frame.firstChild)
             return add(YAMLNode(content: .sequence(items), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
         case .mappingEnd:
             guard let frame = stack.popLast(), frame.isMapping else { return true }
             let pairs = mappingPairs(from: frame.firstChild)
-            children.removeLast(children.count - frame.firstChild)
             return add(YAMLNode(content: .mapping(pairs), start: frame.start, end: end, tag: frame.tag), weight: frame.weight, anchor: frame.anchor)
         case .alias:
             let name = event.text
@@ -189,7 +187,10 @@ struct TreeBuilder: Sendable {
     /// The pairs of the mapping whose keys and values alternate on `children` from `first` on.
     /// Reports duplicate keys (keeping the first) and applies YAML merge keys (`<<: *base`).
     private mutating func mappingPairs(from first: Int) -> [YAMLPair] {
-        let count = (children.count - first) / 2
+        let pairs = children.takePairs(from: first)
+        // Nearly every mapping has neither: its pairs are taken as they are.
+        guard Self.hasMergeOrRepeatedKey(pairs) else { return pairs }
+        let count = pairs.count
         var result: [YAMLPair] = []
         result.reserveCapacity(count)
         // Small mappings (nearly all of them) find duplicates by a scan; large ones by hashing.
@@ -197,8 +198,7 @@ struct TreeBuilder: Sendable {
         var firstSeen: [String: YAMLNode] = [:]
         if hashes { firstSeen.reserveCapacity(count) }
         var merges: [YAMLPair] = []
-        for index in stride(from: first, to: first + count * 2, by: 2) {
-            let pair = YAMLPair(key: children[index], value: children[index + 1])
+        for pair in pairs {
             if case .scalar("<<", .plain) = pair.key.content, pair.key.tag == nil {
                 merges.append(pair)
                 usesAnchorsOrMerges = true
@@ -242,6 +242,31 @@ struct TreeBuilder: Sendable {
             }
         }
         return result
+    }
+
+    /// Whether a mapping holds a merge key (`<<`) or a key that repeats: what `mappingPairs`
+    /// must filter. Small mappings are scanned; large ones hashed.
+    private static func hasMergeOrRepeatedKey(_ pairs: [YAMLPair]) -> Bool {
+        func isMerge(_ key: YAMLNode) -> Bool {
+            if case .scalar("<<", .plain) = key.content, key.tag == nil { return true }
+            return false
+        }
+        if pairs.count > 16 {
+            var seen = Set<String>(minimumCapacity: pairs.count)
+            for pair in pairs {
+                if isMerge(pair.key) { return true }
+                if let key = pair.key.scalarText, !seen.insert(key).inserted { return true }
+            }
+            return false
+        }
+        for index in pairs.indices {
+            guard case .scalar(let key, _) = pairs[index].key.content else { continue }
+            if isMerge(pairs[index].key) { return true }
+            for earlier in 0..<index {
+                if case .scalar(let other, _) = pairs[earlier].key.content, other == key { return true }
+            }
+        }
+        return false
     }
 
     private mutating func reportDuplicate(_ key: String, at node: YAMLNode, first: YAMLNode) {

@@ -67,6 +67,33 @@ import Testing
         #expect(value(root, "a")?.integerValue == 1)
     }
 
+    /// Mappings without a repeated or merge key are taken whole; the others are filtered. Both
+    /// ways must keep document order and report each repeat, in small and large mappings.
+    @Test func keysAreCheckedInMappingsOfEverySize() throws {
+        let many = (1...20).map { "k\($0): \($0)" }.joined(separator: ", ")
+        let (root, diagnostics) = document("""
+            large: {\(many)}
+            largeRepeat: {\(many), k7: 0}
+            quoted: {a: 1, "a": 2}
+            notMerge: {"<<": 1, x: 2}
+            complex: {? [1, 2]: a, ? [1, 2]: b}
+            nested: [[1, [2, 3]], {p: [4]}, 5]
+            """)
+        #expect(diagnostics.map(\.code) == ["duplicate-key", "duplicate-key"])
+        #expect(diagnostics.map { $0.location?.line } == [2, 3])
+        #expect(value(root, "large")?.pairs?.map { $0.key.scalarText } == (1...20).map { "k\($0)" })
+        #expect(value(root, "largeRepeat")?.pairs?.count == 20)
+        #expect(value(value(root, "largeRepeat"), "k7")?.integerValue == 7, "the first of a repeated key is kept")
+        #expect(value(value(root, "quoted"), "a")?.integerValue == 1, "a quoted spelling repeats the plain key")
+        #expect(value(root, "notMerge")?.pairs?.count == 2, "a quoted << is an ordinary key")
+        #expect(value(root, "complex")?.pairs?.count == 2, "keys that are not scalars are not compared")
+        let nested = try #require(value(root, "nested")?.items)
+        #expect(nested.count == 3)
+        #expect(nested[0].items?[1].items?.map(\.integerValue) == [2, 3])
+        #expect(value(nested[1], "p")?.items?.first?.integerValue == 4)
+        #expect(nested[2].integerValue == 5)
+    }
+
     @Test func mergeKeysCopyMissingKeys() throws {
         let (root, diagnostics) = document("base: &b {x: 1, y: 2}\nother: {<<: *b, y: 3, z: 4}\nlist: {<<: [*b, {w: 5}]}\n")
         #expect(diagnostics.isEmpty)
