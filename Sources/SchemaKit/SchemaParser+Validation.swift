@@ -41,7 +41,9 @@ extension SchemaParser {
         claimedBy.reserveCapacity(entities.count * 2)
         for entityIndex in entities.indices {
             let entityName = entities[entityIndex].model.name
-            for relationship in relationshipNodes[entityName] ?? [] {
+            // By position: `setRelationship` writes to the array, which a live copy would duplicate.
+            for position in (relationshipNodes[entityName] ?? []).indices {
+                let relationship = relationshipNodes[entityName]![position]
                 guard let inverseName = relationship.model.inverse else { continue }
                 let inverseNode = relationship.node("inverse")
                 // Described only in messages: most inverses check out.
@@ -95,8 +97,9 @@ extension SchemaParser {
             for relationship in relationshipNodes[entity.model.name] ?? [] {
                 let r = relationship.model
                 guard let inverseName = r.inverse, let inverse = parsedRelationship(r.target, inverseName)?.model else { continue }
-                let source = "\(entity.model.name).\(r.name)"
-                let inverseText = "\(r.target).\(inverseName)"
+                // Described only in messages: nearly every rule checks out.
+                var source: String { "\(entity.model.name).\(r.name)" }
+                var inverseText: String { "\(r.target).\(inverseName)" }
                 let explicit = relationship.options.has("deleteRule")
                 switch r.deleteRule {
                 case .nullify where !inverse.isToMany && !inverse.isOptional:
@@ -120,23 +123,28 @@ extension SchemaParser {
     private mutating func placeLinks() {
         var keyColumnsCache: [String: [String]] = [:]
         var visiting: Set<String> = []
-        for entity in entities {
-            for relationship in relationshipNodes[entity.model.name] ?? [] {
+        // By position, not by iterating copies: `setRelationship` writes to the arrays read
+        // here, and a live copy would make each write copy the whole array.
+        for entityIndex in entities.indices {
+            let entityName = entities[entityIndex].model.name
+            let tableName = entities[entityIndex].model.tableName
+            for position in (relationshipNodes[entityName] ?? []).indices {
+                let relationship = relationshipNodes[entityName]![position]
                 let r = relationship.model
                 let inverse = r.inverse.flatMap { parsedRelationship(r.target, $0) }
                 if r.isToMany {
                     // A to-many side stores nothing unless the link needs a join table.
                     guard inverse == nil || inverse?.model.isToMany == true else { continue }
-                    guard ownsJoinTable(entity.model.name, r, inverse: inverse) else { continue }
-                    let table = "\(entity.model.tableName)_\(Naming.snakeCase(r.name))"
+                    guard ownsJoinTable(entityName, r, inverse: inverse) else { continue }
+                    let table = "\(tableName)_\(Naming.snakeCase(r.name))"
                     // Columns named after each entity (`car_id`, `mechanic_id`), or `source_` and
                     // `target_` when an entity links to itself.
-                    let selfLink = entity.model.name == r.target
-                    let ownKey = keyColumns(of: entity.model.name, cache: &keyColumnsCache, visiting: &visiting)
+                    let selfLink = entityName == r.target
+                    let ownKey = keyColumns(of: entityName, cache: &keyColumnsCache, visiting: &visiting)
                     let targetKey = keyColumns(of: r.target, cache: &keyColumnsCache, visiting: &visiting)
-                    let ownColumns = ownKey.map { "\(selfLink ? "source" : Naming.snakeCase(entity.model.name))_\($0)" }
+                    let ownColumns = ownKey.map { "\(selfLink ? "source" : Naming.snakeCase(entityName))_\($0)" }
                     let targetColumns = targetKey.map { "\(selfLink ? "target" : Naming.snakeCase(r.target))_\($0)" }
-                    setRelationship(entity.model.name, r.name) {
+                    setRelationship(entityName, r.name) {
                         $0.joinTableName = table
                         $0.joinColumns = ownColumns
                         $0.joinTargetColumns = targetColumns
@@ -150,8 +158,8 @@ extension SchemaParser {
                     }
                     continue
                 }
-                if let inverse, !inverse.model.isToMany, !storesOneToOneLink(entity.model.name, relationship, inverse: inverse) {
-                    setRelationship(entity.model.name, r.name) { $0.foreignKeyColumns = [] }
+                if let inverse, !inverse.model.isToMany, !storesOneToOneLink(entityName, relationship, inverse: inverse) {
+                    setRelationship(entityName, r.name) { $0.foreignKeyColumns = [] }
                     continue
                 }
                 let targetKey = keyColumns(of: r.target, cache: &keyColumnsCache, visiting: &visiting)
@@ -159,10 +167,10 @@ extension SchemaParser {
                     if targetKey.count != 1 {
                         error(.conflictingOptions, "'column' names one column, but '\(r.target)' has a composite key (\(targetKey.joined(separator: ", "))); remove 'column'", at: relationship.node("column"))
                     }
-                    setRelationship(entity.model.name, r.name) { $0.foreignKeyColumns = [column] }
+                    setRelationship(entityName, r.name) { $0.foreignKeyColumns = [column] }
                 } else {
                     let prefix = Naming.snakeCase(r.name)
-                    setRelationship(entity.model.name, r.name) { $0.foreignKeyColumns = targetKey.map { "\(prefix)_\($0)" } }
+                    setRelationship(entityName, r.name) { $0.foreignKeyColumns = targetKey.map { "\(prefix)_\($0)" } }
                 }
             }
         }
@@ -324,56 +332,66 @@ extension SchemaParser {
     struct NameScreen {
         private var hashes: [UInt64] = []
 
-        mutating func passes(_ entity: Entity) -> Bool {
+        // Members are read in place, by position: copying an attribute to read one name would
+        // retain and release every string it holds.
+        mutating func passes(_ entity: borrowing Entity) -> Bool {
+            let attributes = entity.attributes.indices, relationships = entity.relationships.indices
             // Swift properties: attributes, relationships and each to-one's key property.
             hashes.removeAll(keepingCapacity: true)
-            for attribute in entity.attributes {
-                guard add(attribute.name) else { return false }
+            for index in attributes {
+                guard add(entity.attributes[index].name) else { return false }
             }
-            for relationship in entity.relationships {
-                guard add(relationship.name), relationship.isToMany || add(relationship.name, suffix: "ID") else { return false }
+            for index in relationships {
+                guard add(entity.relationships[index].name),
+                      entity.relationships[index].isToMany || add(entity.relationships[index].name, keySuffix: true) else { return false }
             }
             guard distinct() else { return false }
 
             hashes.removeAll(keepingCapacity: true)
             if case .implicit = entity.primaryKey, !add(Entity.implicitKeyName) { return false }
-            for attribute in entity.attributes where !attribute.isTransient {
-                guard attribute.columnName.utf8.count <= Naming.portableIdentifierLength, add(attribute.columnName, foldingCase: true) else { return false }
+            for index in attributes where !entity.attributes[index].isTransient {
+                guard addColumn(entity.attributes[index].columnName) else { return false }
             }
-            for relationship in entity.relationships {
-                for column in relationship.foreignKeyColumns {
-                    guard column.utf8.count <= Naming.portableIdentifierLength, add(column, foldingCase: true) else { return false }
+            for index in relationships {
+                for column in entity.relationships[index].foreignKeyColumns {
+                    guard addColumn(column) else { return false }
                 }
             }
             guard distinct() else { return false }
 
             hashes.removeAll(keepingCapacity: true)
-            for attribute in entity.attributes {
-                guard add(attribute.jsonKey) else { return false }
+            for index in attributes {
+                guard add(entity.attributes[index].jsonKey) else { return false }
             }
             return distinct()
         }
 
-        /// Adds the FNV-1a hash of `name` + `suffix`; false for a name outside ASCII.
-        private mutating func add(_ name: String, suffix: StaticString = "", foldingCase: Bool = false) -> Bool {
+        /// A column, compared case-insensitively; false when too long for PostgreSQL.
+        private mutating func addColumn(_ column: String) -> Bool {
+            column.utf8.count <= Naming.portableIdentifierLength && add(column, foldingCase: true)
+        }
+
+        /// Adds the FNV-1a hash of `name` (then `ID`, for a key property); false for a name
+        /// outside ASCII.
+        private mutating func add(_ name: String, keySuffix: Bool = false, foldingCase: Bool = false) -> Bool {
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            func mix(_ byte: UInt8) -> Bool {
+            for byte in name.utf8 {
                 guard byte < 0x80 else { return false }
                 let folded = foldingCase && byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
                 hash = (hash ^ UInt64(folded)) &* 0x100_0000_01b3
-                return true
             }
-            for byte in name.utf8 {
-                guard mix(byte) else { return false }
+            if keySuffix {
+                hash = (hash ^ UInt64(UInt8(ascii: "I"))) &* 0x100_0000_01b3
+                hash = (hash ^ UInt64(UInt8(ascii: "D"))) &* 0x100_0000_01b3
             }
-            let suffixFits = suffix.withUTF8Buffer { $0.allSatisfy(mix) }
             hashes.append(hash)
-            return suffixFits
+            return true
         }
 
         private mutating func distinct() -> Bool {
             hashes.sort()
-            return zip(hashes, hashes.dropFirst()).allSatisfy { $0 != $1 }
+            for index in hashes.indices.dropFirst() where hashes[index] == hashes[index - 1] { return false }
+            return true
         }
     }
 
