@@ -3,17 +3,17 @@
 insert 1,000,000 Flight rows, upsert 1,000,000 of which half exist, fetch them all back.
 The store runs with its history on (the default) and off, and both sides run again with
 SQLite's default settings instead of the application-store ones (before/after the settings);
-rounds alternate the modes. Rows/s are medians of the rounds; each ratio is the median of the
-rounds' own ratios, store against the baseline run next to it in the same round, so that a host
-getting slower or faster between rounds moves both sides of a ratio together. Each side runs in
-its own process (`store-benchmark MODE`) so peak memory is its own."""
+rounds alternate the modes, odd rounds in reverse order. Rows/s are medians of the rounds; each
+ratio is the median of the rounds' own ratios, store against the baseline run next to it in the
+same round, so that a host getting slower or faster between rounds moves both sides of a ratio
+together. Each side runs in its own process (`store-benchmark MODE`) so peak memory is its own."""
 import os
 import statistics
 import sys
 import tempfile
 
 ROWS = int(os.environ.get("BENCH_STORE_ROWS", "1000000"))
-ROUNDS = int(os.environ.get("BENCH_STORE_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_STORE_ROUNDS", "7"))
 MODES = ("raw", "store", "store-without-history", "raw-sqlite-defaults", "store-sqlite-defaults")
 
 
@@ -38,8 +38,10 @@ def run(binary, mode, folder):
 def main():
     binary = sys.argv[1]
     samples = {mode: [] for mode in MODES}
-    for _ in range(ROUNDS):
-        for mode in MODES:
+    for round_number in range(ROUNDS):
+        # Odd rounds run the modes in reverse, so a host speeding up or slowing down during a
+        # round favours neither side of a pair.
+        for mode in (MODES if round_number % 2 == 0 else MODES[::-1]):
             with tempfile.TemporaryDirectory() as folder:
                 samples[mode].append(run(binary, mode, folder))
     median = {mode: {key: statistics.median(s[key] for s in samples[mode]) for key in samples[mode][0]} for mode in MODES}
