@@ -202,15 +202,22 @@ public actor Store {
         try write { () throws(StoreError) in try upsert(model) }
     }
 
-    /// Inserts or updates many models in one transaction.
+    /// Inserts or updates many models in one transaction, and returns them as stored.
+    ///
+    /// The stored models replace the given ones in the array handed in, so an array the caller
+    /// no longer uses (`insert(consume flights)`, or one built in the call) is returned in its
+    /// own memory: a million rows no longer need a second array of models. An array the caller
+    /// still holds is copied once, as any changed Swift array is.
     @discardableResult
-    public func insert<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M] {
-        try write { () throws(StoreError) in
-            var stored: [M] = []
-            stored.reserveCapacity(models.count)
-            for model in models { stored.append(try upsert(model)) }
-            return stored
-        }
+    public func insert<M: PersistentModel>(_ models: consuming [M]) throws(StoreError) -> [M] {
+        var stored = consume models
+        // One access to the captured array for the whole loop, not one per model.
+        try write { () throws(StoreError) in try upsertInPlace(&stored) }
+        return stored
+    }
+
+    private func upsertInPlace<M: PersistentModel>(_ models: inout [M]) throws(StoreError) {
+        for index in models.indices { models[index] = try upsert(models[index]) }
     }
 
     /// Runs `body` in one transaction: everything it writes commits, or nothing does. A write

@@ -163,6 +163,31 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
         #expect(try await store.count(Airport.self) == 500)
     }
 
+    @Test func bulkInsertReturnsTheStoredModelsInTheArrayHandedIn() async throws {
+        let store = try flightsStore()
+        func flights(_ range: Range<Int>) -> [Flight] {
+            range.map { Flight(ident: "F\($0)", scheduledOff: Date(timeIntervalSince1970: 1_700_000_000.0004 + Double($0)), status: "Scheduled") }
+        }
+        // An array the caller keeps is its own: the stored models come back in a copy.
+        let kept = flights(0..<3)
+        let stored = try await store.insert(kept)
+        #expect(kept.allSatisfy { $0.id == nil })
+        #expect(stored.map(\.ident) == ["F0", "F1", "F2"])
+        #expect(stored.map(\.id) == [1, 2, 3])
+        #expect(stored == (try await store.fetch(Flight.self, sortBy: [SortDescriptor(\.ident)])), "what a fetch returns, dates cut to milliseconds")
+
+        // An array handed over comes back in its own memory, updated in place: one array of a
+        // million models, not two. Half of this batch updates stored rows.
+        var handed = flights(2..<6)
+        handed.reserveCapacity(handed.count)
+        let memory = handed.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        let upserted = try await store.insert(consume handed)
+        #expect(upserted.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == memory)
+        #expect(upserted.map(\.ident) == ["F2", "F3", "F4", "F5"])
+        #expect(upserted.map(\.id) == [3, 4, 5, 6], "F2 keeps its key: the write was an update of the stored row")
+        #expect(try await store.count(Flight.self) == 6)
+    }
+
     @Test func deleteAndOrdering() async throws {
         let store = try flightsStore()
         let stored = try await store.insert([airport("KSFO", "b"), airport("EGLL", "a"), airport("LFPG", "c")])
