@@ -52,12 +52,14 @@ let package = Package(
         // JSON text with line and column kept: the flights loader's input, the store's history.
         .target(name: "JSONDocument"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
-        .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "SchemaMetadata"]),
+        // Where a database is: a SQLite path, a PostgreSQL URL or keyword string; passwords masked.
+        .target(name: "DatabaseLocation"),
+        .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "DatabaseLocation", "SchemaMetadata"]),
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "Migrator", dependencies: ["SQLiteKit", "PostgresKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "Migrator", dependencies: ["DatabaseLocation", "SQLiteKit", "PostgresKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
@@ -72,14 +74,14 @@ let package = Package(
         .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "SQLDialects", "Diagnostics"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
         .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "SchemagenCLI", dependencies: ["SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline", "SchemaImport", "SchemaDiagrams", "SchemaSite"]),
+        .target(name: "SchemagenCLI", dependencies: ["DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline", "SchemaImport", "SchemaDiagrams", "SchemaSite"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["Migrator", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
+        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Migrator", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)

@@ -28,15 +28,18 @@ public struct CommandIO: Sendable {
     /// Whether standard output is a terminal (for colour and progress).
     public var outputIsTerminal: Bool
     public var environment: [String: String]
+    /// A line of standard input without its newline, or nil at its end (for questions).
+    public var readLine: @Sendable () -> String?
 
     public init(
         writeOutput: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void,
-        outputIsTerminal: Bool = false, environment: [String: String] = [:]
+        outputIsTerminal: Bool = false, environment: [String: String] = [:], readLine: @escaping @Sendable () -> String? = { nil }
     ) {
         self.writeOutput = writeOutput
         self.writeError = writeError
         self.outputIsTerminal = outputIsTerminal
         self.environment = environment
+        self.readLine = readLine
     }
 
     /// The process's standard output and error.
@@ -54,7 +57,8 @@ public struct CommandIO: Sendable {
             writeOutput: { text in writeAll(text, to: STDOUT_FILENO) },
             writeError: { text in writeAll(text, to: STDERR_FILENO) },
             outputIsTerminal: isatty(STDOUT_FILENO) == 1,
-            environment: environment)
+            environment: environment,
+            readLine: { Swift.readLine(strippingNewline: true) })
     }
 }
 

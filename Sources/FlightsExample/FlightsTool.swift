@@ -36,7 +36,7 @@ enum LoadCommand: Command {
             1 nothing stored (--strict with a rejection, or a database error); 2 usage or I/O error.
             """,
         options: [
-            .value("database", short: "d", valueName: "path", help: "The SQLite file (created when missing)."),
+            .value("database", short: "d", valueName: "path", help: "The SQLite file (created when missing), or sqlite:path; a URL of another scheme is refused."),
             .flag("strict", help: "Store nothing unless every record of every file can be stored (one transaction)."),
         ],
         arguments: [ArgumentSpec("DIR", help: "The folder of JSON files.", isRequired: true)])
@@ -96,7 +96,7 @@ enum QueryCommand: Command {
     static let spec = CommandSpec(
         name: "query", abstract: "Print flights matching the filters: ident, origin, destination, airline, distance.",
         options: [
-            .value("database", short: "d", valueName: "path", help: "The SQLite file."),
+            .value("database", short: "d", valueName: "path", help: "The SQLite file, or sqlite:path; a URL of another scheme is refused."),
             .value("origin", valueName: "icao", help: "Only flights from this airport."),
             .value("destination", valueName: "icao", help: "Only flights to this airport."),
             .value("airline", valueName: "code", help: "Only this airline's flights."),

@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 import CommandLineKit
+import DatabaseLocation
+import Dispatch
 import Foundation
 import Migrator
 import PostgresKit
@@ -16,7 +18,7 @@ public enum MigrateTool {
         CommandLineTool(
             name: "migrate", version: "0.1.0",
             abstract: "Apply, revert and inspect a schema's SQL migrations on a SQLite file or a PostgreSQL database.",
-            commands: [UpCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self])
+            commands: [UpCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self, RepairCommand.self])
     }
 
     public static func main(arguments: [String], io: CommandIO = .standard()) -> ExitCode {
@@ -29,12 +31,14 @@ public enum MigrateTool {
     public static let locked = ExitCode(3)
 
     static let common: [OptionSpec] = [
-        .value("database", short: "d", valueName: "path|url", help: "A SQLite file (created, with its folder, when missing), or postgres://user:pass@host:port/db. Default: DATABASE_URL, then the config file, then libpq's PG* variables."),
+        .value("database", short: "d", valueName: "path|url", help: "A SQLite file (created, with its folder, when missing, except by status, validate and --dry-run), a postgres:// or postgresql:// URL, or a libpq keyword string (host=... dbname=...). Default: DATABASE_URL, then the config file, then libpq's PG* variables."),
         .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/ (its postgres/ folder for PostgreSQL)."),
-        .flag("dry-run", help: "Print the SQL that would run and change nothing."),
+        .flag("dry-run", help: "Print what would run or be recorded, and change nothing (the database is opened read-only)."),
         .value("lock-timeout", valueName: "seconds", help: "How long to wait for another migrator.", defaultValue: "30"),
         .value("statement-timeout", valueName: "seconds", help: "PostgreSQL: cancel a statement that runs longer (statement_timeout)."),
-        .value("ddl-lock-timeout", valueName: "seconds", help: "PostgreSQL: give up when a statement waits longer for a table lock (lock_timeout)."),
+        .value("ddl-lock-timeout", valueName: "seconds", help: "PostgreSQL: give up when a statement waits longer for a table lock (lock_timeout); 0 waits forever.", defaultValue: "5"),
+        .value("connect-retry", valueName: "seconds", help: "PostgreSQL: keep trying to connect this long while the server does not answer or is starting up.", defaultValue: "0"),
+        .value("history-schema", valueName: "name", help: "PostgreSQL: the schema that holds the history tables.", defaultValue: Migrator.defaultHistorySchema),
         .value("config", valueName: "file", help: "A config file with defaults (database, migrations).", defaultValue: ProjectConfig.defaultFile),
     ]
 
@@ -51,29 +55,41 @@ public enum MigrateTool {
 
     /// Opens the database and reads the migrations of `--dir`, or of every schema folder under
     /// the migrations root when `allSchemas` (they share the database, each with its history).
-    /// For PostgreSQL each schema's `postgres/` folder is read. The second value names the
-    /// database for messages, without its password.
-    static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false) -> ([Migrator], String)? {
+    /// For PostgreSQL each schema's `postgres/` folder is read. `readOnly` (status, validate, dry
+    /// runs) creates nothing and refuses writes. The second value names the database for
+    /// messages, without its password.
+    static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false, readOnly: Bool = false) -> ([Migrator], String)? {
         openFailure = .usageOrIO
         guard let config = config(arguments, io: io),
-              let target = databaseTarget(arguments, config: config, io: io) else { return nil }
-        let postgres = ConnectionURL.isPostgres(target)
-        guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: postgres) else { return nil }
-        func seconds(_ name: String) -> Double? { arguments.value(name).flatMap(Double.init) }
+              let location = databaseLocation(arguments, config: config, io: io) else { return nil }
+        guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: location.isPostgres) else { return nil }
+        var settings = DatabaseOpener.PostgresSettings()
+        var lockTimeout = 30.0
+        for (name, apply) in [("ddl-lock-timeout", { settings.lockTimeout = $0 }), ("connect-retry", { settings.connectRetry = $0 }),
+                              ("statement-timeout", { settings.statementTimeout = $0 }), ("lock-timeout", { lockTimeout = $0 })] as [(String, (Double) -> Void)] {
+            guard let text = arguments.value(name) else { continue }
+            guard let value = Double(text), value >= 0, value.isFinite else {
+                io.writeError("migrate: error: --\(name) expects a number of seconds, found '\(text)'\n")
+                return nil
+            }
+            apply(value)
+        }
         let database: any MigrationDatabase
         do {
-            database = try DatabaseOpener.open(target, postgres: .init(lockTimeout: seconds("ddl-lock-timeout"), statementTimeout: seconds("statement-timeout")))
+            database = try DatabaseOpener.open(location, readOnly: readOnly, postgres: settings)
         } catch {
-            io.writeError("migrate: error: cannot open database: \(error)\n")
+            io.writeError("migrate: error: \(error)\n")
             openFailure = exitCode(for: error)
             return nil
         }
-        let timeout = seconds("lock-timeout") ?? 30
+        let historySchema = arguments.value("history-schema") ?? Migrator.defaultHistorySchema
+        let cancellation = MigrationCancellation(database: database)
         var migrators: [Migrator] = []
         for directory in directories {
             do {
                 let scripts = try MigrationScriptLoader.load(directory: directory.path)
-                migrators.append(Migrator(database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: timeout))
+                migrators.append(Migrator(database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
+                                          historySchema: historySchema, cancellation: cancellation))
             } catch {
                 io.writeError("migrate: error: \(error)\n")
                 openFailure = exitCode(for: error)
@@ -88,30 +104,31 @@ public enum MigrateTool {
     nonisolated(unsafe) static var openFailure = ExitCode.usageOrIO
 
     /// Opens exactly one schema's migrations (commands that change one schema at a time).
-    static func openOne(_ arguments: ParsedArguments, io: CommandIO) -> (Migrator, String)? {
-        guard let (migrators, database) = open(arguments, io: io), let migrator = migrators.first else { return nil }
+    static func openOne(_ arguments: ParsedArguments, io: CommandIO, readOnly: Bool = false) -> (Migrator, String)? {
+        guard let (migrators, database) = open(arguments, io: io, readOnly: readOnly), let migrator = migrators.first else { return nil }
         return (migrator, database)
     }
 
-    /// `--database`, else DATABASE_URL (`postgres://...`, `postgresql://...`, `sqlite:path`,
-    /// `sqlite://path`, `file:path` or a path), else the config file's `database`, else libpq's
-    /// `PGHOST`/`PGDATABASE` environment (an empty `postgresql://` URL lets libpq fill it in).
-    static func databaseTarget(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> String? {
-        if let value = arguments.value("database") { return normalized(value) }
-        if let url = io.environment["DATABASE_URL"], !url.isEmpty { return normalized(url) }
-        if let database = config.database { return normalized(database) }
-        if io.environment["PGHOST"] != nil || io.environment["PGDATABASE"] != nil || io.environment["PGSERVICE"] != nil { return "postgresql://" }
-        io.writeError("migrate: error: no database: pass --database PATH or --database postgres://..., set DATABASE_URL, or put 'database:' in .schemagen.yaml\n")
-        return nil
-    }
-
-    /// SQLite URLs as plain paths; PostgreSQL URLs as they are.
-    static func normalized(_ target: String) -> String {
-        if ConnectionURL.isPostgres(target) { return target }
-        for prefix in ["sqlite:///", "sqlite://", "sqlite:", "file://", "file:"] where target.hasPrefix(prefix) {
-            return (prefix.hasSuffix("///") ? "/" : "") + String(target.dropFirst(prefix.count))
+    /// `--database`, else DATABASE_URL, else the config file's `database`, else libpq's
+    /// `PGHOST`/`PGDATABASE`/`PGSERVICE` environment. A value is a SQLite path only when it is a
+    /// path: an unknown `scheme:` is a usage error, never a file name.
+    static func databaseLocation(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> DatabaseLocation? {
+        let given: (text: String, origin: String)? =
+            if let value = arguments.value("database") { (value, "--database") }
+            else if let url = io.environment["DATABASE_URL"], !url.isEmpty { (url, "DATABASE_URL") }
+            else if let database = config.database { (database, "'database' in the config file") }
+            else { nil }
+        guard let given else {
+            if io.environment["PGHOST"] != nil || io.environment["PGDATABASE"] != nil || io.environment["PGSERVICE"] != nil { return .postgres(connection: "") }
+            io.writeError("migrate: error: no database: pass --database PATH or --database postgres://..., set DATABASE_URL, or put 'database:' in .schemagen.yaml\n")
+            return nil
         }
-        return target
+        do {
+            return try DatabaseLocation.parse(given.text)
+        } catch {
+            io.writeError("migrate: error: \(given.origin): \(error)\n")
+            return nil
+        }
     }
 
     /// `--dir` (the schema is the folder's name, or its parent's for a dialect folder), else the
@@ -145,8 +162,9 @@ public enum MigrateTool {
 
     static func exitCode(for error: MigratorError) -> ExitCode {
         switch error {
+        case .interrupted: Interrupts.exitCode
         case .locked, .tableLockTimeout: locked
-        case .noMigrations, .unreadable: .usageOrIO
+        case .noMigrations, .unreadable, .cannotConnect: .usageOrIO
         case .postgres(let error, _) where error.sqlState == nil: .usageOrIO
         default: refused
         }
@@ -225,10 +243,25 @@ func target(_ arguments: ParsedArguments, default fallback: Migrator.Target, io:
     return fallback
 }
 
+/// Runs a command's work with SIGINT and SIGTERM turned into a cancellation and reports the
+/// error the same way for every command.
+func runMigrations(_ migrators: [Migrator], io: CommandIO, _ body: () throws(MigratorError) -> Void) -> ExitCode {
+    guard let cancellation = migrators.first?.cancellation else { return .success }
+    return Interrupts.whileRunning(cancellation, io: io) { () -> ExitCode in
+        do throws(MigratorError) {
+            try body()
+            return .success
+        } catch {
+            io.writeError("migrate: error: \(error)\n")
+            return MigrateTool.exitCode(for: error)
+        }
+    }
+}
+
 enum UpCommand: Command {
     static let spec = CommandSpec(
         name: "up", abstract: "Apply pending migrations (all by default).",
-        discussion: "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout).",
+        discussion: "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted by SIGINT or SIGTERM (the migration in progress rolled back).",
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Apply up to and including this version."),
             .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
@@ -236,22 +269,19 @@ enum UpCommand: Command {
         arguments: [ArgumentSpec("N", help: "How many migrations to apply.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        let dryRun = arguments.flag("dry-run")
         guard let chosen = target(arguments, default: .all, io: io),
-              let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all) else { return MigrateTool.openFailure }
+              let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun) else { return MigrateTool.openFailure }
         let options = Migrator.Options(allowOutOfOrder: arguments.flag("allow-out-of-order"))
-        do {
+        return runMigrations(migrators, io: io) { () throws(MigratorError) in
             for migrator in migrators {
-                if arguments.flag("dry-run") {
+                if dryRun {
                     for script in try migrator.pendingUp(chosen, options: options) { io.writeOutput("-- \(script.upFile)\n\(script.up)\n") }
                     continue
                 }
                 let applied = try migrator.up(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
                 if applied.isEmpty { io.writeOutput("\(database) is up to date with \(migrator.schema).\n") }
             }
-            return .success
-        } catch {
-            io.writeError("migrate: error: \(error)\n")
-            return MigrateTool.exitCode(for: error)
         }
     }
 }
@@ -259,7 +289,7 @@ enum UpCommand: Command {
 enum DownCommand: Command {
     static let spec = CommandSpec(
         name: "down", abstract: "Revert applied migrations (one by default; --to 0 reverts all).",
-        discussion: "Exit status: 0 done, 1 refused or failed, 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout).",
+        discussion: "Exit status: 0 done, 1 refused or failed, 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted.",
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Revert down to this version (0 = everything)."),
             .flag("allow-destructive", help: "Run down migrations that lose data."),
@@ -267,19 +297,17 @@ enum DownCommand: Command {
         arguments: [ArgumentSpec("N", help: "How many migrations to revert.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let chosen = target(arguments, default: .count(1), io: io), let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return MigrateTool.openFailure }
+        let dryRun = arguments.flag("dry-run")
+        guard let chosen = target(arguments, default: .count(1), io: io),
+              let (migrator, _) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
         let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
-        do {
-            if arguments.flag("dry-run") {
+        return runMigrations([migrator], io: io) { () throws(MigratorError) in
+            if dryRun {
                 for script in try migrator.pendingDown(chosen, options: options) { io.writeOutput("-- \(script.downFile)\n\(script.down)\n") }
-                return .success
+                return
             }
             let reverted = try migrator.down(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
             if reverted.isEmpty { io.writeOutput("nothing to revert\n") }
-            return .success
-        } catch {
-            io.writeError("migrate: error: \(error)\n")
-            return MigrateTool.exitCode(for: error)
         }
     }
 }
@@ -287,22 +315,29 @@ enum DownCommand: Command {
 enum RedoCommand: Command {
     static let spec = CommandSpec(
         name: "redo", abstract: "Revert the newest migration and apply it again.",
+        discussion: "Exit status: as for down and up.",
         options: MigrateTool.common + [.flag("allow-destructive", help: "Run a down migration that loses data.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrator, _) = MigrateTool.openOne(arguments, io: io) else { return MigrateTool.openFailure }
-        do {
+        let dryRun = arguments.flag("dry-run")
+        guard let (migrator, _) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
+        let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
+        return runMigrations([migrator], io: io) { () throws(MigratorError) in
+            if dryRun {
+                guard let last = try migrator.pendingDown(.count(1), options: options).first else {
+                    io.writeOutput("nothing to redo\n")
+                    return
+                }
+                io.writeOutput("-- \(last.downFile)\n\(last.down)\n-- \(last.upFile)\n\(last.up)\n")
+                return
+            }
             let reporter = MigrateTool.Reporter(io: io)
-            let reverted = try migrator.down(.count(1), options: .init(allowDestructive: arguments.flag("allow-destructive")), progress: reporter.handle)
+            let reverted = try migrator.down(.count(1), options: options, progress: reporter.handle)
             guard let last = reverted.first else {
                 io.writeOutput("nothing to redo\n")
-                return .success
+                return
             }
             try migrator.up(.version(last.version), progress: reporter.handle)
-            return .success
-        } catch {
-            io.writeError("migrate: error: \(error)\n")
-            return MigrateTool.exitCode(for: error)
         }
     }
 }
@@ -310,6 +345,7 @@ enum RedoCommand: Command {
 enum BaselineCommand: Command {
     static let spec = CommandSpec(
         name: "baseline", abstract: "Record migrations up to VERSION as applied without running them (adopt an existing database).",
+        discussion: "The database must have every table and column of VERSION (from its snapshot); otherwise nothing is recorded. Exit status: 0 recorded (or, with --dry-run, would be), 1 refused, 2 usage or I/O error, 3 locked.",
         options: MigrateTool.common, arguments: [ArgumentSpec("VERSION", help: "The version the database is at.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -317,26 +353,73 @@ enum BaselineCommand: Command {
             io.writeError("migrate: error: VERSION must be a number, found '\(arguments.arguments[0])'\n")
             return .usageOrIO
         }
-        guard let (migrator, database) = MigrateTool.openOne(arguments, io: io) else { return MigrateTool.openFailure }
-        do {
-            try migrator.baseline(version)
-            io.writeOutput("\(database) recorded at \(migrator.schema) version \(version)\n")
-            return .success
-        } catch {
-            io.writeError("migrate: error: \(error)\n")
-            return MigrateTool.exitCode(for: error)
+        let dryRun = arguments.flag("dry-run")
+        guard let (migrator, database) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
+        return runMigrations([migrator], io: io) { () throws(MigratorError) in
+            let scripts = dryRun ? try migrator.pendingBaseline(version) : try migrator.baseline(version)
+            let verb = dryRun ? "would record" : "recorded"
+            for script in scripts { io.writeOutput("\(verb) \(script.label) as applied (not run)\n") }
+            io.writeOutput(scripts.isEmpty ? "\(database): \(migrator.schema) is already recorded at version \(version) or later\n"
+                                           : "\(database) \(dryRun ? "would be" : "is") recorded at \(migrator.schema) version \(version)\n")
         }
+    }
+}
+
+enum RepairCommand: Command {
+    static let spec = CommandSpec(
+        name: "repair", abstract: "Fix the history: forget migrations whose tables are absent, record checksums of reviewed edits, clear notes of lost attempts.",
+        discussion: """
+            Lists the changes and asks before making them (--yes skips the question; --dry-run only lists). \
+            A recorded migration is forgotten when the database lacks tables or columns of its snapshot \
+            and of every newer recorded one (a baseline at the wrong version, a failed hand-run migration); \
+            `up` then runs it. Exit status: 0 repaired or nothing to repair, 1 declined or refused, 2 usage or I/O error, 3 locked.
+            """,
+        options: MigrateTool.common + [.flag("yes", short: "y", help: "Make the changes without asking.")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        let dryRun = arguments.flag("dry-run")
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return MigrateTool.openFailure }
+        var declined = false
+        let status = runMigrations(migrators, io: io) { () throws(MigratorError) in
+            var plans: [(Migrator, [Migrator.RepairAction])] = []
+            for migrator in migrators {
+                let plan = try migrator.repairPlan()
+                if !plan.isEmpty { plans.append((migrator, plan)) }
+            }
+            guard !plans.isEmpty else {
+                io.writeOutput("\(database): the history needs no repair.\n")
+                return
+            }
+            for (migrator, plan) in plans {
+                io.writeOutput("\(migrator.schema) on \(database):\n" + plan.map { "  - \($0)\n" }.joined())
+            }
+            if dryRun { return }
+            if !arguments.flag("yes") {
+                io.writeOutput("Make these changes? [y/N] ")
+                let answer = io.readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+                guard answer == "y" || answer == "yes" else {
+                    io.writeOutput(answer == nil ? "\nno answer (pass --yes to repair without asking); nothing changed\n" : "nothing changed\n")
+                    declined = true
+                    return
+                }
+            }
+            for (migrator, _) in plans {
+                let made = try migrator.repair()
+                io.writeOutput("repaired \(migrator.schema): \(made.count) change\(made.count == 1 ? "" : "s")\n")
+            }
+        }
+        return declined ? MigrateTool.refused : status
     }
 }
 
 enum ValidateMigrationsCommand: Command {
     static let spec = CommandSpec(
         name: "validate", abstract: "Check applied migrations against their files (every schema unless --dir).",
-        discussion: "Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
+        discussion: "Reads only: a missing SQLite file is an empty database, not created. Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
         options: MigrateTool.common)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true) else { return MigrateTool.openFailure }
         var failed = false
         for migrator in migrators {
             do {
@@ -358,29 +441,41 @@ enum ValidateMigrationsCommand: Command {
 
 enum StatusCommand: Command {
     static let spec = CommandSpec(
-        name: "status", abstract: "List every migration: applied (when, how long, checksum) or pending.",
+        name: "status", abstract: "List every migration: applied (when, by whom, how long, checksum), pending, running or interrupted.",
+        discussion: "Reads only: a missing SQLite file is an empty database, not created.",
         options: MigrateTool.common + [.value("format", short: "f", valueName: "format", help: "Output format.", allowed: ["text", "json"], defaultValue: "text")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
-        var rows: [(schema: String, status: Migrator.Status)] = []
+        guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true) else { return MigrateTool.openFailure }
+        var rows: [(schema: String, status: Migrator.Status, attempt: Migrator.Attempt?)] = []
+        var orphans: [(schema: String, attempt: Migrator.Attempt)] = []
         do {
-            for migrator in migrators { rows += try migrator.status().map { (migrator.schema, $0) } }
+            for migrator in migrators {
+                let attempts = try migrator.attempts()
+                let statuses = try migrator.status()
+                rows += statuses.map { status in (migrator.schema, status, attempts.last { $0.version == status.version }) }
+                let known = Set(statuses.map(\.version))
+                orphans += attempts.filter { !known.contains($0.version) }.map { (migrator.schema, $0) }
+            }
         } catch {
             io.writeError("migrate: error: \(error)\n")
             return MigrateTool.exitCode(for: error)
         }
         if arguments.value("format") == "json" {
+            let q = jsonString
             let items = rows.map { entry -> String in
                 let row = entry.status
-                var fields = ["\"schema\": \"\(entry.schema)\"", "\"version\": \(row.version)", "\"name\": \"\(row.name)\""]
+                var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]
                 switch row.state {
-                case .applied(let at, let milliseconds, let matches):
-                    fields += ["\"state\": \"applied\"", "\"appliedAt\": \"\(at)\"", "\"durationMs\": \(milliseconds)", "\"checksum\": \"\(matches ? "ok" : "changed")\""]
+                case .applied(let at, let milliseconds, let matches, let by):
+                    fields += ["\"state\": \"applied\"", "\"appliedAt\": \(q(at))", "\"appliedBy\": \(by.map(q) ?? "null")", "\"durationMs\": \(milliseconds)", "\"checksum\": \"\(matches ? "ok" : "changed")\""]
                 case .pending:
                     fields += ["\"state\": \"pending\""]
                 case .fileMissing(let at):
-                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \"\(at)\""]
+                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
+                }
+                if let attempt = entry.attempt {
+                    fields.append("\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}")
                 }
                 return "  {" + fields.joined(separator: ", ") + "}"
             }
@@ -394,14 +489,97 @@ enum StatusCommand: Command {
             out += schema + String(repeating: " ", count: 12 - schema.count)
             let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
             let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
-            let state: String = switch row.state {
-            case .applied(let at, let milliseconds, let matches): "applied \(at) in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
+            var state: String = switch row.state {
+            case .applied(let at, let milliseconds, let matches, let by): "applied \(at)\(by.map { " by \($0)" } ?? "") in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
             case .pending: "pending"
             case .fileMissing(let at): "applied \(at), FILE MISSING"
             }
+            if let attempt = entry.attempt { state += "; " + describe(attempt) }
             out += String(format: "%04d     ", row.version) + padded + state + "\n"
+        }
+        for (schema, attempt) in orphans {
+            out += "note: \(schema) migration \(String(format: "%04d", attempt.version)) has no file here; \(describe(attempt))\n"
         }
         io.writeOutput(out)
         return .success
+    }
+
+    static func describe(_ attempt: Migrator.Attempt) -> String {
+        if let pid = attempt.runningInBackend {
+            return "\(attempt.direction.rawValue) RUNNING since \(attempt.startedAt) (backend pid \(pid))"
+        }
+        return "\(attempt.direction.rawValue) INTERRUPTED at \(attempt.startedAt) (process or connection lost; rolled back; `migrate up` runs it again, `migrate repair` clears this note)"
+    }
+
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// SIGINT and SIGTERM while migrations run: the first sends the engine's cancel (libpq's cancel
+/// request, SQLite's interrupt) and lets the migration roll back, so no backend is left queued
+/// for a lock; a second one quits at once.
+enum Interrupts {
+    final class State: @unchecked Sendable {
+        let lock = NSLock()
+        var signal: Int32 = 0
+        var repeats: DispatchSourceTimer?
+    }
+
+    static let state = State()
+
+    /// 128 plus the signal, as shells report it: 130 for SIGINT, 143 for SIGTERM.
+    static var exitCode: ExitCode {
+        let signal = state.lock.withLock { state.signal }
+        return ExitCode(128 + (signal == 0 ? SIGINT : signal))
+    }
+
+    static func whileRunning<T>(_ cancellation: MigrationCancellation, io: CommandIO, _ body: () -> T) -> T {
+        let queue = DispatchQueue(label: "migrate.interrupts")
+        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { received(number, cancellation: cancellation, io: io, queue: queue) }
+            source.resume()
+            return source
+        }
+        defer {
+            for source in sources { source.cancel() }
+            queue.sync { state.repeats?.cancel() }
+            signal(SIGINT, SIG_DFL)
+            signal(SIGTERM, SIG_DFL)
+        }
+        return body()
+    }
+
+    private static func received(_ number: Int32, cancellation: MigrationCancellation, io: CommandIO, queue: DispatchQueue) {
+        let name = number == SIGINT ? "SIGINT" : "SIGTERM"
+        let first = state.lock.withLock { () -> Bool in
+            defer { if state.signal == 0 { state.signal = number } }
+            return state.signal == 0
+        }
+        guard first else {
+            io.writeError("migrate: \(name) again: quitting now; the server rolls back what the closed connection leaves\n")
+            cancellation.cancel()
+            _exit(128 + number)
+        }
+        io.writeError("migrate: \(name) received: cancelling the statement in progress and rolling the migration back (send it again to quit at once)\n")
+        cancellation.cancel()
+        // A request that reached the server between two statements cancelled nothing: repeat it
+        // until the migration has stopped.
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + 0.5, repeating: 0.5)
+        timer.setEventHandler { cancellation.cancel() }
+        timer.resume()
+        state.repeats = timer
     }
 }

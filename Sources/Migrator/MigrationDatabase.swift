@@ -4,6 +4,7 @@ import PostgresKit
 import SchemaMetadata
 import SQLDialects
 import SQLiteKit
+import DatabaseLocation
 
 /// What the migrator needs of a database: run SQL and scripts, take the lock that keeps other
 /// migrators out, and the dialect's few differences. One implementation per engine; the
@@ -19,11 +20,13 @@ public protocol MigrationDatabase: AnyObject {
     func tableExists(_ name: String) throws(MigratorError) -> Bool
     /// The statements of a script, as this engine splits them.
     func statementCount(_ sql: String) -> Int
-    /// Runs a script statement by statement, reporting each (index, line) before it runs.
-    func runScript(_ sql: String, willRun: (Int, Int) -> Void) throws(StatementFailure)
+    /// Runs a script statement by statement, reporting each (index, line) before it runs;
+    /// `shouldStop`, asked before each, ends it as a failure.
+    func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure)
     /// Takes the lock other migrators of the schema wait for, outside any transaction (where the
     /// engine has one: PostgreSQL's session advisory lock); `.locked` past `timeout` seconds.
-    func lock(schema: String, timeout: Double) throws(MigratorError)
+    /// Gives up early, with `.interrupted`, once `cancelled` answers true.
+    func lock(schema: String, timeout: Double, cancelled: () -> Bool) throws(MigratorError)
     func unlock(schema: String)
     /// Starts the transaction a migration runs in; where the engine has no session lock
     /// (SQLite), this is the lock: the write lock, waited for up to `timeout` seconds.
@@ -47,6 +50,25 @@ public protocol MigrationDatabase: AnyObject {
     /// Calls `body` counting inserted rows per statement, where the engine can.
     func countingRows<T>(_ body: () throws(MigratorError) -> T) throws(MigratorError) -> T
     func resetRowCount()
+
+    /// A table's name as SQL, in `schema` where the engine has schemas (PostgreSQL), else bare.
+    func qualifiedName(_ table: String, schema: String?) -> String
+    /// Whether a table exists: in `schema`, or where the session's search path finds it.
+    func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool
+    /// The column names of a table the session's search path finds; nil when there is no such table.
+    func columns(of table: String) throws(MigratorError) -> Set<String>?
+    /// The type of the history's timestamps, and an expression reading one as ISO 8601 UTC text.
+    var timestampType: String { get }
+    func timestampText(_ column: String) -> String
+    /// Who is applying migrations, for the history: the database role, or the system user.
+    func currentUser() -> String
+    /// Stops the statement in progress from another thread (a signal handler's): PostgreSQL's
+    /// cancel request, SQLite's interrupt. The statement fails and its transaction rolls back.
+    var canceller: @Sendable () -> Void { get }
+    /// The server process holding the migrator lock of `schema`, where the engine can tell.
+    func lockHolder(schema: String) throws(MigratorError) -> Int?
+    /// Creates the schema (namespace) the history lives in, where the engine has them.
+    func createSchemaIfMissing(_ schema: String) throws(MigratorError)
 }
 
 /// A statement of a script that failed, with what the engine said.
@@ -66,11 +88,14 @@ public final class SQLiteMigrationDatabase: MigrationDatabase {
     public let connection: SQLiteConnection
     public let dialect: any SQLDialect = SQLiteDialect()
 
-    public init(_ connection: SQLiteConnection) {
+    /// `label` names the database in messages when it is not the connection's file (a missing
+    /// file read as an empty database in memory).
+    public init(_ connection: SQLiteConnection, label: String? = nil) {
         self.connection = connection
+        self.label = label ?? connection.path
     }
 
-    public var label: String { connection.path }
+    public let label: String
     public var tracksAttempts: Bool { false }
     public var textType: String { "TEXT" }
     public var integerType: String { "INTEGER" }
@@ -100,9 +125,9 @@ public final class SQLiteMigrationDatabase: MigrationDatabase {
 
     public func statementCount(_ sql: String) -> Int { SQLiteConnection.statements(in: sql).count }
 
-    public func runScript(_ sql: String, willRun: (Int, Int) -> Void) throws(StatementFailure) {
+    public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
         do {
-            try connection.executeScript(sql) { position in willRun(position.index, position.line) }
+            try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
         } catch {
             throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.message)
         }
@@ -115,7 +140,7 @@ public final class SQLiteMigrationDatabase: MigrationDatabase {
     }
 
     /// SQLite has no lock outside a transaction: its write lock is taken by `beginTransaction`.
-    public func lock(schema: String, timeout: Double) throws(MigratorError) {}
+    public func lock(schema: String, timeout: Double, cancelled: () -> Bool) throws(MigratorError) {}
     public func unlock(schema: String) {}
 
     public func commit() throws(MigratorError) { try execute("COMMIT;") }
@@ -141,6 +166,35 @@ public final class SQLiteMigrationDatabase: MigrationDatabase {
     }
 
     public func resetRowCount() { connection.resetInsertCount() }
+
+    public func qualifiedName(_ table: String, schema: String?) -> String { dialect.quote(table) }
+    public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool { try tableExists(name) }
+
+    public func columns(of table: String) throws(MigratorError) -> Set<String>? {
+        guard try tableExists(table) else { return nil }
+        return Set(try query("SELECT name FROM pragma_table_xinfo(?)", [.text(table)]).compactMap { if case .text(let name) = $0.first { name } else { nil } })
+    }
+
+    public var timestampType: String { "TEXT" }
+    public func timestampText(_ column: String) -> String { column }
+
+    public func currentUser() -> String { SystemUser.name }
+
+    public var canceller: @Sendable () -> Void {
+        let interrupter = connection.interrupter
+        return { interrupter.interrupt() }
+    }
+
+    public func lockHolder(schema: String) throws(MigratorError) -> Int? { nil }
+    public func createSchemaIfMissing(_ schema: String) throws(MigratorError) {}
+}
+
+/// The login name of the process, for the history's `applied_by` on engines without roles.
+enum SystemUser {
+    static var name: String {
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
+        return ProcessInfo.processInfo.environment["USER"] ?? "uid \(geteuid())"
+    }
 }
 
 // MARK: - PostgreSQL
@@ -182,18 +236,18 @@ public final class PostgresMigrationDatabase: MigrationDatabase {
 
     public func statementCount(_ sql: String) -> Int { PostgresScript.statements(in: sql).count }
 
-    public func runScript(_ sql: String, willRun: (Int, Int) -> Void) throws(StatementFailure) {
+    public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
         do {
-            try connection.executeScript(sql) { position in willRun(position.index, position.line) }
+            try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
         } catch {
             var message = error.error.description
             if error.error.connectionLost { message += " (the connection to \(connection.label) was lost)" }
             switch error.error.sqlState {
-            case "55P03": message += " (it waited longer than --ddl-lock-timeout for a lock another session holds; run again when the table is quieter, or raise --ddl-lock-timeout)"
-            case "57014": message += " (it ran longer than --statement-timeout; raise --statement-timeout, or run the migration when the database is quieter)"
+            case SQLState.lockNotAvailable: message += " (it waited longer than --ddl-lock-timeout for a lock another session holds; run again when the table is quieter, or raise --ddl-lock-timeout)"
+            case SQLState.queryCanceled where !shouldStop(): message += " (it ran longer than --statement-timeout; raise --statement-timeout, or run the migration when the database is quieter)"
             default: break
             }
-            throw StatementFailure(index: error.position.index, line: error.position.line, message: message, waitedForLock: error.error.sqlState == "55P03")
+            throw StatementFailure(index: error.position.index, line: error.position.line, message: message, waitedForLock: error.error.sqlState == SQLState.lockNotAvailable)
         }
     }
 
@@ -204,11 +258,13 @@ public final class PostgresMigrationDatabase: MigrationDatabase {
         return Int64(bitPattern: UInt64(hex.prefix(16), radix: 16) ?? 0)
     }
 
-    public func lock(schema: String, timeout: Double) throws(MigratorError) {
+    public func lock(schema: String, timeout: Double, cancelled: () -> Bool) throws(MigratorError) {
         let key = Self.advisoryKey(schema: schema)
         let deadline = Date().addingTimeInterval(timeout)
-        // Tried, not waited for, so the wait is bounded and a dead connection is noticed.
+        // Tried, not waited for, so the wait is bounded, a dead connection is noticed and an
+        // interrupt leaves no backend queued for the lock.
         while try query("SELECT pg_try_advisory_lock($1)", [.integer(key)]) != [[.integer(1)]] {
+            if cancelled() { throw .interrupted(during: "the wait for the migrator lock of \(schema) (another migrator held it)") }
             guard Date() < deadline else { throw .locked(seconds: timeout) }
             usleep(50_000)
         }
@@ -230,41 +286,116 @@ public final class PostgresMigrationDatabase: MigrationDatabase {
     public func stopObservingProgress() {}
     public func countingRows<T>(_ body: () throws(MigratorError) -> T) throws(MigratorError) -> T { try body() }
     public func resetRowCount() {}
+
+    public func qualifiedName(_ table: String, schema: String?) -> String {
+        (schema.map { dialect.quote($0) + "." } ?? "") + dialect.quote(table)
+    }
+
+    public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool {
+        try query("SELECT to_regclass($1) IS NOT NULL", [.text(qualifiedName(name, schema: schema))]) == [[.integer(1)]]
+    }
+
+    public func columns(of table: String) throws(MigratorError) -> Set<String>? {
+        guard try tableExists(table) else { return nil }
+        let rows = try query("SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped", [.text(dialect.quote(table))])
+        return Set(rows.compactMap { if case .text(let name) = $0.first { name } else { nil } })
+    }
+
+    public var timestampType: String { "timestamptz" }
+    public func timestampText(_ column: String) -> String {
+        "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    }
+
+    public func currentUser() -> String {
+        if case .text(let name)? = (try? query("SELECT current_user::text", []))?.first?.first { return name }
+        return "unknown"
+    }
+
+    public var canceller: @Sendable () -> Void {
+        let canceller = connection.canceller
+        return { canceller?.send() }
+    }
+
+    /// The backend holding the session advisory lock of `schema`: bigint keys are kept as two
+    /// 32-bit halves in `pg_locks` (classid the high half, objid the low one, objsubid 1).
+    public func lockHolder(schema: String) throws(MigratorError) -> Int? {
+        let key = UInt64(bitPattern: Self.advisoryKey(schema: schema))
+        let rows = try query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 AND pid <> pg_backend_pid()",
+                             [.integer(Int64(key >> 32)), .integer(Int64(key & 0xFFFF_FFFF))])
+        if case .integer(let pid)? = rows.first?.first { return Int(pid) }
+        return nil
+    }
+
+    public func createSchemaIfMissing(_ schema: String) throws(MigratorError) {
+        guard try query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [.text(schema)]).isEmpty else { return }
+        try execute("CREATE SCHEMA IF NOT EXISTS \(dialect.quote(schema));")
+    }
 }
 
-/// Opens a database for `migrate`: a `postgres://` or `postgresql://` URL, or a SQLite file path.
+/// Opens a database for `migrate`: a SQLite file or a PostgreSQL server, as `DatabaseLocation`
+/// parsed it.
 public enum DatabaseOpener {
-    /// Session settings for PostgreSQL migrations (`lock_timeout`, `statement_timeout`), in seconds.
+    /// Session settings for PostgreSQL migrations, in seconds.
     public struct PostgresSettings: Sendable {
-        public var lockTimeout: Double?
+        /// `lock_timeout`: how long a statement may wait for a table lock. 0 turns it off.
+        public var lockTimeout: Double
+        /// `statement_timeout`, when set.
         public var statementTimeout: Double?
-        public init(lockTimeout: Double? = nil, statementTimeout: Double? = nil) {
+        /// How long to keep trying to connect while the server does not answer.
+        public var connectRetry: Double
+        /// The default `lock_timeout`: every query queued behind a waiting migration waits with
+        /// it, so a migration that cannot get its lock soon gives up instead.
+        public static let defaultLockTimeout = 5.0
+
+        public init(lockTimeout: Double = defaultLockTimeout, statementTimeout: Double? = nil, connectRetry: Double = 0) {
             self.lockTimeout = lockTimeout
             self.statementTimeout = statementTimeout
+            self.connectRetry = connectRetry
         }
     }
 
-    public static func open(_ target: String, postgres settings: PostgresSettings = PostgresSettings()) throws(MigratorError) -> any MigrationDatabase {
-        if ConnectionURL.isPostgres(target) || target.isEmpty {
+    /// What `pg_stat_activity` shows for the migrator's connection, unless the URL names its own.
+    public static let applicationName = "schemagen migrate"
+
+    /// Opens the database. `readOnly` (status, validate, dry runs) never creates a file and
+    /// refuses every write: a SQLite file that does not exist is read as an empty database,
+    /// one that does is opened with `query_only`; a PostgreSQL session is made read-only.
+    public static func open(_ location: DatabaseLocation, readOnly: Bool = false,
+                            postgres settings: PostgresSettings = PostgresSettings()) throws(MigratorError) -> any MigrationDatabase {
+        switch location {
+        case .postgres(let target):
             let connection: PostgresConnection
             do {
-                connection = try PostgresConnection(target)
+                connection = try PostgresConnection(target, applicationName: applicationName, retryFor: settings.connectRetry)
             } catch {
-                throw .postgres(error, database: ConnectionURL.redacted(target))
+                throw .cannotConnect(error)
             }
             let database = PostgresMigrationDatabase(connection)
-            if let seconds = settings.lockTimeout { try database.execute("SET lock_timeout = '\(Int(seconds * 1000))ms';") }
+            try database.execute("SET lock_timeout = '\(Int(settings.lockTimeout * 1000))ms';")
             if let seconds = settings.statementTimeout { try database.execute("SET statement_timeout = '\(Int(seconds * 1000))ms';") }
+            if readOnly { try database.execute("SET default_transaction_read_only = on;") }
+            // A migrator killed outright (SIGKILL) cannot cancel its statement; from PostgreSQL 14
+            // the server checks the socket every second and ends a backend whose client is gone,
+            // so none stays queued for a lock.
+            if connection.serverVersion >= 140_000 { try database.execute("SET client_connection_check_interval = '1s';") }
             return database
-        }
-        let folder = (target as NSString).deletingLastPathComponent
-        if !folder.isEmpty, target != ":memory:" {
-            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        }
-        do {
-            return SQLiteMigrationDatabase(try SQLiteConnection(path: target))
-        } catch {
-            throw .database(error)
+        case .sqlite(let path):
+            let exists = path == ":memory:" || FileManager.default.fileExists(atPath: path)
+            do {
+                if readOnly {
+                    // A missing file is an empty database: read one in memory, named as the file.
+                    let connection = try SQLiteConnection(path: exists ? path : ":memory:")
+                    try connection.execute("PRAGMA query_only = ON;")
+                    return SQLiteMigrationDatabase(connection, label: path)
+                }
+                let folder = (path as NSString).deletingLastPathComponent
+                if !folder.isEmpty, !exists {
+                    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                }
+                return SQLiteMigrationDatabase(try SQLiteConnection(path: path))
+            } catch {
+                throw .database(error)
+            }
         }
     }
 }

@@ -19,11 +19,17 @@ public final class Migrator {
     /// removed when it is committed, so the next run can say that one was interrupted.
     public static let attemptsTable = "schemagen_migration_attempts"
 
-    public init(database: any MigrationDatabase, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
+    /// `historySchema` is the PostgreSQL schema the history tables live in (default `public`,
+    /// whatever the search path says); SQLite has one namespace and ignores it. `cancellation`
+    /// lets another thread stop the work (share one among migrators of one database).
+    public init(database: any MigrationDatabase, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30,
+                historySchema: String = Migrator.defaultHistorySchema, cancellation: MigrationCancellation? = nil) {
         self.database = database
         self.schema = schema
         self.scripts = scripts.sorted { $0.version < $1.version }
         self.lockTimeout = lockTimeoutSeconds
+        self.historySchema = historySchema
+        self.cancellation = cancellation ?? MigrationCancellation(database: database)
         if let sqlite = database as? SQLiteMigrationDatabase {
             sqlite.busyTimeout = Int32(min(lockTimeoutSeconds * 1000, Double(Int32.max)))
             sqlite.connection.setBusyTimeout(milliseconds: sqlite.busyTimeout)
@@ -41,10 +47,16 @@ public final class Migrator {
         self.init(connection: connection, schema: schema, scripts: embedded, lockTimeoutSeconds: lockTimeoutSeconds)
     }
 
+    /// Where PostgreSQL keeps the history tables unless told otherwise.
+    public static let defaultHistorySchema = "public"
+
     private let lockTimeout: Double
+    public let historySchema: String
+    /// Stops this migrator's work from another thread: `cancellation.cancel()`.
+    public let cancellation: MigrationCancellation
     private var dialect: any SQLDialect { database.dialect }
-    private var historyName: String { dialect.quote(Self.historyTable) }
-    private var attemptsName: String { dialect.quote(Self.attemptsTable) }
+    private var historyName: String { database.qualifiedName(Self.historyTable, schema: historySchema) }
+    private var attemptsName: String { database.qualifiedName(Self.attemptsTable, schema: historySchema) }
     private func p(_ index: Int) -> String { database.parameter(index) }
 
     // MARK: - History
@@ -56,6 +68,9 @@ public final class Migrator {
         public var checksum: String
         public var appliedAt: String
         public var durationMilliseconds: Int
+        /// Who applied it (the database role, or the system user on SQLite); nil in rows written
+        /// before the history recorded it.
+        public var appliedBy: String?
     }
 
     private var createHistory: String {
@@ -67,11 +82,46 @@ public final class Migrator {
                 "version" \(integer) NOT NULL,
                 "name" \(text) NOT NULL,
                 "checksum" \(text) NOT NULL,
-                "applied_at" \(text) NOT NULL,
+                "applied_at" \(database.timestampType) NOT NULL,
                 "duration_ms" \(integer) NOT NULL,
+                "applied_by" \(text),
                 PRIMARY KEY ("schema", "version")
             )\(strict);
             """
+    }
+
+    /// Creates the history table, or brings one written by an earlier release up to date (it
+    /// gains `applied_by`; PostgreSQL's `applied_at` becomes `timestamptz`). Inside the
+    /// migration's transaction, under the migrator lock.
+    private func ensureHistory() throws(MigratorError) {
+        knownHistoryColumns = nil
+        if database is PostgresMigrationDatabase { try database.createSchemaIfMissing(historySchema) }
+        try database.execute(createHistory)
+        let columns = try historyColumns()
+        if !columns.contains("applied_by") {
+            try database.execute("ALTER TABLE \(historyName) ADD COLUMN \"applied_by\" \(database.textType);")
+            knownHistoryColumns = nil
+        }
+        if database.timestampType != database.textType,
+           try database.query("SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2)) AND column_name = 'applied_at'",
+                              [.text(historySchema), .text(Self.historyTable)]) == [[.text("text")]] {
+            try database.execute("ALTER TABLE \(historyName) ALTER COLUMN \"applied_at\" TYPE \(database.timestampType) USING \"applied_at\"::\(database.timestampType);")
+        }
+    }
+
+    /// The history table's columns (cached; nil until read).
+    private var knownHistoryColumns: Set<String>?
+    private func historyColumns() throws(MigratorError) -> Set<String> {
+        if let knownHistoryColumns { return knownHistoryColumns }
+        let columns: Set<String>
+        if database is PostgresMigrationDatabase {
+            columns = Set(try database.query("SELECT column_name::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2))",
+                                             [.text(historySchema), .text(Self.historyTable)]).compactMap { if case .text(let name) = $0.first { name } else { nil } })
+        } else {
+            columns = try database.columns(of: Self.historyTable) ?? []
+        }
+        knownHistoryColumns = columns
+        return columns
     }
 
     private var createAttempts: String {
@@ -89,12 +139,36 @@ public final class Migrator {
 
     /// The applied migrations of this schema, oldest first.
     public func history() throws(MigratorError) -> [AppliedRecord] {
-        guard try database.tableExists(Self.historyTable) else { return [] }
-        return try database.query("SELECT version, name, checksum, applied_at, duration_ms FROM \(historyName) WHERE schema = \(p(1)) ORDER BY version", [.text(schema)])
+        guard try database.tableExists(Self.historyTable, schema: historySchema) else { return [] }
+        let appliedBy = try historyColumns().contains("applied_by") ? "applied_by" : "NULL"
+        let appliedAt = database.timestampText("applied_at")
+        return try database.query("SELECT version, name, checksum, \(appliedAt), duration_ms, \(appliedBy) FROM \(historyName) WHERE schema = \(p(1)) ORDER BY version", [.text(schema)])
             .compactMap { row in
                 guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
                       case .text(let appliedAt) = row[3], case .integer(let duration) = row[4] else { return nil }
-                return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration))
+                let by: String? = if case .text(let who) = row[5] { who } else { nil }
+                return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration), appliedBy: by)
+            }
+    }
+
+    /// A migration started and never finished, as the attempts table remembers it (PostgreSQL).
+    public struct Attempt: Sendable, Hashable {
+        public var version: Int
+        public var direction: Direction
+        public var startedAt: String
+        /// The server process still running it, when the migrator lock is held right now;
+        /// nil when its process or connection was lost (rolled back, to be run again).
+        public var runningInBackend: Int?
+    }
+
+    /// Attempts of this schema that have not finished: running now, or interrupted.
+    public func attempts() throws(MigratorError) -> [Attempt] {
+        guard database.tracksAttempts, try database.tableExists(Self.attemptsTable, schema: historySchema) else { return [] }
+        let holder = try database.lockHolder(schema: schema)
+        return try database.query("SELECT version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) ORDER BY started_at", [.text(schema)])
+            .compactMap { row in
+                guard case .integer(let version) = row[0], case .text(let direction) = row[1], case .text(let startedAt) = row[2] else { return nil }
+                return Attempt(version: Int(version), direction: Direction(rawValue: direction) ?? .up, startedAt: startedAt, runningInBackend: holder)
             }
     }
 
@@ -104,7 +178,7 @@ public final class Migrator {
 
     public struct Status: Sendable, Hashable {
         public enum State: Sendable, Hashable {
-            case applied(at: String, milliseconds: Int, checksumMatches: Bool)
+            case applied(at: String, milliseconds: Int, checksumMatches: Bool, by: String?)
             case pending
             /// Applied, but no file has this version.
             case fileMissing(at: String)
@@ -119,7 +193,7 @@ public final class Migrator {
         var result: [Status] = scripts.map { script in
             guard let record = applied[script.version] else { return Status(version: script.version, name: script.name, state: .pending) }
             return Status(version: script.version, name: script.name,
-                          state: .applied(at: record.appliedAt, milliseconds: record.durationMilliseconds, checksumMatches: record.checksum == script.checksum))
+                          state: .applied(at: record.appliedAt, milliseconds: record.durationMilliseconds, checksumMatches: record.checksum == script.checksum, by: record.appliedBy))
         }
         let known = Set(scripts.map(\.version))
         for record in applied.values where !known.contains(record.version) {
@@ -248,18 +322,125 @@ public final class Migrator {
         return reverted
     }
 
+    /// The migrations `baseline` would record as applied, after checking that the database has
+    /// every table and column of `version` (from its snapshot): recording a version the database
+    /// is not at would make the next `up` skip what it lacks. Writes nothing.
+    public func pendingBaseline(_ version: Int) throws(MigratorError) -> [MigrationScript] {
+        guard let target = scripts.first(where: { $0.version == version }) else { throw .unknownVersion(version) }
+        guard let objects = target.objects else { throw .baselineUnchecked(version: version) }
+        let missing = try missingObjects(objects)
+        guard missing.isEmpty else { throw .baselineMismatch(version: version, missing: missing) }
+        let applied = Set(try history().map(\.version))
+        return scripts.filter { $0.version <= version && !applied.contains($0.version) }
+    }
+
     /// Records migrations up to `version` as applied without running them: adopting a database
-    /// that already has this schema.
-    public func baseline(_ version: Int) throws(MigratorError) {
-        guard scripts.contains(where: { $0.version == version }) else { throw .unknownVersion(version) }
-        try database.lock(schema: schema, timeout: lockTimeout)
+    /// that already has this schema. Refused when the database lacks a table or column of that
+    /// version.
+    @discardableResult
+    public func baseline(_ version: Int) throws(MigratorError) -> [MigrationScript] {
+        _ = try pendingBaseline(version)
+        try database.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
         defer { database.unlock(schema: schema) }
+        var recorded: [MigrationScript] = []
         try transaction { () throws(MigratorError) in
-            let applied = Set(try history().map(\.version))
-            for script in scripts where script.version <= version && !applied.contains(script.version) {
-                try record(script, milliseconds: 0)
+            // Checked again under the lock: another migrator may have changed the database.
+            recorded = try pendingBaseline(version)
+            for script in recorded { try record(script, milliseconds: 0) }
+        }
+        return recorded
+    }
+
+    /// `table` or `table.column` for each of `objects` the database does not have.
+    func missingObjects(_ objects: [String: [String]]) throws(MigratorError) -> [String] {
+        var missing: [String] = []
+        for (table, columns) in objects.sorted(by: { $0.key < $1.key }) {
+            guard let present = try database.columns(of: table) else {
+                missing.append("table \(table)")
+                continue
+            }
+            missing += columns.filter { !present.contains($0) }.map { "column \(table).\($0)" }
+        }
+        return missing
+    }
+
+    // MARK: - Repair
+
+    /// What `repair` would change in the history, each with why.
+    public enum RepairAction: Sendable, Hashable, CustomStringConvertible {
+        /// A recorded migration whose tables or columns are not in the database (a baseline at the
+        /// wrong version, or objects dropped by hand): its row goes, so `up` runs it.
+        case forget(AppliedRecord, missing: [String])
+        /// An applied migration's file was edited and reviewed: its checksum is recorded anew.
+        case recordChecksum(AppliedRecord, file: String, checksum: String)
+        /// A note of an attempt whose process or connection was lost (PostgreSQL).
+        case clearAttempt(Attempt)
+
+        public var description: String {
+            switch self {
+            case .forget(let record, let missing):
+                "forget \(String(format: "%04d", record.version))_\(record.name) (recorded \(record.appliedAt)\(record.appliedBy.map { " by \($0)" } ?? "")): the database lacks \(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : ""); `up` will run it"
+            case .recordChecksum(let record, let file, let checksum):
+                "record the checksum of \(file) anew (\(record.checksum.prefix(12))… -> \(checksum.prefix(12))…): the file changed after \(String(format: "%04d", record.version)) was applied"
+            case .clearAttempt(let attempt):
+                "clear the note of migration \(String(format: "%04d", attempt.version)) (\(attempt.direction.rawValue)) started \(attempt.startedAt) and never finished"
             }
         }
+    }
+
+    /// The repairs the history needs, as Flyway's `repair` makes them: rows of migrations whose
+    /// objects are absent (failed or baselined ones), checksums of files edited after review,
+    /// and notes of lost attempts. Reads only.
+    ///
+    /// A recorded migration counts as absent when the database lacks a table or column of its
+    /// snapshot and of every newer recorded one: the rows above the newest version the database
+    /// does have go. Migrations that only drop things cannot be told apart this way.
+    public func repairPlan() throws(MigratorError) -> [RepairAction] {
+        let applied = try history()
+        let byVersion = Dictionary(scripts.map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
+        var actions: [RepairAction] = []
+        var missingByVersion: [Int: [String]] = [:]
+        for record in applied {
+            guard let objects = byVersion[record.version]?.objects else { continue }
+            missingByVersion[record.version] = try missingObjects(objects)
+        }
+        let newestPresent = applied.last { missingByVersion[$0.version]?.isEmpty == true }?.version ?? 0
+        for record in applied where record.version > newestPresent {
+            if let missing = missingByVersion[record.version], !missing.isEmpty { actions.append(.forget(record, missing: missing)) }
+        }
+        let forgotten = Set(actions.compactMap { if case .forget(let record, _) = $0 { record.version } else { nil } })
+        for record in applied where !forgotten.contains(record.version) {
+            if let script = byVersion[record.version], script.checksum != record.checksum {
+                actions.append(.recordChecksum(record, file: script.upFile, checksum: script.checksum))
+            }
+        }
+        actions += try attempts().filter { $0.runningInBackend == nil }.map(RepairAction.clearAttempt)
+        return actions
+    }
+
+    /// Makes the repairs of `repairPlan()`, under the migrator lock, in one transaction; the plan
+    /// is computed again there, so what is changed is what the database needs now.
+    @discardableResult
+    public func repair() throws(MigratorError) -> [RepairAction] {
+        try database.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
+        defer { database.unlock(schema: schema) }
+        var made: [RepairAction] = []
+        try transaction { () throws(MigratorError) in
+            made = try repairPlan()
+            for action in made {
+                switch action {
+                case .forget(let record, _):
+                    _ = try database.query("DELETE FROM \(historyName) WHERE schema = \(p(1)) AND version = \(p(2))", [.text(schema), .integer(Int64(record.version))])
+                case .recordChecksum(let record, _, let checksum):
+                    _ = try database.query("UPDATE \(historyName) SET checksum = \(p(1)) WHERE schema = \(p(2)) AND version = \(p(3))",
+                                           [.text(checksum), .text(schema), .integer(Int64(record.version))])
+                case .clearAttempt(let attempt):
+                    _ = try database.query("DELETE FROM \(attemptsName) WHERE schema = \(p(1)) AND version = \(p(2)) AND started_at = \(p(3))",
+                                           [.text(schema), .integer(Int64(attempt.version)), .text(attempt.startedAt)])
+                }
+            }
+        }
+        return made
     }
 
     // MARK: - One migration
@@ -267,13 +448,25 @@ public final class Migrator {
     /// Runs one migration; false when another migrator did it first. The file's header says
     /// how: foreign keys off around it, outside a transaction, which row copies to report.
     private func run(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+        if cancellation.isRequested { throw .interrupted(during: "\(direction == .up ? "applying" : "reverting") \(script.label), before it started,") }
+        do {
+            return try runUnlessCancelled(script, direction: direction, progress: progress)
+        } catch {
+            // A cancel that reached another statement (the history row, say) is still an interrupt.
+            if cancellation.isRequested, case .interrupted = error { throw error }
+            if cancellation.isRequested { throw .interrupted(during: "\(direction == .up ? "applying" : "reverting") \(script.label)") }
+            throw error
+        }
+    }
+
+    private func runUnlessCancelled(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
         let sql = direction == .up ? script.up : script.down
         let file = direction == .up ? script.upFile : script.downFile
         let header = try script.header(direction)
         if let planned = header.dialect, planned != database.dialect.name {
             throw .wrongDialect(file: file, planned: planned, database: database.dialect.name)
         }
-        try database.lock(schema: schema, timeout: lockTimeout)
+        try database.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
         defer { database.unlock(schema: schema) }
         let token = try beginAttempt(script, direction: direction)
         let foreignKeysWereOn = database.foreignKeysEnabled()
@@ -351,7 +544,7 @@ public final class Migrator {
         let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
         try database.beginTransaction(timeout: lockTimeout)
         do {
-            try database.execute(createHistory)
+            try ensureHistory()
             try recordOrForget(script, direction: direction, milliseconds: milliseconds)
             try endAttempt(token)
             try database.commit()
@@ -385,11 +578,14 @@ public final class Migrator {
         defer { database.stopObservingProgress() }
         try database.countingRows { () throws(MigratorError) in
             do throws(StatementFailure) {
-                try database.runScript(sql) { index, _ in
+                try database.runScript(sql, shouldStop: { cancellation.isRequested }) { index, _ in
                     database.resetRowCount()
                     progress(.statement(index: index, of: total))
                 }
             } catch {
+                if cancellation.isRequested {
+                    throw .interrupted(during: "statement \(error.index) of \(total) of \((file as NSString).lastPathComponent) (line \(error.line))")
+                }
                 if error.waitedForLock {
                     throw .tableLockTimeout(file: file, statement: error.index, line: error.line, message: error.message)
                 }
@@ -408,9 +604,13 @@ public final class Migrator {
 
     private func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
         _ = try database.query(
-            "INSERT INTO \(historyName) (schema, version, name, checksum, applied_at, duration_ms) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)), \(p(6)))",
-            [.text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds))])
+            "INSERT INTO \(historyName) (schema, version, name, checksum, applied_at, duration_ms, applied_by) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)))",
+            [.text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds)),
+             .text(appliedBy)])
     }
+
+    /// Who applies migrations through this migrator, asked once.
+    private lazy var appliedBy: String = database.currentUser()
 
     // MARK: - Interrupted runs
 
@@ -419,6 +619,7 @@ public final class Migrator {
     /// killed transactions leave nothing to report, so it keeps no such row.
     private func beginAttempt(_ script: MigrationScript, direction: Direction) throws(MigratorError) -> String? {
         guard database.tracksAttempts else { return nil }
+        try database.createSchemaIfMissing(historySchema)
         try database.execute(createAttempts)
         let token = UUID().uuidString
         _ = try database.query("INSERT INTO \(attemptsName) (token, schema, version, direction, started_at) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)))",
@@ -452,7 +653,7 @@ public final class Migrator {
     private func transaction(_ body: () throws(MigratorError) -> Void) throws(MigratorError) {
         try database.beginTransaction(timeout: lockTimeout)
         do {
-            try database.execute(createHistory)
+            try ensureHistory()
             try body()
             try database.commit()
         } catch {
@@ -460,4 +661,26 @@ public final class Migrator {
             throw error
         }
     }
+}
+
+/// A request to stop a migrator's work, from any thread (a signal handler's): the statement in
+/// progress is cancelled, its migration rolls back, and the migrator throws `.interrupted`
+/// before starting anything else. One may be shared by migrators of one database.
+public final class MigrationCancellation: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requested = false
+    private let stopStatement: @Sendable () -> Void
+
+    public init(database: any MigrationDatabase) {
+        stopStatement = database.canceller
+    }
+
+    /// Cancels the statement in progress (again on each call: a request that reached the
+    /// server between two statements finds nothing to cancel).
+    public func cancel() {
+        lock.withLock { requested = true }
+        stopStatement()
+    }
+
+    public var isRequested: Bool { lock.withLock { requested } }
 }

@@ -27,12 +27,24 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case database(SQLiteError)
     /// PostgreSQL refused or the connection failed; `database` names the server without its password.
     case postgres(PostgresError, database: String)
+    /// No connection could be made (the message names the server, its password masked).
+    case cannotConnect(PostgresError)
     /// The file's machine-readable header cannot be read (docs/migrations.md, "The header").
     case badHeader(file: String, MigrationHeader.ParseError)
     /// The file was planned for another database engine.
     case wrongDialect(file: String, planned: String, database: String)
     /// A migration that must run outside a transaction failed midway.
     case failedOutsideTransaction(file: String, statement: Int, line: Int, message: String)
+    /// Stopped on request (a signal): `during` says what was cancelled; the migration in
+    /// progress was rolled back.
+    case interrupted(during: String)
+    /// `baseline` would record a version whose tables or columns the database does not have.
+    case baselineMismatch(version: Int, missing: [String])
+    /// `baseline` was asked to check migrations that carry no snapshot (embedded in code).
+    case baselineUnchecked(version: Int)
+    /// The database's history holds migrations newer than the code knows: the app is older
+    /// than its database.
+    case databaseNewer(applied: Int, known: Int)
 
     public var description: String {
         switch self {
@@ -60,6 +72,8 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "there is no migration \(String(format: "%04d", version))"
         case .database(let error):
             "database error: \(error.description)"
+        case .cannotConnect(let error):
+            "\(error.message); check the URL and that the server runs (a server still starting: --connect-retry SECONDS)"
         case .postgres(let error, let database):
             error.connectionLost ? "\(database): \(error.message); the migration in progress, if any, was rolled back by the server: run again once it is reachable"
                 : "\(database): \(error)"
@@ -67,6 +81,14 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "\(file) was planned for \(planned), but the database is \(database); use the schema's \(database == "postgres" ? "postgres/" : "SQLite") migration folder"
         case .badHeader(let file, let error):
             "\(file):\(error.line): bad migration header: \(error.message); nothing was run"
+        case .interrupted(let during):
+            "interrupted: \(during) was cancelled; nothing of the migration in progress was applied (migrations finished before it stay applied)"
+        case .baselineMismatch(let version, let missing):
+            "cannot record version \(version) as applied: the database lacks what that version has (\(missing.prefix(10).joined(separator: ", "))\(missing.count > 10 ? ", and \(missing.count - 10) more" : "")); baseline at the version the database really is at, or apply the migrations instead"
+        case .baselineUnchecked(let version):
+            "cannot check that the database has the tables of version \(version): these migrations carry no snapshot; baseline from the migration folder"
+        case .databaseNewer(let applied, let known):
+            "the database is newer than this code: migration \(String(format: "%04d", applied)) is applied, but this code knows migrations up to \(String(format: "%04d", known)); update the app (or the migration folder) before opening it"
         case .failedOutsideTransaction(let file, let statement, let line, let message):
             "\(file):\(line): statement \(statement) failed: \(message); this migration runs outside a transaction (its header says so), so the statements before it stay applied and it is not recorded: repair what they left (an index left INVALID, say), then run again"
         }

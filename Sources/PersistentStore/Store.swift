@@ -1,4 +1,5 @@
 import FieldEncryption
+import DatabaseLocation
 import Foundation
 import Migrator
 import SchemaMetadata
@@ -31,10 +32,14 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case encryption(FieldCipherError)
     /// A write inside `read`, which holds a snapshot and not the write lock.
     case writeInsideRead(String)
+    /// `path` is not a SQLite file: a URL with an unknown scheme, or a PostgreSQL server, which
+    /// this release's store does not open. Never taken for a file name.
+    case unsupportedDatabase(String)
 
     public var description: String {
         switch self {
         case .migration(let message): "cannot bring the database to the code's schema: \(message)"
+        case .unsupportedDatabase(let message): message
         case .database(let error): "database error: \(error)"
         case .externalFile(let message): "external storage: \(message)"
         case .coding(let message): "cannot map a model to its row: \(message)"
@@ -149,7 +154,11 @@ public actor Store {
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
     /// from the code's, or that is newer than the code, is refused.
-    public init(path: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
+    ///
+    /// `path` is a file path, or `sqlite:path` / `file:path`; a URL of any other scheme (or a
+    /// libpq keyword string) is refused with `.unsupportedDatabase`, never created as a file.
+    public init(path givenPath: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
+        let path = try givenPath.map { (text: String) throws(StoreError) -> String in try Self.sqlitePath(text) }
         if let path {
             let folder = (path as NSString).deletingLastPathComponent
             if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
@@ -188,6 +197,21 @@ public actor Store {
         if let ring { try Self.checkKeys(ring, connection, schema: schema.name) }
         recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
                                          withTriggers: configuration.recordsWithTriggers)
+    }
+
+    /// The SQLite file a location names, or why it names none.
+    static func sqlitePath(_ text: String) throws(StoreError) -> String {
+        do {
+            switch try DatabaseLocation.parse(text) {
+            case .sqlite(let path): return path
+            case .postgres(let connection):
+                throw StoreError.unsupportedDatabase("'\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; this release's store opens SQLite files only (`migrate` applies the PostgreSQL migrations)")
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .unsupportedDatabase("\(error)")
+        }
     }
 
     func entity<M: PersistentModel>(_ type: M.Type) -> EntityDescriptor { M.entity }

@@ -1,4 +1,5 @@
 import CPostgreSQL
+import DatabaseLocation
 import Foundation
 import SchemaMetadata
 
@@ -32,6 +33,17 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
+/// SQLSTATEs the toolkit acts on (PostgreSQL's Appendix A).
+public enum SQLState {
+    /// A statement waited longer than `lock_timeout` for a lock.
+    public static let lockNotAvailable = "55P03"
+    /// Cancelled: by `statement_timeout`, or by a cancel request.
+    public static let queryCanceled = "57014"
+    /// The server is starting up or shutting down.
+    public static let cannotConnectNow = "57P03"
+    public static let uniqueViolation = "23505"
+}
+
 /// One libpq connection. Not shared between threads.
 public final class PostgresConnection {
     private var handle: OpaquePointer?
@@ -41,21 +53,64 @@ public final class PostgresConnection {
     private let secret: String?
 
     /// Connects with a `postgres://` or `postgresql://` URL, a libpq `key=value` string, or, when
-    /// empty, libpq's `PG*` environment variables alone.
-    public init(_ target: String) throws(PostgresError) {
+    /// empty, libpq's `PG*` environment variables alone. `applicationName` is what
+    /// `pg_stat_activity` shows unless the target names its own (`application_name=`).
+    /// `retryFor` keeps trying for that many seconds while the server does not answer or is
+    /// still starting up (a deploy that starts both); a server that answers and refuses (a wrong
+    /// password, a missing database) fails at once.
+    public init(_ target: String, applicationName: String? = nil, retryFor seconds: Double = 0) throws(PostgresError) {
         label = ConnectionURL.redacted(target)
         secret = ConnectionURL.password(in: target)
-        handle = PQconnectdb(target)
-        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+        let deadline = Date().addingTimeInterval(seconds)
+        var pause = 0.1
+        while true {
+            handle = Self.connect(target, applicationName: applicationName)
+            if let handle, PQstatus(handle) == CONNECTION_OK { break }
             let message = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             PQfinish(handle)
-            self.handle = nil
-            throw PostgresError(sqlState: nil, message: "cannot connect to \(label): " + scrub(message.trimmingCharacters(in: .whitespacesAndNewlines)),
-                                connectionLost: true)
+            handle = nil
+            let answering = Self.ping(target, applicationName: applicationName) == PQPING_OK
+            guard !answering, Date().addingTimeInterval(pause) < deadline else {
+                let waited = seconds > 0 && !answering ? " (retried for \(Self.seconds(seconds)) s)" : ""
+                throw PostgresError(sqlState: nil, message: "cannot connect to \(label)\(waited): " + scrub(message.trimmingCharacters(in: .whitespacesAndNewlines)),
+                                    connectionLost: true)
+            }
+            usleep(UInt32(pause * 1_000_000))
+            pause = min(pause * 2, 2)
         }
         // Notices (NOTICE: table "x" does not exist, skipping) are not errors: keep them quiet.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        canceller = PostgresCanceller(PQgetCancel(handle))
     }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+
+    /// Keyword arrays for libpq: the target expanded as a URL or keyword string
+    /// (`expand_dbname`), with a fallback application name.
+    private static func withParameters<T>(_ target: String, applicationName: String?,
+                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+        var pairs: [(String, String)] = []
+        if !target.isEmpty, target != "postgresql://", target != "postgres://" { pairs.append(("dbname", target)) }
+        if let applicationName { pairs.append(("fallback_application_name", applicationName)) }
+        let keys: [UnsafeMutablePointer<CChar>?] = pairs.map { strdup($0.0) } + [nil]
+        let values: [UnsafeMutablePointer<CChar>?] = pairs.map { strdup($0.1) } + [nil]
+        defer { (keys + values).forEach { free($0) } }
+        let constKeys = keys.map { UnsafePointer($0) }, constValues = values.map { UnsafePointer($0) }
+        return constKeys.withUnsafeBufferPointer { k in constValues.withUnsafeBufferPointer { v in body(k.baseAddress!, v.baseAddress!) } }
+    }
+
+    private static func connect(_ target: String, applicationName: String?) -> OpaquePointer? {
+        withParameters(target, applicationName: applicationName) { PQconnectdbParams($0, $1, 1) }
+    }
+
+    private static func ping(_ target: String, applicationName: String?) -> PGPing {
+        withParameters(target, applicationName: applicationName) { PQpingParams($0, $1, 1) }
+    }
+
+    /// Cancels what the connection is running, from any thread (a signal handler's, say).
+    public private(set) var canceller: PostgresCanceller?
 
     deinit { PQfinish(handle) }
 
@@ -167,10 +222,14 @@ public final class PostgresConnection {
         public var description: String { "statement \(position.index) at line \(position.line): \(error)" }
     }
 
-    /// Runs a script's statements one by one, reporting each before it runs.
-    public func executeScript(_ sql: String, willRun: (StatementPosition) -> Void = { _ in }) throws(ScriptError) {
+    /// Runs a script's statements one by one, reporting each before it runs. `shouldStop` is
+    /// asked before each: true ends the script there, failing as cancelled (SQLSTATE 57014).
+    public func executeScript(_ sql: String, shouldStop: () -> Bool = { false }, willRun: (StatementPosition) -> Void = { _ in }) throws(ScriptError) {
         for (offset, statement) in PostgresScript.statements(in: sql).enumerated() {
             let position = StatementPosition(index: offset + 1, line: statement.line)
+            if shouldStop() {
+                throw ScriptError(position: position, error: PostgresError(sqlState: SQLState.queryCanceled, message: "canceling statement due to user request"))
+            }
             willRun(position)
             do {
                 try execute(statement.text)
@@ -178,6 +237,23 @@ public final class PostgresConnection {
                 throw ScriptError(position: position, error: error)
             }
         }
+    }
+}
+
+/// libpq's cancel request for one connection: safe to send from another thread while the
+/// connection's own thread waits for a statement (`PQcancel` is made for that).
+public final class PostgresCanceller: @unchecked Sendable {
+    private let cancel: OpaquePointer?
+
+    init(_ cancel: OpaquePointer?) { self.cancel = cancel }
+    deinit { PQfreeCancel(cancel) }
+
+    /// Asks the server to cancel the statement in progress; true when the request was sent.
+    @discardableResult
+    public func send() -> Bool {
+        guard let cancel else { return false }
+        var buffer = [CChar](repeating: 0, count: 256)
+        return PQcancel(cancel, &buffer, Int32(buffer.count)) == 1
     }
 }
 
@@ -288,49 +364,11 @@ public enum PostgresScript {
     }
 }
 
-/// Connection URLs as messages may show them.
+/// Connection texts as messages may show them (kept for callers; `DatabaseLocation` decides).
 public enum ConnectionURL {
-    /// `postgres://user:secret@host/db` as `postgres://user:***@host/db`; `password=secret` in a
-    /// key=value string, or `?password=secret` in a URL, as `***` too.
-    public static func redacted(_ target: String) -> String {
-        var text = target
-        if let schemeEnd = text.range(of: "://") {
-            let rest = text[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
-                text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-            }
-        }
-        for key in ["password=", "PASSWORD="] {
-            var searchStart = text.startIndex
-            while let found = text.range(of: key, range: searchStart..<text.endIndex) {
-                let valueEnd = text[found.upperBound...].firstIndex(where: { $0 == " " || $0 == "&" }) ?? text.endIndex
-                text.replaceSubrange(found.upperBound..<valueEnd, with: "***")
-                searchStart = text.index(found.upperBound, offsetBy: 3, limitedBy: text.endIndex) ?? text.endIndex
-            }
-        }
-        return text
-    }
+    /// The password masked: `postgres://user:***@host/db`, `password=***`.
+    public static func redacted(_ target: String) -> String { DatabaseLocation.redacted(target) }
 
     /// The password a target carries, if any (URL user info, or `password=`).
-    public static func password(in target: String) -> String? {
-        if let schemeEnd = target.range(of: "://") {
-            let rest = target[schemeEnd.upperBound...]
-            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-            if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
-                let raw = String(rest[rest.index(after: colon)..<at])
-                return raw.removingPercentEncoding ?? raw
-            }
-        }
-        if let found = target.range(of: "password=") {
-            let end = target[found.upperBound...].firstIndex(where: { $0 == " " || $0 == "&" }) ?? target.endIndex
-            return String(target[found.upperBound..<end])
-        }
-        return nil
-    }
-
-    /// Whether a database argument names a PostgreSQL server rather than a SQLite file.
-    public static func isPostgres(_ target: String) -> Bool {
-        target.hasPrefix("postgres://") || target.hasPrefix("postgresql://")
-    }
+    public static func password(in target: String) -> String? { DatabaseLocation.password(in: target) }
 }

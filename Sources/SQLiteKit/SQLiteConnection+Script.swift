@@ -62,9 +62,15 @@ extension SQLiteConnection {
 
     /// Runs every statement of a script in order, reporting each before it runs; a failure
     /// (when preparing or running it) names the statement and its line.
-    public func executeScript(_ sql: String, willRun: (StatementPosition) -> Void = { _ in }) throws(ScriptError) {
+    /// `shouldStop` is asked before each statement: true ends the script there, failing as
+    /// interrupted (the caller rolls back).
+    public func executeScript(_ sql: String, shouldStop: () -> Bool = { false }, willRun: (StatementPosition) -> Void = { _ in }) throws(ScriptError) {
         var failure: ScriptError?
         try forEachStatement(sql) { statement, position in
+            if shouldStop() {
+                failure = ScriptError(position: position, error: SQLiteError(code: SQLiteError.Code.interrupted.rawValue, message: "interrupted", sql: nil, database: path))
+                return false
+            }
             willRun(position)
             while true {
                 let status = sqlite3_step(statement)

@@ -83,6 +83,13 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 public typealias SQLiteValue = StoredValue
 
 /// One connection to a database file (or `:memory:`). Not shared between threads.
+/// `sqlite3_interrupt` for one connection, to be called from another thread.
+public struct SQLiteInterrupter: @unchecked Sendable {
+    let handle: OpaquePointer?
+    init(_ handle: OpaquePointer?) { self.handle = handle }
+    public func interrupt() { sqlite3_interrupt(handle) }
+}
+
 public final class SQLiteConnection {
     private var handle: OpaquePointer?
     /// Keeps the progress closure alive while SQLite holds a pointer to it.
@@ -112,6 +119,11 @@ public final class SQLiteConnection {
         }
         sqlite3_extended_result_codes(handle, 1)
     }
+
+    /// Stops the statement this connection is running (it fails with `SQLITE_INTERRUPT`), from
+    /// any thread: for a signal handler's thread while the connection's own waits. Valid while
+    /// the connection is open.
+    public var interrupter: SQLiteInterrupter { SQLiteInterrupter(handle) }
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }

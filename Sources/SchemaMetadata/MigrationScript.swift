@@ -12,8 +12,14 @@ public struct MigrationScript: Sendable, Hashable {
     /// Where it came from, for messages (`Migrations/Flights/0002_add_x.up.sql`).
     public var upFile: String
     public var downFile: String
+    /// The tables after this migration, each with its column names, from the migration's
+    /// snapshot: what `migrate baseline` and `repair` look for in a database. Nil where no
+    /// snapshot travels with the migration (the copies compiled into generated code).
+    public var objects: [String: [String]]?
 
-    public init(version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil) {
+    public init(version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil,
+                objects: [String: [String]]? = nil) {
+        self.objects = objects
         self.version = version
         self.name = name
         self.up = up

@@ -1,4 +1,5 @@
 import CommandLineKit
+import DatabaseLocation
 import Diagnostics
 import Foundation
 import SchemaImport
@@ -64,7 +65,20 @@ public enum ImportCommand: Command {
         return true
     }
 
-    static func importSQLite(_ path: String, arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+    static func importSQLite(_ given: String, arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        // A URL given by mistake is named with its password masked, never echoed.
+        let path: String
+        do {
+            switch try DatabaseLocation.parse(given) {
+            case .sqlite(let file): path = file
+            case .postgres(let connection):
+                io.writeError("schemagen: error: '\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; `import sqlite` reads a SQLite file\n")
+                return .usageOrIO
+            }
+        } catch {
+            io.writeError("schemagen: error: \(error)\n")
+            return .usageOrIO
+        }
         guard checkReadable(path, directory: false, io: io) else { return .usageOrIO }
         let result: ImportResult
         do {

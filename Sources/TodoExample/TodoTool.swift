@@ -15,7 +15,7 @@ public enum TodoTool {
     }
 
     static let common: [OptionSpec] = [
-        .value("database", short: "d", valueName: "path", help: "The SQLite file (default: $TODO_DATABASE, else todo.sqlite)."),
+        .value("database", short: "d", valueName: "path", help: "The SQLite file, or sqlite:path (default: $TODO_DATABASE, else todo.sqlite). A URL of another scheme is refused, never created as a file."),
         .value("author", valueName: "name", help: "Recorded with each change this process makes (default: $TODO_AUTHOR, else todo)."),
     ]
 
@@ -29,7 +29,12 @@ public enum TodoTool {
         arguments.value("author") ?? io.environment["TODO_AUTHOR"] ?? "todo"
     }
 
+    /// Why the last `open` failed: 2 for a database that is not a SQLite file, else 1.
+    /// Commands run one at a time in a process, so one variable serves.
+    nonisolated(unsafe) static var openFailure = ExitCode.failure
+
     static func open(_ arguments: ParsedArguments, io: CommandIO) -> Store? {
+        openFailure = .failure
         var configuration = Store.Configuration(author: author(arguments, io: io))
         // For tests that kill a writer at the worst moment: its changes and history are written,
         // the commit is not.
@@ -42,6 +47,7 @@ public enum TodoTool {
         do {
             return try Store(path: databasePath(arguments, io: io), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration)
         } catch {
+            if case .unsupportedDatabase = error { openFailure = .usageOrIO }
             io.writeError("todo: error: \(error)\n")
             return nil
         }
@@ -118,7 +124,7 @@ enum AddCommand: Command {
             }
             due = date
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         let item = TodoItem(taskName: name, dueDate: due, notes: arguments.value("notes"))
         return TodoTool.perform(io) {
             let item = try runToCompletion { try await store.insert(item) }
@@ -134,7 +140,7 @@ enum DoneCommand: Command {
         options: TodoTool.common, arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             // Read and toggle in one transaction, so two processes toggling at once both count.
@@ -157,7 +163,7 @@ enum RemoveCommand: Command {
         options: TodoTool.common, arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             try runToCompletion { try await store.delete(item) }
@@ -173,7 +179,7 @@ enum ListCommand: Command {
         options: TodoTool.common + [.flag("json", help: "Print a JSON array.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         return TodoTool.perform(io) {
             let items = try runToCompletion { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }
             if arguments.flag("json") {
@@ -205,7 +211,7 @@ enum ShowCommand: Command {
         arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             if arguments.flag("json") {
@@ -245,7 +251,7 @@ enum SearchCommand: Command {
             }
             limit = number
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         let words = arguments.arguments.joined(separator: " ")
         let count = limit
         return TodoTool.perform(io) {
@@ -288,7 +294,7 @@ enum RekeyCommand: Command {
             }
             batch = number
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         let rows = batch
         return TodoTool.perform(io) {
             let rewritten = try runToCompletion {
@@ -314,7 +320,7 @@ enum WatchCommand: Command {
         options: TodoTool.common + [.flag("include-own", help: "Also print changes made under this process's --author.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         let filter: AuthorFilter = arguments.flag("include-own") ? .any : arguments.value("author").map(AuthorFilter.excluding) ?? .any
         return TodoTool.perform(io) {
             try runToCompletion {
@@ -378,7 +384,7 @@ enum HistoryCommand: Command {
             }
             after = HistoryToken(token)
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return .failure }
+        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
         let start = after
         return TodoTool.perform(io) {
             let transactions = try runToCompletion { try await store.history(after: start) }

@@ -49,11 +49,32 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
         try migrator.up(.version(3))
         #expect(try versions(migrator) == [1, 2, 3])
 
-        // A database that already has the schema is adopted without running anything.
+        // A database that lacks the version's tables is refused, and nothing is recorded.
         let adopted = Migrator(connection: try SQLiteConnection(path: temporaryPath()), schema: "Flights", scripts: try flightsScripts())
+        #expect {
+            try adopted.baseline(2)
+        } throws: { error in
+            guard case MigratorError.baselineMismatch(2, let missing) = error else { return false }
+            return missing.contains("table airports") && missing.contains("table flights")
+        }
+        #expect(try versions(adopted).isEmpty)
+        // One that has them (built by hand here) is adopted without running anything.
+        for script in try flightsScripts().prefix(2) { try adopted.connection.executeScript(script.up) }
+        let schemaSQL = "SELECT group_concat(sql, ';') FROM sqlite_schema WHERE name NOT LIKE 'schemagen%'"
+        let before = try adopted.connection.query(schemaSQL)
+        #expect(try adopted.pendingBaseline(2).map(\.version) == [1, 2], "what a dry run reports")
+        #expect(try versions(adopted).isEmpty, "the dry run recorded nothing")
         try adopted.baseline(2)
         #expect(try versions(adopted) == [1, 2])
-        #expect(try adopted.connection.query("SELECT count(*) FROM sqlite_schema WHERE name = 'airports'") == [[.integer(0)]])
+        #expect(try adopted.connection.query(schemaSQL) == before, "nothing ran")
+        // A column the version has and the database lacks is named.
+        try adopted.connection.execute("ALTER TABLE airports DROP COLUMN elevation;")
+        #expect {
+            try adopted.baseline(3)
+        } throws: { error in
+            guard case MigratorError.baselineMismatch(3, let missing) = error else { return false }
+            return missing == ["column airports.elevation_feet"]
+        }
     }
 
     @Test func severalSchemasShareOneDatabase() throws {
