@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(name: "TodoExampleTests", dependencies: ["TodoExample", "FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
-        .testTarget(name: "MigratorTests", dependencies: ["Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
+        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "TestSupport"]),

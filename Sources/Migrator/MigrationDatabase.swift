@@ -303,7 +303,8 @@ public final class PostgresMigrationDatabase: MigrationDatabase {
 
     public var timestampType: String { "timestamptz" }
     public func timestampText(_ column: String) -> String {
-        "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        // The cast also reads a history table of an earlier release, whose timestamps were text.
+        "to_char(\(column)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
     }
 
     public func currentUser() -> String {

@@ -228,4 +228,55 @@ import SchemaMetadata
         }
         #expect(killedMidway >= 1, "no kill landed while the migrator ran (calibrated run: \(duration) s)")
     }
+
+    /// SIGINT during a table rebuild interrupts SQLite's statement: the migration rolls back, the
+    /// exit status is 130, and the file is at the old version, intact.
+    @Test func anInterruptRollsARebuildBack() throws {
+        let folder = temporaryFolder()
+        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events").path)
+        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
+            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
+        }
+        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    attributes:\n      name: String\n      score: Int\n")
+        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
+        try migrations.write(Migration(from: nil, to: v1), as: .init(number: 1, name: "create"))
+        try migrations.write(Migration(from: v1, to: v2), as: .init(number: 2, name: "rebuild"))
+        let template = folder.appendingPathComponent("template.sqlite").path
+        let seed = Migrator(connection: try SQLiteConnection(path: template), schema: "Events", scripts: try MigrationScriptLoader.load(directory: migrations.path))
+        try seed.up(.count(1))
+        try seed.connection.execute("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400000)
+            INSERT INTO event (name, score) SELECT 'event ' || i, i FROM n;
+            COMMIT;
+            """)
+        let calibration = folder.appendingPathComponent("calibration.sqlite").path
+        try FileManager.default.copyItem(atPath: template, toPath: calibration)
+        let clock = Date()
+        #expect(try Self.migrate(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
+        let duration = Date().timeIntervalSince(clock)
+        var interrupted = 0
+        for fraction in [0.5, 0.35, 0.2, 0.1, 0.6, 0.05] where interrupted == 0 {
+            let path = folder.appendingPathComponent("run-\(fraction).sqlite").path
+            try FileManager.default.copyItem(atPath: template, toPath: path)
+            let started = try Self.start(["up", "--database", path, "--dir", migrations.path])
+            usleep(UInt32(fraction * duration * 1_000_000))
+            kill(started.processIdentifier, SIGINT)
+            let run = Self.finish(started)
+            let connection = try SQLiteConnection(path: path)
+            #expect(try connection.query("PRAGMA integrity_check;") == [[.text("ok")]])
+            let history = try connection.query("SELECT version FROM schemagen_migrations ORDER BY version").map { $0[0] }
+            if run.status == 130 {
+                interrupted += 1
+                #expect(run.error.contains("SIGINT received"), "\(run.error)")
+                #expect(run.error.contains("interrupted: "), "\(run.error)")
+                #expect(history == [.integer(1)])
+                #expect(try connection.query("SELECT type FROM pragma_table_info('event') WHERE name = 'score'") == [[.text("INTEGER")]])
+                #expect(try connection.query("SELECT count(*) FROM event") == [[.integer(400_000)]])
+            } else {
+                #expect(run.status == 0, "\(run.error)")
+            }
+        }
+        #expect(interrupted == 1, "no SIGINT landed while the rebuild ran (calibrated run: \(duration) s)")
+    }
 }

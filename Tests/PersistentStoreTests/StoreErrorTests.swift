@@ -19,6 +19,29 @@ import Testing
         }
     }
 
+    /// A URL is never taken for a file: before, `Store(path: "postgres://...")` created a folder
+    /// named `postgres:` and a SQLite file inside it.
+    @Test func aURLIsRefusedAndNoFileIsCreated() throws {
+        let folder = (storePath() as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for url in ["postgres://app:secret-pw@db/flights", "postgress://app:secret-pw@db/flights", "host=db password=secret-pw"] {
+            do throws(StoreError) {
+                _ = try Store(path: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+                Issue.record("opened \(url) as a file")
+            } catch {
+                guard case .unsupportedDatabase(let message) = error else { Issue.record("\(error)"); continue }
+                #expect(!message.contains("secret-pw"), "\(message)")
+            }
+        }
+        for created in ["postgres:", "postgress:", "host=db password=secret-pw"] {
+            #expect(!FileManager.default.fileExists(atPath: created), "created \(created) in the working folder")
+        }
+        // sqlite: and file: prefixes name files.
+        let store = try Store(path: "sqlite:" + folder + "/prefixed.sqlite", schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        _ = store
+        #expect(FileManager.default.fileExists(atPath: folder + "/prefixed.sqlite"))
+    }
+
     @Test func aWriteBlockedByAnotherConnectionIsBusy() async throws {
         let path = storePath()
         let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,

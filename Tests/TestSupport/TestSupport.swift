@@ -69,11 +69,12 @@ public struct BuiltTool: Sendable {
         process.arguments = arguments
         process.currentDirectoryURL = folder
         if let environment { process.environment = environment }
-        let output = Pipe(), error = Pipe()
+        let output = Pipe(), error = Pipe(), input = Pipe()
         process.standardOutput = output
         process.standardError = error
+        process.standardInput = input
         try process.run()
-        return Running(process: process, output: output, error: error)
+        return Running(process: process, output: output, error: error, input: input)
     }
 
     public func run(_ arguments: [String], environment: [String: String]? = nil, in folder: URL = repositoryRoot) throws -> Run {
@@ -84,11 +85,18 @@ public struct BuiltTool: Sendable {
         public let process: Process
         let output: Pipe
         let error: Pipe
+        let input: Pipe
 
-        init(process: Process, output: Pipe, error: Pipe) {
+        init(process: Process, output: Pipe, error: Pipe, input: Pipe) {
             self.process = process
             self.output = output
             self.error = error
+            self.input = input
+        }
+
+        /// Writes to the tool's standard input (which `finish` closes).
+        public func write(_ text: String) throws {
+            try input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
         }
 
         public var processIdentifier: Int32 { process.processIdentifier }
@@ -120,6 +128,7 @@ public struct BuiltTool: Sendable {
 
         /// Reads both pipes before waiting, so a large output cannot block the child.
         public func finish() -> Run {
+            try? input.fileHandleForWriting.close()
             let out = (received[output.fileHandleForReading.fileDescriptor] ?? []) + output.fileHandleForReading.readDataToEndOfFile()
             let err = (received[error.fileHandleForReading.fileDescriptor] ?? []) + error.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
