@@ -32,6 +32,7 @@ public struct MigrationDirectory: Sendable {
 
     /// Diagnostic codes about migration folders.
     public enum Code: String, DiagnosticCode {
+        case dialectsDiffer = "migration-dialects-differ"
         case checksum = "migration-checksum"
         case missingFile = "migration-missing-file"
         case duplicateNumber = "migration-duplicate-number"
@@ -86,11 +87,11 @@ public struct MigrationDirectory: Sendable {
         let byNumber = Dictionary(grouping: entries, by: \.number)
         for (number, group) in byNumber.sorted(by: { $0.key < $1.key }) where group.count > 1 {
             let names = group.map { "'\($0.prefix)'" }.joined(separator: " and ")
-            problems.append(Diagnostic(.error, code: Code.duplicateNumber, message: "two migrations are numbered \(String(format: "%04d", number)): \(names), probably from two branches; renumber yours after the other and run `schemagen rehash`", at: location(group[1].upFile)))
+            problems.append(Diagnostic(.error, code: Code.duplicateNumber, message: "two migrations are numbered \(String(format: "%04d", number)): \(names), probably from two branches; renumber yours after the other and run `\(rehashCommand)`", at: location(group[1].upFile)))
         }
 
         guard let sum = try? String(contentsOfFile: path + "/" + Self.sumFile, encoding: .utf8) else {
-            problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(Self.sumFile) is missing; run `schemagen rehash` if these migrations are as intended", at: location(Self.sumFile)))
+            problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(Self.sumFile) is missing; run `\(rehashCommand)` if these migrations are as intended", at: location(Self.sumFile)))
             return problems
         }
         let lines = sum.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
@@ -105,12 +106,12 @@ public struct MigrationDirectory: Sendable {
             listedOrder.append(parts[0])
         }
         if total != Self.total(of: listedOrder.map { ($0, listed[$0]?.hash ?? "") }) {
-            problems.append(Diagnostic(.error, code: Code.checksum, message: "\(Self.sumFile) was edited by hand (its total does not match its lines); restore it or run `schemagen rehash`", at: location(Self.sumFile)))
+            problems.append(Diagnostic(.error, code: Code.checksum, message: "\(Self.sumFile) was edited by hand (its total does not match its lines); restore it or run `\(rehashCommand)`", at: location(Self.sumFile)))
         }
         for file in listedOrder {
             guard let (hash, line) = listed[file] else { continue }
             guard present.contains(file) else {
-                problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(file) is listed in \(Self.sumFile) but was deleted or renamed; restore it, or run `schemagen rehash` if that was deliberate", at: location(Self.sumFile, line: line)))
+                problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(file) is listed in \(Self.sumFile) but was deleted or renamed; restore it, or run `\(rehashCommand)` if that was deliberate", at: location(Self.sumFile, line: line)))
                 continue
             }
             guard let data = FileManager.default.contents(atPath: path + "/" + file) else {
@@ -118,16 +119,16 @@ public struct MigrationDirectory: Sendable {
                 continue
             }
             if SHA256.hex([UInt8](data)) != hash {
-                problems.append(Diagnostic(.error, code: Code.checksum, message: "\(file) changed after it was generated; if the edit is deliberate (a data migration, say) run `schemagen rehash`, else restore it", at: location(file)))
+                problems.append(Diagnostic(.error, code: Code.checksum, message: "\(file) changed after it was generated; if the edit is deliberate (a data migration, say) run `\(rehashCommand)`, else restore it", at: location(file)))
             }
         }
         for entry in entries {
             for file in entry.files where present.contains(file) && listed[file] == nil {
-                problems.append(Diagnostic(.error, code: Code.unlisted, message: "\(file) is not in \(Self.sumFile): a migration added by hand or from another branch; run `schemagen rehash` if it belongs here", at: location(file)))
+                problems.append(Diagnostic(.error, code: Code.unlisted, message: "\(file) is not in \(Self.sumFile): a migration added by hand or from another branch; run `\(rehashCommand)` if it belongs here", at: location(file)))
             }
         }
         if listedOrder != listedOrder.sorted() {
-            problems.append(Diagnostic(.error, code: Code.checksum, message: "migrations in \(Self.sumFile) are out of order; run `schemagen rehash`", at: location(Self.sumFile)))
+            problems.append(Diagnostic(.error, code: Code.checksum, message: "migrations in \(Self.sumFile) are out of order; run `\(rehashCommand)`", at: location(Self.sumFile)))
         }
         return problems
     }
@@ -156,6 +157,88 @@ public struct MigrationDirectory: Sendable {
         var text = "total \(Self.total(of: lines))\n"
         for (file, hash) in lines { text += "\(file) \(hash)\n" }
         try Data(text.utf8).write(to: URL(fileURLWithPath: path).appendingPathComponent(Self.sumFile), options: .atomic)
+    }
+
+    // MARK: - A schema's folders, one per dialect
+
+    /// The dialect whose migrations sit in the schema's folder itself (the first folders were
+    /// SQLite's); every other dialect has a subfolder named after it.
+    public static let rootDialect = "sqlite"
+
+    /// A schema's folder for a dialect: `<root>/<Schema>/` for SQLite, `<root>/<Schema>/<dialect>/`
+    /// for the others.
+    public static func folder(schema: String, root: String, dialect: String) -> MigrationDirectory {
+        MigrationDirectory(path: root + "/" + schema + (dialect == rootDialect ? "" : "/" + dialect))
+    }
+
+    /// Every dialect folder of a schema that holds migrations or a manifest, the schema's own
+    /// folder first, then its subfolders by name.
+    public static func dialectFolders(schema: String, root: String) -> [(dialect: String, directory: MigrationDirectory)] {
+        let base = root + "/" + schema
+        var result: [(String, MigrationDirectory)] = []
+        let own = MigrationDirectory(path: base)
+        if own.holdsMigrations { result.append((rootDialect, own)) }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).sorted()
+        for name in names where !name.hasPrefix(".") {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isFolder), isFolder.boolValue else { continue }
+            let folder = MigrationDirectory(path: base + "/" + name)
+            if folder.holdsMigrations { result.append((name, folder)) }
+        }
+        return result
+    }
+
+    /// Where a schema's dialect folders disagree: one number with two names is an error (the
+    /// migrations were planned from different histories); a number one folder lacks is a
+    /// warning (`schemagen generate` plans a folder that lags).
+    public static func compareNumbering(_ folders: [(dialect: String, directory: MigrationDirectory)]) -> [Diagnostic] {
+        guard let first = folders.first, folders.count > 1 else { return [] }
+        var problems: [Diagnostic] = []
+        let reference = Dictionary(first.directory.entries().map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
+        for (dialect, directory) in folders.dropFirst() {
+            let entries = Dictionary(directory.entries().map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
+            for (number, entry) in entries.sorted(by: { $0.key < $1.key }) {
+                let location = SourceLocation(file: directory.path + "/" + entry.upFile, line: 1, column: 1)
+                if let twin = reference[number] {
+                    if twin.name != entry.name {
+                        problems.append(Diagnostic(.error, code: Code.dialectsDiffer, message: "[\(dialect)] migration \(entry.prefix) is \(twin.prefix) in \(first.directory.path); each number must name the same migration in every dialect folder: rename one (all three files) and run `\(directory.rehashCommand)`", at: location))
+                    }
+                } else {
+                    problems.append(Diagnostic(.warning, code: Code.dialectsDiffer, message: "[\(dialect)] migration \(entry.prefix) has no counterpart in \(first.directory.path)", at: location))
+                }
+            }
+            for (number, entry) in reference.sorted(by: { $0.key < $1.key }) where entries[number] == nil {
+                problems.append(Diagnostic(.warning, code: Code.dialectsDiffer, message: "[\(dialect)] \(directory.path) has no migration \(String(format: "%04d", number)) (\(entry.prefix) of \(first.dialect)); run `schemagen generate` to plan it", at: SourceLocation(file: first.directory.path + "/" + entry.upFile, line: 1, column: 1)))
+            }
+        }
+        return problems
+    }
+
+    /// Whether the folder has a migration file or a manifest.
+    public var holdsMigrations: Bool {
+        !entries().isEmpty || FileManager.default.fileExists(atPath: path + "/" + Self.sumFile)
+    }
+
+    /// The schema this folder belongs to and the migrations root above it, read from the path:
+    /// `Migrations/Flights` and `Migrations/Flights/postgres` both belong to Flights.
+    public var schemaAndRoot: (schema: String, root: String, dialect: String) {
+        let name = (path as NSString).lastPathComponent
+        let parent = (path as NSString).deletingLastPathComponent
+        if Self.knownSubfolderNames.contains(name) || MigrationDirectory(path: parent).holdsMigrations {
+            return ((parent as NSString).lastPathComponent, (parent as NSString).deletingLastPathComponent, name)
+        }
+        return (name, parent, Self.rootDialect)
+    }
+
+    /// Names a dialect subfolder has, for folders whose parent holds no migrations yet.
+    static let knownSubfolderNames: Set<String> = ["postgres"]
+
+    /// The command that accepts this folder's files as they are: `schemagen rehash Flights`,
+    /// with `--migrations` when the root is not the default.
+    public var rehashCommand: String {
+        let (schema, root, _) = schemaAndRoot
+        let normalizedRoot = root.hasSuffix("/") ? String(root.dropLast()) : root
+        return "schemagen rehash \(schema)" + (normalizedRoot == "Migrations" || normalizedRoot.isEmpty ? "" : " --migrations \(normalizedRoot)")
     }
 
     static func total(of lines: [(String, String)]) -> String {

@@ -14,8 +14,9 @@ public enum DiffCommand: Command {
         abstract: "Print the migration plan (steps, lint findings, SQL) without writing anything.",
         discussion: """
             With --from and --to, compares two schema files. Otherwise compares each schema with the
-            snapshot of its newest migration. Exit status: 0 printed (lint errors included), 1 invalid
-            schema or tampered migration folder, 2 usage or I/O error.
+            snapshot of its newest migration. Exit status: 0 printed, no lint errors; 1 lint errors
+            (destructive changes without --allow-destructive, a required column without a value),
+            an invalid schema or a tampered migration folder; 2 usage or I/O error.
             """,
         options: [
             .value("schema", short: "s", valueName: "path", help: "A schema file or folder.", repeatable: true),
@@ -79,8 +80,19 @@ public enum DiffCommand: Command {
                 }
             }
         }
-        io.writeOutput(arguments.value("format") == "json" ? json(plans) : text(plans))
-        return .success
+        // A finding every dialect reports is printed once; the others say their dialect.
+        var merged: [Plan] = []
+        for name in plans.map(\.schema.name).reduce(into: [String](), { if !$0.contains($1) { $0.append($1) } }) {
+            let group = plans.filter { $0.schema.name == name }
+            let findings = PendingMigration.merge(group.map { ($0.dialect, $0.findings) })
+            merged += zip(group, findings).map { plan, entry in
+                var plan = plan
+                plan.findings = entry.findings
+                return plan
+            }
+        }
+        io.writeOutput(arguments.value("format") == "json" ? json(merged) : text(merged))
+        return merged.contains { $0.findings.contains { $0.severity == .error } } ? .failure : .success
     }
 
     private static func report(_ loaded: SchemaLoader.Result, io: CommandIO) -> ExitCode? {
@@ -133,7 +145,7 @@ public enum RehashCommand: Command {
     public static let spec = CommandSpec(
         name: "rehash",
         abstract: "Rewrite migrations.sum after a deliberate edit of a migration file.",
-        discussion: "Every folder under the migrations root, or only the schemas named. Exit status: 0 done, 2 usage or I/O error.",
+        discussion: "Every dialect folder (the schema's own, and postgres/) of every schema under the migrations root, or of the schemas named. Exit status: 0 done, 2 usage or I/O error.",
         options: [
             .value("migrations", short: "m", valueName: "dir", help: "The migrations root.", defaultValue: "Migrations"),
         ],
@@ -147,21 +159,24 @@ public enum RehashCommand: Command {
                 io.writeError("schemagen: error: cannot read migrations folder '\(root)'\n")
                 return .usageOrIO
             }
-            names = folders.sorted().filter { !MigrationDirectory(path: root + "/" + $0).entries().isEmpty }
+            names = folders.sorted().filter { !MigrationDirectory.dialectFolders(schema: $0, root: root).isEmpty }
         }
         for name in names {
-            let directory = MigrationDirectory(path: root + "/" + name)
-            guard !directory.entries().isEmpty else {
-                io.writeError("schemagen: error: no migrations in '\(directory.path)'\n")
+            // Every dialect folder of the schema: SQLite's and, say, postgres/.
+            let folders = MigrationDirectory.dialectFolders(schema: name, root: root).filter { !$0.directory.entries().isEmpty }
+            guard !folders.isEmpty else {
+                io.writeError("schemagen: error: no migrations in '\(root)/\(name)'\n")
                 return .usageOrIO
             }
-            do {
-                try directory.rehash()
-            } catch {
-                io.writeError("schemagen: error: cannot write '\(directory.path)/\(MigrationDirectory.sumFile)': \(error.localizedDescription)\n")
-                return .usageOrIO
+            for (_, directory) in folders {
+                do {
+                    try directory.rehash()
+                } catch {
+                    io.writeError("schemagen: error: cannot write '\(directory.path)/\(MigrationDirectory.sumFile)': \(error.localizedDescription)\n")
+                    return .usageOrIO
+                }
+                io.writeOutput("rehashed \(directory.path)/\(MigrationDirectory.sumFile)\n")
             }
-            io.writeOutput("rehashed \(directory.path)/\(MigrationDirectory.sumFile)\n")
         }
         return .success
     }

@@ -20,7 +20,7 @@ public enum ValidateCommand: Command {
             .flag("warnings-as-errors", help: "Report warnings as errors and fail on them."),
             .value("color", valueName: "when", help: "Colour the text format.",
                    allowed: ["auto", "always", "never"], defaultValue: "auto"),
-            .value("migrations", short: "m", valueName: "dir", help: "Migration folders whose checksums are checked too.", defaultValue: "Migrations"),
+            .value("migrations", short: "m", valueName: "dir", help: "The migrations root: every dialect folder of each schema is checked against its manifest, and the folders against each other.", defaultValue: "Migrations"),
         ],
         arguments: [ArgumentSpec("PATH", help: "Schema files or directories (default: Schemas).", isVariadic: true)])
 
@@ -34,7 +34,9 @@ public enum ValidateCommand: Command {
         // Each schema's migration folder, if it has one, must match its manifest.
         let migrationsRoot = arguments.value("migrations") ?? "Migrations"
         for schema in result.schemas {
-            diagnostics += MigrationDirectory(path: migrationsRoot + "/" + schema.name).verify()
+            let folders = MigrationDirectory.dialectFolders(schema: schema.name, root: migrationsRoot)
+            for (_, folder) in folders { diagnostics += folder.verify() }
+            diagnostics += MigrationDirectory.compareNumbering(folders)
         }
         if arguments.flag("warnings-as-errors") {
             diagnostics = diagnostics.map { diagnostic in

@@ -124,6 +124,7 @@ public struct GenerationPipeline: Sendable {
             // The first folders were SQLite's: the others number after them.
             let referenceDialect = dialects.contains(.sqlite) ? SQLDialectName.sqlite : dialects[0]
             let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect)
+            var findings: [(dialect: SQLDialectName, findings: [Diagnostic])] = []
             for dialect in [referenceDialect] + dialects.filter({ $0 != referenceDialect }) {
                 let outcome = PendingMigration.plan(for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
                                                     reference: dialect == referenceDialect ? nil : reference,
@@ -134,10 +135,11 @@ public struct GenerationPipeline: Sendable {
                 case .pending(let pending) where configuration.singleFile:
                     plan.diagnostics += pending.map { PendingMigration.notPlanned($0, root: configuration.migrationsRoot) }
                 case .pending(let pending):
-                    plan.diagnostics += pending.flatMap(\.findings)
+                    findings.append((dialect, pending.flatMap(\.findings)))
                     plan.migrations += pending
                 }
             }
+            plan.diagnostics += PendingMigration.merge(findings).flatMap(\.findings)
         }
         return plan
     }

@@ -36,7 +36,7 @@ public struct PendingMigration: Sendable {
     /// A schema's migration folder for a dialect: `<root>/<Schema>/` for SQLite (where the
     /// first folders were), `<root>/<Schema>/postgres/` for PostgreSQL.
     public static func directory(_ schema: String, root: String, dialect: SQLDialectName) -> MigrationDirectory {
-        MigrationDirectory(path: root + "/" + schema + (dialect == .sqlite ? "" : "/" + dialect.rawValue))
+        MigrationDirectory.folder(schema: schema, root: root, dialect: dialect.rawValue)
     }
 
     public static func renderer(_ dialect: SQLDialectName) -> any MigrationRenderer {
@@ -104,6 +104,23 @@ public struct PendingMigration: Sendable {
         pending.append(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry,
                                         findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)))
         return .pending(pending)
+    }
+
+    /// Findings of one schema planned for several dialects, each said once: a finding every
+    /// dialect reports is kept (untagged) with the first dialect's; one only some dialects
+    /// report says which, as `[postgres] ...`. The result lists each dialect's findings.
+    public static func merge(_ perDialect: [(dialect: SQLDialectName, findings: [Diagnostic])]) -> [(dialect: SQLDialectName, findings: [Diagnostic])] {
+        guard perDialect.count > 1 else { return perDialect }
+        let shared = perDialect.dropFirst().reduce(Set(perDialect[0].findings)) { $0.intersection($1.findings) }
+        return perDialect.enumerated().map { offset, entry in
+            let findings = entry.findings.compactMap { finding -> Diagnostic? in
+                if shared.contains(finding) { return offset == 0 ? finding : nil }
+                var tagged = finding
+                tagged.message = "[\(entry.dialect.rawValue)] " + finding.message
+                return tagged
+            }
+            return (entry.dialect, findings)
+        }
     }
 
     /// The general lint, and the lock lint for engines whose DDL blocks other sessions.
