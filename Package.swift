@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
-        .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "TestSupport"]),
+        .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "migrate", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

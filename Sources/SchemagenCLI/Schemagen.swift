@@ -8,7 +8,7 @@ public enum Schemagen {
         name: "schemagen",
         version: version,
         abstract: "Check declarative YAML data-model schemas and generate code and migrations from them.",
-        commands: [ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, RenderCommand.self, ImportCommand.self, DiagramCommand.self, DocsCommand.self]) }
+        commands: [ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, NewMigrationCommand.self, RenderCommand.self, ImportCommand.self, DiagramCommand.self, DocsCommand.self]) }
 
     /// Runs `schemagen` with arguments that exclude the program name.
     public static func main(arguments: [String], io: CommandIO = .standard()) -> ExitCode {

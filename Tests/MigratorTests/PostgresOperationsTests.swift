@@ -240,4 +240,40 @@ struct PostgresOperationsTests {
         #expect(run.status == 0, "\(run.error)")
         #expect(run.output.contains("applied  0005_follow_aeroapi_nullability"), "\(run.output)")
     }
+
+    /// A hand-written migration (`schemagen new-migration`) in the postgres/ folder: a view, a
+    /// role's grant and row-level security, applied and reverted in order with the planned ones.
+    @Test func handWrittenMigrationsApply() throws {
+        let project = temporaryFolder()
+        for name in ["Schemas", "Migrations"] {
+            try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent(name), to: project.appendingPathComponent(name))
+        }
+        let created = try BuiltTool("schemagen").run(["new-migration", "reporting access", "--schema", "Schemas/Flights.yaml"], in: project)
+        #expect(created.status == 0, "\(created.error)")
+        let file = project.path + "/Migrations/Flights/postgres/0006_reporting_access"
+        try (try String(contentsOfFile: file + ".up.sql", encoding: .utf8) + """
+            CREATE VIEW long_flights AS SELECT ident, route_distance FROM flights WHERE route_distance > 1000;
+            DO $$ BEGIN CREATE ROLE reporting NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+            GRANT SELECT ON long_flights TO reporting;
+            ALTER TABLE flights ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY reporting_reads ON flights FOR SELECT TO reporting USING (true);
+
+            """).write(toFile: file + ".up.sql", atomically: true, encoding: .utf8)
+        try (try String(contentsOfFile: file + ".down.sql", encoding: .utf8) + """
+            DROP POLICY reporting_reads ON flights;
+            ALTER TABLE flights DISABLE ROW LEVEL SECURITY;
+            DROP VIEW long_flights;
+
+            """).write(toFile: file + ".down.sql", atomically: true, encoding: .utf8)
+        #expect(try BuiltTool("schemagen").run(["rehash", "Flights"], in: project).status == 0)
+        let url = try Self.server().createDatabase()
+        let base = ["--database", url, "--dir", project.path + "/Migrations/Flights/postgres"]
+        let up = try Self.migrate.run(["up"] + base)
+        #expect(up.status == 0 && up.output.contains("applied  0006_reporting_access"), "\(up.output)\(up.error)")
+        let connection = try PostgresConnection(url)
+        #expect(try connection.query("SELECT relrowsecurity FROM pg_class WHERE relname = 'flights'") == [[.integer(1)]])
+        #expect(try connection.query("SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'reporting' AND table_name = 'long_flights'") == [[.integer(1)]])
+        #expect(try Self.migrate.run(["down"] + base).status == 0)
+        #expect(try connection.query("SELECT to_regclass('long_flights') IS NULL") == [[.integer(1)]])
+    }
 }

@@ -76,4 +76,44 @@ import TestSupport
         #expect(generate.status == 1)
         #expect(generate.error.components(separatedBy: "[drop-column]").count == 2, "\(generate.error)")
     }
+
+    /// `new-migration` adds an empty pair to each dialect folder, recorded in each manifest; after
+    /// the SQL is written and rehashed it applies, and the next planned migration follows it.
+    @Test func handWrittenMigrationsTakeTheirPlaceInTheHistory() throws {
+        let folder = try project()
+        let created = try runner.schemagen(["new-migration", "Add long flights view", "--schema", "Schemas/Flights.yaml"], in: folder)
+        #expect(created.status == 0, "\(created.error)")
+        #expect(created.output.contains("created Migrations/Flights/0006_add_long_flights_view.up.sql"), "\(created.output)")
+        #expect(created.output.contains("created Migrations/Flights/postgres/0006_add_long_flights_view.down.sql"), "\(created.output)")
+        #expect(try runner.schemagen(["validate"], in: folder).status == 0, "recorded in both manifests")
+        let sqlite = folder.appendingPathComponent("Migrations/Flights/0006_add_long_flights_view")
+        try (try String(contentsOfFile: sqlite.path + ".up.sql", encoding: .utf8) + "CREATE VIEW long_flights AS SELECT ident FROM flights WHERE route_distance > 1000;\n")
+            .write(toFile: sqlite.path + ".up.sql", atomically: true, encoding: .utf8)
+        try (try String(contentsOfFile: sqlite.path + ".down.sql", encoding: .utf8) + "DROP VIEW long_flights;\n")
+            .write(toFile: sqlite.path + ".down.sql", atomically: true, encoding: .utf8)
+        #expect(try runner.schemagen(["validate"], in: folder).output.contains("run `schemagen rehash Flights`"))
+        #expect(try runner.schemagen(["rehash", "Flights"], in: folder).status == 0)
+        // The next planned migration is numbered after it, and planned from the same snapshot.
+        let schema = folder.appendingPathComponent("Schemas/Flights.yaml")
+        try (try String(contentsOf: schema, encoding: .utf8)).replacingOccurrences(of: "version: 5", with: "version: 6")
+            .replacingOccurrences(of: "      aircraftType: {type: String?, jsonKey: aircraft_type}", with: "      aircraftType: {type: String?, jsonKey: aircraft_type}\n      tailNumber: String?")
+            .write(to: schema, atomically: true, encoding: .utf8)
+        let generated = try runner.schemagen(["generate", "--output", "Generated"], in: folder)
+        #expect(generated.status == 0, "\(generated.error)")
+        let planned = try String(contentsOfFile: folder.path + "/Migrations/Flights/0007_add_flights_tail_number.up.sql", encoding: .utf8)
+        #expect(planned.contains("ADD COLUMN \"tail_number\""), "\(planned)")
+        let embedded = try String(contentsOfFile: folder.path + "/Generated/Flights/Flights+Migrations.swift", encoding: .utf8)
+        #expect(embedded.contains("CREATE VIEW long_flights"), "the generated code embeds it")
+        let database = folder.appendingPathComponent("app.sqlite").path
+        let up = try BuiltTool("migrate").run(["up", "--database", database, "--dir", folder.path + "/Migrations/Flights"])
+        #expect(up.status == 0, "\(up.error)")
+        #expect(up.output.contains("applied  0006_add_long_flights_view") && up.output.contains("applied  0007_add_flights_tail_number"), "\(up.output)")
+        // Folders out of step are refused before anything is written.
+        for suffix in [".up.sql", ".down.sql", ".schema.json"] {
+            try FileManager.default.removeItem(atPath: folder.path + "/Migrations/Flights/postgres/0007_add_flights_tail_number" + suffix)
+        }
+        #expect(try runner.schemagen(["rehash", "Flights"], in: folder).status == 0)
+        let lagging = try runner.schemagen(["new-migration", "grants", "--schema", "Schemas/Flights.yaml"], in: folder)
+        #expect(lagging.status == 1 && lagging.error.contains("postgres is behind the schema's other migration folders"), "\(lagging.error)")
+    }
 }
