@@ -52,7 +52,7 @@ public struct Migration: Sendable {
         if header.foreignKeysOff { how += ", with foreign keys off and checked before commit (it rebuilds tables)" }
         lines.append(SQLComment.line(how + "."))
         if !losing.isEmpty {
-            lines.append(SQLComment.line("Loses data that cannot be restored: \(losing.map(\.summary).joined(separator: "; "))."))
+            lines.append(SQLComment.line("Loses data that cannot be restored: \(losing.map { $0.summary(for: renderer) }.joined(separator: "; "))."))
         }
         if steps.isEmpty {
             lines.append("")
@@ -60,7 +60,7 @@ public struct Migration: Sendable {
         }
         for step in steps {
             lines.append("")
-            lines.append(SQLComment.line(step.summary))
+            lines.append(SQLComment.line(step.summary(for: renderer)))
             lines += renderer.sql(for: step)
         }
         return header.text + lines.joined(separator: "\n") + "\n"

@@ -100,7 +100,7 @@ public enum MigrationLint {
         }
         let lost = migration.stepsLosingDataOnDown
         if !lost.isEmpty {
-            findings.append(Diagnostic(.warning, code: Code.downLosesData, message: "the down migration loses data it cannot restore: \(lost.map(\.reversed.summary).joined(separator: "; "))", at: fileStart))
+            findings.append(Diagnostic(.warning, code: Code.downLosesData, message: "the down migration loses data it cannot restore: \(lost.map { $0.reversed.summary(for: migration.renderer) }.joined(separator: "; "))", at: fileStart))
         }
         return findings
     }
@@ -139,7 +139,7 @@ public enum MigrationLint {
                     warn(.lockSetNotNull, "SET NOT NULL on '\(name).\(to.name)' scans the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; instead add CHECK (\(to.name) IS NOT NULL) NOT VALID, VALIDATE CONSTRAINT in a later migration, then SET NOT NULL (PostgreSQL 12+ then skips the scan) and drop the check", at: location(name, column: to.name))
                 }
                 if from.kind != to.kind || from.bits != to.bits {
-                    warn(.lockTypeChange, "changing the type of '\(name).\(to.name)' (\(from.kind.rawValue) to \(to.kind.rawValue)) rewrites the table under an ACCESS EXCLUSIVE lock, blocking reads and writes; for a large table, add a new column, backfill it in batches, move reads to it, then drop the old one", at: location(name, column: to.name))
+                    warn(.lockTypeChange, "changing the type of '\(name).\(to.name)' (\(migration.renderer.typeName(from)) to \(migration.renderer.typeName(to))) rewrites the table under an ACCESS EXCLUSIVE lock, blocking reads and writes; for a large table, add a new column, backfill it in batches, move reads to it, then drop the old one", at: location(name, column: to.name))
                 }
             case .addForeignKey(let name, let key) where existed(name):
                 warn(.lockForeignKey, "adding the foreign key '\(name)' (\(key.columns.joined(separator: ", "))) -> '\(key.table)' checks every row while holding SHARE ROW EXCLUSIVE locks on both tables, blocking their writes; add it with NOT VALID, then VALIDATE CONSTRAINT in a later migration", at: location(name, column: key.columns.first))

@@ -60,7 +60,16 @@ public enum MigrationStep: Sendable, Hashable {
         }
     }
 
-    /// A one-line description for the migration file.
+    /// A one-line description, with column types as the renderer's database names them
+    /// (`integer -> bigint`, `bigint -> double precision` on PostgreSQL).
+    public func summary(for renderer: some MigrationRenderer) -> String {
+        if case .alterColumn(let table, let from, let to) = self {
+            return "alter column \(table).\(to.name)" + Self.alterations(from, to, typeName: renderer.typeName)
+        }
+        return summary
+    }
+
+    /// A one-line description in the dialect-neutral storage kinds.
     public var summary: String {
         switch self {
         case .createTable(let table): "create table \(table.name)"
@@ -82,9 +91,9 @@ public enum MigrationStep: Sendable, Hashable {
     }
 
     /// `: type text -> integer, not null, default 0`.
-    static func alterations(_ from: ColumnSnapshot, _ to: ColumnSnapshot) -> String {
+    static func alterations(_ from: ColumnSnapshot, _ to: ColumnSnapshot, typeName: (ColumnSnapshot) -> String = { $0.kind.rawValue }) -> String {
         var parts: [String] = []
-        if from.kind != to.kind || from.bits != to.bits { parts.append("type \(from.kind.rawValue) -> \(to.kind.rawValue)") }
+        if from.kind != to.kind || from.bits != to.bits, typeName(from) != typeName(to) { parts.append("type \(typeName(from)) -> \(typeName(to))") }
         if from.isNullable != to.isNullable { parts.append(to.isNullable ? "nullable" : "not null") }
         if from.defaultValue != to.defaultValue { parts.append(to.defaultValue == nil ? "no default" : "new default") }
         if from.enumValues != to.enumValues { parts.append("allowed values") }
@@ -113,6 +122,8 @@ public protocol MigrationRenderer: Sendable {
     func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool
     /// The row copies of the steps' table rebuilds, for the migrator's progress.
     func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)]
+    /// The column's type as this database names it, for messages and comments.
+    func typeName(_ column: ColumnSnapshot) -> String
 }
 
 /// Turns changes into ordered steps for a dialect's capabilities.

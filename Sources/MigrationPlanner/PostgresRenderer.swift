@@ -27,6 +27,8 @@ public struct PostgresRenderer: MigrationRenderer {
             || from.enumValues != to.enumValues || from.isAutoIncrement != to.isAutoIncrement
     }
 
+    public func typeName(_ column: ColumnSnapshot) -> String { Self.type(of: column) }
+
     public func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool { false }
     public func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool { false }
     public func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)] { [] }

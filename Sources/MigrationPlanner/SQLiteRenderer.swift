@@ -32,6 +32,8 @@ public struct SQLiteRenderer: MigrationRenderer {
     }
 
     /// SQLite's column types hold neither widths nor allowed values.
+    public func typeName(_ column: ColumnSnapshot) -> String { dialect.columnType(column.kind) }
+
     public func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool {
         Self.type(of: from.kind) != Self.type(of: to.kind) || from.kind != to.kind || from.isNullable != to.isNullable
             || from.defaultValue != to.defaultValue || from.isAutoIncrement != to.isAutoIncrement
@@ -152,7 +154,7 @@ public struct SQLiteRenderer: MigrationRenderer {
             return []
         case .alterColumn, .addForeignKey, .dropForeignKey, .dropPrimaryKey, .addPrimaryKey:
             // The planner rebuilds instead: SQLite declares no capability for these.
-            return ["SELECT 'schemagen cannot express \(step.summary) in SQLite' FROM no_such_table_stops_the_migration;"]
+            return ["SELECT 'schemagen cannot express \(step.summary(for: self)) in SQLite' FROM no_such_table_stops_the_migration;"]
         }
     }
 

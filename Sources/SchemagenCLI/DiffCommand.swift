@@ -113,7 +113,7 @@ public enum DiffCommand: Command {
                 continue
             }
             out += "\(plan.schema.name)\(plan.dialect == .sqlite ? "" : " (\(plan.dialect.rawValue))"): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
-            for step in plan.migration.steps { out += "  - \(step.summary)\n" }
+            for step in plan.migration.steps { out += "  - \(step.summary(for: plan.migration.renderer))\n" }
             if !plan.findings.isEmpty {
                 let sources = plan.sources
                 out += DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.findings)
@@ -131,7 +131,7 @@ public enum DiffCommand: Command {
             }
             return """
                 {"schema": \(q(plan.schema.name)), "from": \(plan.migration.from.map { String($0.version) } ?? "null"), "to": \(plan.schema.version), \
-                "steps": [\(plan.migration.steps.map { q($0.summary) }.joined(separator: ", "))], \
+                "steps": [\(plan.migration.steps.map { q($0.summary(for: plan.migration.renderer)) }.joined(separator: ", "))], \
                 "findings": [\(findings.joined(separator: ", "))], \
                 "up": \(plan.migration.isEmpty ? "null" : q(plan.migration.upSQL())), "down": \(plan.migration.isEmpty ? "null" : q(plan.migration.downSQL()))}
                 """
