@@ -25,6 +25,9 @@ public enum MigrationLint {
         case lockTypeChange = "lock-type-change"
         case lockForeignKey = "lock-foreign-key"
         case lockRename = "lock-rename"
+        case lockCheck = "lock-check-constraint"
+        case lockBackfill = "lock-backfill"
+        case lockOrder = "lock-order"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -47,10 +50,21 @@ public enum MigrationLint {
         }
 
         let created = changes.compactMap { if case .createTable(let table) = $0 { table } else { nil } }
+        // Columns whose values a split moves to a new table: dropping them loses nothing.
+        let moved = Set(changes.flatMap { change -> [String] in
+            guard case .fillTable(let fill) = change else { return [] }
+            return fill.sourceColumns.map { "\(fill.source).\($0)" }
+        })
         for change in changes {
             switch change {
             case .createTable:
                 break
+            case .fillTable(let fill):
+                guard let target = created.first(where: { $0.name == fill.target }) else { break }
+                let filledColumns = Set(fill.targetKey + fill.targetColumns)
+                for column in target.columns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement && !filledColumns.contains(column.name) {
+                    findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "the new table '\(target.name)' is filled from '\(fill.source)', but its required column '\(column.name)' gets no value for those rows; give it a default, make it optional, or move its values too ('movedFrom')", at: location(target, column: column)))
+                }
             case .dropTable(let table):
                 destructive(Code.dropTable, "dropping table '\(table.name)' deletes its rows", at: fileStart)
                 let shape = Set(table.columns.map { "\($0.name):\($0.kind)" })
@@ -59,7 +73,7 @@ public enum MigrationLint {
                 }
             case .alterTable(let tableChange):
                 let table = tableChange.to
-                for column in tableChange.droppedColumns {
+                for column in tableChange.droppedColumns where !moved.contains("\(tableChange.from.name).\(column.name)") {
                     destructive(Code.dropColumn, "dropping column '\(table.name).\(column.name)' deletes its values", at: location(table))
                     if let twin = tableChange.addedColumns.first(where: { $0.kind == column.kind && $0.renamedFrom == nil }) {
                         findings.append(Diagnostic(.warning, code: Code.possibleRename, message: "'\(twin.property ?? twin.name)' looks like '\(column.property ?? column.name)' renamed; add 'renamedFrom: \(column.property ?? column.name)' to keep its values", at: location(table, column: twin)))
@@ -74,6 +88,9 @@ public enum MigrationLint {
                     }
                     if !before.isNullable, after.isNullable, before.defaultValue == nil || before.defaultValue == .null {
                         findings.append(Diagnostic(.warning, code: Code.downMayFail, message: "'\(table.name).\(after.name)' becomes optional; the down migration fails once a row holds null in it, because version \(old.version) requires a value and has no default to fill in", at: location(table, column: after)))
+                    }
+                    if before.kind == .decimal, after.kind == .decimal, Self.hasFewerDigits(before, after) {
+                        destructive(Code.narrowing, "'\(table.name).\(after.name)' keeps fewer digits (\(Self.digits(before)) to \(Self.digits(after))), so values that no longer fit are rejected or rounded", at: location(table, column: after))
                     }
                     if isNarrowing(from: before.kind, to: after.kind) {
                         destructive(Code.narrowing, "converting '\(table.name).\(after.name)' from \(before.kind) to \(after.kind) can lose or reject values", at: location(table, column: after))
@@ -128,30 +145,91 @@ public enum MigrationLint {
 
         var findings: [Diagnostic] = []
         func warn(_ code: Code, _ message: String, at place: SourceLocation) { findings.append(Diagnostic(.warning, code: code, message: message, at: place)) }
+        // Existing tables this migration has taken ACCESS EXCLUSIVE on so far, and every table it
+        // locks, in order: the transaction holds each lock until it commits.
+        var exclusive: Set<String> = []
+        var lockOrder: [String] = []
+        func locks(_ name: String, exclusively: Bool) {
+            guard existed(name) else { return }
+            if !lockOrder.contains(name) { lockOrder.append(name) }
+            if exclusively { exclusive.insert(name) }
+        }
         for step in migration.steps {
             switch step {
+            case .createIndex(let name, let index) where existed(name) && index.isUnique && !index.isFullText:
+                warn(.lockIndex, "adding the unique constraint '\(index.name)' on '\(name)' builds its index under an ACCESS EXCLUSIVE lock, blocking reads and writes until it is built; to keep them going, build CREATE UNIQUE INDEX CONCURRENTLY in a migration of its own whose header says 'transaction: no', then ALTER TABLE ... ADD CONSTRAINT ... UNIQUE USING INDEX", at: location(name))
+                locks(name, exclusively: true)
             case .createIndex(let name, let index) where existed(name):
                 warn(.lockIndex, "creating index '\(index.name)' on '\(name)' takes a SHARE lock that blocks every write to the table until the index is built; to keep writes going, build it with CREATE INDEX CONCURRENTLY in a migration of its own whose header says 'transaction: no'", at: location(name))
-            case .addColumn(let name, let column) where existed(name) && column.defaultValue.map { !$0.isConstant } == true:
-                warn(.lockRewriteColumn, "adding '\(name).\(column.name)' with a per-row default rewrites the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; add it without the default, backfill in batches, then set the default", at: location(name, column: column.name))
+                locks(name, exclusively: false)
+            case .addColumn(let name, let column) where existed(name):
+                // PostgreSQL 11+ stores a constant default, or a stable one such as now(), in the
+                // catalogue without touching rows; only a volatile one (a random UUID) rewrites.
+                if column.defaultValue == .uuid {
+                    warn(.lockRewriteColumn, "adding '\(name).\(column.name)' with a random default (uuid, a volatile function) rewrites the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; add it without the default, backfill in batches, then set the default", at: location(name, column: column.name))
+                }
+                if column.enumValues != nil, column.defaultValue != nil || !column.isNullable {
+                    warn(.lockCheck, "adding '\(name).\(column.name)' with its CHECK of allowed values validates every row under an ACCESS EXCLUSIVE lock; for a large table add the check NOT VALID and VALIDATE CONSTRAINT in a later migration (which locks only against other schema changes)", at: location(name, column: column.name))
+                }
+                locks(name, exclusively: true)
             case .alterColumn(let name, let from, let to) where existed(name):
+                // The backfill of a column made required runs after the ALTER statements before it
+                // in this transaction, which hold ACCESS EXCLUSIVE on the table.
+                let altersFirst = exclusive.contains(name) || Self.type(from, migration) != Self.type(to, migration) || from.defaultValue != to.defaultValue || from.enumValues != to.enumValues
+                if from.isNullable, !to.isNullable, let value = to.defaultValue, value != .null, altersFirst {
+                    warn(.lockBackfill, "the backfill of '\(name).\(to.name)' (an UPDATE of every row that is empty) runs under the ACCESS EXCLUSIVE lock this migration already holds on '\(name)', so reads and writes wait for the whole update; backfill in batches in an earlier migration, while the column is still optional, then make it required", at: location(name, column: to.name))
+                }
                 if from.isNullable, !to.isNullable {
                     warn(.lockSetNotNull, "SET NOT NULL on '\(name).\(to.name)' scans the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; instead add CHECK (\(to.name) IS NOT NULL) NOT VALID, VALIDATE CONSTRAINT in a later migration, then SET NOT NULL (PostgreSQL 12+ then skips the scan) and drop the check", at: location(name, column: to.name))
                 }
-                if from.kind != to.kind || from.bits != to.bits {
+                if Self.type(from, migration) != Self.type(to, migration) {
                     warn(.lockTypeChange, "changing the type of '\(name).\(to.name)' (\(migration.renderer.typeName(from)) to \(migration.renderer.typeName(to))) rewrites the table under an ACCESS EXCLUSIVE lock, blocking reads and writes; for a large table, add a new column, backfill it in batches, move reads to it, then drop the old one", at: location(name, column: to.name))
                 }
+                if let values = to.enumValues, values != from.enumValues {
+                    warn(.lockCheck, "re-adding the CHECK of '\(name).\(to.name)' (its allowed values changed) validates every row under an ACCESS EXCLUSIVE lock; for a large table add it NOT VALID, then VALIDATE CONSTRAINT in a later migration", at: location(name, column: to.name))
+                }
+                locks(name, exclusively: true)
             case .addForeignKey(let name, let key) where existed(name):
                 warn(.lockForeignKey, "adding the foreign key '\(name)' (\(key.columns.joined(separator: ", "))) -> '\(key.table)' checks every row while holding SHARE ROW EXCLUSIVE locks on both tables, blocking their writes; add it with NOT VALID, then VALIDATE CONSTRAINT in a later migration", at: location(name, column: key.columns.first))
+                locks(name, exclusively: false)
+                locks(key.table, exclusively: false)
             case .renameColumn(let name, let from, let to):
                 warn(.lockRename, "renaming '\(name).\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both names first, or add the new column, write to both and drop the old one later", at: location(name, column: to))
+                locks(name, exclusively: true)
             case .renameTable(let from, let to):
                 warn(.lockRename, "renaming table '\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both first, or keep a view under the old name for a release", at: location(to))
+                locks(to, exclusively: true)
+            case .createTable:
+                break
+            case .dropTable(let table):
+                locks(table.name, exclusively: true)
+            case .dropColumn(let name, _), .dropPrimaryKey(let name, _), .addPrimaryKey(let name, _), .dropForeignKey(let name, _), .dropIndex(let name, _),
+                 .renameConstraints(let name, _, _, _):
+                locks(name, exclusively: true)
+            case .rebuildTable(let change):
+                locks(change.to.name, exclusively: true)
             default:
                 break
             }
         }
+        if lockOrder.count > 1 {
+            warn(.lockOrder, "this migration locks \(lockOrder.count) tables in turn (\(lockOrder.joined(separator: ", "))) and holds each lock until it commits; a transaction of the application that locks them in another order (writing '\(lockOrder[lockOrder.count - 1])', then '\(lockOrder[0])') can deadlock with it, and PostgreSQL then aborts one of the two; split the migration per table, or keep lock_timeout short so it gives up and can be run again", at: fileStart)
+        }
         return findings
+    }
+
+    static func type(_ column: ColumnSnapshot, _ migration: Migration) -> String { migration.renderer.typeName(column) }
+
+    /// A decimal's digits shrink: fewer before the point, or fewer after it.
+    static func hasFewerDigits(_ before: ColumnSnapshot, _ after: ColumnSnapshot) -> Bool {
+        guard let precision = after.precision else { return false }
+        guard let old = before.precision else { return true }
+        let (oldScale, newScale) = (before.scale ?? 0, after.scale ?? 0)
+        return newScale < oldScale || precision - newScale < old - oldScale
+    }
+
+    static func digits(_ column: ColumnSnapshot) -> String {
+        column.precision.map { "precision \($0)" + (column.scale.map { ", scale \($0)" } ?? "") } ?? "any number of digits"
     }
 
     /// Conversions that can lose values: anything to a number from text, real to integer, ...

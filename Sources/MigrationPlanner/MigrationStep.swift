@@ -26,6 +26,13 @@ public enum MigrationStep: Sendable, Hashable {
     /// after renames (dialects that name constraints; nothing elsewhere). `table` is what the
     /// table is called when the step runs, in either direction: the renamed name.
     case renameConstraints(table: String, from: TableSnapshot, to: TableSnapshot, columnSources: [String: String])
+    /// Set (or clear, with nil) the comment of a table (column nil) or a column, from the
+    /// schema's docs (dialects with comments).
+    case comment(table: String, column: String?, from: String?, to: String?)
+    /// A table split: the new table's rows from the old table's columns (before they go)...
+    case fillTable(TableFill)
+    /// ...and, going back, the old table's columns from the new table's rows.
+    case unfillTable(TableFill)
 
     /// The step that undoes this one.
     public var reversed: MigrationStep {
@@ -48,6 +55,9 @@ public enum MigrationStep: Sendable, Hashable {
         case .addPrimaryKey(let table, let columns): .dropPrimaryKey(table: table, columns: columns)
         case .renameConstraints(let table, let from, let to, let sources):
             .renameConstraints(table: table, from: to, to: from, columnSources: Dictionary(sources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a }))
+        case .comment(let table, let column, let from, let to): .comment(table: table, column: column, from: to, to: from)
+        case .fillTable(let fill): .unfillTable(fill)
+        case .unfillTable(let fill): .fillTable(fill)
         }
     }
 
@@ -87,13 +97,20 @@ public enum MigrationStep: Sendable, Hashable {
         case .dropPrimaryKey(let table, let columns): "drop the primary key (\(columns.joined(separator: ", "))) of \(table)"
         case .addPrimaryKey(let table, let columns): "add the primary key (\(columns.joined(separator: ", "))) to \(table)"
         case .renameConstraints(let table, _, _, _): "rename the constraints of \(table)"
+        case .comment(let table, let column, _, let to): "\(to == nil ? "clear" : "set") the comment on \(column.map { "column \(table).\($0)" } ?? "table \(table)")"
+        case .fillTable(let fill): "fill \(fill.target) (\(fill.targetColumns.joined(separator: ", "))) from \(fill.source)"
+        case .unfillTable(let fill): "copy \(fill.target) (\(fill.targetColumns.joined(separator: ", "))) back into \(fill.source)"
         }
     }
 
     /// `: type text -> integer, not null, default 0`.
     static func alterations(_ from: ColumnSnapshot, _ to: ColumnSnapshot, typeName: (ColumnSnapshot) -> String = { $0.kind.rawValue }) -> String {
         var parts: [String] = []
-        if from.kind != to.kind || from.bits != to.bits, typeName(from) != typeName(to) { parts.append("type \(typeName(from)) -> \(typeName(to))") }
+        if typeName(from) != typeName(to) {
+            parts.append("type \(typeName(from)) -> \(typeName(to))")
+        } else if from.kind != to.kind {
+            parts.append("type \(from.kind.rawValue) -> \(to.kind.rawValue)")
+        }
         if from.isNullable != to.isNullable { parts.append(to.isNullable ? "nullable" : "not null") }
         if from.defaultValue != to.defaultValue { parts.append(to.defaultValue == nil ? "no default" : "new default") }
         if from.enumValues != to.enumValues { parts.append("allowed values") }
@@ -133,6 +150,7 @@ public enum MigrationPlanner {
         // and the keys added once every table exists (tables may refer to each other), and
         // keys are dropped before any table: the reverse of a plan is then as sound as the plan.
         let separateKeys = renderer.dialect.capabilities.alterConstraints
+        let comments = renderer.dialect.capabilities.comments
         var steps: [MigrationStep] = []
         for change in changes {
             switch change {
@@ -142,6 +160,10 @@ public enum MigrationPlanner {
                 steps.append(.createTable(bare))
                 if separateKeys { steps += table.foreignKeys.map { .addForeignKey(table: table.name, $0) } }
                 steps += table.indexes.map { .createIndex(table: table.name, $0) }
+                if comments {
+                    if let doc = table.doc { steps.append(.comment(table: table.name, column: nil, from: nil, to: doc)) }
+                    steps += table.columns.compactMap { column in column.doc.map { .comment(table: table.name, column: column.name, from: nil, to: $0) } }
+                }
             case .dropTable(let table):
                 var bare = table
                 if separateKeys {
@@ -150,8 +172,14 @@ public enum MigrationPlanner {
                 }
                 steps += table.indexes.map { .dropIndex(table: table.name, $0) }
                 steps.append(.dropTable(bare))
+            case .fillTable(let fill):
+                steps.append(.fillTable(fill))
             case .alterTable(let change):
                 steps += alterSteps(change, renderer: renderer)
+                if comments {
+                    steps += change.changedComments.map { .comment(table: change.to.name, column: $0.column, from: $0.from, to: $0.to) }
+                    steps += change.addedColumns.compactMap { column in column.doc.map { .comment(table: change.to.name, column: column.name, from: nil, to: $0) } }
+                }
             }
         }
         guard separateKeys else { return steps }

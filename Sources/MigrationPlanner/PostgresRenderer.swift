@@ -60,7 +60,10 @@ public struct PostgresRenderer: MigrationRenderer {
     // MARK: - Types and literals
 
     static func type(of column: ColumnSnapshot) -> String {
-        dialect.columnType(column.kind, bits: column.bits)
+        if column.kind == .decimal, let precision = column.precision {
+            return "numeric(\(precision)" + (column.scale.map { ",\($0)" } ?? "") + ")"
+        }
+        return dialect.columnType(column.kind, bits: column.bits)
     }
 
     static func literal(_ value: ColumnDefault, kind: StorageKind) -> String {
@@ -121,8 +124,13 @@ public struct PostgresRenderer: MigrationRenderer {
         case .renameColumn(let table, let from, let to):
             return ["ALTER TABLE \(q(table)) RENAME COLUMN \(q(from)) TO \(q(to));"]
         case .createIndex(let table, let index):
+            // Unique values are a UNIQUE constraint, not a bare unique index: information_schema
+            // lists it, and ON CONFLICT ON CONSTRAINT can name it.
+            if index.isUnique, !index.isFullText {
+                return ["ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(Self.indexName(index))) UNIQUE (\(index.columns.map(q).joined(separator: ", ")));"]
+            }
             guard index.isFullText else {
-                return ["CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(q(Self.indexName(index))) ON \(q(table)) (\(index.columns.map(q).joined(separator: ", ")));"]
+                return ["CREATE INDEX \(q(Self.indexName(index))) ON \(q(table)) (\(index.columns.map(q).joined(separator: ", ")));"]
             }
             let document = index.columns.map { "coalesce(\(q($0)), '')" }.joined(separator: " || ' ' || ")
             return [
@@ -130,6 +138,11 @@ public struct PostgresRenderer: MigrationRenderer {
                 "CREATE INDEX \(q(Self.searchIndex(index))) ON \(q(table)) USING GIN (\(q(Self.searchColumn(index))));",
             ]
         case .dropIndex(let table, let index):
+            // Migrations planned before unique values were constraints made bare unique indexes:
+            // the constraint goes if there is one, else the index.
+            if index.isUnique, !index.isFullText {
+                return ["ALTER TABLE \(q(table)) DROP CONSTRAINT IF EXISTS \(q(Self.indexName(index)));", "DROP INDEX IF EXISTS \(q(Self.indexName(index)));"]
+            }
             guard index.isFullText else { return ["DROP INDEX IF EXISTS \(q(Self.indexName(index)));"] }
             return ["DROP INDEX IF EXISTS \(q(Self.searchIndex(index)));", "ALTER TABLE \(q(table)) DROP COLUMN IF EXISTS \(q(Self.searchColumn(index)));"]
         case .alterColumn(let table, let from, let to):
@@ -145,6 +158,13 @@ public struct PostgresRenderer: MigrationRenderer {
             return ["ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(Self.primaryKeyName(table))) PRIMARY KEY (\(columns.map(q).joined(separator: ", ")));"]
         case .renameConstraints(let table, let from, let to, let sources):
             return renameConstraints(table, from, to, sources)
+        case .fillTable(let fill):
+            return [fill.insertSQL(q)]
+        case .unfillTable(let fill):
+            return [fill.updateSQL(q)]
+        case .comment(let table, let column, _, let text):
+            let target = column.map { "COLUMN \(q(table)).\(q($0))" } ?? "TABLE \(q(table))"
+            return ["COMMENT ON \(target) IS \(text.map(Self.dialect.literal) ?? "NULL");"]
         case .rebuildTable(let change):
             // Never planned for PostgreSQL, which alters in place; kept exact should it be.
             return ["CREATE TABLE \(q(change.to.name + "_rebuild_unsupported")) ();"]

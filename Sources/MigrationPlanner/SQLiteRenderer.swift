@@ -149,8 +149,12 @@ public struct SQLiteRenderer: MigrationRenderer {
             return Self.dropIndex(index)
         case .rebuildTable(let change):
             return rebuild(change)
-        case .renameConstraints:
-            // SQLite keeps no names for the constraints it writes here.
+        case .fillTable(let fill):
+            return [fill.insertSQL(q)]
+        case .unfillTable(let fill):
+            return [fill.updateSQL(q)]
+        case .renameConstraints, .comment:
+            // SQLite keeps no names for the constraints it writes here, and no comments.
             return []
         case .alterColumn, .addForeignKey, .dropForeignKey, .dropPrimaryKey, .addPrimaryKey:
             // The planner rebuilds instead: SQLite declares no capability for these.

@@ -8,6 +8,48 @@ public enum SchemaChange: Sendable, Hashable {
     /// differs; `from` and `to` are the whole definitions, `columnSources` maps each new column
     /// to the old column its values come from.
     case alterTable(TableChange)
+    /// A table split: a new table's rows filled from an existing table's columns (attributes
+    /// declared `movedFrom`), after the new table is created and before those columns go.
+    case fillTable(TableFill)
+}
+
+/// Rows of a new table filled from columns of an old one, linked by the new table's foreign
+/// key to the old one: `INSERT INTO target (key, columns) SELECT key, columns FROM source`. Its
+/// reverse writes the values back (`UPDATE source ... FROM target`).
+public struct TableFill: Sendable, Hashable {
+    /// The old table, by the name it has while the fill (or its reverse) runs.
+    public var source: String
+    public var target: String
+    /// The target's foreign-key columns, and the source columns they refer to.
+    public var targetKey: [String]
+    public var sourceKey: [String]
+    /// The target's moved columns, and the source columns their values come from.
+    public var targetColumns: [String]
+    public var sourceColumns: [String]
+
+    public init(source: String, target: String, targetKey: [String], sourceKey: [String], targetColumns: [String], sourceColumns: [String]) {
+        self.source = source
+        self.target = target
+        self.targetKey = targetKey
+        self.sourceKey = sourceKey
+        self.targetColumns = targetColumns
+        self.sourceColumns = sourceColumns
+    }
+
+    /// The up direction: one new row per old row holding any of the moved values.
+    public func insertSQL(_ quote: (String) -> String) -> String {
+        let filter = sourceColumns.map { "\(quote($0)) IS NOT NULL" }.joined(separator: " OR ")
+        return "INSERT INTO \(quote(target)) (\((targetKey + targetColumns).map(quote).joined(separator: ", "))) "
+            + "SELECT \((sourceKey + sourceColumns).map(quote).joined(separator: ", ")) FROM \(quote(source)) WHERE \(filter);"
+    }
+
+    /// The down direction: each old row's columns back from the new row that points at it
+    /// (`UPDATE ... FROM`, PostgreSQL and SQLite 3.33+).
+    public func updateSQL(_ quote: (String) -> String) -> String {
+        let assignments = zip(sourceColumns, targetColumns).map { "\(quote($0)) = \(quote(target)).\(quote($1))" }.joined(separator: ", ")
+        let link = zip(targetKey, sourceKey).map { "\(quote(target)).\(quote($0)) = \(quote(source)).\(quote($1))" }.joined(separator: " AND ")
+        return "UPDATE \(quote(source)) SET \(assignments) FROM \(quote(target)) WHERE \(link);"
+    }
 }
 
 public struct TableChange: Sendable, Hashable {
@@ -35,8 +77,19 @@ public struct TableChange: Sendable, Hashable {
             guard let source = columnSources[column.name], let old = from.column(named: source) else { return nil }
             let same = old.kind == column.kind && old.isNullable == column.isNullable && old.defaultValue == column.defaultValue
                 && old.isAutoIncrement == column.isAutoIncrement && old.bits == column.bits && old.enumValues == column.enumValues
+                && old.precision == column.precision && old.scale == column.scale
             return same ? nil : (old, column)
         }
+    }
+    /// Comments (docs) that differ, on the table (column nil) or its kept columns, as (column, old, new).
+    public var changedComments: [(column: String?, from: String?, to: String?)] {
+        var result: [(column: String?, from: String?, to: String?)] = []
+        if from.doc != to.doc { result.append((nil, from.doc, to.doc)) }
+        for column in to.columns {
+            guard let source = columnSources[column.name], let old = from.column(named: source), old.doc != column.doc else { continue }
+            result.append((column.name, old.doc, column.doc))
+        }
+        return result
     }
     public var addedIndexes: [IndexSnapshot] { to.indexes.filter { !from.indexes.contains($0) } }
     public var droppedIndexes: [IndexSnapshot] { from.indexes.filter { !to.indexes.contains($0) } }
@@ -68,9 +121,50 @@ public enum SchemaDiffer {
             let change = TableChange(from: previous, to: table, columnSources: sources)
             if previous != table || change.isRename { changes.append(.alterTable(change)) }
         }
-        // Drops first (they may free names), then alterations, then new tables.
+        // Drops first (they may free names), then the tables a split fills and their fills
+        // (before the old columns go), then alterations, then the other new tables.
         let drops = oldTables.filter { !matchedOld.contains($0.name) }.map { SchemaChange.dropTable($0) }
-        return drops + changes.filter(\.isMeaningful) + creates
+        var fills: [SchemaChange] = []
+        var filled: Set<String> = []
+        for case .createTable(let table) in creates {
+            let found = self.fills(into: table, old: oldTables, new: new)
+            if !found.isEmpty { filled.insert(table.name) }
+            fills += found.map(SchemaChange.fillTable)
+        }
+        let (splitTargets, others) = creates.reduce(into: ([SchemaChange](), [SchemaChange]())) { result, change in
+            if case .createTable(let table) = change, filled.contains(table.name) { result.0.append(change) } else { result.1.append(change) }
+        }
+        return drops + splitTargets + fills + changes.filter(\.isMeaningful) + others
+    }
+
+    /// The fills of a new table from each old table its `movedFrom` columns name: the old
+    /// table of the entity, its columns of those properties, linked through the new table's
+    /// foreign key to that entity's table.
+    static func fills(into table: TableSnapshot, old oldTables: [TableSnapshot], new: SchemaSnapshot) -> [TableFill] {
+        let moved = table.columns.compactMap { column -> (column: String, entity: String, property: String)? in
+            guard let text = column.movedFrom, let dot = text.firstIndex(of: ".") else { return nil }
+            return (column.name, String(text[..<dot]), String(text[text.index(after: dot)...]))
+        }
+        var fills: [TableFill] = []
+        for entity in moved.map(\.entity).reduce(into: [String](), { if !$0.contains($1) { $0.append($1) } }) {
+            guard let current = new.table(forEntity: entity),
+                  let previous = oldTables.first(where: { $0.entity == entity }) ?? current.renamedFrom.flatMap({ name in oldTables.first { $0.entity == name } }),
+                  let key = table.foreignKeys.first(where: { $0.table == current.name }) else { continue }
+            // The key the new rows point at, in the old table's column names (keys rarely change).
+            let sources = columnSources(from: previous, to: current)
+            let sourceKey = key.referencedColumns.map { sources[$0] ?? $0 }
+            guard sourceKey.allSatisfy({ previous.column(named: $0) != nil }) else { continue }
+            var targetColumns: [String] = [], sourceColumns: [String] = []
+            for entry in moved where entry.entity == entity {
+                guard let column = previous.columns.first(where: { $0.property == entry.property }) else { continue }
+                targetColumns.append(entry.column)
+                sourceColumns.append(column.name)
+            }
+            guard !targetColumns.isEmpty else { continue }
+            fills.append(TableFill(source: previous.name, target: table.name, targetKey: key.columns, sourceKey: sourceKey,
+                                   targetColumns: targetColumns, sourceColumns: sourceColumns))
+        }
+        return fills
     }
 
     static func match(_ table: TableSnapshot, in old: [TableSnapshot], excluding taken: Set<String>) -> TableSnapshot? {

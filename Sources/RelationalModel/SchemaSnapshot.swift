@@ -8,14 +8,21 @@ import SchemaMetadata
 /// defaults, keys, indexes, foreign keys with their actions, join tables and full-text indexes.
 /// Written beside each migration as canonical JSON (a snapshot), so the next diff needs files only.
 public struct SchemaSnapshot: Codable, Sendable, Hashable {
+    /// What the snapshot records: nil for snapshots written before docs and one-to-one keys
+    /// were (they match a schema whatever its docs, and its one-to-one relationships indexed as
+    /// they were then); `currentFormat` since.
+    public var format: Int?
     public var schema: String
     public var version: Int
     public var tables: [TableSnapshot]
 
-    public init(schema: String, version: Int, tables: [TableSnapshot]) {
+    public static let currentFormat = 2
+
+    public init(schema: String, version: Int, tables: [TableSnapshot], format: Int? = SchemaSnapshot.currentFormat) {
         self.schema = schema
         self.version = version
         self.tables = tables
+        self.format = format
     }
 
     public func table(named name: String) -> TableSnapshot? { tables.first { $0.name == name } }
@@ -23,17 +30,45 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     /// The table of an entity.
     public func table(forEntity entity: String) -> TableSnapshot? { tables.first { $0.entity == entity } }
 
-    /// Whether `newer` describes the same database: snapshots written before widths were
-    /// recorded (no `bits`) match any width.
+    /// Whether `newer` describes the same database. What this snapshot did not record yet is
+    /// not a difference: widths (no `bits`) match any width; a snapshot of the first format
+    /// matches any docs, and a one-to-one relationship's unique index where it had a plain one.
     public func matches(_ newer: SchemaSnapshot) -> Bool {
-        var adjusted = newer.tables
-        for (tableIndex, table) in adjusted.enumerated() {
-            guard let old = self.table(named: table.name) else { continue }
-            for (columnIndex, column) in table.columns.enumerated() where old.column(named: column.name)?.bits == nil {
-                adjusted[tableIndex].columns[columnIndex].bits = nil
+        adjusted(newer).tables == tables
+    }
+
+    /// `newer` without the facts this snapshot was written too early to record.
+    public func adjusted(_ newer: SchemaSnapshot) -> SchemaSnapshot {
+        var adjusted = newer
+        for (tableIndex, table) in adjusted.tables.enumerated() {
+            let old = self.table(named: table.name)
+            for (columnIndex, column) in table.columns.enumerated() where old?.column(named: column.name)?.bits == nil && old != nil {
+                adjusted.tables[tableIndex].columns[columnIndex].bits = nil
+            }
+            guard format == nil else { continue }
+            adjusted.tables[tableIndex].doc = nil
+            for columnIndex in table.columns.indices { adjusted.tables[tableIndex].columns[columnIndex].doc = nil }
+            guard let old else { continue }
+            for (indexIndex, index) in table.indexes.enumerated() where index.isUnique && table.foreignKeys.contains(where: { $0.columns == index.columns }) {
+                if let plain = old.indexes.first(where: { !$0.isUnique && $0.columns == index.columns }),
+                   !old.indexes.contains(where: { $0.isUnique && $0.columns == index.columns }) {
+                    adjusted.tables[tableIndex].indexes[indexIndex] = plain
+                }
             }
         }
-        return adjusted == tables
+        return adjusted
+    }
+
+    /// `model` as the database its migrations built holds it, when this is the newest
+    /// migration's snapshot: one of the first format that matches keeps its indexes (a
+    /// one-to-one key it indexed plainly), so generated code never names a unique constraint
+    /// the database lacks. Otherwise `model` itself.
+    public func databaseModel(of model: SchemaSnapshot) -> SchemaSnapshot {
+        guard format == nil, matches(model) else { return model }
+        var kept = model
+        let old = adjusted(model)
+        for index in kept.tables.indices { kept.tables[index].indexes = old.tables[index].indexes }
+        return kept
     }
 
     /// Canonical JSON: sorted keys, two-space indentation, a final newline.
@@ -64,9 +99,12 @@ public struct TableSnapshot: Codable, Sendable, Hashable {
     public var primaryKey: [String]
     public var indexes: [IndexSnapshot]
     public var foreignKeys: [ForeignKeySnapshot]
+    /// The entity's `doc`, for the database's own comment on the table.
+    public var doc: String? = nil
 
     public init(name: String, entity: String?, renamedFrom: String?, columns: [ColumnSnapshot], primaryKey: [String],
-                indexes: [IndexSnapshot], foreignKeys: [ForeignKeySnapshot]) {
+                indexes: [IndexSnapshot], foreignKeys: [ForeignKeySnapshot], doc: String? = nil) {
+        self.doc = doc
         self.name = name
         self.entity = entity
         self.renamedFrom = renamedFrom
@@ -96,6 +134,13 @@ public struct ColumnSnapshot: Codable, Sendable, Hashable {
     /// The width of a narrower number: 8, 16 or 32 for `Int8`, `Int16`, `Int32`, 32 for
     /// `Float`; nil for 64 bits. Dialects with sized types (PostgreSQL) read it.
     public var bits: Int? = nil
+    /// For decimals: the digits kept in all and after the point (`numeric(precision, scale)`).
+    public var precision: Int? = nil
+    public var scale: Int? = nil
+    /// The attribute's or relationship's `doc`, for the database's comment on the column.
+    public var doc: String? = nil
+    /// `Entity.property` whose values this column takes from another table (a table split).
+    public var movedFrom: String? = nil
 
     public init(name: String, property: String?, renamedFrom: String?, kind: StorageKind, isNullable: Bool,
                 defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil, bits: Int? = nil) {

@@ -28,6 +28,12 @@ public enum SnapshotBuilder {
                 defaultValue: attribute.isEncrypted ? nil : attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
                 isAutoIncrement: false, enumValues: attribute.isEncrypted ? nil : enumValues(of: attribute.type, in: schema),
                 bits: attribute.usesExternalStorage || attribute.isEncrypted ? nil : bits(of: attribute.type)))
+            if !attribute.isEncrypted, !attribute.usesExternalStorage {
+                columns[columns.count - 1].precision = attribute.precision
+                columns[columns.count - 1].scale = attribute.scale
+            }
+            columns[columns.count - 1].doc = attribute.doc
+            columns[columns.count - 1].movedFrom = attribute.movedFromText
         }
         var foreignKeys: [ForeignKeySnapshot] = []
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
@@ -37,6 +43,7 @@ public enum SnapshotBuilder {
                 columns.append(ColumnSnapshot(
                     name: column, property: relationship.name, renamedFrom: relationship.renamedFrom,
                     kind: targetColumn.kind, isNullable: relationship.isOptional, defaultValue: nil, isAutoIncrement: false))
+                columns[columns.count - 1].doc = relationship.doc
             }
             foreignKeys.append(ForeignKeySnapshot(
                 columns: relationship.foreignKeyColumns, table: target.tableName,
@@ -44,8 +51,8 @@ public enum SnapshotBuilder {
         }
         return TableSnapshot(
             name: entity.tableName, entity: entity.name, renamedFrom: entity.renamedFrom,
-            columns: columns, primaryKey: entity.primaryKeyColumns, indexes: indexes(of: entity),
-            foreignKeys: foreignKeys)
+            columns: columns, primaryKey: entity.primaryKeyColumns, indexes: indexes(of: entity, in: schema),
+            foreignKeys: foreignKeys, doc: entity.doc)
     }
 
     /// The target's key columns with their kinds, following relationships in composite keys.
@@ -96,7 +103,7 @@ public enum SnapshotBuilder {
     }
 
     /// Indexes named `<table>_<columns>_idx`, `_key` (unique) and `_fts` (full text).
-    static func indexes(of entity: Entity) -> [IndexSnapshot] {
+    static func indexes(of entity: Entity, in schema: Schema) -> [IndexSnapshot] {
         func columns(_ members: [String]) -> [String] {
             members.flatMap { member -> [String] in
                 if let attribute = entity.attribute(named: member) { return [attribute.columnName] }
@@ -116,8 +123,15 @@ public enum SnapshotBuilder {
         }
         for unique in entity.uniques { add(columns(unique), unique: true) }
         for index in entity.indexes { add(columns(index), unique: false) }
-        // Foreign keys are indexed so deletes of the referenced row do not scan the table.
+        // Foreign keys are indexed so deletes of the referenced row do not scan the table; the
+        // key of a one-to-one relationship (its inverse is to-one too) is unique, so the database
+        // holds it to one.
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
+            let inverseIsToOne = relationship.inverse.flatMap { schema.entity(named: relationship.target)?.relationship(named: $0) }.map { !$0.isToMany } ?? false
+            if inverseIsToOne, !keyMembers.contains(relationship.name) {
+                if !result.contains(where: { $0.isUnique && $0.columns == relationship.foreignKeyColumns }) { add(relationship.foreignKeyColumns, unique: true) }
+                continue
+            }
             let covered = result.contains { $0.columns.starts(with: relationship.foreignKeyColumns) }
             if !covered, !keyMembers.contains(relationship.name) { add(relationship.foreignKeyColumns, unique: false) }
         }

@@ -31,9 +31,10 @@ struct SnapshotReader {
     }
 
     mutating func snapshot() -> SchemaSnapshot? {
-        var schema: String?, version: Int?, tables: [TableSnapshot]?
+        var schema: String?, version: Int?, tables: [TableSnapshot]?, format: Int?
         let read = object { reader, key in
             switch key {
+            case "format": return reader.optional(&format) { $0.integer().map(Int.init) }
             case "schema": schema = reader.string()
             case "version": version = reader.integer().map(Int.init)
             case "tables": tables = reader.array { $0.table() }
@@ -43,16 +44,19 @@ struct SnapshotReader {
         }
         skipSpace()
         guard read, position == bytes.count, let schema, let version, let tables else { return nil }
-        return SchemaSnapshot(schema: schema, version: version, tables: tables)
+        var snapshot = SchemaSnapshot(schema: schema, version: version, tables: tables)
+        snapshot.format = format
+        return snapshot
     }
 
     // MARK: - The snapshot's types
 
     private mutating func table() -> TableSnapshot? {
         var name: String?, entity: String?, renamedFrom: String?, columns: [ColumnSnapshot]?, primaryKey: [String]?
-        var indexes: [IndexSnapshot]?, foreignKeys: [ForeignKeySnapshot]?
+        var indexes: [IndexSnapshot]?, foreignKeys: [ForeignKeySnapshot]?, doc: String?
         let read = object { reader, key in
             switch key {
+            case "doc": return reader.optional(&doc) { $0.string() }
             case "name": name = reader.string()
             case "entity": return reader.optional(&entity) { $0.string() }
             case "renamedFrom": return reader.optional(&renamedFrom) { $0.string() }
@@ -65,15 +69,22 @@ struct SnapshotReader {
             return true
         }
         guard read, let name, let columns, let primaryKey, let indexes, let foreignKeys else { return nil }
-        return TableSnapshot(name: name, entity: entity, renamedFrom: renamedFrom, columns: columns, primaryKey: primaryKey,
-                             indexes: indexes, foreignKeys: foreignKeys)
+        var table = TableSnapshot(name: name, entity: entity, renamedFrom: renamedFrom, columns: columns, primaryKey: primaryKey,
+                                  indexes: indexes, foreignKeys: foreignKeys)
+        table.doc = doc
+        return table
     }
 
     private mutating func column() -> ColumnSnapshot? {
         var name: String?, property: String?, renamedFrom: String?, kind: StorageKind?, isNullable: Bool?
         var defaultValue: ColumnDefault?, isAutoIncrement: Bool?, enumValues: [String]?, bits: Int?
+        var precision: Int?, scale: Int?, doc: String?, movedFrom: String?
         let read = object { reader, key in
             switch key {
+            case "movedFrom": return reader.optional(&movedFrom) { $0.string() }
+            case "precision": return reader.optional(&precision) { $0.integer().map(Int.init) }
+            case "scale": return reader.optional(&scale) { $0.integer().map(Int.init) }
+            case "doc": return reader.optional(&doc) { $0.string() }
             case "name": name = reader.string()
             case "property": return reader.optional(&property) { $0.string() }
             case "renamedFrom": return reader.optional(&renamedFrom) { $0.string() }
@@ -88,8 +99,13 @@ struct SnapshotReader {
             return true
         }
         guard read, let name, let kind, let isNullable, let isAutoIncrement else { return nil }
-        return ColumnSnapshot(name: name, property: property, renamedFrom: renamedFrom, kind: kind, isNullable: isNullable,
-                              defaultValue: defaultValue, isAutoIncrement: isAutoIncrement, enumValues: enumValues, bits: bits)
+        var column = ColumnSnapshot(name: name, property: property, renamedFrom: renamedFrom, kind: kind, isNullable: isNullable,
+                                    defaultValue: defaultValue, isAutoIncrement: isAutoIncrement, enumValues: enumValues, bits: bits)
+        column.precision = precision
+        column.scale = scale
+        column.doc = doc
+        column.movedFrom = movedFrom
+        return column
     }
 
     private mutating func columnDefault() -> ColumnDefault? {

@@ -43,6 +43,8 @@ public struct DialectCapabilities: Sendable, Hashable {
     /// DDL takes locks that block other sessions' reads and writes while it runs (so lint
     /// reports them with safer recipes); SQLite's readers carry on in WAL mode.
     public var lockingDDL: Bool = false
+    /// Tables and columns carry comments (`COMMENT ON`), written from the schema's docs.
+    public var comments: Bool = false
 
     public enum FullTextKind: String, Sendable, Hashable {
         /// An external-content FTS5 table kept in step by triggers.
@@ -122,6 +124,7 @@ public struct PostgresDialect: SQLDialect {
         var capabilities = DialectCapabilities(transactionalDDL: true, alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
                                                alterConstraints: true, partialIndexes: true, expressionIndexes: true, fullText: .tsvector, maximumIdentifierBytes: 63)
         capabilities.lockingDDL = true
+        capabilities.comments = true
         return capabilities
     }
 

@@ -229,6 +229,19 @@ public struct Attribute: Sendable, Hashable {
     public var jsonKey: String
     public var doc: String?
     public var location: SourceLocation?
+    /// For `Decimal`: the total digits and those after the point a database keeps
+    /// (PostgreSQL's `numeric(precision, scale)`); nil for any number of digits.
+    public var precision: Int? = nil
+    public var scale: Int? = nil
+    /// `Entity.attribute` of the previous version whose values this attribute takes (a table
+    /// split): the migration fills this entity's new table from that one's rows, linked by this
+    /// entity's to-one relationship to it, before the old column is dropped.
+    public var movedFrom: (entity: String, attribute: String)? {
+        get { movedFromText.flatMap { text in text.firstIndex(of: ".").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } } }
+        set { movedFromText = newValue.map { "\($0.entity).\($0.attribute)" } }
+    }
+    /// `movedFrom` as written: `Entity.attribute`.
+    public var movedFromText: String? = nil
 }
 
 public struct Relationship: Sendable, Hashable {

@@ -11,7 +11,7 @@ extension SchemaParser {
     static let entityKeys = ["attributes", "relationships", "indexes", "uniques", "primaryKey", "table", "renamedFrom", "doc"]
     static let attributeKeys = [
         "type", "optional", "default", "unique", "primaryKey", "transient", "externalStorage", "encrypt",
-        "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc",
+        "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc", "precision", "scale", "movedFrom",
     ]
     static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc"]
 
@@ -147,9 +147,45 @@ extension SchemaParser {
         if let defaultNode = options["default"] {
             attribute.defaultValue = checkDefault(defaultNode, type: type, isOptional: isOptional, what: what)
         }
+        (attribute.precision, attribute.scale) = numericSize(options, type: type, what: what)
+        if let text = self.text(options, "movedFrom", what: what) {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            if parts.count == 2, parts.allSatisfy(Naming.isIdentifier) {
+                attribute.movedFromText = text
+            } else {
+                error(.invalidValue, "'movedFrom' in \(what) names the attribute its values come from as Entity.attribute (such as User.street), found '\(text)'", at: options["movedFrom"] ?? pair.key)
+            }
+        }
         let parsed = Parsed(model: attribute, nameNode: pair.key, options: options)
         checkAttributeOptions(parsed)
         return parsed
+    }
+
+    /// `precision` and `scale` of a Decimal: 1 to 1000 digits, of which 0 to `precision` after
+    /// the point (PostgreSQL's limits for `numeric`).
+    mutating func numericSize(_ options: Keyed, type: AttributeType, what: some CustomStringConvertible) -> (Int?, Int?) {
+        guard options.has("precision") || options.has("scale") else { return (nil, nil) }
+        guard case .scalar(.decimal) = type else {
+            error(.conflictingOptions, "\(what) has type \(type), but 'precision' and 'scale' apply to Decimal only", at: options.keyNode(options.has("precision") ? "precision" : "scale") ?? options.node)
+            return (nil, nil)
+        }
+        let precision = count(options, "precision", what: what)
+        let scale = count(options, "scale", what: what)
+        if let precision, !(1...1000).contains(precision) {
+            error(.invalidValue, "'precision' in \(what) must be from 1 to 1000 digits, found \(precision)", at: options["precision"] ?? options.node)
+            return (nil, nil)
+        }
+        guard let precision else {
+            if options.has("scale"), !options.has("precision") {
+                error(.missingKey, "\(what) has a 'scale' but no 'precision'; give both, such as precision: 12, scale: 2", at: options.keyNode("scale") ?? options.node)
+            }
+            return (nil, nil)
+        }
+        if let scale, scale > precision {
+            error(.invalidValue, "'scale' in \(what) (\(scale)) cannot exceed its 'precision' (\(precision))", at: options["scale"] ?? options.node)
+            return (precision, nil)
+        }
+        return (precision, scale)
     }
 
     enum Encryption { case randomized, deterministic }

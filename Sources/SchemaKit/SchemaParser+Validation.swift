@@ -17,6 +17,37 @@ extension SchemaParser {
         }
         checkTableNames()
         checkUnusedTypes()
+        checkMovedAttributes()
+    }
+
+    // MARK: - Moved attributes (table splits)
+
+    /// `movedFrom: Entity.attribute` needs another entity of that name, and a to-one
+    /// relationship from this entity to it whose key this entity's table holds: the migration
+    /// fills the new rows from the old ones through that key.
+    private mutating func checkMovedAttributes() {
+        for (entityName, attributes) in attributeNodes {
+            for parsed in attributes {
+                guard let (source, _) = parsed.model.movedFrom else { continue }
+                let node = parsed.options["movedFrom"] ?? parsed.nameNode
+                let what = "attribute '\(parsed.model.name)' of entity '\(entityName)'"
+                guard source != entityName else {
+                    error(.invalidValue, "\(what) is 'movedFrom' its own entity; within one entity write 'renamedFrom'", at: node)
+                    continue
+                }
+                guard let sourceIndex = entityIndex(source) else {
+                    error(.unknownEntity, "\(what) is 'movedFrom' \(source), which is not an entity of this schema; the entity it leaves keeps existing", at: node)
+                    continue
+                }
+                _ = sourceIndex
+                let link = entityIndex(entityName).flatMap { index in
+                    entities[index].model.relationships.first { $0.target == source && !$0.isToMany && !$0.foreignKeyColumns.isEmpty }
+                }
+                if link == nil {
+                    error(.invalidValue, "\(what) is 'movedFrom' \(source), but '\(entityName)' has no to-one relationship to \(source) holding its key; add one (such as `\(Naming.lowerFirst(source)): \(source)`), so the migration can link each new row to the one its values come from", at: node)
+                }
+            }
+        }
     }
 
     private func entityIndex(_ name: String) -> Int? { entityIndexByName[name] }

@@ -179,7 +179,8 @@ public struct GenerationPipeline: Sendable {
             let migrations = PendingMigration.scripts(for: schema, root: configuration.migrationsRoot,
                                                       pending: plan.migrations.filter { $0.schema.name == schema.name && $0.directory.path == sqliteFolder })
             do {
-                perSchema.append((schema, result.path, try Generator.generate(schema: schema, model: models[schema.name], sourceFile: sourceFile,
+                let model = models[schema.name].map { runtimeModel(schema, $0, plan: plan) }
+                perSchema.append((schema, result.path, try Generator.generate(schema: schema, model: model, sourceFile: sourceFile,
                                                                              templates: templates, migrations: migrations)))
             } catch {
                 return .failure(.invalid("\(error)"))
@@ -200,6 +201,18 @@ public struct GenerationPipeline: Sendable {
         let produced = perSchema.map(\.schema.name)
         let folders = configuration.schemasWereNamed ? produced : Array(Set(existing + produced)).sorted()
         return .success(Rendered(files: perSchema.flatMap(\.files), folders: folders, schemaCount: perSchema.count))
+    }
+
+    /// The model the generated code describes: the database as its migrations leave it. Where
+    /// the newest migration's snapshot predates facts the model now derives (a one-to-one key's
+    /// unique index) and no new migration is planned, the code keeps the snapshot's indexes, so
+    /// an upsert never names a constraint the database lacks.
+    func runtimeModel(_ schema: Schema, _ model: SchemaSnapshot, plan: Plan) -> SchemaSnapshot {
+        guard !plan.migrations.contains(where: { $0.schema.name == schema.name }) else { return model }
+        let dialects = configuration.dialects(of: schema)
+        let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: dialects.contains(.sqlite) ? .sqlite : dialects[0])
+        guard let latest = try? reference.latestSnapshot() else { return model }
+        return latest.databaseModel(of: model)
     }
 
     /// One schema's files as one: the first header kept, the others' header lines dropped.

@@ -161,7 +161,8 @@ public struct PendingMigration: Sendable {
         guard migration.from != nil else { return "create_\(Naming.snakeCase(schema.name))" }
         let meaningful = migration.steps.filter {
             switch $0 {
-            case .createIndex, .dropIndex: false
+            case .createIndex, .dropIndex, .comment: false
+            case .createTable(let table): !migration.steps.contains { if case .fillTable(let fill) = $0 { fill.target == table.name } else { false } }
             default: true
             }
         }
@@ -181,6 +182,8 @@ public struct PendingMigration: Sendable {
         case .dropForeignKey(let table, let key): "unlink_\(table)_\(key.table)"
         case .dropPrimaryKey(let table, _), .addPrimaryKey(let table, _): "rekey_\(table)"
         case .renameConstraints(let table, _, _, _): "rename_\(table)_constraints"
+        case .comment(let table, _, _, _): "comment_\(table)"
+        case .fillTable(let fill), .unfillTable(let fill): "split_\(fill.source)_into_\(fill.target)"
         }
         return meaningful.count > 1 ? name + "_and_more" : name
     }

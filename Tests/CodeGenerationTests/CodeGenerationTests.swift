@@ -7,6 +7,7 @@ import Testing
 @testable import CodeGeneration
 import TestSupport
 import MigrationFiles
+import RelationalModel
 
 
 func loadSchema(_ name: String) throws -> Schema {
@@ -32,7 +33,11 @@ func temporaryFolder() -> URL {
                 up: try String(contentsOfFile: directory.path + "/" + entry.upFile, encoding: .utf8),
                 down: try String(contentsOfFile: directory.path + "/" + entry.downFile, encoding: .utf8))
         }
-        let files = try Generator.generate(schema: try loadSchema(name), sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations)
+        // The model as the committed migrations built the database, as `generate` renders it.
+        let schema = try loadSchema(name)
+        let built = SnapshotBuilder.snapshot(of: schema)
+        let model = try directory.latestSnapshot().map { $0.databaseModel(of: built) } ?? built
+        let files = try Generator.generate(schema: schema, model: model, sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations)
         let folder = repositoryRoot.appendingPathComponent("Sources/ExampleModels/\(name)")
         let committed = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(files.map { String($0.path.dropFirst(name.count + 1)) } == committed)

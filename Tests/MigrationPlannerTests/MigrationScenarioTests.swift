@@ -203,6 +203,23 @@ func structure(of database: SQLiteConnection) throws -> [String] {
                  after: "entities:\n  Order:\n    table: \"order\"\n    attributes:\n      select: String\n      where: {type: String?, column: \"we\\\"ird\"}\n",
                  seed: ["INSERT INTO \"order\" (\"select\") VALUES ('x')"],
                  afterUp: ("SELECT \"select\", \"we\"\"ird\" FROM \"order\"", [[.text("x"), .null]]), afterDown: nil),
+        // A table split: the new table is created and filled from the old columns before they go,
+        // and going down copies the values back.
+        Scenario(name: "split columns into a new table (movedFrom)",
+                 before: base + "      city: String?\n      country: String?\n",
+                 after: base + "    relationships:\n      location: {to: Location?, inverse: airport, deleteRule: cascade}\n"
+                    + "  Location:\n    table: locations\n    attributes:\n      city: {type: String?, movedFrom: Airport.city}\n      country: {type: String?, movedFrom: Airport.country}\n"
+                    + "    relationships:\n      airport: {to: Airport, inverse: location}\n",
+                 seed: ["INSERT INTO airports (icao, name, city, country) VALUES ('KSFO', 'SFO', 'San Francisco', 'US')",
+                        "INSERT INTO airports (icao, name) VALUES ('ZZZZ', 'Nowhere')"],
+                 afterUp: ("SELECT a.icao, l.city, l.country FROM locations l JOIN airports a ON a.id = l.airport_id", [[.text("KSFO"), .text("San Francisco"), .text("US")]]),
+                 afterDown: ("SELECT icao, city, country FROM airports ORDER BY icao", [[.text("KSFO"), .text("San Francisco"), .text("US")], [.text("ZZZZ"), .null, .null]])),
+        // A relationship becomes one-to-one (an inverse that is to-one): its key becomes unique.
+        Scenario(name: "a one-to-one relationship's key is unique",
+                 before: base + "  Gate:\n    attributes:\n      code: String\n    relationships:\n      airport: {to: Airport?, column: airport_id}\n",
+                 after: base + "    relationships:\n      gate: {to: Gate?, inverse: airport}\n  Gate:\n    attributes:\n      code: String\n    relationships:\n      airport: {to: Airport?, column: airport_id, inverse: gate}\n",
+                 seed: ["INSERT INTO airports (icao, name) VALUES ('KSFO', 'SFO')", "INSERT INTO gate (code, airport_id) VALUES ('A1', 1)"],
+                 afterUp: ("SELECT code, airport_id FROM gate", [[.text("A1"), .integer(1)]]), afterDown: nil),
     ]
 
     @Test(arguments: scenarios)

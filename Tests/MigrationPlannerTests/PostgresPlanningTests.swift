@@ -39,12 +39,69 @@ import TestSupport
         let new = try schema(after, version: 2)
         let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: PostgresRenderer())
         let findings = MigrationLint.lockFindings(for: migration, schema: new)
-        #expect(Set(findings.map(\.code)) == ["lock-create-index", "lock-set-not-null", "lock-type-change", "lock-add-column-rewrite"])
+        // `now()` is stable: PostgreSQL 11+ adds the column without rewriting, so no rewrite warning.
+        #expect(Set(findings.map(\.code)) == ["lock-create-index", "lock-set-not-null", "lock-type-change", "lock-backfill"])
+        #expect(try #require(findings.first { $0.code == "lock-type-change" }).message.contains("(bigint to double precision)"), "types as PostgreSQL names them")
         let setNotNull = try #require(findings.first { $0.code == "lock-set-not-null" })
         #expect(setNotNull.location?.line == 8, "the line of the attribute (after the two lines `schema` adds)")
         #expect(setNotNull.message.contains("ACCESS EXCLUSIVE") && setNotNull.message.contains("NOT VALID"))
         // SQLite's plan of the same change takes no locks other sessions notice.
         #expect(!SQLiteRenderer().dialect.capabilities.lockingDDL)
+    }
+
+    /// The rules a DBA expects: a volatile default rewrites and a stable one does not, a re-added
+    /// CHECK validates every row, a backfill runs under the lock already held, and locking
+    /// several tables in turn can deadlock with the application.
+    @Test func lockLintKnowsWhatRewritesValidatesAndDeadlocks() throws {
+        let before = "enums:\n  Kind: {cases: [small, large]}\nentities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      kind: Kind?\n      note: String?\n  Runway:\n    attributes:\n      length: Int\n"
+        let after = "enums:\n  Kind: {cases: [small, large, heliport]}\nentities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      kind: Kind?\n      note: {type: String, default: none}\n      token: {type: UUID, default: uuid}\n      seenAt: {type: Date, default: now}\n  Runway:\n    attributes:\n      length: Int\n      surface: {type: String, default: asphalt}\n"
+        let new = try schema(after, version: 2)
+        let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: PostgresRenderer())
+        let findings = MigrationLint.lockFindings(for: migration, schema: new)
+        let rewrites = findings.filter { $0.code == "lock-add-column-rewrite" }
+        #expect(rewrites.count == 1 && rewrites[0].message.contains("'airports.token'"), "\(rewrites.map(\.message))")
+        #expect(findings.contains { $0.code == "lock-check-constraint" && $0.message.contains("re-adding the CHECK of 'airports.kind'") && $0.message.contains("NOT VALID") })
+        // note: made required with a new default, so the backfill follows SET DEFAULT's ACCESS EXCLUSIVE.
+        #expect(findings.contains { $0.code == "lock-backfill" && $0.message.contains("'airports.note'") })
+        let order = try #require(findings.first { $0.code == "lock-order" })
+        #expect(order.message.contains("(airports, runway)") && order.message.contains("deadlock"), "\(order.message)")
+        // One table: no lock-order warning.
+        let single = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)),
+                               to: SnapshotBuilder.snapshot(of: try schema(before.replacingOccurrences(of: "      note: String?\n", with: "      note: String?\n      extra: Int?\n"), version: 2)), renderer: PostgresRenderer())
+        #expect(!MigrationLint.lockFindings(for: single, schema: new).contains { $0.code == "lock-order" })
+    }
+
+    /// Snapshots written before docs and one-to-one keys were recorded still match the schema
+    /// that wrote them: upgrading the toolkit asks for no migration.
+    @Test func snapshotsOfTheFirstFormatMatchWhatTheyCouldNotRecord() throws {
+        let yaml = "entities:\n  User:\n    doc: People.\n    attributes:\n      name: {type: String, doc: Full name.}\n    relationships:\n      image: {to: Image?, inverse: owner, deleteRule: cascade}\n  Image:\n    attributes:\n      data: Data\n    relationships:\n      owner: {to: User?, column: owner_id, inverse: image}\n"
+        let current = SnapshotBuilder.snapshot(of: try schema(yaml, version: 1))
+        #expect(current.table(named: "image")?.indexes.contains { $0.isUnique && $0.columns == ["owner_id"] } == true, "a one-to-one key is unique")
+        #expect(current.table(named: "user")?.doc == "People.")
+        // The same model as the previous release wrote it: no format, no docs, a plain index.
+        var legacy = current
+        legacy.format = nil
+        for index in legacy.tables.indices {
+            legacy.tables[index].doc = nil
+            for column in legacy.tables[index].columns.indices { legacy.tables[index].columns[column].doc = nil }
+            legacy.tables[index].indexes = legacy.tables[index].indexes.map { index in
+                index.isUnique && index.columns == ["owner_id"] ? IndexSnapshot(name: "image_owner_id_idx", columns: ["owner_id"], isUnique: false, isFullText: false) : index
+            }
+        }
+        let decoded = try SchemaSnapshot.decode(try legacy.canonicalJSON())
+        #expect(decoded.format == nil)
+        #expect(decoded.matches(current), "the first format matches")
+        // The current format records both: a changed doc is a change.
+        let edited = SnapshotBuilder.snapshot(of: try schema(yaml.replacingOccurrences(of: "Full name.", with: "The name."), version: 2))
+        #expect(!current.matches(edited))
+        let comments = Migration(from: current, to: edited, renderer: PostgresRenderer())
+        #expect(comments.upSQL().contains("COMMENT ON COLUMN \"user\".\"name\" IS 'The name.';"))
+        #expect(comments.downSQL().contains("COMMENT ON COLUMN \"user\".\"name\" IS 'Full name.';"))
+        #expect(Migration(from: current, to: edited, renderer: SQLiteRenderer()).steps.isEmpty, "SQLite keeps no comments")
+        // Planned from the first format, the next migration brings the database up to date.
+        let upgrade = Migration(from: decoded, to: edited, renderer: PostgresRenderer()).upSQL()
+        #expect(upgrade.contains("COMMENT ON TABLE \"user\" IS 'People.';"))
+        #expect(upgrade.contains("ADD CONSTRAINT \"image_owner_id_key\" UNIQUE (\"owner_id\")"))
     }
 
     @Test func generatePlansBothFoldersWithOneNumbering() throws {

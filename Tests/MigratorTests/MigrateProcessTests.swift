@@ -63,7 +63,7 @@ import SchemaMetadata
         let database = temporaryPath()
         let up = try Self.migrate(["up", "--database", database])
         #expect(up.status == 0, "\(up.error)")
-        #expect(up.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == 13)
+        #expect(up.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == 14)
         let status = try Self.migrate(["status", "--database", database, "--format", "json"])
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]])
         #expect(Set(rows.compactMap { $0["schema"] as? String }) == ["Flights", "Garage", "Tasks", "Todo", "Users"])

@@ -146,7 +146,7 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
 
         // A migration the code does not know: the database is newer than the code.
         let connection = try SQLiteConnection(path: path)
-        _ = try connection.query("INSERT INTO schemagen_migrations VALUES ('Flights', 9, 'future', 'x', '2030-01-01T00:00:00.000Z', 0)")
+        _ = try connection.query("INSERT INTO schemagen_migrations (schema, version, name, checksum, applied_at, duration_ms) VALUES ('Flights', 9, 'future', 'x', '2030-01-01T00:00:00.000Z', 0)")
         #expect(throws: StoreError.self) { try flightsStore(path) }
     }
 
