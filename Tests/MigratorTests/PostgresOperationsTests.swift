@@ -1,3 +1,4 @@
+import DatabaseLocation
 import Foundation
 import MigrationFiles
 import PostgresKit
@@ -275,5 +276,20 @@ struct PostgresOperationsTests {
         #expect(try connection.query("SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'reporting' AND table_name = 'long_flights'") == [[.integer(1)]])
         #expect(try Self.migrate.run(["down"] + base).status == 0)
         #expect(try connection.query("SELECT to_regclass('long_flights') IS NULL") == [[.integer(1)]])
+    }
+
+    /// The session `migrate` opens: a safe lock_timeout unless told otherwise (0 turns it off),
+    /// its application name, and read-only for the commands that only read.
+    @Test func theSessionIsSetUpForMigrating() throws {
+        let url = try Self.server().createDatabase()
+        func settings(_ database: any MigrationDatabase) throws -> [[StoredValue]] {
+            try database.query("SELECT current_setting('lock_timeout'), current_setting('application_name'), current_setting('default_transaction_read_only')", [])
+        }
+        let location = try DatabaseLocation.parse(url)
+        #expect(try settings(DatabaseOpener.open(location)) == [[.text("5s"), .text("schemagen migrate"), .text("off")]])
+        #expect(try settings(DatabaseOpener.open(location, postgres: .init(lockTimeout: 0))) == [[.text("0"), .text("schemagen migrate"), .text("off")]])
+        #expect(try settings(DatabaseOpener.open(location, readOnly: true))[0][2] == .text("on"))
+        // A URL that names its own application keeps it.
+        #expect(try settings(DatabaseOpener.open(try DatabaseLocation.parse(url + "?application_name=deploy-42")))[0][1] == .text("deploy-42"))
     }
 }
