@@ -81,7 +81,7 @@ let package = Package(
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Migrator", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
+        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)

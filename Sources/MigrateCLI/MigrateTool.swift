@@ -5,6 +5,7 @@ import Darwin
 #endif
 import CommandLineKit
 import DatabaseLocation
+import Diagnostics
 import Dispatch
 import Foundation
 import Migrator
@@ -462,7 +463,7 @@ enum StatusCommand: Command {
             return MigrateTool.exitCode(for: error)
         }
         if arguments.value("format") == "json" {
-            let q = jsonString
+            let q = DiagnosticRenderer.jsonString
             let items = rows.map { entry -> String in
                 let row = entry.status
                 var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]
@@ -509,19 +510,6 @@ enum StatusCommand: Command {
             return "\(attempt.direction.rawValue) RUNNING since \(attempt.startedAt) (backend pid \(pid))"
         }
         return "\(attempt.direction.rawValue) INTERRUPTED at \(attempt.startedAt) (process or connection lost; rolled back; `migrate up` runs it again, `migrate repair` clears this note)"
-    }
-
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
 

@@ -167,34 +167,10 @@ import SchemaMetadata
     /// A table rebuild on 200,000 rows, the migrator killed with SIGKILL at random moments:
     /// afterwards the file is intact, the history matches the tables, and a rerun completes.
     @Test func killedMidRebuildTheDatabaseStaysConsistent() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fault-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events").path)
-        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
-            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
-        }
-        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    attributes:\n      name: String\n      score: Int\n")
-        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
-        try migrations.write(Migration(from: nil, to: v1), as: .init(number: 1, name: "create"))
-        try migrations.write(Migration(from: v1, to: v2), as: .init(number: 2, name: "rebuild"))
-
-        // The starting point: version 1 with 200,000 rows, copied for every run.
-        let template = folder.appendingPathComponent("template.sqlite").path
-        let seed = Migrator(connection: try SQLiteConnection(path: template), schema: "Events", scripts: try MigrationScriptLoader.load(directory: migrations.path))
-        try seed.up(.count(1))
-        try seed.connection.execute("""
-            BEGIN;
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
-            INSERT INTO event (name, score) SELECT 'event ' || i, i FROM n;
-            COMMIT;
-            """)
+        let (folder, migrations, template) = try Self.rebuildFixture(rows: 200_000)
 
         // How long an uninterrupted run takes, so kills land before, during and after it.
-        let calibration = folder.appendingPathComponent("calibration.sqlite").path
-        try FileManager.default.copyItem(atPath: template, toPath: calibration)
-        let clock = Date()
-        #expect(try Self.migrate(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
-        let duration = Date().timeIntervalSince(clock)
+        let duration = try Self.uninterruptedRun(folder, migrations, template)
 
         // Kills spread evenly over 1.2 times that run: before, during and after the work, on a
         // loaded machine as on an idle one, without depending on luck.
@@ -232,29 +208,8 @@ import SchemaMetadata
     /// SIGINT during a table rebuild interrupts SQLite's statement: the migration rolls back, the
     /// exit status is 130, and the file is at the old version, intact.
     @Test func anInterruptRollsARebuildBack() throws {
-        let folder = temporaryFolder()
-        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events").path)
-        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
-            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
-        }
-        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    attributes:\n      name: String\n      score: Int\n")
-        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
-        try migrations.write(Migration(from: nil, to: v1), as: .init(number: 1, name: "create"))
-        try migrations.write(Migration(from: v1, to: v2), as: .init(number: 2, name: "rebuild"))
-        let template = folder.appendingPathComponent("template.sqlite").path
-        let seed = Migrator(connection: try SQLiteConnection(path: template), schema: "Events", scripts: try MigrationScriptLoader.load(directory: migrations.path))
-        try seed.up(.count(1))
-        try seed.connection.execute("""
-            BEGIN;
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400000)
-            INSERT INTO event (name, score) SELECT 'event ' || i, i FROM n;
-            COMMIT;
-            """)
-        let calibration = folder.appendingPathComponent("calibration.sqlite").path
-        try FileManager.default.copyItem(atPath: template, toPath: calibration)
-        let clock = Date()
-        #expect(try Self.migrate(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
-        let duration = Date().timeIntervalSince(clock)
+        let (folder, migrations, template) = try Self.rebuildFixture(rows: 400_000)
+        let duration = try Self.uninterruptedRun(folder, migrations, template)
         var interrupted = 0
         for fraction in [0.5, 0.35, 0.2, 0.1, 0.6, 0.05] where interrupted == 0 {
             let path = folder.appendingPathComponent("run-\(fraction).sqlite").path
@@ -278,5 +233,38 @@ import SchemaMetadata
             }
         }
         #expect(interrupted == 1, "no SIGINT landed while the rebuild ran (calibrated run: \(duration) s)")
+    }
+
+    /// Events at version 1 holding `rows` rows in `template.sqlite`, and version 2, which
+    /// rebuilds the table (a type change and an index).
+    static func rebuildFixture(rows: Int) throws -> (folder: URL, migrations: MigrationDirectory, template: String) {
+        let folder = temporaryFolder()
+        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events").path)
+        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
+            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
+        }
+        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    attributes:\n      name: String\n      score: Int\n")
+        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
+        try migrations.write(Migration(from: nil, to: v1), as: .init(number: 1, name: "create"))
+        try migrations.write(Migration(from: v1, to: v2), as: .init(number: 2, name: "rebuild"))
+        let template = folder.appendingPathComponent("template.sqlite").path
+        let seed = Migrator(connection: try SQLiteConnection(path: template), schema: "Events", scripts: try MigrationScriptLoader.load(directory: migrations.path))
+        try seed.up(.count(1))
+        try seed.connection.execute("""
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+            INSERT INTO event (name, score) SELECT 'event ' || i, i FROM n;
+            COMMIT;
+            """)
+        return (folder, migrations, template)
+    }
+
+    /// How long `migrate up` of the fixture takes when nothing stops it, on a copy of the template.
+    static func uninterruptedRun(_ folder: URL, _ migrations: MigrationDirectory, _ template: String) throws -> Double {
+        let calibration = folder.appendingPathComponent("calibration.sqlite").path
+        try FileManager.default.copyItem(atPath: template, toPath: calibration)
+        let clock = Date()
+        #expect(try migrate(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
+        return Date().timeIntervalSince(clock)
     }
 }
