@@ -59,27 +59,50 @@ extension Store {
         return (ring, result)
     }
 
-    /// Refuses a key whose id the database knows under other bytes, before anything is written
-    /// with it: `schemagen_key_check` keeps, per key id, an HMAC of a fixed text under the key.
-    static func checkKeys(_ ring: KeyRing, _ connection: SQLiteConnection, schema: String) throws(StoreError) {
+    /// Refuses a key whose id the database knows under other bytes: `schemagen_key_check`
+    /// keeps, per key id, an HMAC of a fixed text under the key. Opening only reads it: a key
+    /// id is recorded when a value is first written under it (`recordSealingKey`), so a
+    /// mistyped id on a read, or a refused open, leaves nothing behind. True when the newest
+    /// key is recorded already.
+    static func checkKeys(_ ring: KeyRing, _ connection: SQLiteConnection, schema: String) throws(StoreError) -> Bool {
         do {
-            try connection.execute("CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id TEXT PRIMARY KEY, check_value BLOB NOT NULL);")
+            guard try !connection.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schemagen_key_check'").isEmpty else { return false }
+            var newestRecorded = false
             for key in ring.keys {
-                let check = StoredValue.blob(try ring.checkValue(of: key))
-                // Another process may record the same key at the same moment: the first wins,
-                // and both compare with what was recorded.
-                _ = try connection.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING", [.text(key.id), check])
-                let stored = try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first
-                guard stored == check else {
+                guard let stored = try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first else { continue }
+                guard stored == StoredValue.blob(try ring.checkValue(of: key)) else {
                     throw StoreError.missingKey("key '\(key.id)' is not the key this database's values were encrypted with under that id; pass the right key (or give a new key a new id)")
                 }
+                if key.id == ring.newest.id { newestRecorded = true }
             }
+            return newestRecorded
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {
             throw .database(error)
         } catch {
             throw .missingKey("\(schema): the keys cannot be checked: \(error)")
+        }
+    }
+
+    /// Records the newest key's check value in the transaction that first writes a value under
+    /// it; another process that recorded other bytes under that id first makes this write fail.
+    func recordSealingKey() throws(StoreError) {
+        guard sealedInTransaction, !newestKeyRecorded, let ring = keyRing else { return }
+        do {
+            try connection.execute("CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id TEXT PRIMARY KEY, check_value BLOB NOT NULL);")
+            let key = ring.newest
+            let check = StoredValue.blob(try ring.checkValue(of: key))
+            _ = try connection.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING", [.text(key.id), check])
+            guard try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first == check else {
+                throw StoreError.missingKey("key '\(key.id)' is not the key this database's values were encrypted with under that id (another process recorded it); pass the right key (or give a new key a new id)")
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .database(error)
+        } catch {
+            throw .missingKey("\(schema.name): the key cannot be recorded: \(error)")
         }
     }
 
@@ -199,6 +222,7 @@ extension Store {
                 case .text(let text): bytes = Array(text.utf8)
                 default: continue
                 }
+                sealedInTransaction = true
                 do { value = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
             }
             values[at] = try storeExternalValue(value, entity, column)
@@ -207,6 +231,7 @@ extension Store {
     }
 
     private func seal(_ value: SQLiteValue, _ cipher: FieldCipher, rowKey: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
+        sealedInTransaction = true
         do { return try cipher.seal(value, rowKey: rowKey) } catch { throw .encryption(error) }
     }
 
@@ -366,6 +391,7 @@ extension Store {
             do { plaintext = try cipher.open(bytes: bytes, rowKey: rowKey) } catch { throw .encryption(error) }
         }
         let sealed: [UInt8]
+        sealedInTransaction = true
         do { sealed = try cipher.seal(bytes: plaintext, rowKey: rowKey) } catch { throw .encryption(error) }
         let newName = try storeExternalValue(.blob(sealed), entity, column)
         removedFiles.append(url)

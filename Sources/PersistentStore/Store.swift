@@ -146,6 +146,12 @@ public actor Store {
     var observation = ObservationState()
     /// Ciphers of encrypted attributes, by table and column.
     let encryption: [String: [String: FieldCipher]]
+    /// The keys of encrypted attributes, when the schema has any.
+    let keyRing: KeyRing?
+    /// Whether `schemagen_key_check` holds the newest key (the one values are sealed with).
+    var newestKeyRecorded = false
+    /// Whether the open transaction sealed a value (under the newest key).
+    var sealedInTransaction = false
     /// The next implicit key handed to an encrypted row, by table, for the open transaction.
     var implicitKeys: [String: Int64] = [:]
     /// `prepareRow`'s plan by table, for the column list it last saw.
@@ -178,6 +184,7 @@ public actor Store {
         self.configuration = configuration
         let (ring, ciphers) = try Self.ciphers(for: schema, keys: configuration.keys)
         encryption = ciphers
+        keyRing = ring
         self.busySeconds = timeout
         self.schema = schema
         self.externalFolder = path.map { URL(fileURLWithPath: $0 + ".external") }
@@ -194,7 +201,7 @@ public actor Store {
         }
         // After the migrations, which run best with SQLite's defaults (a big cache slows a rebuild).
         do { try connection.execute(configuration.sqlite.pragmas(inMemory: path == nil)) } catch { throw .database(error) }
-        if let ring { try Self.checkKeys(ring, connection, schema: schema.name) }
+        if let ring { newestKeyRecorded = try Self.checkKeys(ring, connection, schema: schema.name) }
         recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
                                          withTriggers: configuration.recordsWithTriggers)
     }
@@ -328,6 +335,7 @@ public actor Store {
     /// been done yet, so trying again is safe.
     private func beginWrite() throws(StoreError) {
         recorder?.discard()
+        sealedInTransaction = false
         implicitKeys.removeAll()
         try retryingWhileBusy { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE;") }
     }
@@ -356,6 +364,7 @@ public actor Store {
         }
         var token: Int64?
         do throws(StoreError) {
+            try recordSealingKey()
             do { token = try recorder?.flush(connection, author: configuration.author) } catch { throw .database(error) }
             if let token { try pruneHistory(newest: token) }
             configuration.beforeCommit?()
@@ -370,6 +379,7 @@ public actor Store {
             throw error
         }
         settleExternalFiles(committed: true)
+        if sealedInTransaction { newestKeyRecorded = true }
         committed(token: token)
     }
 

@@ -126,6 +126,41 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         #expect(try await usersStore(path).fetch(User.self).map(\.email) == ["ada@example.com"], "nothing was damaged")
     }
 
+    /// The defect: opening with a mistyped key id (`k9` for a database under `test`) recorded
+    /// `k9` for good, even for a read that then failed, and the right `k9` was refused later.
+    /// Opening and reading now write nothing; an id is recorded by the first value written under it.
+    @Test func aMistypedKeyIdIsNotRecordedByOpeningOrReading() async throws {
+        let path = storePath()
+        try await usersStore(path).insert(User(identifier: "u1", name: "Ada", email: "ada@example.com"))
+        func recorded() throws -> [[SQLiteValue]] {
+            try SQLiteConnection(path: path, readOnly: true).query("SELECT key_id FROM schemagen_key_check ORDER BY key_id")
+        }
+        #expect(try recorded() == [[.text("test")]])
+        let before = everyByte(of: path)
+        let mistyped = try usersStore(path, keys: .ring(testKeyRing(("k9", 0x51))))
+        do {
+            _ = try await mistyped.fetch(User.self)
+            Issue.record("read values sealed under another key")
+        } catch {
+            #expect("\(error)".contains("encrypted under key 'test'"), "\(error)")
+        }
+        #expect(try recorded() == [[.text("test")]], "k9 was recorded by an open and a read")
+        #expect(everyByte(of: path) == before, "the refused read wrote nothing")
+        // k9 with other bytes, and the real one, both pass later: nothing pinned k9.
+        let rotated = try usersStore(path, keys: .ring(testKeyRing(("k9", 0x52), ("test", 0x42))))
+        #expect(try await rotated.fetch(User.self).map(\.email) == ["ada@example.com"])
+        #expect(try recorded() == [[.text("test")]], "reading under a new key records nothing")
+        // The first value written under k9 records it; from then on other bytes under k9 are refused.
+        try await rotated.insert(User(identifier: "u2", name: "Grace", email: "grace@example.com"))
+        #expect(try recorded() == [[.text("k9")], [.text("test")]])
+        do {
+            _ = try usersStore(path, keys: .ring(testKeyRing(("k9", 0x51), ("test", 0x42))))
+            Issue.record("other bytes under a recorded id were accepted")
+        } catch {
+            #expect("\(error)".contains("key 'k9' is not the key"), "\(error)")
+        }
+    }
+
     @Test func deterministicValuesSupportEqualityAndUniqueness() async throws {
         let users = try usersStore(storePath())
         try await users.insert(User(identifier: "u1", name: "Ada", email: "ada@example.com"))
