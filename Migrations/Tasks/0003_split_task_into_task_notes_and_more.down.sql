@@ -12,6 +12,12 @@
 -- The migrator runs this file in one transaction with its history row.
 -- Loses data that cannot be restored: drop column task.estimate.
 
+-- drop full-text index task_tags_fts on task
+DROP TRIGGER IF EXISTS "task_tags_fts_insert";
+DROP TRIGGER IF EXISTS "task_tags_fts_delete";
+DROP TRIGGER IF EXISTS "task_tags_fts_update";
+DROP TABLE IF EXISTS "task_tags_fts";
+
 -- drop column task.estimate
 ALTER TABLE "task" DROP COLUMN "estimate";
 

@@ -30,3 +30,10 @@ ALTER TABLE "task" DROP COLUMN "notes";
 
 -- add column task.estimate
 ALTER TABLE "task" ADD COLUMN "estimate" TEXT;
+
+-- create full-text index task_tags_fts on task
+CREATE VIRTUAL TABLE "task_tags_fts" USING fts5("tags");
+CREATE TRIGGER "task_tags_fts_insert" AFTER INSERT ON "task" BEGIN INSERT INTO "task_tags_fts" (rowid, "tags") VALUES (new.rowid, (SELECT group_concat(value, ' ') FROM json_each(new."tags"))); END;
+CREATE TRIGGER "task_tags_fts_delete" AFTER DELETE ON "task" BEGIN DELETE FROM "task_tags_fts" WHERE rowid = old.rowid; END;
+CREATE TRIGGER "task_tags_fts_update" AFTER UPDATE ON "task" BEGIN DELETE FROM "task_tags_fts" WHERE rowid = old.rowid; INSERT INTO "task_tags_fts" (rowid, "tags") VALUES (new.rowid, (SELECT group_concat(value, ' ') FROM json_each(new."tags"))); END;
+INSERT INTO "task_tags_fts" (rowid, "tags") SELECT rowid, (SELECT group_concat(value, ' ') FROM json_each("tags")) FROM "task";

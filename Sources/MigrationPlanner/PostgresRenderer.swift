@@ -132,9 +132,14 @@ public struct PostgresRenderer: MigrationRenderer {
             guard index.isFullText else {
                 return ["CREATE INDEX \(q(Self.indexName(index))) ON \(q(table)) (\(index.columns.map(q).joined(separator: ", ")));"]
             }
-            let document = index.columns.map { "coalesce(\(q($0)), '')" }.joined(separator: " || ' ' || ")
+            // Text columns make one document; a JSON array of strings adds its strings.
+            let json = Set(index.jsonColumns ?? [])
+            let texts = index.columns.filter { !json.contains($0) }
+            var parts = texts.isEmpty ? [] : ["to_tsvector('simple', \(texts.map { "coalesce(\(q($0)), '')" }.joined(separator: " || ' ' || ")))"]
+            parts += index.columns.filter(json.contains).map { "jsonb_to_tsvector('simple', coalesce(\(q($0)), '[]'::jsonb), '[\"string\"]')" }
+            let document = parts.joined(separator: " || ")
             return [
-                "ALTER TABLE \(q(table)) ADD COLUMN \(q(Self.searchColumn(index))) tsvector GENERATED ALWAYS AS (to_tsvector('simple', \(document))) STORED;",
+                "ALTER TABLE \(q(table)) ADD COLUMN \(q(Self.searchColumn(index))) tsvector GENERATED ALWAYS AS (\(document)) STORED;",
                 "CREATE INDEX \(q(Self.searchIndex(index))) ON \(q(table)) USING GIN (\(q(Self.searchColumn(index))));",
             ]
         case .dropIndex(let table, let index):

@@ -110,6 +110,8 @@ public struct SQLiteRenderer: MigrationRenderer {
         // An external-content FTS5 table kept in step with the table by triggers.
         let fts = quote(index.name)
         let columns = index.columns.map(quote).joined(separator: ", ")
+        let json = Set(index.jsonColumns ?? [])
+        guard json.isEmpty else { return fullTextOfStrings(index, on: table, json: json) }
         let new = index.columns.map { "new.\(quote($0))" }.joined(separator: ", ")
         let old = index.columns.map { "old.\(quote($0))" }.joined(separator: ", ")
         return [
@@ -118,6 +120,29 @@ public struct SQLiteRenderer: MigrationRenderer {
             "CREATE TRIGGER \(quote(index.name + "_delete")) AFTER DELETE ON \(quote(table)) BEGIN INSERT INTO \(fts) (\(fts), rowid, \(columns)) VALUES ('delete', old.rowid, \(old)); END;",
             "CREATE TRIGGER \(quote(index.name + "_update")) AFTER UPDATE ON \(quote(table)) BEGIN INSERT INTO \(fts) (\(fts), rowid, \(columns)) VALUES ('delete', old.rowid, \(old)); INSERT INTO \(fts) (rowid, \(columns)) VALUES (new.rowid, \(new)); END;",
             "INSERT INTO \(fts) (\(fts)) VALUES ('rebuild');",
+        ]
+    }
+
+    /// A full-text index over a JSON array of strings (`[String]`) holds its own copy of the
+    /// strings, separated by spaces, so matches and snippets are words rather than JSON. Its
+    /// content cannot come from the table through a view: FTS5 reads content without virtual
+    /// tables, and `json_each` is one; the triggers may use it.
+    static func fullTextOfStrings(_ index: IndexSnapshot, on table: String, json: Set<String>) -> [String] {
+        let fts = quote(index.name)
+        let columns = index.columns.map(quote).joined(separator: ", ")
+        func values(of row: String) -> String {
+            index.columns.map { column in
+                json.contains(column) ? "(SELECT group_concat(value, ' ') FROM json_each(\(row)\(quote(column))))" : "\(row)\(quote(column))"
+            }.joined(separator: ", ")
+        }
+        let insert = "INSERT INTO \(fts) (rowid, \(columns)) VALUES (new.rowid, \(values(of: "new.")));"
+        let delete = "DELETE FROM \(fts) WHERE rowid = old.rowid;"
+        return [
+            "CREATE VIRTUAL TABLE \(fts) USING fts5(\(columns));",
+            "CREATE TRIGGER \(quote(index.name + "_insert")) AFTER INSERT ON \(quote(table)) BEGIN \(insert) END;",
+            "CREATE TRIGGER \(quote(index.name + "_delete")) AFTER DELETE ON \(quote(table)) BEGIN \(delete) END;",
+            "CREATE TRIGGER \(quote(index.name + "_update")) AFTER UPDATE ON \(quote(table)) BEGIN \(delete) \(insert) END;",
+            "INSERT INTO \(fts) (rowid, \(columns)) SELECT rowid, \(values(of: "")) FROM \(quote(table));",
         ]
     }
 

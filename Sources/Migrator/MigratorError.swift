@@ -42,9 +42,6 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case baselineMismatch(version: Int, missing: [String])
     /// `baseline` was asked to check migrations that carry no snapshot (embedded in code).
     case baselineUnchecked(version: Int)
-    /// The database's history holds migrations newer than the code knows: the app is older
-    /// than its database.
-    case databaseNewer(applied: Int, known: Int)
 
     public var description: String {
         switch self {
@@ -87,8 +84,6 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "cannot record version \(version) as applied: the database lacks what that version has (\(missing.prefix(10).joined(separator: ", "))\(missing.count > 10 ? ", and \(missing.count - 10) more" : "")); baseline at the version the database really is at, or apply the migrations instead"
         case .baselineUnchecked(let version):
             "cannot check that the database has the tables of version \(version): these migrations carry no snapshot; baseline from the migration folder"
-        case .databaseNewer(let applied, let known):
-            "the database is newer than this code: migration \(String(format: "%04d", applied)) is applied, but this code knows migrations up to \(String(format: "%04d", known)); update the app (or the migration folder) before opening it"
         case .failedOutsideTransaction(let file, let statement, let line, let message):
             "\(file):\(line): statement \(statement) failed: \(message); this migration runs outside a transaction (its header says so), so the statements before it stay applied and it is not recorded: repair what they left (an index left INVALID, say), then run again"
         }

@@ -35,11 +35,16 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// `path` is not a SQLite file: a URL with an unknown scheme, or a PostgreSQL server, which
     /// this release's store does not open. Never taken for a file name.
     case unsupportedDatabase(String)
+    /// The database has migrations newer than every one this app's generated code embeds: a
+    /// newer version of the app migrated it. This app needs updating.
+    case databaseNewer(applied: Int, known: Int)
 
     public var description: String {
         switch self {
         case .migration(let message): "cannot bring the database to the code's schema: \(message)"
         case .unsupportedDatabase(let message): message
+        case .databaseNewer(let applied, let known):
+            "the database is newer than this app's models: migration \(String(format: "%04d", applied)) is applied, and this app knows migrations up to \(String(format: "%04d", known)); a newer version of the app opened it, so update this app (its generated code) to open it"
         case .database(let error): "database error: \(error)"
         case .externalFile(let message): "external storage: \(message)"
         case .coding(let message): "cannot map a model to its row: \(message)"
@@ -192,6 +197,11 @@ public actor Store {
         // The migrator sets the connection's busy timeout, for its own work and the store's.
         let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations, lockTimeoutSeconds: timeout)
         do {
+            // Migrations newer than every one this code embeds: the app is older than its
+            // database (another, newer app migrated it), which restoring files cannot fix.
+            if let newest = try migrator.history().last?.version, let known = migrations.map(\.version).max(), newest > known {
+                throw StoreError.databaseNewer(applied: newest, known: known)
+            }
             if let problem = try migrator.validate().first { throw StoreError.migration(problem.description) }
             try migrator.up()
         } catch let error as StoreError {

@@ -8,9 +8,10 @@ import SchemaMetadata
 /// defaults, keys, indexes, foreign keys with their actions, join tables and full-text indexes.
 /// Written beside each migration as canonical JSON (a snapshot), so the next diff needs files only.
 public struct SchemaSnapshot: Codable, Sendable, Hashable {
-    /// What the snapshot records: nil for snapshots written before docs and one-to-one keys
-    /// were (they match a schema whatever its docs, and its one-to-one relationships indexed as
-    /// they were then); `currentFormat` since.
+    /// What the snapshot records: nil for snapshots written before docs, one-to-one keys and
+    /// the JSON columns of full-text indexes were (they match a schema whatever its docs, with
+    /// its one-to-one relationships and searchable arrays indexed as they were then);
+    /// `currentFormat` since.
     public var format: Int?
     public var schema: String
     public var version: Int
@@ -48,6 +49,7 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             guard format == nil else { continue }
             adjusted.tables[tableIndex].doc = nil
             for columnIndex in table.columns.indices { adjusted.tables[tableIndex].columns[columnIndex].doc = nil }
+            for indexIndex in table.indexes.indices { adjusted.tables[tableIndex].indexes[indexIndex].jsonColumns = nil }
             guard let old else { continue }
             for (indexIndex, index) in table.indexes.enumerated() where index.isUnique && table.foreignKeys.contains(where: { $0.columns == index.columns }) {
                 if let plain = old.indexes.first(where: { !$0.isUnique && $0.columns == index.columns }),
@@ -201,8 +203,12 @@ public struct IndexSnapshot: Codable, Sendable, Hashable {
     public var isUnique: Bool
     /// A full-text index over text columns.
     public var isFullText: Bool
+    /// Of a full-text index's columns, those holding a JSON array of strings (`[String]`): they
+    /// are indexed, and shown in snippets, as their strings separated by spaces.
+    public var jsonColumns: [String]? = nil
 
-    public init(name: String, columns: [String], isUnique: Bool, isFullText: Bool) {
+    public init(name: String, columns: [String], isUnique: Bool, isFullText: Bool, jsonColumns: [String]? = nil) {
+        self.jsonColumns = jsonColumns
         self.name = name
         self.columns = columns
         self.isUnique = isUnique

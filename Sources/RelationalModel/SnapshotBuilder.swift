@@ -137,6 +137,7 @@ public enum SnapshotBuilder {
         }
         for attribute in entity.attributes where attribute.isSearchable && !attribute.isTransient {
             add([attribute.columnName], unique: false, fullText: true)
+            if case .array = attribute.type { result[result.count - 1].jsonColumns = [attribute.columnName] }
         }
         return result
     }

@@ -129,19 +129,20 @@ struct SnapshotReader {
     }
 
     private mutating func index() -> IndexSnapshot? {
-        var name: String?, columns: [String]?, isUnique: Bool?, isFullText: Bool?
+        var name: String?, columns: [String]?, isUnique: Bool?, isFullText: Bool?, jsonColumns: [String]?
         let read = object { reader, key in
             switch key {
             case "name": name = reader.string()
             case "columns": columns = reader.array { $0.string() }
             case "isUnique": isUnique = reader.bool()
             case "isFullText": isFullText = reader.bool()
+            case "jsonColumns": return reader.optional(&jsonColumns) { $0.array { $0.string() } }
             default: return false
             }
             return true
         }
         guard read, let name, let columns, let isUnique, let isFullText else { return nil }
-        return IndexSnapshot(name: name, columns: columns, isUnique: isUnique, isFullText: isFullText)
+        return IndexSnapshot(name: name, columns: columns, isUnique: isUnique, isFullText: isFullText, jsonColumns: jsonColumns)
     }
 
     private mutating func foreignKey() -> ForeignKeySnapshot? {

@@ -119,4 +119,24 @@ func searchStore() async throws -> (Store, String) {
         let store = try flightsStore()
         await #expect(throws: StoreError.self) { try await store.search(Airline.self, matching: "united") }
     }
+
+    /// The defect: a `[String]` attribute's snippet showed its JSON (`["[travel]","portugal"]`).
+    /// Its strings are indexed and shown as text, separated by spaces, and the index follows
+    /// updates; SQLite's own check agrees.
+    @Test func aStringArrayIsSearchedAndShownAsItsWords() async throws {
+        let path = storePath()
+        let store = try Store(path: path, schema: TasksSchema.descriptor, migrations: TasksSchema.migrations)
+        let list = try await store.insert(TaskList(name: "Trips"))
+        var lisbon = try await store.insert(Task(name: "Book the flight", tags: ["travel", "portugal", "o'clock \"quoted\""], listID: list.id!))
+        try await store.insert(Task(name: "Pack", tags: ["home"], listID: list.id!))
+        let results = try await store.search(Task.self, matching: "portugal", snippets: SnippetStyle(open: "[", close: "]", tokens: 8))
+        #expect(results.map(\.model.id) == [lisbon.id])
+        #expect(results.first?.snippets["tags"] == "travel [portugal] o'clock \"quoted\"", "\(results.first?.snippets ?? [:])")
+        #expect(try await store.search(Task.self, matching: "quoted").map(\.model.id) == [lisbon.id], "words inside a string are words")
+        lisbon.tags = ["travel", "spain"]
+        try await store.insert(lisbon)
+        #expect(try await store.search(Task.self, matching: "portugal").isEmpty)
+        #expect(try await store.search(Task.self, matching: "spain").map(\.model.id) == [lisbon.id])
+        try SQLiteConnection(path: path).execute("INSERT INTO task_tags_fts (task_tags_fts) VALUES ('integrity-check')")
+    }
 }

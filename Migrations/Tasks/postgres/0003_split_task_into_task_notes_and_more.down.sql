@@ -27,6 +27,10 @@ COMMENT ON COLUMN "task"."list_id" IS NULL;
 -- clear the comment on table task
 COMMENT ON TABLE "task" IS NULL;
 
+-- drop full-text index task_tags_fts on task
+DROP INDEX IF EXISTS "task_tags_fts_gin";
+ALTER TABLE "task" DROP COLUMN IF EXISTS "task_tags_fts";
+
 -- drop column task.estimate
 ALTER TABLE "task" DROP COLUMN "estimate";
 

@@ -37,6 +37,10 @@ ALTER TABLE "task" DROP COLUMN "notes";
 -- add column task.estimate
 ALTER TABLE "task" ADD COLUMN "estimate" numeric(6,2);
 
+-- create full-text index task_tags_fts on task
+ALTER TABLE "task" ADD COLUMN "task_tags_fts" tsvector GENERATED ALWAYS AS (jsonb_to_tsvector('simple', coalesce("tags", '[]'::jsonb), '["string"]')) STORED;
+CREATE INDEX "task_tags_fts_gin" ON "task" USING GIN ("task_tags_fts");
+
 -- set the comment on table task
 COMMENT ON TABLE "task" IS 'One task in a list.';
 

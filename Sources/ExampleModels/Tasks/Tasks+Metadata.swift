@@ -40,7 +40,7 @@ public enum TasksSchema {
             .attribute("estimate", .decimal, "Decimal", [.optional]),
             .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
             .attribute("priority", .integer, "Priority", default: .literal("1")),
-            .attribute("tags", .json, "[String]", default: .literal("[]")),
+            .attribute("tags", .json, "[String]", [.searchable], default: .literal("[]")),
             .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
         ],
         relationships: [
@@ -52,6 +52,7 @@ public enum TasksSchema {
             .plain("task_created_at_idx", ["created_at"]),
             .plain("task_list_id_is_completed_idx", ["list_id", "is_completed"]),
             .fullText("task_name_fts", ["name"]),
+            .fullText("task_tags_fts", ["tags"]),
         ])
 
     static let entity2: EntityDescriptor = EntityDescriptor(
