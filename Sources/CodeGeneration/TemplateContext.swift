@@ -88,6 +88,7 @@ public struct TemplateContext: Sendable {
             "name": .string(schema.name),
             "version": .number(Double(schema.version)),
             "recordsHistory": .bool(schema.recordsHistory),
+            "recordsInsertValues": .bool(schema.recordsInsertValues),
             "doc": optional(schema.doc),
             "docLines": lines(schema.doc),
             "sourceFile": .string(sourceFile),

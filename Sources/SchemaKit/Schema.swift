@@ -16,6 +16,9 @@ public struct Schema: Sendable, Hashable {
     /// Whether the runtime store records a history of committed changes (`history:`, default
     /// true).
     public var recordsHistory: Bool = true
+    /// Whether an insert's history entry carries the inserted values (`history: {insertValues:
+    /// false}` lists inserts by key only, for schemas loaded in bulk).
+    public var recordsInsertValues: Bool = true
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 

@@ -224,7 +224,7 @@ struct SchemaParser: Sendable {
         let version = parseVersion(keyed)
         let doc = text(keyed, "doc", what: "the schema")
         let dialects = parseDialects(keyed["dialects"])
-        let recordsHistory = keyed["history"] == nil ? true : flag(keyed, "history", what: "the schema")
+        let (recordsHistory, recordsInsertValues) = parseHistory(keyed)
 
         prescanTypeNames(keyed)
         parseEnums(keyed["enums"])
@@ -252,7 +252,16 @@ struct SchemaParser: Sendable {
             entities: entities.map(\.model),
             dialects: dialects,
             recordsHistory: recordsHistory,
+            recordsInsertValues: recordsInsertValues,
             sourcePath: file)
+    }
+
+    /// `history: true|false`, or `history: {insertValues: false}` (recorded, inserts by key only).
+    private mutating func parseHistory(_ keyed: Keyed) -> (records: Bool, insertValues: Bool) {
+        guard let node = keyed["history"] else { return (true, true) }
+        guard node.pairs != nil else { return (flag(keyed, "history", what: "the schema"), true) }
+        guard let options = self.keyed(node, allowed: ["insertValues"], what: "'history'") else { return (true, true) }
+        return (true, options["insertValues"] == nil ? true : flag(options, "insertValues", what: "'history'"))
     }
 
     /// `dialects: [sqlite, postgres]`: each a known engine, none twice.

@@ -6,11 +6,14 @@ public struct SchemaDescriptor: Sendable, Hashable {
     public let entities: [EntityDescriptor]
     /// Whether the store records a history of committed changes (the schema's `history:` key).
     public let recordsHistory: Bool
+    /// Whether an insert's history entry carries the inserted values (else its key only).
+    public let recordsInsertValues: Bool
 
-    public init(name: String, version: Int, recordsHistory: Bool = true, entities: [EntityDescriptor]) {
+    public init(name: String, version: Int, recordsHistory: Bool = true, recordsInsertValues: Bool = true, entities: [EntityDescriptor]) {
         self.name = name
         self.version = version
         self.recordsHistory = recordsHistory
+        self.recordsInsertValues = recordsInsertValues
         self.entities = entities
     }
 

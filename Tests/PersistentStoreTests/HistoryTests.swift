@@ -27,10 +27,16 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(history.count == 3)
         #expect(history.map(\.author) == ["app", "app", "app"])
         #expect(zip(history, history.dropFirst()).allSatisfy { $0.token < $1.token && $0.date <= $1.date })
-        #expect(history[0].changes == [
-            HistoryChange(entity: "TodoItem", kind: .insert, key: [.text(milk.id.uuidString.lowercased())]),
-            HistoryChange(entity: "TodoItem", kind: .insert, key: [.text(bread.id.uuidString.lowercased())]),
-        ])
+        #expect(history[0].changes.map(\.kind) == [.insert, .insert])
+        #expect(history[0].changes.map(\.key) == [[.text(milk.id.uuidString.lowercased())], [.text(bread.id.uuidString.lowercased())]])
+        // An insert carries its values, as an update does: a watcher need not look the row up
+        // (by then it may show newer data). An encrypted attribute is listed without its value.
+        let inserted = history[0].changes[0]
+        #expect(inserted.changedAttributes == ["taskName", "startDate", "isCompleted", "dueDate", "notes"])
+        #expect(try inserted.value(\TodoItem.taskName) == "Buy milk")
+        #expect(try inserted.value(\TodoItem.isCompleted) == false)
+        #expect(try inserted.value(\TodoItem.startDate).map { abs($0.timeIntervalSince(milk.startDate)) < 0.001 } == true)
+        #expect(inserted.values["dueDate"] == .null && inserted.values["notes"] == nil, "\(inserted.values)")
         #expect(history[1].changes == [
             HistoryChange(entity: "TodoItem", kind: .update, key: [.text(milk.id.uuidString.lowercased())],
                           changedAttributes: ["isCompleted"], values: ["isCompleted": .integer(1)]),
@@ -216,5 +222,19 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
             HistoryChange(entity: "E", kind: .delete, key: [.integer(7), .text("b")], tombstone: [:]),
             HistoryChange(entity: "E", kind: .delete, key: [.integer(8), .text("c")], tombstone: [:]),
         ])
+    }
+
+    /// `history: {insertValues: false}` (Flights, a catalogue loaded in bulk) lists inserts by
+    /// key only, in ranges, as before.
+    @Test func aSchemaCanListInsertsByKeyOnly() async throws {
+        #expect(!FlightsSchema.descriptor.recordsInsertValues && TodoSchema.descriptor.recordsInsertValues)
+        let path = storePath()
+        let store = try flightsStore(path)
+        let start = try await store.currentHistoryToken()
+        try await store.insert((1...5).map { airport("K\($0)AA") })
+        let changes = try #require(try await store.history(after: start).first?.changes)
+        #expect(changes.map(\.kind) == Array(repeating: .insert, count: 5) && changes.allSatisfy(\.values.isEmpty))
+        let raw = try SQLiteConnection(path: path).query("SELECT changes FROM schemagen_history ORDER BY token DESC LIMIT 1")
+        #expect(raw == [[.text("[{\"entity\":\"Airport\",\"kind\":\"insert\",\"keys\":[{\"from\":1,\"through\":5}]}]")]])
     }
 }

@@ -15,6 +15,7 @@ public enum FlightsSchema {
     public static let descriptor = SchemaDescriptor(
         name: "Flights",
         version: 5,
+        recordsInsertValues: false,
         entities: [entity0, entity1, entity2])
 
     static let entity0: EntityDescriptor = EntityDescriptor(

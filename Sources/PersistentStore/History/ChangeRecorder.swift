@@ -64,6 +64,8 @@ final class ChangeRecorder {
     }
 
     let schema: String
+    /// Whether inserts carry their values (`history: {insertValues: false}` turns it off).
+    let recordsInsertValues: Bool
     private(set) var entities: [String] = []
     private(set) var names: [String] = []
     private var tables: [Table] = []
@@ -73,6 +75,7 @@ final class ChangeRecorder {
 
     init(schema: SchemaDescriptor, connection: SQLiteConnection) throws(StoreError) {
         self.schema = schema.name
+        recordsInsertValues = schema.recordsInsertValues
         var nameIndex: [String: Int] = [:]
         func name(_ text: String) -> Int {
             if let index = nameIndex[text] { return index }
@@ -175,7 +178,7 @@ final class ChangeRecorder {
         switch change.operation {
         case .insert:
             let key: Key = table.keyPositions.isEmpty ? .integer(change.newRowID) : .values(table.keyPositions.map(change.new))
-            pending.append(Change(entity: entity, kind: .insert, key: key, payload: []))
+            pending.append(Change(entity: entity, kind: .insert, key: key, payload: insertedValues(change, table)))
         case .update:
             var payload: [(Int32, StoredValue?)] = []
             for (position, name, hasValue) in table.tracked where change.changes(position) {
@@ -188,7 +191,7 @@ final class ChangeRecorder {
                 let old: Key = table.keyPositions.isEmpty ? .integer(change.oldRowID) : .values(table.keyPositions.map(change.old))
                 let new: Key = table.keyPositions.isEmpty ? .integer(change.newRowID) : .values(table.keyPositions.map(change.new))
                 pending.append(Change(entity: entity, kind: .delete, key: old, payload: table.preserved.map { (Int32($0.name), change.old($0.position)) }))
-                pending.append(Change(entity: entity, kind: .insert, key: new, payload: []))
+                pending.append(Change(entity: entity, kind: .insert, key: new, payload: insertedValues(change, table)))
                 return
             }
             // Writing a row back unchanged (an upsert of the same values) is not a change.
@@ -199,6 +202,18 @@ final class ChangeRecorder {
             let key: Key = table.keyPositions.isEmpty ? .integer(change.oldRowID) : .values(table.keyPositions.map(change.old))
             pending.append(Change(entity: entity, kind: .delete, key: key, payload: table.preserved.map { (Int32($0.name), change.old($0.position)) }))
         }
+    }
+
+    /// An insert's values as an update lists them: every stored attribute and relationship,
+    /// a file name (external storage) or ciphertext listed without its value.
+    private func insertedValues(_ change: some ChangedRow, _ table: EntityTable) -> [(name: Int32, value: StoredValue?)] {
+        guard recordsInsertValues else { return [] }
+        var payload: [(name: Int32, value: StoredValue?)] = []
+        payload.reserveCapacity(table.tracked.count)
+        for (position, name, hasValue) in table.tracked where !payload.contains(where: { $0.name == Int32(name) }) {
+            payload.append((Int32(name), hasValue ? change.new(position) : nil))
+        }
+        return payload
     }
 
     private func table(_ pointer: UnsafePointer<CChar>) -> Int? {

@@ -41,10 +41,13 @@ public struct HistoryChange: Sendable, Hashable {
     public let kind: Kind
     /// The primary key's values, in key order (one for a single-column key).
     public let key: [StoredValue]
-    /// For an update: the attributes and relationships that changed, in declaration order.
+    /// For an update: the attributes and relationships that changed, in declaration order. For
+    /// an insert: every stored attribute and relationship (none when the schema says `history:
+    /// {insertValues: false}`).
     public let changedAttributes: [String]
-    /// For an update: the new values of the changed attributes (relationships changed through a
-    /// many-to-many link have no value here).
+    /// For an update: the new values of the changed attributes; for an insert, the inserted
+    /// ones. Encrypted and external-storage attributes are listed without their value, and
+    /// relationships changed through a many-to-many link have none either.
     public let values: [String: StoredValue]
     /// For a delete: the values of the attributes marked `preserveValueOnDeletion`.
     public let tombstone: [String: StoredValue]?
@@ -81,8 +84,8 @@ public struct HistoryChange: Sendable, Hashable {
         return try decode(tombstone[name], as: V.self, name: name)
     }
 
-    /// The new value of an updated attribute: `change.value(\TodoItem.isCompleted)`. Nil when
-    /// the change did not set it.
+    /// The new value of an inserted or updated attribute: `change.value(\TodoItem.isCompleted)`.
+    /// Nil when the change did not set it.
     public func value<M: PersistentModel, V: Decodable>(_ keyPath: KeyPath<M, V>) throws(StoreError) -> V? {
         guard entity == M.entity.name, let name = Self.attribute(of: keyPath) else { return nil }
         return try decode(values[name], as: V.self, name: name)

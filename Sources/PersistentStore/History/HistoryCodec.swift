@@ -6,11 +6,13 @@ import SchemaMetadata
 /// ("The history table") so other programs can read it:
 ///
 ///     [{"entity":"TodoItem","kind":"insert","keys":["7f0c…"]},
+///      {"entity":"TodoItem","kind":"insert","keys":["8a1d…"],"changed":["taskName","isCompleted"],"values":{"taskName":"Buy milk","isCompleted":0}},
 ///      {"entity":"TodoItem","kind":"update","keys":["7f0c…"],"changed":["isCompleted"],"values":{"isCompleted":1}},
 ///      {"entity":"User","kind":"delete","keys":["u1"],"tombstone":{"lastSeen":"2026-11-30T09:00:00.000Z"}},
 ///      {"entity":"Flight","kind":"insert","keys":[{"from":1,"through":500000}]}]
 ///
-/// Consecutive changes of one entity and kind without values share a group. A key is its value
+/// An insert lists its values as an update does, unless the schema says `history:
+/// {insertValues: false}`. Consecutive changes of one entity and kind without values share a group. A key is its value
 /// (an array for a composite key); a run of consecutive integer keys is `{"from":a,"through":b}`.
 /// Values are JSON numbers (integers without a decimal point, reals with one), strings,
 /// `null`, `{"blob":"hex"}`, or `{"real":"inf"}` / `{"real":"-inf"}`.
@@ -86,7 +88,7 @@ enum HistoryCodec {
     }
 
     private static func writePayload(_ change: ChangeRecorder.Change, names: [String], to out: inout String) {
-        if change.kind == .update {
+        if change.kind != .delete {
             out += ",\"changed\":["
             for (offset, item) in change.payload.enumerated() {
                 if offset > 0 { out += "," }
