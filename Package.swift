@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
         .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
         .plugin(name: "SchemagenPlugin", targets: ["SchemagenPlugin"]),
+        .plugin(name: "SchemagenCommand", targets: ["SchemagenCommand"]),
+        .plugin(name: "MigrateCommand", targets: ["MigrateCommand"]),
     ],
     targets: [
         // MARK: - System libraries (Debian -dev packages, found through pkg-config)
@@ -95,6 +97,23 @@ let package = Package(
             path: "Sources/SchemagenPlugin"
         ),
         .target(name: "PluginExample", dependencies: ["SchemaMetadata"], exclude: ["Migrations"], plugins: ["SchemagenPlugin"]),
+        // `swift package schemagen ...` and `swift package migrate ...` in a client package.
+        .plugin(
+            name: "SchemagenCommand",
+            // No permission is declared, so reading commands (`validate`, `diff`) need no flag;
+            // commands that write are run with --allow-writing-to-package-directory.
+            capability: .command(
+                intent: .custom(verb: "schemagen", description: "Run schemagen (validate, generate, diff, rehash, new-migration, import, diagram, docs) in this package")),
+            dependencies: ["schemagen"],
+            path: "Sources/SchemagenCommand"
+        ),
+        .plugin(
+            name: "MigrateCommand",
+            capability: .command(
+                intent: .custom(verb: "migrate", description: "Run migrate (up, down, status, validate, redo, baseline, repair) against a database")),
+            dependencies: ["migrate"],
+            path: "Sources/MigrateCommand"
+        ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
         .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument"]),

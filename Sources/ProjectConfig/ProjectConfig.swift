@@ -12,6 +12,7 @@ import YAMLReader
 /// migrations: Migrations
 /// dialects: [sqlite, postgres]
 /// database: data/app.sqlite
+/// cache: .build/schemagen
 /// ```
 public struct ProjectConfig: Equatable, Sendable {
     public var schemas: [String]?
@@ -19,6 +20,8 @@ public struct ProjectConfig: Equatable, Sendable {
     public var templates: String?
     public var migrations: String?
     public var database: String?
+    /// Where `schemagen generate` keeps the record that skips unchanged runs.
+    public var cache: String?
     /// The SQL dialects migrations are planned for, for schemas that do not say (`sqlite`, `postgres`).
     public var dialects: [String]?
 
@@ -32,7 +35,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects"]
+    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -71,7 +74,7 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.dialects = names
-            case "output", "templates", "migrations", "database":
+            case "output", "templates", "migrations", "database", "cache":
                 guard let value = pair.value.stringValue else {
                     bag.error(Code.wrongKind, "'\(key)' expects a path", at: location(pair.value))
                     continue
@@ -80,6 +83,7 @@ public struct ProjectConfig: Equatable, Sendable {
                 case "output": config.output = value
                 case "templates": config.templates = value
                 case "migrations": config.migrations = value
+                case "cache": config.cache = value
                 default: config.database = value
                 }
             default:

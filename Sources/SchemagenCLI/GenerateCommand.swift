@@ -36,6 +36,7 @@ public enum GenerateCommand: Command {
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
             .flag("allow-destructive", help: "Let a migration that drops or narrows data through, with warnings."),
+            .value("cache-dir", valueName: "dir", help: "Where the record that skips unchanged runs is kept (default: .build/schemagen; never the output folder)."),
             .flag("timings", help: "Print how long each stage took (load, model, plan, templates, render, compare, write) to standard error."),
         ])
 
@@ -46,7 +47,8 @@ public enum GenerateCommand: Command {
             config: config, schemas: arguments.values("schema"), output: arguments.value("output"), templates: arguments.value("templates"),
             migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
             allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
-            dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init)))
+            dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
+            cacheFolder: arguments.value("cache-dir")))
         let check = arguments.flag("check")
         var clock = StageClock(enabled: arguments.flag("timings"))
         defer { if let report = clock.report() { io.writeError(report) } }
@@ -56,10 +58,11 @@ public enum GenerateCommand: Command {
         let usesCache = !check && !arguments.flag("migrations-only") && !pipeline.configuration.singleFile
         let output = pipeline.configuration.output
         var cacheInputs: String?
+        let cacheLocation = GenerationCache.Location(output: output, cacheFolder: pipeline.configuration.cacheFolder)
         let schemaFiles = (try? SchemaDiscovery.files(in: pipeline.configuration.schemaPaths).get()) ?? []
         if usesCache, !schemaFiles.isEmpty {
             cacheInputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: schemaFiles)
-            if let inputs = cacheInputs, let cache = GenerationCache.load(output: output), cache.isFresh(output: output, inputs: inputs) {
+            if let inputs = cacheInputs, let cache = GenerationCache.load(cacheLocation), cache.isFresh(output: output, inputs: inputs) {
                 io.writeError(cache.warnings)
                 clock.lap("cache")
                 io.writeOutput("Generated \(VerbalCount.count(cache.schemaCount, "schema")) into \(output): nothing changed since the last run.\n")
@@ -147,10 +150,10 @@ public enum GenerateCommand: Command {
             // so the next run is a full one. Migrations this run wrote are inputs of the next.
             let inputs = plan.migrations.isEmpty ? cacheInputs : GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: loaded.files.map(\.path))
             if let inputs {
-                GenerationCache.record(output: output, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
+                GenerationCache.record(cacheLocation, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
                                        schemaCount: rendered.schemaCount, warnings: printed)
             } else {
-                GenerationCache.forget(output: output)
+                GenerationCache.forget(cacheLocation)
             }
         }
         for path in changes.missing + changes.stale { report += "wrote   \(output)/\(path)\n" }

@@ -7,10 +7,26 @@ import SchemaKit
 /// depends on (the schemagen executable, the options, every schema file, the templates folder
 /// and the migrations folder, by content) is summed up in one digest, and every file the run
 /// wrote is remembered by size and modification time. Any difference, including a generated
-/// file edited or deleted by hand, means a full run. The record is `.schemagen-cache` in the
-/// output folder; the warnings the run printed are kept with it and printed again.
+/// file edited or deleted by hand, means a full run. The record lives outside the output folder,
+/// in the cache folder (`.build/schemagen` by default, or `--cache-dir`), one file per output
+/// folder, so generated output holds generated code only; the warnings the run printed are kept
+/// with it and printed again.
 public struct GenerationCache: Codable, Sendable, Equatable {
-    public static let fileName = ".schemagen-cache"
+    /// Where the record of one output folder is kept.
+    public struct Location: Sendable {
+        public let output: String
+        /// `<cache folder>/generate-<digest of the output folder's absolute path>.json`.
+        public let path: String
+
+        public init(output: String, cacheFolder: String) {
+            self.output = output
+            let absolute = URL(fileURLWithPath: output).standardizedFileURL.path
+            path = cacheFolder + "/generate-" + String(SHA256.hex(absolute).prefix(16)) + ".json"
+        }
+    }
+
+    /// Where earlier releases kept the record, inside the output folder; removed when found.
+    static let legacyFileName = ".schemagen-cache"
     static let formatVersion = 1
 
     var format: Int
@@ -54,8 +70,8 @@ public struct GenerationCache: Codable, Sendable, Equatable {
     }
 
     /// The record of the output folder's last run, if there is a readable one.
-    public static func load(output: String) -> GenerationCache? {
-        guard let data = FileManager.default.contents(atPath: output + "/" + fileName),
+    public static func load(_ location: Location) -> GenerationCache? {
+        guard let data = FileManager.default.contents(atPath: location.path),
               let cache = try? JSONDecoder().decode(GenerationCache.self, from: data), cache.format == formatVersion else { return nil }
         return cache
     }
@@ -74,12 +90,14 @@ public struct GenerationCache: Codable, Sendable, Equatable {
     }
 
     /// Records a successful run: the generated files as they are now on disk.
-    public static func record(output: String, inputs: String, files: [String], folders: [String], schemaCount: Int, warnings: String) {
+    public static func record(_ location: Location, inputs: String, files: [String], folders: [String], schemaCount: Int, warnings: String) {
+        let output = location.output
+        try? FileManager.default.removeItem(atPath: output + "/" + legacyFileName)
         var outputs: [Output] = []
         for path in files {
             // A file that cannot be stat'ed makes the next run a full one: record nothing.
             guard let now = stamp(output + "/" + path) else {
-                try? FileManager.default.removeItem(atPath: output + "/" + fileName)
+                forget(location)
                 return
             }
             outputs.append(Output(path: path, size: now.size, modified: now.modified))
@@ -91,12 +109,13 @@ public struct GenerationCache: Codable, Sendable, Equatable {
         let cache = GenerationCache(format: formatVersion, inputs: inputs, outputs: outputs, folders: listing, schemaCount: schemaCount, warnings: warnings)
         guard let data = try? JSONEncoder().encode(cache) else { return }
         // Best effort: without a record the next run is simply a full one.
-        try? data.write(to: URL(fileURLWithPath: output + "/" + fileName), options: .atomic)
+        try? FileManager.default.createDirectory(atPath: (location.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try? data.write(to: URL(fileURLWithPath: location.path), options: .atomic)
     }
 
     /// Removes the record, so the next run is a full one.
-    public static func forget(output: String) {
-        try? FileManager.default.removeItem(atPath: output + "/" + fileName)
+    public static func forget(_ location: Location) {
+        try? FileManager.default.removeItem(atPath: location.path)
     }
 
     static func stamp(_ path: String) -> (size: Int64, modified: Double)? {

@@ -28,10 +28,16 @@ public struct GenerationPipeline: Sendable {
         public var dialects: [SQLDialectName]?
         /// The config file's dialects, for schemas that name none.
         public var defaultDialects: [SQLDialectName]
+        /// Where the record that skips unchanged runs is kept (not in the output folder).
+        public var cacheFolder: String
+
+        /// The cache folder unless one is named: beside SwiftPM's own build products.
+        public static let defaultCacheFolder = ".build/schemagen"
 
         public init(config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
                     migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
-                    dialects: [SQLDialectName]? = nil) {
+                    dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil) {
+            self.cacheFolder = cacheFolder ?? config.cache ?? Self.defaultCacheFolder
             self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
             self.schemasWereNamed = !schemas.isEmpty
             self.output = output ?? config.output ?? "Generated"

@@ -58,7 +58,8 @@ import TestSupport
         let migrations = folder.appendingPathComponent("Migrations").path
         let schema = folder.appendingPathComponent("Todo.yaml")
         try FileManager.default.copyItem(atPath: "Schemas/Todo.yaml", toPath: schema.path)
-        let arguments = ["generate", "--schema", schema.path, "--output", output, "--migrations", migrations]
+        let cache = folder.appendingPathComponent("cache").path
+        let arguments = ["generate", "--schema", schema.path, "--output", output, "--migrations", migrations, "--cache-dir", cache]
         func run(_ extra: [String] = []) throws -> String {
             let result = try runner.schemagen(arguments + extra)
             #expect(result.status == 0, "\(result.output)\(result.error)")
@@ -67,6 +68,10 @@ import TestSupport
         #expect(try run().contains("3 written"))
         let skipped = "Generated 1 schema into \(output): nothing changed since the last run.\n"
         #expect(try run() == skipped)
+        // The record is kept in the cache folder: the output holds generated code only.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output) == ["Todo"])
+        let records = try FileManager.default.contentsOfDirectory(atPath: cache)
+        #expect(records.count == 1 && records[0].hasPrefix("generate-"), "\(records)")
 
         // A generated file edited by hand is rewritten, then the run is skipped again.
         let item = output + "/Todo/TodoItem.swift"
@@ -95,7 +100,7 @@ import TestSupport
         #expect(try run(["--templates", templates]) == skipped)
 
         // A damaged record is ignored.
-        try "not json".write(toFile: output + "/.schemagen-cache", atomically: true, encoding: .utf8)
+        try "not json".write(toFile: cache + "/" + records[0], atomically: true, encoding: .utf8)
         #expect(try run(["--templates", templates]).contains("0 written, 4 unchanged"))
         #expect(try run(["--templates", templates]) == skipped)
     }
