@@ -1,10 +1,10 @@
 import Foundation
 import PackagePlugin
 
-/// `swift package migrate ARGUMENTS`: runs `migrate` in the package's folder (`up`, `status`,
-/// `down`, ... with `--database PATH|URL`). Applying migrations to a SQLite file inside the
-/// package needs `--allow-writing-to-package-directory`; a PostgreSQL server needs
-/// `--allow-network-connections all`.
+/// `swift package plugin migrate ARGUMENTS`: runs `migrate` in the package's folder (`up`,
+/// `status`, `down`, ... with `--database PATH|URL`). The plain `swift package migrate` is
+/// SwiftPM's own command since Swift 6.2, hence `plugin`. Applying migrations to a SQLite file
+/// inside the package needs `--allow-writing-to-package-directory`.
 @main
 struct MigrateCommand: CommandPlugin {
     func performCommand(context: PluginContext, arguments: [String]) async throws {
