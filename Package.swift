@@ -149,6 +149,8 @@ let package = Package(
         .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
+        // Every Swift block of README.md and docs/, type-checked against the compiled modules.
+        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "migrate", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
