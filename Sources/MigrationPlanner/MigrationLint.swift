@@ -79,12 +79,24 @@ public enum MigrationLint {
                         findings.append(Diagnostic(.warning, code: Code.possibleRename, message: "'\(twin.property ?? twin.name)' looks like '\(column.property ?? column.name)' renamed; add 'renamedFrom: \(column.property ?? column.name)' to keep its values", at: location(table, column: twin)))
                     }
                 }
-                for column in tableChange.addedColumns where !column.isNullable && column.defaultValue == nil {
-                    findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "new required column '\(table.name).\(column.name)' has no value for the existing rows; give it a default or make it optional", at: location(table, column: column)))
+                let dialect = migration.renderer.dialect.name
+                /// Whether a backfill covers the dialect being planned; a message when it does not.
+                func backfillGap(_ column: ColumnSnapshot) -> String? {
+                    guard case .sql(let expressions)? = column.backfill, expressions[dialect] == nil else { return nil }
+                    return "its 'backfill' gives SQL for \(expressions.keys.sorted().joined(separator: ", ")) but not for \(dialect); add '\(dialect): <expression>'"
+                }
+                for column in tableChange.addedColumns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement {
+                    if column.backfill == nil {
+                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "new required column '\(table.name).\(column.name)' has no value for the existing rows; give it a default, a 'backfill' (for the existing rows only) or make it optional", at: location(table, column: column)))
+                    } else if let gap = backfillGap(column) {
+                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "new required column '\(table.name).\(column.name)': \(gap)", at: location(table, column: column)))
+                    }
                 }
                 for (before, after) in tableChange.changedColumns {
-                    if before.isNullable, !after.isNullable, after.defaultValue == nil || after.defaultValue == .null {
-                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "'\(table.name).\(after.name)' becomes required but has no default for rows where it is empty; add a default (used as the backfill value)", at: location(table, column: after)))
+                    if before.isNullable, !after.isNullable, (after.defaultValue == nil || after.defaultValue == .null) && after.backfill == nil {
+                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "'\(table.name).\(after.name)' becomes required but has no value for rows where it is empty; add a 'backfill' (fills those rows only) or a default (used as the backfill value too)", at: location(table, column: after)))
+                    } else if before.isNullable, !after.isNullable, let gap = backfillGap(after) {
+                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "'\(table.name).\(after.name)' becomes required: \(gap)", at: location(table, column: after)))
                     }
                     if !before.isNullable, after.isNullable, before.defaultValue == nil || before.defaultValue == .null {
                         findings.append(Diagnostic(.warning, code: Code.downMayFail, message: "'\(table.name).\(after.name)' becomes optional; the down migration fails once a row holds null in it, because version \(old.version) requires a value and has no default to fill in", at: location(table, column: after)))
@@ -156,6 +168,9 @@ public enum MigrationLint {
         }
         for step in migration.steps {
             switch step {
+            case .createIndex(let name, let index) where existed(name) && index.isFullText:
+                warn(.lockIndex, "making '\(index.columns.joined(separator: ", "))' of '\(name)' searchable adds a stored generated tsvector column, which rewrites the table under an ACCESS EXCLUSIVE lock (reads and writes wait), then builds its GIN index; for a large table run it when the table is quiet, or add a plain tsvector column kept by a trigger and filled in batches, then index it CONCURRENTLY", at: location(name))
+                locks(name, exclusively: true)
             case .createIndex(let name, let index) where existed(name) && index.isUnique && !index.isFullText:
                 warn(.lockIndex, "adding the unique constraint '\(index.name)' on '\(name)' builds its index under an ACCESS EXCLUSIVE lock, blocking reads and writes until it is built; to keep them going, build CREATE UNIQUE INDEX CONCURRENTLY in a migration of its own whose header says 'transaction: no', then ALTER TABLE ... ADD CONSTRAINT ... UNIQUE USING INDEX", at: location(name))
                 locks(name, exclusively: true)
@@ -167,6 +182,9 @@ public enum MigrationLint {
                 // catalogue without touching rows; only a volatile one (a random UUID) rewrites.
                 if column.defaultValue == .uuid {
                     warn(.lockRewriteColumn, "adding '\(name).\(column.name)' with a random default (uuid, a volatile function) rewrites the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; add it without the default, backfill in batches, then set the default", at: location(name, column: column.name))
+                }
+                if !column.isNullable, column.defaultValue == nil, column.backfill != nil {
+                    warn(.lockBackfill, "the backfill of the new column '\(name).\(column.name)' (an UPDATE of every row) runs under the ACCESS EXCLUSIVE lock ADD COLUMN took, so reads and writes of '\(name)' wait for the whole update; for a large table add it optional, backfill in batches, then make it required in a later migration", at: location(name, column: column.name))
                 }
                 if column.enumValues != nil, column.defaultValue != nil || !column.isNullable {
                     warn(.lockCheck, "adding '\(name).\(column.name)' with its CHECK of allowed values validates every row under an ACCESS EXCLUSIVE lock; for a large table add the check NOT VALID and VALIDATE CONSTRAINT in a later migration (which locks only against other schema changes)", at: location(name, column: column.name))

@@ -80,6 +80,15 @@ public struct PostgresRenderer: MigrationRenderer {
         }
     }
 
+    /// A column's backfill as PostgreSQL SQL, evaluated for each existing row.
+    static func backfillExpression(_ column: ColumnSnapshot) -> String? {
+        switch column.backfill {
+        case .value(let value)?: literal(value, kind: column.kind)
+        case .sql(let expressions)?: expressions[dialect.name].map { "(\($0))" }
+        case nil: nil
+        }
+    }
+
     static func check(_ table: String, _ column: ColumnSnapshot) -> String? {
         guard let values = column.enumValues, !values.isEmpty else { return nil }
         let list = values.map { column.kind == .integer ? $0 : dialect.literal($0) }.joined(separator: ", ")
@@ -115,6 +124,15 @@ public struct PostgresRenderer: MigrationRenderer {
             return ["DROP TABLE \(q(table.name));"]
         case .renameTable(let from, let to):
             return ["ALTER TABLE \(q(from)) RENAME TO \(q(to));"]
+        case .addColumn(let table, let column) where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement:
+            // Added without a value for existing rows: nullable first, the rows backfilled, then required.
+            var nullable = column
+            nullable.isNullable = true
+            var statements = ["ALTER TABLE \(q(table)) ADD COLUMN \(Self.columnDefinition(nullable));"]
+            if let filler = Self.backfillExpression(column) { statements.append("UPDATE \(q(table)) SET \(q(column.name)) = \(filler);") }
+            statements.append("ALTER TABLE \(q(table)) ALTER COLUMN \(q(column.name)) SET NOT NULL;")
+            if let check = Self.check(table, column) { statements.append("ALTER TABLE \(q(table)) ADD \(check);") }
+            return statements
         case .addColumn(let table, let column):
             var statements = ["ALTER TABLE \(q(table)) ADD COLUMN \(Self.columnDefinition(column));"]
             if let check = Self.check(table, column) { statements.append("ALTER TABLE \(q(table)) ADD \(check);") }
@@ -196,8 +214,8 @@ public struct PostgresRenderer: MigrationRenderer {
             statements.append("\(alter) SET DEFAULT \(Self.literal(value, kind: to.kind));")
         }
         if from.isNullable != to.isNullable {
-            if !to.isNullable, let value = to.defaultValue, value != .null {
-                statements.append("UPDATE \(q(table)) SET \(q(to.name)) = \(Self.literal(value, kind: to.kind)) WHERE \(q(to.name)) IS NULL;")
+            if !to.isNullable, let filler = Self.backfillExpression(to) ?? to.defaultValue.flatMap({ $0 == .null ? nil : Self.literal($0, kind: to.kind) }) {
+                statements.append("UPDATE \(q(table)) SET \(q(to.name)) = \(filler) WHERE \(q(to.name)) IS NULL;")
             }
             statements.append("\(alter) \(to.isNullable ? "DROP" : "SET") NOT NULL;")
         }

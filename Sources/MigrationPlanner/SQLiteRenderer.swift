@@ -215,16 +215,26 @@ public struct SQLiteRenderer: MigrationRenderer {
     func copyExpression(for column: ColumnSnapshot, change: TableChange) -> String? {
         let q = Self.quote
         guard let sourceName = change.columnSources[column.name], let source = change.from.column(named: sourceName) else {
-            // A new column: its default, computed per row where it is not constant.
-            return column.defaultValue.map(Self.literal)
+            // A new column: its default, computed per row where it is not constant, else its
+            // backfill for the rows that exist.
+            return column.defaultValue.map(Self.literal) ?? backfillExpression(column)
         }
         var expression = q(source.name)
         if source.kind != column.kind, Self.type(of: source.kind) != Self.type(of: column.kind) {
             expression = "CAST(\(expression) AS \(Self.type(of: column.kind)))"
         }
-        if source.isNullable, !column.isNullable, let value = column.defaultValue, value != .null {
-            expression = "COALESCE(\(expression), \(Self.literal(value)))"
+        if source.isNullable, !column.isNullable, let filler = backfillExpression(column) ?? column.defaultValue.flatMap({ $0 == .null ? nil : Self.literal($0) }) {
+            expression = "COALESCE(\(expression), \(filler))"
         }
         return expression
+    }
+
+    /// A column's backfill as SQLite SQL, evaluated against the old table's row.
+    func backfillExpression(_ column: ColumnSnapshot) -> String? {
+        switch column.backfill {
+        case .value(let value)?: Self.literal(value)
+        case .sql(let expressions)?: expressions[dialect.name].map { "(\($0))" }
+        case nil: nil
+        }
     }
 }

@@ -35,7 +35,15 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     /// not a difference: widths (no `bits`) match any width; a snapshot of the first format
     /// matches any docs, and a one-to-one relationship's unique index where it had a plain one.
     public func matches(_ newer: SchemaSnapshot) -> Bool {
-        adjusted(newer).tables == tables
+        // A backfill only guides the migration that needs it; it changes no table.
+        func withoutBackfills(_ tables: [TableSnapshot]) -> [TableSnapshot] {
+            tables.map { table in
+                var table = table
+                for index in table.columns.indices { table.columns[index].backfill = nil }
+                return table
+            }
+        }
+        return withoutBackfills(adjusted(newer).tables) == withoutBackfills(tables)
     }
 
     /// `newer` without the facts this snapshot was written too early to record.
@@ -143,6 +151,8 @@ public struct ColumnSnapshot: Codable, Sendable, Hashable {
     public var doc: String? = nil
     /// `Entity.property` whose values this column takes from another table (a table split).
     public var movedFrom: String? = nil
+    /// What fills existing rows when the column is added or becomes required (not a default).
+    public var backfill: ColumnBackfill? = nil
 
     public init(name: String, property: String?, renamedFrom: String?, kind: StorageKind, isNullable: Bool,
                 defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil, bits: Int? = nil) {
@@ -156,6 +166,13 @@ public struct ColumnSnapshot: Codable, Sendable, Hashable {
         self.isAutoIncrement = isAutoIncrement
         self.enumValues = enumValues
     }
+}
+
+/// The value a migration writes into existing rows: a literal, or an SQL expression per dialect
+/// (keyed by the dialect's name).
+public enum ColumnBackfill: Codable, Sendable, Hashable {
+    case value(ColumnDefault)
+    case sql([String: String])
 }
 
 /// A column default, independent of the dialect that spells it.

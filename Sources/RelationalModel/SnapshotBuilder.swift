@@ -34,6 +34,11 @@ public enum SnapshotBuilder {
             }
             columns[columns.count - 1].doc = attribute.doc
             columns[columns.count - 1].movedFrom = attribute.movedFromText
+            switch attribute.backfill {
+            case .value(let value)?: columns[columns.count - 1].backfill = .value(columnDefault(value, type: attribute.type, in: schema))
+            case .sql(let expressions)?: columns[columns.count - 1].backfill = .sql(Dictionary(uniqueKeysWithValues: expressions.map { ($0.key.rawValue, $0.value) }))
+            case nil: break
+            }
         }
         var foreignKeys: [ForeignKeySnapshot] = []
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {

@@ -49,9 +49,15 @@ public enum CoreDataImporter {
         }
         var versions: [Version] = []
         var previous: ParsedModel?
+        var previousFolder: String?
+        // Mapping models beside the bundle say how Core Data migrated steps it could not infer.
+        let mappingModels = ((try? FileManager.default.contentsOfDirectory(atPath: bundle.deletingLastPathComponent().path)) ?? [])
+            .filter { $0.hasSuffix(".xcmappingmodel") }.sorted()
         for (folder, model) in models {
             let number = (folders.firstIndex(of: folder) ?? 0) + 1
             var builder = SchemaBuilder(model: model, previous: history ? previous : nil)
+            builder.mappingModels = mappingModels
+            builder.versionNames = (String(folder.dropLast(".xcdatamodel".count)), previousFolder.map { String($0.dropLast(".xcdatamodel".count)) })
             let schema = builder.build(name: schemaName, version: number)
             let findings = current == nil && folder == currentFolder && folders.count > 1
                 ? [ImportFinding(.warning, at: bundleName, "the bundle has no .xccurrentversion; '\(folder)', the last version, is taken as current")] + builder.findings
@@ -59,6 +65,7 @@ public enum CoreDataImporter {
             versions.append(Version(name: String(folder.dropLast(".xcdatamodel".count)), isCurrent: folder == currentFolder,
                                     result: ImportResult(schema: schema, findings: findings)))
             previous = model
+            previousFolder = folder
         }
         return versions
     }

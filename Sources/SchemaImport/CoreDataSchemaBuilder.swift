@@ -13,6 +13,12 @@ extension CoreDataImporter {
         /// Entities that some entity names as its parent.
         let parents: Set<String>
 
+        /// The mapping models beside the bundle (`Delta3ToDelta4.xcmappingmodel`), for the
+        /// warnings of steps Core Data migrated with one.
+        var mappingModels: [String] = []
+        /// This version's and the previous version's names (`Delta 4`, `Delta 3`).
+        var versionNames: (current: String, previous: String?) = ("", nil)
+
         init(model: ParsedModel, previous: ParsedModel?) {
             self.model = model
             self.previous = previous
@@ -164,6 +170,7 @@ extension CoreDataImporter {
                     return true
                 }
                 renames(&imported, entity: entity)
+                backfills(&imported, entity: entity, version: version)
                 schema.entities.append(imported)
             }
             settleDeleteRules(&schema)
@@ -456,6 +463,55 @@ extension CoreDataImporter {
                   let old = members.first(where: { $0["name"] == identifier || Self.renamingIdentifier($0) == identifier })?["name"],
                   old != name else { return nil }
             return old
+        }
+
+        /// An attribute this version makes required without a default, where the previous
+        /// version had rows without a value for it (new, or optional before): Core Data needed a
+        /// mapping model for that step. The schema gets a `backfill` of the type's zero value,
+        /// which fills the existing rows without becoming a default, and a warning says so.
+        mutating func backfills(_ imported: inout ImportedEntity, entity: ParsedEntity, version: Int) {
+            guard previous != nil, let before = previousEntity(of: entity) else { return }
+            for position in imported.attributes.indices {
+                let attribute = imported.attributes[position]
+                guard !attribute.isOptional, !attribute.isTransient, attribute.defaultValue == nil,
+                      let element = entity.attributes.first(where: { $0["name"] == attribute.name }) else { continue }
+                let oldName = attribute.renamedFrom ?? attribute.name
+                let old = before.attributes.first { $0["name"] == oldName }
+                guard old == nil || old?.flag("optional") == true else { continue }
+                guard let zero = Self.zeroValue(attribute.type) else {
+                    warn(element, "version \(version) (\(versionNames.current)) makes '\(entity.name).\(attribute.name)' required without a default, and no backfill can be chosen for \(attribute.type); add 'backfill:' to it by hand\(mappingModelHint)")
+                    continue
+                }
+                imported.attributes[position].backfill = zero
+                let shown: String = switch zero { case .text(let text): "\"\(text)\""; case .plain(let text): text }
+                warn(element, "version \(version) (\(versionNames.current)) makes '\(entity.name).\(attribute.name)' required without a default, so the rows of version \(version - 1) need a value; imported with 'backfill: \(shown)', which fills them (and is no default for new ones)\(mappingModelHint); review it")
+            }
+        }
+
+        /// Names the mapping models that may say how Core Data filled such a step.
+        var mappingModelHint: String {
+            let squash = { (name: String) in name.replacingOccurrences(of: " ", with: "").lowercased() }
+            let current = squash(versionNames.current), previous = versionNames.previous.map(squash)
+            let matching = mappingModels.filter { name in
+                let lower = squash(name)
+                return lower.contains(current) && (previous.map(lower.contains) ?? true)
+            }
+            if !matching.isEmpty { return "; Core Data used the mapping model \(matching.joined(separator: ", ")) beside the bundle: take its value expression for this attribute" }
+            if !mappingModels.isEmpty { return "; mapping models beside the bundle (\(mappingModels.joined(separator: ", "))) may say how Core Data filled it" }
+            return "; no mapping model was found beside the bundle"
+        }
+
+        /// The value a required attribute of a type takes when nothing better is known.
+        static func zeroValue(_ type: String) -> ImportedDefault? {
+            switch type {
+            case "String": .text("")
+            case "Int", "Int8", "Int16", "Int32", "Int64", "Double", "Float", "Decimal": .plain("0")
+            case "Bool": .plain("false")
+            case "Date": .text("1970-01-01T00:00:00Z")
+            case "UUID": .text("00000000-0000-0000-0000-000000000000")
+            case "Data": .text("")
+            default: nil
+            }
         }
 
         mutating func renames(_ imported: inout ImportedEntity, entity: ParsedEntity) {

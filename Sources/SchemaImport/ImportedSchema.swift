@@ -64,6 +64,8 @@ public struct ImportedAttribute: Sendable, Equatable {
     public var column: String?
     public var renamedFrom: String?
     public var doc: String?
+    /// What fills existing rows where a version makes the attribute required without a default.
+    public var backfill: ImportedDefault?
 
     public init(name: String, type: String, isOptional: Bool) {
         self.name = name

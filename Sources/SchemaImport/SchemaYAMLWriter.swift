@@ -72,6 +72,12 @@ public enum SchemaYAMLWriter {
             case .plain(let text): options.append(("default", text))
             }
         }
+        if let value = attribute.backfill {
+            switch value {
+            case .text(let text): options.append(("backfill", quotedIfNeeded(text)))
+            case .plain(let text): options.append(("backfill", text))
+            }
+        }
         if attribute.isTransient { options.append(("transient", "true")) }
         if attribute.usesExternalStorage { options.append(("externalStorage", "true")) }
         if attribute.preservesValueOnDeletion { options.append(("preserveValueOnDeletion", "true")) }

@@ -245,6 +245,17 @@ public struct Attribute: Sendable, Hashable {
     }
     /// `movedFrom` as written: `Entity.attribute`.
     public var movedFromText: String? = nil
+    /// What fills the existing rows when the column is added or becomes required, without
+    /// becoming a default for new rows (`backfill:`).
+    public var backfill: Backfill? = nil
+}
+
+/// The value a migration writes into existing rows (`backfill:`): a literal checked against the
+/// attribute's type, or an SQL expression per dialect.
+public enum Backfill: Sendable, Hashable {
+    case value(DefaultValue)
+    /// Dialect name -> an SQL expression, evaluated for each existing row.
+    case sql([SQLDialectName: String])
 }
 
 public struct Relationship: Sendable, Hashable {

@@ -11,7 +11,7 @@ extension SchemaParser {
     static let entityKeys = ["attributes", "relationships", "indexes", "uniques", "primaryKey", "table", "renamedFrom", "doc"]
     static let attributeKeys = [
         "type", "optional", "default", "unique", "primaryKey", "transient", "externalStorage", "encrypt",
-        "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc", "precision", "scale", "movedFrom",
+        "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc", "precision", "scale", "movedFrom", "backfill",
     ]
     static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc"]
 
@@ -148,6 +148,7 @@ extension SchemaParser {
             attribute.defaultValue = checkDefault(defaultNode, type: type, isOptional: isOptional, what: what)
         }
         (attribute.precision, attribute.scale) = numericSize(options, type: type, what: what)
+        if let backfillNode = options["backfill"] { attribute.backfill = backfill(backfillNode, type: type, what: what) }
         if let text = self.text(options, "movedFrom", what: what) {
             let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             if parts.count == 2, parts.allSatisfy(Naming.isIdentifier) {
@@ -186,6 +187,31 @@ extension SchemaParser {
             return (precision, nil)
         }
         return (precision, scale)
+    }
+
+    /// `backfill: VALUE` (checked as a default is) or `backfill: {sqlite: EXPR, postgres: EXPR}`.
+    mutating func backfill(_ node: YAMLNode, type: AttributeType, what: some CustomStringConvertible) -> Backfill? {
+        guard let pairs = node.pairs else {
+            guard !node.isNull else {
+                error(.invalidDefault, "'backfill' of \(what) cannot be null: it fills rows that need a value", at: node)
+                return nil
+            }
+            return checkDefault(node, type: type, isOptional: false, what: what).map(Backfill.value)
+        }
+        var expressions: [SQLDialectName: String] = [:]
+        for pair in pairs {
+            let key = pair.key.scalarText ?? ""
+            guard let dialect = SQLDialectName(rawValue: key) else {
+                error(.unknownKey, "'backfill' of \(what) maps dialects (sqlite, postgres) to SQL expressions; '\(key)' is not one", at: pair.key)
+                continue
+            }
+            guard let expression = pair.value.stringValue, !expression.trimmingSpaces().isEmpty else {
+                error(.wrongKind, "'backfill' of \(what) for \(key) expects an SQL expression as text", at: pair.value)
+                continue
+            }
+            expressions[dialect] = expression
+        }
+        return expressions.isEmpty ? nil : .sql(expressions)
     }
 
     enum Encryption { case randomized, deterministic }
@@ -256,6 +282,14 @@ extension SchemaParser {
             if a.isPrimaryKey { conflict("encrypt", "primaryKey", "a value is encrypted under its row's key, so the key itself cannot be", &self) }
             if a.preservesValueOnDeletion {
                 conflict("encrypt", "preserveValueOnDeletion", "the history is not encrypted, so a tombstone would keep the value in clear", &self)
+            }
+        }
+        if a.backfill != nil {
+            if a.isTransient || a.isEncrypted || a.usesExternalStorage {
+                conflict(a.isTransient ? "transient" : a.isEncrypted ? "encrypt" : "externalStorage", "backfill",
+                         a.isTransient ? "a transient attribute has no column" : "its column holds what the store writes (a ciphertext, a file name), which SQL cannot compute", &self)
+            } else if a.isOptional {
+                warning(.redundant, "\(what) is optional, so existing rows can stay empty and 'backfill' is never used; remove it, or make the attribute required", at: parsed.options.keyNode("backfill") ?? parsed.nameNode)
             }
         }
         if a.isUnique, a.isIndexed {

@@ -214,6 +214,16 @@ func structure(of database: SQLiteConnection) throws -> [String] {
                         "INSERT INTO airports (icao, name) VALUES ('ZZZZ', 'Nowhere')"],
                  afterUp: ("SELECT a.icao, l.city, l.country FROM locations l JOIN airports a ON a.id = l.airport_id", [[.text("KSFO"), .text("San Francisco"), .text("US")]]),
                  afterDown: ("SELECT icao, city, country FROM airports ORDER BY icao", [[.text("KSFO"), .text("San Francisco"), .text("US")], [.text("ZZZZ"), .null, .null]])),
+        // A backfill fills the rows that exist, and is no default for new ones.
+        Scenario(name: "add a required column with a backfill value",
+                 before: base, after: base + "      timezone: {type: String, backfill: UTC}\n",
+                 seed: ["INSERT INTO airports (icao, name) VALUES ('KSFO', 'SFO')"],
+                 afterUp: ("SELECT timezone FROM airports", [[.text("UTC")]]), afterDown: nil),
+        Scenario(name: "make a column required with a backfill expression per dialect",
+                 before: base + "      code: String?\n",
+                 after: base + "      code: {type: String, backfill: {sqlite: \"lower(icao)\", postgres: \"lower(icao)\"}}\n",
+                 seed: ["INSERT INTO airports (icao, name) VALUES ('KSFO', 'SFO')", "INSERT INTO airports (icao, name, code) VALUES ('KBOS', 'BOS', 'boston')"],
+                 afterUp: ("SELECT icao, code FROM airports ORDER BY icao", [[.text("KBOS"), .text("boston")], [.text("KSFO"), .text("ksfo")]]), afterDown: nil),
         // A relationship becomes one-to-one (an inverse that is to-one): its key becomes unique.
         Scenario(name: "a one-to-one relationship's key is unique",
                  before: base + "  Gate:\n    attributes:\n      code: String\n    relationships:\n      airport: {to: Airport?, column: airport_id}\n",

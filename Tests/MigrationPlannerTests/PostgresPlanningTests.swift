@@ -104,6 +104,30 @@ import TestSupport
         #expect(upgrade.contains("ADD CONSTRAINT \"image_owner_id_key\" UNIQUE (\"owner_id\")"))
     }
 
+    /// `backfill` stands in for a default where existing rows need a value, and every dialect
+    /// planned needs its expression.
+    @Test func aBackfillSatisfiesRequiredWithoutDefault() throws {
+        let before = "entities:\n  Cheat:\n    attributes:\n      code: String\n      name: String?\n"
+        func findings(_ after: String, _ renderer: some MigrationRenderer) throws -> [Diagnostic] {
+            let new = try schema(after, version: 2)
+            let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
+            return MigrationLint.findings(for: migration, schema: new, allowDestructive: false).filter { $0.code == "required-without-default" }
+        }
+        let bare = try findings(before.replacingOccurrences(of: "name: String?", with: "name: String"), PostgresRenderer())
+        #expect(bare.count == 1 && bare[0].message.contains("add a 'backfill'"), "\(bare.map(\.message))")
+        #expect(try findings(before.replacingOccurrences(of: "name: String?", with: "name: {type: String, backfill: Untitled}"), PostgresRenderer()).isEmpty)
+        let sqliteOnly = before.replacingOccurrences(of: "name: String?", with: "name: {type: String, backfill: {sqlite: \"code\"}}")
+        #expect(try findings(sqliteOnly, SQLiteRenderer()).isEmpty)
+        let gap = try findings(sqliteOnly, PostgresRenderer())
+        #expect(gap.count == 1 && gap[0].message.contains("not for postgres"), "\(gap.map(\.message))")
+        // A backfill is no default: new rows must still give a value.
+        let snapshot = SnapshotBuilder.snapshot(of: try schema(before.replacingOccurrences(of: "name: String?", with: "name: {type: String, backfill: Untitled}"), version: 2))
+        #expect(snapshot.table(named: "cheat")?.column(named: "name")?.defaultValue == nil)
+        // Adding or removing a backfill alone plans no migration.
+        let withBackfill = SnapshotBuilder.snapshot(of: try schema(before.replacingOccurrences(of: "name: String?", with: "name: {type: String?, backfill: x}"), version: 1))
+        #expect(SnapshotBuilder.snapshot(of: try schema(before, version: 1)).matches(withBackfill))
+    }
+
     @Test func generatePlansBothFoldersWithOneNumbering() throws {
         let folder = temporaryFolder()
         let schemaFile = folder.appendingPathComponent("Shop.yaml")

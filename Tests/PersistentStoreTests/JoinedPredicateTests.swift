@@ -77,7 +77,7 @@ import Testing
         let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
         let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
         try await tasks.insert(Task(name: "Report", listID: work.id!))
-        try await tasks.insert([ChecklistItem(title: "Buy paint", taskID: paint.id!), ChecklistItem(title: "Tape", taskID: paint.id!)])
+        try await tasks.insert([ChecklistItem(title: "Buy paint", position: 1, taskID: paint.id!), ChecklistItem(title: "Tape", position: 2, taskID: paint.id!)])
         #expect(try await tasks.fetch(Task.self, joining: #Predicate { $0.list.name == "Home" }).map(\.name) == ["Paint"])
         let listed = try await tasks.fetch(TaskList.self, joining: #Predicate { $0.tasks.contains { $0.checklist.count >= 2 } })
         #expect(listed.map(\.name) == ["Home"])

@@ -81,8 +81,8 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
         let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
         let report = try await tasks.insert(Task(name: "Report", listID: work.id!))
-        try await tasks.insert([ChecklistItem(title: "Buy paint", taskID: paint.id!), ChecklistItem(title: "Tape", taskID: paint.id!),
-                                ChecklistItem(title: "Draft", taskID: report.id!)])
+        try await tasks.insert([ChecklistItem(title: "Buy paint", position: 1, taskID: paint.id!), ChecklistItem(title: "Tape", position: 2, taskID: paint.id!),
+                                ChecklistItem(title: "Draft", position: 1, taskID: report.id!)])
         try await tasks.delete(home)
         #expect(try await tasks.fetch(TaskList.self).map(\.name) == ["Work"])
         #expect(try await tasks.fetch(Task.self).map(\.name) == ["Report"])

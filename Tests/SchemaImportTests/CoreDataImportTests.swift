@@ -121,6 +121,40 @@ import TestSupport
         #expect(differences == [])
     }
 
+    /// A history like Delta's (whose version 4 makes `Cheat.name` required, migrated by Core
+    /// Data with a mapping model): the importer writes `backfill` for the step, warns with the
+    /// version, the attribute and the mapping model beside the bundle, and the history plans and
+    /// applies from end to end on both engines' plans, filling the old rows.
+    @Test func aStepCoreDataMigratedWithAMappingModelPlansWithABackfill() throws {
+        let folder = temporaryFolder()
+        let bundle = repositoryRoot.path + "/Tests/Fixtures/Import/CoreData/Cheats.xcdatamodeld"
+        let run = try ImportFixtures.schemagen.run(["import", "coredata", bundle, "--history", "-o", "History"], in: folder)
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.error.contains("warning: version 4 (Cheats 4) makes 'Cheat.name' required without a default"), "\(run.error)")
+        #expect(run.error.contains("Core Data used the mapping model Cheats3ToCheats4.xcmappingmodel beside the bundle"), "\(run.error)")
+        let v4 = try String(contentsOf: folder.appendingPathComponent("History/v4.yaml"), encoding: .utf8)
+        #expect(v4.contains("name: {type: String, backfill: \"\"}") && v4.contains("isEnabled: {type: Bool, backfill: false}"), "\(v4)")
+        #expect(!v4.contains("default:"), "a backfill is no default")
+
+        let chain = folder.appendingPathComponent("chain.db").path
+        for version in 1...4 {
+            let planned = try ImportFixtures.schemagen.run(["generate", "--migrations-only", "--dialect", "sqlite", "--dialect", "postgres", "--schema", "History/v\(version).yaml"], in: folder)
+            #expect(planned.status == 0, "version \(version): \(planned.output)\(planned.error)")
+            let applied = try ImportFixtures.migrate.run(["up", "-d", chain, "--dir", "Migrations/Cheats"], in: folder)
+            #expect(applied.status == 0, "\(applied.output)\(applied.error)")
+            if version == 3 {
+                try SQLiteConnection(path: chain).execute("""
+                    INSERT INTO game (id, identifier, name, type) VALUES (1, 'SMB', 'Super Mario Bros.', 'nes');
+                    INSERT INTO cheat (id, code, name, type, game_id) VALUES (1, 'SXIOPO', NULL, 'gameGenie', 1), (2, 'APZLGG', 'Jump higher', 'gameGenie', 1);
+                    """)
+            }
+        }
+        let connection = try SQLiteConnection(path: chain, readOnly: true)
+        #expect(try connection.query("SELECT code, name, is_enabled FROM cheat ORDER BY id") == [[.text("SXIOPO"), .text(""), .integer(0)], [.text("APZLGG"), .text("Jump higher"), .integer(0)]])
+        let postgres = try String(contentsOfFile: folder.path + "/Migrations/Cheats/postgres/0004_add_cheat_is_enabled_and_more.up.sql", encoding: .utf8)
+        #expect(postgres.contains("UPDATE \"cheat\" SET \"is_enabled\" = false;") && postgres.contains("UPDATE \"cheat\" SET \"name\" = '' WHERE \"name\" IS NULL;"), "\(postgres)")
+    }
+
     /// A bundle is written to a temporary folder: version folders with `contents`.
     func bundle(_ versions: [String: String], current: String? = nil) throws -> URL {
         let url = temporaryFolder().appendingPathComponent("Model.xcdatamodeld")

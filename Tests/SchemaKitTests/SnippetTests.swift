@@ -14,6 +14,14 @@ import Testing
 
     static let cases: [Case] = [
         Case(name: "valid minimal schema", yaml: "entities:\n  A:\n    attributes:\n      x: Int\n", expected: []),
+        Case(name: "a backfill value or SQL per dialect",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, backfill: 0}\n      y: {type: String, backfill: {sqlite: \"'a'\", postgres: \"'a'\"}}\n", expected: []),
+        Case(name: "a backfill is checked against the type",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, backfill: many}\n", expected: ["6:32 invalid-default"]),
+        Case(name: "a backfill names dialects",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int, backfill: {mysql: \"0\"}}\n", expected: ["6:33 unknown-key"]),
+        Case(name: "a backfill on an optional attribute is never used",
+             yaml: "entities:\n  A:\n    attributes:\n      x: {type: Int?, backfill: 0}\n", expected: ["6:23 redundant"]),
         Case(name: "a decimal's precision and scale",
              yaml: "entities:\n  A:\n    attributes:\n      price: {type: Decimal, precision: 12, scale: 2}\n      rate: {type: Decimal?, precision: 5}\n", expected: []),
         Case(name: "precision applies to Decimal only",

@@ -50,6 +50,11 @@ COMMENT ON COLUMN "task"."list_id" IS 'The list the task belongs to; every task 
 -- set the comment on column task.estimate
 COMMENT ON COLUMN "task"."estimate" IS 'Hours of work expected (added in version 3).';
 
+-- add column checklist_item.position
+ALTER TABLE "checklist_item" ADD COLUMN "position" bigint;
+UPDATE "checklist_item" SET "position" = (id);
+ALTER TABLE "checklist_item" ALTER COLUMN "position" SET NOT NULL;
+
 -- set the comment on table checklist_item
 COMMENT ON TABLE "checklist_item" IS 'One step of a task (added in version 2).';
 

@@ -9,6 +9,7 @@ public struct ChecklistItem: PatchableModel {
     public var id: Int64?
     public var title: String
     public var isDone: Bool
+    public var position: Int
     /// The key of `task` (`Task`).
     public var taskID: Int64
 
@@ -16,23 +17,24 @@ public struct ChecklistItem: PatchableModel {
     public static var task: RelationshipPath<ChecklistItem, Task> { RelationshipPath(name: "task") }
 
     public init(
-        id: Int64? = nil, title: String, isDone: Bool = false, taskID: Int64
+        id: Int64? = nil, title: String, isDone: Bool = false, position: Int, taskID: Int64
     ) {
         self.id = id
         self.title = title
         self.isDone = isDone
+        self.position = position
         self.taskID = taskID
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id, title, isDone, taskID
+        case id, title, isDone, position, taskID
     }
 
     public static var entity: EntityDescriptor { TasksSchema.descriptor.entities[2] }
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.title, \.isDone, \.taskID
+            \.id, \.title, \.isDone, \.position, \.taskID
         ]
     }
 }
@@ -40,14 +42,14 @@ public struct ChecklistItem: PatchableModel {
 extension ChecklistItem: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, title.storedValue, isDone.storedValue, taskID.storedValue
+            id.storedValue, title.storedValue, isDone.storedValue, position.storedValue, taskID.storedValue
         ]
     }
 
     public init(storedValues row: [StoredValue]) throws {
-        var row = try StoredRowReader(row, count: 4, of: "ChecklistItem")
+        var row = try StoredRowReader(row, count: 5, of: "ChecklistItem")
         try self.init(
-            id: row.next(), title: row.next(), isDone: row.next(), taskID: row.next()
+            id: row.next(), title: row.next(), isDone: row.next(), position: row.next(), taskID: row.next()
         )
     }
 }
@@ -55,7 +57,7 @@ extension ChecklistItem: RowCodable {
 extension ChecklistItem: Joinable {
     /// `ChecklistItem` with relationships as properties, for `#Predicate<ChecklistItem.Joined>` (run as SQL joins).
     public final class Joined: JoinedModel {
-        public let id: Int64?, title: String, isDone: Bool, taskID: Int64, task: Task.Joined
+        public let id: Int64?, title: String, isDone: Bool, position: Int, taskID: Int64, task: Task.Joined
 
         private init?() { return nil }
 
@@ -63,7 +65,7 @@ extension ChecklistItem: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.title, \.isDone, \.taskID, \.task
+                \.id, \.title, \.isDone, \.position, \.taskID, \.task
             ]
         }
     }

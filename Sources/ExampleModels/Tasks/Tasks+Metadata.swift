@@ -61,6 +61,7 @@ public enum TasksSchema {
         columns: [
             .attribute("title", .text, "String"),
             .attribute("isDone", .boolean, "Bool", column: "is_done", default: .literal("false")),
+            .attribute("position", .integer, "Int"),
         ],
         relationships: [
             RelationshipDescriptor(name: "task", target: "Task", inverse: "checklist", foreignKeyColumns: ["task_id"], keyProperty: "taskID"),
