@@ -122,7 +122,7 @@ let package = Package(
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "SchemaMetadata", "FieldEncryption"]),
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption"]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.

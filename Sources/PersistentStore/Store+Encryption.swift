@@ -157,6 +157,18 @@ extension Store {
     func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [SQLiteValue]) throws(StoreError) -> Bool {
         let plan = rowPlan(entity, columns: columns)
         guard !plan.isEmpty else { return false }
+        // A new row of randomized values only, its implicit key left to the store: nothing to
+        // look up, and the key the row is sealed under is the next one.
+        if entity.hasImplicitKey, plan.deterministic.isEmpty, plan.files.isEmpty, plan.uniqueTargets.isEmpty,
+           let keyPosition = plan.keyPositions.first ?? nil, values[keyPosition] == .null {
+            let next = try nextImplicitKey(entity)
+            values[keyPosition] = .integer(next)
+            let rowKey: [SQLiteValue] = [.integer(next)]
+            for (position, _, cipher) in plan.randomized {
+                values[position] = try seal(values[position], cipher, rowKey: rowKey)
+            }
+            return true
+        }
         // Deterministic values first: unique lookups compare their ciphertexts.
         for (position, cipher) in plan.deterministic {
             values[position] = try seal(values[position], cipher, rowKey: [])
@@ -275,9 +287,11 @@ extension Store {
     /// Opens the encrypted values of a row.
     func openRow(_ plan: OpenPlan?, row: inout [SQLiteValue]) throws(StoreError) {
         guard let plan, !plan.ciphers.isEmpty else { return }
-        let rowKey = plan.keyPositions.map { $0.map { row[$0] } ?? .null }
+        // The key's values in an array kept from row to row: one allocation less per row read.
+        openRowKey.removeAll(keepingCapacity: true)
+        for position in plan.keyPositions { openRowKey.append(position.map { row[$0] } ?? .null) }
         for (position, cipher) in plan.ciphers {
-            do { row[position] = try cipher.open(row[position], rowKey: rowKey) } catch { throw .encryption(error) }
+            do { row[position] = try cipher.open(row[position], rowKey: openRowKey) } catch { throw .encryption(error) }
         }
     }
 

@@ -161,6 +161,8 @@ public actor Store {
     var implicitKeys: [String: Int64] = [:]
     /// `prepareRow`'s plan by table, for the column list it last saw.
     var rowPlans: [String: RowPlan] = [:]
+    /// `openRow`'s row key, reused from row to row.
+    var openRowKey: [SQLiteValue] = []
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -610,13 +612,17 @@ public actor Store {
         let withoutKey: UpsertStatements
         /// The written model handed back without decoding its row, when the type allows.
         let storedForm: StoredForm<M>?
+        /// A sealed row's upsert when the store chose its implicit key (no conflict on the key).
+        let withChosenKey: UpsertStatements
 
-        init(entity: EntityDescriptor, columns: [String], isPlain: Bool, withKey: UpsertStatements, withoutKey: UpsertStatements, storedForm: StoredForm<M>?) {
+        init(entity: EntityDescriptor, columns: [String], isPlain: Bool, withKey: UpsertStatements, withoutKey: UpsertStatements,
+             withChosenKey: UpsertStatements, storedForm: StoredForm<M>?) {
             self.entity = entity
             self.columns = columns
             self.isPlain = isPlain
             self.withKey = withKey
             self.withoutKey = withoutKey
+            self.withChosenKey = withChosenKey
             self.storedForm = storedForm
         }
     }
@@ -631,6 +637,7 @@ public actor Store {
         let write = DirectWrite<M>(
             entity: entity, columns: columns, isPlain: rowPlan(entity, columns: columns).isEmpty, withKey: withKey,
             withoutKey: entity.hasImplicitKey ? upsertSQL(entity, columns: columns.dropFirst(), hasKey: false) : withKey,
+            withChosenKey: upsertSQL(entity, columns: columns, hasKey: false),
             storedForm: StoredForm(sample: sample))
         directWrites[ObjectIdentifier(M.self)] = write
         return write
@@ -657,12 +664,19 @@ public actor Store {
                 var columns = write.columns
                 var values = stored
                 let choseKey = try prepareRow(entity, columns: &columns, values: &values)
-                // An implicit key chosen for an encrypted row is the model's key too.
-                if entity.hasImplicitKey, stored.first == .null, let position = columns.firstIndex(of: "id"), values[position] != .null {
-                    stored[0] = values[position]
+                // An implicit key (the first column) chosen for an encrypted row is the model's key too.
+                if entity.hasImplicitKey, stored.first == .null, columns.count == write.columns.count, values[0] != .null {
+                    stored[0] = values[0]
                 }
-                id = try runDirect(upsertSQL(entity, columns: columns, hasKey: !choseKey),
-                                   orWithoutKey: upsertSQL(entity, columns: columns.dropFirst(), hasKey: false), columns: columns, values: values, entity)
+                let statements = columns.count != write.columns.count ? upsertSQL(entity, columns: columns, hasKey: !choseKey)
+                    : choseKey ? write.withChosenKey : write.withKey
+                id = try runDirect(statements, orWithoutKey: write.withoutKey, columns: columns, values: values, entity)
+                if let form = write.storedForm {
+                    var written = model
+                    let key: Int64? = if let id { id } else if case .integer(let chosen) = stored[0] { chosen } else { nil }
+                    form.apply(to: &written, key: key)
+                    return written
+                }
             }
             if let id { stored[0] = .integer(id) }
             return try decodeDirect(stored, as: M.self)
