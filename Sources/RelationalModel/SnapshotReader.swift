@@ -78,9 +78,10 @@ struct SnapshotReader {
     private mutating func column() -> ColumnSnapshot? {
         var name: String?, property: String?, renamedFrom: String?, kind: StorageKind?, isNullable: Bool?
         var defaultValue: ColumnDefault?, isAutoIncrement: Bool?, enumValues: [String]?, bits: Int?
-        var precision: Int?, scale: Int?, doc: String?, movedFrom: String?
+        var precision: Int?, scale: Int?, doc: String?, movedFrom: String?, backfill: ColumnBackfill?
         let read = object { reader, key in
             switch key {
+            case "backfill": return reader.optional(&backfill) { $0.columnBackfill() }
             case "movedFrom": return reader.optional(&movedFrom) { $0.string() }
             case "precision": return reader.optional(&precision) { $0.integer().map(Int.init) }
             case "scale": return reader.optional(&scale) { $0.integer().map(Int.init) }
@@ -105,7 +106,33 @@ struct SnapshotReader {
         column.scale = scale
         column.doc = doc
         column.movedFrom = movedFrom
+        column.backfill = backfill
         return column
+    }
+
+    private mutating func columnBackfill() -> ColumnBackfill? {
+        var result: ColumnBackfill?
+        var cases = 0
+        let read = object { reader, key in
+            cases += 1
+            switch key {
+            case "value": result = reader.payload { $0.columnDefault() }.map(ColumnBackfill.value)
+            case "sql": result = reader.payload { $0.stringMap() }.map(ColumnBackfill.sql)
+            default: return false
+            }
+            return result != nil
+        }
+        return read && cases == 1 ? result : nil
+    }
+
+    private mutating func stringMap() -> [String: String]? {
+        var map: [String: String] = [:]
+        let read = object { reader, key in
+            guard let value = reader.string() else { return false }
+            map[key] = value
+            return true
+        }
+        return read ? map : nil
     }
 
     private mutating func columnDefault() -> ColumnDefault? {

@@ -84,7 +84,7 @@ public enum SQLiteImporter {
         }
 
         mutating func build() {
-            let fullText = catalogue.tables.compactMap(FullTextIndex.init)
+            let fullText = catalogue.tables.compactMap { FullTextIndex($0, triggers: catalogue.others) }
             let importedFullText = Set(fullText.filter { importedTable[$0.content.lowercased()] != nil }.map(\.name))
             for table in catalogue.tables {
                 if table.kind == "virtual", !importedFullText.contains(table.name) {
@@ -151,12 +151,17 @@ public enum SQLiteImporter {
 
         /// `CREATE VIRTUAL TABLE x USING fts5(a, b, content='t', ...)`: an external-content FTS5
         /// index over columns of table `t`, what `searchable` attributes become.
+        /// Or `CREATE VIRTUAL TABLE x USING fts5(a)` holding its own content, kept by an insert
+        /// trigger on table `t` that writes `json_each(new."a")`: the index of a `[String]`
+        /// attribute, its strings as words.
         struct FullTextIndex {
             var name: String
             var columns: [String]
             var content: String
+            /// Columns holding JSON arrays of strings (`[String]`).
+            var jsonColumns: [String] = []
 
-            init?(_ table: SQLiteCatalogue.Table) {
+            init?(_ table: SQLiteCatalogue.Table, triggers: [SQLiteCatalogue.OtherObject]) {
                 guard table.kind == "virtual", let sql = table.sql else { return nil }
                 let tokens = SQLScanner.tokens(sql)
                 guard let using = tokens.firstIndex(where: { $0.kind == .word && $0.text.uppercased() == "USING" }),
@@ -176,6 +181,16 @@ public enum SQLiteImporter {
                     }
                     if index < tokens.count, tokens[index].text == "," { index += 1 }
                 }
+                if content == nil, !columns.isEmpty {
+                    // The trigger that fills it: AFTER INSERT ON the table, json_each of each column.
+                    let filler = triggers.first { trigger in
+                        guard trigger.type == "trigger", trigger.name.lowercased() == (table.name + "_insert").lowercased(), let sql = trigger.sql else { return false }
+                        return columns.allSatisfy { sql.contains("json_each(new.\"\($0)\")") }
+                    }
+                    guard let filler else { return nil }
+                    content = filler.table
+                    jsonColumns = columns
+                }
                 guard let content, !content.isEmpty, !columns.isEmpty else { return nil }
                 self.name = table.name
                 self.columns = columns
@@ -194,6 +209,11 @@ public enum SQLiteImporter {
                     continue
                 }
                 entities[position].attributes[attribute].isSearchable = true
+                if index.jsonColumns.contains(column) {
+                    // Its index reads it as a JSON array of strings: the attribute is `[String]`.
+                    entities[position].attributes[attribute].type = "[String]"
+                    if entities[position].attributes[attribute].defaultValue == .text("[]") { entities[position].attributes[attribute].defaultValue = .plain("[]") }
+                }
                 marked.append(name)
             }
             if !marked.isEmpty {

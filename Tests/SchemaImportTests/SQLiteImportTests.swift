@@ -386,10 +386,10 @@ import TestSupport
             let sql = (0..<Int.random(in: 0...30, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined(separator: " ")
             _ = SQLScanner.checkClauses(sql)
             _ = SQLScanner.collations(sql, columns: ["x", "b"])
-            _ = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "x", kind: "virtual", isWithoutRowID: false, isStrict: false, sql: sql, columns: [], indexes: [], foreignKeys: []))
+            _ = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "x", kind: "virtual", isWithoutRowID: false, isStrict: false, sql: sql, columns: [], indexes: [], foreignKeys: []), triggers: [])
         }
         let index = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "notes_fts", kind: "virtual", isWithoutRowID: false, isStrict: false,
-            sql: "CREATE VIRTUAL TABLE notes_fts USING fts5(title, \"body\" UNINDEXED, content='notes', content_rowid='id')", columns: [], indexes: [], foreignKeys: []))
+            sql: "CREATE VIRTUAL TABLE notes_fts USING fts5(title, \"body\" UNINDEXED, content='notes', content_rowid='id')", columns: [], indexes: [], foreignKeys: []), triggers: [])
         #expect(index?.columns == ["title", "body"] && index?.content == "notes")
     }
 }
