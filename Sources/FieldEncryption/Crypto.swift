@@ -109,19 +109,30 @@ enum Crypto {
 
 /// AES-256-GCM contexts keyed once and reused, message after message: setting up a context and
 /// its key schedule costs more than sealing a short value. Not shared between threads at once
-/// (a lock guards it), so one store's actor can use it freely.
+/// (a mutex guards it), so one store's actor can use it freely.
+///
+/// Its mutable state lives behind pointers held in constants: a value is opened in about the
+/// time libcrypto takes, and Swift's dynamic exclusivity checks on class properties, a lock
+/// object's calls and growing arrays would each add a measurable share to that.
 final class GCMKey: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sealer: OpaquePointer?
-    private var opener: OpaquePointer?
-    /// Random bytes drawn from libcrypto 1,536 at a time and handed out 12 per nonce: every
-    /// nonce is still fresh randomness, at a tenth of the cost of a call per value. A forked
-    /// child must not reuse the parent's bytes, so the pool belongs to one fork generation
-    /// (counted by an atfork handler: asking the kernel for the process id costs a system call
-    /// per value).
-    private var pool: [UInt8] = []
-    private var poolOffset = 0
-    private var poolGeneration: UInt64 = .max
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let sealer: OpaquePointer
+    private let opener: OpaquePointer
+    private let state: UnsafeMutablePointer<State>
+
+    private struct State {
+        /// Random bytes drawn from libcrypto 1,536 at a time and handed out 12 per nonce: every
+        /// nonce is still fresh randomness, at a tenth of the cost of a call per value. A
+        /// forked child must not reuse the parent's bytes, so the pool belongs to one fork
+        /// generation (counted by an atfork handler: asking the kernel for the process id costs
+        /// a system call per value).
+        var pool: [UInt8] = []
+        var poolOffset = 0
+        var poolGeneration: UInt64 = .max
+        /// Where an opened value is written before `read` sees it, reused from value to value.
+        var plain: UnsafeMutablePointer<UInt8>? = nil
+        var plainCapacity = 0
+    }
 
     /// The cipher, fetched once per process (OpenSSL 3 looks it up by name otherwise); libcrypto's
     /// fetched ciphers may be shared between threads.
@@ -130,11 +141,17 @@ final class GCMKey: @unchecked Sendable {
     private static var cipher: OpaquePointer? { fetched.pointer }
 
     init(_ key: [UInt8]) throws(Crypto.Failure) {
-        guard let cipher = Self.cipher, let sealer = EVP_CIPHER_CTX_new(), let opener = EVP_CIPHER_CTX_new() else {
+        guard let cipher = Self.cipher, let sealer = EVP_CIPHER_CTX_new() else { throw Crypto.Failure(description: "AES-256-GCM is not available") }
+        guard let opener = EVP_CIPHER_CTX_new() else {
+            EVP_CIPHER_CTX_free(sealer)
             throw Crypto.Failure(description: "AES-256-GCM is not available")
         }
         self.sealer = sealer
         self.opener = opener
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        state = .allocate(capacity: 1)
+        state.initialize(to: State())
         guard EVP_EncryptInit_ex2(sealer, cipher, key, nil, nil) == 1, EVP_DecryptInit_ex2(opener, cipher, key, nil, nil) == 1 else {
             throw Crypto.Failure(description: "AES-256-GCM refused the key")
         }
@@ -143,89 +160,103 @@ final class GCMKey: @unchecked Sendable {
     deinit {
         EVP_CIPHER_CTX_free(sealer)
         EVP_CIPHER_CTX_free(opener)
+        if let plain = state.pointee.plain {
+            // An opened value may have been a secret.
+            plain.update(repeating: 0, count: state.pointee.plainCapacity)
+            plain.deallocate()
+        }
+        state.deinitialize(count: 1)
+        state.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
     }
 
-    /// Appends the next nonce of the pool (the lock held). Used bytes are overwritten, so no
+    private func locked<T>(_ body: () throws(Crypto.Failure) -> T) throws(Crypto.Failure) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Appends the next nonce of the pool (the mutex held). Used bytes are overwritten, so no
     /// nonce can be handed out twice.
     private func appendNonce(to bytes: inout [UInt8]) throws(Crypto.Failure) {
         let generation = ForkGeneration.current
-        if poolOffset + Crypto.nonceLength > pool.count || poolGeneration != generation {
-            pool = try Crypto.randomBytes(Crypto.nonceLength * 128)
-            poolOffset = 0
-            poolGeneration = generation
+        if state.pointee.poolOffset + Crypto.nonceLength > state.pointee.pool.count || state.pointee.poolGeneration != generation {
+            state.pointee.pool = try Crypto.randomBytes(Crypto.nonceLength * 128)
+            state.pointee.poolOffset = 0
+            state.pointee.poolGeneration = generation
         }
-        let offset = poolOffset
-        pool.withUnsafeMutableBufferPointer { source in
+        let offset = state.pointee.poolOffset
+        state.pointee.pool.withUnsafeMutableBufferPointer { source in
             let nonce = UnsafeMutableBufferPointer(rebasing: source[offset..<(offset + Crypto.nonceLength)])
             bytes.append(contentsOf: nonce)
             nonce.update(repeating: 0)
         }
-        poolOffset += Crypto.nonceLength
+        state.pointee.poolOffset += Crypto.nonceLength
     }
 
     /// Seals a message under a fresh random nonce into one new envelope: `header`, the nonce,
     /// the ciphertext of `typeTag` (when given) followed by `plaintext`, and the tag. One lock
-    /// and one allocation per value; the associated data is written into reused scratch space.
-    /// Nil when libcrypto fails.
-    func sealWithRandomNonce(header: [UInt8], typeTag: UInt8?, plaintext: UnsafeBufferPointer<UInt8>, associatedData fill: (inout [UInt8]) -> Void) -> [UInt8]? {
-        lock.lock()
-        defer { lock.unlock() }
-        scratchAssociated.removeAll(keepingCapacity: true)
-        fill(&scratchAssociated)
+    /// and one allocation per value. Nil when libcrypto fails.
+    func sealWithRandomNonce(header: [UInt8], typeTag: UInt8?, plaintext: UnsafeBufferPointer<UInt8>, associatedData: UnsafeRawBufferPointer) -> [UInt8]? {
         let messageLength = plaintext.count + (typeTag == nil ? 0 : 1)
         var envelope: [UInt8] = []
         envelope.reserveCapacity(header.count + Crypto.nonceLength + messageLength + Crypto.tagLength)
         envelope += header
-        do { try appendNonce(to: &envelope) } catch { return nil }
         let nonceStart = header.count
         let sealedStart = nonceStart + Crypto.nonceLength
-        // The message is copied in and encrypted in place: one pass, one update call.
-        if let typeTag { envelope.append(typeTag) }
-        envelope.append(contentsOf: plaintext)
-        envelope.append(contentsOf: repeatElement(0, count: Crypto.tagLength))
-        var length: Int32 = 0
-        let ok = envelope.withUnsafeMutableBufferPointer { buffer -> Bool in
-            guard let base = buffer.baseAddress else { return false }
-            var out = base + sealedStart
-            guard EVP_EncryptInit_ex(sealer, nil, nil, nil, base + nonceStart) == 1 else { return false }
-            if !scratchAssociated.isEmpty {
-                guard EVP_EncryptUpdate(sealer, nil, &length, scratchAssociated, Int32(scratchAssociated.count)) == 1 else { return false }
-            }
-            if messageLength > 0 {
-                guard EVP_EncryptUpdate(sealer, out, &length, out, Int32(messageLength)) == 1 else { return false }
+        let sealer = sealer
+        let ok = (try? locked { () throws(Crypto.Failure) -> Bool in
+            try appendNonce(to: &envelope)
+            // The message is copied in and encrypted in place: one pass, one update call.
+            if let typeTag { envelope.append(typeTag) }
+            envelope.append(contentsOf: plaintext)
+            envelope.append(contentsOf: repeatElement(0, count: Crypto.tagLength))
+            var length: Int32 = 0
+            return envelope.withUnsafeMutableBufferPointer { buffer -> Bool in
+                guard let base = buffer.baseAddress else { return false }
+                var out = base + sealedStart
+                guard EVP_EncryptInit_ex(sealer, nil, nil, nil, base + nonceStart) == 1 else { return false }
+                if let associated = associatedData.baseAddress, associatedData.count > 0 {
+                    guard EVP_EncryptUpdate(sealer, nil, &length, associated.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+                }
+                if messageLength > 0 {
+                    guard EVP_EncryptUpdate(sealer, out, &length, out, Int32(messageLength)) == 1 else { return false }
+                    out += Int(length)
+                }
+                guard EVP_EncryptFinal_ex(sealer, out, &length) == 1 else { return false }
                 out += Int(length)
+                guard out - (base + sealedStart) == messageLength else { return false }
+                return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out) == 1
             }
-            guard EVP_EncryptFinal_ex(sealer, out, &length) == 1 else { return false }
-            out += Int(length)
-            guard out - (base + sealedStart) == messageLength else { return false }
-            return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out) == 1
-        }
+        }) ?? false
         return ok ? envelope : nil
     }
 
     /// Appends the ciphertext and its tag to `output`.
     func seal(nonce: [UInt8], plaintext: [UInt8], associatedData: [UInt8], into output: inout [UInt8]) throws(Crypto.Failure) {
-        lock.lock()
-        defer { lock.unlock() }
         let start = output.count
         output.append(contentsOf: repeatElement(0, count: plaintext.count + Crypto.tagLength))
-        var length: Int32 = 0
-        let ok = output.withUnsafeMutableBufferPointer { buffer -> Bool in
-            guard let base = buffer.baseAddress else { return false }
-            let out = base + start
-            guard EVP_EncryptInit_ex(sealer, nil, nil, nil, nonce) == 1 else { return false }
-            if !associatedData.isEmpty {
-                guard EVP_EncryptUpdate(sealer, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { return false }
+        let sealer = sealer
+        let ok = try locked { () throws(Crypto.Failure) -> Bool in
+            var length: Int32 = 0
+            return output.withUnsafeMutableBufferPointer { buffer -> Bool in
+                guard let base = buffer.baseAddress else { return false }
+                let out = base + start
+                guard EVP_EncryptInit_ex(sealer, nil, nil, nil, nonce) == 1 else { return false }
+                if !associatedData.isEmpty {
+                    guard EVP_EncryptUpdate(sealer, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { return false }
+                }
+                var written = 0
+                if !plaintext.isEmpty {
+                    guard EVP_EncryptUpdate(sealer, out, &length, plaintext, Int32(plaintext.count)) == 1 else { return false }
+                    written = Int(length)
+                }
+                guard EVP_EncryptFinal_ex(sealer, out + written, &length) == 1 else { return false }
+                written += Int(length)
+                guard written == plaintext.count else { return false }
+                return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out + written) == 1
             }
-            var written = 0
-            if !plaintext.isEmpty {
-                guard EVP_EncryptUpdate(sealer, out, &length, plaintext, Int32(plaintext.count)) == 1 else { return false }
-                written = Int(length)
-            }
-            guard EVP_EncryptFinal_ex(sealer, out + written, &length) == 1 else { return false }
-            written += Int(length)
-            guard written == plaintext.count else { return false }
-            return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out + written) == 1
         }
         guard ok else {
             output.removeSubrange(start...)
@@ -233,68 +264,65 @@ final class GCMKey: @unchecked Sendable {
         }
     }
 
-    /// Scratch space reused under the lock: associated data and plaintext, so opening a value
-    /// allocates only its result.
-    private var scratchAssociated: [UInt8] = []
-    private var scratchPlain: [UInt8] = []
-
-    /// Opens the sealed part of `envelope` (from `sealedStart`, the nonce before it) with the
-    /// associated data `fill` writes, and hands the plaintext to `read`; nil when it does not
-    /// authenticate.
-    func open<T>(envelope: [UInt8], sealedStart: Int, associatedData fill: (inout [UInt8]) -> Void, read: (UnsafeBufferPointer<UInt8>) -> T?) -> T? {
-        lock.lock()
-        defer { lock.unlock() }
-        scratchAssociated.removeAll(keepingCapacity: true)
-        fill(&scratchAssociated)
+    /// Opens the sealed part of `envelope` (from `sealedStart`, the nonce before it) with
+    /// `associatedData`, and hands the plaintext to `read`, which must not keep the buffer; nil
+    /// when it does not authenticate.
+    func open<T>(envelope: UnsafeRawBufferPointer, sealedStart: Int, associatedData: UnsafeRawBufferPointer, read: (UnsafeBufferPointer<UInt8>) -> T?) -> T? {
         let count = envelope.count - sealedStart - Crypto.tagLength
-        guard count >= 0 else { return nil }
-        if scratchPlain.count < max(1, count) { scratchPlain = [UInt8](repeating: 0, count: max(64, count)) }
-        var length: Int32 = 0
-        let ok = envelope.withUnsafeBufferPointer { sealed -> Bool in
-            guard let base = sealed.baseAddress else { return false }
-            return scratchPlain.withUnsafeMutableBufferPointer { plain -> Bool in
-                guard let out = plain.baseAddress else { return false }
-                guard EVP_DecryptInit_ex(opener, nil, nil, nil, base + sealedStart - Crypto.nonceLength) == 1 else { return false }
-                if !scratchAssociated.isEmpty {
-                    guard EVP_DecryptUpdate(opener, nil, &length, scratchAssociated, Int32(scratchAssociated.count)) == 1 else { return false }
-                }
-                var written = 0
-                if count > 0 {
-                    guard EVP_DecryptUpdate(opener, out, &length, base + sealedStart, Int32(count)) == 1 else { return false }
-                    written = Int(length)
-                }
-                let tag = UnsafeMutableRawPointer(mutating: base + sealedStart + count)
-                guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
-                return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
+        guard count >= 0, sealedStart >= Crypto.nonceLength, let base = envelope.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if state.pointee.plainCapacity < count || state.pointee.plain == nil {
+            if let old = state.pointee.plain {
+                old.update(repeating: 0, count: state.pointee.plainCapacity)
+                old.deallocate()
             }
+            let capacity = max(64, count)
+            state.pointee.plain = .allocate(capacity: capacity)
+            state.pointee.plainCapacity = capacity
         }
-        guard ok else { return nil }
-        return scratchPlain.withUnsafeBufferPointer { read(UnsafeBufferPointer(rebasing: $0[0..<count])) }
+        guard let out = state.pointee.plain else { return nil }
+        var length: Int32 = 0
+        guard EVP_DecryptInit_ex(opener, nil, nil, nil, base + sealedStart - Crypto.nonceLength) == 1 else { return nil }
+        if let associated = associatedData.baseAddress, associatedData.count > 0 {
+            guard EVP_DecryptUpdate(opener, nil, &length, associated.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return nil }
+        }
+        var written = 0
+        if count > 0 {
+            guard EVP_DecryptUpdate(opener, out, &length, base + sealedStart, Int32(count)) == 1 else { return nil }
+            written = Int(length)
+        }
+        // libcrypto only reads the expected tag.
+        let tag = UnsafeMutableRawPointer(mutating: base + sealedStart + count)
+        guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1,
+              EVP_DecryptFinal_ex(opener, out + written, &length) == 1 else { return nil }
+        return read(UnsafeBufferPointer(start: out, count: count))
     }
 
     /// The plaintext, or nil when the tag does not authenticate.
     func open(nonce: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> [UInt8]? {
         guard sealed.count >= Crypto.tagLength, let sealedBase = sealed.baseAddress else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
         let count = sealed.count - Crypto.tagLength
         var output = [UInt8](repeating: 0, count: max(1, count))
-        var length: Int32 = 0
-        let ok = output.withUnsafeMutableBufferPointer { buffer -> Bool in
-            guard let out = buffer.baseAddress else { return false }
-            guard EVP_DecryptInit_ex(opener, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1 else { return false }
-            if associatedData.count > 0 {
-                guard EVP_DecryptUpdate(opener, nil, &length, associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+        let opener = opener
+        let ok = (try? locked { () throws(Crypto.Failure) -> Bool in
+            var length: Int32 = 0
+            return output.withUnsafeMutableBufferPointer { buffer -> Bool in
+                guard let out = buffer.baseAddress else { return false }
+                guard EVP_DecryptInit_ex(opener, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1 else { return false }
+                if associatedData.count > 0 {
+                    guard EVP_DecryptUpdate(opener, nil, &length, associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+                }
+                var written = 0
+                if count > 0 {
+                    guard EVP_DecryptUpdate(opener, out, &length, sealedBase.assumingMemoryBound(to: UInt8.self), Int32(count)) == 1 else { return false }
+                    written = Int(length)
+                }
+                let tag = UnsafeMutableRawPointer(mutating: sealedBase + count)
+                guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
+                return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
             }
-            var written = 0
-            if count > 0 {
-                guard EVP_DecryptUpdate(opener, out, &length, sealedBase.assumingMemoryBound(to: UInt8.self), Int32(count)) == 1 else { return false }
-                written = Int(length)
-            }
-            let tag = UnsafeMutableRawPointer(mutating: sealedBase + count)
-            guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
-            return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
-        }
+        }) ?? false
         guard ok else { return nil }
         if count == 0 { output.removeAll() }
         return output

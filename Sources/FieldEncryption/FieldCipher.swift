@@ -102,32 +102,38 @@ public final class FieldCipher: Sendable {
     /// The envelope of `value` for the row keyed `rowKey` (ignored in deterministic mode).
     /// NULL stays NULL: absence is not hidden.
     public func seal(_ value: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
+        try seal(value, keyCount: rowKey.count) { rowKey[$0] }
+    }
+
+    private func seal(_ value: StoredValue, keyCount: Int, keyPart: (Int) -> StoredValue) throws(FieldCipherError) -> StoredValue {
         guard value != .null else { return .null }
         guard mode == .randomized else { return .blob(try sealDeterministically(Self.encode(value), with: keys[0])) }
         // The common case, text, is sealed straight from the string's bytes.
-        let sealed: Result<[UInt8], FieldCipherError>
+        let sealed: [UInt8]?
         if case .text(var text) = value {
-            sealed = text.withUTF8 { bytes in Result { () throws(FieldCipherError) in try sealRandomized(typeTag: 3, bytes, rowKey: rowKey) } }
+            sealed = text.withUTF8 { bytes in sealRandomized(typeTag: 3, bytes, keyCount: keyCount, keyPart: keyPart) }
         } else {
-            sealed = Self.encode(value).withUnsafeBufferPointer { bytes in Result { () throws(FieldCipherError) in try sealRandomized(typeTag: nil, bytes, rowKey: rowKey) } }
+            sealed = Self.encode(value).withUnsafeBufferPointer { bytes in sealRandomized(typeTag: nil, bytes, keyCount: keyCount, keyPart: keyPart) }
         }
-        return .blob(try sealed.get())
+        guard let sealed else { throw .failed("AES-256-GCM encryption failed") }
+        return .blob(sealed)
     }
 
     /// Bytes (an external file's contents) sealed the same way.
     public func seal(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
         guard mode == .randomized else { return try sealDeterministically(bytes, with: keys[0]) }
-        return try bytes.withUnsafeBufferPointer { buffer in Result { () throws(FieldCipherError) in try sealRandomized(typeTag: nil, buffer, rowKey: rowKey) } }.get()
+        let sealed = bytes.withUnsafeBufferPointer { buffer in sealRandomized(typeTag: nil, buffer, keyCount: rowKey.count) { rowKey[$0] } }
+        guard let sealed else { throw .failed("AES-256-GCM encryption failed") }
+        return sealed
     }
 
     /// Randomized mode under the newest key: `typeTag` (when given) then `plaintext`, bound to
-    /// the row's key.
-    private func sealRandomized(typeTag: UInt8?, _ plaintext: UnsafeBufferPointer<UInt8>, rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
+    /// the row's key. Nil when libcrypto fails.
+    private func sealRandomized(typeTag: UInt8?, _ plaintext: UnsafeBufferPointer<UInt8>, keyCount: Int, keyPart: (Int) -> StoredValue) -> [UInt8]? {
         let key = keys[0]
-        guard let envelope = key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: typeTag, plaintext: plaintext, associatedData: { appendAssociatedData(rowKey, to: &$0) }) else {
-            throw .failed("AES-256-GCM encryption failed")
+        return withAssociatedData(keyCount: keyCount, keyPart) { associated in
+            key.gcm.sealWithRandomNonce(header: key.randomizedHeader, typeTag: typeTag, plaintext: plaintext, associatedData: associated)
         }
-        return envelope
     }
 
     /// Deterministic mode: the envelope of `value` under every key, for `column IN (...)`
@@ -164,67 +170,95 @@ public final class FieldCipher: Sendable {
     public func open(_ stored: StoredValue, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
         guard stored != .null else { return .null }
         guard case .blob(let bytes) = stored else { throw .notEncrypted(attribute: attribute) }
+        return try bytes.withUnsafeBytes { raw in Result { () throws(FieldCipherError) in try open(envelope: raw, rowKey: rowKey) } }.get()
+    }
+
+    /// The value inside an envelope read where it lies (SQLite's own buffer during a step), so
+    /// reading a row copies no ciphertext.
+    public func open(envelope bytes: UnsafeRawBufferPointer, rowKey: [StoredValue]) throws(FieldCipherError) -> StoredValue {
+        try open(envelope: bytes, keyCount: rowKey.count) { rowKey[$0] }
+    }
+
+    /// The same, with the row's key read from `row` at `keyPositions` (nil: NULL), so a reader
+    /// builds no key array per value.
+    public func open(envelope bytes: UnsafeRawBufferPointer, row: [StoredValue], keyPositions: [Int?]) throws(FieldCipherError) -> StoredValue {
+        try open(envelope: bytes, keyCount: keyPositions.count) { keyPositions[$0].map { row[$0] } ?? .null }
+    }
+
+    private func open(envelope bytes: UnsafeRawBufferPointer, keyCount: Int, keyPart: (Int) -> StoredValue) throws(FieldCipherError) -> StoredValue {
         guard let envelope = Envelope(bytes) else { throw .notEncrypted(attribute: attribute) }
-        let idRange = 6..<(6 + Int(bytes[5]))
-        guard let key = keys.first(where: { $0.idBytes.elementsEqual(bytes[idRange]) }) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID) }
-        let bound = envelope.mode == .deterministic ? [] : rowKey
-        let value = key.gcm.open(envelope: bytes, sealedStart: envelope.sealedStart, associatedData: { appendAssociatedData(bound, to: &$0) }, read: Self.decode)
-        guard let value, envelope.mode == mode else { throw .doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID) }
+        guard let key = key(envelope.idBytes(in: bytes)) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID(in: bytes)) }
+        let value = withAssociatedData(keyCount: envelope.mode == .deterministic ? 0 : keyCount, keyPart) { associated in
+            key.gcm.open(envelope: bytes, sealedStart: envelope.sealedStart, associatedData: associated, read: Self.decode)
+        }
+        guard let value, envelope.mode == mode else { throw .doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID(in: bytes)) }
         return value
+    }
+
+    /// The key an envelope names by its id's bytes: no String per value.
+    private func key(_ idBytes: UnsafeRawBufferPointer) -> DerivedKey? {
+        keys.first { $0.idBytes.withUnsafeBytes { $0.elementsEqual(idBytes) } }
     }
 
     /// Bytes sealed by `seal(bytes:rowKey:)`.
     public func open(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
-        guard let envelope = Envelope(bytes) else { throw .notEncrypted(attribute: attribute) }
-        // The key by its id's bytes: no String per value.
-        let idRange = 6..<(6 + Int(bytes[5]))
-        guard let key = keys.first(where: { $0.idBytes.elementsEqual(bytes[idRange]) }) else { throw .unknownKey(attribute: attribute, keyID: envelope.keyID) }
-        let associated = associatedData(envelope.mode == .deterministic ? [] : rowKey)
-        let opened = bytes.withUnsafeBytes { raw in
-            associated.withUnsafeBytes { associatedBytes in
+        let associated = associatedData(rowKey)
+        let opened = bytes.withUnsafeBytes { raw -> Result<[UInt8], FieldCipherError> in
+            guard let envelope = Envelope(raw) else { return .failure(.notEncrypted(attribute: attribute)) }
+            guard let key = key(envelope.idBytes(in: raw)) else { return .failure(.unknownKey(attribute: attribute, keyID: envelope.keyID(in: raw))) }
+            let opened = (envelope.mode == .deterministic ? associatedPrefix : associated).withUnsafeBytes { associatedBytes in
                 key.gcm.open(nonce: UnsafeRawBufferPointer(rebasing: raw[(envelope.sealedStart - Crypto.nonceLength)..<envelope.sealedStart]),
                              sealed: UnsafeRawBufferPointer(rebasing: raw[envelope.sealedStart...]), associatedData: associatedBytes)
             }
+            guard let opened, envelope.mode == mode else { return .failure(.doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID(in: raw))) }
+            return .success(opened)
         }
-        guard let opened, envelope.mode == mode else { throw .doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID) }
-        return opened
+        return try opened.get()
     }
 
     /// True when `stored` is an envelope under the newest key (nothing for `reencrypt` to do).
     public func isCurrent(_ stored: StoredValue) -> Bool {
         if stored == .null { return true }
-        guard case .blob(let bytes) = stored, let envelope = Envelope(bytes) else { return false }
-        return envelope.keyID == keys[0].id && envelope.mode == mode
+        guard case .blob(let bytes) = stored else { return false }
+        return bytes.withUnsafeBytes { raw in
+            guard let envelope = Envelope(raw) else { return false }
+            return envelope.idBytes(in: raw).elementsEqual(keys[0].idBytes) && envelope.mode == mode
+        }
     }
 
-    public static func keyID(of bytes: [UInt8]) -> String? { Envelope(bytes)?.keyID }
+    public static func keyID(of bytes: [UInt8]) -> String? {
+        bytes.withUnsafeBytes { raw in Envelope(raw)?.keyID(in: raw) }
+    }
 
     /// The id of the key that encrypts.
     public var newestKeyID: String { keys[0].id }
 
     public static func isEnvelope(_ stored: StoredValue) -> Bool {
-        if case .blob(let bytes) = stored { return Envelope(bytes) != nil }
+        if case .blob(let bytes) = stored { return bytes.withUnsafeBytes { Envelope($0) != nil } }
         return false
     }
 
+    /// Where an envelope's parts lie in its bytes.
     struct Envelope {
         let mode: Mode
         /// Where the ciphertext starts; the nonce is the 12 bytes before it.
         let sealedStart: Int
-        private let idBytes: ArraySlice<UInt8>
 
-        /// The key id, for messages (key ids are ASCII).
-        var keyID: String { String(decoding: idBytes, as: UTF8.self) }
-
-        init?(_ bytes: [UInt8]) {
+        init?(_ bytes: UnsafeRawBufferPointer) {
             guard bytes.count >= 6, bytes[0] == 0x53, bytes[1] == 0x47, bytes[2] == 0x45, bytes[3] == 0x01, let mode = Mode(rawValue: bytes[4]) else { return nil }
             let idLength = Int(bytes[5])
             let nonceStart = 6 + idLength
             guard idLength > 0, bytes.count >= nonceStart + Crypto.nonceLength + Crypto.tagLength else { return nil }
             self.mode = mode
-            idBytes = bytes[6..<nonceStart]
             sealedStart = nonceStart + Crypto.nonceLength
         }
+
+        func idBytes(in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: bytes[6..<(sealedStart - Crypto.nonceLength)])
+        }
+
+        /// The key id, for messages (key ids are ASCII).
+        func keyID(in bytes: UnsafeRawBufferPointer) -> String { String(decoding: idBytes(in: bytes), as: UTF8.self) }
     }
 
     // MARK: - Encodings
@@ -236,6 +270,65 @@ public final class FieldCipher: Sendable {
         bytes.reserveCapacity(associatedPrefix.count + rowKey.count * 48)
         appendAssociatedData(rowKey, to: &bytes)
         return bytes
+    }
+
+    /// `associatedData` of the row key whose parts `keyPart` gives, written into stack space for the duration of `body`: no
+    /// allocation per value.
+    func withAssociatedData<T>(keyCount: Int, _ keyPart: (Int) -> StoredValue, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        guard mode == .randomized, keyCount > 0 else { return associatedPrefix.withUnsafeBytes(body) }
+        var size = associatedPrefix.count
+        for index in 0..<keyCount { size += 8 + Self.encodedCount(keyPart(index)) }
+        return withUnsafeTemporaryAllocation(byteCount: size, alignment: 1) { buffer in
+            guard let base = buffer.baseAddress else { return body(UnsafeRawBufferPointer(buffer)) }
+            var at = associatedPrefix.withUnsafeBytes { prefix in
+                buffer.copyMemory(from: prefix)
+                return prefix.count
+            }
+            func put(_ value: UInt64) {
+                for index in 0..<8 { base.storeBytes(of: UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64(index))), toByteOffset: at + index, as: UInt8.self) }
+                at += 8
+            }
+            for index in 0..<keyCount {
+                let part = keyPart(index)
+                put(UInt64(Self.encodedCount(part)))
+                switch part {
+                case .null:
+                    base.storeBytes(of: 0, toByteOffset: at, as: UInt8.self)
+                    at += 1
+                case .integer(let number):
+                    base.storeBytes(of: 1, toByteOffset: at, as: UInt8.self)
+                    at += 1
+                    put(UInt64(bitPattern: number))
+                case .real(let number):
+                    base.storeBytes(of: 2, toByteOffset: at, as: UInt8.self)
+                    at += 1
+                    put(number.bitPattern)
+                case .text(let text):
+                    base.storeBytes(of: 3, toByteOffset: at, as: UInt8.self)
+                    at += 1
+                    for byte in text.utf8 {
+                        base.storeBytes(of: byte, toByteOffset: at, as: UInt8.self)
+                        at += 1
+                    }
+                case .blob(let blob):
+                    base.storeBytes(of: 4, toByteOffset: at, as: UInt8.self)
+                    at += 1
+                    blob.withUnsafeBytes { bytes in if let source = bytes.baseAddress { (base + at).copyMemory(from: source, byteCount: bytes.count) } }
+                    at += blob.count
+                }
+            }
+            return body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
+    /// The length of `encode(value)`.
+    static func encodedCount(_ value: StoredValue) -> Int {
+        switch value {
+        case .null: 1
+        case .integer, .real: 9
+        case .text(let text): 1 + text.utf8.count
+        case .blob(let blob): 1 + blob.count
+        }
     }
 
     func appendAssociatedData(_ rowKey: [StoredValue], to bytes: inout [UInt8]) {

@@ -273,6 +273,13 @@ extension Store {
     struct OpenPlan {
         let ciphers: [(position: Int, cipher: FieldCipher)]
         let keyPositions: [Int?]
+
+        var positions: [Int] { ciphers.map(\.position) }
+
+        func cipher(at position: Int) -> FieldCipher? {
+            for entry in ciphers where entry.position == position { return entry.cipher }
+            return nil
+        }
     }
 
     func openPlan(_ entity: EntityDescriptor, columns: [String]) -> OpenPlan? {
@@ -287,11 +294,29 @@ extension Store {
     /// Opens the encrypted values of a row.
     func openRow(_ plan: OpenPlan?, row: inout [SQLiteValue]) throws(StoreError) {
         guard let plan, !plan.ciphers.isEmpty else { return }
-        // The key's values in an array kept from row to row: one allocation less per row read.
-        openRowKey.removeAll(keepingCapacity: true)
-        for position in plan.keyPositions { openRowKey.append(position.map { row[$0] } ?? .null) }
-        for (position, cipher) in plan.ciphers {
-            do { row[position] = try cipher.open(row[position], rowKey: openRowKey) } catch { throw .encryption(error) }
+        for (position, _) in plan.ciphers {
+            let value = row[position]
+            row[position] = .null
+            row[position] = try openColumn(plan, position, .value(value), row: row)
+        }
+    }
+
+    /// Opens one encrypted column of a row SQLite is still stepping on, from SQLite's own
+    /// buffer (see `SQLiteConnection.forEachRowInPlace(_:_:ownStatement:opening:with:_:)`).
+    func openColumn(_ plan: OpenPlan, _ position: Int, _ content: BorrowedValue, row: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
+        guard let cipher = plan.cipher(at: position) else {
+            if case .value(let value) = content { return value }
+            throw .coding("column \(position) is not encrypted")
+        }
+        do {
+            switch content {
+            case .blob(let bytes): return try cipher.open(envelope: bytes, row: row, keyPositions: plan.keyPositions)
+            case .value(.blob(let bytes)):
+                return try bytes.withUnsafeBytes { bytes in Result { () throws(FieldCipherError) in try cipher.open(envelope: bytes, row: row, keyPositions: plan.keyPositions) } }.get()
+            case .value(let value): return try cipher.open(value, rowKey: [])
+            }
+        } catch {
+            throw .encryption(error)
         }
     }
 

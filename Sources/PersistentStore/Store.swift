@@ -161,8 +161,6 @@ public actor Store {
     var implicitKeys: [String: Int64] = [:]
     /// `prepareRow`'s plan by table, for the column list it last saw.
     var rowPlans: [String: RowPlan] = [:]
-    /// `openRow`'s row key, reused from row to row.
-    var openRowKey: [SQLiteValue] = []
 
     /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
     /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
@@ -470,13 +468,14 @@ public actor Store {
         }
         let order = rowColumns(entity)
         let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
-        let encrypted = encryption[entity.table] != nil
         let opening = openPlan(entity, columns: order)
         var failure: (any Error)?
         do {
             // Its own statement: `body` may run queries of its own meanwhile.
-            try connection.forEachRowInPlace(sql, arguments, ownStatement: true) { (row: inout [SQLiteValue]) in
-                if encrypted { try openRow(opening, row: &row) }
+            try connection.forEachRowInPlace(sql, arguments, ownStatement: true, opening: opening?.positions ?? [], with: { position, content, row throws(StoreError) in
+                guard let opening else { throw StoreError.coding("column \(position) is not encrypted") }
+                return try openColumn(opening, position, content, row: row)
+            }) { (row: inout [SQLiteValue]) in
                 for (column, position) in external {
                     guard case .text(let name) = row[position] else { continue }
                     row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
@@ -515,11 +514,11 @@ public actor Store {
                     return decoded
                 }
                 // Encrypted values are opened on the way into the same specialized loop.
-                if external.isEmpty, encrypted, extraColumns == 0, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in
-                    try connection.forEachRowInPlace(sql, arguments) { (row: inout [SQLiteValue]) in
-                        try openRow(opening, row: &row)
-                        try consume(row)
-                    }
+                if external.isEmpty, encrypted, extraColumns == 0, let opening, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in
+                    // Opened from SQLite's buffer: no copy of the ciphertext.
+                    try connection.forEachRowInPlace(sql, arguments, opening: opening.positions, with: { position, content, row throws(StoreError) in
+                        try openColumn(opening, position, content, row: row)
+                    }) { (row: inout [SQLiteValue]) in try consume(row) }
                 }) {
                     return decoded
                 }

@@ -82,6 +82,13 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 /// row codecs produce and read, so rows need no conversion.
 public typealias SQLiteValue = StoredValue
 
+/// A column's value as SQLite holds it during a step. A blob's bytes are borrowed: valid only
+/// inside the call that receives them.
+public enum BorrowedValue {
+    case blob(UnsafeRawBufferPointer)
+    case value(SQLiteValue)
+}
+
 /// One connection to a database file (or `:memory:`). Not shared between threads.
 /// `sqlite3_interrupt` for one connection, to be called from another thread.
 public struct SQLiteInterrupter: @unchecked Sendable {
@@ -255,6 +262,42 @@ public final class SQLiteConnection {
         if let failure { throw failure }
     }
 
+    /// `forEachRowInPlace`, handing each blob of `columns` to `open` where SQLite holds it
+    /// instead of copying it; `open` sees the rest of the row (read first) and returns the
+    /// column's value. Made for values that are transformed on reading anyway (decrypted).
+    public func forEachRowInPlace(_ sql: String, _ arguments: [SQLiteValue] = [], ownStatement: Bool = false, opening columns: [Int],
+                                  with open: (_ column: Int, _ content: BorrowedValue, _ row: [SQLiteValue]) throws -> SQLiteValue,
+                                  _ body: (inout [SQLiteValue]) throws -> Void) throws {
+        var row: [SQLiteValue] = []
+        var failure: (any Error)?
+        var skipped: [Bool] = []
+        try step(sql, arguments, ownStatement: ownStatement) { statement, count in
+            if skipped.count != count {
+                skipped = [Bool](repeating: false, count: count)
+                for column in columns where column < count { skipped[column] = true }
+            }
+            Self.read(statement, count, into: &row, skipping: skipped)
+            do {
+                for column in columns where column < count {
+                    let opened: SQLiteValue
+                    if let value = sqlite3_column_value(statement, Int32(column)), sqlite3_value_type(value) == SQLITE_BLOB {
+                        let bytes = sqlite3_value_blob(value)
+                        opened = try open(column, .blob(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : Int(sqlite3_value_bytes(value)))), row)
+                    } else {
+                        opened = try open(column, .value(Self.value(statement, Int32(column))), row)
+                    }
+                    row[column] = opened
+                }
+                try body(&row)
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// The one place that binds arguments, steps a cached statement and resets it: `row` sees
     /// each result row with its column count, and returns false to stop.
     private func step(_ sql: String, _ arguments: some RandomAccessCollection<SQLiteValue>, ownStatement: Bool = false, row: (OpaquePointer, Int) -> Bool) throws(SQLiteError) {
@@ -312,6 +355,14 @@ public final class SQLiteConnection {
         // One uniqueness check per row, not one per value.
         row.withUnsafeMutableBufferPointer { values in
             for column in 0..<count { values[column] = value(statement, Int32(column)) }
+        }
+    }
+
+    /// The same, leaving the `skipped` columns NULL.
+    static func read(_ statement: OpaquePointer, _ count: Int, into row: inout [SQLiteValue], skipping skipped: [Bool]) {
+        if row.count != count { row = [SQLiteValue](repeating: .null, count: count) }
+        row.withUnsafeMutableBufferPointer { values in
+            for column in 0..<count { values[column] = skipped[column] ? .null : value(statement, Int32(column)) }
         }
     }
 

@@ -31,9 +31,11 @@ struct StoreBenchmark {
         }
         if arguments.count >= 5, arguments.count <= 6, arguments[1] == "encryption", let rows = Int(arguments[3]) {
             let bodyBytes = arguments.count == 6 ? Int(arguments[5]) : nil
-            let timings = arguments[2] == "evp"
-                ? try EncryptionAndSearch.libcrypto(rows: rows, bodyBytes: bodyBytes)
-                : try await EncryptionAndSearch.notes(arguments[2], rows: rows, folder: arguments[4], bodyBytes: bodyBytes)
+            let timings = switch arguments[2] {
+            case "evp": try EncryptionAndSearch.libcrypto(rows: rows, bodyBytes: bodyBytes)
+            case "cipher": try EncryptionAndSearch.cipherAlone(rows: rows, bodyBytes: bodyBytes)
+            default: try await EncryptionAndSearch.notes(arguments[2], rows: rows, folder: arguments[4], bodyBytes: bodyBytes)
+            }
             print(String(format: "insert %.4f fetch %.4f", timings.insert, timings.fetch))
             return
         }
@@ -44,7 +46,7 @@ struct StoreBenchmark {
         }
         let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
-            FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|padded|secret|evp ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n".utf8))
+            FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n".utf8))
             exit(2)
         }
         let path = arguments[3] + "/\(arguments[1]).sqlite"

@@ -6,6 +6,18 @@ import TestSupport
 
 func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
+/// The bytes of a hexadecimal string; nil when it is not one.
+func decodeHex(_ text: String) -> [UInt8]? {
+    let digits = Array(text.utf8)
+    guard digits.count.isMultiple(of: 2) else { return nil }
+    var bytes: [UInt8] = []
+    for start in stride(from: 0, to: digits.count, by: 2) {
+        guard let byte = UInt8(String(decoding: digits[start..<(start + 2)], as: UTF8.self), radix: 16) else { return nil }
+        bytes.append(byte)
+    }
+    return bytes
+}
+
 func ring(_ entries: [(String, UInt8)]) throws -> KeyRing {
     try KeyRing(entries.map { (id: $0.0, bytes: [UInt8](repeating: $0.1, count: 32)) })
 }
@@ -39,6 +51,43 @@ func ring(_ entries: [(String, UInt8)]) throws -> KeyRing {
             #expect(try cipher.open(sealed, rowKey: [.text("u1")]) == value)
         }
         #expect(try cipher.seal(.null, rowKey: [.text("u1")]) == .null, "absence is not hidden")
+    }
+
+    /// Envelopes made by an independent implementation of the documented format (Python's
+    /// `cryptography`: HKDF-SHA-256, then AES-256-GCM over the type tag and the text, the
+    /// associated data being the prefix, the table, the column and each key part as its 8-byte
+    /// length and encoding), so the format cannot drift unnoticed between releases.
+    static let documentedEnvelopes: [(rowKey: [StoredValue], hex: String)] = [
+        ([.integer(7)], "5347450101026b31000102030405060708090a0b7a39ce1d32e6204edf3cae5d18831cdd4aa3067bbfcbfb9188a5b677b9"),
+        ([.text("u1")], "5347450101026b31000102030405060708090a0b7a39ce1d32e6204edf3cae5d189ff5b040752accbb449b7552d135656d"),
+        ([.integer(7), .text("a")], "5347450101026b31000102030405060708090a0b7a39ce1d32e6204edf3cae5d186ba492bf816cd21564559fad4831dab5"),
+        ([.null], "5347450101026b31000102030405060708090a0b7a39ce1d32e6204edf3cae5d18a4fc91c16fec0206d0d4080ab022dd03"),
+    ]
+
+    @Test func envelopesOfTheDocumentedFormatOpenByEveryPath() throws {
+        let cipher = try FieldCipher(ring: try ring([("k1", 1)]), table: "t", column: "c", mode: .randomized, attribute: "T.c")
+        for (rowKey, text) in Self.documentedEnvelopes {
+            let bytes = try #require(decodeHex(text))
+            #expect(try cipher.open(.blob(bytes), rowKey: rowKey) == .text("secret value"))
+            #expect(try bytes.withUnsafeBytes { try cipher.open(envelope: $0, rowKey: rowKey) } == .text("secret value"))
+            // The key read from a row: its values at given positions, nil for a missing one (NULL).
+            let row: [StoredValue] = [.text("other")] + rowKey + [.integer(99)]
+            let positions: [Int?] = rowKey.indices.map { rowKey[$0] == .null ? nil : $0 + 1 }
+            #expect(try bytes.withUnsafeBytes { try cipher.open(envelope: $0, row: row, keyPositions: positions) } == .text("secret value"))
+            #expect(throws: FieldCipherError.doesNotAuthenticate(attribute: "T.c", keyID: "k1")) {
+                try bytes.withUnsafeBytes { try cipher.open(envelope: $0, row: row, keyPositions: [0]) }
+            }
+            // And what this code seals, the other implementation's layout opens the same way.
+            let sealed = try cipher.seal(.text("secret value"), rowKey: rowKey)
+            #expect(try cipher.open(sealed, rowKey: rowKey) == .text("secret value"))
+            #expect(cipher.withAssociatedData(keyCount: rowKey.count, { rowKey[$0] }) { Array($0) } == cipher.associatedData(rowKey))
+        }
+        #expect(throws: FieldCipherError.notEncrypted(attribute: "T.c")) { try [UInt8]("SGE".utf8).withUnsafeBytes { try cipher.open(envelope: $0, rowKey: []) } }
+        #expect(throws: FieldCipherError.unknownKey(attribute: "T.c", keyID: "k2")) {
+            var bytes = try #require(decodeHex(Self.documentedEnvelopes[0].hex))
+            bytes[7] = UInt8(ascii: "2")
+            try bytes.withUnsafeBytes { try cipher.open(envelope: $0, rowKey: [.integer(7)]) }
+        }
     }
 
     @Test func randomizedValuesDifferAndAreBoundToTheirRowAndColumn() throws {

@@ -76,6 +76,13 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         } catch {
             #expect("\(error)".contains("TodoItem.notes does not decrypt under key 'test'"), "\(error)")
         }
+        // Row by row, the same (values are opened where SQLite holds them on both paths).
+        do {
+            try await todo.read { store in try store.forEach(TodoItem.self) { _ in } }
+            Issue.record("a swapped ciphertext decrypted in forEach")
+        } catch {
+            #expect("\(error)".contains("TodoItem.notes does not decrypt under key 'test'"), "\(error)")
+        }
         // Flip one byte of a ciphertext.
         try raw.execute("UPDATE todo_item SET notes = (SELECT notes FROM todo_item WHERE id = '\(second.id.uuidString.lowercased())')")
         let firstKey = SQLiteValue.text(first.id.uuidString.lowercased())
@@ -87,13 +94,26 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         _ = try raw.query("UPDATE todo_item SET notes = ? WHERE id = ?", [.blob(bytes), firstKey])
         await #expect(throws: StoreError.self) { try await todo.model(TodoItem.self, key: first.id) }
         // Plaintext put in place of a ciphertext is refused too, with what to do.
-        try raw.execute("UPDATE todo_item SET notes = CAST('typed in by hand' AS BLOB)")
-        do {
-            _ = try await todo.fetch(TodoItem.self)
-            Issue.record("plaintext accepted")
-        } catch {
-            #expect("\(error)".contains("reencrypt"), "\(error)")
+        // (A STRICT table refuses anything but a blob there.)
+        for plaintext in ["CAST('typed in by hand' AS BLOB)", "x'00'"] {
+            try raw.execute("UPDATE todo_item SET notes = \(plaintext)")
+            do {
+                _ = try await todo.fetch(TodoItem.self)
+                Issue.record("plaintext accepted: \(plaintext)")
+            } catch {
+                #expect("\(error)".contains("TodoItem.notes holds a value that is not encrypted"), "\(error)")
+                #expect("\(error)".contains("reencrypt"), "\(error)")
+            }
         }
+        // A NULL stays absent on both paths.
+        try raw.execute("UPDATE todo_item SET notes = NULL")
+        #expect(try await todo.fetch(TodoItem.self).allSatisfy { $0.notes == nil })
+        let notes = try await todo.read { store in
+            var notes: [String?] = []
+            try store.forEach(TodoItem.self) { notes.append($0.notes) }
+            return notes
+        }
+        #expect(notes == [nil, nil])
     }
 
     @Test func aWrongOrMissingKeyFailsCleanlyAndWritesNothing() async throws {
