@@ -12,6 +12,8 @@ let package = Package(
         .executable(name: "todo", targets: ["todo"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "Migrator", targets: ["Migrator"]),
+        .library(name: "MigratorSQLite", targets: ["MigratorSQLite"]),
+        .library(name: "MigratorPostgres", targets: ["MigratorPostgres"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
         .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
         .plugin(name: "SchemagenPlugin", targets: ["SchemagenPlugin"]),
@@ -58,10 +60,14 @@ let package = Package(
         .target(name: "DatabaseLocation"),
         .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "DatabaseLocation", "SchemaMetadata"]),
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "Migrator", dependencies: ["DatabaseLocation", "SQLiteKit", "PostgresKit", "MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
+        // The migrator's core imports no engine; each engine's adapter sits beside its C library,
+        // so an application links only the engines it uses.
+        .target(name: "Migrator", dependencies: ["MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "MigratorSQLite", dependencies: ["Migrator", "SQLiteKit", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "MigratorPostgres", dependencies: ["Migrator", "PostgresKit", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "SQLiteKit", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
@@ -83,7 +89,7 @@ let package = Package(
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
+        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
@@ -122,7 +128,7 @@ let package = Package(
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption"]),
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption"]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
@@ -139,18 +145,18 @@ let package = Package(
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "SQLDialects", "TestSupport"]),
         .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaKit", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "SQLiteKit", "PersistentStore", "TestSupport"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "TestSupport"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport"]),
         .testTarget(name: "TodoExampleTests", dependencies: ["TodoExample", "FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
-        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
+        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "TestSupport"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
-        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport"]),
+        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "migrate", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -77,9 +77,9 @@ public enum MigrateTool {
         }
         let database: any MigrationDatabase
         do {
-            database = try DatabaseOpener.open(location, readOnly: readOnly, postgres: settings)
+            database = try DatabaseOpener.open(location, readOnly: readOnly, lockWait: lockTimeout, postgres: settings)
         } catch {
-            io.writeError("migrate: error: \(error)\n")
+            io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
             openFailure = exitCode(for: error)
             return nil
         }
@@ -92,7 +92,7 @@ public enum MigrateTool {
                 migrators.append(Migrator(database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
                                           historySchema: historySchema, cancellation: cancellation))
             } catch {
-                io.writeError("migrate: error: \(error)\n")
+                io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
                 openFailure = exitCode(for: error)
                 return nil
             }
@@ -166,7 +166,7 @@ public enum MigrateTool {
         case .interrupted: Interrupts.exitCode
         case .locked, .tableLockTimeout: locked
         case .noMigrations, .unreadable, .cannotConnect: .usageOrIO
-        case .postgres(let error, _) where error.sqlState == nil: .usageOrIO
+        case .database(let failure) where failure.code == nil: .usageOrIO
         default: refused
         }
     }
@@ -253,7 +253,7 @@ func runMigrations(_ migrators: [Migrator], io: CommandIO, _ body: () throws(Mig
             try body()
             return .success
         } catch {
-            io.writeError("migrate: error: \(error)\n")
+            io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
             return MigrateTool.exitCode(for: error)
         }
     }
@@ -429,10 +429,10 @@ enum ValidateMigrationsCommand: Command {
                     io.writeOutput("\(database): applied migrations of \(migrator.schema) match their files.\n")
                 } else {
                     failed = true
-                    io.writeError(problems.map { "migrate: error: \($0)\n" }.joined())
+                    io.writeError(problems.map { "migrate: error: \(MigrateAdvice.message($0))\n" }.joined())
                 }
             } catch {
-                io.writeError("migrate: error: \(error)\n")
+                io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
                 return MigrateTool.exitCode(for: error)
             }
         }
@@ -459,7 +459,7 @@ enum StatusCommand: Command {
                 orphans += attempts.filter { !known.contains($0.version) }.map { (migrator.schema, $0) }
             }
         } catch {
-            io.writeError("migrate: error: \(error)\n")
+            io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
             return MigrateTool.exitCode(for: error)
         }
         if arguments.value("format") == "json" {

@@ -2,12 +2,13 @@ import Foundation
 import MigrationFiles
 import SchemaMetadata
 import SQLDialects
-import SQLiteKit
 
 /// Brings a database to a schema's current version, and back: the library behind `migrate`,
 /// for applications to call at start-up. It never prints; progress arrives as events. The
 /// same history semantics on every engine (`MigrationDatabase`): one history per schema, each
-/// migration committed with its history row.
+/// migration committed with its history row. It imports no engine: the database comes from an
+/// adapter (`SQLiteMigrationDatabase` in MigratorSQLite, `PostgresMigrationDatabase` in
+/// MigratorPostgres), whose abilities it looks up once, here.
 public final class Migrator {
     public let database: any MigrationDatabase
     public let schema: String
@@ -30,22 +31,17 @@ public final class Migrator {
         self.lockTimeout = lockTimeoutSeconds
         self.historySchema = historySchema
         self.cancellation = cancellation ?? MigrationCancellation(database: database)
-        if let sqlite = database as? SQLiteMigrationDatabase {
-            sqlite.busyTimeout = Int32(min(lockTimeoutSeconds * 1000, Double(Int32.max)))
-            sqlite.connection.setBusyTimeout(milliseconds: sqlite.busyTimeout)
-        }
+        locker = database as? any MigrationLocking
+        namespaces = database as? any MigrationNamespaces
+        foreignKeys = database as? any ForeignKeySwitching
+        rowCopies = database as? any RowCopyProgress
     }
 
-    /// A migrator on a SQLite connection.
-    public convenience init(connection: SQLiteConnection, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
-        self.init(database: SQLiteMigrationDatabase(connection), schema: schema, scripts: scripts, lockTimeoutSeconds: lockTimeoutSeconds)
-    }
-
-    /// A migrator for migrations embedded in generated code:
-    /// `Migrator(connection: db, schema: FlightsSchema.name, embedded: FlightsSchema.migrations)`.
-    public convenience init(connection: SQLiteConnection, schema: String, embedded: [MigrationScript], lockTimeoutSeconds: Double = 30) {
-        self.init(connection: connection, schema: schema, scripts: embedded, lockTimeoutSeconds: lockTimeoutSeconds)
-    }
+    // The database's abilities, looked up once.
+    private let locker: (any MigrationLocking)?
+    private let namespaces: (any MigrationNamespaces)?
+    private let foreignKeys: (any ForeignKeySwitching)?
+    private let rowCopies: (any RowCopyProgress)?
 
     /// Where PostgreSQL keeps the history tables unless told otherwise.
     public static let defaultHistorySchema = "public"
@@ -74,15 +70,15 @@ public final class Migrator {
     }
 
     private var createHistory: String {
-        let (text, integer) = (database.textType, database.integerType)
-        let strict = database is SQLiteMigrationDatabase ? " STRICT" : ""
+        let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
+        let strict = dialect.capabilities.strictTables ? " STRICT" : ""
         return """
             CREATE TABLE IF NOT EXISTS \(historyName) (
                 "schema" \(text) NOT NULL,
                 "version" \(integer) NOT NULL,
                 "name" \(text) NOT NULL,
                 "checksum" \(text) NOT NULL,
-                "applied_at" \(database.timestampType) NOT NULL,
+                "applied_at" \(dialect.columnType(.date)) NOT NULL,
                 "duration_ms" \(integer) NOT NULL,
                 "applied_by" \(text),
                 PRIMARY KEY ("schema", "version")
@@ -95,17 +91,19 @@ public final class Migrator {
     /// migration's transaction, under the migrator lock.
     private func ensureHistory() throws(MigratorError) {
         knownHistoryColumns = nil
-        if database is PostgresMigrationDatabase { try database.createSchemaIfMissing(historySchema) }
+        try namespaces?.createSchemaIfMissing(historySchema)
         try database.execute(createHistory)
         let columns = try historyColumns()
         if !columns.contains("applied_by") {
-            try database.execute("ALTER TABLE \(historyName) ADD COLUMN \"applied_by\" \(database.textType);")
+            try database.execute("ALTER TABLE \(historyName) ADD COLUMN \"applied_by\" \(dialect.columnType(.text));")
             knownHistoryColumns = nil
         }
-        if database.timestampType != database.textType,
+        // Timestamps that have a type of their own were text in an earlier release.
+        let timestampType = dialect.columnType(.date)
+        if timestampType != dialect.columnType(.text),
            try database.query("SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2)) AND column_name = 'applied_at'",
                               [.text(historySchema), .text(Self.historyTable)]) == [[.text("text")]] {
-            try database.execute("ALTER TABLE \(historyName) ALTER COLUMN \"applied_at\" TYPE \(database.timestampType) USING \"applied_at\"::\(database.timestampType);")
+            try database.execute("ALTER TABLE \(historyName) ALTER COLUMN \"applied_at\" TYPE \(timestampType) USING \"applied_at\"::\(timestampType);")
         }
     }
 
@@ -113,19 +111,13 @@ public final class Migrator {
     private var knownHistoryColumns: Set<String>?
     private func historyColumns() throws(MigratorError) -> Set<String> {
         if let knownHistoryColumns { return knownHistoryColumns }
-        let columns: Set<String>
-        if database is PostgresMigrationDatabase {
-            columns = Set(try database.query("SELECT column_name::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2))",
-                                             [.text(historySchema), .text(Self.historyTable)]).compactMap { if case .text(let name) = $0.first { name } else { nil } })
-        } else {
-            columns = try database.columns(of: Self.historyTable) ?? []
-        }
+        let columns = try database.columns(of: Self.historyTable, schema: historySchema) ?? []
         knownHistoryColumns = columns
         return columns
     }
 
     private var createAttempts: String {
-        let (text, integer) = (database.textType, database.integerType)
+        let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
         return """
             CREATE TABLE IF NOT EXISTS \(attemptsName) (
                 "token" \(text) NOT NULL PRIMARY KEY,
@@ -163,8 +155,8 @@ public final class Migrator {
 
     /// Attempts of this schema that have not finished: running now, or interrupted.
     public func attempts() throws(MigratorError) -> [Attempt] {
-        guard database.tracksAttempts, try database.tableExists(Self.attemptsTable, schema: historySchema) else { return [] }
-        let holder = try database.lockHolder(schema: schema)
+        guard let locker, try database.tableExists(Self.attemptsTable, schema: historySchema) else { return [] }
+        let holder = try locker.lockHolder(schema: schema)
         return try database.query("SELECT version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) ORDER BY started_at", [.text(schema)])
             .compactMap { row in
                 guard case .integer(let version) = row[0], case .text(let direction) = row[1], case .text(let startedAt) = row[2] else { return nil }
@@ -340,8 +332,8 @@ public final class Migrator {
     @discardableResult
     public func baseline(_ version: Int) throws(MigratorError) -> [MigrationScript] {
         _ = try pendingBaseline(version)
-        try database.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
-        defer { database.unlock(schema: schema) }
+        try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
+        defer { locker?.unlock(schema: schema) }
         var recorded: [MigrationScript] = []
         try transaction { () throws(MigratorError) in
             // Checked again under the lock: another migrator may have changed the database.
@@ -355,7 +347,7 @@ public final class Migrator {
     func missingObjects(_ objects: [String: [String]]) throws(MigratorError) -> [String] {
         var missing: [String] = []
         for (table, columns) in objects.sorted(by: { $0.key < $1.key }) {
-            guard let present = try database.columns(of: table) else {
+            guard let present = try database.columns(of: table, schema: nil) else {
                 missing.append("table \(table)")
                 continue
             }
@@ -422,8 +414,8 @@ public final class Migrator {
     /// is computed again there, so what is changed is what the database needs now.
     @discardableResult
     public func repair() throws(MigratorError) -> [RepairAction] {
-        try database.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
-        defer { database.unlock(schema: schema) }
+        try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
+        defer { locker?.unlock(schema: schema) }
         var made: [RepairAction] = []
         try transaction { () throws(MigratorError) in
             made = try repairPlan()
@@ -466,14 +458,15 @@ public final class Migrator {
         if let planned = header.dialect, planned != database.dialect.name {
             throw .wrongDialect(file: file, planned: planned, database: database.dialect.name)
         }
-        try database.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
-        defer { database.unlock(schema: schema) }
+        try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
+        defer { locker?.unlock(schema: schema) }
         let token = try beginAttempt(script, direction: direction)
-        let foreignKeysWereOn = database.foreignKeysEnabled()
-        // SQLite's PRAGMA foreign_keys does nothing inside a transaction, so it goes around it.
-        if header.foreignKeysOff { try database.setForeignKeys(false) }
+        // Switched outside the transaction: SQLite's PRAGMA foreign_keys does nothing inside one.
+        let switchesForeignKeys = header.foreignKeysOff ? foreignKeys : nil
+        let foreignKeysWereOn = switchesForeignKeys?.foreignKeysEnabled() ?? false
+        try switchesForeignKeys?.setForeignKeys(false)
         defer {
-            if header.foreignKeysOff, foreignKeysWereOn { try? database.setForeignKeys(true) }
+            if foreignKeysWereOn { try? switchesForeignKeys?.setForeignKeys(true) }
         }
         guard header.runsInTransaction else {
             return try runOutsideTransaction(script, sql: sql, file: file, direction: direction, header: header, token: token, progress: progress)
@@ -491,8 +484,8 @@ public final class Migrator {
                     return
                 }
                 try execute(sql, file: file, script: script, direction: direction, header: header, progress: progress)
-                if header.foreignKeysOff {
-                    let violations = try database.foreignKeyViolations()
+                if let switchesForeignKeys {
+                    let violations = try switchesForeignKeys.foreignKeyViolations()
                     if !violations.isEmpty {
                         throw .foreignKeyViolations(file: file, violations: Array(violations.prefix(20)) + (violations.count > 20 ? ["... and \(violations.count - 20) more"] : []))
                     }
@@ -534,7 +527,8 @@ public final class Migrator {
             try? endAttempt(token)
             let failure: (file: String, statement: Int, line: Int, message: String)
             switch error {
-            case .statementFailed(let file, let statement, let line, let message), .tableLockTimeout(let file, let statement, let line, let message):
+            case .statementFailed(let file, let statement, let line, let message), .tableLockTimeout(let file, let statement, let line, let message),
+                 .statementTimeout(let file, let statement, let line, let message):
                 failure = (file, statement, line, message)
             default: throw error
             }
@@ -568,30 +562,34 @@ public final class Migrator {
                 copies[copy.to] = (copy.from, Int(rows))
             }
         }
-        database.observeProgress { table, copied in
+        rowCopies?.observeProgress { table, copied in
             if let table, let copy = copies[table] {
                 progress(.copyingRows(table: copy.table, copied: copied, of: copy.rows))
             } else {
                 progress(.working)
             }
         }
-        defer { database.stopObservingProgress() }
-        try database.countingRows { () throws(MigratorError) in
+        defer { rowCopies?.stopObservingProgress() }
+        let run = { () throws(MigratorError) in
             do throws(StatementFailure) {
-                try database.runScript(sql, shouldStop: { cancellation.isRequested }) { index, _ in
-                    database.resetRowCount()
+                try self.database.runScript(sql, shouldStop: { self.cancellation.isRequested }) { index, _ in
+                    self.rowCopies?.resetRowCount()
                     progress(.statement(index: index, of: total))
                 }
             } catch {
-                if cancellation.isRequested {
+                if self.cancellation.isRequested {
                     throw .interrupted(during: "statement \(error.index) of \(total) of \((file as NSString).lastPathComponent) (line \(error.line))")
                 }
-                if error.waitedForLock {
-                    throw .tableLockTimeout(file: file, statement: error.index, line: error.line, message: error.message)
+                switch error.reason {
+                case .lockTimeout: throw .tableLockTimeout(file: file, statement: error.index, line: error.line, message: error.message)
+                case .statementTimeout: throw .statementTimeout(file: file, statement: error.index, line: error.line, message: error.message)
+                case .connectionLost:
+                    throw .statementFailed(file: file, statement: error.index, line: error.line, message: error.message + " (the connection to \(self.database.label) was lost)")
+                case nil: throw .statementFailed(file: file, statement: error.index, line: error.line, message: error.message)
                 }
-                throw .statementFailed(file: file, statement: error.index, line: error.line, message: error.message)
             }
         }
+        if let rowCopies { try rowCopies.countingRows(run) } else { try run() }
     }
 
     private func recordOrForget(_ script: MigrationScript, direction: Direction, milliseconds: Int) throws(MigratorError) {
@@ -618,8 +616,8 @@ public final class Migrator {
     /// lock beyond transactions (PostgreSQL): a row that outlives a lost connection. SQLite's
     /// killed transactions leave nothing to report, so it keeps no such row.
     private func beginAttempt(_ script: MigrationScript, direction: Direction) throws(MigratorError) -> String? {
-        guard database.tracksAttempts else { return nil }
-        try database.createSchemaIfMissing(historySchema)
+        guard locker != nil else { return nil }
+        try namespaces?.createSchemaIfMissing(historySchema)
         try database.execute(createAttempts)
         let token = UUID().uuidString
         _ = try database.query("INSERT INTO \(attemptsName) (token, schema, version, direction, started_at) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)))",

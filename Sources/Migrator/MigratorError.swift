@@ -1,9 +1,10 @@
 import Diagnostics
+import Foundation
 import MigrationFiles
-import PostgresKit
-import SQLiteKit
 
-/// Why the migrator refused or failed; every case names the file and what to do.
+/// Why the migrator refused or failed; every case names the file and what happened. The
+/// description says what to do in the library's terms; a command-line tool adds its own flags
+/// (`migrate`'s advice lives in MigrateCLI).
 public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case noMigrations(String)
     case unreadable(String)
@@ -16,19 +17,21 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     /// A pending migration is numbered below the newest applied one.
     case outOfOrder(file: String, newestApplied: Int)
     case statementFailed(file: String, statement: Int, line: Int, message: String)
-    /// A statement gave up waiting for a table lock (`--ddl-lock-timeout`); nothing was applied.
+    /// A statement gave up waiting for a table lock another session held (PostgreSQL's
+    /// `lock_timeout`); nothing was applied, and running again later may succeed.
     case tableLockTimeout(file: String, statement: Int, line: Int, message: String)
+    /// A statement ran longer than the session's statement timeout; nothing was applied.
+    case statementTimeout(file: String, statement: Int, line: Int, message: String)
     case foreignKeyViolations(file: String, violations: [String])
     /// Going down would lose data.
     case destructiveDown(file: String)
     /// Another migrator held the database longer than the timeout.
     case locked(seconds: Double)
     case unknownVersion(Int)
-    case database(SQLiteError)
-    /// PostgreSQL refused or the connection failed; `database` names the server without its password.
-    case postgres(PostgresError, database: String)
-    /// No connection could be made (the message names the server, its password masked).
-    case cannotConnect(PostgresError)
+    /// The database refused or failed (the failure names it, a server's password masked).
+    case database(DatabaseFailure)
+    /// No connection could be made.
+    case cannotConnect(DatabaseFailure)
     /// The file's machine-readable header cannot be read (docs/migrations.md, "The header").
     case badHeader(file: String, MigrationHeader.ParseError)
     /// The file was planned for another database engine.
@@ -46,36 +49,39 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .noMigrations(let path):
-            "no migrations in '\(path)'; run `schemagen generate` to write them, or pass --dir"
+            "no migrations in '\(path)'"
         case .unreadable(let file):
             "cannot read '\(file)'"
         case .tampered(let problems):
             "the migration folder does not match migrations.sum:\n" + problems.map { "  \($0.location.map { "\($0.file): " } ?? "")\($0.message)" }.joined(separator: "\n")
         case .changedAfterApply(let version, let file):
-            "migration \(String(format: "%04d", version)) was applied, but \(file) has changed since; restore the applied version, or write a new migration for the change"
+            "migration \(Self.number(version)) was applied, but \(file) has changed since; restore the applied version, or write a new migration for the change"
         case .missingFile(let version, let name):
-            "migration \(String(format: "%04d", version))_\(name) is applied to the database but its files are missing; restore them from version control"
+            "migration \(Self.number(version))_\(name) is applied to the database but its files are missing; restore them from version control"
         case .outOfOrder(let file, let newest):
-            "\(file) is numbered below the newest applied migration (\(String(format: "%04d", newest))), probably from a merged branch; renumber it after \(String(format: "%04d", newest)) and run `schemagen rehash`, or pass --allow-out-of-order"
-        case .statementFailed(let file, let statement, let line, let message), .tableLockTimeout(let file, let statement, let line, let message):
+            "\(file) is numbered below the newest applied migration (\(Self.number(newest))), probably from a merged branch; renumber it after \(Self.number(newest)), or allow out-of-order migrations"
+        case .statementFailed(let file, let statement, let line, let message):
             "\(file):\(line): statement \(statement) failed: \(message); nothing of this migration was applied"
+        case .tableLockTimeout(let file, let statement, let line, let message):
+            "\(file):\(line): statement \(statement) failed: \(message) (it waited longer than the lock timeout for a lock another session holds); nothing of this migration was applied: run again when the table is quieter, or wait longer"
+        case .statementTimeout(let file, let statement, let line, let message):
+            "\(file):\(line): statement \(statement) failed: \(message) (it ran longer than the statement timeout); nothing of this migration was applied: allow it longer, or run it when the database is quieter"
         case .foreignKeyViolations(let file, let violations):
             "\(file) leaves rows whose foreign keys point nowhere, so it was rolled back:\n" + violations.map { "  \($0)" }.joined(separator: "\n")
         case .destructiveDown(let file):
-            "\(file) loses data it cannot restore (see its header); pass --allow-destructive to run it anyway"
+            "\(file) loses data it cannot restore (see its header); allow destructive migrations to run it anyway"
         case .locked(let seconds):
-            "another migrator held the database for more than \(seconds) s; try again, or raise --lock-timeout"
+            "another migrator held the database for more than \(seconds) s; try again, or wait longer"
         case .unknownVersion(let version):
-            "there is no migration \(String(format: "%04d", version))"
-        case .database(let error):
-            "database error: \(error.description)"
-        case .cannotConnect(let error):
-            "\(error.message); check the URL and that the server runs (a server still starting: --connect-retry SECONDS)"
-        case .postgres(let error, let database):
-            error.connectionLost ? "\(database): \(error.message); the migration in progress, if any, was rolled back by the server: run again once it is reachable"
-                : "\(database): \(error)"
+            "there is no migration \(Self.number(version))"
+        case .database(let failure):
+            failure.connectionLost
+                ? "\(failure.database): the connection was lost (\(failure.message)); the migration in progress, if any, was rolled back by the server: run again once it is reachable"
+                : "database error: \(failure)"
+        case .cannotConnect(let failure):
+            "\(failure.message); check the URL and that the server runs"
         case .wrongDialect(let file, let planned, let database):
-            "\(file) was planned for \(planned), but the database is \(database); use the schema's \(database == "postgres" ? "postgres/" : "SQLite") migration folder"
+            "\(file) was planned for \(planned), but the database is \(database); use the schema's \(database) migrations"
         case .badHeader(let file, let error):
             "\(file):\(error.line): bad migration header: \(error.message); nothing was run"
         case .interrupted(let during):
@@ -88,4 +94,6 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "\(file):\(line): statement \(statement) failed: \(message); this migration runs outside a transaction (its header says so), so the statements before it stay applied and it is not recorded: repair what they left (an index left INVALID, say), then run again"
         }
     }
+
+    static func number(_ version: Int) -> String { String(format: "%04d", version) }
 }

@@ -2,6 +2,7 @@ import FieldEncryption
 import DatabaseLocation
 import Foundation
 import Migrator
+import MigratorSQLite
 import SchemaMetadata
 import SQLDialects
 import SQLiteKit

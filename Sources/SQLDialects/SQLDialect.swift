@@ -45,6 +45,8 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var lockingDDL: Bool = false
     /// Tables and columns carry comments (`COMMENT ON`), written from the schema's docs.
     public var comments: Bool = false
+    /// Tables are declared STRICT, so each column holds values of its declared type only.
+    public var strictTables: Bool = false
 
     public enum FullTextKind: String, Sendable, Hashable {
         /// An external-content FTS5 table kept in step by triggers.
@@ -93,8 +95,10 @@ public struct SQLiteDialect: SQLDialect {
     public var name: String { "sqlite" }
 
     public var capabilities: DialectCapabilities {
-        DialectCapabilities(transactionalDDL: true, alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
-                            alterConstraints: false, partialIndexes: true, expressionIndexes: true, fullText: .fts5, maximumIdentifierBytes: nil)
+        var capabilities = DialectCapabilities(transactionalDDL: true, alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
+                                               alterConstraints: false, partialIndexes: true, expressionIndexes: true, fullText: .fts5, maximumIdentifierBytes: nil)
+        capabilities.strictTables = true
+        return capabilities
     }
 
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }

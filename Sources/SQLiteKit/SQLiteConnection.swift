@@ -43,6 +43,14 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let notADatabase = Code(rawValue: 26)
 
         public var description: String { String(cString: sqlite3_errstr(rawValue)) }
+
+        /// The C name, `SQLITE_BUSY` say.
+        public var name: String {
+            let names: [Int32: String] = [1: "ERROR", 2: "INTERNAL", 3: "PERM", 4: "ABORT", 5: "BUSY", 6: "LOCKED", 7: "NOMEM", 8: "READONLY", 9: "INTERRUPT",
+                                          10: "IOERR", 11: "CORRUPT", 12: "NOTFOUND", 13: "FULL", 14: "CANTOPEN", 15: "PROTOCOL", 16: "EMPTY", 17: "SCHEMA",
+                                          18: "TOOBIG", 19: "CONSTRAINT", 20: "MISMATCH", 21: "MISUSE", 22: "NOLFS", 23: "AUTH", 24: "FORMAT", 25: "RANGE", 26: "NOTADB"]
+            return "SQLITE_" + (names[rawValue] ?? String(rawValue))
+        }
     }
 
     /// The primary result code, without the extended detail.

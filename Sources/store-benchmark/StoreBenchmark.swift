@@ -2,6 +2,7 @@ import CSQLite
 import ExampleModels
 import Foundation
 import Migrator
+import MigratorSQLite
 import PersistentStore
 import SchemaMetadata
 import SQLiteKit

@@ -89,6 +89,7 @@ import Testing
 }
 
 import Migrator
+import MigratorSQLite
 import SQLiteKit
 
 /// Migrations compiled into the generated code bring a database to the current version.

@@ -189,33 +189,6 @@ struct PlainReading {
         #expect(renamed?.isEmpty == false)
     }
 
-    /// An application that uses the store links the runtime only: no YAML reader, no schema
-    /// validator, no templates.
-    @Test func theAppLinksNoYAMLCode() throws {
-        let ldd = Process()
-        ldd.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
-        ldd.arguments = [Self.tool.url.path]
-        let output = Pipe()
-        ldd.standardOutput = output
-        try ldd.run()
-        let libraries = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        ldd.waitUntilExit()
-        #expect(libraries.contains("libsqlite3"), "\(libraries)")
-        #expect(!libraries.contains("libyaml"), "\(libraries)")
-        // Nor are the tool modules' symbols linked in statically.
-        let nm = Process()
-        nm.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        nm.arguments = ["nm", "--defined-only", Self.tool.url.path]
-        let symbols = Pipe()
-        nm.standardOutput = symbols
-        try nm.run()
-        let text = String(decoding: symbols.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        nm.waitUntilExit()
-        for module in ["YAMLReader", "SchemaKit", "MigrationPlanner", "Mustache", "CodeGeneration"] {
-            #expect(!text.contains("\(module.count)\(module)"), "\(module) is linked into flights")
-        }
-    }
-
     @Test func rejectedRecordsAreNamedAndTheRestLoad() throws {
         let database = temporaryDatabase()
         let load = try Self.run(["load", malformedFixtures, "--database", database])

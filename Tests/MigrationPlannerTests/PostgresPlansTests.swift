@@ -1,6 +1,8 @@
 import Foundation
 import MigrationPlanner
 import Migrator
+import MigratorPostgres
+import MigratorSQLite
 import PostgresKit
 import RelationalModel
 import SchemaKit

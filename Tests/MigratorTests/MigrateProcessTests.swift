@@ -4,6 +4,8 @@ import SchemaKit
 import SQLiteKit
 import Testing
 @testable import Migrator
+import MigratorPostgres
+import MigratorSQLite
 import TestSupport
 import RelationalModel
 import MigrationFiles

@@ -9,6 +9,8 @@ import SQLDialects
 import Testing
 import TestSupport
 @testable import Migrator
+import MigratorPostgres
+import MigratorSQLite
 
 /// `migrate` against a real PostgreSQL 15 server, as users run it: URLs with passwords,
 /// concurrent migrators, processes killed midway, a server that dies, tampered files.

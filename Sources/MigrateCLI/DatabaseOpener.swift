@@ -1,0 +1,76 @@
+import DatabaseLocation
+import Foundation
+import Migrator
+import MigratorPostgres
+import MigratorSQLite
+import PostgresKit
+import SQLiteKit
+
+/// Opens a database for `migrate`: a SQLite file or a PostgreSQL server, as `DatabaseLocation`
+/// parsed it. The one place that knows both engines' adapters.
+public enum DatabaseOpener {
+    /// Session settings for PostgreSQL migrations, in seconds.
+    public struct PostgresSettings: Sendable {
+        /// `lock_timeout`: how long a statement may wait for a table lock. 0 turns it off.
+        public var lockTimeout: Double
+        /// `statement_timeout`, when set.
+        public var statementTimeout: Double?
+        /// How long to keep trying to connect while the server does not answer.
+        public var connectRetry: Double
+        /// The default `lock_timeout`: every query queued behind a waiting migration waits with
+        /// it, so a migration that cannot get its lock soon gives up instead.
+        public static let defaultLockTimeout = 5.0
+
+        public init(lockTimeout: Double = defaultLockTimeout, statementTimeout: Double? = nil, connectRetry: Double = 0) {
+            self.lockTimeout = lockTimeout
+            self.statementTimeout = statementTimeout
+            self.connectRetry = connectRetry
+        }
+    }
+
+    /// What `pg_stat_activity` shows for the migrator's connection, unless the URL names its own.
+    public static let applicationName = "schemagen migrate"
+
+    /// Opens the database. `readOnly` (status, validate, dry runs) never creates a file and
+    /// refuses every write: a SQLite file that does not exist is read as an empty database,
+    /// one that does is opened with `query_only`; a PostgreSQL session is made read-only.
+    /// `lockWait` is how long a SQLite statement waits for another connection's lock.
+    public static func open(_ location: DatabaseLocation, readOnly: Bool = false, lockWait: Double = 30,
+                            postgres settings: PostgresSettings = PostgresSettings()) throws(MigratorError) -> any MigrationDatabase {
+        switch location {
+        case .postgres(let target):
+            let connection: PostgresConnection
+            do {
+                connection = try PostgresConnection(target, applicationName: applicationName, retryFor: settings.connectRetry)
+            } catch {
+                throw .cannotConnect(PostgresMigrationDatabase.failure(error, database: location.label))
+            }
+            let database = PostgresMigrationDatabase(connection)
+            try database.execute("SET lock_timeout = '\(Int(settings.lockTimeout * 1000))ms';")
+            if let seconds = settings.statementTimeout { try database.execute("SET statement_timeout = '\(Int(seconds * 1000))ms';") }
+            if readOnly { try database.execute("SET default_transaction_read_only = on;") }
+            // A migrator killed outright (SIGKILL) cannot cancel its statement; from PostgreSQL 14
+            // the server checks the socket every second and ends a backend whose client is gone,
+            // so none stays queued for a lock.
+            if connection.serverVersion >= 140_000 { try database.execute("SET client_connection_check_interval = '1s';") }
+            return database
+        case .sqlite(let path):
+            let exists = path == ":memory:" || FileManager.default.fileExists(atPath: path)
+            do {
+                if readOnly {
+                    // A missing file is an empty database: read one in memory, named as the file.
+                    let connection = try SQLiteConnection(path: exists ? path : ":memory:")
+                    try connection.execute("PRAGMA query_only = ON;")
+                    return SQLiteMigrationDatabase(connection, label: path, lockWait: lockWait)
+                }
+                let folder = (path as NSString).deletingLastPathComponent
+                if !folder.isEmpty, !exists {
+                    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                }
+                return SQLiteMigrationDatabase(try SQLiteConnection(path: path), lockWait: lockWait)
+            } catch {
+                throw .database(SQLiteMigrationDatabase.failure(error, database: path))
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import MigrationFiles
+import Migrator
+import PostgresKit
+import SchemaMetadata
+import SQLDialects
+
+/// A PostgreSQL database: DDL is transactional, and concurrent migrators are kept apart by a
+/// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
+/// history may live in a schema of its own.
+public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces {
+    public let connection: PostgresConnection
+    public let dialect: any SQLDialect = PostgresDialect()
+
+    public init(_ connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    public var label: String { connection.label }
+
+    private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(MigratorError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .database(Self.failure(error, database: connection.label))
+        }
+    }
+
+    /// PostgreSQL's error in the migrator's terms.
+    public static func failure(_ error: PostgresError, database: String) -> DatabaseFailure {
+        DatabaseFailure(database: database, message: error.description, code: error.sqlState, connectionLost: error.connectionLost)
+    }
+
+    public func execute(_ sql: String) throws(MigratorError) { try wrap { () throws(PostgresError) in try connection.execute(sql) } }
+
+    public func query(_ sql: String, _ arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]] {
+        try wrap { () throws(PostgresError) in try connection.query(sql, arguments) }
+    }
+
+    public func parameter(_ index: Int) -> String { "$\(index)" }
+
+    public func statementCount(_ sql: String) -> Int { PostgresScript.statements(in: sql).count }
+
+    public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
+        do {
+            try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
+        } catch {
+            let reason: StatementFailure.Reason? =
+                if error.error.connectionLost { .connectionLost }
+                else if error.error.sqlState == SQLState.lockNotAvailable { .lockTimeout }
+                else if error.error.sqlState == SQLState.queryCanceled, !shouldStop() { .statementTimeout }
+                else { nil }
+            throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.description, reason: reason)
+        }
+    }
+
+    public func beginTransaction(timeout: Double) throws(MigratorError) { try execute("BEGIN;") }
+
+    public func commit() throws(MigratorError) { try execute("COMMIT;") }
+    public func rollback() { try? connection.execute("ROLLBACK;") }
+
+    public func qualifiedName(_ table: String, schema: String?) -> String {
+        (schema.map { dialect.quote($0) + "." } ?? "") + dialect.quote(table)
+    }
+
+    public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool {
+        try query("SELECT to_regclass($1) IS NOT NULL", [.text(qualifiedName(name, schema: schema))]) == [[.integer(1)]]
+    }
+
+    public func columns(of table: String, schema: String?) throws(MigratorError) -> Set<String>? {
+        guard try tableExists(table, schema: schema) else { return nil }
+        let rows = try query("SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+                             [.text(qualifiedName(table, schema: schema))])
+        return Set(rows.compactMap { if case .text(let name) = $0.first { name } else { nil } })
+    }
+
+    public func timestampText(_ column: String) -> String {
+        // The cast also reads a history table of an earlier release, whose timestamps were text.
+        "to_char(\(column)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+    }
+
+    public func currentUser() -> String {
+        if case .text(let name)? = (try? query("SELECT current_user::text", []))?.first?.first { return name }
+        return "unknown"
+    }
+
+    public var canceller: @Sendable () -> Void {
+        let canceller = connection.canceller
+        return { canceller?.send() }
+    }
+
+    // MARK: MigrationLocking
+
+    /// The advisory lock key of a schema: the first 8 bytes of SHA-256("schemagen:" + schema),
+    /// as a signed 64-bit integer. Documented in docs/postgres.md.
+    public static func advisoryKey(schema: String) -> Int64 {
+        let hex = SHA256.hex("schemagen:" + schema)
+        return Int64(bitPattern: UInt64(hex.prefix(16), radix: 16) ?? 0)
+    }
+
+    public func lock(schema: String, timeout: Double, cancelled: () -> Bool) throws(MigratorError) {
+        let key = Self.advisoryKey(schema: schema)
+        let deadline = Date().addingTimeInterval(timeout)
+        // Tried, not waited for, so the wait is bounded, a dead connection is noticed and an
+        // interrupt leaves no backend queued for the lock.
+        while try query("SELECT pg_try_advisory_lock($1)", [.integer(key)]) != [[.integer(1)]] {
+            if cancelled() { throw .interrupted(during: "the wait for the migrator lock of \(schema) (another migrator held it)") }
+            guard Date() < deadline else { throw .locked(seconds: timeout) }
+            usleep(50_000)
+        }
+    }
+
+    public func unlock(schema: String) {
+        _ = try? query("SELECT pg_advisory_unlock($1)", [.integer(Self.advisoryKey(schema: schema))])
+    }
+
+    /// The backend holding the session advisory lock of `schema`: bigint keys are kept as two
+    /// 32-bit halves in `pg_locks` (classid the high half, objid the low one, objsubid 1).
+    public func lockHolder(schema: String) throws(MigratorError) -> Int? {
+        let key = UInt64(bitPattern: Self.advisoryKey(schema: schema))
+        let rows = try query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 AND pid <> pg_backend_pid()",
+                             [.integer(Int64(key >> 32)), .integer(Int64(key & 0xFFFF_FFFF))])
+        if case .integer(let pid)? = rows.first?.first { return Int(pid) }
+        return nil
+    }
+
+    // MARK: MigrationNamespaces
+
+    public func createSchemaIfMissing(_ schema: String) throws(MigratorError) {
+        guard try query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [.text(schema)]).isEmpty else { return }
+        try execute("CREATE SCHEMA IF NOT EXISTS \(dialect.quote(schema));")
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Migrator
+import SchemaMetadata
+import SQLDialects
+import SQLiteKit
+
+/// A SQLite file: the migrator's lock is the write lock `BEGIN IMMEDIATE` takes, waiting out
+/// the busy timeout. Tables are rebuilt with foreign keys switched off around them, and row
+/// copies report their progress.
+public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitching, RowCopyProgress {
+    public let connection: SQLiteConnection
+    public let dialect: any SQLDialect = SQLiteDialect()
+    public let label: String
+
+    /// `label` names the database in messages when it is not the connection's file (a missing
+    /// file read as an empty database in memory). `lockWait` is how long any statement waits
+    /// for another connection's lock (the busy timeout), in seconds.
+    public init(_ connection: SQLiteConnection, label: String? = nil, lockWait: Double = 30) {
+        self.connection = connection
+        self.label = label ?? connection.path
+        setBusyTimeout(seconds: lockWait)
+    }
+
+    private var busyTimeout: Int32 = 30_000
+
+    private func setBusyTimeout(seconds: Double) {
+        busyTimeout = Int32(max(0, min(seconds * 1000, Double(Int32.max))))
+        connection.setBusyTimeout(milliseconds: busyTimeout)
+    }
+
+    private func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(MigratorError) -> T {
+        do {
+            return try body()
+        } catch {
+            if error.primary == .busy { throw .locked(seconds: Double(busyTimeout) / 1000) }
+            throw .database(Self.failure(error, database: label))
+        }
+    }
+
+    /// SQLite's error in the migrator's terms.
+    public static func failure(_ error: SQLiteError, database: String) -> DatabaseFailure {
+        DatabaseFailure(database: error.database ?? database, message: error.description, code: error.primary.name)
+    }
+
+    public func execute(_ sql: String) throws(MigratorError) { try wrap { () throws(SQLiteError) in try connection.execute(sql) } }
+
+    public func query(_ sql: String, _ arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]] {
+        try wrap { () throws(SQLiteError) in try connection.query(sql, arguments) }
+    }
+
+    public func parameter(_ index: Int) -> String { "?" }
+
+    public func statementCount(_ sql: String) -> Int { SQLiteConnection.statements(in: sql).count }
+
+    public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
+        do {
+            try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
+        } catch {
+            throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.message)
+        }
+    }
+
+    public func beginTransaction(timeout: Double) throws(MigratorError) {
+        setBusyTimeout(seconds: timeout)
+        try execute("BEGIN IMMEDIATE;")
+    }
+
+    public func commit() throws(MigratorError) { try execute("COMMIT;") }
+    public func rollback() { if connection.isInTransaction { try? connection.execute("ROLLBACK;") } }
+
+    /// One namespace: `schema` is ignored.
+    public func qualifiedName(_ table: String, schema: String?) -> String { dialect.quote(table) }
+
+    public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool {
+        !(try query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(name)])).isEmpty
+    }
+
+    public func columns(of table: String, schema: String?) throws(MigratorError) -> Set<String>? {
+        guard try tableExists(table, schema: schema) else { return nil }
+        return Set(try query("SELECT name FROM pragma_table_xinfo(?)", [.text(table)]).compactMap { if case .text(let name) = $0.first { name } else { nil } })
+    }
+
+    /// Timestamps are kept as ISO 8601 text already.
+    public func timestampText(_ column: String) -> String { column }
+
+    public func currentUser() -> String { SystemUser.name }
+
+    public var canceller: @Sendable () -> Void {
+        let interrupter = connection.interrupter
+        return { interrupter.interrupt() }
+    }
+
+    // MARK: ForeignKeySwitching
+
+    public func foreignKeysEnabled() -> Bool { (try? connection.query("PRAGMA foreign_keys;")) == [[.integer(1)]] }
+    public func setForeignKeys(_ enabled: Bool) throws(MigratorError) { try execute("PRAGMA foreign_keys = \(enabled ? "ON" : "OFF");") }
+
+    public func foreignKeyViolations() throws(MigratorError) -> [String] {
+        try query("PRAGMA foreign_key_check;", []).map { row in "table \(row[0]) row \(row[1]) references \(row[2]) (foreign key \(row[3]))" }
+    }
+
+    // MARK: RowCopyProgress
+
+    public func observeProgress(_ report: @escaping (String?, Int) -> Void) {
+        connection.setProgressHandler(every: 100_000) { [connection] in
+            report(connection.currentInsertTable, connection.currentInsertCount ?? 0)
+        }
+    }
+
+    public func stopObservingProgress() { connection.setProgressHandler(every: 0, nil) }
+
+    public func countingRows<T>(_ body: () throws(MigratorError) -> T) throws(MigratorError) -> T {
+        try connection.countingInsertedRows(body)
+    }
+
+    public func resetRowCount() { connection.resetInsertCount() }
+}
+
+/// The login name of the process, for the history's `applied_by` on engines without roles.
+enum SystemUser {
+    static var name: String {
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
+        return ProcessInfo.processInfo.environment["USER"] ?? "uid \(geteuid())"
+    }
+}
+
+extension Migrator {
+    /// A migrator on a SQLite connection; statements wait up to `lockTimeoutSeconds` for
+    /// another connection's lock.
+    public convenience init(connection: SQLiteConnection, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
+        self.init(database: SQLiteMigrationDatabase(connection, lockWait: lockTimeoutSeconds), schema: schema, scripts: scripts, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+
+    /// A migrator for migrations embedded in generated code:
+    /// `Migrator(connection: db, schema: FlightsSchema.name, embedded: FlightsSchema.migrations)`.
+    public convenience init(connection: SQLiteConnection, schema: String, embedded: [MigrationScript], lockTimeoutSeconds: Double = 30) {
+        self.init(connection: connection, schema: schema, scripts: embedded, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+}

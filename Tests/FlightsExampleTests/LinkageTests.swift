@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// An application links only what it uses: a SQLite-only app that uses the store links the
+/// runtime alone. It loads neither libpq (the PostgreSQL adapter) nor libyaml (the schema
+/// reader), and no tool module is linked into it statically.
+@Suite struct LinkageTests {
+    /// What a command prints for a built product.
+    static func output(_ command: [String], of product: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command + [BuiltTool(product).url.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(command) \(product): \(text)")
+        return text
+    }
+
+    /// The shared libraries `ldd` lists for a built product, by file name.
+    static func libraries(of product: String) throws -> [String] {
+        try output(["ldd"], of: product).split(separator: "\n").compactMap { $0.split(whereSeparator: \.isWhitespace).first.map(String.init) }
+    }
+
+    static func links(_ libraries: [String], _ name: String) -> Bool { libraries.contains { $0.hasPrefix(name) } }
+
+    /// Whether a module's mangled name appears among a product's defined symbols.
+    static func definesSymbols(of module: String, in symbols: String) -> Bool { symbols.contains("\(module.count)\(module)") }
+
+    static let toolModules = ["YAMLReader", "SchemaKit", "MigrationPlanner", "Mustache", "CodeGeneration", "PostgresKit", "MigratorPostgres"]
+
+    @Test(arguments: ["flights", "todo"])
+    func aSQLiteOnlyAppLinksTheRuntimeAlone(product: String) throws {
+        let libraries = try Self.libraries(of: product)
+        #expect(Self.links(libraries, "libsqlite3."), "\(product) reads SQLite: \(libraries)")
+        #expect(!Self.links(libraries, "libpq."), "\(product): \(libraries)")
+        #expect(!Self.links(libraries, "libyaml"), "\(product): \(libraries)")
+        let symbols = try Self.output(["nm", "--defined-only"], of: product)
+        #expect(Self.definesSymbols(of: "MigratorSQLite", in: symbols), "the check reads \(product)'s symbols")
+        for module in Self.toolModules {
+            #expect(!Self.definesSymbols(of: module, in: symbols), "\(module) is linked into \(product)")
+        }
+    }
+
+    /// The same checks see the libraries and modules where they are used, so they can fail.
+    @Test func theToolsLinkWhatTheyUse() throws {
+        let migrate = try Self.libraries(of: "migrate")
+        #expect(Self.links(migrate, "libpq.") && Self.links(migrate, "libyaml"), "\(migrate)")
+        #expect(Self.definesSymbols(of: "MigratorPostgres", in: try Self.output(["nm", "--defined-only"], of: "migrate")))
+        let schemagen = try Self.libraries(of: "schemagen")
+        #expect(Self.links(schemagen, "libyaml") && !Self.links(schemagen, "libpq."), "\(schemagen)")
+    }
+}
