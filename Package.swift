@@ -46,9 +46,9 @@ let package = Package(
         // MARK: - Libraries, one job each
         .target(name: "Diagnostics", dependencies: ["JSONDocument"]),
         .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
-        .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics"]),
+        .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
-        .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics"]),
+        .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
         .target(name: "Mustache"),
         // The runtime: what an application links. No YAML, no templates, no planner.
         .target(name: "SchemaMetadata"),
@@ -59,7 +59,7 @@ let package = Package(
         // Where a database is: a SQLite path, a PostgreSQL URL or keyword string; passwords masked.
         .target(name: "DatabaseLocation"),
         .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "DatabaseLocation", "SchemaMetadata"]),
-        .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
         // The migrator's core imports no engine; each engine's adapter sits beside its C library,
         // so an application links only the engines it uses.
         .target(name: "Migrator", dependencies: ["MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
@@ -76,20 +76,20 @@ let package = Package(
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
-        .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit", "SchemaMetadata"]),
+        .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit"]),
         // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
         .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
-        .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "SQLDialects", "Diagnostics"]),
+        .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
-        .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "SchemagenCLI", dependencies: ["DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemaMetadata", "SchemagenPipeline", "SchemaImport", "SchemaDiagrams", "SchemaSite"]),
+        .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
+        .target(name: "SchemagenCLI", dependencies: ["DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemagenPipeline", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SQLDialects"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig"]),
+        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig", "SQLDialects"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
@@ -122,7 +122,7 @@ let package = Package(
         ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
-        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument"]),
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
@@ -134,30 +134,30 @@ let package = Package(
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
-        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "TestSupport"]),
+        .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "Diagnostics"]),
         .testTarget(
             name: "SchemaKitTests",
-            dependencies: ["SchemaKit", "TestSupport"],
+            dependencies: ["SchemaKit", "Diagnostics", "YAMLReader", "TestSupport"],
             exclude: ["Invalid"]
         ),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
-        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "SQLDialects", "TestSupport"]),
-        .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaKit", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore", "TestSupport"]),
-        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "TestSupport"]),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
+        .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles"]),
+        .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore"]),
+        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "TestSupport"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "Diagnostics", "TestSupport"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport"]),
-        .testTarget(name: "TodoExampleTests", dependencies: ["TodoExample", "FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
+        .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
-        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "TestSupport"]),
-        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "TestSupport"]),
+        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
+        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
         .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport"]),
-        .testTarget(name: "SchemagenCLITests", dependencies: ["SchemagenCLI", "schemagen", "migrate", "TestSupport"]),
+        .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "PersistentStore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,9 +8,11 @@ import DatabaseLocation
 import Diagnostics
 import Dispatch
 import Foundation
+import MigrationFiles
 import Migrator
 import PostgresKit
 import ProjectConfig
+import SQLDialects
 import SQLiteKit
 
 /// The `migrate` tool: applies a schema's migrations to a SQLite database.
@@ -138,7 +140,7 @@ public enum MigrateTool {
     static func directoryPaths(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO, allowSeveral: Bool, postgres: Bool) -> [(path: String, schema: String)]? {
         if let directory = arguments.value("dir") {
             let url = URL(fileURLWithPath: directory)
-            let isDialectFolder = ["postgres", "sqlite"].contains(url.lastPathComponent)
+            let isDialectFolder = SQLDialectName(rawValue: url.lastPathComponent) != nil
             return [(directory, isDialectFolder ? url.deletingLastPathComponent().lastPathComponent : url.lastPathComponent)]
         }
         let root = config.migrations ?? "Migrations"
@@ -153,12 +155,13 @@ public enum MigrateTool {
             return nil
         }
         guard postgres else { return folders.map { (root + "/" + $0, $0) } }
-        let withPostgres = folders.filter { FileManager.default.fileExists(atPath: root + "/" + $0 + "/postgres") }
+        let dialect = SQLDialectName.postgres
+        let withPostgres = folders.map { (MigrationDirectory.folder(schema: $0, root: root, dialect: dialect).path, $0) }.filter { FileManager.default.fileExists(atPath: $0.0) }
         guard !withPostgres.isEmpty else {
-            io.writeError("migrate: error: no PostgreSQL migrations under '\(root)': add 'dialects: [sqlite, postgres]' to the schema (or `--dialect postgres` to schemagen generate) and run `schemagen generate`\n")
+            io.writeError("migrate: error: no PostgreSQL migrations under '\(root)': add 'dialects: [\(SQLDialectName.default.rawValue), \(dialect.rawValue)]' to the schema (or `--dialect \(dialect.rawValue)` to schemagen generate) and run `schemagen generate`\n")
             return nil
         }
-        return withPostgres.map { (root + "/" + $0 + "/postgres", $0) }
+        return withPostgres
     }
 
     static func exitCode(for error: MigratorError) -> ExitCode {

@@ -1,5 +1,6 @@
 import Diagnostics
 import Foundation
+import SQLDialects
 
 /// A schema's migration folder (`Migrations/<Schema>/`): for each migration
 /// `NNNN_name.up.sql`, `NNNN_name.down.sql` and `NNNN_name.schema.json` (the snapshot after it),
@@ -161,14 +162,21 @@ public struct MigrationDirectory: Sendable {
 
     // MARK: - A schema's folders, one per dialect
 
-    /// The dialect whose migrations sit in the schema's folder itself (the first folders were
-    /// SQLite's); every other dialect has a subfolder named after it.
-    public static let rootDialect = "sqlite"
+    /// The dialect whose migrations sit in the schema's folder itself; every other dialect has
+    /// a subfolder named after it (`SQLDialectName.migrationSubfolder`).
+    public static let rootDialect = SQLDialectName.default.rawValue
 
-    /// A schema's folder for a dialect: `<root>/<Schema>/` for SQLite, `<root>/<Schema>/<dialect>/`
-    /// for the others.
+    /// A schema's folder for a dialect: `<root>/<Schema>/` for the default dialect,
+    /// `<root>/<Schema>/<dialect>/` for the others (a name the registry does not know is taken
+    /// as a subfolder).
     public static func folder(schema: String, root: String, dialect: String) -> MigrationDirectory {
-        MigrationDirectory(path: root + "/" + schema + (dialect == rootDialect ? "" : "/" + dialect))
+        let subfolder = SQLDialectName(rawValue: dialect).map(\.migrationSubfolder) ?? dialect
+        return MigrationDirectory(path: root + "/" + schema + (subfolder.map { "/" + $0 } ?? ""))
+    }
+
+    /// The same, for a dialect of the registry.
+    public static func folder(schema: String, root: String, dialect: SQLDialectName) -> MigrationDirectory {
+        folder(schema: schema, root: root, dialect: dialect.rawValue)
     }
 
     /// Every dialect folder of a schema that holds migrations or a manifest, the schema's own
@@ -231,7 +239,7 @@ public struct MigrationDirectory: Sendable {
     }
 
     /// Names a dialect subfolder has, for folders whose parent holds no migrations yet.
-    static let knownSubfolderNames: Set<String> = ["postgres"]
+    static let knownSubfolderNames = Set(SQLDialectName.allCases.compactMap(\.migrationSubfolder))
 
     /// The command that accepts this folder's files as they are: `schemagen rehash Flights`,
     /// with `--migrations` when the root is not the default.

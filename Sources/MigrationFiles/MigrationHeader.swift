@@ -1,4 +1,5 @@
 import Foundation
+import SQLDialects
 
 /// What a migration file tells the migrator, in a block of `-- key: value` lines at its top:
 ///
@@ -187,7 +188,7 @@ public struct MigrationHeader: Sendable, Hashable {
     /// Format 0: the sentences schemagen 0.1 wrote, matched as whole lines of the top block.
     static func parseFormat0(_ block: [Substring]) -> MigrationHeader {
         // Format 0 was only ever written for SQLite.
-        var header = MigrationHeader(format: 0, dialect: "sqlite")
+        var header = MigrationHeader(format: 0, dialect: SQLDialectName.sqlite.rawValue)
         for line in block.dropFirst() {
             if line == "-- Rebuilds tables: run with PRAGMA foreign_keys=OFF around the transaction and PRAGMA foreign_key_check before commit." {
                 header.foreignKeysOff = true

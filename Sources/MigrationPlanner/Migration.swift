@@ -60,8 +60,8 @@ public struct Migration: Sendable {
         let (start, end) = direction == .up ? (from?.version ?? 0, to.version) : (to.version, from?.version ?? 0)
         return MigrationHeader(
             schema: to.schema, dialect: renderer.dialect.name, direction: direction, fromVersion: start, toVersion: end,
-            runsInTransaction: !renderer.runsOutsideTransaction(directed), foreignKeysOff: renderer.needsForeignKeysOff(directed),
-            losesData: !losing.isEmpty, rowCopies: renderer.rowCopies(directed).map { MigrationHeader.RowCopy(from: $0.from, to: $0.to) })
+            runsInTransaction: true, foreignKeysOff: MigrationPlanner.needsForeignKeysOff(directed),
+            losesData: !losing.isEmpty, rowCopies: MigrationPlanner.rowCopies(directed).map { MigrationHeader.RowCopy(from: $0.from, to: $0.to) })
     }
 
     private func render(_ steps: [MigrationStep], direction: MigrationHeader.Direction, losing: [MigrationStep]) -> String {

@@ -121,26 +121,19 @@ public enum MigrationStep: Sendable, Hashable {
 /// A dialect's planner and SQL writer: what it can change in place (from its declared
 /// capabilities), and the SQL of each step. Everything about a dialect the planner needs goes
 /// through here; nothing branches on a dialect's name.
+/// Writes one dialect's SQL for planned steps. What the plan may ask of a dialect (whether a
+/// column can be added or dropped in place, whether constraints carry names) is decided by the
+/// planner from the dialect's declared capabilities, not asked of the renderer.
 public protocol MigrationRenderer: Sendable {
     var dialect: any SQLDialect { get }
-    func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot) -> Bool
-    func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot) -> Bool
     /// The statements of one step, each ending in `;`.
     func sql(for step: MigrationStep) -> [String]
-    /// Whether the migrator must run the file with foreign keys off and check them before commit.
-    func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool
-    /// Whether the database must act on a kept column's change (SQLite ignores widths and
-    /// enum values, which its column types do not hold).
-    func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool
-    /// Whether its tables' constraints have names derived from table and column names, which
-    /// renames must follow.
-    var namesConstraints: Bool { get }
-    /// Whether the file must run outside a transaction (its header then says so).
-    func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool
-    /// The row copies of the steps' table rebuilds, for the migrator's progress.
-    func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)]
-    /// The column's type as this database names it, for messages and comments.
+    /// The column's type as this database names it (from the dialect's type table, with the
+    /// widths it keeps), for SQL, messages and comments.
     func typeName(_ column: ColumnSnapshot) -> String
+    /// Whether the database must act on a kept column's change: what its DDL writes of the
+    /// column changed (SQLite's column types hold neither widths nor enum values).
+    func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool
 }
 
 /// Turns changes into ordered steps for a dialect's capabilities.
@@ -193,10 +186,47 @@ public enum MigrationPlanner {
         if (change.keyChanged || change.foreignKeysChanged), !capabilities.alterConstraints { return true }
         if change.changedColumns.contains(where: { renderer.needsChange(from: $0.from, to: $0.to) }), !capabilities.alterColumn { return true }
         if !change.renamedColumns.isEmpty || change.isRename, !capabilities.rename { return true }
-        if change.addedColumns.contains(where: { !renderer.canAddColumn($0, to: change.to) }) { return true }
-        if change.droppedColumns.contains(where: { !renderer.canDropColumn($0, from: change.from) }) { return true }
+        if change.addedColumns.contains(where: { !canAddColumn($0, to: change.to, capabilities) }) { return true }
+        if change.droppedColumns.contains(where: { !canDropColumn($0, from: change.from, capabilities) }) { return true }
         return false
     }
+
+    static func isKeyColumn(_ column: ColumnSnapshot, of table: TableSnapshot) -> Bool {
+        column.isAutoIncrement || table.primaryKey.contains(column.name) || table.foreignKeys.contains { $0.columns.contains(column.name) }
+    }
+
+    /// `ALTER TABLE ... ADD COLUMN` can add it: key and foreign-key columns need constraints
+    /// added by name, a per-row default needs the engine to evaluate it for existing rows, and
+    /// a required column without a default needs it altered to NOT NULL after a backfill.
+    static func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot, _ capabilities: DialectCapabilities) -> Bool {
+        if isKeyColumn(column, of: table), !capabilities.alterConstraints { return false }
+        if let value = column.defaultValue, !value.isConstant, !capabilities.addColumnWithExpressionDefault { return false }
+        if !column.isNullable, column.defaultValue == nil || column.defaultValue == .null { return capabilities.alterColumn }
+        return true
+    }
+
+    /// `ALTER TABLE ... DROP COLUMN` can drop it: a key or foreign-key column only where its
+    /// constraints can be dropped by name.
+    static func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot, _ capabilities: DialectCapabilities) -> Bool {
+        capabilities.dropColumn && (capabilities.alterConstraints || !isKeyColumn(column, of: table))
+    }
+
+    /// Whether the migrator must run a file with foreign keys off and check them before commit:
+    /// when it rebuilds a table (foreign-key enforcement would see the old table vanish).
+    public static func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool {
+        steps.contains { if case .rebuildTable = $0 { true } else { false } }
+    }
+
+    /// The row copies of the steps' table rebuilds, for the migrator's progress.
+    public static func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)] {
+        steps.compactMap { step in
+            guard case .rebuildTable(let change) = step else { return nil }
+            return (change.from.name, rebuildName(change.to.name))
+        }
+    }
+
+    /// The new table a rebuild fills before it replaces the old one.
+    static func rebuildName(_ table: String) -> String { "schemagen_new_" + table }
 
     /// In-place steps, in an order each can run in: drop what goes (indexes, foreign keys),
     /// rename, drop and add columns, alter columns and the key, then add foreign keys and indexes.
@@ -223,7 +253,7 @@ public enum MigrationPlanner {
         steps += droppedKeys.map { .dropForeignKey(table: change.from.name, $0) }
         if change.isRename { steps.append(.renameTable(from: change.from.name, to: table)) }
         steps += change.renamedColumns.map { .renameColumn(table: table, from: $0.from, to: $0.to) }
-        if renderer.namesConstraints, change.isRename || !change.renamedColumns.isEmpty {
+        if renderer.dialect.capabilities.namedConstraints, change.isRename || !change.renamedColumns.isEmpty {
             steps.append(.renameConstraints(table: table, from: change.from, to: change.to, columnSources: change.columnSources))
         }
         if change.keyChanged {

@@ -17,36 +17,21 @@ public struct PostgresRenderer: MigrationRenderer {
     public var dialect: any SQLDialect { Self.dialect }
     static let dialect = PostgresDialect()
 
-    public var namesConstraints: Bool { true }
+    public func typeName(_ column: ColumnSnapshot) -> String { Self.type(of: column) }
 
-    public func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot) -> Bool { true }
-    public func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot) -> Bool { true }
-
+    /// Enum values are a CHECK constraint of their own.
     public func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool {
         Self.type(of: from) != Self.type(of: to) || from.isNullable != to.isNullable || from.defaultValue != to.defaultValue
             || from.enumValues != to.enumValues || from.isAutoIncrement != to.isAutoIncrement
     }
 
-    public func typeName(_ column: ColumnSnapshot) -> String { Self.type(of: column) }
-
-    public func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool { false }
-    public func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool { false }
-    public func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)] { [] }
-
     // MARK: - Names
 
     static func quote(_ identifier: String) -> String { dialect.quote(identifier) }
 
-    /// A derived name PostgreSQL keeps whole: over 63 bytes, its first 54 bytes (whole
-    /// characters) and 8 hex digits of its SHA-256.
+    /// A derived name PostgreSQL keeps whole (`SQLIdentifiers.fitted` to its limit).
     public static func identifier(_ name: String) -> String {
-        guard name.utf8.count > 63 else { return name }
-        var prefix = ""
-        for character in name {
-            guard prefix.utf8.count + String(character).utf8.count <= 54 else { break }
-            prefix.append(character)
-        }
-        return prefix + "_" + String(SHA256.hex(name).prefix(8))
+        SQLIdentifiers.fitted(name, to: dialect.capabilities.maximumIdentifierBytes)
     }
 
     static func primaryKeyName(_ table: String) -> String { identifier("\(table)_pkey") }

@@ -12,48 +12,17 @@ public struct SQLiteRenderer: MigrationRenderer {
     static let dialect = SQLiteDialect()
 
     /// ALTER TABLE ADD COLUMN takes no key, and a NOT NULL column only with a constant non-null default.
-    public func canAddColumn(_ column: ColumnSnapshot, to table: TableSnapshot) -> Bool {
-        if column.isAutoIncrement || table.primaryKey.contains(column.name) { return false }
-        if table.foreignKeys.contains(where: { $0.columns.contains(column.name) }) { return false }
-        if let value = column.defaultValue, !value.isConstant, !dialect.capabilities.addColumnWithExpressionDefault { return false }
-        if !column.isNullable { return column.defaultValue != nil && column.defaultValue != .null }
-        return true
-    }
-
-    /// ALTER TABLE DROP COLUMN refuses key and foreign-key columns.
-    public func canDropColumn(_ column: ColumnSnapshot, from table: TableSnapshot) -> Bool {
-        dialect.capabilities.dropColumn && !table.primaryKey.contains(column.name) && !table.foreignKeys.contains { $0.columns.contains(column.name) }
-    }
-
-    /// Rebuilds need foreign-key enforcement off around the transaction (`PRAGMA foreign_keys`
-    /// is a no-op inside one) and a `PRAGMA foreign_key_check` before commit.
-    public func needsForeignKeysOff(_ steps: [MigrationStep]) -> Bool {
-        steps.contains { if case .rebuildTable = $0 { true } else { false } }
-    }
-
     /// SQLite's column types hold neither widths nor allowed values.
     public func typeName(_ column: ColumnSnapshot) -> String { dialect.columnType(column.kind) }
 
+    /// The storage kind is written too (a boolean's CHECK, say), so a kind change rebuilds
+    /// even where the column type stays.
     public func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool {
         Self.type(of: from.kind) != Self.type(of: to.kind) || from.kind != to.kind || from.isNullable != to.isNullable
             || from.defaultValue != to.defaultValue || from.isAutoIncrement != to.isAutoIncrement
     }
 
-    /// Constraints are written without names.
-    public var namesConstraints: Bool { false }
-
-    /// Everything SQLite does is transactional.
-    public func runsOutsideTransaction(_ steps: [MigrationStep]) -> Bool { false }
-
-    /// Each rebuild copies rows from the old table into its temporary one.
-    public func rowCopies(_ steps: [MigrationStep]) -> [(from: String, to: String)] {
-        steps.compactMap { step in
-            guard case .rebuildTable(let change) = step else { return nil }
-            return (change.from.name, Self.temporaryName(change.to.name))
-        }
-    }
-
-    static func temporaryName(_ table: String) -> String { "schemagen_new_" + table }
+    static func temporaryName(_ table: String) -> String { MigrationPlanner.rebuildName(table) }
 
     // MARK: - Names and literals
 

@@ -1,4 +1,5 @@
 import Diagnostics
+import SQLDialects
 import Foundation
 import YAMLReader
 
@@ -69,8 +70,8 @@ public struct ProjectConfig: Equatable, Sendable {
             case "dialects":
                 let items = pair.value.items ?? (pair.value.stringValue != nil ? [pair.value] : [])
                 let names = items.compactMap(\.stringValue)
-                guard !names.isEmpty, names.count == items.count, names.allSatisfy({ ["sqlite", "postgres"].contains($0) }) else {
-                    bag.error(Code.wrongKind, "'dialects' expects a list of sqlite and postgres", at: location(pair.value))
+                guard !names.isEmpty, names.count == items.count, names.allSatisfy({ SQLDialectName(rawValue: $0) != nil }) else {
+                    bag.error(Code.wrongKind, "'dialects' expects a list of dialects (\(SQLDialectName.list))", at: location(pair.value))
                     continue
                 }
                 config.dialects = names

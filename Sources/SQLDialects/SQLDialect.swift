@@ -5,8 +5,8 @@ import SchemaMetadata
 /// renderers, the migrator and the runtime store all quote through the dialect, so no SQL text
 /// is built with a hand-written quote.
 public protocol SQLDialect: Sendable {
-    /// `sqlite`, `postgres`: the name of a dialect's migration folder and of the header's `dialect`.
-    var name: String { get }
+    /// The dialect's entry in the registry (`SQLDialectName`).
+    var registryName: SQLDialectName { get }
     var capabilities: DialectCapabilities { get }
     /// An identifier in double quotes, every quote inside doubled.
     func quote(_ identifier: String) -> String
@@ -16,11 +16,46 @@ public protocol SQLDialect: Sendable {
     func columnType(_ kind: StorageKind) -> String
 }
 
+extension SQLDialect {
+    /// `sqlite`, `postgres`: the name of a dialect's migration folder and of the header's `dialect`.
+    public var name: String { registryName.rawValue }
+}
+
+/// The dialect registry: every dialect the toolkit plans and applies migrations for, and what
+/// each name maps to (its `SQLDialect`: capabilities, identifier limit and type table; its
+/// migration folder). Nothing else spells a dialect's name or lists the dialects; the planner
+/// maps each name to its renderer (`MigrationRenderers`), exhaustively.
+public enum SQLDialectName: String, Sendable, Hashable, CaseIterable, Codable {
+    case sqlite, postgres
+
+    public var dialect: any SQLDialect {
+        switch self {
+        case .sqlite: SQLiteDialect()
+        case .postgres: PostgresDialect()
+        }
+    }
+
+    /// The dialect whose migrations sit in a schema's folder itself (the first folders were
+    /// SQLite's), and the one a schema plans for unless it says otherwise.
+    public static let `default`: SQLDialectName = .sqlite
+
+    /// The subfolder of a schema's migration folder that holds this dialect's migrations; nil
+    /// for the default dialect, whose migrations are in the schema's folder itself.
+    public var migrationSubfolder: String? { self == .default ? nil : rawValue }
+
+    /// The longest identifier every dialect keeps whole, in bytes: what a name must fit to be
+    /// portable.
+    public static var portableIdentifierBytes: Int {
+        allCases.compactMap { $0.dialect.capabilities.maximumIdentifierBytes }.min() ?? Int.max
+    }
+
+    /// The names, for messages: "sqlite, postgres".
+    public static var list: String { allCases.map(\.rawValue).joined(separator: ", ") }
+}
+
 /// What a dialect can do, declared once: the planner and the migrator branch on these, never on
 /// the dialect's name (as Atlas's drivers do).
 public struct DialectCapabilities: Sendable, Hashable {
-    /// DDL runs inside a transaction and rolls back with it.
-    public var transactionalDDL: Bool
     /// `ALTER TABLE ... ALTER COLUMN` changes a column's type, nullability or default in place;
     /// without it such changes rebuild the table.
     public var alterColumn: Bool
@@ -33,11 +68,6 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var addColumnWithExpressionDefault: Bool
     /// Foreign keys and primary keys can be added to an existing table by name.
     public var alterConstraints: Bool
-    /// `CREATE INDEX ... WHERE` and indexes on expressions.
-    public var partialIndexes: Bool
-    public var expressionIndexes: Bool
-    /// How `searchable` attributes are indexed.
-    public var fullText: FullTextKind
     /// The longest identifier the engine keeps whole, in bytes (nil: no limit that matters).
     public var maximumIdentifierBytes: Int?
     /// DDL takes locks that block other sessions' reads and writes while it runs (so lint
@@ -47,25 +77,16 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var comments: Bool = false
     /// Tables are declared STRICT, so each column holds values of its declared type only.
     public var strictTables: Bool = false
+    /// Constraints carry names derived from their table and columns, which renames must follow
+    /// (SQLite's are written without names).
+    public var namedConstraints: Bool = false
 
-    public enum FullTextKind: String, Sendable, Hashable {
-        /// An external-content FTS5 table kept in step by triggers.
-        case fts5
-        /// A generated `tsvector` column with a GIN index.
-        case tsvector
-    }
-
-    public init(transactionalDDL: Bool, alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool,
-                alterConstraints: Bool, partialIndexes: Bool, expressionIndexes: Bool, fullText: FullTextKind, maximumIdentifierBytes: Int?) {
-        self.transactionalDDL = transactionalDDL
+    public init(alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool, alterConstraints: Bool, maximumIdentifierBytes: Int?) {
         self.alterColumn = alterColumn
         self.dropColumn = dropColumn
         self.rename = rename
         self.addColumnWithExpressionDefault = addColumnWithExpressionDefault
         self.alterConstraints = alterConstraints
-        self.partialIndexes = partialIndexes
-        self.expressionIndexes = expressionIndexes
-        self.fullText = fullText
         self.maximumIdentifierBytes = maximumIdentifierBytes
     }
 }
@@ -92,11 +113,11 @@ public enum SQLQuoting {
 public struct SQLiteDialect: SQLDialect {
     public init() {}
 
-    public var name: String { "sqlite" }
+    public var registryName: SQLDialectName { .sqlite }
 
     public var capabilities: DialectCapabilities {
-        var capabilities = DialectCapabilities(transactionalDDL: true, alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
-                                               alterConstraints: false, partialIndexes: true, expressionIndexes: true, fullText: .fts5, maximumIdentifierBytes: nil)
+        var capabilities = DialectCapabilities(alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
+                                               alterConstraints: false, maximumIdentifierBytes: nil)
         capabilities.strictTables = true
         return capabilities
     }
@@ -122,13 +143,14 @@ public struct SQLiteDialect: SQLDialect {
 public struct PostgresDialect: SQLDialect {
     public init() {}
 
-    public var name: String { "postgres" }
+    public var registryName: SQLDialectName { .postgres }
 
     public var capabilities: DialectCapabilities {
-        var capabilities = DialectCapabilities(transactionalDDL: true, alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
-                                               alterConstraints: true, partialIndexes: true, expressionIndexes: true, fullText: .tsvector, maximumIdentifierBytes: 63)
+        var capabilities = DialectCapabilities(alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
+                                               alterConstraints: true, maximumIdentifierBytes: 63)
         capabilities.lockingDDL = true
         capabilities.comments = true
+        capabilities.namedConstraints = true
         return capabilities
     }
 

@@ -1,3 +1,4 @@
+import SQLDialects
 /// Rules for names in schemas and the SQL names derived from them.
 public enum Naming {
     /// Letters, digits and `_`, not starting with a digit (ASCII, so every language and database
@@ -79,8 +80,8 @@ public enum Naming {
         }
     }
 
-    /// PostgreSQL truncates identifiers longer than this many bytes.
-    public static let portableIdentifierLength = 63
+    /// The longest identifier every dialect keeps whole (PostgreSQL truncates longer ones).
+    public static let portableIdentifierLength = SQLDialectName.portableIdentifierBytes
 
     /// Why a `table` or `column` override cannot be a database name, or nil when it can. Any
     /// printable text may name a table or column (spaces, quotes and punctuation are quoted in

@@ -1,3 +1,4 @@
+import SQLDialects
 import Diagnostics
 
 /// A validated schema: one YAML file's entities, enums and value types, with every name,
@@ -25,11 +26,6 @@ public struct Schema: Sendable, Hashable {
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
     public func enumType(named name: String) -> EnumType? { enums.first { $0.name == name } }
     public func valueType(named name: String) -> ValueType? { values.first { $0.name == name } }
-}
-
-/// A database engine migrations can be planned for.
-public enum SQLDialectName: String, Sendable, Hashable, CaseIterable, Codable {
-    case sqlite, postgres
 }
 
 // MARK: - Types

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import SQLDialects
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
@@ -202,7 +203,7 @@ extension SchemaParser {
         for pair in pairs {
             let key = pair.key.scalarText ?? ""
             guard let dialect = SQLDialectName(rawValue: key) else {
-                error(.unknownKey, "'backfill' of \(what) maps dialects (sqlite, postgres) to SQL expressions; '\(key)' is not one", at: pair.key)
+                error(.unknownKey, "'backfill' of \(what) maps dialects (\(SQLDialectName.list)) to SQL expressions; '\(key)' is not one", at: pair.key)
                 continue
             }
             guard let expression = pair.value.stringValue, !expression.trimmingSpaces().isEmpty else {

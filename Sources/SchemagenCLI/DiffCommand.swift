@@ -1,3 +1,4 @@
+import SQLDialects
 import CommandLineKit
 import Diagnostics
 import Foundation
@@ -23,7 +24,7 @@ public enum DiffCommand: Command {
             .value("from", valueName: "file", help: "The old schema file."),
             .value("to", valueName: "file", help: "The new schema file."),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
-            .value("dialect", valueName: "dialect", help: "Plan for this dialect (sqlite, postgres); repeatable. Default: the schema's dialects.", allowed: ["sqlite", "postgres"], repeatable: true),
+            .value("dialect", valueName: "dialect", help: "Plan for this dialect (\(SQLDialectName.list)); repeatable. Default: the schema's dialects.", allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
             .flag("allow-destructive", help: "Report destructive changes as warnings."),
             .value("format", short: "f", valueName: "format", help: "How to print the plan.", allowed: ["text", "json"], defaultValue: "text"),
         ])
@@ -49,7 +50,7 @@ public enum DiffCommand: Command {
             let loaded = SchemaLoader.Result(files: [SchemaLoader.load(file: fromPath), SchemaLoader.load(file: toPath)])
             if let failure = report(loaded, io: io) { return failure }
             guard let old = loaded.files[0].schema, let new = loaded.files[1].schema else { return .failure }
-            for dialect in named.isEmpty ? (new.dialects ?? [.sqlite]) : named {
+            for dialect in named.isEmpty ? (new.dialects ?? [.default]) : named {
                 let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new), renderer: PendingMigration.renderer(dialect))
                 plans.append(Plan(schema: new, dialect: dialect, migration: migration,
                                   findings: PendingMigration.lintFindings(migration, schema: new, allowDestructive: allowDestructive),
@@ -62,8 +63,8 @@ public enum DiffCommand: Command {
             if let failure = report(loaded, io: io) { return failure }
             let root = arguments.value("migrations") ?? "Migrations"
             for schema in loaded.schemas {
-                let dialects = named.isEmpty ? (schema.dialects ?? [.sqlite]) : named
-                let reference = PendingMigration.directory(schema.name, root: root, dialect: dialects.contains(.sqlite) ? .sqlite : dialects[0])
+                let dialects = named.isEmpty ? (schema.dialects ?? [.default]) : named
+                let reference = PendingMigration.directory(schema.name, root: root, dialect: dialects.contains(.default) ? .default : dialects[0])
                 let snapshot = SnapshotBuilder.snapshot(of: schema)
                 for dialect in dialects {
                     switch PendingMigration.plan(for: schema, root: root, dialect: dialect, reference: reference, name: nil, allowDestructive: allowDestructive) {
@@ -109,10 +110,10 @@ public enum DiffCommand: Command {
         for plan in plans {
             let from = plan.migration.from.map { "version \($0.version)" } ?? "nothing"
             guard !plan.migration.isEmpty else {
-                out += "\(plan.schema.name)\(plan.dialect == .sqlite ? "" : " (\(plan.dialect.rawValue))"): no changes since \(from).\n"
+                out += "\(plan.schema.name)\(plan.dialect == .default ? "" : " (\(plan.dialect.rawValue))"): no changes since \(from).\n"
                 continue
             }
-            out += "\(plan.schema.name)\(plan.dialect == .sqlite ? "" : " (\(plan.dialect.rawValue))"): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
+            out += "\(plan.schema.name)\(plan.dialect == .default ? "" : " (\(plan.dialect.rawValue))"): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
             for step in plan.migration.steps { out += "  - \(step.summary(for: plan.migration.renderer))\n" }
             if !plan.findings.isEmpty {
                 let sources = plan.sources

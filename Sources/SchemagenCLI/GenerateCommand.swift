@@ -1,3 +1,4 @@
+import SQLDialects
 import CodeGeneration
 import CommandLineKit
 import Diagnostics
@@ -31,7 +32,7 @@ public enum GenerateCommand: Command {
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
-            .value("dialect", valueName: "dialect", help: "Plan migrations for this dialect (sqlite, postgres); repeatable. Default: each schema's dialects, else the config's, else sqlite.", allowed: ["sqlite", "postgres"], repeatable: true),
+            .value("dialect", valueName: "dialect", help: "Plan migrations for this dialect (\(SQLDialectName.list)); repeatable. Default: each schema's dialects, else the config's, else \(SQLDialectName.default.rawValue).", allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),

@@ -1,3 +1,4 @@
+import SQLDialects
 import CommandLineKit
 import Diagnostics
 import Foundation
@@ -20,7 +21,7 @@ public enum NewMigrationCommand: Command {
         options: [
             .value("schema", short: "s", valueName: "file", help: "The schema the migration belongs to."),
             .value("migrations", short: "m", valueName: "dir", help: "The migrations root.", defaultValue: "Migrations"),
-            .value("dialect", valueName: "dialect", help: "Only this dialect's folder (sqlite, postgres); repeatable. Default: the schema's dialects.", allowed: ["sqlite", "postgres"], repeatable: true),
+            .value("dialect", valueName: "dialect", help: "Only this dialect's folder (\(SQLDialectName.list)); repeatable. Default: the schema's dialects.", allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
             .flag("no-transaction", help: "Mark the files 'transaction: no' (one statement such as CREATE INDEX CONCURRENTLY)."),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
         ],
@@ -40,7 +41,7 @@ public enum NewMigrationCommand: Command {
             return .usageOrIO
         }
         let named = arguments.values("dialect").compactMap(SQLDialectName.init)
-        let dialects = named.isEmpty ? (schema.dialects ?? config.dialects?.compactMap(SQLDialectName.init) ?? [.sqlite]) : named
+        let dialects = named.isEmpty ? (schema.dialects ?? config.dialects?.compactMap(SQLDialectName.init) ?? [.default]) : named
         let root = arguments.value("migrations") ?? config.migrations ?? "Migrations"
         do {
             let (folders, entry) = try HandWrittenMigration.create(name: arguments.arguments[0], schema: schema, dialects: dialects, root: root,

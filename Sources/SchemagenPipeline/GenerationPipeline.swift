@@ -1,3 +1,4 @@
+import SQLDialects
 import CodeGeneration
 import Diagnostics
 import Foundation
@@ -47,13 +48,13 @@ public struct GenerationPipeline: Sendable {
             self.allowDestructive = allowDestructive
             self.singleFile = singleFile
             self.dialects = dialects
-            self.defaultDialects = config.dialects?.compactMap(SQLDialectName.init) ?? [.sqlite]
+            self.defaultDialects = config.dialects?.compactMap(SQLDialectName.init) ?? [.default]
         }
 
         /// The dialects a schema's migrations are planned for: the command line's, else the
         /// schema's, else the config file's (SQLite by default). The build plugin embeds SQLite's only.
         public func dialects(of schema: Schema) -> [SQLDialectName] {
-            if singleFile { return [.sqlite] }
+            if singleFile { return [.default] }
             return dialects ?? schema.dialects ?? defaultDialects
         }
     }
@@ -128,7 +129,7 @@ public struct GenerationPipeline: Sendable {
         for schema in schemas {
             let dialects = configuration.dialects(of: schema)
             // The first folders were SQLite's: the others number after them.
-            let referenceDialect = dialects.contains(.sqlite) ? SQLDialectName.sqlite : dialects[0]
+            let referenceDialect = dialects.contains(.default) ? SQLDialectName.default : dialects[0]
             let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect)
             var findings: [(dialect: SQLDialectName, findings: [Diagnostic])] = []
             for dialect in [referenceDialect] + dialects.filter({ $0 != referenceDialect }) {
@@ -216,7 +217,7 @@ public struct GenerationPipeline: Sendable {
     func runtimeModel(_ schema: Schema, _ model: SchemaSnapshot, plan: Plan) -> SchemaSnapshot {
         guard !plan.migrations.contains(where: { $0.schema.name == schema.name }) else { return model }
         let dialects = configuration.dialects(of: schema)
-        let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: dialects.contains(.sqlite) ? .sqlite : dialects[0])
+        let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: dialects.contains(.default) ? .default : dialects[0])
         guard let latest = try? reference.latestSnapshot() else { return model }
         return latest.databaseModel(of: model)
     }

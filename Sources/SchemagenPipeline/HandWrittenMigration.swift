@@ -1,3 +1,4 @@
+import SQLDialects
 import Diagnostics
 import Foundation
 import MigrationFiles

@@ -33,24 +33,18 @@ public struct PendingMigration: Sendable {
         case failed([Diagnostic])
     }
 
-    /// A schema's migration folder for a dialect: `<root>/<Schema>/` for SQLite (where the
-    /// first folders were), `<root>/<Schema>/postgres/` for PostgreSQL.
+    /// A schema's migration folder for a dialect (`MigrationDirectory.folder`).
     public static func directory(_ schema: String, root: String, dialect: SQLDialectName) -> MigrationDirectory {
-        MigrationDirectory.folder(schema: schema, root: root, dialect: dialect.rawValue)
+        MigrationDirectory.folder(schema: schema, root: root, dialect: dialect)
     }
 
-    public static func renderer(_ dialect: SQLDialectName) -> any MigrationRenderer {
-        switch dialect {
-        case .sqlite: SQLiteRenderer()
-        case .postgres: PostgresRenderer()
-        }
-    }
+    public static func renderer(_ dialect: SQLDialectName) -> any MigrationRenderer { MigrationRenderers.renderer(for: dialect) }
 
     /// Compares the schema's relational model with the snapshot of the newest migration in the
     /// dialect's folder. A folder that lags behind `reference` (the first dialect's folder) first
     /// gets the reference's history re-planned for its dialect, with the same numbers and names
     /// from the same snapshots, so every dialect's folder numbers alike.
-    public static func plan(for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .sqlite,
+    public static func plan(for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .default,
                             reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool) -> Outcome {
         let directory = directory(schema.name, root: root, dialect: dialect)
         let renderer = renderer(dialect)

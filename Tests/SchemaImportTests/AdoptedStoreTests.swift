@@ -39,6 +39,9 @@ import TestSupport
 
         """
 
+    /// Builds here pass --disable-build-manifest-caching: after the toolkit's Package.swift changed
+    /// its targets' dependencies, a cached build plan compiled a target before a module it now
+    /// imports (seen with SwiftPM 6.2).
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         try runProgram(executable, arguments, in: folder)
     }
@@ -91,7 +94,7 @@ import TestSupport
         let baseline = try ImportFixtures.migrate.run(["baseline", "1", "-d", live, "--dir", "Migrations/MusicStore"], in: Self.folder)
         #expect(baseline.status == 0, "\(baseline.error)")
 
-        let build = try Self.run("swift", ["build", "--product", "shop-app"])
+        let build = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "shop-app"])
         #expect(build.status == 0, "\(build.output)")
         let app = try Self.run(".build/debug/shop-app", [live])
         #expect(app.status == 0, "\(app.output)")

@@ -136,6 +136,9 @@ import TestSupport
         try text.write(to: url, atomically: true, encoding: .utf8)
     }
 
+    /// Builds here pass --disable-build-manifest-caching: after the toolkit's Package.swift changed
+    /// its targets' dependencies, a cached build plan compiled a target before a module it now
+    /// imports (seen with SwiftPM 6.2).
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         try runProgram(executable, arguments, in: folder)
     }
@@ -145,7 +148,7 @@ import TestSupport
         let schemagen = SchemagenProcessTests.executable.path
 
         // Before any migration is planned the build stops, saying how to plan one.
-        let unplanned = try Self.run("swift", ["build", "--product", "library-app"])
+        let unplanned = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "library-app"])
         #expect(unplanned.status != 0)
         #expect(unplanned.output.contains("Library.yaml:1:1: error: schema 'Library' version 1 has no migrations"), "\(unplanned.output)")
         #expect(unplanned.output.contains("swift run schemagen generate --migrations-only"), "\(unplanned.output)")
@@ -153,7 +156,7 @@ import TestSupport
         // Planned as the message says (here with this build's schemagen), the build succeeds.
         let plan = try Self.run(schemagen, ["generate", "--migrations-only", "--schema", "Sources/LibraryModels/Library.yaml", "--migrations", "Sources/LibraryModels/Migrations"])
         #expect(plan.status == 0, "\(plan.output)")
-        let build = try Self.run("swift", ["build", "--product", "library-app"])
+        let build = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "library-app"])
         #expect(build.status == 0, "\(build.output)")
 
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("library-\(UUID().uuidString).sqlite").path
@@ -165,7 +168,7 @@ import TestSupport
         try Self.write(Self.schemaV1.replacingOccurrences(of: "version: 1", with: "version: 2")
             .replacingOccurrences(of: "      publishedAt: Date?\n", with: "      publishedAt: Date?\n      pages: Int?\n"), to: "Sources/LibraryModels/Library.yaml")
         defer { try? Self.write(Self.schemaV1, to: "Sources/LibraryModels/Library.yaml") }
-        let stale = try Self.run("swift", ["build", "--product", "library-app"])
+        let stale = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "library-app"])
         #expect(stale.status != 0)
         #expect(stale.output.contains("schema 'Library' version 2 differs from its newest migration (version 1)"), "\(stale.output)")
     }
@@ -199,7 +202,7 @@ import TestSupport
         let status = try Self.run("swift", ["package", "plugin", "migrate", "status", "--database", database, "--dir", "Migrations/Journal"])
         #expect(status.status == 0 && status.output.contains("0001     create_journal"), "\(status.output)")
 
-        let build = try Self.run("swift", ["build", "--product", "journal-app"])
+        let build = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "journal-app"])
         #expect(build.status == 0, "\(build.output)")
         let app = try Self.run(".build/debug/journal-app", [database])
         #expect(app.output == "found: 1, tags: travel [portugal]\n", "\(app.output)")

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Package.swift tells the truth about the architecture: every target declares each of this
+/// package's modules it imports, and imports each one it declares. SwiftPM builds a module it
+/// finds through another target's dependencies, so an undeclared import compiles until the
+/// build order changes; a declared one never imported hides what a layer really uses.
+@Suite struct DeclaredDependencyTests {
+    struct Target {
+        let name: String
+        let kind: String
+        let path: String
+        let dependencies: Set<String>
+    }
+
+    static func targets() throws -> [Target] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        // A scratch folder of its own: the running `swift test` holds the package's `.build`.
+        let scratch = temporaryFolder()
+        process.arguments = ["swift", "package", "--scratch-path", scratch.path, "dump-package"]
+        process.currentDirectoryURL = repositoryRoot
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let targets = try #require(manifest["targets"] as? [[String: Any]])
+        return targets.compactMap { target in
+            guard let name = target["name"] as? String, let kind = target["type"] as? String else { return nil }
+            let folder = kind == "test" ? "Tests/" : "Sources/"
+            let dependencies = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency -> String? in
+                for key in ["byName", "target", "product"] {
+                    if let value = dependency[key] as? [Any], let name = value.first as? String { return name }
+                }
+                return nil
+            }
+            return Target(name: name, kind: kind, path: target["path"] as? String ?? folder + name, dependencies: Set(dependencies))
+        }
+    }
+
+    /// The modules a folder's Swift files import.
+    static func imports(under path: String) -> Set<String> {
+        let folder = repositoryRoot.appendingPathComponent(path).path
+        let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
+        let line = /^\s*(?:@testable\s+|@preconcurrency\s+)?import\s+(?:(?:struct|enum|class|protocol|func|typealias|var|let)\s+)?([A-Za-z_][A-Za-z0-9_]*)/.anchorsMatchLineEndings()
+        var modules: Set<String> = []
+        for file in files {
+            guard let text = try? String(contentsOfFile: folder + "/" + file, encoding: .utf8) else { continue }
+            for match in text.matches(of: line) { modules.insert(String(match.1)) }
+        }
+        return modules
+    }
+
+    @Test func everyTargetDeclaresWhatItImportsAndImportsWhatItDeclares() throws {
+        let targets = try Self.targets()
+        #expect(targets.count > 30, "dump-package listed the targets")
+        let names = Set(targets.map(\.name))
+        // Targets listed for what they build, not for an import: executables that tests run,
+        // and the modules the documentation's snippets are type-checked against.
+        let builtForTests = Set(targets.filter { $0.kind == "executable" }.map(\.name))
+        let snippetModules: Set<String> = ["ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore",
+                                           "PostgresKit", "SQLiteKit", "SchemaMetadata"]
+        for target in targets where ["regular", "executable", "test"].contains(target.kind) {
+            let imported = Self.imports(under: target.path).intersection(names)
+            let undeclared = imported.subtracting(target.dependencies)
+            #expect(undeclared.isEmpty, "\(target.name) imports \(undeclared.sorted()) without declaring them in Package.swift")
+            var unused = target.dependencies.intersection(names).subtracting(imported).subtracting(builtForTests)
+            if target.name == "DocumentationTests" { unused.subtract(snippetModules) }
+            // System-library targets are imported under their own names too.
+            #expect(unused.isEmpty, "\(target.name) declares \(unused.sorted()) but imports none of them")
+        }
+    }
+}
