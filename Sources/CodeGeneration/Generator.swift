@@ -43,12 +43,13 @@ public enum Generator {
         var jobs: [Job] = []
         for output in templates.outputs {
             guard let template = templates.templates[output.name] else { continue }
-            let scoped: [(name: String, data: MustacheValue)] = switch output.scope {
-            case .schema: [(schema.name, context.schemaScope())]
-            case .entity: schema.entities.map { ($0.name, context.entityScope($0)) }
-            case .enum: schema.enums.map { ($0.name, context.enumScope($0)) }
-            case .value: schema.values.map { ($0.name, context.valueScope($0)) }
-            }
+            let scoped: [(name: String, data: MustacheValue)] =
+                switch output.scope {
+                case .schema: [(schema.name, context.schemaScope())]
+                case .entity: schema.entities.map { ($0.name, context.entityScope($0)) }
+                case .enum: schema.enums.map { ($0.name, context.enumScope($0)) }
+                case .value: schema.values.map { ($0.name, context.valueScope($0)) }
+                }
             jobs += scoped.map { Job(output: output, template: template, name: $0.name, data: $0.data) }
         }
         let order = jobs.indices.sorted { (jobs[$0].output.scope == .schema ? 0 : 1, $0) < (jobs[$1].output.scope == .schema ? 0 : 1, $1) }

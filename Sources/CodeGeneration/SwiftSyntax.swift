@@ -43,10 +43,18 @@ enum SwiftSyntax {
                 for byte in bytes {
                     switch byte {
                     // As the standard library writes them, single quotes included.
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "'"): put(UInt8(ascii: "\\")); put(byte)
-                    case UInt8(ascii: "\n"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "n"))
-                    case UInt8(ascii: "\t"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "t"))
-                    case UInt8(ascii: "\r"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "r"))
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "'"):
+                        put(UInt8(ascii: "\\"))
+                        put(byte)
+                    case UInt8(ascii: "\n"):
+                        put(UInt8(ascii: "\\"))
+                        put(UInt8(ascii: "n"))
+                    case UInt8(ascii: "\t"):
+                        put(UInt8(ascii: "\\"))
+                        put(UInt8(ascii: "t"))
+                    case UInt8(ascii: "\r"):
+                        put(UInt8(ascii: "\\"))
+                        put(UInt8(ascii: "r"))
                     default: put(byte)
                     }
                 }
@@ -117,7 +125,12 @@ enum SwiftSyntax {
     static func decimalExpression(_ text: String) -> String {
         var digits = text
         var sign = ".plus"
-        if digits.hasPrefix("-") { sign = ".minus"; digits.removeFirst() } else if digits.hasPrefix("+") { digits.removeFirst() }
+        if digits.hasPrefix("-") {
+            sign = ".minus"
+            digits.removeFirst()
+        } else if digits.hasPrefix("+") {
+            digits.removeFirst()
+        }
         var exponent = 0
         if let e = digits.firstIndex(where: { $0 == "e" || $0 == "E" }) {
             exponent = Int(digits[digits.index(after: e)...]) ?? 0

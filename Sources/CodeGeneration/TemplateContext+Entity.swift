@@ -57,18 +57,22 @@ extension TemplateContext {
         case .pathRelationships: return relationships(entity.relationships.filter { $0.isToMany || $0.foreignKeyColumns.isEmpty })
         case .primaryKey: return primaryKeyValue(entity)
         case .codingKeys:
-            return list(codingKeys(parts).map { key in
-                Self.codingKeyShape.object(["swiftName": .string(key.swiftName), "jsonKey": .string(key.jsonKey),
-                                            "jsonKeyLiteral": .string(key.jsonKeyLiteral), "hasCustomKey": .bool(key.hasCustomKey)])
-            })
+            return list(
+                codingKeys(parts).map { key in
+                    Self.codingKeyShape.object([
+                        "swiftName": .string(key.swiftName), "jsonKey": .string(key.jsonKey),
+                        "jsonKeyLiteral": .string(key.jsonKeyLiteral), "hasCustomKey": .bool(key.hasCustomKey),
+                    ])
+                })
         case .initParameters:
             return list(initializerParameters(parts).map { Self.parameterShape.object(["declaration": .string($0.declaration), "assignment": .string($0.assignment)]) })
         case .initParametersWrapped: return .string(wrapped(initializerParameters(parts).map(\.declaration), indent: 8))
         case .isRowCodable: return .bool(parts.keyRelationships.allSatisfy { $0.foreignKeyColumns.count == 1 })
         case .joinedMembers:
-            return list(joinedMembers(parts).map {
-                Self.joinedMemberShape.object(["declaration": .string($0.declaration), "property": .string($0.property), "member": .string($0.member)])
-            })
+            return list(
+                joinedMembers(parts).map {
+                    Self.joinedMemberShape.object(["declaration": .string($0.declaration), "property": .string($0.property), "member": .string($0.member)])
+                })
         case .rowValues: return list(rowCodec(parts).values.map { Self.rowValueShape.object(["expression": .string($0)]) })
         case .rowArguments: return list(rowCodec(parts).arguments.map { Self.rowArgumentShape.object(["argument": .string($0)]) })
         case .rowCount: return .number(Double(rowCodec(parts).values.count))
@@ -81,15 +85,20 @@ extension TemplateContext {
         case .joinedDeclarationsWrapped:
             return .string(wrapped(joinedMembers(parts).enumerated().map { ($0.offset == 0 ? "public let " : "") + $0.element.declaration }, indent: 8, continuation: 4))
         case .codingKeysWrapped:
-            return .string(wrapped(codingKeys(parts).enumerated().map { index, key in
-                (index == 0 ? "case " : "") + key.swiftName + (key.hasCustomKey ? " = " + key.jsonKeyLiteral : "")
-            }, indent: 8, continuation: 4))
+            return .string(
+                wrapped(
+                    codingKeys(parts).enumerated().map { index, key in
+                        (index == 0 ? "case " : "") + key.swiftName + (key.hasCustomKey ? " = " + key.jsonKeyLiteral : "")
+                    }, indent: 8, continuation: 4))
         case .indexes:
-            return list((parts.table?.indexes ?? []).map { index in
-                ["name": .string(index.name), "columns": list(index.columns.map { .string($0) }),
-                 "columnsLiteral": .string("[" + index.columns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
-                 "kind": .string(index.isFullText ? "fullText" : index.isUnique ? "unique" : "plain")]
-            })
+            return list(
+                (parts.table?.indexes ?? []).map { index in
+                    [
+                        "name": .string(index.name), "columns": list(index.columns.map { .string($0) }),
+                        "columnsLiteral": .string("[" + index.columns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
+                        "kind": .string(index.isFullText ? "fullText" : index.isUnique ? "unique" : "plain"),
+                    ]
+                })
         }
     }
 
@@ -113,13 +122,17 @@ extension TemplateContext {
             keys.append(CodingKeyParts(swiftName: "id", jsonKey: "id", jsonKeyLiteral: "\"id\"", hasCustomKey: false))
         }
         for attribute in parts.stored {
-            keys.append(CodingKeyParts(swiftName: SwiftSyntax.identifier(attribute.name), jsonKey: attribute.jsonKey,
-                                       jsonKeyLiteral: SwiftSyntax.stringLiteral(attribute.jsonKey), hasCustomKey: attribute.jsonKey != attribute.name))
+            keys.append(
+                CodingKeyParts(
+                    swiftName: SwiftSyntax.identifier(attribute.name), jsonKey: attribute.jsonKey,
+                    jsonKeyLiteral: SwiftSyntax.stringLiteral(attribute.jsonKey), hasCustomKey: attribute.jsonKey != attribute.name))
         }
         for relationship in parts.keyRelationships {
             let property = relationship.name + "ID"
-            keys.append(CodingKeyParts(swiftName: SwiftSyntax.identifier(property), jsonKey: property,
-                                       jsonKeyLiteral: SwiftSyntax.stringLiteral(property), hasCustomKey: false))
+            keys.append(
+                CodingKeyParts(
+                    swiftName: SwiftSyntax.identifier(property), jsonKey: property,
+                    jsonKeyLiteral: SwiftSyntax.stringLiteral(property), hasCustomKey: false))
         }
         return keys
     }
@@ -210,8 +223,10 @@ extension TemplateContext {
         let columnsLiteral = "[" + entity.primaryKeyColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"
         switch entity.primaryKey {
         case .implicit:
-            return ["isImplicit": true, "isSingle": false, "isComposite": false, "swiftType": "Int64?",
-                    "columns": list([.string(Entity.implicitKeyName)]), "columnsLiteral": .string(columnsLiteral), "members": []]
+            return [
+                "isImplicit": true, "isSingle": false, "isComposite": false, "swiftType": "Int64?",
+                "columns": list([.string(Entity.implicitKeyName)]), "columnsLiteral": .string(columnsLiteral), "members": [],
+            ]
         case .members(let names):
             let members: [MustacheValue] = names.map { name in
                 let property = entity.attribute(named: name) != nil ? name : name + "ID"

@@ -66,8 +66,10 @@ extension TemplateContext {
     /// The attribute's `ColumnDescriptor.attribute(...)` expression: only what differs from
     /// the defaults is written, so metadata stays a line per attribute.
     func metadataColumn(_ attribute: Attribute, in parts: EntityParts, column: ColumnSnapshot?) -> String {
-        var arguments = [SwiftSyntax.stringLiteral(attribute.name), "." + (column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue,
-                         SwiftSyntax.stringLiteral(SwiftSyntax.typeName(attribute.type))]
+        var arguments = [
+            SwiftSyntax.stringLiteral(attribute.name), "." + (column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue,
+            SwiftSyntax.stringLiteral(SwiftSyntax.typeName(attribute.type)),
+        ]
         if attribute.columnName != attribute.name { arguments.append("column: " + SwiftSyntax.stringLiteral(attribute.columnName)) }
         if attribute.jsonKey != attribute.name { arguments.append("jsonKey: " + SwiftSyntax.stringLiteral(attribute.jsonKey)) }
         let flags: [(Bool, String)] = [

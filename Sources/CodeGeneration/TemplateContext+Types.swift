@@ -19,8 +19,10 @@ extension TemplateContext {
                 literal = String(raw)
                 explicit = true
             }
-            return ["name": .string(enumCase.name), "swiftName": .string(SwiftSyntax.identifier(enumCase.name)),
-                    "rawValue": .string(rawText), "rawValueLiteral": .string(literal), "hasExplicitRawValue": .bool(explicit)]
+            return [
+                "name": .string(enumCase.name), "swiftName": .string(SwiftSyntax.identifier(enumCase.name)),
+                "rawValue": .string(rawText), "rawValueLiteral": .string(literal), "hasExplicitRawValue": .bool(explicit),
+            ]
         }
         return [
             "name": .string(enumType.name), "swiftName": .string(SwiftSyntax.identifier(enumType.name)),
@@ -32,7 +34,8 @@ extension TemplateContext {
     func valueTypeValue(_ valueType: ValueType) -> MustacheValue {
         let fields: [MustacheValue] = valueType.fields.map { field in
             let type = SwiftSyntax.typeName(field.type) + (field.isOptional ? "?" : "")
-            let initDefault = field.defaultValue.map { " = " + SwiftSyntax.expression(for: $0, type: field.type, schema: schema) }
+            let initDefault =
+                field.defaultValue.map { " = " + SwiftSyntax.expression(for: $0, type: field.type, schema: schema) }
                 ?? (field.isOptional ? " = nil" : "")
             return [
                 "name": .string(field.name), "swiftName": .string(SwiftSyntax.identifier(field.name)), "swiftType": .string(type),

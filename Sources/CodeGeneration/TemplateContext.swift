@@ -32,9 +32,10 @@ public struct TemplateContext: Sendable {
         self.cachedRoot["hasMigrations"] = .bool(!migrations.isEmpty)
         // Lazy: the scripts' literals (megabytes for a large schema) are escaped by the one
         // template that embeds them, while the other files render.
-        self.cachedRoot["migrations"] = list(migrations.map { migration in
-            .lazy(MustacheLazyObject(fieldNames: MigrationField.names, source: MigrationFields(migration: migration)))
-        })
+        self.cachedRoot["migrations"] = list(
+            migrations.map { migration in
+                .lazy(MustacheLazyObject(fieldNames: MigrationField.names, source: MigrationFields(migration: migration)))
+            })
     }
 
     /// The first line of every generated file; `schemagen` only deletes files that start with it.
@@ -133,13 +134,14 @@ public struct TemplateContext: Sendable {
 
     /// A list whose object items get `first` and `last` flags, for separators in templates.
     func list(_ items: [MustacheValue]) -> MustacheValue {
-        .array(items.enumerated().map { index, item in
-            switch item {
-            case .object, .record, .lazy: break
-            default: return item
-            }
-            return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
-        })
+        .array(
+            items.enumerated().map { index, item in
+                switch item {
+                case .object, .record, .lazy: break
+                default: return item
+                }
+                return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
+            })
     }
 
     func optional(_ text: String?) -> MustacheValue { text.map { .string($0) } ?? .null }

@@ -90,7 +90,8 @@ public enum ArgumentParser {
                 return next
             }
             if case .short(let letters, let original)? = tokens.first, let first = letters.first,
-               option.allowedValues.contains(original) || !options.contains(where: { $0.short == first }) {
+                option.allowedValues.contains(original) || !options.contains(where: { $0.short == first })
+            {
                 tokens.removeFirst()
                 return original
             }

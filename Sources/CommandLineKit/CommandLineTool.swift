@@ -1,10 +1,11 @@
+import Diagnostics
 import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Diagnostics
 
 /// A process exit status. User errors and internal errors stay apart.
 public struct ExitCode: Sendable, Hashable, CustomStringConvertible {

@@ -93,13 +93,14 @@ public struct CommandSpec: Sendable {
             out += HelpFormatter.table(arguments.map { ($0.name + ($0.isVariadic ? " ..." : ""), $0.help) })
         }
         out += "\nOPTIONS:\n"
-        out += HelpFormatter.table(allOptions.map { option in
-            var help = option.help
-            if !option.allowedValues.isEmpty { help += " One of: \(option.allowedValues.joined(separator: ", "))." }
-            if let value = option.defaultValue { help += " (default: \(value))" }
-            if option.isRepeatable { help += " May be repeated." }
-            return (option.signature, help)
-        })
+        out += HelpFormatter.table(
+            allOptions.map { option in
+                var help = option.help
+                if !option.allowedValues.isEmpty { help += " One of: \(option.allowedValues.joined(separator: ", "))." }
+                if let value = option.defaultValue { help += " (default: \(value))" }
+                if option.isRepeatable { help += " May be repeated." }
+                return (option.signature, help)
+            })
         if let discussion { out += "\n\(discussion)\n" }
         return out
     }

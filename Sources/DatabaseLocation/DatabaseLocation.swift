@@ -1,4 +1,5 @@
 import Foundation
+
 /// Where a database is, from what a user typed after `--database`, in `DATABASE_URL`, in a config
 /// file or in `Store(path:)`: a SQLite file, or a PostgreSQL server.
 ///
@@ -69,7 +70,8 @@ public enum DatabaseLocation: Sendable, Hashable {
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let candidate = text[..<colon]
         guard candidate.count >= 2, let first = candidate.unicodeScalars.first, first.isASCIILetter,
-              candidate.unicodeScalars.allSatisfy({ $0.isASCIILetter || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) }) else { return nil }
+            candidate.unicodeScalars.allSatisfy({ $0.isASCIILetter || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) })
+        else { return nil }
         return String(candidate)
     }
 
@@ -207,9 +209,13 @@ extension String {
         var bytes: [UInt8] = []
         var iterator = utf8.makeIterator()
         while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
             guard let high = iterator.next(), let low = iterator.next(),
-                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return self }
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            else { return self }
             bytes.append(value)
         }
         return String(bytes: bytes, encoding: .utf8) ?? self
@@ -220,7 +226,14 @@ extension String {
         var out = ""
         var escaped = false
         for character in self {
-            if escaped { out.append(character); escaped = false } else if character == "\\" { escaped = true } else { out.append(character) }
+            if escaped {
+                out.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else {
+                out.append(character)
+            }
         }
         return out
     }

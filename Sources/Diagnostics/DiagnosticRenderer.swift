@@ -57,11 +57,12 @@ public struct DiagnosticRenderer: Sendable {
         if let location {
             out += paint("\(location.file):\(location.line):\(location.column): ", Style.bold)
         }
-        let severityColor = switch severity {
-        case .error: Style.red
-        case .warning: Style.magenta
-        case .note: Style.cyan
-        }
+        let severityColor =
+            switch severity {
+            case .error: Style.red
+            case .warning: Style.magenta
+            case .note: Style.cyan
+            }
         out += paint("\(severity.rawValue):", severityColor + Style.bold)
         out += paint(" \(message)", Style.bold)
         if let code { out += " [\(code)]" }
@@ -121,11 +122,12 @@ public struct DiagnosticRenderer: Sendable {
     // MARK: - GitHub Actions
 
     private func renderGitHub(_ diagnostic: Diagnostic) -> String {
-        let command = switch diagnostic.severity {
-        case .error: "error"
-        case .warning: "warning"
-        case .note: "notice"
-        }
+        let command =
+            switch diagnostic.severity {
+            case .error: "error"
+            case .warning: "warning"
+            case .note: "notice"
+            }
         var properties: [String] = []
         if let location = diagnostic.location {
             properties.append("file=" + Self.githubProperty(location.file))

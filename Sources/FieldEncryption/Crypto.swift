@@ -1,5 +1,6 @@
 import CCrypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -28,8 +29,9 @@ enum Crypto {
         var length = 0
         let result = key.withUnsafeBytes { keyBytes in
             data.withUnsafeBytes { dataBytes in
-                EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, keyBytes.baseAddress, keyBytes.count,
-                          dataBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), dataBytes.count, &output, 32, &length)
+                EVP_Q_mac(
+                    nil, "HMAC", nil, "SHA256", nil, keyBytes.baseAddress, keyBytes.count,
+                    dataBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), dataBytes.count, &output, 32, &length)
             }
         }
         guard result != nil, length == 32 else { throw Failure(description: "HMAC-SHA-256 failed") }
@@ -58,8 +60,9 @@ enum Crypto {
         var length: Int32 = 0
         var written = 0
         guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1,
-              EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1 else { throw Failure(description: "AES-256-GCM could not start") }
+            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1,
+            EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1
+        else { throw Failure(description: "AES-256-GCM could not start") }
         if !associatedData.isEmpty {
             guard EVP_EncryptUpdate(context, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { throw Failure(description: "AES-256-GCM refused the associated data") }
         }
@@ -88,8 +91,9 @@ enum Crypto {
         var output = [UInt8](repeating: 0, count: max(1, ciphertext.count))
         var length: Int32 = 0
         guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1,
-              EVP_DecryptInit_ex(context, nil, nil, key, nonce) == 1 else { throw Failure(description: "AES-256-GCM could not start") }
+            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceLength), nil) == 1,
+            EVP_DecryptInit_ex(context, nil, nil, key, nonce) == 1
+        else { throw Failure(description: "AES-256-GCM could not start") }
         if !associatedData.isEmpty {
             guard EVP_DecryptUpdate(context, nil, &length, associatedData, Int32(associatedData.count)) == 1 else { return nil }
         }
@@ -206,30 +210,31 @@ final class GCMKey: @unchecked Sendable {
         let nonceStart = header.count
         let sealedStart = nonceStart + Crypto.nonceLength
         let sealer = sealer
-        let ok = (try? locked { () throws(Crypto.Failure) -> Bool in
-            try appendNonce(to: &envelope)
-            // The message is copied in and encrypted in place: one pass, one update call.
-            if let typeTag { envelope.append(typeTag) }
-            envelope.append(contentsOf: plaintext)
-            envelope.append(contentsOf: repeatElement(0, count: Crypto.tagLength))
-            var length: Int32 = 0
-            return envelope.withUnsafeMutableBufferPointer { buffer -> Bool in
-                guard let base = buffer.baseAddress else { return false }
-                var out = base + sealedStart
-                guard EVP_EncryptInit_ex(sealer, nil, nil, nil, base + nonceStart) == 1 else { return false }
-                if let associated = associatedData.baseAddress, associatedData.count > 0 {
-                    guard EVP_EncryptUpdate(sealer, nil, &length, associated.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
-                }
-                if messageLength > 0 {
-                    guard EVP_EncryptUpdate(sealer, out, &length, out, Int32(messageLength)) == 1 else { return false }
+        let ok =
+            (try? locked { () throws(Crypto.Failure) -> Bool in
+                try appendNonce(to: &envelope)
+                // The message is copied in and encrypted in place: one pass, one update call.
+                if let typeTag { envelope.append(typeTag) }
+                envelope.append(contentsOf: plaintext)
+                envelope.append(contentsOf: repeatElement(0, count: Crypto.tagLength))
+                var length: Int32 = 0
+                return envelope.withUnsafeMutableBufferPointer { buffer -> Bool in
+                    guard let base = buffer.baseAddress else { return false }
+                    var out = base + sealedStart
+                    guard EVP_EncryptInit_ex(sealer, nil, nil, nil, base + nonceStart) == 1 else { return false }
+                    if let associated = associatedData.baseAddress, associatedData.count > 0 {
+                        guard EVP_EncryptUpdate(sealer, nil, &length, associated.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+                    }
+                    if messageLength > 0 {
+                        guard EVP_EncryptUpdate(sealer, out, &length, out, Int32(messageLength)) == 1 else { return false }
+                        out += Int(length)
+                    }
+                    guard EVP_EncryptFinal_ex(sealer, out, &length) == 1 else { return false }
                     out += Int(length)
+                    guard out - (base + sealedStart) == messageLength else { return false }
+                    return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out) == 1
                 }
-                guard EVP_EncryptFinal_ex(sealer, out, &length) == 1 else { return false }
-                out += Int(length)
-                guard out - (base + sealedStart) == messageLength else { return false }
-                return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(Crypto.tagLength), out) == 1
-            }
-        }) ?? false
+            }) ?? false
         return ok ? envelope : nil
     }
 
@@ -295,7 +300,8 @@ final class GCMKey: @unchecked Sendable {
         // libcrypto only reads the expected tag.
         let tag = UnsafeMutableRawPointer(mutating: base + sealedStart + count)
         guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1,
-              EVP_DecryptFinal_ex(opener, out + written, &length) == 1 else { return nil }
+            EVP_DecryptFinal_ex(opener, out + written, &length) == 1
+        else { return nil }
         return read(UnsafeBufferPointer(start: out, count: count))
     }
 
@@ -305,24 +311,25 @@ final class GCMKey: @unchecked Sendable {
         let count = sealed.count - Crypto.tagLength
         var output = [UInt8](repeating: 0, count: max(1, count))
         let opener = opener
-        let ok = (try? locked { () throws(Crypto.Failure) -> Bool in
-            var length: Int32 = 0
-            return output.withUnsafeMutableBufferPointer { buffer -> Bool in
-                guard let out = buffer.baseAddress else { return false }
-                guard EVP_DecryptInit_ex(opener, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1 else { return false }
-                if associatedData.count > 0 {
-                    guard EVP_DecryptUpdate(opener, nil, &length, associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+        let ok =
+            (try? locked { () throws(Crypto.Failure) -> Bool in
+                var length: Int32 = 0
+                return output.withUnsafeMutableBufferPointer { buffer -> Bool in
+                    guard let out = buffer.baseAddress else { return false }
+                    guard EVP_DecryptInit_ex(opener, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1 else { return false }
+                    if associatedData.count > 0 {
+                        guard EVP_DecryptUpdate(opener, nil, &length, associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(associatedData.count)) == 1 else { return false }
+                    }
+                    var written = 0
+                    if count > 0 {
+                        guard EVP_DecryptUpdate(opener, out, &length, sealedBase.assumingMemoryBound(to: UInt8.self), Int32(count)) == 1 else { return false }
+                        written = Int(length)
+                    }
+                    let tag = UnsafeMutableRawPointer(mutating: sealedBase + count)
+                    guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
+                    return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
                 }
-                var written = 0
-                if count > 0 {
-                    guard EVP_DecryptUpdate(opener, out, &length, sealedBase.assumingMemoryBound(to: UInt8.self), Int32(count)) == 1 else { return false }
-                    written = Int(length)
-                }
-                let tag = UnsafeMutableRawPointer(mutating: sealedBase + count)
-                guard EVP_CIPHER_CTX_ctrl(opener, EVP_CTRL_GCM_SET_TAG, Int32(Crypto.tagLength), tag) == 1 else { return false }
-                return EVP_DecryptFinal_ex(opener, out + written, &length) == 1
-            }
-        }) ?? false
+            }) ?? false
         guard ok else { return nil }
         if count == 0 { output.removeAll() }
         return output

@@ -90,7 +90,10 @@ public final class FieldCipher: Sendable {
                 let material = try Crypto.hkdf(secret: key.bytes, salt: Array("schemagen-field-v1".utf8), info: info + [mode.rawValue], length: 64)
                 let encryption = Array(material[0..<32])
                 let idBytes = Array(key.id.utf8)
-                derived.append(DerivedKey(id: key.id, idBytes: idBytes, randomizedHeader: Self.magic + [Mode.randomized.rawValue, UInt8(idBytes.count)] + idBytes, encryption: encryption, nonce: Array(material[32..<64]), gcm: try GCMKey(encryption)))
+                derived.append(
+                    DerivedKey(
+                        id: key.id, idBytes: idBytes, randomizedHeader: Self.magic + [Mode.randomized.rawValue, UInt8(idBytes.count)] + idBytes, encryption: encryption,
+                        nonce: Array(material[32..<64]), gcm: try GCMKey(encryption)))
             }
         } catch {
             throw .failed(error.description)
@@ -207,8 +210,9 @@ public final class FieldCipher: Sendable {
             guard let envelope = Envelope(raw) else { return .failure(.notEncrypted(attribute: attribute)) }
             guard let key = key(envelope.idBytes(in: raw)) else { return .failure(.unknownKey(attribute: attribute, keyID: envelope.keyID(in: raw))) }
             let opened = (envelope.mode == .deterministic ? associatedPrefix : associated).withUnsafeBytes { associatedBytes in
-                key.gcm.open(nonce: UnsafeRawBufferPointer(rebasing: raw[(envelope.sealedStart - Crypto.nonceLength)..<envelope.sealedStart]),
-                             sealed: UnsafeRawBufferPointer(rebasing: raw[envelope.sealedStart...]), associatedData: associatedBytes)
+                key.gcm.open(
+                    nonce: UnsafeRawBufferPointer(rebasing: raw[(envelope.sealedStart - Crypto.nonceLength)..<envelope.sealedStart]),
+                    sealed: UnsafeRawBufferPointer(rebasing: raw[envelope.sealedStart...]), associatedData: associatedBytes)
             }
             guard let opened, envelope.mode == mode else { return .failure(.doesNotAuthenticate(attribute: attribute, keyID: envelope.keyID(in: raw))) }
             return .success(opened)

@@ -118,7 +118,8 @@ public struct FlightLoader: Sendable {
             root = try JSONParser.parse(bytes)
         } catch {
             var file = ReadFile(name: name, kind: .flights)
-            file.rejections.append(Rejection(file: name, position: nil, line: error.line, column: error.column, ident: nil, key: nil, reason: "not JSON: \(error.message); nothing in this file was loaded"))
+            file.rejections.append(
+                Rejection(file: name, position: nil, line: error.line, column: error.column, ident: nil, key: nil, reason: "not JSON: \(error.message); nothing in this file was loaded"))
             return file
         }
         // Which records the file holds, by shape: AeroAPI's wrappers, a bare array, or one record.
@@ -147,15 +148,20 @@ public struct FlightLoader: Sendable {
         } else if case .array(let items) = root.value {
             lists = [("", items)]
             if let first = items.first(where: { if case .object = $0.value { true } else { false } }) {
-                if first["airport_code"] != nil { kind = .airports }
-                else if first["ident"] != nil { kind = .flights }
-                else if first["icao"] != nil || first["shortname"] != nil || first["callsign"] != nil { kind = .airlines }
+                if first["airport_code"] != nil {
+                    kind = .airports
+                } else if first["ident"] != nil {
+                    kind = .flights
+                } else if first["icao"] != nil || first["shortname"] != nil || first["callsign"] != nil {
+                    kind = .airlines
+                }
             } else if items.isEmpty {
                 kind = .flights
             }
         }
         guard let kind else {
-            return rejectedFile(name, root: root, "not an AeroAPI response this loader knows: expected airline (operator) or airport records, or a page with \(flightArrays.joined(separator: ", ")) arrays")
+            return rejectedFile(
+                name, root: root, "not an AeroAPI response this loader knows: expected airline (operator) or airport records, or a page with \(flightArrays.joined(separator: ", ")) arrays")
         }
 
         var file = ReadFile(name: name, kind: kind)
@@ -203,7 +209,9 @@ public struct FlightLoader: Sendable {
         // no key: check those fields first, from the model's metadata.
         for column in T.entity.columns where column.storage == .integer {
             guard let value = node[column.jsonKey], case .number(let text) = value.value else { continue }
-            if Int64(text) == nil { throw RecordError(key: column.jsonKey, reason: "\(text) is not a whole number\(text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? "" : " that fits in 64 bits")") }
+            if Int64(text) == nil {
+                throw RecordError(key: column.jsonKey, reason: "\(text) is not a whole number\(text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? "" : " that fits in 64 bits")")
+            }
         }
         do {
             return try decoder.decode(T.self, from: Data(node.jsonText.utf8))

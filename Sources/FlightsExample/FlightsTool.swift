@@ -6,8 +6,9 @@ import PersistentStore
 /// `flights`: the SwiftData article's app on the command line.
 public enum FlightsTool {
     public static var tool: CommandLineTool {
-        CommandLineTool(name: "flights", version: "0.1.0", abstract: "Load FlightAware-shaped JSON into a store and query it.",
-                        commands: [LoadCommand.self, QueryCommand.self])
+        CommandLineTool(
+            name: "flights", version: "0.1.0", abstract: "Load FlightAware-shaped JSON into a store and query it.",
+            commands: [LoadCommand.self, QueryCommand.self])
     }
 
     static func open(_ arguments: ParsedArguments, io: CommandIO) -> Store? {
@@ -62,7 +63,8 @@ enum LoadCommand: Command {
             io.writeOutput("stored: \(totals.0) airlines, \(totals.1) airports, \(totals.2) flights\n")
             guard report.rejections.isEmpty else {
                 let files = Set(report.rejections.map(\.file)).count
-                io.writeError("flights: \(Self.count(report.rejections.count, "record or file", "records or files")) rejected in \(Self.count(files, "file")), listed above; everything else was stored\n")
+                io.writeError(
+                    "flights: \(Self.count(report.rejections.count, "record or file", "records or files")) rejected in \(Self.count(files, "file")), listed above; everything else was stored\n")
                 return someRejected
             }
             return .success
@@ -115,8 +117,9 @@ enum QueryCommand: Command {
             }
             limit = number
         }
-        let query = FlightQuery(origin: arguments.value("origin"), destination: arguments.value("destination"), airline: arguments.value("airline"),
-                                enRouteOnly: arguments.flag("enroute"), longestFirst: arguments.value("sort") == "-distance", limit: limit)
+        let query = FlightQuery(
+            origin: arguments.value("origin"), destination: arguments.value("destination"), airline: arguments.value("airline"),
+            enRouteOnly: arguments.flag("enroute"), longestFirst: arguments.value("sort") == "-distance", limit: limit)
         do {
             let lines = try runToCompletion { try await query.lines(in: store) }
             io.writeOutput(lines.map { $0 + "\n" }.joined())

@@ -174,9 +174,15 @@ public struct JSONParser {
         case UInt8(ascii: "{"): return node(try object())
         case UInt8(ascii: "["): return node(try array())
         case UInt8(ascii: "\""): return node(.string(try string()))
-        case UInt8(ascii: "t"): try literal("true"); return node(.bool(true))
-        case UInt8(ascii: "f"): try literal("false"); return node(.bool(false))
-        case UInt8(ascii: "n"): try literal("null"); return node(.null)
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return node(.bool(true))
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return node(.bool(false))
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return node(.null)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return node(.number(try number()))
         default: throw error("unexpected \(describeCurrent()); expected a value")
         }
@@ -297,12 +303,13 @@ public struct JSONParser {
     /// The length of the well-formed UTF-8 sequence at `index`, or nil.
     static func validUTF8Length(_ bytes: [UInt8], at index: Int) -> Int? {
         let lead = bytes[index]
-        let (length, minimum): (Int, UInt32) = switch lead {
-        case 0xC2...0xDF: (2, 0x80)
-        case 0xE0...0xEF: (3, 0x800)
-        case 0xF0...0xF4: (4, 0x10000)
-        default: (0, 0)
-        }
+        let (length, minimum): (Int, UInt32) =
+            switch lead {
+            case 0xC2...0xDF: (2, 0x80)
+            case 0xE0...0xEF: (3, 0x800)
+            case 0xF0...0xF4: (4, 0x10000)
+            default: (0, 0)
+            }
         guard length > 0, index + length <= bytes.count else { return nil }
         var value = UInt32(lead) & (0xFF >> (length + 1))
         for offset in 1..<length {

@@ -35,8 +35,10 @@ public enum DatabaseOpener {
     /// refuses every write: a SQLite file that does not exist is read as an empty database,
     /// one that does is opened with `query_only`; a PostgreSQL session is made read-only.
     /// `lockWait` is how long a SQLite statement waits for another connection's lock.
-    public static func open(_ location: DatabaseLocation, readOnly: Bool = false, lockWait: Double = 30,
-                            postgres settings: PostgresSettings = PostgresSettings()) throws(MigratorError) -> any MigrationDatabase {
+    public static func open(
+        _ location: DatabaseLocation, readOnly: Bool = false, lockWait: Double = 30,
+        postgres settings: PostgresSettings = PostgresSettings()
+    ) throws(MigratorError) -> any MigrationDatabase {
         switch location {
         case .postgres(let target):
             let connection: PostgresConnection

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import CommandLineKit
 import DatabaseLocation
 import Diagnostics
@@ -14,6 +9,12 @@ import PostgresKit
 import ProjectConfig
 import SQLDialects
 import SQLiteKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The `migrate` tool: applies a schema's migrations to a SQLite database.
 public enum MigrateTool {
@@ -34,7 +35,11 @@ public enum MigrateTool {
     public static let locked = ExitCode(3)
 
     static let common: [OptionSpec] = [
-        .value("database", short: "d", valueName: "path|url", help: "A SQLite file (created, with its folder, when missing, except by status, validate and --dry-run), a postgres:// or postgresql:// URL, or a libpq keyword string (host=... dbname=...). Default: DATABASE_URL, then the config file, then libpq's PG* variables."),
+        .value(
+            "database", short: "d", valueName: "path|url",
+            help:
+                "A SQLite file (created, with its folder, when missing, except by status, validate and --dry-run), a postgres:// or postgresql:// URL, or a libpq keyword string (host=... dbname=...). Default: DATABASE_URL, then the config file, then libpq's PG* variables."
+        ),
         .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/ (its postgres/ folder for PostgreSQL)."),
         .flag("dry-run", help: "Print what would run or be recorded, and change nothing (the database is opened read-only)."),
         .value("lock-timeout", valueName: "seconds", help: "How long to wait for another migrator.", defaultValue: "30"),
@@ -64,12 +69,15 @@ public enum MigrateTool {
     static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false, readOnly: Bool = false) -> ([Migrator], String)? {
         openFailure = .usageOrIO
         guard let config = config(arguments, io: io),
-              let location = databaseLocation(arguments, config: config, io: io) else { return nil }
+            let location = databaseLocation(arguments, config: config, io: io)
+        else { return nil }
         guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: location.isPostgres) else { return nil }
         var settings = DatabaseOpener.PostgresSettings()
         var lockTimeout = 30.0
-        for (name, apply) in [("ddl-lock-timeout", { settings.lockTimeout = $0 }), ("connect-retry", { settings.connectRetry = $0 }),
-                              ("statement-timeout", { settings.statementTimeout = $0 }), ("lock-timeout", { lockTimeout = $0 })] as [(String, (Double) -> Void)] {
+        for (name, apply) in [
+            ("ddl-lock-timeout", { settings.lockTimeout = $0 }), ("connect-retry", { settings.connectRetry = $0 }),
+            ("statement-timeout", { settings.statementTimeout = $0 }), ("lock-timeout", { lockTimeout = $0 }),
+        ] as [(String, (Double) -> Void)] {
             guard let text = arguments.value(name) else { continue }
             guard let value = Double(text), value >= 0, value.isFinite else {
                 io.writeError("migrate: error: --\(name) expects a number of seconds, found '\(text)'\n")
@@ -91,8 +99,10 @@ public enum MigrateTool {
         for directory in directories {
             do {
                 let scripts = try MigrationScriptLoader.load(directory: directory.path)
-                migrators.append(Migrator(database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
-                                          historySchema: historySchema, cancellation: cancellation))
+                migrators.append(
+                    Migrator(
+                        database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
+                        historySchema: historySchema, cancellation: cancellation))
             } catch {
                 io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
                 openFailure = exitCode(for: error)
@@ -117,10 +127,9 @@ public enum MigrateTool {
     /// path: an unknown `scheme:` is a usage error, never a file name.
     static func databaseLocation(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO) -> DatabaseLocation? {
         let given: (text: String, origin: String)? =
-            if let value = arguments.value("database") { (value, "--database") }
-            else if let url = io.environment["DATABASE_URL"], !url.isEmpty { (url, "DATABASE_URL") }
-            else if let database = config.database { (database, "'database' in the config file") }
-            else { nil }
+            if let value = arguments.value("database") { (value, "--database") } else if let url = io.environment["DATABASE_URL"], !url.isEmpty {
+                (url, "DATABASE_URL")
+            } else if let database = config.database { (database, "'database' in the config file") } else { nil }
         guard let given else {
             if io.environment["PGHOST"] != nil || io.environment["PGDATABASE"] != nil || io.environment["PGSERVICE"] != nil { return .postgres(connection: "") }
             io.writeError("migrate: error: no database: pass --database PATH or --database postgres://..., set DATABASE_URL, or put 'database:' in .schemagen.yaml\n")
@@ -149,16 +158,19 @@ public enum MigrateTool {
             return FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
         }
         guard folders.count == 1 || (allowSeveral && !folders.isEmpty) else {
-            io.writeError(folders.isEmpty
-                ? "migrate: error: no migration folder under '\(root)': pass --dir DIR\n"
-                : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir \(root)/<Schema>\n")
+            io.writeError(
+                folders.isEmpty
+                    ? "migrate: error: no migration folder under '\(root)': pass --dir DIR\n"
+                    : "migrate: error: several schemas have migrations (\(folders.joined(separator: ", "))); pass --dir \(root)/<Schema>\n")
             return nil
         }
         guard postgres else { return folders.map { (root + "/" + $0, $0) } }
         let dialect = SQLDialectName.postgres
         let withPostgres = folders.map { (MigrationDirectory.folder(schema: $0, root: root, dialect: dialect).path, $0) }.filter { FileManager.default.fileExists(atPath: $0.0) }
         guard !withPostgres.isEmpty else {
-            io.writeError("migrate: error: no PostgreSQL migrations under '\(root)': add 'dialects: [\(SQLDialectName.default.rawValue), \(dialect.rawValue)]' to the schema (or `--dialect \(dialect.rawValue)` to schemagen generate) and run `schemagen generate`\n")
+            io.writeError(
+                "migrate: error: no PostgreSQL migrations under '\(root)': add 'dialects: [\(SQLDialectName.default.rawValue), \(dialect.rawValue)]' to the schema (or `--dialect \(dialect.rawValue)` to schemagen generate) and run `schemagen generate`\n"
+            )
             return nil
         }
         return withPostgres
@@ -200,7 +212,9 @@ public enum MigrateTool {
                 draw("\(statement) " + ["|", "/", "-", "\\"][spinner])
             case .interrupted(let version, let direction, let startedAt):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
-                io.writeOutput("note: migration \(String(format: "%04d", version)) (\(direction.rawValue)) started \(startedAt) never finished: its process or connection was lost, and the database rolled it back; it runs again now if it is still pending\n")
+                io.writeOutput(
+                    "note: migration \(String(format: "%04d", version)) (\(direction.rawValue)) started \(startedAt) never finished: its process or connection was lost, and the database rolled it back; it runs again now if it is still pending\n"
+                )
             case .finished(let script, let direction, let milliseconds):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 io.writeOutput("\(direction == .up ? "applied " : "reverted") \(script.label) (\(milliseconds) ms)\n")
@@ -214,9 +228,10 @@ public enum MigrateTool {
         /// 1234567 as "1,234,567".
         static func grouped(_ number: Int) -> String {
             let digits = Array(String(number))
-            return String(digits.enumerated().flatMap { offset, digit in
-                offset > 0 && (digits.count - offset) % 3 == 0 ? [",", digit] : [digit]
-            })
+            return String(
+                digits.enumerated().flatMap { offset, digit in
+                    offset > 0 && (digits.count - offset) % 3 == 0 ? [",", digit] : [digit]
+                })
         }
 
         /// Redraws the status line, at most 20 times a second unless `force`.
@@ -265,7 +280,8 @@ func runMigrations(_ migrators: [Migrator], io: CommandIO, _ body: () throws(Mig
 enum UpCommand: Command {
     static let spec = CommandSpec(
         name: "up", abstract: "Apply pending migrations (all by default).",
-        discussion: "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted by SIGINT or SIGTERM (the migration in progress rolled back).",
+        discussion:
+            "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted by SIGINT or SIGTERM (the migration in progress rolled back).",
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Apply up to and including this version."),
             .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
@@ -275,7 +291,8 @@ enum UpCommand: Command {
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let dryRun = arguments.flag("dry-run")
         guard let chosen = target(arguments, default: .all, io: io),
-              let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun) else { return MigrateTool.openFailure }
+            let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun)
+        else { return MigrateTool.openFailure }
         let options = Migrator.Options(allowOutOfOrder: arguments.flag("allow-out-of-order"))
         return runMigrations(migrators, io: io) { () throws(MigratorError) in
             for migrator in migrators {
@@ -303,7 +320,8 @@ enum DownCommand: Command {
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let dryRun = arguments.flag("dry-run")
         guard let chosen = target(arguments, default: .count(1), io: io),
-              let (migrator, _) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
+            let (migrator, _) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun)
+        else { return MigrateTool.openFailure }
         let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
         return runMigrations([migrator], io: io) { () throws(MigratorError) in
             if dryRun {
@@ -349,7 +367,8 @@ enum RedoCommand: Command {
 enum BaselineCommand: Command {
     static let spec = CommandSpec(
         name: "baseline", abstract: "Record migrations up to VERSION as applied without running them (adopt an existing database).",
-        discussion: "The database must have every table and column of VERSION (from its snapshot); otherwise nothing is recorded. Exit status: 0 recorded (or, with --dry-run, would be), 1 refused, 2 usage or I/O error, 3 locked.",
+        discussion:
+            "The database must have every table and column of VERSION (from its snapshot); otherwise nothing is recorded. Exit status: 0 recorded (or, with --dry-run, would be), 1 refused, 2 usage or I/O error, 3 locked.",
         options: MigrateTool.common, arguments: [ArgumentSpec("VERSION", help: "The version the database is at.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -363,8 +382,10 @@ enum BaselineCommand: Command {
             let scripts = dryRun ? try migrator.pendingBaseline(version) : try migrator.baseline(version)
             let verb = dryRun ? "would record" : "recorded"
             for script in scripts { io.writeOutput("\(verb) \(script.label) as applied (not run)\n") }
-            io.writeOutput(scripts.isEmpty ? "\(database): \(migrator.schema) is already recorded at version \(version) or later\n"
-                                           : "\(database) \(dryRun ? "would be" : "is") recorded at \(migrator.schema) version \(version)\n")
+            io.writeOutput(
+                scripts.isEmpty
+                    ? "\(database): \(migrator.schema) is already recorded at version \(version) or later\n"
+                    : "\(database) \(dryRun ? "would be" : "is") recorded at \(migrator.schema) version \(version)\n")
         }
     }
 }
@@ -419,7 +440,8 @@ enum RepairCommand: Command {
 enum ValidateMigrationsCommand: Command {
     static let spec = CommandSpec(
         name: "validate", abstract: "Check applied migrations against their files (every schema unless --dir).",
-        discussion: "Reads only: a missing SQLite file is an empty database, not created. Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
+        discussion:
+            "Reads only: a missing SQLite file is an empty database, not created. Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
         options: MigrateTool.common)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -472,14 +494,19 @@ enum StatusCommand: Command {
                 var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]
                 switch row.state {
                 case .applied(let at, let milliseconds, let matches, let by):
-                    fields += ["\"state\": \"applied\"", "\"appliedAt\": \(q(at))", "\"appliedBy\": \(by.map(q) ?? "null")", "\"durationMs\": \(milliseconds)", "\"checksum\": \"\(matches ? "ok" : "changed")\""]
+                    fields += [
+                        "\"state\": \"applied\"", "\"appliedAt\": \(q(at))", "\"appliedBy\": \(by.map(q) ?? "null")", "\"durationMs\": \(milliseconds)",
+                        "\"checksum\": \"\(matches ? "ok" : "changed")\"",
+                    ]
                 case .pending:
                     fields += ["\"state\": \"pending\""]
                 case .fileMissing(let at):
                     fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
                 }
                 if let attempt = entry.attempt {
-                    fields.append("\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}")
+                    fields.append(
+                        "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
+                    )
                 }
                 return "  {" + fields.joined(separator: ", ") + "}"
             }
@@ -493,11 +520,12 @@ enum StatusCommand: Command {
             out += schema + String(repeating: " ", count: 12 - schema.count)
             let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
             let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
-            var state: String = switch row.state {
-            case .applied(let at, let milliseconds, let matches, let by): "applied \(at)\(by.map { " by \($0)" } ?? "") in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
-            case .pending: "pending"
-            case .fileMissing(let at): "applied \(at), FILE MISSING"
-            }
+            var state: String =
+                switch row.state {
+                case .applied(let at, let milliseconds, let matches, let by): "applied \(at)\(by.map { " by \($0)" } ?? "") in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
+                case .pending: "pending"
+                case .fileMissing(let at): "applied \(at), FILE MISSING"
+                }
             if let attempt = entry.attempt { state += "; " + describe(attempt) }
             out += String(format: "%04d     ", row.version) + padded + state + "\n"
         }

@@ -88,7 +88,11 @@ public struct MigrationDirectory: Sendable {
         let byNumber = Dictionary(grouping: entries, by: \.number)
         for (number, group) in byNumber.sorted(by: { $0.key < $1.key }) where group.count > 1 {
             let names = group.map { "'\($0.prefix)'" }.joined(separator: " and ")
-            problems.append(Diagnostic(.error, code: Code.duplicateNumber, message: "two migrations are numbered \(String(format: "%04d", number)): \(names), probably from two branches; renumber yours after the other and run `\(rehashCommand)`", at: location(group[1].upFile)))
+            problems.append(
+                Diagnostic(
+                    .error, code: Code.duplicateNumber,
+                    message: "two migrations are numbered \(String(format: "%04d", number)): \(names), probably from two branches; renumber yours after the other and run `\(rehashCommand)`",
+                    at: location(group[1].upFile)))
         }
 
         guard let sum = try? String(contentsOfFile: path + "/" + Self.sumFile, encoding: .utf8) else {
@@ -102,17 +106,25 @@ public struct MigrationDirectory: Sendable {
         for (index, line) in lines.enumerated() {
             let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { continue }
-            if index == 0, parts[0] == "total" { total = parts[1]; continue }
+            if index == 0, parts[0] == "total" {
+                total = parts[1]
+                continue
+            }
             listed[parts[0]] = (parts[1], index + 1)
             listedOrder.append(parts[0])
         }
         if total != Self.total(of: listedOrder.map { ($0, listed[$0]?.hash ?? "") }) {
-            problems.append(Diagnostic(.error, code: Code.checksum, message: "\(Self.sumFile) was edited by hand (its total does not match its lines); restore it or run `\(rehashCommand)`", at: location(Self.sumFile)))
+            problems.append(
+                Diagnostic(
+                    .error, code: Code.checksum, message: "\(Self.sumFile) was edited by hand (its total does not match its lines); restore it or run `\(rehashCommand)`", at: location(Self.sumFile)))
         }
         for file in listedOrder {
             guard let (hash, line) = listed[file] else { continue }
             guard present.contains(file) else {
-                problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(file) is listed in \(Self.sumFile) but was deleted or renamed; restore it, or run `\(rehashCommand)` if that was deliberate", at: location(Self.sumFile, line: line)))
+                problems.append(
+                    Diagnostic(
+                        .error, code: Code.missingFile, message: "\(file) is listed in \(Self.sumFile) but was deleted or renamed; restore it, or run `\(rehashCommand)` if that was deliberate",
+                        at: location(Self.sumFile, line: line)))
                 continue
             }
             guard let data = FileManager.default.contents(atPath: path + "/" + file) else {
@@ -120,12 +132,18 @@ public struct MigrationDirectory: Sendable {
                 continue
             }
             if SHA256.hex([UInt8](data)) != hash {
-                problems.append(Diagnostic(.error, code: Code.checksum, message: "\(file) changed after it was generated; if the edit is deliberate (a data migration, say) run `\(rehashCommand)`, else restore it", at: location(file)))
+                problems.append(
+                    Diagnostic(
+                        .error, code: Code.checksum, message: "\(file) changed after it was generated; if the edit is deliberate (a data migration, say) run `\(rehashCommand)`, else restore it",
+                        at: location(file)))
             }
         }
         for entry in entries {
             for file in entry.files where present.contains(file) && listed[file] == nil {
-                problems.append(Diagnostic(.error, code: Code.unlisted, message: "\(file) is not in \(Self.sumFile): a migration added by hand or from another branch; run `\(rehashCommand)` if it belongs here", at: location(file)))
+                problems.append(
+                    Diagnostic(
+                        .error, code: Code.unlisted, message: "\(file) is not in \(Self.sumFile): a migration added by hand or from another branch; run `\(rehashCommand)` if it belongs here",
+                        at: location(file)))
             }
         }
         if listedOrder != listedOrder.sorted() {
@@ -209,14 +227,23 @@ public struct MigrationDirectory: Sendable {
                 let location = SourceLocation(file: directory.path + "/" + entry.upFile, line: 1, column: 1)
                 if let twin = reference[number] {
                     if twin.name != entry.name {
-                        problems.append(Diagnostic(.error, code: Code.dialectsDiffer, message: "[\(dialect)] migration \(entry.prefix) is \(twin.prefix) in \(first.directory.path); each number must name the same migration in every dialect folder: rename one (all three files) and run `\(directory.rehashCommand)`", at: location))
+                        problems.append(
+                            Diagnostic(
+                                .error, code: Code.dialectsDiffer,
+                                message:
+                                    "[\(dialect)] migration \(entry.prefix) is \(twin.prefix) in \(first.directory.path); each number must name the same migration in every dialect folder: rename one (all three files) and run `\(directory.rehashCommand)`",
+                                at: location))
                     }
                 } else {
                     problems.append(Diagnostic(.warning, code: Code.dialectsDiffer, message: "[\(dialect)] migration \(entry.prefix) has no counterpart in \(first.directory.path)", at: location))
                 }
             }
             for (number, entry) in reference.sorted(by: { $0.key < $1.key }) where entries[number] == nil {
-                problems.append(Diagnostic(.warning, code: Code.dialectsDiffer, message: "[\(dialect)] \(directory.path) has no migration \(String(format: "%04d", number)) (\(entry.prefix) of \(first.dialect)); run `schemagen generate` to plan it", at: SourceLocation(file: first.directory.path + "/" + entry.upFile, line: 1, column: 1)))
+                problems.append(
+                    Diagnostic(
+                        .warning, code: Code.dialectsDiffer,
+                        message: "[\(dialect)] \(directory.path) has no migration \(String(format: "%04d", number)) (\(entry.prefix) of \(first.dialect)); run `schemagen generate` to plan it",
+                        at: SourceLocation(file: first.directory.path + "/" + entry.upFile, line: 1, column: 1)))
             }
         }
         return problems

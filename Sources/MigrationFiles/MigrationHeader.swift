@@ -61,9 +61,11 @@ public struct MigrationHeader: Sendable, Hashable {
         }
     }
 
-    public init(format: Int? = MigrationHeader.currentFormat, schema: String? = nil, dialect: String? = nil, direction: Direction? = nil,
-                fromVersion: Int? = nil, toVersion: Int? = nil, runsInTransaction: Bool = true, foreignKeysOff: Bool = false,
-                losesData: Bool = false, rowCopies: [RowCopy] = []) {
+    public init(
+        format: Int? = MigrationHeader.currentFormat, schema: String? = nil, dialect: String? = nil, direction: Direction? = nil,
+        fromVersion: Int? = nil, toVersion: Int? = nil, runsInTransaction: Bool = true, foreignKeysOff: Bool = false,
+        losesData: Bool = false, rowCopies: [RowCopy] = []
+    ) {
         self.format = format
         self.schema = schema
         self.dialect = dialect

@@ -1,4 +1,5 @@
 import CCrypto
+import SchemaMetadata
 
 /// SHA-256 through OpenSSL's libcrypto (EVP interface), hex-encoded.
 public enum SHA256 {
@@ -18,8 +19,6 @@ public enum SHA256 {
 
     public static func hex(_ text: String) -> String { hex(Array(text.utf8)) }
 }
-
-import SchemaMetadata
 
 extension MigrationScript {
     /// SHA-256 of the up SQL, recorded when it is applied: a changed file no longer matches.

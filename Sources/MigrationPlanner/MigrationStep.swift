@@ -44,8 +44,10 @@ public enum MigrationStep: Sendable, Hashable {
         case .dropColumn(let table, let column): .addColumn(table: table, column)
         case .renameColumn(let table, let from, let to): .renameColumn(table: table, from: to, to: from)
         case .rebuildTable(let change):
-            .rebuildTable(TableChange(from: change.to, to: change.from,
-                                      columnSources: Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })))
+            .rebuildTable(
+                TableChange(
+                    from: change.to, to: change.from,
+                    columnSources: Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })))
         case .createIndex(let table, let index): .dropIndex(table: table, index)
         case .dropIndex(let table, let index): .createIndex(table: table, index)
         case .alterColumn(let table, let from, let to): .alterColumn(table: table, from: to, to: from)
@@ -183,7 +185,7 @@ public enum MigrationPlanner {
 
     static func needsRebuild(_ change: TableChange, renderer: some MigrationRenderer) -> Bool {
         let capabilities = renderer.dialect.capabilities
-        if (change.keyChanged || change.foreignKeysChanged), !capabilities.alterConstraints { return true }
+        if change.keyChanged || change.foreignKeysChanged, !capabilities.alterConstraints { return true }
         if change.changedColumns.contains(where: { renderer.needsChange(from: $0.from, to: $0.to) }), !capabilities.alterColumn { return true }
         if !change.renamedColumns.isEmpty || change.isRename, !capabilities.rename { return true }
         if change.addedColumns.contains(where: { !canAddColumn($0, to: change.to, capabilities) }) { return true }

@@ -1,8 +1,8 @@
 import Foundation
 import MigrationFiles
 import RelationalModel
-import SchemaMetadata
 import SQLDialects
+import SchemaMetadata
 
 /// PostgreSQL's SQL for every step, in place: `ALTER COLUMN ... TYPE ... USING`, `SET/DROP NOT
 /// NULL`, `SET/DROP DEFAULT`, renames, and named constraints added and dropped. Nothing is
@@ -230,9 +230,11 @@ public struct PostgresRenderer: MigrationRenderer {
         let back = sources
         for key in to.foreignKeys {
             let oldColumns = key.columns.map { back[$0] ?? $0 }
-            guard let old = from.foreignKeys.first(where: {
-                $0.columns == oldColumns && $0.table == key.table && $0.referencedColumns == key.referencedColumns && $0.onDelete == key.onDelete
-            }) else { continue }
+            guard
+                let old = from.foreignKeys.first(where: {
+                    $0.columns == oldColumns && $0.table == key.table && $0.referencedColumns == key.referencedColumns && $0.onDelete == key.onDelete
+                })
+            else { continue }
             renames.append((Self.foreignKeyName(from.name, old), Self.foreignKeyName(to.name, key)))
         }
         for column in to.columns where column.enumValues != nil {

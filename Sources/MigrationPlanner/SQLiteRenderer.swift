@@ -1,7 +1,7 @@
 import Foundation
 import RelationalModel
-import SchemaMetadata
 import SQLDialects
+import SchemaMetadata
 
 /// SQLite's SQL for every step: ALTER TABLE where SQLite 3.35 can, sqlite.org's rebuild
 /// procedure where it cannot.
@@ -33,7 +33,8 @@ public struct SQLiteRenderer: MigrationRenderer {
     /// Dates are kept as UTC ISO 8601 text with milliseconds, which sorts by time.
     static let nowExpression = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
     /// A random version-4 UUID in lowercase canonical form.
-    static let uuidExpression = "(lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))))"
+    static let uuidExpression =
+        "(lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))))"
 
     public static func literal(_ value: ColumnDefault) -> String {
         switch value {
@@ -67,7 +68,9 @@ public struct SQLiteRenderer: MigrationRenderer {
             lines.append("    PRIMARY KEY (\(table.primaryKey.map(quote).joined(separator: ", ")))")
         }
         for key in table.foreignKeys {
-            lines.append("    FOREIGN KEY (\(key.columns.map(quote).joined(separator: ", "))) REFERENCES \(quote(key.table)) (\(key.referencedColumns.map(quote).joined(separator: ", "))) ON DELETE \(key.onDelete.rawValue)")
+            lines.append(
+                "    FOREIGN KEY (\(key.columns.map(quote).joined(separator: ", "))) REFERENCES \(quote(key.table)) (\(key.referencedColumns.map(quote).joined(separator: ", "))) ON DELETE \(key.onDelete.rawValue)"
+            )
         }
         return "CREATE TABLE \(quote(name ?? table.name)) (\n\(lines.joined(separator: ",\n"))\n) STRICT;"
     }

@@ -75,7 +75,8 @@ public struct TableChange: Sendable, Hashable {
     public var changedColumns: [(from: ColumnSnapshot, to: ColumnSnapshot)] {
         to.columns.compactMap { column in
             guard let source = columnSources[column.name], let old = from.column(named: source) else { return nil }
-            let same = old.kind == column.kind && old.isNullable == column.isNullable && old.defaultValue == column.defaultValue
+            let same =
+                old.kind == column.kind && old.isNullable == column.isNullable && old.defaultValue == column.defaultValue
                 && old.isAutoIncrement == column.isAutoIncrement && old.bits == column.bits && old.enumValues == column.enumValues
                 && old.precision == column.precision && old.scale == column.scale
             return same ? nil : (old, column)
@@ -148,8 +149,9 @@ public enum SchemaDiffer {
         var fills: [TableFill] = []
         for entity in moved.map(\.entity).reduce(into: [String](), { if !$0.contains($1) { $0.append($1) } }) {
             guard let current = new.table(forEntity: entity),
-                  let previous = oldTables.first(where: { $0.entity == entity }) ?? current.renamedFrom.flatMap({ name in oldTables.first { $0.entity == name } }),
-                  let key = table.foreignKeys.first(where: { $0.table == current.name }) else { continue }
+                let previous = oldTables.first(where: { $0.entity == entity }) ?? current.renamedFrom.flatMap({ name in oldTables.first { $0.entity == name } }),
+                let key = table.foreignKeys.first(where: { $0.table == current.name })
+            else { continue }
             // The key the new rows point at, in the old table's column names (keys rarely change).
             let sources = columnSources(from: previous, to: current)
             let sourceKey = key.referencedColumns.map { sources[$0] ?? $0 }
@@ -161,8 +163,10 @@ public enum SchemaDiffer {
                 sourceColumns.append(column.name)
             }
             guard !targetColumns.isEmpty else { continue }
-            fills.append(TableFill(source: previous.name, target: table.name, targetKey: key.columns, sourceKey: sourceKey,
-                                   targetColumns: targetColumns, sourceColumns: sourceColumns))
+            fills.append(
+                TableFill(
+                    source: previous.name, target: table.name, targetKey: key.columns, sourceKey: sourceKey,
+                    targetColumns: targetColumns, sourceColumns: sourceColumns))
         }
         return fills
     }
@@ -183,7 +187,8 @@ public enum SchemaDiffer {
         var used: Set<String> = []
         for column in new.columns {
             if let same = old.column(named: column.name), !used.contains(same.name),
-               same.property == column.property || same.property == nil || column.property == nil {
+                same.property == column.property || same.property == nil || column.property == nil
+            {
                 sources[column.name] = same.name
                 used.insert(same.name)
             }
@@ -192,11 +197,13 @@ public enum SchemaDiffer {
             // A renamed property: its column in the old table, matched by property name.
             let previousProperty = column.renamedFrom
             if let previousProperty,
-               let old = old.columns.first(where: { $0.property == previousProperty && !used.contains($0.name) }) {
+                let old = old.columns.first(where: { $0.property == previousProperty && !used.contains($0.name) })
+            {
                 sources[column.name] = old.name
                 used.insert(old.name)
             } else if let property = column.property,
-                      let old = old.columns.first(where: { $0.property == property && !used.contains($0.name) }) {
+                let old = old.columns.first(where: { $0.property == property && !used.contains($0.name) })
+            {
                 // Same property, new column name (a `column:` change).
                 sources[column.name] = old.name
                 used.insert(old.name)

@@ -1,5 +1,5 @@
-import SchemaMetadata
 import SQLDialects
+import SchemaMetadata
 
 /// What the migrator needs of every database: run SQL and scripts in transactions, and find
 /// tables and columns. One adapter per engine, in its own target (MigratorSQLite beside

@@ -31,8 +31,10 @@ public enum MigrationScriptLoader {
             guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else {
                 throw .unreadable(upFile)
             }
-            scripts.append(MigrationScript(version: entry.number, name: entry.name, up: up, down: down, upFile: upFile, downFile: downFile,
-                                           objects: directory.contents(of: entry.snapshotFile).flatMap(objects(inSnapshot:))))
+            scripts.append(
+                MigrationScript(
+                    version: entry.number, name: entry.name, up: up, down: down, upFile: upFile, downFile: downFile,
+                    objects: directory.contents(of: entry.snapshotFile).flatMap(objects(inSnapshot:))))
         }
         return scripts
     }
@@ -41,7 +43,8 @@ public enum MigrationScriptLoader {
     /// read without the planner's model; nil when the file is not shaped so.
     static func objects(inSnapshot text: String) -> [String: [String]]? {
         guard let root = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              let tables = root["tables"] as? [[String: Any]] else { return nil }
+            let tables = root["tables"] as? [[String: Any]]
+        else { return nil }
         var objects: [String: [String]] = [:]
         for table in tables {
             guard let name = table["name"] as? String, let columns = table["columns"] as? [[String: Any]] else { return nil }

@@ -1,7 +1,7 @@
 import Foundation
 import MigrationFiles
-import SchemaMetadata
 import SQLDialects
+import SchemaMetadata
 
 /// Brings a database to a schema's current version, and back: the library behind `migrate`,
 /// for applications to call at start-up. It never prints; progress arrives as events. The
@@ -23,8 +23,10 @@ public final class Migrator {
     /// `historySchema` is the PostgreSQL schema the history tables live in (default `public`,
     /// whatever the search path says); SQLite has one namespace and ignores it. `cancellation`
     /// lets another thread stop the work (share one among migrators of one database).
-    public init(database: any MigrationDatabase, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30,
-                historySchema: String = Migrator.defaultHistorySchema, cancellation: MigrationCancellation? = nil) {
+    public init(
+        database: any MigrationDatabase, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30,
+        historySchema: String = Migrator.defaultHistorySchema, cancellation: MigrationCancellation? = nil
+    ) {
         self.database = database
         self.schema = schema
         self.scripts = scripts.sorted { $0.version < $1.version }
@@ -101,8 +103,10 @@ public final class Migrator {
         // Timestamps that have a type of their own were text in an earlier release.
         let timestampType = dialect.columnType(.date)
         if timestampType != dialect.columnType(.text),
-           try database.query("SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2)) AND column_name = 'applied_at'",
-                              [.text(historySchema), .text(Self.historyTable)]) == [[.text("text")]] {
+            try database.query(
+                "SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2)) AND column_name = 'applied_at'",
+                [.text(historySchema), .text(Self.historyTable)]) == [[.text("text")]]
+        {
             try database.execute("ALTER TABLE \(historyName) ALTER COLUMN \"applied_at\" TYPE \(timestampType) USING \"applied_at\"::\(timestampType);")
         }
     }
@@ -137,7 +141,8 @@ public final class Migrator {
         return try database.query("SELECT version, name, checksum, \(appliedAt), duration_ms, \(appliedBy) FROM \(historyName) WHERE schema = \(p(1)) ORDER BY version", [.text(schema)])
             .compactMap { row in
                 guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
-                      case .text(let appliedAt) = row[3], case .integer(let duration) = row[4] else { return nil }
+                    case .text(let appliedAt) = row[3], case .integer(let duration) = row[4]
+                else { return nil }
                 let by: String? = if case .text(let who) = row[5] { who } else { nil }
                 return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration), appliedBy: by)
             }
@@ -184,8 +189,9 @@ public final class Migrator {
         let applied = Dictionary(try history().map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
         var result: [Status] = scripts.map { script in
             guard let record = applied[script.version] else { return Status(version: script.version, name: script.name, state: .pending) }
-            return Status(version: script.version, name: script.name,
-                          state: .applied(at: record.appliedAt, milliseconds: record.durationMilliseconds, checksumMatches: record.checksum == script.checksum, by: record.appliedBy))
+            return Status(
+                version: script.version, name: script.name,
+                state: .applied(at: record.appliedAt, milliseconds: record.durationMilliseconds, checksumMatches: record.checksum == script.checksum, by: record.appliedBy))
         }
         let known = Set(scripts.map(\.version))
         for record in applied.values where !known.contains(record.version) {
@@ -424,11 +430,13 @@ public final class Migrator {
                 case .forget(let record, _):
                     _ = try database.query("DELETE FROM \(historyName) WHERE schema = \(p(1)) AND version = \(p(2))", [.text(schema), .integer(Int64(record.version))])
                 case .recordChecksum(let record, _, let checksum):
-                    _ = try database.query("UPDATE \(historyName) SET checksum = \(p(1)) WHERE schema = \(p(2)) AND version = \(p(3))",
-                                           [.text(checksum), .text(schema), .integer(Int64(record.version))])
+                    _ = try database.query(
+                        "UPDATE \(historyName) SET checksum = \(p(1)) WHERE schema = \(p(2)) AND version = \(p(3))",
+                        [.text(checksum), .text(schema), .integer(Int64(record.version))])
                 case .clearAttempt(let attempt):
-                    _ = try database.query("DELETE FROM \(attemptsName) WHERE schema = \(p(1)) AND version = \(p(2)) AND started_at = \(p(3))",
-                                           [.text(schema), .integer(Int64(attempt.version)), .text(attempt.startedAt)])
+                    _ = try database.query(
+                        "DELETE FROM \(attemptsName) WHERE schema = \(p(1)) AND version = \(p(2)) AND started_at = \(p(3))",
+                        [.text(schema), .integer(Int64(attempt.version)), .text(attempt.startedAt)])
                 }
             }
         }
@@ -507,8 +515,10 @@ public final class Migrator {
     /// A migration whose header says `transaction: no` (one statement, such as PostgreSQL's
     /// `CREATE INDEX CONCURRENTLY`): it runs under the migrator lock alone, then its history
     /// row commits in a transaction of its own. A failure leaves it unrecorded.
-    private func runOutsideTransaction(_ script: MigrationScript, sql: String, file: String, direction: Direction, header: MigrationHeader,
-                                       token: String?, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+    private func runOutsideTransaction(
+        _ script: MigrationScript, sql: String, file: String, direction: Direction, header: MigrationHeader,
+        token: String?, progress: @escaping (Event) -> Void
+    ) throws(MigratorError) -> Bool {
         let count = database.statementCount(sql)
         guard count == 1 else {
             throw .badHeader(file: file, MigrationHeader.ParseError(line: 1, message: "a migration with 'transaction: no' must hold exactly one statement; this one holds \(count): split it"))
@@ -528,7 +538,7 @@ public final class Migrator {
             let failure: (file: String, statement: Int, line: Int, message: String)
             switch error {
             case .statementFailed(let file, let statement, let line, let message), .tableLockTimeout(let file, let statement, let line, let message),
-                 .statementTimeout(let file, let statement, let line, let message):
+                .statementTimeout(let file, let statement, let line, let message):
                 failure = (file, statement, line, message)
             default: throw error
             }
@@ -551,8 +561,10 @@ public final class Migrator {
     }
 
     /// Runs the statements of a file, reporting each, and the rows of the header's row copies.
-    private func execute(_ sql: String, file: String, script: MigrationScript, direction: Direction, header: MigrationHeader,
-                         progress: @escaping (Event) -> Void) throws(MigratorError) {
+    private func execute(
+        _ sql: String, file: String, script: MigrationScript, direction: Direction, header: MigrationHeader,
+        progress: @escaping (Event) -> Void
+    ) throws(MigratorError) {
         let total = database.statementCount(sql)
         progress(.started(script, direction: direction, statements: total))
         // Counting the old tables first costs little next to copying them.
@@ -603,8 +615,10 @@ public final class Migrator {
     private func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
         _ = try database.query(
             "INSERT INTO \(historyName) (schema, version, name, checksum, applied_at, duration_ms, applied_by) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)))",
-            [.text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds)),
-             .text(appliedBy)])
+            [
+                .text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds)),
+                .text(appliedBy),
+            ])
     }
 
     /// Who applies migrations through this migrator, asked once.
@@ -620,8 +634,9 @@ public final class Migrator {
         try namespaces?.createSchemaIfMissing(historySchema)
         try database.execute(createAttempts)
         let token = UUID().uuidString
-        _ = try database.query("INSERT INTO \(attemptsName) (token, schema, version, direction, started_at) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)))",
-                               [.text(token), .text(schema), .integer(Int64(script.version)), .text(direction.rawValue), .text(Self.now())])
+        _ = try database.query(
+            "INSERT INTO \(attemptsName) (token, schema, version, direction, started_at) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)))",
+            [.text(token), .text(schema), .integer(Int64(script.version)), .text(direction.rawValue), .text(Self.now())])
         return token
     }
 
@@ -634,8 +649,9 @@ public final class Migrator {
     /// finished: report it and clear it.
     private func reportInterrupted(except token: String?, progress: (Event) -> Void) throws(MigratorError) {
         guard let token else { return }
-        let leftovers = try database.query("SELECT token, version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) AND token <> \(p(2)) ORDER BY started_at",
-                                           [.text(schema), .text(token)])
+        let leftovers = try database.query(
+            "SELECT token, version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) AND token <> \(p(2)) ORDER BY started_at",
+            [.text(schema), .text(token)])
         for row in leftovers {
             guard case .text(let old) = row[0], case .integer(let version) = row[1], case .text(let direction) = row[2], case .text(let startedAt) = row[3] else { continue }
             progress(.interrupted(version: Int(version), direction: Direction(rawValue: direction) ?? .up, startedAt: startedAt))

@@ -2,8 +2,8 @@ import Foundation
 import MigrationFiles
 import Migrator
 import PostgresKit
-import SchemaMetadata
 import SQLDialects
+import SchemaMetadata
 
 /// A PostgreSQL database: DDL is transactional, and concurrent migrators are kept apart by a
 /// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
@@ -46,10 +46,9 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
             try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
         } catch {
             let reason: StatementFailure.Reason? =
-                if error.error.connectionLost { .connectionLost }
-                else if error.error.sqlState == SQLState.lockNotAvailable { .lockTimeout }
-                else if error.error.sqlState == SQLState.queryCanceled, !shouldStop() { .statementTimeout }
-                else { nil }
+                if error.error.connectionLost { .connectionLost } else if error.error.sqlState == SQLState.lockNotAvailable {
+                    .lockTimeout
+                } else if error.error.sqlState == SQLState.queryCanceled, !shouldStop() { .statementTimeout } else { nil }
             throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.description, reason: reason)
         }
     }
@@ -69,8 +68,9 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
 
     public func columns(of table: String, schema: String?) throws(MigratorError) -> Set<String>? {
         guard try tableExists(table, schema: schema) else { return nil }
-        let rows = try query("SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
-                             [.text(qualifiedName(table, schema: schema))])
+        let rows = try query(
+            "SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+            [.text(qualifiedName(table, schema: schema))])
         return Set(rows.compactMap { if case .text(let name) = $0.first { name } else { nil } })
     }
 
@@ -118,8 +118,9 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     /// 32-bit halves in `pg_locks` (classid the high half, objid the low one, objsubid 1).
     public func lockHolder(schema: String) throws(MigratorError) -> Int? {
         let key = UInt64(bitPattern: Self.advisoryKey(schema: schema))
-        let rows = try query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 AND pid <> pg_backend_pid()",
-                             [.integer(Int64(key >> 32)), .integer(Int64(key & 0xFFFF_FFFF))])
+        let rows = try query(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 AND pid <> pg_backend_pid()",
+            [.integer(Int64(key >> 32)), .integer(Int64(key & 0xFFFF_FFFF))])
         if case .integer(let pid)? = rows.first?.first { return Int(pid) }
         return nil
     }

@@ -1,8 +1,8 @@
 import Foundation
 import Migrator
-import SchemaMetadata
 import SQLDialects
 import SQLiteKit
+import SchemaMetadata
 
 /// A SQLite file: the migrator's lock is the write lock `BEGIN IMMEDIATE` takes, waiting out
 /// the busy timeout. Tables are rebuilt with foreign keys switched off around them, and row

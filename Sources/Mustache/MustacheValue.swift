@@ -88,7 +88,8 @@ public final class MustacheShape: @unchecked Sendable {
         // Literal keys compare in a few instructions each: small strings by their bits,
         // others by their shared storage.
         guard fields.count == keys.count, positions.count == keys.count,
-              zip(fields, keys).allSatisfy({ $0.key == $1 }) else {
+            zip(fields, keys).allSatisfy({ $0.key == $1 })
+        else {
             return .object(Dictionary(fields.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }))
         }
         return .record(MustacheRecord(shape: self, values: fields.map(\.value)))

@@ -80,16 +80,23 @@ struct Parser {
                     case ">": kind = .partial
                     case "<": kind = .parent
                     case "$": kind = .block
-                    case "=": kind = .setDelimiter; closing = ["="] + close
+                    case "=":
+                        kind = .setDelimiter
+                        closing = ["="] + close
                     case "&": kind = .variable(escaped: false)
-                    case "{": kind = .variable(escaped: false); closing = ["}"] + close
+                    case "{":
+                        kind = .variable(escaped: false)
+                        closing = ["}"] + close
                     default: cursor -= 1
                     }
                     cursor += 1
                 }
                 let contentStart = cursor
                 while cursor < source.count, !matches(closing, at: cursor) {
-                    if source[cursor] == "\n" { line += 1; lineStart = cursor + 1 }
+                    if source[cursor] == "\n" {
+                        line += 1
+                        lineStart = cursor + 1
+                    }
                     cursor += 1
                 }
                 guard cursor < source.count else {
@@ -108,7 +115,8 @@ struct Parser {
                 } else if kind != .comment, content.isEmpty {
                     throw error("empty tag", line: tagLine, column: tagColumn)
                 } else if kind != .comment, content.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }),
-                          content != "." {
+                    content != "."
+                {
                     throw error("tag name '\(content)' contains whitespace", line: tagLine, column: tagColumn)
                 }
                 tokens.append(.tag(Tag(kind: kind, content: content, line: tagLine, column: tagColumn)))
@@ -241,7 +249,8 @@ struct Parser {
 
             // The content's own lines: from the line after the open tag to the close tag's line.
             guard let rest = Self.clearAfter(pair.open, in: tokens), let lastBlank = rest.last,
-                  case .text(_, endsLine: true) = tokens[lastBlank] else { continue }
+                case .text(_, endsLine: true) = tokens[lastBlank]
+            else { continue }
             rest.forEach(blank)
             if let leading = Self.clearBefore(pair.close, in: tokens) { leading.forEach(blank) }
 
@@ -365,8 +374,11 @@ struct Parser {
                     nodes.append(.section(path: path(tag.content), inverted: tag.kind == .inverted, nodes: children))
                 case .block:
                     let children = try buildNodes(tokens, &position, closing: tag)
-                    nodes.append(.block(Node.Block(name: tag.content, nodes: children, indentation: tag.indentation,
-                                                   intrinsicIndentation: tag.intrinsicIndentation, lineBreak: tag.lineBreak)))
+                    nodes.append(
+                        .block(
+                            Node.Block(
+                                name: tag.content, nodes: children, indentation: tag.indentation,
+                                intrinsicIndentation: tag.intrinsicIndentation, lineBreak: tag.lineBreak)))
                 case .parent:
                     let children = try buildNodes(tokens, &position, closing: tag)
                     // Only blocks count inside a parent; other text is ignored.

@@ -62,7 +62,8 @@ struct Renderer {
                 // An override is indented as the block's content is (its intrinsic indentation),
                 // or else as the block tag is; default content already carries its own.
                 let override = context.overrides[block.name]
-                let extra = override != nil
+                let extra =
+                    override != nil
                     ? block.intrinsicIndentation ?? block.indentation ?? ""
                     : block.intrinsicIndentation == nil ? block.indentation ?? "" : ""
                 let saved = indentation
@@ -80,8 +81,9 @@ struct Renderer {
         // A missing partial renders as nothing, as the specification says.
         guard let template = partials[name] else { return }
         guard context.depth < Self.maximumDepth else {
-            throw MustacheError("partials nest deeper than \(Self.maximumDepth) levels (recursion through '\(name)'?)",
-                                template: context.template, line: 1, column: 1)
+            throw MustacheError(
+                "partials nest deeper than \(Self.maximumDepth) levels (recursion through '\(name)'?)",
+                template: context.template, line: 1, column: 1)
         }
         var inner = context
         inner.depth += 1

@@ -1,7 +1,7 @@
 import FieldEncryption
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Builds a SQL WHERE clause from a predicate's expression tree, binding values as parameters.
 struct SQLBuilder {
@@ -42,9 +42,11 @@ struct SQLBuilder {
     /// Fails when an encrypted column is used other than by an equality with a value.
     func checkEncryptedUse(_ sql: String) throws(PredicateTranslationError) {
         for (marker, column) in encrypted where sql.contains(marker) {
-            throw PredicateTranslationError(expression: column.cipher.attribute, message: column.cipher.mode == .deterministic
-                ? "\(column.cipher.attribute) is encrypted: a predicate can only compare it with == or != to a value"
-                : "\(column.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
+            throw PredicateTranslationError(
+                expression: column.cipher.attribute,
+                message: column.cipher.mode == .deterministic
+                    ? "\(column.cipher.attribute) is encrypted: a predicate can only compare it with == or != to a value"
+                    : "\(column.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
         }
     }
 
@@ -85,11 +87,13 @@ struct SQLBuilder {
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
                 condition = "\(joined).\(Store.quote(target.primaryKey[0])) = \(alias).\(Store.quote(relationship.foreignKeyColumns[0]))"
             } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1,
-                      entity.primaryKey.count == 1, target.primaryKey.count == 1 {
+                entity.primaryKey.count == 1, target.primaryKey.count == 1
+            {
                 // The other side holds the key and nothing stops two rows pointing here: join only
                 // the first, as `Store.target` reads it, so no model comes back twice.
                 let candidate = newAlias(), key = Store.quote(target.primaryKey[0])
-                condition = "\(joined).\(key) = (SELECT \(candidate).\(key) FROM \(Store.quote(target.table)) AS \(candidate) WHERE \(candidate).\(Store.quote(inverse.foreignKeyColumns[0])) = \(alias).\(Store.quote(entity.primaryKey[0])) ORDER BY \(candidate).\(key) LIMIT 1)"
+                condition =
+                    "\(joined).\(key) = (SELECT \(candidate).\(key) FROM \(Store.quote(target.table)) AS \(candidate) WHERE \(candidate).\(Store.quote(inverse.foreignKeyColumns[0])) = \(alias).\(Store.quote(entity.primaryKey[0])) ORDER BY \(candidate).\(key) LIMIT 1)"
             } else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }
@@ -100,9 +104,12 @@ struct SQLBuilder {
     }
 
     /// FROM and WHERE that correlate a to-many relationship's rows with their owner.
-    mutating func toMany(_ marker: (alias: String, entity: String, relationship: String)) throws(PredicateTranslationError) -> (alias: String, target: EntityDescriptor, from: String, correlation: String) {
+    mutating func toMany(_ marker: (alias: String, entity: String, relationship: String)) throws(PredicateTranslationError) -> (
+        alias: String, target: EntityDescriptor, from: String, correlation: String
+    ) {
         guard let owner = entityNamed(marker.entity), let relationship = owner.relationship(named: marker.relationship),
-              let target = entityNamed(relationship.target), owner.primaryKey.count == 1 else {
+            let target = entityNamed(relationship.target), owner.primaryKey.count == 1
+        else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship)")
         }
         entitiesRead.insert(target.name)
@@ -110,9 +117,11 @@ struct SQLBuilder {
         let ownerKey = "\(marker.alias).\(Store.quote(owner.primaryKey[0]))"
         if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, target.primaryKey.count == 1 {
             let link = newAlias()
-            return (alias, target,
-                    "\(Store.quote(target.table)) AS \(alias) JOIN \(Store.quote(joinTable)) AS \(link) ON \(link).\(Store.quote(relationship.joinTargetColumns[0])) = \(alias).\(Store.quote(target.primaryKey[0]))",
-                    "\(link).\(Store.quote(relationship.joinColumns[0])) = \(ownerKey)")
+            return (
+                alias, target,
+                "\(Store.quote(target.table)) AS \(alias) JOIN \(Store.quote(joinTable)) AS \(link) ON \(link).\(Store.quote(relationship.joinTargetColumns[0])) = \(alias).\(Store.quote(target.primaryKey[0]))",
+                "\(link).\(Store.quote(relationship.joinColumns[0])) = \(ownerKey)"
+            )
         }
         guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship) (composite keys cannot be followed yet)")
@@ -211,7 +220,8 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
         }
         // A property of a captured value (`airline.id`): evaluated once and bound.
         guard let value = try? evaluate(PredicateBindings()), let encodable = value as? any Encodable,
-              let stored = try? RowEncoder.value(encodable) else {
+            let stored = try? RowEncoder.value(encodable)
+        else {
             throw PredicateTranslationError(expression: "the key path \(keyPath) on \(type(of: root))")
         }
         return builder.bind(stored)
@@ -232,7 +242,9 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
         }
         if value == .null { return "(\(encrypted.sql) IS \(negated ? "NOT " : "")NULL)" }
         guard encrypted.cipher.mode == .deterministic else {
-            throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: "\(encrypted.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
+            throw PredicateTranslationError(
+                expression: encrypted.cipher.attribute,
+                message: "\(encrypted.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
         }
         let sealed: [SQLiteValue]
         do { sealed = try encrypted.cipher.sealForLookup(value) } catch {
@@ -263,12 +275,13 @@ extension PredicateExpressions.NotEqual: SQLTranslatable {
 
 extension PredicateExpressions.Comparison: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
-        let symbol = switch op {
-        case .lessThan: "<"
-        case .lessThanOrEqual: "<="
-        case .greaterThan: ">"
-        case .greaterThanOrEqual: ">="
-        }
+        let symbol =
+            switch op {
+            case .lessThan: "<"
+            case .lessThanOrEqual: "<="
+            case .greaterThan: ">"
+            case .greaterThanOrEqual: ">="
+            }
         return "(\(try translate(lhs, &builder)) \(symbol) \(try translate(rhs, &builder)))"
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Builds a model from column values through its own `Decodable` conformance.
 enum RowDecoder {

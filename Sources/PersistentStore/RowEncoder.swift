@@ -1,6 +1,6 @@
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Turns a model into column values through its own `Encodable` conformance, so Codable keys
 /// (`jsonKey`), enums (raw values), value types and arrays (JSON text) follow the generated

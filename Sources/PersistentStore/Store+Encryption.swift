@@ -1,7 +1,7 @@
 import FieldEncryption
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Where the store finds the master keys of `encrypt` attributes. Read only when the schema
 /// has one.
@@ -31,7 +31,8 @@ extension Store {
             switch keys {
             case .environment(let variable):
                 guard let found = try KeyRing.fromEnvironment(variable) else {
-                    throw StoreError.missingKey("""
+                    throw StoreError.missingKey(
+                        """
                         \(schema.name) encrypts \(names), but \(variable) is not set. Make a key with \
                         `openssl rand -base64 32`, keep it safe (without it the values cannot be read), and pass it as \
                         \(variable)=k1=<the key>; or open the store with Configuration(keys: .file(path)) or .ring(...)
@@ -95,7 +96,8 @@ extension Store {
             let check = StoredValue.blob(try ring.checkValue(of: key))
             _ = try connection.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING", [.text(key.id), check])
             guard try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first == check else {
-                throw StoreError.missingKey("key '\(key.id)' is not the key this database's values were encrypted with under that id (another process recorded it); pass the right key (or give a new key a new id)")
+                throw StoreError.missingKey(
+                    "key '\(key.id)' is not the key this database's values were encrypted with under that id (another process recorded it); pass the right key (or give a new key a new id)")
             }
         } catch let error as StoreError {
             throw error
@@ -138,8 +140,9 @@ extension Store {
             let positions = index.columns.compactMap { position[$0] }
             return positions.count == index.columns.count ? positions : nil
         }
-        let plan = RowPlan(columns: columns, deterministic: deterministic, randomized: randomized, files: files,
-                           keyPositions: entity.primaryKey.map { position[$0] }, uniqueTargets: unique)
+        let plan = RowPlan(
+            columns: columns, deterministic: deterministic, randomized: randomized, files: files,
+            keyPositions: entity.primaryKey.map { position[$0] }, uniqueTargets: unique)
         rowPlans[entity.table] = plan
         return plan
     }
@@ -160,7 +163,8 @@ extension Store {
         // A new row of randomized values only, its implicit key left to the store: nothing to
         // look up, and the key the row is sealed under is the next one.
         if entity.hasImplicitKey, plan.deterministic.isEmpty, plan.files.isEmpty, plan.uniqueTargets.isEmpty,
-           let keyPosition = plan.keyPositions.first ?? nil, values[keyPosition] == .null {
+            let keyPosition = plan.keyPositions.first ?? nil, values[keyPosition] == .null
+        {
             let next = try nextImplicitKey(entity)
             values[keyPosition] = .integer(next)
             let rowKey: [SQLiteValue] = [.integer(next)]
@@ -359,8 +363,9 @@ extension Store {
             progress(ReencryptionProgress(entity: entity.name, rowsScanned: 0, rowsTotal: total, valuesRewritten: rewritten))
             while true {
                 let selected = ["rowid"] + entity.primaryKey + encrypted.map(\.column)
-                let rows = try query("SELECT \(selected.map { $0 == "rowid" ? $0 : Self.quote($0) }.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                     [.integer(after), .integer(Int64(max(1, batchSize)))])
+                let rows = try query(
+                    "SELECT \(selected.map { $0 == "rowid" ? $0 : Self.quote($0) }.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                    [.integer(after), .integer(Int64(max(1, batchSize)))])
                 guard let last = rows.last, case .integer(let lastRowID) = last[0] else { break }
                 let count = try write { () throws(StoreError) in
                     // Rewrites change no value: keep them out of the history.

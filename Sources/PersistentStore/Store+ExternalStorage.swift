@@ -1,11 +1,12 @@
+import Foundation
+import SQLiteKit
+import SchemaMetadata
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import SchemaMetadata
-import SQLiteKit
 
 /// Values of `externalStorage` attributes live in files beside the database
 /// (`<database>.external/<table>/<column>/<name>`); the column holds the file's name.

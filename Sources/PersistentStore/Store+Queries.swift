@@ -1,6 +1,6 @@
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Queries with Foundation predicates and sort descriptors, run as SQL.
 extension Store {

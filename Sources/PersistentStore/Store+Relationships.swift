@@ -1,5 +1,5 @@
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Relationships and delete rules, worked from the generated metadata.
 extension Store {
@@ -96,7 +96,8 @@ extension Store {
             if let joinTable = relationship.joinTable {
                 let columns = relationship.joinColumns + relationship.joinTargetColumns
                 if linked {
-                    _ = try query("INSERT OR IGNORE INTO \(q(joinTable)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))", sourceKey + targetKey)
+                    _ = try query(
+                        "INSERT OR IGNORE INTO \(q(joinTable)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))", sourceKey + targetKey)
                 } else {
                     _ = try query("DELETE FROM \(q(joinTable)) WHERE \(Self.condition(columns))", sourceKey + targetKey)
                 }
@@ -135,7 +136,8 @@ extension Store {
             case .deny:
                 let (target, keys) = try relatedKeys(of: entity, key: key, via: relationship)
                 if !keys.isEmpty {
-                    throw .deleteDenied("\(entity.name) \(Self.describe(key)) is still referenced by \(keys.count) \(target.name) through '\(relationship.name)' (delete rule deny); delete or unlink them first")
+                    throw .deleteDenied(
+                        "\(entity.name) \(Self.describe(key)) is still referenced by \(keys.count) \(target.name) through '\(relationship.name)' (delete rule deny); delete or unlink them first")
                 }
             case .cascade:
                 let (target, keys) = try relatedKeys(of: entity, key: key, via: relationship)

@@ -1,6 +1,6 @@
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// One model found by `search`, with its rank and, when asked for, highlighted snippets.
 public struct SearchResult<M: PersistentModel & Sendable>: Sendable {
@@ -76,11 +76,13 @@ extension Store {
         // Every index that matches, with the best rank of a row over them.
         // FTS5's hidden `rank` column is bm25 (a bm25() call cannot live in a subquery).
         let matches = indexes.map { "SELECT rowid AS matched_rowid, rank AS matched_rank FROM \(q($0.name)) WHERE \(q($0.name)) MATCH ?" }
-        let ranked = indexes.count == 1
+        let ranked =
+            indexes.count == 1
             ? "SELECT matched_rowid AS schemagen_rowid, matched_rank AS schemagen_rank FROM (\(matches[0]))"
             : "SELECT matched_rowid AS schemagen_rowid, min(matched_rank) AS schemagen_rank FROM (\(matches.joined(separator: " UNION ALL "))) GROUP BY matched_rowid"
         let (condition, arguments) = try whereClause(predicate, for: M.self)
-        var sql = "SELECT \(selection(M.self, alias: q(entity.table))), found.schemagen_rowid, found.schemagen_rank FROM \(q(entity.table)) JOIN (\(ranked)) AS found ON \(q(entity.table)).rowid = found.schemagen_rowid"
+        var sql =
+            "SELECT \(selection(M.self, alias: q(entity.table))), found.schemagen_rowid, found.schemagen_rank FROM \(q(entity.table)) JOIN (\(ranked)) AS found ON \(q(entity.table)).rowid = found.schemagen_rowid"
             + condition + " ORDER BY found.schemagen_rank, found.schemagen_rowid"
         if let limit { sql += " LIMIT \(max(0, limit))" }
         var extras: [[SQLiteValue]] = []
@@ -90,7 +92,8 @@ extension Store {
             let rowids = extras.compactMap { row -> Int64? in if case .integer(let id) = row[0] { return id } else { return nil } }
             for index in indexes {
                 guard let property = entity.columns.first(where: { $0.column == index.columns.first })?.property else { continue }
-                let snippetSQL = "SELECT rowid, snippet(\(q(index.name)), 0, ?, ?, ?, ?) FROM \(q(index.name)) WHERE \(q(index.name)) MATCH ? AND rowid IN (\(rowids.map { _ in "?" }.joined(separator: ", ")))"
+                let snippetSQL =
+                    "SELECT rowid, snippet(\(q(index.name)), 0, ?, ?, ?, ?) FROM \(q(index.name)) WHERE \(q(index.name)) MATCH ? AND rowid IN (\(rowids.map { _ in "?" }.joined(separator: ", ")))"
                 let snippetArguments: [SQLiteValue] = [.text(style.open), .text(style.close), .text(style.ellipsis), .integer(Int64(min(64, max(1, style.tokens)))), .text(query)]
                 for row in try self.query(snippetSQL, snippetArguments + rowids.map(SQLiteValue.integer)) {
                     guard case .integer(let rowid) = row[0], case .text(let excerpt) = row[1] else { continue }

@@ -1,11 +1,11 @@
-import FieldEncryption
 import DatabaseLocation
+import FieldEncryption
 import Foundation
 import Migrator
 import MigratorSQLite
-import SchemaMetadata
 import SQLDialects
 import SQLiteKit
+import SchemaMetadata
 
 /// Why the store refused or failed.
 public enum StoreError: Error, Sendable, CustomStringConvertible {
@@ -129,9 +129,11 @@ public actor Store {
         /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
         public var sqlite: SQLiteSettings = .applicationStore
 
-        public init(busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
-                    historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
-                    beforeCommit: (@Sendable () -> Void)? = nil) {
+        public init(
+            busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
+            historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
+            beforeCommit: (@Sendable () -> Void)? = nil
+        ) {
             self.busyTimeout = busyTimeout
             self.keys = keys
             self.sqlite = sqlite
@@ -193,7 +195,8 @@ public actor Store {
         keyRing = ring
         self.busySeconds = timeout
         self.schema = schema
-        self.externalFolder = path.map { URL(fileURLWithPath: $0 + ".external") }
+        self.externalFolder =
+            path.map { URL(fileURLWithPath: $0 + ".external") }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString).external")
         // The migrator sets the connection's busy timeout, for its own work and the store's.
         let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations, lockTimeoutSeconds: timeout)
@@ -213,8 +216,9 @@ public actor Store {
         // After the migrations, which run best with SQLite's defaults (a big cache slows a rebuild).
         do { try connection.execute(configuration.sqlite.pragmas(inMemory: path == nil)) } catch { throw .database(error) }
         if let ring { newestKeyRecorded = try Self.checkKeys(ring, connection, schema: schema.name) }
-        recorder = try Self.startHistory(connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
-                                         withTriggers: configuration.recordsWithTriggers)
+        recorder = try Self.startHistory(
+            connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
+            withTriggers: configuration.recordsWithTriggers)
     }
 
     /// The SQLite file a location names, or why it names none.
@@ -223,7 +227,8 @@ public actor Store {
             switch try DatabaseLocation.parse(text) {
             case .sqlite(let path): return path
             case .postgres(let connection):
-                throw StoreError.unsupportedDatabase("'\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; this release's store opens SQLite files only (`migrate` applies the PostgreSQL migrations)")
+                throw StoreError.unsupportedDatabase(
+                    "'\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; this release's store opens SQLite files only (`migrate` applies the PostgreSQL migrations)")
             }
         } catch let error as StoreError {
             throw error
@@ -473,10 +478,13 @@ public actor Store {
         var failure: (any Error)?
         do {
             // Its own statement: `body` may run queries of its own meanwhile.
-            try connection.forEachRowInPlace(sql, arguments, ownStatement: true, opening: opening?.positions ?? [], with: { position, content, row throws(StoreError) in
-                guard let opening else { throw StoreError.coding("column \(position) is not encrypted") }
-                return try openColumn(opening, position, content, row: row)
-            }) { (row: inout [SQLiteValue]) in
+            try connection.forEachRowInPlace(
+                sql, arguments, ownStatement: true, opening: opening?.positions ?? [],
+                with: { position, content, row throws(StoreError) in
+                    guard let opening else { throw StoreError.coding("column \(position) is not encrypted") }
+                    return try openColumn(opening, position, content, row: row)
+                }
+            ) { (row: inout [SQLiteValue]) in
                 for (column, position) in external {
                     guard case .text(let name) = row[position] else { continue }
                     row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
@@ -500,8 +508,10 @@ public actor Store {
 
     /// The same, for a query that selects `extraColumns` more values after the model's (a
     /// search's rank); they land in `extras`, one array per model.
-    func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0,
-                                  extraColumns: Int, extras: inout [[SQLiteValue]]) throws(StoreError) -> [M] {
+    func rows<M: PersistentModel>(
+        _ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0,
+        extraColumns: Int, extras: inout [[SQLiteValue]]
+    ) throws(StoreError) -> [M] {
         let entity = M.entity
         if M.self is any RowCodable.Type {
             // The query selected `rowColumns` in order (see `selection`); rows stream through.
@@ -511,16 +521,25 @@ public actor Store {
             let opening = openPlan(entity, columns: order)
             var models: [M] = []
             do {
-                if external.isEmpty, !encrypted, extraColumns == 0, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) }) {
+                if external.isEmpty, !encrypted, extraColumns == 0,
+                    let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) })
+                {
                     return decoded
                 }
                 // Encrypted values are opened on the way into the same specialized loop.
-                if external.isEmpty, encrypted, extraColumns == 0, let opening, let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in
-                    // Opened from SQLite's buffer: no copy of the ciphertext.
-                    try connection.forEachRowInPlace(sql, arguments, opening: opening.positions, with: { position, content, row throws(StoreError) in
-                        try openColumn(opening, position, content, row: row)
-                    }) { (row: inout [SQLiteValue]) in try consume(row) }
-                }) {
+                if external.isEmpty, encrypted, extraColumns == 0, let opening,
+                    let decoded = try M.decodeStoredRows(
+                        expectedCount: expectedCount,
+                        { consume in
+                            // Opened from SQLite's buffer: no copy of the ciphertext.
+                            try connection.forEachRowInPlace(
+                                sql, arguments, opening: opening.positions,
+                                with: { position, content, row throws(StoreError) in
+                                    try openColumn(opening, position, content, row: row)
+                                }
+                            ) { (row: inout [SQLiteValue]) in try consume(row) }
+                        })
+                {
                     return decoded
                 }
                 var collected: [[SQLiteValue]] = []
@@ -543,7 +562,7 @@ public actor Store {
             } catch let error as SQLiteError {
                 throw .database(error)
             } catch {
-                throw .coding("\(error)") // a stored value the model cannot hold
+                throw .coding("\(error)")  // a stored value the model cannot hold
             }
             return models
         }
@@ -615,8 +634,10 @@ public actor Store {
         /// A sealed row's upsert when the store chose its implicit key (no conflict on the key).
         let withChosenKey: UpsertStatements
 
-        init(entity: EntityDescriptor, columns: [String], isPlain: Bool, withKey: UpsertStatements, withoutKey: UpsertStatements,
-             withChosenKey: UpsertStatements, storedForm: StoredForm<M>?) {
+        init(
+            entity: EntityDescriptor, columns: [String], isPlain: Bool, withKey: UpsertStatements, withoutKey: UpsertStatements,
+            withChosenKey: UpsertStatements, storedForm: StoredForm<M>?
+        ) {
             self.entity = entity
             self.columns = columns
             self.isPlain = isPlain
@@ -668,7 +689,9 @@ public actor Store {
                 if entity.hasImplicitKey, stored.first == .null, columns.count == write.columns.count, values[0] != .null {
                     stored[0] = values[0]
                 }
-                let statements = columns.count != write.columns.count ? upsertSQL(entity, columns: columns, hasKey: !choseKey)
+                let statements =
+                    columns.count != write.columns.count
+                    ? upsertSQL(entity, columns: columns, hasKey: !choseKey)
                     : choseKey ? write.withChosenKey : write.withKey
                 id = try runDirect(statements, orWithoutKey: write.withoutKey, columns: columns, values: values, entity)
                 if let form = write.storedForm {
@@ -691,8 +714,10 @@ public actor Store {
 
     /// Runs a row's upsert by position. Without an implicit key the database assigns one: the
     /// row is bound from its second value on, through `withoutKey`.
-    private func runDirect(_ withKey: UpsertStatements, orWithoutKey withoutKey: @autoclosure () -> UpsertStatements,
-                           columns: [String], values: [SQLiteValue], _ entity: EntityDescriptor) throws(SQLiteError) -> Int64? {
+    private func runDirect(
+        _ withKey: UpsertStatements, orWithoutKey withoutKey: @autoclosure () -> UpsertStatements,
+        columns: [String], values: [SQLiteValue], _ entity: EntityDescriptor
+    ) throws(SQLiteError) -> Int64? {
         if entity.hasImplicitKey, values.first == .null {
             return try runUpsert(withoutKey(), columns: columns.dropFirst(), values.dropFirst(), entity, boundKey: nil)
         }
@@ -736,7 +761,7 @@ public actor Store {
                 do {
                     _ = try connection.query(statements.insert, values: values)
                     return entity.hasImplicitKey ? boundKey ?? connection.lastInsertedRowID : nil
-                } catch where error.isUniquenessConflict {
+                } catch  where error.isUniquenessConflict {
                     lastConflict = (entity.table, 0)
                 }
             }
@@ -777,7 +802,8 @@ public actor Store {
         }
         for lookup in lookups {
             // A one-column key is bound from the row itself.
-            let arguments = lookup.positions.count == 1
+            let arguments =
+                lookup.positions.count == 1
                 ? values[(values.startIndex + lookup.positions[0])...(values.startIndex + lookup.positions[0])]
                 : ArraySlice(lookup.positions.map { values[values.startIndex + $0] })
             guard !arguments.contains(.null) else { continue }

@@ -1,8 +1,8 @@
 import Foundation
 import MigrationPlanner
 import RelationalModel
-import SchemaKit
 import SQLiteKit
+import SchemaKit
 
 /// libFuzzer entry point for the planner: the input, split at 0xFF bytes, gives the table,
 /// column and index names of a two-version schema, bypassing the validator (which refuses
@@ -62,7 +62,8 @@ enum PlannerFuzz {
 
     static func snapshot(_ yaml: String, _ names: [String]) -> SchemaSnapshot? {
         guard let schema = SchemaLoader.load(source: .init(path: "fuzz.yaml", text: yaml)).schema,
-              var json = try? String(decoding: JSONEncoder().encode(SnapshotBuilder.snapshot(of: schema)), as: UTF8.self) else { return nil }
+            var json = try? String(decoding: JSONEncoder().encode(SnapshotBuilder.snapshot(of: schema)), as: UTF8.self)
+        else { return nil }
         for (index, name) in names.enumerated() {
             guard let encoded = try? JSONEncoder().encode(name) else { return nil }
             json = json.replacingOccurrences(of: "QQ\(index)QQ", with: String(String.UnicodeScalarView(String(decoding: encoded, as: UTF8.self).unicodeScalars.dropFirst().dropLast())))

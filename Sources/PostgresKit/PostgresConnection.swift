@@ -72,8 +72,9 @@ public final class PostgresConnection {
             let answering = Self.ping(target, applicationName: applicationName) == PQPING_OK
             guard !answering, Date().addingTimeInterval(pause) < deadline else {
                 let waited = seconds > 0 && !answering ? " (retried for \(Self.seconds(seconds)) s)" : ""
-                throw PostgresError(sqlState: nil, message: "cannot connect to \(label)\(waited): " + scrub(message.trimmingCharacters(in: .whitespacesAndNewlines)),
-                                    connectionLost: true)
+                throw PostgresError(
+                    sqlState: nil, message: "cannot connect to \(label)\(waited): " + scrub(message.trimmingCharacters(in: .whitespacesAndNewlines)),
+                    connectionLost: true)
             }
             usleep(UInt32(pause * 1_000_000))
             pause = min(pause * 2, 2)
@@ -89,8 +90,10 @@ public final class PostgresConnection {
 
     /// Keyword arrays for libpq: the target expanded as a URL or keyword string
     /// (`expand_dbname`), with a fallback application name.
-    private static func withParameters<T>(_ target: String, applicationName: String?,
-                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+    private static func withParameters<T>(
+        _ target: String, applicationName: String?,
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> T
+    ) -> T {
         var pairs: [(String, String)] = []
         if !target.isEmpty, target != "postgresql://", target != "postgres://" { pairs.append(("dbname", target)) }
         if let applicationName { pairs.append(("fallback_application_name", applicationName)) }
@@ -133,8 +136,9 @@ public final class PostgresConnection {
         let lost = PQstatus(handle) != CONNECTION_OK
         let fallback = scrub(String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines))
         // libpq's field codes: 'C' SQLSTATE, 'M' message, 'D' detail, 'H' hint.
-        return PostgresError(sqlState: field(67), message: field(77) ?? (fallback.isEmpty ? "the connection to \(label) was lost" : fallback),
-                             detail: field(68), hint: field(72), sql: sql, connectionLost: lost)
+        return PostgresError(
+            sqlState: field(67), message: field(77) ?? (fallback.isEmpty ? "the connection to \(label) was lost" : fallback),
+            detail: field(68), hint: field(72), sql: sql, connectionLost: lost)
     }
 
     /// Runs SQL that returns no rows (one statement, or several without parameters).
@@ -197,10 +201,11 @@ public final class PostgresConnection {
         case 700, 701: Double(text).map(StoredValue.real) ?? .text(text)
         case 17:
             if text.hasPrefix("\\x") {
-                .blob(stride(from: 2, to: text.utf8.count, by: 2).compactMap { offset in
-                    let start = text.utf8.index(text.utf8.startIndex, offsetBy: offset)
-                    return UInt8(String(text.utf8[start..<text.utf8.index(start, offsetBy: 2)]) ?? "", radix: 16)
-                })
+                .blob(
+                    stride(from: 2, to: text.utf8.count, by: 2).compactMap { offset in
+                        let start = text.utf8.index(text.utf8.startIndex, offsetBy: offset)
+                        return UInt8(String(text.utf8[start..<text.utf8.index(start, offsetBy: 2)]) ?? "", radix: 16)
+                    })
             } else {
                 .text(text)
             }

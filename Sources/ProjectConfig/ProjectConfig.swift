@@ -1,6 +1,6 @@
 import Diagnostics
-import SQLDialects
 import Foundation
+import SQLDialects
 import YAMLReader
 
 /// Defaults for `schemagen` and `migrate` from a YAML file (`.schemagen.yaml` in the working

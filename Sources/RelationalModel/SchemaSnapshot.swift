@@ -61,7 +61,8 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
             guard let old else { continue }
             for (indexIndex, index) in table.indexes.enumerated() where index.isUnique && table.foreignKeys.contains(where: { $0.columns == index.columns }) {
                 if let plain = old.indexes.first(where: { !$0.isUnique && $0.columns == index.columns }),
-                   !old.indexes.contains(where: { $0.isUnique && $0.columns == index.columns }) {
+                    !old.indexes.contains(where: { $0.isUnique && $0.columns == index.columns })
+                {
                     adjusted.tables[tableIndex].indexes[indexIndex] = plain
                 }
             }
@@ -112,8 +113,10 @@ public struct TableSnapshot: Codable, Sendable, Hashable {
     /// The entity's `doc`, for the database's own comment on the table.
     public var doc: String? = nil
 
-    public init(name: String, entity: String?, renamedFrom: String?, columns: [ColumnSnapshot], primaryKey: [String],
-                indexes: [IndexSnapshot], foreignKeys: [ForeignKeySnapshot], doc: String? = nil) {
+    public init(
+        name: String, entity: String?, renamedFrom: String?, columns: [ColumnSnapshot], primaryKey: [String],
+        indexes: [IndexSnapshot], foreignKeys: [ForeignKeySnapshot], doc: String? = nil
+    ) {
         self.doc = doc
         self.name = name
         self.entity = entity
@@ -126,7 +129,6 @@ public struct TableSnapshot: Codable, Sendable, Hashable {
 
     public func column(named name: String) -> ColumnSnapshot? { columns.first { $0.name == name } }
 }
-
 
 public struct ColumnSnapshot: Codable, Sendable, Hashable {
     public var name: String
@@ -154,8 +156,10 @@ public struct ColumnSnapshot: Codable, Sendable, Hashable {
     /// What fills existing rows when the column is added or becomes required (not a default).
     public var backfill: ColumnBackfill? = nil
 
-    public init(name: String, property: String?, renamedFrom: String?, kind: StorageKind, isNullable: Bool,
-                defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil, bits: Int? = nil) {
+    public init(
+        name: String, property: String?, renamedFrom: String?, kind: StorageKind, isNullable: Bool,
+        defaultValue: ColumnDefault?, isAutoIncrement: Bool, enumValues: [String]? = nil, bits: Int? = nil
+    ) {
         self.bits = bits
         self.name = name
         self.property = property
@@ -196,10 +200,13 @@ public enum ColumnDefault: Codable, Sendable, Hashable {
         case .integer(let number): kind == .boolean ? (number != 0 ? "true" : "false") : String(number)
         case .real(let number): number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
         case .text(let text): text
-        case .blob(let hex): Data(stride(from: 0, to: hex.count - 1, by: 2).compactMap { offset -> UInt8? in
-                let start = hex.index(hex.startIndex, offsetBy: offset)
-                return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)
-            }).base64EncodedString()
+        case .blob(let hex):
+            Data(
+                stride(from: 0, to: hex.count - 1, by: 2).compactMap { offset -> UInt8? in
+                    let start = hex.index(hex.startIndex, offsetBy: offset)
+                    return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)
+                }
+            ).base64EncodedString()
         case .now: "now"
         case .uuid: "uuid"
         }

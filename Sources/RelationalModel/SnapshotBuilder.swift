@@ -15,19 +15,22 @@ public enum SnapshotBuilder {
     static func table(for entity: Entity, in schema: Schema) -> TableSnapshot {
         var columns: [ColumnSnapshot] = []
         if case .implicit = entity.primaryKey {
-            columns.append(ColumnSnapshot(name: Entity.implicitKeyName, property: nil, renamedFrom: nil, kind: .integer,
-                                          isNullable: false, defaultValue: nil, isAutoIncrement: true))
+            columns.append(
+                ColumnSnapshot(
+                    name: Entity.implicitKeyName, property: nil, renamedFrom: nil, kind: .integer,
+                    isNullable: false, defaultValue: nil, isAutoIncrement: true))
         }
         for attribute in entity.attributes where !attribute.isTransient {
-            columns.append(ColumnSnapshot(
-                name: attribute.columnName, property: attribute.name, renamedFrom: attribute.renamedFrom,
-                // An external value's column holds its file name; an encrypted value is an
-                // envelope of bytes, with no default or enum check in clear.
-                kind: attribute.usesExternalStorage ? .text : attribute.isEncrypted ? .blob : kind(of: attribute.type, in: schema),
-                isNullable: attribute.isOptional,
-                defaultValue: attribute.isEncrypted ? nil : attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
-                isAutoIncrement: false, enumValues: attribute.isEncrypted ? nil : enumValues(of: attribute.type, in: schema),
-                bits: attribute.usesExternalStorage || attribute.isEncrypted ? nil : bits(of: attribute.type)))
+            columns.append(
+                ColumnSnapshot(
+                    name: attribute.columnName, property: attribute.name, renamedFrom: attribute.renamedFrom,
+                    // An external value's column holds its file name; an encrypted value is an
+                    // envelope of bytes, with no default or enum check in clear.
+                    kind: attribute.usesExternalStorage ? .text : attribute.isEncrypted ? .blob : kind(of: attribute.type, in: schema),
+                    isNullable: attribute.isOptional,
+                    defaultValue: attribute.isEncrypted ? nil : attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
+                    isAutoIncrement: false, enumValues: attribute.isEncrypted ? nil : enumValues(of: attribute.type, in: schema),
+                    bits: attribute.usesExternalStorage || attribute.isEncrypted ? nil : bits(of: attribute.type)))
             if !attribute.isEncrypted, !attribute.usesExternalStorage {
                 columns[columns.count - 1].precision = attribute.precision
                 columns[columns.count - 1].scale = attribute.scale
@@ -45,14 +48,16 @@ public enum SnapshotBuilder {
             guard let target = schema.entity(named: relationship.target) else { continue }
             let targetKey = keyColumns(of: target, in: schema)
             for (column, targetColumn) in zip(relationship.foreignKeyColumns, targetKey) {
-                columns.append(ColumnSnapshot(
-                    name: column, property: relationship.name, renamedFrom: relationship.renamedFrom,
-                    kind: targetColumn.kind, isNullable: relationship.isOptional, defaultValue: nil, isAutoIncrement: false))
+                columns.append(
+                    ColumnSnapshot(
+                        name: column, property: relationship.name, renamedFrom: relationship.renamedFrom,
+                        kind: targetColumn.kind, isNullable: relationship.isOptional, defaultValue: nil, isAutoIncrement: false))
                 columns[columns.count - 1].doc = relationship.doc
             }
-            foreignKeys.append(ForeignKeySnapshot(
-                columns: relationship.foreignKeyColumns, table: target.tableName,
-                referencedColumns: targetKey.map(\.name), onDelete: onDelete(for: relationship, in: schema)))
+            foreignKeys.append(
+                ForeignKeySnapshot(
+                    columns: relationship.foreignKeyColumns, table: target.tableName,
+                    referencedColumns: targetKey.map(\.name), onDelete: onDelete(for: relationship, in: schema)))
         }
         return TableSnapshot(
             name: entity.tableName, entity: entity.name, renamedFrom: entity.renamedFrom,
@@ -92,16 +97,21 @@ public enum SnapshotBuilder {
                 guard !tables.contains(where: { $0.name == name }) else { continue }
                 let sourceKey = keyColumns(of: entity, in: schema)
                 let targetKey = keyColumns(of: target, in: schema)
-                let sourceColumns = zip(relationship.joinColumns, sourceKey).map { ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
-                let targetColumns = zip(relationship.joinTargetColumns, targetKey).map { ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false) }
+                let sourceColumns = zip(relationship.joinColumns, sourceKey).map {
+                    ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false)
+                }
+                let targetColumns = zip(relationship.joinTargetColumns, targetKey).map {
+                    ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false)
+                }
                 let all = sourceColumns + targetColumns
-                tables.append(TableSnapshot(
-                    name: name, entity: nil, renamedFrom: nil, columns: all, primaryKey: all.map(\.name),
-                    indexes: [IndexSnapshot(name: "\(name)_\(targetColumns.map(\.name).joined(separator: "_"))_idx", columns: targetColumns.map(\.name), isUnique: false, isFullText: false)],
-                    foreignKeys: [
-                        ForeignKeySnapshot(columns: sourceColumns.map(\.name), table: entity.tableName, referencedColumns: sourceKey.map(\.name), onDelete: .cascade),
-                        ForeignKeySnapshot(columns: targetColumns.map(\.name), table: target.tableName, referencedColumns: targetKey.map(\.name), onDelete: .cascade),
-                    ]))
+                tables.append(
+                    TableSnapshot(
+                        name: name, entity: nil, renamedFrom: nil, columns: all, primaryKey: all.map(\.name),
+                        indexes: [IndexSnapshot(name: "\(name)_\(targetColumns.map(\.name).joined(separator: "_"))_idx", columns: targetColumns.map(\.name), isUnique: false, isFullText: false)],
+                        foreignKeys: [
+                            ForeignKeySnapshot(columns: sourceColumns.map(\.name), table: entity.tableName, referencedColumns: sourceKey.map(\.name), onDelete: .cascade),
+                            ForeignKeySnapshot(columns: targetColumns.map(\.name), table: target.tableName, referencedColumns: targetKey.map(\.name), onDelete: .cascade),
+                        ]))
             }
         }
         return tables
@@ -230,9 +240,10 @@ enum JSONDefault {
             return "[" + items.map { text($0, type: element, schema: schema) }.joined(separator: ",") + "]"
         case .value(let fields):
             guard case .value(let name) = type, let valueType = schema.valueType(named: name) else { return "{}" }
-            return "{" + zip(fields, valueType.fields).map { field, declared in
-                quoted(declared.jsonKey) + ":" + text(field.value, type: declared.type, schema: schema)
-            }.joined(separator: ",") + "}"
+            return "{"
+                + zip(fields, valueType.fields).map { field, declared in
+                    quoted(declared.jsonKey) + ":" + text(field.value, type: declared.type, schema: schema)
+                }.joined(separator: ",") + "}"
         case .null: return "null"
         case .integer(let number): return String(number)
         case .double(let number): return String(number)

@@ -60,7 +60,8 @@ public final class SnapshotReadAhead: @unchecked Sendable {
 
     private static func stamp(_ path: String) -> Stamp? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = attributes[.size] as? Int, let modified = attributes[.modificationDate] as? Date else { return nil }
+            let size = attributes[.size] as? Int, let modified = attributes[.modificationDate] as? Date
+        else { return nil }
         return Stamp(size: size, modified: modified)
     }
 }

@@ -69,8 +69,9 @@ struct SnapshotReader {
             return true
         }
         guard read, let name, let columns, let primaryKey, let indexes, let foreignKeys else { return nil }
-        var table = TableSnapshot(name: name, entity: entity, renamedFrom: renamedFrom, columns: columns, primaryKey: primaryKey,
-                                  indexes: indexes, foreignKeys: foreignKeys)
+        var table = TableSnapshot(
+            name: name, entity: entity, renamedFrom: renamedFrom, columns: columns, primaryKey: primaryKey,
+            indexes: indexes, foreignKeys: foreignKeys)
         table.doc = doc
         return table
     }
@@ -100,8 +101,9 @@ struct SnapshotReader {
             return true
         }
         guard read, let name, let kind, let isNullable, let isAutoIncrement else { return nil }
-        var column = ColumnSnapshot(name: name, property: property, renamedFrom: renamedFrom, kind: kind, isNullable: isNullable,
-                                    defaultValue: defaultValue, isAutoIncrement: isAutoIncrement, enumValues: enumValues, bits: bits)
+        var column = ColumnSnapshot(
+            name: name, property: property, renamedFrom: renamedFrom, kind: kind, isNullable: isNullable,
+            defaultValue: defaultValue, isAutoIncrement: isAutoIncrement, enumValues: enumValues, bits: bits)
         column.precision = precision
         column.scale = scale
         column.doc = doc
@@ -141,9 +143,15 @@ struct SnapshotReader {
         let read = object { reader, key in
             cases += 1
             switch key {
-            case "null": guard reader.emptyObject() else { return false }; result = .null
-            case "now": guard reader.emptyObject() else { return false }; result = .now
-            case "uuid": guard reader.emptyObject() else { return false }; result = .uuid
+            case "null":
+                guard reader.emptyObject() else { return false }
+                result = .null
+            case "now":
+                guard reader.emptyObject() else { return false }
+                result = .now
+            case "uuid":
+                guard reader.emptyObject() else { return false }
+                result = .uuid
             case "integer": result = reader.payload { $0.integer() }.map(ColumnDefault.integer)
             case "real": result = reader.payload { $0.double() }.map(ColumnDefault.real)
             case "text": result = reader.payload { $0.string() }.map(ColumnDefault.text)
@@ -323,7 +331,8 @@ struct SnapshotReader {
                     if (0xD800...0xDBFF).contains(scalar) {
                         // A surrogate pair: the low half must follow as another \u escape.
                         guard take(UInt8(ascii: "\\"), skippingSpace: false), take(UInt8(ascii: "u"), skippingSpace: false),
-                              let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+                            let low = hex4(), (0xDC00...0xDFFF).contains(low)
+                        else { return nil }
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     }
                     guard let unicode = Unicode.Scalar(scalar) else { return nil }

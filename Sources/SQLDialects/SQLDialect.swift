@@ -116,8 +116,9 @@ public struct SQLiteDialect: SQLDialect {
     public var registryName: SQLDialectName { .sqlite }
 
     public var capabilities: DialectCapabilities {
-        var capabilities = DialectCapabilities(alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
-                                               alterConstraints: false, maximumIdentifierBytes: nil)
+        var capabilities = DialectCapabilities(
+            alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
+            alterConstraints: false, maximumIdentifierBytes: nil)
         capabilities.strictTables = true
         return capabilities
     }
@@ -146,8 +147,9 @@ public struct PostgresDialect: SQLDialect {
     public var registryName: SQLDialectName { .postgres }
 
     public var capabilities: DialectCapabilities {
-        var capabilities = DialectCapabilities(alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
-                                               alterConstraints: true, maximumIdentifierBytes: 63)
+        var capabilities = DialectCapabilities(
+            alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
+            alterConstraints: true, maximumIdentifierBytes: 63)
         capabilities.lockingDDL = true
         capabilities.comments = true
         capabilities.namedConstraints = true

@@ -1,4 +1,5 @@
 import CSQLite
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,9 +28,10 @@ enum PreUpdateAPI {
             dlsym(process, name).map { unsafeBitCast($0, to: type) }
         }
         guard let register = symbol("sqlite3_preupdate_hook", as: Register.self),
-              let old = symbol("sqlite3_preupdate_old", as: Read.self),
-              let new = symbol("sqlite3_preupdate_new", as: Read.self),
-              let count = symbol("sqlite3_preupdate_count", as: Count.self) else { return nil }
+            let old = symbol("sqlite3_preupdate_old", as: Read.self),
+            let new = symbol("sqlite3_preupdate_new", as: Read.self),
+            let count = symbol("sqlite3_preupdate_count", as: Count.self)
+        else { return nil }
         return Functions(register: register, old: old, new: new, count: count)
     }()
 }
@@ -123,19 +125,21 @@ extension SQLiteConnection {
         }
         let box = RowChangeBox(handler, api: api)
         rowChangeBox = box
-        _ = api.register(rawHandle, { context, connection, operation, database, table, oldRowID, newRowID in
-            guard let context, let connection, let table, let database else { return }
-            let box = Unmanaged<RowChangeBox>.fromOpaque(context).takeUnretainedValue()
-            let kind: RowChange.Operation
-            switch operation {
-            case SQLITE_INSERT: kind = .insert
-            case SQLITE_DELETE: kind = .delete
-            default: kind = .update
-            }
-            // "main" is compared by bytes: no String per row.
-            let isMain = database[0] == 0x6D && database[1] == 0x61 && database[2] == 0x69 && database[3] == 0x6E && database[4] == 0
-            box.handler(RowChange(operation: kind, table: table, isMain: isMain, oldRowID: oldRowID, newRowID: newRowID, connection: connection, api: box.api))
-        }, Unmanaged.passUnretained(box).toOpaque())
+        _ = api.register(
+            rawHandle,
+            { context, connection, operation, database, table, oldRowID, newRowID in
+                guard let context, let connection, let table, let database else { return }
+                let box = Unmanaged<RowChangeBox>.fromOpaque(context).takeUnretainedValue()
+                let kind: RowChange.Operation
+                switch operation {
+                case SQLITE_INSERT: kind = .insert
+                case SQLITE_DELETE: kind = .delete
+                default: kind = .update
+                }
+                // "main" is compared by bytes: no String per row.
+                let isMain = database[0] == 0x6D && database[1] == 0x61 && database[2] == 0x69 && database[3] == 0x6E && database[4] == 0
+                box.handler(RowChange(operation: kind, table: table, isMain: isMain, oldRowID: oldRowID, newRowID: newRowID, connection: connection, api: box.api))
+            }, Unmanaged.passUnretained(box).toOpaque())
         return true
     }
 

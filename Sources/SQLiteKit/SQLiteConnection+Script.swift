@@ -151,11 +151,13 @@ extension SQLiteConnection {
         }
         let box = ProgressBox(tick)
         progressBox = box
-        sqlite3_progress_handler(rawHandle, instructions, { context in
-            guard let context else { return 0 }
-            Unmanaged<ProgressBox>.fromOpaque(context).takeUnretainedValue().tick()
-            return 0
-        }, Unmanaged.passUnretained(box).toOpaque())
+        sqlite3_progress_handler(
+            rawHandle, instructions,
+            { context in
+                guard let context else { return 0 }
+                Unmanaged<ProgressBox>.fromOpaque(context).takeUnretainedValue().tick()
+                return 0
+            }, Unmanaged.passUnretained(box).toOpaque())
     }
 
     /// Counts the rows inserted into rowid tables while `body` runs, through SQLite's update
@@ -164,13 +166,15 @@ extension SQLiteConnection {
     public func countingInsertedRows<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         let box = InsertCounter()
         insertCounter = box
-        sqlite3_update_hook(rawHandle, { context, operation, _, table, _ in
-            guard let context, operation == SQLITE_INSERT else { return }
-            let counter = Unmanaged<InsertCounter>.fromOpaque(context).takeUnretainedValue()
-            // The table's name once per statement, not per row.
-            if counter.count == 0, let table { counter.table = String(cString: table) }
-            counter.count += 1
-        }, Unmanaged.passUnretained(box).toOpaque())
+        sqlite3_update_hook(
+            rawHandle,
+            { context, operation, _, table, _ in
+                guard let context, operation == SQLITE_INSERT else { return }
+                let counter = Unmanaged<InsertCounter>.fromOpaque(context).takeUnretainedValue()
+                // The table's name once per statement, not per row.
+                if counter.count == 0, let table { counter.table = String(cString: table) }
+                counter.count += 1
+            }, Unmanaged.passUnretained(box).toOpaque())
         defer {
             sqlite3_update_hook(rawHandle, nil, nil)
             insertCounter = nil

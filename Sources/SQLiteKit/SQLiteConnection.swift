@@ -46,9 +46,11 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
         /// The C name, `SQLITE_BUSY` say.
         public var name: String {
-            let names: [Int32: String] = [1: "ERROR", 2: "INTERNAL", 3: "PERM", 4: "ABORT", 5: "BUSY", 6: "LOCKED", 7: "NOMEM", 8: "READONLY", 9: "INTERRUPT",
-                                          10: "IOERR", 11: "CORRUPT", 12: "NOTFOUND", 13: "FULL", 14: "CANTOPEN", 15: "PROTOCOL", 16: "EMPTY", 17: "SCHEMA",
-                                          18: "TOOBIG", 19: "CONSTRAINT", 20: "MISMATCH", 21: "MISUSE", 22: "NOLFS", 23: "AUTH", 24: "FORMAT", 25: "RANGE", 26: "NOTADB"]
+            let names: [Int32: String] = [
+                1: "ERROR", 2: "INTERNAL", 3: "PERM", 4: "ABORT", 5: "BUSY", 6: "LOCKED", 7: "NOMEM", 8: "READONLY", 9: "INTERRUPT",
+                10: "IOERR", 11: "CORRUPT", 12: "NOTFOUND", 13: "FULL", 14: "CANTOPEN", 15: "PROTOCOL", 16: "EMPTY", 17: "SCHEMA",
+                18: "TOOBIG", 19: "CONSTRAINT", 20: "MISMATCH", 21: "MISUSE", 22: "NOLFS", 23: "AUTH", 24: "FORMAT", 25: "RANGE", 26: "NOTADB",
+            ]
             return "SQLITE_" + (names[rawValue] ?? String(rawValue))
         }
     }
@@ -273,9 +275,11 @@ public final class SQLiteConnection {
     /// `forEachRowInPlace`, handing each blob of `columns` to `open` where SQLite holds it
     /// instead of copying it; `open` sees the rest of the row (read first) and returns the
     /// column's value. Made for values that are transformed on reading anyway (decrypted).
-    public func forEachRowInPlace(_ sql: String, _ arguments: [SQLiteValue] = [], ownStatement: Bool = false, opening columns: [Int],
-                                  with open: (_ column: Int, _ content: BorrowedValue, _ row: [SQLiteValue]) throws -> SQLiteValue,
-                                  _ body: (inout [SQLiteValue]) throws -> Void) throws {
+    public func forEachRowInPlace(
+        _ sql: String, _ arguments: [SQLiteValue] = [], ownStatement: Bool = false, opening columns: [Int],
+        with open: (_ column: Int, _ content: BorrowedValue, _ row: [SQLiteValue]) throws -> SQLiteValue,
+        _ body: (inout [SQLiteValue]) throws -> Void
+    ) throws {
         var row: [SQLiteValue] = []
         var failure: (any Error)?
         var skipped: [Bool] = []

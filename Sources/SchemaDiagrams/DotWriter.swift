@@ -15,7 +15,8 @@ public enum DotWriter {
             for row in box.rows {
                 let keys = [row.isKey ? "PK" : nil, row.isForeignKey ? "FK" : nil, row.isUnique ? "UK" : nil].compactMap { $0 }.joined(separator: " ")
                 let name = row.isKey ? "<u>\(HTMLText.escape(row.name))</u>" : HTMLText.escape(row.name)
-                label += "<tr><td align=\"left\" port=\(quoted(row.name))>\(name)</td><td align=\"left\">\(HTMLText.escape(row.type + (row.isOptional ? "?" : "")))</td><td align=\"left\">\(keys)</td></tr>"
+                label +=
+                    "<tr><td align=\"left\" port=\(quoted(row.name))>\(name)</td><td align=\"left\">\(HTMLText.escape(row.type + (row.isOptional ? "?" : "")))</td><td align=\"left\">\(keys)</td></tr>"
             }
             label += "</table>"
             let url = link.map { ", URL=\(quoted($0(box.name))), target=\"_top\"" } ?? ""
@@ -34,7 +35,8 @@ public enum DotWriter {
             out += "    }\n"
         }
         for edge in model.edges {
-            out += "    \(quoted(edge.from)) -> \(quoted(edge.to)) [arrowtail=\(arrow(edge.fromCardinality)), arrowhead=\(arrow(edge.toCardinality)), label=\(quoted(edge.label))\(edge.isIdentifying ? "" : ", style=dashed")];\n"
+            out +=
+                "    \(quoted(edge.from)) -> \(quoted(edge.to)) [arrowtail=\(arrow(edge.fromCardinality)), arrowhead=\(arrow(edge.toCardinality)), label=\(quoted(edge.label))\(edge.isIdentifying ? "" : ", style=dashed")];\n"
         }
         for type in model.types {
             for user in type.usedBy {

@@ -57,13 +57,17 @@ public struct ERModel: Sendable, Equatable {
         name = schema.name
         boxes = schema.entities.map { Self.box(for: $0, in: schema) }
         edges = Self.edges(of: schema)
-        types = schema.enums.map { enumType in
-            TypeBox(name: enumType.name, kind: .enumeration, rows: enumType.cases.map(\.name),
+        types =
+            schema.enums.map { enumType in
+                TypeBox(
+                    name: enumType.name, kind: .enumeration, rows: enumType.cases.map(\.name),
                     usedBy: Self.users(of: enumType.name, in: schema))
-        } + schema.values.map { value in
-            TypeBox(name: value.name, kind: .value, rows: value.fields.map { "\($0.name): \($0.type)\($0.isOptional ? "?" : "")" },
+            }
+            + schema.values.map { value in
+                TypeBox(
+                    name: value.name, kind: .value, rows: value.fields.map { "\($0.name): \($0.type)\($0.isOptional ? "?" : "")" },
                     usedBy: Self.users(of: value.name, in: schema))
-        }
+            }
     }
 
     static func users(of type: String, in schema: Schema) -> [String] {
@@ -94,17 +98,21 @@ public struct ERModel: Sendable, Equatable {
             if attribute.isEncrypted { notes.append("encrypted") }
             if attribute.isSearchable { notes.append("searchable") }
             if let doc = attribute.doc { notes.append(doc) }
-            rows.append(Row(name: attribute.name, type: attribute.type.description, isOptional: attribute.isOptional,
-                            isKey: keyMembers.contains(attribute.name), isForeignKey: false,
-                            isUnique: attribute.isUnique || entity.uniques.contains { $0 == [attribute.name] },
-                            note: notes.isEmpty ? nil : notes.joined(separator: "; ")))
+            rows.append(
+                Row(
+                    name: attribute.name, type: attribute.type.description, isOptional: attribute.isOptional,
+                    isKey: keyMembers.contains(attribute.name), isForeignKey: false,
+                    isUnique: attribute.isUnique || entity.uniques.contains { $0 == [attribute.name] },
+                    note: notes.isEmpty ? nil : notes.joined(separator: "; ")))
         }
         // The key a to-one relationship stores, as generated code names it.
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
-            rows.append(Row(name: relationship.name + "ID", type: keyType(of: relationship.target, in: schema),
-                            isOptional: relationship.isOptional, isKey: keyMembers.contains(relationship.name), isForeignKey: true,
-                            isUnique: entity.uniques.contains { $0 == [relationship.name] },
-                            note: "\(relationship.name) -> \(relationship.target)"))
+            rows.append(
+                Row(
+                    name: relationship.name + "ID", type: keyType(of: relationship.target, in: schema),
+                    isOptional: relationship.isOptional, isKey: keyMembers.contains(relationship.name), isForeignKey: true,
+                    isUnique: entity.uniques.contains { $0 == [relationship.name] },
+                    note: "\(relationship.name) -> \(relationship.target)"))
         }
         return Box(name: entity.name, doc: entity.doc, rows: rows)
     }
@@ -133,13 +141,17 @@ public struct ERModel: Sendable, Equatable {
                 if let inverse { drawn.insert(id(relationship.target, inverse.name)) }
                 // Draw from the side that holds the link when the other side is to-many.
                 if relationship.isToMany, let inverse, !inverse.isToMany {
-                    edges.append(edge(from: relationship.target, inverse, to: entity.name, relationship,
-                                      identifying: schema.entity(named: relationship.target).map { target in
-                                          if case .members(let members) = target.primaryKey { members.contains(inverse.name) } else { false }
-                                      } ?? false))
+                    edges.append(
+                        edge(
+                            from: relationship.target, inverse, to: entity.name, relationship,
+                            identifying: schema.entity(named: relationship.target).map { target in
+                                if case .members(let members) = target.primaryKey { members.contains(inverse.name) } else { false }
+                            } ?? false))
                 } else {
-                    edges.append(edge(from: entity.name, relationship, to: relationship.target, inverse,
-                                      identifying: keyMembers.contains(relationship.name)))
+                    edges.append(
+                        edge(
+                            from: entity.name, relationship, to: relationship.target, inverse,
+                            identifying: keyMembers.contains(relationship.name)))
                 }
             }
         }
@@ -148,12 +160,13 @@ public struct ERModel: Sendable, Equatable {
 
     static func edge(from source: String, _ relationship: Relationship, to target: String, _ inverse: Relationship?, identifying: Bool) -> Edge {
         func cardinality(_ side: Relationship?) -> Cardinality {
-            guard let side else { return .zeroOrMore }   // no inverse: any number may point here
+            guard let side else { return .zeroOrMore }  // no inverse: any number may point here
             if side.isToMany { return (side.minCount ?? 0) > 0 ? .oneOrMore : .zeroOrMore }
             return side.isOptional ? .zeroOrOne : .exactlyOne
         }
-        return Edge(from: source, to: target, toCardinality: cardinality(relationship), fromCardinality: cardinality(inverse),
-                    isIdentifying: identifying, label: inverse.map { "\(relationship.name) / \($0.name)" } ?? relationship.name)
+        return Edge(
+            from: source, to: target, toCardinality: cardinality(relationship), fromCardinality: cardinality(inverse),
+            isIdentifying: identifying, label: inverse.map { "\(relationship.name) / \($0.name)" } ?? relationship.name)
     }
 
     /// The entities within `depth` relationships of `entity`, and only the edges between them.

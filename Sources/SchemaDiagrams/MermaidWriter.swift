@@ -16,18 +16,20 @@ public enum MermaidWriter {
         }
         for edge in model.edges {
             // The left end is how many `from` objects one `to` has, the right end the reverse.
-            let left: String = switch edge.fromCardinality {
-            case .zeroOrOne: "|o"
-            case .exactlyOne: "||"
-            case .zeroOrMore: "}o"
-            case .oneOrMore: "}|"
-            }
-            let right: String = switch edge.toCardinality {
-            case .zeroOrOne: "o|"
-            case .exactlyOne: "||"
-            case .zeroOrMore: "o{"
-            case .oneOrMore: "|{"
-            }
+            let left: String =
+                switch edge.fromCardinality {
+                case .zeroOrOne: "|o"
+                case .exactlyOne: "||"
+                case .zeroOrMore: "}o"
+                case .oneOrMore: "}|"
+                }
+            let right: String =
+                switch edge.toCardinality {
+                case .zeroOrOne: "o|"
+                case .exactlyOne: "||"
+                case .zeroOrMore: "o{"
+                case .oneOrMore: "|{"
+                }
             out += "    \(edge.from) \(left)\(edge.isIdentifying ? "--" : "..")\(right) \(edge.to) : \"\(text(edge.label))\"\n"
         }
         return out

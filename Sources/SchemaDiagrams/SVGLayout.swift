@@ -39,13 +39,15 @@ public enum SVGLayout {
         }
         let width = margin * 2 + columnWidths.reduce(0, +) + Double(max(0, columns - 1)) * gap
         let height = margin * 2 + rowHeights.reduce(0, +) + Double(max(0, rowHeights.count - 1)) * gap
-        var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\" viewBox=\"0 0 \(number(width)) \(number(height))\" width=\"\(number(width))\" height=\"\(number(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+        var out =
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\" viewBox=\"0 0 \(number(width)) \(number(height))\" width=\"\(number(width))\" height=\"\(number(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
         out += "<title>\(HTMLText.escape(model.name)) entities and relationships</title>\n"
         let byName = Dictionary(uniqueKeysWithValues: placed.map { ($0.box.name, $0) })
         for edge in model.edges {
             guard let from = byName[edge.from], let to = byName[edge.to] else { continue }
             let start = border(of: from, toward: to.center), end = border(of: to, toward: from.center)
-            out += "<g class=\"edge\"><line x1=\"\(number(start.0))\" y1=\"\(number(start.1))\" x2=\"\(number(end.0))\" y2=\"\(number(end.1))\" stroke=\"#777\"\(edge.isIdentifying ? "" : " stroke-dasharray=\"5,3\"")/>"
+            out +=
+                "<g class=\"edge\"><line x1=\"\(number(start.0))\" y1=\"\(number(start.1))\" x2=\"\(number(end.0))\" y2=\"\(number(end.1))\" stroke=\"#777\"\(edge.isIdentifying ? "" : " stroke-dasharray=\"5,3\"")/>"
             let middle = ((start.0 + end.0) / 2, (start.1 + end.1) / 2)
             out += "<text x=\"\(number(middle.0))\" y=\"\(number(middle.1 - 4))\" text-anchor=\"middle\" fill=\"#555\" font-size=\"10\">\(HTMLText.escape(edge.label))</text>"
             out += endLabel(edge.toCardinality, at: end, from: start) + endLabel(edge.fromCardinality, at: start, from: end) + "</g>\n"
@@ -75,12 +77,13 @@ public enum SVGLayout {
     }
 
     static func endLabel(_ cardinality: ERModel.Cardinality, at point: (Double, Double), from other: (Double, Double)) -> String {
-        let text: String = switch cardinality {
-        case .zeroOrOne: "0..1"
-        case .exactlyOne: "1"
-        case .zeroOrMore: "0..*"
-        case .oneOrMore: "1..*"
-        }
+        let text: String =
+            switch cardinality {
+            case .zeroOrOne: "0..1"
+            case .exactlyOne: "1"
+            case .zeroOrMore: "0..*"
+            case .oneOrMore: "1..*"
+            }
         let length = max(1, ((point.0 - other.0) * (point.0 - other.0) + (point.1 - other.1) * (point.1 - other.1)).squareRoot())
         let x = point.0 + (other.0 - point.0) / length * 16, y = point.1 + (other.1 - point.1) / length * 16
         return "<text x=\"\(number(x))\" y=\"\(number(y))\" text-anchor=\"middle\" fill=\"#345\" font-size=\"10\">\(text)</text>"

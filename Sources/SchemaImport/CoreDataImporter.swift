@@ -59,11 +59,14 @@ public enum CoreDataImporter {
             builder.mappingModels = mappingModels
             builder.versionNames = (String(folder.dropLast(".xcdatamodel".count)), previousFolder.map { String($0.dropLast(".xcdatamodel".count)) })
             let schema = builder.build(name: schemaName, version: number)
-            let findings = current == nil && folder == currentFolder && folders.count > 1
+            let findings =
+                current == nil && folder == currentFolder && folders.count > 1
                 ? [ImportFinding(.warning, at: bundleName, "the bundle has no .xccurrentversion; '\(folder)', the last version, is taken as current")] + builder.findings
                 : builder.findings
-            versions.append(Version(name: String(folder.dropLast(".xcdatamodel".count)), isCurrent: folder == currentFolder,
-                                    result: ImportResult(schema: schema, findings: findings)))
+            versions.append(
+                Version(
+                    name: String(folder.dropLast(".xcdatamodel".count)), isCurrent: folder == currentFolder,
+                    result: ImportResult(schema: schema, findings: findings)))
             previous = model
             previousFolder = folder
         }
@@ -84,7 +87,8 @@ public enum CoreDataImporter {
         let place = "\(bundle.lastPathComponent)/.xccurrentversion"
         guard let data = try? Data(contentsOf: file) else { throw ImportError(at: place, "cannot read the file") }
         guard let plist = try? PropertyListSerialization.propertyList(from: data, format: nil),
-              let dictionary = plist as? [String: Any] else {
+            let dictionary = plist as? [String: Any]
+        else {
             throw ImportError(at: place, "not a property list; Xcode writes a dictionary with the key _XCCurrentVersionName")
         }
         guard let name = dictionary["_XCCurrentVersionName"] as? String else {
@@ -127,7 +131,8 @@ public enum CoreDataImporter {
         guard let size = attributes?[.size] as? NSNumber else {
             let folder = file.deletingLastPathComponent()
             if FileManager.default.fileExists(atPath: folder.appendingPathComponent("elements").path) {
-                throw ImportError(at: place, "this version is in Xcode 3's format (binary elements and layout archives, no contents file); open the model in a current Xcode and save it, which writes contents")
+                throw ImportError(
+                    at: place, "this version is in Xcode 3's format (binary elements and layout archives, no contents file); open the model in a current Xcode and save it, which writes contents")
             }
             throw ImportError(at: place, "cannot read the model file (every .xcdatamodel folder holds one named contents)")
         }
@@ -170,7 +175,11 @@ public enum CoreDataImporter {
                                 }
                                 members.append(property)
                             } else {
-                                model.findings.append(ImportFinding(.warning, at: at(element), "fetch index '\(member["name"] ?? "")' of '\(name)' not imported: only property elements of type Binary can be expressed (this one is \(element["type"] ?? "an expression"))"))
+                                model.findings.append(
+                                    ImportFinding(
+                                        .warning, at: at(element),
+                                        "fetch index '\(member["name"] ?? "")' of '\(name)' not imported: only property elements of type Binary can be expressed (this one is \(element["type"] ?? "an expression"))"
+                                    ))
                                 members = []
                                 break
                             }
@@ -182,7 +191,9 @@ public enum CoreDataImporter {
                             if !members.isEmpty { entity.indexes.append((members, compound)) }
                         }
                     case "fetchedProperty":
-                        model.findings.append(ImportFinding(.warning, at: at(member), "fetched property '\(member["name"] ?? "")' of '\(name)' not imported: a schema has no stored queries; write it as a query in code"))
+                        model.findings.append(
+                            ImportFinding(.warning, at: at(member), "fetched property '\(member["name"] ?? "")' of '\(name)' not imported: a schema has no stored queries; write it as a query in code")
+                        )
                     case "userInfo":
                         model.findings.append(ImportFinding(.note, at: at(member), "user info of '\(name)' not imported"))
                     default:
@@ -197,7 +208,7 @@ public enum CoreDataImporter {
             case "composite":
                 model.composites.append(child)
             case "elements":
-                break   // Diagram positions in Xcode's editor: nothing of the model.
+                break  // Diagram positions in Xcode's editor: nothing of the model.
             default:
                 model.findings.append(ImportFinding(.warning, at: at(child), "unknown element <\(child.name)> not imported"))
             }

@@ -30,9 +30,18 @@ extension CoreDataImporter {
         mutating func warn(_ element: XMLTree.Element, _ message: String) { findings.append(ImportFinding(.warning, at: at(element), message)) }
         mutating func note(_ element: XMLTree.Element, _ message: String) { findings.append(ImportFinding(.note, at: at(element), message)) }
 
-        static let knownEntityAttributes: Set<String> = ["name", "representedClassName", "parentEntity", "isAbstract", "syncable", "codeGenerationType", "elementID", "renamingIdentifier", "versionHashModifier", "customClassName", "className"]
-        static let knownAttributeAttributes: Set<String> = ["name", "optional", "attributeType", "composite", "defaultValueString", "defaultDateTimeInterval", "usesScalarValueType", "transient", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion", "indexed", "spotlightIndexingEnabled", "renamingIdentifier", "elementID", "syncable", "valueTransformerName", "customClassName", "versionHashModifier", "attributeValueClassName", "minValueString", "maxValueString", "regularExpressionString", "derived", "derivationExpression", "storedInTruthFile", "allowsCloudEncryption"]
-        static let knownRelationshipAttributes: Set<String> = ["name", "optional", "toMany", "minCount", "maxCount", "deletionRule", "destinationEntity", "inverseName", "inverseEntity", "ordered", "syncable", "renamingIdentifier", "elementID", "transient", "versionHashModifier", "indexed"]
+        static let knownEntityAttributes: Set<String> = [
+            "name", "representedClassName", "parentEntity", "isAbstract", "syncable", "codeGenerationType", "elementID", "renamingIdentifier", "versionHashModifier", "customClassName", "className",
+        ]
+        static let knownAttributeAttributes: Set<String> = [
+            "name", "optional", "attributeType", "composite", "defaultValueString", "defaultDateTimeInterval", "usesScalarValueType", "transient", "allowsExternalBinaryDataStorage",
+            "preservesValueInHistoryOnDeletion", "indexed", "spotlightIndexingEnabled", "renamingIdentifier", "elementID", "syncable", "valueTransformerName", "customClassName", "versionHashModifier",
+            "attributeValueClassName", "minValueString", "maxValueString", "regularExpressionString", "derived", "derivationExpression", "storedInTruthFile", "allowsCloudEncryption",
+        ]
+        static let knownRelationshipAttributes: Set<String> = [
+            "name", "optional", "toMany", "minCount", "maxCount", "deletionRule", "destinationEntity", "inverseName", "inverseEntity", "ordered", "syncable", "renamingIdentifier", "elementID",
+            "transient", "versionHashModifier", "indexed",
+        ]
 
         mutating func reportUnknownAttributes(_ element: XMLTree.Element, known: Set<String>, what: String) {
             for key in element.attributes.keys.sorted() where !known.contains(key) {
@@ -102,8 +111,12 @@ extension CoreDataImporter {
                     if field.isUnique || field.isIndexed || field.isSearchable || field.isTransient || field.usesExternalStorage || field.preservesValueOnDeletion {
                         warn(element, "field '\(name).\(field.name)' of a composite type keeps only its type, optionality and default")
                     }
-                    field.isUnique = false; field.isIndexed = false; field.isSearchable = false
-                    field.isTransient = false; field.usesExternalStorage = false; field.preservesValueOnDeletion = false
+                    field.isUnique = false
+                    field.isIndexed = false
+                    field.isSearchable = false
+                    field.isTransient = false
+                    field.usesExternalStorage = false
+                    field.preservesValueOnDeletion = false
                     return field
                 }
                 return ImportedValueType(name: name, fields: fields)
@@ -114,21 +127,34 @@ extension CoreDataImporter {
             var schema = ImportedSchema(name: name, version: version)
             schema.values = valueTypes()
             if !schema.values.isEmpty {
-                findings.append(ImportFinding(.note, at: model.place, "composite attributes become value types (\(schema.values.map(\.name).joined(separator: ", "))), which the store keeps as JSON in one column; Core Data kept a column per field"))
+                findings.append(
+                    ImportFinding(
+                        .note, at: model.place,
+                        "composite attributes become value types (\(schema.values.map(\.name).joined(separator: ", "))), which the store keeps as JSON in one column; Core Data kept a column per field"
+                    ))
             }
             for entity in model.entities {
                 reportUnknownAttributes(entity.element, known: Self.knownEntityAttributes, what: "entity '\(entity.name)'")
                 if entity.isAbstract {
                     let concrete = concreteDescendants(of: entity.name)
-                    note(entity.element, "abstract entity '\(entity.name)' has no table of its own; its members are copied into \(concrete.isEmpty ? "no entity (it has no concrete sub-entities)" : concrete.map { "'\($0)'" }.joined(separator: ", "))")
+                    note(
+                        entity.element,
+                        "abstract entity '\(entity.name)' has no table of its own; its members are copied into \(concrete.isEmpty ? "no entity (it has no concrete sub-entities)" : concrete.map { "'\($0)'" }.joined(separator: ", "))"
+                    )
                     continue
                 }
                 guard let chain = lineage(of: entity) else { continue }
                 if chain.count > 1 {
-                    note(entity.element, "entity '\(entity.name)' inherits from '\(chain[chain.count - 2].name)'; the schema has no inheritance, so its inherited members are copied into it and it gets a table of its own")
+                    note(
+                        entity.element,
+                        "entity '\(entity.name)' inherits from '\(chain[chain.count - 2].name)'; the schema has no inheritance, so its inherited members are copied into it and it gets a table of its own"
+                    )
                 }
                 if hasSubentities(entity.name) {
-                    warn(entity.element, "entity '\(entity.name)' has sub-entities; Core Data keeps them in one table, the schema gives each its own, so a relationship to '\(entity.name)' reaches only '\(entity.name)' objects")
+                    warn(
+                        entity.element,
+                        "entity '\(entity.name)' has sub-entities; Core Data keeps them in one table, the schema gives each its own, so a relationship to '\(entity.name)' reaches only '\(entity.name)' objects"
+                    )
                 }
                 var imported = ImportedEntity(name: entity.name)
                 for ancestor in chain {
@@ -139,7 +165,10 @@ extension CoreDataImporter {
                         // A relationship declared on an ancestor moves down only from an abstract
                         // ancestor with this one concrete descendant.
                         if ancestor.name != entity.name, !(ancestor.isAbstract && concreteDescendants(of: ancestor.name) == [entity.name]) {
-                            warn(element, "relationship '\(ancestor.name).\(element["name"] ?? "")' is inherited by several entities; the schema has no inheritance, so it is not imported for '\(entity.name)': declare it on each entity by hand")
+                            warn(
+                                element,
+                                "relationship '\(ancestor.name).\(element["name"] ?? "")' is inherited by several entities; the schema has no inheritance, so it is not imported for '\(entity.name)': declare it on each entity by hand"
+                            )
                             continue
                         }
                         if let relationship = relationship(element, entity: entity.name) { imported.relationships.append(relationship) }
@@ -182,7 +211,8 @@ extension CoreDataImporter {
         mutating func resolveIdentifierAttribute(_ entity: inout ImportedEntity, element: XMLTree.Element) {
             guard let position = entity.attributes.firstIndex(where: { $0.name == "id" }) else { return }
             let attribute = entity.attributes[position]
-            let keyable = !attribute.isOptional && !attribute.isTransient && !attribute.usesExternalStorage
+            let keyable =
+                !attribute.isOptional && !attribute.isTransient && !attribute.usesExternalStorage
                 && ["String", "UUID", "Int", "Int16", "Int32", "Int64"].contains(attribute.type)
             if keyable, entity.uniques.contains(["id"]) {
                 entity.primaryKey = ["id"]
@@ -262,14 +292,16 @@ extension CoreDataImporter {
             var attribute = ImportedAttribute(name: name, type: type, isOptional: element.flag("optional"))
             attribute.isTransient = element.flag("transient")
             if element.flag("allowsExternalBinaryDataStorage") {
-                if type == "Data" || type == "String" { attribute.usesExternalStorage = true }
-                else { warn(element, "\(what) allows external storage, which the schema language has for Data and String only; not carried over") }
+                if type == "Data" || type == "String" {
+                    attribute.usesExternalStorage = true
+                } else {
+                    warn(element, "\(what) allows external storage, which the schema language has for Data and String only; not carried over")
+                }
             }
             attribute.preservesValueOnDeletion = element.flag("preservesValueInHistoryOnDeletion")
             attribute.isIndexed = element.flag("indexed")
             if element.flag("spotlightIndexingEnabled") {
-                if type == "String" { attribute.isSearchable = true }
-                else { warn(element, "\(what) is indexed in Spotlight, which the schema has as `searchable` for String only; not carried over") }
+                if type == "String" { attribute.isSearchable = true } else { warn(element, "\(what) is indexed in Spotlight, which the schema has as `searchable` for String only; not carried over") }
             }
             if element.flag("derived") {
                 warn(element, "\(what) is derived (\(element["derivationExpression"] ?? "an expression")); imported as an ordinary attribute, so compute its value yourself")
@@ -367,7 +399,10 @@ extension CoreDataImporter {
                 return nil
             }
             guard let target = flattenedTarget(destination) else {
-                warn(element, "\(what) points at abstract entity '\(destination)', whose objects are of several entities (\(concreteDescendants(of: destination).joined(separator: ", "))); the schema has no inheritance, so it is not imported: declare one relationship per entity by hand")
+                warn(
+                    element,
+                    "\(what) points at abstract entity '\(destination)', whose objects are of several entities (\(concreteDescendants(of: destination).joined(separator: ", "))); the schema has no inheritance, so it is not imported: declare one relationship per entity by hand"
+                )
                 return nil
             }
             if element.flag("transient") {
@@ -430,12 +465,16 @@ extension CoreDataImporter {
                 for relationshipIndex in schema.entities[entityIndex].relationships.indices {
                     let relationship = schema.entities[entityIndex].relationships[relationshipIndex]
                     guard relationship.deleteRule == .nullify, let inverseName = relationship.inverse,
-                          let inverse = byName[relationship.target]?.relationships.first(where: { $0.name == inverseName }),
-                          !inverse.isToMany, !inverse.isOptional else { continue }
+                        let inverse = byName[relationship.target]?.relationships.first(where: { $0.name == inverseName }),
+                        !inverse.isToMany, !inverse.isOptional
+                    else { continue }
                     schema.entities[entityIndex].relationships[relationshipIndex].deleteRule = .deny
                     let element = model.entity(named: schema.entities[entityIndex].name)?.element
-                    findings.append(ImportFinding(.note, at: element.map(at) ?? model.place,
-                        "'\(schema.entities[entityIndex].name).\(relationship.name)' nullifies '\(relationship.target).\(inverseName)', which is required, so Core Data refuses the save; imported as deny, which says so at the delete"))
+                    findings.append(
+                        ImportFinding(
+                            .note, at: element.map(at) ?? model.place,
+                            "'\(schema.entities[entityIndex].name).\(relationship.name)' nullifies '\(relationship.target).\(inverseName)', which is required, so Core Data refuses the save; imported as deny, which says so at the delete"
+                        ))
                 }
             }
         }
@@ -457,11 +496,13 @@ extension CoreDataImporter {
 
         func renamedMember(_ element: XMLTree.Element, entity: String, isRelationship: Bool) -> String? {
             guard let current = model.entity(named: entity), let before = previousEntity(of: current),
-                  let identifier = Self.renamingIdentifier(element), let name = element["name"] else { return nil }
+                let identifier = Self.renamingIdentifier(element), let name = element["name"]
+            else { return nil }
             let members = isRelationship ? before.relationships : before.attributes
             guard !members.contains(where: { $0["name"] == name }),
-                  let old = members.first(where: { $0["name"] == identifier || Self.renamingIdentifier($0) == identifier })?["name"],
-                  old != name else { return nil }
+                let old = members.first(where: { $0["name"] == identifier || Self.renamingIdentifier($0) == identifier })?["name"],
+                old != name
+            else { return nil }
             return old
         }
 
@@ -474,17 +515,28 @@ extension CoreDataImporter {
             for position in imported.attributes.indices {
                 let attribute = imported.attributes[position]
                 guard !attribute.isOptional, !attribute.isTransient, attribute.defaultValue == nil,
-                      let element = entity.attributes.first(where: { $0["name"] == attribute.name }) else { continue }
+                    let element = entity.attributes.first(where: { $0["name"] == attribute.name })
+                else { continue }
                 let oldName = attribute.renamedFrom ?? attribute.name
                 let old = before.attributes.first { $0["name"] == oldName }
                 guard old == nil || old?.flag("optional") == true else { continue }
                 guard let zero = Self.zeroValue(attribute.type) else {
-                    warn(element, "version \(version) (\(versionNames.current)) makes '\(entity.name).\(attribute.name)' required without a default, and no backfill can be chosen for \(attribute.type); add 'backfill:' to it by hand\(mappingModelHint)")
+                    warn(
+                        element,
+                        "version \(version) (\(versionNames.current)) makes '\(entity.name).\(attribute.name)' required without a default, and no backfill can be chosen for \(attribute.type); add 'backfill:' to it by hand\(mappingModelHint)"
+                    )
                     continue
                 }
                 imported.attributes[position].backfill = zero
-                let shown: String = switch zero { case .text(let text): "\"\(text)\""; case .plain(let text): text }
-                warn(element, "version \(version) (\(versionNames.current)) makes '\(entity.name).\(attribute.name)' required without a default, so the rows of version \(version - 1) need a value; imported with 'backfill: \(shown)', which fills them (and is no default for new ones)\(mappingModelHint); review it")
+                let shown: String =
+                    switch zero {
+                    case .text(let text): "\"\(text)\""
+                    case .plain(let text): text
+                    }
+                warn(
+                    element,
+                    "version \(version) (\(versionNames.current)) makes '\(entity.name).\(attribute.name)' required without a default, so the rows of version \(version - 1) need a value; imported with 'backfill: \(shown)', which fills them (and is no default for new ones)\(mappingModelHint); review it"
+                )
             }
         }
 
@@ -522,7 +574,8 @@ extension CoreDataImporter {
             }
             for element in entity.attributes {
                 guard let name = element["name"], let old = renamedMember(element, entity: entity.name, isRelationship: false),
-                      let position = imported.attributes.firstIndex(where: { $0.name == name }) else { continue }
+                    let position = imported.attributes.firstIndex(where: { $0.name == name })
+                else { continue }
                 imported.attributes[position].renamedFrom = old
             }
         }

@@ -27,19 +27,22 @@ enum SQLScanner {
             switch byte {
             case 0x20, 0x09, 0x0A, 0x0D, 0x0C:
                 index += 1
-            case 0x2D where index + 1 < bytes.count && bytes[index + 1] == 0x2D:   // -- comment
+            case 0x2D where index + 1 < bytes.count && bytes[index + 1] == 0x2D:  // -- comment
                 while index < bytes.count, bytes[index] != 0x0A { index += 1 }
-            case 0x2F where index + 1 < bytes.count && bytes[index + 1] == 0x2A:   // /* comment */
+            case 0x2F where index + 1 < bytes.count && bytes[index + 1] == 0x2A:  // /* comment */
                 index += 2
                 while index + 1 < bytes.count, !(bytes[index] == 0x2A && bytes[index + 1] == 0x2F) { index += 1 }
                 index = min(bytes.count, index + 2)
-            case 0x27, 0x22, 0x60, 0x5B:   // 'text', "name", `name`, [name]
+            case 0x27, 0x22, 0x60, 0x5B:  // 'text', "name", `name`, [name]
                 let close: UInt8 = byte == 0x5B ? 0x5D : byte
                 index += 1
                 while index < bytes.count {
                     if bytes[index] == close {
                         // A doubled quote is an escaped quote (not inside [...]).
-                        if close != 0x5D, index + 1 < bytes.count, bytes[index + 1] == close { index += 2; continue }
+                        if close != 0x5D, index + 1 < bytes.count, bytes[index + 1] == close {
+                            index += 2
+                            continue
+                        }
                         break
                     }
                     index += 1
@@ -69,12 +72,16 @@ enum SQLScanner {
         while index < tokens.count {
             defer { index += 1 }
             guard tokens[index].kind == .word, tokens[index].text.uppercased() == "CHECK",
-                  index + 1 < tokens.count, tokens[index + 1].text == "(" else { continue }
+                index + 1 < tokens.count, tokens[index + 1].text == "("
+            else { continue }
             var depth = 0
             var end = index + 1
             while end < tokens.count {
                 if tokens[end].text == "(" { depth += 1 }
-                if tokens[end].text == ")" { depth -= 1; if depth == 0 { break } }
+                if tokens[end].text == ")" {
+                    depth -= 1
+                    if depth == 0 { break }
+                }
                 end += 1
             }
             let last = min(end, tokens.count - 1)
@@ -101,9 +108,19 @@ enum SQLScanner {
         var currentColumn: String?
         var expectName = false
         for (index, token) in tokens.enumerated() {
-            if token.text == "(" { depth += 1; if depth == 1 { expectName = true }; continue }
-            if token.text == ")" { depth -= 1; continue }
-            if depth == 1, token.text == "," { expectName = true; continue }
+            if token.text == "(" {
+                depth += 1
+                if depth == 1 { expectName = true }
+                continue
+            }
+            if token.text == ")" {
+                depth -= 1
+                continue
+            }
+            if depth == 1, token.text == "," {
+                expectName = true
+                continue
+            }
             if depth == 1, expectName {
                 let name = unquoted(token)
                 currentColumn = columns.first { $0.lowercased() == name.lowercased() }

@@ -87,9 +87,10 @@ public struct SQLiteCatalogue: Sendable, Equatable {
             switch type {
             case "table":
                 let kind = kinds[name] ?? (sql?.uppercased().hasPrefix("CREATE VIRTUAL") == true ? ("virtual", false, false) : ("table", false, false))
-                tables.append(Table(
-                    name: name, kind: kind.kind, isWithoutRowID: kind.withoutRowID, isStrict: kind.strict, sql: sql,
-                    columns: try columns(of: name, connection), indexes: [], foreignKeys: []))
+                tables.append(
+                    Table(
+                        name: name, kind: kind.kind, isWithoutRowID: kind.withoutRowID, isStrict: kind.strict, sql: sql,
+                        columns: try columns(of: name, connection), indexes: [], foreignKeys: []))
             case "view", "trigger":
                 others.append(OtherObject(type: type, name: name, table: text(row[2]), sql: sql))
             default:
@@ -107,8 +108,9 @@ public struct SQLiteCatalogue: Sendable, Equatable {
 
     private static func columns(of table: String, _ connection: SQLiteConnection) throws(SQLiteError) -> [Column] {
         try connection.query("SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid", [.text(table)]).map { row in
-            Column(name: text(row[0]), declaredType: text(row[1]), isNotNull: integer(row[2]) != 0,
-                   defaultSQL: optionalText(row[3]), keyPosition: Int(integer(row[4])), hidden: Int(integer(row[5])))
+            Column(
+                name: text(row[0]), declaredType: text(row[1]), isNotNull: integer(row[2]) != 0,
+                defaultSQL: optionalText(row[3]), keyPosition: Int(integer(row[4])), hidden: Int(integer(row[5])))
         }
     }
 
@@ -124,8 +126,10 @@ public struct SQLiteCatalogue: Sendable, Equatable {
                 descending.append(integer(column[2]) != 0)
                 collations.append(text(column[3]))
             }
-            result.append(Index(name: name, isUnique: integer(row[1]) != 0, origin: text(row[2]), isPartial: integer(row[3]) != 0,
-                                columns: columns, isDescending: descending, collations: collations, sql: sql[name] ?? nil))
+            result.append(
+                Index(
+                    name: name, isUnique: integer(row[1]) != 0, origin: text(row[2]), isPartial: integer(row[3]) != 0,
+                    columns: columns, isDescending: descending, collations: collations, sql: sql[name] ?? nil))
         }
         return result
     }
@@ -139,8 +143,10 @@ public struct SQLiteCatalogue: Sendable, Equatable {
                 result[last].columns.append(text(row[3]))
                 if let to { result[last].referencedColumns.append(to) }
             } else {
-                result.append(ForeignKey(id: id, columns: [text(row[3])], table: text(row[2]), referencedColumns: to.map { [$0] } ?? [],
-                                         onUpdate: text(row[5]), onDelete: text(row[6])))
+                result.append(
+                    ForeignKey(
+                        id: id, columns: [text(row[3])], table: text(row[2]), referencedColumns: to.map { [$0] } ?? [],
+                        onUpdate: text(row[5]), onDelete: text(row[6])))
             }
         }
         // foreign_key_list numbers keys from the last declared; the catalogue keeps declaration order.

@@ -94,7 +94,10 @@ public enum SQLiteImporter {
                 }
             }
             if catalogue.tables.contains(where: { $0.name == "Z_METADATA" }), catalogue.tables.contains(where: { $0.name == "Z_PRIMARYKEY" }) {
-                findings.append(ImportFinding(.warning, at: file, "this is a Core Data store: its Z tables are Core Data's storage, not the model; import the model bundle with `schemagen import coredata MODEL.xcdatamodeld` instead"))
+                findings.append(
+                    ImportFinding(
+                        .warning, at: file,
+                        "this is a Core Data store: its Z tables are Core Data's storage, not the model; import the model bundle with `schemagen import coredata MODEL.xcdatamodeld` instead"))
             }
             let shadow = catalogue.tables.filter { $0.kind == "shadow" }.map(\.name)
             if !shadow.isEmpty {
@@ -103,13 +106,16 @@ public enum SQLiteImporter {
             for other in catalogue.others where !(other.type == "trigger" && SQLiteImporter.isOwn(other.table)) {
                 // Triggers that keep an imported full-text index in step: the schema writes its own.
                 if other.type == "trigger", !importedFullText.isEmpty, let sql = other.sql,
-                   SQLScanner.tokens(sql).contains(where: { ($0.kind == .word || $0.kind == .quotedName) && importedFullText.contains(SQLScanner.unquoted($0)) }) {
-                    findings.append(ImportFinding(.note, at: "\(file): trigger \"\(other.name)\"", "keeps a full-text index in step; not imported, since `searchable` attributes come with triggers of their own"))
+                    SQLScanner.tokens(sql).contains(where: { ($0.kind == .word || $0.kind == .quotedName) && importedFullText.contains(SQLScanner.unquoted($0)) })
+                {
+                    findings.append(
+                        ImportFinding(.note, at: "\(file): trigger \"\(other.name)\"", "keeps a full-text index in step; not imported, since `searchable` attributes come with triggers of their own"))
                     continue
                 }
-                findings.append(ImportFinding(
-                    .warning, at: "\(file): \(other.type) \"\(other.name)\"",
-                    "not imported: the schema language has no \(other.type)s; recreate it in a migration of your own", source: other.sql))
+                findings.append(
+                    ImportFinding(
+                        .warning, at: "\(file): \(other.type) \"\(other.name)\"",
+                        "not imported: the schema language has no \(other.type)s; recreate it in a migration of your own", source: other.sql))
             }
             var taken = Set(["String", "Int", "Int8", "Int16", "Int32", "Int64", "Double", "Float", "Bool", "Date", "Data", "UUID", "URL", "Decimal"].map { $0.lowercased() })
             var names: [String: String] = [:]
@@ -165,7 +171,8 @@ public enum SQLiteImporter {
                 guard table.kind == "virtual", let sql = table.sql else { return nil }
                 let tokens = SQLScanner.tokens(sql)
                 guard let using = tokens.firstIndex(where: { $0.kind == .word && $0.text.uppercased() == "USING" }),
-                      using + 2 < tokens.count, tokens[using + 1].text.lowercased() == "fts5", tokens[using + 2].text == "(" else { return nil }
+                    using + 2 < tokens.count, tokens[using + 1].text.lowercased() == "fts5", tokens[using + 2].text == "("
+                else { return nil }
                 var columns: [String] = [], content: String?
                 // Arguments up to the closing parenthesis, split at commas: `name [UNINDEXED]` is a
                 // column, `key = value` an option. Every pass moves forward, so it ends.
@@ -203,8 +210,9 @@ public enum SQLiteImporter {
             var marked: [String] = []
             for column in index.columns {
                 guard let name = attributeOfColumn[position][column.lowercased()],
-                      let attribute = entities[position].attributes.firstIndex(where: { $0.name == name }),
-                      entities[position].attributes[attribute].type == "String" else {
+                    let attribute = entities[position].attributes.firstIndex(where: { $0.name == name }),
+                    entities[position].attributes[attribute].type == "String"
+                else {
                     warn(index.content, "full-text index \"\(index.name)\" covers column \"\(column)\", which is not a text attribute; not carried over")
                     continue
                 }
@@ -217,7 +225,10 @@ public enum SQLiteImporter {
                 marked.append(name)
             }
             if !marked.isEmpty {
-                note(index.content, "full-text index \"\(index.name)\" imported as `searchable` on \(marked.map { "`\($0)`" }.joined(separator: ", "))\(index.columns.count > 1 ? " (the schema indexes each attribute on its own)" : "")")
+                note(
+                    index.content,
+                    "full-text index \"\(index.name)\" imported as `searchable` on \(marked.map { "`\($0)`" }.joined(separator: ", "))\(index.columns.count > 1 ? " (the schema indexes each attribute on its own)" : "")"
+                )
             }
         }
 
@@ -234,28 +245,30 @@ public enum SQLiteImporter {
 
         mutating func manyToMany(_ table: SQLiteCatalogue.Table, names: [String: String]) -> ManyToMany? {
             guard table.columns.count == 2, table.primaryKey.count == 2, table.foreignKeys.count == 2, !table.isWithoutRowID,
-                  table.foreignKeys.allSatisfy({ $0.columns.count == 1 && $0.onDelete == "CASCADE" && $0.onUpdate == "NO ACTION" }),
-                  table.sql.map({ SQLScanner.checkClauses($0).isEmpty && !SQLScanner.contains(keyword: "DEFERRABLE", in: $0) }) ?? true
+                table.foreignKeys.allSatisfy({ $0.columns.count == 1 && $0.onDelete == "CASCADE" && $0.onUpdate == "NO ACTION" }),
+                table.sql.map({ SQLScanner.checkClauses($0).isEmpty && !SQLScanner.contains(keyword: "DEFERRABLE", in: $0) }) ?? true
             else { return nil }
             var sides: [(entity: String, column: String, keyColumn: String, table: String)] = []
             for key in table.foreignKeys {
                 guard let target = importedTable[key.table.lowercased()],
-                      let entity = names[target.name.lowercased()], Self.hasImplicitKey(target) || target.primaryKey.count == 1,
-                      key.referencedColumns.isEmpty || key.referencedColumns.map({ $0.lowercased() }) == target.primaryKey.map({ $0.lowercased() })
+                    let entity = names[target.name.lowercased()], Self.hasImplicitKey(target) || target.primaryKey.count == 1,
+                    key.referencedColumns.isEmpty || key.referencedColumns.map({ $0.lowercased() }) == target.primaryKey.map({ $0.lowercased() })
                 else { return nil }
                 sides.append((entity, key.columns[0], target.primaryKey[0], target.name))
             }
             sides.sort { $0.entity < $1.entity }
             let (owner, other) = (sides[0], sides[1])
             guard owner.entity != other.entity,
-                  owner.column == "\(Naming.snakeCase(owner.entity))_\(owner.keyColumn)",
-                  other.column == "\(Naming.snakeCase(other.entity))_\(other.keyColumn)",
-                  table.name.hasPrefix(owner.table + "_") else { return nil }
+                owner.column == "\(Naming.snakeCase(owner.entity))_\(owner.keyColumn)",
+                other.column == "\(Naming.snakeCase(other.entity))_\(other.keyColumn)",
+                table.name.hasPrefix(owner.table + "_")
+            else { return nil }
             let rest = String(table.name.dropFirst(owner.table.count + 1))
             let relationship = SwiftNames.lowerCamel(rest, fallback: "")
             guard !relationship.isEmpty, Naming.snakeCase(relationship) == rest,
-                  let ownerTable = importedTable[owner.table.lowercased()],
-                  !ownerTable.columns.contains(where: { SwiftNames.lowerCamel($0.name, fallback: "") == relationship }) else { return nil }
+                let ownerTable = importedTable[owner.table.lowercased()],
+                !ownerTable.columns.contains(where: { SwiftNames.lowerCamel($0.name, fallback: "") == relationship })
+            else { return nil }
             // Only the index the schema itself would make (or none: then it adds it).
             let indexes = table.indexes.filter { $0.origin != "pk" }
             guard indexes.allSatisfy({ !$0.isUnique && !$0.isPartial && $0.columns == [other.column] }), indexes.count <= 1 else { return nil }
@@ -268,7 +281,8 @@ public enum SQLiteImporter {
 
         mutating func addManyToMany(_ link: ManyToMany) {
             guard let ownerPosition = entities.firstIndex(where: { $0.name == link.owner }),
-                  let otherPosition = entities.firstIndex(where: { $0.name == link.other }) else { return }
+                let otherPosition = entities.firstIndex(where: { $0.name == link.other })
+            else { return }
             let ownerTaken = Set(entities[ownerPosition].memberNames)
             let otherTaken = Set(entities[otherPosition].memberNames)
             // The relationship's name comes from the table's; `manyToMany` checked the columns, so
@@ -309,7 +323,8 @@ public enum SQLiteImporter {
             var usedColumns: Set<String> = []
             let keyColumns = Set(table.primaryKey.map { $0.lowercased() })
             for key in table.foreignKeys {
-                let sql = "FOREIGN KEY (\(key.columns.joined(separator: ", "))) REFERENCES \(key.table)\(key.referencedColumns.isEmpty ? "" : " (\(key.referencedColumns.joined(separator: ", ")))") ON DELETE \(key.onDelete)"
+                let sql =
+                    "FOREIGN KEY (\(key.columns.joined(separator: ", "))) REFERENCES \(key.table)\(key.referencedColumns.isEmpty ? "" : " (\(key.referencedColumns.joined(separator: ", ")))") ON DELETE \(key.onDelete)"
                 guard let target = importedTable[key.table.lowercased()] else {
                     warn(table.name, "foreign key to \"\(key.table)\", which is not an imported table; its columns are imported as attributes", sql: sql)
                     continue
@@ -317,8 +332,11 @@ public enum SQLiteImporter {
                 let targetKey = target.primaryKey
                 let referenced = key.referencedColumns.isEmpty ? targetKey : key.referencedColumns
                 guard !targetKey.isEmpty, referenced.count == key.columns.count,
-                      Set(referenced.map { $0.lowercased() }) == Set(targetKey.map { $0.lowercased() }) else {
-                    warn(table.name, "foreign key to columns of \"\(target.name)\" that are not its primary key; a relationship always references the key, so its columns are imported as attributes", sql: sql)
+                    Set(referenced.map { $0.lowercased() }) == Set(targetKey.map { $0.lowercased() })
+                else {
+                    warn(
+                        table.name, "foreign key to columns of \"\(target.name)\" that are not its primary key; a relationship always references the key, so its columns are imported as attributes",
+                        sql: sql)
                     continue
                 }
                 // The FK's columns in the order of the target's key.
@@ -356,7 +374,9 @@ public enum SQLiteImporter {
             if columns.count == 1 {
                 var words = SwiftNames.words(columns[0])
                 if words.count > 1, words.last?.lowercased() == "id" { words.removeLast() }
-                let base = words.isEmpty ? SwiftNames.lowerCamel(targetEntity, fallback: "link")
+                let base =
+                    words.isEmpty
+                    ? SwiftNames.lowerCamel(targetEntity, fallback: "link")
                     : SwiftNames.lowerCamel(words.joined(separator: "_"), fallback: "link")
                 return SwiftNames.unique(base, among: taken)
             }
@@ -365,7 +385,8 @@ public enum SQLiteImporter {
             let prefix = String(first.dropLast(firstKey.count + 1))
             let name = SwiftNames.lowerCamel(prefix, fallback: "link")
             guard Naming.snakeCase(name) == prefix,
-                  zip(columns, targetKey).allSatisfy({ $0 == "\(prefix)_\($1)" }), !taken.contains(name) else { return nil }
+                zip(columns, targetKey).allSatisfy({ $0 == "\(prefix)_\($1)" }), !taken.contains(name)
+            else { return nil }
             return name
         }
 
@@ -374,7 +395,8 @@ public enum SQLiteImporter {
         mutating func buildAttributes(of table: SQLiteCatalogue.Table, at position: Int, links: [String: ForeignLink]) {
             let linkColumns = Set(links.values.flatMap { $0.columns.map { $0.lowercased() } })
             let implicitKey = Self.hasImplicitKey(table)
-            let isRowIDAlias = table.primaryKey.count == 1 && !table.isWithoutRowID
+            let isRowIDAlias =
+                table.primaryKey.count == 1 && !table.isWithoutRowID
                 && table.column(named: table.primaryKey[0])?.declaredType.uppercased() == "INTEGER"
             var taken = Set(links.keys).union(links.keys.map { $0 + "ID" })
             for column in table.columns {
@@ -402,7 +424,8 @@ public enum SQLiteImporter {
                 let isKey = column.keyPosition > 0
                 var attribute = ImportedAttribute(name: name, type: mapping.type, isOptional: !column.isNotNull && !isKey)
                 if isKey, !column.isNotNull, !isRowIDAlias {
-                    warn(table.name, "key column \"\(column.name)\" may hold NULL (SQLite allows it in keys that are not INTEGER PRIMARY KEY, for compatibility); the schema's key columns are NOT NULL")
+                    warn(
+                        table.name, "key column \"\(column.name)\" may hold NULL (SQLite allows it in keys that are not INTEGER PRIMARY KEY, for compatibility); the schema's key columns are NOT NULL")
                 }
                 if Naming.snakeCase(name) != column.name { attribute.column = column.name }
                 if let sql = column.defaultSQL {
@@ -477,8 +500,9 @@ public enum SQLiteImporter {
                     continue
                 }
                 guard let (name, linkColumns) = relationshipColumns[position].first(where: { $0.value.first?.lowercased() == column }),
-                      remaining.count >= linkColumns.count,
-                      Array(remaining.prefix(linkColumns.count)) == linkColumns.map({ $0.lowercased() }) else { return nil }
+                    remaining.count >= linkColumns.count,
+                    Array(remaining.prefix(linkColumns.count)) == linkColumns.map({ $0.lowercased() })
+                else { return nil }
                 result.append(name)
                 remaining.removeFirst(linkColumns.count)
             }
@@ -488,7 +512,9 @@ public enum SQLiteImporter {
         mutating func buildKeyAndIndexes(of table: SQLiteCatalogue.Table, at position: Int) {
             var entity = entities[position]
             if table.primaryKey.isEmpty {
-                warn(table.name, "the table has no primary key; the schema gives it the implicit key `id`, a column this table does not have, so add one (for example by rebuilding the table) before adopting it")
+                warn(
+                    table.name,
+                    "the table has no primary key; the schema gives it the implicit key `id`, a column this table does not have, so add one (for example by rebuilding the table) before adopting it")
             } else if !Self.hasImplicitKey(table) {
                 if let members = members(for: table.primaryKey, at: position) {
                     entity.primaryKey = members
@@ -519,7 +545,9 @@ public enum SQLiteImporter {
                 if index.isUnique {
                     if columns.map({ $0.lowercased() }) == keyColumns {
                         if index.origin == "c" {
-                            note(table.name, "unique index \"\(index.name)\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer", sql: index.sql)
+                            note(
+                                table.name, "unique index \"\(index.name)\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
+                                sql: index.sql)
                         }
                         continue
                     }
@@ -646,7 +674,10 @@ public enum SQLiteImporter {
         static func isCurrentTime(_ sql: String) -> Bool {
             // On bytes: this runs for every column default of a large database.
             var bytes = sql.utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
-            while bytes.first == UInt8(ascii: "("), bytes.last == UInt8(ascii: ")") { bytes.removeFirst(); bytes.removeLast() }
+            while bytes.first == UInt8(ascii: "("), bytes.last == UInt8(ascii: ")") {
+                bytes.removeFirst()
+                bytes.removeLast()
+            }
             func starts(_ prefix: StaticString) -> Bool { bytes.starts(with: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)) }
             if bytes.elementsEqual("CURRENT_TIMESTAMP".utf8) || bytes.elementsEqual("CURRENT_DATE".utf8) { return true }
             // `strftime('%Y-...', 'now')`: the last argument, before the closing parenthesis.

@@ -32,7 +32,9 @@ enum SQLiteTypeMapping {
         case "STRING":
             // A classic trap: STRING has none of CHAR, CLOB or TEXT, so SQLite gives it NUMERIC
             // affinity and stores '0123' as the integer 123. The intent is text.
-            return Mapping(type: "String", remark: "declared type STRING has NUMERIC affinity in SQLite (text that looks like a number is stored as a number); imported as String, whose column keeps text as text")
+            return Mapping(
+                type: "String", remark: "declared type STRING has NUMERIC affinity in SQLite (text that looks like a number is stored as a number); imported as String, whose column keeps text as text"
+            )
         case "ANY":
             return Mapping(type: "Data", remark: "a column of type ANY holds values of every type; imported as Data (bytes)")
         default:
@@ -40,7 +42,8 @@ enum SQLiteTypeMapping {
         }
         switch affinity(of: upper) {
         case "INTEGER":
-            let remark = ["INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "MEDIUMINT", "INT2", "INT8", "UNSIGNED BIG INT"].contains(base)
+            let remark =
+                ["INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "MEDIUMINT", "INT2", "INT8", "UNSIGNED BIG INT"].contains(base)
                 ? nil : "declared type \(declared) has INTEGER affinity (its name contains INT); imported as Int"
             return Mapping(type: "Int", remark: remark)
         case "TEXT": return Mapping(type: "String")

@@ -30,7 +30,10 @@ public enum SchemaYAMLWriter {
             }
         }
         out += "entities:\n"
-        if schema.entities.isEmpty { out.removeLast(); out += " {}\n" }
+        if schema.entities.isEmpty {
+            out.removeLast()
+            out += " {}\n"
+        }
         for entity in schema.entities {
             out += "  \(scalar(entity.name)):\n"
             var options: [(String, String)] = []
@@ -157,9 +160,11 @@ public enum SchemaYAMLWriter {
 
     /// A comment ends at a line break, so control characters become spaces.
     private static func commentSafe(_ line: String) -> String {
-        String(String.UnicodeScalarView(line.unicodeScalars.map { scalar in
-            let value = scalar.value
-            return value < 0x20 || (value >= 0x7F && value <= 0x9F) || value == 0x2028 || value == 0x2029 ? " " : scalar
-        }))
+        String(
+            String.UnicodeScalarView(
+                line.unicodeScalars.map { scalar in
+                    let value = scalar.value
+                    return value < 0x20 || (value >= 0x7F && value <= 0x9F) || value == 0x2028 || value == 0x2029 ? " " : scalar
+                }))
     }
 }

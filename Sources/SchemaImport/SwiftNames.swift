@@ -14,7 +14,10 @@ enum SwiftNames {
         let characters = Array(ascii)
         for (index, character) in characters.enumerated() {
             guard character.isASCII, character.isLetter || character.isNumber else {
-                if !current.isEmpty { words.append(current); current = "" }
+                if !current.isEmpty {
+                    words.append(current)
+                    current = ""
+                }
                 continue
             }
             if character.isUppercase, !current.isEmpty {

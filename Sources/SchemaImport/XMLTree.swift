@@ -162,7 +162,10 @@ struct XMLTree {
             while position < bytes.count {
                 let byte = bytes[position]
                 position += 1
-                if let open = quote { if byte == open { quote = nil }; continue }
+                if let open = quote {
+                    if byte == open { quote = nil }
+                    continue
+                }
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = byte
                 case UInt8(ascii: "["): depth += 1
@@ -292,7 +295,10 @@ struct XMLTree {
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == 0 { return index }
-                if byte < 0x80 { index += 1; continue }
+                if byte < 0x80 {
+                    index += 1
+                    continue
+                }
                 let length = byte >= 0xF0 && byte <= 0xF4 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC2 && byte < 0xE0 ? 2 : 0
                 guard length > 0, index + length <= bytes.count else { return index }
                 for offset in 1..<length where bytes[index + offset] & 0xC0 != 0x80 { return index + offset }

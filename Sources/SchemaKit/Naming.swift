@@ -1,4 +1,5 @@
 import SQLDialects
+
 /// Rules for names in schemas and the SQL names derived from them.
 public enum Naming {
     /// Letters, digits and `_`, not starting with a digit (ASCII, so every language and database
@@ -92,14 +93,15 @@ public enum Naming {
         for scalar in name.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029 {
             let hex = String(scalar.value, radix: 16, uppercase: true)
             let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-            let what = switch scalar {
-            case "\n": "a line break"
-            case "\r": "a carriage return"
-            case "\t": "a tab"
-            case "\u{2028}": "a line separator"
-            case "\u{2029}": "a paragraph separator"
-            default: "a control character"
-            }
+            let what =
+                switch scalar {
+                case "\n": "a line break"
+                case "\r": "a carriage return"
+                case "\t": "a tab"
+                case "\u{2028}": "a line separator"
+                case "\u{2029}": "a paragraph separator"
+                default: "a control character"
+                }
             return "contains \(code) (\(what))"
         }
         if let first = name.unicodeScalars.first, first.properties.isWhitespace { return "starts with whitespace" }

@@ -1,5 +1,5 @@
-import SQLDialects
 import Diagnostics
+import SQLDialects
 
 /// A validated schema: one YAML file's entities, enums and value types, with every name,
 /// type, table, column and inverse resolved.

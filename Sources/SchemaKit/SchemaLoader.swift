@@ -1,10 +1,11 @@
+import Diagnostics
+import YAMLReader
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Diagnostics
-import YAMLReader
 
 /// Loads and validates schema files.
 public enum SchemaLoader {
@@ -43,9 +44,10 @@ public enum SchemaLoader {
         case .failed:
             break
         case .empty:
-            diagnostics.error(SchemaDiagnosticCode.emptySchema,
-                              "the schema file is empty; it needs at least 'schema', 'version' and 'entities'",
-                              at: SourceLocation(file: source.path, line: 1, column: 1))
+            diagnostics.error(
+                SchemaDiagnosticCode.emptySchema,
+                "the schema file is empty; it needs at least 'schema', 'version' and 'entities'",
+                at: SourceLocation(file: source.path, line: 1, column: 1))
         case .document(let root):
             var parser = SchemaParser(file: source.path)
             schema = parser.parse(root: root)
@@ -84,10 +86,11 @@ public enum SchemaLoader {
             guard let schema = files[index].schema else { continue }
             let here = SourceLocation(file: files[index].path, line: 1, column: 1)
             if let first = firstByName[schema.name] {
-                files[index].diagnostics.append(Diagnostic(
-                    .error, code: SchemaDiagnosticCode.nameCollision,
-                    message: "schema '\(schema.name)' is also declared in \(first.path); schema names must be unique",
-                    at: here, notes: [.init("first declared here", at: first.location)]))
+                files[index].diagnostics.append(
+                    Diagnostic(
+                        .error, code: SchemaDiagnosticCode.nameCollision,
+                        message: "schema '\(schema.name)' is also declared in \(first.path); schema names must be unique",
+                        at: here, notes: [.init("first declared here", at: first.location)]))
                 files[index].schema = nil
             } else {
                 firstByName[schema.name] = (files[index].path, here)
@@ -118,9 +121,11 @@ public enum SchemaLoader {
             return .failure(ReadFailure(message: "'\(path)' is a directory"))
         }
         if Int(info.st_size) > maximumFileSize {
-            return .failure(ReadFailure(
-                message: "the file is \(Int(info.st_size) / 1024 / 1024) MiB; schema files are limited to \(maximumFileSize / 1024 / 1024) MiB (a thousand entities take about 1 MiB): split the schema",
-                isTooLarge: true))
+            return .failure(
+                ReadFailure(
+                    message:
+                        "the file is \(Int(info.st_size) / 1024 / 1024) MiB; schema files are limited to \(maximumFileSize / 1024 / 1024) MiB (a thousand entities take about 1 MiB): split the schema",
+                    isTooLarge: true))
         }
         // Read straight into the result when the size is known (a regular file); special files
         // that report no size are read in chunks.

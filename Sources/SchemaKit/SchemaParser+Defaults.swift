@@ -47,7 +47,8 @@ extension SchemaParser {
                 case .int(let raw): String(raw) == text
                 }
             }
-            let hint = byRaw.map { "; write the case name '\($0.name)', not its raw value" }
+            let hint =
+                byRaw.map { "; write the case name '\($0.name)', not its raw value" }
                 ?? Suggestion.hint(for: text, in: caseNames)
             error(.invalidDefault, "'\(text)' is not a case of \(name) (the default of \(what))\(hint)", at: node)
             return nil
@@ -176,14 +177,15 @@ extension SchemaParser {
             return value
         }
         guard b.count >= 10, let year = digits(0..<4), b[4] == UInt8(ascii: "-"), let month = digits(5..<7),
-              b[7] == UInt8(ascii: "-"), let day = digits(8..<10), (1...12).contains(month)
+            b[7] == UInt8(ascii: "-"), let day = digits(8..<10), (1...12).contains(month)
         else { return false }
         let isLeapYear = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let daysInMonth = [31, isLeapYear ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
         guard (1...daysInMonth).contains(day) else { return false }
         if b.count == 10 { return true }
         guard b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: " "), let hour = digits(11..<13), b.count > 13,
-              b[13] == UInt8(ascii: ":"), let minute = digits(14..<16), hour < 24, minute < 60 else { return false }
+            b[13] == UInt8(ascii: ":"), let minute = digits(14..<16), hour < 24, minute < 60
+        else { return false }
         var i = 16
         if i < b.count, b[i] == UInt8(ascii: ":") {
             guard let second = digits(i + 1..<i + 3), second <= 60 else { return false }
@@ -238,7 +240,8 @@ extension SchemaParser {
                 continue
             }
             guard padding == 0 else { return false }
-            let ok = (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57)
+            let ok =
+                (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57)
                 || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
             guard ok else { return false }
         }

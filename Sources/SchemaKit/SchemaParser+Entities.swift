@@ -1,11 +1,12 @@
+import Diagnostics
+import YAMLReader
+
 #if canImport(Glibc)
 import SQLDialects
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Diagnostics
-import YAMLReader
 
 /// Reads entities with their attributes and relationships, and checks what one entity alone decides.
 extension SchemaParser {
@@ -168,7 +169,9 @@ extension SchemaParser {
     mutating func numericSize(_ options: Keyed, type: AttributeType, what: some CustomStringConvertible) -> (Int?, Int?) {
         guard options.has("precision") || options.has("scale") else { return (nil, nil) }
         guard case .scalar(.decimal) = type else {
-            error(.conflictingOptions, "\(what) has type \(type), but 'precision' and 'scale' apply to Decimal only", at: options.keyNode(options.has("precision") ? "precision" : "scale") ?? options.node)
+            error(
+                .conflictingOptions, "\(what) has type \(type), but 'precision' and 'scale' apply to Decimal only",
+                at: options.keyNode(options.has("precision") ? "precision" : "scale") ?? options.node)
             return (nil, nil)
         }
         let precision = count(options, "precision", what: what)
@@ -249,7 +252,9 @@ extension SchemaParser {
                 error(.conflictingOptions, "\(what) is transient, so it has no column; remove 'column'", at: parsed.options.keyNode("column") ?? parsed.nameNode)
             }
             if !a.isOptional, a.defaultValue == nil, !parsed.options.has("default") {
-                error(.conflictingOptions, "\(what) is transient and required but has no default; a transient value is never stored or decoded, so give it a 'default' or make it optional", at: parsed.options.keyNode("transient") ?? parsed.nameNode)
+                error(
+                    .conflictingOptions, "\(what) is transient and required but has no default; a transient value is never stored or decoded, so give it a 'default' or make it optional",
+                    at: parsed.options.keyNode("transient") ?? parsed.nameNode)
             }
         }
         if a.usesExternalStorage {
@@ -265,19 +270,25 @@ extension SchemaParser {
             }
         }
         if a.isSearchable {
-            let isText: Bool = switch a.type {
-            case .scalar(.string), .array(.scalar(.string)): true
-            default: false
-            }
+            let isText: Bool =
+                switch a.type {
+                case .scalar(.string), .array(.scalar(.string)): true
+                default: false
+                }
             if !isText {
-                error(.conflictingOptions, "\(what) has type \(a.type), but 'searchable' (full-text search) applies to String and [String] only", at: parsed.options.keyNode("searchable") ?? parsed.nameNode)
+                error(
+                    .conflictingOptions, "\(what) has type \(a.type), but 'searchable' (full-text search) applies to String and [String] only",
+                    at: parsed.options.keyNode("searchable") ?? parsed.nameNode)
             }
             if a.isEncrypted {
                 conflict("encrypt", "searchable", "full-text search cannot read ciphertext", &self)
             }
         }
         if a.isEncrypted, !a.isTransient, !a.encryptsDeterministically, a.isUnique || a.isIndexed {
-            error(.conflictingOptions, "\(what) is encrypted and \(a.isUnique ? "unique" : "indexed"), but every randomized ciphertext differs, so the index would never match; write 'encrypt: deterministic' (equal values give equal ciphertexts)", at: parsed.options.keyNode("encrypt") ?? parsed.nameNode)
+            error(
+                .conflictingOptions,
+                "\(what) is encrypted and \(a.isUnique ? "unique" : "indexed"), but every randomized ciphertext differs, so the index would never match; write 'encrypt: deterministic' (equal values give equal ciphertexts)",
+                at: parsed.options.keyNode("encrypt") ?? parsed.nameNode)
         }
         if a.isEncrypted, !a.isTransient {
             if a.isPrimaryKey { conflict("encrypt", "primaryKey", "a value is encrypted under its row's key, so the key itself cannot be", &self) }
@@ -287,10 +298,13 @@ extension SchemaParser {
         }
         if a.backfill != nil {
             if a.isTransient || a.isEncrypted || a.usesExternalStorage {
-                conflict(a.isTransient ? "transient" : a.isEncrypted ? "encrypt" : "externalStorage", "backfill",
-                         a.isTransient ? "a transient attribute has no column" : "its column holds what the store writes (a ciphertext, a file name), which SQL cannot compute", &self)
+                conflict(
+                    a.isTransient ? "transient" : a.isEncrypted ? "encrypt" : "externalStorage", "backfill",
+                    a.isTransient ? "a transient attribute has no column" : "its column holds what the store writes (a ciphertext, a file name), which SQL cannot compute", &self)
             } else if a.isOptional {
-                warning(.redundant, "\(what) is optional, so existing rows can stay empty and 'backfill' is never used; remove it, or make the attribute required", at: parsed.options.keyNode("backfill") ?? parsed.nameNode)
+                warning(
+                    .redundant, "\(what) is optional, so existing rows can stay empty and 'backfill' is never used; remove it, or make the attribute required",
+                    at: parsed.options.keyNode("backfill") ?? parsed.nameNode)
             }
         }
         if a.isUnique, a.isIndexed {
@@ -360,7 +374,8 @@ extension SchemaParser {
         let maxCount = count(options, "maxCount", what: what)
         if !isToMany {
             for option in ["minCount", "maxCount"] where options.has(option) {
-                error(.conflictingOptions, "'\(option)' applies to to-many relationships, but \(what) is to-one; make it required or optional with '?' instead", at: options.keyNode(option) ?? pair.key)
+                error(
+                    .conflictingOptions, "'\(option)' applies to to-many relationships, but \(what) is to-one; make it required or optional with '?' instead", at: options.keyNode(option) ?? pair.key)
             }
         }
         if let minCount, let maxCount, minCount > maxCount {
@@ -409,13 +424,19 @@ extension SchemaParser {
         if let node = keyed["primaryKey"] {
             guard let list = memberList(node, option: "primaryKey", members: members, what: what), !list.isEmpty else { return .implicit }
             if !flagged.isEmpty, Set(flagged.map(\.model.name)) != Set(list) {
-                error(.primaryKey, "\(what) declares 'primaryKey: [\(list.joined(separator: ", "))]' but marks \(flagged.map { "'\($0.model.name)'" }.joined(separator: ", ")) with 'primaryKey: true'; keep one declaration", at: node)
+                error(
+                    .primaryKey,
+                    "\(what) declares 'primaryKey: [\(list.joined(separator: ", "))]' but marks \(flagged.map { "'\($0.model.name)'" }.joined(separator: ", ")) with 'primaryKey: true'; keep one declaration",
+                    at: node)
             }
             for member in list { checkKeyMember(member, members: members, what: what, at: node) }
             return .members(list)
         }
         if flagged.count > 1 {
-            error(.primaryKey, "several attributes of \(what) are marked 'primaryKey: true' (\(flagged.map(\.model.name).joined(separator: ", "))); for a composite key list them in the entity's 'primaryKey'", at: flagged[1].options.keyNode("primaryKey") ?? flagged[1].nameNode)
+            error(
+                .primaryKey,
+                "several attributes of \(what) are marked 'primaryKey: true' (\(flagged.map(\.model.name).joined(separator: ", "))); for a composite key list them in the entity's 'primaryKey'",
+                at: flagged[1].options.keyNode("primaryKey") ?? flagged[1].nameNode)
         }
         if let first = flagged.first {
             checkKeyMember(first.model.name, members: members, what: what, at: first.options.keyNode("primaryKey") ?? first.nameNode)

@@ -44,7 +44,10 @@ extension SchemaParser {
                     entities[index].model.relationships.first { $0.target == source && !$0.isToMany && !$0.foreignKeyColumns.isEmpty }
                 }
                 if link == nil {
-                    error(.invalidValue, "\(what) is 'movedFrom' \(source), but '\(entityName)' has no to-one relationship to \(source) holding its key; add one (such as `\(Naming.lowerFirst(source)): \(source)`), so the migration can link each new row to the one its values come from", at: node)
+                    error(
+                        .invalidValue,
+                        "\(what) is 'movedFrom' \(source), but '\(entityName)' has no to-one relationship to \(source) holding its key; add one (such as `\(Naming.lowerFirst(source)): \(source)`), so the migration can link each new row to the one its values come from",
+                        at: node)
                 }
             }
         }
@@ -81,27 +84,33 @@ extension SchemaParser {
                 var source: String { "\(entityName).\(relationship.model.name)" }
                 guard let inverse = parsedRelationship(relationship.model.target, inverseName) else {
                     let candidates = (relationshipNodes[relationship.model.target] ?? []).map(\.model.name)
-                    error(.unknownMember, "the inverse of '\(source)' names '\(inverseName)', but entity '\(relationship.model.target)' has no such relationship\(Suggestion.hint(for: inverseName, in: candidates))", at: inverseNode)
+                    error(
+                        .unknownMember,
+                        "the inverse of '\(source)' names '\(inverseName)', but entity '\(relationship.model.target)' has no such relationship\(Suggestion.hint(for: inverseName, in: candidates))",
+                        at: inverseNode)
                     setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
                 var target: String { "\(relationship.model.target).\(inverseName)" }
                 guard inverse.model.target == entityName else {
-                    error(.inverseMismatch, "'\(target)', the inverse of '\(source)', points to '\(inverse.model.target)', not back to '\(entityName)'", at: inverseNode,
-                          notes: [note("'\(target)' declared here", at: inverse.nameNode)])
+                    error(
+                        .inverseMismatch, "'\(target)', the inverse of '\(source)', points to '\(inverse.model.target)', not back to '\(entityName)'", at: inverseNode,
+                        notes: [note("'\(target)' declared here", at: inverse.nameNode)])
                     setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
                 if let back = inverse.model.inverse, back != relationship.model.name {
-                    error(.inverseMismatch, "inverses declared inconsistently: '\(source)' names '\(inverseName)' as its inverse, but '\(target)' names '\(back)'", at: inverseNode,
-                          notes: [note("'\(target)' declares its inverse here", at: inverse.node("inverse"))])
+                    error(
+                        .inverseMismatch, "inverses declared inconsistently: '\(source)' names '\(inverseName)' as its inverse, but '\(target)' names '\(back)'", at: inverseNode,
+                        notes: [note("'\(target)' declares its inverse here", at: inverse.node("inverse"))])
                     setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
                 let claimKey = target
                 if let other = claimedBy[claimKey], other.relationship != relationship.model.name || other.entity != entityName {
-                    error(.inverseMismatch, "'\(target)' is already the inverse of '\(other.entity).\(other.relationship)'; a relationship has one inverse", at: inverseNode,
-                          notes: [note("claimed here", at: other.inverseNode)])
+                    error(
+                        .inverseMismatch, "'\(target)' is already the inverse of '\(other.entity).\(other.relationship)'; a relationship has one inverse", at: inverseNode,
+                        notes: [note("claimed here", at: other.inverseNode)])
                     setRelationship(entityName, relationship.model.name) { $0.inverse = nil }
                     continue
                 }
@@ -115,7 +124,10 @@ extension SchemaParser {
             for relationship in relationshipNodes[entityName] ?? [] where relationship.model.isToMany && relationship.model.inverse == nil {
                 let declaredInverse = relationship.options.has("inverse")
                 if !declaredInverse {
-                    warning(.missingInverse, "to-many relationship '\(entityName).\(relationship.model.name)' has no inverse; declare one (e.g. a to-one '\(Naming.lowerFirst(entityName))' on '\(relationship.model.target)') so both sides stay consistent", at: relationship.nameNode)
+                    warning(
+                        .missingInverse,
+                        "to-many relationship '\(entityName).\(relationship.model.name)' has no inverse; declare one (e.g. a to-one '\(Naming.lowerFirst(entityName))' on '\(relationship.model.target)') so both sides stay consistent",
+                        at: relationship.nameNode)
                 }
             }
         }
@@ -135,11 +147,18 @@ extension SchemaParser {
                 switch r.deleteRule {
                 case .nullify where !inverse.isToMany && !inverse.isOptional:
                     let rule = explicit ? "deleteRule nullify" : "the default deleteRule nullify"
-                    error(.deleteRule, "with \(rule) on '\(source)', deleting a '\(entity.model.name)' would set '\(inverseText)' to nil, but it is not optional; set 'deleteRule: cascade' or 'deny' on '\(r.name)', or make '\(inverseName)' optional", at: relationship.node("deleteRule"))
+                    error(
+                        .deleteRule,
+                        "with \(rule) on '\(source)', deleting a '\(entity.model.name)' would set '\(inverseText)' to nil, but it is not optional; set 'deleteRule: cascade' or 'deny' on '\(r.name)', or make '\(inverseName)' optional",
+                        at: relationship.node("deleteRule"))
                 case .cascade where !r.isToMany && inverse.isToMany:
-                    warning(.deleteRule, "deleting a '\(entity.model.name)' cascades to its '\(r.target)', which other '\(entity.model.name)' objects share; cascade usually belongs on '\(inverseText)'", at: relationship.node("deleteRule"))
+                    warning(
+                        .deleteRule, "deleting a '\(entity.model.name)' cascades to its '\(r.target)', which other '\(entity.model.name)' objects share; cascade usually belongs on '\(inverseText)'",
+                        at: relationship.node("deleteRule"))
                 case .noAction:
-                    warning(.deleteRule, "with deleteRule noAction on '\(source)', deleting a '\(entity.model.name)' leaves '\(inverseText)' pointing at a deleted object", at: relationship.node("deleteRule"))
+                    warning(
+                        .deleteRule, "with deleteRule noAction on '\(source)', deleting a '\(entity.model.name)' leaves '\(inverseText)' pointing at a deleted object",
+                        at: relationship.node("deleteRule"))
                 default:
                     break
                 }
@@ -196,7 +215,9 @@ extension SchemaParser {
                 let targetKey = keyColumns(of: r.target, cache: &keyColumnsCache, visiting: &visiting)
                 if let column = relationship.options["column"].flatMap(\.stringValue) {
                     if targetKey.count != 1 {
-                        error(.conflictingOptions, "'column' names one column, but '\(r.target)' has a composite key (\(targetKey.joined(separator: ", "))); remove 'column'", at: relationship.node("column"))
+                        error(
+                            .conflictingOptions, "'column' names one column, but '\(r.target)' has a composite key (\(targetKey.joined(separator: ", "))); remove 'column'",
+                            at: relationship.node("column"))
                     }
                     setRelationship(entityName, r.name) { $0.foreignKeyColumns = [column] }
                 } else {
@@ -293,8 +314,9 @@ extension SchemaParser {
             // to-one. Who claimed a name is described only when another claims it too.
             func claimProperty(_ property: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
                 if let first = properties[property] {
-                    parser.error(.nameCollision, "\(claimant) of entity '\(name)' collides with \(first.claimant) (both are Swift property '\(property)')", at: node,
-                                 notes: [parser.note("\(first.claimant) declared here", at: first.node)])
+                    parser.error(
+                        .nameCollision, "\(claimant) of entity '\(name)' collides with \(first.claimant) (both are Swift property '\(property)')", at: node,
+                        notes: [parser.note("\(first.claimant) declared here", at: first.node)])
                     return
                 }
                 properties[property] = (node, claimant)
@@ -314,8 +336,10 @@ extension SchemaParser {
             func claimColumn(_ column: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
                 let folded = Naming.foldedForComparison(column)
                 if let first = columns[folded] {
-                    parser.error(.nameCollision, "\(claimant) of entity '\(name)' uses column '\(column)', as does \(first.claimant)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")", at: node,
-                                 notes: [parser.note("\(first.claimant) declared here", at: first.node)])
+                    parser.error(
+                        .nameCollision, "\(claimant) of entity '\(name)' uses column '\(column)', as does \(first.claimant)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")",
+                        at: node,
+                        notes: [parser.note("\(first.claimant) declared here", at: first.node)])
                     return
                 }
                 columns[folded] = (node, claimant)
@@ -324,9 +348,10 @@ extension SchemaParser {
                 }
             }
             // A member named `id` beside the implicit key was reported when the key was resolved.
-            let memberNamedID = properties[Entity.implicitKeyName].map { claim in
-                if case .keyProperty = claim.claimant { false } else { true }
-            } ?? false
+            let memberNamedID =
+                properties[Entity.implicitKeyName].map { claim in
+                    if case .keyProperty = claim.claimant { false } else { true }
+                } ?? false
             if case .implicit = entities[entityIndex].model.primaryKey, !memberNamedID {
                 columns[Entity.implicitKeyName] = (entities[entityIndex].nameNode, .implicitKey)
             }
@@ -345,8 +370,9 @@ extension SchemaParser {
                 let key = attributes[attribute].model.jsonKey
                 if let first = jsonKeys[key] {
                     let node = attributes[attribute].options.keyNode("jsonKey") ?? attributes[attribute].nameNode
-                    error(.nameCollision, "attribute '\(attributes[attribute].model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
-                          notes: [note("\(first.claimant) declared here", at: first.node)])
+                    error(
+                        .nameCollision, "attribute '\(attributes[attribute].model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
+                        notes: [note("\(first.claimant) declared here", at: first.node)])
                 } else {
                     let node = attributes[attribute].options.keyNode("jsonKey") ?? attributes[attribute].nameNode
                     jsonKeys[key] = (node, .attribute(attributes[attribute].model.name))
@@ -374,7 +400,8 @@ extension SchemaParser {
             }
             for index in relationships {
                 guard add(entity.relationships[index].name),
-                      entity.relationships[index].isToMany || add(entity.relationships[index].name, keySuffix: true) else { return false }
+                    entity.relationships[index].isToMany || add(entity.relationships[index].name, keySuffix: true)
+                else { return false }
             }
             guard distinct() else { return false }
 
@@ -450,8 +477,9 @@ extension SchemaParser {
         func claim(_ table: String, _ node: YAMLNode, _ what: String, _ parser: inout SchemaParser) {
             let folded = table.lowercased()
             if let first = tables[folded] {
-                parser.error(.nameCollision, "\(what) uses table '\(table)', as does \(first.what); set 'table' on one of them", at: node,
-                             notes: [parser.note("\(first.what) declared here", at: first.node)])
+                parser.error(
+                    .nameCollision, "\(what) uses table '\(table)', as does \(first.what); set 'table' on one of them", at: node,
+                    notes: [parser.note("\(first.what) declared here", at: first.node)])
                 return
             }
             tables[folded] = (node, what)
@@ -465,8 +493,9 @@ extension SchemaParser {
         for entity in entities {
             for relationship in entity.model.relationships {
                 guard let joinTable = relationship.joinTableName,
-                      joinTable == "\(entity.model.tableName)_\(Naming.snakeCase(relationship.name))",
-                      let parsed = parsedRelationship(entity.model.name, relationship.name) else { continue }
+                    joinTable == "\(entity.model.tableName)_\(Naming.snakeCase(relationship.name))",
+                    let parsed = parsedRelationship(entity.model.name, relationship.name)
+                else { continue }
                 claim(joinTable, parsed.nameNode, "the join table of '\(entity.model.name).\(relationship.name)'", &self)
             }
         }

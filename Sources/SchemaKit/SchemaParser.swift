@@ -1,5 +1,5 @@
-import SQLDialects
 import Diagnostics
+import SQLDialects
 import YAMLReader
 
 /// A mapping's entries by key, with the nodes kept for locations.
@@ -154,7 +154,8 @@ struct SchemaParser: Sendable {
         guard let node = keyed[key] else { return false }
         guard let value = node.boolValue else {
             let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
-            let hint = ["yes", "no", "on", "off", "y", "n"].contains(node.scalarText?.lowercased() ?? "")
+            let hint =
+                ["yes", "no", "on", "off", "y", "n"].contains(node.scalarText?.lowercased() ?? "")
                 ? " (YAML 1.2 reads yes/no as text)" : ""
             error(.wrongKind, "'\(key)' in \(what) expects true or false, found \(found)\(hint)", at: node)
             return false
@@ -176,7 +177,9 @@ struct SchemaParser: Sendable {
     mutating func name(_ keyed: Keyed, _ key: String, what: some CustomStringConvertible) -> String? {
         guard let value = text(keyed, key, what: what) else { return nil }
         if let problem = Naming.problemWithDatabaseName(value) {
-            error(.invalidValue, "'\(key)' in \(what) \(problem); names may hold any printable characters, but no control characters, line breaks, or leading or trailing spaces", at: keyed[key] ?? keyed.node)
+            error(
+                .invalidValue, "'\(key)' in \(what) \(problem); names may hold any printable characters, but no control characters, line breaks, or leading or trailing spaces",
+                at: keyed[key] ?? keyed.node)
             return nil
         }
         return value
@@ -277,7 +280,10 @@ struct SchemaParser: Sendable {
         for item in items {
             guard let text = item.stringValue, let dialect = SQLDialectName(rawValue: text) else {
                 let known = SQLDialectName.allCases.map(\.rawValue)
-                error(.invalidValue, "unknown dialect \(item.scalarText.map { "'\($0)'" } ?? item.kindDescription); expected one of \(known.joined(separator: ", "))\(Suggestion.hint(for: item.scalarText ?? "", in: known))", at: item)
+                error(
+                    .invalidValue,
+                    "unknown dialect \(item.scalarText.map { "'\($0)'" } ?? item.kindDescription); expected one of \(known.joined(separator: ", "))\(Suggestion.hint(for: item.scalarText ?? "", in: known))",
+                    at: item)
                 continue
             }
             if result.contains(dialect) {
@@ -330,8 +336,9 @@ struct SchemaParser: Sendable {
                 let folded = name.lowercased()
                 if let other = seen[folded] {
                     let how = other.node.scalarText == name ? "" : " (names may not differ only in case: generated file names would collide)"
-                    parser.error(.nameCollision, "\(kind) '\(name)' has the same name as \(other.kind) '\(other.node.scalarText ?? "")'\(how)",
-                                 at: pair.key, notes: [parser.note("\(other.kind) '\(other.node.scalarText ?? "")' declared here", at: other.node)])
+                    parser.error(
+                        .nameCollision, "\(kind) '\(name)' has the same name as \(other.kind) '\(other.node.scalarText ?? "")'\(how)",
+                        at: pair.key, notes: [parser.note("\(other.kind) '\(other.node.scalarText ?? "")' declared here", at: other.node)])
                     continue
                 }
                 seen[folded] = (pair.key, kind)
@@ -425,7 +432,10 @@ struct SchemaParser: Sendable {
                     add(pair.key, .string(raw), rawNode: pair.value, parser: &self)
                 case .int:
                     guard let raw = pair.value.integerValue else {
-                        error(.wrongKind, "the raw value of case '\(pair.key.scalarText ?? "")' in \(what) must be a whole number, found \(pair.value.scalarText.map { "'\($0)'" } ?? pair.value.kindDescription)", at: pair.value)
+                        error(
+                            .wrongKind,
+                            "the raw value of case '\(pair.key.scalarText ?? "")' in \(what) must be a whole number, found \(pair.value.scalarText.map { "'\($0)'" } ?? pair.value.kindDescription)",
+                            at: pair.value)
                         continue
                     }
                     add(pair.key, .int(raw), rawNode: pair.value, parser: &self)
@@ -469,16 +479,18 @@ struct SchemaParser: Sendable {
                 let isOptional = optionality(options, fromType: optionalFromType, what: fieldWhat)
                 let jsonKey = self.name(options, "jsonKey", what: fieldWhat) ?? fieldName
                 if let first = jsonKeys[jsonKey] {
-                    error(.nameCollision, "\(fieldWhat) has the JSON key '\(jsonKey)' that another field uses", at: options.keyNode("jsonKey") ?? fieldPair.key,
-                          notes: [note("first used here", at: first)])
+                    error(
+                        .nameCollision, "\(fieldWhat) has the JSON key '\(jsonKey)' that another field uses", at: options.keyNode("jsonKey") ?? fieldPair.key,
+                        notes: [note("first used here", at: first)])
                 }
                 jsonKeys[jsonKey] = options.keyNode("jsonKey") ?? fieldPair.key
                 if let defaultNode = options["default"] {
                     pendingDefaults.append((values.count, fields.count, defaultNode, fieldWhat))
                 }
-                fields.append(ValueType.Field(
-                    name: fieldName, type: type, isOptional: isOptional, defaultValue: nil, jsonKey: jsonKey,
-                    doc: text(options, "doc", what: fieldWhat), location: location(fieldPair.key)))
+                fields.append(
+                    ValueType.Field(
+                        name: fieldName, type: type, isOptional: isOptional, defaultValue: nil, jsonKey: jsonKey,
+                        doc: text(options, "doc", what: fieldWhat), location: location(fieldPair.key)))
             }
             if fields.isEmpty {
                 error(.invalidValue, "\(what) has no fields", at: pair.key)
@@ -520,7 +532,10 @@ struct SchemaParser: Sendable {
                     let cycleStart = stack.firstIndex { $0.value == inner } ?? 0
                     let path = stack[cycleStart...].map { values[$0.value].model.fields[$0.nextField - 1].name }
                     let name = values[inner].model.name
-                    error(.invalidType, "value type '\(name)' contains itself through '\(path.joined(separator: "."))'; a value cannot nest itself: use an array ('[\(innerName)]') or an entity with a relationship", at: values[inner].nameNode)
+                    error(
+                        .invalidType,
+                        "value type '\(name)' contains itself through '\(path.joined(separator: "."))'; a value cannot nest itself: use an array ('[\(innerName)]') or an entity with a relationship",
+                        at: values[inner].nameNode)
                 case .done?:
                     continue
                 case nil:
@@ -582,7 +597,8 @@ struct SchemaParser: Sendable {
         } else if valueNodes[text] != nil {
             element = .value(text)
         } else if entityNodes[text] != nil {
-            let hint = allowEntities
+            let hint =
+                allowEntities
                 ? "declare it under 'relationships' with 'to: \(raw)'"
                 : "values cannot refer to entities; store the entity's key instead"
             error(.entityAsAttribute, "'\(text)' is an entity, not an attribute type, in \(what); \(hint)", at: node)

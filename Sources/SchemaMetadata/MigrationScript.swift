@@ -17,8 +17,10 @@ public struct MigrationScript: Sendable, Hashable {
     /// snapshot travels with the migration (the copies compiled into generated code).
     public var objects: [String: [String]]?
 
-    public init(version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil,
-                objects: [String: [String]]? = nil) {
+    public init(
+        version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil,
+        objects: [String: [String]]? = nil
+    ) {
         self.objects = objects
         self.version = version
         self.name = name

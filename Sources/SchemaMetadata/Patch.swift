@@ -104,7 +104,8 @@ public struct Patch<Model: PatchableModel>: Codable, Hashable, @unchecked Sendab
         // In field order, so that of several failing changes the same one is always reported.
         let fields = Model.patchFields
         let listed = Set(fields.map(\.path))
-        let ordered = fields.compactMap { field in changes[field.path].map { (field.path, field.name, $0) } }
+        let ordered =
+            fields.compactMap { field in changes[field.path].map { (field.path, field.name, $0) } }
             + changes.filter { !listed.contains($0.key) }.map { ($0.key, "\($0.key)", $0.value) }
         for (path, name, change) in ordered {
             guard let valueType = type(of: path).valueType as? any (Codable & Hashable & Sendable).Type else { throw .notWritable(name) }

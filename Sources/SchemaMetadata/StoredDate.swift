@@ -34,13 +34,20 @@ public enum StoredDate {
                 value /= 10
             }
         }
-        put(year, 4, at: 0); bytes[4] = 45
-        put(month, 2, at: 5); bytes[7] = 45
-        put(day, 2, at: 8); bytes[10] = 84
-        put(rest / 3_600_000, 2, at: 11); bytes[13] = 58
-        put(rest / 60_000 % 60, 2, at: 14); bytes[16] = 58
-        put(rest / 1000 % 60, 2, at: 17); bytes[19] = 46
-        put(rest % 1000, 3, at: 20); bytes[23] = 90
+        put(year, 4, at: 0)
+        bytes[4] = 45
+        put(month, 2, at: 5)
+        bytes[7] = 45
+        put(day, 2, at: 8)
+        bytes[10] = 84
+        put(rest / 3_600_000, 2, at: 11)
+        bytes[13] = 58
+        put(rest / 60_000 % 60, 2, at: 14)
+        bytes[16] = 58
+        put(rest / 1000 % 60, 2, at: 17)
+        bytes[19] = 46
+        put(rest % 1000, 3, at: 20)
+        bytes[23] = 90
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -54,16 +61,23 @@ public enum StoredDate {
 
     public static func date(_ text: String) -> Date? {
         // Read in place: `withUTF8` would need a mutable copy, a retain and release per date read.
-        if let fast = text.utf8.withContiguousStorageIfAvailable({ parse($0) }) ?? {
-            var copy = text
-            return copy.withUTF8 { parse($0) }
-        }() { return fast }
+        if let fast = text.utf8.withContiguousStorageIfAvailable({ parse($0) })
+            ?? {
+                var copy = text
+                return copy.withUTF8 { parse($0) }
+            }()
+        {
+            return fast
+        }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime]
         if let date = formatter.date(from: text) { return date }
-        return sqliteText(text).flatMap { formatter.formatOptions = $0.hasFraction ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]; return formatter.date(from: $0.iso) }
+        return sqliteText(text).flatMap {
+            formatter.formatOptions = $0.hasFraction ? [.withInternetDateTime, .withFractionalSeconds] : [.withInternetDateTime]
+            return formatter.date(from: $0.iso)
+        }
     }
 
     /// SQLite's own spellings, which adopted databases hold (`CURRENT_TIMESTAMP`, `date('now')`):
@@ -97,8 +111,9 @@ public enum StoredDate {
             return value
         }
         guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-              let minute = number(14, 2), let second = number(17, 2), let millisecond = number(20, 3),
-              (1...12).contains(month), (1...31).contains(day) else { return nil }
+            let minute = number(14, 2), let second = number(17, 2), let millisecond = number(20, 3),
+            (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
         // Days since 1970 from a civil date (Howard Hinnant's days_from_civil).
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
@@ -110,4 +125,3 @@ public enum StoredDate {
         return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }
-

@@ -37,9 +37,11 @@ enum MigrationHistory {
             } else {
                 findings = [Finding(severity: "warning", code: "snapshot-unreadable", message: "\(entry.snapshotFile) is missing or unreadable, so this change was not linted")]
             }
-            entries.append(Entry(version: entry.number, name: entry.name,
-                                 up: directory.contents(of: entry.upFile) ?? "(missing)", down: directory.contents(of: entry.downFile) ?? "(missing)",
-                                 findings: findings))
+            entries.append(
+                Entry(
+                    version: entry.number, name: entry.name,
+                    up: directory.contents(of: entry.upFile) ?? "(missing)", down: directory.contents(of: entry.downFile) ?? "(missing)",
+                    findings: findings))
             previous = snapshot ?? previous
         }
         return entries

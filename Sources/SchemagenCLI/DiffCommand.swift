@@ -1,12 +1,12 @@
-import SQLDialects
 import CommandLineKit
 import Diagnostics
 import Foundation
 import MigrationFiles
 import MigrationPlanner
 import RelationalModel
-import SchemagenPipeline
+import SQLDialects
 import SchemaKit
+import SchemagenPipeline
 
 /// `schemagen diff`: the migration plan for a schema, written nowhere.
 public enum DiffCommand: Command {
@@ -24,7 +24,9 @@ public enum DiffCommand: Command {
             .value("from", valueName: "file", help: "The old schema file."),
             .value("to", valueName: "file", help: "The new schema file."),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
-            .value("dialect", valueName: "dialect", help: "Plan for this dialect (\(SQLDialectName.list)); repeatable. Default: the schema's dialects.", allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
+            .value(
+                "dialect", valueName: "dialect", help: "Plan for this dialect (\(SQLDialectName.list)); repeatable. Default: the schema's dialects.", allowed: SQLDialectName.allCases.map(\.rawValue),
+                repeatable: true),
             .flag("allow-destructive", help: "Report destructive changes as warnings."),
             .value("format", short: "f", valueName: "format", help: "How to print the plan.", allowed: ["text", "json"], defaultValue: "text"),
         ])
@@ -52,9 +54,11 @@ public enum DiffCommand: Command {
             guard let old = loaded.files[0].schema, let new = loaded.files[1].schema else { return .failure }
             for dialect in named.isEmpty ? (new.dialects ?? [.default]) : named {
                 let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new), renderer: PendingMigration.renderer(dialect))
-                plans.append(Plan(schema: new, dialect: dialect, migration: migration,
-                                  findings: PendingMigration.lintFindings(migration, schema: new, allowDestructive: allowDestructive),
-                                  sources: SchemaInput.sources(loaded)))
+                plans.append(
+                    Plan(
+                        schema: new, dialect: dialect, migration: migration,
+                        findings: PendingMigration.lintFindings(migration, schema: new, allowDestructive: allowDestructive),
+                        sources: SchemaInput.sources(loaded)))
             }
         } else {
             let paths = arguments.values("schema").isEmpty ? ["Schemas"] : arguments.values("schema")
@@ -75,8 +79,10 @@ public enum DiffCommand: Command {
                         let last = pending[pending.count - 1]
                         plans.append(Plan(schema: schema, dialect: dialect, migration: last.migration, findings: last.findings, sources: SchemaInput.sources(loaded)))
                     default:
-                        plans.append(Plan(schema: schema, dialect: dialect, migration: Migration(from: snapshot, to: snapshot, renderer: PendingMigration.renderer(dialect)),
-                                          findings: [], sources: SchemaInput.sources(loaded)))
+                        plans.append(
+                            Plan(
+                                schema: schema, dialect: dialect, migration: Migration(from: snapshot, to: snapshot, renderer: PendingMigration.renderer(dialect)),
+                                findings: [], sources: SchemaInput.sources(loaded)))
                     }
                 }
             }
@@ -104,7 +110,6 @@ public enum DiffCommand: Command {
         return loaded.hasErrors ? .failure : nil
     }
 
-
     static func text(_ plans: [Plan]) -> String {
         var out = ""
         for plan in plans {
@@ -113,7 +118,8 @@ public enum DiffCommand: Command {
                 out += "\(plan.schema.name)\(plan.dialect == .default ? "" : " (\(plan.dialect.rawValue))"): no changes since \(from).\n"
                 continue
             }
-            out += "\(plan.schema.name)\(plan.dialect == .default ? "" : " (\(plan.dialect.rawValue))"): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
+            out +=
+                "\(plan.schema.name)\(plan.dialect == .default ? "" : " (\(plan.dialect.rawValue))"): \(from) -> version \(plan.schema.version), \(plan.migration.steps.count) step\(plan.migration.steps.count == 1 ? "" : "s")\n"
             for step in plan.migration.steps { out += "  - \(step.summary(for: plan.migration.renderer))\n" }
             if !plan.findings.isEmpty {
                 let sources = plan.sources
@@ -148,7 +154,7 @@ public enum RehashCommand: Command {
         abstract: "Rewrite migrations.sum after a deliberate edit of a migration file.",
         discussion: "Every dialect folder (the schema's own, and postgres/) of every schema under the migrations root, or of the schemas named. Exit status: 0 done, 2 usage or I/O error.",
         options: [
-            .value("migrations", short: "m", valueName: "dir", help: "The migrations root.", defaultValue: "Migrations"),
+            .value("migrations", short: "m", valueName: "dir", help: "The migrations root.", defaultValue: "Migrations")
         ],
         arguments: [ArgumentSpec("SCHEMA", help: "Schema names (default: every folder).", isVariadic: true)])
 

@@ -1,11 +1,11 @@
-import SQLDialects
 import CodeGeneration
 import CommandLineKit
 import Diagnostics
 import Foundation
 import ProjectConfig
-import SchemagenPipeline
+import SQLDialects
 import SchemaKit
+import SchemagenPipeline
 
 /// `schemagen generate`: Swift models from schemas through templates.
 public enum GenerateCommand: Command {
@@ -32,7 +32,10 @@ public enum GenerateCommand: Command {
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
-            .value("dialect", valueName: "dialect", help: "Plan migrations for this dialect (\(SQLDialectName.list)); repeatable. Default: each schema's dialects, else the config's, else \(SQLDialectName.default.rawValue).", allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
+            .value(
+                "dialect", valueName: "dialect",
+                help: "Plan migrations for this dialect (\(SQLDialectName.list)); repeatable. Default: each schema's dialects, else the config's, else \(SQLDialectName.default.rawValue).",
+                allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
             .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
             .value("name", valueName: "name", help: "The name of the new migration (default: derived from the change)."),
@@ -44,12 +47,13 @@ public enum GenerateCommand: Command {
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let (loadedConfig, configFailure) = SchemaInput.config(arguments, io: io)
         guard let config = loadedConfig else { return configFailure }
-        let pipeline = GenerationPipeline(.init(
-            config: config, schemas: arguments.values("schema"), output: arguments.value("output"), templates: arguments.value("templates"),
-            migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
-            allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
-            dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
-            cacheFolder: arguments.value("cache-dir")))
+        let pipeline = GenerationPipeline(
+            .init(
+                config: config, schemas: arguments.values("schema"), output: arguments.value("output"), templates: arguments.value("templates"),
+                migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
+                allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
+                dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
+                cacheFolder: arguments.value("cache-dir")))
         let check = arguments.flag("check")
         var clock = StageClock(enabled: arguments.flag("timings"))
         defer { if let report = clock.report() { io.writeError(report) } }
@@ -151,15 +155,17 @@ public enum GenerateCommand: Command {
             // so the next run is a full one. Migrations this run wrote are inputs of the next.
             let inputs = plan.migrations.isEmpty ? cacheInputs : GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: loaded.files.map(\.path))
             if let inputs {
-                GenerationCache.record(cacheLocation, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
-                                       schemaCount: rendered.schemaCount, warnings: printed)
+                GenerationCache.record(
+                    cacheLocation, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
+                    schemaCount: rendered.schemaCount, warnings: printed)
             } else {
                 GenerationCache.forget(cacheLocation)
             }
         }
         for path in changes.missing + changes.stale { report += "wrote   \(output)/\(path)\n" }
         for path in changes.extra { report += "deleted \(output)/\(path)\n" }
-        report += "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
+        report +=
+            "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
         io.writeOutput(report)
         // The process ends next: freeing the schemas, models and files one by one first would
         // only cost time (a tenth of a large run), so they are kept until exit.
@@ -187,7 +193,9 @@ public enum GenerateCommand: Command {
     }
 
     static func writtenMigrations(_ plan: GenerationPipeline.Plan) -> String {
-        plan.migrations.map { "migration \($0.directory.path)/\($0.entry.prefix) (schema \($0.schema.name) version \($0.migration.to.version)): \(VerbalCount.count($0.migration.steps.count, "step"))\n" }.joined()
+        plan.migrations.map {
+            "migration \($0.directory.path)/\($0.entry.prefix) (schema \($0.schema.name) version \($0.migration.to.version)): \(VerbalCount.count($0.migration.steps.count, "step"))\n"
+        }.joined()
     }
 
     static func stop(_ failure: GenerationPipeline.Failure, io: CommandIO) -> ExitCode {

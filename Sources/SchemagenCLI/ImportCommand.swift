@@ -32,7 +32,8 @@ public enum ImportCommand: Command {
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         guard arguments.arguments.count == 2 else {
-            io.writeError("schemagen: error: import takes a kind and a source\nUsage: schemagen import sqlite DATABASE [-o FILE]\n       schemagen import coredata MODEL.xcdatamodeld [-o DIR] [--history]\n")
+            io.writeError(
+                "schemagen: error: import takes a kind and a source\nUsage: schemagen import sqlite DATABASE [-o FILE]\n       schemagen import coredata MODEL.xcdatamodeld [-o DIR] [--history]\n")
             return .usageOrIO
         }
         let kind = arguments.arguments[0], source = arguments.arguments[1]
@@ -105,16 +106,18 @@ public enum ImportCommand: Command {
         let schemaName = versions.first?.result.schema.name ?? "Model"
         let folder = arguments.value("output") ?? (history ? "Imported/\(schemaName)" : "Schemas")
         let outputs = versions.map { version in
-            Output(result: version.result,
-                   header: ["Imported by `schemagen import coredata` from \(bundle), version '\(version.name)'\(version.isCurrent ? " (current)" : "")."],
-                   path: history ? "\(folder)/v\(version.result.schema.version).yaml" : "\(folder)/\(schemaName).yaml")
+            Output(
+                result: version.result,
+                header: ["Imported by `schemagen import coredata` from \(bundle), version '\(version.name)'\(version.isCurrent ? " (current)" : "")."],
+                path: history ? "\(folder)/v\(version.result.schema.version).yaml" : "\(folder)/\(schemaName).yaml")
         }
         let status = write(outputs, io: io)
         if history, status == .success, let last = outputs.last?.path {
             // The chain of migrations comes from planning each version after the one before.
             var steps = outputs.compactMap(\.path).map { "  schemagen generate --migrations-only --schema \"\($0)\"" }
             steps.append("  cp \"\(last)\" Schemas/\(schemaName).yaml")
-            io.writeError("""
+            io.writeError(
+                """
                 Plan the migrations in version order, then keep the current version as the schema. A version
                 that drops an entity or attribute, or adds a unique constraint, stops with a lint error: review
                 its SQL, then run that step again with --allow-destructive.

@@ -1,10 +1,10 @@
-import SQLDialects
 import CommandLineKit
 import Diagnostics
 import Foundation
 import ProjectConfig
-import SchemagenPipeline
+import SQLDialects
 import SchemaKit
+import SchemagenPipeline
 
 /// `schemagen new-migration NAME --schema FILE`: an empty up/down pair for hand-written SQL.
 public enum NewMigrationCommand: Command {
@@ -21,7 +21,9 @@ public enum NewMigrationCommand: Command {
         options: [
             .value("schema", short: "s", valueName: "file", help: "The schema the migration belongs to."),
             .value("migrations", short: "m", valueName: "dir", help: "The migrations root.", defaultValue: "Migrations"),
-            .value("dialect", valueName: "dialect", help: "Only this dialect's folder (\(SQLDialectName.list)); repeatable. Default: the schema's dialects.", allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
+            .value(
+                "dialect", valueName: "dialect", help: "Only this dialect's folder (\(SQLDialectName.list)); repeatable. Default: the schema's dialects.",
+                allowed: SQLDialectName.allCases.map(\.rawValue), repeatable: true),
             .flag("no-transaction", help: "Mark the files 'transaction: no' (one statement such as CREATE INDEX CONCURRENTLY)."),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
         ],
@@ -44,8 +46,9 @@ public enum NewMigrationCommand: Command {
         let dialects = named.isEmpty ? (schema.dialects ?? config.dialects?.compactMap(SQLDialectName.init) ?? [.default]) : named
         let root = arguments.value("migrations") ?? config.migrations ?? "Migrations"
         do {
-            let (folders, entry) = try HandWrittenMigration.create(name: arguments.arguments[0], schema: schema, dialects: dialects, root: root,
-                                                                   runsInTransaction: !arguments.flag("no-transaction"))
+            let (folders, entry) = try HandWrittenMigration.create(
+                name: arguments.arguments[0], schema: schema, dialects: dialects, root: root,
+                runsInTransaction: !arguments.flag("no-transaction"))
             for folder in folders {
                 io.writeOutput("created \(folder.path)/\(entry.upFile)\ncreated \(folder.path)/\(entry.downFile)\n")
             }

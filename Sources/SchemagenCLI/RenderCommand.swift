@@ -16,8 +16,9 @@ public enum RenderCommand: Command {
             .value("template", valueName: "file", help: "The template to render."),
             .value("data", valueName: "file", help: "JSON data to render against."),
             .value("partials", valueName: "dir", help: "A folder of partials."),
-            .value("escape", valueName: "mode", help: "How {{name}} escapes: html as the specification says, or none for source code.",
-                   allowed: Escaping.allCases.map(\.rawValue), defaultValue: "html"),
+            .value(
+                "escape", valueName: "mode", help: "How {{name}} escapes: html as the specification says, or none for source code.",
+                allowed: Escaping.allCases.map(\.rawValue), defaultValue: "html"),
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -92,10 +93,15 @@ struct JSONValue: Decodable {
             return
         }
         let single = try decoder.singleValueContainer()
-        if single.decodeNil() { value = .null }
-        else if let flag = try? single.decode(Bool.self) { value = .bool(flag) }
-        else if let number = try? single.decode(Double.self) { value = .number(number) }
-        else { value = .string(try single.decode(String.self)) }
+        if single.decodeNil() {
+            value = .null
+        } else if let flag = try? single.decode(Bool.self) {
+            value = .bool(flag)
+        } else if let number = try? single.decode(Double.self) {
+            value = .number(number)
+        } else {
+            value = .string(try single.decode(String.self))
+        }
     }
 
     struct AnyKey: CodingKey {

@@ -4,11 +4,16 @@ import CommandLineKit
 public enum Schemagen {
     public static let version = "0.1.0"
 
-    public static var tool: CommandLineTool { CommandLineTool(
-        name: "schemagen",
-        version: version,
-        abstract: "Check declarative YAML data-model schemas and generate code and migrations from them.",
-        commands: [ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, NewMigrationCommand.self, RenderCommand.self, ImportCommand.self, DiagramCommand.self, DocsCommand.self]) }
+    public static var tool: CommandLineTool {
+        CommandLineTool(
+            name: "schemagen",
+            version: version,
+            abstract: "Check declarative YAML data-model schemas and generate code and migrations from them.",
+            commands: [
+                ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, NewMigrationCommand.self, RenderCommand.self, ImportCommand.self, DiagramCommand.self,
+                DocsCommand.self,
+            ])
+    }
 
     /// Runs `schemagen` with arguments that exclude the program name.
     public static func main(arguments: [String], io: CommandIO = .standard()) -> ExitCode {

@@ -1,7 +1,7 @@
 import CommandLineKit
 import Diagnostics
-import MigrationPlanner
 import MigrationFiles
+import MigrationPlanner
 import SchemaKit
 
 /// `schemagen validate`: checks schema files and reports every problem at once.
@@ -15,12 +15,16 @@ public enum ValidateCommand: Command {
             error or a file or directory that cannot be read.
             """,
         options: [
-            .value("format", short: "f", valueName: "format", help: "How to print diagnostics.",
-                   allowed: DiagnosticFormat.allCases.map(\.rawValue), defaultValue: "text"),
+            .value(
+                "format", short: "f", valueName: "format", help: "How to print diagnostics.",
+                allowed: DiagnosticFormat.allCases.map(\.rawValue), defaultValue: "text"),
             .flag("warnings-as-errors", help: "Report warnings as errors and fail on them."),
-            .value("color", valueName: "when", help: "Colour the text format.",
-                   allowed: ["auto", "always", "never"], defaultValue: "auto"),
-            .value("migrations", short: "m", valueName: "dir", help: "The migrations root: every dialect folder of each schema is checked against its manifest, and the folders against each other.", defaultValue: "Migrations"),
+            .value(
+                "color", valueName: "when", help: "Colour the text format.",
+                allowed: ["auto", "always", "never"], defaultValue: "auto"),
+            .value(
+                "migrations", short: "m", valueName: "dir", help: "The migrations root: every dialect folder of each schema is checked against its manifest, and the folders against each other.",
+                defaultValue: "Migrations"),
         ],
         arguments: [ArgumentSpec("PATH", help: "Schema files or directories (default: Schemas).", isVariadic: true)])
 
@@ -47,8 +51,9 @@ public enum ValidateCommand: Command {
         }
 
         let sources = SchemaInput.sources(result)
-        let renderer = DiagnosticRenderer(format: format, colored: useColor(arguments.value("color"), io: io),
-                                          sources: { sources[$0] })
+        let renderer = DiagnosticRenderer(
+            format: format, colored: useColor(arguments.value("color"), io: io),
+            sources: { sources[$0] })
         var output = renderer.render(diagnostics)
         if format == .text { output += summary(diagnostics, fileCount: files.count) }
         io.writeOutput(output)

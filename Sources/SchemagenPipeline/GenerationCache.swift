@@ -72,7 +72,8 @@ public struct GenerationCache: Codable, Sendable, Equatable {
     /// The record of the output folder's last run, if there is a readable one.
     public static func load(_ location: Location) -> GenerationCache? {
         guard let data = FileManager.default.contents(atPath: location.path),
-              let cache = try? JSONDecoder().decode(GenerationCache.self, from: data), cache.format == formatVersion else { return nil }
+            let cache = try? JSONDecoder().decode(GenerationCache.self, from: data), cache.format == formatVersion
+        else { return nil }
         return cache
     }
 
@@ -138,7 +139,8 @@ public struct GenerationCache: Codable, Sendable, Equatable {
     static func folderFiles(_ folder: String) -> [String]? {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue,
-              let enumerator = FileManager.default.enumerator(atPath: folder) else { return nil }
+            let enumerator = FileManager.default.enumerator(atPath: folder)
+        else { return nil }
         var result: [String] = []
         while let relative = enumerator.nextObject() as? String {
             var isSubfolder: ObjCBool = false
@@ -152,8 +154,10 @@ public struct GenerationCache: Codable, Sendable, Equatable {
 extension GenerationPipeline.Configuration {
     /// Every option that changes what a run writes, for the cache's digest.
     var cacheDescription: String {
-        [schemaPaths.joined(separator: ","), "named=\(schemasWereNamed)", output, templatesFolder ?? "-", migrationsRoot,
-         migrationName ?? "-", "destructive=\(allowDestructive)", "single=\(singleFile)",
-         (dialects ?? []).map(\.rawValue).joined(separator: ","), defaultDialects.map(\.rawValue).joined(separator: ",")].joined(separator: "|")
+        [
+            schemaPaths.joined(separator: ","), "named=\(schemasWereNamed)", output, templatesFolder ?? "-", migrationsRoot,
+            migrationName ?? "-", "destructive=\(allowDestructive)", "single=\(singleFile)",
+            (dialects ?? []).map(\.rawValue).joined(separator: ","), defaultDialects.map(\.rawValue).joined(separator: ","),
+        ].joined(separator: "|")
     }
 }

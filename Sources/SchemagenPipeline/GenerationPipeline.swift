@@ -1,4 +1,3 @@
-import SQLDialects
 import CodeGeneration
 import Diagnostics
 import Foundation
@@ -7,6 +6,7 @@ import MigrationPlanner
 import Mustache
 import ProjectConfig
 import RelationalModel
+import SQLDialects
 import SchemaKit
 
 /// `schemagen generate` as a library: configuration -> load -> relational model -> plan ->
@@ -35,9 +35,11 @@ public struct GenerationPipeline: Sendable {
         /// The cache folder unless one is named: beside SwiftPM's own build products.
         public static let defaultCacheFolder = ".build/schemagen"
 
-        public init(config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
-                    migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
-                    dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil) {
+        public init(
+            config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
+            migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
+            dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil
+        ) {
             self.cacheFolder = cacheFolder ?? config.cache ?? Self.defaultCacheFolder
             self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
             self.schemasWereNamed = !schemas.isEmpty
@@ -133,9 +135,10 @@ public struct GenerationPipeline: Sendable {
             let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect)
             var findings: [(dialect: SQLDialectName, findings: [Diagnostic])] = []
             for dialect in [referenceDialect] + dialects.filter({ $0 != referenceDialect }) {
-                let outcome = PendingMigration.plan(for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
-                                                    reference: dialect == referenceDialect ? nil : reference,
-                                                    name: configuration.migrationName, allowDestructive: configuration.allowDestructive)
+                let outcome = PendingMigration.plan(
+                    for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
+                    reference: dialect == referenceDialect ? nil : reference,
+                    name: configuration.migrationName, allowDestructive: configuration.allowDestructive)
                 switch outcome {
                 case .upToDate: break
                 case .failed(let problems): plan.diagnostics += problems
@@ -183,12 +186,18 @@ public struct GenerationPipeline: Sendable {
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
             // The generated code embeds SQLite's migrations: the runtime store runs on SQLite.
             let sqliteFolder = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: .sqlite).path
-            let migrations = PendingMigration.scripts(for: schema, root: configuration.migrationsRoot,
-                                                      pending: plan.migrations.filter { $0.schema.name == schema.name && $0.directory.path == sqliteFolder })
+            let migrations = PendingMigration.scripts(
+                for: schema, root: configuration.migrationsRoot,
+                pending: plan.migrations.filter { $0.schema.name == schema.name && $0.directory.path == sqliteFolder })
             do {
                 let model = models[schema.name].map { runtimeModel(schema, $0, plan: plan) }
-                perSchema.append((schema, result.path, try Generator.generate(schema: schema, model: model, sourceFile: sourceFile,
-                                                                             templates: templates, migrations: migrations)))
+                perSchema.append(
+                    (
+                        schema, result.path,
+                        try Generator.generate(
+                            schema: schema, model: model, sourceFile: sourceFile,
+                            templates: templates, migrations: migrations)
+                    ))
             } catch {
                 return .failure(.invalid("\(error)"))
             }

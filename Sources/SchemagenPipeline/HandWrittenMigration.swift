@@ -1,8 +1,8 @@
-import SQLDialects
 import Diagnostics
 import Foundation
 import MigrationFiles
 import RelationalModel
+import SQLDialects
 import SchemaKit
 
 /// A migration for SQL the schema language does not express (extensions, views, triggers,
@@ -25,17 +25,22 @@ public enum HandWrittenMigration {
     }
 
     /// Writes the pair into the folder of each dialect; the folders' paths and the new entry.
-    public static func create(name: String, schema: Schema, dialects: [SQLDialectName], root: String,
-                              runsInTransaction: Bool = true) throws(Failure) -> (folders: [MigrationDirectory], entry: MigrationDirectory.Entry) {
+    public static func create(
+        name: String, schema: Schema, dialects: [SQLDialectName], root: String,
+        runsInTransaction: Bool = true
+    ) throws(Failure) -> (folders: [MigrationDirectory], entry: MigrationDirectory.Entry) {
         let folders = dialects.map { PendingMigration.directory(schema.name, root: root, dialect: $0) }
         let problems = folders.flatMap { $0.verify() }
         guard problems.isEmpty else { throw .folders(problems) }
         // The folders must be in step: the same numbers, so the new one is the same everywhere.
         let numbers = folders.map { $0.entries().map(\.number) }
         if let lagging = zip(folders, numbers).first(where: { $0.1 != numbers.max(by: { $0.count < $1.count }) }) {
-            throw .folders([Diagnostic(.error, code: MigrationDirectory.Code.dialectsDiffer,
-                                       message: "\(lagging.0.path) is behind the schema's other migration folders; run `schemagen generate` first so every dialect has the same migrations",
-                                       at: SourceLocation(file: lagging.0.path, line: 1, column: 1))])
+            throw .folders([
+                Diagnostic(
+                    .error, code: MigrationDirectory.Code.dialectsDiffer,
+                    message: "\(lagging.0.path) is behind the schema's other migration folders; run `schemagen generate` first so every dialect has the same migrations",
+                    at: SourceLocation(file: lagging.0.path, line: 1, column: 1))
+            ])
         }
         let entry = MigrationDirectory.Entry(number: (numbers.first?.last ?? 0) + 1, name: PendingMigration.slug(name))
         for (dialect, folder) in zip(dialects, folders) {
@@ -46,8 +51,9 @@ public enum HandWrittenMigration {
                 throw .io("cannot read the newest snapshot in \(folder.path): \(error)")
             }
             func file(_ direction: MigrationHeader.Direction) -> String {
-                let header = MigrationHeader(schema: schema.name, dialect: dialect.rawValue, direction: direction,
-                                             fromVersion: snapshot.version, toVersion: snapshot.version, runsInTransaction: runsInTransaction)
+                let header = MigrationHeader(
+                    schema: schema.name, dialect: dialect.rawValue, direction: direction,
+                    fromVersion: snapshot.version, toVersion: snapshot.version, runsInTransaction: runsInTransaction)
                 return header.text + """
                     -- \(schema.name): \(entry.prefix) (\(direction.rawValue)), written by hand for \(dialect.rawValue) (`schemagen new-migration`).
                     -- Write the \(direction == .up ? "SQL to apply" : "SQL that undoes the up file") below, then run `\(folder.rehashCommand)`.

@@ -3,9 +3,9 @@ import Foundation
 import MigrationFiles
 import MigrationPlanner
 import RelationalModel
+import SQLDialects
 import SchemaKit
 import SchemaMetadata
-import SQLDialects
 
 /// Diagnostic codes of planning a migration for a schema.
 public enum PlanningCode: String, DiagnosticCode {
@@ -44,8 +44,10 @@ public struct PendingMigration: Sendable {
     /// dialect's folder. A folder that lags behind `reference` (the first dialect's folder) first
     /// gets the reference's history re-planned for its dialect, with the same numbers and names
     /// from the same snapshots, so every dialect's folder numbers alike.
-    public static func plan(for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .default,
-                            reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool) -> Outcome {
+    public static func plan(
+        for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .default,
+        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool
+    ) -> Outcome {
         let directory = directory(schema.name, root: root, dialect: dialect)
         let renderer = renderer(dialect)
         let problems = directory.verify()
@@ -84,19 +86,29 @@ public struct PendingMigration: Sendable {
         if let limit = renderer.dialect.capabilities.maximumIdentifierBytes {
             let long = snapshot.tables.flatMap { table in [table.name].filter { $0.utf8.count > limit } + table.columns.map(\.name).filter { $0.utf8.count > limit }.map { "\(table.name).\($0)" } }
             if !long.isEmpty {
-                return .failed(long.map { name in
-                    Diagnostic(.error, code: PlanningCode.nameTooLong, message: "'\(name)' is longer than the \(limit) bytes \(dialect.rawValue) keeps of a name; set a shorter 'table' or 'column'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
-                })
+                return .failed(
+                    long.map { name in
+                        Diagnostic(
+                            .error, code: PlanningCode.nameTooLong, message: "'\(name)' is longer than the \(limit) bytes \(dialect.rawValue) keeps of a name; set a shorter 'table' or 'column'",
+                            at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+                    })
             }
         }
         if let latest, latest.matches(snapshot) { return pending.isEmpty ? .upToDate : .pending(pending) }
         if let latest, schema.version <= latest.version {
-            return .failed([Diagnostic(.error, code: PlanningCode.versionNotBumped, message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))])
+            return .failed([
+                Diagnostic(
+                    .error, code: PlanningCode.versionNotBumped,
+                    message: "schema '\(schema.name)' changed since its migration for version \(latest.version), but its version is still \(schema.version); set 'version: \(latest.version + 1)'",
+                    at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+            ])
         }
         let migration = Migration(from: latest, to: snapshot, renderer: renderer)
         let entry = MigrationDirectory.Entry(number: lastNumber + 1, name: slug(name ?? derivedName(migration, schema: schema)))
-        pending.append(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry,
-                                        findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)))
+        pending.append(
+            PendingMigration(
+                schema: schema, directory: directory, migration: migration, entry: entry,
+                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)))
         return .pending(pending)
     }
 
@@ -127,12 +139,14 @@ public struct PendingMigration: Sendable {
     /// Where the build-tool path stops: the schema is ahead of its committed migrations, and a
     /// build must not run with a stale history. Says which command plans the missing migration.
     public static func notPlanned(_ pending: PendingMigration, root: String) -> Diagnostic {
-        let what = pending.migration.from.map { "differs from its newest migration (version \($0.version)) in \(pending.directory.path)" }
+        let what =
+            pending.migration.from.map { "differs from its newest migration (version \($0.version)) in \(pending.directory.path)" }
             ?? "has no migrations in \(pending.directory.path)"
         let command = "swift run schemagen generate --migrations-only --schema \(pending.schema.sourcePath) --migrations \(root)"
-        return Diagnostic(.error, code: PlanningCode.migrationNotPlanned,
-                          message: "schema '\(pending.schema.name)' version \(pending.schema.version) \(what); plan it with `\(command)`, review and commit the new files, then build again",
-                          at: SourceLocation(file: pending.schema.sourcePath, line: 1, column: 1))
+        return Diagnostic(
+            .error, code: PlanningCode.migrationNotPlanned,
+            message: "schema '\(pending.schema.name)' version \(pending.schema.version) \(what); plan it with `\(command)`, review and commit the new files, then build again",
+            at: SourceLocation(file: pending.schema.sourcePath, line: 1, column: 1))
     }
 
     /// The schema's migrations as templates see them: those on disk, then the one about to be written.
@@ -143,8 +157,10 @@ public struct PendingMigration: Sendable {
             return MigrationScript(version: entry.number, name: entry.name, up: up, down: down)
         }
         for migration in pending {
-            result.append(MigrationScript(version: migration.entry.number, name: migration.entry.name,
-                                          up: migration.migration.upSQL(), down: migration.migration.downSQL()))
+            result.append(
+                MigrationScript(
+                    version: migration.entry.number, name: migration.entry.name,
+                    up: migration.migration.upSQL(), down: migration.migration.downSQL()))
         }
         return result
     }
@@ -161,24 +177,25 @@ public struct PendingMigration: Sendable {
             }
         }
         guard let first = meaningful.first ?? migration.steps.first else { return "v\(schema.version)" }
-        let name: String = switch first {
-        case .createTable(let table): "create_\(table.name)"
-        case .dropTable(let table): "drop_\(table.name)"
-        case .renameTable(let from, let to): "rename_\(from)_to_\(to)"
-        case .addColumn(let table, let column): "add_\(table)_\(column.name)"
-        case .dropColumn(let table, let column): "drop_\(table)_\(column.name)"
-        case .renameColumn(let table, let from, let to): "rename_\(table)_\(from)_to_\(to)"
-        case .rebuildTable(let change): "change_\(change.to.name)"
-        case .createIndex(let table, let index): "index_\(table)_\(index.columns.joined(separator: "_"))"
-        case .dropIndex(let table, let index): "drop_index_\(table)_\(index.columns.joined(separator: "_"))"
-        case .alterColumn(let table, _, let column): "change_\(table)_\(column.name)"
-        case .addForeignKey(let table, let key): "link_\(table)_\(key.table)"
-        case .dropForeignKey(let table, let key): "unlink_\(table)_\(key.table)"
-        case .dropPrimaryKey(let table, _), .addPrimaryKey(let table, _): "rekey_\(table)"
-        case .renameConstraints(let table, _, _, _): "rename_\(table)_constraints"
-        case .comment(let table, _, _, _): "comment_\(table)"
-        case .fillTable(let fill), .unfillTable(let fill): "split_\(fill.source)_into_\(fill.target)"
-        }
+        let name: String =
+            switch first {
+            case .createTable(let table): "create_\(table.name)"
+            case .dropTable(let table): "drop_\(table.name)"
+            case .renameTable(let from, let to): "rename_\(from)_to_\(to)"
+            case .addColumn(let table, let column): "add_\(table)_\(column.name)"
+            case .dropColumn(let table, let column): "drop_\(table)_\(column.name)"
+            case .renameColumn(let table, let from, let to): "rename_\(table)_\(from)_to_\(to)"
+            case .rebuildTable(let change): "change_\(change.to.name)"
+            case .createIndex(let table, let index): "index_\(table)_\(index.columns.joined(separator: "_"))"
+            case .dropIndex(let table, let index): "drop_index_\(table)_\(index.columns.joined(separator: "_"))"
+            case .alterColumn(let table, _, let column): "change_\(table)_\(column.name)"
+            case .addForeignKey(let table, let key): "link_\(table)_\(key.table)"
+            case .dropForeignKey(let table, let key): "unlink_\(table)_\(key.table)"
+            case .dropPrimaryKey(let table, _), .addPrimaryKey(let table, _): "rekey_\(table)"
+            case .renameConstraints(let table, _, _, _): "rename_\(table)_constraints"
+            case .comment(let table, _, _, _): "comment_\(table)"
+            case .fillTable(let fill), .unfillTable(let fill): "split_\(fill.source)_into_\(fill.target)"
+            }
         return meaningful.count > 1 ? name + "_and_more" : name
     }
 
@@ -186,8 +203,7 @@ public struct PendingMigration: Sendable {
     static func slug(_ text: String) -> String {
         var out = ""
         for character in Naming.snakeCase(text) {
-            if character.isASCII, character.isLetter || character.isNumber { out.append(character) }
-            else if out.last != "_" { out.append("_") }
+            if character.isASCII, character.isLetter || character.isNumber { out.append(character) } else if out.last != "_" { out.append("_") }
         }
         let trimmed = out.trimmingCharacters(in: CharacterSet(charactersIn: "_"))
         return String((trimmed.isEmpty ? "migration" : trimmed).prefix(60))

@@ -9,17 +9,23 @@ import SchemaMetadata
 /// (`todo add`, `todo done`), another the widget (`todo watch`); both open the same file.
 public enum TodoTool {
     public static var tool: CommandLineTool {
-        CommandLineTool(name: "todo", version: "0.1.0", abstract: "A to-do list shared by several processes, with live changes and history.",
-                        commands: [AddCommand.self, DoneCommand.self, RemoveCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
-                                   WatchCommand.self, HistoryCommand.self, RekeyCommand.self])
+        CommandLineTool(
+            name: "todo", version: "0.1.0", abstract: "A to-do list shared by several processes, with live changes and history.",
+            commands: [
+                AddCommand.self, DoneCommand.self, RemoveCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
+                WatchCommand.self, HistoryCommand.self, RekeyCommand.self,
+            ])
     }
 
     static let common: [OptionSpec] = [
-        .value("database", short: "d", valueName: "path", help: "The SQLite file, or sqlite:path (default: $TODO_DATABASE, else todo.sqlite). A URL of another scheme is refused, never created as a file."),
+        .value(
+            "database", short: "d", valueName: "path", help: "The SQLite file, or sqlite:path (default: $TODO_DATABASE, else todo.sqlite). A URL of another scheme is refused, never created as a file."
+        ),
         .value("author", valueName: "name", help: "Recorded with each change this process makes (default: $TODO_AUTHOR, else todo)."),
     ]
 
-    static let exitStatus = "Exit status: 0 done; 1 no such item, an ambiguous id, a missing or wrong key, or a database error; 2 usage error. Notes are encrypted: pass the keys in SCHEMAGEN_KEYS (id=base64-of-32-bytes, newest first)."
+    static let exitStatus =
+        "Exit status: 0 done; 1 no such item, an ambiguous id, a missing or wrong key, or a database error; 2 usage error. Notes are encrypted: pass the keys in SCHEMAGEN_KEYS (id=base64-of-32-bytes, newest first)."
 
     static func databasePath(_ arguments: ParsedArguments, io: CommandIO) -> String {
         arguments.value("database") ?? io.environment["TODO_DATABASE"] ?? "todo.sqlite"
@@ -183,15 +189,18 @@ enum ListCommand: Command {
         return TodoTool.perform(io) {
             let items = try runToCompletion { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }
             if arguments.flag("json") {
-                let array = JSONNode(value: .array(items.map { item in
-                    JSONNode(value: .object([
-                        ("id", JSONNode(value: .string(TodoTool.id(item)))),
-                        ("name", JSONNode(value: .string(item.taskName))),
-                        ("done", JSONNode(value: .bool(item.isCompleted))),
-                        ("start", JSONNode(value: .string(TodoTool.text(item.startDate)))),
-                        ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
-                    ]))
-                }))
+                let array = JSONNode(
+                    value: .array(
+                        items.map { item in
+                            JSONNode(
+                                value: .object([
+                                    ("id", JSONNode(value: .string(TodoTool.id(item)))),
+                                    ("name", JSONNode(value: .string(item.taskName))),
+                                    ("done", JSONNode(value: .bool(item.isCompleted))),
+                                    ("start", JSONNode(value: .string(TodoTool.text(item.startDate)))),
+                                    ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
+                                ]))
+                        }))
                 io.writeOutput(array.jsonText + "\n")
             } else {
                 for item in items {
@@ -215,13 +224,16 @@ enum ShowCommand: Command {
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             if arguments.flag("json") {
-                io.writeOutput(JSONNode(value: .object([
-                    ("id", JSONNode(value: .string(TodoTool.id(item)))),
-                    ("name", JSONNode(value: .string(item.taskName))),
-                    ("done", JSONNode(value: .bool(item.isCompleted))),
-                    ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
-                    ("notes", JSONNode(value: item.notes.map(JSONValue.string) ?? .null)),
-                ])).jsonText + "\n")
+                io.writeOutput(
+                    JSONNode(
+                        value: .object([
+                            ("id", JSONNode(value: .string(TodoTool.id(item)))),
+                            ("name", JSONNode(value: .string(item.taskName))),
+                            ("done", JSONNode(value: .bool(item.isCompleted))),
+                            ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
+                            ("notes", JSONNode(value: item.notes.map(JSONValue.string) ?? .null)),
+                        ])
+                    ).jsonText + "\n")
             } else {
                 io.writeOutput("\(TodoTool.id(item)) [\(item.isCompleted ? "x" : " ")] \(item.taskName)\n")
                 if let due = item.dueDate { io.writeOutput("due: \(TodoTool.text(due))\n") }
@@ -257,14 +269,19 @@ enum SearchCommand: Command {
         return TodoTool.perform(io) {
             let results = try runToCompletion { try await store.search(TodoItem.self, matching: words, limit: count, snippets: SnippetStyle(open: "[", close: "]")) }
             if arguments.flag("json") {
-                io.writeOutput(JSONNode(value: .array(results.map { result in
-                    JSONNode(value: .object([
-                        ("id", JSONNode(value: .string(TodoTool.id(result.model)))),
-                        ("name", JSONNode(value: .string(result.model.taskName))),
-                        ("rank", JSONNode(value: .number(String(result.rank)))),
-                        ("match", JSONNode(value: result.snippets["taskName"].map(JSONValue.string) ?? .null)),
-                    ]))
-                })).jsonText + "\n")
+                io.writeOutput(
+                    JSONNode(
+                        value: .array(
+                            results.map { result in
+                                JSONNode(
+                                    value: .object([
+                                        ("id", JSONNode(value: .string(TodoTool.id(result.model)))),
+                                        ("name", JSONNode(value: .string(result.model.taskName))),
+                                        ("rank", JSONNode(value: .number(String(result.rank)))),
+                                        ("match", JSONNode(value: result.snippets["taskName"].map(JSONValue.string) ?? .null)),
+                                    ]))
+                            })
+                    ).jsonText + "\n")
             } else {
                 for result in results {
                     io.writeOutput("\(TodoTool.id(result.model)) [\(result.model.isCompleted ? "x" : " ")] \(result.snippets["taskName"] ?? result.model.taskName)\n")
@@ -405,9 +422,10 @@ enum HistoryCommand: Command {
         switch change.kind {
         case .insert: return "insert \(change.entity) \(key)"
         case .update:
-            return "update \(change.entity) \(key) " + change.changedAttributes.map { name in
-                change.values[name].map { "\(name)=\(text($0))" } ?? name
-            }.joined(separator: " ")
+            return "update \(change.entity) \(key) "
+                + change.changedAttributes.map { name in
+                    change.values[name].map { "\(name)=\(text($0))" } ?? name
+                }.joined(separator: " ")
         case .delete:
             let kept = (change.tombstone ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\(text($0.value))" }
             return (["delete \(change.entity) \(key)"] + kept).joined(separator: " ")
@@ -436,20 +454,27 @@ enum HistoryCommand: Command {
     }
 
     static func json(_ transaction: HistoryTransaction) -> JSONNode {
-        JSONNode(value: .object([
-            ("token", JSONNode(value: .number(String(transaction.token.value)))),
-            ("author", JSONNode(value: transaction.author.map(JSONValue.string) ?? .null)),
-            ("date", JSONNode(value: .string(TodoTool.text(transaction.date)))),
-            ("changes", JSONNode(value: .array(transaction.changes.map { change in
-                JSONNode(value: .object([
-                    ("entity", JSONNode(value: .string(change.entity))),
-                    ("kind", JSONNode(value: .string(change.kind.rawValue))),
-                    ("key", JSONNode(value: .array(change.key.map(json)))),
-                    ("changed", JSONNode(value: .array(change.changedAttributes.map { JSONNode(value: .string($0)) }))),
-                    ("values", json(change.values)),
-                    ("tombstone", change.tombstone.map(json) ?? JSONNode(value: .null)),
-                ]))
-            }))),
-        ]))
+        JSONNode(
+            value: .object([
+                ("token", JSONNode(value: .number(String(transaction.token.value)))),
+                ("author", JSONNode(value: transaction.author.map(JSONValue.string) ?? .null)),
+                ("date", JSONNode(value: .string(TodoTool.text(transaction.date)))),
+                (
+                    "changes",
+                    JSONNode(
+                        value: .array(
+                            transaction.changes.map { change in
+                                JSONNode(
+                                    value: .object([
+                                        ("entity", JSONNode(value: .string(change.entity))),
+                                        ("kind", JSONNode(value: .string(change.kind.rawValue))),
+                                        ("key", JSONNode(value: .array(change.key.map(json)))),
+                                        ("changed", JSONNode(value: .array(change.changedAttributes.map { JSONNode(value: .string($0)) }))),
+                                        ("values", json(change.values)),
+                                        ("tombstone", change.tombstone.map(json) ?? JSONNode(value: .null)),
+                                    ]))
+                            }))
+                ),
+            ]))
     }
 }

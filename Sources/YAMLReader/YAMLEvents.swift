@@ -70,16 +70,18 @@ enum YAMLEventReader {
         switch event.type {
         case YAML_SCALAR_EVENT:
             let scalar = event.data.scalar
-            let style: YAMLScalarStyle = switch scalar.style {
-            case YAML_SINGLE_QUOTED_SCALAR_STYLE: .singleQuoted
-            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: .doubleQuoted
-            case YAML_LITERAL_SCALAR_STYLE: .literal
-            case YAML_FOLDED_SCALAR_STYLE: .folded
-            default: .plain
-            }
+            let style: YAMLScalarStyle =
+                switch scalar.style {
+                case YAML_SINGLE_QUOTED_SCALAR_STYLE: .singleQuoted
+                case YAML_DOUBLE_QUOTED_SCALAR_STYLE: .doubleQuoted
+                case YAML_LITERAL_SCALAR_STYLE: .literal
+                case YAML_FOLDED_SCALAR_STYLE: .folded
+                default: .plain
+                }
             let text = scalar.value.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(scalar.length)), as: UTF8.self) } ?? ""
-            return YAMLEvent(kind: .scalar, start: start, end: end, text: text, style: style,
-                             tag: cString(scalar.tag), anchor: cString(scalar.anchor))
+            return YAMLEvent(
+                kind: .scalar, start: start, end: end, text: text, style: style,
+                tag: cString(scalar.tag), anchor: cString(scalar.anchor))
         case YAML_SEQUENCE_START_EVENT:
             let data = event.data.sequence_start
             return YAMLEvent(kind: .sequenceStart, start: start, end: end, tag: cString(data.tag), anchor: cString(data.anchor))

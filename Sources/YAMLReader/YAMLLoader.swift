@@ -284,14 +284,15 @@ struct TreeBuilder: Sendable {
         if failure.isReaderError {
             // Reader errors (bad encoding, control characters) carry a byte offset, not a mark.
             let offset = failure.problemOffset
-            let message = switch problem {
-            case "invalid leading UTF-8 octet", "invalid trailing UTF-8 octet", "incomplete UTF-8 octet sequence", "invalid Unicode character":
-                "the file is not valid UTF-8 (\(problem) at byte \(offset)); save it as UTF-8"
-            case "control characters are not allowed":
-                "the file contains a control character at byte \(offset); is it a binary file?"
-            default:
-                "\(problem) at byte \(offset)"
-            }
+            let message =
+                switch problem {
+                case "invalid leading UTF-8 octet", "invalid trailing UTF-8 octet", "incomplete UTF-8 octet sequence", "invalid Unicode character":
+                    "the file is not valid UTF-8 (\(problem) at byte \(offset)); save it as UTF-8"
+                case "control characters are not allowed":
+                    "the file contains a control character at byte \(offset); is it a binary file?"
+                default:
+                    "\(problem) at byte \(offset)"
+                }
             diagnostics.error(YAMLLoader.Code.syntax, message, at: locationOfByte(offset))
             return
         }

@@ -118,8 +118,13 @@ extension YAMLNode {
             text.removeFirst()
         }
         var radix = 10
-        if text.hasPrefix("0x") { radix = 16; text.removeFirst(2) }
-        else if text.hasPrefix("0o") { radix = 8; text.removeFirst(2) }
+        if text.hasPrefix("0x") {
+            radix = 16
+            text.removeFirst(2)
+        } else if text.hasPrefix("0o") {
+            radix = 8
+            text.removeFirst(2)
+        }
         guard !text.isEmpty, let magnitude = UInt64(text, radix: radix) else { return nil }
         if negative {
             if magnitude == UInt64(Int64.max) + 1 { return Int64.min }

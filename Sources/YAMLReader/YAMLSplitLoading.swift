@@ -1,5 +1,5 @@
-import Dispatch
 import Diagnostics
+import Dispatch
 
 /// Reads a large document in two halves, one per core. A schema is a mapping whose biggest
 /// entry (`entities:`) is a block mapping of many entries, each starting on a line indented by
@@ -39,8 +39,9 @@ enum YAMLSplitLoading {
             return builder
         }
         guard let first = builders[0], let second = builders[1], !first.usesAnchorsOrMerges, !second.usesAnchorsOrMerges,
-              first.expandedNodes + second.expandedNodes <= limits.maximumExpandedNodes,
-              let firstRoot = first.root, let secondRoot = second.root else { return nil }
+            first.expandedNodes + second.expandedNodes <= limits.maximumExpandedNodes,
+            let firstRoot = first.root, let secondRoot = second.root
+        else { return nil }
         // A whole read ends the collections the cut closes where the next entry's key starts.
         let nextKey = YAMLMark(line: cut.line, column: 3)
         return join(closing(firstRoot, at: YAMLMark(line: cut.line, column: 1), movedTo: nextKey), secondRoot, key: cut.key)
@@ -69,12 +70,13 @@ enum YAMLSplitLoading {
     /// half's other top-level entries; nil when any key would appear twice.
     static func join(_ first: YAMLNode, _ second: YAMLNode, key: String) -> YAMLNode? {
         guard case .mapping(let firstPairs) = first.content, first.tag == nil,
-              case .mapping(let secondPairs) = second.content, second.tag == nil,
-              let cutIndex = firstPairs.firstIndex(where: { $0.key.scalarText == key }),
-              secondPairs.first?.key.scalarText == key,
-              case .mapping(let head) = firstPairs[cutIndex].value.content, firstPairs[cutIndex].value.tag == nil,
-              case .mapping(let tail) = secondPairs[0].value.content, secondPairs[0].value.tag == nil,
-              cutIndex == firstPairs.count - 1 else { return nil }
+            case .mapping(let secondPairs) = second.content, second.tag == nil,
+            let cutIndex = firstPairs.firstIndex(where: { $0.key.scalarText == key }),
+            secondPairs.first?.key.scalarText == key,
+            case .mapping(let head) = firstPairs[cutIndex].value.content, firstPairs[cutIndex].value.tag == nil,
+            case .mapping(let tail) = secondPairs[0].value.content, secondPairs[0].value.tag == nil,
+            cutIndex == firstPairs.count - 1
+        else { return nil }
         var entryKeys = Set<String>()
         for pair in head + tail {
             guard let name = pair.key.scalarText, pair.key.tag == nil, name != "<<", entryKeys.insert(name).inserted else { return nil }

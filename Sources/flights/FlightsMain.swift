@@ -1,9 +1,10 @@
+import FlightsExample
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import FlightsExample
 
 @main
 struct FlightsMain {

@@ -1,9 +1,10 @@
+import MigrateCLI
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import MigrateCLI
 
 @main
 struct MigrateMain {

@@ -1,9 +1,10 @@
+import SchemagenCLI
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import SchemagenCLI
 
 @main
 struct SchemagenMain {

@@ -4,8 +4,8 @@ import ExampleModels
 import FieldEncryption
 import Foundation
 import PersistentStore
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// `store-benchmark encryption plain|secret ROWS DIR` and `store-benchmark search store|raw ROWS QUERIES DIR`.
 enum EncryptionAndSearch {
@@ -44,8 +44,13 @@ enum EncryptionAndSearch {
         let associated = Array("schemagen-field-v1".utf8) + [0] + Array("secret_note".utf8) + [0] + Array("body".utf8) + [0] + [1, 0, 0, 0, 0, 0, 0, 0, 42]
         let bodies = (0..<rows).map { Array(body($0, bytes: bodyBytes).utf8) }
         guard let cipher = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil), let sealer = EVP_CIPHER_CTX_new(), let opener = EVP_CIPHER_CTX_new(),
-              EVP_EncryptInit_ex2(sealer, cipher, key, nil, nil) == 1, EVP_DecryptInit_ex2(opener, cipher, key, nil, nil) == 1 else { throw CancellationError() }
-        defer { EVP_CIPHER_CTX_free(sealer); EVP_CIPHER_CTX_free(opener); EVP_CIPHER_free(cipher) }
+            EVP_EncryptInit_ex2(sealer, cipher, key, nil, nil) == 1, EVP_DecryptInit_ex2(opener, cipher, key, nil, nil) == 1
+        else { throw CancellationError() }
+        defer {
+            EVP_CIPHER_CTX_free(sealer)
+            EVP_CIPHER_CTX_free(opener)
+            EVP_CIPHER_free(cipher)
+        }
         var sealed: [[UInt8]] = []
         sealed.reserveCapacity(rows)
         var nonce = [UInt8](repeating: 0, count: 12)
@@ -116,8 +121,9 @@ enum EncryptionAndSearch {
     }
 
     static func notes<Note: BenchmarkNote>(_ type: Note.Type, rows: Int, path: String, bodyBytes: Int? = nil, padding: Int = 0) async throws -> (insert: Double, fetch: Double) {
-        let store = try Store(path: path, schema: Note.schema, migrations: NoteSchemas.migration(table: Note.entity.table, encrypted: Note.entity.columns[1].isEncrypted),
-                              configuration: .init(keys: keys))
+        let store = try Store(
+            path: path, schema: Note.schema, migrations: NoteSchemas.migration(table: Note.entity.table, encrypted: Note.entity.columns[1].isEncrypted),
+            configuration: .init(keys: keys))
         let pad = String(repeating: "-", count: padding)
         let notes = (0..<rows).map { Note(id: nil, title: "note \($0)", body: body($0, bytes: bodyBytes) + pad) }
         var start = DispatchTime.now().uptimeNanoseconds
@@ -130,10 +136,12 @@ enum EncryptionAndSearch {
         return (insert, fetch)
     }
 
-    static let words = ["paint", "kitchen", "call", "plumber", "buy", "milk", "bread", "water", "plants", "garden", "fix", "bike", "book",
-                        "flight", "hotel", "email", "report", "tax", "return", "clean", "garage", "walk", "dog", "cat", "vet", "dentist",
-                        "birthday", "present", "mum", "dad", "school", "forms", "car", "service", "insurance", "renew", "passport",
-                        "photos", "backup", "laptop", "printer", "ink", "shelf", "lamp", "curtains", "sofa", "rug", "window", "door", "lock"]
+    static let words = [
+        "paint", "kitchen", "call", "plumber", "buy", "milk", "bread", "water", "plants", "garden", "fix", "bike", "book",
+        "flight", "hotel", "email", "report", "tax", "return", "clean", "garage", "walk", "dog", "cat", "vet", "dentist",
+        "birthday", "present", "mum", "dad", "school", "forms", "car", "service", "insurance", "renew", "passport",
+        "photos", "backup", "laptop", "printer", "ink", "shelf", "lamp", "curtains", "sofa", "rug", "window", "door", "lock",
+    ]
 
     /// Deterministic task names: three to seven words each.
     static func taskName(_ index: Int) -> String {

@@ -3,6 +3,7 @@ import ExampleModels
 import Foundation
 import PersistentStore
 import SQLiteKit
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -33,18 +33,26 @@ extension BenchmarkNote {
 
 enum NoteSchemas {
     static func schema(named name: String, table: String, encrypted: Bool) -> SchemaDescriptor {
-        SchemaDescriptor(name: name, version: 1, recordsHistory: false, entities: [
-            EntityDescriptor(name: name, table: table, primaryKey: ["id"], hasImplicitKey: true, columns: [
-                ColumnDescriptor(property: "title", column: "title", storage: .text, swiftType: "String", isOptional: false),
-                ColumnDescriptor(property: "body", column: "body", storage: encrypted ? .blob : .text, swiftType: "String", isOptional: false, isEncrypted: encrypted),
-            ], relationships: [], indexes: []),
-        ])
+        SchemaDescriptor(
+            name: name, version: 1, recordsHistory: false,
+            entities: [
+                EntityDescriptor(
+                    name: name, table: table, primaryKey: ["id"], hasImplicitKey: true,
+                    columns: [
+                        ColumnDescriptor(property: "title", column: "title", storage: .text, swiftType: "String", isOptional: false),
+                        ColumnDescriptor(property: "body", column: "body", storage: encrypted ? .blob : .text, swiftType: "String", isOptional: false, isEncrypted: encrypted),
+                    ], relationships: [], indexes: [])
+            ])
     }
 
     static func migration(table: String, encrypted: Bool) -> [EmbeddedMigration] {
-        [EmbeddedMigration(version: 1, name: "create", up: """
-            CREATE TABLE "\(table)" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "title" TEXT NOT NULL, "body" \(encrypted ? "BLOB" : "TEXT") NOT NULL) STRICT;
-            """, down: "DROP TABLE \"\(table)\";")]
+        [
+            EmbeddedMigration(
+                version: 1, name: "create",
+                up: """
+                    CREATE TABLE "\(table)" ("id" INTEGER PRIMARY KEY AUTOINCREMENT, "title" TEXT NOT NULL, "body" \(encrypted ? "BLOB" : "TEXT") NOT NULL) STRICT;
+                    """, down: "DROP TABLE \"\(table)\";")
+        ]
     }
 }
 

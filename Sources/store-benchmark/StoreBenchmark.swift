@@ -4,8 +4,8 @@ import Foundation
 import Migrator
 import MigratorSQLite
 import PersistentStore
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// `store-benchmark store|store-without-history|raw ROWS DIR`: inserts ROWS flights, upserts
 /// ROWS of which half exist, and fetches everything back, through the store (recording history,
@@ -32,11 +32,12 @@ struct StoreBenchmark {
         }
         if arguments.count >= 5, arguments.count <= 6, arguments[1] == "encryption", let rows = Int(arguments[3]) {
             let bodyBytes = arguments.count == 6 ? Int(arguments[5]) : nil
-            let timings = switch arguments[2] {
-            case "evp": try EncryptionAndSearch.libcrypto(rows: rows, bodyBytes: bodyBytes)
-            case "cipher": try EncryptionAndSearch.cipherAlone(rows: rows, bodyBytes: bodyBytes)
-            default: try await EncryptionAndSearch.notes(arguments[2], rows: rows, folder: arguments[4], bodyBytes: bodyBytes)
-            }
+            let timings =
+                switch arguments[2] {
+                case "evp": try EncryptionAndSearch.libcrypto(rows: rows, bodyBytes: bodyBytes)
+                case "cipher": try EncryptionAndSearch.cipherAlone(rows: rows, bodyBytes: bodyBytes)
+                default: try await EncryptionAndSearch.notes(arguments[2], rows: rows, folder: arguments[4], bodyBytes: bodyBytes)
+                }
             print(String(format: "insert %.4f fetch %.4f", timings.insert, timings.fetch))
             return
         }
@@ -47,7 +48,10 @@ struct StoreBenchmark {
         }
         let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
-            FileHandle.standardError.write(Data("usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                        .utf8))
             exit(2)
         }
         let path = arguments[3] + "/\(arguments[1]).sqlite"
@@ -55,7 +59,8 @@ struct StoreBenchmark {
         let second = (rows / 2..<rows / 2 + rows).map(flight)
         // The store's settings for an application store, or SQLite's defaults, on both sides.
         let settings: SQLiteSettings = arguments[1].hasSuffix("sqlite-defaults") ? .sqliteDefaults : .applicationStore
-        let timings = arguments[1].hasPrefix("raw")
+        let timings =
+            arguments[1].hasPrefix("raw")
             ? try raw(path, first, second, settings: settings)
             : try await viaStore(path, first, second, history: arguments[1] != "store-without-history", settings: settings)
         print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
@@ -80,8 +85,9 @@ struct StoreBenchmark {
     /// store returns them with their keys in the same memory, as the raw side reads the keys
     /// back without a second array of models.
     static func viaStore(_ path: String, _ first: consuming [Flight], _ second: consuming [Flight], history: Bool, settings: SQLiteSettings) async throws -> (Double, Double, Double) {
-        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
-                              configuration: .init(recordsHistory: history, sqlite: settings))
+        let store = try Store(
+            path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+            configuration: .init(recordsHistory: history, sqlite: settings))
         var start = DispatchTime.now().uptimeNanoseconds
         let inserted = try await store.insert(consume first)
         let insert = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -92,16 +98,19 @@ struct StoreBenchmark {
         let all = try await store.fetch(Flight.self)
         let fetch = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         guard all.count == inserted.count + upserted.count / 2, inserted.allSatisfy({ $0.id != nil }),
-              upserted.allSatisfy({ $0.id != nil }) else { throw CancellationError() }
+            upserted.allSatisfy({ $0.id != nil })
+        else { throw CancellationError() }
         return (insert, upsert, fetch)
     }
 
     // MARK: - The same work through the C API
 
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-    static let columns = ["ident", "actual_off", "scheduled_off", "estimated_off", "scheduled_on", "estimated_on", "actual_on",
-                          "progress_percent", "status", "route_distance", "filed_airspeed", "filed_altitude", "aircraft_type",
-                          "origin_id", "destination_id", "airline_id"]
+    static let columns = [
+        "ident", "actual_off", "scheduled_off", "estimated_off", "scheduled_on", "estimated_on", "actual_on",
+        "progress_percent", "status", "route_distance", "filed_airspeed", "filed_altitude", "aircraft_type",
+        "origin_id", "destination_id", "airline_id",
+    ]
 
     static func raw(_ path: String, _ first: [Flight], _ second: [Flight], settings: SQLiteSettings) throws -> (Double, Double, Double) {
         // The same tables, created by the same migrations.
@@ -119,7 +128,8 @@ struct StoreBenchmark {
         // Each row's id is read back, as the store hands back models with their keys: the id the
         // insert gave, or (an upsert that updated) the stored row's, looked up by its ident.
         let insertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks))"
-        let upsertSQL = "INSERT INTO flights (\(list)) VALUES (\(marks)) ON CONFLICT (ident) DO UPDATE SET "
+        let upsertSQL =
+            "INSERT INTO flights (\(list)) VALUES (\(marks)) ON CONFLICT (ident) DO UPDATE SET "
             + columns.dropFirst().map { "\"\($0)\" = excluded.\"\($0)\"" }.joined(separator: ", ")
         var ids: [Int64] = []
         ids.reserveCapacity(first.count)

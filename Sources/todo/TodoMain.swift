@@ -1,9 +1,10 @@
+import TodoExample
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import TodoExample
 
 @main
 struct TodoMain {

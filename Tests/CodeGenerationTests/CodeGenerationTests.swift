@@ -1,14 +1,14 @@
 import Foundation
+import MigrationFiles
 import MigrationPlanner
 import Mustache
+import RelationalModel
 import SchemaKit
 import SchemaMetadata
-import Testing
-@testable import CodeGeneration
 import TestSupport
-import MigrationFiles
-import RelationalModel
+import Testing
 
+@testable import CodeGeneration
 
 func loadSchema(_ name: String) throws -> Schema {
     let result = SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path)
@@ -95,14 +95,14 @@ func temporaryFolder() -> URL {
         let folder = temporaryFolder()
         // Replace the entity template by one that extends the default and overrides two blocks.
         try """
-            {{<default/entity.swift}}
-            {{$conformances}}, CustomStringConvertible{{/conformances}}
-            {{$members}}
+        {{<default/entity.swift}}
+        {{$conformances}}, CustomStringConvertible{{/conformances}}
+        {{$members}}
 
-                public var description: String { "{{name}} in {{table}}" }
-            {{/members}}
-            {{/default/entity.swift}}
-            """.write(to: folder.appendingPathComponent("entity.swift.mustache"), atomically: true, encoding: .utf8)
+            public var description: String { "{{name}} in {{table}}" }
+        {{/members}}
+        {{/default/entity.swift}}
+        """.write(to: folder.appendingPathComponent("entity.swift.mustache"), atomically: true, encoding: .utf8)
         // A new output template per entity, using a new partial.
         try "{{>_banner}}\n{{#entity}}\nextension {{swiftName}} {\n    public static let tableName = \"{{table}}\"\n}\n{{/entity}}\n"
             .write(to: folder.appendingPathComponent("entity+Table.swift.mustache"), atomically: true, encoding: .utf8)
@@ -213,7 +213,9 @@ func temporaryFolder() -> URL {
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".mustache") {
             onDisk[String(name.dropLast(".mustache".count))] = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
         }
-        #expect(EmbeddedTemplates.sources == onDisk, """
+        #expect(
+            EmbeddedTemplates.sources == onDisk,
+            """
             Templates/ changed: run `swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache`
             """)
     }
@@ -227,21 +229,25 @@ func temporaryFolder() -> URL {
     func listsAndWrappedTextAgree(_ name: String) throws {
         let schema = try loadSchema(name)
         let context = TemplateContext(schema: schema, sourceFile: "\(name).yaml")
-        let template = try Template(name: "lists", source: """
-            {{#entity}}{{#rowValues}}{{expression}}{{^last}}, {{/last}}{{/rowValues}}
-            {{#rowArguments}}{{argument}}{{^last}}, {{/last}}{{/rowArguments}}
-            {{#columnKeyPaths}}\\.{{path}}{{^last}}, {{/last}}{{/columnKeyPaths}}
-            {{#patchFields}}{{entry}}{{^last}}, {{/last}}{{/patchFields}}
-            {{#joinedMembers}}\\.{{property}}{{^last}}, {{/last}}{{/joinedMembers}}
-            {{rowCount}} {{#storedAttributes}}{{name}}:{{storage}}:{{metadataColumn}};{{/storedAttributes}}{{/entity}}
-            """)
-        let wrapped = try Template(name: "wrapped", source: """
-            {{#entity}}{{rowValuesWrapped}}
-            {{rowArgumentsWrapped}}
-            {{columnKeyPathsWrapped}}
-            {{patchFieldsWrapped}}
-            {{joinedKeyPathsWrapped}}{{/entity}}
-            """)
+        let template = try Template(
+            name: "lists",
+            source: """
+                {{#entity}}{{#rowValues}}{{expression}}{{^last}}, {{/last}}{{/rowValues}}
+                {{#rowArguments}}{{argument}}{{^last}}, {{/last}}{{/rowArguments}}
+                {{#columnKeyPaths}}\\.{{path}}{{^last}}, {{/last}}{{/columnKeyPaths}}
+                {{#patchFields}}{{entry}}{{^last}}, {{/last}}{{/patchFields}}
+                {{#joinedMembers}}\\.{{property}}{{^last}}, {{/last}}{{/joinedMembers}}
+                {{rowCount}} {{#storedAttributes}}{{name}}:{{storage}}:{{metadataColumn}};{{/storedAttributes}}{{/entity}}
+                """)
+        let wrapped = try Template(
+            name: "wrapped",
+            source: """
+                {{#entity}}{{rowValuesWrapped}}
+                {{rowArgumentsWrapped}}
+                {{columnKeyPathsWrapped}}
+                {{patchFieldsWrapped}}
+                {{joinedKeyPathsWrapped}}{{/entity}}
+                """)
         for entity in schema.entities {
             let scope = context.entityScope(entity)
             let lists = try template.render(scope, partials: [:], escaping: .none).split(separator: "\n", omittingEmptySubsequences: false)

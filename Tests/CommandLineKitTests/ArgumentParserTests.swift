@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CommandLineKit
 
 @Suite struct ArgumentParserTests {
@@ -13,11 +14,12 @@ import Testing
         arguments: [ArgumentSpec("PATH", help: "Paths.", isVariadic: true)])
 
     @Test func tokenizerKeepsOriginalText() {
-        #expect(Token.tokenize(["--a=b", "-xy", "v", "--", "--z"]) == [
-            .long(name: "a", value: "b", original: "--a=b"),
-            .short(letters: ["x", "y"], original: "-xy"),
-            .value("v"), .terminator, .value("--z"),
-        ])
+        #expect(
+            Token.tokenize(["--a=b", "-xy", "v", "--", "--z"]) == [
+                .long(name: "a", value: "b", original: "--a=b"),
+                .short(letters: ["x", "y"], original: "-xy"),
+                .value("v"), .terminator, .value("--z"),
+            ])
         #expect(Token.tokenize(["-"]) == [.value("-")])
     }
 
@@ -70,9 +72,10 @@ import Testing
 
 @Suite struct CommandLineToolTests {
     enum Echo: Command {
-        static let spec = CommandSpec(name: "echo", abstract: "Print the arguments.",
-                                      options: [.flag("loud", help: "Upper-case.")],
-                                      arguments: [ArgumentSpec("WORD", help: "Words.", isVariadic: true)])
+        static let spec = CommandSpec(
+            name: "echo", abstract: "Print the arguments.",
+            options: [.flag("loud", help: "Upper-case.")],
+            arguments: [ArgumentSpec("WORD", help: "Words.", isVariadic: true)])
         static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
             let text = arguments.arguments.joined(separator: " ")
             io.writeOutput((arguments.flag("loud") ? text.uppercased() : text) + "\n")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Diagnostics
 
 /// Codes for these tests.
@@ -11,19 +12,21 @@ enum TestCode: String, DiagnosticCode {
 @Suite struct DiagnosticRendererTests {
     let source = SourceFile(path: "Schemas/A.yaml", text: "schema: A\n\tkey: {uniqe: true}\n")
     var diagnostic: Diagnostic {
-        Diagnostic(.error, code: TestCode.unknownKey, message: "unknown key 'uniqe'; did you mean 'unique'?",
-                   at: SourceLocation(file: "Schemas/A.yaml", line: 2, column: 8, length: 5))
+        Diagnostic(
+            .error, code: TestCode.unknownKey, message: "unknown key 'uniqe'; did you mean 'unique'?",
+            at: SourceLocation(file: "Schemas/A.yaml", line: 2, column: 8, length: 5))
     }
 
     @Test func textQuotesTheLineWithACaretThatKeepsTabs() {
         let source = self.source
         let text = DiagnosticRenderer(format: .text, sources: { _ in source }).render([diagnostic])
-        #expect(text == """
-            Schemas/A.yaml:2:8: error: unknown key 'uniqe'; did you mean 'unique'? [unknown-key]
-            \tkey: {uniqe: true}
-            \t      ^~~~~
+        #expect(
+            text == """
+                Schemas/A.yaml:2:8: error: unknown key 'uniqe'; did you mean 'unique'? [unknown-key]
+                \tkey: {uniqe: true}
+                \t      ^~~~~
 
-            """)
+                """)
     }
 
     @Test func textWithoutSourceIsOneLine() {
@@ -51,12 +54,13 @@ enum TestCode: String, DiagnosticCode {
         var d = diagnostic
         d.message = "quote \" backslash \\ newline \n control \u{01}"
         let json = DiagnosticRenderer(format: .json).render([d])
-        #expect(json == """
-            [
-              {"file": "Schemas/A.yaml", "line": 2, "column": 8, "severity": "error", "code": "unknown-key", "message": "quote \\" backslash \\\\ newline \\n control \\u0001"}
-            ]
+        #expect(
+            json == """
+                [
+                  {"file": "Schemas/A.yaml", "line": 2, "column": 8, "severity": "error", "code": "unknown-key", "message": "quote \\" backslash \\\\ newline \\n control \\u0001"}
+                ]
 
-            """)
+                """)
         #expect(DiagnosticRenderer(format: .json).render([]) == "[]\n")
     }
 

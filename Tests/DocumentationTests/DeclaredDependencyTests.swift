@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Package.swift tells the truth about the architecture: every target declares each of this
 /// package's modules it imports, and imports each one it declares. SwiftPM builds a module it
@@ -62,8 +62,10 @@ import TestSupport
         // Targets listed for what they build, not for an import: executables that tests run,
         // and the modules the documentation's snippets are type-checked against.
         let builtForTests = Set(targets.filter { $0.kind == "executable" }.map(\.name))
-        let snippetModules: Set<String> = ["ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore",
-                                           "PostgresKit", "SQLiteKit", "SchemaMetadata"]
+        let snippetModules: Set<String> = [
+            "ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore",
+            "PostgresKit", "SQLiteKit", "SchemaMetadata",
+        ]
         for target in targets where ["regular", "executable", "test"].contains(target.kind) {
             let imported = Self.imports(under: target.path).intersection(names)
             let undeclared = imported.subtracting(target.dependencies)

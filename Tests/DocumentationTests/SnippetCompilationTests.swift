@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Every Swift block of README.md and docs/ type-checks against this package, so the docs cannot
 /// drift from the code: statements against the modules the build already compiled (`swiftc
@@ -15,7 +15,9 @@ import TestSupport
         var isManifest: Bool { code.hasPrefix("// swift-tools-version") || code.hasPrefix(".target(") }
     }
 
-    static let documents = ["README.md"] + ((try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot.path + "/docs")) ?? [])
+    static let documents =
+        ["README.md"]
+        + ((try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot.path + "/docs")) ?? [])
         .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
 
     /// The ```swift blocks of the documents, with the line each starts on.
@@ -83,7 +85,8 @@ import TestSupport
     }
 
     /// Compiler flags for the system-library modules the runtime imports.
-    static let systemLibraryFlags: [String] = ["CSQLite", "CCrypto", "CYAML", "CPostgreSQL"].flatMap { ["-I", repositoryRoot.path + "/Sources/" + $0] }
+    static let systemLibraryFlags: [String] =
+        ["CSQLite", "CCrypto", "CYAML", "CPostgreSQL"].flatMap { ["-I", repositoryRoot.path + "/Sources/" + $0] }
         + (pkgConfig(["--cflags-only-I", "libpq", "sqlite3", "libcrypto", "yaml-0.1"]) ?? "").split(separator: " ").flatMap { ["-Xcc", String($0)] }
 
     static func pkgConfig(_ arguments: [String]) -> String? {
@@ -107,7 +110,10 @@ import TestSupport
     @Test(arguments: snippets.filter(\.isManifest))
     func aManifestIsValid(_ snippet: Snippet) throws {
         let folder = temporaryFolder()
-        let manifest = snippet.code.hasPrefix("// swift-tools-version") ? snippet.code : """
+        let manifest =
+            snippet.code.hasPrefix("// swift-tools-version")
+            ? snippet.code
+            : """
             // swift-tools-version: 6.1
             import PackageDescription
 

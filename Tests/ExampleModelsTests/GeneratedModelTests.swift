@@ -1,12 +1,16 @@
 import ExampleModels
 import Foundation
+import Migrator
+import MigratorSQLite
+import SQLiteKit
 import SchemaMetadata
 import Testing
 
 /// The example schemas' generated models, compiled by the build, used as an app would.
 @Suite struct GeneratedModelTests {
     @Test func airportsDecodeFromAeroAPIJSONWithCustomKeys() throws {
-        let json = Data("""
+        let json = Data(
+            """
             [{"airport_code": "KSFO", "name": "San Francisco Intl", "city": "San Francisco", "state": "CA",
               "country_code": "US", "latitude": 37.6188, "longitude": -122.3754, "timezone": "America/Los_Angeles"},
              {"airport_code": "EGLL", "name": "London Heathrow", "city": "London", "state": null,
@@ -87,10 +91,6 @@ import Testing
         #expect(TodoItem.entity.column(forProperty: "id")?.defaultValue == .generatedUUID)
     }
 }
-
-import Migrator
-import MigratorSQLite
-import SQLiteKit
 
 /// Migrations compiled into the generated code bring a database to the current version.
 @Suite struct EmbeddedMigrationTests {

@@ -1,7 +1,8 @@
 import Foundation
 import SchemaMetadata
-import Testing
 import TestSupport
+import Testing
+
 @testable import FieldEncryption
 
 func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -40,8 +41,10 @@ func ring(_ entries: [(String, UInt8)]) throws -> KeyRing {
 }
 
 @Suite struct FieldCipherTests {
-    static let values: [StoredValue] = [.text("ada@example.com"), .text(""), .text("ünïcödé ✓"), .integer(-42), .integer(.max), .real(3.25), .real(-0.0),
-                                        .blob([]), .blob([0, 1, 2, 255])]
+    static let values: [StoredValue] = [
+        .text("ada@example.com"), .text(""), .text("ünïcödé ✓"), .integer(-42), .integer(.max), .real(3.25), .real(-0.0),
+        .blob([]), .blob([0, 1, 2, 255]),
+    ]
 
     @Test func everyKindOfValueRoundTrips() throws {
         let cipher = try FieldCipher(ring: try ring([("k1", 1)]), table: "user", column: "email", mode: .randomized, attribute: "User.email")
@@ -86,7 +89,7 @@ func ring(_ entries: [(String, UInt8)]) throws -> KeyRing {
         #expect(throws: FieldCipherError.unknownKey(attribute: "T.c", keyID: "k2")) {
             var bytes = try #require(decodeHex(Self.documentedEnvelopes[0].hex))
             bytes[7] = UInt8(ascii: "2")
-            try bytes.withUnsafeBytes { try cipher.open(envelope: $0, rowKey: [.integer(7)]) }
+            _ = try bytes.withUnsafeBytes { try cipher.open(envelope: $0, rowKey: [.integer(7)]) }
         }
     }
 
@@ -103,7 +106,10 @@ func ring(_ entries: [(String, UInt8)]) throws -> KeyRing {
 
     @Test func everyChangedByteIsDetected() throws {
         let cipher = try FieldCipher(ring: try ring([("k1", 1)]), table: "t", column: "c", mode: .randomized, attribute: "T.c")
-        guard case .blob(let bytes) = try cipher.seal(.text("secret value"), rowKey: [.integer(7)]) else { Issue.record("not a blob"); return }
+        guard case .blob(let bytes) = try cipher.seal(.text("secret value"), rowKey: [.integer(7)]) else {
+            Issue.record("not a blob")
+            return
+        }
         for index in bytes.indices {
             var tampered = bytes
             tampered[index] ^= 0x01

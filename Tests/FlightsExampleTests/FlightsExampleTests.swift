@@ -2,8 +2,9 @@ import ExampleModels
 import Foundation
 import JSONDocument
 import PersistentStore
-import Testing
 import TestSupport
+import Testing
+
 @testable import FlightsExample
 
 let fixturesRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
@@ -33,8 +34,7 @@ struct PlainReading {
         for name in try FileManager.default.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".json") }).sorted() {
             let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder + "/" + name)))
             if let list = json as? [[String: Any]] {
-                if list.first?["airport_code"] != nil { listedAirports.formUnion(list.compactMap { $0["airport_code"] as? String }) }
-                else { airlines += list }
+                if list.first?["airport_code"] != nil { listedAirports.formUnion(list.compactMap { $0["airport_code"] as? String }) } else { airlines += list }
                 continue
             }
             guard let page = json as? [String: Any] else { continue }
@@ -67,8 +67,10 @@ struct PlainReading {
             return (a["ident"] as! String) < (b["ident"] as! String)
         }
         return sorted.prefix(limit ?? .max).map { record in
-            [record["ident"] as! String, Self.code(record, "origin") ?? "", Self.code(record, "destination") ?? "",
-             record["operator"] as? String ?? "", (record["route_distance"] as? Int).map(String.init) ?? ""].joined(separator: "\t")
+            [
+                record["ident"] as! String, Self.code(record, "origin") ?? "", Self.code(record, "destination") ?? "",
+                record["operator"] as? String ?? "", (record["route_distance"] as? Int).map(String.init) ?? "",
+            ].joined(separator: "\t")
         }
     }
 }
@@ -139,8 +141,9 @@ struct PlainReading {
         for code in Set(records.compactMap { $0["operator"] as? String }) {
             #expect(try await FlightQuery(airline: code).lines(in: store) == plain.lines(airline: code), "airline \(code)")
         }
-        #expect(try await FlightQuery(origin: "KSFO", enRouteOnly: true, longestFirst: true, limit: 3).lines(in: store)
-                    == plain.lines(origin: "KSFO", enRoute: true, longestFirst: true, limit: 3))
+        #expect(
+            try await FlightQuery(origin: "KSFO", enRouteOnly: true, longestFirst: true, limit: 3).lines(in: store)
+                == plain.lines(origin: "KSFO", enRoute: true, longestFirst: true, limit: 3))
         #expect(try await FlightQuery(origin: "KSFO", destination: "KORD", airline: "UAL").lines(in: store) == plain.lines(origin: "KSFO", destination: "KORD", airline: "UAL"))
         #expect(try await FlightQuery(origin: "ZZZZ").lines(in: store).isEmpty, "an unknown code matches nothing")
     }
@@ -194,19 +197,20 @@ struct PlainReading {
         let load = try Self.run(["load", malformedFixtures, "--database", database])
         #expect(load.status == 3, "\(load.error)")
         let rejections = load.error.split(separator: "\n").map(String.init)
-        #expect(rejections == [
-            "AIRLINES.json: [3] (Nameless Air): icao: null, but a value is required",
-            "AIRLINES.json: [4] (XYZ): shortname: 5 is not text",
-            "AIRPORTS.json: [2] (KXXX): latitude: \"north\" is not a number",
-            "BROKEN.json:4:2: not JSON: unexpected ']'; expected a value; nothing in this file was loaded",
-            "NOTES.json:1:1: not an AeroAPI response this loader knows: expected airline (operator) or airport records, or a page with arrivals, departures, scheduled_arrivals, scheduled_departures, flights arrays; nothing in this file was loaded",
-            "ORD1.json: arrivals[3] (UAL123): scheduled_off: \"not a date\" is not an ISO 8601 date",
-            "ORD1.json: departures[0] (UAL456): status: null, but a value is required",
-            "ORD1.json: departures[1] (AAL789): route_distance: 12.5 is not a whole number",
-            "ORD1.json: departures[2]: ident: missing, but a value is required",
-            "ORD1.json: departures[3] (SWA42): origin: \"KORD\" is not an airport object with a code",
-            "flights: 10 records or files rejected in 5 files, listed above; everything else was stored",
-        ])
+        #expect(
+            rejections == [
+                "AIRLINES.json: [3] (Nameless Air): icao: null, but a value is required",
+                "AIRLINES.json: [4] (XYZ): shortname: 5 is not text",
+                "AIRPORTS.json: [2] (KXXX): latitude: \"north\" is not a number",
+                "BROKEN.json:4:2: not JSON: unexpected ']'; expected a value; nothing in this file was loaded",
+                "NOTES.json:1:1: not an AeroAPI response this loader knows: expected airline (operator) or airport records, or a page with arrivals, departures, scheduled_arrivals, scheduled_departures, flights arrays; nothing in this file was loaded",
+                "ORD1.json: arrivals[3] (UAL123): scheduled_off: \"not a date\" is not an ISO 8601 date",
+                "ORD1.json: departures[0] (UAL456): status: null, but a value is required",
+                "ORD1.json: departures[1] (AAL789): route_distance: 12.5 is not a whole number",
+                "ORD1.json: departures[2]: ident: missing, but a value is required",
+                "ORD1.json: departures[3] (SWA42): origin: \"KORD\" is not an airport object with a code",
+                "flights: 10 records or files rejected in 5 files, listed above; everything else was stored",
+            ])
         // Everything else of those files was stored.
         #expect(load.output.contains("ORD1.json: 4 flights"), "\(load.output)")
         #expect(load.output.contains("stored: 5 airlines, 5 airports, 4 flights"), "\(load.output)")

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// An application links only what it uses: a SQLite-only app that uses the store links the
 /// runtime alone. It loads neither libpq (the PostgreSQL adapter) nor libyaml (the schema

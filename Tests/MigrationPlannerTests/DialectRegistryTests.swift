@@ -2,8 +2,8 @@ import Foundation
 import MigrationFiles
 import MigrationPlanner
 import SQLDialects
-import Testing
 import TestSupport
+import Testing
 
 /// The dialect registry is the one place a dialect's name maps to what it has: its dialect
 /// (capabilities, identifier limit, types), its renderer and its migration folder.

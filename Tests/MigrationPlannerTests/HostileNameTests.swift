@@ -1,10 +1,11 @@
 import Foundation
-@testable import MigrationPlanner
-import SchemaKit
-import SQLiteKit
-import Testing
-import TestSupport
 import RelationalModel
+import SQLiteKit
+import SchemaKit
+import TestSupport
+import Testing
+
+@testable import MigrationPlanner
 
 /// The planner is fed table, column and index names that the validator would refuse (line
 /// breaks, comment and statement terminators, quotes), straight into its snapshots. Whatever the
@@ -105,7 +106,8 @@ import RelationalModel
             // SQLite folds ASCII case in names; skip draws where two objects would share one.
             let all = Self.objectNames(v1) + Self.objectNames(v2)
             guard Set(Self.objectNames(v1)).count == Self.objectNames(v1).count, Set(Self.objectNames(v2)).count == Self.objectNames(v2).count,
-                  !all.contains("victims") else { continue }
+                !all.contains("victims")
+            else { continue }
             iterations += 1
             let context = "seed \(seed), iteration \(iterations) (repeat with SCHEMAGEN_TEST_SEED=\(seed)), names \(names)"
 
@@ -120,8 +122,9 @@ import RelationalModel
                 let fresh = try freshDatabase(to)
                 try fresh.execute("CREATE TABLE victims (id INTEGER);")
                 let (migratedLines, freshLines) = (try structure(of: database), try structure(of: fresh))
-                #expect(migratedLines == freshLines,
-                        "\(context)\nonly migrated: \(migratedLines.filter { !freshLines.contains($0) })\nonly fresh: \(freshLines.filter { !migratedLines.contains($0) })")
+                #expect(
+                    migratedLines == freshLines,
+                    "\(context)\nonly migrated: \(migratedLines.filter { !freshLines.contains($0) })\nonly fresh: \(freshLines.filter { !migratedLines.contains($0) })")
                 #expect(try database.query("SELECT count(*) FROM victims") == [[.integer(1)]], "\(context)")
                 #expect(try Self.run(migration.downSQL(), on: database) == reversed, "\(context)\n\(migration.downSQL())")
                 #expect(try database.query("SELECT count(*) FROM victims") == [[.integer(1)]], "\(context)")

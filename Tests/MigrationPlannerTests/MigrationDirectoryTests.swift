@@ -1,13 +1,12 @@
 import Diagnostics
 import Foundation
-import MigrationPlanner
-import SchemaKit
-import SQLiteKit
-import Testing
-import TestSupport
-import RelationalModel
 import MigrationFiles
-
+import MigrationPlanner
+import RelationalModel
+import SQLiteKit
+import SchemaKit
+import TestSupport
+import Testing
 
 func copyOfFlightsMigrations() throws -> MigrationDirectory {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
@@ -30,7 +29,8 @@ func copyOfFlightsMigrations() throws -> MigrationDirectory {
 
         let database = try temporaryDatabase()
         try apply(try file(entries[0].upFile), to: database)
-        try database.execute("""
+        try database.execute(
+            """
             INSERT INTO airports (icao, name, city, country_code, latitude, longitude) VALUES ('KSFO', 'San Francisco International', 'San Francisco', 'US', 37.6, -122.4);
             INSERT INTO airlines (code, name, short_name) VALUES ('UAL', 'United Air Lines', 'United');
             INSERT INTO flights (ident, scheduled_off, estimated_off, scheduled_on, estimated_on, progress_percent, status, route_distance, filed_airspeed, filed_altitude, aircraft_type, origin_id, airline_id)
@@ -46,7 +46,10 @@ func copyOfFlightsMigrations() throws -> MigrationDirectory {
         #expect(try database.query("SELECT icao FROM airports WHERE rowid IN (SELECT rowid FROM airports_name_fts WHERE airports_name_fts MATCH 'international')") == [[.text("KSFO")]])
 
         // Version 5 stores what AeroAPI leaves null...
-        #expect(try database.query("SELECT \"notnull\" FROM pragma_table_info('flights') WHERE name IN ('scheduled_off', 'route_distance', 'aircraft_type')") == [[.integer(0)], [.integer(0)], [.integer(0)]])
+        #expect(
+            try database.query("SELECT \"notnull\" FROM pragma_table_info('flights') WHERE name IN ('scheduled_off', 'route_distance', 'aircraft_type')") == [
+                [.integer(0)], [.integer(0)], [.integer(0)],
+            ])
         try database.execute("INSERT INTO flights (ident, status) VALUES ('N88RV', 'En Route');")
         // ...which version 4 cannot hold: going down refuses, and changes nothing.
         #expect(throws: (any Error).self) { try apply(try file(entries[4].downFile), to: database) }

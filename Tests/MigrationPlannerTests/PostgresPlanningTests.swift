@@ -4,8 +4,8 @@ import MigrationFiles
 import MigrationPlanner
 import RelationalModel
 import SchemaKit
-import Testing
 import TestSupport
+import Testing
 
 /// Planning for PostgreSQL without a server: names, lint for locks, the header, folders.
 @Suite struct PostgresPlanningTests {
@@ -35,7 +35,8 @@ import TestSupport
 
     @Test func lockLintNamesTheLineWhatItBlocksAndTheRecipe() throws {
         let before = "entities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      elevation: Int?\n"
-        let after = "entities:\n  Airport:\n    table: airports\n    attributes:\n      icao: {type: String, indexed: true}\n      elevation: {type: Double, default: 0}\n      seenAt: {type: Date, default: now}\n"
+        let after =
+            "entities:\n  Airport:\n    table: airports\n    attributes:\n      icao: {type: String, indexed: true}\n      elevation: {type: Double, default: 0}\n      seenAt: {type: Date, default: now}\n"
         let new = try schema(after, version: 2)
         let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: PostgresRenderer())
         let findings = MigrationLint.lockFindings(for: migration, schema: new)
@@ -53,8 +54,10 @@ import TestSupport
     /// CHECK validates every row, a backfill runs under the lock already held, and locking
     /// several tables in turn can deadlock with the application.
     @Test func lockLintKnowsWhatRewritesValidatesAndDeadlocks() throws {
-        let before = "enums:\n  Kind: {cases: [small, large]}\nentities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      kind: Kind?\n      note: String?\n  Runway:\n    attributes:\n      length: Int\n"
-        let after = "enums:\n  Kind: {cases: [small, large, heliport]}\nentities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      kind: Kind?\n      note: {type: String, default: none}\n      token: {type: UUID, default: uuid}\n      seenAt: {type: Date, default: now}\n  Runway:\n    attributes:\n      length: Int\n      surface: {type: String, default: asphalt}\n"
+        let before =
+            "enums:\n  Kind: {cases: [small, large]}\nentities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      kind: Kind?\n      note: String?\n  Runway:\n    attributes:\n      length: Int\n"
+        let after =
+            "enums:\n  Kind: {cases: [small, large, heliport]}\nentities:\n  Airport:\n    table: airports\n    attributes:\n      icao: String\n      kind: Kind?\n      note: {type: String, default: none}\n      token: {type: UUID, default: uuid}\n      seenAt: {type: Date, default: now}\n  Runway:\n    attributes:\n      length: Int\n      surface: {type: String, default: asphalt}\n"
         let new = try schema(after, version: 2)
         let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: PostgresRenderer())
         let findings = MigrationLint.lockFindings(for: migration, schema: new)
@@ -66,15 +69,18 @@ import TestSupport
         let order = try #require(findings.first { $0.code == "lock-order" })
         #expect(order.message.contains("(airports, runway)") && order.message.contains("deadlock"), "\(order.message)")
         // One table: no lock-order warning.
-        let single = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)),
-                               to: SnapshotBuilder.snapshot(of: try schema(before.replacingOccurrences(of: "      note: String?\n", with: "      note: String?\n      extra: Int?\n"), version: 2)), renderer: PostgresRenderer())
+        let single = Migration(
+            from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)),
+            to: SnapshotBuilder.snapshot(of: try schema(before.replacingOccurrences(of: "      note: String?\n", with: "      note: String?\n      extra: Int?\n"), version: 2)),
+            renderer: PostgresRenderer())
         #expect(!MigrationLint.lockFindings(for: single, schema: new).contains { $0.code == "lock-order" })
     }
 
     /// Snapshots written before docs and one-to-one keys were recorded still match the schema
     /// that wrote them: upgrading the toolkit asks for no migration.
     @Test func snapshotsOfTheFirstFormatMatchWhatTheyCouldNotRecord() throws {
-        let yaml = "entities:\n  User:\n    doc: People.\n    attributes:\n      name: {type: String, doc: Full name.}\n    relationships:\n      image: {to: Image?, inverse: owner, deleteRule: cascade}\n  Image:\n    attributes:\n      data: Data\n    relationships:\n      owner: {to: User?, column: owner_id, inverse: image}\n"
+        let yaml =
+            "entities:\n  User:\n    doc: People.\n    attributes:\n      name: {type: String, doc: Full name.}\n    relationships:\n      image: {to: Image?, inverse: owner, deleteRule: cascade}\n  Image:\n    attributes:\n      data: Data\n    relationships:\n      owner: {to: User?, column: owner_id, inverse: image}\n"
         let current = SnapshotBuilder.snapshot(of: try schema(yaml, version: 1))
         #expect(current.table(named: "image")?.indexes.contains { $0.isUnique && $0.columns == ["owner_id"] } == true, "a one-to-one key is unique")
         #expect(current.table(named: "user")?.doc == "People.")
@@ -136,7 +142,8 @@ import TestSupport
         let migrations = folder.appendingPathComponent("Migrations").path
         #expect(try tool.run(["generate", "--migrations-only", "--schema", schemaFile.path, "--migrations", migrations]).status == 0)
         // Adding postgres later re-plans the history for it, with the same numbers.
-        try "schema: Shop\nversion: 2\ndialects: [sqlite, postgres]\nentities:\n  Item:\n    attributes:\n      name: String\n      price: Decimal?\n".write(to: schemaFile, atomically: true, encoding: .utf8)
+        try "schema: Shop\nversion: 2\ndialects: [sqlite, postgres]\nentities:\n  Item:\n    attributes:\n      name: String\n      price: Decimal?\n".write(
+            to: schemaFile, atomically: true, encoding: .utf8)
         let run = try tool.run(["generate", "--migrations-only", "--schema", schemaFile.path, "--migrations", migrations])
         #expect(run.status == 0, "\(run.error)")
         let sqlite = MigrationDirectory(path: migrations + "/Shop").entries().map(\.prefix)

@@ -7,25 +7,29 @@ import PostgresKit
 import RelationalModel
 import SchemaKit
 import SchemaMetadata
-import Testing
 import TestSupport
+import Testing
 
 /// The database's structure as PostgreSQL's catalogue reports it, normalised so that column
 /// order and statement text do not matter: columns with type, nullability, default and identity;
 /// constraints with their definitions; indexes with theirs.
 func postgresStructure(_ connection: PostgresConnection) throws -> [String] {
     var lines: [String] = []
-    for row in try connection.query("""
+    for row in try connection.query(
+        """
         SELECT table_name, column_name, data_type, is_nullable, coalesce(column_default, ''), is_identity, coalesce(generation_expression, '')
         FROM information_schema.columns WHERE table_schema = 'public' AND table_name NOT LIKE 'schemagen_migration%'
-        """) {
+        """)
+    {
         lines.append("column " + row.map { "\($0)" }.joined(separator: " "))
     }
-    for row in try connection.query("""
+    for row in try connection.query(
+        """
         SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid)
         FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
         WHERE n.nspname = 'public' AND c.conrelid::regclass::text NOT LIKE 'schemagen_migration%'
-        """) {
+        """)
+    {
         lines.append("constraint " + row.map { "\($0)" }.joined(separator: " "))
     }
     for row in try connection.query("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename NOT LIKE 'schemagen_migration%'") {
@@ -81,7 +85,9 @@ struct PostgresScenarioTests {
 
         try postgresApply(migration.downSQL(), to: connection)
         let reverted = try postgresStructure(connection), original = try postgresStructure(try Self.fresh(v1))
-        #expect(reverted == original, "\(scenario.name)\nonly reverted: \(reverted.filter { !original.contains($0) })\nonly original: \(original.filter { !reverted.contains($0) })\n\(migration.downSQL())")
+        #expect(
+            reverted == original, "\(scenario.name)\nonly reverted: \(reverted.filter { !original.contains($0) })\nonly original: \(original.filter { !reverted.contains($0) })\n\(migration.downSQL())"
+        )
         #expect(try Self.counts(connection, tables: kept) == before, "rows kept")
         if let (query, rows) = scenario.afterDown, Self.portable(query) { #expect(try connection.query(query) == rows, "\(query)") }
     }
@@ -103,44 +109,52 @@ struct PostgresScenarioTests {
     }
 
     @Test func typesFollowTheSchema() throws {
-        let v1 = SnapshotBuilder.snapshot(of: try schema("""
-            enums:
-              Level: {type: Int, cases: {low: 0, high: 1}}
-            values:
-              Point:
-                fields: {x: Double, y: Double}
-            entities:
-              Thing:
-                attributes:
-                  key: UUID
-                  at: Date
-                  bytes: Data
-                  price: Decimal
-                  flag: Bool
-                  ratio: Double
-                  small: Float
-                  tiny: Int8
-                  short: Int16
-                  medium: Int32
-                  big: Int64
-                  text: String
-                  link: URL
-                  tags: "[String]"
-                  where: Point
-                  level: {type: Level, default: low}
-            """, version: 1))
+        let v1 = SnapshotBuilder.snapshot(
+            of: try schema(
+                """
+                enums:
+                  Level: {type: Int, cases: {low: 0, high: 1}}
+                values:
+                  Point:
+                    fields: {x: Double, y: Double}
+                entities:
+                  Thing:
+                    attributes:
+                      key: UUID
+                      at: Date
+                      bytes: Data
+                      price: Decimal
+                      flag: Bool
+                      ratio: Double
+                      small: Float
+                      tiny: Int8
+                      short: Int16
+                      medium: Int32
+                      big: Int64
+                      text: String
+                      link: URL
+                      tags: "[String]"
+                      where: Point
+                      level: {type: Level, default: low}
+                """, version: 1))
         let connection = try Self.fresh(v1)
-        let types = Dictionary(uniqueKeysWithValues: try connection.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'thing'").compactMap { row -> (String, String)? in
-            guard case .text(let name) = row[0], case .text(let type) = row[1] else { return nil }
-            return (name, type)
-        })
-        #expect(types == ["id": "bigint", "key": "uuid", "at": "timestamp with time zone", "bytes": "bytea", "price": "numeric", "flag": "boolean",
-                          "ratio": "double precision", "small": "real", "tiny": "smallint", "short": "smallint", "medium": "integer", "big": "bigint",
-                          "text": "text", "link": "text", "tags": "jsonb", "where": "jsonb", "level": "bigint"])
+        let types = Dictionary(
+            uniqueKeysWithValues: try connection.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'thing'").compactMap { row -> (String, String)? in
+                guard case .text(let name) = row[0], case .text(let type) = row[1] else { return nil }
+                return (name, type)
+            })
+        #expect(
+            types == [
+                "id": "bigint", "key": "uuid", "at": "timestamp with time zone", "bytes": "bytea", "price": "numeric", "flag": "boolean",
+                "ratio": "double precision", "small": "real", "tiny": "smallint", "short": "smallint", "medium": "integer", "big": "bigint",
+                "text": "text", "link": "text", "tags": "jsonb", "where": "jsonb", "level": "bigint",
+            ])
         #expect(try connection.query("SELECT is_identity FROM information_schema.columns WHERE table_name = 'thing' AND column_name = 'id'") == [[.text("YES")]])
         // The enum is a CHECK: a value outside its cases is refused.
         #expect(throws: PostgresError.self) {
-            try connection.execute("INSERT INTO thing (key, at, bytes, price, flag, ratio, small, tiny, short, medium, big, text, link, tags, \"where\", level) VALUES (gen_random_uuid(), now(), '\\x00', 1, true, 1, 1, 1, 1, 1, 1, 't', 'u', '[]', '{}', 7)")
+            try connection.execute(
+                "INSERT INTO thing (key, at, bytes, price, flag, ratio, small, tiny, short, medium, big, text, link, tags, \"where\", level) VALUES (gen_random_uuid(), now(), '\\x00', 1, true, 1, 1, 1, 1, 1, 1, 't', 'u', '[]', '{}', 7)"
+            )
         }
     }
 }

@@ -1,7 +1,7 @@
 import DatabaseLocation
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What `--database` means: a SQLite path only when it is a path. Each test reproduces a defect
 /// found by a DBA (a mistyped URL migrated a file named after it, password included; `status`
@@ -60,8 +60,9 @@ import TestSupport
             #expect(run.error.contains("'postgress://app:***@host/saas'") && run.error.contains("did you mean 'postgres://'?"), "\(command): \(run.error)")
             #expect(!(run.output + run.error).contains(Self.secret), "\(command)")
         }
-        let viaEnvironment = try Self.migrate.run(["status", "--dir", repositoryRoot.path + "/Migrations/Flights"],
-                                                  environment: ["DATABASE_URL": "postgresq://app:\(Self.secret)@host/saas"], in: folder)
+        let viaEnvironment = try Self.migrate.run(
+            ["status", "--dir", repositoryRoot.path + "/Migrations/Flights"],
+            environment: ["DATABASE_URL": "postgresq://app:\(Self.secret)@host/saas"], in: folder)
         #expect(viaEnvironment.status == 2 && viaEnvironment.error.contains("DATABASE_URL: 'postgresq://app:***@host/saas'"), "\(viaEnvironment.error)")
         #expect(Self.contents(folder).isEmpty, "created: \(Self.contents(folder))")
     }

@@ -1,15 +1,16 @@
 import Foundation
+import MigrationFiles
 import MigrationPlanner
-import SchemaKit
-import SQLiteKit
-import Testing
-@testable import Migrator
 import MigratorPostgres
 import MigratorSQLite
-import TestSupport
 import RelationalModel
-import MigrationFiles
+import SQLiteKit
+import SchemaKit
 import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import Migrator
 
 /// The `migrate` executable run as users and applications do: concurrently, killed midway,
 /// and through its command line.
@@ -122,7 +123,8 @@ import SchemaMetadata
         try migrations.write(Migration(from: v1, to: v2), as: .init(number: 2, name: "rebuild"))
         let database = folder.appendingPathComponent("terminal.sqlite").path
         #expect(try Self.migrate(["up", "1", "--database", database, "--dir", migrations.path]).status == 0)
-        try SQLiteConnection(path: database).execute("""
+        try SQLiteConnection(path: database).execute(
+            """
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000)
             INSERT INTO events (name, score) SELECT 'event ' || i, i FROM n;
@@ -252,7 +254,8 @@ import SchemaMetadata
         let template = folder.appendingPathComponent("template.sqlite").path
         let seed = Migrator(connection: try SQLiteConnection(path: template), schema: "Events", scripts: try MigrationScriptLoader.load(directory: migrations.path))
         try seed.up(.count(1))
-        try seed.connection.execute("""
+        try seed.connection.execute(
+            """
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
             INSERT INTO event (name, score) SELECT 'event ' || i, i FROM n;

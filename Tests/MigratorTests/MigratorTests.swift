@@ -1,16 +1,15 @@
 import Foundation
 import MigrationFiles
 import MigrationPlanner
-import SQLiteKit
-import Testing
-@testable import Migrator
-@testable import MigrateCLI
 import MigratorPostgres
 import MigratorSQLite
-import TestSupport
+import SQLiteKit
 import SchemaMetadata
+import TestSupport
+import Testing
 
-
+@testable import MigrateCLI
+@testable import Migrator
 
 extension Migrator {
     /// The SQLite connection of a migrator these tests opened on one.
@@ -46,7 +45,7 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
 
         try migrator.down(.count(2))
         #expect(try versions(migrator) == [1, 2, 3])
-        #expect(throws: MigratorError.self) { try migrator.down(.version(1)) } // 0002's down loses data
+        #expect(throws: MigratorError.self) { try migrator.down(.version(1)) }  // 0002's down loses data
         try migrator.down(.version(1), options: .init(allowDestructive: true))
         #expect(try versions(migrator) == [1])
         try migrator.up(.version(3))
@@ -115,7 +114,10 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
             try missing.up()
             Issue.record("expected a refusal")
         } catch {
-            guard case .missingFile(2, _) = error else { Issue.record("wrong error \(error)"); return }
+            guard case .missingFile(2, _) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
         }
         #expect(try missing.status().last?.state == .fileMissing(at: try missing.history().last!.appliedAt))
     }
@@ -123,7 +125,8 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
     @Test func aMigrationNumberedBelowTheNewestAppliedOneNeedsPermission() throws {
         let connection = try SQLiteConnection(path: temporaryPath())
         try Migrator(connection: connection, schema: "S", scripts: [script(1, "CREATE TABLE a (x INTEGER);"), script(3, "CREATE TABLE c (x INTEGER);")]).up()
-        let merged = Migrator(connection: connection, schema: "S", scripts: [script(1, "CREATE TABLE a (x INTEGER);"), script(2, "CREATE TABLE b (x INTEGER);"), script(3, "CREATE TABLE c (x INTEGER);")])
+        let merged = Migrator(
+            connection: connection, schema: "S", scripts: [script(1, "CREATE TABLE a (x INTEGER);"), script(2, "CREATE TABLE b (x INTEGER);"), script(3, "CREATE TABLE c (x INTEGER);")])
         do {
             try merged.up()
             Issue.record("expected a refusal")
@@ -138,14 +141,19 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
     }
 
     @Test func aFailingStatementLeavesNothingBehindAndNamesItsLine() throws {
-        let migrator = Migrator(connection: try SQLiteConnection(path: temporaryPath()), schema: "S", scripts: [
-            script(1, "-- header\n\nCREATE TABLE a (x INTEGER);\nINSERT INTO a VALUES (1);\n\nINSERT INTO missing VALUES (2);\n"),
-        ])
+        let migrator = Migrator(
+            connection: try SQLiteConnection(path: temporaryPath()), schema: "S",
+            scripts: [
+                script(1, "-- header\n\nCREATE TABLE a (x INTEGER);\nINSERT INTO a VALUES (1);\n\nINSERT INTO missing VALUES (2);\n")
+            ])
         do {
             try migrator.up()
             Issue.record("expected a failure")
         } catch {
-            guard case .statementFailed(let file, let statement, let line, let message) = error else { Issue.record("wrong error \(error)"); return }
+            guard case .statementFailed(let file, let statement, let line, let message) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(file == "0001_m1.up.sql")
             #expect(statement == 3)
             #expect(line == 6)
@@ -157,16 +165,24 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
     @Test func foreignKeyViolationsAfterARebuildRollBack() throws {
         let connection = try SQLiteConnection(path: temporaryPath())
         try connection.execute("PRAGMA foreign_keys = ON;")
-        let create = script(1, "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent (id));\nINSERT INTO parent VALUES (1);\nINSERT INTO child VALUES (1, 1);\n")
-        let rebuild = script(2, MigrationHeader(schema: "S", direction: .up, foreignKeysOff: true).text
-            + "CREATE TABLE new_parent (id INTEGER PRIMARY KEY);\nDROP TABLE parent;\nALTER TABLE new_parent RENAME TO parent;\n")
+        let create = script(
+            1,
+            "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent (id));\nINSERT INTO parent VALUES (1);\nINSERT INTO child VALUES (1, 1);\n"
+        )
+        let rebuild = script(
+            2,
+            MigrationHeader(schema: "S", direction: .up, foreignKeysOff: true).text
+                + "CREATE TABLE new_parent (id INTEGER PRIMARY KEY);\nDROP TABLE parent;\nALTER TABLE new_parent RENAME TO parent;\n")
         let migrator = Migrator(connection: connection, schema: "S", scripts: [create, rebuild])
         try migrator.up(.count(1))
         do {
             try migrator.up()
             Issue.record("expected a refusal")
         } catch {
-            guard case .foreignKeyViolations(_, let violations) = error else { Issue.record("wrong error \(error)"); return }
+            guard case .foreignKeyViolations(_, let violations) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(violations == ["table 'child' row 1 references 'parent' (foreign key 0)"])
         }
         #expect(try versions(migrator) == [1])
@@ -179,10 +195,15 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
     @Test func proseNeverChangesBehaviourAndUnknownDirectivesAreErrors() throws {
         let connection = try SQLiteConnection(path: temporaryPath())
         try connection.execute("PRAGMA foreign_keys = ON;")
-        let create = script(1, "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent (id));\nINSERT INTO parent VALUES (1);\nINSERT INTO child VALUES (1, 1);\n")
+        let create = script(
+            1,
+            "CREATE TABLE parent (id INTEGER PRIMARY KEY);\nCREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent (id));\nINSERT INTO parent VALUES (1);\nINSERT INTO child VALUES (1, 1);\n"
+        )
         let body = "CREATE TABLE new_parent (id INTEGER PRIMARY KEY);\nDROP TABLE parent;\nALTER TABLE new_parent RENAME TO parent;\n"
-        let prose = script(2, MigrationHeader(schema: "S", direction: .up, foreignKeysOff: false).text
-            + "-- Rebuilds tables: run with PRAGMA foreign_keys=OFF around the transaction and PRAGMA foreign_key_check before commit.\n" + body)
+        let prose = script(
+            2,
+            MigrationHeader(schema: "S", direction: .up, foreignKeysOff: false).text
+                + "-- Rebuilds tables: run with PRAGMA foreign_keys=OFF around the transaction and PRAGMA foreign_key_check before commit.\n" + body)
         let migrator = Migrator(connection: connection, schema: "S", scripts: [create, prose])
         try migrator.up(.count(1))
         // Foreign keys stay on, as the header says: dropping the referenced table fails.
@@ -195,7 +216,10 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
             try strict.up()
             Issue.record("an unknown directive was accepted")
         } catch {
-            guard case .badHeader(let file, let problem) = error else { Issue.record("wrong error \(error)"); return }
+            guard case .badHeader(let file, let problem) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(file == "0002_m2.up.sql" && problem.line == 6)
             #expect(error.description.contains("unknown header key 'vacuum'"))
         }
@@ -211,7 +235,10 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
             try waiting.up()
             Issue.record("expected a lock timeout")
         } catch {
-            guard case .locked = error else { Issue.record("wrong error \(error)"); return }
+            guard case .locked = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
         }
         try first.execute("ROLLBACK;")
         try waiting.up()

@@ -1,16 +1,17 @@
 import Foundation
 import MigrationFiles
 import MigrationPlanner
-import PostgresKit
-import RelationalModel
-import SchemaKit
-import SchemaMetadata
-import SQLDialects
-import Testing
-import TestSupport
-@testable import Migrator
 import MigratorPostgres
 import MigratorSQLite
+import PostgresKit
+import RelationalModel
+import SQLDialects
+import SchemaKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import Migrator
 
 /// `migrate` against a real PostgreSQL 15 server, as users run it: URLs with passwords,
 /// concurrent migrators, processes killed midway, a server that dies, tampered files.
@@ -68,8 +69,9 @@ struct PostgresMigrateTests {
         let viaURL = try Self.migrate.run(["status", "--dir", "Migrations/Flights/postgres"], environment: ["DATABASE_URL": url])
         #expect(viaURL.status == 0, "\(viaURL.error)")
         let name = String(url.split(separator: "/").last ?? "")
-        let viaPG = try Self.migrate.run(["up", "--dir", "Migrations/Flights/postgres"],
-                                         environment: ["PGHOST": "127.0.0.1", "PGPORT": "\(server.port)", "PGUSER": "postgres", "PGDATABASE": name, "PGPASSWORD": Self.password])
+        let viaPG = try Self.migrate.run(
+            ["up", "--dir", "Migrations/Flights/postgres"],
+            environment: ["PGHOST": "127.0.0.1", "PGPORT": "\(server.port)", "PGUSER": "postgres", "PGDATABASE": name, "PGPASSWORD": Self.password])
         #expect(viaPG.status == 0, "\(viaPG.error)")
         for run in [up, status, upToDate, viaURL, viaPG] {
             #expect(!run.output.contains(Self.password) && !run.error.contains(Self.password))
@@ -85,8 +87,9 @@ struct PostgresMigrateTests {
         let folder = temporaryFolder().appendingPathComponent("Bad/postgres")
         let directory = MigrationDirectory(path: folder.path)
         let header = MigrationHeader(schema: "Bad", dialect: "postgres", direction: .up).text
-        try directory.write(up: header + "CREATE TABLE t (id integer PRIMARY KEY);\nINSERT INTO t VALUES (1);\n\nINSERT INTO t VALUES (1);\n",
-                            down: MigrationHeader(schema: "Bad", dialect: "postgres", direction: .down).text + "DROP TABLE t;\n", snapshot: Data("{}".utf8), as: .init(number: 1, name: "bad"))
+        try directory.write(
+            up: header + "CREATE TABLE t (id integer PRIMARY KEY);\nINSERT INTO t VALUES (1);\n\nINSERT INTO t VALUES (1);\n",
+            down: MigrationHeader(schema: "Bad", dialect: "postgres", direction: .down).text + "DROP TABLE t;\n", snapshot: Data("{}".utf8), as: .init(number: 1, name: "bad"))
         let run = try Self.migrate.run(["up", "--database", url, "--dir", folder.path])
         #expect(run.status == 1)
         #expect(run.error.contains("0001_bad.up.sql:13: statement 3 failed: 23505: duplicate key value violates unique constraint \"t_pkey\"; detail: Key (id)=(1) already exists."), "\(run.error)")
@@ -158,9 +161,10 @@ struct PostgresMigrateTests {
         let url = try Self.server().createDatabase()
         let folder = temporaryFolder().appendingPathComponent("Slow/postgres")
         let directory = MigrationDirectory(path: folder.path)
-        try directory.write(up: MigrationHeader(schema: "Slow", dialect: "postgres", direction: .up).text + "CREATE TABLE t (id integer);\nSELECT pg_sleep(30);\n",
-                            down: MigrationHeader(schema: "Slow", dialect: "postgres", direction: .down).text + "DROP TABLE t;\n",
-                            snapshot: Data("{}".utf8), as: .init(number: 1, name: "slow"))
+        try directory.write(
+            up: MigrationHeader(schema: "Slow", dialect: "postgres", direction: .up).text + "CREATE TABLE t (id integer);\nSELECT pg_sleep(30);\n",
+            down: MigrationHeader(schema: "Slow", dialect: "postgres", direction: .down).text + "DROP TABLE t;\n",
+            snapshot: Data("{}".utf8), as: .init(number: 1, name: "slow"))
         let run = try Self.migrate.run(["up", "--database", url, "--dir", folder.path, "--statement-timeout", "0.5"])
         #expect(run.status == 1, "\(run.error)")
         #expect(run.error.contains("0001_slow.up.sql:") && run.error.contains("statement 2 failed: 57014"), "\(run.error)")
@@ -261,9 +265,10 @@ struct PostgresMigrateTests {
         for file in ["0002_retype.up.sql", "0002_retype.down.sql", "0002_retype.schema.json"] { try FileManager.default.removeItem(atPath: folder + "/" + file) }
         let header = MigrationHeader(schema: "Events", dialect: "postgres", direction: .up, fromVersion: 1, toVersion: 2, runsInTransaction: false)
         let downHeader = MigrationHeader(schema: "Events", dialect: "postgres", direction: .down, fromVersion: 2, toVersion: 1, runsInTransaction: false)
-        try MigrationDirectory(path: folder).write(up: header.text + "CREATE UNIQUE INDEX CONCURRENTLY events_score_key ON events (score);\n",
-                                                  down: downHeader.text + "DROP INDEX CONCURRENTLY IF EXISTS events_score_key;\n",
-                                                  snapshot: Data("{}".utf8), as: .init(number: 2, name: "score_key"))
+        try MigrationDirectory(path: folder).write(
+            up: header.text + "CREATE UNIQUE INDEX CONCURRENTLY events_score_key ON events (score);\n",
+            down: downHeader.text + "DROP INDEX CONCURRENTLY IF EXISTS events_score_key;\n",
+            snapshot: Data("{}".utf8), as: .init(number: 2, name: "score_key"))
         let failed = try Self.migrate.run(["up", "--database", url, "--dir", folder])
         #expect(failed.status == 1)
         #expect(failed.error.contains("runs outside a transaction"), "\(failed.error)")
@@ -277,8 +282,9 @@ struct PostgresMigrateTests {
         #expect(try connection.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_score_key'::regclass") == [[.integer(1)]])
         #expect(try Self.migrate.run(["down", "--database", url, "--dir", folder]).status == 0)
         // Two statements outside a transaction are refused before anything runs.
-        try MigrationDirectory(path: folder).write(up: header.text + "CREATE INDEX CONCURRENTLY a ON events (name);\nCREATE INDEX CONCURRENTLY b ON events (score);\n",
-                                                  down: downHeader.text + "SELECT 1;\n", snapshot: Data("{}".utf8), as: .init(number: 3, name: "two"))
+        try MigrationDirectory(path: folder).write(
+            up: header.text + "CREATE INDEX CONCURRENTLY a ON events (name);\nCREATE INDEX CONCURRENTLY b ON events (score);\n",
+            down: downHeader.text + "SELECT 1;\n", snapshot: Data("{}".utf8), as: .init(number: 3, name: "two"))
         let two = try Self.migrate.run(["up", "--database", url, "--dir", folder])
         #expect(two.status == 1)
         #expect(two.error.contains("must hold exactly one statement"), "\(two.error)")

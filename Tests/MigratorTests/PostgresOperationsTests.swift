@@ -1,14 +1,15 @@
 import DatabaseLocation
 import Foundation
-import MigrationFiles
-import PostgresKit
-import SchemaMetadata
-import Testing
-import TestSupport
-@testable import Migrator
 import MigrateCLI
+import MigrationFiles
 import MigratorPostgres
 import MigratorSQLite
+import PostgresKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import Migrator
 
 /// The everyday tools a DBA uses, against a real PostgreSQL server: dry runs that write
 /// nothing, `baseline` that checks, `repair`, interrupts that leave no backend queued,
@@ -24,7 +25,8 @@ struct PostgresOperationsTests {
     /// What a migrator could change: the history, the attempts, and every table and column.
     static func state(_ url: String) throws -> [[StoredValue]] {
         let connection = try PostgresConnection(url)
-        var rows = try connection.query("""
+        var rows = try connection.query(
+            """
             SELECT table_schema || '.' || table_name || '.' || column_name || ':' || data_type FROM information_schema.columns
             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1
             """)
@@ -104,7 +106,8 @@ struct PostgresOperationsTests {
 
         // Recorded at 4 by mistake (as the old baseline allowed): repair forgets 3 and 4.
         let connection = try PostgresConnection(built)
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO schemagen_migrations (schema, version, name, checksum, applied_at, duration_ms) VALUES
               ('Flights', 3, 'rename_airports_elevation_to_elevation_feet', 'wrong', now(), 0),
               ('Flights', 4, 'change_flights', 'wrong', now(), 0)
@@ -204,7 +207,8 @@ struct PostgresOperationsTests {
         let url = try server.createDatabase()
         #expect(try Self.migrate.run(["up", "2", "--database", url] + Self.flights).status == 0)
         let connection = try PostgresConnection(url)
-        #expect(try connection.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'schemagen_migrations' AND column_name = 'applied_at'") == [[.text("timestamp with time zone")]])
+        #expect(
+            try connection.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'schemagen_migrations' AND column_name = 'applied_at'") == [[.text("timestamp with time zone")]])
         #expect(try connection.query("SELECT DISTINCT applied_by FROM schemagen_migrations") == [[.text("postgres")]])
         let status = try Self.migrate.run(["status", "--database", url] + Self.flights)
         #expect(status.output.contains(" by postgres in "), "\(status.output)")
@@ -213,22 +217,29 @@ struct PostgresOperationsTests {
         try server.runPSQL(ops, "CREATE SCHEMA app; ALTER DATABASE \(ops.split(separator: "/").last ?? "") SET search_path = app")
         let run = try Self.migrate.run(["up", "--database", ops, "--history-schema", "ops"] + Self.flights)
         #expect(run.status == 0, "\(run.error)")
-        let placed = try PostgresConnection(ops).query("SELECT table_schema || '.' || table_name FROM information_schema.tables WHERE table_name IN ('schemagen_migrations', 'schemagen_migration_attempts', 'flights') ORDER BY 1")
+        let placed = try PostgresConnection(ops).query(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables WHERE table_name IN ('schemagen_migrations', 'schemagen_migration_attempts', 'flights') ORDER BY 1")
         #expect(placed == [[.text("app.flights")], [.text("ops.schemagen_migration_attempts")], [.text("ops.schemagen_migrations")]])
         #expect(try Self.migrate.run(["status", "--database", ops, "--history-schema", "ops"] + Self.flights).output.components(separatedBy: "applied 20").count == 6)
 
         // A history table as the previous release wrote it: text timestamps, no applied_by.
         let old = try server.createDatabase()
         #expect(try Self.migrate.run(["up", "1", "--database", old] + Self.flights).status == 0)
-        try server.runPSQL(old, """
+        try server.runPSQL(
+            old,
+            """
             ALTER TABLE schemagen_migrations DROP COLUMN applied_by;
             ALTER TABLE schemagen_migrations ALTER COLUMN applied_at TYPE text USING to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
             """)
         #expect(try Self.migrate.run(["status", "--database", old] + Self.flights).status == 0, "the old table is read as it is")
         #expect(try Self.migrate.run(["up", "--database", old] + Self.flights).status == 0)
         let upgraded = try PostgresConnection(old)
-        #expect(try upgraded.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'schemagen_migrations' AND column_name = 'applied_at'") == [[.text("timestamp with time zone")]])
-        #expect(try upgraded.query("SELECT version, applied_by FROM schemagen_migrations ORDER BY version").map { $0[1] } == [.null, .text("postgres"), .text("postgres"), .text("postgres"), .text("postgres")])
+        #expect(
+            try upgraded.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'schemagen_migrations' AND column_name = 'applied_at'") == [[.text("timestamp with time zone")]])
+        #expect(
+            try upgraded.query("SELECT version, applied_by FROM schemagen_migrations ORDER BY version").map { $0[1] } == [
+                .null, .text("postgres"), .text("postgres"), .text("postgres"), .text("postgres"),
+            ])
     }
 
     /// A deploy that starts the server and the migrator together: `--connect-retry` waits for
@@ -258,20 +269,22 @@ struct PostgresOperationsTests {
         let created = try BuiltTool("schemagen").run(["new-migration", "reporting access", "--schema", "Schemas/Flights.yaml"], in: project)
         #expect(created.status == 0, "\(created.error)")
         let file = project.path + "/Migrations/Flights/postgres/0006_reporting_access"
-        try (try String(contentsOfFile: file + ".up.sql", encoding: .utf8) + """
-            CREATE VIEW long_flights AS SELECT ident, route_distance FROM flights WHERE route_distance > 1000;
-            DO $$ BEGIN CREATE ROLE reporting NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
-            GRANT SELECT ON long_flights TO reporting;
-            ALTER TABLE flights ENABLE ROW LEVEL SECURITY;
-            CREATE POLICY reporting_reads ON flights FOR SELECT TO reporting USING (true);
+        try
+            (try String(contentsOfFile: file + ".up.sql", encoding: .utf8) + """
+                CREATE VIEW long_flights AS SELECT ident, route_distance FROM flights WHERE route_distance > 1000;
+                DO $$ BEGIN CREATE ROLE reporting NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+                GRANT SELECT ON long_flights TO reporting;
+                ALTER TABLE flights ENABLE ROW LEVEL SECURITY;
+                CREATE POLICY reporting_reads ON flights FOR SELECT TO reporting USING (true);
 
-            """).write(toFile: file + ".up.sql", atomically: true, encoding: .utf8)
-        try (try String(contentsOfFile: file + ".down.sql", encoding: .utf8) + """
-            DROP POLICY reporting_reads ON flights;
-            ALTER TABLE flights DISABLE ROW LEVEL SECURITY;
-            DROP VIEW long_flights;
+                """).write(toFile: file + ".up.sql", atomically: true, encoding: .utf8)
+        try
+            (try String(contentsOfFile: file + ".down.sql", encoding: .utf8) + """
+                DROP POLICY reporting_reads ON flights;
+                ALTER TABLE flights DISABLE ROW LEVEL SECURITY;
+                DROP VIEW long_flights;
 
-            """).write(toFile: file + ".down.sql", atomically: true, encoding: .utf8)
+                """).write(toFile: file + ".down.sql", atomically: true, encoding: .utf8)
         #expect(try BuiltTool("schemagen").run(["rehash", "Flights"], in: project).status == 0)
         let url = try Self.server().createDatabase()
         let base = ["--database", url, "--dir", project.path + "/Migrations/Flights/postgres"]

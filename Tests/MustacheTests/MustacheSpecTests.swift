@@ -1,10 +1,12 @@
+import Testing
+
+@testable import Mustache
+
 #if canImport(Glibc)
 import Glibc
 #else
 import Darwin
 #endif
-import Testing
-@testable import Mustache
 
 /// Cases written from the rules of the Mustache specification's core modules (interpolation,
 /// sections, inverted sections, comments, partials, set delimiters) and of its inheritance
@@ -144,17 +146,19 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
         SpecCase("a partial renders in place", "[{{>p}}]", partials: ["p": "inner"], "[inner]"),
         SpecCase("a missing partial renders nothing", "[{{>missing}}]", "[]"),
         SpecCase("a partial sees the context", "[{{>p}}]", ["x": "ctx"], partials: ["p": "*{{x}}*"], "[*ctx*]"),
-        SpecCase("partials may recurse through data", "{{>node}}",
-                 ["content": "X", "nodes": [["content": "Y", "nodes": []]]],
-                 partials: ["node": "{{content}}<{{#nodes}}{{>node}}{{/nodes}}>"], "X<Y<>>"),
+        SpecCase(
+            "partials may recurse through data", "{{>node}}",
+            ["content": "X", "nodes": [["content": "Y", "nodes": []]]],
+            partials: ["node": "{{content}}<{{#nodes}}{{>node}}{{/nodes}}>"], "X<Y<>>"),
         SpecCase("partials may nest", "{{>outer}}", ["a": "A", "b": "B"], partials: ["outer": "*{{a}} {{>inner}}*", "inner": "!{{b}}!"], "*A !B!*"),
         SpecCase("an inline partial keeps surrounding whitespace", "| {{>p}} |", partials: ["p": "\t|\t"], "| \t|\t |"),
         SpecCase("an inline partial is not indented", "  {{x}} {{>p}}\n", ["x": "<"], partials: ["p": ">\n>"], "  &lt; >\n>\n"),
         SpecCase("standalone partial with CRLF", "|\r\n{{>p}}\r\n|", partials: ["p": ">"], "|\r\n>|"),
         SpecCase("standalone partial without a previous line", "  {{>p}}\n>", partials: ["p": ">\n>"], "  >\n  >>"),
         SpecCase("standalone partial without a following newline", ">\n  {{>p}}", partials: ["p": ">\n>"], ">\n  >\n  >"),
-        SpecCase("a standalone partial indents every template line but not data", "\\\n {{>p}}\n/\n", ["content": "<\n->"],
-                 partials: ["p": "|\n{{{content}}}\n|\n"], "\\\n |\n <\n->\n |\n/\n"),
+        SpecCase(
+            "a standalone partial indents every template line but not data", "\\\n {{>p}}\n/\n", ["content": "<\n->"],
+            partials: ["p": "|\n{{{content}}}\n|\n"], "\\\n |\n <\n->\n |\n/\n"),
         SpecCase("padding inside partial tags", "|{{> p }}|", partials: ["p": "[]"], "|[]|"),
         SpecCase("partials start with the default delimiters", "{{=| |=}}|>p|", ["x": "v"], partials: ["p": "{{x}}"], "v"),
     ]
@@ -166,8 +170,9 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
     static let cases: [SpecCase] = [
         SpecCase("a new pair takes over", "{{=<% %>=}}(<%x%>)", ["x": "v"], "(v)"),
         SpecCase("delimiters may be special characters", "({{=[ ]=}}[x])", ["x": "v"], "(v)"),
-        SpecCase("sections use the new delimiters", "[\n{{#s}}\n{{x}}\n{{=| |=}}\n|x|\n|/s|\n{{x}}\n]\n", ["s": true, "x": "v"],
-                 "[\nv\nv\n{{x}}\n]\n"),
+        SpecCase(
+            "sections use the new delimiters", "[\n{{#s}}\n{{x}}\n{{=| |=}}\n|x|\n|/s|\n{{x}}\n]\n", ["s": true, "x": "v"],
+            "[\nv\nv\n{{x}}\n]\n"),
         SpecCase("inverted sections use the new delimiters", "{{=| |=}}|^b|no|/b|", ["b": false], "no"),
         SpecCase("delimiters do not leak into partials", "{{=| |=}}|>p|", ["x": "v"], partials: ["p": "[{{x}}]"], "[v]"),
         SpecCase("delimiters changed in a partial do not leak out", "[{{>p}}][{{x}}]", ["x": "v"], partials: ["p": "{{=| |=}}|x|"], "[v][v]"),
@@ -188,31 +193,43 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
         SpecCase("a block renders its default", "{{$title}}Default{{/title}}", "Default"),
         SpecCase("default content renders tags", "{{$b}}x {{y}} {{#s}}{{z}}{{/s}}{{/b}}", ["y": "Y", "s": ["z": "Z"]], "x Y Z"),
         SpecCase("a parent without overrides is a partial", "{{<p}}{{/p}}|{{>p}}", partials: ["p": "{{$b}}dflt{{/b}}"], "dflt|dflt"),
-        SpecCase("an override replaces the default", "{{<super}}{{$title}}mine{{/title}}{{/super}}",
-                 partials: ["super": "<{{$title}}theirs{{/title}}>"], "<mine>"),
+        SpecCase(
+            "an override replaces the default", "{{<super}}{{$title}}mine{{/title}}{{/super}}",
+            partials: ["super": "<{{$title}}theirs{{/title}}>"], "<mine>"),
         SpecCase("data does not override a block", "{{<p}}{{$v}}template{{/v}}{{/p}}", ["v": "data"], partials: ["p": "{{$v}}parent{{/v}}"], "template"),
         SpecCase("only overridden blocks change", "{{<p}}{{$b}}B!{{/b}}{{/p}}", partials: ["p": "{{$a}}A{{/a}},{{$b}}B{{/b}}"], "A,B!"),
-        SpecCase("two uses of a parent with different overrides", "{{<p}}{{$s}}1{{/s}}{{/p}} {{<p}}{{$s}}2{{/s}}{{/p}}",
-                 partials: ["p": "|{{$s}}.{{/s}}|"], "|1| |2|"),
+        SpecCase(
+            "two uses of a parent with different overrides", "{{<p}}{{$s}}1{{/s}}{{/p}} {{<p}}{{$s}}2{{/s}}{{/p}}",
+            partials: ["p": "|{{$s}}.{{/s}}|"], "|1| |2|"),
         SpecCase("text inside a parent is ignored", "{{<p}} ignored {{$b}}kept{{/b}} ignored {{/p}}", partials: ["p": "{{$b}}d{{/b}}"], "kept"),
-        SpecCase("the outermost override wins across levels", "{{<parent}}{{$a}}c{{/a}}{{/parent}}",
-                 partials: ["parent": "{{<older}}{{$a}}p{{/a}}{{/older}}", "older": "{{<grand}}{{$a}}o{{/a}}{{/grand}}", "grand": "{{$a}}g{{/a}}"], "c"),
-        SpecCase("an intermediate parent's override applies without a child override", "{{<parent}}{{/parent}}",
-                 partials: ["parent": "{{<older}}{{$a}}p{{/a}}{{/older}}", "older": "{{<grand}}{{$a}}o{{/a}}{{/grand}}", "grand": "{{$a}}g{{/a}}"], "p"),
-        SpecCase("an override is rendered in the parent's context", "{{<p}}{{$b}}I say {{fruit}}.{{/b}}{{/p}}",
-                 ["fruit": "apples", "nested": ["fruit": "bananas"]], partials: ["p": "{{#nested}}{{$b}}You say {{fruit}}.{{/b}}{{/nested}}"], "I say bananas."),
+        SpecCase(
+            "the outermost override wins across levels", "{{<parent}}{{$a}}c{{/a}}{{/parent}}",
+            partials: ["parent": "{{<older}}{{$a}}p{{/a}}{{/older}}", "older": "{{<grand}}{{$a}}o{{/a}}{{/grand}}", "grand": "{{$a}}g{{/a}}"], "c"),
+        SpecCase(
+            "an intermediate parent's override applies without a child override", "{{<parent}}{{/parent}}",
+            partials: ["parent": "{{<older}}{{$a}}p{{/a}}{{/older}}", "older": "{{<grand}}{{$a}}o{{/a}}{{/grand}}", "grand": "{{$a}}g{{/a}}"], "p"),
+        SpecCase(
+            "an override is rendered in the parent's context", "{{<p}}{{$b}}I say {{fruit}}.{{/b}}{{/p}}",
+            ["fruit": "apples", "nested": ["fruit": "bananas"]], partials: ["p": "{{#nested}}{{$b}}You say {{fruit}}.{{/b}}{{/nested}}"], "I say bananas."),
         SpecCase("a standalone parent indents its lines", "Hi,\n  {{<p}}\n  {{/p}}\n", partials: ["p": "one\ntwo\n"], "Hi,\n  one\n  two\n"),
-        SpecCase("an override takes the indentation of the block it replaces", "{{<p}}{{$n}}hammer time{{/n}}{{/p}}",
-                 partials: ["p": "stop:\n  {{$n}}collaborate{{/n}}\n"], "stop:\n  hammer time\n"),
-        SpecCase("a standalone override loses its own indentation and takes the block's", "{{<p}}\n{{$block}}\n    one\n    two\n{{/block}}\n{{/p}}\n",
-                 partials: ["p": "Hi,\n  {{$block}}\n  {{/block}}\n"], "Hi,\n  one\n  two\n"),
-        SpecCase("intrinsic indentation comes from the default content", "{{<p}}\n{{$block}}\none\ntwo\n{{/block}}\n{{/p}}\n",
-                 partials: ["p": "Hi,\n{{$block}}\n  default\n{{/block}}\n"], "Hi,\n  one\n  two\n"),
-        SpecCase("text after a tag inside an override keeps its spaces", "{{<p}}\n{{$b}}\n    x {{y}} z\n{{/b}}\n{{/p}}\n", ["y": "Y"],
-                 partials: ["p": "  {{$b}}\n  {{/b}}\n"], "  x Y z\n"),
-        SpecCase("overrides pass through recursion", "{{<parent}}{{$foo}}override{{/foo}}{{/parent}}",
-                 partials: ["parent": "{{$foo}}default{{/foo}} {{$bar}}{{<parent2}}{{/parent2}}{{/bar}}",
-                            "parent2": "{{$foo}}p2{{/foo}} {{<parent}}{{$bar}}stop{{/bar}}{{/parent}}"], "override override override stop"),
+        SpecCase(
+            "an override takes the indentation of the block it replaces", "{{<p}}{{$n}}hammer time{{/n}}{{/p}}",
+            partials: ["p": "stop:\n  {{$n}}collaborate{{/n}}\n"], "stop:\n  hammer time\n"),
+        SpecCase(
+            "a standalone override loses its own indentation and takes the block's", "{{<p}}\n{{$block}}\n    one\n    two\n{{/block}}\n{{/p}}\n",
+            partials: ["p": "Hi,\n  {{$block}}\n  {{/block}}\n"], "Hi,\n  one\n  two\n"),
+        SpecCase(
+            "intrinsic indentation comes from the default content", "{{<p}}\n{{$block}}\none\ntwo\n{{/block}}\n{{/p}}\n",
+            partials: ["p": "Hi,\n{{$block}}\n  default\n{{/block}}\n"], "Hi,\n  one\n  two\n"),
+        SpecCase(
+            "text after a tag inside an override keeps its spaces", "{{<p}}\n{{$b}}\n    x {{y}} z\n{{/b}}\n{{/p}}\n", ["y": "Y"],
+            partials: ["p": "  {{$b}}\n  {{/b}}\n"], "  x Y z\n"),
+        SpecCase(
+            "overrides pass through recursion", "{{<parent}}{{$foo}}override{{/foo}}{{/parent}}",
+            partials: [
+                "parent": "{{$foo}}default{{/foo}} {{$bar}}{{<parent2}}{{/parent2}}{{/bar}}",
+                "parent2": "{{$foo}}p2{{/foo}} {{<parent}}{{$bar}}stop{{/bar}}{{/parent}}",
+            ], "override override override stop"),
     ]
 
     @Test(arguments: cases) func rule(_ c: SpecCase) throws { #expect(try c.render() == c.expected) }
@@ -223,33 +240,45 @@ struct SpecCase: CustomTestStringConvertible, Sendable {
 /// and re-indented where it is expanded.
 @Suite struct InheritanceIndentationTests {
     static let cases: [SpecCase] = [
-        SpecCase("a parent pair on one line is standalone and indents the parent", "A\n    {{<box}}{{/box}}\nZ\n",
-                 partials: ["box": "top\nbottom\n"], "A\n    top\n    bottom\nZ\n"),
+        SpecCase(
+            "a parent pair on one line is standalone and indents the parent", "A\n    {{<box}}{{/box}}\nZ\n",
+            partials: ["box": "top\nbottom\n"], "A\n    top\n    bottom\nZ\n"),
         SpecCase("a standalone parent pair loses its line break like a partial", "{{<box}}{{/box}}\n", partials: ["box": "[{{$b}}x{{/b}}]"], "[x]"),
-        SpecCase("a parent pair spanning lines is standalone when it begins and ends lines", "{{<box}}{{$b}}y{{/b}}\n{{/box}}\nZ",
-                 partials: ["box": "<{{$b}}x{{/b}}>"], "<y>Z"),
+        SpecCase(
+            "a parent pair spanning lines is standalone when it begins and ends lines", "{{<box}}{{$b}}y{{/b}}\n{{/box}}\nZ",
+            partials: ["box": "<{{$b}}x{{/b}}>"], "<y>Z"),
         SpecCase("a parent pair after text is not standalone", "A {{<box}}{{/box}}\n", partials: ["box": "x"], "A x\n"),
         SpecCase("a block pair on one line keeps its line break around the default", "{{$b}}plain{{/b}}\nnext\n", "plain\nnext\n"),
-        SpecCase("a block pair on one line indents a multi-line override", "{{<f}}{{$body}}\nalpha\nbeta{{/body}}\n{{/f}}\n",
-                 partials: ["f": "begin\n   {{$body}}{{/body}}\nend\n"], "begin\n   alpha\n   beta\nend\n"),
-        SpecCase("an empty override removes the block's standalone line", "{{<f}}{{$body}}{{/body}}{{/f}}",
-                 partials: ["f": "begin\n  {{$body}}{{/body}}\nend\n"], "begin\nend\n"),
+        SpecCase(
+            "a block pair on one line indents a multi-line override", "{{<f}}{{$body}}\nalpha\nbeta{{/body}}\n{{/f}}\n",
+            partials: ["f": "begin\n   {{$body}}{{/body}}\nend\n"], "begin\n   alpha\n   beta\nend\n"),
+        SpecCase(
+            "an empty override removes the block's standalone line", "{{<f}}{{$body}}{{/body}}{{/f}}",
+            partials: ["f": "begin\n  {{$body}}{{/body}}\nend\n"], "begin\nend\n"),
         SpecCase("a line break after an argument's open tag is not content", "{{<f}}{{$t}}\nnew{{/t}}{{/f}}", partials: ["f": "({{$t}}old{{/t}})"], "(new)"),
-        SpecCase("an argument loses the indentation of its first line", "{{<f}}{{$t}}\n      a\n        b\n{{/t}}{{/f}}",
-                 partials: ["f": "x:\n  {{$t}}\n  {{/t}}\n"], "x:\n  a\n    b\n"),
-        SpecCase("an argument's indentation comes from its first non-blank line", "{{<f}}{{$t}}\n\n    a\n{{/t}}{{/f}}",
-                 partials: ["f": "  {{$t}}\n  {{/t}}\n"], "\n  a\n"),
-        SpecCase("whitespace before an argument's close tag is not content", "{{<f}}{{$t}}\n  a\n  {{/t}}{{/f}}",
-                 partials: ["f": "[{{$t}}{{/t}}]"], "[a\n]"),
-        SpecCase("a replaced block takes the indentation of its default content", "{{<f}}{{$t}}\nq\n{{/t}}{{/f}}",
-                 partials: ["f": "{{$t}}\n      d\n{{/t}}"], "      q\n"),
+        SpecCase(
+            "an argument loses the indentation of its first line", "{{<f}}{{$t}}\n      a\n        b\n{{/t}}{{/f}}",
+            partials: ["f": "x:\n  {{$t}}\n  {{/t}}\n"], "x:\n  a\n    b\n"),
+        SpecCase(
+            "an argument's indentation comes from its first non-blank line", "{{<f}}{{$t}}\n\n    a\n{{/t}}{{/f}}",
+            partials: ["f": "  {{$t}}\n  {{/t}}\n"], "\n  a\n"),
+        SpecCase(
+            "whitespace before an argument's close tag is not content", "{{<f}}{{$t}}\n  a\n  {{/t}}{{/f}}",
+            partials: ["f": "[{{$t}}{{/t}}]"], "[a\n]"),
+        SpecCase(
+            "a replaced block takes the indentation of its default content", "{{<f}}{{$t}}\nq\n{{/t}}{{/f}}",
+            partials: ["f": "{{$t}}\n      d\n{{/t}}"], "      q\n"),
         SpecCase("default content keeps its own indentation", "{{<f}}{{/f}}", partials: ["f": "  {{$t}}\n    d\n  {{/t}}\n"], "    d\n"),
-        SpecCase("a block nested in an argument is indented relative to it", "{{<mid}}{{$inner}}\nthree\n{{/inner}}{{/mid}}",
-                 partials: ["mid": "{{<base}}{{$outer}}\n    one\n    {{$inner}}\n        two\n    {{/inner}}\n{{/outer}}{{/base}}\n",
-                            "base": "{{$outer}}-{{/outer}}"], "one\n    three\n"),
+        SpecCase(
+            "a block nested in an argument is indented relative to it", "{{<mid}}{{$inner}}\nthree\n{{/inner}}{{/mid}}",
+            partials: [
+                "mid": "{{<base}}{{$outer}}\n    one\n    {{$inner}}\n        two\n    {{/inner}}\n{{/outer}}{{/base}}\n",
+                "base": "{{$outer}}-{{/outer}}",
+            ], "one\n    three\n"),
         SpecCase("a restored line break keeps CRLF", "{{<f}}{{$t}}v{{/t}}{{/f}}", partials: ["f": "{{$t}}d{{/t}}\r\nnext"], "v\r\nnext"),
-        SpecCase("tags on a standalone pair's line do not stand alone", "{{<f}}{{$t}}\nv\n{{/t}}{{/f}}\n{{#s}}\nin\n{{/s}}\n",
-                 ["s": true], partials: ["f": "{{$t}}{{/t}}"], "v\nin\n"),
+        SpecCase(
+            "tags on a standalone pair's line do not stand alone", "{{<f}}{{$t}}\nv\n{{/t}}{{/f}}\n{{#s}}\nin\n{{/s}}\n",
+            ["s": true], partials: ["f": "{{$t}}{{/t}}"], "v\nin\n"),
     ]
 
     @Test(arguments: cases) func rule(_ c: SpecCase) throws { #expect(try c.render() == c.expected) }

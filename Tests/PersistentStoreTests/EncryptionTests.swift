@@ -1,9 +1,10 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 import Testing
+
 @testable import PersistentStore
 
 func usersStore(_ path: String, keys: KeySource = testKeys) throws -> Store {
@@ -66,7 +67,8 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         let second = try await todo.insert(TodoItem(taskName: "second", notes: "second secret"))
         let raw = try SQLiteConnection(path: path)
         // Swap the two notes' ciphertexts.
-        try raw.execute("""
+        try raw.execute(
+            """
             UPDATE todo_item SET notes = CASE id WHEN '\(first.id.uuidString.lowercased())' THEN (SELECT notes FROM todo_item WHERE id = '\(second.id.uuidString.lowercased())')
                                                  ELSE (SELECT notes FROM todo_item WHERE id = '\(first.id.uuidString.lowercased())') END;
             """)
@@ -276,7 +278,7 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         // The old key can go.
         let newOnly = try usersStore(path, keys: .ring(testKeyRing(("next", 0x51))))
         #expect(try await newOnly.fetch(User.self).count == 26)
-        #expect(try await newOnly.fetch(Image.self).map { $0.data?.first } .sorted { ($0 ?? 0) < ($1 ?? 0) } == [0, 1, 2])
+        #expect(try await newOnly.fetch(Image.self).map { $0.data?.first }.sorted { ($0 ?? 0) < ($1 ?? 0) } == [0, 1, 2])
         #expect(try await newOnly.count(User.self, where: #Predicate { $0.email == "p7@example.com" }) == 1)
     }
 
@@ -299,6 +301,14 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
 final class ProgressLog: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [Store.ReencryptionProgress] = []
-    func add(_ item: Store.ReencryptionProgress) { lock.lock(); items.append(item); lock.unlock() }
-    var entries: [Store.ReencryptionProgress] { lock.lock(); defer { lock.unlock() }; return items }
+    func add(_ item: Store.ReencryptionProgress) {
+        lock.lock()
+        items.append(item)
+        lock.unlock()
+    }
+    var entries: [Store.ReencryptionProgress] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
 }

@@ -1,13 +1,15 @@
 import ExampleModels
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 import Testing
+
 @testable import PersistentStore
 
 func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryRetention = .forever) throws -> Store {
-    try Store(path: path ?? storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
-              configuration: .init(author: author, historyRetention: retention, keys: testKeys))
+    try Store(
+        path: path ?? storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
+        configuration: .init(author: author, historyRetention: retention, keys: testKeys))
 }
 
 /// The history table, read back through the store and straight from SQLite.
@@ -21,7 +23,7 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         var done = milk
         done.isCompleted = true
         try await store.insert(done)
-        try await store.insert(done) // unchanged: no transaction
+        try await store.insert(done)  // unchanged: no transaction
         try await store.delete(bread)
         let history = try await store.history(after: start)
         #expect(history.count == 3)
@@ -37,10 +39,12 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(try inserted.value(\TodoItem.isCompleted) == false)
         #expect(try inserted.value(\TodoItem.startDate).map { abs($0.timeIntervalSince(milk.startDate)) < 0.001 } == true)
         #expect(inserted.values["dueDate"] == .null && inserted.values["notes"] == nil, "\(inserted.values)")
-        #expect(history[1].changes == [
-            HistoryChange(entity: "TodoItem", kind: .update, key: [.text(milk.id.uuidString.lowercased())],
-                          changedAttributes: ["isCompleted"], values: ["isCompleted": .integer(1)]),
-        ])
+        #expect(
+            history[1].changes == [
+                HistoryChange(
+                    entity: "TodoItem", kind: .update, key: [.text(milk.id.uuidString.lowercased())],
+                    changedAttributes: ["isCompleted"], values: ["isCompleted": .integer(1)])
+            ])
         #expect(try history[1].changes[0].value(\TodoItem.isCompleted) == true)
         #expect(try history[1].changes[0].key(as: UUID.self) == milk.id)
         let removal = try #require(history[2].changes.first)
@@ -105,8 +109,9 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
 
     @Test func cascadesAndLinksAreRecorded() async throws {
         // Garage turns history off in its schema; the configuration turns it back on.
-        let store = try Store(path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations,
-                              configuration: .init(recordsHistory: true))
+        let store = try Store(
+            path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations,
+            configuration: .init(recordsHistory: true))
         let owner = try await store.insert(Person(name: "Ada"))
         let car = try await store.insert(Car(vin: "V1", make: "Ford", model: "T", ownerID: owner.id))
         let mechanic = try await store.insert(Mechanic(name: "Grace"))
@@ -174,7 +179,10 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         let start = try await store.currentHistoryToken()
         try await store.insert((0..<1000).map { airport(String(format: "K%03d", $0)) })
         let raw = try SQLiteConnection(path: await store.path!).query("SELECT changes FROM schemagen_history WHERE token > ?", [.integer(start.value)])
-        guard case .text(let text)? = raw.first?.first else { Issue.record("no history row"); return }
+        guard case .text(let text)? = raw.first?.first else {
+            Issue.record("no history row")
+            return
+        }
         #expect(text.count < 120, "1000 consecutive keys are one run: \(text)")
         let changes = try #require(try await store.history(after: start).first).changes
         #expect(changes.count == 1000)
@@ -208,20 +216,24 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
 
     @Test func historyWithBlobsRealsAndNullsRoundTrips() throws {
         let changes: [ChangeRecorder.Change] = [
-            .init(entity: 0, kind: .update, key: .values([.text("k\"1\n")]), payload: [
-                (0, .blob([0, 1, 254, 255])), (1, .real(1)), (2, .real(-.infinity)), (3, .null), (4, .integer(-9_223_372_036_854_775_808)),
-            ]),
+            .init(
+                entity: 0, kind: .update, key: .values([.text("k\"1\n")]),
+                payload: [
+                    (0, .blob([0, 1, 254, 255])), (1, .real(1)), (2, .real(-.infinity)), (3, .null), (4, .integer(-9_223_372_036_854_775_808)),
+                ]),
             .init(entity: 0, kind: .delete, key: .values([.integer(7), .text("b")]), payload: []),
             .init(entity: 0, kind: .delete, key: .values([.integer(8), .text("c")]), payload: []),
         ]
         let text = HistoryCodec.encode(changes, entities: ["E"], names: ["a", "b", "c", "d", "e"])
         let decoded = try HistoryCodec.decode(text)
-        #expect(decoded == [
-            HistoryChange(entity: "E", kind: .update, key: [.text("k\"1\n")], changedAttributes: ["a", "b", "c", "d", "e"],
-                          values: ["a": .blob([0, 1, 254, 255]), "b": .real(1), "c": .real(-.infinity), "d": .null, "e": .integer(-9_223_372_036_854_775_808)]),
-            HistoryChange(entity: "E", kind: .delete, key: [.integer(7), .text("b")], tombstone: [:]),
-            HistoryChange(entity: "E", kind: .delete, key: [.integer(8), .text("c")], tombstone: [:]),
-        ])
+        #expect(
+            decoded == [
+                HistoryChange(
+                    entity: "E", kind: .update, key: [.text("k\"1\n")], changedAttributes: ["a", "b", "c", "d", "e"],
+                    values: ["a": .blob([0, 1, 254, 255]), "b": .real(1), "c": .real(-.infinity), "d": .null, "e": .integer(-9_223_372_036_854_775_808)]),
+                HistoryChange(entity: "E", kind: .delete, key: [.integer(7), .text("b")], tombstone: [:]),
+                HistoryChange(entity: "E", kind: .delete, key: [.integer(8), .text("c")], tombstone: [:]),
+            ])
     }
 
     /// `history: {insertValues: false}` (Flights, a catalogue loaded in bulk) lists inserts by

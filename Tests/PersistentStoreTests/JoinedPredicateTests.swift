@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import SchemaMetadata
 import Testing
+
 @testable import PersistentStore
 
 /// Predicates over generated `Joined` views, run against a real SQLite file as joins and subqueries.
@@ -52,8 +53,9 @@ import Testing
 
     @Test func sortLimitAndOffsetStillApply() async throws {
         let store = try await flightsWithRoutes()
-        let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline != nil },
-                                            sortBy: [SortDescriptor(\.routeDistance, order: .reverse), SortDescriptor(\.ident)], limit: 2, offset: 1)
+        let fetched = try await store.fetch(
+            Flight.self, joining: #Predicate { $0.airline != nil },
+            sortBy: [SortDescriptor(\.routeDistance, order: .reverse), SortDescriptor(\.ident)], limit: 2, offset: 1)
         #expect(fetched.map(\.ident) == ["DL1", "UA1"])
     }
 
@@ -119,8 +121,10 @@ import Testing
         let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
         _ = try await users.insert(User(identifier: "u2", name: "Bob"))
         // Nothing in the database stops a second image for the same owner.
-        try await users.insert([Image(url: URL(string: "https://example.com/a.png")!, ownerID: ada.identifier),
-                                Image(url: URL(string: "https://example.com/b.png")!, ownerID: ada.identifier)])
+        try await users.insert([
+            Image(url: URL(string: "https://example.com/a.png")!, ownerID: ada.identifier),
+            Image(url: URL(string: "https://example.com/b.png")!, ownerID: ada.identifier),
+        ])
         #expect(try await users.fetch(User.self, joining: #Predicate { $0.image != nil }).map(\.name) == ["Ada"])
         #expect(try await users.fetch(User.self, joining: #Predicate { $0.image == nil }).map(\.name) == ["Bob"])
         let first = try await users.target(User.image, of: ada)?.url.absoluteString

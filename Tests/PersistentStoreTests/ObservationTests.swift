@@ -1,8 +1,9 @@
 import ExampleModels
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 import Testing
+
 @testable import PersistentStore
 
 /// What a stream yielded so far, gathered by a task of its own.
@@ -52,7 +53,10 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
         let widget = try todoStore(path, author: "widget")
         let (everything, task1) = Collected.gather(try await app.changes())
         let (others, task2) = Collected.gather(try await app.changes(author: .excluding("app")))
-        defer { task1.cancel(); task2.cancel() }
+        defer {
+            task1.cancel()
+            task2.cancel()
+        }
         for index in 0..<10 {
             let store = index.isMultiple(of: 2) ? app : widget
             try await store.insert(TodoItem(taskName: "item \(index)"))

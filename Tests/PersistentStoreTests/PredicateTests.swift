@@ -1,6 +1,7 @@
 import ExampleModels
 import Foundation
 import Testing
+
 @testable import PersistentStore
 
 /// Foundation's #Predicate run as SQL WHERE clauses on real files.
@@ -16,8 +17,10 @@ import Testing
         var landed = flight("UAL200", origin: sfo.id, destination: lax.id, distance: 340)
         landed.actualOff = Date(timeIntervalSince1970: 100)
         landed.actualOn = Date(timeIntervalSince1970: 5_000)
-        try await store.insert([enroute, landed, flight("DAL300", origin: lax.id, destination: jfk.id, distance: 2_470),
-                                flight("AAL400", origin: jfk.id, destination: sfo.id, distance: 2_580), flight("SWA500", origin: nil, distance: 90)])
+        try await store.insert([
+            enroute, landed, flight("DAL300", origin: lax.id, destination: jfk.id, distance: 2_470),
+            flight("AAL400", origin: jfk.id, destination: sfo.id, distance: 2_580), flight("SWA500", origin: nil, distance: 90),
+        ])
         return (store, sfo, lax, jfk)
     }
 

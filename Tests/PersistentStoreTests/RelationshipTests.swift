@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import SchemaMetadata
 import Testing
+
 @testable import PersistentStore
 
 func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws -> Store {
@@ -9,10 +10,11 @@ func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws
 }
 
 func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline: Int64? = nil, distance: Int = 100) -> Flight {
-    Flight(ident: ident, scheduledOff: Date(timeIntervalSince1970: 0), estimatedOff: Date(timeIntervalSince1970: 0),
-           scheduledOn: Date(timeIntervalSince1970: 3600), estimatedOn: Date(timeIntervalSince1970: 3600), status: "Scheduled",
-           routeDistance: distance, filedAirspeed: 400, filedAltitude: 300, aircraftType: "A320",
-           originID: origin, destinationID: destination, airlineID: airline)
+    Flight(
+        ident: ident, scheduledOff: Date(timeIntervalSince1970: 0), estimatedOff: Date(timeIntervalSince1970: 0),
+        scheduledOn: Date(timeIntervalSince1970: 3600), estimatedOn: Date(timeIntervalSince1970: 3600), status: "Scheduled",
+        routeDistance: distance, filedAirspeed: 400, filedAltitude: 300, aircraftType: "A320",
+        originID: origin, destinationID: destination, airlineID: airline)
 }
 
 @Suite struct RelationshipTests {
@@ -39,8 +41,8 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         let car = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic"))
         let ada = try await garage.insert(Mechanic(name: "Ada")), bob = try await garage.insert(Mechanic(name: "Bob"))
         try await garage.link(Car.mechanics, car, ada)
-        try await garage.link(Mechanic.cars, bob, car) // from the other side
-        try await garage.link(Car.mechanics, car, ada) // twice is once
+        try await garage.link(Mechanic.cars, bob, car)  // from the other side
+        try await garage.link(Car.mechanics, car, ada)  // twice is once
         #expect(try await garage.related(Car.mechanics, of: car).map(\.name) == ["Ada", "Bob"])
         #expect(try await garage.related(Mechanic.cars, of: ada).map(\.vin) == ["V1"])
         try await garage.unlink(Car.mechanics, car, ada)
@@ -81,8 +83,10 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
         let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
         let report = try await tasks.insert(Task(name: "Report", listID: work.id!))
-        try await tasks.insert([ChecklistItem(title: "Buy paint", position: 1, taskID: paint.id!), ChecklistItem(title: "Tape", position: 2, taskID: paint.id!),
-                                ChecklistItem(title: "Draft", position: 1, taskID: report.id!)])
+        try await tasks.insert([
+            ChecklistItem(title: "Buy paint", position: 1, taskID: paint.id!), ChecklistItem(title: "Tape", position: 2, taskID: paint.id!),
+            ChecklistItem(title: "Draft", position: 1, taskID: report.id!),
+        ])
         try await tasks.delete(home)
         #expect(try await tasks.fetch(TaskList.self).map(\.name) == ["Work"])
         #expect(try await tasks.fetch(Task.self).map(\.name) == ["Report"])

@@ -1,20 +1,21 @@
 import ExampleModels
 import Foundation
-import SchemaMetadata
 import SQLiteKit
-import Testing
+import SchemaMetadata
 import TestSupport
+import Testing
+
 @testable import PersistentStore
 
 /// A small to-do list whose relevance to "paint kitchen" is plain to a reader.
 let searchFixture: [(name: String, done: Bool)] = [
-    ("Paint the kitchen", false),                                                      // both words, short
-    ("Kitchen: paint the ceiling, then paint the walls", false),                       // both, paint twice
-    ("Buy paint", false),                                                              // one word
-    ("Clean the kitchen", true),                                                       // one word
-    ("Call the plumber about the kitchen sink, then buy paint for the hallway and the stairs", false), // both, long
-    ("Water the plants", false),                                                       // neither
-    ("Painting class on Tuesday", false),                                              // a longer word: no match
+    ("Paint the kitchen", false),  // both words, short
+    ("Kitchen: paint the ceiling, then paint the walls", false),  // both, paint twice
+    ("Buy paint", false),  // one word
+    ("Clean the kitchen", true),  // one word
+    ("Call the plumber about the kitchen sink, then buy paint for the hallway and the stairs", false),  // both, long
+    ("Water the plants", false),  // neither
+    ("Painting class on Tuesday", false),  // a longer word: no match
 ]
 
 func searchStore() async throws -> (Store, String) {
@@ -31,14 +32,16 @@ func searchStore() async throws -> (Store, String) {
         let (store, path) = try await searchStore()
         let results = try await store.search(TodoItem.self, matching: "paint kitchen")
         // bm25 weighs length: the short task beats the one that says "paint" twice.
-        #expect(results.map(\.model.taskName) == [
-            "Paint the kitchen",
-            "Kitchen: paint the ceiling, then paint the walls",
-            "Call the plumber about the kitchen sink, then buy paint for the hallway and the stairs",
-        ])
+        #expect(
+            results.map(\.model.taskName) == [
+                "Paint the kitchen",
+                "Kitchen: paint the ceiling, then paint the walls",
+                "Call the plumber about the kitchen sink, then buy paint for the hallway and the stairs",
+            ])
         #expect(results.map(\.rank) == results.map(\.rank).sorted(), "lower bm25 first")
         // The same order as SQLite's own bm25 over the index, asked directly.
-        let direct = try SQLiteConnection(path: path).query("""
+        let direct = try SQLiteConnection(path: path).query(
+            """
             SELECT t.task_name FROM todo_item_task_name_fts f JOIN todo_item t ON t.rowid = f.rowid
             WHERE todo_item_task_name_fts MATCH 'paint kitchen' ORDER BY bm25(todo_item_task_name_fts), t.rowid
             """)
@@ -67,8 +70,10 @@ func searchStore() async throws -> (Store, String) {
     /// Whatever a user types is words to find, never FTS5 syntax: no input is an error.
     @Test func noUserInputIsASyntaxError() async throws {
         let (store, _) = try await searchStore()
-        let hostile = ["\"", "\"paint", "paint\"", "(", ")", "*", "paint*", "^paint", "NEAR(paint kitchen)", "paint AND", "OR", "NOT kitchen",
-                       "task_name:paint", "-paint", "+", "\\", "'", "''", "\u{0}", "ü", "🎨 paint", "{paint kitchen}", ":", "paint:kitchen", "a\"b\"c"]
+        let hostile = [
+            "\"", "\"paint", "paint\"", "(", ")", "*", "paint*", "^paint", "NEAR(paint kitchen)", "paint AND", "OR", "NOT kitchen",
+            "task_name:paint", "-paint", "+", "\\", "'", "''", "\u{0}", "ü", "🎨 paint", "{paint kitchen}", ":", "paint:kitchen", "a\"b\"c",
+        ]
         for text in hostile {
             do { _ = try await store.search(TodoItem.self, matching: text) } catch { Issue.record("'\(text)': \(error)") }
         }

@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import SQLiteKit
 import Testing
+
 @testable import PersistentStore
 
 /// Errors keep SQLite's result code, so callers can tell a busy database from a broken one.
@@ -29,7 +30,10 @@ import Testing
                 _ = try Store(path: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
                 Issue.record("opened \(url) as a file")
             } catch {
-                guard case .unsupportedDatabase(let message) = error else { Issue.record("\(error)"); continue }
+                guard case .unsupportedDatabase(let message) = error else {
+                    Issue.record("\(error)")
+                    continue
+                }
                 #expect(!message.contains("secret-pw"), "\(message)")
             }
         }
@@ -44,8 +48,9 @@ import Testing
 
     @Test func aWriteBlockedByAnotherConnectionIsBusy() async throws {
         let path = storePath()
-        let store = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
-                              configuration: .init(busyTimeout: .milliseconds(100)))
+        let store = try Store(
+            path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+            configuration: .init(busyTimeout: .milliseconds(100)))
         let other = try SQLiteConnection(path: path)
         try other.execute("BEGIN IMMEDIATE;")
         do throws(StoreError) {
@@ -70,8 +75,9 @@ import Testing
     @Test func theStoreOpensWithApplicationStoreSettingsAndEachCanBeOverridden() async throws {
         let store = try flightsStore()
         #expect(try await Self.pragmas(store) == [.text("wal"), .integer(1), .integer(-65536), .integer(2), .integer(268_435_456)])
-        let custom = try Store(path: storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
-                               configuration: .init(sqlite: SQLiteSettings(synchronous: .full, cacheSize: 8 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)))
+        let custom = try Store(
+            path: storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+            configuration: .init(sqlite: SQLiteSettings(synchronous: .full, cacheSize: 8 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)))
         #expect(try await Self.pragmas(custom) == [.text("wal"), .integer(2), .integer(-8192), .integer(0), .integer(0)])
     }
 }

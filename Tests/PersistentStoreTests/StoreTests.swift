@@ -1,9 +1,10 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 import Testing
+
 @testable import PersistentStore
 
 /// The master key the tests encrypt with (Users' email and image data, Todo's notes).
@@ -99,7 +100,7 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
         let stored = try await store.insert(flight)
         #expect(try await store.fetch(Flight.self) == [stored])
         #expect(stored.originID == origin.id)
-        let (column,) = try await store.probe("SELECT origin_id FROM flights")
+        let (column, ) = try await store.probe("SELECT origin_id FROM flights")
         #expect(column == .integer(origin.id!))
 
         let tasks = try Store(path: storePath(), schema: TasksSchema.descriptor, migrations: TasksSchema.migrations)
@@ -108,8 +109,10 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
         #expect(try await tasks.fetch(Task.self) == [task])
 
         let garage = try Store(path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
-        let car = try await garage.insert(Car(vin: "VIN1", make: "Honda", model: "Accord", color: Color(red: 0.1, green: 0.2, blue: 0.3, label: "teal"),
-                                              price: Decimal(string: "19999.99"), manual: URL(string: "https://example.com/m.pdf"), photo: nil))
+        let car = try await garage.insert(
+            Car(
+                vin: "VIN1", make: "Honda", model: "Accord", color: Color(red: 0.1, green: 0.2, blue: 0.3, label: "teal"),
+                price: Decimal(string: "19999.99"), manual: URL(string: "https://example.com/m.pdf"), photo: nil))
         #expect(try await garage.fetch(Car.self) == [car])
 
         let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
@@ -153,7 +156,10 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
             _ = try flightsStore(path)
             Issue.record("a newer database was opened")
         } catch {
-            guard case StoreError.databaseNewer(applied: 9, known: 5) = error else { Issue.record("\(error)"); return }
+            guard case StoreError.databaseNewer(applied: 9, known: 5) = error else {
+                Issue.record("\(error)")
+                return
+            }
             #expect("\(error)".contains("migration 0009 is applied, and this app knows migrations up to 0005") && "\(error)".contains("update this app"), "\(error)")
             #expect(!"\(error)".contains("version control"))
         }
@@ -211,7 +217,7 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
 
 extension Store {
     /// One value of a query, for checking what is stored.
-    func probe(_ sql: String) throws -> (SQLiteValue,) {
+    func probe(_ sql: String) throws -> (SQLiteValue, ) {
         (try connection.query(sql).first?.first ?? .null,)
     }
 }

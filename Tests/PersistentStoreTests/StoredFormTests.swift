@@ -19,10 +19,11 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         for round in 0..<500 {
             func date() -> Date? { round % 7 == 0 ? nil : Self.dates.randomElement(using: &generator)!.addingTimeInterval(Double.random(in: -1...1, using: &generator)) }
-            let flight = Flight(ident: "F\(round)", actualOff: date(), scheduledOff: date(), estimatedOff: date(), scheduledOn: date(),
-                                estimatedOn: date(), actualOn: date(), progressPercent: round % 3 == 0 ? nil : Double(round) / 7,
-                                status: "Scheduled", routeDistance: round, filedAirspeed: nil, filedAltitude: 350, aircraftType: "B738",
-                                originID: round % 2 == 0 ? nil : Int64(round), destinationID: 7, airlineID: nil)
+            let flight = Flight(
+                ident: "F\(round)", actualOff: date(), scheduledOff: date(), estimatedOff: date(), scheduledOn: date(),
+                estimatedOn: date(), actualOn: date(), progressPercent: round % 3 == 0 ? nil : Double(round) / 7,
+                status: "Scheduled", routeDistance: round, filedAirspeed: nil, filedAltitude: 350, aircraftType: "B738",
+                originID: round % 2 == 0 ? nil : Int64(round), destinationID: 7, airlineID: nil)
             let key: Int64? = round % 5 == 0 ? nil : Int64(round * 3 + 1)
             var row = try flight.storedValues()
             if let key { row[0] = .integer(key) }
@@ -38,16 +39,19 @@ import Testing
 
     @Test func typesWhoseRoundTripChangesMoreHaveNone() {
         #expect(StoredForm(sample: airport("KSFO")) == nil, "a transient property comes back as its default")
-        #expect(StoredForm(sample: Car(vin: "V", make: "M", model: "T", color: Color(red: 1, green: 0, blue: 0), mileage: 1)) == nil,
-                "JSON values may hold dates, and URLs may be relative")
+        #expect(
+            StoredForm(sample: Car(vin: "V", make: "M", model: "T", color: Color(red: 1, green: 0, blue: 0), mileage: 1)) == nil,
+            "JSON values may hold dates, and URLs may be relative")
         #expect(StoredForm(sample: HandWrittenAirport(icao: "KSFO", name: "SFO", city: "San Francisco", countryCode: "US", latitude: 1, longitude: 2)) == nil, "no listed key paths")
     }
 
     @Test func theStoreReturnsWhatItWouldFetch() async throws {
         let store = try flightsStore()
         let base = Date(timeIntervalSince1970: 1_700_000_000.123456)
-        let inserted = try await store.insert([Flight(ident: "UAL1", scheduledOff: base, status: "Scheduled"),
-                                               Flight(ident: "UAL2", actualOff: base.addingTimeInterval(0.0007), status: "Landed")])
+        let inserted = try await store.insert([
+            Flight(ident: "UAL1", scheduledOff: base, status: "Scheduled"),
+            Flight(ident: "UAL2", actualOff: base.addingTimeInterval(0.0007), status: "Landed"),
+        ])
         #expect(inserted.map(\.id) == [1, 2])
         #expect(inserted[0].scheduledOff != base, "cut to milliseconds, as stored")
         #expect(try await store.fetch(Flight.self, sortBy: [SortDescriptor(\.ident)]) == inserted)

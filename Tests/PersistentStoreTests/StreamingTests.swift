@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import SQLiteKit
 import Testing
+
 @testable import PersistentStore
 
 /// `forEach` hands models over one by one, and `read` gives it a snapshot without the write lock.

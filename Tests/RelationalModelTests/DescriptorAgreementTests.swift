@@ -3,8 +3,8 @@ import Foundation
 import MigrationFiles
 import RelationalModel
 import SchemaMetadata
-import Testing
 import TestSupport
+import Testing
 
 /// The runtime metadata in generated code and the snapshots the migrations are planned from
 /// come from one relational model, so they agree column for column and index for index.

@@ -1,8 +1,8 @@
 import Foundation
 import MigrationFiles
 import RelationalModel
-import Testing
 import TestSupport
+import Testing
 
 /// Snapshots decoded ahead of need are the files as they are when asked for.
 @Suite struct SnapshotReadAheadTests {

@@ -1,33 +1,42 @@
 import Foundation
-import Testing
-import TestSupport
-@testable import RelationalModel
 import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import RelationalModel
 
 /// Snapshots are read by a reader made for their shape, with `JSONDecoder` deciding whatever
 /// that reader does not expect: both must always agree.
 @Suite struct SnapshotReaderTests {
     /// Every kind of value a snapshot holds, with strings that need escapes.
-    static let everything = SchemaSnapshot(schema: "Everything", version: 12, tables: [
-        TableSnapshot(name: "tricky \"name\" \\ / \u{1F600} é", entity: "Tricky", renamedFrom: "Old\nName", columns: [
-            ColumnSnapshot(name: "id", property: nil, renamedFrom: nil, kind: .integer, isNullable: false, defaultValue: nil, isAutoIncrement: true),
-            ColumnSnapshot(name: "a", property: "a", renamedFrom: "before", kind: .text, isNullable: true, defaultValue: .null, isAutoIncrement: false),
-            ColumnSnapshot(name: "b", property: "b", renamedFrom: nil, kind: .integer, isNullable: false, defaultValue: .integer(-9_223_372_036_854_775_808), isAutoIncrement: false, bits: 16),
-            ColumnSnapshot(name: "c", property: "c", renamedFrom: nil, kind: .real, isNullable: false, defaultValue: .real(-1.25e-7), isAutoIncrement: false, bits: 32),
-            ColumnSnapshot(name: "d", property: "d", renamedFrom: nil, kind: .text, isNullable: false, defaultValue: .text("tab\tquote\"\u{0}\u{1F}end"), isAutoIncrement: false, enumValues: ["x", "y z", ""]),
-            ColumnSnapshot(name: "e", property: "e", renamedFrom: nil, kind: .blob, isNullable: false, defaultValue: .blob("00ff10"), isAutoIncrement: false),
-            ColumnSnapshot(name: "f", property: "f", renamedFrom: nil, kind: .date, isNullable: false, defaultValue: .now, isAutoIncrement: false),
-            ColumnSnapshot(name: "g", property: "g", renamedFrom: nil, kind: .uuid, isNullable: false, defaultValue: .uuid, isAutoIncrement: false),
-            ColumnSnapshot(name: "h", property: "h", renamedFrom: nil, kind: .real, isNullable: false, defaultValue: .real(3), isAutoIncrement: false),
-        ], primaryKey: ["id"], indexes: [
-            IndexSnapshot(name: "i1", columns: ["a", "b"], isUnique: true, isFullText: false),
-            IndexSnapshot(name: "i2", columns: ["d"], isUnique: false, isFullText: true),
-        ], foreignKeys: [
-            ForeignKeySnapshot(columns: ["b"], table: "other", referencedColumns: ["id"], onDelete: .setNull),
-            ForeignKeySnapshot(columns: ["c"], table: "other", referencedColumns: ["id"], onDelete: .noAction),
-        ]),
-        TableSnapshot(name: "link", entity: nil, renamedFrom: nil, columns: [], primaryKey: [], indexes: [], foreignKeys: []),
-    ])
+    static let everything = SchemaSnapshot(
+        schema: "Everything", version: 12,
+        tables: [
+            TableSnapshot(
+                name: "tricky \"name\" \\ / \u{1F600} é", entity: "Tricky", renamedFrom: "Old\nName",
+                columns: [
+                    ColumnSnapshot(name: "id", property: nil, renamedFrom: nil, kind: .integer, isNullable: false, defaultValue: nil, isAutoIncrement: true),
+                    ColumnSnapshot(name: "a", property: "a", renamedFrom: "before", kind: .text, isNullable: true, defaultValue: .null, isAutoIncrement: false),
+                    ColumnSnapshot(name: "b", property: "b", renamedFrom: nil, kind: .integer, isNullable: false, defaultValue: .integer(-9_223_372_036_854_775_808), isAutoIncrement: false, bits: 16),
+                    ColumnSnapshot(name: "c", property: "c", renamedFrom: nil, kind: .real, isNullable: false, defaultValue: .real(-1.25e-7), isAutoIncrement: false, bits: 32),
+                    ColumnSnapshot(
+                        name: "d", property: "d", renamedFrom: nil, kind: .text, isNullable: false, defaultValue: .text("tab\tquote\"\u{0}\u{1F}end"), isAutoIncrement: false,
+                        enumValues: ["x", "y z", ""]),
+                    ColumnSnapshot(name: "e", property: "e", renamedFrom: nil, kind: .blob, isNullable: false, defaultValue: .blob("00ff10"), isAutoIncrement: false),
+                    ColumnSnapshot(name: "f", property: "f", renamedFrom: nil, kind: .date, isNullable: false, defaultValue: .now, isAutoIncrement: false),
+                    ColumnSnapshot(name: "g", property: "g", renamedFrom: nil, kind: .uuid, isNullable: false, defaultValue: .uuid, isAutoIncrement: false),
+                    ColumnSnapshot(name: "h", property: "h", renamedFrom: nil, kind: .real, isNullable: false, defaultValue: .real(3), isAutoIncrement: false),
+                ], primaryKey: ["id"],
+                indexes: [
+                    IndexSnapshot(name: "i1", columns: ["a", "b"], isUnique: true, isFullText: false),
+                    IndexSnapshot(name: "i2", columns: ["d"], isUnique: false, isFullText: true),
+                ],
+                foreignKeys: [
+                    ForeignKeySnapshot(columns: ["b"], table: "other", referencedColumns: ["id"], onDelete: .setNull),
+                    ForeignKeySnapshot(columns: ["c"], table: "other", referencedColumns: ["id"], onDelete: .noAction),
+                ]),
+            TableSnapshot(name: "link", entity: nil, renamedFrom: nil, columns: [], primaryKey: [], indexes: [], foreignKeys: []),
+        ])
 
     static func fast(_ data: Data) -> SchemaSnapshot? {
         data.withUnsafeBytes { raw in

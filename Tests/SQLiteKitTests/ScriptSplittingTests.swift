@@ -14,11 +14,12 @@ import Testing
             -- trailing comment
             """
         let statements = SQLiteConnection.statements(in: script)
-        #expect(statements == [
-            "CREATE TABLE \"a;b\" (x TEXT DEFAULT ';');",
-            "CREATE TRIGGER \"t\" AFTER INSERT ON \"a;b\" BEGIN INSERT INTO \"a;b\" VALUES ('x;'); SELECT 1; END;",
-            "INSERT INTO \"a;b\" VALUES ('it''s; fine');",
-        ])
+        #expect(
+            statements == [
+                "CREATE TABLE \"a;b\" (x TEXT DEFAULT ';');",
+                "CREATE TRIGGER \"t\" AFTER INSERT ON \"a;b\" BEGIN INSERT INTO \"a;b\" VALUES ('x;'); SELECT 1; END;",
+                "INSERT INTO \"a;b\" VALUES ('it''s; fine');",
+            ])
     }
 
     @Test func countsStatementsOfTablesThatDoNotExistYet() throws {

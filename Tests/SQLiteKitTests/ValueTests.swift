@@ -1,5 +1,6 @@
-import Testing
 import TestSupport
+import Testing
+
 @testable import SQLiteKit
 
 @Suite struct ValueTests {
@@ -27,18 +28,21 @@ import TestSupport
         _ = try connection.query("INSERT INTO t VALUES (x'0102ff', 1, 'one'), (NULL, 2, 'two'), (x'', 3, 'three'), ('text', 4, 'four')")
         var seen: [String] = []
         var rows: [[SQLiteValue]] = []
-        try connection.forEachRowInPlace("SELECT secret, id, other FROM t ORDER BY id", opening: [0], with: { column, content, row in
-            #expect(column == 0)
-            #expect(row[0] == .null, "the opened column is not read twice")
-            switch content {
-            case .blob(let bytes):
-                seen.append("blob \(Array(bytes)) for \(row[1]) \(row[2])")
-                return .integer(Int64(bytes.count))
-            case .value(let value):
-                seen.append("value \(value) for \(row[1])")
-                return value
+        try connection.forEachRowInPlace(
+            "SELECT secret, id, other FROM t ORDER BY id", opening: [0],
+            with: { column, content, row in
+                #expect(column == 0)
+                #expect(row[0] == .null, "the opened column is not read twice")
+                switch content {
+                case .blob(let bytes):
+                    seen.append("blob \(Array(bytes)) for \(row[1]) \(row[2])")
+                    return .integer(Int64(bytes.count))
+                case .value(let value):
+                    seen.append("value \(value) for \(row[1])")
+                    return value
+                }
             }
-        }) { row in rows.append(row) }
+        ) { row in rows.append(row) }
         #expect(seen == ["blob [1, 2, 255] for 1 'one'", "value NULL for 2", "blob [] for 3 'three'", "value 'text' for 4"])
         #expect(rows == [[.integer(3), .integer(1), .text("one")], [.null, .integer(2), .text("two")], [.integer(0), .integer(3), .text("three")], [.text("text"), .integer(4), .text("four")]])
     }

@@ -1,8 +1,8 @@
 import Foundation
 import SchemaDiagrams
 import SchemaKit
-import Testing
 import TestSupport
+import Testing
 
 /// `schemagen diagram` on the example schemas: what each format says, neighbourhoods, and
 /// keeping a committed diagram current.
@@ -17,39 +17,40 @@ import TestSupport
     /// Keys, optionality, docs, a many-to-many, and an identifying relationship (the visit's key
     /// holds the car) with its composite key.
     @Test func mermaidSaysWhatTheGarageSchemaSays() throws {
-        #expect(MermaidWriter.diagram(try model("Garage.yaml")) == """
-            erDiagram
-                Person {
-                    Int64 id PK
-                    String name
-                    Int16 birthYear "optional"
-                }
-                Car {
-                    Int64 id PK
-                    String vin UK
-                    String make
-                    String model
-                    Color color
-                    Decimal price "optional"
-                    Int32 mileage
-                    URL manual "optional"
-                    Data photo "optional; external storage"
-                    Int64 ownerID FK "optional; owner -> Person"
-                }
-                Mechanic {
-                    Int64 id PK
-                    String name
-                }
-                ServiceVisit {
-                    Date day PK
-                    String notes "optional"
-                    Int64 carID PK, FK "car -> Car"
-                }
-                Car }o..o| Person : "owner / cars"
-                Car }o..o{ Mechanic : "mechanics / cars"
-                ServiceVisit }o--|| Car : "car / visits"
+        #expect(
+            MermaidWriter.diagram(try model("Garage.yaml")) == """
+                erDiagram
+                    Person {
+                        Int64 id PK
+                        String name
+                        Int16 birthYear "optional"
+                    }
+                    Car {
+                        Int64 id PK
+                        String vin UK
+                        String make
+                        String model
+                        Color color
+                        Decimal price "optional"
+                        Int32 mileage
+                        URL manual "optional"
+                        Data photo "optional; external storage"
+                        Int64 ownerID FK "optional; owner -> Person"
+                    }
+                    Mechanic {
+                        Int64 id PK
+                        String name
+                    }
+                    ServiceVisit {
+                        Date day PK
+                        String notes "optional"
+                        Int64 carID PK, FK "car -> Car"
+                    }
+                    Car }o..o| Person : "owner / cars"
+                    Car }o..o{ Mechanic : "mechanics / cars"
+                    ServiceVisit }o--|| Car : "car / visits"
 
-            """)
+                """)
     }
 
     /// Every line of every example's diagram is one Mermaid's erDiagram grammar accepts.
@@ -120,7 +121,9 @@ import TestSupport
         try "# Notes\n\nBefore.\n<!-- schemagen diagram Garage: begin -->\nold\n<!-- schemagen diagram Garage: end -->\nAfter.\n".write(toFile: markdown, atomically: true, encoding: .utf8)
         #expect(try Self.schemagen.run(["diagram", "-s", "Schemas/Garage.yaml", "-o", markdown]).status == 0)
         let updated = try String(contentsOfFile: markdown, encoding: .utf8)
-        #expect(updated == "# Notes\n\nBefore.\n<!-- schemagen diagram Garage: begin -->\n```mermaid\n\(MermaidWriter.diagram(try model("Garage.yaml")))```\n<!-- schemagen diagram Garage: end -->\nAfter.\n")
+        #expect(
+            updated
+                == "# Notes\n\nBefore.\n<!-- schemagen diagram Garage: begin -->\n```mermaid\n\(MermaidWriter.diagram(try model("Garage.yaml")))```\n<!-- schemagen diagram Garage: end -->\nAfter.\n")
         let missing = try Self.schemagen.run(["diagram", "-s", "Schemas/Flights.yaml", "-o", markdown])
         #expect(missing.status == 2 && missing.error.contains("no block for schema Flights; add the lines\n<!-- schemagen diagram Flights: begin -->"))
 
@@ -160,7 +163,9 @@ import TestSupport
         #expect(Date().timeIntervalSince(started) < 20)
         let site = try Self.schemagen.run(["docs", "-s", schema.path, "-o", folder.appendingPathComponent("site").path, "-m", folder.appendingPathComponent("Migrations").path])
         #expect(site.status == 0, "\(site.error)")
-        #expect(try String(contentsOf: folder.appendingPathComponent("site/Ring.html"), encoding: .utf8).contains("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\""), "more than 80 entities: the plain layout")
+        #expect(
+            try String(contentsOf: folder.appendingPathComponent("site/Ring.html"), encoding: .utf8).contains("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\""),
+            "more than 80 entities: the plain layout")
     }
 
     /// The README shows the Flights diagram; CI (and this test) keep it current.

@@ -1,8 +1,9 @@
 import Foundation
 import SchemaKit
-@testable import SchemaSite
-import Testing
 import TestSupport
+import Testing
+
+@testable import SchemaSite
 
 /// `schemagen docs`: the site's content, and the site in a real browser (Debian's chromium,
 /// headless), which runs its search script.

@@ -1,7 +1,7 @@
 import Foundation
 import SQLiteKit
-import Testing
 import TestSupport
+import Testing
 
 /// The end of the adoption path: a package compiles the models generated from the imported
 /// music store, and its program opens the live database (baselined, never rebuilt) with the
@@ -62,7 +62,8 @@ import TestSupport
             try? fileManager.removeItem(at: link)
             try fileManager.createSymbolicLink(at: link, withDestinationURL: repositoryRoot)
         }
-        try Self.write("""
+        try Self.write(
+            """
             // swift-tools-version: 6.1
             import PackageDescription
 
@@ -98,19 +99,20 @@ import TestSupport
         #expect(build.status == 0, "\(build.output)")
         let app = try Self.run(".build/debug/shop-app", [live])
         #expect(app.status == 0, "\(app.output)")
-        #expect(app.output == """
-            track Be My Husband price 0.99 explicit false genre jazz
-            track Sinnerman price 1.29 explicit false genre jazz
-            track Panis et Circenses price 0.99 explicit false genre trop
-            track Jóga price 1.29 explicit true genre elec
-            employee Adams hired 2002-08-14T00:00:00Z reports to -
-            employee Edwards hired 2002-05-01T00:00:00Z reports to 1
-            employee Peacock hired 2002-04-01T00:00:00Z reports to 2
-            album Pastel Blues released 1965-10-01T00:00:00Z
-            invoice lines 3, total 4.56
-            added artist 4
+        #expect(
+            app.output == """
+                track Be My Husband price 0.99 explicit false genre jazz
+                track Sinnerman price 1.29 explicit false genre jazz
+                track Panis et Circenses price 0.99 explicit false genre trop
+                track Jóga price 1.29 explicit true genre elec
+                employee Adams hired 2002-08-14T00:00:00Z reports to -
+                employee Edwards hired 2002-05-01T00:00:00Z reports to 1
+                employee Peacock hired 2002-04-01T00:00:00Z reports to 2
+                album Pastel Blues released 1965-10-01T00:00:00Z
+                invoice lines 3, total 4.56
+                added artist 4
 
-            """)
+                """)
         // The store wrote where the old app would have: the same table, the next id.
         #expect(try SQLiteConnection(path: live, readOnly: true).query("SELECT id, name FROM artists WHERE id = 4") == [[.integer(4), .text("Caetano Veloso")]])
     }

@@ -1,10 +1,11 @@
-import Foundation
 import Diagnostics
-@testable import SchemaImport
-import SchemaKit
+import Foundation
 import SQLiteKit
-import Testing
+import SchemaKit
 import TestSupport
+import Testing
+
+@testable import SchemaImport
 
 /// `schemagen import coredata` on the hand-made Library bundle in Tests/Fixtures/Import/CoreData
 /// (three versions: a rename by renaming identifier, another by element ID, a dropped entity,
@@ -30,11 +31,12 @@ import TestSupport
         let book = try #require(schema.entity(named: "Book"))
         func attribute(_ name: String) -> ImportedAttribute? { book.attributes.first { $0.name == name } }
         // Every Core Data attribute type, the abstract parent's members first.
-        #expect(book.attributes.map { "\($0.name): \($0.type)\($0.isOptional ? "?" : "")" } == [
-            "createdAt: Date", "uuid: UUID?", "cover: Data?", "edition: Int16", "homepage: URL?", "isAvailable: Bool",
-            "isbn: String", "metadata: Data?", "pageCount: Int32", "price: Decimal?", "rating: Double", "searchScore: Double?",
-            "summary: String?", "title: String", "weight: Float?", "wordCount: Int64?",
-        ])
+        #expect(
+            book.attributes.map { "\($0.name): \($0.type)\($0.isOptional ? "?" : "")" } == [
+                "createdAt: Date", "uuid: UUID?", "cover: Data?", "edition: Int16", "homepage: URL?", "isAvailable: Bool",
+                "isbn: String", "metadata: Data?", "pageCount: Int32", "price: Decimal?", "rating: Double", "searchScore: Double?",
+                "summary: String?", "title: String", "weight: Float?", "wordCount: Int64?",
+            ])
         #expect(attribute("createdAt")?.defaultValue == .text("2023-01-01T00:00:00Z"), "defaultDateTimeInterval counts from 2001")
         #expect(attribute("isAvailable")?.defaultValue == .plain("true"))
         #expect(attribute("price")?.defaultValue == .plain("9.99"))
@@ -47,9 +49,10 @@ import TestSupport
         #expect(attribute("pageCount")?.renamedFrom == nil, "renames are written only with --history")
         #expect(book.uniques == [["title", "edition"]])
         #expect(book.indexes == [["rating", "pageCount"]])
-        #expect(book.relationships.map { "\($0.name) \($0.target) \($0.isToMany) \($0.inverse ?? "-") \($0.deleteRule) \($0.maxCount.map(String.init) ?? "-")" } == [
-            "author Writer false books nullify -", "reviews Review true book deny -", "tags Tag true books nullify 5",
-        ])
+        #expect(
+            book.relationships.map { "\($0.name) \($0.target) \($0.isToMany) \($0.inverse ?? "-") \($0.deleteRule) \($0.maxCount.map(String.init) ?? "-")" } == [
+                "author Writer false books nullify -", "reviews Review true book deny -", "tags Tag true books nullify 5",
+            ])
         let review = try #require(schema.entity(named: "Review"))
         #expect(review.primaryKey == ["id"], "a required, unique id becomes the key")
         #expect(review.relationships.first?.isOptional == false)
@@ -58,7 +61,10 @@ import TestSupport
         #expect(writer.attributes.first { $0.name == "name" }?.isIndexed == true)
         // A composite attribute (iOS 17) becomes a value type.
         #expect(writer.attributes.first { $0.name == "address" }.map { "\($0.type) \($0.isOptional)" } == "Address true")
-        #expect(schema.values.map { "\($0.name): " + $0.fields.map { "\($0.name) \($0.type)\($0.isOptional ? "?" : "")" }.joined(separator: ", ") } == ["Address: street String, city String?, postalCode Int32?"])
+        #expect(
+            schema.values.map { "\($0.name): " + $0.fields.map { "\($0.name) \($0.type)\($0.isOptional ? "?" : "")" }.joined(separator: ", ") } == [
+                "Address: street String, city String?, postalCode Int32?"
+            ])
 
         // What does not map is reported at its element.
         let place = "Library.xcdatamodeld/Library 3.xcdatamodel/contents"
@@ -101,7 +107,8 @@ import TestSupport
             let applied = try ImportFixtures.migrate.run(["up", "-d", chain, "--dir", "Migrations/Library"], in: folder)
             #expect(applied.status == 0, "\(applied.output)\(applied.error)")
             if version == 1 {
-                try SQLiteConnection(path: chain).execute("""
+                try SQLiteConnection(path: chain).execute(
+                    """
                     INSERT INTO author (id, born, name) VALUES (1, '1947-09-21T00:00:00.000Z', 'Octavia Butler');
                     INSERT INTO book (id, isbn, pages, title, author_id) VALUES (1, '978-0807083697', 264, 'Kindred', 1);
                     """)
@@ -143,7 +150,8 @@ import TestSupport
             let applied = try ImportFixtures.migrate.run(["up", "-d", chain, "--dir", "Migrations/Cheats"], in: folder)
             #expect(applied.status == 0, "\(applied.output)\(applied.error)")
             if version == 3 {
-                try SQLiteConnection(path: chain).execute("""
+                try SQLiteConnection(path: chain).execute(
+                    """
                     INSERT INTO game (id, identifier, name, type) VALUES (1, 'SMB', 'Super Mario Bros.', 'nes');
                     INSERT INTO cheat (id, code, name, type, game_id) VALUES (1, 'SXIOPO', NULL, 'gameGenie', 1), (2, 'APZLGG', 'Jump higher', 'gameGenie', 1);
                     """)
@@ -194,14 +202,17 @@ import TestSupport
     }
 
     @Test func inheritanceIsFlattenedWhereUnambiguousAndReportedWhereNot() throws {
-        let url = try bundle(["Model": Self.model("""
-            <entity name="Shape" isAbstract="YES"><attribute name="color" attributeType="String"/>
-                <relationship name="canvas" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Canvas" inverseName="shapes" inverseEntity="Canvas"/></entity>
-            <entity name="Circle" parentEntity="Shape"><attribute name="radius" attributeType="Double" defaultValueString="1"/></entity>
-            <entity name="Square" parentEntity="Shape"><attribute name="side" attributeType="Double" defaultValueString="1"/></entity>
-            <entity name="Canvas"><attribute name="title" attributeType="String"/>
-                <relationship name="shapes" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Shape" inverseName="canvas" inverseEntity="Shape"/></entity>
-            """)])
+        let url = try bundle([
+            "Model": Self.model(
+                """
+                <entity name="Shape" isAbstract="YES"><attribute name="color" attributeType="String"/>
+                    <relationship name="canvas" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Canvas" inverseName="shapes" inverseEntity="Canvas"/></entity>
+                <entity name="Circle" parentEntity="Shape"><attribute name="radius" attributeType="Double" defaultValueString="1"/></entity>
+                <entity name="Square" parentEntity="Shape"><attribute name="side" attributeType="Double" defaultValueString="1"/></entity>
+                <entity name="Canvas"><attribute name="title" attributeType="String"/>
+                    <relationship name="shapes" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Shape" inverseName="canvas" inverseEntity="Shape"/></entity>
+                """)
+        ])
         let version = try #require(try CoreDataImporter.importBundle(at: url.path, history: false).first)
         let schema = version.result.schema
         #expect(schema.entities.map(\.name) == ["Circle", "Square", "Canvas"])
@@ -215,13 +226,16 @@ import TestSupport
 
     /// Names generated code takes for itself: an attribute `id`, and `<relationship>ID`.
     @Test func attributesNamedLikeGeneratedPropertiesAreRenamed() throws {
-        let url = try bundle(["Model": Self.model("""
-            <entity name="Post"><attribute name="id" optional="YES" attributeType="UUID"/><attribute name="authorID" optional="YES" attributeType="Integer 64"/>
-                <relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Person" inverseName="posts" inverseEntity="Person"/>
-                <uniquenessConstraints><uniquenessConstraint><constraint value="authorID"/></uniquenessConstraint></uniquenessConstraints></entity>
-            <entity name="Person"><attribute name="name" attributeType="String"/>
-                <relationship name="posts" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Post" inverseName="author" inverseEntity="Post"/></entity>
-            """)])
+        let url = try bundle([
+            "Model": Self.model(
+                """
+                <entity name="Post"><attribute name="id" optional="YES" attributeType="UUID"/><attribute name="authorID" optional="YES" attributeType="Integer 64"/>
+                    <relationship name="author" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Person" inverseName="posts" inverseEntity="Person"/>
+                    <uniquenessConstraints><uniquenessConstraint><constraint value="authorID"/></uniquenessConstraint></uniquenessConstraints></entity>
+                <entity name="Person"><attribute name="name" attributeType="String"/>
+                    <relationship name="posts" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Post" inverseName="author" inverseEntity="Post"/></entity>
+                """)
+        ])
         let version = try #require(try CoreDataImporter.importBundle(at: url.path, history: false).first)
         let post = try #require(version.result.schema.entity(named: "Post"))
         #expect(post.attributes.map(\.name) == ["identifier", "authorIDValue"])

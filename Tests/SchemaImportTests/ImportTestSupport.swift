@@ -1,7 +1,8 @@
 import Foundation
-@testable import SchemaImport
 import SQLiteKit
 import TestSupport
+
+@testable import SchemaImport
 
 /// Fixtures, the built tools, and the comparison of two databases' catalogues.
 enum ImportFixtures {
@@ -52,9 +53,10 @@ enum ImportFixtures {
     static func differences(original: SQLiteCatalogue, fresh: SQLiteCatalogue) -> [String] {
         var differences: [String] = []
         func userTables(_ catalogue: SQLiteCatalogue) -> [String: SQLiteCatalogue.Table] {
-            Dictionary(uniqueKeysWithValues: catalogue.tables
-                .filter { $0.kind == "table" && !$0.name.lowercased().hasPrefix("sqlite_") && !$0.name.hasPrefix("schemagen_") }
-                .map { ($0.name.lowercased(), $0) })
+            Dictionary(
+                uniqueKeysWithValues: catalogue.tables
+                    .filter { $0.kind == "table" && !$0.name.lowercased().hasPrefix("sqlite_") && !$0.name.hasPrefix("schemagen_") }
+                    .map { ($0.name.lowercased(), $0) })
         }
         let old = userTables(original), new = userTables(fresh)
         for name in Set(old.keys).symmetricDifference(new.keys).sorted() {
@@ -86,19 +88,22 @@ enum ImportFixtures {
                 differences.append("\(name): primary key \(a.primaryKey) became \(b.primaryKey)")
             }
             func keys(_ table: SQLiteCatalogue.Table, in catalogue: [String: SQLiteCatalogue.Table]) -> Set<String> {
-                Set(table.foreignKeys.map { key in
-                    let referenced = key.referencedColumns.isEmpty ? (catalogue[key.table.lowercased()]?.primaryKey ?? []) : key.referencedColumns
-                    let action = key.onDelete == "NO ACTION" ? "RESTRICT" : key.onDelete
-                    return "(\(key.columns.map { $0.lowercased() }.joined(separator: ","))) -> \(key.table.lowercased())(\(referenced.map { $0.lowercased() }.joined(separator: ","))) ON DELETE \(action)"
-                })
+                Set(
+                    table.foreignKeys.map { key in
+                        let referenced = key.referencedColumns.isEmpty ? (catalogue[key.table.lowercased()]?.primaryKey ?? []) : key.referencedColumns
+                        let action = key.onDelete == "NO ACTION" ? "RESTRICT" : key.onDelete
+                        return
+                            "(\(key.columns.map { $0.lowercased() }.joined(separator: ","))) -> \(key.table.lowercased())(\(referenced.map { $0.lowercased() }.joined(separator: ","))) ON DELETE \(action)"
+                    })
             }
             for key in keys(a, in: old).symmetricDifference(keys(b, in: new)).sorted() {
                 differences.append("\(name): foreign key \(key) only in the \(keys(a, in: old).contains(key) ? "original" : "fresh") database")
             }
             func indexes(_ table: SQLiteCatalogue.Table) -> Set<String> {
-                Set(table.indexes.filter { $0.origin != "pk" }.map { index in
-                    "\(index.isUnique ? "UNIQUE " : "")(\(index.columns.map { ($0 ?? "<expression>").lowercased() }.joined(separator: ",")))"
-                })
+                Set(
+                    table.indexes.filter { $0.origin != "pk" }.map { index in
+                        "\(index.isUnique ? "UNIQUE " : "")(\(index.columns.map { ($0 ?? "<expression>").lowercased() }.joined(separator: ",")))"
+                    })
             }
             for index in indexes(a).symmetricDifference(indexes(b)).sorted() {
                 differences.append("\(name): index \(index) only in the \(indexes(a).contains(index) ? "original" : "fresh") database")

@@ -1,13 +1,14 @@
-import Foundation
 import Diagnostics
-@testable import SchemaImport
-import SchemaKit
 import ExampleModels
+import Foundation
 import PersistentStore
-import SchemaMetadata
 import SQLiteKit
-import Testing
+import SchemaKit
+import SchemaMetadata
 import TestSupport
+import Testing
+
+@testable import SchemaImport
 
 /// `schemagen import sqlite` on real SQLite files built from the fixtures in
 /// Tests/Fixtures/Import: the schema it writes, what it reports, and the adoption path
@@ -57,11 +58,11 @@ import TestSupport
         func rule(_ entity: String, _ relationship: String) -> ImportedRelationship.DeleteRule? {
             schema.entity(named: entity)?.relationships.first { $0.name == relationship }?.deleteRule
         }
-        #expect(rule("Artist", "albums") == .cascade)           // ON DELETE CASCADE
-        #expect(rule("Album", "tracks") == .nullify)            // ON DELETE SET NULL
-        #expect(rule("Customer", "invoices") == .deny)          // ON DELETE RESTRICT
-        #expect(rule("MediaType", "tracks") == .deny)           // no action given
-        #expect(rule("Employee", "employees") == .nullify)      // self reference, SET NULL
+        #expect(rule("Artist", "albums") == .cascade)  // ON DELETE CASCADE
+        #expect(rule("Album", "tracks") == .nullify)  // ON DELETE SET NULL
+        #expect(rule("Customer", "invoices") == .deny)  // ON DELETE RESTRICT
+        #expect(rule("MediaType", "tracks") == .deny)  // no action given
+        #expect(rule("Employee", "employees") == .nullify)  // self reference, SET NULL
 
         // Composite keys, over a relationship and an attribute; a composite foreign key.
         #expect(schema.entity(named: "InvoiceLine")?.primaryKey == ["invoice", "lineNumber"])
@@ -121,20 +122,22 @@ import TestSupport
         // The comparison does see differences: change a copy of the fresh build.
         let changed = folder.appendingPathComponent("changed.db").path
         try FileManager.default.copyItem(atPath: fresh, toPath: changed)
-        try SQLiteConnection(path: changed).execute("""
+        try SQLiteConnection(path: changed).execute(
+            """
             DROP INDEX customers_last_name_first_name_idx; ALTER TABLE artists ADD COLUMN country TEXT;
             CREATE TABLE extra (id INTEGER PRIMARY KEY); DROP TABLE refunds;
             CREATE TABLE refunds (id INTEGER PRIMARY KEY, line_invoice_id INTEGER NOT NULL, line_line_number INTEGER NOT NULL, amount REAL NOT NULL, reason TEXT NOT NULL);
             """)
-        #expect(ImportFixtures.differences(original: try ImportFixtures.catalogue(live), fresh: try ImportFixtures.catalogue(changed)) == [
-            "table extra only in the fresh database",
-            "artists.country only in the fresh database",
-            "customers: index (last_name,first_name) only in the original database",
-            "refunds.amount: declared NUMERIC(10,2) imports as Decimal, built as REAL",
-            "refunds.reason: NOT NULL false became true",
-            "refunds: foreign key (line_invoice_id,line_line_number) -> invoice_lines(invoice_id,line_number) ON DELETE CASCADE only in the original database",
-            "refunds: index (line_invoice_id,line_line_number) only in the original database",
-        ])
+        #expect(
+            ImportFixtures.differences(original: try ImportFixtures.catalogue(live), fresh: try ImportFixtures.catalogue(changed)) == [
+                "table extra only in the fresh database",
+                "artists.country only in the fresh database",
+                "customers: index (last_name,first_name) only in the original database",
+                "refunds.amount: declared NUMERIC(10,2) imports as Decimal, built as REAL",
+                "refunds.reason: NOT NULL false became true",
+                "refunds: foreign key (line_invoice_id,line_line_number) -> invoice_lines(invoice_id,line_number) ON DELETE CASCADE only in the original database",
+                "refunds: index (line_invoice_id,line_line_number) only in the original database",
+            ])
 
         // Adopt: the live database is recorded at version 1 and nothing else changes.
         let schemaBefore = try SQLiteConnection(path: live, readOnly: true).query("SELECT type, name, sql FROM sqlite_schema ORDER BY name")
@@ -151,7 +154,8 @@ import TestSupport
         let schemaFile = folder.appendingPathComponent("Schemas/MusicStore.yaml")
         var text = try String(contentsOf: schemaFile, encoding: .utf8)
         text = text.replacingOccurrences(of: "version: 1\n", with: "version: 2\n")
-            .replacingOccurrences(of: "  Artist:\n    table: artists\n    attributes:\n      name: String\n", with: "  Artist:\n    table: artists\n    attributes:\n      name: String\n      country: String?\n")
+            .replacingOccurrences(
+                of: "  Artist:\n    table: artists\n    attributes:\n      name: String\n", with: "  Artist:\n    table: artists\n    attributes:\n      name: String\n      country: String?\n")
         try text.write(to: schemaFile, atomically: true, encoding: .utf8)
         let second = try ImportFixtures.schemagen.run(["generate", "--output", "Generated"], in: folder)
         #expect(second.status == 0, "\(second.output)\(second.error)")
@@ -159,9 +163,10 @@ import TestSupport
         let up = try ImportFixtures.migrate.run(["up", "-d", live, "--dir", "Migrations/MusicStore"], in: folder)
         #expect(up.status == 0, "\(up.output)\(up.error)")
         let connection = try SQLiteConnection(path: live, readOnly: true)
-        #expect(try connection.query("SELECT name, country FROM artists ORDER BY id") == [
-            [.text("Nina Simone"), .null], [.text("Os Mutantes"), .null], [.text("Björk"), .null],
-        ])
+        #expect(
+            try connection.query("SELECT name, country FROM artists ORDER BY id") == [
+                [.text("Nina Simone"), .null], [.text("Os Mutantes"), .null], [.text("Björk"), .null],
+            ])
         #expect(try connection.query("SELECT version FROM schemagen_migrations ORDER BY version") == [[.integer(1)], [.integer(2)]])
         var contentsNow = try ImportFixtures.contents(live)
         contentsNow["artists"] = contentsNow["artists"]?.map { Array($0.dropLast()) }
@@ -220,7 +225,8 @@ import TestSupport
     @Test func aManyToManyLinkTableRoundTrips() throws {
         let folder = temporaryFolder()
         let database = folder.appendingPathComponent("links.db").path
-        try SQLiteConnection(path: database).execute("""
+        try SQLiteConnection(path: database).execute(
+            """
             CREATE TABLE categories (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
             CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
             CREATE TABLE categories_items (
@@ -242,7 +248,8 @@ import TestSupport
     @Test func bracketedNamesNamedConstraintsAndRepeatedKeyIndexes() throws {
         let folder = temporaryFolder()
         let database = folder.appendingPathComponent("ported.db").path
-        try SQLiteConnection(path: database).execute("""
+        try SQLiteConnection(path: database).execute(
+            """
             CREATE TABLE [Artist] ([ArtistId] INTEGER NOT NULL, [Name] NVARCHAR(120), CONSTRAINT [PK_Artist] PRIMARY KEY ([ArtistId]));
             CREATE TABLE [Album] ([AlbumId] INTEGER NOT NULL, [Title] NVARCHAR(160) NOT NULL, [ArtistId] INTEGER NOT NULL,
                 CONSTRAINT [PK_Album] PRIMARY KEY ([AlbumId]),
@@ -253,30 +260,32 @@ import TestSupport
             """)
         let result = try SQLiteImporter.importDatabase(at: database)
         #expect(result.schema.name == "Ported")
-        #expect(SchemaYAMLWriter.yaml(result.schema) == """
-            schema: Ported
-            version: 1
-            entities:
-              Artist:
-                table: Artist
-                attributes:
-                  artistId: {type: Int, primaryKey: true, column: ArtistId}
-                  name: {type: String?, column: Name}
-                relationships:
-                  albums: {to: "[Album]", inverse: artist, deleteRule: deny}
-              Album:
-                table: Album
-                attributes:
-                  albumId: {type: Int, primaryKey: true, column: AlbumId}
-                  title: {type: String, column: Title}
-                relationships:
-                  artist: {to: Artist, inverse: albums, column: ArtistId}
+        #expect(
+            SchemaYAMLWriter.yaml(result.schema) == """
+                schema: Ported
+                version: 1
+                entities:
+                  Artist:
+                    table: Artist
+                    attributes:
+                      artistId: {type: Int, primaryKey: true, column: ArtistId}
+                      name: {type: String?, column: Name}
+                    relationships:
+                      albums: {to: "[Album]", inverse: artist, deleteRule: deny}
+                  Album:
+                    table: Album
+                    attributes:
+                      albumId: {type: Int, primaryKey: true, column: AlbumId}
+                      title: {type: String, column: Title}
+                    relationships:
+                      artist: {to: Artist, inverse: albums, column: ArtistId}
 
-            """)
-        #expect(result.findings.map(\.message) == [
-            "unique index \"IPK_Artist\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
-            "unique index \"IPK_Album\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
-        ])
+                """)
+        #expect(
+            result.findings.map(\.message) == [
+                "unique index \"IPK_Artist\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
+                "unique index \"IPK_Album\" repeats the primary key, which is unique already; not imported, so a database built from the schema has one index fewer",
+            ])
         #expect(validated(SchemaYAMLWriter.yaml(result.schema)).diagnostics.isEmpty)
     }
 
@@ -320,7 +329,8 @@ import TestSupport
     @Test func namesInOtherScriptsAndAccentsBecomeIdentifiers() throws {
         let folder = temporaryFolder()
         let database = folder.appendingPathComponent("names.db").path
-        try SQLiteConnection(path: database).execute("""
+        try SQLiteConnection(path: database).execute(
+            """
             CREATE TABLE "Künstler" (id INTEGER PRIMARY KEY, "Straße" TEXT, "Größe" REAL, "名前" TEXT, "имя" TEXT);
             """)
         let result = try SQLiteImporter.importDatabase(at: database)
@@ -380,16 +390,22 @@ import TestSupport
 /// Statements made of random SQL tokens: the scanner and the full-text reader always end.
 @Suite struct SQLScannerTests {
     @Test func randomTokenSoupsAlwaysEnd() {
-        let pieces = ["CREATE", "VIRTUAL", "TABLE", "x", "USING", "fts5", "(", ")", ",", "=", "content", "'t'", "\"q\"", "[b]", "CHECK", "COLLATE", "NOCASE", "--c\n", "/*", "*/", "'", "\"", "UNINDEXED", " ", "\n"]
+        let pieces = [
+            "CREATE", "VIRTUAL", "TABLE", "x", "USING", "fts5", "(", ")", ",", "=", "content", "'t'", "\"q\"", "[b]", "CHECK", "COLLATE", "NOCASE", "--c\n", "/*", "*/", "'", "\"", "UNINDEXED", " ",
+            "\n",
+        ]
         var random = SeededGenerator(seed: SeededGenerator.seed(default: 0x70CE_2501))
         for _ in 0..<3000 {
             let sql = (0..<Int.random(in: 0...30, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined(separator: " ")
             _ = SQLScanner.checkClauses(sql)
             _ = SQLScanner.collations(sql, columns: ["x", "b"])
-            _ = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "x", kind: "virtual", isWithoutRowID: false, isStrict: false, sql: sql, columns: [], indexes: [], foreignKeys: []), triggers: [])
+            _ = SQLiteImporter.Builder.FullTextIndex(
+                SQLiteCatalogue.Table(name: "x", kind: "virtual", isWithoutRowID: false, isStrict: false, sql: sql, columns: [], indexes: [], foreignKeys: []), triggers: [])
         }
-        let index = SQLiteImporter.Builder.FullTextIndex(SQLiteCatalogue.Table(name: "notes_fts", kind: "virtual", isWithoutRowID: false, isStrict: false,
-            sql: "CREATE VIRTUAL TABLE notes_fts USING fts5(title, \"body\" UNINDEXED, content='notes', content_rowid='id')", columns: [], indexes: [], foreignKeys: []), triggers: [])
+        let index = SQLiteImporter.Builder.FullTextIndex(
+            SQLiteCatalogue.Table(
+                name: "notes_fts", kind: "virtual", isWithoutRowID: false, isStrict: false,
+                sql: "CREATE VIRTUAL TABLE notes_fts USING fts5(title, \"body\" UNINDEXED, content='notes', content_rowid='id')", columns: [], indexes: [], foreignKeys: []), triggers: [])
         #expect(index?.columns == ["title", "body"] && index?.content == "notes")
     }
 }

@@ -1,5 +1,6 @@
-@testable import SchemaImport
 import Testing
+
+@testable import SchemaImport
 
 /// The XML reader behind `import coredata`: what model files hold is read, anything
 /// malformed is refused with its line and column, and nothing expands.
@@ -14,7 +15,8 @@ import Testing
     }
 
     @Test func readsElementsAttributesReferencesAndPositions() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             \u{FEFF}<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
             <!-- a comment -->
             <!DOCTYPE model>
@@ -22,7 +24,8 @@ import Testing
                 <entity name="Caf&#xE9; &amp; &quot;Bar&quot;" note="&lt;&gt;&apos;&#233;"><![CDATA[ <not> an element ]]>text &amp; more</entity>
                 <ñame x="ü"/>
             </model>
-            """).get()
+            """
+        ).get()
         #expect(root.name == "model" && root["a"] == "1" && root.line == 4 && root.column == 1)
         let entity = try #require(root.children.first)
         #expect(entity["name"] == "Café & \"Bar\"" && entity["note"] == "<>'é")

@@ -1,9 +1,10 @@
+import Diagnostics
 import Foundation
+import TestSupport
 import Testing
 import YAMLReader
-import Diagnostics
+
 @testable import SchemaKit
-import TestSupport
 
 /// The example schemas in `Schemas/` are valid, use every key of the language, and resolve
 /// to the tables, keys and links the documentation promises.
@@ -145,11 +146,13 @@ import TestSupport
         #expect(visit.primaryKeyColumns == ["car_id", "day"])
         #expect(garage.entity(named: "Person")?.tableName == "people")
         #expect(garage.entity(named: "Person")?.attribute(named: "name")?.columnName == "full_name")
-        #expect(car.attribute(named: "color")?.defaultValue == .value([
-            .init(name: "red", value: .double(1)),
-            .init(name: "green", value: .double(0)), .init(name: "blue", value: .double(0)),
-            .init(name: "alpha", value: .double(1)), .init(name: "label", value: .null),
-        ]))
+        #expect(
+            car.attribute(named: "color")?.defaultValue
+                == .value([
+                    .init(name: "red", value: .double(1)),
+                    .init(name: "green", value: .double(0)), .init(name: "blue", value: .double(0)),
+                    .init(name: "alpha", value: .double(1)), .init(name: "label", value: .null),
+                ]))
         #expect(garage.valueType(named: "Color")?.fields.last?.jsonKey == "name")
     }
 }

@@ -1,8 +1,9 @@
 import Diagnostics
 import Foundation
-import Testing
-@testable import SchemaKit
 import TestSupport
+import Testing
+
+@testable import SchemaKit
 
 /// Each invalid schema in `Invalid/` has the exact text diagnostics expected for it in a
 /// `.expected` file beside it. Run with `UPDATE_GOLDEN=1` to rewrite them after a deliberate

@@ -1,6 +1,7 @@
 import Diagnostics
 import Foundation
 import Testing
+
 @testable import SchemaKit
 
 /// Hostile input gets a diagnostic, never a crash, a hang or runaway memory.

@@ -1,8 +1,8 @@
 import Diagnostics
 import Foundation
-@testable import SchemaKit
 @_exported import TestSupport
 
+@testable import SchemaKit
 
 /// Loads YAML text as if it were the file `name`.
 func load(_ yaml: String, name: String = "test.yaml") -> SchemaLoader.FileResult {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Every dialect folder of a schema gets the same tools: `validate` checks each against its
 /// manifest and against each other, `rehash` rewrites each, the fix is named in the message,
@@ -25,7 +25,9 @@ import TestSupport
         // Before, validate checked only Migrations/Flights and passed.
         let tampered = try runner.schemagen(["validate"], in: folder)
         #expect(tampered.status == 1)
-        #expect(tampered.output.contains("Migrations/Flights/postgres/0002_add_airports_elevation.up.sql:1:1: error: 0002_add_airports_elevation.up.sql changed after it was generated"), "\(tampered.output)")
+        #expect(
+            tampered.output.contains("Migrations/Flights/postgres/0002_add_airports_elevation.up.sql:1:1: error: 0002_add_airports_elevation.up.sql changed after it was generated"),
+            "\(tampered.output)")
         #expect(tampered.output.contains("run `schemagen rehash Flights`"), "\(tampered.output)")
         // Before, rehash rewrote only Migrations/Flights/migrations.sum.
         let rehash = try runner.schemagen(["rehash", "Flights"], in: folder)
@@ -45,8 +47,9 @@ import TestSupport
         let folder = try project()
         let postgres = folder.appendingPathComponent("Migrations/Flights/postgres")
         for suffix in [".up.sql", ".down.sql", ".schema.json"] {
-            try FileManager.default.moveItem(at: postgres.appendingPathComponent("0003_rename_airports_elevation_to_elevation_feet" + suffix),
-                                             to: postgres.appendingPathComponent("0003_renamed" + suffix))
+            try FileManager.default.moveItem(
+                at: postgres.appendingPathComponent("0003_rename_airports_elevation_to_elevation_feet" + suffix),
+                to: postgres.appendingPathComponent("0003_renamed" + suffix))
         }
         #expect(try runner.schemagen(["rehash", "Flights"], in: folder).status == 0)
         let run = try runner.schemagen(["validate"], in: folder)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `schemagen generate` and `schemagen render` run as processes.
 @Suite struct GenerateAndRenderProcessTests {
@@ -35,13 +35,14 @@ import TestSupport
         try "// not generated\n".write(to: output.appendingPathComponent("Todo/Mine.swift"), atomically: true, encoding: .utf8)
         let check = try runner.schemagen(["generate", "--schema", "Schemas/Todo.yaml", "--output", output.path, "--check"])
         #expect(check.status == 1)
-        #expect(check.output == """
-            missing: \(output.path)/Todo/Todo+Migrations.swift
-            stale:   \(output.path)/Todo/TodoItem.swift
-            extra:   \(output.path)/Todo/Old.swift
-            Generated code or migrations are out of date: run `schemagen generate`.
+        #expect(
+            check.output == """
+                missing: \(output.path)/Todo/Todo+Migrations.swift
+                stale:   \(output.path)/Todo/TodoItem.swift
+                extra:   \(output.path)/Todo/Old.swift
+                Generated code or migrations are out of date: run `schemagen generate`.
 
-            """)
+                """)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("Todo/Todo+Migrations.swift").path), "--check writes nothing")
 
         let repair = try runner.schemagen(["generate", "--schema", "Schemas/Todo.yaml", "--output", output.path])
@@ -117,8 +118,9 @@ import TestSupport
     @Test func aConfigFileGivesDefaultsAndFlagsOverrideIt() throws {
         let folder = try temporaryFolder()
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("Schemas"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: SchemagenProcessTests.repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml"),
-                                         to: folder.appendingPathComponent("Schemas/Tasks.yaml"))
+        try FileManager.default.copyItem(
+            at: SchemagenProcessTests.repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml"),
+            to: folder.appendingPathComponent("Schemas/Tasks.yaml"))
         try "schemas: [Schemas]\noutput: Models\n".write(to: folder.appendingPathComponent(".schemagen.yaml"), atomically: true, encoding: .utf8)
         #expect(try runner.schemagen(["generate"], in: folder).status == 0)
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Models/Tasks/Task.swift").path))
@@ -156,8 +158,10 @@ import TestSupport
             .write(to: folder.appendingPathComponent("d.json"), atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("partials"), withIntermediateDirectories: true)
         try "{{title}}".write(to: folder.appendingPathComponent("partials/greeting.mustache"), atomically: true, encoding: .utf8)
-        let base = ["render", "--template", folder.appendingPathComponent("t.mustache").path, "--data", folder.appendingPathComponent("d.json").path,
-                    "--partials", folder.appendingPathComponent("partials").path]
+        let base = [
+            "render", "--template", folder.appendingPathComponent("t.mustache").path, "--data", folder.appendingPathComponent("d.json").path,
+            "--partials", folder.appendingPathComponent("partials").path,
+        ]
         let run = try runner.schemagen(base)
         #expect(run.status == 0)
         #expect(run.output == "Hello &lt;you&gt;, Ada & Grace!")
@@ -185,18 +189,18 @@ import TestSupport
         let schema = folder.appendingPathComponent("Todo.yaml")
         // A schema of its own, so the example's later versions do not move this test.
         try """
-            schema: Todo
-            version: 1
-            entities:
-              TodoItem:
-                attributes:
-                  id: {type: UUID, primaryKey: true, default: uuid}
-                  taskName: String
-                  startDate: {type: Date, default: now}
-                  isCompleted: {type: Bool, default: false}
-                indexes: [[isCompleted, startDate]]
+        schema: Todo
+        version: 1
+        entities:
+          TodoItem:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              taskName: String
+              startDate: {type: Date, default: now}
+              isCompleted: {type: Bool, default: false}
+            indexes: [[isCompleted, startDate]]
 
-            """.write(to: schema, atomically: true, encoding: .utf8)
+        """.write(to: schema, atomically: true, encoding: .utf8)
         let base = ["generate", "--schema", schema.path, "--output", folder.appendingPathComponent("out").path, "--migrations", folder.appendingPathComponent("mig").path]
         let first = try runner.schemagen(base)
         #expect(first.status == 0, "\(first.error)")

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A new package that depends on this one and applies `SchemagenPlugin` to a target holding a
 /// `Library.yaml` schema, as docs/templates.md tells users to: it must build, and its program
@@ -120,7 +120,9 @@ import TestSupport
         try write(manifest, to: "Package.swift")
         try write(schemaV1, to: "Sources/LibraryModels/Library.yaml")
         // SwiftPM wants one Swift file of the target's own beside what the plugin generates.
-        try write("import SchemaMetadata\n\n/// Shelves in display order.\npublic func sortedShelves(_ shelves: [Shelf]) -> [Shelf] { shelves.sorted { $0.name < $1.name } }\n", to: "Sources/LibraryModels/Shelves.swift")
+        try write(
+            "import SchemaMetadata\n\n/// Shelves in display order.\npublic func sortedShelves(_ shelves: [Shelf]) -> [Shelf] { shelves.sorted { $0.name < $1.name } }\n",
+            to: "Sources/LibraryModels/Shelves.swift")
         try write(program, to: "Sources/library-app/main.swift")
         try write(journalSchema, to: "Schemas/Journal.yaml")
         // A models target needs one Swift file of its own before its first generation.
@@ -165,8 +167,9 @@ import TestSupport
         #expect(app.output == "books: 1, title: Dune Messiah, migrations: 1\n", "the upsert on isbn kept one book")
 
         // A schema changed without planning its migration fails the build; it never runs stale.
-        try Self.write(Self.schemaV1.replacingOccurrences(of: "version: 1", with: "version: 2")
-            .replacingOccurrences(of: "      publishedAt: Date?\n", with: "      publishedAt: Date?\n      pages: Int?\n"), to: "Sources/LibraryModels/Library.yaml")
+        try Self.write(
+            Self.schemaV1.replacingOccurrences(of: "version: 1", with: "version: 2")
+                .replacingOccurrences(of: "      publishedAt: Date?\n", with: "      publishedAt: Date?\n      pages: Int?\n"), to: "Sources/LibraryModels/Library.yaml")
         defer { try? Self.write(Self.schemaV1, to: "Sources/LibraryModels/Library.yaml") }
         let stale = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "library-app"])
         #expect(stale.status != 0)
@@ -186,8 +189,12 @@ import TestSupport
         let invalid = try Self.run("swift", ["package", "schemagen", "validate", "Schemas/Missing.yaml"])
         #expect(invalid.status != 0 && invalid.output.contains("schemagen exited with status 2"), "\(invalid.output)")
 
-        let generate = try Self.run("swift", ["package", "--allow-writing-to-package-directory", "schemagen", "generate",
-                                              "--schema", "Schemas", "--output", "Sources/JournalModels/Generated"])
+        let generate = try Self.run(
+            "swift",
+            [
+                "package", "--allow-writing-to-package-directory", "schemagen", "generate",
+                "--schema", "Schemas", "--output", "Sources/JournalModels/Generated",
+            ])
         #expect(generate.status == 0, "\(generate.output)")
         #expect(generate.output.contains("wrote   Sources/JournalModels/Generated/Journal/Entry.swift"), "\(generate.output)")
         #expect(FileManager.default.fileExists(atPath: Self.folder.path + "/Migrations/Journal/0001_create_journal.up.sql"))

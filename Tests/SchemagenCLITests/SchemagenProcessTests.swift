@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Runs the built `schemagen` executable as users do and checks its output and exit status.
 @Suite struct SchemagenProcessTests {
@@ -25,7 +25,10 @@ import TestSupport
     @Test func errorsExitWithOneAndPrintCompilerStyleLines() throws {
         let run = try schemagen(["validate", invalid("unknown-keys.yaml")])
         #expect(run.status == 1)
-        #expect(run.output.contains("Tests/SchemaKitTests/Invalid/unknown-keys.yaml:14:30: error: unknown key 'uniqe' in attribute 'number'; did you mean 'unique'? [unknown-key]\n      number: {type: String, uniqe: true}\n                             ^~~~~\n"))
+        #expect(
+            run.output.contains(
+                "Tests/SchemaKitTests/Invalid/unknown-keys.yaml:14:30: error: unknown key 'uniqe' in attribute 'number'; did you mean 'unique'? [unknown-key]\n      number: {type: String, uniqe: true}\n                             ^~~~~\n"
+            ))
         #expect(run.output.hasSuffix("Checked 1 schema file: 6 errors in 1 file.\n"))
     }
 
@@ -60,7 +63,10 @@ import TestSupport
     @Test func githubFormatEmitsWorkflowCommands() throws {
         let run = try schemagen(["validate", "--format=github", invalid("tabs.yaml")])
         #expect(run.status == 1)
-        #expect(run.output == "::error file=Tests/SchemaKitTests/Invalid/tabs.yaml,line=5,col=1,endColumn=2,title=yaml-syntax::YAML syntax error: a tab character here is not allowed in YAML indentation; indent with spaces\n")
+        #expect(
+            run.output
+                == "::error file=Tests/SchemaKitTests/Invalid/tabs.yaml,line=5,col=1,endColumn=2,title=yaml-syntax::YAML syntax error: a tab character here is not allowed in YAML indentation; indent with spaces\n"
+        )
     }
 
     @Test func warningsPassUnlessTreatedAsErrors() throws {
@@ -97,8 +103,9 @@ import TestSupport
     @Test func doubleDashEndsOptions() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schemagen-dash-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: Self.repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"),
-                                         to: directory.appendingPathComponent("--format.yaml"))
+        try FileManager.default.copyItem(
+            at: Self.repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"),
+            to: directory.appendingPathComponent("--format.yaml"))
         let run = try schemagen(["validate", "--", "--format.yaml"], in: directory)
         #expect(run.status == 0)
         #expect(run.output == "Checked 1 schema file: no problems.\n")

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,8 +53,12 @@ public final class PostgresServer: @unchecked Sendable {
     public func start() throws {
         guard let binaries = Self.binaries else { return }
         // The server inherits pg_ctl's output: it goes to nothing, not to a pipe that would then never close.
-        try run(binaries + "/pg_ctl", ["-D", folder.path + "/data", "-l", folder.path + "/log", "-w", "-t", "30", "-o",
-                                       "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"], quiet: true)
+        try run(
+            binaries + "/pg_ctl",
+            [
+                "-D", folder.path + "/data", "-l", folder.path + "/log", "-w", "-t", "30", "-o",
+                "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start",
+            ], quiet: true)
     }
 
     /// Stops the server: `fast` rolls back open transactions and disconnects clients; `immediate`

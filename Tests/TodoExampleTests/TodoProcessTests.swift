@@ -3,8 +3,9 @@ import FieldEncryption
 import Foundation
 import PersistentStore
 import SQLiteKit
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -171,8 +172,9 @@ import Glibc
         let change = try #require((transactions[0]["changes"] as? [[String: Any]])?.first)
         #expect((change["tombstone"] as? [String: Any])?["taskName"] as? String == "Buy milk")
         // Prune through the store; a reader asking for pruned history is told, not misled.
-        let store = try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
-                              configuration: .init(keys: .ring(try KeyRing(parsing: "k1=\(Self.key)", source: "test"))))
+        let store = try Store(
+            path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
+            configuration: .init(keys: .ring(try KeyRing(parsing: "k1=\(Self.key)", source: "test"))))
         try await store.deleteHistory(before: HistoryToken(3))
         let pruned = try Self.run(["history", "--after", "1"], database: database)
         #expect(pruned.status == 1)
@@ -227,8 +229,9 @@ import Glibc
             }
             return counts
         }
-        let first = try Self.todo.start(["rekey", "--batch", "50", "--database", database],
-                                        environment: Self.environment.merging(rotated) { $1 }.merging(["TODO_PAUSE_BEFORE_COMMIT": "0.05"]) { $1 })
+        let first = try Self.todo.start(
+            ["rekey", "--batch", "50", "--database", database],
+            environment: Self.environment.merging(rotated) { $1 }.merging(["TODO_PAUSE_BEFORE_COMMIT": "0.05"]) { $1 })
         let progress = first.read(.error, until: { $0.contains("250/1000") }, within: 30)
         #expect(progress.contains("250/1000"), "\(progress)")
         kill(first.processIdentifier, SIGKILL)
@@ -240,8 +243,9 @@ import Glibc
         #expect(second.status == 0, "\(second.error)")
         #expect(second.output == "re-encrypted \(midway["k1"] ?? 0) values\n")
         #expect(try keyIDs() == ["k2": 1000])
-        let onlyNew = try Self.run(["show", try #require(Self.lines(try Self.run(["list"], database: database, environment: ["SCHEMAGEN_KEYS": "k2=\(newKey)"]).output).first?.prefix(8).description)],
-                                   database: database, environment: ["SCHEMAGEN_KEYS": "k2=\(newKey)"])
+        let onlyNew = try Self.run(
+            ["show", try #require(Self.lines(try Self.run(["list"], database: database, environment: ["SCHEMAGEN_KEYS": "k2=\(newKey)"]).output).first?.prefix(8).description)],
+            database: database, environment: ["SCHEMAGEN_KEYS": "k2=\(newKey)"])
         #expect(onlyNew.output.contains("notes: secret note"), "\(onlyNew.output) \(onlyNew.error)")
         let history = try Self.run(["history", "--json"], database: database, environment: rotated)
         let transactions = try #require(try JSONSerialization.jsonObject(with: Data(history.output.utf8)) as? [[String: Any]])

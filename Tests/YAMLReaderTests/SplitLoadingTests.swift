@@ -1,6 +1,7 @@
 import Diagnostics
 import Foundation
 import Testing
+
 @testable import YAMLReader
 
 /// A large document is read in two halves on two cores; the tree must be exactly the one a
@@ -91,12 +92,13 @@ import Testing
     @Test(arguments: ["literal", "sequence", "plain", "empty"])
     func entitiesEndingInAnyStyleJoinAsAWhole(_ ending: String) throws {
         let text = Self.document(6000) { i in
-            let tail = switch ending {
-            case "literal": "    notes: |\n      one\n      two\n\n"
-            case "sequence": "    uniques:\n      - [a, b]\n      - - c\n        - d\n"
-            case "plain": "    doc: a plain text\n      over two lines\n# a comment before the next\n"
-            default: ""
-            }
+            let tail =
+                switch ending {
+                case "literal": "    notes: |\n      one\n      two\n\n"
+                case "sequence": "    uniques:\n      - [a, b]\n      - - c\n        - d\n"
+                case "plain": "    doc: a plain text\n      over two lines\n# a comment before the next\n"
+                default: ""
+                }
             return "  Entity\(i):\n    attributes:\n      name: String\n" + tail
         }
         let joined = try #require(split(text))
@@ -111,8 +113,10 @@ import Testing
     }
 
     /// Each of these reads whole: the cut would break it, or could change what it means.
-    @Test(arguments: ["an anchor used across the cut", "the same entity on both sides", "a flow mapping over the cut",
-                      "a quoted scalar over the cut", "a merge key"])
+    @Test(arguments: [
+        "an anchor used across the cut", "the same entity on both sides", "a flow mapping over the cut",
+        "a quoted scalar over the cut", "a merge key",
+    ])
     func riskyDocumentsAreReadWhole(_ risk: String) {
         let text = Self.document(900) { i in
             switch (risk, i) {

@@ -1,5 +1,6 @@
 import Diagnostics
 import Testing
+
 @testable import YAMLReader
 
 @Suite struct YAMLLoaderTests {
@@ -27,7 +28,8 @@ import Testing
     }
 
     @Test func scalarsResolveByTheYAML12CoreSchema() throws {
-        let (root, _) = document("""
+        let (root, _) = document(
+            """
             t: true
             f: False
             y: yes
@@ -71,7 +73,8 @@ import Testing
     /// ways must keep document order and report each repeat, in small and large mappings.
     @Test func keysAreCheckedInMappingsOfEverySize() throws {
         let many = (1...20).map { "k\($0): \($0)" }.joined(separator: ", ")
-        let (root, diagnostics) = document("""
+        let (root, diagnostics) = document(
+            """
             large: {\(many)}
             largeRepeat: {\(many), k7: 0}
             quoted: {a: 1, "a": 2}

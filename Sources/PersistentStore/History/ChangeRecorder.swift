@@ -1,6 +1,6 @@
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// One changed row as a recorder reads it: from SQLite's pre-update hook, or from the row images
 /// the fallback triggers wrote (`TriggerRecorder`).
@@ -88,7 +88,8 @@ final class ChangeRecorder {
             entities.append(entity.name)
             let columns = try Self.columns(of: entity.table, connection)
             let position = Dictionary(columns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
-            let keyIsRowID = entity.hasImplicitKey
+            let keyIsRowID =
+                entity.hasImplicitKey
                 || (entity.primaryKey.count == 1 && columns.first { $0.name == entity.primaryKey[0] }?.type.uppercased() == "INTEGER")
             var tracked: [(Int, Int, Bool)] = []
             var preserved: [(Int, Int)] = []
@@ -114,7 +115,8 @@ final class ChangeRecorder {
                     for (end, endName, columns) in ends {
                         let positions = columns.compactMap { linkColumns.firstIndex(of: $0) }
                         guard positions.count == columns.count, !positions.isEmpty,
-                              !(links[joinTable] ?? []).contains(where: { $0.entity == end && $0.relationship == endName }) else { continue }
+                            !(links[joinTable] ?? []).contains(where: { $0.entity == end && $0.relationship == endName })
+                        else { continue }
                         links[joinTable, default: []].append(LinkSide(entity: end, relationship: endName, keyPositions: positions))
                     }
                 }
@@ -123,8 +125,10 @@ final class ChangeRecorder {
                 if let at = position[column.column] { preserved.append((at, name(column.property))) }
             }
             let keyPositions = keyIsRowID ? [] : entity.primaryKey.compactMap { position[$0] }
-            tables.append(Table(name: entity.table, nameBytes: Array(entity.table.utf8CString),
-                                role: .entity(EntityTable(entity: entityIndex, keyPositions: keyPositions, tracked: tracked, preserved: preserved))))
+            tables.append(
+                Table(
+                    name: entity.table, nameBytes: Array(entity.table.utf8CString),
+                    role: .entity(EntityTable(entity: entityIndex, keyPositions: keyPositions, tracked: tracked, preserved: preserved))))
         }
         for (joinTable, sides) in links.sorted(by: { $0.key < $1.key }) {
             tables.append(Table(name: joinTable, nameBytes: Array(joinTable.utf8CString), role: .link(sides)))
@@ -167,8 +171,10 @@ final class ChangeRecorder {
         case .link(let sides):
             for side in sides {
                 let read = change.operation == .delete ? change.old : change.new
-                pending.append(Change(entity: Int32(side.entity), kind: .update, key: .values(side.keyPositions.map(read)),
-                                      payload: [(Int32(side.relationship), nil)]))
+                pending.append(
+                    Change(
+                        entity: Int32(side.entity), kind: .update, key: .values(side.keyPositions.map(read)),
+                        payload: [(Int32(side.relationship), nil)]))
             }
         }
     }
@@ -257,8 +263,10 @@ final class ChangeRecorder {
         let text = HistoryCodec.encode(pending, entities: entities, names: names)
         _ = try connection.query(
             "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (?, ?, ?, ?, ?);",
-            [.text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970),
-             .text(HistoryCodec.encodeNames(touched)), .text(text)])
+            [
+                .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970),
+                .text(HistoryCodec.encodeNames(touched)), .text(text),
+            ])
         return connection.lastInsertedRowID
     }
 }

@@ -52,8 +52,10 @@ public struct HistoryChange: Sendable, Hashable {
     /// For a delete: the values of the attributes marked `preserveValueOnDeletion`.
     public let tombstone: [String: StoredValue]?
 
-    public init(entity: String, kind: Kind, key: [StoredValue], changedAttributes: [String] = [], values: [String: StoredValue] = [:],
-                tombstone: [String: StoredValue]? = nil) {
+    public init(
+        entity: String, kind: Kind, key: [StoredValue], changedAttributes: [String] = [], values: [String: StoredValue] = [:],
+        tombstone: [String: StoredValue]? = nil
+    ) {
         self.entity = entity
         self.kind = kind
         self.key = key

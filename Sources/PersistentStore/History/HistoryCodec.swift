@@ -163,18 +163,21 @@ enum HistoryCodec {
         var changes: [HistoryChange] = []
         for group in groups {
             guard let entity = group["entity"]?.string, let kind = group["kind"]?.string.flatMap(HistoryChange.Kind.init(rawValue:)),
-                  case .array(let keys)? = group["keys"]?.value else {
+                case .array(let keys)? = group["keys"]?.value
+            else {
                 throw DecodingError(description: "\(group.line):\(group.column): a change needs entity, kind and keys")
             }
-            let changed = try group["changed"].map { node throws(DecodingError) -> [String] in
-                guard case .array(let items) = node.value else { throw DecodingError(description: "\(node.line):\(node.column): 'changed' is not a list") }
-                return items.compactMap(\.string)
-            } ?? []
+            let changed =
+                try group["changed"].map { node throws(DecodingError) -> [String] in
+                    guard case .array(let items) = node.value else { throw DecodingError(description: "\(node.line):\(node.column): 'changed' is not a list") }
+                    return items.compactMap(\.string)
+                } ?? []
             let values = try group["values"].map(members) ?? [:]
             let tombstone = try group["tombstone"].map(members)
             for key in keys {
                 if let from = key["from"], let through = key["through"],
-                   case .integer(let first) = try value(from), case .integer(let last) = try value(through), first <= last {
+                    case .integer(let first) = try value(from), case .integer(let last) = try value(through), first <= last
+                {
                     changes.reserveCapacity(changes.count + Int(last - first + 1))
                     for number in first...last {
                         changes.append(HistoryChange(entity: entity, kind: kind, key: [.integer(number)]))
@@ -187,8 +190,10 @@ enum HistoryCodec {
                 } else {
                     parts = [try value(key)]
                 }
-                changes.append(HistoryChange(entity: entity, kind: kind, key: parts, changedAttributes: changed, values: values,
-                                             tombstone: kind == .delete ? (tombstone ?? [:]) : nil))
+                changes.append(
+                    HistoryChange(
+                        entity: entity, kind: kind, key: parts, changedAttributes: changed, values: values,
+                        tombstone: kind == .delete ? (tombstone ?? [:]) : nil))
             }
         }
         return changes

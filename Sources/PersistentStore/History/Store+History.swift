@@ -1,6 +1,6 @@
 import Foundation
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// The history table: one row per committed transaction of a store, written in that same
 /// transaction. Documented in docs/runtime.md ("The history table").
@@ -80,7 +80,8 @@ extension Store {
         guard case .integer(let through)? = newest.first?.first else { return 0 }
         _ = try query("DELETE FROM schemagen_history WHERE schema = ? AND token <= ?", [.text(schema.name), .integer(through)])
         let deleted = connection.changedRowCount
-        _ = try query("""
+        _ = try query(
+            """
             INSERT INTO schemagen_history_pruned (schema, through) VALUES (?, ?)
             ON CONFLICT (schema) DO UPDATE SET through = max(through, excluded.through)
             """, [.text(schema.name), .integer(through)])
@@ -103,8 +104,9 @@ extension Store {
             observation.commitsSincePrune += 1
             guard observation.commitsSincePrune >= max(1, count / 100) else { return }
             observation.commitsSincePrune = 0
-            let boundary = try query("SELECT token FROM schemagen_history WHERE schema = ? ORDER BY token DESC LIMIT 1 OFFSET ?",
-                                     [.text(schema.name), .integer(Int64(max(0, count)))])
+            let boundary = try query(
+                "SELECT token FROM schemagen_history WHERE schema = ? ORDER BY token DESC LIMIT 1 OFFSET ?",
+                [.text(schema.name), .integer(Int64(max(0, count)))])
             guard case .integer(let oldestDropped)? = boundary.first?.first else { return }
             _ = try prune(where: "token <= ?", [.integer(oldestDropped)])
         case .age(let age):

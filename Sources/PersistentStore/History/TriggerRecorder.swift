@@ -1,6 +1,6 @@
 import JSONDocument
-import SchemaMetadata
 import SQLiteKit
+import SchemaMetadata
 
 /// Records changed rows with temporary triggers where SQLite lacks the pre-update hook (Apple's
 /// system library, say). Updates and deletes are caught before they happen, as the hook catches
@@ -18,10 +18,11 @@ final class TriggerRecorder {
         for name in recorder.tableNames {
             let columns = try ChangeRecorder.columns(of: name, connection).map(\.name)
             func image(_ row: String) -> String {
-                "json_array(" + columns.map { column in
-                    let value = "\(row).\(dialect.quote(column))"
-                    return "CASE typeof(\(value)) WHEN 'real' THEN printf('%!.17g', \(value)) ELSE quote(\(value)) END"
-                }.joined(separator: ", ") + ")"
+                "json_array("
+                    + columns.map { column in
+                        let value = "\(row).\(dialect.quote(column))"
+                        return "CASE typeof(\(value)) WHEN 'real' THEN printf('%!.17g', \(value)) ELSE quote(\(value)) END"
+                    }.joined(separator: ", ") + ")"
             }
             let quoted = dialect.quote(name), literal = dialect.literal(name)
             let trigger = { (event: String) in dialect.quote("schemagen_history_\(name)_\(event)") }
@@ -49,8 +50,9 @@ final class TriggerRecorder {
             try connection.forEachRow("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.table) ORDER BY seq") { row in
                 guard case .text(let name) = row[0], case .text(let op) = row[1] else { return }
                 let operation: RowChange.Operation = op == "insert" ? .insert : op == "delete" ? .delete : .update
-                let image = RowImage(operation: operation, oldRowID: Self.integer(row[2]), newRowID: Self.integer(row[3]),
-                                     oldValues: Self.literals(row[4]), newValues: Self.literals(row[5]))
+                let image = RowImage(
+                    operation: operation, oldRowID: Self.integer(row[2]), newRowID: Self.integer(row[3]),
+                    oldValues: Self.literals(row[4]), newValues: Self.literals(row[5]))
                 recorder.record(image, tableNamed: name)
             }
         } catch let error as SQLiteError {
