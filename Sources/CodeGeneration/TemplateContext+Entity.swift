@@ -78,10 +78,12 @@ extension TemplateContext {
         case .rowCount: return .number(Double(rowCodec(parts).values.count))
         case .columnKeyPaths: return list(columnKeyPaths(parts).map { Self.keyPathShape.object(["path": .string($0)]) })
         // The same lists, wrapped to lines of 120 characters, as the default templates use them.
-        case .rowValuesWrapped: return .string(wrapped(rowCodec(parts).values, indent: 12))
+        case .rowValuesWrapped: return .string(wrapped(rowCodec(parts).values, indent: 12, trailingComma: true))
         case .rowArgumentsWrapped: return .string(wrapped(rowCodec(parts).arguments, indent: 12))
-        case .columnKeyPathsWrapped: return .string(wrapped(columnKeyPaths(parts).map { "\\." + $0 }, indent: 12))
-        case .joinedKeyPathsWrapped: return .string(wrapped(joinedMembers(parts).map { "\\." + $0.property }, indent: 16))
+        case .columnKeyPathsWrapped: return .string(wrapped(columnKeyPaths(parts).map { "\\." + $0 }, indent: 12, trailingComma: true))
+        case .joinedKeyPathsWrapped: return .string(wrapped(joinedMembers(parts).map { "\\." + $0.property }, indent: 16, trailingComma: true))
+        case .hasRelationships: return .bool(!parts.entity.relationships.isEmpty)
+        case .hasIndexes: return .bool(!(parts.table?.indexes ?? []).isEmpty)
         case .joinedDeclarationsWrapped:
             return .string(wrapped(joinedMembers(parts).enumerated().map { ($0.offset == 0 ? "public let " : "") + $0.element.declaration }, indent: 8, continuation: 4))
         case .codingKeysWrapped:
@@ -264,7 +266,7 @@ enum EntityField: Int, CaseIterable {
     case primaryKey, codingKeys, initParameters, isRowCodable, joinedMembers
     case rowValues, rowArguments, rowCount, columnKeyPaths
     case rowValuesWrapped, rowArgumentsWrapped, columnKeyPathsWrapped, joinedKeyPathsWrapped, joinedDeclarationsWrapped
-    case codingKeysWrapped, initParametersWrapped, indexes
+    case codingKeysWrapped, initParametersWrapped, indexes, hasRelationships, hasIndexes
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })
 }

@@ -82,7 +82,7 @@ extension TemplateContext {
         if !set.isEmpty { arguments.append("[" + set.joined(separator: ", ") + "]") }
         if let renamed = attribute.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
         if let column, column.defaultValue != nil { arguments.append("default: " + metadataDefault(column)) }
-        return ".attribute(" + arguments.joined(separator: ", ") + ")"
+        return call(".attribute", arguments, indent: 12)
     }
 
     func isKeyMember(_ name: String, of entity: Entity) -> Bool {
@@ -179,7 +179,7 @@ extension TemplateContext {
             arguments.append("joinColumns: " + literals(relationship.joinColumns))
             arguments.append("joinTargetColumns: " + literals(relationship.joinTargetColumns))
         }
-        return "RelationshipDescriptor(" + arguments.joined(separator: ", ") + ")"
+        return call("RelationshipDescriptor", arguments, indent: 12)
     }
 }
 

@@ -107,7 +107,9 @@ public struct TemplateContext: Sendable {
     /// Items joined by ", " into lines of at most `width` characters, each after `indent`
     /// spaces: long generated lists stay compact and still readable in a diff.
     /// Lines after the first are indented by `continuation` more.
-    func wrapped(_ items: [String], indent: Int, continuation: Int = 0, width: Int = 120) -> String {
+    /// `trailingComma` ends a collection literal's items as swift-format does: a comma after
+    /// the last of several items (never after an only one).
+    func wrapped(_ items: [String], indent: Int, continuation: Int = 0, width: Int = 120, trailingComma: Bool = false) -> String {
         // Appended in place, counted in UTF-8 bytes (generated names are ASCII or close to it).
         var out = ""
         out.reserveCapacity(items.reduce(0) { $0 + $1.utf8.count + 2 } + (indent + continuation + 1) * (items.count / 4 + 1))
@@ -129,7 +131,20 @@ public struct TemplateContext: Sendable {
             if index < items.count - 1 { out += "," }
             lineLength += pieceLength
         }
+        if trailingComma, items.count > 1 { out += "," }
         return out
+    }
+
+    /// The longest line swift-format accepts under the project's `.swift-format` (200), less one.
+    static let formattedLineWidth = 199
+
+    /// `name(arguments)` at `indent`, or, when that line would pass the formatted width, the
+    /// arguments on lines of their own below `name(` as swift-format breaks such a call.
+    /// `suffix` is what follows on the line (a comma).
+    func call(_ name: String, _ arguments: [String], indent: Int, suffix: String = ",") -> String {
+        let line = name + "(" + arguments.joined(separator: ", ") + ")"
+        guard indent + line.utf8.count + suffix.utf8.count > Self.formattedLineWidth else { return line }
+        return name + "(\n" + wrapped(arguments, indent: indent + 4, width: Self.formattedLineWidth - 1) + ")"
     }
 
     /// A list whose object items get `first` and `last` flags, for separators in templates.

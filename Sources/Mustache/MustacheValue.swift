@@ -57,6 +57,9 @@ public indirect enum MustacheValue: Sendable, Hashable, ExpressibleByStringLiter
         case .listItem(let item, let isFirst, let isLast):
             if key == "first" { return .bool(isFirst) }
             if key == "last" { return .bool(isLast) }
+            // After each item of a list written one item per line, as swift-format writes
+            // such a list: a comma after every item, none after the only one.
+            if key == "comma" { return .string(isFirst && isLast ? "" : ",") }
             return item[key]
         default: return nil
         }

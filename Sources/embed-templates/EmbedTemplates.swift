@@ -25,8 +25,10 @@ struct EmbedTemplates {
         swift += "// swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache\n\n"
         swift += "enum EmbeddedTemplates {\n    /// Default templates by name (file name without `.mustache`).\n"
         swift += "    static let sources: [String: String] = [\n"
+        // Each template on a line of its own below its name, as swift-format writes a value
+        // too long for the key's line; a comma after every entry but an only one.
         for entry in entries {
-            swift += "        \(literal(entry.name)): \(literal(entry.text)),\n"
+            swift += "        \(literal(entry.name)):\n            \(literal(entry.text))\(entries.count > 1 ? "," : "")\n"
         }
         swift += "    ]\n}\n"
         do {

@@ -254,7 +254,10 @@ func temporaryFolder() -> URL {
             let texts = try wrapped.render(scope, partials: [:], escaping: .none).split(separator: "\n", omittingEmptySubsequences: false)
             // The wrapped text is the same list, broken into indented lines.
             let unwrapped = texts.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
-            let joined = lists.prefix(5).joined(separator: " ")
+            // Collection literals (stored values and both key-path lists) end as swift-format
+            // ends them: a comma after the last of several items.
+            func ended(_ list: Substring) -> String { list.contains(", ") ? list + "," : String(list) }
+            let joined = [ended(lists[0]), String(lists[1]), ended(lists[2]), String(lists[3]), ended(lists[4])].joined(separator: " ")
             #expect(unwrapped == joined, "\(entity.name)")
             let stored = entity.attributes.filter { !$0.isTransient }
             #expect(lists[5].hasPrefix("\(lists[0].split(separator: ",").count) "), "\(entity.name): rowCount")

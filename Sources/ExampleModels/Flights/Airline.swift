@@ -12,7 +12,9 @@ public struct Airline: PatchableModel {
     public var shortName: String?
 
     /// To-many `Flight`, inverse `airline`; delete rule nullify.
-    public static var flights: RelationshipPath<Airline, Flight> { RelationshipPath(name: "flights") }
+    public static var flights: RelationshipPath<Airline, Flight> {
+        RelationshipPath(name: "flights")
+    }
 
     public init(
         id: Int64? = nil, code: String, name: String? = nil, shortName: String? = nil
@@ -31,7 +33,7 @@ public struct Airline: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.code, \.name, \.shortName
+            \.id, \.code, \.name, \.shortName,
         ]
     }
 }
@@ -39,7 +41,7 @@ public struct Airline: PatchableModel {
 extension Airline: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, code.storedValue, name.storedValue, shortName.storedValue
+            id.storedValue, code.storedValue, name.storedValue, shortName.storedValue,
         ]
     }
 
@@ -62,7 +64,7 @@ extension Airline: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.code, \.name, \.shortName, \.flights
+                \.id, \.code, \.name, \.shortName, \.flights,
             ]
         }
     }

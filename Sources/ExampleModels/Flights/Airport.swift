@@ -24,11 +24,15 @@ public struct Airport: PatchableModel {
 
     /// Flights departing here.
     /// To-many `Flight`, inverse `origin`; delete rule nullify.
-    public static var flightsFrom: RelationshipPath<Airport, Flight> { RelationshipPath(name: "flightsFrom") }
+    public static var flightsFrom: RelationshipPath<Airport, Flight> {
+        RelationshipPath(name: "flightsFrom")
+    }
 
     /// Flights arriving here.
     /// To-many `Flight`, inverse `destination`; delete rule nullify.
-    public static var flightsTo: RelationshipPath<Airport, Flight> { RelationshipPath(name: "flightsTo") }
+    public static var flightsTo: RelationshipPath<Airport, Flight> {
+        RelationshipPath(name: "flightsTo")
+    }
 
     public init(
         id: Int64? = nil, icao: String, name: String? = nil, city: String? = nil, state: String? = nil,
@@ -57,7 +61,7 @@ public struct Airport: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet, \.timezone
+            \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet, \.timezone,
         ]
     }
 }
@@ -67,7 +71,7 @@ extension Airport: RowCodable {
         [
             id.storedValue, icao.storedValue, name.storedValue, city.storedValue, state.storedValue,
             countryCode.storedValue, latitude.storedValue, longitude.storedValue, elevationFeet.storedValue,
-            timezone.storedValue
+            timezone.storedValue,
         ]
     }
 
@@ -95,7 +99,7 @@ extension Airport: Joinable {
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
                 \.id, \.icao, \.name, \.city, \.state, \.countryCode, \.latitude, \.longitude, \.elevationFeet,
-                \.timezone, \.flightsFrom, \.flightsTo
+                \.timezone, \.flightsFrom, \.flightsTo,
             ]
         }
     }

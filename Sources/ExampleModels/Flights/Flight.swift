@@ -29,13 +29,19 @@ public struct Flight: PatchableModel {
     public var airlineID: Int64?
 
     /// To-one `Airport`, inverse `flightsFrom`, key `originID`; delete rule nullify.
-    public static var origin: RelationshipPath<Flight, Airport> { RelationshipPath(name: "origin") }
+    public static var origin: RelationshipPath<Flight, Airport> {
+        RelationshipPath(name: "origin")
+    }
 
     /// To-one `Airport`, inverse `flightsTo`, key `destinationID`; delete rule nullify.
-    public static var destination: RelationshipPath<Flight, Airport> { RelationshipPath(name: "destination") }
+    public static var destination: RelationshipPath<Flight, Airport> {
+        RelationshipPath(name: "destination")
+    }
 
     /// To-one `Airline`, inverse `flights`, key `airlineID`; delete rule nullify.
-    public static var airline: RelationshipPath<Flight, Airline> { RelationshipPath(name: "airline") }
+    public static var airline: RelationshipPath<Flight, Airline> {
+        RelationshipPath(name: "airline")
+    }
 
     public init(
         id: Int64? = nil, ident: String, actualOff: Date? = nil, scheduledOff: Date? = nil, estimatedOff: Date? = nil,
@@ -76,7 +82,7 @@ public struct Flight: PatchableModel {
         [
             \.id, \.ident, \.actualOff, \.scheduledOff, \.estimatedOff, \.scheduledOn, \.estimatedOn, \.actualOn,
             \.progressPercent, \.status, \.routeDistance, \.filedAirspeed, \.filedAltitude, \.aircraftType, \.originID,
-            \.destinationID, \.airlineID
+            \.destinationID, \.airlineID,
         ]
     }
 }
@@ -88,7 +94,7 @@ extension Flight: RowCodable {
             estimatedOff.storedValue, scheduledOn.storedValue, estimatedOn.storedValue, actualOn.storedValue,
             progressPercent.storedValue, status.storedValue, routeDistance.storedValue, filedAirspeed.storedValue,
             filedAltitude.storedValue, aircraftType.storedValue, originID.storedValue, destinationID.storedValue,
-            airlineID.storedValue
+            airlineID.storedValue,
         ]
     }
 
@@ -121,7 +127,7 @@ extension Flight: Joinable {
             [
                 \.id, \.ident, \.actualOff, \.scheduledOff, \.estimatedOff, \.scheduledOn, \.estimatedOn, \.actualOn,
                 \.progressPercent, \.status, \.routeDistance, \.filedAirspeed, \.filedAltitude, \.aircraftType,
-                \.originID, \.destinationID, \.airlineID, \.origin, \.destination, \.airline
+                \.originID, \.destinationID, \.airlineID, \.origin, \.destination, \.airline,
             ]
         }
     }

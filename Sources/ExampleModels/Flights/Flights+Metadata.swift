@@ -51,10 +51,10 @@ public enum FlightsSchema {
             .attribute("shortName", .text, "String", column: "short_name", jsonKey: "shortname", [.optional]),
         ],
         relationships: [
-            RelationshipDescriptor(name: "flights", target: "Flight", isToMany: true, inverse: "airline"),
+            RelationshipDescriptor(name: "flights", target: "Flight", isToMany: true, inverse: "airline")
         ],
         indexes: [
-            .unique("airlines_code_key", ["code"]),
+            .unique("airlines_code_key", ["code"])
         ])
 
     static let entity2: EntityDescriptor = EntityDescriptor(

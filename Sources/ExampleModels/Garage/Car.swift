@@ -19,13 +19,19 @@ public struct Car: PatchableModel {
     public var ownerID: Int64?
 
     /// To-one `Person`, inverse `cars`, key `ownerID`; delete rule nullify.
-    public static var owner: RelationshipPath<Car, Person> { RelationshipPath(name: "owner") }
+    public static var owner: RelationshipPath<Car, Person> {
+        RelationshipPath(name: "owner")
+    }
 
     /// To-many `Mechanic`, inverse `cars`; delete rule nullify.
-    public static var mechanics: RelationshipPath<Car, Mechanic> { RelationshipPath(name: "mechanics") }
+    public static var mechanics: RelationshipPath<Car, Mechanic> {
+        RelationshipPath(name: "mechanics")
+    }
 
     /// To-many `ServiceVisit`, inverse `car`; delete rule cascade.
-    public static var visits: RelationshipPath<Car, ServiceVisit> { RelationshipPath(name: "visits") }
+    public static var visits: RelationshipPath<Car, ServiceVisit> {
+        RelationshipPath(name: "visits")
+    }
 
     public init(
         id: Int64? = nil, vin: String, make: String, model: String,
@@ -53,7 +59,7 @@ public struct Car: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID
+            \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID,
         ]
     }
 }
@@ -62,7 +68,7 @@ extension Car: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
             id.storedValue, vin.storedValue, make.storedValue, model.storedValue, try StoredJSON.value(color),
-            price.storedValue, mileage.storedValue, manual.storedValue, photo.storedValue, ownerID.storedValue
+            price.storedValue, mileage.storedValue, manual.storedValue, photo.storedValue, ownerID.storedValue,
         ]
     }
 
@@ -89,7 +95,7 @@ extension Car: Joinable {
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
                 \.id, \.vin, \.make, \.model, \.color, \.price, \.mileage, \.manual, \.photo, \.ownerID, \.owner,
-                \.mechanics, \.visits
+                \.mechanics, \.visits,
             ]
         }
     }

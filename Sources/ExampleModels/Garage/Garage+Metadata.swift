@@ -26,10 +26,9 @@ public enum GarageSchema {
             .attribute("birthYear", .integer, "Int16", column: "birth_year", [.optional]),
         ],
         relationships: [
-            RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, inverse: "owner", deleteRule: .deny, maxCount: 10),
+            RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, inverse: "owner", deleteRule: .deny, maxCount: 10)
         ],
-        indexes: [
-        ])
+        indexes: [])
 
     static let entity1: EntityDescriptor = EntityDescriptor(
         name: "Car", table: "car",
@@ -46,7 +45,8 @@ public enum GarageSchema {
         ],
         relationships: [
             RelationshipDescriptor(name: "owner", target: "Person", isOptional: true, inverse: "cars", foreignKeyColumns: ["owner_id"], renamedFrom: "driver", keyProperty: "ownerID"),
-            RelationshipDescriptor(name: "mechanics", target: "Mechanic", isToMany: true, inverse: "cars", maxCount: 5, joinTable: "car_mechanics", joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
+            RelationshipDescriptor(
+                name: "mechanics", target: "Mechanic", isToMany: true, inverse: "cars", maxCount: 5, joinTable: "car_mechanics", joinColumns: ["car_id"], joinTargetColumns: ["mechanic_id"]),
             RelationshipDescriptor(name: "visits", target: "ServiceVisit", isToMany: true, inverse: "car", deleteRule: .cascade),
         ],
         indexes: [
@@ -59,13 +59,13 @@ public enum GarageSchema {
         name: "Mechanic", table: "mechanic",
         primaryKey: ["id"], hasImplicitKey: true,
         columns: [
-            .attribute("name", .text, "String"),
+            .attribute("name", .text, "String")
         ],
         relationships: [
-            RelationshipDescriptor(name: "cars", target: "Car", isToMany: true, inverse: "mechanics", minCount: 0, joinTable: "car_mechanics", joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"]),
+            RelationshipDescriptor(
+                name: "cars", target: "Car", isToMany: true, inverse: "mechanics", minCount: 0, joinTable: "car_mechanics", joinColumns: ["mechanic_id"], joinTargetColumns: ["car_id"])
         ],
-        indexes: [
-        ])
+        indexes: [])
 
     static let entity3: EntityDescriptor = EntityDescriptor(
         name: "ServiceVisit", table: "service_visit",
@@ -75,8 +75,7 @@ public enum GarageSchema {
             .attribute("notes", .text, "String", [.optional]),
         ],
         relationships: [
-            RelationshipDescriptor(name: "car", target: "Car", inverse: "visits", foreignKeyColumns: ["car_id"], keyProperty: "carID"),
+            RelationshipDescriptor(name: "car", target: "Car", inverse: "visits", foreignKeyColumns: ["car_id"], keyProperty: "carID")
         ],
-        indexes: [
-        ])
+        indexes: [])
 }

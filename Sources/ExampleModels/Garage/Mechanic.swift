@@ -9,7 +9,9 @@ public struct Mechanic: PatchableModel {
     public var name: String
 
     /// To-many `Car`, inverse `mechanics`; delete rule nullify.
-    public static var cars: RelationshipPath<Mechanic, Car> { RelationshipPath(name: "cars") }
+    public static var cars: RelationshipPath<Mechanic, Car> {
+        RelationshipPath(name: "cars")
+    }
 
     public init(
         id: Int64? = nil, name: String
@@ -26,7 +28,7 @@ public struct Mechanic: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.name
+            \.id, \.name,
         ]
     }
 }
@@ -34,7 +36,7 @@ public struct Mechanic: PatchableModel {
 extension Mechanic: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, name.storedValue
+            id.storedValue, name.storedValue,
         ]
     }
 
@@ -57,7 +59,7 @@ extension Mechanic: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.name, \.cars
+                \.id, \.name, \.cars,
             ]
         }
     }

@@ -12,7 +12,9 @@ public struct Person: PatchableModel {
 
     /// A person with cars cannot be deleted.
     /// To-many `Car`, inverse `owner`; delete rule deny.
-    public static var cars: RelationshipPath<Person, Car> { RelationshipPath(name: "cars") }
+    public static var cars: RelationshipPath<Person, Car> {
+        RelationshipPath(name: "cars")
+    }
 
     public init(
         id: Int64? = nil, name: String, birthYear: Int16? = nil
@@ -30,7 +32,7 @@ public struct Person: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.name, \.birthYear
+            \.id, \.name, \.birthYear,
         ]
     }
 }
@@ -38,7 +40,7 @@ public struct Person: PatchableModel {
 extension Person: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, name.storedValue, birthYear.storedValue
+            id.storedValue, name.storedValue, birthYear.storedValue,
         ]
     }
 
@@ -61,7 +63,7 @@ extension Person: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.name, \.birthYear, \.cars
+                \.id, \.name, \.birthYear, \.cars,
             ]
         }
     }

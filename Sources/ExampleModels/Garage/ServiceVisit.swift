@@ -25,7 +25,9 @@ public struct ServiceVisit: PatchableModel {
     public var id: ID { ID(carID: carID, day: day) }
 
     /// To-one `Car`, inverse `visits`, key `carID`; delete rule nullify.
-    public static var car: RelationshipPath<ServiceVisit, Car> { RelationshipPath(name: "car") }
+    public static var car: RelationshipPath<ServiceVisit, Car> {
+        RelationshipPath(name: "car")
+    }
 
     public init(
         day: Date, notes: String? = nil, carID: Int64
@@ -43,7 +45,7 @@ public struct ServiceVisit: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.day, \.notes, \.carID
+            \.day, \.notes, \.carID,
         ]
     }
 }
@@ -51,7 +53,7 @@ public struct ServiceVisit: PatchableModel {
 extension ServiceVisit: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            day.storedValue, notes.storedValue, carID.storedValue
+            day.storedValue, notes.storedValue, carID.storedValue,
         ]
     }
 
@@ -74,7 +76,7 @@ extension ServiceVisit: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.day, \.notes, \.carID, \.car
+                \.day, \.notes, \.carID, \.car,
             ]
         }
     }

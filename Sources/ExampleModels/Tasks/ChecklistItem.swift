@@ -14,7 +14,9 @@ public struct ChecklistItem: PatchableModel {
     public var taskID: Int64
 
     /// To-one `Task`, inverse `checklist`, key `taskID`; delete rule nullify.
-    public static var task: RelationshipPath<ChecklistItem, Task> { RelationshipPath(name: "task") }
+    public static var task: RelationshipPath<ChecklistItem, Task> {
+        RelationshipPath(name: "task")
+    }
 
     public init(
         id: Int64? = nil, title: String, isDone: Bool = false, position: Int, taskID: Int64
@@ -34,7 +36,7 @@ public struct ChecklistItem: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.title, \.isDone, \.position, \.taskID
+            \.id, \.title, \.isDone, \.position, \.taskID,
         ]
     }
 }
@@ -42,7 +44,7 @@ public struct ChecklistItem: PatchableModel {
 extension ChecklistItem: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, title.storedValue, isDone.storedValue, position.storedValue, taskID.storedValue
+            id.storedValue, title.storedValue, isDone.storedValue, position.storedValue, taskID.storedValue,
         ]
     }
 
@@ -65,7 +67,7 @@ extension ChecklistItem: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.title, \.isDone, \.position, \.taskID, \.task
+                \.id, \.title, \.isDone, \.position, \.taskID, \.task,
             ]
         }
     }

@@ -21,15 +21,21 @@ public struct Task: PatchableModel {
 
     /// The list the task belongs to; every task has one.
     /// To-one `TaskList`, inverse `tasks`, key `listID`; delete rule nullify.
-    public static var list: RelationshipPath<Task, TaskList> { RelationshipPath(name: "list") }
+    public static var list: RelationshipPath<Task, TaskList> {
+        RelationshipPath(name: "list")
+    }
 
     /// The steps of the task; deleted with it.
     /// To-many `ChecklistItem`, inverse `task`; delete rule cascade.
-    public static var checklist: RelationshipPath<Task, ChecklistItem> { RelationshipPath(name: "checklist") }
+    public static var checklist: RelationshipPath<Task, ChecklistItem> {
+        RelationshipPath(name: "checklist")
+    }
 
     /// Its notes, kept apart since version 3.
     /// To-one `TaskNote`, inverse `task`; delete rule cascade.
-    public static var note: RelationshipPath<Task, TaskNote> { RelationshipPath(name: "note") }
+    public static var note: RelationshipPath<Task, TaskNote> {
+        RelationshipPath(name: "note")
+    }
 
     public init(
         id: Int64? = nil, name: String, createdAt: Date = Date(), estimate: Decimal? = nil, isCompleted: Bool = false,
@@ -54,7 +60,7 @@ public struct Task: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.name, \.createdAt, \.estimate, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID
+            \.id, \.name, \.createdAt, \.estimate, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID,
         ]
     }
 }
@@ -63,7 +69,7 @@ extension Task: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
             id.storedValue, name.storedValue, createdAt.storedValue, estimate.storedValue, isCompleted.storedValue,
-            priority.storedValue, try StoredJSON.value(tags), dueDate.storedValue, listID.storedValue
+            priority.storedValue, try StoredJSON.value(tags), dueDate.storedValue, listID.storedValue,
         ]
     }
 
@@ -90,7 +96,7 @@ extension Task: Joinable {
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
                 \.id, \.name, \.createdAt, \.estimate, \.isCompleted, \.priority, \.tags, \.dueDate, \.listID, \.list,
-                \.checklist, \.note
+                \.checklist, \.note,
             ]
         }
     }

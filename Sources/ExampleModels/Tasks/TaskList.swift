@@ -12,7 +12,9 @@ public struct TaskList: PatchableModel {
 
     /// Deleting a list deletes its tasks.
     /// To-many `Task`, inverse `list`; delete rule cascade.
-    public static var tasks: RelationshipPath<TaskList, Task> { RelationshipPath(name: "tasks") }
+    public static var tasks: RelationshipPath<TaskList, Task> {
+        RelationshipPath(name: "tasks")
+    }
 
     public init(
         id: Int64? = nil, name: String, createdAt: Date = Date()
@@ -30,7 +32,7 @@ public struct TaskList: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.name, \.createdAt
+            \.id, \.name, \.createdAt,
         ]
     }
 }
@@ -38,7 +40,7 @@ public struct TaskList: PatchableModel {
 extension TaskList: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, name.storedValue, createdAt.storedValue
+            id.storedValue, name.storedValue, createdAt.storedValue,
         ]
     }
 
@@ -61,7 +63,7 @@ extension TaskList: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.name, \.createdAt, \.tasks
+                \.id, \.name, \.createdAt, \.tasks,
             ]
         }
     }

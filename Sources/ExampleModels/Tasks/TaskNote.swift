@@ -12,7 +12,9 @@ public struct TaskNote: PatchableModel {
     public var taskID: Int64
 
     /// To-one `Task`, inverse `note`, key `taskID`; delete rule nullify.
-    public static var task: RelationshipPath<TaskNote, Task> { RelationshipPath(name: "task") }
+    public static var task: RelationshipPath<TaskNote, Task> {
+        RelationshipPath(name: "task")
+    }
 
     public init(
         id: Int64? = nil, text: String = "", taskID: Int64
@@ -30,7 +32,7 @@ public struct TaskNote: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.text, \.taskID
+            \.id, \.text, \.taskID,
         ]
     }
 }
@@ -38,7 +40,7 @@ public struct TaskNote: PatchableModel {
 extension TaskNote: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, text.storedValue, taskID.storedValue
+            id.storedValue, text.storedValue, taskID.storedValue,
         ]
     }
 
@@ -61,7 +63,7 @@ extension TaskNote: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.text, \.taskID, \.task
+                \.id, \.text, \.taskID, \.task,
             ]
         }
     }

@@ -25,10 +25,10 @@ public enum TasksSchema {
             .attribute("createdAt", .date, "Date", column: "created_at", default: .now),
         ],
         relationships: [
-            RelationshipDescriptor(name: "tasks", target: "Task", isToMany: true, inverse: "list", deleteRule: .cascade),
+            RelationshipDescriptor(name: "tasks", target: "Task", isToMany: true, inverse: "list", deleteRule: .cascade)
         ],
         indexes: [
-            .unique("task_list_name_key", ["name"]),
+            .unique("task_list_name_key", ["name"])
         ])
 
     static let entity1: EntityDescriptor = EntityDescriptor(
@@ -64,22 +64,22 @@ public enum TasksSchema {
             .attribute("position", .integer, "Int"),
         ],
         relationships: [
-            RelationshipDescriptor(name: "task", target: "Task", inverse: "checklist", foreignKeyColumns: ["task_id"], keyProperty: "taskID"),
+            RelationshipDescriptor(name: "task", target: "Task", inverse: "checklist", foreignKeyColumns: ["task_id"], keyProperty: "taskID")
         ],
         indexes: [
-            .plain("checklist_item_task_id_idx", ["task_id"]),
+            .plain("checklist_item_task_id_idx", ["task_id"])
         ])
 
     static let entity3: EntityDescriptor = EntityDescriptor(
         name: "TaskNote", table: "task_notes",
         primaryKey: ["id"], hasImplicitKey: true,
         columns: [
-            .attribute("text", .text, "String", default: .literal("")),
+            .attribute("text", .text, "String", default: .literal(""))
         ],
         relationships: [
-            RelationshipDescriptor(name: "task", target: "Task", inverse: "note", foreignKeyColumns: ["task_id"], keyProperty: "taskID"),
+            RelationshipDescriptor(name: "task", target: "Task", inverse: "note", foreignKeyColumns: ["task_id"], keyProperty: "taskID")
         ],
         indexes: [
-            .unique("task_notes_task_id_key", ["task_id"]),
+            .unique("task_notes_task_id_key", ["task_id"])
         ])
 }

@@ -28,8 +28,7 @@ public enum TodoSchema {
             .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
             .attribute("notes", .blob, "String", [.optional, .encrypted]),
         ],
-        relationships: [
-        ],
+        relationships: [],
         indexes: [
             .plain("todo_item_is_completed_start_date_idx", ["is_completed", "start_date"]),
             .fullText("todo_item_task_name_fts", ["task_name"]),

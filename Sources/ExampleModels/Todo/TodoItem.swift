@@ -34,7 +34,7 @@ public struct TodoItem: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes
+            \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes,
         ]
     }
 }
@@ -43,7 +43,7 @@ extension TodoItem: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
             id.storedValue, taskName.storedValue, startDate.storedValue, isCompleted.storedValue, dueDate.storedValue,
-            notes.storedValue
+            notes.storedValue,
         ]
     }
 
@@ -67,7 +67,7 @@ extension TodoItem: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes
+                \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes,
             ]
         }
     }

@@ -15,7 +15,9 @@ public struct Image: PatchableModel {
     public var ownerID: String?
 
     /// To-one `User`, inverse `image`, key `ownerID`; delete rule nullify.
-    public static var owner: RelationshipPath<Image, User> { RelationshipPath(name: "owner") }
+    public static var owner: RelationshipPath<Image, User> {
+        RelationshipPath(name: "owner")
+    }
 
     public init(
         id: Int64? = nil, url: URL, data: Data? = nil, size: ImageSize? = nil, ownerID: String? = nil
@@ -35,7 +37,7 @@ public struct Image: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.url, \.data, \.size, \.ownerID
+            \.id, \.url, \.data, \.size, \.ownerID,
         ]
     }
 }
@@ -43,7 +45,7 @@ public struct Image: PatchableModel {
 extension Image: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
-            id.storedValue, url.storedValue, data.storedValue, try StoredJSON.value(size), ownerID.storedValue
+            id.storedValue, url.storedValue, data.storedValue, try StoredJSON.value(size), ownerID.storedValue,
         ]
     }
 
@@ -66,7 +68,7 @@ extension Image: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.url, \.data, \.size, \.ownerID, \.owner
+                \.id, \.url, \.data, \.size, \.ownerID, \.owner,
             ]
         }
     }

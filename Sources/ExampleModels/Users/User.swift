@@ -18,7 +18,9 @@ public struct User: PatchableModel {
     public var id: String { identifier }
 
     /// To-one `Image`, inverse `owner`; delete rule cascade.
-    public static var image: RelationshipPath<User, Image> { RelationshipPath(name: "image") }
+    public static var image: RelationshipPath<User, Image> {
+        RelationshipPath(name: "image")
+    }
 
     public init(
         identifier: String, name: String, type: UserType = .member, isOnline: Bool? = nil, email: String? = nil,
@@ -44,7 +46,7 @@ public struct User: PatchableModel {
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen
+            \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen,
         ]
     }
 }
@@ -53,7 +55,7 @@ extension User: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
             identifier.storedValue, name.storedValue, type.storedValue, isOnline.storedValue, email.storedValue,
-            lastSeen.storedValue
+            lastSeen.storedValue,
         ]
     }
 
@@ -78,7 +80,7 @@ extension User: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen, \.image
+                \.identifier, \.name, \.type, \.isOnline, \.email, \.lastSeen, \.image,
             ]
         }
     }

@@ -29,10 +29,10 @@ public enum UsersSchema {
             .attribute("lastSeen", .date, "Date", column: "last_seen", [.optional, .preservesValueOnDeletion]),
         ],
         relationships: [
-            RelationshipDescriptor(name: "image", target: "Image", isOptional: true, inverse: "owner", deleteRule: .cascade),
+            RelationshipDescriptor(name: "image", target: "Image", isOptional: true, inverse: "owner", deleteRule: .cascade)
         ],
         indexes: [
-            .unique("user_email_key", ["email"]),
+            .unique("user_email_key", ["email"])
         ])
 
     static let entity1: EntityDescriptor = EntityDescriptor(
@@ -44,9 +44,9 @@ public enum UsersSchema {
             .attribute("size", .json, "ImageSize", [.optional]),
         ],
         relationships: [
-            RelationshipDescriptor(name: "owner", target: "User", isOptional: true, inverse: "image", foreignKeyColumns: ["owner_identifier"], keyProperty: "ownerID"),
+            RelationshipDescriptor(name: "owner", target: "User", isOptional: true, inverse: "image", foreignKeyColumns: ["owner_identifier"], keyProperty: "ownerID")
         ],
         indexes: [
-            .plain("image_owner_identifier_idx", ["owner_identifier"]),
+            .plain("image_owner_identifier_idx", ["owner_identifier"])
         ])
 }
