@@ -9,10 +9,13 @@ import SchemaMetadata
 /// The migrator's history semantics are the same on each: one history per schema, each
 /// migration committed with its history row.
 public protocol MigrationDatabase: AnyObject {
+    /// The engine's dialect: quoting, column types and capabilities.
     var dialect: any SQLDialect { get }
     /// The database as messages name it: a file path, or a URL without its password.
     var label: String { get }
+    /// Runs SQL without parameters or results.
     func execute(_ sql: String) throws(MigratorError)
+    /// Runs a query with parameters (marked as `parameter(_:)` spells them) and returns its rows.
     func query(_ sql: String, _ arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]]
     /// The `index`th parameter marker (1-based): `?` or `$1`.
     func parameter(_ index: Int) -> String
@@ -24,7 +27,9 @@ public protocol MigrationDatabase: AnyObject {
     /// Starts the transaction a migration runs in. Where the engine has no session lock
     /// (SQLite), this is the lock: the write lock, waited for up to `timeout` seconds.
     func beginTransaction(timeout: Double) throws(MigratorError)
+    /// Commits the transaction `beginTransaction` started.
     func commit() throws(MigratorError)
+    /// Rolls back the transaction in progress, if any; never throws.
     func rollback()
     /// A table's name as SQL: in `schema` where the engine has schemas, else bare.
     func qualifiedName(_ table: String, schema: String?) -> String
@@ -52,6 +57,7 @@ public protocol MigrationLocking: MigrationDatabase {
     /// Takes the lock other migrators of `schema` wait for, outside any transaction; `.locked`
     /// past `timeout` seconds. Gives up early, with `.interrupted`, once `cancelled` answers true.
     func lock(schema: String, timeout: Double, cancelled: () -> Bool) throws(MigratorError)
+    /// Releases the lock `lock` took; never throws.
     func unlock(schema: String)
     /// The server process holding the migrator lock of `schema` now, if another one does.
     func lockHolder(schema: String) throws(MigratorError) -> Int?
@@ -59,12 +65,14 @@ public protocol MigrationLocking: MigrationDatabase {
 
 /// Namespaces (PostgreSQL's schemas): the one the history lives in is created when missing.
 public protocol MigrationNamespaces: MigrationDatabase {
+    /// Creates the schema unless it exists.
     func createSchemaIfMissing(_ schema: String) throws(MigratorError)
 }
 
 /// Foreign-key enforcement switched off around a migration that rebuilds tables (SQLite: it
 /// cannot alter a column in place), and checked before it commits.
 public protocol ForeignKeySwitching: MigrationDatabase {
+    /// Whether foreign keys are enforced now.
     func foreignKeysEnabled() -> Bool
     /// Outside a transaction (SQLite ignores the switch inside one).
     func setForeignKeys(_ enabled: Bool) throws(MigratorError)
@@ -76,14 +84,17 @@ public protocol ForeignKeySwitching: MigrationDatabase {
 public protocol RowCopyProgress: MigrationDatabase {
     /// `report` gets the table rows are being inserted into and how many so far, or nil for "busy".
     func observeProgress(_ report: @escaping (String?, Int) -> Void)
+    /// Stops the reports `observeProgress` started.
     func stopObservingProgress()
     /// Calls `body` counting inserted rows per statement.
     func countingRows<T>(_ body: () throws(MigratorError) -> T) throws(MigratorError) -> T
+    /// Starts counting the next statement's rows from zero.
     func resetRowCount()
 }
 
 /// A statement of a script that failed, with what the engine said.
 public struct StatementFailure: Error, Sendable {
+    /// Why a statement failed, where the migrator acts on it.
     public enum Reason: Sendable, Equatable {
         /// It gave up waiting for a table lock another session held (PostgreSQL's
         /// `lock_timeout`): running again later may succeed.
@@ -94,11 +105,16 @@ public struct StatementFailure: Error, Sendable {
         case connectionLost
     }
 
+    /// The statement's position in the script, from 1.
     public var index: Int
+    /// The line of the script the statement starts on.
     public var line: Int
+    /// What the engine said.
     public var message: String
+    /// Why, when it is one the migrator acts on.
     public var reason: Reason?
 
+    /// A failure of the `index`th statement, which starts on `line`.
     public init(index: Int, line: Int, message: String, reason: Reason? = nil) {
         self.index = index
         self.line = line
@@ -120,6 +136,7 @@ public struct DatabaseFailure: Error, Sendable, Equatable, CustomStringConvertib
     /// The connection to a server was lost: whatever was in progress was rolled back.
     public var connectionLost: Bool
 
+    /// A failure an adapter translated from its engine's error.
     public init(database: String, message: String, code: String?, connectionLost: Bool = false) {
         self.database = database
         self.message = message
@@ -127,5 +144,6 @@ public struct DatabaseFailure: Error, Sendable, Equatable, CustomStringConvertib
         self.connectionLost = connectionLost
     }
 
+    /// The message, after the database's name.
     public var description: String { message.hasPrefix(database) ? message : "\(database): \(message)" }
 }

@@ -10,8 +10,11 @@ import SchemaMetadata
 /// adapter (`SQLiteMigrationDatabase` in MigratorSQLite, `PostgresMigrationDatabase` in
 /// MigratorPostgres), whose abilities it looks up once, here.
 public final class Migrator {
+    /// The database migrations are applied to.
     public let database: any MigrationDatabase
+    /// The schema whose history this migrator keeps: one history per schema in a database.
     public let schema: String
+    /// The schema's migrations, oldest first.
     public let scripts: [MigrationScript]
 
     /// The history table; several schemas share it, one row per applied migration.
@@ -23,6 +26,9 @@ public final class Migrator {
     /// `historySchema` is the PostgreSQL schema the history tables live in (default `public`,
     /// whatever the search path says); SQLite has one namespace and ignores it. `cancellation`
     /// lets another thread stop the work (share one among migrators of one database).
+    ///
+    ///     let migrator = Migrator(database: SQLiteMigrationDatabase(try SQLiteConnection(path: "app.sqlite")),
+    ///                             schema: "Flights", scripts: try MigrationScriptLoader.load(directory: "Migrations/Flights"))
     public init(
         database: any MigrationDatabase, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30,
         historySchema: String = Migrator.defaultHistorySchema, cancellation: MigrationCancellation? = nil
@@ -49,6 +55,7 @@ public final class Migrator {
     public static let defaultHistorySchema = "public"
 
     private let lockTimeout: Double
+    /// The PostgreSQL schema the history tables live in (ignored on SQLite).
     public let historySchema: String
     /// Stops this migrator's work from another thread: `cancellation.cancel()`.
     public let cancellation: MigrationCancellation
@@ -61,10 +68,15 @@ public final class Migrator {
 
     /// A migration recorded in the history table.
     public struct AppliedRecord: Sendable, Hashable {
+        /// The migration's number.
         public var version: Int
+        /// The migration's name.
         public var name: String
+        /// The SHA-256 of its up file when it was applied.
         public var checksum: String
+        /// When it was applied: ISO 8601 UTC.
         public var appliedAt: String
+        /// How long it took.
         public var durationMilliseconds: Int
         /// Who applied it (the database role, or the system user on SQLite); nil in rows written
         /// before the history recorded it.
@@ -150,8 +162,11 @@ public final class Migrator {
 
     /// A migration started and never finished, as the attempts table remembers it (PostgreSQL).
     public struct Attempt: Sendable, Hashable {
+        /// The migration's number.
         public var version: Int
+        /// Whether it was being applied or reverted.
         public var direction: Direction
+        /// When it started: ISO 8601 UTC.
         public var startedAt: String
         /// The server process still running it, when the migrator lock is held right now;
         /// nil when its process or connection was lost (rolled back, to be run again).
@@ -173,18 +188,29 @@ public final class Migrator {
 
     // MARK: - Status
 
+    /// One migration as `status` lists it.
     public struct Status: Sendable, Hashable {
+        /// Whether it is applied, and how.
         public enum State: Sendable, Hashable {
+            /// Applied at a time (ISO 8601 UTC), taking so long, by someone; `checksumMatches`
+            /// is false when its file changed since.
             case applied(at: String, milliseconds: Int, checksumMatches: Bool, by: String?)
+            /// Not applied yet.
             case pending
             /// Applied, but no file has this version.
             case fileMissing(at: String)
         }
+        /// The migration's number.
         public var version: Int
+        /// The migration's name.
         public var name: String
+        /// Applied (when, how long, whether its file still matches), pending, or missing its file.
         public var state: State
     }
 
+    /// Every migration of the schema, applied or not, with the applied ones whose files are gone:
+    ///
+    ///     for migration in try migrator.status() where migration.state == .pending { print(migration.name) }
     public func status() throws(MigratorError) -> [Status] {
         let applied = Dictionary(try history().map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
         var result: [Status] = scripts.map { script in
@@ -201,6 +227,8 @@ public final class Migrator {
     }
 
     /// Problems between the database's history and the files, without changing anything.
+    ///
+    ///     for problem in try migrator.validate() { print(problem) }
     public func validate() throws(MigratorError) -> [MigratorError] {
         let applied = try history()
         let byVersion = Dictionary(scripts.map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
@@ -223,34 +251,50 @@ public final class Migrator {
 
     // MARK: - Progress
 
+    /// Progress, reported through `up` and `down`'s callback.
     public enum Event: Sendable {
         /// A migration of this schema started earlier never finished (its process or connection
         /// died); it was rolled back and will run again.
         case interrupted(version: Int, direction: Direction, startedAt: String)
+        /// A migration started, with its number of statements.
         case started(MigrationScript, direction: Direction, statements: Int)
+        /// A statement of the migration in progress is about to run.
         case statement(index: Int, of: Int)
         /// A table rebuild's row copy under way: rows written so far, of the rows the old table holds.
         case copyingRows(table: String, copied: Int, of: Int)
         /// SQLite is busy inside one long statement that is not a row copy.
         case working
+        /// A migration committed, with its history row, after so many milliseconds.
         case finished(MigrationScript, direction: Direction, milliseconds: Int)
         /// Another migrator applied it while this one waited for the lock.
         case skipped(MigrationScript)
     }
 
-    public enum Direction: String, Sendable { case up, down }
+    /// Applying (`up`) or reverting (`down`).
+    public enum Direction: String, Sendable {
+        /// Applying.
+        case up
+        /// Reverting.
+        case down
+    }
 
     /// Which migrations to run.
     public enum Target: Sendable, Hashable {
+        /// Every pending migration (up), or every applied one (down).
         case all
+        /// This many migrations.
         case count(Int)
         /// Up: up to and including this version. Down: down to this version (0 = everything).
         case version(Int)
     }
 
+    /// What `up` and `down` may do beyond the safe default.
     public struct Options: Sendable {
+        /// Apply a pending migration numbered below the newest applied one (from a merged branch).
         public var allowOutOfOrder = false
+        /// Revert a migration whose down file loses data it cannot restore.
         public var allowDestructive = false
+        /// Options; both off by default.
         public init(allowOutOfOrder: Bool = false, allowDestructive: Bool = false) {
             self.allowOutOfOrder = allowOutOfOrder
             self.allowDestructive = allowDestructive
@@ -299,6 +343,10 @@ public final class Migrator {
     }
 
     /// Applies pending migrations, each in its own transaction with its history row.
+    ///
+    ///     let applied = try migrator.up { event in
+    ///         if case .finished(let migration, _, let milliseconds) = event { log("\(migration.label) in \(milliseconds) ms") }
+    ///     }
     @discardableResult
     public func up(_ target: Target = .all, options: Options = Options(), progress: @escaping (Event) -> Void = { _ in }) throws(MigratorError) -> [MigrationScript] {
         let pending = try pendingUp(target, options: options)
@@ -310,6 +358,8 @@ public final class Migrator {
     }
 
     /// Reverts applied migrations, newest first (one by default).
+    ///
+    ///     try migrator.down(.version(2), options: .init(allowDestructive: true))
     @discardableResult
     public func down(_ target: Target = .count(1), options: Options = Options(), progress: @escaping (Event) -> Void = { _ in }) throws(MigratorError) -> [MigrationScript] {
         let selected = try pendingDown(target, options: options)
@@ -335,6 +385,8 @@ public final class Migrator {
     /// Records migrations up to `version` as applied without running them: adopting a database
     /// that already has this schema. Refused when the database lacks a table or column of that
     /// version.
+    ///
+    ///     try migrator.baseline(3)   // the database was built by hand at version 3
     @discardableResult
     public func baseline(_ version: Int) throws(MigratorError) -> [MigrationScript] {
         _ = try pendingBaseline(version)
@@ -374,6 +426,7 @@ public final class Migrator {
         /// A note of an attempt whose process or connection was lost (PostgreSQL).
         case clearAttempt(Attempt)
 
+        /// What the repair does and why, for a reviewer.
         public var description: String {
             switch self {
             case .forget(let record, let missing):
@@ -418,6 +471,9 @@ public final class Migrator {
 
     /// Makes the repairs of `repairPlan()`, under the migrator lock, in one transaction; the plan
     /// is computed again there, so what is changed is what the database needs now.
+    ///
+    ///     for action in try migrator.repairPlan() { print(action) }   // review first
+    ///     try migrator.repair()
     @discardableResult
     public func repair() throws(MigratorError) -> [RepairAction] {
         try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
@@ -685,6 +741,7 @@ public final class MigrationCancellation: @unchecked Sendable {
     private var requested = false
     private let stopStatement: @Sendable () -> Void
 
+    /// A cancellation that stops `database`'s statements.
     public init(database: any MigrationDatabase) {
         stopStatement = database.canceller
     }
@@ -696,5 +753,6 @@ public final class MigrationCancellation: @unchecked Sendable {
         stopStatement()
     }
 
+    /// Whether `cancel()` was called.
     public var isRequested: Bool { lock.withLock { requested } }
 }

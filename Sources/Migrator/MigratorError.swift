@@ -6,7 +6,9 @@ import MigrationFiles
 /// description says what to do in the library's terms; a command-line tool adds its own flags
 /// (`migrate`'s advice lives in MigrateCLI).
 public enum MigratorError: Error, Sendable, CustomStringConvertible {
+    /// The folder holds no migrations.
     case noMigrations(String)
+    /// A migration file cannot be read.
     case unreadable(String)
     /// The migration folder does not match its manifest.
     case tampered([Diagnostic])
@@ -16,17 +18,20 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case missingFile(version: Int, name: String)
     /// A pending migration is numbered below the newest applied one.
     case outOfOrder(file: String, newestApplied: Int)
+    /// A statement failed; its migration was rolled back.
     case statementFailed(file: String, statement: Int, line: Int, message: String)
     /// A statement gave up waiting for a table lock another session held (PostgreSQL's
     /// `lock_timeout`); nothing was applied, and running again later may succeed.
     case tableLockTimeout(file: String, statement: Int, line: Int, message: String)
     /// A statement ran longer than the session's statement timeout; nothing was applied.
     case statementTimeout(file: String, statement: Int, line: Int, message: String)
+    /// A migration that rebuilt tables left rows whose foreign keys point nowhere; it was rolled back.
     case foreignKeyViolations(file: String, violations: [String])
     /// Going down would lose data.
     case destructiveDown(file: String)
     /// Another migrator held the database longer than the timeout.
     case locked(seconds: Double)
+    /// No migration has this number.
     case unknownVersion(Int)
     /// The database refused or failed (the failure names it, a server's password masked).
     case database(DatabaseFailure)
@@ -46,6 +51,7 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     /// `baseline` was asked to check migrations that carry no snapshot (embedded in code).
     case baselineUnchecked(version: Int)
 
+    /// What happened, naming the file, and what to do.
     public var description: String {
         switch self {
         case .noMigrations(let path):

@@ -9,13 +9,19 @@ import SchemaMetadata
 /// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
 /// history may live in a schema of its own.
 public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces {
+    /// The connection migrations run on (and hold the advisory lock with).
     public let connection: PostgresConnection
+    /// PostgreSQL's dialect.
     public let dialect: any SQLDialect = PostgresDialect()
 
+    /// A migration database on an open connection; `DatabaseOpener` sets its session up.
+    ///
+    ///     let database = PostgresMigrationDatabase(try PostgresConnection("postgres://app@db.internal/app"))
     public init(_ connection: PostgresConnection) {
         self.connection = connection
     }
 
+    /// The server's URL, its password masked.
     public var label: String { connection.label }
 
     private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(MigratorError) -> T {
@@ -31,16 +37,22 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         DatabaseFailure(database: database, message: error.description, code: error.sqlState, connectionLost: error.connectionLost)
     }
 
+    /// Runs SQL (several statements allowed).
     public func execute(_ sql: String) throws(MigratorError) { try wrap { () throws(PostgresError) in try connection.execute(sql) } }
 
+    /// Runs a query with `$1`-style parameters.
     public func query(_ sql: String, _ arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]] {
         try wrap { () throws(PostgresError) in try connection.query(sql, arguments) }
     }
 
+    /// `$index`.
     public func parameter(_ index: Int) -> String { "$\(index)" }
 
+    /// The statements of a script, split as PostgreSQL splits them (dollar quotes whole).
     public func statementCount(_ sql: String) -> Int { PostgresScript.statements(in: sql).count }
 
+    /// Runs a script statement by statement, telling lock and statement timeouts and a lost
+    /// connection apart.
     public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
         do {
             try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
@@ -53,19 +65,25 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         }
     }
 
+    /// `BEGIN`: the advisory lock, taken before, keeps other migrators out.
     public func beginTransaction(timeout: Double) throws(MigratorError) { try execute("BEGIN;") }
 
+    /// Commits.
     public func commit() throws(MigratorError) { try execute("COMMIT;") }
+    /// Rolls back.
     public func rollback() { try? connection.execute("ROLLBACK;") }
 
+    /// `"schema"."table"`, or the bare quoted name for the search path.
     public func qualifiedName(_ table: String, schema: String?) -> String {
         (schema.map { dialect.quote($0) + "." } ?? "") + dialect.quote(table)
     }
 
+    /// `to_regclass` of the qualified name.
     public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool {
         try query("SELECT to_regclass($1) IS NOT NULL", [.text(qualifiedName(name, schema: schema))]) == [[.integer(1)]]
     }
 
+    /// The table's live columns from `pg_attribute`.
     public func columns(of table: String, schema: String?) throws(MigratorError) -> Set<String>? {
         guard try tableExists(table, schema: schema) else { return nil }
         let rows = try query(
@@ -74,16 +92,19 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         return Set(rows.compactMap { if case .text(let name) = $0.first { name } else { nil } })
     }
 
+    /// `to_char` of the timestamp in UTC, ISO 8601 with milliseconds.
     public func timestampText(_ column: String) -> String {
         // The cast also reads a history table of an earlier release, whose timestamps were text.
         "to_char(\(column)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
     }
 
+    /// The session's role.
     public func currentUser() -> String {
         if case .text(let name)? = (try? query("SELECT current_user::text", []))?.first?.first { return name }
         return "unknown"
     }
 
+    /// libpq's cancel request, sent on a connection of its own.
     public var canceller: @Sendable () -> Void {
         let canceller = connection.canceller
         return { canceller?.send() }
@@ -98,6 +119,7 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         return Int64(bitPattern: UInt64(hex.prefix(16), radix: 16) ?? 0)
     }
 
+    /// Tries the schema's advisory lock every 50 ms until `timeout`.
     public func lock(schema: String, timeout: Double, cancelled: () -> Bool) throws(MigratorError) {
         let key = Self.advisoryKey(schema: schema)
         let deadline = Date().addingTimeInterval(timeout)
@@ -110,6 +132,7 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         }
     }
 
+    /// Releases the schema's advisory lock.
     public func unlock(schema: String) {
         _ = try? query("SELECT pg_advisory_unlock($1)", [.integer(Self.advisoryKey(schema: schema))])
     }
@@ -127,6 +150,8 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
 
     // MARK: MigrationNamespaces
 
+    /// `CREATE SCHEMA IF NOT EXISTS`, asked only when the schema is missing (no privilege needed
+    /// otherwise).
     public func createSchemaIfMissing(_ schema: String) throws(MigratorError) {
         guard try query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [.text(schema)]).isEmpty else { return }
         try execute("CREATE SCHEMA IF NOT EXISTS \(dialect.quote(schema));")

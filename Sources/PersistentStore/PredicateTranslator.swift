@@ -407,21 +407,27 @@ extension PredicateExpressions {
     /// `lower()` of both sides (ASCII letters).
     public struct StringLocalizedStandardContains<Root: PredicateExpression, Other: PredicateExpression>: PredicateExpression
     where Root.Output: StringProtocol, Other.Output: StringProtocol {
+        /// Whether the text contains the other.
         public typealias Output = Bool
+        /// The text searched.
         public let root: Root
+        /// The text looked for.
         public let other: Other
 
+        /// The expression `root.localizedStandardContains(other)`.
         public init(root: Root, other: Other) {
             self.root = root
             self.other = other
         }
 
+        /// Evaluated in Swift: case- and diacritic-insensitive.
         public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
             let text = String(try root.evaluate(bindings)), needle = String(try other.evaluate(bindings))
             return text.range(of: needle, options: [.caseInsensitive, .diacriticInsensitive]) != nil
         }
     }
 
+    /// What `#Predicate` calls for `localizedStandardContains` on Linux.
     public static func build_localizedStandardContains<Root, Other>(_ root: Root, _ other: Other) -> StringLocalizedStandardContains<Root, Other> {
         StringLocalizedStandardContains(root: root, other: other)
     }
@@ -430,12 +436,14 @@ extension PredicateExpressions {
 extension PredicateExpressions.StringLocalizedStandardContains: StandardPredicateExpression where Root: StandardPredicateExpression, Other: StandardPredicateExpression {}
 extension PredicateExpressions.StringLocalizedStandardContains: Sendable where Root: Sendable, Other: Sendable {}
 extension PredicateExpressions.StringLocalizedStandardContains: Codable where Root: Codable, Other: Codable {
+    /// Both operands, in order.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.unkeyedContainer()
         try container.encode(root)
         try container.encode(other)
     }
 
+    /// Both operands, in order.
     public init(from decoder: any Decoder) throws {
         var container = try decoder.unkeyedContainer()
         root = try container.decode(Root.self)

@@ -1,6 +1,7 @@
 /// How the store has SQLite keep its file: the settings an application store wants, each
 /// overridable at open. docs/runtime.md ("SQLite settings") gives each one's trade-off.
 public struct SQLiteSettings: Sendable, Hashable {
+    /// When SQLite waits for the disk (`PRAGMA synchronous`).
     public enum Synchronous: String, Sendable, Hashable {
         /// No fsync at all: a power loss or OS crash can corrupt the file.
         case off = "OFF"
@@ -9,6 +10,7 @@ public struct SQLiteSettings: Sendable, Hashable {
         case normal = "NORMAL"
         /// fsync at every commit: a committed transaction survives a power loss.
         case full = "FULL"
+        /// As `full`, and the directory is synced after a rollback journal is deleted.
         case extra = "EXTRA"
     }
 
@@ -21,6 +23,7 @@ public struct SQLiteSettings: Sendable, Hashable {
     /// Bytes of the file read through memory mapping (`PRAGMA mmap_size`); 0 turns it off.
     public var memoryMapSize: Int
 
+    /// Settings of your own; start from `.applicationStore` and change one.
     public init(synchronous: Synchronous, cacheSize: Int, temporaryStorageInMemory: Bool, memoryMapSize: Int) {
         self.synchronous = synchronous
         self.cacheSize = cacheSize

@@ -14,6 +14,7 @@ public enum KeySource: Sendable {
     /// Keys the program holds (a keychain, a secret manager).
     case ring(KeyRing)
 
+    /// The `SCHEMAGEN_KEYS` environment variable.
     public static let `default` = KeySource.environment("SCHEMAGEN_KEYS")
 }
 
@@ -337,9 +338,11 @@ extension Store {
 
     /// How far `reencrypt` has got.
     public struct ReencryptionProgress: Sendable {
+        /// The entity being re-encrypted now.
         public let entity: String
         /// Rows of this entity looked at, and how many there are.
         public let rowsScanned: Int
+        /// The rows of this entity.
         public let rowsTotal: Int
         /// Values rewritten so far, over all entities.
         public let valuesRewritten: Int
@@ -350,6 +353,8 @@ extension Store {
     /// `batchSize` rows, one transaction each, so a run killed midway keeps what it finished
     /// and a second run completes the rest. Returns how many values it rewrote. The rewrites
     /// are not recorded in the history: no value changes.
+    ///
+    ///     let rewritten = try await store.reencrypt { print("\($0.entity): \($0.rowsScanned) of \($0.rowsTotal)") }
     @discardableResult
     public func reencrypt(batchSize: Int = 500, progress: @Sendable (ReencryptionProgress) -> Void = { _ in }) throws(StoreError) -> Int {
         var rewritten = 0

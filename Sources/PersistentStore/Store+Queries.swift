@@ -39,6 +39,9 @@ extension Store {
     }
 
     /// Models matching a predicate, sorted, with limit and offset.
+    ///
+    ///     let early = try await store.fetch(Flight.self, where: #Predicate { $0.routeDistance > 2000 },
+    ///                                       sortBy: [SortDescriptor(\.scheduledOff)], limit: 10)
     public func fetch<M: PersistentModel>(
         _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {
@@ -76,6 +79,8 @@ extension Store {
     }
 
     /// How many models match a predicate.
+    ///
+    ///     let longHaul = try await store.count(Flight.self, where: #Predicate { $0.routeDistance > 5000 })
     public func count<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>?) throws(StoreError) -> Int {
         let (condition, arguments) = try whereClause(predicate, for: M.self)
         guard case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(M.entity.table))" + condition, arguments).first?.first else { return 0 }
@@ -84,6 +89,8 @@ extension Store {
 
     /// Deletes every model matching a predicate, applying delete rules to each, in one
     /// transaction. Returns how many were deleted.
+    ///
+    ///     let removed = try await store.delete(Flight.self, where: #Predicate { $0.status == "Cancelled" })
     @discardableResult
     public func delete<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>) throws(StoreError) -> Int {
         let entity = M.entity
@@ -103,6 +110,8 @@ extension Store {
 
     /// Sets one stored property on every model matching a predicate (Realm's setValue on a
     /// query): one UPDATE. Returns how many rows changed.
+    ///
+    ///     let changed = try await store.update(Flight.self, set: \.status, to: "Delayed", where: #Predicate { $0.ident == "UAL123" })
     @discardableResult
     public func update<M: PersistentModel, Value: Encodable & Sendable>(
         _ type: M.Type, set keyPath: KeyPath<M, Value>, to value: Value, where predicate: Predicate<M>? = nil
@@ -153,6 +162,8 @@ extension Store {
     /// `fetch(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" && $0.airline?.code == "UAL" })`.
     /// To-one relationships become joins; to-many ones support `contains(where:)`,
     /// `allSatisfy`, `count` and `isEmpty`.
+    ///
+    ///     let fromSFO = try await store.fetch(Flight.self, joining: #Predicate<Flight.Joined> { $0.origin?.icao == "KSFO" })
     public func fetch<M: Joinable>(
         _ type: M.Type, joining predicate: Predicate<M.Joined>, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {

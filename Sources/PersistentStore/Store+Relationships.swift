@@ -118,6 +118,8 @@ extension Store {
     /// Deletes a model and applies every delete rule of its relationships: cascade deletes the
     /// related models (and theirs, recursively), deny refuses while related models exist (naming
     /// them), nullify clears their references, noAction leaves them.
+    ///
+    ///     try await store.delete(airport)   // its flights follow their relationship's delete rule
     public func delete<M: PersistentModel>(_ model: M) throws(StoreError) {
         let key = try keyValues(of: model)
         try write { () throws(StoreError) in

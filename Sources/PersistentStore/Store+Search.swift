@@ -4,6 +4,7 @@ import SchemaMetadata
 
 /// One model found by `search`, with its rank and, when asked for, highlighted snippets.
 public struct SearchResult<M: PersistentModel & Sendable>: Sendable {
+    /// The model that matched.
     public let model: M
     /// SQLite's bm25 score: lower is a better match. Results come best first.
     public let rank: Double
@@ -14,12 +15,16 @@ public struct SearchResult<M: PersistentModel & Sendable>: Sendable {
 
 /// How snippets mark matches.
 public struct SnippetStyle: Sendable, Hashable {
+    /// Put before each match.
     public var open: String
+    /// Put after each match.
     public var close: String
+    /// Put where an excerpt cuts the text.
     public var ellipsis: String
     /// Roughly how many tokens an excerpt holds (1 to 64).
     public var tokens: Int
 
+    /// A style; the defaults mark matches `[like this]`.
     public init(open: String = "[", close: String = "]", ellipsis: String = "…", tokens: Int = 12) {
         self.open = open
         self.close = close
@@ -35,6 +40,10 @@ extension Store {
     /// Models whose searchable attributes contain every word of `text`, best first (bm25). The
     /// words are matched as words (each quoted as an FTS5 phrase, so no input is ever a syntax
     /// error); a prefix of a word does not match it. `predicate` narrows the results further.
+    ///
+    ///     for result in try await store.search(TodoItem.self, matching: "call plumber", snippets: SnippetStyle()) {
+    ///         print(result.model.taskName, result.snippets["taskName"] ?? "")
+    ///     }
     public func search<M: PersistentModel>(
         _ type: M.Type, matching text: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
     ) throws(StoreError) -> [SearchResult<M>] {

@@ -9,13 +9,16 @@ import SchemaMetadata
 
 /// Why the store refused or failed.
 public enum StoreError: Error, Sendable, CustomStringConvertible {
+    /// Opening could not bring the database to the schema's version (or found it changed).
     case migration(String)
     /// SQLite refused: `error.primary` tells busy (`.busy`) from a constraint, a corrupt file
     /// and the rest; `error.database` names the file.
     case database(SQLiteError)
     /// A file of an `externalStorage` attribute could not be read or written.
     case externalFile(String)
+    /// A stored value does not fit the model's property, or a model cannot be encoded.
     case coding(String)
+    /// The model's entity is not in the store's schema.
     case unknownEntity(String)
     /// A delete rule `deny` blocked a delete.
     case deleteDenied(String)
@@ -40,6 +43,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// newer version of the app migrated it. This app needs updating.
     case databaseNewer(applied: Int, known: Int)
 
+    /// What went wrong and what to do, without secrets.
     public var description: String {
         switch self {
         case .migration(let message): "cannot bring the database to the code's schema: \(message)"
@@ -75,6 +79,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
 /// Sendable values cross it. Opening applies the migrations embedded in the generated code.
 public actor Store {
     let connection: SQLiteConnection
+    /// The schema the store was opened with.
     public let schema: SchemaDescriptor
     /// Where `externalStorage` values are kept: beside the database, or a temporary folder for
     /// an in-memory store.
@@ -129,6 +134,7 @@ public actor Store {
         /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
         public var sqlite: SQLiteSettings = .applicationStore
 
+        /// Options for opening a store; every one has a default.
         public init(
             busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
             historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
@@ -171,6 +177,8 @@ public actor Store {
     ///
     /// `path` is a file path, or `sqlite:path` / `file:path`; a URL of any other scheme (or a
     /// libpq keyword string) is refused with `.unsupportedDatabase`, never created as a file.
+    ///
+    ///     let store = try Store(path: "app.sqlite", schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
     public init(path givenPath: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
         let path = try givenPath.map { (text: String) throws(StoreError) -> String in try Self.sqlitePath(text) }
         if let path {
@@ -244,6 +252,10 @@ public actor Store {
     /// Inserts a model, or updates the stored one that has the same primary key or the same
     /// value in a unique attribute (an upsert, as SwiftData's `.unique` does). Returns the model
     /// as stored, with its implicit `id` filled in.
+    ///
+    ///     let stored = try await store.insert(Airport(icao: "KSFO", name: "San Francisco International", city: "San Francisco", countryCode: "US",
+    ///                                                latitude: 37.62, longitude: -122.38))
+    ///     print(stored.id!)   // the key the database assigned
     @discardableResult
     public func insert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
         try write { () throws(StoreError) in try upsert(model) }
@@ -255,6 +267,8 @@ public actor Store {
     /// no longer uses (`insert(consume flights)`, or one built in the call) is returned in its
     /// own memory: a million rows no longer need a second array of models. An array the caller
     /// still holds is copied once, as any changed Swift array is.
+    ///
+    ///     let stored = try await store.insert(airports)   // one transaction; keys set in the returned models
     @discardableResult
     public func insert<M: PersistentModel>(_ models: consuming [M]) throws(StoreError) -> [M] {
         var stored = consume models
@@ -269,6 +283,13 @@ public actor Store {
 
     /// Runs `body` in one transaction: everything it writes commits, or nothing does. A write
     /// inside that fails is undone on its own (a savepoint), so `body` may catch it and go on.
+    ///
+    ///     try await store.transaction { store in
+    ///         let airline = try store.insert(Airline(code: "UAL", name: "United Airlines", shortName: "United"))
+    ///         var flight = flight
+    ///         flight.airlineID = airline.id
+    ///         try store.insert(flight)
+    ///     }
     public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
         guard !isReading else { throw StoreError.writeInsideRead("a transaction") }
         let outermost = depth == 0
@@ -290,6 +311,8 @@ public actor Store {
     /// lock, so other processes keep writing meanwhile: for long reads, such as `forEach` over
     /// a large table. Writes inside it are refused (`StoreError.writeInsideRead`); inside a
     /// transaction it simply runs.
+    ///
+    ///     let delayed = try await store.read { store in try store.count(Flight.self, where: #Predicate { $0.status == "Delayed" }) }
     public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
         if depth > 0 || isReading { return try body(self) }
         do { try connection.execute("BEGIN DEFERRED;") } catch { throw StoreError.database(error) }
@@ -449,6 +472,9 @@ public actor Store {
         return try rows("SELECT \(selection(M.self)) FROM \(Self.quote(entity.table)) WHERE \(Self.quote(entity.primaryKey[0])) = ? LIMIT 1", [value], as: M.self).first
     }
 
+    /// How many models of a type are stored:
+    ///
+    ///     let flights = try await store.count(Flight.self)
     public func count<M: PersistentModel>(_ type: M.Type) throws(StoreError) -> Int {
         do {
             guard case .integer(let count)? = try connection.query("SELECT count(*) FROM \(Self.quote(M.entity.table))").first?.first else { return 0 }
@@ -612,6 +638,8 @@ public actor Store {
     // MARK: - Deleting
 
     /// Deletes every model of a type.
+    ///
+    ///     try await store.deleteAll(Flight.self)
     public func deleteAll<M: PersistentModel>(_ type: M.Type) throws(StoreError) {
         try write { () throws(StoreError) in
             do throws(SQLiteError) { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database(error) }

@@ -15,6 +15,7 @@ public struct StoredRowReader {
         self.values = values
     }
 
+    /// The next value, read as the property's type.
     @inlinable
     public mutating func next<T: StoredValueConvertible>() throws -> T {
         defer { position += 1 }
@@ -47,6 +48,7 @@ extension PersistentModel {
 }
 
 extension JoinedModel {
+    /// What a key path of the view names, found in `keyPaths`.
     public static func member(for keyPath: AnyKeyPath) -> JoinedMember? { member(for: keyPath, among: keyPaths) }
 
     /// `paths` lists the view's key paths in `rowColumns` order, then one per relationship in

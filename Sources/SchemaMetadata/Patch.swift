@@ -8,6 +8,7 @@ public protocol PatchableModel: PersistentModel {
 }
 
 extension PatchableModel {
+    /// The column of a key path, found in `keyPaths`.
     public static func column(for keyPath: AnyKeyPath) -> String? {
         column(for: keyPath, among: keyPaths)
     }
@@ -25,14 +26,14 @@ extension PatchableModel {
     }
 }
 
+// @unchecked: key paths are immutable, and only values of the model's own property types,
+// which are Sendable as the model is, get in (the typed setters require it).
 /// A partial update of a model, as an HTTP PATCH body carries one: a field left out stays, null
 /// clears it, a value replaces it. Decoded from JSON by the model's JSON keys (a missing key is
 /// absent, an explicit null is null) and encoded the same way; built in code by key path:
 /// `Patch<Airport>().setting(\.city, to: .set("Millbrae"))` or `patch[\.notes] = .null`.
 /// Transient properties can be set in code and applied, but, as in the model's own coding, are
 /// never encoded or decoded.
-// @unchecked: key paths are immutable, and only values of the model's own property types,
-// which are Sendable as the model is, get in (the typed setters require it).
 public struct Patch<Model: PatchableModel>: Codable, Hashable, @unchecked Sendable {
     enum Change: Hashable {
         case clear
@@ -128,6 +129,8 @@ public struct Patch<Model: PatchableModel>: Codable, Hashable, @unchecked Sendab
         }
     }
 
+    /// A patch from JSON keyed by the model's JSON keys: a missing key leaves its property
+    /// alone, null clears it, a value of the property's type sets it.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: PatchCodingKey.self)
         for field in Model.patchFields {
@@ -147,6 +150,7 @@ public struct Patch<Model: PatchableModel>: Codable, Hashable, @unchecked Sendab
         AnyHashable(try container.decode(Value.self, forKey: key))
     }
 
+    /// The patch as JSON: only the fields it changes, null for the ones it clears.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: PatchCodingKey.self)
         for field in Model.patchFields {
@@ -172,10 +176,15 @@ extension Optional: NullablePatchValue {
 
 /// A patch's JSON key, by name.
 public struct PatchCodingKey: CodingKey, Sendable {
+    /// The JSON key.
     public let stringValue: String
+    /// Patches are objects: never an index.
     public var intValue: Int? { nil }
+    /// The key of a JSON name.
     public init(_ name: String) { stringValue = name }
+    /// The key of a JSON name.
     public init?(stringValue: String) { self.stringValue = stringValue }
+    /// Never: patches have no indexed keys.
     public init?(intValue: Int) { nil }
 }
 

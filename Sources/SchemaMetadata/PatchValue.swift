@@ -1,8 +1,11 @@
 /// One field of a partial update: not sent (leave the stored value alone), sent as null
 /// (clear it), or sent with a value (replace it).
 public enum PatchValue<Value: Sendable & Hashable>: Sendable, Hashable {
+    /// Not sent: the stored value stays.
     case absent
+    /// Sent as null: the value is cleared (an optional property only).
     case null
+    /// Sent with a value, which replaces the stored one.
     case set(Value)
 
     /// Applies the field to a required property: null cannot clear it.
@@ -23,6 +26,7 @@ public enum PatchValue<Value: Sendable & Hashable>: Sendable, Hashable {
         }
     }
 
+    /// Whether the field is left as it is.
     public var isAbsent: Bool {
         if case .absent = self { return true }
         return false
@@ -36,6 +40,7 @@ public enum PatchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The field is not a settable stored property of the model.
     case notWritable(String)
 
+    /// What is wrong, naming the field.
     public var description: String {
         switch self {
         case .nullForRequiredField(let field): "'\(field)' is required and cannot be set to null"

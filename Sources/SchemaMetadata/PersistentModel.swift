@@ -16,13 +16,17 @@ public protocol PersistentModel: Codable, Hashable, Identifiable, Sendable {
 }
 
 extension PersistentModel {
+    /// No row codec: nil, and the store decodes through Codable.
     public static func decodeStored(_ row: [StoredValue]) throws -> Self? { nil }
+    /// No row codec: nil, and the store encodes through Codable.
     public func encodeStored() throws -> [StoredValue]? { nil }
+    /// No row codec: nil.
     public static func decodeStoredRows(expectedCount: Int, _ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? { nil }
 }
 
 /// Models with a generated row codec use it, dispatched statically.
 extension PersistentModel where Self: RowCodable {
+    /// The row codec's reading.
     @inlinable public static func decodeStored(_ row: [StoredValue]) throws -> Self? { try Self(storedValues: row) }
     @inlinable public func encodeStored() throws -> [StoredValue]? { try storedValues() }
     @inlinable public static func decodeStoredRows(expectedCount: Int, _ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? {
@@ -37,17 +41,21 @@ extension PersistentModel where Self: RowCodable {
 /// (`Airport.flightsFrom`). Generated for to-many sides and for to-one sides that do not hold
 /// the key themselves.
 public struct RelationshipPath<Source: PersistentModel, Target: PersistentModel>: Sendable, Hashable {
+    /// The relationship's name in the schema.
     public let name: String
 
+    /// The path of the relationship so named (generated code makes these).
     public init(name: String) {
         self.name = name
     }
 
+    /// The relationship's metadata, or nil when the entity has none so named.
     public var descriptor: RelationshipDescriptor? { Source.entity.relationship(named: name) }
 }
 
 /// What a key path of a `Joined` view names.
 public enum JoinedMember: Sendable, Hashable {
+    /// A stored column, by name.
     case column(String)
     /// A relationship, by name.
     case relationship(String)
@@ -67,11 +75,14 @@ public protocol JoinedModel: AnyObject, Hashable, Sendable {
 
 extension JoinedModel {
     // Equatable only so predicates can compare a relationship with nil; views have no instances.
+    /// Identity: views have no instances, so this only lets predicates compare with nil.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    /// Identity, as `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// A model with a generated `Joined` view.
 public protocol Joinable: PersistentModel {
+    /// The model's view with relationships as properties, for predicates that follow them.
     associatedtype Joined: JoinedModel
 }

@@ -3,6 +3,7 @@ import Foundation
 /// Dates as UTC ISO 8601 text with milliseconds (`2024-01-31T08:00:00.000Z`), which sorts by
 /// time. Written and read by hand: a date formatter per value costs more than the whole insert.
 public enum StoredDate {
+    /// The stored form of a date, rounded to the millisecond: `2024-01-31T08:00:00.000Z`.
     public static func text(_ date: Date) -> String {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = milliseconds / 86_400_000
@@ -59,6 +60,7 @@ public enum StoredDate {
         return Date(timeIntervalSince1970: Double(Int64(milliseconds)) / 1000)
     }
 
+    /// The date stored text names (`Z` or an offset; milliseconds optional), or nil.
     public static func date(_ text: String) -> Date? {
         // Read in place: `withUTF8` would need a mutable copy, a retain and release per date read.
         if let fast = text.utf8.withContiguousStorageIfAvailable({ parse($0) })

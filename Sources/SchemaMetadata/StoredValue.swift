@@ -2,12 +2,18 @@ import Foundation
 
 /// A value as SQLite stores it.
 public enum StoredValue: Sendable, Hashable, CustomStringConvertible {
+    /// NULL.
     case null
+    /// A 64-bit integer.
     case integer(Int64)
+    /// A double.
     case real(Double)
+    /// Text.
     case text(String)
+    /// Bytes.
     case blob([UInt8])
 
+    /// The value as SQL would spell it: `NULL`, `42`, `'text'`, `x'00ff'`.
     public var description: String {
         switch self {
         case .null: "NULL"
@@ -22,26 +28,34 @@ public enum StoredValue: Sendable, Hashable, CustomStringConvertible {
 /// A model that generated code reads from and writes to a row directly, in
 /// `entity.rowColumns` order, without going through Codable (several times faster).
 public protocol RowCodable {
+    /// The model's values in `entity.rowColumns` order.
     func storedValues() throws -> [StoredValue]
+    /// The model from values in `entity.rowColumns` order; a value that does not fit throws.
     init(storedValues row: [StoredValue]) throws
 }
 
 /// A stored value that does not fit the property it is read into.
 public struct StoredValueError: Error, Sendable, CustomStringConvertible {
+    /// What did not fit, and what was found.
     public var message: String
+    /// An error with its message.
     public init(_ message: String) { self.message = message }
+    /// The message.
     public var description: String { message }
 }
 
 /// Types kept in one column.
 public protocol StoredValueConvertible {
+    /// The value as a column keeps it.
     var storedValue: StoredValue { get }
+    /// The value a column holds; one that does not fit the type throws `StoredValueError`.
     init(storedValue: borrowing StoredValue) throws
 }
 
 // Inlinable: generated models in other modules decode every column of every fetched row
 // through these, and only inlined code is specialized for them (no generic metadata lookups).
 extension String: StoredValueConvertible {
+    /// The text itself.
     @inlinable public var storedValue: StoredValue { .text(self) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -52,6 +66,7 @@ extension String: StoredValueConvertible {
 }
 
 extension Bool: StoredValueConvertible {
+    /// 1 or 0.
     @inlinable public var storedValue: StoredValue { .integer(self ? 1 : 0) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -62,6 +77,7 @@ extension Bool: StoredValueConvertible {
 }
 
 extension Double: StoredValueConvertible {
+    /// A real.
     @inlinable public var storedValue: StoredValue { .real(self) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -73,11 +89,13 @@ extension Double: StoredValueConvertible {
 }
 
 extension Float: StoredValueConvertible {
+    /// A real.
     @inlinable public var storedValue: StoredValue { .real(Double(self)) }
     @inlinable public init(storedValue: borrowing StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
 }
 
 extension StoredValueConvertible where Self: FixedWidthInteger {
+    /// An integer.
     @inlinable public var storedValue: StoredValue { .integer(Int64(self)) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -99,6 +117,7 @@ extension Int32: StoredValueConvertible {}
 extension Int64: StoredValueConvertible {}
 
 extension Data: StoredValueConvertible {
+    /// The bytes as a blob.
     @inlinable public var storedValue: StoredValue { .blob([UInt8](self)) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -110,6 +129,7 @@ extension Data: StoredValueConvertible {
 }
 
 extension UUID: StoredValueConvertible {
+    /// Lowercase text, as PostgreSQL prints a `uuid`.
     @inlinable public var storedValue: StoredValue { .text(uuidString.lowercased()) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -125,6 +145,7 @@ extension UUID: StoredValueConvertible {
 }
 
 extension URL: StoredValueConvertible {
+    /// The URL's text.
     @inlinable public var storedValue: StoredValue { .text(absoluteString) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -140,6 +161,7 @@ extension URL: StoredValueConvertible {
 }
 
 extension Decimal: StoredValueConvertible {
+    /// Text, exactly (no binary floating point on the way).
     @inlinable public var storedValue: StoredValue { .text(description) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         let text: String
@@ -159,6 +181,7 @@ extension Decimal: StoredValueConvertible {
 }
 
 extension Date: StoredValueConvertible {
+    /// ISO 8601 text in UTC with milliseconds (`StoredDate`), which sorts as time does.
     @inlinable public var storedValue: StoredValue { .text(StoredDate.text(self)) }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -174,6 +197,7 @@ extension Date: StoredValueConvertible {
 }
 
 extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible {
+    /// NULL for nil, else the wrapped value's.
     @inlinable public var storedValue: StoredValue { self?.storedValue ?? .null }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
@@ -184,6 +208,7 @@ extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible
 }
 
 extension StoredValueConvertible where Self: RawRepresentable, RawValue: StoredValueConvertible {
+    /// The raw value's stored form.
     @inlinable public var storedValue: StoredValue { rawValue.storedValue }
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         guard let value = Self(rawValue: try RawValue(storedValue: storedValue)) else { throw StoredValueError("\(storedValue) is not a case of \(Self.self)") }
@@ -193,6 +218,7 @@ extension StoredValueConvertible where Self: RawRepresentable, RawValue: StoredV
 
 /// Value types and arrays are kept as JSON text (dates inside them as stored dates).
 public enum StoredJSON {
+    /// The value as JSON text with sorted keys, dates in the stored date form.
     public static func value<T: Encodable>(_ value: T) throws -> StoredValue {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -203,11 +229,13 @@ public enum StoredJSON {
         return .text(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
+    /// NULL for nil, else the JSON text.
     public static func value<T: Encodable>(_ value: T?) throws -> StoredValue {
         guard let value else { return .null }
         return try self.value(value)
     }
 
+    /// The value JSON text holds.
     public static func decode<T: Decodable>(_ type: T.Type, from stored: StoredValue) throws -> T {
         guard case .text(let json) = stored else { throw StoredValueError("expected JSON text, found \(stored)") }
         let decoder = JSONDecoder()
@@ -219,6 +247,7 @@ public enum StoredJSON {
         return try decoder.decode(T.self, from: Data(json.utf8))
     }
 
+    /// nil for NULL, else the value JSON text holds.
     public static func decode<T: Decodable>(_ type: T?.Type, from stored: StoredValue) throws -> T? {
         stored == .null ? nil : try decode(T.self, from: stored)
     }

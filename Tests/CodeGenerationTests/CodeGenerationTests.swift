@@ -15,12 +15,6 @@ func loadSchema(_ name: String) throws -> Schema {
     return try #require(result.schema)
 }
 
-func temporaryFolder() -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("codegen-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
 /// The committed `Sources/ExampleModels` are the golden files of the default templates.
 @Suite struct DefaultTemplateGoldenTests {
     @Test(arguments: ["Flights", "Todo", "Tasks", "Users", "Garage"])

@@ -12,7 +12,7 @@ let fixtures = fixturesRoot.appendingPathComponent("Flights").path
 let malformedFixtures = fixturesRoot.appendingPathComponent("FlightsMalformed").path
 
 func temporaryDatabase() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("flights-\(UUID().uuidString).sqlite").path
+    temporaryFolder().appendingPathComponent("flights.sqlite").path
 }
 
 func loadedStore() async throws -> Store {
@@ -181,7 +181,7 @@ struct PlainReading {
         var results = await store.observe(Flight.self, joining: #Predicate { $0.origin?.name == "Renamed Field" }).makeAsyncIterator()
         #expect(try await results.next()?.isEmpty == true)
         // AIRPORTS.json again, with San Francisco renamed: only airports change.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("renamed-\(UUID().uuidString)")
+        let folder = temporaryFolder().appendingPathComponent("renamed")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let airports = try String(contentsOfFile: fixtures + "/AIRPORTS.json", encoding: .utf8)
         try airports.replacingOccurrences(of: "\"San Francisco Int'l\"", with: "\"Renamed Field\"").write(to: folder.appendingPathComponent("AIRPORTS.json"), atomically: true, encoding: .utf8)

@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 func copyOfFlightsMigrations() throws -> MigrationDirectory {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-\(UUID().uuidString)")
+    let folder = temporaryFolder().appendingPathComponent("migrations")
     try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("Migrations/Flights"), to: folder)
     return MigrationDirectory(path: folder.path)
 }

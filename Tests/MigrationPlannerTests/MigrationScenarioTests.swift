@@ -34,7 +34,7 @@ func schema(_ body: String, version: Int) throws -> Schema {
 }
 
 func temporaryDatabase() throws -> SQLiteConnection {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("migration-\(UUID().uuidString).sqlite").path
+    let path = temporaryFolder().appendingPathComponent("migration.sqlite").path
     let connection = try SQLiteConnection(path: path)
     try connection.execute("PRAGMA foreign_keys = ON;")
     return connection

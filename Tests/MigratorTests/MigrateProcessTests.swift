@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func aConfigFileGivesTheDatabaseAndTheMigrationsRoot() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("migrate-config-\(UUID().uuidString)")
+        let folder = temporaryFolder().appendingPathComponent("migrate-config")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("db"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("M"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("Migrations/Todo"), to: folder.appendingPathComponent("M/Todo"))

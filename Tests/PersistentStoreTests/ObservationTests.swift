@@ -106,14 +106,20 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
         #expect(await results.items.first?.map(\.icao) == ["KSFO"])
         try await store.insert(airport("KSEA", "Seattle"))
         #expect(await eventually { await results.items.last?.map(\.icao) == ["KSEA", "KSFO"] })
-        // A commit to another table does not rerun the query.
+        // A commit to another table does not wake the query: once its delivery has read the
+        // commit (the delivered token reaches it), no query was woken.
+        #expect(await eventually { await store.observation.queryRuns >= 2 })
         let runs = await store.observation.queryRuns
+        let wakeUps = await store.observation.queryWakeUps
         try await store.insert(Airline(code: "UAL", name: "United"))
-        try await _Concurrency.Task.sleep(for: .milliseconds(100))
-        #expect(await store.observation.queryRuns == runs)
-        // Nothing runs while nothing changes (the watcher's fallback tick only asks SQLite's
-        // data_version, and finds it unchanged).
-        try await _Concurrency.Task.sleep(for: .milliseconds(1300))
+        let token = try await store.currentHistoryToken().value
+        #expect(await eventually { await store.observation.deliveredToken >= token })
+        #expect(await store.observation.queryWakeUps == wakeUps)
+        // Nothing runs while nothing changes: the watcher's fallback tick (every second) delivers,
+        // asks SQLite's data_version, finds it unchanged and wakes nothing.
+        let deliveries = await store.observation.deliveries
+        #expect(await eventually { await store.observation.deliveries >= deliveries + 2 })
+        #expect(await store.observation.queryWakeUps == wakeUps)
         #expect(await store.observation.queryRuns == runs)
         // Cancelling ends the observation and stops the watcher.
         task.cancel()

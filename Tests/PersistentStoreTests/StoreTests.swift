@@ -3,6 +3,7 @@ import FieldEncryption
 import Foundation
 import SQLiteKit
 import SchemaMetadata
+import TestSupport
 import Testing
 
 @testable import PersistentStore
@@ -17,7 +18,7 @@ func testKeyRing(_ keys: (String, UInt8)...) -> KeyRing {
 }
 
 func storePath() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)/nested/app.sqlite").path
+    temporaryFolder().appendingPathComponent("store/nested/app.sqlite").path
 }
 
 func flightsStore(_ path: String? = nil) throws -> Store {

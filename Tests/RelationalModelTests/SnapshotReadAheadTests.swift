@@ -7,7 +7,7 @@ import Testing
 /// Snapshots decoded ahead of need are the files as they are when asked for.
 @Suite struct SnapshotReadAheadTests {
     func folderWithFlightsHistory() throws -> MigrationDirectory {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readahead-\(UUID().uuidString)")
+        let folder = temporaryFolder().appendingPathComponent("readahead")
         try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("Migrations/Flights"), to: folder)
         return MigrationDirectory(path: folder.path)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteKit
+import TestSupport
 import Testing
 
 /// Scripts are split into statements as SQLite reads them, without preparing them.
@@ -30,7 +31,7 @@ import Testing
     }
 
     @Test func errorsNameTheFileAndKeepTheCode() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-db-\(UUID().uuidString)").path
+        let path = temporaryFolder().appendingPathComponent("not-a-db").path
         try Data(repeating: 7, count: 2048).write(to: URL(fileURLWithPath: path))
         let connection = try SQLiteConnection(path: path)
         #expect(throws: SQLiteError.self) { try connection.query("SELECT 1 FROM sqlite_schema") }

@@ -1,5 +1,6 @@
 import Diagnostics
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SchemaKit
@@ -78,7 +79,7 @@ import Testing
     }
 
     @Test func fiftyMegabyteFileIsRefusedBeforeReading() throws {
-        let path = FileManagerHelpers.temporaryDirectory() + "/huge.yaml"
+        let path = temporaryFolder().path + "/huge.yaml"
         let handle = try FileManagerHelpers.create(path)
         let line = Data("# padding padding padding padding padding padding padding padding\n".utf8)
         var chunk = Data()
@@ -150,25 +151,19 @@ import Testing
     }
 
     @Test func directoryWithNoSchemas() throws {
-        let directory = FileManagerHelpers.temporaryDirectory()
+        let directory = temporaryFolder().path
         try FileManagerHelpers.write("not a schema", to: directory + "/README.txt")
         #expect(SchemaDiscovery.files(in: [directory]) == .failure(.noSchemas(directory)))
         #expect(SchemaDiscovery.files(in: [directory + "/missing"]) == .failure(.missing(directory + "/missing")))
     }
 
     @Test func aDirectoryGivenAsAFile() {
-        let directory = FileManagerHelpers.temporaryDirectory()
+        let directory = temporaryFolder().path
         #expect(SchemaLoader.load(file: directory).diagnostics.map(\.code) == ["file-unreadable"])
     }
 }
 
 enum FileManagerHelpers {
-    static func temporaryDirectory() -> String {
-        let path = NSTemporaryDirectory() + "schemakit-tests-" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     static func write(_ text: String, to path: String) throws {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
     }

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import SchemaKit
@@ -235,7 +236,7 @@ import Testing
     }
 
     @Test func schemaNamesMustBeUniqueAcrossFiles() throws {
-        let directory = FileManagerHelpers.temporaryDirectory()
+        let directory = temporaryFolder().path
         let a = directory + "/a.yaml", b = directory + "/b.yaml"
         try FileManagerHelpers.write("schema: Same\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n", to: a)
         try FileManagerHelpers.write("schema: Same\nversion: 1\nentities:\n  B:\n    attributes:\n      x: Int\n", to: b)

@@ -6,12 +6,6 @@ import Testing
 @Suite struct GenerateAndRenderProcessTests {
     let runner = SchemagenProcessTests()
 
-    func temporaryFolder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("schemagen-gen-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
     @Test func theCommittedExampleModelsAreUpToDate() throws {
         let run = try runner.schemagen(["generate", "--output", "Sources/ExampleModels", "--check"])
         #expect(run.status == 0, "\(run.output)\(run.error)")
@@ -19,7 +13,7 @@ import Testing
     }
 
     @Test func generateWritesOnlyChangesAndCheckReportsDrift() throws {
-        let output = try temporaryFolder()
+        let output = temporaryFolder()
         let first = try runner.schemagen(["generate", "--schema", "Schemas/Todo.yaml", "--output", output.path])
         #expect(first.status == 0)
         #expect(first.output.hasSuffix("Generated 1 schema into \(output.path): 3 written, 0 unchanged, 0 deleted.\n"))
@@ -54,7 +48,7 @@ import Testing
     /// A run whose inputs and outputs are as the last run left them stops early; any change to
     /// a schema, a template, a migration or a generated file makes it a full run again.
     @Test func unchangedRunsAreSkippedAndAnyChangeIsNoticed() throws {
-        let folder = try temporaryFolder()
+        let folder = temporaryFolder()
         let output = folder.appendingPathComponent("out").path
         let migrations = folder.appendingPathComponent("Migrations").path
         let schema = folder.appendingPathComponent("Todo.yaml")
@@ -107,7 +101,7 @@ import Testing
     }
 
     @Test func invalidSchemasStopGenerationWithDiagnostics() throws {
-        let output = try temporaryFolder()
+        let output = temporaryFolder()
         let run = try runner.schemagen(["generate", "--schema", "Tests/SchemaKitTests/Invalid/inverses.yaml", "--output", output.path])
         #expect(run.status == 1)
         #expect(run.error.contains("inverses.yaml:9:44: error: the inverse of 'Customer.invoices' names 'buyer'"))
@@ -116,7 +110,7 @@ import Testing
     }
 
     @Test func aConfigFileGivesDefaultsAndFlagsOverrideIt() throws {
-        let folder = try temporaryFolder()
+        let folder = temporaryFolder()
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("Schemas"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(
             at: SchemagenProcessTests.repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml"),
@@ -134,7 +128,7 @@ import Testing
     }
 
     @Test func singleFileModeWritesOneFilePerSchemaFile() throws {
-        let output = try temporaryFolder()
+        let output = temporaryFolder()
         let run = try runner.schemagen(["generate", "--schema", "Schemas/Users.yaml", "--output", output.path, "--single-file"])
         #expect(run.status == 0)
         let text = try String(contentsOf: output.appendingPathComponent("Users.swift"), encoding: .utf8)
@@ -144,15 +138,15 @@ import Testing
     }
 
     @Test func templateErrorsExitWithOneAndALocation() throws {
-        let templates = try temporaryFolder()
+        let templates = temporaryFolder()
         try "{{#entity}}\n{{/entities}}\n".write(to: templates.appendingPathComponent("entity.swift.mustache"), atomically: true, encoding: .utf8)
-        let run = try runner.schemagen(["generate", "--schema", "Schemas/Todo.yaml", "--output", try temporaryFolder().path, "--templates", templates.path])
+        let run = try runner.schemagen(["generate", "--schema", "Schemas/Todo.yaml", "--output", temporaryFolder().path, "--templates", templates.path])
         #expect(run.status == 1)
         #expect(run.error == "schemagen: error: \(templates.path)/entity.swift.mustache:2:1: closing tag 'entities' does not match section 'entity' opened at 1:1\n")
     }
 
     @Test func renderWritesExactlyTheRenderedText() throws {
-        let folder = try temporaryFolder()
+        let folder = temporaryFolder()
         try "{{>greeting}}, {{#people}}{{name}}{{^last}} & {{/last}}{{/people}}!".write(to: folder.appendingPathComponent("t.mustache"), atomically: true, encoding: .utf8)
         try #"{"title": "Hello <you>", "people": [{"name": "Ada", "last": false}, {"name": "Grace", "last": true}], "n": 1, "flag": true}"#
             .write(to: folder.appendingPathComponent("d.json"), atomically: true, encoding: .utf8)
@@ -169,7 +163,7 @@ import Testing
     }
 
     @Test func renderReportsBadInput() throws {
-        let folder = try temporaryFolder()
+        let folder = temporaryFolder()
         try "{{#a}}".write(to: folder.appendingPathComponent("t.mustache"), atomically: true, encoding: .utf8)
         try "{}".write(to: folder.appendingPathComponent("d.json"), atomically: true, encoding: .utf8)
         try "{oops".write(to: folder.appendingPathComponent("bad.json"), atomically: true, encoding: .utf8)
@@ -185,7 +179,7 @@ import Testing
     }
 
     @Test func generateWritesAMigrationWhenTheSchemaChanges() throws {
-        let folder = try temporaryFolder()
+        let folder = temporaryFolder()
         let schema = folder.appendingPathComponent("Todo.yaml")
         // A schema of its own, so the example's later versions do not move this test.
         try """
@@ -244,7 +238,7 @@ import Testing
         let run = try runner.schemagen(["diff", "--schema", "Schemas/Todo.yaml"])
         #expect(run.status == 0)
         #expect(run.output == "Todo: no changes since version 3.\n")
-        let folder = try temporaryFolder()
+        let folder = temporaryFolder()
         let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml")
         try "schema: S\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n      y: String?\n".write(to: old, atomically: true, encoding: .utf8)
         try "schema: S\nversion: 2\nentities:\n  A:\n    attributes:\n      x: Int\n".write(to: new, atomically: true, encoding: .utf8)

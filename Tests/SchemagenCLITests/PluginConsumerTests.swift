@@ -161,7 +161,7 @@ import Testing
         let build = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", "library-app"])
         #expect(build.status == 0, "\(build.output)")
 
-        let database = FileManager.default.temporaryDirectory.appendingPathComponent("library-\(UUID().uuidString).sqlite").path
+        let database = temporaryFolder().appendingPathComponent("library.sqlite").path
         let app = try Self.run(".build/debug/library-app", [database])
         #expect(app.status == 0, "\(app.output)")
         #expect(app.output == "books: 1, title: Dune Messiah, migrations: 1\n", "the upsert on isbn kept one book")
@@ -182,7 +182,7 @@ import Testing
         try Self.writePackage()
         try? FileManager.default.removeItem(at: Self.folder.appendingPathComponent("Sources/JournalModels/Generated"))
         try? FileManager.default.removeItem(at: Self.folder.appendingPathComponent("Migrations"))
-        let database = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID().uuidString).sqlite").path
+        let database = temporaryFolder().appendingPathComponent("journal.sqlite").path
 
         let validate = try Self.run("swift", ["package", "schemagen", "validate", "Schemas"])
         #expect(validate.status == 0 && validate.output.contains("Checked 1 schema file: no problems."), "\(validate.output)")

@@ -93,7 +93,7 @@ import Testing
         let missing = try schemagen(["validate", "no/such/dir"])
         #expect(missing.status == 2)
         #expect(missing.error == "schemagen: error: no such file or directory: 'no/such/dir'\n")
-        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("schemagen-empty-\(UUID().uuidString)")
+        let empty = temporaryFolder().appendingPathComponent("schemagen-empty")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         let run = try schemagen(["validate", empty.path])
         #expect(run.status == 2)
@@ -101,7 +101,7 @@ import Testing
     }
 
     @Test func doubleDashEndsOptions() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schemagen-dash-\(UUID().uuidString)")
+        let directory = temporaryFolder().appendingPathComponent("schemagen-dash")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try FileManager.default.copyItem(
             at: Self.repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"),
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func hostileFilesNeverCrashTheProcess() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schemagen-hostile-\(UUID().uuidString)")
+        let directory = temporaryFolder().appendingPathComponent("schemagen-hostile")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var generator = SeededGenerator(seed: SeededGenerator.seed(default: 0x6A_4B_A6E2))
         let garbage = Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })

@@ -92,15 +92,18 @@ import Glibc
         #expect(killed.status != 0)
         let after = try Self.run(["add", "after"], database: database)
         let id = after.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let seen = watcher.read(until: { $0.contains("after") })
-        Thread.sleep(forTimeInterval: 0.3)
+        // A last commit as the signal: the watcher prints in commit order, so once it shows
+        // "last", anything the killed writer had committed would have been printed before it.
+        let last = try Self.run(["add", "last"], database: database)
+        let lastID = last.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let seen = watcher.read(until: { $0.contains("last") })
         let run = Self.stop(watcher)
-        #expect(Self.lines(run.output) == ["+ \(id) after"], "\(seen)")
+        #expect(Self.lines(run.output) == ["+ \(id) after", "+ \(lastID) last"], "\(seen)")
         let history = try Self.run(["history", "--json"], database: database)
         #expect(!history.output.contains("doomed"))
         let transactions = try #require(try JSONSerialization.jsonObject(with: Data(history.output.utf8)) as? [[String: Any]])
-        #expect(transactions.count == 2)
-        #expect(Self.lines(try Self.run(["list"], database: database).output).map { $0.hasSuffix("doomed") } == [false, false])
+        #expect(transactions.count == 3)
+        #expect(Self.lines(try Self.run(["list"], database: database).output).map { $0.hasSuffix("doomed") } == [false, false, false])
         // The file is sound.
         #expect(try SQLiteConnection(path: database).query("PRAGMA integrity_check") == [[.text("ok")]])
     }

@@ -4,16 +4,22 @@ import SchemaMetadata
 /// A position in a store's history: every committed transaction gets a larger one. Save it and
 /// ask for `history(after:)` later to learn what changed since.
 public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    /// The position as a number (the history table's row id).
     public let value: Int64
 
+    /// A token at a position saved earlier.
     public init(_ value: Int64) { self.value = value }
 
+    /// Earlier positions come first.
     public static func < (lhs: HistoryToken, rhs: HistoryToken) -> Bool { lhs.value < rhs.value }
 
+    /// The number.
     public var description: String { String(value) }
 
+    /// A token saved as its number.
     public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
 
+    /// Saved as its number.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(value)
@@ -22,22 +28,33 @@ public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStrin
 
 /// One committed transaction: who wrote it, when, and each row it changed, in order.
 public struct HistoryTransaction: Sendable, Hashable {
+    /// Its position in the history.
     public let token: HistoryToken
     /// The `author` the writing store was opened with, if any (`app`, `widget`).
     public let author: String?
+    /// When it committed.
     public let date: Date
     /// The entities whose rows changed.
     public let entities: [String]
+    /// Each row it changed, in the order it wrote them.
     public let changes: [HistoryChange]
 }
 
 /// One row inserted, updated or deleted.
 public struct HistoryChange: Sendable, Hashable {
+    /// What happened to the row.
     public enum Kind: String, Sendable, Hashable, Codable {
-        case insert, update, delete
+        /// The row was inserted.
+        case insert
+        /// The row was updated.
+        case update
+        /// The row was deleted.
+        case delete
     }
 
+    /// The entity whose row changed.
     public let entity: String
+    /// Inserted, updated or deleted.
     public let kind: Kind
     /// The primary key's values, in key order (one for a single-column key).
     public let key: [StoredValue]
@@ -52,6 +69,7 @@ public struct HistoryChange: Sendable, Hashable {
     /// For a delete: the values of the attributes marked `preserveValueOnDeletion`.
     public let tombstone: [String: StoredValue]?
 
+    /// A change as the history table records it.
     public init(
         entity: String, kind: Kind, key: [StoredValue], changedAttributes: [String] = [], values: [String: StoredValue] = [:],
         tombstone: [String: StoredValue]? = nil
@@ -130,6 +148,7 @@ public enum HistoryRetention: Sendable, Hashable {
 
 /// Whose transactions `history` and `changes` return.
 public enum AuthorFilter: Sendable, Hashable {
+    /// Everyone's transactions, and those written without an author.
     case any
     /// Only this author's.
     case only(String)

@@ -55,6 +55,10 @@ extension Store {
     /// Transactions committed after `token` (all kept ones when nil), oldest first, from every
     /// process that wrote through a store of this schema. Throws `historyPruned` when
     /// transactions after `token` were pruned: what changed is then no longer known.
+    ///
+    ///     for transaction in try await store.history(after: savedToken, author: .excluding("app")) {
+    ///         print(transaction.token, transaction.changes.count)
+    ///     }
     public func history(after token: HistoryToken? = nil, author: AuthorFilter = .any, limit: Int? = nil) throws(StoreError) -> [HistoryTransaction] {
         try requireHistory()
         let after = token?.value ?? 0
@@ -67,6 +71,8 @@ extension Store {
 
     /// Deletes the transactions before `token`; returns how many. Readers still behind it get
     /// `historyPruned` from then on.
+    ///
+    ///     let pruned = try await store.deleteHistory(before: oldestTokenStillNeeded)
     @discardableResult
     public func deleteHistory(before token: HistoryToken) throws(StoreError) -> Int {
         try requireHistory()

@@ -31,9 +31,11 @@ struct ObservationState {
     // Retention bookkeeping (see `pruneHistory`).
     var commitsSincePrune = 0
     var lastAgePrune = Date.distantPast
-    /// How many times observed queries ran, and deliveries happened: for tests that check
-    /// nothing runs while nothing changes.
+    /// How many times observed queries ran, were woken to run, and deliveries happened: for
+    /// tests that check nothing runs while nothing changes (a delivery wakes queries before it
+    /// returns, so after it a test can tell that none was woken).
     var queryRuns = 0
+    var queryWakeUps = 0
     var deliveries = 0
 
     var isEmpty: Bool { transactionSubscribers.isEmpty && querySubscribers.isEmpty }
@@ -46,6 +48,10 @@ extension Store {
     /// Every transaction committed after `token` (from now, when nil), by this store and by any
     /// other process writing through a store of this schema, in commit order, each once. The
     /// stream fails with `historyPruned` if history it has not delivered yet is pruned.
+    ///
+    ///     for try await transaction in try await store.changes() {
+    ///         print("\(transaction.author ?? "someone") changed \(transaction.entities)")
+    ///     }
     public func changes(after token: HistoryToken? = nil, author: AuthorFilter = .any) throws(StoreError) -> AsyncThrowingStream<HistoryTransaction, Error> {
         try requireHistoryForChanges()
         let start: Int64
@@ -70,6 +76,10 @@ extension Store {
     /// The models matching a predicate, now and again after every commit (of any process) that
     /// touches their table. Bursts of commits coalesce into one new result; a consumer that
     /// falls behind gets the newest. Cancelling the consuming task ends the observation.
+    ///
+    ///     for try await delayed in await store.observe(Flight.self, where: #Predicate { $0.status == "Delayed" }) {
+    ///         show(delayed)   // the current results first, then again after each change that touches flights
+    ///     }
     public func observe<M: PersistentModel>(
         _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil
     ) -> AsyncThrowingStream<[M], Error> {
@@ -92,6 +102,8 @@ extension Store {
     }
 
     /// How many models match, now and after each commit that touches their table.
+    ///
+    ///     for try await open in await store.observeCount(TodoItem.self) { badge = open }
     public func observeCount<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>? = nil) -> AsyncThrowingStream<Int, Error> {
         let box = UncheckedSendable(predicate)
         return observe(entities: [M.entity.name]) { store throws(StoreError) in try store.count(M.self, where: box.value) }
@@ -236,6 +248,7 @@ extension Store {
     private func signalQueries(touched: Set<String>?) {
         for subscriber in observation.querySubscribers.values {
             if let touched, let entities = subscriber.entities, entities.isDisjoint(with: touched) { continue }
+            observation.queryWakeUps += 1
             subscriber.signal.yield()
         }
     }

@@ -1,0 +1,96 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The runtime modules an application links document their public API: at least 90% of their
+/// public declarations carry a doc comment, and each entry point an example (an indented code
+/// line in its comment), as DocC renders them (`docs/api-reference.sh`).
+@Suite struct DocumentationCoverageTests {
+    static let runtimeModules = ["PersistentStore", "SchemaMetadata", "Migrator", "MigratorSQLite", "MigratorPostgres"]
+
+    struct Declaration {
+        let file: String
+        let line: Int
+        let text: String
+        let comment: [String]
+    }
+
+    /// Every `public` or `open` declaration of a module's sources (extensions themselves aside),
+    /// every case of a public enum and every requirement of a public protocol, with the doc
+    /// comment above it (attributes skipped).
+    static func declarations(of module: String) throws -> [Declaration] {
+        let folder = repositoryRoot.path + "/Sources/" + module
+        let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }.sorted()
+        let declaration = /^(@\w+(\([^)]*\))?\s+)*(public|open)\s/
+        let container = /\b(enum|protocol)\b/
+        let requirement = /^(func|var|static|init|associatedtype|mutating|subscript)\b/
+        var found: [Declaration] = []
+        for file in files {
+            let lines = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
+            // Open public enums and protocols: their indentation and which they are.
+            var open: [(indent: Int, isEnum: Bool)] = []
+            for (index, line) in lines.enumerated() {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                let indent = line.prefix { $0 == " " }.count
+                if let innermost = open.last, text.hasPrefix("}"), indent == innermost.indent { open.removeLast() }
+                var counts = false
+                if text.firstMatch(of: declaration) != nil, !text.hasPrefix("public import"), !text.contains("extension ") {
+                    counts = true
+                    if let kind = text.firstMatch(of: container), text.hasSuffix("{") { open.append((indent, kind.1 == "enum")) }
+                } else if let innermost = open.last, indent == innermost.indent + 4 {
+                    counts = innermost.isEnum ? text.hasPrefix("case ") : text.firstMatch(of: requirement) != nil
+                }
+                guard counts else { continue }
+                var above = index - 1
+                while above >= 0, lines[above].trimmingCharacters(in: .whitespaces).hasPrefix("@") { above -= 1 }
+                var comment: [String] = []
+                while above >= 0, lines[above].trimmingCharacters(in: .whitespaces).hasPrefix("///") {
+                    comment.insert(lines[above].trimmingCharacters(in: .whitespaces), at: 0)
+                    above -= 1
+                }
+                found.append(Declaration(file: "Sources/\(module)/\(file)", line: index + 1, text: text, comment: comment))
+            }
+        }
+        return found
+    }
+
+    @Test func atLeastNinetyPercentOfTheRuntimePublicAPIIsDocumented() throws {
+        let all = try Self.runtimeModules.flatMap(Self.declarations)
+        #expect(all.count > 500, "the scan found the runtime's public declarations, enum cases and protocol requirements")
+        let undocumented = all.filter(\.comment.isEmpty)
+        let share = Double(all.count - undocumented.count) / Double(all.count)
+        let list = undocumented.map { "\($0.file):\($0.line): \($0.text)" }.joined(separator: "\n")
+        #expect(share >= 0.9, "\(Int(share * 100))% documented; undocumented:\n\(list)")
+    }
+
+    /// The calls an application starts from, each shown in use.
+    static let entryPoints: [(module: String, declaration: String)] = [
+        ("PersistentStore", "public init(path givenPath"), ("PersistentStore", "public func insert<M: PersistentModel>(_ model: M)"),
+        ("PersistentStore", "public func insert<M: PersistentModel>(_ models: consuming [M])"), ("PersistentStore", "public func transaction<"),
+        ("PersistentStore", "public func read<"), ("PersistentStore", "public func deleteAll<"), ("PersistentStore", "public func fetch<M: PersistentModel>("),
+        ("PersistentStore", "public func forEach<"), ("PersistentStore", "public func count<"), ("PersistentStore", "public func delete<M: PersistentModel>(_ type"),
+        ("PersistentStore", "public func update<"), ("PersistentStore", "public func fetch<M: Joinable>("), ("PersistentStore", "public func delete<M: PersistentModel>(_ model: M)"),
+        ("PersistentStore", "public func search<"), ("PersistentStore", "public func reencrypt("), ("PersistentStore", "public func history("),
+        ("PersistentStore", "public func deleteHistory("), ("PersistentStore", "public func changes("), ("PersistentStore", "public func observe<M: PersistentModel>("),
+        ("PersistentStore", "public func observeCount<"), ("Migrator/Migrator.swift", "public init("), ("Migrator", "public func up("), ("Migrator", "public func down("),
+        ("Migrator", "public func baseline("), ("Migrator", "public func repair("), ("Migrator", "public func status("), ("Migrator", "public func validate("),
+        ("MigratorSQLite", "public init("), ("MigratorSQLite", "public convenience init(connection: SQLiteConnection, schema: String, embedded"),
+        ("MigratorPostgres", "public init("), ("SchemaMetadata", "public init(name: String, version: Int"),
+    ]
+
+    @Test func everyEntryPointShowsAnExample() throws {
+        var declarations: [String: [Declaration]] = [:]
+        for module in Self.runtimeModules { declarations[module] = try Self.declarations(of: module) }
+        for (module, prefix) in Self.entryPoints {
+            // A module, or a module's file ("Migrator/Migrator.swift") where the prefix is common.
+            let moduleName = String(module.split(separator: "/")[0])
+            let file = module.contains("/") ? "Sources/" + module : nil
+            guard let entry = declarations[moduleName]?.first(where: { $0.text.hasPrefix(prefix) && (file == nil || $0.file == file) }) else {
+                Issue.record("\(module) has no declaration starting '\(prefix)'")
+                continue
+            }
+            let example = entry.comment.contains { $0.hasPrefix("///     ") && $0.count > 8 }
+            #expect(example, "\(entry.file):\(entry.line): \(entry.text) has no example in its doc comment")
+        }
+    }
+}
