@@ -76,9 +76,6 @@ public enum Generator {
             }
             files[path] = (job.output.name, contents)
         }
-        // The contexts are a tree of many small values; freeing it takes a tenth of a large
-        // run. Nothing here needs it any more, so it is freed on another thread.
-        releaseOnAnotherThread((consume context, consume jobs, consume ordered))
         return files.map { GeneratedFile(path: $0.key, contents: $0.value.contents) }.sorted { $0.path < $1.path }
     }
 

@@ -95,8 +95,7 @@ extension MigrationDirectory {
     public func latestSnapshot() throws -> SchemaSnapshot? {
         guard let last = entries().last else { return nil }
         let file = URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile).path
-        if let readAhead = SnapshotReadAhead.shared.take(file) { return try readAhead.get() }
-        return try SnapshotReadAhead.decode(file)
+        return try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: file)))
     }
 }
 

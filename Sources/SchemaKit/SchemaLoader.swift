@@ -52,9 +52,6 @@ public enum SchemaLoader {
             var parser = SchemaParser(file: source.path)
             schema = parser.parse(root: root)
             diagnostics.append(contentsOf: parser.diagnostics.diagnostics)
-            // The YAML tree and the parser's bookkeeping are many small values; freeing them
-            // takes a tenth of a large load, so another thread does it.
-            releaseOnAnotherThread((consume root, consume parser))
         }
         let sorted = diagnostics.diagnostics.enumerated().sorted { lhs, rhs in
             // Stable: diagnostics at the same place keep the order they were found in.

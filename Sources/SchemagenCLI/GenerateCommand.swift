@@ -74,8 +74,6 @@ public enum GenerateCommand: Command {
                 return .success
             }
         }
-        // The plan's snapshots decode while the schemas load.
-        pipeline.readAhead(schemaFiles: schemaFiles)
         var printed = ""
 
         // 1. Load: invalid schemas stop here with the validator's diagnostics.
@@ -167,9 +165,6 @@ public enum GenerateCommand: Command {
         report +=
             "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
         io.writeOutput(report)
-        // The process ends next: freeing the schemas, models and files one by one first would
-        // only cost time (a tenth of a large run), so they are kept until exit.
-        KeptUntilExit.keep(loaded, models, plan, rendered)
         return .success
     }
 
@@ -230,25 +225,4 @@ struct StageClock {
         let total = laps.reduce(0) { $0 + $1.seconds }
         return laps.map { String(format: "timing %-9@ %.3f s\n", $0.stage, $0.seconds) }.joined() + String(format: "timing total     %.3f s\n", total)
     }
-}
-
-/// Values a command no longer needs but leaves for the process's exit to reclaim, as compilers
-/// do with their syntax trees. Only when the executable says the process ends after the
-/// command (`Schemagen.endsProcessAfterCommand`); in-process callers free them as usual.
-enum KeptUntilExit {
-    nonisolated(unsafe) private static var values: [Any] = []
-    private static let lock = NSLock()
-
-    static func keep(_ kept: Any...) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard Schemagen.endsProcessAfterCommand else { return }
-        values.append(contentsOf: kept)
-    }
-}
-
-extension Schemagen {
-    /// Set by the `schemagen` executable: it exits right after the command, so large values
-    /// need not be freed one by one.
-    nonisolated(unsafe) public static var endsProcessAfterCommand = false
 }

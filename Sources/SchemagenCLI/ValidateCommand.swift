@@ -57,8 +57,6 @@ public enum ValidateCommand: Command {
         var output = renderer.render(diagnostics)
         if format == .text { output += summary(diagnostics, fileCount: files.count) }
         io.writeOutput(output)
-        // The process ends next: the loaded schemas are left for exit to reclaim.
-        KeptUntilExit.keep(result, sources)
 
         if diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) {
             return .usageOrIO

@@ -81,20 +81,6 @@ public struct GenerationPipeline: Sendable {
         self.configuration = configuration
     }
 
-    // MARK: - 0. Read ahead
-
-    /// Starts decoding, on another thread, the newest snapshot of each schema's migration
-    /// folders, guessing each schema's name from its file's (`Flights.yaml` -> `Flights`): the
-    /// plan needs them, and loading the schemas takes as long. A wrong guess costs nothing.
-    public func readAhead(schemaFiles: [String]) {
-        for file in schemaFiles {
-            let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
-            for dialect in SQLDialectName.allCases {
-                PendingMigration.directory(name, root: configuration.migrationsRoot, dialect: dialect).readAheadLatestSnapshot()
-            }
-        }
-    }
-
     // MARK: - 1. Load
 
     /// The validated schemas; the diagnostics of every file either way.

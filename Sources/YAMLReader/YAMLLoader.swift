@@ -43,7 +43,6 @@ public enum YAMLLoader {
     public static func load(
         _ source: SourceFile, limits: Limits = Limits(), diagnostics: inout DiagnosticBag
     ) -> Outcome {
-        if let root = YAMLSplitLoading.load(source, limits: limits) { return .document(root) }
         var builder = TreeBuilder(source: source, limits: limits)
         let outcome = source.bytes.withUnsafeBufferPointer { buffer in
             builder.run(buffer)

@@ -9,7 +9,6 @@ import Darwin
 @main
 struct SchemagenMain {
     static func main() {
-        Schemagen.endsProcessAfterCommand = true
         let status = Schemagen.main(arguments: Array(CommandLine.arguments.dropFirst()))
         exit(status.rawValue)
     }
