@@ -146,6 +146,7 @@ let package = Package(
         .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles"]),
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore"]),
+        .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "TestSupport"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "Diagnostics", "TestSupport"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport"]),

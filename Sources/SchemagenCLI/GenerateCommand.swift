@@ -55,140 +55,64 @@ public enum GenerateCommand: Command {
                 dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
                 cacheFolder: arguments.value("cache-dir")))
         let check = arguments.flag("check")
-        var clock = StageClock(enabled: arguments.flag("timings"))
-        defer { if let report = clock.report() { io.writeError(report) } }
-
-        // Nothing changed since the last run (inputs by content, outputs by size and time):
-        // say so, with the warnings that run printed, and stop.
-        let usesCache = !check && !arguments.flag("migrations-only") && !pipeline.configuration.singleFile
+        let mode: GenerationPipeline.Mode =
+            arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)
+        let report = pipeline.run(mode)
+        io.writeError(report.diagnostics)
+        if arguments.flag("timings"), !report.timings.isEmpty {
+            let total = report.timings.reduce(0) { $0 + $1.seconds }
+            io.writeError(report.timings.map { String(format: "timing %-9@ %.3f s\n", $0.stage, $0.seconds) }.joined() + String(format: "timing total     %.3f s\n", total))
+        }
         let output = pipeline.configuration.output
-        var cacheInputs: String?
-        let cacheLocation = GenerationCache.Location(output: output, cacheFolder: pipeline.configuration.cacheFolder)
-        let schemaFiles = (try? SchemaDiscovery.files(in: pipeline.configuration.schemaPaths).get()) ?? []
-        if usesCache, !schemaFiles.isEmpty {
-            cacheInputs = GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: schemaFiles)
-            if let inputs = cacheInputs, let cache = GenerationCache.load(cacheLocation), cache.isFresh(output: output, inputs: inputs) {
-                io.writeError(cache.warnings)
-                clock.lap("cache")
-                io.writeOutput("Generated \(VerbalCount.count(cache.schemaCount, "schema")) into \(output): nothing changed since the last run.\n")
-                return .success
-            }
-        }
-        var printed = ""
-
-        // 1. Load: invalid schemas stop here with the validator's diagnostics.
-        let loaded: SchemaLoader.Result
-        switch pipeline.load() {
-        case .failure(let failure): return stop(failure, io: io)
-        case .success(let result): loaded = result
-        }
-        clock.lap("load")
-        let sources = SchemaInput.sources(loaded)
-        if !loaded.diagnostics.isEmpty {
-            let text = DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] }).render(loaded.diagnostics)
-            printed += text
-            io.writeError(text)
-        }
-        if loaded.diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) { return .usageOrIO }
-        if loaded.hasErrors {
+        switch report.outcome {
+        case .unchangedSinceLastRun(let schemaCount):
+            io.writeOutput("Generated \(VerbalCount.count(schemaCount, "schema")) into \(output): nothing changed since the last run.\n")
+            return .success
+        case .unreadableSchema:
+            return .usageOrIO
+        case .invalidSchemas:
             io.writeError("schemagen: error: no code generated: fix the schema errors above\n")
             return .failure
-        }
-
-        // 2-3. The relational model, then the migrations it calls for.
-        let models = pipeline.model(loaded.schemas)
-        clock.lap("model")
-        let plan = pipeline.plan(loaded.schemas, models: models)
-        clock.lap("plan")
-        if !plan.diagnostics.isEmpty {
-            let text = DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.diagnostics)
-            printed += text
-            io.writeError(text)
-        }
-        if plan.hasErrors {
+        case .planningFailed:
             io.writeError("schemagen: error: no code or migration generated: fix the problems above\n")
             return .failure
-        }
-        if arguments.flag("migrations-only") { return migrationsOnly(plan, pipeline: pipeline, check: check, io: io) }
-
-        // 4. Render.
-        let rendered: GenerationPipeline.Rendered
-        let templates: TemplateSet
-        switch pipeline.templates() {
-        case .failure(let failure): return stop(failure, io: io)
-        case .success(let result): templates = result
-        }
-        clock.lap("templates")
-        switch pipeline.render(loaded, models: models, plan: plan, templates: templates) {
-        case .failure(let failure): return stop(failure, io: io)
-        case .success(let result): rendered = result
-        }
-        clock.lap("render")
-
-        // 5. Compare, then write (or only report, with --check).
-        let changes = pipeline.compare(rendered)
-        clock.lap("compare")
-        if check {
-            var report = ""
-            for path in changes.missing { report += "missing: \(output)/\(path)\n" }
-            for path in changes.stale { report += "stale:   \(output)/\(path)\n" }
-            for path in changes.extra { report += "extra:   \(output)/\(path)\n" }
-            report += missingMigrations(plan)
-            if changes.isUpToDate, plan.migrations.isEmpty {
-                io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(rendered.files.count))).\n")
+        case .stopped(let failure):
+            return stop(failure, io: io)
+        case .migrations(let migrations, let written):
+            if migrations.isEmpty {
+                io.writeOutput("Migrations are up to date.\n")
                 return .success
             }
-            io.writeOutput(report + "Generated code or migrations are out of date: run `schemagen generate`.\n")
-            return .failure
-        }
-        if case .failure(let failure) = pipeline.sync(rendered, changes) { return stop(failure, io: io) }
-        var report = ""
-        switch pipeline.writeMigrations(plan) {
-        case .failure(let failure): return stop(failure, io: io)
-        case .success: report += writtenMigrations(plan)
-        }
-        clock.lap("write")
-        if usesCache {
-            // The digest taken before reading: a schema edited since then no longer matches it,
-            // so the next run is a full one. Migrations this run wrote are inputs of the next.
-            let inputs = plan.migrations.isEmpty ? cacheInputs : GenerationCache.inputsDigest(pipeline.configuration, schemaFiles: loaded.files.map(\.path))
-            if let inputs {
-                GenerationCache.record(
-                    cacheLocation, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
-                    schemaCount: rendered.schemaCount, warnings: printed)
-            } else {
-                GenerationCache.forget(cacheLocation)
+            io.writeOutput(written ? writtenMigrations(migrations) : missingMigrations(migrations))
+            return written ? .success : .failure
+        case .checked(let changes, let migrations, let fileCount):
+            if changes.isUpToDate, migrations.isEmpty {
+                io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(fileCount))).\n")
+                return .success
             }
-        }
-        for path in changes.missing + changes.stale { report += "wrote   \(output)/\(path)\n" }
-        for path in changes.extra { report += "deleted \(output)/\(path)\n" }
-        report +=
-            "Generated \(VerbalCount.count(rendered.schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
-        io.writeOutput(report)
-        return .success
-    }
-
-    /// `--migrations-only`: writes (or, with `check`, lists) the planned migrations and nothing else.
-    static func migrationsOnly(_ plan: GenerationPipeline.Plan, pipeline: GenerationPipeline, check: Bool, io: CommandIO) -> ExitCode {
-        if plan.migrations.isEmpty {
-            io.writeOutput("Migrations are up to date.\n")
+            var text = ""
+            for path in changes.missing { text += "missing: \(output)/\(path)\n" }
+            for path in changes.stale { text += "stale:   \(output)/\(path)\n" }
+            for path in changes.extra { text += "extra:   \(output)/\(path)\n" }
+            io.writeOutput(text + missingMigrations(migrations) + "Generated code or migrations are out of date: run `schemagen generate`.\n")
+            return .failure
+        case .generated(let changes, let migrations, let schemaCount):
+            var text = writtenMigrations(migrations)
+            for path in changes.missing + changes.stale { text += "wrote   \(output)/\(path)\n" }
+            for path in changes.extra { text += "deleted \(output)/\(path)\n" }
+            text +=
+                "Generated \(VerbalCount.count(schemaCount, "schema")) into \(output): \(changes.missing.count + changes.stale.count) written, \(changes.unchanged.count) unchanged, \(changes.extra.count) deleted.\n"
+            io.writeOutput(text)
             return .success
         }
-        if check {
-            io.writeOutput(missingMigrations(plan))
-            return .failure
-        }
-        if case .failure(let failure) = pipeline.writeMigrations(plan) { return stop(failure, io: io) }
-        io.writeOutput(writtenMigrations(plan))
-        return .success
     }
 
-    static func missingMigrations(_ plan: GenerationPipeline.Plan) -> String {
-        plan.migrations.map { "missing migration: \($0.directory.path)/\($0.entry.upFile) (schema \($0.schema.name) version \($0.migration.to.version))\n" }.joined()
+    static func missingMigrations(_ migrations: [PendingMigration]) -> String {
+        migrations.map { "missing migration: \($0.directory.path)/\($0.entry.upFile) (schema \($0.schema.name) version \($0.migration.to.version))\n" }.joined()
     }
 
-    static func writtenMigrations(_ plan: GenerationPipeline.Plan) -> String {
-        plan.migrations.map {
+    static func writtenMigrations(_ migrations: [PendingMigration]) -> String {
+        migrations.map {
             "migration \($0.directory.path)/\($0.entry.prefix) (schema \($0.schema.name) version \($0.migration.to.version)): \(VerbalCount.count($0.migration.steps.count, "step"))\n"
         }.joined()
     }
@@ -203,26 +127,4 @@ public enum GenerateCommand: Command {
 enum VerbalCount {
     static func count(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
     static func files(_ count: Int) -> String { Self.count(count, "file") }
-}
-
-/// Wall-clock time per stage of one run, for `--timings`.
-struct StageClock {
-    let enabled: Bool
-    private var last = DispatchTime.now().uptimeNanoseconds
-    private var laps: [(stage: String, seconds: Double)] = []
-
-    init(enabled: Bool) { self.enabled = enabled }
-
-    mutating func lap(_ stage: String) {
-        guard enabled else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
-        laps.append((stage, Double(now - last) / 1e9))
-        last = now
-    }
-
-    func report() -> String? {
-        guard enabled, !laps.isEmpty else { return nil }
-        let total = laps.reduce(0) { $0 + $1.seconds }
-        return laps.map { String(format: "timing %-9@ %.3f s\n", $0.stage, $0.seconds) }.joined() + String(format: "timing total     %.3f s\n", total)
-    }
 }

@@ -1,0 +1,170 @@
+import CodeGeneration
+import Diagnostics
+import Foundation
+import SchemaKit
+
+extension GenerationPipeline {
+    /// What a run does with what it produces.
+    public enum Mode: Sendable {
+        /// Writes changed files and new migrations, and records the run so an unchanged next
+        /// run can stop early.
+        case write
+        /// Writes nothing: reports missing, stale and extra files and unplanned migrations.
+        case check
+        /// Plans and writes migrations only.
+        case migrationsOnly
+        /// Writes nothing: reports the migrations `migrationsOnly` would write.
+        case checkMigrationsOnly
+
+        var writes: Bool { self == .write || self == .migrationsOnly }
+        var generatesCode: Bool { self == .write || self == .check }
+    }
+
+    /// How a run ended, with everything a caller prints.
+    public struct Report: Sendable {
+        public enum Outcome: Sendable {
+            /// Nothing changed since the last recorded run (inputs by content, outputs by size
+            /// and time): nothing was read beyond the inputs' digest.
+            case unchangedSinceLastRun(schemaCount: Int)
+            /// A schema file could not be read (exit 2).
+            case unreadableSchema
+            /// The schemas have errors: nothing was generated.
+            case invalidSchemas
+            /// Planning found errors (lint, tampered folders): nothing was generated.
+            case planningFailed
+            /// A stage stopped: templates, rendering or writing.
+            case stopped(Failure)
+            /// `check`: the files and migrations as they should be, or what differs.
+            case checked(GeneratedFileSync.Plan, migrations: [PendingMigration], fileCount: Int)
+            /// `migrationsOnly`: the migrations written; `checkMigrationsOnly`: those missing.
+            case migrations([PendingMigration], written: Bool)
+            /// `write`: files written, unchanged and deleted, and the migrations written.
+            case generated(GeneratedFileSync.Plan, migrations: [PendingMigration], schemaCount: Int)
+        }
+
+        public var outcome: Outcome
+        /// The schemas' and the plan's diagnostics as text, as the run found them (for a run
+        /// that stopped early, as the recorded run printed them).
+        public var diagnostics = ""
+        /// Seconds per stage (`cache`, `load`, `model`, `plan`, `templates`, `render`,
+        /// `compare`, `write`), in order.
+        public var timings: [(stage: String, seconds: Double)] = []
+    }
+
+    /// Runs the stages in order and stops at the first that fails: the cache check, load,
+    /// relational model, plan, templates, render, compare, then write (or check).
+    ///
+    ///     let report = GenerationPipeline(.init(schemas: ["Schemas"], output: "Sources/Models")).run(.write)
+    ///     if case .generated(let changes, _, _) = report.outcome { print(changes.missing.count, "files written") }
+    public func run(_ mode: Mode) -> Report {
+        var clock = StageClock()
+        var diagnostics = ""
+        let outcome = stages(mode, diagnostics: &diagnostics, clock: &clock)
+        return Report(outcome: outcome, diagnostics: diagnostics, timings: clock.laps)
+    }
+
+    private func stages(_ mode: Mode, diagnostics: inout String, clock: inout StageClock) -> Report.Outcome {
+
+        // An unchanged run stops here, saying what the recorded run said.
+        let usesCache = mode == .write && !configuration.singleFile
+        let cacheLocation = GenerationCache.Location(output: configuration.output, cacheFolder: configuration.cacheFolder)
+        let schemaFiles = (try? SchemaDiscovery.files(in: configuration.schemaPaths).get()) ?? []
+        var cacheInputs: String?
+        if usesCache, !schemaFiles.isEmpty {
+            cacheInputs = GenerationCache.inputsDigest(configuration, schemaFiles: schemaFiles)
+            if let inputs = cacheInputs, let cache = GenerationCache.load(cacheLocation), cache.isFresh(output: configuration.output, inputs: inputs) {
+                clock.lap("cache")
+                diagnostics = cache.warnings
+                return .unchangedSinceLastRun(schemaCount: cache.schemaCount)
+            }
+        }
+
+        // 1. Load: invalid schemas stop here with the validator's diagnostics.
+        let loaded: SchemaLoader.Result
+        switch load() {
+        case .failure(let failure):
+            return .stopped(failure)
+        case .success(let result): loaded = result
+        }
+        clock.lap("load")
+        let sources = Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { first, _ in first })
+        let render = DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] })
+        diagnostics += render.render(loaded.diagnostics)
+        if loaded.diagnostics.contains(where: { $0.has(SchemaDiagnosticCode.fileUnreadable) }) {
+            return .unreadableSchema
+        }
+        guard !loaded.hasErrors else { return .invalidSchemas }
+
+        // 2-3. The relational model, then the migrations it calls for.
+        let models = model(loaded.schemas)
+        clock.lap("model")
+        let plan = plan(loaded.schemas, models: models)
+        clock.lap("plan")
+        diagnostics += render.render(plan.diagnostics)
+        if plan.hasErrors {
+            return .planningFailed
+        }
+        if !mode.generatesCode {
+            if mode.writes, case .failure(let failure) = writeMigrations(plan) {
+                return .stopped(failure)
+            }
+            clock.lap("write")
+            return .migrations(plan.migrations, written: mode.writes)
+        }
+
+        // 4. Render.
+        let templateSet: TemplateSet
+        switch templates() {
+        case .failure(let failure):
+            return .stopped(failure)
+        case .success(let result): templateSet = result
+        }
+        clock.lap("templates")
+        let rendered: Rendered
+        switch self.render(loaded, models: models, plan: plan, templates: templateSet) {
+        case .failure(let failure):
+            return .stopped(failure)
+        case .success(let result): rendered = result
+        }
+        clock.lap("render")
+
+        // 5. Compare, then write (or only report).
+        let changes = compare(rendered)
+        clock.lap("compare")
+        guard mode == .write else {
+            return .checked(changes, migrations: plan.migrations, fileCount: rendered.files.count)
+        }
+        if case .failure(let failure) = sync(rendered, changes) {
+            return .stopped(failure)
+        }
+        if case .failure(let failure) = writeMigrations(plan) {
+            return .stopped(failure)
+        }
+        clock.lap("write")
+        if usesCache {
+            // The digest taken before reading: a schema edited since then no longer matches it,
+            // so the next run is a full one. Migrations this run wrote are inputs of the next.
+            let inputs = plan.migrations.isEmpty ? cacheInputs : GenerationCache.inputsDigest(configuration, schemaFiles: loaded.files.map(\.path))
+            if let inputs {
+                GenerationCache.record(
+                    cacheLocation, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
+                    schemaCount: rendered.schemaCount, warnings: diagnostics)
+            } else {
+                GenerationCache.forget(cacheLocation)
+            }
+        }
+        return .generated(changes, migrations: plan.migrations, schemaCount: rendered.schemaCount)
+    }
+}
+
+/// Wall-clock time per stage of one run.
+struct StageClock {
+    private var last = DispatchTime.now().uptimeNanoseconds
+    private(set) var laps: [(stage: String, seconds: Double)] = []
+
+    mutating func lap(_ stage: String) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        laps.append((stage, Double(now - last) / 1e9))
+        last = now
+    }
+}
