@@ -99,8 +99,7 @@ let package = Package(
         .plugin(
             name: "SchemagenPlugin",
             capability: .buildTool(),
-            dependencies: ["schemagen"],
-            path: "Sources/SchemagenPlugin"
+            dependencies: ["schemagen"]
         ),
         .target(name: "PluginExample", dependencies: ["SchemaMetadata"], exclude: ["Migrations"], plugins: ["SchemagenPlugin"]),
         // `swift package schemagen ...` and `swift package migrate ...` in a client package.
@@ -110,15 +109,13 @@ let package = Package(
             // commands that write are run with --allow-writing-to-package-directory.
             capability: .command(
                 intent: .custom(verb: "schemagen", description: "Run schemagen (validate, generate, diff, rehash, new-migration, import, diagram, docs) in this package")),
-            dependencies: ["schemagen"],
-            path: "Sources/SchemagenCommand"
+            dependencies: ["schemagen"]
         ),
         .plugin(
             name: "MigrateCommand",
             capability: .command(
                 intent: .custom(verb: "migrate", description: "Run migrate (up, down, status, validate, redo, baseline, repair) against a database")),
-            dependencies: ["migrate"],
-            path: "Sources/MigrateCommand"
+            dependencies: ["migrate"]
         ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
@@ -170,4 +167,23 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
         .executableTarget(name: "SchemaFuzz", dependencies: ["SchemaKit"]),
         .executableTarget(name: "PlannerFuzz", dependencies: ["SchemaKit", "MigrationPlanner", "RelationalModel", "SQLiteKit"]),
     ])
+}
+
+// MARK: - Layers: each target's folder is Sources/<layer>/<target> (docs/architecture.md draws them)
+
+let layers: [String: [String]] = [
+    "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
+    "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "Migrator", "PersistentStore"],
+    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres"],
+    "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
+    "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
+    "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo"],
+    "Benchmarks": ["store-benchmark"],
+    "Fuzzers": ["SchemaFuzz", "PlannerFuzz"],
+]
+for target in package.targets where target.type != .test && target.path == nil {
+    guard let layer = layers.first(where: { $0.value.contains(target.name) })?.key else {
+        fatalError("target \(target.name) belongs to no layer: add it to `layers` in Package.swift")
+    }
+    target.path = "Sources/\(layer)/\(target.name)"
 }

@@ -15,7 +15,7 @@ func loadSchema(_ name: String) throws -> Schema {
     return try #require(result.schema)
 }
 
-/// The committed `Sources/ExampleModels` are the golden files of the default templates.
+/// The committed `Sources/Examples/ExampleModels` are the golden files of the default templates.
 @Suite struct DefaultTemplateGoldenTests {
     @Test(arguments: ["Flights", "Todo", "Tasks", "Users", "Garage"])
     func generatedCodeMatchesTheCommittedExampleModels(_ name: String) throws {
@@ -32,12 +32,12 @@ func loadSchema(_ name: String) throws -> Schema {
         let built = SnapshotBuilder.snapshot(of: schema)
         let model = try directory.latestSnapshot().map { $0.databaseModel(of: built) } ?? built
         let files = try Generator.generate(schema: schema, model: model, sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations)
-        let folder = repositoryRoot.appendingPathComponent("Sources/ExampleModels/\(name)")
+        let folder = repositoryRoot.appendingPathComponent("Sources/Examples/ExampleModels/\(name)")
         let committed = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(files.map { String($0.path.dropFirst(name.count + 1)) } == committed)
         for file in files {
-            let expected = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/ExampleModels/\(file.path)"), encoding: .utf8)
-            #expect(file.contents == expected, "\(file.path) differs; run `swift run schemagen generate --output Sources/ExampleModels` and review")
+            let expected = try String(contentsOf: repositoryRoot.appendingPathComponent("Sources/Examples/ExampleModels/\(file.path)"), encoding: .utf8)
+            #expect(file.contents == expected, "\(file.path) differs; run `swift run schemagen generate --output Sources/Examples/ExampleModels` and review")
         }
     }
 
@@ -210,7 +210,7 @@ func loadSchema(_ name: String) throws -> Schema {
         #expect(
             EmbeddedTemplates.sources == onDisk,
             """
-            Templates/ changed: run `swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache`
+            Templates/ changed: run `swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache`
             """)
     }
 }

@@ -19,7 +19,7 @@ import Testing
     /// every case of a public enum and every requirement of a public protocol, with the doc
     /// comment above it (attributes skipped).
     static func declarations(of module: String) throws -> [Declaration] {
-        let folder = repositoryRoot.path + "/Sources/" + module
+        let folder = sourceFolder(of: module).path
         let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }.sorted()
         let declaration = /^(@\w+(\([^)]*\))?\s+)*(public|open)\s/
         let container = /\b(enum|protocol)\b/
@@ -48,7 +48,7 @@ import Testing
                     comment.insert(lines[above].trimmingCharacters(in: .whitespaces), at: 0)
                     above -= 1
                 }
-                found.append(Declaration(file: "Sources/\(module)/\(file)", line: index + 1, text: text, comment: comment))
+                found.append(Declaration(file: "\(module)/\(file)", line: index + 1, text: text, comment: comment))
             }
         }
         return found
@@ -84,7 +84,7 @@ import Testing
         for (module, prefix) in Self.entryPoints {
             // A module, or a module's file ("Migrator/Migrator.swift") where the prefix is common.
             let moduleName = String(module.split(separator: "/")[0])
-            let file = module.contains("/") ? "Sources/" + module : nil
+            let file = module.contains("/") ? module : nil
             guard let entry = declarations[moduleName]?.first(where: { $0.text.hasPrefix(prefix) && (file == nil || $0.file == file) }) else {
                 Issue.record("\(module) has no declaration starting '\(prefix)'")
                 continue

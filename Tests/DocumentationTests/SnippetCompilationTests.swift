@@ -86,7 +86,7 @@ import Testing
 
     /// Compiler flags for the system-library modules the runtime imports.
     static let systemLibraryFlags: [String] =
-        ["CSQLite", "CCrypto", "CYAML", "CPostgreSQL"].flatMap { ["-I", repositoryRoot.path + "/Sources/" + $0] }
+        ["CSQLite", "CCrypto", "CYAML", "CPostgreSQL"].flatMap { ["-I", sourceFolder(of: $0).path] }
         + (pkgConfig(["--cflags-only-I", "libpq", "sqlite3", "libcrypto", "yaml-0.1"]) ?? "").split(separator: " ").flatMap { ["-Xcc", String($0)] }
 
     static func pkgConfig(_ arguments: [String]) -> String? {
@@ -134,7 +134,7 @@ import Testing
     /// docs/runtime.md: a new one the guide does not mention fails here.
     @Test func theRuntimeGuideNamesEveryPublicTypeAndEntryPoint() throws {
         let guide = try String(contentsOfFile: repositoryRoot.path + "/docs/runtime.md", encoding: .utf8)
-        let folder = repositoryRoot.path + "/Sources/PersistentStore"
+        let folder = sourceFolder(of: "PersistentStore").path
         let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
         var names: Set<String> = []
         let declaration = /public (?:final |nonisolated |static )*(?:struct|enum|class|actor|protocol|func|var) ([A-Za-z_][A-Za-z0-9_]*)/

@@ -7,9 +7,9 @@ import Testing
     let runner = SchemagenProcessTests()
 
     @Test func theCommittedExampleModelsAreUpToDate() throws {
-        let run = try runner.schemagen(["generate", "--output", "Sources/ExampleModels", "--check"])
+        let run = try runner.schemagen(["generate", "--output", "Sources/Examples/ExampleModels", "--check"])
         #expect(run.status == 0, "\(run.output)\(run.error)")
-        #expect(run.output == "Generated code in Sources/ExampleModels is up to date (28 files).\n")
+        #expect(run.output == "Generated code in Sources/Examples/ExampleModels is up to date (28 files).\n")
     }
 
     @Test func generateWritesOnlyChangesAndCheckReportsDrift() throws {

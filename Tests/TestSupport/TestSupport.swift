@@ -153,3 +153,13 @@ public func runProgram(_ executable: String, _ arguments: [String], in folder: U
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+/// A target's source folder, `Sources/<layer>/<target>` (Package.swift groups targets by layer).
+public func sourceFolder(of target: String) -> URL {
+    let sources = repositoryRoot.appendingPathComponent("Sources")
+    let layers = (try? FileManager.default.contentsOfDirectory(atPath: sources.path)) ?? []
+    for layer in layers.sorted() where FileManager.default.fileExists(atPath: sources.path + "/" + layer + "/" + target) {
+        return sources.appendingPathComponent(layer).appendingPathComponent(target)
+    }
+    return sources.appendingPathComponent(target)
+}

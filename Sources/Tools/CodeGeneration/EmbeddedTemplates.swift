@@ -1,5 +1,5 @@
 // Generated from Templates/ by embed-templates. Do not edit: after changing a template run
-// swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache
+// swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache
 
 enum EmbeddedTemplates {
     /// Default templates by name (file name without `.mustache`).

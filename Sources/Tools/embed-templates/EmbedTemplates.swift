@@ -3,7 +3,7 @@ import Foundation
 /// Writes a Swift file holding the default templates as string literals, so the `schemagen`
 /// binary carries them and needs no resource files beside it. After changing `Templates/`:
 ///
-///     swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache
+///     swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache
 @main
 struct EmbedTemplates {
     static func main() {
@@ -22,7 +22,7 @@ struct EmbedTemplates {
             entries.append((String(file.dropLast(".mustache".count)), text))
         }
         var swift = "// Generated from Templates/ by embed-templates. Do not edit: after changing a template run\n"
-        swift += "// swift run embed-templates Sources/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache\n\n"
+        swift += "// swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache\n\n"
         swift += "enum EmbeddedTemplates {\n    /// Default templates by name (file name without `.mustache`).\n"
         swift += "    static let sources: [String: String] = [\n"
         // Each template on a line of its own below its name, as swift-format writes a value
