@@ -45,9 +45,6 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         try wrap { () throws(PostgresError) in try connection.query(sql, arguments) }
     }
 
-    /// `$index`.
-    public func parameter(_ index: Int) -> String { "$\(index)" }
-
     /// The statements of a script, split as PostgreSQL splits them (dollar quotes whole).
     public func statementCount(_ sql: String) -> Int { PostgresScript.statements(in: sql).count }
 

@@ -55,9 +55,6 @@ public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitchi
         try wrap { () throws(SQLiteError) in try connection.query(sql, arguments) }
     }
 
-    /// `?`: SQLite numbers its parameters by position.
-    public func parameter(_ index: Int) -> String { "?" }
-
     /// The statements of a script, split as SQLite splits them (triggers whole).
     public func statementCount(_ sql: String) -> Int { SQLiteConnection.statements(in: sql).count }
 

@@ -58,10 +58,17 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The primary result code, without the extended detail.
     public var primary: Code { Code(rawValue: code & 0xFF) }
 
+    /// Extended result codes the toolkit acts on. SQLite defines them as function-like macros,
+    /// which Swift cannot import: each is its primary code plus a subcode shifted by 8.
+    public enum ExtendedCode {
+        public static let constraintPrimaryKey = Code.constraint.rawValue | 6 << 8
+        public static let constraintUnique = Code.constraint.rawValue | 8 << 8
+        public static let constraintRowID = Code.constraint.rawValue | 10 << 8
+    }
+
     /// A row's key or unique value is already taken (a UNIQUE or PRIMARY KEY constraint).
     public var isUniquenessConflict: Bool {
-        // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY and _ROWID (function-like macros Swift cannot import).
-        code == 19 | 8 << 8 || code == 19 | 6 << 8 || code == 19 | 10 << 8
+        [ExtendedCode.constraintUnique, ExtendedCode.constraintPrimaryKey, ExtendedCode.constraintRowID].contains(code)
     }
 
     /// What to do about the failures a user can fix, or nil.

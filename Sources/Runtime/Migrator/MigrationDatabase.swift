@@ -15,10 +15,9 @@ public protocol MigrationDatabase: AnyObject {
     var label: String { get }
     /// Runs SQL without parameters or results.
     func execute(_ sql: String) throws(MigratorError)
-    /// Runs a query with parameters (marked as `parameter(_:)` spells them) and returns its rows.
+    /// Runs a query with parameters (marked as the dialect's `parameterMarker` spells them) and
+    /// returns its rows; callers build statements as `SQL` and use `query(_:)` below.
     func query(_ sql: String, _ arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]]
-    /// The `index`th parameter marker (1-based): `?` or `$1`.
-    func parameter(_ index: Int) -> String
     /// The statements of a script, as this engine splits them.
     func statementCount(_ sql: String) -> Int
     /// Runs a script statement by statement, reporting each (index, line) before it runs;
@@ -44,6 +43,15 @@ public protocol MigrationDatabase: AnyObject {
     /// Stops the statement in progress from another thread (a signal handler's): PostgreSQL's
     /// cancel request, SQLite's interrupt. The statement fails and its transaction rolls back.
     var canceller: @Sendable () -> Void { get }
+}
+
+extension MigrationDatabase {
+    /// Runs a statement built by construction (`SQL`), its parameters marked as the dialect
+    /// marks them.
+    public func query(_ statement: SQL) throws(MigratorError) -> [[StoredValue]] {
+        let (text, arguments) = statement.rendered(for: dialect)
+        return try query(text, arguments)
+    }
 }
 
 // MARK: - Abilities

@@ -62,7 +62,9 @@ public final class Migrator {
     private var dialect: any SQLDialect { database.dialect }
     private var historyName: String { database.qualifiedName(Self.historyTable, schema: historySchema) }
     private var attemptsName: String { database.qualifiedName(Self.attemptsTable, schema: historySchema) }
-    private func p(_ index: Int) -> String { database.parameter(index) }
+    // The tables as SQL fragments (their names quoted by the adapter, with the history's schema).
+    private var historyTableSQL: SQL { SQL(verbatim: historyName) }
+    private var attemptsTableSQL: SQL { SQL(verbatim: attemptsName) }
 
     // MARK: - History
 
@@ -116,8 +118,8 @@ public final class Migrator {
         let timestampType = dialect.columnType(.date)
         if timestampType != dialect.columnType(.text),
             try database.query(
-                "SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(p(1)) AND table_name = \(p(2)) AND column_name = 'applied_at'",
-                [.text(historySchema), .text(Self.historyTable)]) == [[.text("text")]]
+                "SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(value: .text(historySchema)) AND table_name = \(value: .text(Self.historyTable)) AND column_name = 'applied_at'"
+            ) == [[.text("text")]]
         {
             try database.execute("ALTER TABLE \(historyName) ALTER COLUMN \"applied_at\" TYPE \(timestampType) USING \"applied_at\"::\(timestampType);")
         }
@@ -150,14 +152,16 @@ public final class Migrator {
         guard try database.tableExists(Self.historyTable, schema: historySchema) else { return [] }
         let appliedBy = try historyColumns().contains("applied_by") ? "applied_by" : "NULL"
         let appliedAt = database.timestampText("applied_at")
-        return try database.query("SELECT version, name, checksum, \(appliedAt), duration_ms, \(appliedBy) FROM \(historyName) WHERE schema = \(p(1)) ORDER BY version", [.text(schema)])
-            .compactMap { row in
-                guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
-                    case .text(let appliedAt) = row[3], case .integer(let duration) = row[4]
-                else { return nil }
-                let by: String? = if case .text(let who) = row[5] { who } else { nil }
-                return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration), appliedBy: by)
-            }
+        return try database.query(
+            "SELECT version, name, checksum, \(SQL(verbatim: appliedAt)), duration_ms, \(SQL(verbatim: appliedBy)) FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) ORDER BY version"
+        )
+        .compactMap { row in
+            guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
+                case .text(let appliedAt) = row[3], case .integer(let duration) = row[4]
+            else { return nil }
+            let by: String? = if case .text(let who) = row[5] { who } else { nil }
+            return AppliedRecord(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt, durationMilliseconds: Int(duration), appliedBy: by)
+        }
     }
 
     /// A migration started and never finished, as the attempts table remembers it (PostgreSQL).
@@ -177,7 +181,7 @@ public final class Migrator {
     public func attempts() throws(MigratorError) -> [Attempt] {
         guard let locker, try database.tableExists(Self.attemptsTable, schema: historySchema) else { return [] }
         let holder = try locker.lockHolder(schema: schema)
-        return try database.query("SELECT version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) ORDER BY started_at", [.text(schema)])
+        return try database.query("SELECT version, direction, started_at FROM \(attemptsTableSQL) WHERE schema = \(value: .text(schema)) ORDER BY started_at")
             .compactMap { row in
                 guard case .integer(let version) = row[0], case .text(let direction) = row[1], case .text(let startedAt) = row[2] else { return nil }
                 return Attempt(version: Int(version), direction: Direction(rawValue: direction) ?? .up, startedAt: startedAt, runningInBackend: holder)
@@ -484,15 +488,14 @@ public final class Migrator {
             for action in made {
                 switch action {
                 case .forget(let record, _):
-                    _ = try database.query("DELETE FROM \(historyName) WHERE schema = \(p(1)) AND version = \(p(2))", [.text(schema), .integer(Int64(record.version))])
+                    _ = try database.query("DELETE FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) AND version = \(value: .integer(Int64(record.version)))")
                 case .recordChecksum(let record, _, let checksum):
                     _ = try database.query(
-                        "UPDATE \(historyName) SET checksum = \(p(1)) WHERE schema = \(p(2)) AND version = \(p(3))",
-                        [.text(checksum), .text(schema), .integer(Int64(record.version))])
+                        "UPDATE \(historyTableSQL) SET checksum = \(value: .text(checksum)) WHERE schema = \(value: .text(schema)) AND version = \(value: .integer(Int64(record.version)))")
                 case .clearAttempt(let attempt):
                     _ = try database.query(
-                        "DELETE FROM \(attemptsName) WHERE schema = \(p(1)) AND version = \(p(2)) AND started_at = \(p(3))",
-                        [.text(schema), .integer(Int64(attempt.version)), .text(attempt.startedAt)])
+                        "DELETE FROM \(attemptsTableSQL) WHERE schema = \(value: .text(schema)) AND version = \(value: .integer(Int64(attempt.version))) AND started_at = \(value: .text(attempt.startedAt))"
+                    )
                 }
             }
         }
@@ -626,7 +629,7 @@ public final class Migrator {
         // Counting the old tables first costs little next to copying them.
         var copies: [String: (table: String, rows: Int)] = [:]
         for copy in header.rowCopies {
-            if case .integer(let rows)? = (try? database.query("SELECT count(*) FROM \(dialect.quote(copy.from))", []))?.first?.first {
+            if case .integer(let rows)? = (try? database.query("SELECT count(*) FROM \(identifier: copy.from)"))?.first?.first {
                 copies[copy.to] = (copy.from, Int(rows))
             }
         }
@@ -664,17 +667,16 @@ public final class Migrator {
         if direction == .up {
             try record(script, milliseconds: milliseconds)
         } else {
-            _ = try database.query("DELETE FROM \(historyName) WHERE schema = \(p(1)) AND version = \(p(2))", [.text(schema), .integer(Int64(script.version))])
+            _ = try database.query("DELETE FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) AND version = \(value: .integer(Int64(script.version)))")
         }
     }
 
     private func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
-        _ = try database.query(
-            "INSERT INTO \(historyName) (schema, version, name, checksum, applied_at, duration_ms, applied_by) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)))",
-            [
-                .text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds)),
-                .text(appliedBy),
-            ])
+        let values: [StoredValue] = [
+            .text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds)),
+            .text(appliedBy),
+        ]
+        _ = try database.query("INSERT INTO \(historyTableSQL) (schema, version, name, checksum, applied_at, duration_ms, applied_by) VALUES (\(SQL.parameters(values)))")
     }
 
     /// Who applies migrations through this migrator, asked once.
@@ -690,15 +692,14 @@ public final class Migrator {
         try namespaces?.createSchemaIfMissing(historySchema)
         try database.execute(createAttempts)
         let token = UUID().uuidString
-        _ = try database.query(
-            "INSERT INTO \(attemptsName) (token, schema, version, direction, started_at) VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)))",
-            [.text(token), .text(schema), .integer(Int64(script.version)), .text(direction.rawValue), .text(Self.now())])
+        let values: [StoredValue] = [.text(token), .text(schema), .integer(Int64(script.version)), .text(direction.rawValue), .text(Self.now())]
+        _ = try database.query("INSERT INTO \(attemptsTableSQL) (token, schema, version, direction, started_at) VALUES (\(SQL.parameters(values)))")
         return token
     }
 
     private func endAttempt(_ token: String?) throws(MigratorError) {
         guard let token else { return }
-        _ = try database.query("DELETE FROM \(attemptsName) WHERE token = \(p(1))", [.text(token)])
+        _ = try database.query("DELETE FROM \(attemptsTableSQL) WHERE token = \(value: .text(token))")
     }
 
     /// Under the migrator lock, any other attempt of this schema still recorded died before it
@@ -706,12 +707,11 @@ public final class Migrator {
     private func reportInterrupted(except token: String?, progress: (Event) -> Void) throws(MigratorError) {
         guard let token else { return }
         let leftovers = try database.query(
-            "SELECT token, version, direction, started_at FROM \(attemptsName) WHERE schema = \(p(1)) AND token <> \(p(2)) ORDER BY started_at",
-            [.text(schema), .text(token)])
+            "SELECT token, version, direction, started_at FROM \(attemptsTableSQL) WHERE schema = \(value: .text(schema)) AND token <> \(value: .text(token)) ORDER BY started_at")
         for row in leftovers {
             guard case .text(let old) = row[0], case .integer(let version) = row[1], case .text(let direction) = row[2], case .text(let startedAt) = row[3] else { continue }
             progress(.interrupted(version: Int(version), direction: Direction(rawValue: direction) ?? .up, startedAt: startedAt))
-            _ = try database.query("DELETE FROM \(attemptsName) WHERE token = \(p(1))", [.text(old)])
+            _ = try database.query("DELETE FROM \(attemptsTableSQL) WHERE token = \(value: .text(old))")
         }
     }
 

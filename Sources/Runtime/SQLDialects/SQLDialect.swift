@@ -80,6 +80,8 @@ public struct DialectCapabilities: Sendable, Hashable {
     /// Constraints carry names derived from their table and columns, which renames must follow
     /// (SQLite's are written without names).
     public var namedConstraints: Bool = false
+    /// Parameters are numbered (`$1`) rather than positional (`?`).
+    public var numberedParameters: Bool = false
 
     public init(alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool, alterConstraints: Bool, maximumIdentifierBytes: Int?) {
         self.alterColumn = alterColumn
@@ -153,6 +155,7 @@ public struct PostgresDialect: SQLDialect {
         capabilities.lockingDDL = true
         capabilities.comments = true
         capabilities.namedConstraints = true
+        capabilities.numberedParameters = true
         return capabilities
     }
 

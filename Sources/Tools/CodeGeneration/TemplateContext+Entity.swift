@@ -130,7 +130,7 @@ extension TemplateContext {
                     jsonKeyLiteral: SwiftSyntax.stringLiteral(attribute.jsonKey), hasCustomKey: attribute.jsonKey != attribute.name))
         }
         for relationship in parts.keyRelationships {
-            let property = relationship.name + "ID"
+            let property = Naming.keyProperty(of: relationship.name)
             keys.append(
                 CodingKeyParts(
                     swiftName: SwiftSyntax.identifier(property), jsonKey: property,
@@ -150,7 +150,7 @@ extension TemplateContext {
             parameters.append(("\(name): \(swiftType(attribute))\(initDefault(attribute))", "self.\(name) = \(name)"))
         }
         for relationship in parts.keyRelationships {
-            let name = SwiftSyntax.identifier(relationship.name + "ID")
+            let name = SwiftSyntax.identifier(Naming.keyProperty(of: relationship.name))
             parameters.append(("\(name): \(keyType(of: relationship))\(relationship.isOptional ? " = nil" : "")", "self.\(name) = \(name)"))
         }
         return parameters
@@ -181,7 +181,7 @@ extension TemplateContext {
             }
         }
         for relationship in parts.keyRelationships where relationship.foreignKeyColumns.count == 1 {
-            let name = SwiftSyntax.identifier(relationship.name + "ID")
+            let name = SwiftSyntax.identifier(Naming.keyProperty(of: relationship.name))
             values.append("\(name).storedValue")
             arguments.append("\(name): row.next()")
         }
@@ -193,8 +193,8 @@ extension TemplateContext {
     func columnKeyPaths(_ parts: EntityParts) -> [String] {
         var paths: [String] = parts.hasImplicitKey ? ["id"] : []
         paths += parts.stored.map { SwiftSyntax.identifier($0.name) }
-        paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count == 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
-        paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count > 1 }.map { SwiftSyntax.identifier($0.name + "ID") }
+        paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count == 1 }.map { SwiftSyntax.identifier(Naming.keyProperty(of: $0.name)) }
+        paths += parts.keyRelationships.filter { $0.foreignKeyColumns.count > 1 }.map { SwiftSyntax.identifier(Naming.keyProperty(of: $0.name)) }
         return paths
     }
 
@@ -209,7 +209,7 @@ extension TemplateContext {
             members.append(("\(property): \(swiftType(attribute))", property, ".column(\(SwiftSyntax.stringLiteral(attribute.columnName)))"))
         }
         for relationship in parts.keyRelationships where relationship.foreignKeyColumns.count == 1 {
-            let property = SwiftSyntax.identifier(relationship.name + "ID")
+            let property = SwiftSyntax.identifier(Naming.keyProperty(of: relationship.name))
             members.append(("\(property): \(keyType(of: relationship))", property, ".column(\(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])))"))
         }
         for relationship in parts.entity.relationships {
@@ -231,7 +231,7 @@ extension TemplateContext {
             ]
         case .members(let names):
             let members: [MustacheValue] = names.map { name in
-                let property = entity.attribute(named: name) != nil ? name : name + "ID"
+                let property = entity.attribute(named: name) != nil ? name : Naming.keyProperty(of: name)
                 let type: String
                 if let attribute = entity.attribute(named: name) {
                     type = swiftType(attribute)
@@ -243,7 +243,7 @@ extension TemplateContext {
                 return ["name": .string(name), "property": .string(SwiftSyntax.identifier(property)), "swiftType": .string(type)]
             }
             let isSingle = names.count == 1
-            let singleProperty = isSingle ? (entity.attribute(named: names[0]) != nil ? names[0] : names[0] + "ID") : ""
+            let singleProperty = isSingle ? (entity.attribute(named: names[0]) != nil ? names[0] : Naming.keyProperty(of: names[0])) : ""
             return [
                 "isImplicit": false, "isSingle": .bool(isSingle), "isComposite": .bool(!isSingle),
                 // A single key named `id` is Identifiable's `id` already; others need a computed `id`.

@@ -149,8 +149,8 @@ extension TemplateContext {
             "joinTableLiteral": .string(relationship.joinTableName.map(SwiftSyntax.stringLiteral) ?? "nil"),
             "joinColumnsLiteral": .string("[" + relationship.joinColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
             "joinTargetColumnsLiteral": .string("[" + relationship.joinTargetColumns.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]"),
-            "keyProperty": .string(SwiftSyntax.identifier(relationship.name + "ID")),
-            "keyPropertyLiteral": .string(storesKey ? SwiftSyntax.stringLiteral(relationship.name + "ID") : "nil"),
+            "keyProperty": .string(SwiftSyntax.identifier(Naming.keyProperty(of: relationship.name))),
+            "keyPropertyLiteral": .string(storesKey ? SwiftSyntax.stringLiteral(Naming.keyProperty(of: relationship.name)) : "nil"),
             "singleForeignKeyColumnLiteral": relationship.foreignKeyColumns.count == 1 ? .string(SwiftSyntax.stringLiteral(relationship.foreignKeyColumns[0])) : .null,
             "keySwiftType": .string(keyType(of: relationship)),
             "renamedFrom": optional(relationship.renamedFrom),
@@ -174,7 +174,7 @@ extension TemplateContext {
         if !relationship.foreignKeyColumns.isEmpty { arguments.append("foreignKeyColumns: " + literals(relationship.foreignKeyColumns)) }
         if let joinTable = relationship.joinTableName { arguments.append("joinTable: " + SwiftSyntax.stringLiteral(joinTable)) }
         if let renamed = relationship.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
-        if storesKey { arguments.append("keyProperty: " + SwiftSyntax.stringLiteral(relationship.name + "ID")) }
+        if storesKey { arguments.append("keyProperty: " + SwiftSyntax.stringLiteral(Naming.keyProperty(of: relationship.name))) }
         if relationship.joinTableName != nil {
             arguments.append("joinColumns: " + literals(relationship.joinColumns))
             arguments.append("joinTargetColumns: " + literals(relationship.joinTargetColumns))

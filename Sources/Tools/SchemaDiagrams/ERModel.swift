@@ -109,7 +109,7 @@ public struct ERModel: Sendable, Equatable {
         for relationship in entity.relationships where !relationship.isToMany && !relationship.foreignKeyColumns.isEmpty {
             rows.append(
                 Row(
-                    name: relationship.name + "ID", type: keyType(of: relationship.target, in: schema),
+                    name: Naming.keyProperty(of: relationship.name), type: keyType(of: relationship.target, in: schema),
                     isOptional: relationship.isOptional, isKey: keyMembers.contains(relationship.name), isForeignKey: true,
                     isUnique: entity.uniques.contains { $0 == [relationship.name] },
                     note: "\(relationship.name) -> \(relationship.target)"))

@@ -232,7 +232,7 @@ extension CoreDataImporter {
         /// that name (a legacy stored id, say) is renamed so both can exist.
         mutating func resolveKeyPropertyNames(_ entity: inout ImportedEntity, element: XMLTree.Element) {
             for relationship in entity.relationships where !relationship.isToMany {
-                let keyName = relationship.name + "ID"
+                let keyName = Naming.keyProperty(of: relationship.name)
                 guard let position = entity.attributes.firstIndex(where: { $0.name == keyName }) else { continue }
                 let renamed = SwiftNames.unique(keyName + "Value", among: Set(entity.memberNames))
                 entity.attributes[position].name = renamed

@@ -398,7 +398,7 @@ public enum SQLiteImporter {
             let isRowIDAlias =
                 table.primaryKey.count == 1 && !table.isWithoutRowID
                 && table.column(named: table.primaryKey[0])?.declaredType.uppercased() == "INTEGER"
-            var taken = Set(links.keys).union(links.keys.map { $0 + "ID" })
+            var taken = Set(links.keys).union(links.keys.map { Naming.keyProperty(of: $0) })
             for column in table.columns {
                 if column.hidden == 2 || column.hidden == 3 {
                     warn(table.name, "generated column \"\(column.name)\" not imported: the schema language has no generated columns", sql: generatedColumnSQL(column.name, in: table.sql))
@@ -456,7 +456,7 @@ public enum SQLiteImporter {
                 entities[position].relationships.append(relationship)
                 // The inverse on the target: to-many, with the delete rule the key's ON DELETE gives.
                 let target = entities[targetPosition]
-                let targetTaken = Set(target.memberNames + target.relationships.map { $0.name + "ID" } + Array(links.keys))
+                let targetTaken = Set(target.memberNames + target.relationships.map { Naming.keyProperty(of: $0.name) } + Array(links.keys))
                 var inverseName = SwiftNames.lowerCamel(SwiftNames.plural(entities[position].name), fallback: "links")
                 if targetTaken.contains(where: { $0.lowercased() == inverseName.lowercased() }) {
                     inverseName = SwiftNames.unique(inverseName + "As" + name.prefix(1).uppercased() + name.dropFirst(), among: targetTaken)

@@ -81,6 +81,11 @@ public enum Naming {
         }
     }
 
+    /// The property that holds a to-one relationship's key in a model: the relationship's name
+    /// and `ID` (`origin` -> `originID`). The one place the rule is written: the validator
+    /// claims the name, code generation declares it, diagrams show it, importers avoid it.
+    public static func keyProperty(of relationship: String) -> String { relationship + "ID" }
+
     /// The longest identifier every dialect keeps whole (PostgreSQL truncates longer ones).
     public static let portableIdentifierLength = SQLDialectName.portableIdentifierBytes
 

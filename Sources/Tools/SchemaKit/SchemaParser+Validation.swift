@@ -328,7 +328,7 @@ extension SchemaParser {
             for (relationship, parsed) in zip(relationships, parsedRelationships) {
                 claimProperty(relationship.name, parsed.nameNode, .relationship(relationship.name), &self)
                 if !relationship.isToMany {
-                    claimProperty(relationship.name + "ID", parsed.nameNode, .keyProperty(of: relationship.name), &self)
+                    claimProperty(Naming.keyProperty(of: relationship.name), parsed.nameNode, .keyProperty(of: relationship.name), &self)
                 }
             }
 

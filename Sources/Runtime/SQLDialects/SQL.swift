@@ -1,0 +1,118 @@
+import SchemaMetadata
+
+/// A SQL statement built by construction: interpolated identifiers are quoted, interpolated
+/// values become parameters bound in order, and fragments splice in with their own. No SQL
+/// text is assembled by hand, so a name with a quote in it or a value with `'` in it cannot
+/// change what the statement says.
+///
+///     let byCity: SQL = "SELECT \(identifier: "name") FROM \(identifier: table) WHERE \(identifier: "city") = \(value: .text(city))"
+///     let (text, arguments) = byCity.rendered(for: SQLiteDialect())   // "... WHERE "city" = ?", [.text(city)]
+///
+/// Parameters are numbered when rendered, for the dialect at hand (`?` or `$1`, `$2`, ...), so
+/// a fragment can be built before anyone knows where it lands.
+public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    enum Piece: Sendable, Hashable {
+        case text(String)
+        case identifier(String)
+        case parameter(StoredValue)
+    }
+
+    private(set) var pieces: [Piece]
+
+    /// Text taken as SQL as it is: keywords, operators, punctuation.
+    public init(stringLiteral text: String) {
+        pieces = text.isEmpty ? [] : [.text(text)]
+    }
+
+    public init(stringInterpolation: Interpolation) {
+        pieces = stringInterpolation.pieces
+    }
+
+    /// SQL text the program wrote (never user input): for keywords chosen at run time.
+    public init(verbatim text: String) {
+        pieces = text.isEmpty ? [] : [.text(text)]
+    }
+
+    /// A quoted identifier, alone.
+    public static func identifier(_ name: String) -> SQL { "\(identifier: name)" }
+
+    /// `first, second, ...`: the fragments joined by `separator`.
+    public static func list(_ fragments: some Sequence<SQL>, separator: SQL = ", ") -> SQL {
+        var joined = SQL(stringLiteral: "")
+        for (index, fragment) in fragments.enumerated() {
+            if index > 0 { joined.append(separator) }
+            joined.append(fragment)
+        }
+        return joined
+    }
+
+    /// `"a", "b", ...`: quoted identifiers joined by commas.
+    public static func identifiers(_ names: some Sequence<String>) -> SQL { list(names.map(identifier)) }
+
+    /// `?, ?, ...`: one parameter per value.
+    public static func parameters(_ values: some Sequence<StoredValue>) -> SQL { list(values.map { "\(value: $0)" }) }
+
+    public mutating func append(_ other: SQL) { pieces += other.pieces }
+
+    public static func + (lhs: SQL, rhs: SQL) -> SQL {
+        var joined = lhs
+        joined.append(rhs)
+        return joined
+    }
+
+    /// Whether the fragment says nothing.
+    public var isEmpty: Bool { pieces.isEmpty }
+
+    /// The values bound to the fragment's parameters, in order.
+    public var arguments: [StoredValue] {
+        pieces.compactMap { if case .parameter(let value) = $0 { value } else { nil } }
+    }
+
+    /// The statement's text for a dialect, with its parameters numbered, and their values.
+    public func rendered(for dialect: any SQLDialect) -> (text: String, arguments: [StoredValue]) {
+        var text = ""
+        var arguments: [StoredValue] = []
+        for piece in pieces {
+            switch piece {
+            case .text(let sql): text += sql
+            case .identifier(let name): text += dialect.quote(name)
+            case .parameter(let value):
+                arguments.append(value)
+                text += dialect.parameterMarker(arguments.count)
+            }
+        }
+        return (text, arguments)
+    }
+
+    /// The text as SQLite would run it (parameters as `?`), for messages and tests.
+    public var description: String { rendered(for: SQLiteDialect()).text }
+
+    public struct Interpolation: StringInterpolationProtocol {
+        var pieces: [Piece] = []
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            pieces.reserveCapacity(interpolationCount * 2 + 1)
+        }
+
+        public mutating func appendLiteral(_ literal: String) {
+            if !literal.isEmpty { pieces.append(.text(literal)) }
+        }
+
+        /// A table, column, index or schema name, quoted.
+        public mutating func appendInterpolation(identifier name: String) { pieces.append(.identifier(name)) }
+
+        /// A value, bound as a parameter.
+        public mutating func appendInterpolation(value: StoredValue) { pieces.append(.parameter(value)) }
+
+        /// Another fragment, with its parameters.
+        public mutating func appendInterpolation(_ fragment: SQL) { pieces += fragment.pieces }
+    }
+}
+
+extension SQLDialect {
+    /// The `index`th parameter marker (1-based): `?` where parameters bind by position,
+    /// `$index` where they are numbered.
+    public func parameterMarker(_ index: Int) -> String {
+        capabilities.numberedParameters ? "$\(index)" : "?"
+    }
+}
