@@ -1,6 +1,7 @@
 import Diagnostics
 import Foundation
 import SQLDialects
+import SchemaMetadata
 
 /// A schema's migration folder (`Migrations/<Schema>/`): for each migration
 /// `NNNN_name.up.sql`, `NNNN_name.down.sql` and `NNNN_name.schema.json` (the snapshot after it),
@@ -15,21 +16,8 @@ public struct MigrationDirectory: Sendable {
     }
 
     /// One numbered migration's files.
-    public struct Entry: Sendable, Hashable {
-        public var number: Int
-        public var name: String
-
-        public init(number: Int, name: String) {
-            self.number = number
-            self.name = name
-        }
-
-        public var prefix: String { String(format: "%04d_%@", number, name) }
-        public var upFile: String { prefix + ".up.sql" }
-        public var downFile: String { prefix + ".down.sql" }
-        public var snapshotFile: String { prefix + ".schema.json" }
-        public var files: [String] { [downFile, snapshotFile, upFile] }
-    }
+    /// A migration the folder lists: its number and name, which name its files.
+    public typealias Entry = MigrationFileName
 
     /// Diagnostic codes about migration folders.
     public enum Code: String, DiagnosticCode {

@@ -434,7 +434,7 @@ public final class Migrator {
         public var description: String {
             switch self {
             case .forget(let record, let missing):
-                "forget \(String(format: "%04d", record.version))_\(record.name) (recorded \(record.appliedAt)\(record.appliedBy.map { " by \($0)" } ?? "")): the database lacks \(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : ""); `up` will run it"
+                "forget \(MigrationFileName(number: record.version, name: record.name).prefix) (recorded \(record.appliedAt)\(record.appliedBy.map { " by \($0)" } ?? "")): the database lacks \(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : ""); `up` will run it"
             case .recordChecksum(let record, let file, let checksum):
                 "record the checksum of \(file) anew (\(record.checksum.prefix(12))… -> \(checksum.prefix(12))…): the file changed after \(String(format: "%04d", record.version)) was applied"
             case .clearAttempt(let attempt):

@@ -32,12 +32,43 @@ public struct MigrationScript: Sendable, Hashable {
         self.name = name
         self.up = up
         self.down = down
-        self.upFile = upFile ?? String(format: "%04d_%@.up.sql", version, name)
-        self.downFile = downFile ?? String(format: "%04d_%@.down.sql", version, name)
+        let fileName = MigrationFileName(number: version, name: name)
+        self.upFile = upFile ?? fileName.upFile
+        self.downFile = downFile ?? fileName.downFile
     }
 
+    /// Its number and name, and the files they name in a migration folder.
+    public var fileName: MigrationFileName { MigrationFileName(number: version, name: name) }
+
     /// `0002_add_airports_elevation`.
-    public var label: String { String(format: "%04d_%@", version, name) }
+    public var label: String { fileName.prefix }
+}
+
+/// A migration's place in its folder: its number and name, and the names of its files
+/// (`0002_add_x.up.sql`, `.down.sql`, `.schema.json`). The one place that naming is written:
+/// migration folders list these, and a `MigrationScript` read from one carries its own.
+public struct MigrationFileName: Sendable, Hashable {
+    /// The number, from 1.
+    public var number: Int
+    /// The name after the number.
+    public var name: String
+
+    /// A migration's name in a folder.
+    public init(number: Int, name: String) {
+        self.number = number
+        self.name = name
+    }
+
+    /// `0002_add_x`.
+    public var prefix: String { String(format: "%04d_%@", number, name) }
+    /// `0002_add_x.up.sql`.
+    public var upFile: String { prefix + ".up.sql" }
+    /// `0002_add_x.down.sql`.
+    public var downFile: String { prefix + ".down.sql" }
+    /// `0002_add_x.schema.json`: the relational model after the migration.
+    public var snapshotFile: String { prefix + ".schema.json" }
+    /// Every file of the migration, as `migrations.sum` lists them.
+    public var files: [String] { [downFile, snapshotFile, upFile] }
 }
 
 /// The name generated code uses for its embedded migrations (`[EmbeddedMigration]`): the same type.
