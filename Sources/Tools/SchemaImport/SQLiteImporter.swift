@@ -130,7 +130,7 @@ public enum SQLiteImporter {
             for table in tables {
                 let entityName = names[table.name.lowercased()]!
                 var entity = ImportedEntity(name: entityName)
-                if Naming.snakeCase(entityName) != table.name { entity.table = table.name }
+                if Naming.defaultName(of: entityName) != table.name { entity.table = table.name }
                 entityOfTable[table.name.lowercased()] = entities.count
                 entities.append(entity)
             }
@@ -259,8 +259,8 @@ public enum SQLiteImporter {
             sides.sort { $0.entity < $1.entity }
             let (owner, other) = (sides[0], sides[1])
             guard owner.entity != other.entity,
-                owner.column == "\(Naming.snakeCase(owner.entity))_\(owner.keyColumn)",
-                other.column == "\(Naming.snakeCase(other.entity))_\(other.keyColumn)",
+                [owner.column] == Naming.joinColumns(of: owner.entity, key: [owner.keyColumn], selfLink: false, isTarget: false),
+                [other.column] == Naming.joinColumns(of: other.entity, key: [other.keyColumn], selfLink: false, isTarget: true),
                 table.name.hasPrefix(owner.table + "_")
             else { return nil }
             let rest = String(table.name.dropFirst(owner.table.count + 1))
@@ -385,7 +385,7 @@ public enum SQLiteImporter {
             let prefix = String(first.dropLast(firstKey.count + 1))
             let name = SwiftNames.lowerCamel(prefix, fallback: "link")
             guard Naming.snakeCase(name) == prefix,
-                zip(columns, targetKey).allSatisfy({ $0 == "\(prefix)_\($1)" }), !taken.contains(name)
+                columns == Naming.foreignKeyColumns(of: name, targetKey: targetKey), !taken.contains(name)
             else { return nil }
             return name
         }
@@ -427,7 +427,7 @@ public enum SQLiteImporter {
                     warn(
                         table.name, "key column \"\(column.name)\" may hold NULL (SQLite allows it in keys that are not INTEGER PRIMARY KEY, for compatibility); the schema's key columns are NOT NULL")
                 }
-                if Naming.snakeCase(name) != column.name { attribute.column = column.name }
+                if Naming.defaultName(of: name) != column.name { attribute.column = column.name }
                 if let sql = column.defaultSQL {
                     attribute.defaultValue = defaultValue(sql, type: mapping.type, column: column.name, table: table.name)
                 }
@@ -449,7 +449,7 @@ public enum SQLiteImporter {
                 }
                 var relationship = ImportedRelationship(name: name, target: entities[targetPosition].name, isToMany: false, isOptional: optional)
                 let targetKey = link.targetTable.primaryKey
-                if link.columns.count == 1, "\(Naming.snakeCase(name))_\(targetKey[0])" != link.columns[0] {
+                if link.columns.count == 1, Naming.foreignKeyColumns(of: name, targetKey: [targetKey[0]]) != link.columns {
                     relationship.column = link.columns[0]
                 }
                 relationshipColumns[position][name] = link.columns

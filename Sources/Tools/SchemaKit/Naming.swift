@@ -81,6 +81,29 @@ public enum Naming {
         }
     }
 
+    // MARK: Relational names, each rule written once (the validator derives them into the
+    // schema model, the relational model reads them there, importers recognize them)
+
+    /// An entity's table, or an attribute's column, unless the schema names one: `scheduledOff` -> `scheduled_off`.
+    public static func defaultName(of entityOrAttribute: String) -> String { snakeCase(entityOrAttribute) }
+
+    /// The columns that hold a to-one link's key: the relationship's name and each of the
+    /// target's key columns, `origin_id` (or `car_id`, `car_day` for a composite key).
+    public static func foreignKeyColumns(of relationship: String, targetKey: [String]) -> [String] {
+        let prefix = snakeCase(relationship)
+        return targetKey.map { "\(prefix)_\($0)" }
+    }
+
+    /// A many-to-many link's join table: the owning entity's table and the relationship, `car_mechanics`.
+    public static func joinTable(ownerTable: String, relationship: String) -> String { "\(ownerTable)_\(snakeCase(relationship))" }
+
+    /// A join table's columns for one side's key: named after the entity (`car_id`), or
+    /// `source_` and `target_` when an entity links to itself.
+    public static func joinColumns(of entity: String, key: [String], selfLink: Bool, isTarget: Bool) -> [String] {
+        let prefix = selfLink ? (isTarget ? "target" : "source") : snakeCase(entity)
+        return key.map { "\(prefix)_\($0)" }
+    }
+
     /// The property that holds a to-one relationship's key in a model: the relationship's name
     /// and `ID` (`origin` -> `originID`). The one place the rule is written: the validator
     /// claims the name, code generation declares it, diagrams show it, importers avoid it.

@@ -68,7 +68,7 @@ extension SchemaParser {
             guard let full = self.keyed(pair.value, allowed: Self.entityKeys, what: what) else { return }
             keyed = full
         }
-        var tableName = Naming.snakeCase(name)
+        var tableName = Naming.defaultName(of: name)
         if let table = self.name(keyed, "table", what: what) {
             tableName = table
         }
@@ -142,7 +142,7 @@ extension SchemaParser {
             isIndexed: flag(options, "indexed", what: what),
             isSearchable: flag(options, "searchable", what: what),
             renamedFrom: identifier(options, "renamedFrom", what: what),
-            columnName: self.name(options, "column", what: what) ?? Naming.snakeCase(name),
+            columnName: self.name(options, "column", what: what) ?? Naming.defaultName(of: name),
             jsonKey: self.name(options, "jsonKey", what: what) ?? name,
             doc: text(options, "doc", what: what),
             location: location(pair.key))

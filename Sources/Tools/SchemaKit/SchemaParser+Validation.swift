@@ -186,14 +186,14 @@ extension SchemaParser {
                     // A to-many side stores nothing unless the link needs a join table.
                     guard inverse == nil || inverse?.model.isToMany == true else { continue }
                     guard ownsJoinTable(entityName, r, inverse: inverse) else { continue }
-                    let table = "\(tableName)_\(Naming.snakeCase(r.name))"
+                    let table = Naming.joinTable(ownerTable: tableName, relationship: r.name)
                     // Columns named after each entity (`car_id`, `mechanic_id`), or `source_` and
                     // `target_` when an entity links to itself.
                     let selfLink = entityName == r.target
                     let ownKey = keyColumns(of: entityName, cache: &keyColumnsCache, visiting: &visiting)
                     let targetKey = keyColumns(of: r.target, cache: &keyColumnsCache, visiting: &visiting)
-                    let ownColumns = ownKey.map { "\(selfLink ? "source" : Naming.snakeCase(entityName))_\($0)" }
-                    let targetColumns = targetKey.map { "\(selfLink ? "target" : Naming.snakeCase(r.target))_\($0)" }
+                    let ownColumns = Naming.joinColumns(of: entityName, key: ownKey, selfLink: selfLink, isTarget: false)
+                    let targetColumns = Naming.joinColumns(of: r.target, key: targetKey, selfLink: selfLink, isTarget: true)
                     setRelationship(entityName, r.name) {
                         $0.joinTableName = table
                         $0.joinColumns = ownColumns
@@ -221,8 +221,7 @@ extension SchemaParser {
                     }
                     setRelationship(entityName, r.name) { $0.foreignKeyColumns = [column] }
                 } else {
-                    let prefix = Naming.snakeCase(r.name)
-                    setRelationship(entityName, r.name) { $0.foreignKeyColumns = targetKey.map { "\(prefix)_\($0)" } }
+                    setRelationship(entityName, r.name) { $0.foreignKeyColumns = Naming.foreignKeyColumns(of: r.name, targetKey: targetKey) }
                 }
             }
         }
@@ -264,7 +263,7 @@ extension SchemaParser {
                     columns.append(column)
                 } else {
                     let targetKey = keyColumns(of: relationship.target, cache: &cache, visiting: &visiting)
-                    columns += targetKey.map { "\(Naming.snakeCase(member))_\($0)" }
+                    columns += Naming.foreignKeyColumns(of: member, targetKey: targetKey)
                 }
             }
         }
@@ -493,7 +492,7 @@ extension SchemaParser {
         for entity in entities {
             for relationship in entity.model.relationships {
                 guard let joinTable = relationship.joinTableName,
-                    joinTable == "\(entity.model.tableName)_\(Naming.snakeCase(relationship.name))",
+                    joinTable == Naming.joinTable(ownerTable: entity.model.tableName, relationship: relationship.name),
                     let parsed = parsedRelationship(entity.model.name, relationship.name)
                 else { continue }
                 claim(joinTable, parsed.nameNode, "the join table of '\(entity.model.name).\(relationship.name)'", &self)
