@@ -15,19 +15,9 @@ import Testing
     }
 
     static func targets() throws -> [Target] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // A scratch folder of its own: the running `swift test` holds the package's `.build`.
-        let scratch = temporaryFolder()
-        process.arguments = ["swift", "package", "--scratch-path", scratch.path, "dump-package"]
-        process.currentDirectoryURL = repositoryRoot
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let dump = try standardOutput(of: "swift", ["package", "--scratch-path", temporaryFolder().path, "dump-package"])
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(dump.output.utf8)) as? [String: Any])
         let targets = try #require(manifest["targets"] as? [[String: Any]])
         return targets.compactMap { target in
             guard let name = target["name"] as? String, let kind = target["type"] as? String else { return nil }
@@ -45,7 +35,7 @@ import Testing
     /// The modules a folder's Swift files import.
     static func imports(under path: String) -> Set<String> {
         let folder = repositoryRoot.appendingPathComponent(path).path
-        let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
+        let files = swiftFiles(under: folder)
         let line = /^\s*(?:@testable\s+|@preconcurrency\s+)?import\s+(?:(?:struct|enum|class|protocol|func|typealias|var|let)\s+)?([A-Za-z_][A-Za-z0-9_]*)/.anchorsMatchLineEndings()
         var modules: Set<String> = []
         for file in files {

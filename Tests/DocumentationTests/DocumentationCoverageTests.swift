@@ -20,7 +20,7 @@ import Testing
     /// comment above it (attributes skipped).
     static func declarations(of module: String) throws -> [Declaration] {
         let folder = sourceFolder(of: module).path
-        let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }.sorted()
+        let files = swiftFiles(under: folder)
         let declaration = /^(@\w+(\([^)]*\))?\s+)*(public|open)\s/
         let container = /\b(enum|protocol)\b/
         let requirement = /^(func|var|static|init|associatedtype|mutating|subscript)\b/

@@ -135,7 +135,7 @@ import Testing
     @Test func theRuntimeGuideNamesEveryPublicTypeAndEntryPoint() throws {
         let guide = try String(contentsOfFile: repositoryRoot.path + "/docs/runtime.md", encoding: .utf8)
         let folder = sourceFolder(of: "PersistentStore").path
-        let files = (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
+        let files = swiftFiles(under: folder)
         var names: Set<String> = []
         let declaration = /public (?:final |nonisolated |static )*(?:struct|enum|class|actor|protocol|func|var) ([A-Za-z_][A-Za-z0-9_]*)/
         for file in files {

@@ -8,16 +8,9 @@ import Testing
 @Suite struct LinkageTests {
     /// What a command prints for a built product.
     static func output(_ command: [String], of product: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command + [BuiltTool(product).url.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(command) \(product): \(text)")
-        return text
+        let run = try standardOutput(of: command[0], Array(command.dropFirst()) + [BuiltTool(product).url.path])
+        #expect(run.status == 0, "\(command) \(product): \(run.output)")
+        return run.output
     }
 
     /// The shared libraries `ldd` lists for a built product, by file name.

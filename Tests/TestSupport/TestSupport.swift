@@ -140,6 +140,26 @@ public struct BuiltTool: Sendable {
 
 /// Runs a program found on the PATH (`swift`, or a path) in `folder`; its exit status and its
 /// standard output and error together.
+/// A program's standard output alone (its errors discarded), for output a test parses.
+public func standardOutput(of executable: String, _ arguments: [String], in folder: URL = repositoryRoot) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [executable] + arguments
+    process.currentDirectoryURL = folder
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// The Swift files under a folder, as paths relative to it, sorted.
+public func swiftFiles(under folder: String) -> [String] {
+    ((FileManager.default.enumerator(atPath: folder)?.allObjects as? [String]) ?? []).filter { $0.hasSuffix(".swift") }.sorted()
+}
+
 public func runProgram(_ executable: String, _ arguments: [String], in folder: URL) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -205,11 +205,11 @@ public final class FieldCipher: Sendable {
 
     /// Bytes sealed by `seal(bytes:rowKey:)`.
     public func open(bytes: [UInt8], rowKey: [StoredValue]) throws(FieldCipherError) -> [UInt8] {
-        let associated = associatedData(rowKey)
         let opened = bytes.withUnsafeBytes { raw -> Result<[UInt8], FieldCipherError> in
             guard let envelope = Envelope(raw) else { return .failure(.notEncrypted(attribute: attribute)) }
             guard let key = key(envelope.idBytes(in: raw)) else { return .failure(.unknownKey(attribute: attribute, keyID: envelope.keyID(in: raw))) }
-            let opened = (envelope.mode == .deterministic ? associatedPrefix : associated).withUnsafeBytes { associatedBytes in
+            let keyCount = envelope.mode == .deterministic ? 0 : rowKey.count
+            let opened = withAssociatedData(keyCount: keyCount, { rowKey[$0] }) { associatedBytes in
                 key.gcm.open(
                     nonce: UnsafeRawBufferPointer(rebasing: raw[(envelope.sealedStart - Crypto.nonceLength)..<envelope.sealedStart]),
                     sealed: UnsafeRawBufferPointer(rebasing: raw[envelope.sealedStart...]), associatedData: associatedBytes)
@@ -269,11 +269,7 @@ public final class FieldCipher: Sendable {
 
     /// The prefix, then (randomized mode) each key value as its 8-byte length and its encoding.
     func associatedData(_ rowKey: [StoredValue]) -> [UInt8] {
-        guard mode == .randomized, !rowKey.isEmpty else { return associatedPrefix }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(associatedPrefix.count + rowKey.count * 48)
-        appendAssociatedData(rowKey, to: &bytes)
-        return bytes
+        withAssociatedData(keyCount: rowKey.count, { rowKey[$0] }) { Array($0) }
     }
 
     /// `associatedData` of the row key whose parts `keyPart` gives, written into stack space for the duration of `body`: no
@@ -332,19 +328,6 @@ public final class FieldCipher: Sendable {
         case .integer, .real: 9
         case .text(let text): 1 + text.utf8.count
         case .blob(let blob): 1 + blob.count
-        }
-    }
-
-    func appendAssociatedData(_ rowKey: [StoredValue], to bytes: inout [UInt8]) {
-        bytes += associatedPrefix
-        guard mode == .randomized else { return }
-        for part in rowKey {
-            let lengthAt = bytes.count
-            Self.appendBigEndian(0, to: &bytes)
-            let start = bytes.count
-            Self.encode(part, into: &bytes)
-            let length = UInt64(bytes.count - start)
-            for index in 0..<8 { bytes[lengthAt + index] = UInt8(truncatingIfNeeded: length >> (56 - 8 * UInt64(index))) }
         }
     }
 
