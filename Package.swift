@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "flights", targets: ["flights"]),
         .executable(name: "todo", targets: ["todo"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
+        .library(name: "PersistentStoreSQLite", targets: ["PersistentStoreSQLite"]),
         .library(name: "Migrator", targets: ["Migrator"]),
         .library(name: "MigratorSQLite", targets: ["MigratorSQLite"]),
         .library(name: "MigratorPostgres", targets: ["MigratorPostgres"]),
@@ -67,7 +68,8 @@ let package = Package(
         .target(name: "MigratorPostgres", dependencies: ["Migrator", "PostgresKit", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStore", "DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
@@ -119,13 +121,13 @@ let package = Package(
         ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
-        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
-        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata"]),
+        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption"]),
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite"]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
@@ -142,20 +144,20 @@ let package = Package(
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles"]),
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "TestSupport"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "Diagnostics", "TestSupport"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport"]),
-        .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport"]),
+        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
-        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport"]),
+        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
-        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport"]),
-        .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "PersistentStore", "TestSupport"]),
+        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStoreSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -174,7 +176,7 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
     "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "Migrator", "PersistentStore"],
-    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres"],
+    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite"],
     "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo"],

@@ -53,7 +53,7 @@ import Testing
         // and the modules the documentation's snippets are type-checked against.
         let builtForTests = Set(targets.filter { $0.kind == "executable" }.map(\.name))
         let snippetModules: Set<String> = [
-            "ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore",
+            "ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore", "PersistentStoreSQLite",
             "PostgresKit", "SQLiteKit", "SchemaMetadata",
         ]
         for target in targets where ["regular", "executable", "test"].contains(target.kind) {

@@ -1,5 +1,6 @@
 import Foundation
 import PersistentStore
+import PersistentStoreSQLite
 import PluginExample
 import SchemaMetadata
 import Testing

@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import JSONDocument
 import PersistentStore
+import PersistentStoreSQLite
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
+import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
 import Testing

@@ -47,7 +47,7 @@ import Testing
         let store = try await flightsWithRoutes()
         let predicate = #Predicate<Flight.Joined> { $0.origin?.icao == "KLAX" || $0.origin?.city == "Nowhere" }
         let clause = try await store.joinedClause(predicate, for: Flight.self)
-        #expect(clause.joins.components(separatedBy: "LEFT JOIN").count == 2, "one join: \(clause.joins)")
+        #expect(clause.joins.description.components(separatedBy: "LEFT JOIN").count == 2, "one join: \(clause.joins)")
         #expect(try await store.fetch(Flight.self, joining: predicate).map(\.ident) == ["DL1"])
     }
 

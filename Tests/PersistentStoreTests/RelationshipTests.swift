@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStoreSQLite
 import SchemaMetadata
 import Testing
 

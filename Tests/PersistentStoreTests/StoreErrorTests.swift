@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStoreSQLite
 import SQLiteKit
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
             _ = try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
             Issue.record("opened a file that is not a database")
         } catch {
-            #expect(error.sqliteCode == .notADatabase)
+            #expect(error.databaseFailure == .notADatabase)
             #expect(error.description.contains(path))
         }
     }
@@ -57,7 +58,7 @@ import Testing
             try await store.insert(airport("KSFO"))
             Issue.record("the write went through another connection's lock")
         } catch {
-            #expect(error.sqliteCode == .busy)
+            #expect(error.databaseFailure == .busy)
             guard case .database(let sqlite) = error else { return }
             #expect(sqlite.database == path)
         }
@@ -86,7 +87,7 @@ extension Store {
     /// journal_mode, synchronous, cache_size, temp_store, mmap_size.
     func pragmaValues() throws -> [SQLiteValue] {
         try ["journal_mode", "synchronous", "cache_size", "temp_store", "mmap_size"].map { name in
-            try connection.query("PRAGMA \(name)").first?.first ?? .null
+            try database.query("PRAGMA \(name)").first?.first ?? .null
         }
     }
 }

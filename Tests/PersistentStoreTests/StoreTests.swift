@@ -1,6 +1,7 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
+import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
 import TestSupport
@@ -219,7 +220,7 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
 extension Store {
     /// One value of a query, for checking what is stored.
     func probe(_ sql: String) throws -> (SQLiteValue, ) {
-        (try connection.query(sql).first?.first ?? .null,)
+        (try database.query(sql).first?.first ?? .null,)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PersistentStoreSQLite
 import SQLiteKit
 import TestSupport
 import Testing
@@ -15,7 +16,7 @@ import Testing
     static let program = """
         import Foundation
         import MusicStoreModels
-        import PersistentStore
+        import PersistentStoreSQLite
 
         @main
         struct ShopApp {
@@ -73,7 +74,7 @@ import Testing
                 dependencies: [.package(path: "SchemaToolkit")],
                 targets: [
                     .target(name: "MusicStoreModels", dependencies: [.product(name: "SchemaMetadata", package: "SchemaToolkit")]),
-                    .executableTarget(name: "shop-app", dependencies: ["MusicStoreModels", .product(name: "PersistentStore", package: "SchemaToolkit")]),
+                    .executableTarget(name: "shop-app", dependencies: ["MusicStoreModels", .product(name: "PersistentStoreSQLite", package: "SchemaToolkit")]),
                 ]
             )
 

@@ -2,6 +2,7 @@ import Diagnostics
 import ExampleModels
 import Foundation
 import PersistentStore
+import PersistentStoreSQLite
 import SQLiteKit
 import SchemaKit
 import SchemaMetadata

@@ -2,6 +2,7 @@ import ExampleModels
 import FieldEncryption
 import Foundation
 import PersistentStore
+import PersistentStoreSQLite
 import SQLiteKit
 import TestSupport
 import Testing

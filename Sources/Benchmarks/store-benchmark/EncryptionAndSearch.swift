@@ -4,6 +4,7 @@ import ExampleModels
 import FieldEncryption
 import Foundation
 import PersistentStore
+import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
 

@@ -2,6 +2,7 @@ import CSQLite
 import ExampleModels
 import Foundation
 import PersistentStore
+import PersistentStoreSQLite
 import SQLiteKit
 
 #if canImport(Glibc)

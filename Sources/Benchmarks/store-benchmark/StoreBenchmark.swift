@@ -4,6 +4,7 @@ import Foundation
 import Migrator
 import MigratorSQLite
 import PersistentStore
+import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
 

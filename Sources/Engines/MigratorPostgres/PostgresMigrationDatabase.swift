@@ -34,7 +34,7 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
 
     /// PostgreSQL's error in the migrator's terms.
     public static func failure(_ error: PostgresError, database: String) -> DatabaseFailure {
-        DatabaseFailure(database: database, message: error.description, code: error.sqlState, connectionLost: error.connectionLost)
+        error.failure(database: database)
     }
 
     /// Runs SQL (several statements allowed).

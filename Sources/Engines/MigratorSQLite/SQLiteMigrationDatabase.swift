@@ -44,7 +44,7 @@ public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitchi
 
     /// SQLite's error in the migrator's terms.
     public static func failure(_ error: SQLiteError, database: String) -> DatabaseFailure {
-        DatabaseFailure(database: error.database ?? database, message: error.description, code: error.primary.name)
+        error.failure(database: database)
     }
 
     /// Runs SQL; a busy database past the timeout is `.locked`.

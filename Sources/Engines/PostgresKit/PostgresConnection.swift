@@ -42,6 +42,12 @@ public enum SQLState {
     /// The server is starting up or shutting down.
     public static let cannotConnectNow = "57P03"
     public static let uniqueViolation = "23505"
+    /// Two transactions waited for each other; one was rolled back.
+    public static let deadlockDetected = "40P01"
+    /// A serializable or repeatable-read transaction met a concurrent change.
+    public static let serializationFailure = "40001"
+    /// A write in a read-only transaction (or session).
+    public static let readOnlyTransaction = "25006"
 }
 
 /// One libpq connection. Not shared between threads.

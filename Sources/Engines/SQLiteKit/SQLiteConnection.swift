@@ -99,13 +99,6 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 /// row codecs produce and read, so rows need no conversion.
 public typealias SQLiteValue = StoredValue
 
-/// A column's value as SQLite holds it during a step. A blob's bytes are borrowed: valid only
-/// inside the call that receives them.
-public enum BorrowedValue {
-    case blob(UnsafeRawBufferPointer)
-    case value(SQLiteValue)
-}
-
 /// One connection to a database file (or `:memory:`). Not shared between threads.
 /// `sqlite3_interrupt` for one connection, to be called from another thread.
 public struct SQLiteInterrupter: @unchecked Sendable {
@@ -417,5 +410,22 @@ extension SQLiteConnection {
         guard status == SQLITE_OK else { throw error(status, sql: sql) }
         defer { sqlite3_finalize(statement) }
         return (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+    }
+}
+
+extension SQLiteError {
+    /// The error in terms every engine shares (the migrator's and the store's).
+    public func failure(database fallback: String) -> DatabaseFailure {
+        let kind: DatabaseFailure.Kind? =
+            switch primary {
+            case .busy, .locked: .busy
+            case .constraint: isUniquenessConflict ? .uniquenessConflict : .constraint
+            case .error: .statement
+            case .notADatabase, .corrupt: .notADatabase
+            case .readOnly, .permission, .cannotOpen: .readOnly
+            case .interrupted: .interrupted
+            default: nil
+            }
+        return DatabaseFailure(database: database ?? fallback, message: description, code: primary.name, kind: kind)
     }
 }

@@ -2,6 +2,7 @@ import CommandLineKit
 import ExampleModels
 import Foundation
 import PersistentStore
+import PersistentStoreSQLite
 
 /// `flights`: the SwiftData article's app on the command line.
 public enum FlightsTool {

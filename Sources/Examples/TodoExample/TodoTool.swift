@@ -3,6 +3,7 @@ import ExampleModels
 import Foundation
 import JSONDocument
 import PersistentStore
+import PersistentStoreSQLite
 import SchemaMetadata
 
 /// `todo`: the widget article's app and widget on the command line. One terminal plays the app

@@ -130,28 +130,3 @@ public struct StatementFailure: Error, Sendable {
         self.reason = reason
     }
 }
-
-/// What an engine said when a statement or a connection failed, in terms every engine shares,
-/// so the migrator's errors carry no engine's own types.
-public struct DatabaseFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The database as messages name it (a path, or a URL without its password).
-    public var database: String
-    /// The engine's own description: its code, message, detail, hint and advice.
-    public var message: String
-    /// The engine's code for the failure (a SQLSTATE such as `55P03`, or SQLite's result code
-    /// name such as `SQLITE_BUSY`); nil when no statement reached the database.
-    public var code: String?
-    /// The connection to a server was lost: whatever was in progress was rolled back.
-    public var connectionLost: Bool
-
-    /// A failure an adapter translated from its engine's error.
-    public init(database: String, message: String, code: String?, connectionLost: Bool = false) {
-        self.database = database
-        self.message = message
-        self.code = code
-        self.connectionLost = connectionLost
-    }
-
-    /// The message, after the database's name.
-    public var description: String { message.hasPrefix(database) ? message : "\(database): \(message)" }
-}

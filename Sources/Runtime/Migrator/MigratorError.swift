@@ -1,6 +1,7 @@
 import Diagnostics
 import Foundation
 import MigrationFiles
+import SchemaMetadata
 
 /// Why the migrator refused or failed; every case names the file and what happened. The
 /// description says what to do in the library's terms; a command-line tool adds its own flags

@@ -1,11 +1,11 @@
 import FieldEncryption
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// Builds a SQL WHERE clause from a predicate's expression tree, binding values as parameters.
 struct SQLBuilder {
-    var arguments: [SQLiteValue] = []
+    var arguments: [StoredValue] = []
     /// Columns of the model's key paths.
     let column: (AnyKeyPath) -> String?
     /// Closure variables bound to SQL (the value an optional-chaining predicate unwraps).
@@ -54,10 +54,28 @@ struct SQLBuilder {
         self.column = column
     }
 
-    mutating func bind(_ value: SQLiteValue) -> String {
+    /// Stands for a bound value in the translated text until `fragment` turns the text into
+    /// SQL, where each becomes its parameter, in order.
+    static let parameterMarker = "\u{1}param\u{1}"
+
+    mutating func bind(_ value: StoredValue) -> String {
         arguments.append(value)
-        return "?"
+        return Self.parameterMarker
     }
+
+    /// Translated text as a SQL fragment: each parameter marker bound to its value, in order.
+    func fragment(_ text: String) -> SQL {
+        var sql = SQL(verbatim: "")
+        var values = arguments.makeIterator()
+        for (index, part) in text.components(separatedBy: Self.parameterMarker).enumerated() {
+            if index > 0 { sql += "\(value: values.next() ?? .null)" }
+            sql += SQL(verbatim: part)
+        }
+        return sql
+    }
+
+    /// A quoted identifier: every registered dialect quotes with double quotes.
+    static func quote(_ identifier: String) -> String { SQLiteDialect().quote(identifier) }
 
     mutating func newAlias() -> String {
         aliasCount += 1
@@ -72,8 +90,8 @@ struct SQLBuilder {
         let entity = joined.entity
         switch member {
         case .column(let name):
-            if let cipher = cipher(entity.table, name) { return encryptedColumn("\(alias).\(Store.quote(name))", cipher) }
-            return "\(alias).\(Store.quote(name))"
+            if let cipher = cipher(entity.table, name) { return encryptedColumn("\(alias).\(SQLBuilder.quote(name))", cipher) }
+            return "\(alias).\(SQLBuilder.quote(name))"
         case .relationship(let name):
             guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
@@ -85,19 +103,19 @@ struct SQLBuilder {
             let joined = newAlias()
             let condition: String
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
-                condition = "\(joined).\(Store.quote(target.primaryKey[0])) = \(alias).\(Store.quote(relationship.foreignKeyColumns[0]))"
+                condition = "\(joined).\(SQLBuilder.quote(target.primaryKey[0])) = \(alias).\(SQLBuilder.quote(relationship.foreignKeyColumns[0]))"
             } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1,
                 entity.primaryKey.count == 1, target.primaryKey.count == 1
             {
                 // The other side holds the key and nothing stops two rows pointing here: join only
                 // the first, as `Store.target` reads it, so no model comes back twice.
-                let candidate = newAlias(), key = Store.quote(target.primaryKey[0])
+                let candidate = newAlias(), key = SQLBuilder.quote(target.primaryKey[0])
                 condition =
-                    "\(joined).\(key) = (SELECT \(candidate).\(key) FROM \(Store.quote(target.table)) AS \(candidate) WHERE \(candidate).\(Store.quote(inverse.foreignKeyColumns[0])) = \(alias).\(Store.quote(entity.primaryKey[0])) ORDER BY \(candidate).\(key) LIMIT 1)"
+                    "\(joined).\(key) = (SELECT \(candidate).\(key) FROM \(SQLBuilder.quote(target.table)) AS \(candidate) WHERE \(candidate).\(SQLBuilder.quote(inverse.foreignKeyColumns[0])) = \(alias).\(SQLBuilder.quote(entity.primaryKey[0])) ORDER BY \(candidate).\(key) LIMIT 1)"
             } else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }
-            levels[levels.count - 1].clauses.append("LEFT JOIN \(Store.quote(target.table)) AS \(joined) ON \(condition)")
+            levels[levels.count - 1].clauses.append("LEFT JOIN \(SQLBuilder.quote(target.table)) AS \(joined) ON \(condition)")
             levels[levels.count - 1].aliases[path] = joined
             return Marker.row(alias: joined, entity: target.name)
         }
@@ -114,19 +132,19 @@ struct SQLBuilder {
         }
         entitiesRead.insert(target.name)
         let alias = newAlias()
-        let ownerKey = "\(marker.alias).\(Store.quote(owner.primaryKey[0]))"
+        let ownerKey = "\(marker.alias).\(SQLBuilder.quote(owner.primaryKey[0]))"
         if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, target.primaryKey.count == 1 {
             let link = newAlias()
             return (
                 alias, target,
-                "\(Store.quote(target.table)) AS \(alias) JOIN \(Store.quote(joinTable)) AS \(link) ON \(link).\(Store.quote(relationship.joinTargetColumns[0])) = \(alias).\(Store.quote(target.primaryKey[0]))",
-                "\(link).\(Store.quote(relationship.joinColumns[0])) = \(ownerKey)"
+                "\(SQLBuilder.quote(target.table)) AS \(alias) JOIN \(SQLBuilder.quote(joinTable)) AS \(link) ON \(link).\(SQLBuilder.quote(relationship.joinTargetColumns[0])) = \(alias).\(SQLBuilder.quote(target.primaryKey[0]))",
+                "\(link).\(SQLBuilder.quote(relationship.joinColumns[0])) = \(ownerKey)"
             )
         }
         guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship) (composite keys cannot be followed yet)")
         }
-        return (alias, target, "\(Store.quote(target.table)) AS \(alias)", "\(alias).\(Store.quote(inverse.foreignKeyColumns[0])) = \(ownerKey)")
+        return (alias, target, "\(SQLBuilder.quote(target.table)) AS \(alias)", "\(alias).\(SQLBuilder.quote(inverse.foreignKeyColumns[0])) = \(ownerKey)")
     }
 }
 
@@ -215,8 +233,8 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             guard let column = builder.column(keyPath) else {
                 throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
             }
-            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(Store.quote(column), cipher) }
-            return Store.quote(column)
+            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(SQLBuilder.quote(column), cipher) }
+            return SQLBuilder.quote(column)
         }
         // A property of a captured value (`airline.id`): evaluated once and bound.
         guard let value = try? evaluate(PredicateBindings()), let encodable = value as? any Encodable,
@@ -234,8 +252,8 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     // An encrypted column against a value: the value's ciphertexts under every key (deterministic only).
     for (column, other) in [(left, right), (right, left)] {
         guard let encrypted = builder.encrypted[column] else { continue }
-        var value: SQLiteValue = .null
-        if other == "?", let bound = builder.arguments.popLast() {
+        var value: StoredValue = .null
+        if other == SQLBuilder.parameterMarker, let bound = builder.arguments.popLast() {
             value = bound
         } else if other != "NULL" {
             throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: "\(encrypted.cipher.attribute) is encrypted: compare it with a value, not with another column")
@@ -246,7 +264,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
                 expression: encrypted.cipher.attribute,
                 message: "\(encrypted.cipher.attribute) is encrypted with a random nonce, so the database cannot compare it; use 'encrypt: deterministic' to look it up by equality")
         }
-        let sealed: [SQLiteValue]
+        let sealed: [StoredValue]
         do { sealed = try encrypted.cipher.sealForLookup(value) } catch {
             throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: error.description)
         }
@@ -257,7 +275,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     for side in [0, 1] {
         let text = side == 0 ? left : right
         guard let row = Marker.parseRow(text), let entity = builder.entityNamed(row.entity), let key = entity.primaryKey.first else { continue }
-        let column = "\(row.alias).\(Store.quote(key))"
+        let column = "\(row.alias).\(SQLBuilder.quote(key))"
         if side == 0 { left = column } else { right = column }
     }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }
@@ -328,17 +346,17 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
         let element = try translate(self.element, &builder)
         var placeholders: [String] = []
         for value in try constant.sqliteValues() { placeholders.append(builder.bind(value)) }
-        return placeholders.isEmpty ? "0" : "(\(element) IN (\(placeholders.joined(separator: ", "))))"
+        return placeholders.isEmpty ? "(1 = 0)" : "(\(element) IN (\(placeholders.joined(separator: ", "))))"
     }
 }
 
 protocol ConstantSequence {
-    func sqliteValues() throws(PredicateTranslationError) -> [SQLiteValue]
+    func sqliteValues() throws(PredicateTranslationError) -> [StoredValue]
 }
 
 extension PredicateExpressions.Value: ConstantSequence where Output: Sequence, Output.Element: Encodable {
-    func sqliteValues() throws(PredicateTranslationError) -> [SQLiteValue] {
-        var values: [SQLiteValue] = []
+    func sqliteValues() throws(PredicateTranslationError) -> [StoredValue] {
+        var values: [StoredValue] = []
         for element in value {
             do { values.append(try RowEncoder.value(element)) } catch { throw PredicateTranslationError(expression: "the value \(element)") }
         }
@@ -384,7 +402,7 @@ private func existsClause(sequence: Any, variable: PredicateExpressions.Variable
     let condition = try translate(test, &builder)
     let nested = builder.levels.removeLast().clauses.joined(separator: " ")
     // An unknown (NULL) test fails the element, as a false one would in Swift.
-    let test = negated ? "NOT coalesce(\(condition), 0)" : condition
+    let test = negated ? "NOT coalesce(\(condition), FALSE)" : condition
     return "(\(negated ? "NOT " : "")EXISTS (SELECT 1 FROM \(from) \(nested) WHERE \(correlation) AND \(test)))"
 }
 

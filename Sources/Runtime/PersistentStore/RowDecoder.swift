@@ -1,12 +1,11 @@
 import Foundation
-import SQLiteKit
 import SchemaMetadata
 
 /// Builds a model from column values through its own `Decodable` conformance.
 enum RowDecoder {
-    static func decode<M: Decodable>(_ type: M.Type, from values: [String: SQLiteValue]) throws -> M {
+    static func decode<M: Decodable>(_ type: M.Type, from values: [String: StoredValue]) throws -> M {
         var keys: [String: Int] = [:]
-        var row: [SQLiteValue] = []
+        var row: [StoredValue] = []
         for (key, value) in values {
             keys[key] = row.count
             row.append(value)
@@ -15,12 +14,12 @@ enum RowDecoder {
     }
 
     /// Decodes a row read in query order; `keys` maps Codable keys to positions, once per query.
-    static func decode<M: Decodable>(_ type: M.Type, row: [SQLiteValue], keys: RowKeys) throws -> M {
+    static func decode<M: Decodable>(_ type: M.Type, row: [StoredValue], keys: RowKeys) throws -> M {
         try M(from: RowDecoding(keys: keys, row: row))
     }
 
     /// One stored value as `T`.
-    static func value<T: Decodable>(_ type: T.Type, from stored: SQLiteValue, key: String) throws -> T {
+    static func value<T: Decodable>(_ type: T.Type, from stored: StoredValue, key: String) throws -> T {
         func mismatch() -> RowCodingError { RowCodingError(message: "column for '\(key)' holds \(stored), not a \(T.self)") }
         switch (T.self, stored) {
         case (is Date.Type, .text(let text)):
@@ -73,11 +72,24 @@ enum RowDecoder {
 final class RowKeys: @unchecked Sendable {
     let positions: [String: Int]
     init(positions: [String: Int]) { self.positions = positions }
+
+    /// The keys of a row of `columns`: attributes by their Codable key, single-column foreign
+    /// keys by their key property (`originID`), the implicit key as `id`.
+    convenience init(entity: EntityDescriptor, columns: [String]) {
+        var keyForColumn: [String: String] = ["id": "id"]
+        for column in entity.columns { keyForColumn[column.column] = column.jsonKey }
+        for relationship in entity.relationships where relationship.foreignKeyColumns.count == 1 {
+            if let property = relationship.keyProperty { keyForColumn[relationship.foreignKeyColumns[0]] = property }
+        }
+        var positions: [String: Int] = [:]
+        for (index, name) in columns.enumerated() { positions[keyForColumn[name] ?? name] = index }
+        self.init(positions: positions)
+    }
 }
 
 private struct RowDecoding: Decoder {
     let keys: RowKeys
-    let row: [SQLiteValue]
+    let row: [StoredValue]
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -90,11 +102,11 @@ private struct RowDecoding: Decoder {
 
 private struct RowDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let keys: RowKeys
-    let row: [SQLiteValue]
+    let row: [StoredValue]
     var codingPath: [any CodingKey] { [] }
     var allKeys: [Key] { keys.positions.keys.compactMap(Key.init(stringValue:)) }
 
-    private func value(_ key: Key) -> SQLiteValue? {
+    private func value(_ key: Key) -> StoredValue? {
         guard let position = keys.positions[key.stringValue], position < row.count else { return nil }
         return row[position]
     }
@@ -121,7 +133,7 @@ private struct RowDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 
 /// One stored value, for types that decode from a single value (raw-value enums).
 private struct SingleValueRowDecoding: Decoder, SingleValueDecodingContainer {
-    let value: SQLiteValue
+    let value: StoredValue
     let key: String
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }

@@ -1,12 +1,11 @@
 import Foundation
-import SQLiteKit
 import SchemaMetadata
 
 /// Turns a model into column values through its own `Encodable` conformance, so Codable keys
 /// (`jsonKey`), enums (raw values), value types and arrays (JSON text) follow the generated
 /// code. Nil optionals are simply absent.
 enum RowEncoder {
-    static func encode(_ model: some Encodable) throws -> [String: SQLiteValue] {
+    static func encode(_ model: some Encodable) throws -> [String: StoredValue] {
         let encoder = RowEncoding()
         try model.encode(to: encoder)
         if let problem = encoder.problem { throw problem }
@@ -14,7 +13,7 @@ enum RowEncoder {
     }
 
     /// One value as the database keeps it.
-    static func value(_ value: some Encodable) throws -> SQLiteValue {
+    static func value(_ value: some Encodable) throws -> StoredValue {
         switch value {
         case let date as Date: return .text(StoredDate.text(date))
         case let data as Data: return .blob([UInt8](data))
@@ -49,7 +48,7 @@ struct RowCodingError: Error, CustomStringConvertible {
 }
 
 private final class RowEncoding: Encoder {
-    var values: [String: SQLiteValue] = [:]
+    var values: [String: StoredValue] = [:]
     var problem: RowCodingError?
     var codingPath: [any CodingKey] = []
     var userInfo: [CodingUserInfoKey: Any] = [:]
@@ -94,7 +93,7 @@ private struct RowContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
 /// Captures a value that encodes itself as one primitive (a raw-value enum, say).
 final class SingleValueProbe: Encoder, SingleValueEncodingContainer {
-    var captured: SQLiteValue?
+    var captured: StoredValue?
     var codingPath: [any CodingKey] = []
     var userInfo: [CodingUserInfoKey: Any] = [:]
 

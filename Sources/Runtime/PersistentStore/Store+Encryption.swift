@@ -1,6 +1,6 @@
 import FieldEncryption
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// Where the store finds the master keys of `encrypt` attributes. Read only when the schema
@@ -66,12 +66,12 @@ extension Store {
     /// id is recorded when a value is first written under it (`recordSealingKey`), so a
     /// mistyped id on a read, or a refused open, leaves nothing behind. True when the newest
     /// key is recorded already.
-    static func checkKeys(_ ring: KeyRing, _ connection: SQLiteConnection, schema: String) throws(StoreError) -> Bool {
+    static func checkKeys(_ ring: KeyRing, _ database: any StoreDatabase, schema: String) throws(StoreError) -> Bool {
         do {
-            guard try !connection.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schemagen_key_check'").isEmpty else { return false }
+            guard try database.tableExists("schemagen_key_check") else { return false }
             var newestRecorded = false
             for key in ring.keys {
-                guard let stored = try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first else { continue }
+                guard let stored = try database.query("SELECT check_value FROM schemagen_key_check WHERE key_id = \(value: .text(key.id))" as SQL).first?.first else { continue }
                 guard stored == StoredValue.blob(try ring.checkValue(of: key)) else {
                     throw StoreError.missingKey("key '\(key.id)' is not the key this database's values were encrypted with under that id; pass the right key (or give a new key a new id)")
                 }
@@ -80,7 +80,7 @@ extension Store {
             return newestRecorded
         } catch let error as StoreError {
             throw error
-        } catch let error as SQLiteError {
+        } catch let error as DatabaseFailure {
             throw .database(error)
         } catch {
             throw .missingKey("\(schema): the keys cannot be checked: \(error)")
@@ -92,17 +92,17 @@ extension Store {
     func recordSealingKey() throws(StoreError) {
         guard sealedInTransaction, !newestKeyRecorded, let ring = keyRing else { return }
         do {
-            try connection.execute("CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id TEXT PRIMARY KEY, check_value BLOB NOT NULL);")
+            try database.execute("CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id TEXT PRIMARY KEY, check_value BLOB NOT NULL);")
             let key = ring.newest
             let check = StoredValue.blob(try ring.checkValue(of: key))
-            _ = try connection.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING", [.text(key.id), check])
-            guard try connection.query("SELECT check_value FROM schemagen_key_check WHERE key_id = ?", [.text(key.id)]).first?.first == check else {
+            _ = try database.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (\(value: .text(key.id)), \(value: check)) ON CONFLICT (key_id) DO NOTHING" as SQL)
+            guard try database.query("SELECT check_value FROM schemagen_key_check WHERE key_id = \(value: .text(key.id))" as SQL).first?.first == check else {
                 throw StoreError.missingKey(
                     "key '\(key.id)' is not the key this database's values were encrypted with under that id (another process recorded it); pass the right key (or give a new key a new id)")
             }
         } catch let error as StoreError {
             throw error
-        } catch let error as SQLiteError {
+        } catch let error as DatabaseFailure {
             throw .database(error)
         } catch {
             throw .missingKey("\(schema.name): the key cannot be recorded: \(error)")
@@ -158,7 +158,7 @@ extension Store {
     /// Answers true when it chose a new implicit key: no stored row can have it, so the write
     /// needs no conflict clause on the key.
     @discardableResult
-    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [SQLiteValue]) throws(StoreError) -> Bool {
+    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue]) throws(StoreError) -> Bool {
         let plan = rowPlan(entity, columns: columns)
         guard !plan.isEmpty else { return false }
         // A new row of randomized values only, its implicit key left to the store: nothing to
@@ -168,7 +168,7 @@ extension Store {
         {
             let next = try nextImplicitKey(entity)
             values[keyPosition] = .integer(next)
-            let rowKey: [SQLiteValue] = [.integer(next)]
+            let rowKey: [StoredValue] = [.integer(next)]
             for (position, _, cipher) in plan.randomized {
                 values[position] = try seal(values[position], cipher, rowKey: rowKey)
             }
@@ -179,28 +179,25 @@ extension Store {
             values[position] = try seal(values[position], cipher, rowKey: [])
         }
         // The stored row this write would update: by primary key, then by each unique value.
-        var clauses: [String] = []
-        var arguments: [SQLiteValue] = []
+        var clauses: [SQL] = []
         let keyValues = plan.keyPositions.map { $0.map { values[$0] } ?? .null }
         if !keyValues.contains(.null) {
-            clauses.append("(" + Self.condition(entity.primaryKey) + ")")
-            arguments += keyValues
+            clauses.append("(\(Self.condition(entity.primaryKey, keyValues)))")
         }
         for target in plan.uniqueTargets {
             let targetValues = target.map { values[$0] }
             guard !targetValues.contains(.null) else { continue }
-            clauses.append("(" + target.map { "\(Self.quote(columns[$0])) = ?" }.joined(separator: " AND ") + ")")
-            arguments += targetValues
+            clauses.append("(\(Self.condition(target.map { columns[$0] }, targetValues)))")
         }
-        let condition = clauses.isEmpty ? "" : clauses.joined(separator: " OR ")
+        let condition = SQL.list(clauses, separator: " OR ")
         if !plan.files.isEmpty, !clauses.isEmpty {
-            removeOnCommit(try externalNames(of: entity, where: condition, arguments), of: entity)
+            removeOnCommit(try externalNames(of: entity, where: condition), of: entity)
         }
         var rowKey = keyValues
-        var stored: [Int: SQLiteValue] = [:]
+        var stored: [Int: StoredValue] = [:]
         if !clauses.isEmpty, !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
-            let selected = entity.primaryKey.map(Self.quote) + plan.randomized.map { Self.quote($0.column) }
-            if let existing = try query("SELECT \(selected.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE \(condition) LIMIT 1", arguments).first {
+            let selected = SQL.identifiers(entity.primaryKey + plan.randomized.map(\.column))
+            if let existing = try query("SELECT \(selected) FROM \(identifier: entity.table) WHERE \(condition) LIMIT 1").first {
                 rowKey = Array(existing.prefix(entity.primaryKey.count))
                 for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[entity.primaryKey.count + offset] }
             }
@@ -247,7 +244,7 @@ extension Store {
         return choseKey
     }
 
-    private func seal(_ value: SQLiteValue, _ cipher: FieldCipher, rowKey: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
+    private func seal(_ value: StoredValue, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {
         sealedInTransaction = true
         do { return try cipher.seal(value, rowKey: rowKey) } catch { throw .encryption(error) }
     }
@@ -261,13 +258,9 @@ extension Store {
             implicitKeys.values[index] = next + 1
             return next
         }
-        let table = Self.quote(entity.table)
         var highest: Int64 = 0
-        if case .integer(let value)? = try query("SELECT max(\"id\") FROM \(table)", []).first?.first { highest = value }
-        let hasSequence = try query("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'", []).first?.first == .integer(1)
-        if hasSequence, case .integer(let value)? = try query("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(entity.table)]).first?.first {
-            highest = max(highest, value)
-        }
+        if case .integer(let value)? = try query("SELECT max(\(identifier: "id")) FROM \(identifier: entity.table)").first?.first { highest = value }
+        do { highest = max(highest, try database.highestGeneratedKey(of: entity.table)) } catch { throw .database(error) }
         implicitKeys[entity.table] = highest + 2
         return highest + 1
     }
@@ -297,7 +290,7 @@ extension Store {
     }
 
     /// Opens the encrypted values of a row.
-    func openRow(_ plan: OpenPlan?, row: inout [SQLiteValue]) throws(StoreError) {
+    func openRow(_ plan: OpenPlan?, row: inout [StoredValue]) throws(StoreError) {
         guard let plan, !plan.ciphers.isEmpty else { return }
         for (position, _) in plan.ciphers {
             let value = row[position]
@@ -308,7 +301,7 @@ extension Store {
 
     /// Opens one encrypted column of a row SQLite is still stepping on, from SQLite's own
     /// buffer (see `SQLiteConnection.forEachRowInPlace(_:_:ownStatement:opening:with:_:)`).
-    func openColumn(_ plan: OpenPlan, _ position: Int, _ content: BorrowedValue, row: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
+    func openColumn(_ plan: OpenPlan, _ position: Int, _ content: BorrowedValue, row: [StoredValue]) throws(StoreError) -> StoredValue {
         guard let cipher = plan.cipher(at: position) else {
             if case .value(let value) = content { return value }
             throw .coding("column \(position) is not encrypted")
@@ -326,7 +319,7 @@ extension Store {
     }
 
     /// An external file's bytes, opened when the attribute is encrypted.
-    func openExternal(_ bytes: [UInt8], _ entity: EntityDescriptor, _ column: ColumnDescriptor, rowKey: [SQLiteValue]) throws(StoreError) -> [UInt8] {
+    func openExternal(_ bytes: [UInt8], _ entity: EntityDescriptor, _ column: ColumnDescriptor, rowKey: [StoredValue]) throws(StoreError) -> [UInt8] {
         guard let cipher = encryption[entity.table]?[column.column] else { return bytes }
         do { return try cipher.open(bytes: bytes, rowKey: rowKey) } catch { throw .encryption(error) }
     }
@@ -362,29 +355,32 @@ extension Store {
             guard let ciphers = encryption[entity.table], !ciphers.isEmpty else { continue }
             let encrypted = entity.columns.filter { ciphers[$0.column] != nil }
             let total: Int
-            if case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(entity.table))", []).first?.first { total = Int(count) } else { total = 0 }
+            if case .integer(let count)? = try query("SELECT count(*) FROM \(identifier: entity.table)").first?.first { total = Int(count) } else { total = 0 }
             var scanned = 0
-            var after: Int64 = .min
+            // Batches in primary-key order, each starting after the last key of the one before.
+            var after: [StoredValue]?
+            let key = SQL.identifiers(entity.primaryKey)
             progress(ReencryptionProgress(entity: entity.name, rowsScanned: 0, rowsTotal: total, valuesRewritten: rewritten))
             while true {
-                let selected = ["rowid"] + entity.primaryKey + encrypted.map(\.column)
+                let keyCount = entity.primaryKey.count
+                let resume: SQL = after.map { "WHERE (\(key)) > (\(SQL.parameters($0)))" } ?? ""
                 let rows = try query(
-                    "SELECT \(selected.map { $0 == "rowid" ? $0 : Self.quote($0) }.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                    [.integer(after), .integer(Int64(max(1, batchSize)))])
-                guard let last = rows.last, case .integer(let lastRowID) = last[0] else { break }
+                    "SELECT \(SQL.identifiers(entity.primaryKey + encrypted.map(\.column))) FROM \(identifier: entity.table) \(resume) ORDER BY \(key) LIMIT \(value: .integer(Int64(max(1, batchSize))))"
+                )
+                guard let last = rows.last else { break }
                 let count = try write { () throws(StoreError) in
                     // Rewrites change no value: keep them out of the history.
                     recorder?.paused = true
                     defer {
-                        try? recorder?.forgetFallbackRows(connection)
+                        try? recorder?.forgetFallbackRows(database)
                         recorder?.paused = false
                     }
                     var count = 0
                     for row in rows {
-                        let rowKey = Array(row[1...entity.primaryKey.count])
+                        let rowKey = Array(row[..<keyCount])
                         for (offset, column) in encrypted.enumerated() {
                             guard let cipher = ciphers[column.column] else { continue }
-                            let value = row[1 + entity.primaryKey.count + offset]
+                            let value = row[keyCount + offset]
                             if column.usesExternalStorage {
                                 if try rewriteExternal(value, entity, column, cipher, rowKey: rowKey) { count += 1 }
                                 continue
@@ -395,7 +391,7 @@ extension Store {
                                 do throws(FieldCipherError) { plaintext = try cipher.open(value, rowKey: rowKey) } catch { throw .encryption(error) }
                             }
                             let sealed = try seal(plaintext, cipher, rowKey: rowKey)
-                            _ = try query("UPDATE \(Self.quote(entity.table)) SET \(Self.quote(column.column)) = ? WHERE rowid = ?", [sealed, row[0]])
+                            _ = try query("UPDATE \(identifier: entity.table) SET \(identifier: column.column) = \(value: sealed) WHERE \(Self.condition(entity.primaryKey, rowKey))")
                             count += 1
                         }
                     }
@@ -403,7 +399,7 @@ extension Store {
                 }
                 rewritten += count
                 scanned += rows.count
-                after = lastRowID
+                after = Array(last[..<keyCount])
                 progress(ReencryptionProgress(entity: entity.name, rowsScanned: scanned, rowsTotal: max(total, scanned), valuesRewritten: rewritten))
             }
         }
@@ -412,14 +408,14 @@ extension Store {
 
     /// A value written before the attribute was encrypted, as the model's codec expects it: a
     /// migration that made the column BLOB cast the clear value to bytes.
-    static func legacyValue(_ value: SQLiteValue, _ column: ColumnDescriptor) -> SQLiteValue {
+    static func legacyValue(_ value: StoredValue, _ column: ColumnDescriptor) -> StoredValue {
         guard case .blob(let bytes) = value, !FieldCipher.isEnvelope(value), column.swiftType != "Data" else { return value }
         let text = String(decoding: bytes, as: UTF8.self)
         switch column.swiftType {
         case "Bool", "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64":
-            return Int64(text).map(SQLiteValue.integer) ?? .text(text)
+            return Int64(text).map(StoredValue.integer) ?? .text(text)
         case "Double", "Float":
-            return Double(text).map(SQLiteValue.real) ?? .text(text)
+            return Double(text).map(StoredValue.real) ?? .text(text)
         default:
             return .text(text)
         }
@@ -427,7 +423,7 @@ extension Store {
 
     /// Seals an external file again under the newest key (a new file, the old one removed at
     /// commit); true when it did.
-    private func rewriteExternal(_ value: SQLiteValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, _ cipher: FieldCipher, rowKey: [SQLiteValue]) throws(StoreError) -> Bool {
+    private func rewriteExternal(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> Bool {
         guard case .text(let name) = value else { return false }
         let url = externalFile(entity, column, name)
         guard let data = FileManager.default.contents(atPath: url.path) else {
@@ -444,7 +440,7 @@ extension Store {
         do { sealed = try cipher.seal(bytes: plaintext, rowKey: rowKey) } catch { throw .encryption(error) }
         let newName = try storeExternalValue(.blob(sealed), entity, column)
         removedFiles.append(url)
-        _ = try query("UPDATE \(Self.quote(entity.table)) SET \(Self.quote(column.column)) = ? WHERE \(Self.condition(entity.primaryKey))", [newName] + rowKey)
+        _ = try query("UPDATE \(identifier: entity.table) SET \(identifier: column.column) = \(value: newName) WHERE \(Self.condition(entity.primaryKey, rowKey))")
         return true
     }
 }

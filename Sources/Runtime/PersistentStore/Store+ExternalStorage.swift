@@ -1,5 +1,5 @@
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 #if canImport(Glibc)
@@ -22,7 +22,7 @@ extension Store {
     }
 
     /// Writes one external value to a file and returns the name the column holds.
-    func storeExternalValue(_ value: SQLiteValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor) throws(StoreError) -> SQLiteValue {
+    func storeExternalValue(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor) throws(StoreError) -> StoredValue {
         let bytes: [UInt8]
         switch value {
         case .blob(let data): bytes = data
@@ -37,10 +37,10 @@ extension Store {
     }
 
     /// The external file names a stored row holds, by column.
-    func externalNames(of entity: EntityDescriptor, where condition: String, _ arguments: [SQLiteValue]) throws(StoreError) -> [(ColumnDescriptor, String)] {
+    func externalNames(of entity: EntityDescriptor, where condition: SQL) throws(StoreError) -> [(ColumnDescriptor, String)] {
         let columns = Self.externalColumns(of: entity)
         guard !columns.isEmpty else { return [] }
-        let rows = try query("SELECT \(columns.map { Self.quote($0.column) }.joined(separator: ", ")) FROM \(Self.quote(entity.table)) WHERE \(condition)", arguments)
+        let rows = try query("SELECT \(SQL.identifiers(columns.map(\.column))) FROM \(identifier: entity.table) WHERE \(condition)")
         var names: [(ColumnDescriptor, String)] = []
         for row in rows {
             for (column, value) in zip(columns, row) {
@@ -56,7 +56,7 @@ extension Store {
     }
 
     /// The contents of an external value's file, in place of its name.
-    func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor, rowKey: [SQLiteValue]) throws(StoreError) -> SQLiteValue {
+    func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {
         guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
             throw .externalFile("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
         }

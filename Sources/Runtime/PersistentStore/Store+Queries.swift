@@ -1,28 +1,29 @@
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// Queries with Foundation predicates and sort descriptors, run as SQL.
 extension Store {
     /// The WHERE clause and its arguments for a predicate (none: every row).
-    func whereClause<M: PersistentModel>(_ predicate: Predicate<M>?, for type: M.Type) throws(StoreError) -> (sql: String, arguments: [SQLiteValue]) {
-        guard let predicate else { return ("", []) }
+    func whereClause<M: PersistentModel>(_ predicate: Predicate<M>?, for type: M.Type) throws(StoreError) -> SQL {
+        guard let predicate else { return "" }
         var builder = SQLBuilder(column: { M.column(for: $0) })
         let ciphers = encryption
         builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
         do {
             let condition = try translate(predicate.expression, &builder)
             try builder.checkEncryptedUse(condition)
-            return (" WHERE " + condition, builder.arguments)
+            return " WHERE \(builder.fragment(condition))"
         } catch {
             throw .unsupportedPredicate(error.description)
         }
     }
 
     /// ORDER BY from sort descriptors, ties broken by the primary key so results are stable.
-    func orderClause<M: PersistentModel>(_ sortBy: [SortDescriptor<M>], for type: M.Type, alias: String? = nil) throws(StoreError) -> String {
-        let prefix = alias.map { $0 + "." } ?? ""
-        var terms: [String] = []
+    func orderClause<M: PersistentModel>(_ sortBy: [SortDescriptor<M>], for type: M.Type, alias: String? = nil) throws(StoreError) -> SQL {
+        func qualified(_ column: String) -> SQL { alias.map { "\(identifier: $0).\(identifier: column)" } ?? .identifier(column) }
+        var terms: [SQL] = []
+        var sorted: Set<String> = []
         for descriptor in sortBy {
             guard let keyPath = descriptor.keyPath, let column = M.column(for: keyPath) else {
                 throw .unsupportedPredicate("cannot sort by \(descriptor.keyPath.map { "\($0)" } ?? "a comparator"); sort by a stored property")
@@ -30,12 +31,13 @@ extension Store {
             if let attribute = M.entity.columns.first(where: { $0.column == column && $0.isEncrypted }) {
                 throw .unsupportedPredicate("cannot sort by \(M.entity.name).\(attribute.property): it is encrypted, so the database sees only ciphertext")
             }
-            terms.append(prefix + Self.quote(column) + (descriptor.order == .reverse ? " DESC" : ""))
+            terms.append(qualified(column) + (descriptor.order == .reverse ? " DESC" : ""))
+            sorted.insert(column)
         }
-        for column in M.entity.primaryKey where !terms.contains(where: { $0.hasPrefix(prefix + Self.quote(column)) }) {
-            terms.append(prefix + Self.quote(column))
+        for column in M.entity.primaryKey where !sorted.contains(column) {
+            terms.append(qualified(column))
         }
-        return " ORDER BY " + terms.joined(separator: ", ")
+        return " ORDER BY \(SQL.list(terms))"
     }
 
     /// Models matching a predicate, sorted, with limit and offset.
@@ -45,13 +47,11 @@ extension Store {
     public func fetch<M: PersistentModel>(
         _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {
-        let (condition, arguments) = try whereClause(predicate, for: M.self)
-        var sql = "SELECT \(selection(M.self)) FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
-        if let limit { sql += " LIMIT \(max(0, limit))" }
-        if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
+        let condition = try whereClause(predicate, for: M.self)
+        let sql: SQL = "SELECT \(selection(M.self)) FROM \(identifier: M.entity.table)\(condition)\(try orderClause(sortBy, for: M.self))\(Self.page(limit: limit, offset: offset))"
         // Fetching a whole table: counting it first (cheap) saves regrowing a large array.
         let expected = predicate == nil && limit == nil ? max(0, try count(M.self) - offset) : 0
-        return try rows(sql, arguments, as: M.self, expectedCount: expected)
+        return try rows(sql, as: M.self, expectedCount: expected)
     }
 
     /// Hands every model matching a predicate, in the given order, to `body` as its row is
@@ -68,9 +68,8 @@ extension Store {
     public func forEach<M: PersistentModel>(
         _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], _ body: (M) throws -> Void
     ) throws {
-        let (condition, arguments) = try whereClause(predicate, for: M.self)
-        let sql = "SELECT \(selection(M.self)) FROM \(Self.quote(M.entity.table))" + condition + (try orderClause(sortBy, for: M.self))
-        try eachRow(sql, arguments, as: M.self, body)
+        let condition = try whereClause(predicate, for: M.self)
+        try eachRow("SELECT \(selection(M.self)) FROM \(identifier: M.entity.table)\(condition)\(try orderClause(sortBy, for: M.self))", as: M.self, body)
     }
 
     /// The first model matching a predicate in the given order.
@@ -82,8 +81,8 @@ extension Store {
     ///
     ///     let longHaul = try await store.count(Flight.self, where: #Predicate { $0.routeDistance > 5000 })
     public func count<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>?) throws(StoreError) -> Int {
-        let (condition, arguments) = try whereClause(predicate, for: M.self)
-        guard case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(M.entity.table))" + condition, arguments).first?.first else { return 0 }
+        let condition = try whereClause(predicate, for: M.self)
+        guard case .integer(let count)? = try query("SELECT count(*) FROM \(identifier: M.entity.table)\(condition)").first?.first else { return 0 }
         return Int(count)
     }
 
@@ -94,14 +93,14 @@ extension Store {
     @discardableResult
     public func delete<M: PersistentModel>(_ type: M.Type, where predicate: Predicate<M>) throws(StoreError) -> Int {
         let entity = M.entity
-        let (condition, arguments) = try whereClause(predicate, for: M.self)
-        return try deleteRows(of: entity, selectingKeys: "SELECT \(entity.primaryKey.map(Self.quote).joined(separator: ", ")) FROM \(Self.quote(entity.table))" + condition, arguments)
+        let condition = try whereClause(predicate, for: M.self)
+        return try deleteRows(of: entity, selectingKeys: "SELECT \(SQL.identifiers(entity.primaryKey)) FROM \(identifier: entity.table)\(condition)")
     }
 
     /// Deletes the rows whose keys a query selects, applying delete rules, in one transaction.
-    private func deleteRows(of entity: EntityDescriptor, selectingKeys sql: String, _ arguments: [SQLiteValue]) throws(StoreError) -> Int {
+    private func deleteRows(of entity: EntityDescriptor, selectingKeys sql: SQL) throws(StoreError) -> Int {
         try write { () throws(StoreError) in
-            let keys = try query(sql, arguments)
+            let keys = try query(sql)
             var visited: Set<String> = []
             for key in keys { try deleteRow(of: entity, key: key, visited: &visited) }
             return keys.count
@@ -123,36 +122,50 @@ extension Store {
         if let attribute = M.entity.columns.first(where: { $0.column == column && $0.isEncrypted }) {
             throw .unsupportedPredicate("\(M.entity.name).\(attribute.property) is encrypted, each value under its own row; save the models instead")
         }
-        let stored: SQLiteValue
+        let stored: StoredValue
         do { stored = try RowEncoder.value(value) } catch { throw .coding("\(error)") }
-        let (condition, arguments) = try whereClause(predicate, for: M.self)
+        let condition = try whereClause(predicate, for: M.self)
         return try write { () throws(StoreError) in
-            _ = try query("UPDATE \(Self.quote(M.entity.table)) SET \(Self.quote(column)) = ?" + condition, [stored] + arguments)
-            guard case .integer(let changed)? = try query("SELECT changes()", []).first?.first else { return 0 }
-            return Int(changed)
+            _ = try query("UPDATE \(identifier: M.entity.table) SET \(identifier: column) = \(value: stored)\(condition)")
+            return database.changedRowCount
         }
+    }
+
+    /// LIMIT and OFFSET; an offset without a limit reads to the end (`LIMIT -1` is SQLite's
+    /// spelling, `LIMIT ALL` PostgreSQL's).
+    static func page(limit: Int?, offset: Int) -> SQL {
+        var clause: SQL = ""
+        if let limit { clause += " LIMIT \(value: .integer(Int64(max(0, limit))))" }
+        if offset > 0 {
+            if limit == nil { clause += " LIMIT -1" }
+            clause += " OFFSET \(value: .integer(Int64(offset)))"
+        }
+        return clause
     }
 
     // MARK: - Predicates that follow relationships
 
     /// A WHERE clause, with its joins, for a predicate over a `Joined` view; the main table is `t0`.
-    func joinedClause<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: String, condition: String, arguments: [SQLiteValue]) {
+    func joinedClause<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: SQL, condition: SQL) {
         let clause = try joinedQuery(predicate, for: M.self)
-        return (clause.joins, clause.condition, clause.arguments)
+        return (clause.joins, clause.condition)
     }
 
     /// The same, with every entity the query reads.
-    func joinedQuery<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: String, condition: String, arguments: [SQLiteValue], entities: Set<String>) {
+    func joinedQuery<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: SQL, condition: SQL, entities: Set<String>) {
         var builder = SQLBuilder(column: { _ in nil })
         let schema = self.schema
         builder.entityNamed = { schema.entity(named: $0) }
         builder.rows[predicate.variable.key] = ("t0", M.entity)
         let ciphers = encryption
         builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
-        do {
+        do throws(PredicateTranslationError) {
             let condition = try translate(predicate.expression, &builder)
             try builder.checkEncryptedUse(condition + builder.levels.flatMap(\.clauses).joined())
-            return (builder.levels[0].clauses.joined(separator: " "), condition, builder.arguments, builder.entitiesRead.union([M.entity.name]))
+            // Joins come first in the statement, so their parameters (none today) are bound first.
+            let joins = builder.levels[0].clauses.joined(separator: " ")
+            if joins.contains(SQLBuilder.parameterMarker) { throw PredicateTranslationError(expression: "a value inside a join") }
+            return (SQL(verbatim: joins), builder.fragment(condition), builder.entitiesRead.union([M.entity.name]))
         } catch {
             throw .unsupportedPredicate(error.description)
         }
@@ -167,18 +180,16 @@ extension Store {
     public func fetch<M: Joinable>(
         _ type: M.Type, joining predicate: Predicate<M.Joined>, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {
-        let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
+        let (joins, condition) = try joinedClause(predicate, for: M.self)
         let order = try orderClause(sortBy, for: M.self, alias: "t0")
-        var sql = "SELECT \(selection(M.self, alias: "t0")) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)\(order)"
-        if let limit { sql += " LIMIT \(max(0, limit))" }
-        if offset > 0 { sql += (limit == nil ? " LIMIT -1" : "") + " OFFSET \(offset)" }
-        return try rows(sql, arguments, as: M.self)
+        return try rows(
+            "SELECT \(selection(M.self, alias: "t0")) FROM \(identifier: M.entity.table) AS t0 \(joins) WHERE \(condition)\(order)\(Self.page(limit: limit, offset: offset))", as: M.self)
     }
 
     /// How many models match a predicate that may follow relationships.
     public func count<M: Joinable>(_ type: M.Type, joining predicate: Predicate<M.Joined>) throws(StoreError) -> Int {
-        let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
-        guard case .integer(let count)? = try query("SELECT count(*) FROM \(Self.quote(M.entity.table)) AS t0 \(joins) WHERE \(condition)", arguments).first?.first else { return 0 }
+        let (joins, condition) = try joinedClause(predicate, for: M.self)
+        guard case .integer(let count)? = try query("SELECT count(*) FROM \(identifier: M.entity.table) AS t0 \(joins) WHERE \(condition)").first?.first else { return 0 }
         return Int(count)
     }
 
@@ -192,8 +203,8 @@ extension Store {
     @discardableResult
     public func delete<M: Joinable>(_ type: M.Type, joining predicate: Predicate<M.Joined>) throws(StoreError) -> Int {
         let entity = M.entity
-        let (joins, condition, arguments) = try joinedClause(predicate, for: M.self)
-        let keys = entity.primaryKey.map { "t0." + Self.quote($0) }.joined(separator: ", ")
-        return try deleteRows(of: entity, selectingKeys: "SELECT DISTINCT \(keys) FROM \(Self.quote(entity.table)) AS t0 \(joins) WHERE \(condition)", arguments)
+        let (joins, condition) = try joinedClause(predicate, for: M.self)
+        let keys = SQL.list(entity.primaryKey.map { "t0.\(identifier: $0)" })
+        return try deleteRows(of: entity, selectingKeys: "SELECT DISTINCT \(keys) FROM \(identifier: entity.table) AS t0 \(joins) WHERE \(condition)")
     }
 }

@@ -1,4 +1,4 @@
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// Relationships and delete rules, worked from the generated metadata.
@@ -6,17 +6,17 @@ extension Store {
     // MARK: - Keys
 
     /// A model's primary-key values, in key-column order.
-    func keyValues<M: PersistentModel>(of model: M) throws(StoreError) -> [SQLiteValue] {
+    func keyValues<M: PersistentModel>(of model: M) throws(StoreError) -> [StoredValue] {
         let entity = M.entity
-        let encoded: [SQLiteValue]?
+        let encoded: [StoredValue]?
         do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
         if let values = encoded {
             let byColumn = Dictionary(zip(rowColumns(entity), values).map { ($0, $1) }, uniquingKeysWith: { a, _ in a })
             return entity.primaryKey.map { byColumn[$0] ?? .null }
         }
-        let row: [String: SQLiteValue]
+        let row: [String: StoredValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
-        return entity.primaryKey.map { column -> SQLiteValue in
+        return entity.primaryKey.map { column -> StoredValue in
             if entity.hasImplicitKey, column == "id" { return row["id"] ?? .null }
             if let attribute = entity.columns.first(where: { $0.column == column }) { return row[attribute.jsonKey] ?? .null }
             if let relationship = entity.relationships.first(where: { $0.foreignKeyColumns == [column] }), let property = relationship.keyProperty {
@@ -26,8 +26,10 @@ extension Store {
         }
     }
 
-    static func condition(_ columns: [String], prefix: String = "") -> String {
-        columns.map { "\(prefix)\(quote($0)) = ?" }.joined(separator: " AND ")
+    /// `"a" = ? AND "b" = ?`: each column equal to its value (NULL placeholders, when a cached
+    /// statement binds the values later).
+    static func condition(_ columns: [String], _ values: [StoredValue]) -> SQL {
+        .list(zip(columns, values).map { column, value in "\(identifier: column) = \(value: value)" }, separator: " AND ")
     }
 
     func entity(named name: String) throws(StoreError) -> EntityDescriptor {
@@ -35,26 +37,26 @@ extension Store {
         return entity
     }
 
-    func query(_ sql: String, _ arguments: [SQLiteValue]) throws(StoreError) -> [[SQLiteValue]] {
-        do { return try connection.query(sql, arguments) } catch { throw .database(error) }
+    /// Runs a statement and returns its rows.
+    func query(_ sql: SQL) throws(StoreError) -> [[StoredValue]] {
+        do { return try database.query(sql) } catch { throw .database(error) }
     }
 
     /// The keys of the rows a relationship of one row points to.
-    func relatedKeys(of entity: EntityDescriptor, key: [SQLiteValue], via relationship: RelationshipDescriptor) throws(StoreError) -> (EntityDescriptor, [[SQLiteValue]]) {
+    func relatedKeys(of entity: EntityDescriptor, key: [StoredValue], via relationship: RelationshipDescriptor) throws(StoreError) -> (EntityDescriptor, [[StoredValue]]) {
         let target = try self.entity(named: relationship.target)
-        let q = Self.quote
         if let joinTable = relationship.joinTable {
-            let keys = try query("SELECT \(relationship.joinTargetColumns.map(q).joined(separator: ", ")) FROM \(q(joinTable)) WHERE \(Self.condition(relationship.joinColumns))", key)
+            let keys = try query("SELECT \(SQL.identifiers(relationship.joinTargetColumns)) FROM \(identifier: joinTable) WHERE \(Self.condition(relationship.joinColumns, key))")
             return (target, keys)
         }
         if !relationship.foreignKeyColumns.isEmpty {
-            let rows = try query("SELECT \(relationship.foreignKeyColumns.map(q).joined(separator: ", ")) FROM \(q(entity.table)) WHERE \(Self.condition(entity.primaryKey))", key)
+            let rows = try query("SELECT \(SQL.identifiers(relationship.foreignKeyColumns)) FROM \(identifier: entity.table) WHERE \(Self.condition(entity.primaryKey, key))")
             return (target, rows.filter { !$0.contains(.null) })
         }
         guard let inverseName = relationship.inverse, let inverse = target.relationship(named: inverseName), !inverse.foreignKeyColumns.isEmpty else {
             return (target, [])
         }
-        let keys = try query("SELECT \(target.primaryKey.map(q).joined(separator: ", ")) FROM \(q(target.table)) WHERE \(Self.condition(inverse.foreignKeyColumns))", key)
+        let keys = try query("SELECT \(SQL.identifiers(target.primaryKey)) FROM \(identifier: target.table) WHERE \(Self.condition(inverse.foreignKeyColumns, key))")
         return (target, keys)
     }
 
@@ -67,7 +69,7 @@ extension Store {
         let (target, keys) = try relatedKeys(of: S.entity, key: try keyValues(of: model), via: relationship)
         var result: [T] = []
         for key in keys {
-            result += try rows("SELECT \(selection(T.self)) FROM \(Self.quote(target.table)) WHERE \(Self.condition(target.primaryKey))", key, as: T.self)
+            result += try rows("SELECT \(selection(T.self)) FROM \(identifier: target.table) WHERE \(Self.condition(target.primaryKey, key))", as: T.self)
         }
         return result
     }
@@ -91,15 +93,13 @@ extension Store {
     private func changeLink<S: PersistentModel, T: PersistentModel>(_ path: RelationshipPath<S, T>, _ source: S, _ target: T, linked: Bool) throws(StoreError) {
         guard let relationship = S.entity.relationship(named: path.name) else { throw .unknownEntity("\(S.entity.name).\(path.name)") }
         let sourceKey = try keyValues(of: source), targetKey = try keyValues(of: target)
-        let q = Self.quote
         try write { () throws(StoreError) in
             if let joinTable = relationship.joinTable {
                 let columns = relationship.joinColumns + relationship.joinTargetColumns
                 if linked {
-                    _ = try query(
-                        "INSERT OR IGNORE INTO \(q(joinTable)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))", sourceKey + targetKey)
+                    _ = try query("INSERT INTO \(identifier: joinTable) (\(SQL.identifiers(columns))) VALUES (\(SQL.parameters(sourceKey + targetKey))) ON CONFLICT DO NOTHING")
                 } else {
-                    _ = try query("DELETE FROM \(q(joinTable)) WHERE \(Self.condition(columns))", sourceKey + targetKey)
+                    _ = try query("DELETE FROM \(identifier: joinTable) WHERE \(Self.condition(columns, sourceKey + targetKey))")
                 }
                 return
             }
@@ -107,9 +107,9 @@ extension Store {
             guard let inverseName = relationship.inverse, let inverse = targetEntity.relationship(named: inverseName), !inverse.foreignKeyColumns.isEmpty else {
                 throw .coding("\(S.entity.name).\(path.name) is not a to-many relationship; set the key property instead")
             }
-            let assignment = inverse.foreignKeyColumns.map { "\(q($0)) = ?" }.joined(separator: ", ")
-            let values: [SQLiteValue] = linked ? sourceKey : sourceKey.map { _ in .null }
-            _ = try query("UPDATE \(q(targetEntity.table)) SET \(assignment) WHERE \(Self.condition(targetEntity.primaryKey))", values + targetKey)
+            let values: [StoredValue] = linked ? sourceKey : sourceKey.map { _ in .null }
+            let assignment = SQL.list(zip(inverse.foreignKeyColumns, values).map { column, value in "\(identifier: column) = \(value: value)" })
+            _ = try query("UPDATE \(identifier: targetEntity.table) SET \(assignment) WHERE \(Self.condition(targetEntity.primaryKey, targetKey))")
         }
     }
 
@@ -128,11 +128,11 @@ extension Store {
         }
     }
 
-    func deleteRow(of entity: EntityDescriptor, key: [SQLiteValue], visited: inout Set<String>) throws(StoreError) {
+    func deleteRow(of entity: EntityDescriptor, key: [StoredValue], visited: inout Set<String>) throws(StoreError) {
         // A cycle of cascades stops at rows already being deleted.
         guard visited.insert("\(entity.name)|\(key)").inserted else { return }
         // Rows to delete with this one; `heldHere` when this row holds their key (a to-one).
-        var cascades: [(target: EntityDescriptor, key: [SQLiteValue], heldHere: Bool)] = []
+        var cascades: [(target: EntityDescriptor, key: [StoredValue], heldHere: Bool)] = []
         for relationship in entity.relationships {
             switch relationship.deleteRule {
             case .deny:
@@ -154,9 +154,9 @@ extension Store {
         for cascade in cascades where !cascade.heldHere {
             try deleteRow(of: cascade.target, key: cascade.key, visited: &visited)
         }
-        removeOnCommit(try externalNames(of: entity, where: Self.condition(entity.primaryKey), key), of: entity)
+        removeOnCommit(try externalNames(of: entity, where: Self.condition(entity.primaryKey, key)), of: entity)
         do {
-            _ = try connection.query("DELETE FROM \(Self.quote(entity.table)) WHERE \(Self.condition(entity.primaryKey))", key)
+            _ = try database.query("DELETE FROM \(identifier: entity.table) WHERE \(Self.condition(entity.primaryKey, key))" as SQL)
         } catch {
             throw .database(error)
         }
@@ -165,7 +165,7 @@ extension Store {
         }
     }
 
-    static func describe(_ key: [SQLiteValue]) -> String {
+    static func describe(_ key: [StoredValue]) -> String {
         key.count == 1 ? "\(key[0])" : "(\(key.map(\.description).joined(separator: ", ")))"
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// One model found by `search`, with its rank and, when asked for, highlighted snippets.
@@ -60,7 +60,7 @@ extension Store {
     ) throws(StoreError) -> [SearchResult<M>] {
         do {
             return try search(M.self, query: query, where: predicate, limit: limit, snippets: snippets)
-        } catch .database(let error) where error.primary == .error {
+        } catch .database(let error) where error.kind == .statement {
             throw .unsupportedPredicate("the FTS5 query '\(query)' is not valid: \(error.message); see https://sqlite.org/fts5.html#full_text_query_syntax, or search(matching:) for plain words")
         }
     }
@@ -81,30 +81,35 @@ extension Store {
         guard !indexes.isEmpty else {
             throw .unsupportedPredicate("\(entity.name) has no searchable attribute; mark one 'searchable: true' in the schema")
         }
-        let q = Self.quote
         // Every index that matches, with the best rank of a row over them.
         // FTS5's hidden `rank` column is bm25 (a bm25() call cannot live in a subquery).
-        let matches = indexes.map { "SELECT rowid AS matched_rowid, rank AS matched_rank FROM \(q($0.name)) WHERE \(q($0.name)) MATCH ?" }
-        let ranked =
+        let matches = indexes.map { index -> SQL in
+            "SELECT rowid AS matched_rowid, rank AS matched_rank FROM \(identifier: index.name) WHERE \(identifier: index.name) MATCH \(value: .text(query))"
+        }
+        let ranked: SQL =
             indexes.count == 1
             ? "SELECT matched_rowid AS schemagen_rowid, matched_rank AS schemagen_rank FROM (\(matches[0]))"
-            : "SELECT matched_rowid AS schemagen_rowid, min(matched_rank) AS schemagen_rank FROM (\(matches.joined(separator: " UNION ALL "))) GROUP BY matched_rowid"
-        let (condition, arguments) = try whereClause(predicate, for: M.self)
-        var sql =
-            "SELECT \(selection(M.self, alias: q(entity.table))), found.schemagen_rowid, found.schemagen_rank FROM \(q(entity.table)) JOIN (\(ranked)) AS found ON \(q(entity.table)).rowid = found.schemagen_rowid"
-            + condition + " ORDER BY found.schemagen_rank, found.schemagen_rowid"
-        if let limit { sql += " LIMIT \(max(0, limit))" }
-        var extras: [[SQLiteValue]] = []
-        let models = try rows(sql, Array(repeating: .text(query), count: indexes.count) + arguments, as: M.self, extraColumns: 2, extras: &extras)
+            : "SELECT matched_rowid AS schemagen_rowid, min(matched_rank) AS schemagen_rank FROM (\(SQL.list(matches, separator: " UNION ALL "))) GROUP BY matched_rowid"
+        let condition = try whereClause(predicate, for: M.self)
+        let table = entity.table
+        let sql: SQL = """
+            SELECT \(selection(M.self, alias: table)), found.schemagen_rowid, found.schemagen_rank \
+            FROM \(identifier: table) JOIN (\(ranked)) AS found ON \(identifier: table).rowid = found.schemagen_rowid\(condition) \
+            ORDER BY found.schemagen_rank, found.schemagen_rowid\(Self.page(limit: limit, offset: 0))
+            """
+        var extras: [[StoredValue]] = []
+        let models = try rows(sql, as: M.self, extraColumns: 2, extras: &extras)
         var excerpts: [Int64: [String: String]] = [:]
         if let style, !models.isEmpty {
             let rowids = extras.compactMap { row -> Int64? in if case .integer(let id) = row[0] { return id } else { return nil } }
             for index in indexes {
                 guard let property = entity.columns.first(where: { $0.column == index.columns.first })?.property else { continue }
-                let snippetSQL =
-                    "SELECT rowid, snippet(\(q(index.name)), 0, ?, ?, ?, ?) FROM \(q(index.name)) WHERE \(q(index.name)) MATCH ? AND rowid IN (\(rowids.map { _ in "?" }.joined(separator: ", ")))"
-                let snippetArguments: [SQLiteValue] = [.text(style.open), .text(style.close), .text(style.ellipsis), .integer(Int64(min(64, max(1, style.tokens)))), .text(query)]
-                for row in try self.query(snippetSQL, snippetArguments + rowids.map(SQLiteValue.integer)) {
+                let marks = SQL.parameters([.text(style.open), .text(style.close), .text(style.ellipsis), .integer(Int64(min(64, max(1, style.tokens))))])
+                let snippetSQL: SQL = """
+                    SELECT rowid, snippet(\(identifier: index.name), 0, \(marks)) FROM \(identifier: index.name) \
+                    WHERE \(identifier: index.name) MATCH \(value: .text(query)) AND rowid IN (\(SQL.parameters(rowids.map(StoredValue.integer))))
+                    """
+                for row in try self.query(snippetSQL) {
                     guard case .integer(let rowid) = row[0], case .text(let excerpt) = row[1] else { continue }
                     excerpts[rowid, default: [:]][property] = excerpt
                 }

@@ -2,18 +2,16 @@ import DatabaseLocation
 import FieldEncryption
 import Foundation
 import Migrator
-import MigratorSQLite
 import SQLDialects
-import SQLiteKit
 import SchemaMetadata
 
 /// Why the store refused or failed.
 public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// Opening could not bring the database to the schema's version (or found it changed).
     case migration(String)
-    /// SQLite refused: `error.primary` tells busy (`.busy`) from a constraint, a corrupt file
-    /// and the rest; `error.database` names the file.
-    case database(SQLiteError)
+    /// The database refused: `failure.kind` tells busy (`.busy`) from a constraint, a damaged
+    /// file and the rest; `failure.database` names the database.
+    case database(DatabaseFailure)
     /// A file of an `externalStorage` attribute could not be read or written.
     case externalFile(String)
     /// A stored value does not fit the model's property, or a model cannot be encoded.
@@ -36,8 +34,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case encryption(FieldCipherError)
     /// A write inside `read`, which holds a snapshot and not the write lock.
     case writeInsideRead(String)
-    /// `path` is not a SQLite file: a URL with an unknown scheme, or a PostgreSQL server, which
-    /// this release's store does not open. Never taken for a file name.
+    /// The location names no database this build opens: a URL with an unknown scheme, or a
+    /// server whose engine the app does not link. Never taken for a file name.
     case unsupportedDatabase(String)
     /// The database has migrations newer than every one this app's generated code embeds: a
     /// newer version of the app migrated it. This app needs updating.
@@ -68,17 +66,20 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    /// SQLite's primary result code, when SQLite refused.
-    public var sqliteCode: SQLiteError.Code? {
-        if case .database(let error) = self { return error.primary }
+    /// What kind of failure the database reported, when it refused.
+    ///
+    ///     if error.databaseFailure == .busy { retryLater() }
+    public var databaseFailure: DatabaseFailure.Kind? {
+        if case .database(let failure) = self { return failure.kind }
         return nil
     }
 }
 
-/// Persists generated models in SQLite. An actor: every call is safe from any task, and only
+/// Persists generated models in a database (SQLite, through `PersistentStoreSQLite`). An actor: every call is safe from any task, and only
 /// Sendable values cross it. Opening applies the migrations embedded in the generated code.
 public actor Store {
-    let connection: SQLiteConnection
+    /// The connection every statement runs on, through its engine's adapter.
+    let database: any StoreDatabase
     /// The schema the store was opened with.
     public let schema: SchemaDescriptor
     /// Where `externalStorage` values are kept: beside the database, or a temporary folder for
@@ -116,6 +117,11 @@ public actor Store {
         /// How long a write waits for another connection's lock before failing with
         /// `StoreError.database` whose `primary` is `.busy`.
         public var busyTimeout: Duration = .seconds(5)
+        /// `busyTimeout` in seconds.
+        public var busyTimeoutSeconds: Double {
+            let (seconds, attoseconds) = busyTimeout.components
+            return Double(seconds) + Double(attoseconds) / 1e18
+        }
         /// Recorded with every transaction this store commits (`app`, `widget`), so readers of the
         /// history can tell writers apart.
         public var author: String?
@@ -128,7 +134,7 @@ public actor Store {
         public var beforeCommit: (@Sendable () -> Void)?
         /// Record with temporary triggers even where the pre-update hook exists: tests run the
         /// fallback that SQLite builds without the hook use.
-        var recordsWithTriggers = false
+        package var recordsWithTriggers = false
         /// Where the keys of `encrypt` attributes come from (read only when the schema has one).
         public var keys: KeySource = .default
         /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
@@ -153,6 +159,7 @@ public actor Store {
     /// The file, or nil in memory.
     public let path: String?
     let configuration: Configuration
+    /// How long a busy database is retried, in seconds.
     let busySeconds: Double
     /// Records changed rows for the history; nil when history is off.
     let recorder: ChangeRecorder?
@@ -171,43 +178,26 @@ public actor Store {
     /// `prepareRow`'s plan by table, for the column list it last saw.
     var rowPlans: [String: RowPlan] = [:]
 
-    /// Opens (creating folders as needed) or creates a database at `path`, or in memory when
-    /// `path` is nil, and applies pending migrations. A database whose applied migrations differ
-    /// from the code's, or that is newer than the code, is refused.
+    /// Opens a store on a database an engine adapter connected to, and brings it to the
+    /// schema's version with `migrator` first. A database whose applied migrations differ from
+    /// the code's, or that is newer than the code, is refused. Apps call an adapter's
+    /// initializer instead: `Store(path:schema:migrations:)` (`PersistentStoreSQLite`).
     ///
-    /// `path` is a file path, or `sqlite:path` / `file:path`; a URL of any other scheme (or a
-    /// libpq keyword string) is refused with `.unsupportedDatabase`, never created as a file.
-    ///
-    ///     let store = try Store(path: "app.sqlite", schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
-    public init(path givenPath: String?, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
-        let path = try givenPath.map { (text: String) throws(StoreError) -> String in try Self.sqlitePath(text) }
-        if let path {
-            let folder = (path as NSString).deletingLastPathComponent
-            if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-        }
-        let (seconds, attoseconds) = configuration.busyTimeout.components
-        let timeout = Double(seconds) + Double(attoseconds) / 1e18
-        do {
-            connection = try SQLiteConnection(path: path ?? ":memory:")
-            // Before the first statement: even switching to WAL waits for another process's lock.
-            connection.setBusyTimeout(milliseconds: Int32(min(timeout * 1000, Double(Int32.max))))
-            if path != nil { _ = try connection.query("PRAGMA journal_mode = WAL;") }
-            try connection.execute("PRAGMA foreign_keys = ON;")
-        } catch {
-            throw .database(error)
-        }
-        self.path = path
+    ///     let store = try Store(database: adapter, migrator: migrator, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+    public init(
+        database: any StoreDatabase, migrator: Migrator, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()
+    ) throws(StoreError) {
+        self.database = database
+        self.path = database.filePath
         self.configuration = configuration
         let (ring, ciphers) = try Self.ciphers(for: schema, keys: configuration.keys)
         encryption = ciphers
         keyRing = ring
-        self.busySeconds = timeout
+        self.busySeconds = configuration.busyTimeoutSeconds
         self.schema = schema
         self.externalFolder =
             path.map { URL(fileURLWithPath: $0 + ".external") }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString).external")
-        // The migrator sets the connection's busy timeout, for its own work and the store's.
-        let migrator = Migrator(connection: connection, schema: schema.name, embedded: migrations, lockTimeoutSeconds: timeout)
         do {
             // Migrations newer than every one this code embeds: the app is older than its
             // database (another, newer app migrated it), which restoring files cannot fix.
@@ -221,28 +211,11 @@ public actor Store {
         } catch {
             throw .migration("\(error)")
         }
-        // After the migrations, which run best with SQLite's defaults (a big cache slows a rebuild).
-        do { try connection.execute(configuration.sqlite.pragmas(inMemory: path == nil)) } catch { throw .database(error) }
-        if let ring { newestKeyRecorded = try Self.checkKeys(ring, connection, schema: schema.name) }
+        do { try database.prepareForUse() } catch { throw .database(error) }
+        if let ring { newestKeyRecorded = try Self.checkKeys(ring, database, schema: schema.name) }
         recorder = try Self.startHistory(
-            connection, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
+            database, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
             withTriggers: configuration.recordsWithTriggers)
-    }
-
-    /// The SQLite file a location names, or why it names none.
-    static func sqlitePath(_ text: String) throws(StoreError) -> String {
-        do {
-            switch try DatabaseLocation.parse(text) {
-            case .sqlite(let path): return path
-            case .postgres(let connection):
-                throw StoreError.unsupportedDatabase(
-                    "'\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; this release's store opens SQLite files only (`migrate` applies the PostgreSQL migrations)")
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw .unsupportedDatabase("\(error)")
-        }
     }
 
     func entity<M: PersistentModel>(_ type: M.Type) -> EntityDescriptor { M.entity }
@@ -315,12 +288,12 @@ public actor Store {
     ///     let delayed = try await store.read { store in try store.count(Flight.self, where: #Predicate { $0.status == "Delayed" }) }
     public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
         if depth > 0 || isReading { return try body(self) }
-        do { try connection.execute("BEGIN DEFERRED;") } catch { throw StoreError.database(error) }
+        do { try database.beginReadTransaction() } catch { throw StoreError.database(error) }
         isReading = true
         defer {
             isReading = false
             // Nothing was written: ending the read transaction releases the snapshot.
-            try? connection.execute("COMMIT;")
+            try? database.execute("COMMIT;")
         }
         return try body(self)
     }
@@ -350,17 +323,17 @@ public actor Store {
         }
         // Inside a transaction: all of this write, or none of it.
         let marks = (recorded: recorder?.mark ?? 0, created: createdFiles.count, removed: removedFiles.count)
-        do { _ = try connection.query("SAVEPOINT store_write;") } catch { throw .database(error) }
+        do { try database.execute("SAVEPOINT store_write;") } catch { throw .database(error) }
         depth += 1
         do throws(StoreError) {
             let result = try body()
             depth -= 1
-            do { _ = try connection.query("RELEASE store_write;") } catch { throw .database(error) }
+            do { try database.execute("RELEASE store_write;") } catch { throw .database(error) }
             return result
         } catch {
             depth -= 1
-            _ = try? connection.query("ROLLBACK TO store_write;")
-            _ = try? connection.query("RELEASE store_write;")
+            try? database.execute("ROLLBACK TO store_write;")
+            try? database.execute("RELEASE store_write;")
             recorder?.rollback(to: marks.recorded)
             for url in createdFiles[marks.created...] { try? FileManager.default.removeItem(at: url) }
             createdFiles.removeSubrange(marks.created...)
@@ -376,10 +349,10 @@ public actor Store {
         recorder?.discard()
         sealedInTransaction = false
         implicitKeys.removeAll()
-        try retryingWhileBusy { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE;") }
+        try retryingWhileBusy { () throws(DatabaseFailure) in try database.beginWriteTransaction() }
     }
 
-    private func retryingWhileBusy(_ body: () throws(SQLiteError) -> Void) throws(StoreError) {
+    private func retryingWhileBusy(_ body: () throws(DatabaseFailure) -> Void) throws(StoreError) {
         let deadline = Date().addingTimeInterval(busySeconds)
         var attempt = 0
         while true {
@@ -387,7 +360,7 @@ public actor Store {
                 try body()
                 return
             } catch {
-                guard error.primary == .busy || error.primary == .locked, Date() < deadline else { throw .database(error) }
+                guard error.kind == .busy, Date() < deadline else { throw .database(error) }
                 attempt += 1
                 usleep(UInt32(min(50, attempt * 2)) * 1000)
             }
@@ -396,7 +369,7 @@ public actor Store {
 
     private func endWrite(commit: Bool) throws(StoreError) {
         guard commit else {
-            if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
+            if database.isInTransaction { try? database.execute("ROLLBACK;") }
             recorder?.discard()
             settleExternalFiles(committed: false)
             return
@@ -404,15 +377,15 @@ public actor Store {
         var token: Int64?
         do throws(StoreError) {
             try recordSealingKey()
-            do { token = try recorder?.flush(connection, author: configuration.author) } catch { throw .database(error) }
+            do { token = try recorder?.flush(database, author: configuration.author) } catch { throw .database(error) }
             if let token { try pruneHistory(newest: token) }
             configuration.beforeCommit?()
             // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
             // is still open then, so committing again is safe.
-            try retryingWhileBusy { () throws(SQLiteError) in try connection.execute("COMMIT;") }
+            try retryingWhileBusy { () throws(DatabaseFailure) in try database.execute("COMMIT;") }
         } catch {
             // A failed commit rolls back.
-            if connection.isInTransaction { try? connection.execute("ROLLBACK;") }
+            if database.isInTransaction { try? database.execute("ROLLBACK;") }
             recorder?.discard()
             settleExternalFiles(committed: false)
             throw error
@@ -424,8 +397,8 @@ public actor Store {
 
     /// Maps a model's Codable keys to columns: attributes through their `jsonKey`, key
     /// properties (`originID`) through their relationship, the implicit `id`.
-    private func columns(of entity: EntityDescriptor, row: [String: SQLiteValue]) -> [(column: String, value: SQLiteValue)] {
-        var result: [(String, SQLiteValue)] = []
+    private func columns(of entity: EntityDescriptor, row: [String: StoredValue]) -> [(column: String, value: StoredValue)] {
+        var result: [(String, StoredValue)] = []
         if entity.hasImplicitKey, let id = row["id"], id != .null { result.append(("id", id)) }
         for column in entity.columns { result.append((column.column, row[column.jsonKey] ?? .null)) }
         for relationship in entity.relationships {
@@ -436,11 +409,11 @@ public actor Store {
     }
 
     private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
-        let encoded: [SQLiteValue]?
+        let encoded: [StoredValue]?
         do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
         if let encoded { return try upsertDirect(encoded, of: model) }
         let entity = M.entity
-        let row: [String: SQLiteValue]
+        let row: [String: StoredValue]
         do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
         let pairs = columns(of: entity, row: row)
         var names = pairs.map(\.column)
@@ -454,7 +427,7 @@ public actor Store {
             var stored = row
             stored["id"] = .integer(id)
             return try RowDecoder.decode(M.self, from: stored)
-        } catch let error as SQLiteError {
+        } catch let error as DatabaseFailure {
             throw .database(error)
         } catch {
             throw .coding("\(error)")
@@ -467,9 +440,9 @@ public actor Store {
     public func model<M: PersistentModel>(_ type: M.Type, key: some Encodable) throws(StoreError) -> M? {
         let entity = M.entity
         guard entity.primaryKey.count == 1 else { throw .coding("\(entity.name) has a composite key; fetch with a filter") }
-        let value: SQLiteValue
+        let value: StoredValue
         do { value = try RowEncoder.value(key) } catch { throw .coding("\(error)") }
-        return try rows("SELECT \(selection(M.self)) FROM \(Self.quote(entity.table)) WHERE \(Self.quote(entity.primaryKey[0])) = ? LIMIT 1", [value], as: M.self).first
+        return try rows("SELECT \(selection(M.self)) FROM \(identifier: entity.table) WHERE \(identifier: entity.primaryKey[0]) = \(value: value) LIMIT 1", as: M.self).first
     }
 
     /// How many models of a type are stored:
@@ -477,161 +450,10 @@ public actor Store {
     ///     let flights = try await store.count(Flight.self)
     public func count<M: PersistentModel>(_ type: M.Type) throws(StoreError) -> Int {
         do {
-            guard case .integer(let count)? = try connection.query("SELECT count(*) FROM \(Self.quote(M.entity.table))").first?.first else { return 0 }
+            guard case .integer(let count)? = try database.query("SELECT count(*) FROM \(identifier: M.entity.table)" as SQL).first?.first else { return 0 }
             return Int(count)
         } catch {
             throw .database(error)
-        }
-    }
-
-    /// Reads rows and decodes them through the model's Codable keys.
-    func rows<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0) throws(StoreError) -> [M] {
-        var ignored: [[SQLiteValue]] = []
-        return try rows(sql, arguments, as: M.self, expectedCount: expectedCount, extraColumns: 0, extras: &ignored)
-    }
-
-    /// Each model of a query handed to `body` as its row is read, none kept: for results too
-    /// large to hold. Models without a generated row codec are read whole first.
-    func eachRow<M: PersistentModel>(_ sql: String, _ arguments: [SQLiteValue], as type: M.Type, _ body: (M) throws -> Void) throws {
-        let entity = M.entity
-        guard M.self is any RowCodable.Type else {
-            for model in try rows(sql, arguments, as: M.self) { try body(model) }
-            return
-        }
-        let order = rowColumns(entity)
-        let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
-        let opening = openPlan(entity, columns: order)
-        var failure: (any Error)?
-        do {
-            // Its own statement: `body` may run queries of its own meanwhile.
-            try connection.forEachRowInPlace(
-                sql, arguments, ownStatement: true, opening: opening?.positions ?? [],
-                with: { position, content, row throws(StoreError) in
-                    guard let opening else { throw StoreError.coding("column \(position) is not encrypted") }
-                    return try openColumn(opening, position, content, row: row)
-                }
-            ) { (row: inout [SQLiteValue]) in
-                for (column, position) in external {
-                    guard case .text(let name) = row[position] else { continue }
-                    row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
-                }
-                let model = try decodeDirect(row, as: M.self)
-                // The caller's own error passes through unchanged.
-                do { try body(model) } catch {
-                    failure = error
-                    throw CancellationError()
-                }
-            }
-        } catch {
-            if let failure { throw failure }
-            switch error {
-            case let error as StoreError: throw error
-            case let error as SQLiteError: throw StoreError.database(error)
-            default: throw StoreError.coding("\(error)")
-            }
-        }
-    }
-
-    /// The same, for a query that selects `extraColumns` more values after the model's (a
-    /// search's rank); they land in `extras`, one array per model.
-    func rows<M: PersistentModel>(
-        _ sql: String, _ arguments: [SQLiteValue], as type: M.Type, expectedCount: Int = 0,
-        extraColumns: Int, extras: inout [[SQLiteValue]]
-    ) throws(StoreError) -> [M] {
-        let entity = M.entity
-        if M.self is any RowCodable.Type {
-            // The query selected `rowColumns` in order (see `selection`); rows stream through.
-            let order = rowColumns(entity)
-            let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
-            let encrypted = encryption[entity.table] != nil
-            let opening = openPlan(entity, columns: order)
-            var models: [M] = []
-            do {
-                if external.isEmpty, !encrypted, extraColumns == 0,
-                    let decoded = try M.decodeStoredRows(expectedCount: expectedCount, { consume in try connection.forEachRow(sql, arguments, consume) })
-                {
-                    return decoded
-                }
-                // Encrypted values are opened on the way into the same specialized loop.
-                if external.isEmpty, encrypted, extraColumns == 0, let opening,
-                    let decoded = try M.decodeStoredRows(
-                        expectedCount: expectedCount,
-                        { consume in
-                            // Opened from SQLite's buffer: no copy of the ciphertext.
-                            try connection.forEachRowInPlace(
-                                sql, arguments, opening: opening.positions,
-                                with: { position, content, row throws(StoreError) in
-                                    try openColumn(opening, position, content, row: row)
-                                }
-                            ) { (row: inout [SQLiteValue]) in try consume(row) }
-                        })
-                {
-                    return decoded
-                }
-                var collected: [[SQLiteValue]] = []
-                defer { extras = collected }
-                try connection.forEachRow(sql, arguments) { row in
-                    var row = row
-                    if extraColumns > 0 {
-                        collected.append(Array(row.suffix(extraColumns)))
-                        row.removeLast(extraColumns)
-                    }
-                    if encrypted { try openRow(opening, row: &row) }
-                    for (column, position) in external {
-                        guard case .text(let name) = row[position] else { continue }
-                        row[position] = try loadExternalValue(name, column, of: entity, rowKey: entity.primaryKey.map { key in order.firstIndex(of: key).map { row[$0] } ?? .null })
-                    }
-                    models.append(try decodeDirect(row, as: M.self))
-                }
-            } catch let error as StoreError {
-                throw error
-            } catch let error as SQLiteError {
-                throw .database(error)
-            } catch {
-                throw .coding("\(error)")  // a stored value the model cannot hold
-            }
-            return models
-        }
-        let names: [String]
-        let result: [[SQLiteValue]]
-        do {
-            names = try connection.columnNames(sql)
-            result = try connection.query(sql, arguments)
-        } catch {
-            throw .database(error)
-        }
-        // Column name -> Codable key.
-        var keyForColumn: [String: String] = ["id": "id"]
-        for column in entity.columns { keyForColumn[column.column] = column.jsonKey }
-        for relationship in entity.relationships where relationship.foreignKeyColumns.count == 1 {
-            if let property = relationship.keyProperty { keyForColumn[relationship.foreignKeyColumns[0]] = property }
-        }
-        var positions: [String: Int] = [:]
-        for (index, name) in names.enumerated() { positions[keyForColumn[name] ?? name] = index }
-        let keys = RowKeys(positions: positions)
-        let external = Self.externalColumns(of: entity).compactMap { column in positions[column.jsonKey].map { (column, $0) } }
-        let opening = openPlan(entity, columns: names)
-        do {
-            var models: [M] = []
-            models.reserveCapacity(result.count)
-            for var row in result {
-                if extraColumns > 0 {
-                    extras.append(Array(row.suffix(extraColumns)))
-                    row.removeLast(extraColumns)
-                }
-                try openRow(opening, row: &row)
-                let rowKey = entity.primaryKey.map { key in names.firstIndex(of: key).map { row[$0] } ?? .null }
-                for (column, position) in external {
-                    guard case .text(let name) = row[position] else { continue }
-                    row[position] = try loadExternalValue(name, column, of: entity, rowKey: rowKey)
-                }
-                models.append(try RowDecoder.decode(M.self, row: row, keys: keys))
-            }
-            return models
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw .coding("\(error)")
         }
     }
 
@@ -642,7 +464,7 @@ public actor Store {
     ///     try await store.deleteAll(Flight.self)
     public func deleteAll<M: PersistentModel>(_ type: M.Type) throws(StoreError) {
         try write { () throws(StoreError) in
-            do throws(SQLiteError) { try connection.execute("DELETE FROM \(Self.quote(M.entity.table));") } catch { throw .database(error) }
+            do throws(DatabaseFailure) { _ = try database.query("DELETE FROM \(identifier: M.entity.table)" as SQL) } catch { throw .database(error) }
         }
     }
 
@@ -695,7 +517,7 @@ public actor Store {
     /// The upsert of a model with a generated row codec: values by position, no Codable.
     /// `encoded` is `model`'s row, consumed: the row bound is the row returned, its key set in
     /// place.
-    private func upsertDirect<M: PersistentModel>(_ encoded: consuming [SQLiteValue], of model: M) throws(StoreError) -> M {
+    private func upsertDirect<M: PersistentModel>(_ encoded: consuming [StoredValue], of model: M) throws(StoreError) -> M {
         let write = directWrite(model)
         var stored = encoded
         do {
@@ -733,7 +555,7 @@ public actor Store {
             return try decodeDirect(stored, as: M.self)
         } catch let error as StoreError {
             throw error
-        } catch let error as SQLiteError {
+        } catch let error as DatabaseFailure {
             throw .database(error)
         } catch {
             throw .coding("\(error)")
@@ -744,8 +566,8 @@ public actor Store {
     /// row is bound from its second value on, through `withoutKey`.
     private func runDirect(
         _ withKey: UpsertStatements, orWithoutKey withoutKey: @autoclosure () -> UpsertStatements,
-        columns: [String], values: [SQLiteValue], _ entity: EntityDescriptor
-    ) throws(SQLiteError) -> Int64? {
+        columns: [String], values: [StoredValue], _ entity: EntityDescriptor
+    ) throws(DatabaseFailure) -> Int64? {
         if entity.hasImplicitKey, values.first == .null {
             return try runUpsert(withoutKey(), columns: columns.dropFirst(), values.dropFirst(), entity, boundKey: nil)
         }
@@ -753,7 +575,7 @@ public actor Store {
         return try runUpsert(withKey, columns: columns[...], values[...], entity, boundKey: boundKey)
     }
 
-    func decodeDirect<M: PersistentModel>(_ values: [SQLiteValue], as type: M.Type) throws(StoreError) -> M {
+    func decodeDirect<M: PersistentModel>(_ values: [StoredValue], as type: M.Type) throws(StoreError) -> M {
         do {
             guard let model = try M.decodeStored(values) else { throw StoreError.coding("\(M.self) has no row codec") }
             return model
@@ -762,14 +584,6 @@ public actor Store {
         } catch {
             throw .coding("\(error)")
         }
-    }
-
-    /// The column list a query selects: the row codec's order, or every column; qualified by
-    /// `alias` when the query joins other tables.
-    func selection<M: PersistentModel>(_ type: M.Type, alias: String? = nil) -> String {
-        let prefix = alias.map { $0 + "." } ?? ""
-        guard M.self is any RowCodable.Type else { return prefix + "*" }
-        return rowColumns(M.entity).map { prefix + Self.quote($0) }.joined(separator: ", ")
     }
 
     /// Runs an upsert built by `upsertSQL` and answers the row's implicit key (nil for entities
@@ -781,30 +595,32 @@ public actor Store {
     /// costs SQLite a temporary table per statement (half of a small insert): the key is the
     /// bound one, or the row id the insert gave; only when a unique value turned the write into
     /// an update of a stored row is that row looked up by the value.
-    private func runUpsert(_ statements: UpsertStatements, columns: ArraySlice<String>, _ values: ArraySlice<SQLiteValue>, _ entity: EntityDescriptor, boundKey: Int64?) throws(SQLiteError) -> Int64? {
+    private func runUpsert(_ statements: UpsertStatements, columns: ArraySlice<String>, _ values: ArraySlice<StoredValue>, _ entity: EntityDescriptor, boundKey: Int64?) throws(DatabaseFailure)
+        -> Int64?
+    {
         if statements.canConflict {
             if let conflict = lastConflict, conflict.table == entity.table, conflict.rowsSince < Self.upsertRunLength {
                 lastConflict?.rowsSince += 1
             } else {
                 do {
-                    _ = try connection.query(statements.insert, values: values)
-                    return entity.hasImplicitKey ? boundKey ?? connection.lastInsertedRowID : nil
-                } catch  where error.isUniquenessConflict {
+                    _ = try database.query(statements.insert, values)
+                    return entity.hasImplicitKey ? boundKey ?? database.lastInsertedRowID : nil
+                } catch  where error.kind == .uniquenessConflict {
                     lastConflict = (entity.table, 0)
                 }
             }
         }
         guard entity.hasImplicitKey else {
-            _ = try connection.query(statements.upsert, values: values)
+            _ = try database.query(statements.upsert, values)
             return nil
         }
         guard statements.canConflict else {
-            _ = try connection.query(statements.upsert, values: values)
-            return boundKey ?? connection.lastInsertedRowID
+            _ = try database.query(statements.upsert, values)
+            return boundKey ?? database.lastInsertedRowID
         }
-        connection.lastInsertedRowID = 0
-        _ = try connection.query(statements.upsert, values: values)
-        let inserted = connection.lastInsertedRowID
+        database.lastInsertedRowID = 0
+        _ = try database.query(statements.upsert, values)
+        let inserted = database.lastInsertedRowID
         if inserted != 0 { return inserted }
         return try storedRowID(entity, columns: columns, values) ?? boundKey
     }
@@ -813,7 +629,7 @@ public actor Store {
     static let upsertRunLength = 256
 
     /// The implicit key of the stored row whose key or unique values `values` hold.
-    private func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: ArraySlice<SQLiteValue>) throws(SQLiteError) -> Int64? {
+    private func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
         // The lookups of a row shape are worked out once: bulk upserts ask per updated row.
         let shape = UpsertShape(table: entity.table, hasKey: columns.startIndex == 0, columnCount: columns.count)
         let lookups: [KeyLookup]
@@ -824,7 +640,9 @@ public actor Store {
             lookups = targets.compactMap { target in
                 let positions = target.compactMap { column in columns.firstIndex(of: column).map { $0 - columns.startIndex } }
                 guard positions.count == target.count else { return nil }
-                return KeyLookup(positions: positions, sql: "SELECT \"id\" FROM \(Self.quote(entity.table)) WHERE \(Self.condition(target)) LIMIT 1")
+                return KeyLookup(
+                    positions: positions,
+                    sql: render("SELECT \(identifier: "id") FROM \(identifier: entity.table) WHERE \(Self.condition(target, Array(repeating: .null, count: target.count))) LIMIT 1"))
             }
             keyLookups[shape] = lookups
         }
@@ -835,7 +653,7 @@ public actor Store {
                 ? values[(values.startIndex + lookup.positions[0])...(values.startIndex + lookup.positions[0])]
                 : ArraySlice(lookup.positions.map { values[values.startIndex + $0] })
             guard !arguments.contains(.null) else { continue }
-            if let id = try connection.firstInteger(lookup.sql, values: arguments) { return id }
+            if let id = try database.firstInteger(lookup.sql, values: arguments) { return id }
         }
         return nil
     }
@@ -861,8 +679,7 @@ public actor Store {
     func upsertSQL(_ entity: EntityDescriptor, columns: some Collection<String>, hasKey: Bool) -> UpsertStatements {
         let cacheKey = UpsertShape(table: entity.table, hasKey: hasKey, columnCount: columns.count)
         if let cached = upsertStatements[cacheKey] { return cached }
-        let q = Self.quote
-        let insert = "INSERT INTO \(q(entity.table)) (\(columns.map(q).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        let insert: SQL = "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) VALUES (\(SQL.placeholders(columns.count)))"
         var upsert = insert
         var targets: [[String]] = hasKey ? [entity.primaryKey] : []
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
@@ -872,41 +689,37 @@ public actor Store {
             // again would only make SQLite rewrite the indexes that hold them.
             let changing = updatable.filter { !target.contains($0) }
             if changing.isEmpty {
-                upsert += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO NOTHING"
+                upsert += " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING"
             } else {
-                upsert += " ON CONFLICT (\(target.map(q).joined(separator: ", "))) DO UPDATE SET " + changing.map { "\(q($0)) = excluded.\(q($0))" }.joined(separator: ", ")
+                upsert += " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
             }
         }
-        let statements = UpsertStatements(insert: insert + ";", upsert: upsert + ";", canConflict: !targets.isEmpty)
+        let statements = UpsertStatements(insert: render(insert), upsert: render(upsert), canConflict: !targets.isEmpty)
         upsertStatements[cacheKey] = statements
         return statements
     }
 
     /// A WHERE clause matching the stored row an upsert of `row` would replace.
-    func conflictCondition(_ entity: EntityDescriptor, row: [String: SQLiteValue]) -> (sql: String, arguments: [SQLiteValue]) {
+    func conflictCondition(_ entity: EntityDescriptor, row: [String: StoredValue]) -> SQL {
         conflictCondition(entity, values: Dictionary(columns(of: entity, row: row).map { ($0.column, $0.value) }, uniquingKeysWith: { a, _ in a }))
     }
 
     /// The same from values by column name.
-    func conflictCondition(_ entity: EntityDescriptor, values: [String: SQLiteValue]) -> (sql: String, arguments: [SQLiteValue]) {
+    func conflictCondition(_ entity: EntityDescriptor, values: [String: StoredValue]) -> SQL {
         var targets: [[String]] = [entity.primaryKey]
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
-        var clauses: [String] = []
-        var arguments: [SQLiteValue] = []
+        var clauses: [SQL] = []
         for target in targets {
             let targetValues = target.map { values[$0] ?? .null }
             guard !targetValues.contains(.null) else { continue }
-            clauses.append("(" + Self.condition(target) + ")")
-            arguments += targetValues
+            clauses.append("(\(Self.condition(target, targetValues)))")
         }
-        return (clauses.isEmpty ? "0" : clauses.joined(separator: " OR "), arguments)
+        return clauses.isEmpty ? "1 = 0" : .list(clauses, separator: " OR ")
     }
 
-    /// The dialect every statement of the store is written in; the planner and the migrator
-    /// quote through the same type.
-    static let dialect = SQLiteDialect()
-
-    static func quote(_ identifier: String) -> String { dialect.quote(identifier) }
+    /// A statement's text in the database's dialect, for statements run many times with values
+    /// bound in order (built with `SQL.placeholders`).
+    func render(_ sql: SQL) -> String { sql.rendered(for: database.dialect).text }
 }
 
 extension EntityDescriptor {

@@ -52,7 +52,13 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
     /// `?, ?, ...`: one parameter per value.
     public static func parameters(_ values: some Sequence<StoredValue>) -> SQL { list(values.map { "\(value: $0)" }) }
 
+    /// `?, ?, ...`: `count` parameters whose values are bound when the statement runs, for a
+    /// statement rendered once and run many times. Rendering binds NULL to each.
+    public static func placeholders(_ count: Int) -> SQL { parameters(repeatElement(.null, count: count)) }
+
     public mutating func append(_ other: SQL) { pieces += other.pieces }
+
+    public static func += (lhs: inout SQL, rhs: SQL) { lhs.append(rhs) }
 
     public static func + (lhs: SQL, rhs: SQL) -> SQL {
         var joined = lhs

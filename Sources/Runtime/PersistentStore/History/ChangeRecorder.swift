@@ -1,24 +1,14 @@
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// One changed row as a recorder reads it: from SQLite's pre-update hook, or from the row images
 /// the fallback triggers wrote (`TriggerRecorder`).
-protocol ChangedRow {
-    var operation: RowChange.Operation { get }
-    var oldRowID: Int64 { get }
-    var newRowID: Int64 { get }
-    func old(_ column: Int) -> StoredValue
-    func new(_ column: Int) -> StoredValue
-    func changes(_ column: Int) -> Bool
-}
-
-extension RowChange: ChangedRow {}
 
 /// Collects the rows one transaction changes, as SQLite's pre-update hook reports them (so rows
 /// changed by cascades and foreign-key actions count too), and writes them to the history table
 /// in that same transaction just before it commits.
-final class ChangeRecorder {
+final class ChangeRecorder: RowChangeSink {
     /// What the recorder knows of one table of the schema.
     struct Table {
         let name: String
@@ -73,7 +63,7 @@ final class ChangeRecorder {
     private var lastMatch: (pointer: UnsafePointer<CChar>, index: Int)?
     private(set) var pending: [Change] = []
 
-    init(schema: SchemaDescriptor, connection: SQLiteConnection) throws(StoreError) {
+    init(schema: SchemaDescriptor, database: any StoreDatabase) throws(StoreError) {
         self.schema = schema.name
         recordsInsertValues = schema.recordsInsertValues
         var nameIndex: [String: Int] = [:]
@@ -86,7 +76,7 @@ final class ChangeRecorder {
         var links: [String: [LinkSide]] = [:]
         for (entityIndex, entity) in schema.entities.enumerated() {
             entities.append(entity.name)
-            let columns = try Self.columns(of: entity.table, connection)
+            let columns = try Self.columns(of: entity.table, database)
             let position = Dictionary(columns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
             let keyIsRowID =
                 entity.hasImplicitKey
@@ -107,7 +97,7 @@ final class ChangeRecorder {
                 }
                 if let joinTable = relationship.joinTable, !relationship.joinColumns.isEmpty {
                     // Both ends of the link: this side, and the target's inverse.
-                    let linkColumns = try Self.columns(of: joinTable, connection).map(\.name)
+                    let linkColumns = try Self.columns(of: joinTable, database).map(\.name)
                     var ends = [(entityIndex, relationshipName, relationship.joinColumns)]
                     if let inverse = relationship.inverse, let target = schema.entities.firstIndex(where: { $0.name == relationship.target }) {
                         ends.append((target, name(inverse), relationship.joinTargetColumns))
@@ -135,16 +125,8 @@ final class ChangeRecorder {
         }
     }
 
-    static func columns(of table: String, _ connection: SQLiteConnection) throws(StoreError) -> [(name: String, type: String)] {
-        do {
-            return try connection.query("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { row in
-                guard case .text(let name) = row[0] else { return ("", "") }
-                if case .text(let type) = row[1] { return (name, type) }
-                return (name, "")
-            }
-        } catch {
-            throw .database(error)
-        }
+    static func columns(of table: String, _ database: any StoreDatabase) throws(StoreError) -> [(name: String, type: String)] {
+        do { return try database.columns(of: table) } catch { throw .database(error) }
     }
 
     // MARK: - Recording
@@ -152,9 +134,9 @@ final class ChangeRecorder {
     /// Set while the store rewrites values without changing them (re-encryption).
     var paused = false
 
-    /// The pre-update hook's handler.
-    func record(_ change: RowChange) {
-        guard !paused, change.isMain, let index = table(change.table) else { return }
+    /// The row-change hook's handler.
+    func record<Row: ChangedRow>(_ change: Row, table name: UnsafePointer<CChar>) {
+        guard !paused, let index = table(name) else { return }
         record(change, table: index)
     }
 
@@ -243,8 +225,8 @@ final class ChangeRecorder {
     func discard() { pending.removeAll(keepingCapacity: pending.count < 100_000) }
 
     /// Drops what the fallback triggers wrote in this transaction (a rewrite that changes no value).
-    func forgetFallbackRows(_ connection: SQLiteConnection) throws(SQLiteError) {
-        if triggers != nil { try connection.execute("DELETE FROM \(TriggerRecorder.table);") }
+    func forgetFallbackRows(_ database: any StoreDatabase) throws(DatabaseFailure) {
+        if triggers != nil { try database.execute("DELETE FROM \(TriggerRecorder.table);") }
     }
 
     /// The names of the tables recorded, for the trigger fallback.
@@ -255,18 +237,16 @@ final class ChangeRecorder {
 
     /// Appends the transaction's changes to the history table; returns the new token, or nil when
     /// nothing changed. Runs inside the transaction, just before COMMIT.
-    func flush(_ connection: SQLiteConnection, author: String?) throws(SQLiteError) -> Int64? {
-        if let triggers { try triggers.drain(into: self, connection) }
+    func flush(_ database: any StoreDatabase, author: String?) throws(DatabaseFailure) -> Int64? {
+        if let triggers { try triggers.drain(into: self, database) }
         guard !pending.isEmpty else { return nil }
         defer { discard() }
         let touched = Set(pending.map(\.entity)).sorted().map { entities[Int($0)] }
         let text = HistoryCodec.encode(pending, entities: entities, names: names)
-        _ = try connection.query(
-            "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (?, ?, ?, ?, ?);",
-            [
-                .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970),
-                .text(HistoryCodec.encodeNames(touched)), .text(text),
-            ])
-        return connection.lastInsertedRowID
+        let values: [StoredValue] = [
+            .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970), .text(HistoryCodec.encodeNames(touched)), .text(text),
+        ]
+        _ = try database.query("INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(values)))" as SQL)
+        return database.lastInsertedRowID
     }
 }

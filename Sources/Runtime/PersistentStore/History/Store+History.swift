@@ -1,5 +1,5 @@
 import Foundation
-import SQLiteKit
+import SQLDialects
 import SchemaMetadata
 
 /// The history table: one row per committed transaction of a store, written in that same
@@ -21,17 +21,18 @@ extension Store {
         """
 
     /// Creates the history tables when missing and starts recording, when history is on.
-    static func startHistory(_ connection: SQLiteConnection, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
+    static func startHistory(_ database: any StoreDatabase, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
         guard enabled else { return nil }
-        do {
-            let existing = try connection.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schemagen_history', 'schemagen_history_pruned')")
-            if existing.first?.first != .integer(2) { try connection.execute(historyTables) }
+        do throws(DatabaseFailure) {
+            let history = try database.tableExists("schemagen_history")
+            let pruned = try database.tableExists("schemagen_history_pruned")
+            if !history || !pruned { try database.execute(historyTables) }
         } catch {
             throw .database(error)
         }
-        let recorder = try ChangeRecorder(schema: schema, connection: connection)
-        if withTriggers || !connection.observeRowChanges({ recorder.record($0) }) {
-            try TriggerRecorder.install(on: connection, recorder: recorder)
+        let recorder = try ChangeRecorder(schema: schema, database: database)
+        if withTriggers || !database.observeRowChanges(into: recorder) {
+            try TriggerRecorder.install(on: database, recorder: recorder)
         }
         return recorder
     }
@@ -47,7 +48,7 @@ extension Store {
     /// changed since. Zero before the first transaction.
     public func currentHistoryToken() throws(StoreError) -> HistoryToken {
         try requireHistory()
-        let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = ?", [.text(schema.name)])
+        let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: .text(schema.name))")
         if case .integer(let token)? = rows.first?.first { return HistoryToken(token) }
         return HistoryToken(try prunedThrough())
     }
@@ -76,26 +77,27 @@ extension Store {
     @discardableResult
     public func deleteHistory(before token: HistoryToken) throws(StoreError) -> Int {
         try requireHistory()
-        return try write { () throws(StoreError) in try prune(where: "token < ?", [.integer(token.value)]) }
+        return try write { () throws(StoreError) in try prune(where: "token < \(value: .integer(token.value))") }
     }
 
     /// Deletes history rows of this schema matching `condition` and remembers the newest token
     /// pruned. Runs inside a write.
-    private func prune(where condition: String, _ arguments: [SQLiteValue]) throws(StoreError) -> Int {
-        let newest = try query("SELECT max(token) FROM schemagen_history WHERE schema = ? AND \(condition)", [.text(schema.name)] + arguments)
+    private func prune(where condition: SQL) throws(StoreError) -> Int {
+        let schemaName = StoredValue.text(schema.name)
+        let newest = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: schemaName) AND \(condition)")
         guard case .integer(let through)? = newest.first?.first else { return 0 }
-        _ = try query("DELETE FROM schemagen_history WHERE schema = ? AND token <= ?", [.text(schema.name), .integer(through)])
-        let deleted = connection.changedRowCount
+        _ = try query("DELETE FROM schemagen_history WHERE schema = \(value: schemaName) AND token <= \(value: .integer(through))")
+        let deleted = database.changedRowCount
         _ = try query(
             """
-            INSERT INTO schemagen_history_pruned (schema, through) VALUES (?, ?)
+            INSERT INTO schemagen_history_pruned (schema, through) VALUES (\(value: schemaName), \(value: .integer(through)))
             ON CONFLICT (schema) DO UPDATE SET through = max(through, excluded.through)
-            """, [.text(schema.name), .integer(through)])
+            """)
         return deleted
     }
 
     func prunedThrough() throws(StoreError) -> Int64 {
-        let rows = try query("SELECT through FROM schemagen_history_pruned WHERE schema = ?", [.text(schema.name)])
+        let rows = try query("SELECT through FROM schemagen_history_pruned WHERE schema = \(value: .text(schema.name))")
         if case .integer(let through)? = rows.first?.first { return through }
         return 0
     }
@@ -111,38 +113,32 @@ extension Store {
             guard observation.commitsSincePrune >= max(1, count / 100) else { return }
             observation.commitsSincePrune = 0
             let boundary = try query(
-                "SELECT token FROM schemagen_history WHERE schema = ? ORDER BY token DESC LIMIT 1 OFFSET ?",
-                [.text(schema.name), .integer(Int64(max(0, count)))])
+                "SELECT token FROM schemagen_history WHERE schema = \(value: .text(schema.name)) ORDER BY token DESC LIMIT 1 OFFSET \(value: .integer(Int64(max(0, count))))")
             guard case .integer(let oldestDropped)? = boundary.first?.first else { return }
-            _ = try prune(where: "token <= ?", [.integer(oldestDropped)])
+            _ = try prune(where: "token <= \(value: .integer(oldestDropped))")
         case .age(let age):
             let now = Date()
             let (seconds, attoseconds) = age.components
             let limit = Double(seconds) + Double(attoseconds) / 1e18
             guard now.timeIntervalSince(observation.lastAgePrune) >= min(1, limit / 100) else { return }
             observation.lastAgePrune = now
-            _ = try prune(where: "committed_at < ?", [.real(now.timeIntervalSince1970 - limit)])
+            _ = try prune(where: "committed_at < \(value: .real(now.timeIntervalSince1970 - limit))")
         }
     }
 
     /// History rows after a token, parsed; `withChanges` false skips the (possibly large)
     /// changes column when only the touched entities matter.
     func readHistory(after: Int64, author: AuthorFilter, limit: Int?, withChanges: Bool) throws(StoreError) -> [HistoryTransaction] {
-        var sql = "SELECT token, author, committed_at, entities, \(withChanges ? "changes" : "''") FROM schemagen_history WHERE schema = ? AND token > ?"
-        var arguments: [SQLiteValue] = [.text(schema.name), .integer(after)]
+        let changes: SQL = withChanges ? "changes" : "''"
+        var sql: SQL = "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))"
         switch author {
         case .any: break
-        case .only(let name):
-            sql += " AND author IS ?"
-            arguments.append(.text(name))
-        case .excluding(let name):
-            sql += " AND author IS NOT ?"
-            arguments.append(.text(name))
+        case .only(let name): sql += " AND author IS \(value: .text(name))"
+        case .excluding(let name): sql += " AND author IS NOT \(value: .text(name))"
         }
-        sql += " ORDER BY token"
-        if let limit { sql += " LIMIT \(max(0, limit))" }
+        sql += " ORDER BY token\(Self.page(limit: limit, offset: 0))"
         var transactions: [HistoryTransaction] = []
-        for row in try query(sql, arguments) {
+        for row in try query(sql) {
             guard row.count == 5, case .integer(let token) = row[0] else { continue }
             let date: Date
             switch row[2] {

@@ -1,5 +1,4 @@
 import Foundation
-import SQLiteKit
 import SchemaMetadata
 
 /// Who is listening, and how far each has got.
@@ -27,7 +26,7 @@ struct ObservationState {
     var deliveryScheduled = false
     /// A commit of this store without history, not yet passed on.
     var unseenLocalCommit = false
-    var watcher: DatabaseWatcher?
+    var watcher: (any CommitWatch)?
     // Retention bookkeeping (see `pruneHistory`).
     var commitsSincePrune = 0
     var lastAgePrune = Date.distantPast
@@ -157,7 +156,7 @@ extension Store {
     private func prepareFirstSubscriber() {
         guard observation.isEmpty else { return }
         observation.deliveredToken = recordsHistory ? ((try? currentHistoryToken().value) ?? 0) : 0
-        observation.dataVersion = (try? connection.dataVersion()) ?? 0
+        observation.dataVersion = database.commitCounter() ?? 0
         observation.unseenLocalCommit = false
     }
 
@@ -176,8 +175,8 @@ extension Store {
 
     /// Watches the file for commits of other connections; an in-memory database has none.
     private func startWatching() {
-        guard observation.watcher == nil, let path else { return }
-        observation.watcher = DatabaseWatcher(path: path) { [weak self] in
+        guard observation.watcher == nil else { return }
+        observation.watcher = database.watchCommits { [weak self] in
             Task { await self?.scheduleDelivery() }
         }
     }
@@ -202,7 +201,7 @@ extension Store {
         guard !observation.isEmpty else { return }
         observation.deliveries += 1
         var external = false
-        if path != nil, let version = try? connection.dataVersion(), version != observation.dataVersion {
+        if path != nil, let version = database.commitCounter(), version != observation.dataVersion {
             observation.dataVersion = version
             external = true
         }

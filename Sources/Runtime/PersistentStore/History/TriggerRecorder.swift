@@ -1,5 +1,4 @@
 import JSONDocument
-import SQLiteKit
 import SchemaMetadata
 
 /// Records changed rows with temporary triggers where SQLite lacks the pre-update hook (Apple's
@@ -12,11 +11,11 @@ import SchemaMetadata
 final class TriggerRecorder {
     static let table = "schemagen_changed_rows"
 
-    static func install(on connection: SQLiteConnection, recorder: ChangeRecorder) throws(StoreError) {
-        let dialect = Store.dialect
+    static func install(on database: any StoreDatabase, recorder: ChangeRecorder) throws(StoreError) {
+        let dialect = database.dialect
         var sql = "CREATE TEMP TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL, old_rowid INTEGER, new_rowid INTEGER, old_row TEXT, new_row TEXT);\n"
         for name in recorder.tableNames {
-            let columns = try ChangeRecorder.columns(of: name, connection).map(\.name)
+            let columns = try ChangeRecorder.columns(of: name, database).map(\.name)
             func image(_ row: String) -> String {
                 "json_array("
                     + columns.map { column in
@@ -39,29 +38,29 @@ final class TriggerRecorder {
 
                 """
         }
-        do { try connection.execute(sql) } catch { throw .database(error) }
+        do { try database.execute(sql) } catch { throw .database(error) }
         recorder.triggers = TriggerRecorder()
     }
 
     /// Hands the images written since the last commit to the recorder, then clears them.
-    func drain(into recorder: ChangeRecorder, _ connection: SQLiteConnection) throws(SQLiteError) {
-        var failure: SQLiteError?
+    func drain(into recorder: ChangeRecorder, _ database: any StoreDatabase) throws(DatabaseFailure) {
+        var failure: DatabaseFailure?
         do {
-            try connection.forEachRow("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.table) ORDER BY seq") { row in
+            try database.forEachRow("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.table) ORDER BY seq", [], ownStatement: false) { row in
                 guard case .text(let name) = row[0], case .text(let op) = row[1] else { return }
-                let operation: RowChange.Operation = op == "insert" ? .insert : op == "delete" ? .delete : .update
+                let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
                 let image = RowImage(
                     operation: operation, oldRowID: Self.integer(row[2]), newRowID: Self.integer(row[3]),
                     oldValues: Self.literals(row[4]), newValues: Self.literals(row[5]))
                 recorder.record(image, tableNamed: name)
             }
-        } catch let error as SQLiteError {
+        } catch let error as DatabaseFailure {
             failure = error
         } catch {
-            failure = SQLiteError(code: 1, message: "\(error)", sql: nil)
+            failure = DatabaseFailure(database: database.label, message: "\(error)", code: nil)
         }
         if let failure { throw failure }
-        try connection.execute("DELETE FROM \(Self.table);")
+        try database.execute("DELETE FROM \(Self.table);")
     }
 
     private static func integer(_ value: StoredValue) -> Int64 {
@@ -78,7 +77,7 @@ final class TriggerRecorder {
 
 /// A row image from the fallback triggers.
 struct RowImage: ChangedRow {
-    let operation: RowChange.Operation
+    let operation: RowChangeOperation
     let oldRowID: Int64
     let newRowID: Int64
     let oldValues: [String]

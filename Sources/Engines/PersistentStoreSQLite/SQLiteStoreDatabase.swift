@@ -1,0 +1,131 @@
+import Foundation
+import PersistentStore
+import SQLDialects
+import SQLiteKit
+import SchemaMetadata
+
+/// The store's SQLite adapter: a `StoreDatabase` over one `SQLiteConnection`.
+final class SQLiteStoreDatabase: StoreDatabase {
+    let connection: SQLiteConnection
+    let filePath: String?
+    let settings: SQLiteSettings
+    let dialect: any SQLDialect = SQLiteDialect()
+
+    /// Opens (creating) the file, or a database in memory when `path` is nil, in WAL mode with
+    /// foreign keys enforced; a lock is waited for up to `busyTimeout` seconds.
+    init(path: String?, busyTimeout seconds: Double, settings: SQLiteSettings) throws(DatabaseFailure) {
+        filePath = path
+        self.settings = settings
+        do {
+            connection = try SQLiteConnection(path: path ?? ":memory:")
+            // Before the first statement: even switching to WAL waits for another process's lock.
+            connection.setBusyTimeout(milliseconds: Int32(min(seconds * 1000, Double(Int32.max))))
+            if path != nil { _ = try connection.query("PRAGMA journal_mode = WAL;") }
+            try connection.execute("PRAGMA foreign_keys = ON;")
+        } catch {
+            throw error.failure(database: path ?? ":memory:")
+        }
+    }
+
+    var label: String { filePath ?? ":memory:" }
+
+    private func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(DatabaseFailure) -> T {
+        do { return try body() } catch { throw error.failure(database: label) }
+    }
+
+    func execute(_ script: String) throws(DatabaseFailure) {
+        try wrap { () throws(SQLiteError) in try connection.execute(script) }
+    }
+
+    func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+        try wrap { () throws(SQLiteError) in try connection.query(text, values: arguments) }
+    }
+
+    func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+        try wrap { () throws(SQLiteError) in try connection.firstInteger(text, values: arguments) }
+    }
+
+    func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
+        do {
+            try connection.forEachRowInPlace(text, arguments, ownStatement: ownStatement, body)
+        } catch let error as SQLiteError {
+            throw error.failure(database: label)
+        }
+    }
+
+    func forEachRow(
+        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        with open: (Int, BorrowedValue, [StoredValue]) throws -> StoredValue, _ body: (inout [StoredValue]) throws -> Void
+    ) throws {
+        do {
+            try connection.forEachRowInPlace(text, arguments, ownStatement: ownStatement, opening: columns, with: open, body)
+        } catch let error as SQLiteError {
+            throw error.failure(database: label)
+        }
+    }
+
+    func beginWriteTransaction() throws(DatabaseFailure) { try execute("BEGIN IMMEDIATE;") }
+    func beginReadTransaction() throws(DatabaseFailure) { try execute("BEGIN DEFERRED;") }
+    var isInTransaction: Bool { connection.isInTransaction }
+
+    var lastInsertedRowID: Int64 {
+        get { connection.lastInsertedRowID }
+        set { connection.lastInsertedRowID = newValue }
+    }
+
+    var changedRowCount: Int { connection.changedRowCount }
+
+    func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64 {
+        guard try tableExists("sqlite_sequence") else { return 0 }
+        return try firstInteger("SELECT seq FROM sqlite_sequence WHERE name = ?", values: [.text(table)]) ?? 0
+    }
+
+    func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
+        try !query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
+    }
+
+    func columns(of table: String) throws(DatabaseFailure) -> [(name: String, type: String)] {
+        try query("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { row in
+            guard case .text(let name) = row[0] else { return ("", "") }
+            if case .text(let type) = row[1] { return (name, type) }
+            return (name, "")
+        }
+    }
+
+    func prepareForUse() throws(DatabaseFailure) { try execute(settings.pragmas(inMemory: filePath == nil)) }
+
+    func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool {
+        guard let sink else { return connection.observeRowChanges(nil) }
+        return connection.observeRowChanges { change in
+            guard change.isMain else { return }
+            sink.record(SQLiteChangedRow(change: change), table: change.table)
+        }
+    }
+
+    func commitCounter() -> Int64? { try? connection.dataVersion() }
+
+    func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+        filePath.map { DatabaseWatcher(path: $0, onChange: onCommit) }
+    }
+}
+
+/// SQLite's pre-update hook row, as the store's recorder reads rows.
+struct SQLiteChangedRow: ChangedRow {
+    let change: RowChange
+
+    var operation: RowChangeOperation {
+        switch change.operation {
+        case .insert: .insert
+        case .update: .update
+        case .delete: .delete
+        }
+    }
+
+    var oldRowID: Int64 { change.oldRowID }
+    var newRowID: Int64 { change.newRowID }
+    func old(_ column: Int) -> StoredValue { change.old(column) }
+    func new(_ column: Int) -> StoredValue { change.new(column) }
+    func changes(_ column: Int) -> Bool { change.changes(column) }
+}
+
+extension DatabaseWatcher: CommitWatch {}

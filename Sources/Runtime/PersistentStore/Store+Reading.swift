@@ -1,0 +1,116 @@
+import SQLDialects
+import SchemaMetadata
+
+/// The one row pipeline: every read of models (`model(key:)`, `fetch`, `forEach`, joined
+/// predicates, search, relationships) runs its query through `streamModels`, which opens
+/// encrypted values where the engine holds them, loads external values and decodes the model.
+/// Queries select `selection(M.self)`: the entity's `rowColumns`, in order, then any extra
+/// columns (a search's rank).
+extension Store {
+    /// Each model of a query, with its extra columns, handed to `body` as its row is read.
+    ///
+    /// `ownStatement`: the statement serves this read alone, for bodies that run queries.
+    func streamModels<M: PersistentModel>(
+        _ query: SQL, as type: M.Type, extraColumns: Int = 0, ownStatement: Bool = false, _ body: (M, [StoredValue]) throws -> Void
+    ) throws {
+        let entity = M.entity
+        let order = rowColumns(entity)
+        let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
+        let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
+        let opening = openPlan(entity, columns: order)
+        let keys = M.self is any RowCodable.Type ? nil : RowKeys(entity: entity, columns: order)
+        let (text, arguments) = query.rendered(for: database.dialect)
+        let handle = { (row: inout [StoredValue]) throws in
+            var extras: [StoredValue] = []
+            if extraColumns > 0 {
+                extras = Array(row.suffix(extraColumns))
+                row.removeLast(extraColumns)
+            }
+            for (column, position) in external {
+                guard case .text(let name) = row[position] else { continue }
+                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+            }
+            let model = if let keys { try RowDecoder.decode(M.self, row: row, keys: keys) } else { try self.decodeDirect(row, as: M.self) }
+            try body(model, extras)
+        }
+        if let opening {
+            try database.forEachRow(
+                text, arguments, ownStatement: ownStatement, opening: opening.positions,
+                with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, handle)
+        } else {
+            try database.forEachRow(text, arguments, ownStatement: ownStatement, handle)
+        }
+    }
+
+    /// The models a query selects. `expectedCount` reserves room when the caller knows roughly
+    /// how many come; `extras` receives each model's extra columns.
+    func rows<M: PersistentModel>(_ query: SQL, as type: M.Type, expectedCount: Int = 0, extraColumns: Int = 0, extras: inout [[StoredValue]]) throws(StoreError) -> [M] {
+        do {
+            // Models with a generated row codec and no external values decode in a loop compiled
+            // for the model (`decodeStoredRows`), a third faster than through the generic one.
+            if M.self is any RowCodable.Type, extraColumns == 0, Self.externalColumns(of: M.entity).isEmpty {
+                let opening = openPlan(M.entity, columns: rowColumns(M.entity))
+                let (text, arguments) = query.rendered(for: database.dialect)
+                let decoded = try M.decodeStoredRows(expectedCount: expectedCount) { consume in
+                    if let opening {
+                        try database.forEachRow(
+                            text, arguments, ownStatement: false, opening: opening.positions,
+                            with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }
+                        ) { row in try consume(row) }
+                    } else {
+                        try database.forEachRow(text, arguments, ownStatement: false) { row in try consume(row) }
+                    }
+                }
+                if let decoded { return decoded }
+            }
+            var models: [M] = []
+            models.reserveCapacity(expectedCount)
+            try streamModels(query, as: M.self, extraColumns: extraColumns) { model, extra in
+                models.append(model)
+                if extraColumns > 0 { extras.append(extra) }
+            }
+            return models
+        } catch {
+            throw Self.readFailure(error)
+        }
+    }
+
+    /// The models a query selects.
+    func rows<M: PersistentModel>(_ query: SQL, as type: M.Type, expectedCount: Int = 0) throws(StoreError) -> [M] {
+        var ignored: [[StoredValue]] = []
+        return try rows(query, as: M.self, expectedCount: expectedCount, extras: &ignored)
+    }
+
+    /// Each model of a query handed to `body` as its row is read, none kept: for results too
+    /// large to hold. An error `body` throws comes out unchanged.
+    func eachRow<M: PersistentModel>(_ query: SQL, as type: M.Type, _ body: (M) throws -> Void) throws {
+        var failure: (any Error)?
+        do {
+            // Its own statement: `body` may run queries of its own meanwhile.
+            try streamModels(query, as: M.self, ownStatement: true) { model, _ in
+                do { try body(model) } catch {
+                    failure = error
+                    throw CancellationError()
+                }
+            }
+        } catch {
+            if let failure { throw failure }
+            throw Self.readFailure(error)
+        }
+    }
+
+    /// A failure while reading rows, as the store reports it.
+    static func readFailure(_ error: any Error) -> StoreError {
+        switch error {
+        case let error as StoreError: error
+        case let error as DatabaseFailure: .database(error)
+        default: .coding("\(error)")  // a stored value the model cannot hold
+        }
+    }
+
+    /// The column list a query selects: the row codec's order, qualified by `alias` when the
+    /// query joins other tables.
+    func selection<M: PersistentModel>(_ type: M.Type, alias: String? = nil) -> SQL {
+        .list(rowColumns(M.entity).map { column in alias.map { "\(identifier: $0).\(identifier: column)" } ?? .identifier(column) })
+    }
+}

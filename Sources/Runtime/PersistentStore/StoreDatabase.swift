@@ -1,0 +1,104 @@
+import SQLDialects
+import SchemaMetadata
+
+/// What the store asks of a database database. The store's core imports no engine: each
+/// engine adapts to this protocol in a target of its own (SQLite in `PersistentStoreSQLite`,
+/// beside libsqlite3), so an app links only the engines it opens.
+///
+/// Statements arrive as text in the adapter's `dialect` with their arguments; the store builds
+/// them as `SQL` fragments and renders them once for that dialect.
+public protocol StoreDatabase: AnyObject {
+    /// The engine's dialect: quoting, parameter markers and capabilities.
+    var dialect: any SQLDialect { get }
+    /// The database as messages name it: a file path, or a URL without its password.
+    var label: String { get }
+    /// The file beside which `externalStorage` values are kept; nil in memory or on a server.
+    var filePath: String? { get }
+
+    /// Runs statements without parameters or rows (several, separated by `;`).
+    func execute(_ script: String) throws(DatabaseFailure)
+    /// Runs one statement with its arguments and returns its rows.
+    func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]]
+    /// The first column of the first row, when it is an integer (a key lookup).
+    func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64?
+    /// Hands each row of a query to `body`, to change in place (no copy per row).
+    ///
+    /// `ownStatement`: the statement serves this run alone, for bodies that run other queries.
+    func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws
+    /// The same, handing each value of `columns` to `open` where the engine holds it; `open`
+    /// sees the rest of the row (read first) and returns the column's value. For values that
+    /// are transformed on reading anyway (decrypted), so their bytes are not copied first.
+    func forEachRow(
+        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
+        _ body: (inout [StoredValue]) throws -> Void
+    ) throws
+
+    /// Starts the transaction a write needs: one that holds the write lock from its start, so
+    /// two writers queue instead of failing halfway.
+    func beginWriteTransaction() throws(DatabaseFailure)
+    /// Starts a read-only transaction on one consistent snapshot.
+    func beginReadTransaction() throws(DatabaseFailure)
+    /// Whether a transaction is open.
+    var isInTransaction: Bool { get }
+    /// The implicit key the last insert on this connection was given (0: none since reset).
+    var lastInsertedRowID: Int64 { get set }
+    /// How many rows the last INSERT, UPDATE or DELETE changed.
+    var changedRowCount: Int { get }
+
+    /// The highest implicit key the engine's key generator handed out for `table` (SQLite's
+    /// AUTOINCREMENT sequence), even for rows since deleted; 0 when none.
+    func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64
+    /// Whether a table exists.
+    func tableExists(_ table: String) throws(DatabaseFailure) -> Bool
+    /// A table's columns in their order, with their declared types.
+    func columns(of table: String) throws(DatabaseFailure) -> [(name: String, type: String)]
+
+    /// Settings for everyday use, applied once the migrations ran (which run best with the
+    /// engine's defaults).
+    func prepareForUse() throws(DatabaseFailure)
+
+    /// Hands `sink` every row a statement inserts, updates or deletes, as it happens (cascades
+    /// included); nil stops. False when the engine cannot, and the store records with triggers.
+    func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool
+    /// A number that changes when another connection commits; nil when the engine has none.
+    func commitCounter() -> Int64?
+    /// Starts watching for other connections' commits, calling `onCommit` (from any thread)
+    /// when one may have happened; nil when nothing else can write (a database in memory).
+    func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)?
+}
+
+/// A watch on other connections' commits, started by `StoreDatabase.watchCommits`.
+public protocol CommitWatch: AnyObject, Sendable {
+    /// Called as the store starts reading: later commits wake it again.
+    func rearm()
+    /// Stops watching.
+    func stop()
+}
+
+/// Whether a row was inserted, updated or deleted.
+public enum RowChangeOperation: Sendable {
+    case insert, update, delete
+}
+
+/// One row about to change, as an engine's row-change hook reports it. Valid only inside the
+/// handler it is passed to.
+public protocol ChangedRow {
+    var operation: RowChangeOperation { get }
+    var oldRowID: Int64 { get }
+    var newRowID: Int64 { get }
+    /// A column's value before an update or delete.
+    func old(_ column: Int) -> StoredValue
+    /// A column's value after an insert or update.
+    func new(_ column: Int) -> StoredValue
+    /// Whether an update changed the column.
+    func changes(_ column: Int) -> Bool
+}
+
+/// Receives the rows an engine's row-change hook reports (the store's history recorder).
+/// Generic over the row, so an engine hands its own row type over without boxing it.
+public protocol RowChangeSink: AnyObject {
+    /// One row of `table` about to change. `table` is the engine's own copy of the name, stable
+    /// while the schema is, so a sink can cache by address (and compare the text to be sure).
+    func record<Row: ChangedRow>(_ row: Row, table: UnsafePointer<CChar>)
+}
