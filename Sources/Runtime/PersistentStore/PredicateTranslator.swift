@@ -74,8 +74,17 @@ struct SQLBuilder {
         return sql
     }
 
-    /// A quoted identifier: every registered dialect quotes with double quotes.
-    static func quote(_ identifier: String) -> String { SQLiteDialect().quote(identifier) }
+    /// The one place the translator quotes a name (its text becomes a `SQL` fragment in
+    /// `fragment`): every registered dialect quotes identifiers the same, in double quotes.
+    private static func identifier(_ name: String) -> String { SQLiteDialect().quote(name) }
+
+    /// A column, qualified by a table alias when the query joins tables.
+    static func column(_ name: String, of alias: String? = nil) -> String {
+        alias.map { "\($0).\(identifier(name))" } ?? identifier(name)
+    }
+
+    /// A table under an alias, for FROM and JOIN.
+    static func table(_ name: String, as alias: String) -> String { "\(identifier(name)) AS \(alias)" }
 
     mutating func newAlias() -> String {
         aliasCount += 1
@@ -90,8 +99,8 @@ struct SQLBuilder {
         let entity = joined.entity
         switch member {
         case .column(let name):
-            if let cipher = cipher(entity.table, name) { return encryptedColumn("\(alias).\(SQLBuilder.quote(name))", cipher) }
-            return "\(alias).\(SQLBuilder.quote(name))"
+            if let cipher = cipher(entity.table, name) { return encryptedColumn(SQLBuilder.column(name, of: alias), cipher) }
+            return SQLBuilder.column(name, of: alias)
         case .relationship(let name):
             guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
@@ -103,19 +112,19 @@ struct SQLBuilder {
             let joined = newAlias()
             let condition: String
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
-                condition = "\(joined).\(SQLBuilder.quote(target.primaryKey[0])) = \(alias).\(SQLBuilder.quote(relationship.foreignKeyColumns[0]))"
+                condition = "\(SQLBuilder.column(target.primaryKey[0], of: joined)) = \(SQLBuilder.column(relationship.foreignKeyColumns[0], of: alias))"
             } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1,
                 entity.primaryKey.count == 1, target.primaryKey.count == 1
             {
                 // The other side holds the key and nothing stops two rows pointing here: join only
                 // the first, as `Store.target` reads it, so no model comes back twice.
-                let candidate = newAlias(), key = SQLBuilder.quote(target.primaryKey[0])
+                let candidate = newAlias(), key = target.primaryKey[0]
                 condition =
-                    "\(joined).\(key) = (SELECT \(candidate).\(key) FROM \(SQLBuilder.quote(target.table)) AS \(candidate) WHERE \(candidate).\(SQLBuilder.quote(inverse.foreignKeyColumns[0])) = \(alias).\(SQLBuilder.quote(entity.primaryKey[0])) ORDER BY \(candidate).\(key) LIMIT 1)"
+                    "\(SQLBuilder.column(key, of: joined)) = (SELECT \(SQLBuilder.column(key, of: candidate)) FROM \(SQLBuilder.table(target.table, as: candidate)) WHERE \(SQLBuilder.column(inverse.foreignKeyColumns[0], of: candidate)) = \(SQLBuilder.column(entity.primaryKey[0], of: alias)) ORDER BY \(SQLBuilder.column(key, of: candidate)) LIMIT 1)"
             } else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }
-            levels[levels.count - 1].clauses.append("LEFT JOIN \(SQLBuilder.quote(target.table)) AS \(joined) ON \(condition)")
+            levels[levels.count - 1].clauses.append("LEFT JOIN \(SQLBuilder.table(target.table, as: joined)) ON \(condition)")
             levels[levels.count - 1].aliases[path] = joined
             return Marker.row(alias: joined, entity: target.name)
         }
@@ -132,19 +141,19 @@ struct SQLBuilder {
         }
         entitiesRead.insert(target.name)
         let alias = newAlias()
-        let ownerKey = "\(marker.alias).\(SQLBuilder.quote(owner.primaryKey[0]))"
+        let ownerKey = SQLBuilder.column(owner.primaryKey[0], of: marker.alias)
         if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, target.primaryKey.count == 1 {
             let link = newAlias()
             return (
                 alias, target,
-                "\(SQLBuilder.quote(target.table)) AS \(alias) JOIN \(SQLBuilder.quote(joinTable)) AS \(link) ON \(link).\(SQLBuilder.quote(relationship.joinTargetColumns[0])) = \(alias).\(SQLBuilder.quote(target.primaryKey[0]))",
-                "\(link).\(SQLBuilder.quote(relationship.joinColumns[0])) = \(ownerKey)"
+                "\(SQLBuilder.table(target.table, as: alias)) JOIN \(SQLBuilder.table(joinTable, as: link)) ON \(SQLBuilder.column(relationship.joinTargetColumns[0], of: link)) = \(SQLBuilder.column(target.primaryKey[0], of: alias))",
+                "\(SQLBuilder.column(relationship.joinColumns[0], of: link)) = \(ownerKey)"
             )
         }
         guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship) (composite keys cannot be followed yet)")
         }
-        return (alias, target, "\(SQLBuilder.quote(target.table)) AS \(alias)", "\(alias).\(SQLBuilder.quote(inverse.foreignKeyColumns[0])) = \(ownerKey)")
+        return (alias, target, "\(SQLBuilder.table(target.table, as: alias))", "\(SQLBuilder.column(inverse.foreignKeyColumns[0], of: alias)) = \(ownerKey)")
     }
 }
 
@@ -233,8 +242,8 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             guard let column = builder.column(keyPath) else {
                 throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
             }
-            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(SQLBuilder.quote(column), cipher) }
-            return SQLBuilder.quote(column)
+            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(SQLBuilder.column(column), cipher) }
+            return SQLBuilder.column(column)
         }
         // A property of a captured value (`airline.id`): evaluated once and bound.
         guard let value = try? evaluate(PredicateBindings()), let encodable = value as? any Encodable,
@@ -275,7 +284,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     for side in [0, 1] {
         let text = side == 0 ? left : right
         guard let row = Marker.parseRow(text), let entity = builder.entityNamed(row.entity), let key = entity.primaryKey.first else { continue }
-        let column = "\(row.alias).\(SQLBuilder.quote(key))"
+        let column = SQLBuilder.column(key, of: row.alias)
         if side == 0 { left = column } else { right = column }
     }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }
