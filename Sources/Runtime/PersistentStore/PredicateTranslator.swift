@@ -50,7 +50,11 @@ struct SQLBuilder {
         }
     }
 
-    init(column: @escaping (AnyKeyPath) -> String?) {
+    /// The dialect names are quoted in.
+    let dialect: any SQLDialect
+
+    init(dialect: any SQLDialect, column: @escaping (AnyKeyPath) -> String?) {
+        self.dialect = dialect
         self.column = column
     }
 
@@ -74,17 +78,14 @@ struct SQLBuilder {
         return sql
     }
 
-    /// The one place the translator quotes a name (its text becomes a `SQL` fragment in
-    /// `fragment`): every registered dialect quotes identifiers the same, in double quotes.
-    private static func identifier(_ name: String) -> String { SQLiteDialect().quote(name) }
-
-    /// A column, qualified by a table alias when the query joins tables.
-    static func column(_ name: String, of alias: String? = nil) -> String {
-        alias.map { "\($0).\(identifier(name))" } ?? identifier(name)
+    /// A column, qualified by a table alias when the query joins tables: the one place the
+    /// translator quotes a name, in the database's dialect.
+    func quoted(_ name: String, of alias: String? = nil) -> String {
+        alias.map { "\($0).\(dialect.quote(name))" } ?? dialect.quote(name)
     }
 
     /// A table under an alias, for FROM and JOIN.
-    static func table(_ name: String, as alias: String) -> String { "\(identifier(name)) AS \(alias)" }
+    func table(_ name: String, as alias: String) -> String { "\(dialect.quote(name)) AS \(alias)" }
 
     mutating func newAlias() -> String {
         aliasCount += 1
@@ -99,8 +100,8 @@ struct SQLBuilder {
         let entity = joined.entity
         switch member {
         case .column(let name):
-            if let cipher = cipher(entity.table, name) { return encryptedColumn(SQLBuilder.column(name, of: alias), cipher) }
-            return SQLBuilder.column(name, of: alias)
+            if let cipher = cipher(entity.table, name) { return encryptedColumn(quoted(name, of: alias), cipher) }
+            return quoted(name, of: alias)
         case .relationship(let name):
             guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
@@ -112,7 +113,7 @@ struct SQLBuilder {
             let joined = newAlias()
             let condition: String
             if relationship.foreignKeyColumns.count == 1, target.primaryKey.count == 1 {
-                condition = "\(SQLBuilder.column(target.primaryKey[0], of: joined)) = \(SQLBuilder.column(relationship.foreignKeyColumns[0], of: alias))"
+                condition = "\(quoted(target.primaryKey[0], of: joined)) = \(quoted(relationship.foreignKeyColumns[0], of: alias))"
             } else if let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1,
                 entity.primaryKey.count == 1, target.primaryKey.count == 1
             {
@@ -120,11 +121,11 @@ struct SQLBuilder {
                 // the first, as `Store.target` reads it, so no model comes back twice.
                 let candidate = newAlias(), key = target.primaryKey[0]
                 condition =
-                    "\(SQLBuilder.column(key, of: joined)) = (SELECT \(SQLBuilder.column(key, of: candidate)) FROM \(SQLBuilder.table(target.table, as: candidate)) WHERE \(SQLBuilder.column(inverse.foreignKeyColumns[0], of: candidate)) = \(SQLBuilder.column(entity.primaryKey[0], of: alias)) ORDER BY \(SQLBuilder.column(key, of: candidate)) LIMIT 1)"
+                    "\(quoted(key, of: joined)) = (SELECT \(quoted(key, of: candidate)) FROM \(table(target.table, as: candidate)) WHERE \(quoted(inverse.foreignKeyColumns[0], of: candidate)) = \(quoted(entity.primaryKey[0], of: alias)) ORDER BY \(quoted(key, of: candidate)) LIMIT 1)"
             } else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name) (composite keys cannot be followed yet)")
             }
-            levels[levels.count - 1].clauses.append("LEFT JOIN \(SQLBuilder.table(target.table, as: joined)) ON \(condition)")
+            levels[levels.count - 1].clauses.append("LEFT JOIN \(table(target.table, as: joined)) ON \(condition)")
             levels[levels.count - 1].aliases[path] = joined
             return Marker.row(alias: joined, entity: target.name)
         }
@@ -141,19 +142,19 @@ struct SQLBuilder {
         }
         entitiesRead.insert(target.name)
         let alias = newAlias()
-        let ownerKey = SQLBuilder.column(owner.primaryKey[0], of: marker.alias)
+        let ownerKey = quoted(owner.primaryKey[0], of: marker.alias)
         if let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, target.primaryKey.count == 1 {
             let link = newAlias()
             return (
                 alias, target,
-                "\(SQLBuilder.table(target.table, as: alias)) JOIN \(SQLBuilder.table(joinTable, as: link)) ON \(SQLBuilder.column(relationship.joinTargetColumns[0], of: link)) = \(SQLBuilder.column(target.primaryKey[0], of: alias))",
-                "\(SQLBuilder.column(relationship.joinColumns[0], of: link)) = \(ownerKey)"
+                "\(table(target.table, as: alias)) JOIN \(table(joinTable, as: link)) ON \(quoted(relationship.joinTargetColumns[0], of: link)) = \(quoted(target.primaryKey[0], of: alias))",
+                "\(quoted(relationship.joinColumns[0], of: link)) = \(ownerKey)"
             )
         }
         guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else {
             throw PredicateTranslationError(expression: "the relationship \(marker.entity).\(marker.relationship) (composite keys cannot be followed yet)")
         }
-        return (alias, target, "\(SQLBuilder.table(target.table, as: alias))", "\(SQLBuilder.column(inverse.foreignKeyColumns[0], of: alias)) = \(ownerKey)")
+        return (alias, target, "\(table(target.table, as: alias))", "\(quoted(inverse.foreignKeyColumns[0], of: alias)) = \(ownerKey)")
     }
 }
 
@@ -242,8 +243,8 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
             guard let column = builder.column(keyPath) else {
                 throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
             }
-            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(SQLBuilder.column(column), cipher) }
-            return SQLBuilder.column(column)
+            if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(builder.quoted(column), cipher) }
+            return builder.quoted(column)
         }
         // A property of a captured value (`airline.id`): evaluated once and bound.
         guard let value = try? evaluate(PredicateBindings()), let encodable = value as? any Encodable,
@@ -284,7 +285,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     for side in [0, 1] {
         let text = side == 0 ? left : right
         guard let row = Marker.parseRow(text), let entity = builder.entityNamed(row.entity), let key = entity.primaryKey.first else { continue }
-        let column = SQLBuilder.column(key, of: row.alias)
+        let column = builder.quoted(key, of: row.alias)
         if side == 0 { left = column } else { right = column }
     }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }

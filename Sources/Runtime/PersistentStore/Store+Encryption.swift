@@ -289,18 +289,8 @@ extension Store {
         return OpenPlan(ciphers: found, keyPositions: entity.primaryKey.map { columns.firstIndex(of: $0) })
     }
 
-    /// Opens the encrypted values of a row.
-    func openRow(_ plan: OpenPlan?, row: inout [StoredValue]) throws(StoreError) {
-        guard let plan, !plan.ciphers.isEmpty else { return }
-        for (position, _) in plan.ciphers {
-            let value = row[position]
-            row[position] = .null
-            row[position] = try openColumn(plan, position, .value(value), row: row)
-        }
-    }
-
-    /// Opens one encrypted column of a row SQLite is still stepping on, from SQLite's own
-    /// buffer (see `SQLiteConnection.forEachRowInPlace(_:_:ownStatement:opening:with:_:)`).
+    /// Opens one encrypted column of a row the engine is still reading, from the engine's own
+    /// buffer (see `StoreDatabase.forEachRow(_:_:ownStatement:opening:with:_:)`).
     func openColumn(_ plan: OpenPlan, _ position: Int, _ content: BorrowedValue, row: [StoredValue]) throws(StoreError) -> StoredValue {
         guard let cipher = plan.cipher(at: position) else {
             if case .value(let value) = content { return value }

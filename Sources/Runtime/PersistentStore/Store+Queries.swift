@@ -7,7 +7,7 @@ extension Store {
     /// The WHERE clause and its arguments for a predicate (none: every row).
     func whereClause<M: PersistentModel>(_ predicate: Predicate<M>?, for type: M.Type) throws(StoreError) -> SQL {
         guard let predicate else { return "" }
-        var builder = SQLBuilder(column: { M.column(for: $0) })
+        var builder = SQLBuilder(dialect: database.dialect, column: { M.column(for: $0) })
         let ciphers = encryption
         builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
         do {
@@ -153,7 +153,7 @@ extension Store {
 
     /// The same, with every entity the query reads.
     func joinedQuery<M: Joinable>(_ predicate: Predicate<M.Joined>, for type: M.Type) throws(StoreError) -> (joins: SQL, condition: SQL, entities: Set<String>) {
-        var builder = SQLBuilder(column: { _ in nil })
+        var builder = SQLBuilder(dialect: database.dialect, column: { _ in nil })
         let schema = self.schema
         builder.entityNamed = { schema.entity(named: $0) }
         builder.rows[predicate.variable.key] = ("t0", M.entity)

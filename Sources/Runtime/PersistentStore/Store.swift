@@ -118,10 +118,7 @@ public actor Store {
         /// `StoreError.database` whose `primary` is `.busy`.
         public var busyTimeout: Duration = .seconds(5)
         /// `busyTimeout` in seconds.
-        public var busyTimeoutSeconds: Double {
-            let (seconds, attoseconds) = busyTimeout.components
-            return Double(seconds) + Double(attoseconds) / 1e18
-        }
+        public var busyTimeoutSeconds: Double { busyTimeout.inSeconds }
         /// Recorded with every transaction this store commits (`app`, `widget`), so readers of the
         /// history can tell writers apart.
         public var author: String?
@@ -720,6 +717,14 @@ public actor Store {
     /// A statement's text in the database's dialect, for statements run many times with values
     /// bound in order (built with `SQL.placeholders`).
     func render(_ sql: SQL) -> String { sql.rendered(for: database.dialect).text }
+}
+
+extension Duration {
+    /// The duration in seconds, as timeouts and ages are compared with dates.
+    var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
 }
 
 extension EntityDescriptor {

@@ -118,8 +118,7 @@ extension Store {
             _ = try prune(where: "token <= \(value: .integer(oldestDropped))")
         case .age(let age):
             let now = Date()
-            let (seconds, attoseconds) = age.components
-            let limit = Double(seconds) + Double(attoseconds) / 1e18
+            let limit = age.inSeconds
             guard now.timeIntervalSince(observation.lastAgePrune) >= min(1, limit / 100) else { return }
             observation.lastAgePrune = now
             _ = try prune(where: "committed_at < \(value: .real(now.timeIntervalSince1970 - limit))")
