@@ -6,7 +6,10 @@ import SchemaMetadata
 /// beside libsqlite3), so an app links only the engines it opens.
 ///
 /// Statements arrive as text in the adapter's `dialect` with their arguments; the store builds
-/// them as `SQL` fragments and renders them once for that dialect.
+/// them as `SQL` fragments and renders them once for that dialect. An adapter hands its
+/// connection to the store's initializer, with a migrator for the same database:
+///
+///     let store = try Store(database: adapter, migrator: migrator, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
 public protocol StoreDatabase: AnyObject {
     /// The engine's dialect: quoting, parameter markers and capabilities.
     var dialect: any SQLDialect { get }
@@ -68,7 +71,9 @@ public protocol StoreDatabase: AnyObject {
     func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)?
 }
 
-/// A watch on other connections' commits, started by `StoreDatabase.watchCommits`.
+/// A watch on other connections' commits, started by `StoreDatabase.watchCommits`:
+///
+///     let watch = database.watchCommits { Task { await store.scheduleDelivery() } }
 public protocol CommitWatch: AnyObject, Sendable {
     /// Called as the store starts reading: later commits wake it again.
     func rearm()
@@ -96,7 +101,9 @@ public protocol ChangedRow {
 }
 
 /// Receives the rows an engine's row-change hook reports (the store's history recorder).
-/// Generic over the row, so an engine hands its own row type over without boxing it.
+/// Generic over the row, so an engine hands its own row type over without boxing it:
+///
+///     sink.record(SQLiteChangedRow(change: change), table: change.table)
 public protocol RowChangeSink: AnyObject {
     /// One row of `table` about to change. `table` is the engine's own copy of the name, stable
     /// while the schema is, so a sink can cache by address (and compare the text to be sure).

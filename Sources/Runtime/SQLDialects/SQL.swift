@@ -54,6 +54,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
 
     /// `?, ?, ...`: `count` parameters whose values are bound when the statement runs, for a
     /// statement rendered once and run many times. Rendering binds NULL to each.
+    ///
+    ///     let insert = "INSERT INTO \(identifier: table) VALUES (\(SQL.placeholders(3)))" as SQL
     public static func placeholders(_ count: Int) -> SQL { parameters(repeatElement(.null, count: count)) }
 
     public mutating func append(_ other: SQL) { pieces += other.pieces }
