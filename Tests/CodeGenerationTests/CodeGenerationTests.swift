@@ -5,6 +5,7 @@ import Mustache
 import RelationalModel
 import SchemaKit
 import SchemaMetadata
+import SchemagenPipeline
 import TestSupport
 import Testing
 
@@ -19,16 +20,11 @@ func loadSchema(_ name: String) throws -> Schema {
 @Suite struct DefaultTemplateGoldenTests {
     @Test(arguments: ["Flights", "Todo", "Tasks", "Users", "Garage"])
     func generatedCodeMatchesTheCommittedExampleModels(_ name: String) throws {
-        // The committed migrations, as `schemagen generate` hands them to templates.
+        // The committed migrations of every dialect, as `schemagen generate` hands them to templates.
         let directory = MigrationDirectory(path: repositoryRoot.appendingPathComponent("Migrations/\(name)").path)
-        let migrations = try directory.entries().map { entry in
-            MigrationScript(
-                version: entry.number, name: entry.name,
-                up: try String(contentsOfFile: directory.path + "/" + entry.upFile, encoding: .utf8),
-                down: try String(contentsOfFile: directory.path + "/" + entry.downFile, encoding: .utf8))
-        }
-        // The model as the committed migrations built the database, as `generate` renders it.
         let schema = try loadSchema(name)
+        let migrations = PendingMigration.scripts(for: schema, root: repositoryRoot.appendingPathComponent("Migrations").path, pending: [])
+        // The model as the committed migrations built the database, as `generate` renders it.
         let built = SnapshotBuilder.snapshot(of: schema)
         let model = try directory.latestSnapshot().map { $0.databaseModel(of: built) } ?? built
         let files = try Generator.generate(schema: schema, model: model, sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations)

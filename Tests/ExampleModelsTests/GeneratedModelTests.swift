@@ -1,9 +1,12 @@
 import ExampleModels
 import Foundation
 import Migrator
+import MigratorPostgres
 import MigratorSQLite
+import PostgresKit
 import SQLiteKit
 import SchemaMetadata
+import TestSupport
 import Testing
 
 /// The example schemas' generated models, compiled by the build, used as an app would.
@@ -112,5 +115,56 @@ import Testing
             #expect(Set(columns) == Set(expected), "\(entity.table)")
         }
         #expect(try migrator.up().isEmpty)
+    }
+}
+
+/// Generated code embeds every dialect's committed migrations, so the same
+/// `<Schema>Schema.migrations` migrates a PostgreSQL database too.
+@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct EmbeddedDialectMigrationTests {
+    /// Each schema's embedded PostgreSQL SQL is its committed `postgres` folder, byte for byte; a
+    /// schema without that folder embeds none.
+    static let embedded: [String: [EmbeddedMigration]] = [
+        FlightsSchema.name: FlightsSchema.migrations, TasksSchema.name: TasksSchema.migrations, TodoSchema.name: TodoSchema.migrations,
+    ]
+
+    @Test(arguments: ["Flights", "Tasks", "Todo"])
+    func theEmbeddedSQLIsTheCommittedFolder(schema: String) throws {
+        let migrations = try #require(Self.embedded[schema])
+        let folder = repositoryRoot.appendingPathComponent("Migrations/\(schema)/postgres")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for migration in migrations {
+            let variant = migration.variant(for: "postgres")
+            let upFile = migration.fileName.upFile
+            guard files.contains(upFile) else {
+                #expect(variant == nil, "\(schema) \(migration.label) embeds PostgreSQL SQL without a committed file")
+                continue
+            }
+            let committedUp = try String(contentsOf: folder.appendingPathComponent(upFile), encoding: .utf8)
+            let committedDown = try String(contentsOf: folder.appendingPathComponent(migration.fileName.downFile), encoding: .utf8)
+            #expect(variant?.up == committedUp, "\(schema) \(migration.label) up")
+            #expect(variant?.down == committedDown, "\(schema) \(migration.label) down")
+            #expect(variant?.upFile == "postgres/" + upFile)
+            #expect(variant?.up != migration.up, "the PostgreSQL SQL is not SQLite's")
+        }
+        #expect(migrations.contains { $0.variant(for: "postgres") != nil } == !files.isEmpty)
+    }
+
+    /// The embedded variants bring a real PostgreSQL database to the schema's version, and
+    /// down again.
+    @Test func theEmbeddedPostgreSQLMigrationsApplyToARealServer() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let connection = try PostgresConnection(try server.createDatabase())
+        let scripts = FlightsSchema.migrations.compactMap { $0.variant(for: "postgres") }
+        #expect(scripts.map(\.version) == FlightsSchema.migrations.map(\.version))
+        let migrator = Migrator(database: PostgresMigrationDatabase(connection), schema: FlightsSchema.name, scripts: scripts)
+        #expect(try migrator.up().count == scripts.count)
+        for entity in FlightsSchema.descriptor.entities {
+            let columns = try connection.query("SELECT column_name FROM information_schema.columns WHERE table_name = $1", [.text(entity.table)])
+            #expect(!columns.isEmpty, "\(entity.table) exists")
+        }
+        #expect(try migrator.up().isEmpty)
+        _ = try migrator.down(.version(0), options: .init(allowDestructive: true))
+        #expect(try connection.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'flights'").first?.first == .integer(0))
     }
 }

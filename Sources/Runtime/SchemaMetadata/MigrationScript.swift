@@ -21,13 +21,34 @@ public struct MigrationScript: Sendable, Hashable {
     /// snapshot: what `migrate baseline` and `repair` look for in a database. Nil where no
     /// snapshot travels with the migration (the copies compiled into generated code).
     public var objects: [String: [String]]?
+    /// The same migration in the other dialects whose folders hold it (`postgres`), by dialect
+    /// name: generated code embeds them all, so one `<Schema>Schema.migrations` serves every
+    /// engine the store opens.
+    public var dialects: [String: DialectSQL]
+
+    /// A migration's SQL in one dialect.
+    public struct DialectSQL: Sendable, Hashable {
+        /// The SQL that applies it.
+        public var up: String
+        /// The SQL that reverts it.
+        public var down: String
+
+        /// Both directions of a migration in a dialect.
+        ///
+        ///     MigrationScript.DialectSQL(up: "ALTER TABLE ...;", down: "ALTER TABLE ...;")
+        public init(up: String, down: String) {
+            self.up = up
+            self.down = down
+        }
+    }
 
     /// A migration; the file names default to `NNNN_name.up.sql` and `.down.sql`.
     public init(
         version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil,
-        objects: [String: [String]]? = nil
+        objects: [String: [String]]? = nil, dialects: [String: DialectSQL] = [:]
     ) {
         self.objects = objects
+        self.dialects = dialects
         self.version = version
         self.name = name
         self.up = up
@@ -42,6 +63,17 @@ public struct MigrationScript: Sendable, Hashable {
 
     /// `0002_add_airports_elevation`.
     public var label: String { fileName.prefix }
+
+    /// This migration as written for `dialect` (`postgres`), with its files named in that
+    /// dialect's subfolder; nil when that dialect's folder does not hold it.
+    ///
+    ///     let postgres = FlightsSchema.migrations.compactMap { $0.variant(for: "postgres") }
+    public func variant(for dialect: String) -> MigrationScript? {
+        guard let sql = dialects[dialect] else { return nil }
+        return MigrationScript(
+            version: version, name: name, up: sql.up, down: sql.down, upFile: dialect + "/" + fileName.upFile,
+            downFile: dialect + "/" + fileName.downFile, objects: objects)
+    }
 }
 
 /// A migration's place in its folder: its number and name, and the names of its files

@@ -171,7 +171,7 @@ public struct TemplateContext: Sendable {
 
 /// The fields of an embedded migration's context, as templates name them.
 enum MigrationField: Int, CaseIterable {
-    case version, name, nameLiteral, upLiteral, downLiteral
+    case version, name, nameLiteral, upLiteral, downLiteral, dialects, hasDialects
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })
 }
@@ -186,6 +186,17 @@ struct MigrationFields: MustacheFieldSource {
         case .nameLiteral: .string(SwiftSyntax.stringLiteral(migration.name))
         case .upLiteral: .string(SwiftSyntax.stringLiteral(migration.up))
         case .downLiteral: .string(SwiftSyntax.stringLiteral(migration.down))
+        case .hasDialects: .bool(!migration.dialects.isEmpty)
+        case .dialects:
+            .array(
+                migration.dialects.sorted { $0.key < $1.key }.map { dialect, sql in
+                    .object([
+                        "name": .string(dialect), "nameLiteral": .string(SwiftSyntax.stringLiteral(dialect)),
+                        "upLiteral": .string(SwiftSyntax.stringLiteral(sql.up)), "downLiteral": .string(SwiftSyntax.stringLiteral(sql.down)),
+                        // As swift-format ends a collection's items: none after the only one.
+                        "comma": .string(migration.dialects.count == 1 ? "" : ","),
+                    ])
+                })
         case nil: .null
         }
     }

@@ -170,11 +170,9 @@ public struct GenerationPipeline: Sendable {
         for result in loaded.files {
             guard let schema = result.schema else { continue }
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
-            // The generated code embeds SQLite's migrations: the runtime store runs on SQLite.
-            let sqliteFolder = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: .sqlite).path
+            // The generated code embeds every dialect's migrations: the store opens either engine.
             let migrations = PendingMigration.scripts(
-                for: schema, root: configuration.migrationsRoot,
-                pending: plan.migrations.filter { $0.schema.name == schema.name && $0.directory.path == sqliteFolder })
+                for: schema, root: configuration.migrationsRoot, pending: plan.migrations.filter { $0.schema.name == schema.name })
             do {
                 let model = models[schema.name].map { runtimeModel(schema, $0, plan: plan) }
                 perSchema.append(

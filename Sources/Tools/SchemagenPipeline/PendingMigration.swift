@@ -149,20 +149,28 @@ public struct PendingMigration: Sendable {
             at: SourceLocation(file: pending.schema.sourcePath, line: 1, column: 1))
     }
 
-    /// The schema's migrations as templates see them: those on disk, then the one about to be written.
+    /// The schema's migrations as templates see them: those on disk, then the ones about to be
+    /// written, in the default dialect, each with its SQL in every other dialect whose folder
+    /// holds it (`MigrationScript.dialects`).
     public static func scripts(for schema: Schema, root: String, pending: [PendingMigration]) -> [MigrationScript] {
-        let directory = MigrationDirectory(path: root + "/" + schema.name)
-        var result: [MigrationScript] = directory.entries().compactMap { entry in
-            guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else { return nil }
-            return MigrationScript(version: entry.number, name: entry.name, up: up, down: down)
+        func sql(in dialect: SQLDialectName) -> [Int: (name: String, sql: MigrationScript.DialectSQL)] {
+            let directory = directory(schema.name, root: root, dialect: dialect)
+            var found: [Int: (String, MigrationScript.DialectSQL)] = [:]
+            for entry in directory.entries() {
+                guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else { continue }
+                found[entry.number] = (entry.name, MigrationScript.DialectSQL(up: up, down: down))
+            }
+            for migration in pending where migration.directory.path == directory.path {
+                found[migration.entry.number] = (migration.entry.name, MigrationScript.DialectSQL(up: migration.migration.upSQL(), down: migration.migration.downSQL()))
+            }
+            return found
         }
-        for migration in pending {
-            result.append(
-                MigrationScript(
-                    version: migration.entry.number, name: migration.entry.name,
-                    up: migration.migration.upSQL(), down: migration.migration.downSQL()))
+        let others = SQLDialectName.allCases.filter { $0 != .default }.map { ($0.rawValue, sql(in: $0)) }
+        return sql(in: .default).sorted { $0.key < $1.key }.map { number, migration in
+            MigrationScript(
+                version: number, name: migration.name, up: migration.sql.up, down: migration.sql.down,
+                dialects: Dictionary(uniqueKeysWithValues: others.compactMap { dialect, scripts in scripts[number].map { (dialect, $0.sql) } }))
         }
-        return result
     }
 
     /// `create_flights`, `add_flights_status`, `rename_airports_state_to_region`, ... from the

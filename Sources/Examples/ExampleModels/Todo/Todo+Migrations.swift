@@ -3,7 +3,8 @@
 import SchemaMetadata
 
 extension TodoSchema {
-    /// The schema's SQLite migrations, oldest first, for `Migrator(connection:schema:embedded:)`.
+    /// The schema's migrations, oldest first, for `Migrator(connection:schema:embedded:)` and the
+    /// store: SQLite's SQL, with each other dialect's (`dialects`) where its folder holds it.
     public static let migrations: [EmbeddedMigration] = [
         EmbeddedMigration(
             version: 1,
