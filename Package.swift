@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "todo", targets: ["todo"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "PersistentStoreSQLite", targets: ["PersistentStoreSQLite"]),
+        .library(name: "PersistentStorePostgres", targets: ["PersistentStorePostgres"]),
         .library(name: "Migrator", targets: ["Migrator"]),
         .library(name: "MigratorSQLite", targets: ["MigratorSQLite"]),
         .library(name: "MigratorPostgres", targets: ["MigratorPostgres"]),
@@ -69,6 +70,9 @@ let package = Package(
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
         .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(
+            name: "PersistentStorePostgres",
+            dependencies: ["PersistentStore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "Migrator", "MigratorPostgres", "SQLDialects", "SchemaMetadata"]),
         .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStore", "DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
@@ -151,7 +155,7 @@ let package = Package(
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
         .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
         .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
@@ -176,7 +180,7 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
     "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "Migrator", "PersistentStore"],
-    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite"],
+    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres"],
     "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo"],

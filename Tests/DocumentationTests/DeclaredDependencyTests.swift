@@ -36,7 +36,7 @@ import Testing
     static func imports(under path: String) -> Set<String> {
         let folder = repositoryRoot.appendingPathComponent(path).path
         let files = swiftFiles(under: folder)
-        let line = /^\s*(?:@testable\s+|@preconcurrency\s+)?import\s+(?:(?:struct|enum|class|protocol|func|typealias|var|let)\s+)?([A-Za-z_][A-Za-z0-9_]*)/.anchorsMatchLineEndings()
+        let line = /^\s*(?:@testable\s+|@preconcurrency\s+|@_exported\s+)?import\s+(?:(?:struct|enum|class|protocol|func|typealias|var|let)\s+)?([A-Za-z_][A-Za-z0-9_]*)/.anchorsMatchLineEndings()
         var modules: Set<String> = []
         for file in files {
             guard let text = try? String(contentsOfFile: folder + "/" + file, encoding: .utf8) else { continue }
@@ -53,7 +53,7 @@ import Testing
         // and the modules the documentation's snippets are type-checked against.
         let builtForTests = Set(targets.filter { $0.kind == "executable" }.map(\.name))
         let snippetModules: Set<String> = [
-            "ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore", "PersistentStoreSQLite",
+            "ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres",
             "PostgresKit", "SQLiteKit", "SchemaMetadata",
         ]
         for target in targets where ["regular", "executable", "test"].contains(target.kind) {

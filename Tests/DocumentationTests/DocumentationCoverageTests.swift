@@ -6,7 +6,7 @@ import Testing
 /// public declarations carry a doc comment, and each entry point an example (an indented code
 /// line in its comment), as DocC renders them (`docs/api-reference.sh`).
 @Suite struct DocumentationCoverageTests {
-    static let runtimeModules = ["PersistentStore", "PersistentStoreSQLite", "SchemaMetadata", "Migrator", "MigratorSQLite", "MigratorPostgres"]
+    static let runtimeModules = ["PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "SchemaMetadata", "Migrator", "MigratorSQLite", "MigratorPostgres"]
 
     struct Declaration {
         let file: String
@@ -65,7 +65,7 @@ import Testing
 
     /// The calls an application starts from, each shown in use.
     static let entryPoints: [(module: String, declaration: String)] = [
-        ("PersistentStoreSQLite", "public init(path givenPath"), ("PersistentStore", "public func insert<M: PersistentModel>(_ model: M)"),
+        ("PersistentStoreSQLite", "public init(path givenPath"), ("PersistentStorePostgres", "public init(url givenURL"), ("PersistentStore", "public func insert<M: PersistentModel>(_ model: M)"),
         ("PersistentStore", "public func insert<M: PersistentModel>(_ models: consuming [M])"), ("PersistentStore", "public func transaction<"),
         ("PersistentStore", "public func read<"), ("PersistentStore", "public func deleteAll<"), ("PersistentStore", "public func fetch<M: PersistentModel>("),
         ("PersistentStore", "public func forEach<"), ("PersistentStore", "public func count<"), ("PersistentStore", "public func delete<M: PersistentModel>(_ type"),

@@ -41,7 +41,7 @@ import Testing
     }
 
     /// Modules every snippet may use, and the names snippets assume from their surroundings.
-    static let imports = ["Foundation", "ExampleModels", "PersistentStore", "PersistentStoreSQLite", "Migrator", "SQLiteKit", "SchemaMetadata", "FieldEncryption"]
+    static let imports = ["Foundation", "ExampleModels", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "SQLiteKit", "SchemaMetadata", "FieldEncryption"]
 
     static let prelude = """
         /// What a snippet assumes exists; never run, only type-checked.

@@ -134,6 +134,15 @@ public final class PostgresConnection {
     /// The server's version number, e.g. 150018.
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
 
+    /// Whether a transaction is open (or failed and awaits its ROLLBACK).
+    public var isInTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Rows the last INSERT, UPDATE or DELETE of `query` changed.
+    public private(set) var changedRowCount = 0
+
     private func error(from result: OpaquePointer?, sql: String?) -> PostgresError {
         func field(_ code: Int32) -> String? {
             guard let result, let value = PQresultErrorField(result, code) else { return nil }
@@ -180,6 +189,7 @@ public final class PostgresConnection {
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else { throw error(from: result, sql: sql) }
+        changedRowCount = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
         let rows = Int(PQntuples(result)), columns = Int(PQnfields(result))
         var out: [[StoredValue]] = []
         out.reserveCapacity(rows)
@@ -199,9 +209,11 @@ public final class PostgresConnection {
     }
 
     /// A text-format value by its type's OID (pg_type): bool 16, int8 20, int2 21, int4 23,
-    /// float4 700, float8 701, bytea 17.
+    /// float4 700, float8 701, bytea 17; timestamptz 1184 as ISO 8601 (`2026-12-01T18:00:00.5Z`,
+    /// or with its offset), as the rest of the toolkit stores dates.
     static func value(_ text: String, type: Oid) -> StoredValue {
         switch type {
+        case 1184: .text(isoTimestamp(text))
         case 16: .integer(text == "t" ? 1 : 0)
         case 20, 21, 23: Int64(text).map(StoredValue.integer) ?? .text(text)
         case 700, 701: Double(text).map(StoredValue.real) ?? .text(text)
@@ -217,6 +229,19 @@ public final class PostgresConnection {
             }
         default: .text(text)
         }
+    }
+
+    /// PostgreSQL's `2026-12-01 18:00:00.5+00` (ISO DateStyle) as ISO 8601:
+    /// `2026-12-01T18:00:00.5Z`; an offset of hours alone gains its minutes (`+02` -> `+02:00`).
+    static func isoTimestamp(_ text: String) -> String {
+        guard text.count > 19 else { return text }
+        var iso = text.replacingOccurrences(of: " ", with: "T")
+        if iso.hasSuffix("+00") {
+            iso.removeLast(3)
+            return iso + "Z"
+        }
+        if let sign = iso.lastIndex(where: { $0 == "+" || $0 == "-" }), iso.distance(from: sign, to: iso.endIndex) == 3 { iso += ":00" }
+        return iso
     }
 
     // MARK: - Scripts

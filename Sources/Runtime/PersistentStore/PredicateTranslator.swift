@@ -58,23 +58,34 @@ struct SQLBuilder {
         self.column = column
     }
 
-    /// Stands for a bound value in the translated text until `fragment` turns the text into
-    /// SQL, where each becomes its parameter, in order.
-    static let parameterMarker = "\u{1}param\u{1}"
+    /// Marks a bound value in the translated text (`\u{1}param3\u{1}` for `arguments[3]`) until
+    /// `fragment` turns the text into SQL. Numbered, so a dialect may spell a function with its
+    /// operands in another order than they were translated.
+    static let parameterMarker = "\u{1}param"
 
     mutating func bind(_ value: StoredValue) -> String {
         arguments.append(value)
-        return Self.parameterMarker
+        return "\(Self.parameterMarker)\(arguments.count - 1)\u{1}"
     }
 
-    /// Translated text as a SQL fragment: each parameter marker bound to its value, in order.
+    /// Whether translated text is exactly one bound value.
+    static func isParameter(_ text: String) -> Bool {
+        text.hasPrefix(parameterMarker) && text.hasSuffix("\u{1}") && text.dropFirst(parameterMarker.count).dropLast().allSatisfy(\.isNumber)
+    }
+
+    /// Translated text as a SQL fragment: each parameter marker bound to its value.
     func fragment(_ text: String) -> SQL {
         var sql = SQL(verbatim: "")
-        var values = arguments.makeIterator()
-        for (index, part) in text.components(separatedBy: Self.parameterMarker).enumerated() {
-            if index > 0 { sql += "\(value: values.next() ?? .null)" }
-            sql += SQL(verbatim: part)
+        var rest = Substring(text)
+        while let start = rest.range(of: Self.parameterMarker) {
+            sql += SQL(verbatim: String(rest[..<start.lowerBound]))
+            let digits = rest[start.upperBound...].prefix(while: \.isNumber)
+            let index = Int(digits) ?? -1
+            sql += "\(value: arguments.indices.contains(index) ? arguments[index] : .null)"
+            // The digits and the closing mark.
+            rest = rest[digits.endIndex...].dropFirst()
         }
+        sql += SQL(verbatim: String(rest))
         return sql
     }
 
@@ -263,7 +274,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     for (column, other) in [(left, right), (right, left)] {
         guard let encrypted = builder.encrypted[column] else { continue }
         var value: StoredValue = .null
-        if other == SQLBuilder.parameterMarker, let bound = builder.arguments.popLast() {
+        if SQLBuilder.isParameter(other), let bound = builder.arguments.popLast() {
             value = bound
         } else if other != "NULL" {
             throw PredicateTranslationError(expression: encrypted.cipher.attribute, message: "\(encrypted.cipher.attribute) is encrypted: compare it with a value, not with another column")
@@ -290,7 +301,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }
     if left == "NULL" { return "(\(right) IS \(negated ? "NOT " : "")NULL)" }
-    return "(\(left) \(negated ? "IS NOT" : "IS") \(right))"
+    return builder.dialect.nullSafeEquality(left, right, negated: negated)
 }
 
 extension PredicateExpressions.Equal: SQLTranslatable {
@@ -335,7 +346,9 @@ extension PredicateExpressions.Negation: SQLTranslatable {
 /// `string.contains(other)`: case-sensitive, as in Swift.
 extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
-        "(instr(\(try translate(base, &builder)), \(try translate(other, &builder))) > 0)"
+        // Translated in the order they appear in the text, so their parameters bind in order.
+        let text = try translate(base, &builder), needle = try translate(other, &builder)
+        return "(\(builder.dialect.position(of: needle, in: text)) > 0)"
     }
 }
 
@@ -343,7 +356,8 @@ extension PredicateExpressions.CollectionContainsCollection: SQLTranslatable {
 extension PredicateExpressions.SequenceStartsWith: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
         // Each operand appears once: a bound value is one placeholder.
-        "(instr(\(try translate(base, &builder)), \(try translate(prefix, &builder))) = 1)"
+        let text = try translate(base, &builder), needle = try translate(prefix, &builder)
+        return "(\(builder.dialect.position(of: needle, in: text)) = 1)"
     }
 }
 
@@ -481,7 +495,8 @@ extension PredicateExpressions.StringLocalizedStandardContains: Codable where Ro
 
 extension PredicateExpressions.StringLocalizedStandardContains: SQLTranslatable {
     func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> String {
-        "(instr(lower(\(try translate(root, &builder))), lower(\(try translate(other, &builder)))) > 0)"
+        let text = try translate(root, &builder), needle = try translate(other, &builder)
+        return "(\(builder.dialect.position(of: "lower(\(needle))", in: "lower(\(text))")) > 0)"
     }
 }
 

@@ -92,7 +92,9 @@ extension Store {
     func recordSealingKey() throws(StoreError) {
         guard sealedInTransaction, !newestKeyRecorded, let ring = keyRing else { return }
         do {
-            try database.execute("CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id TEXT PRIMARY KEY, check_value BLOB NOT NULL);")
+            let dialect = database.dialect
+            try database.execute(
+                "CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id \(dialect.columnType(.text)) PRIMARY KEY, check_value \(dialect.columnType(.blob)) NOT NULL);")
             let key = ring.newest
             let check = StoredValue.blob(try ring.checkValue(of: key))
             _ = try database.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (\(value: .text(key.id)), \(value: check)) ON CONFLICT (key_id) DO NOTHING" as SQL)

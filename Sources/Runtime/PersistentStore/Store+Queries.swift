@@ -48,7 +48,7 @@ extension Store {
         _ type: M.Type, where predicate: Predicate<M>? = nil, sortBy: [SortDescriptor<M>] = [], limit: Int? = nil, offset: Int = 0
     ) throws(StoreError) -> [M] {
         let condition = try whereClause(predicate, for: M.self)
-        let sql: SQL = "SELECT \(selection(M.self)) FROM \(identifier: M.entity.table)\(condition)\(try orderClause(sortBy, for: M.self))\(Self.page(limit: limit, offset: offset))"
+        let sql: SQL = "SELECT \(selection(M.self)) FROM \(identifier: M.entity.table)\(condition)\(try orderClause(sortBy, for: M.self))\(page(limit: limit, offset: offset))"
         // Fetching a whole table: counting it first (cheap) saves regrowing a large array.
         let expected = predicate == nil && limit == nil ? max(0, try count(M.self) - offset) : 0
         return try rows(sql, as: M.self, expectedCount: expected)
@@ -131,13 +131,13 @@ extension Store {
         }
     }
 
-    /// LIMIT and OFFSET; an offset without a limit reads to the end (`LIMIT -1` is SQLite's
-    /// spelling, `LIMIT ALL` PostgreSQL's).
-    static func page(limit: Int?, offset: Int) -> SQL {
+    /// LIMIT and OFFSET; an offset without a limit reads to the end (SQLite wants `LIMIT -1`
+    /// before it).
+    func page(limit: Int?, offset: Int) -> SQL {
         var clause: SQL = ""
         if let limit { clause += " LIMIT \(value: .integer(Int64(max(0, limit))))" }
         if offset > 0 {
-            if limit == nil { clause += " LIMIT -1" }
+            if limit == nil, capabilities.offsetNeedsLimit { clause += " LIMIT -1" }
             clause += " OFFSET \(value: .integer(Int64(offset)))"
         }
         return clause
@@ -183,7 +183,7 @@ extension Store {
         let (joins, condition) = try joinedClause(predicate, for: M.self)
         let order = try orderClause(sortBy, for: M.self, alias: "t0")
         return try rows(
-            "SELECT \(selection(M.self, alias: "t0")) FROM \(identifier: M.entity.table) AS t0 \(joins) WHERE \(condition)\(order)\(Self.page(limit: limit, offset: offset))", as: M.self)
+            "SELECT \(selection(M.self, alias: "t0")) FROM \(identifier: M.entity.table) AS t0 \(joins) WHERE \(condition)\(order)\(page(limit: limit, offset: offset))", as: M.self)
     }
 
     /// How many models match a predicate that may follow relationships.

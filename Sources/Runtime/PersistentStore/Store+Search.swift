@@ -95,7 +95,7 @@ extension Store {
         let sql: SQL = """
             SELECT \(selection(M.self, alias: table)), found.schemagen_rowid, found.schemagen_rank \
             FROM \(identifier: table) JOIN (\(ranked)) AS found ON \(identifier: table).rowid = found.schemagen_rowid\(condition) \
-            ORDER BY found.schemagen_rank, found.schemagen_rowid\(Self.page(limit: limit, offset: 0))
+            ORDER BY found.schemagen_rank, found.schemagen_rowid\(page(limit: limit, offset: 0))
             """
         var extras: [[StoredValue]] = []
         let models = try rows(sql, as: M.self, extraColumns: 2, extras: &extras)

@@ -40,12 +40,15 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// The database has migrations newer than every one this app's generated code embeds: a
     /// newer version of the app migrated it. This app needs updating.
     case databaseNewer(applied: Int, known: Int)
+    /// What the store cannot do yet on this engine (the message says what to do instead).
+    case notSupported(String)
 
     /// What went wrong and what to do, without secrets.
     public var description: String {
         switch self {
         case .migration(let message): "cannot bring the database to the code's schema: \(message)"
         case .unsupportedDatabase(let message): message
+        case .notSupported(let message): message
         case .databaseNewer(let applied, let known):
             "the database is newer than this app's models: migration \(String(format: "%04d", applied)) is applied, and this app knows migrations up to \(String(format: "%04d", known)); a newer version of the app opened it, so update this app (its generated code) to open it"
         case .database(let error): "database error: \(error)"
@@ -80,6 +83,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
 public actor Store {
     /// The connection every statement runs on, through its engine's adapter.
     let database: any StoreDatabase
+    /// Its dialect's capabilities, read once: the write path asks per row.
+    let capabilities: DialectCapabilities
     /// The schema the store was opened with.
     public let schema: SchemaDescriptor
     /// Where `externalStorage` values are kept: beside the database, or a temporary folder for
@@ -185,6 +190,7 @@ public actor Store {
         database: any StoreDatabase, migrator: Migrator, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()
     ) throws(StoreError) {
         self.database = database
+        self.capabilities = database.dialect.capabilities
         self.path = database.filePath
         self.configuration = configuration
         let (ring, ciphers) = try Self.ciphers(for: schema, keys: configuration.keys)
@@ -595,6 +601,14 @@ public actor Store {
     private func runUpsert(_ statements: UpsertStatements, columns: ArraySlice<String>, _ values: ArraySlice<StoredValue>, _ entity: EntityDescriptor, boundKey: Int64?) throws(DatabaseFailure)
         -> Int64?
     {
+        if capabilities.failedStatementAbortsTransaction {
+            // A failed insert would abort the transaction: the upsert runs at once, and returns
+            // the key of the row it wrote (none when it changed nothing).
+            let rows = try database.query(statements.upsert, values)
+            guard entity.hasImplicitKey else { return nil }
+            if case .integer(let id)? = rows.first?.first { return id }
+            return try storedRowID(entity, columns: columns, values) ?? boundKey
+        }
         if statements.canConflict {
             if let conflict = lastConflict, conflict.table == entity.table, conflict.rowsSince < Self.upsertRunLength {
                 lastConflict?.rowsSince += 1
@@ -680,6 +694,8 @@ public actor Store {
         var upsert = insert
         var targets: [[String]] = hasKey ? [entity.primaryKey] : []
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+        // PostgreSQL takes one conflict target per statement: the key when the row has one.
+        if capabilities.failedStatementAbortsTransaction { targets = Array(targets.prefix(1)) }
         let updatable = columns.filter { !entity.primaryKey.contains($0) }
         for target in targets {
             // The columns the conflict was on already hold the written values: setting them
@@ -691,7 +707,9 @@ public actor Store {
                 upsert += " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
             }
         }
-        let statements = UpsertStatements(insert: render(insert), upsert: render(upsert), canConflict: !targets.isEmpty)
+        // Without a connection that reports the key its insert gave, the statement returns it.
+        let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
+        let statements = UpsertStatements(insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty)
         upsertStatements[cacheKey] = statements
         return statements
     }

@@ -14,6 +14,11 @@ public protocol SQLDialect: Sendable {
     func literal(_ text: String) -> String
     /// The column type that keeps values of a storage kind.
     func columnType(_ kind: StorageKind) -> String
+    /// `a` equal to `b` where NULL equals NULL (`negated`: differs), as Swift's `==` compares
+    /// optionals.
+    func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String
+    /// The 1-based position of `needle` in `text`, 0 when absent.
+    func position(of needle: String, in text: String) -> String
 }
 
 extension SQLDialect {
@@ -82,6 +87,17 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var namedConstraints: Bool = false
     /// Parameters are numbered (`$1`) rather than positional (`?`).
     public var numberedParameters: Bool = false
+    /// A failed statement aborts the whole transaction (PostgreSQL), so a write may not try a
+    /// plain INSERT first and fall back to an upsert on a conflict: it upserts at once.
+    public var failedStatementAbortsTransaction: Bool = false
+    /// The connection reports the key its last insert gave (SQLite's rowid); without it an
+    /// insert names the key it wants back with `RETURNING`.
+    public var lastInsertedKey: Bool = false
+    /// An OFFSET needs a LIMIT before it (SQLite's `LIMIT -1` reads to the end).
+    public var offsetNeedsLimit: Bool = false
+    /// Temporary triggers on the connection's own session (SQLite): the store's history falls
+    /// back to them where the engine has no row-change hook.
+    public var temporaryTriggers: Bool = false
 
     public init(alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool, alterConstraints: Bool, maximumIdentifierBytes: Int?) {
         self.alterColumn = alterColumn
@@ -122,11 +138,16 @@ public struct SQLiteDialect: SQLDialect {
             alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
             alterConstraints: false, maximumIdentifierBytes: nil)
         capabilities.strictTables = true
+        capabilities.lastInsertedKey = true
+        capabilities.offsetNeedsLimit = true
+        capabilities.temporaryTriggers = true
         return capabilities
     }
 
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
+    public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String { "(\(a) \(negated ? "IS NOT" : "IS") \(b))" }
+    public func position(of needle: String, in text: String) -> String { "instr(\(text), \(needle))" }
 
     /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, UUIDs, URLs and decimals
     /// are kept as text (decimals exactly), booleans as 0 and 1.
@@ -156,12 +177,15 @@ public struct PostgresDialect: SQLDialect {
         capabilities.comments = true
         capabilities.namedConstraints = true
         capabilities.numberedParameters = true
+        capabilities.failedStatementAbortsTransaction = true
         return capabilities
     }
 
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
     /// Standard strings (`standard_conforming_strings` is on since 9.1): backslashes are literal.
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
+    public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String { "(\(a) IS \(negated ? "" : "NOT ")DISTINCT FROM \(b))" }
+    public func position(of needle: String, in text: String) -> String { "strpos(\(text), \(needle))" }
 
     public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }
 

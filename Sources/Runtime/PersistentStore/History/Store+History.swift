@@ -23,6 +23,11 @@ extension Store {
     /// Creates the history tables when missing and starts recording, when history is on.
     static func startHistory(_ database: any StoreDatabase, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
         guard enabled else { return nil }
+        // Asking with no sink only answers whether the engine has a row-change hook.
+        guard database.observeRowChanges(into: nil) || database.dialect.capabilities.temporaryTriggers else {
+            throw .notSupported(
+                "history is not recorded on \(database.dialect.name) yet: open the store with `Configuration(recordsHistory: false)`, or set `history: false` in the schema")
+        }
         do throws(DatabaseFailure) {
             let history = try database.tableExists("schemagen_history")
             let pruned = try database.tableExists("schemagen_history_pruned")
@@ -135,7 +140,7 @@ extension Store {
         case .only(let name): sql += " AND author IS \(value: .text(name))"
         case .excluding(let name): sql += " AND author IS NOT \(value: .text(name))"
         }
-        sql += " ORDER BY token\(Self.page(limit: limit, offset: 0))"
+        sql += " ORDER BY token\(page(limit: limit, offset: 0))"
         var transactions: [HistoryTransaction] = []
         for row in try query(sql) {
             guard row.count == 5, case .integer(let token) = row[0] else { continue }

@@ -1,0 +1,101 @@
+import PersistentStore
+import PostgresKit
+import SQLDialects
+import SchemaMetadata
+
+/// The store's PostgreSQL adapter: a `StoreDatabase` over one libpq connection.
+///
+/// Rows arrive whole from the server (libpq's default) and are handed over one by one; the
+/// engine has no row-change hook or temporary triggers, so history is not recorded yet, and
+/// other connections' commits are not watched (issue 27 adds LISTEN/NOTIFY).
+final class PostgresStoreDatabase: StoreDatabase {
+    let connection: PostgresConnection
+    let dialect: any SQLDialect = PostgresDialect()
+
+    /// Connects, with the session in UTC so dates come back as `...Z`.
+    init(url: String) throws(DatabaseFailure) {
+        do {
+            connection = try PostgresConnection(url, applicationName: "schemagen store")
+            try connection.execute("SET TIME ZONE 'UTC'")
+        } catch {
+            throw error.failure(database: ConnectionURL.redacted(url))
+        }
+    }
+
+    var label: String { connection.label }
+    /// A server has no file beside which to keep values.
+    var filePath: String? { nil }
+
+    private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(DatabaseFailure) -> T {
+        do { return try body() } catch { throw error.failure(database: label) }
+    }
+
+    func execute(_ script: String) throws(DatabaseFailure) {
+        try wrap { () throws(PostgresError) in try connection.execute(script) }
+    }
+
+    func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+        try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
+    }
+
+    func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+        if case .integer(let value)? = try query(text, arguments).first?.first { return value }
+        return nil
+    }
+
+    func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
+        for var row in try query(text, arguments[...]) { try body(&row) }
+    }
+
+    func forEachRow(
+        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        with open: (Int, BorrowedValue, [StoredValue]) throws -> StoredValue, _ body: (inout [StoredValue]) throws -> Void
+    ) throws {
+        for var row in try query(text, arguments[...]) {
+            for column in columns where column < row.count {
+                let value = row[column]
+                row[column] = .null
+                row[column] = try open(column, .value(value), row)
+            }
+            try body(&row)
+        }
+    }
+
+    func beginWriteTransaction() throws(DatabaseFailure) { try execute("BEGIN") }
+    func beginReadTransaction() throws(DatabaseFailure) { try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
+    var isInTransaction: Bool { connection.isInTransaction }
+
+    /// Inserts name the key they want back (`RETURNING`): no connection-wide last key.
+    var lastInsertedRowID: Int64 {
+        get { 0 }
+        set {}
+    }
+
+    var changedRowCount: Int { connection.changedRowCount }
+
+    func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64 {
+        let sql = """
+            SELECT coalesce(max(last_value), 0) FROM pg_sequences \
+            WHERE format('%I.%I', schemaname, sequencename) = pg_get_serial_sequence(format('%I', $1::text), 'id')
+            """
+        return try firstInteger(sql, values: [.text(table)]) ?? 0
+    }
+
+    func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
+        try firstInteger("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1", values: [.text(table)]) == 1
+    }
+
+    func columns(of table: String) throws(DatabaseFailure) -> [(name: String, type: String)] {
+        let sql = "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position"
+        return try query(sql, [.text(table)]).map { row in
+            guard case .text(let name) = row[0] else { return ("", "") }
+            if case .text(let type) = row[1] { return (name, type) }
+            return (name, "")
+        }
+    }
+
+    func prepareForUse() throws(DatabaseFailure) {}
+    func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool { false }
+    func commitCounter() -> Int64? { nil }
+    func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)? { nil }
+}

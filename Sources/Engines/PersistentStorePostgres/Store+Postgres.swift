@@ -1,0 +1,43 @@
+import DatabaseLocation
+import Foundation
+import Migrator
+import MigratorPostgres
+@_exported import PersistentStoreSQLite
+import SQLDialects
+import SchemaMetadata
+
+extension Store {
+    /// Opens the database a URL names: `postgres://` or `postgresql://` (or a libpq keyword
+    /// string) on a PostgreSQL server, anything else as `Store(path:)` does; nil reads
+    /// `DATABASE_URL`. The same generated models and `<Schema>Schema.migrations` serve both
+    /// engines: on PostgreSQL, opening applies the migrations' PostgreSQL SQL under the
+    /// migrator's advisory lock, and refuses a database newer than the code.
+    ///
+    ///     let store = try Store(url: "postgres://app@db.internal/flights", schema: FlightsSchema.descriptor,
+    ///                           migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+    ///
+    /// Passwords never appear in messages. This release's store on PostgreSQL does not record
+    /// history or search yet (docs/runtime.md, "Engines").
+    public init(url givenURL: String? = nil, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
+        guard let url = givenURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            throw .unsupportedDatabase("no database given: pass a URL or set DATABASE_URL")
+        }
+        let location: DatabaseLocation
+        do { location = try DatabaseLocation.parse(url) } catch { throw .unsupportedDatabase("\(error)") }
+        guard case .postgres(let connection) = location else {
+            try self.init(path: url, schema: schema, migrations: migrations, configuration: configuration)
+            return
+        }
+        let scripts = migrations.compactMap { $0.variant(for: SQLDialectName.postgres.rawValue) }
+        guard scripts.count == migrations.count else {
+            throw .migration(
+                "the generated code of schema \(schema.name) embeds no PostgreSQL migrations: add `postgres` to the schema's `dialects:` (or the config's), run `schemagen generate`, review and commit the new postgres folder"
+            )
+        }
+        let database: PostgresStoreDatabase
+        do { database = try PostgresStoreDatabase(url: connection) } catch { throw .database(error) }
+        let migrator = Migrator(
+            database: PostgresMigrationDatabase(database.connection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
+        try self.init(database: database, migrator: migrator, schema: schema, migrations: scripts, configuration: configuration)
+    }
+}

@@ -1,0 +1,208 @@
+import ExampleModels
+import Foundation
+import PersistentStorePostgres
+import PostgresKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import PersistentStore
+
+/// The engines the store opens; each test below runs on both, the same code choosing only the
+/// URL. PostgreSQL runs on the throwaway server the tests start; where its binaries are missing
+/// the PostgreSQL cases are skipped, and say so.
+enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    static var available: [StoreEngine] { PostgresServer.available ? allCases : [.sqlite] }
+
+    /// A fresh, empty database's URL.
+    func freshURL() throws -> String {
+        switch self {
+        case .sqlite: return storePath()
+        case .postgres: return try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        }
+    }
+
+    /// A Flights store on a fresh database. History is off: the store does not record it on
+    /// PostgreSQL yet.
+    func flights() throws -> Store {
+        try flights(at: freshURL())
+    }
+
+    func flights(at url: String) throws -> Store {
+        try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+    }
+}
+
+@Suite(.serialized) struct StoreEngineTests {
+    init() {
+        if !PostgresServer.available { print("◇ \(PostgresServer.skipReason): StoreEngineTests run on SQLite only") }
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func insertFetchCountAndPredicates(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try engine.flights(at: url)
+        #expect(try await store.read { $0.database.dialect.name } == engine.rawValue)
+        let sfo = try await store.insert(airport("KSFO", "San Francisco"))
+        let lax = try await store.insert(airport("KLAX", "Los Angeles"))
+        #expect(sfo.id != nil && lax.id != nil && sfo.id != lax.id)
+        #expect(try await store.model(Airport.self, key: sfo.id!) == sfo)
+        try await store.insert([
+            flight("UA1", origin: sfo.id, destination: lax.id, distance: 337), flight("UA2", origin: sfo.id, distance: 2586),
+            flight("DL1", origin: lax.id, destination: sfo.id, distance: 337),
+        ])
+        #expect(try await store.count(Flight.self) == 3)
+        if engine == .postgres {
+            // The rows are on the server, as another client sees them.
+            #expect(try PostgresConnection(url).query("SELECT count(*) FROM flights") == [[.integer(3)]])
+        }
+        let long = try await store.fetch(Flight.self, where: #Predicate { ($0.routeDistance ?? 0) > 1000 })
+        #expect(long.map(\.ident) == ["UA2"])
+        let sorted = try await store.fetch(Flight.self, sortBy: [SortDescriptor(\.ident, order: .reverse)], limit: 2, offset: 1)
+        #expect(sorted.map(\.ident) == ["UA1", "DL1"])
+        #expect(try await store.fetch(Flight.self, sortBy: [SortDescriptor(\.ident)], offset: 2).map(\.ident) == ["UA2"])
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.ident.contains("A") && $0.destinationID == nil }) == 1)
+        #expect(try await store.fetch(Airport.self, where: #Predicate { $0.icao.starts(with: "KS") }).map(\.icao) == ["KSFO"])
+        #expect(try await store.count(Airport.self, where: #Predicate { $0.icao.localizedStandardContains("lax") }) == 1)
+        #expect(try await store.count(Flight.self, where: #Predicate { ["UA1", "DL1"].contains($0.ident) }) == 2)
+        // Null-safe equality, as Swift compares optionals.
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.destinationID == nil }) == 1)
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.destinationID != nil }) == 2)
+        var streamed: [String] = []
+        try await store.read { store in
+            var idents: [String] = []
+            try store.forEach(Flight.self, sortBy: [SortDescriptor(\.ident)]) { idents.append($0.ident) }
+            return idents
+        }.forEach { streamed.append($0) }
+        #expect(streamed == ["DL1", "UA1", "UA2"])
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func datesAndOptionalsRoundTrip(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        var model = flight("UA9", origin: nil)
+        model.actualOff = Date(timeIntervalSince1970: 1_764_612_345.678)
+        model.scheduledOff = Date(timeIntervalSince1970: -86_400.5)
+        let stored = try await store.insert(model)
+        let fetched = try #require(try await store.model(Flight.self, key: stored.id!))
+        #expect(fetched.actualOff == StoredDate.rounded(model.actualOff!))
+        #expect(fetched.scheduledOff == StoredDate.rounded(model.scheduledOff!))
+        #expect(fetched.actualOn == nil && fetched.originID == nil)
+        let cutoff = Date(timeIntervalSince1970: 1_764_612_000)
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.actualOff != nil && $0.actualOff! > cutoff }) == 1)
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func upsertsOnUniqueValuesAndKeys(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        let first = try await store.insert(airport("KSFO", "Old name"))
+        // The same unique value, no key: the stored row is updated, its key kept.
+        let again = try await store.insert(airport("KSFO", "San Francisco"))
+        #expect(again.id == first.id)
+        #expect(try await store.count(Airport.self) == 1)
+        // The key given: that row is updated.
+        var renamed = again
+        renamed.name = "SFO"
+        #expect(try await store.insert(renamed).id == first.id)
+        #expect(try await store.model(Airport.self, key: first.id!)?.name == "SFO")
+        // Bulk: half new, half existing.
+        try await store.insert([airport("KSFO", "Again"), airport("KLAX"), airport("KJFK")])
+        #expect(try await store.count(Airport.self) == 3)
+        #expect(try await store.first(Airport.self, where: #Predicate { $0.icao == "KSFO" })?.name == "Again")
+        #expect(try await store.update(Airport.self, set: \.city, to: "Bay Area", where: #Predicate { $0.icao == "KSFO" }) == 1)
+        #expect(try await store.delete(Airport.self, where: #Predicate { $0.city == "City" }) == 2)
+        #expect(try await store.fetch(Airport.self).map(\.icao) == ["KSFO"])
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func transactionsRollBackWholeAndSavepointsInside(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        struct Abandon: Error {}
+        await #expect(throws: Abandon.self) {
+            try await store.transaction { store in
+                try store.insert(airport("KSFO"))
+                throw Abandon()
+            }
+        }
+        #expect(try await store.count(Airport.self) == 0)
+        // A write that fails inside a transaction is undone alone; the rest commits.
+        try await store.transaction { store in
+            try store.insert(airport("KSFO"))
+            do {
+                try store.insert(flight("XX1", origin: 999_999))  // no such airport
+                Issue.record("a foreign key pointing nowhere was accepted")
+            } catch {}
+            try store.insert(airport("KLAX"))
+        }
+        #expect(try await store.fetch(Airport.self, sortBy: [SortDescriptor(\.icao)]).map(\.icao) == ["KLAX", "KSFO"])
+        #expect(try await store.count(Flight.self) == 0)
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func relationshipsAndDeleteRules(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        let sfo = try await store.insert(airport("KSFO")), lax = try await store.insert(airport("KLAX"))
+        let united = try await store.insert(Airline(code: "UAL", name: "United", shortName: "United"))
+        let one = try await store.insert(flight("UA1", origin: sfo.id, destination: lax.id, airline: united.id))
+        try await store.insert(flight("UA2", origin: sfo.id, airline: united.id))
+        #expect(try await store.related(Airport.flightsFrom, of: sfo).map(\.ident) == ["UA1", "UA2"])
+        #expect(try await store.target(Flight.destination, of: one) == lax)
+        let joined = try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" && $0.destination?.icao == "KLAX" })
+        #expect(joined.map(\.ident) == ["UA1"])
+        #expect(try await store.count(Airport.self, joining: #Predicate { $0.flightsFrom.contains { $0.ident == "UA2" } }) == 1)
+        // Deleting the airline nullifies its flights' references (the schema's rule).
+        try await store.delete(united)
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.airlineID != nil }) == 0)
+        #expect(try await store.count(Flight.self) == 2)
+    }
+}
+
+/// What only the PostgreSQL side of `Store(url:)` does.
+@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct StorePostgresOpeningTests {
+    @Test func aPasswordNeverAppearsInAnError() throws {
+        do {
+            _ = try Store(url: "postgres://app:s3cret-Pa55@127.0.0.1:1/flights", schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+            Issue.record("a server that is not there was opened")
+        } catch {
+            #expect(!error.description.contains("s3cret-Pa55"), "\(error)")
+            #expect(error.databaseFailure == .connectionLost)
+        }
+    }
+
+    @Test func aSchemaWithoutPostgreSQLMigrationsIsRefusedWithTheFix() throws {
+        let url = try StoreEngine.postgres.freshURL()
+        #expect {
+            _ = try Store(url: url, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+        } throws: { error in
+            "\(error)".contains("add `postgres` to the schema's `dialects:`")
+        }
+    }
+
+    @Test func historyOnPostgreSQLIsRefusedUntilItIsRecorded() throws {
+        let url = try StoreEngine.postgres.freshURL()
+        #expect {
+            _ = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        } throws: { error in
+            "\(error)".contains("recordsHistory: false")
+        }
+    }
+
+    @Test func aSecondOpeningFindsTheDatabaseMigratedAndADatabaseNewerThanTheCodeIsRefused() async throws {
+        let url = try StoreEngine.postgres.freshURL()
+        let config = Store.Configuration(recordsHistory: false)
+        let first = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: config)
+        try await first.insert(airport("KSFO"))
+        let second = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: config)
+        #expect(try await second.count(Airport.self) == 1)
+        #expect {
+            _ = try Store(url: url, schema: FlightsSchema.descriptor, migrations: Array(FlightsSchema.migrations.dropLast()), configuration: config)
+        } throws: { error in
+            if case StoreError.databaseNewer = error { true } else { false }
+        }
+    }
+}
