@@ -72,8 +72,8 @@ let package = Package(
         .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
         .target(
             name: "PersistentStorePostgres",
-            dependencies: ["PersistentStore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "Migrator", "MigratorPostgres", "SQLDialects", "SchemaMetadata"]),
-        .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStore", "DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
+            dependencies: ["PersistentStore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "Migrator", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStore", "JSONDocument", "DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),

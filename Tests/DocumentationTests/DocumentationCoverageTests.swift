@@ -71,7 +71,7 @@ import Testing
         ("PersistentStore", "public func forEach<"), ("PersistentStore", "public func count<"), ("PersistentStore", "public func delete<M: PersistentModel>(_ type"),
         ("PersistentStore", "public func update<"), ("PersistentStore", "public func fetch<M: Joinable>("), ("PersistentStore", "public func delete<M: PersistentModel>(_ model: M)"),
         ("PersistentStore", "public func search<"), ("PersistentStore", "public func reencrypt("), ("PersistentStore", "public func history("),
-        ("PersistentStore", "public func deleteHistory("), ("PersistentStore", "public func changes("), ("PersistentStore", "public func observe<M: PersistentModel>("),
+        ("PersistentStore", "public func deleteHistory("), ("PersistentStore/History/Store+Observation.swift", "public func changes("), ("PersistentStore", "public func observe<M: PersistentModel>("),
         ("PersistentStore", "public func observeCount<"), ("Migrator/Migrator.swift", "public init("), ("Migrator", "public func up("), ("Migrator", "public func down("),
         ("Migrator", "public func baseline("), ("Migrator", "public func repair("), ("Migrator", "public func status("), ("Migrator", "public func validate("),
         ("MigratorSQLite", "public init("), ("MigratorSQLite", "public convenience init(connection: SQLiteConnection, schema: String, embedded"),

@@ -26,14 +26,13 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         }
     }
 
-    /// A Flights store on a fresh database. History is off: the store does not record it on
-    /// PostgreSQL yet.
+    /// A Flights store on a fresh database, history off unless asked for.
     func flights() throws -> Store {
         try flights(at: freshURL())
     }
 
-    func flights(at url: String) throws -> Store {
-        try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+    func flights(at url: String, history: Bool = false, author: String? = nil) throws -> Store {
+        try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(author: author, recordsHistory: history))
     }
 }
 
@@ -159,6 +158,59 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.count(Flight.self, where: #Predicate { $0.airlineID != nil }) == 0)
         #expect(try await store.count(Flight.self) == 2)
     }
+
+    @Test(arguments: StoreEngine.available)
+    func historyRecordsInsertsUpdatesDeletesAndCascadesInTheSameTransaction(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try engine.flights(at: url, history: true, author: "app")
+        let start = try await store.currentHistoryToken()
+        let sfo = try await store.insert(airport("KSFO", "San Francisco"))
+        let united = try await store.insert(Airline(code: "UAL", name: "United", shortName: "United"))
+        let flight = try await store.insert(flight("UA1", origin: sfo.id, airline: united.id))
+        var renamed = sfo
+        renamed.name = "SFO"
+        try await store.insert(renamed)
+        // Deleting the airline sets the flight's airlineID to nil (the database's ON DELETE SET
+        // NULL): the history has both, in one transaction.
+        try await store.delete(united)
+        // A rolled-back transaction leaves no history.
+        struct Abandon: Error {}
+        _ = try? await store.transaction { store in
+            try store.insert(airport("KLAX"))
+            throw Abandon()
+        }
+        let transactions = try await store.history(after: start)
+        #expect(transactions.count == 5)
+        #expect(transactions.allSatisfy { $0.author == "app" })
+        #expect(transactions.map(\.token.value) == transactions.map(\.token.value).sorted())
+        let insert = try #require(transactions.first?.changes.first)
+        #expect(insert.kind == .insert && insert.entity == "Airport" && insert.key == [.integer(sfo.id!)])
+        #expect(insert.values.isEmpty, "Flights says history: {insertValues: false}")
+        let update = try #require(transactions[3].changes.first)
+        #expect(update.kind == .update && update.changedAttributes == ["name"] && update.values["name"] == .text("SFO"))
+        let last = transactions[4].changes
+        #expect(last.contains { $0.kind == .delete && $0.entity == "Airline" && $0.key == [.integer(united.id!)] })
+        #expect(last.contains { $0.kind == .update && $0.entity == "Flight" && $0.key == [.integer(flight.id!)] && $0.changedAttributes == ["airline"] })
+        // Another store on the same database reads the same history; filtered by author.
+        let other = try engine.flights(at: url, history: true, author: "widget")
+        #expect(try await other.history(after: start).count == 5)
+        #expect(try await other.history(after: start, author: .excluding("app")).isEmpty)
+        try await other.insert(airport("KJFK"))
+        #expect(try await store.history(after: start, author: .only("widget")).count == 1)
+        let newest = try await store.currentHistoryToken()
+        #expect(try await store.deleteHistory(before: newest) == 5)
+        await #expect(throws: StoreError.self) { _ = try await store.history(after: start) }
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func changesStreamsThisStoresCommits(_ engine: StoreEngine) async throws {
+        let store = try engine.flights(at: try engine.freshURL(), history: true)
+        let stream = try await store.changes()
+        try await store.insert(airport("KSFO"))
+        var iterator = stream.makeAsyncIterator()
+        let first = try #require(try await iterator.next())
+        #expect(first.changes.map(\.entity) == ["Airport"])
+    }
 }
 
 /// What only the PostgreSQL side of `Store(url:)` does.
@@ -183,15 +235,6 @@ struct StorePostgresOpeningTests {
         }
     }
 
-    @Test func historyOnPostgreSQLIsRefusedUntilItIsRecorded() throws {
-        let url = try StoreEngine.postgres.freshURL()
-        #expect {
-            _ = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
-        } throws: { error in
-            "\(error)".contains("recordsHistory: false")
-        }
-    }
-
     @Test func aSecondOpeningFindsTheDatabaseMigratedAndADatabaseNewerThanTheCodeIsRefused() async throws {
         let url = try StoreEngine.postgres.freshURL()
         let config = Store.Configuration(recordsHistory: false)
@@ -204,5 +247,16 @@ struct StorePostgresOpeningTests {
         } throws: { error in
             if case StoreError.databaseNewer = error { true } else { false }
         }
+    }
+
+    /// Writes of a client that is not a store (psql, another service) are not recorded, as on
+    /// SQLite, and do not fail for lack of the store's session table.
+    @Test func otherClientsWritesAreNotRecordedAndDoNotFail() async throws {
+        let url = try StoreEngine.postgres.freshURL()
+        let store = try StoreEngine.postgres.flights(at: url, history: true)
+        let start = try await store.currentHistoryToken()
+        try PostgresConnection(url).execute("INSERT INTO airports (icao, name) VALUES ('KBOS', 'Boston')")
+        #expect(try await store.count(Airport.self) == 1)
+        #expect(try await store.history(after: start).isEmpty)
     }
 }

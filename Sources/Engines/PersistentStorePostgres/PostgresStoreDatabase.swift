@@ -5,12 +5,14 @@ import SchemaMetadata
 
 /// The store's PostgreSQL adapter: a `StoreDatabase` over one libpq connection.
 ///
-/// Rows arrive whole from the server (libpq's default) and are handed over one by one; the
-/// engine has no row-change hook or temporary triggers, so history is not recorded yet, and
-/// other connections' commits are not watched (issue 27 adds LISTEN/NOTIFY).
+/// Rows arrive whole from the server (libpq's default) and are handed over one by one. History
+/// is recorded with triggers (`PostgresChangeTriggers`); other connections' commits are not
+/// watched yet (issue 27 adds LISTEN/NOTIFY).
 final class PostgresStoreDatabase: StoreDatabase {
     let connection: PostgresConnection
     let dialect: any SQLDialect = PostgresDialect()
+    /// How many columns each table recorded by the change triggers has, as they were installed.
+    var recordedColumns: [String: Int] = [:]
 
     /// Connects, with the session in UTC so dates come back as `...Z`.
     init(url: String) throws(DatabaseFailure) {

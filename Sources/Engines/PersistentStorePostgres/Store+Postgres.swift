@@ -14,10 +14,10 @@ extension Store {
     /// migrator's advisory lock, and refuses a database newer than the code.
     ///
     ///     let store = try Store(url: "postgres://app@db.internal/flights", schema: FlightsSchema.descriptor,
-    ///                           migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+    ///                           migrations: FlightsSchema.migrations)
     ///
-    /// Passwords never appear in messages. This release's store on PostgreSQL does not record
-    /// history or search yet (docs/runtime.md, "Engines").
+    /// Passwords never appear in messages. What the store does not do on PostgreSQL yet (search,
+    /// other machines' commits in `changes()`) is listed in docs/runtime.md, "Engines".
     public init(url givenURL: String? = nil, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
         guard let url = givenURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
             throw .unsupportedDatabase("no database given: pass a URL or set DATABASE_URL")

@@ -64,6 +64,19 @@ public protocol StoreDatabase: AnyObject {
     /// Hands `sink` every row a statement inserts, updates or deletes, as it happens (cascades
     /// included); nil stops. False when the engine cannot, and the store records with triggers.
     func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool
+    /// Installs triggers that write an image of every row this connection's statements change in
+    /// `tables` (each with its columns, in order), in the same transaction, so rollbacks and
+    /// savepoints undo them too; writes of other connections are not recorded. False when the
+    /// engine has none.
+    func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool
+    /// Hands the images written since the last call to `body`, oldest first, then clears them.
+    func drainChangedRows(_ body: (_ table: String, _ row: RowImage) -> Void) throws(DatabaseFailure)
+    /// Clears the images written in the open transaction (a rewrite that changes no value).
+    func discardChangedRows() throws(DatabaseFailure)
+    /// Makes history tokens follow commit order: called just before a transaction writes its
+    /// history row, holding what it takes until the commit (PostgreSQL assigns a sequence
+    /// value when asked, not when committing). A no-op where writers are serialized already.
+    func orderHistoryWrites() throws(DatabaseFailure)
     /// A number that changes when another connection commits; nil when the engine has none.
     func commitCounter() -> Int64?
     /// Starts watching for other connections' commits, calling `onCommit` (from any thread)

@@ -19,6 +19,10 @@ public protocol SQLDialect: Sendable {
     func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String
     /// The 1-based position of `needle` in `text`, 0 when absent.
     func position(of needle: String, in text: String) -> String
+    /// The larger of two values.
+    func greatest(_ a: String, _ b: String) -> String
+    /// A column definition for a key the database generates, increasing, never reused.
+    func generatedKeyColumn(_ name: String) -> String
 }
 
 extension SQLDialect {
@@ -95,9 +99,6 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var lastInsertedKey: Bool = false
     /// An OFFSET needs a LIMIT before it (SQLite's `LIMIT -1` reads to the end).
     public var offsetNeedsLimit: Bool = false
-    /// Temporary triggers on the connection's own session (SQLite): the store's history falls
-    /// back to them where the engine has no row-change hook.
-    public var temporaryTriggers: Bool = false
 
     public init(alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool, alterConstraints: Bool, maximumIdentifierBytes: Int?) {
         self.alterColumn = alterColumn
@@ -140,7 +141,6 @@ public struct SQLiteDialect: SQLDialect {
         capabilities.strictTables = true
         capabilities.lastInsertedKey = true
         capabilities.offsetNeedsLimit = true
-        capabilities.temporaryTriggers = true
         return capabilities
     }
 
@@ -148,6 +148,8 @@ public struct SQLiteDialect: SQLDialect {
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
     public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String { "(\(a) \(negated ? "IS NOT" : "IS") \(b))" }
     public func position(of needle: String, in text: String) -> String { "instr(\(text), \(needle))" }
+    public func greatest(_ a: String, _ b: String) -> String { "max(\(a), \(b))" }
+    public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) INTEGER PRIMARY KEY AUTOINCREMENT" }
 
     /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, UUIDs, URLs and decimals
     /// are kept as text (decimals exactly), booleans as 0 and 1.
@@ -186,6 +188,8 @@ public struct PostgresDialect: SQLDialect {
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
     public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String { "(\(a) IS \(negated ? "" : "NOT ")DISTINCT FROM \(b))" }
     public func position(of needle: String, in text: String) -> String { "strpos(\(text), \(needle))" }
+    public func greatest(_ a: String, _ b: String) -> String { "greatest(\(a), \(b))" }
+    public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
 
     public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }
 

@@ -3,7 +3,7 @@ import SQLDialects
 import SchemaMetadata
 
 /// One changed row as a recorder reads it: from SQLite's pre-update hook, or from the row images
-/// the fallback triggers wrote (`TriggerRecorder`).
+/// the change triggers of engines without one (`RowImage`).
 
 /// Collects the rows one transaction changes, as SQLite's pre-update hook reports them (so rows
 /// changed by cascades and foreign-key actions count too), and writes them to the history table
@@ -224,21 +224,21 @@ final class ChangeRecorder: RowChangeSink {
 
     func discard() { pending.removeAll(keepingCapacity: pending.count < 100_000) }
 
-    /// Drops what the fallback triggers wrote in this transaction (a rewrite that changes no value).
+    /// Drops what the change triggers wrote in this transaction (a rewrite that changes no value).
     func forgetFallbackRows(_ database: any StoreDatabase) throws(DatabaseFailure) {
-        if triggers != nil { try database.execute("DELETE FROM \(TriggerRecorder.table);") }
+        if usesTriggers { try database.discardChangedRows() }
     }
 
     /// The names of the tables recorded, for the trigger fallback.
     var tableNames: [String] { tables.map(\.name) }
 
-    /// Set when changes come from the fallback triggers' table instead of the hook.
-    var triggers: TriggerRecorder?
+    /// Set when changes come from the engine's change triggers instead of a hook.
+    var usesTriggers = false
 
     /// Appends the transaction's changes to the history table; returns the new token, or nil when
     /// nothing changed. Runs inside the transaction, just before COMMIT.
     func flush(_ database: any StoreDatabase, author: String?) throws(DatabaseFailure) -> Int64? {
-        if let triggers { try triggers.drain(into: self, database) }
+        if usesTriggers { try database.drainChangedRows { table, row in record(row, tableNamed: table) } }
         guard !pending.isEmpty else { return nil }
         defer { discard() }
         let touched = Set(pending.map(\.entity)).sorted().map { entities[Int($0)] }
@@ -246,7 +246,13 @@ final class ChangeRecorder: RowChangeSink {
         let values: [StoredValue] = [
             .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970), .text(HistoryCodec.encodeNames(touched)), .text(text),
         ]
-        _ = try database.query("INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(values)))" as SQL)
-        return database.lastInsertedRowID
+        try database.orderHistoryWrites()
+        let insert: SQL = "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(values)))"
+        if database.dialect.capabilities.lastInsertedKey {
+            _ = try database.query(insert)
+            return database.lastInsertedRowID
+        }
+        guard case .integer(let token)? = try database.query(insert + " RETURNING token").first?.first else { return nil }
+        return token
     }
 }

@@ -5,39 +5,51 @@ import SchemaMetadata
 /// The history table: one row per committed transaction of a store, written in that same
 /// transaction. Documented in docs/runtime.md ("The history table").
 extension Store {
-    static let historyTables = """
-        CREATE TABLE IF NOT EXISTS schemagen_history (
-            token INTEGER PRIMARY KEY AUTOINCREMENT,
-            schema TEXT NOT NULL,
-            author TEXT,
-            committed_at REAL NOT NULL,
-            entities TEXT NOT NULL,
-            changes TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS schemagen_history_pruned (
-            schema TEXT PRIMARY KEY,
-            through INTEGER NOT NULL
-        );
-        """
+    /// The history tables in the database's dialect (SQLite's: `token INTEGER PRIMARY KEY
+    /// AUTOINCREMENT`, so a token is never reused after a prune).
+    static func historyTables(_ dialect: any SQLDialect) -> String {
+        let text = dialect.columnType(.text), real = dialect.columnType(.real), integer = dialect.columnType(.integer)
+        return """
+            CREATE TABLE IF NOT EXISTS schemagen_history (
+                \(dialect.generatedKeyColumn("token")),
+                schema \(text) NOT NULL,
+                author \(text),
+                committed_at \(real) NOT NULL,
+                entities \(text) NOT NULL,
+                changes \(text) NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS schemagen_history_pruned (
+                schema \(text) PRIMARY KEY,
+                through \(integer) NOT NULL
+            );
+            """
+    }
 
     /// Creates the history tables when missing and starts recording, when history is on.
     static func startHistory(_ database: any StoreDatabase, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
         guard enabled else { return nil }
-        // Asking with no sink only answers whether the engine has a row-change hook.
-        guard database.observeRowChanges(into: nil) || database.dialect.capabilities.temporaryTriggers else {
-            throw .notSupported(
-                "history is not recorded on \(database.dialect.name) yet: open the store with `Configuration(recordsHistory: false)`, or set `history: false` in the schema")
-        }
         do throws(DatabaseFailure) {
             let history = try database.tableExists("schemagen_history")
             let pruned = try database.tableExists("schemagen_history_pruned")
-            if !history || !pruned { try database.execute(historyTables) }
+            if !history || !pruned { try database.execute(historyTables(database.dialect)) }
         } catch {
             throw .database(error)
         }
         let recorder = try ChangeRecorder(schema: schema, database: database)
         if withTriggers || !database.observeRowChanges(into: recorder) {
-            try TriggerRecorder.install(on: database, recorder: recorder)
+            var tables: [(table: String, columns: [String])] = []
+            for name in recorder.tableNames { tables.append((name, try ChangeRecorder.columns(of: name, database).map(\.name))) }
+            do {
+                guard try database.installChangeTriggers(tables) else {
+                    throw StoreError.notSupported(
+                        "\(database.dialect.name) records no row changes here: open the store with `Configuration(recordsHistory: false)`, or set `history: false` in the schema")
+                }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .database(error as? DatabaseFailure ?? DatabaseFailure(database: database.label, message: "\(error)", code: nil))
+            }
+            recorder.usesTriggers = true
         }
         return recorder
     }
@@ -96,7 +108,7 @@ extension Store {
         _ = try query(
             """
             INSERT INTO schemagen_history_pruned (schema, through) VALUES (\(value: schemaName), \(value: .integer(through)))
-            ON CONFLICT (schema) DO UPDATE SET through = max(through, excluded.through)
+            ON CONFLICT (schema) DO UPDATE SET through = \(SQL(verbatim: database.dialect.greatest("schemagen_history_pruned.through", "excluded.through")))
             """)
         return deleted
     }
@@ -137,8 +149,8 @@ extension Store {
         var sql: SQL = "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))"
         switch author {
         case .any: break
-        case .only(let name): sql += " AND author IS \(value: .text(name))"
-        case .excluding(let name): sql += " AND author IS NOT \(value: .text(name))"
+        case .only(let name): sql += " AND author = \(value: .text(name))"
+        case .excluding(let name): sql += " AND (author IS NULL OR author <> \(value: .text(name)))"
         }
         sql += " ORDER BY token\(page(limit: limit, offset: 0))"
         var transactions: [HistoryTransaction] = []

@@ -1,21 +1,21 @@
 import JSONDocument
+import PersistentStore
 import SchemaMetadata
 
 /// Records changed rows with temporary triggers where SQLite lacks the pre-update hook (Apple's
 /// system library, say). Updates and deletes are caught before they happen, as the hook catches
-/// them, so a delete comes before the foreign-key actions it causes. Each trigger writes the row's image (every column as an SQL literal,
-/// reals with 17 digits) to a temporary table, in the same transaction, so rollbacks and
-/// savepoints undo it too; at commit the recorder reads the images as if the hook had seen them.
-/// Temporary triggers belong to this connection: other programs' writes are not recorded, as
-/// with the hook.
-final class TriggerRecorder {
-    static let table = "schemagen_changed_rows"
+/// them, so a delete comes before the foreign-key actions it causes. Each trigger writes the
+/// row's image (every column as an SQL literal, reals with 17 digits) to a temporary table, in
+/// the same transaction, so rollbacks and savepoints undo it too; at commit the store reads the
+/// images as if the hook had seen them. Temporary triggers belong to this connection: other
+/// programs' writes are not recorded, as with the hook.
+extension SQLiteStoreDatabase {
+    static let changedRowsTable = "schemagen_changed_rows"
 
-    static func install(on database: any StoreDatabase, recorder: ChangeRecorder) throws(StoreError) {
-        let dialect = database.dialect
+    func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool {
+        let table = Self.changedRowsTable
         var sql = "CREATE TEMP TABLE IF NOT EXISTS \(table) (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL, old_rowid INTEGER, new_rowid INTEGER, old_row TEXT, new_row TEXT);\n"
-        for name in recorder.tableNames {
-            let columns = try ChangeRecorder.columns(of: name, database).map(\.name)
+        for (name, columns) in tables {
             func image(_ row: String) -> String {
                 "json_array("
                     + columns.map { column in
@@ -24,7 +24,7 @@ final class TriggerRecorder {
                     }.joined(separator: ", ") + ")"
             }
             let quoted = dialect.quote(name), literal = dialect.literal(name)
-            let trigger = { (event: String) in dialect.quote("schemagen_history_\(name)_\(event)") }
+            let trigger = { (event: String) in self.dialect.quote("schemagen_history_\(name)_\(event)") }
             sql += """
                 CREATE TEMP TRIGGER IF NOT EXISTS \(trigger("insert")) AFTER INSERT ON main.\(quoted) BEGIN
                   INSERT INTO \(table) (tbl, op, new_rowid, new_row) VALUES (\(literal), 'insert', NEW.rowid, \(image("NEW")));
@@ -38,30 +38,27 @@ final class TriggerRecorder {
 
                 """
         }
-        do { try database.execute(sql) } catch { throw .database(error) }
-        recorder.triggers = TriggerRecorder()
+        try execute(sql)
+        return true
     }
 
-    /// Hands the images written since the last commit to the recorder, then clears them.
-    func drain(into recorder: ChangeRecorder, _ database: any StoreDatabase) throws(DatabaseFailure) {
-        var failure: DatabaseFailure?
-        do {
-            try database.forEachRow("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.table) ORDER BY seq", [], ownStatement: false) { row in
-                guard case .text(let name) = row[0], case .text(let op) = row[1] else { return }
-                let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
-                let image = RowImage(
+    func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {
+        let rows = try query("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.changedRowsTable) ORDER BY seq", [])
+        for row in rows {
+            guard case .text(let name) = row[0], case .text(let op) = row[1] else { continue }
+            let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
+            body(
+                name,
+                RowImage(
                     operation: operation, oldRowID: Self.integer(row[2]), newRowID: Self.integer(row[3]),
-                    oldValues: Self.literals(row[4]), newValues: Self.literals(row[5]))
-                recorder.record(image, tableNamed: name)
-            }
-        } catch let error as DatabaseFailure {
-            failure = error
-        } catch {
-            failure = DatabaseFailure(database: database.label, message: "\(error)", code: nil)
+                    oldValues: Self.literals(row[4]).map(SQLiteLiteral.value), newValues: Self.literals(row[5]).map(SQLiteLiteral.value)))
         }
-        if let failure { throw failure }
-        try database.execute("DELETE FROM \(Self.table);")
+        try discardChangedRows()
     }
+
+    func discardChangedRows() throws(DatabaseFailure) { try execute("DELETE FROM \(Self.changedRowsTable);") }
+
+    func orderHistoryWrites() throws(DatabaseFailure) {}
 
     private static func integer(_ value: StoredValue) -> Int64 {
         if case .integer(let number) = value { return number }
@@ -75,20 +72,8 @@ final class TriggerRecorder {
     }
 }
 
-/// A row image from the fallback triggers.
-struct RowImage: ChangedRow {
-    let operation: RowChangeOperation
-    let oldRowID: Int64
-    let newRowID: Int64
-    let oldValues: [String]
-    let newValues: [String]
-
-    func old(_ column: Int) -> StoredValue { column < oldValues.count ? Self.value(oldValues[column]) : .null }
-    func new(_ column: Int) -> StoredValue { column < newValues.count ? Self.value(newValues[column]) : .null }
-    func changes(_ column: Int) -> Bool {
-        (column < oldValues.count ? oldValues[column] : "NULL") != (column < newValues.count ? newValues[column] : "NULL")
-    }
-
+/// SQLite's SQL literals, as the change triggers write them.
+enum SQLiteLiteral {
     /// An SQL literal as `quote()` and `printf('%!.17g')` write it.
     static func value(_ literal: String) -> StoredValue {
         if literal == "NULL" { return .null }
