@@ -211,6 +211,68 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         let first = try #require(try await iterator.next())
         #expect(first.changes.map(\.entity) == ["Airport"])
     }
+
+    /// Another store on the same database (another process or machine, here another
+    /// connection) commits; this store's `changes()` hears of it: through the file watcher on
+    /// SQLite, LISTEN/NOTIFY on PostgreSQL.
+    @Test(arguments: StoreEngine.available)
+    func changesArriveFromAnotherStoreOnTheSameDatabase(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let watcher = try engine.flights(at: url, history: true, author: "watcher")
+        let writer = try engine.flights(at: url, history: true, author: "writer")
+        let stream = try await watcher.changes(author: .only("writer"))
+        try await writer.insert(airport("KSFO"))
+        try await writer.insert(airport("KLAX"))
+        let seen = try await collect(stream, count: 2, within: 20)
+        #expect(seen.count == 2)
+        #expect(seen.flatMap { $0.changes.map(\.entity) } == ["Airport", "Airport"])
+    }
+
+    /// An observed query reruns when another store commits, with history on or off.
+    @Test(arguments: StoreEngine.available.flatMap { engine in [(engine, true), (engine, false)] })
+    func observedQueriesRerunOnAnotherStoresCommit(_ engine: StoreEngine, history: Bool) async throws {
+        let url = try engine.freshURL()
+        let watcher = try engine.flights(at: url, history: history)
+        let writer = try engine.flights(at: url, history: history)
+        let counts = await watcher.observeCount(Airport.self)
+        let reached = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for try await count in counts where count == 2 { return true }
+                return false
+            }
+            group.addTask {
+                try await writer.insert(airport("KSFO"))
+                try await writer.insert(airport("KLAX"))
+                try await _Concurrency.Task.sleep(for: .seconds(20))
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(reached, "the observed count reached 2")
+    }
+}
+
+/// The first `count` transactions of a stream, or fewer when `seconds` pass first.
+func collect(_ stream: AsyncThrowingStream<HistoryTransaction, Error>, count: Int, within seconds: Double) async throws -> [HistoryTransaction] {
+    try await withThrowingTaskGroup(of: [HistoryTransaction]?.self) { group in
+        group.addTask {
+            var seen: [HistoryTransaction] = []
+            for try await transaction in stream {
+                seen.append(transaction)
+                if seen.count == count { break }
+            }
+            return seen
+        }
+        group.addTask {
+            try await _Concurrency.Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        let first = try await group.next() ?? nil
+        group.cancelAll()
+        return first ?? []
+    }
 }
 
 /// What only the PostgreSQL side of `Store(url:)` does.
@@ -258,5 +320,28 @@ struct StorePostgresOpeningTests {
         try PostgresConnection(url).execute("INSERT INTO airports (icao, name) VALUES ('KBOS', 'Boston')")
         #expect(try await store.count(Airport.self) == 1)
         #expect(try await store.history(after: start).isEmpty)
+    }
+
+    /// The listener's connection is cut (its backend terminated, as a restarted server or a
+    /// dropped link would): it connects again, and what was committed meanwhile arrives from
+    /// the history, each transaction once.
+    @Test func aCutListenerReconnectsAndMissesNothing() async throws {
+        let url = try StoreEngine.postgres.freshURL()
+        let watcher = try StoreEngine.postgres.flights(at: url, history: true)
+        let writer = try StoreEngine.postgres.flights(at: url, history: true, author: "writer")
+        let stream = try await watcher.changes(author: .only("writer"))
+        try await writer.insert(airport("KSFO"))
+        #expect(try await collect(stream, count: 1, within: 20).count == 1)
+        let admin = try PostgresConnection(url)
+        let cut = try admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'schemagen listener' AND datname = current_database()")
+        #expect(!cut.isEmpty, "a listener was connected")
+        try await writer.insert(airport("KLAX"))
+        try await writer.insert(airport("KJFK"))
+        let after = try await collect(stream, count: 2, within: 20)
+        #expect(after.count == 2)
+        #expect(Set(after.map(\.token)).count == 2, "no transaction twice")
+        // Nothing more arrives: each was delivered once.
+        #expect(try await collect(stream, count: 1, within: 1).isEmpty)
     }
 }

@@ -6,16 +6,20 @@ import SchemaMetadata
 /// The store's PostgreSQL adapter: a `StoreDatabase` over one libpq connection.
 ///
 /// Rows arrive whole from the server (libpq's default) and are handed over one by one. History
-/// is recorded with triggers (`PostgresChangeTriggers`); other connections' commits are not
-/// watched yet (issue 27 adds LISTEN/NOTIFY).
+/// is recorded with triggers (`PostgresChangeTriggers`); other connections' commits arrive by
+/// LISTEN/NOTIFY on a listener connection of its own.
 final class PostgresStoreDatabase: StoreDatabase {
     let connection: PostgresConnection
     let dialect: any SQLDialect = PostgresDialect()
     /// How many columns each table recorded by the change triggers has, as they were installed.
     var recordedColumns: [String: Int] = [:]
 
+    /// Where the listener connects (`Configuration.listenURL`, else the store's URL).
+    let listenURL: String
+
     /// Connects, with the session in UTC so dates come back as `...Z`.
-    init(url: String) throws(DatabaseFailure) {
+    init(url: String, listenURL: String? = nil) throws(DatabaseFailure) {
+        self.listenURL = listenURL ?? url
         do {
             connection = try PostgresConnection(url, applicationName: "schemagen store")
             try connection.execute("SET TIME ZONE 'UTC'")
@@ -99,5 +103,27 @@ final class PostgresStoreDatabase: StoreDatabase {
     func prepareForUse() throws(DatabaseFailure) {}
     func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool { false }
     func commitCounter() -> Int64? { nil }
-    func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)? { nil }
+
+    /// The channel every store of the database notifies at commit and listens on.
+    static let commitChannel = "schemagen_commits"
+
+    func announceCommit() throws(DatabaseFailure) {
+        _ = try query("SELECT pg_notify($1, '')", [.text(Self.commitChannel)])
+    }
+
+    /// A listener of its own, on its own connection and thread, reconnecting when lost.
+    func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
+        PostgresCommitWatch(PostgresListener(target: listenURL, channel: Self.commitChannel, onNotify: onCommit))
+    }
+}
+
+/// The store's watch over its listener.
+final class PostgresCommitWatch: CommitWatch {
+    let listener: PostgresListener
+
+    init(_ listener: PostgresListener) { self.listener = listener }
+
+    /// Notifications wake the store each time; nothing to rearm.
+    func rearm() {}
+    func stop() { listener.stop() }
 }

@@ -35,7 +35,7 @@ extension Store {
             )
         }
         let database: PostgresStoreDatabase
-        do { database = try PostgresStoreDatabase(url: connection) } catch { throw .database(error) }
+        do { database = try PostgresStoreDatabase(url: connection, listenURL: configuration.listenURL) } catch { throw .database(error) }
         let migrator = Migrator(
             database: PostgresMigrationDatabase(database.connection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
         try self.init(database: database, migrator: migrator, schema: schema, migrations: scripts, configuration: configuration)

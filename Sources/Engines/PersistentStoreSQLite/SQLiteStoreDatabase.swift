@@ -103,6 +103,8 @@ final class SQLiteStoreDatabase: StoreDatabase {
     }
 
     func commitCounter() -> Int64? { try? connection.dataVersion() }
+    /// Watchers see commits in the file.
+    func announceCommit() throws(DatabaseFailure) {}
 
     func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)? {
         filePath.map { DatabaseWatcher(path: $0, onChange: onCommit) }

@@ -53,6 +53,8 @@ public enum SQLState {
 /// One libpq connection. Not shared between threads.
 public final class PostgresConnection {
     private var handle: OpaquePointer?
+    /// libpq's connection, for the extensions of this module (notifications).
+    var rawHandle: OpaquePointer? { handle }
     /// The server as messages may name it: the URL without its password.
     public let label: String
     /// The password, when one was given, so no message that happens to echo it gets out.

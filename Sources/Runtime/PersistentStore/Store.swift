@@ -141,6 +141,10 @@ public actor Store {
         public var keys: KeySource = .default
         /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
         public var sqlite: SQLiteSettings = .applicationStore
+        /// PostgreSQL: where the listener that hears other connections' commits connects, when
+        /// not the store's own URL (a direct connection when the store's goes through a
+        /// transaction-pooling pgbouncer, which does not pass LISTEN on). Nil: the store's URL.
+        public var listenURL: String?
 
         /// Options for opening a store; every one has a default.
         public init(
@@ -382,6 +386,7 @@ public actor Store {
             try recordSealingKey()
             do { token = try recorder?.flush(database, author: configuration.author) } catch { throw .database(error) }
             if let token { try pruneHistory(newest: token) }
+            do { try database.announceCommit() } catch { throw .database(error) }
             configuration.beforeCommit?()
             // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
             // is still open then, so committing again is safe.

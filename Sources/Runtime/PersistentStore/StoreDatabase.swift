@@ -79,6 +79,10 @@ public protocol StoreDatabase: AnyObject {
     func orderHistoryWrites() throws(DatabaseFailure)
     /// A number that changes when another connection commits; nil when the engine has none.
     func commitCounter() -> Int64?
+    /// Tells other connections' watchers that the open transaction is committing (PostgreSQL:
+    /// a NOTIFY, delivered at COMMIT); a no-op where watchers see commits otherwise (SQLite's
+    /// file).
+    func announceCommit() throws(DatabaseFailure)
     /// Starts watching for other connections' commits, calling `onCommit` (from any thread)
     /// when one may have happened; nil when nothing else can write (a database in memory).
     func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)?

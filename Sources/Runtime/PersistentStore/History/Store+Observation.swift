@@ -27,6 +27,9 @@ struct ObservationState {
     /// A commit of this store without history, not yet passed on.
     var unseenLocalCommit = false
     var watcher: (any CommitWatch)?
+    /// The watcher woke the store since the last delivery: another connection may have committed
+    /// (read where the engine has no commit counter).
+    var watcherWoke = false
     // Retention bookkeeping (see `pruneHistory`).
     var commitsSincePrune = 0
     var lastAgePrune = Date.distantPast
@@ -177,7 +180,7 @@ extension Store {
     private func startWatching() {
         guard observation.watcher == nil else { return }
         observation.watcher = database.watchCommits { [weak self] in
-            Task { await self?.scheduleDelivery() }
+            Task { await self?.watcherWoke() }
         }
     }
 
@@ -186,6 +189,12 @@ extension Store {
         guard !observation.isEmpty else { return }
         if token == nil, recorder == nil { observation.unseenLocalCommit = true }
         if token != nil || recorder == nil { scheduleDelivery() }
+    }
+
+    /// The watcher's wake-up.
+    func watcherWoke() {
+        observation.watcherWoke = true
+        scheduleDelivery()
     }
 
     func scheduleDelivery() {
@@ -201,10 +210,17 @@ extension Store {
         guard !observation.isEmpty else { return }
         observation.deliveries += 1
         var external = false
-        if path != nil, let version = database.commitCounter(), version != observation.dataVersion {
-            observation.dataVersion = version
+        if let version = database.commitCounter() {
+            if version != observation.dataVersion {
+                observation.dataVersion = version
+                external = true
+            }
+        } else if observation.watcherWoke, !recordsHistory {
+            // No counter (PostgreSQL): a wake-up is the only sign. With history, the history
+            // itself tells which commits are new.
             external = true
         }
+        observation.watcherWoke = false
         guard recordsHistory else {
             if external || observation.unseenLocalCommit { signalQueries(touched: nil) }
             observation.unseenLocalCommit = false
