@@ -131,7 +131,7 @@ let package = Package(
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite"]),
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.

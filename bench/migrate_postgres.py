@@ -6,42 +6,19 @@ migrate, ...), each on a fresh copy of the table (CREATE DATABASE ... TEMPLATE, 
 median of BENCH_PG_RUNS (5). The server is initdb'd into a temporary folder and removed after."""
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from common import figure, run_checked
+from common import figure, run_checked, throwaway_postgres
 
 RUNS = int(os.environ.get("BENCH_PG_RUNS", "5"))
 ROWS = int(os.environ.get("BENCH_PG_ROWS", "1000000"))
 
 V1 = "schema: Events\nversion: 1\ndialects: [postgres]\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n"
 V2 = "schema: Events\nversion: 2\ndialects: [postgres]\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n"
-
-
-def binaries():
-    root = "/usr/lib/postgresql"
-    versions = sorted((int(v) for v in os.listdir(root) if v.isdigit()), reverse=True) if os.path.isdir(root) else []
-    for version in versions:
-        folder = f"{root}/{version}/bin"
-        if os.access(f"{folder}/initdb", os.X_OK):
-            return folder
-    sys.exit("bench migrate-postgres: the PostgreSQL server is not installed (sh .ci/install-deps --tests installs it)")
-
-
-def as_server(arguments):
-    """Runs a server tool as the postgres user when we are root (initdb refuses root)."""
-    prefix = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-    subprocess.run(prefix + arguments, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def psql(url, sql):
@@ -59,18 +36,7 @@ def timed(arguments):
 
 def main():
     schemagen, migrate = sys.argv[1], sys.argv[2]
-    bin_folder = binaries()
-    folder = tempfile.mkdtemp(prefix="bench-pg-")
-    os.chmod(folder, 0o777)
-    port = free_port()
-    data = os.path.join(folder, "data")
-    try:
-        if os.getuid() == 0:
-            shutil.chown(folder, "postgres", "postgres")
-        as_server([f"{bin_folder}/initdb", "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
-        as_server([f"{bin_folder}/pg_ctl", "-D", data, "-l", os.path.join(folder, "log"), "-w", "-o",
-                   f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"])
-        base = f"postgresql://postgres@127.0.0.1:{port}"
+    with throwaway_postgres("migrate-postgres") as base:
         work = tempfile.mkdtemp(prefix="bench-pg-plan-")
         try:
             schema = os.path.join(work, "Events.yaml")
@@ -100,16 +66,9 @@ def main():
                     psql(f"{base}/postgres", f"DROP DATABASE {name}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        mine, baseline = statistics.median(ours), statistics.median(theirs)
-        figure(f"migrate_postgres_retype_{ROWS}_rows", mine, "s", baseline, f"psql_-1_-f_same_up.sql({baseline:.3f}s)")
-        print(f"# median of {RUNS} alternating runs; migrate: {[round(x, 3) for x in ours]}, psql: {[round(x, 3) for x in theirs]}", file=sys.stderr)
-    finally:
-        try:
-            as_server([f"{bin_folder}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
-        except subprocess.CalledProcessError:
-            pass
-        shutil.rmtree(folder, ignore_errors=True)
-
+    mine, baseline = statistics.median(ours), statistics.median(theirs)
+    figure(f"migrate_postgres_retype_{ROWS}_rows", mine, "s", baseline, f"psql_-1_-f_same_up.sql({baseline:.3f}s)")
+    print(f"# median of {RUNS} alternating runs; migrate: {[round(x, 3) for x in ours]}, psql: {[round(x, 3) for x in theirs]}", file=sys.stderr)
 
 if __name__ == "__main__":
     main()

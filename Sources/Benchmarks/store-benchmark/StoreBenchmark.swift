@@ -17,13 +17,17 @@ import SchemaMetadata
 /// one transaction each, while this process waits for them: through the store's `changes()`
 /// (file events, data_version, history), or by a raw connection asking `PRAGMA data_version`
 /// every millisecond (busy polling, the baseline). Prints each commit-to-notice latency in
-/// microseconds.
+/// microseconds. `latency store-postgres|poll-postgres COUNT URL` does the same on a PostgreSQL
+/// database: LISTEN/NOTIFY against polling the history table every millisecond.
 @main
 struct StoreBenchmark {
     static func main() async throws {
         let arguments = CommandLine.arguments
         if arguments.count == 5, arguments[1] == "latency", let count = Int(arguments[3]) {
-            let latencies = try await Latency.measure(mode: arguments[2], count: count, folder: arguments[4])
+            let latencies =
+                arguments[2].hasSuffix("-postgres")
+                ? try await Latency.measurePostgres(mode: arguments[2], count: count, url: arguments[4])
+                : try await Latency.measure(mode: arguments[2], count: count, folder: arguments[4])
             print(latencies.map(String.init).joined(separator: " "))
             return
         }
