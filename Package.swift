@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "MigratorPostgres", dependencies: ["Migrator", "PostgresKit", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "Migrator", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "Migrator", "MigrationFiles", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
         .target(
             name: "PersistentStorePostgres",
             dependencies: ["PersistentStore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "Migrator", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),

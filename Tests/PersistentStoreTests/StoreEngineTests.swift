@@ -252,6 +252,41 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         }
         #expect(reached, "the observed count reached 2")
     }
+
+    /// Full-text search over the schema's searchable attributes: FTS5 on SQLite, tsvector on
+    /// PostgreSQL; user text never causes a syntax error, each engine's raw syntax is its own.
+    @Test(arguments: StoreEngine.available)
+    func searchFindsWordsRanksThemAndMarksExcerpts(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        try await store.insert([
+            airport("KSFO", "San Francisco International"), airport("KLAX", "Los Angeles International"), airport("KSJC", "San Jose Mineta"),
+        ])
+        let san = try await store.search(Airport.self, matching: "SAN")
+        #expect(Set(san.map(\.model.icao)) == ["KSFO", "KSJC"])
+        #expect(san.map(\.rank) == san.map(\.rank).sorted(), "best first")
+        #expect(try await store.search(Airport.self, matching: "international francisco").map(\.model.icao) == ["KSFO"])
+        #expect(try await store.search(Airport.self, matching: "san", where: #Predicate { $0.icao == "KSJC" }).map(\.model.icao) == ["KSJC"])
+        #expect(try await store.search(Airport.self, matching: "san", limit: 1).count == 1)
+        for hostile in ["\"'); DROP TABLE airports; --", "a & | ! :* (", "NEAR(", "   "] {
+            #expect(try await store.search(Airport.self, matching: hostile).isEmpty, "\(hostile)")
+        }
+        let marked = try await store.search(Airport.self, matching: "jose", snippets: SnippetStyle(open: "<b>", close: "</b>"))
+        #expect(marked.first?.snippets["name"]?.contains("<b>Jose</b>") == true, "\(marked.first?.snippets ?? [:])")
+        switch engine {
+        case .sqlite:
+            #expect(try await store.search(Airport.self, fts5: "san AND jose").map(\.model.icao) == ["KSJC"])
+            await #expect(throws: StoreError.self) { _ = try await store.search(Airport.self, tsquery: "san & jose") }
+        case .postgres:
+            #expect(try await store.search(Airport.self, tsquery: "san & jose").map(\.model.icao) == ["KSJC"])
+            #expect(try await store.search(Airport.self, tsquery: "internat:*").count == 2)
+            await #expect(throws: StoreError.self) { _ = try await store.search(Airport.self, fts5: "san AND jose") }
+            await #expect {
+                _ = try await store.search(Airport.self, tsquery: "san & (")
+            } throws: { error in
+                "\(error)".contains("is not valid")
+            }
+        }
+    }
 }
 
 /// The first `count` transactions of a stream, or fewer when `seconds` pass first.

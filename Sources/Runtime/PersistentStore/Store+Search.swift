@@ -1,4 +1,5 @@
 import Foundation
+import MigrationFiles
 import SQLDialects
 import SchemaMetadata
 
@@ -6,7 +7,8 @@ import SchemaMetadata
 public struct SearchResult<M: PersistentModel & Sendable>: Sendable {
     /// The model that matched.
     public let model: M
-    /// SQLite's bm25 score: lower is a better match. Results come best first.
+    /// The engine's score, lower for a better match: SQLite's bm25, PostgreSQL's `ts_rank`
+    /// negated. Results come best first.
     public let rank: Double
     /// By searchable attribute: a short excerpt around the matches, with each match between
     /// the style's markers. Only attributes that matched appear.
@@ -33,9 +35,10 @@ public struct SnippetStyle: Sendable, Hashable {
     }
 }
 
-/// Full-text search over `searchable` attributes, through the FTS5 indexes the migrations create
-/// (kept current by triggers in the same transaction as every write, so upserts, deletes and
-/// rollbacks keep them consistent).
+/// Full-text search over `searchable` attributes, through what the migrations create: FTS5
+/// indexes kept current by triggers on SQLite, generated `tsvector` columns with GIN indexes on
+/// PostgreSQL; either way in the same transaction as every write, so upserts, deletes and
+/// rollbacks keep them consistent.
 extension Store {
     /// Models whose searchable attributes contain every word of `text`, best first (bm25). The
     /// words are matched as words (each quoted as an FTS5 phrase, so no input is ever a syntax
@@ -47,9 +50,32 @@ extension Store {
     public func search<M: PersistentModel>(
         _ type: M.Type, matching text: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
     ) throws(StoreError) -> [SearchResult<M>] {
-        let query = Self.phrases(text)
-        guard !query.isEmpty else { return [] }
-        return try search(M.self, query: query, where: predicate, limit: limit, snippets: snippets)
+        let words = text.split(whereSeparator: { $0.isWhitespace || $0 == "\u{0}" })
+        guard !words.isEmpty else { return [] }
+        switch capabilities.fullText {
+        case .fts5: return try search(M.self, query: Self.phrases(text), where: predicate, limit: limit, snippets: snippets)
+        // Every word, as words: plainto_tsquery reads no operator, so no text is a syntax error.
+        case .tsvector: return try searchTsvector(M.self, query: "plainto_tsquery('simple', \(value: .text(words.joined(separator: " "))))", where: predicate, limit: limit, snippets: snippets)
+        }
+    }
+
+    /// The same with raw PostgreSQL `tsquery` syntax (`paint & (kitchen | hall)`, `pain:*`): for
+    /// users who know it. A malformed query fails with `unsupportedPredicate` naming PostgreSQL's
+    /// complaint. On SQLite, use `search(_:fts5:)`.
+    ///
+    ///     let painted = try await store.search(TaskItem.self, tsquery: "paint & (kitchen | hall)")
+    public func search<M: PersistentModel>(
+        _ type: M.Type, tsquery query: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
+    ) throws(StoreError) -> [SearchResult<M>] {
+        guard capabilities.fullText == .tsvector else {
+            throw .unsupportedPredicate("tsquery syntax is PostgreSQL's; this store runs on \(database.dialect.name): use search(_:fts5:) or search(_:matching:)")
+        }
+        do {
+            return try searchTsvector(M.self, query: "to_tsquery('simple', \(value: .text(query)))", where: predicate, limit: limit, snippets: snippets)
+        } catch .database(let error) where error.kind == .statement || error.code == "22023" || error.code == "42601" {
+            throw .unsupportedPredicate(
+                "the tsquery '\(query)' is not valid: \(error.message); see https://www.postgresql.org/docs/current/datatype-textsearch.html, or search(matching:) for plain words")
+        }
     }
 
     /// The same with raw FTS5 query syntax (`paint AND (kitchen OR hall)`, `pain*`,
@@ -58,6 +84,9 @@ extension Store {
     public func search<M: PersistentModel>(
         _ type: M.Type, fts5 query: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
     ) throws(StoreError) -> [SearchResult<M>] {
+        guard capabilities.fullText == .fts5 else {
+            throw .unsupportedPredicate("FTS5 syntax is SQLite's; this store runs on \(database.dialect.name): use search(_:tsquery:) or search(_:matching:)")
+        }
         do {
             return try search(M.self, query: query, where: predicate, limit: limit, snippets: snippets)
         } catch .database(let error) where error.kind == .statement {
@@ -121,6 +150,65 @@ extension Store {
             var rowid: Int64 = 0
             if case .integer(let value) = extra[0] { rowid = value }
             return SearchResult(model: model, rank: rank, snippets: excerpts[rowid] ?? [:])
+        }
+    }
+
+    /// PostgreSQL: the rows whose `tsvector` columns (one per full-text index, named as the
+    /// index) match `query` (an SQL `tsquery` expression), ranked by `ts_rank` (negated, so
+    /// lower is better as with bm25), with `ts_headline` excerpts of the text attributes.
+    private func searchTsvector<M: PersistentModel>(
+        _ type: M.Type, query: SQL, where predicate: Predicate<M>?, limit: Int?, snippets style: SnippetStyle?
+    ) throws(StoreError) -> [SearchResult<M>] {
+        let entity = M.entity
+        let indexes = entity.indexes.filter { $0.kind == .fullText }
+        guard !indexes.isEmpty else {
+            throw .unsupportedPredicate("\(entity.name) has no searchable attribute; mark one 'searchable: true' in the schema")
+        }
+        let table = entity.table
+        let limitBytes = database.dialect.capabilities.maximumIdentifierBytes
+        let vectors = indexes.map { index -> SQL in "found_row.\(identifier: SQLIdentifiers.fitted(index.name, to: limitBytes))" }
+        let keys = entity.primaryKey.enumerated().map { position, column -> (column: String, alias: String) in (column, "schemagen_key\(position)") }
+        // Excerpts of the text attributes the indexes cover, between markers that become the
+        // style's (ts_headline's options cannot hold arbitrary text).
+        let excerpted =
+            style == nil
+            ? []
+            : indexes.compactMap { index -> ColumnDescriptor? in
+                entity.columns.first { $0.column == index.columns.first && $0.storage != .json }
+            }
+        let tokens = max(2, min(64, style?.tokens ?? 12))
+        let options = "StartSel=\u{1}, StopSel=\u{2}, MaxWords=\(tokens), MinWords=\(max(1, tokens / 2))"
+        var found: [SQL] = keys.map { "found_row.\(identifier: $0.column) AS \(identifier: $0.alias)" }
+        found.append("-(\(SQL.list(vectors.map { "ts_rank(\($0), found_query)" }, separator: " + "))) AS schemagen_rank")
+        for (position, column) in excerpted.enumerated() {
+            found.append("ts_headline('simple', coalesce(found_row.\(identifier: column.column)::text, ''), found_query, \(value: .text(options))) AS \(identifier: "schemagen_excerpt\(position)")")
+        }
+        let matching = SQL.list(vectors.map { "\($0) @@ found_query" }, separator: " OR ")
+        let joinOn = SQL.list(keys.map { "\(identifier: table).\(identifier: $0.column) = found.\(identifier: $0.alias)" }, separator: " AND ")
+        let condition = try whereClause(predicate, for: M.self)
+        let extras = 1 + excerpted.count
+        let extraColumns = SQL.list(["found.schemagen_rank"] + excerpted.indices.map { "found.\(identifier: "schemagen_excerpt\($0)")" })
+        let sql: SQL = """
+            SELECT \(selection(M.self, alias: table)), \(extraColumns) \
+            FROM \(identifier: table) JOIN (SELECT \(SQL.list(found)) FROM \(identifier: table) AS found_row, \(query) AS found_query WHERE \(matching)) AS found \
+            ON \(joinOn)\(condition) \
+            ORDER BY found.schemagen_rank, \(SQL.list(keys.map { "found.\(identifier: $0.alias)" }))\(page(limit: limit, offset: 0))
+            """
+        var extraValues: [[StoredValue]] = []
+        let models = try rows(sql, as: M.self, extraColumns: extras, extras: &extraValues)
+        return zip(models, extraValues).map { model, extra in
+            var rank = 0.0
+            if case .real(let value) = extra[0] { rank = value } else if case .integer(let value) = extra[0] { rank = Double(value) }
+            var excerpts: [String: String] = [:]
+            if let style {
+                for (position, column) in excerpted.enumerated() {
+                    // ts_headline returns text whether or not this attribute matched: only
+                    // excerpts that mark a match count, as SQLite lists only matched attributes.
+                    guard case .text(let excerpt) = extra[1 + position], excerpt.contains("\u{1}") else { continue }
+                    excerpts[column.property] = excerpt.replacingOccurrences(of: "\u{1}", with: style.open).replacingOccurrences(of: "\u{2}", with: style.close)
+                }
+            }
+            return SearchResult(model: model, rank: rank, snippets: excerpts)
         }
     }
 }

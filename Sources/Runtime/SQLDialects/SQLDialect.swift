@@ -99,6 +99,14 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var lastInsertedKey: Bool = false
     /// An OFFSET needs a LIMIT before it (SQLite's `LIMIT -1` reads to the end).
     public var offsetNeedsLimit: Bool = false
+    /// How searchable attributes are indexed: FTS5 tables (SQLite) or a generated `tsvector`
+    /// column per index with a GIN index (PostgreSQL).
+    public var fullText: FullText = .fts5
+
+    /// The full-text machinery a dialect's migrations create.
+    public enum FullText: Sendable, Hashable {
+        case fts5, tsvector
+    }
 
     public init(alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool, alterConstraints: Bool, maximumIdentifierBytes: Int?) {
         self.alterColumn = alterColumn
@@ -180,6 +188,7 @@ public struct PostgresDialect: SQLDialect {
         capabilities.namedConstraints = true
         capabilities.numberedParameters = true
         capabilities.failedStatementAbortsTransaction = true
+        capabilities.fullText = .tsvector
         return capabilities
     }
 
