@@ -287,6 +287,47 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
             }
         }
     }
+
+    /// Garage's cars: decimals, URLs, value types (JSON) and an external-storage photo, which
+    /// lives in files beside a SQLite database and in a side table on PostgreSQL. Replaced and
+    /// deleted values go, and a rolled-back write leaves none behind.
+    @Test(arguments: StoreEngine.available)
+    func valueTypesAndExternalStorageRoundTrip(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try Store(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        func externalValues() throws -> Int {
+            switch engine {
+            case .sqlite:
+                let folder = url + ".external"
+                let files = FileManager.default.enumerator(atPath: folder)?.allObjects.compactMap { $0 as? String } ?? []
+                return files.filter { !$0.hasSuffix(".tmp") && !(try! FileManager.default.attributesOfItem(atPath: folder + "/" + $0)[.type] as? FileAttributeType == .typeDirectory) }.count
+            case .postgres:
+                guard case .integer(let count)? = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_external_values").first?.first else { return -1 }
+                return Int(count)
+            }
+        }
+        let photo = Data((0..<100_000).map { UInt8($0 % 251) })
+        let car = Car(
+            vin: "VIN1", make: "Ford", model: "T", color: Color(red: 0.25, green: 0.5, blue: 1, label: "Sky"), price: Decimal(string: "19999.99"),
+            mileage: 42, manual: URL(string: "https://example.com/t.pdf"), photo: photo)
+        let stored = try await store.insert(car)
+        let fetched = try #require(try await store.model(Car.self, key: stored.id!))
+        #expect(fetched.photo == photo && fetched.price == Decimal(string: "19999.99") && fetched.color == car.color && fetched.manual == car.manual)
+        #expect(try externalValues() == 1)
+        var repainted = fetched
+        repainted.photo = Data([1, 2, 3])
+        try await store.insert(repainted)
+        #expect(try await store.model(Car.self, key: stored.id!)?.photo == Data([1, 2, 3]))
+        #expect(try externalValues() == 1, "the replaced photo is gone")
+        struct Abandon: Error {}
+        _ = try? await store.transaction { store in
+            try store.insert(Car(vin: "VIN2", make: "Ford", model: "A", photo: photo))
+            throw Abandon()
+        }
+        #expect(try externalValues() == 1, "a rolled-back photo is gone")
+        try await store.delete(repainted)
+        #expect(try externalValues() == 0)
+    }
 }
 
 /// The first `count` transactions of a stream, or fewer when `seconds` pass first.

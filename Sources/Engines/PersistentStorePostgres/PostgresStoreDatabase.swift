@@ -29,8 +29,9 @@ final class PostgresStoreDatabase: StoreDatabase {
     }
 
     var label: String { connection.label }
-    /// A server has no file beside which to keep values.
+    /// A server has no file beside which to keep values: they go in a side table.
     var filePath: String? { nil }
+    var keepsExternalValuesInDatabase: Bool { true }
 
     private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(DatabaseFailure) -> T {
         do { return try body() } catch { throw error.failure(database: label) }

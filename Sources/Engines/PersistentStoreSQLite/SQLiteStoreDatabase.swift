@@ -28,6 +28,8 @@ final class SQLiteStoreDatabase: StoreDatabase {
     }
 
     var label: String { filePath ?? ":memory:" }
+    /// Files beside the database (a temporary folder for one in memory).
+    var keepsExternalValuesInDatabase: Bool { false }
 
     private func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(DatabaseFailure) -> T {
         do { return try body() } catch { throw error.failure(database: label) }

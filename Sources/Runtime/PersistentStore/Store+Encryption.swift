@@ -193,7 +193,7 @@ extension Store {
         }
         let condition = SQL.list(clauses, separator: " OR ")
         if !plan.files.isEmpty, !clauses.isEmpty {
-            removeOnCommit(try externalNames(of: entity, where: condition), of: entity)
+            try removeOnCommit(try externalNames(of: entity, where: condition), of: entity)
         }
         var rowKey = keyValues
         var stored: [Int: StoredValue] = [:]
@@ -417,11 +417,7 @@ extension Store {
     /// commit); true when it did.
     private func rewriteExternal(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> Bool {
         guard case .text(let name) = value else { return false }
-        let url = externalFile(entity, column, name)
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw .externalFile("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
-        }
-        let bytes = [UInt8](data)
+        guard let bytes = try externalBytes(entity, column, name) else { throw .externalFile(externalPlace(entity, column, name)) }
         if FieldCipher.keyID(of: bytes) == cipher.newestKeyID { return false }
         var plaintext = bytes
         if FieldCipher.keyID(of: bytes) != nil {
@@ -431,7 +427,7 @@ extension Store {
         sealedInTransaction = true
         do { sealed = try cipher.seal(bytes: plaintext, rowKey: rowKey) } catch { throw .encryption(error) }
         let newName = try storeExternalValue(.blob(sealed), entity, column)
-        removedFiles.append(url)
+        try removeOnCommit([(column, name)], of: entity)
         _ = try query("UPDATE \(identifier: entity.table) SET \(identifier: column.column) = \(value: newName) WHERE \(Self.condition(entity.primaryKey, rowKey))")
         return true
     }

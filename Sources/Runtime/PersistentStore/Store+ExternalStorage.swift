@@ -8,10 +8,13 @@ import Glibc
 import Darwin
 #endif
 
-/// Values of `externalStorage` attributes live in files beside the database
-/// (`<database>.external/<table>/<column>/<name>`); the column holds the file's name.
-/// New files are written atomically; replaced and deleted ones are removed only when the
-/// transaction commits, and files of a rolled-back transaction are removed at once.
+/// Values of `externalStorage` attributes live outside their rows; the column holds a name.
+/// Beside a database file (SQLite) they are files, `<database>.external/<table>/<column>/<name>`:
+/// new files are written atomically, replaced and deleted ones are removed only when the
+/// transaction commits, and files of a rolled-back transaction are removed at once. On a server
+/// (PostgreSQL), where a file beside the database does not exist for other machines, they are
+/// rows of a side table, `schemagen_external_values` (`bytea`), written and removed in the
+/// transaction itself.
 extension Store {
     static func externalColumns(of entity: EntityDescriptor) -> [ColumnDescriptor] {
         entity.columns.filter(\.usesExternalStorage)
@@ -30,10 +33,44 @@ extension Store {
         default: return value
         }
         let name = UUID().uuidString.lowercased()
+        if database.keepsExternalValuesInDatabase {
+            _ = try query("INSERT INTO \(identifier: Self.externalValuesTable) (name, data) VALUES (\(value: .text(name)), \(value: .blob(bytes)))")
+            return .text(name)
+        }
         let url = externalFile(entity, column, name)
         try writeDurably(bytes, to: url)
         createdFiles.append(url)
         return .text(name)
+    }
+
+    /// The side table of external values on a server.
+    static let externalValuesTable = "schemagen_external_values"
+
+    /// Creates the side table when the database keeps external values and the schema has some.
+    static func prepareExternalValues(_ database: any StoreDatabase, schema: SchemaDescriptor) throws(StoreError) {
+        guard database.keepsExternalValuesInDatabase, schema.entities.contains(where: { !externalColumns(of: $0).isEmpty }) else { return }
+        let dialect = database.dialect
+        do {
+            try database.execute(
+                "CREATE TABLE IF NOT EXISTS \(dialect.quote(externalValuesTable)) (name \(dialect.columnType(.text)) PRIMARY KEY, data \(dialect.columnType(.blob)) NOT NULL)")
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// The stored bytes of an external value, or nil when they are missing.
+    func externalBytes(_ entity: EntityDescriptor, _ column: ColumnDescriptor, _ name: String) throws(StoreError) -> [UInt8]? {
+        if database.keepsExternalValuesInDatabase {
+            guard case .blob(let bytes)? = try query("SELECT data FROM \(identifier: Self.externalValuesTable) WHERE name = \(value: .text(name))").first?.first else { return nil }
+            return bytes
+        }
+        return FileManager.default.contents(atPath: externalFile(entity, column, name).path).map { [UInt8]($0) }
+    }
+
+    /// Where a missing external value was looked for, for messages.
+    func externalPlace(_ entity: EntityDescriptor, _ column: ColumnDescriptor, _ name: String) -> String {
+        "the external value of \(entity.name).\(column.property) (\(name)) is missing from "
+            + (database.keepsExternalValuesInDatabase ? Self.externalValuesTable : externalFolder.path)
     }
 
     /// The external file names a stored row holds, by column.
@@ -50,17 +87,21 @@ extension Store {
         return names
     }
 
-    /// Marks files for removal when the transaction commits.
-    func removeOnCommit(_ names: [(ColumnDescriptor, String)], of entity: EntityDescriptor) {
+    /// Marks files for removal when the transaction commits; in a side table, removes the rows
+    /// now (the transaction undoes it if it rolls back).
+    func removeOnCommit(_ names: [(ColumnDescriptor, String)], of entity: EntityDescriptor) throws(StoreError) {
+        guard !names.isEmpty else { return }
+        if database.keepsExternalValuesInDatabase {
+            _ = try query("DELETE FROM \(identifier: Self.externalValuesTable) WHERE name IN (\(SQL.parameters(names.map { StoredValue.text($0.1) })))")
+            return
+        }
         removedFiles += names.map { externalFile(entity, $0.0, $0.1) }
     }
 
     /// The contents of an external value's file, in place of its name.
     func loadExternalValue(_ name: String, _ column: ColumnDescriptor, of entity: EntityDescriptor, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {
-        guard let data = FileManager.default.contents(atPath: externalFile(entity, column, name).path) else {
-            throw .externalFile("the external file of \(entity.name).\(column.property) (\(name)) is missing from \(externalFolder.path)")
-        }
-        let bytes = column.isEncrypted ? try openExternal([UInt8](data), entity, column, rowKey: rowKey) : [UInt8](data)
+        guard let data = try externalBytes(entity, column, name) else { throw .externalFile(externalPlace(entity, column, name)) }
+        let bytes = column.isEncrypted ? try openExternal(data, entity, column, rowKey: rowKey) : data
         return column.swiftType == "String" ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(bytes)
     }
 

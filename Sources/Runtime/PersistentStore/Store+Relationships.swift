@@ -154,7 +154,7 @@ extension Store {
         for cascade in cascades where !cascade.heldHere {
             try deleteRow(of: cascade.target, key: cascade.key, visited: &visited)
         }
-        removeOnCommit(try externalNames(of: entity, where: Self.condition(entity.primaryKey, key)), of: entity)
+        try removeOnCommit(try externalNames(of: entity, where: Self.condition(entity.primaryKey, key)), of: entity)
         do {
             _ = try database.query("DELETE FROM \(identifier: entity.table) WHERE \(Self.condition(entity.primaryKey, key))" as SQL)
         } catch {

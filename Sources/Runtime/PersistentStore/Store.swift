@@ -219,6 +219,7 @@ public actor Store {
             throw .migration("\(error)")
         }
         do { try database.prepareForUse() } catch { throw .database(error) }
+        try Self.prepareExternalValues(database, schema: schema)
         if let ring { newestKeyRecorded = try Self.checkKeys(ring, database, schema: schema.name) }
         recorder = try Self.startHistory(
             database, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,

@@ -17,6 +17,9 @@ public protocol StoreDatabase: AnyObject {
     var label: String { get }
     /// The file beside which `externalStorage` values are kept; nil in memory or on a server.
     var filePath: String? { get }
+    /// Whether `externalStorage` values are kept in the database (a side table) rather than in
+    /// files beside it: true on a server, whose other clients see no local file.
+    var keepsExternalValuesInDatabase: Bool { get }
 
     /// Runs statements without parameters or rows (several, separated by `;`).
     func execute(_ script: String) throws(DatabaseFailure)
