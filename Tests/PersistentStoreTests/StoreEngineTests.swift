@@ -328,6 +328,42 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         try await store.delete(repainted)
         #expect(try externalValues() == 0)
     }
+
+    /// Users: an email encrypted deterministically (unique, looked up by equality) and an
+    /// image's bytes encrypted in external storage, on both engines; the database holds only
+    /// ciphertext, and a wrong key is refused.
+    @Test(arguments: StoreEngine.available)
+    func encryptedValuesRoundTripAndTheDatabaseHoldsCiphertext(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try Store(url: url, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
+        let ada = try await store.insert(User(identifier: "u1", name: "Ada", email: "ada@example.com", lastSeen: Date(timeIntervalSince1970: 1_000)))
+        try await store.insert(User(identifier: "u2", name: "Grace", email: "grace@example.com"))
+        let found = try await store.fetch(User.self, where: #Predicate { $0.email == "ada@example.com" })
+        #expect(found.map(\.identifier) == ["u1"])
+        // The same email again is the same ciphertext: the unique value makes it an update.
+        try await store.insert(User(identifier: "u1", name: "Ada L.", email: "ada@example.com"))
+        #expect(try await store.count(User.self) == 2)
+        let bytes = Data((0..<10_000).map { UInt8($0 % 256) })
+        let image = try await store.insert(Image(url: URL(string: "https://example.com/ada.png")!, data: bytes, ownerID: ada.identifier))
+        let second = try await store.insert(Image(url: URL(string: "https://example.com/grace.png")!, data: Data([9]), ownerID: "u2"))
+        #expect(image.id != nil && second.id != nil && image.id != second.id)
+        #expect(try await store.model(Image.self, key: image.id!)?.data == bytes)
+        // What the database holds is ciphertext.
+        let stored: [[StoredValue]]
+        switch engine {
+        case .sqlite: stored = try await store.read { try $0.database.query("SELECT email FROM \"user\"") }
+        case .postgres: stored = try PostgresConnection(url).query("SELECT email FROM \"user\"")
+        }
+        #expect(
+            stored.count == 2
+                && !stored.contains { row in
+                    if case .text(let text) = row[0] { text.contains("example.com") } else { false }
+                })
+        // Another key under the same id is refused before anything is read.
+        #expect(throws: StoreError.self) {
+            _ = try Store(url: url, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: KeySource.ring(testKeyRing(("test", 0x43)))))
+        }
+    }
 }
 
 /// The first `count` transactions of a stream, or fewer when `seconds` pass first.

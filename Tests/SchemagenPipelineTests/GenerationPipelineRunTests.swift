@@ -107,4 +107,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: project.output))
         #expect(!FileManager.default.fileExists(atPath: project.migrations))
     }
+
+    /// Adding a dialect plans its folder's whole history; the generated metadata still
+    /// describes what the default dialect's databases hold (Users' one-to-one key has a plain
+    /// index there, from a snapshot older than unique one-to-one keys), not the new folder's.
+    @Test func addingADialectKeepsTheMetadataOfTheDefaultDialectsDatabases() throws {
+        let folder = temporaryFolder()
+        let schema = folder.appendingPathComponent("Users.yaml")
+        let migrations = folder.appendingPathComponent("Migrations")
+        try FileManager.default.createDirectory(at: migrations, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("Migrations/Users"), to: migrations.appendingPathComponent("Users"))
+        try? FileManager.default.removeItem(at: migrations.appendingPathComponent("Users/postgres"))
+        var yaml = try String(contentsOf: repositoryRoot.appendingPathComponent("Schemas/Users.yaml"), encoding: .utf8)
+        yaml = yaml.replacingOccurrences(of: "dialects: [sqlite, postgres]\n", with: "")
+        try yaml.write(to: schema, atomically: true, encoding: .utf8)
+        let output = folder.appendingPathComponent("Sources/Models").path
+        let pipeline = { GenerationPipeline(.init(schemas: [schema.path], output: output, migrations: migrations.path, cacheFolder: folder.appendingPathComponent(".cache").path)) }
+        _ = pipeline().run(.write)
+        let before = try String(contentsOfFile: output + "/Users/Users+Metadata.swift", encoding: .utf8)
+        #expect(before.contains(".plain(\"image_owner_identifier_idx\""))
+        try (yaml.replacingOccurrences(of: "doc: Users and their profile images.\n", with: "doc: Users and their profile images.\ndialects: [sqlite, postgres]\n")).write(
+            to: schema, atomically: true, encoding: .utf8)
+        _ = pipeline().run(.write)
+        #expect(FileManager.default.fileExists(atPath: migrations.path + "/Users/postgres/0001_create_users.up.sql"))
+        let after = try String(contentsOfFile: output + "/Users/Users+Metadata.swift", encoding: .utf8)
+        #expect(after == before, "the metadata follows the SQLite databases, not the new PostgreSQL folder")
+    }
 }

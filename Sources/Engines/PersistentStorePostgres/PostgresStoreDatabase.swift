@@ -80,6 +80,10 @@ final class PostgresStoreDatabase: StoreDatabase {
 
     var changedRowCount: Int { connection.changedRowCount }
 
+    func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64? {
+        try firstInteger("SELECT nextval(pg_get_serial_sequence(format('%I', $1::text), 'id'))", values: [.text(table)])
+    }
+
     func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64 {
         let sql = """
             SELECT coalesce(max(last_value), 0) FROM pg_sequences \

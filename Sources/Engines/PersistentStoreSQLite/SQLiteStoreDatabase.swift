@@ -82,6 +82,10 @@ final class SQLiteStoreDatabase: StoreDatabase {
         return try firstInteger("SELECT seq FROM sqlite_sequence WHERE name = ?", values: [.text(table)]) ?? 0
     }
 
+    /// SQLite reserves no keys; the store counts on inside the write transaction, which holds
+    /// the only write lock.
+    func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64? { nil }
+
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
         try !query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
     }

@@ -254,6 +254,13 @@ extension Store {
     /// The key the database would give the next row of an implicit-key table (inside the write
     /// transaction, which holds the write lock, so no other writer takes it meanwhile).
     private func nextImplicitKey(_ entity: EntityDescriptor) throws(StoreError) -> Int64 {
+        // An engine that hands out keys (PostgreSQL's sequences) reserves each one, so a row
+        // written without its key later cannot be given the same.
+        do {
+            if let reserved = try database.reserveGeneratedKey(of: entity.table) { return reserved }
+        } catch {
+            throw .database(error)
+        }
         // Counted on from the first in this transaction: bulk inserts ask once.
         if let index = implicitKeys.index(forKey: entity.table) {
             let next = implicitKeys.values[index]

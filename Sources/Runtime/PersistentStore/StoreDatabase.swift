@@ -55,6 +55,10 @@ public protocol StoreDatabase: AnyObject {
     /// The highest implicit key the engine's key generator handed out for `table` (SQLite's
     /// AUTOINCREMENT sequence), even for rows since deleted; 0 when none.
     func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64
+    /// A key for a new row of `table` reserved from the engine's key generator (PostgreSQL's
+    /// sequence), for rows that need their key before they are written (encrypted ones); nil
+    /// where the engine reserves none, and the store counts on from `highestGeneratedKey`.
+    func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64?
     /// Whether a table exists.
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool
     /// A table's columns in their order, with their declared types.

@@ -208,9 +208,12 @@ public struct GenerationPipeline: Sendable {
     /// unique index) and no new migration is planned, the code keeps the snapshot's indexes, so
     /// an upsert never names a constraint the database lacks.
     func runtimeModel(_ schema: Schema, _ model: SchemaSnapshot, plan: Plan) -> SchemaSnapshot {
-        guard !plan.migrations.contains(where: { $0.schema.name == schema.name }) else { return model }
         let dialects = configuration.dialects(of: schema)
         let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: dialects.contains(.default) ? .default : dialects[0])
+        // A migration about to be written to the reference folder brings its databases to the
+        // schema's model; one written to another dialect's folder (its history planned for the
+        // first time, say) changes nothing the reference's databases hold.
+        guard !plan.migrations.contains(where: { $0.schema.name == schema.name && $0.directory.path == reference.path }) else { return model }
         guard let latest = try? reference.latestSnapshot() else { return model }
         return latest.databaseModel(of: model)
     }
