@@ -456,4 +456,38 @@ struct StorePostgresOpeningTests {
         // Nothing more arrives: each was delivered once.
         #expect(try await collect(stream, count: 1, within: 1).isEmpty)
     }
+
+    /// The store's connection is cut (its backend terminated, as a server restart or a lost
+    /// link would): the call in progress fails, a transaction that was open writes nothing, and
+    /// the next call connects again.
+    @Test func aLostConnectionFailsTheCallInProgressAndTheNextCallReconnects() async throws {
+        let url = try StoreEngine.postgres.freshURL()
+        let store = try StoreEngine.postgres.flights(at: url, history: true)
+        let start = try await store.currentHistoryToken()
+        try await store.insert(airport("KSFO"))
+        @Sendable func cut() throws {
+            _ = try PostgresConnection(url).query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'schemagen store' AND datname = current_database()")
+        }
+        try cut()
+        do {
+            try await store.insert(airport("KLAX"))
+        } catch let error as StoreError {
+            #expect(error.databaseFailure == .connectionLost, "\(error)")
+        }
+        try await store.insert(airport("KJFK"))
+        #expect(try await store.first(Airport.self, where: #Predicate { $0.icao == "KJFK" }) != nil)
+        // Cut inside a transaction: its first write is rolled back with it, and the rest fails.
+        await #expect(throws: (any Error).self) {
+            try await store.transaction { store in
+                try store.insert(airport("KBOS"))
+                try cut()
+                try store.insert(airport("KORD"))
+            }
+        }
+        #expect(try await store.count(Airport.self, where: #Predicate { $0.icao == "KBOS" || $0.icao == "KORD" }) == 0)
+        // The history holds exactly the committed transactions.
+        let committed = try await store.count(Airport.self)
+        #expect(try await store.history(after: start).count == committed)
+    }
 }

@@ -21,9 +21,7 @@ extension PostgresStoreDatabase {
     static let historyLock: Int64 = 0x7363_6865_6d61_0002
 
     func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool {
-        try execute(
-            "CREATE TEMP TABLE IF NOT EXISTS \(Self.changedRowsTable) (seq bigserial PRIMARY KEY, tbl text NOT NULL, op text NOT NULL, old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)"
-        )
+        try createChangedRowsTable()
         let function = dialect.quote(Self.triggerFunction)
         // Created once, under a lock, so two stores opening at once do not both create them.
         try execute("BEGIN")
@@ -98,6 +96,13 @@ extension PostgresStoreDatabase {
         }
         for entry in images.sorted(by: { $0.seq < $1.seq }) { body(entry.table, entry.image) }
         try discardChangedRows()
+    }
+
+    /// The session's table of row images (a new session needs it again).
+    func createChangedRowsTable() throws(DatabaseFailure) {
+        try execute(
+            "CREATE TEMP TABLE IF NOT EXISTS \(Self.changedRowsTable) (seq bigserial PRIMARY KEY, tbl text NOT NULL, op text NOT NULL, old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)"
+        )
     }
 
     func discardChangedRows() throws(DatabaseFailure) { try execute("DELETE FROM pg_temp.\(Self.changedRowsTable)") }

@@ -8,8 +8,18 @@ import SchemaMetadata
 /// Rows arrive whole from the server (libpq's default) and are handed over one by one. History
 /// is recorded with triggers (`PostgresChangeTriggers`); other connections' commits arrive by
 /// LISTEN/NOTIFY on a listener connection of its own.
+///
+/// A lost connection fails the call in progress. Inside a transaction, every later statement
+/// of it fails too, until the store ends it (the server rolled it back: nothing of it is
+/// written); the next statement outside one connects again.
 final class PostgresStoreDatabase: StoreDatabase {
-    let connection: PostgresConnection
+    private(set) var connection: PostgresConnection
+    /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
+    private let url: String
+    /// A transaction is open, as the store sees it.
+    private var inTransaction = false
+    /// The connection was lost; the next statement outside a transaction connects again.
+    private var lost = false
     let dialect: any SQLDialect = PostgresDialect()
     /// How many columns each table recorded by the change triggers has, as they were installed.
     var recordedColumns: [String: Int] = [:]
@@ -20,12 +30,26 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// Connects, with the session in UTC so dates come back as `...Z`.
     init(url: String, listenURL: String? = nil) throws(DatabaseFailure) {
         self.listenURL = listenURL ?? url
+        self.url = url
+        connection = try Self.connect(url)
+    }
+
+    private static func connect(_ url: String) throws(DatabaseFailure) -> PostgresConnection {
         do {
-            connection = try PostgresConnection(url, applicationName: "schemagen store")
+            let connection = try PostgresConnection(url, applicationName: "schemagen store")
             try connection.execute("SET TIME ZONE 'UTC'")
+            return connection
         } catch {
             throw error.failure(database: ConnectionURL.redacted(url))
         }
+    }
+
+    /// A new session in place of a lost one, with what the old one set up (the change
+    /// triggers' session table).
+    private func reconnect() throws(DatabaseFailure) {
+        connection = try Self.connect(url)
+        lost = false
+        if !recordedColumns.isEmpty { try createChangedRowsTable() }
     }
 
     var label: String { connection.label }
@@ -34,7 +58,20 @@ final class PostgresStoreDatabase: StoreDatabase {
     var keepsExternalValuesInDatabase: Bool { true }
 
     private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(DatabaseFailure) -> T {
-        do { return try body() } catch { throw error.failure(database: label) }
+        if lost {
+            guard !inTransaction else {
+                throw DatabaseFailure(
+                    database: label, message: "the connection to \(label) was lost: the server rolled the transaction back, and nothing of it was written",
+                    code: nil, kind: .connectionLost)
+            }
+            try reconnect()
+        }
+        do {
+            return try body()
+        } catch {
+            if error.connectionLost { lost = true }
+            throw error.failure(database: label)
+        }
     }
 
     func execute(_ script: String) throws(DatabaseFailure) {
@@ -68,9 +105,29 @@ final class PostgresStoreDatabase: StoreDatabase {
         }
     }
 
-    func beginWriteTransaction() throws(DatabaseFailure) { try execute("BEGIN") }
-    func beginReadTransaction() throws(DatabaseFailure) { try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
-    var isInTransaction: Bool { connection.isInTransaction }
+    func beginWriteTransaction() throws(DatabaseFailure) {
+        try execute("BEGIN")
+        inTransaction = true
+    }
+
+    func beginReadTransaction() throws(DatabaseFailure) {
+        try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        inTransaction = true
+    }
+
+    func commitTransaction() throws(DatabaseFailure) {
+        defer { inTransaction = false }
+        try execute("COMMIT")
+    }
+
+    func rollbackTransaction() throws(DatabaseFailure) {
+        defer { inTransaction = false }
+        // A lost connection's transaction was rolled back by the server.
+        if lost { return }
+        try execute("ROLLBACK")
+    }
+
+    var isInTransaction: Bool { inTransaction }
 
     /// Inserts name the key they want back (`RETURNING`): no connection-wide last key.
     var lastInsertedRowID: Int64 {

@@ -68,6 +68,8 @@ final class SQLiteStoreDatabase: StoreDatabase {
 
     func beginWriteTransaction() throws(DatabaseFailure) { try execute("BEGIN IMMEDIATE;") }
     func beginReadTransaction() throws(DatabaseFailure) { try execute("BEGIN DEFERRED;") }
+    func commitTransaction() throws(DatabaseFailure) { try execute("COMMIT;") }
+    func rollbackTransaction() throws(DatabaseFailure) { try execute("ROLLBACK;") }
     var isInTransaction: Bool { connection.isInTransaction }
 
     var lastInsertedRowID: Int64 {

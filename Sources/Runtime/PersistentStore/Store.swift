@@ -301,7 +301,7 @@ public actor Store {
         defer {
             isReading = false
             // Nothing was written: ending the read transaction releases the snapshot.
-            try? database.execute("COMMIT;")
+            try? database.commitTransaction()
         }
         return try body(self)
     }
@@ -377,7 +377,7 @@ public actor Store {
 
     private func endWrite(commit: Bool) throws(StoreError) {
         guard commit else {
-            if database.isInTransaction { try? database.execute("ROLLBACK;") }
+            if database.isInTransaction { try? database.rollbackTransaction() }
             recorder?.discard()
             settleExternalFiles(committed: false)
             return
@@ -391,10 +391,10 @@ public actor Store {
             configuration.beforeCommit?()
             // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
             // is still open then, so committing again is safe.
-            try retryingWhileBusy { () throws(DatabaseFailure) in try database.execute("COMMIT;") }
+            try retryingWhileBusy { () throws(DatabaseFailure) in try database.commitTransaction() }
         } catch {
             // A failed commit rolls back.
-            if database.isInTransaction { try? database.execute("ROLLBACK;") }
+            if database.isInTransaction { try? database.rollbackTransaction() }
             recorder?.discard()
             settleExternalFiles(committed: false)
             throw error

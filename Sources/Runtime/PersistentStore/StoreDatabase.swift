@@ -45,6 +45,10 @@ public protocol StoreDatabase: AnyObject {
     func beginWriteTransaction() throws(DatabaseFailure)
     /// Starts a read-only transaction on one consistent snapshot.
     func beginReadTransaction() throws(DatabaseFailure)
+    /// Commits the open transaction.
+    func commitTransaction() throws(DatabaseFailure)
+    /// Rolls the open transaction back (where the connection was lost, the server did).
+    func rollbackTransaction() throws(DatabaseFailure)
     /// Whether a transaction is open.
     var isInTransaction: Bool { get }
     /// The implicit key the last insert on this connection was given (0: none since reset).
