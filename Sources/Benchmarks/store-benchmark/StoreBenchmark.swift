@@ -19,6 +19,8 @@ import SchemaMetadata
 /// every millisecond (busy polling, the baseline). Prints each commit-to-notice latency in
 /// microseconds. `latency store-postgres|poll-postgres COUNT URL` does the same on a PostgreSQL
 /// database: LISTEN/NOTIFY against polling the history table every millisecond.
+/// `postgres-store|postgres-raw ROWS URL`: the insert, upsert and fetch above on PostgreSQL,
+/// through the store or through libpq by hand.
 @main
 struct StoreBenchmark {
     static func main() async throws {
@@ -51,11 +53,20 @@ struct StoreBenchmark {
             print(latencies.map(String.init).joined(separator: " "))
             return
         }
+        if arguments.count == 4, ["postgres-store", "postgres-raw"].contains(arguments[1]), let rows = Int(arguments[2]) {
+            let first = (0..<rows).map(flight)
+            let second = (rows / 2..<rows / 2 + rows).map(flight)
+            let timings =
+                arguments[1] == "postgres-raw"
+                ? try PostgresBench.raw(url: arguments[3], first, second) : try await PostgresBench.viaStore(url: arguments[3], first, second)
+            print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
+            return
+        }
         let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
                         .utf8))
             exit(2)
         }
