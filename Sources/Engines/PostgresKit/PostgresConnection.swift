@@ -233,15 +233,26 @@ public final class PostgresConnection {
         }
     }
 
-    /// PostgreSQL's `2026-12-01 18:00:00.5+00` (ISO DateStyle) as ISO 8601:
-    /// `2026-12-01T18:00:00.5Z`; an offset of hours alone gains its minutes (`+02` -> `+02:00`).
+    /// PostgreSQL's `2026-12-01 18:00:00.5+00` (ISO DateStyle) as ISO 8601, in UTC exactly as the
+    /// toolkit writes dates, `2026-12-01T18:00:00.500Z` (milliseconds padded to three digits, so
+    /// `StoredDate` reads it without a formatter); more digits, or another offset, stay as they
+    /// are with the offset's minutes added (`+02` -> `+02:00`).
     static func isoTimestamp(_ text: String) -> String {
-        guard text.count > 19 else { return text }
-        var iso = text.replacingOccurrences(of: " ", with: "T")
-        if iso.hasSuffix("+00") {
-            iso.removeLast(3)
-            return iso + "Z"
+        var bytes = Array(text.utf8)
+        guard bytes.count >= 22, bytes[10] == UInt8(ascii: " ") else { return text }
+        bytes[10] = UInt8(ascii: "T")
+        if bytes.suffix(3) == Array("+00".utf8) {
+            bytes.removeLast(3)
+            // Seconds end at 19; then an optional fraction of up to six digits.
+            let fraction = bytes.count > 19 && bytes[19] == UInt8(ascii: ".") ? bytes.count - 20 : 0
+            if fraction <= 3 {
+                if fraction == 0 { bytes.append(UInt8(ascii: ".")) }
+                bytes += Array(repeating: UInt8(ascii: "0"), count: 3 - fraction)
+            }
+            bytes.append(UInt8(ascii: "Z"))
+            return String(decoding: bytes, as: UTF8.self)
         }
+        var iso = String(decoding: bytes, as: UTF8.self)
         if let sign = iso.lastIndex(where: { $0 == "+" || $0 == "-" }), iso.distance(from: sign, to: iso.endIndex) == 3 { iso += ":00" }
         return iso
     }
