@@ -56,6 +56,8 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// A server has no file beside which to keep values: they go in a side table.
     var filePath: String? { nil }
     var keepsExternalValuesInDatabase: Bool { true }
+    /// The result arrives whole (libpq's default mode).
+    var stepsThroughRows: Bool { false }
 
     private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(DatabaseFailure) -> T {
         if lost {

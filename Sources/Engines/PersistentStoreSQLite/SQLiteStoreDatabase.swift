@@ -28,6 +28,7 @@ final class SQLiteStoreDatabase: StoreDatabase {
     }
 
     var label: String { filePath ?? ":memory:" }
+    var stepsThroughRows: Bool { true }
     /// Files beside the database (a temporary folder for one in memory).
     var keepsExternalValuesInDatabase: Bool { false }
 

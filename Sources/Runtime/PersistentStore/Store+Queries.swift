@@ -49,8 +49,10 @@ extension Store {
     ) throws(StoreError) -> [M] {
         let condition = try whereClause(predicate, for: M.self)
         let sql: SQL = "SELECT \(selection(M.self)) FROM \(identifier: M.entity.table)\(condition)\(try orderClause(sortBy, for: M.self))\(page(limit: limit, offset: offset))"
-        // Fetching a whole table: counting it first (cheap) saves regrowing a large array.
-        let expected = predicate == nil && limit == nil ? max(0, try count(M.self) - offset) : 0
+        // Fetching a whole table from an engine that steps through rows (SQLite): counting it
+        // first (cheap) saves regrowing a large array. A server's rows arrive whole, and a count
+        // would cost a round trip and a second scan.
+        let expected = predicate == nil && limit == nil && database.stepsThroughRows ? max(0, try count(M.self) - offset) : 0
         return try rows(sql, as: M.self, expectedCount: expected)
     }
 

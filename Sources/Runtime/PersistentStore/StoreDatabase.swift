@@ -25,6 +25,9 @@ public protocol StoreDatabase: AnyObject {
     func execute(_ script: String) throws(DatabaseFailure)
     /// Runs one statement with its arguments and returns its rows.
     func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]]
+    /// Whether rows are read one at a time as the engine steps through them (SQLite), rather
+    /// than arriving whole (a server's result).
+    var stepsThroughRows: Bool { get }
     /// The first column of the first row, when it is an integer (a key lookup).
     func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64?
     /// Hands each row of a query to `body`, to change in place (no copy per row).
