@@ -6,11 +6,13 @@ import SchemaMetadata
 
 /// Records changed rows with triggers, PostgreSQL having no row-change hook. One trigger
 /// function, shared by the schema's tables, writes each changed row as `jsonb` (before and after)
-/// into a temporary table of the writing session, when that session has one: only store
-/// connections create it, so other clients' writes are not recorded, as on SQLite. Updates and
-/// deletes are caught before they happen (so a delete comes before the foreign-key actions it
-/// causes), inserts after. The images are part of the transaction: a rollback or a savepoint
-/// undoes them with the rows. At commit the store reads them back through
+/// into an unlogged table, tagged with the writing transaction, when that transaction asked for
+/// it (`schemagen.record_changes`, set for the transaction only): only store transactions do,
+/// so other clients' writes are not recorded, as on SQLite. No session state is involved, so
+/// recording works the same through a transaction-pooling pgbouncer. Updates and deletes are
+/// caught before they happen (so a delete comes before the foreign-key actions it causes),
+/// inserts after. The images are part of the transaction: a rollback or a savepoint undoes them
+/// with the rows. At commit the store takes them back out (`DELETE ... RETURNING`) through
 /// `jsonb_populate_record`, typed as the table's own rows are read.
 extension PostgresStoreDatabase {
     static let changedRowsTable = "schemagen_changed_rows"
@@ -20,22 +22,39 @@ extension PostgresStoreDatabase {
     static let triggerLock: Int64 = 0x7363_6865_6d61_0001
     static let historyLock: Int64 = 0x7363_6865_6d61_0002
 
+    /// The setting a store's write transaction turns on so that its changes are recorded.
+    static let recordingSetting = "schemagen.record_changes"
+
     func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool {
-        try createChangedRowsTable()
         let function = dialect.quote(Self.triggerFunction)
         // Created once, under a lock, so two stores opening at once do not both create them.
         try execute("BEGIN")
         do throws(DatabaseFailure) {
             _ = try query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
-            if try firstInteger("SELECT count(*) FROM pg_proc WHERE proname = $1 AND pronamespace = current_schema()::regnamespace", values: [.text(Self.triggerFunction)]) == 0 {
+            guard case .text(let schemaName)? = try query("SELECT current_schema()", []).first?.first else {
+                throw DatabaseFailure(database: label, message: "the connection has no current schema (search_path) to record changes in", code: nil, kind: .statement)
+            }
+            let rowsTable = dialect.quote(schemaName) + "." + dialect.quote(Self.changedRowsTable)
+            try execute(
+                """
+                CREATE UNLOGGED TABLE IF NOT EXISTS \(rowsTable) (seq bigserial PRIMARY KEY, xact bigint NOT NULL, tbl text NOT NULL, op text NOT NULL, \
+                old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)
+                """)
+            try execute("CREATE INDEX IF NOT EXISTS \(dialect.quote(Self.changedRowsTable + "_xact")) ON \(rowsTable) (xact)")
+            // A function of an earlier release (a session's temporary table) is replaced.
+            let current = try query(
+                "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = current_schema()::regnamespace", [.text(Self.triggerFunction)]
+            ).first?.first
+            if case .text(let source)? = current, source.contains(Self.recordingSetting) {
+            } else {
                 try execute(
                     """
-                    CREATE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                    CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
                     DECLARE key text := TG_ARGV[0];
                     BEGIN
-                      IF to_regclass('pg_temp.\(Self.changedRowsTable)') IS NOT NULL THEN
-                        INSERT INTO pg_temp.\(Self.changedRowsTable) (tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (
-                          TG_TABLE_NAME, lower(TG_OP),
+                      IF current_setting('\(Self.recordingSetting)', true) = 'on' THEN
+                        INSERT INTO \(rowsTable) (xact, tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (
+                          txid_current(), TG_TABLE_NAME, lower(TG_OP),
                           CASE WHEN TG_OP <> 'INSERT' AND key <> '' THEN (to_jsonb(OLD) ->> key)::bigint END,
                           CASE WHEN TG_OP <> 'DELETE' AND key <> '' THEN (to_jsonb(NEW) ->> key)::bigint END,
                           CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END,
@@ -74,7 +93,8 @@ extension PostgresStoreDatabase {
 
     func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {
         var images: [(seq: Int64, table: String, image: RowImage)] = []
-        let tables = try query("SELECT DISTINCT tbl FROM pg_temp.\(Self.changedRowsTable)", []).compactMap { row -> String? in
+        let rowsTable = dialect.quote(Self.changedRowsTable)
+        let tables = try query("SELECT DISTINCT tbl FROM \(rowsTable) WHERE xact = txid_current()", []).compactMap { row -> String? in
             if case .text(let name) = row[0] { name } else { nil }
         }
         for table in tables {
@@ -83,8 +103,8 @@ extension PostgresStoreDatabase {
             // Each image back as a row of the table, typed by its columns as reads are.
             let rows = try query(
                 """
-                SELECT seq, op, old_rowid, new_rowid, (jsonb_populate_record(NULL::\(type), old_row)).*, (jsonb_populate_record(NULL::\(type), new_row)).*
-                FROM pg_temp.\(Self.changedRowsTable) WHERE tbl = $1
+                DELETE FROM \(rowsTable) WHERE xact = txid_current() AND tbl = $1 \
+                RETURNING seq, op, old_rowid, new_rowid, (jsonb_populate_record(NULL::\(type), old_row)).*, (jsonb_populate_record(NULL::\(type), new_row)).*
                 """, [.text(table)])
             for row in rows where row.count >= 4 + 2 * count {
                 guard case .integer(let seq) = row[0], case .text(let op) = row[1] else { continue }
@@ -95,17 +115,15 @@ extension PostgresStoreDatabase {
             }
         }
         for entry in images.sorted(by: { $0.seq < $1.seq }) { body(entry.table, entry.image) }
-        try discardChangedRows()
+        // Rows of tables no longer recorded would stay: take them out too.
+        if tables.contains(where: { recordedColumns[$0] == nil }) { try discardChangedRows() }
     }
 
-    /// The session's table of row images (a new session needs it again).
-    func createChangedRowsTable() throws(DatabaseFailure) {
-        try execute(
-            "CREATE TEMP TABLE IF NOT EXISTS \(Self.changedRowsTable) (seq bigserial PRIMARY KEY, tbl text NOT NULL, op text NOT NULL, old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)"
-        )
+    /// Outside a transaction there is nothing: images live and die with their transaction.
+    func discardChangedRows() throws(DatabaseFailure) {
+        guard isInTransaction else { return }
+        try execute("DELETE FROM \(dialect.quote(Self.changedRowsTable)) WHERE xact = txid_current()")
     }
-
-    func discardChangedRows() throws(DatabaseFailure) { try execute("DELETE FROM pg_temp.\(Self.changedRowsTable)") }
 
     /// Tokens come from a sequence when the row is inserted, not when the transaction commits:
     /// holding this lock until the commit keeps token order and commit order the same, so a

@@ -9,6 +9,8 @@ import SchemaMetadata
 /// is recorded with triggers (`PostgresChangeTriggers`); other connections' commits arrive by
 /// LISTEN/NOTIFY on a listener connection of its own.
 ///
+/// Statements are prepared once per connection, except behind a transaction pooler.
+///
 /// A lost connection fails the call in progress. Inside a transaction, every later statement
 /// of it fails too, until the store ends it (the server rolled it back: nothing of it is
 /// written); the next statement outside one connects again.
@@ -24,20 +26,24 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// How many columns each table recorded by the change triggers has, as they were installed.
     var recordedColumns: [String: Int] = [:]
 
-    /// Where the listener connects (`Configuration.listenURL`, else the store's URL).
+    /// Where the listener connects (`PostgresSettings.directURL`, else the store's URL).
     let listenURL: String
+    /// Behind a transaction pooler: no session state (statements unnamed, nothing `SET`).
+    let transactionPooler: Bool
 
-    /// Connects, with the session in UTC so dates come back as `...Z`.
-    init(url: String, listenURL: String? = nil) throws(DatabaseFailure) {
-        self.listenURL = listenURL ?? url
+    /// Connects, with the session in UTC so dates come back as `...Z` (behind a pooler, the
+    /// server's own time zone: `StoredDate` reads any offset).
+    init(url: String, settings: PostgresSettings = PostgresSettings()) throws(DatabaseFailure) {
+        self.listenURL = settings.directURL ?? url
         self.url = url
-        connection = try Self.connect(url)
+        transactionPooler = settings.transactionPooler
+        connection = try Self.connect(url, sessionSettings: !settings.transactionPooler)
     }
 
-    private static func connect(_ url: String) throws(DatabaseFailure) -> PostgresConnection {
+    private static func connect(_ url: String, sessionSettings: Bool) throws(DatabaseFailure) -> PostgresConnection {
         do {
             let connection = try PostgresConnection(url, applicationName: "schemagen store")
-            try connection.execute("SET TIME ZONE 'UTC'")
+            if sessionSettings { try connection.execute("SET TIME ZONE 'UTC'") }
             return connection
         } catch {
             throw error.failure(database: ConnectionURL.redacted(url))
@@ -47,9 +53,9 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// A new session in place of a lost one, with what the old one set up (the change
     /// triggers' session table).
     private func reconnect() throws(DatabaseFailure) {
-        connection = try Self.connect(url)
+        connection = try Self.connect(url, sessionSettings: !transactionPooler)
+        connection.preparesStatements = !transactionPooler
         lost = false
-        if !recordedColumns.isEmpty { try createChangedRowsTable() }
     }
 
     var label: String { connection.label }
@@ -107,8 +113,10 @@ final class PostgresStoreDatabase: StoreDatabase {
         }
     }
 
+    /// With history recorded, the transaction asks the change triggers for its rows, in the
+    /// same round trip (a setting of this transaction only: no session state).
     func beginWriteTransaction() throws(DatabaseFailure) {
-        try execute("BEGIN")
+        try execute(recordedColumns.isEmpty ? "BEGIN" : "BEGIN; SELECT set_config('\(Self.recordingSetting)', 'on', true)")
         inTransaction = true
     }
 
@@ -164,7 +172,8 @@ final class PostgresStoreDatabase: StoreDatabase {
         }
     }
 
-    func prepareForUse() throws(DatabaseFailure) {}
+    /// Migrations ran unprepared (each runs once); the store's statements run many times.
+    func prepareForUse() throws(DatabaseFailure) { connection.preparesStatements = !transactionPooler }
     func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool { false }
     func commitCounter() -> Int64? { nil }
 

@@ -2,6 +2,7 @@ import DatabaseLocation
 import Foundation
 import Migrator
 import MigratorPostgres
+import PostgresKit
 @_exported import PersistentStoreSQLite
 import SQLDialects
 import SchemaMetadata
@@ -16,8 +17,8 @@ extension Store {
     ///     let store = try Store(url: "postgres://app@db.internal/flights", schema: FlightsSchema.descriptor,
     ///                           migrations: FlightsSchema.migrations)
     ///
-    /// Passwords never appear in messages. What the store does not do on PostgreSQL yet (search,
-    /// other machines' commits in `changes()`) is listed in docs/runtime.md, "Engines".
+    /// Passwords never appear in messages. What differs per engine is listed in docs/runtime.md,
+    /// "The store on PostgreSQL"; `Configuration.postgres` sets up a transaction pooler.
     public init(url givenURL: String? = nil, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
         guard let url = givenURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
             throw .unsupportedDatabase("no database given: pass a URL or set DATABASE_URL")
@@ -35,9 +36,22 @@ extension Store {
             )
         }
         let database: PostgresStoreDatabase
-        do { database = try PostgresStoreDatabase(url: connection, listenURL: configuration.listenURL) } catch { throw .database(error) }
+        do { database = try PostgresStoreDatabase(url: connection, settings: configuration.postgres) } catch { throw .database(error) }
+        // The migrator holds a session lock: behind a transaction pooler it needs a direct
+        // connection, and without one the store only verifies.
+        var configuration = configuration
+        var migrationConnection = database.connection
+        if configuration.postgres.transactionPooler {
+            if let direct = configuration.postgres.directURL {
+                do { migrationConnection = try PostgresConnection(direct, applicationName: "schemagen store") } catch {
+                    throw .database(error.failure(database: ConnectionURL.redacted(direct)))
+                }
+            } else {
+                configuration.migrations = .verify
+            }
+        }
         let migrator = Migrator(
-            database: PostgresMigrationDatabase(database.connection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
+            database: PostgresMigrationDatabase(migrationConnection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
         try self.init(database: database, migrator: migrator, schema: schema, migrations: scripts, configuration: configuration)
     }
 }

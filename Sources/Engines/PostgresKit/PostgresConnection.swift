@@ -48,6 +48,8 @@ public enum SQLState {
     public static let serializationFailure = "40001"
     /// A write in a read-only transaction (or session).
     public static let readOnlyTransaction = "25006"
+    /// A prepared statement's name the server does not know.
+    public static let invalidStatementName = "26000"
 }
 
 /// One libpq connection. Not shared between threads.
@@ -168,29 +170,44 @@ public final class PostgresConnection {
         }
     }
 
+    /// Whether `query` prepares each statement once, under a name, and runs it by name after
+    /// (a server parses and plans it once per connection). Off, every call sends its text as an
+    /// unnamed statement: what a transaction-pooling pgbouncer needs, where the next
+    /// transaction may run on another server connection that never saw the name.
+    public var preparesStatements = false
+    /// Names of the statements this connection prepared, by their text.
+    private var preparedNames: [String: String] = [:]
+    /// Names are never reused on a connection: a statement forgotten here may live on the server.
+    private var preparedCount = 0
+    /// Beyond this many, the oldest are forgotten at once (`DEALLOCATE ALL`): predicates built at
+    /// run time could otherwise fill the server's memory with one-off statements.
+    private static let preparedLimit = 512
+
     /// Runs one statement with `$1`, `$2`... parameters and returns its rows, typed from the
     /// result's column types: integers, reals, booleans (as 0 and 1), bytea as bytes, the rest text.
     public func query(_ sql: String, _ arguments: [StoredValue] = []) throws(PostgresError) -> [[StoredValue]] {
-        var texts: [String?] = arguments.map { value in
-            switch value {
-            case .null: nil
-            case .integer(let number): String(number)
-            case .real(let number): String(number)
-            case .text(let text): text
-            case .blob(let bytes): "\\x" + bytes.map { String(format: "%02x", $0) }.joined()
-            }
-        }
+        var texts: [String?] = arguments.map(Self.parameterText)
         var cStrings: [UnsafeMutablePointer<CChar>?] = texts.map { $0.map { strdup($0) } ?? nil }
         defer { cStrings.forEach { free($0) } }
+        let name = preparesStatements ? try preparedName(for: sql, parameterCount: arguments.count) : nil
         let result = cStrings.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { pointers in
-                PQexecParams(handle, sql, Int32(arguments.count), nil, pointers.baseAddress, nil, nil, 0)
+                if let name {
+                    PQexecPrepared(handle, name, Int32(arguments.count), pointers.baseAddress, nil, nil, 0)
+                } else {
+                    PQexecParams(handle, sql, Int32(arguments.count), nil, pointers.baseAddress, nil, nil, 0)
+                }
             }
         }
         texts.removeAll()
         defer { PQclear(result) }
         let status = PQresultStatus(result)
-        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else { throw error(from: result, sql: sql) }
+        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
+            let failure = error(from: result, sql: sql)
+            // Gone from the server (a `DEALLOCATE`, a pooler's reset): prepared again next time.
+            if failure.sqlState == SQLState.invalidStatementName { preparedNames.removeAll() }
+            throw failure
+        }
         changedRowCount = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
         let rows = Int(PQntuples(result)), columns = Int(PQnfields(result))
         var out: [[StoredValue]] = []
@@ -208,6 +225,33 @@ public final class PostgresConnection {
             out.append(values)
         }
         return out
+    }
+
+    /// The name of `sql` prepared on this connection, preparing it the first time.
+    private func preparedName(for sql: String, parameterCount: Int) throws(PostgresError) -> String {
+        if let name = preparedNames[sql] { return name }
+        if preparedNames.count >= Self.preparedLimit {
+            try execute("DEALLOCATE ALL")
+            preparedNames.removeAll()
+        }
+        preparedCount += 1
+        let name = "schemagen_\(preparedCount)"
+        let result = PQprepare(handle, name, sql, Int32(parameterCount), nil)
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw error(from: result, sql: sql) }
+        preparedNames[sql] = name
+        return name
+    }
+
+    /// A value as a text-format parameter (bytea in hex).
+    static func parameterText(_ value: StoredValue) -> String? {
+        switch value {
+        case .null: nil
+        case .integer(let number): String(number)
+        case .real(let number): String(number)
+        case .text(let text): text
+        case .blob(let bytes): "\\x" + bytes.map { String(format: "%02x", $0) }.joined()
+        }
     }
 
     /// A text-format value by its type's OID (pg_type): bool 16, int8 20, int2 21, int4 23,

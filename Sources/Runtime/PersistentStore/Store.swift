@@ -141,20 +141,23 @@ public actor Store {
         public var keys: KeySource = .default
         /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
         public var sqlite: SQLiteSettings = .applicationStore
-        /// PostgreSQL: where the listener that hears other connections' commits connects, when
-        /// not the store's own URL (a direct connection when the store's goes through a
-        /// transaction-pooling pgbouncer, which does not pass LISTEN on). Nil: the store's URL.
-        public var listenURL: String?
+        /// How the store talks to PostgreSQL: directly, or through a transaction pooler.
+        public var postgres: PostgresSettings = PostgresSettings()
+        /// Whether opening applies pending migrations (the default) or only checks that there
+        /// are none.
+        public var migrations: OpeningMigrations = .apply
 
         /// Options for opening a store; every one has a default.
         public init(
             busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
             historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
-            beforeCommit: (@Sendable () -> Void)? = nil
+            postgres: PostgresSettings = PostgresSettings(), migrations: OpeningMigrations = .apply, beforeCommit: (@Sendable () -> Void)? = nil
         ) {
             self.busyTimeout = busyTimeout
             self.keys = keys
             self.sqlite = sqlite
+            self.postgres = postgres
+            self.migrations = migrations
             self.author = author
             self.recordsHistory = recordsHistory
             self.historyRetention = historyRetention
@@ -212,7 +215,17 @@ public actor Store {
                 throw StoreError.databaseNewer(applied: newest, known: known)
             }
             if let problem = try migrator.validate().first { throw StoreError.migration(problem.description) }
-            try migrator.up()
+            switch configuration.migrations {
+            case .apply: try migrator.up()
+            case .verify:
+                let pending = try migrator.pendingUp(.all)
+                if !pending.isEmpty {
+                    let names = pending.map { String(format: "%04d", $0.version) + "_" + $0.name }.joined(separator: ", ")
+                    throw StoreError.migration(
+                        "\(pending.count) migration\(pending.count == 1 ? " is" : "s are") not applied (\(names)), and this store only verifies (Configuration.migrations = .verify, or a transaction pooler without postgres.directURL): apply them first with `migrate up`"
+                    )
+                }
+            }
         } catch let error as StoreError {
             throw error
         } catch {

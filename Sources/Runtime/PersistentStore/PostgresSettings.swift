@@ -1,0 +1,28 @@
+/// How the store talks to a PostgreSQL server: directly (the default), or through a
+/// transaction-pooling pgbouncer. docs/runtime.md ("Connections") explains each setting.
+public struct PostgresSettings: Sendable, Hashable {
+    /// The store's URL leads to a pooler that hands each transaction to whichever server
+    /// connection is free (pgbouncer's `pool_mode = transaction`). The store then keeps no state
+    /// in its session: statements are sent unnamed instead of prepared once, and nothing is
+    /// `SET`. LISTEN and the migrator's session lock need a session of their own: they use
+    /// `directURL`, and without one opening only verifies the migrations.
+    public var transactionPooler: Bool
+    /// A direct connection to the server, not through the pooler: where the listener that hears
+    /// other connections' commits connects and where opening applies migrations. Nil: the
+    /// store's URL.
+    public var directURL: String?
+
+    public init(transactionPooler: Bool = false, directURL: String? = nil) {
+        self.transactionPooler = transactionPooler
+        self.directURL = directURL
+    }
+}
+
+/// What opening a store does with migrations the database has not applied yet.
+public enum OpeningMigrations: Sendable, Hashable {
+    /// Applies them, under the migrator's lock (the default: one process, or the first of many).
+    case apply
+    /// Applies nothing: opening fails with `StoreError.migration` naming the pending ones. For
+    /// fleets that migrate as a deploy step (`migrate up`) before the new code starts.
+    case verify
+}
