@@ -2,8 +2,8 @@ import DatabaseLocation
 import Foundation
 import Migrator
 import MigratorPostgres
-import PostgresKit
 @_exported import PersistentStoreSQLite
+import PostgresKit
 import SQLDialects
 import SchemaMetadata
 

@@ -220,7 +220,7 @@ public actor Store {
             case .verify:
                 let pending = try migrator.pendingUp(.all)
                 if !pending.isEmpty {
-                    let names = pending.map { String(format: "%04d", $0.version) + "_" + $0.name }.joined(separator: ", ")
+                    let names = pending.map(\.label).joined(separator: ", ")
                     throw StoreError.migration(
                         "\(pending.count) migration\(pending.count == 1 ? " is" : "s are") not applied (\(names)), and this store only verifies (Configuration.migrations = .verify, or a transaction pooler without postgres.directURL): apply them first with `migrate up`"
                     )
