@@ -113,3 +113,65 @@ struct StorePgbouncerTests {
         #expect(named == [[.integer(0)]])
     }
 }
+
+/// A pool of stores runs calls side by side, never more than its size, each transaction whole
+/// on one connection, on either engine.
+@Suite(.serialized) struct StorePoolTests {
+    actor Gauge {
+        private(set) var current = 0
+        private(set) var highest = 0
+        func enter() {
+            current += 1
+            highest = max(highest, current)
+        }
+        func leave() { current -= 1 }
+    }
+
+    @Test(arguments: StoreEngine.available)
+    func callsRunSideBySideUpToTheSizeAndTransactionsStayWhole(_ engine: StoreEngine) async throws {
+        let pool = try StorePool(
+            url: try engine.freshURL(), size: 3, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+            configuration: .init(recordsHistory: true))
+        let gauge = Gauge()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    try await pool.withStore { store in
+                        await gauge.enter()
+                        try await store.insert(airport("K\(index)"))
+                        try await _Concurrency.Task.sleep(for: .milliseconds(30))
+                        await gauge.leave()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await gauge.highest == 3)
+        #expect(try await pool.read { try $0.count(Airport.self) } == 12)
+        // A failing transaction writes nothing and gives its store back.
+        struct Refused: Error {}
+        for _ in 0..<4 {
+            await #expect(throws: Refused.self) {
+                try await pool.transaction { store in
+                    try store.insert(airport("KBAD"))
+                    throw Refused()
+                }
+            }
+        }
+        #expect(try await pool.withStore { try await $0.count(Airport.self, where: #Predicate { $0.icao == "KBAD" }) } == 0)
+        let start = try await pool.observer.currentHistoryToken()
+        let stream = try await pool.changes(after: start)
+        try await pool.transaction { store in
+            try store.insert(airport("KSFO"))
+            try store.insert(airport("KLAX"))
+        }
+        let seen = try await collect(stream, count: 1, within: 20)
+        #expect(seen.first?.changes.count == 2)
+    }
+
+    @Test func aPoolNeedsAStore() throws {
+        #expect(throws: StoreError.self) {
+            _ = try StorePool(url: storePath(), size: 0, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        }
+    }
+}

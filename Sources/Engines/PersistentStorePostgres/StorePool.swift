@@ -1,0 +1,88 @@
+import PersistentStore
+import SchemaMetadata
+
+/// Several stores on one database, each on a connection of its own, for a server that serves
+/// requests concurrently: a `Store` is an actor on one connection, so it runs one call at a
+/// time; a pool of `size` runs up to `size` at once. Each call takes an idle store and gives it
+/// back when done, so a transaction runs whole on one connection. Calls beyond `size` wait
+/// their turn, first come first served.
+///
+///     let pool = try StorePool(url: ProcessInfo.processInfo.environment["DATABASE_URL"], size: 8,
+///                              schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+///     let delayed = try await pool.withStore { try await $0.fetch(Flight.self, where: #Predicate { $0.status == "Delayed" }) }
+///     try await pool.transaction { store in try store.insert(flight) }
+///
+/// Opening migrates once (the first store, with `configuration.migrations`); the others only
+/// verify. On SQLite the pool's stores are connections to one file: reads run side by side,
+/// writes take turns on SQLite's lock.
+public final class StorePool: Sendable {
+    /// Every store of the pool, opened.
+    public let stores: [Store]
+    private let idle: IdleStores
+
+    /// Opens `size` stores on the database the URL names (as `Store(url:)` does).
+    public init(
+        url: String? = nil, size: Int = 8, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Store.Configuration = Store.Configuration()
+    ) throws(StoreError) {
+        guard size >= 1 else { throw .unsupportedDatabase("a pool needs at least one store (size \(size))") }
+        var stores = [try Store(url: url, schema: schema, migrations: migrations, configuration: configuration)]
+        var others = configuration
+        others.migrations = .verify
+        for _ in 1..<size { stores.append(try Store(url: url, schema: schema, migrations: migrations, configuration: others)) }
+        self.stores = stores
+        idle = IdleStores(count: size)
+    }
+
+    /// The store that serves `changes()` here, and on which to `observe`: one listener for the
+    /// pool. It hears every store's commits, the pool's own included (they are other connections).
+    public var observer: Store { stores[0] }
+
+    /// Runs `body` with an idle store, which no other call uses meanwhile.
+    public func withStore<T: Sendable>(_ body: (Store) async throws -> T) async throws -> T {
+        let index = await idle.take()
+        do {
+            let result = try await body(stores[index])
+            await idle.give(back: index)
+            return result
+        } catch {
+            await idle.give(back: index)
+            throw error
+        }
+    }
+
+    /// `Store.transaction` on an idle store: all of it on one connection, or none of it.
+    public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) async throws -> T {
+        try await withStore { try await $0.transaction(body) }
+    }
+
+    /// `Store.read` on an idle store: one snapshot, on one connection.
+    public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) async throws -> T {
+        try await withStore { try await $0.read(body) }
+    }
+
+    /// `Store.changes` of `observer`.
+    public func changes(after token: HistoryToken? = nil, author: AuthorFilter = .any) async throws -> AsyncThrowingStream<HistoryTransaction, Error> {
+        try await observer.changes(after: token, author: author)
+    }
+}
+
+/// Which stores are free, and who waits for one.
+private actor IdleStores {
+    private var free: [Int]
+    private var waiting: [CheckedContinuation<Int, Never>] = []
+
+    init(count: Int) { free = Array((0..<count).reversed()) }
+
+    func take() async -> Int {
+        if let index = free.popLast() { return index }
+        return await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func give(back index: Int) {
+        if waiting.isEmpty {
+            free.append(index)
+        } else {
+            waiting.removeFirst().resume(returning: index)
+        }
+    }
+}
