@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""The store on PostgreSQL against libpq driven by hand with the same statements (an upsert per
-row returning its key, in one transaction; every row fetched back into models), on a throwaway
-server, in one run: rounds alternate store and raw (odd rounds in reverse), each on a fresh
-database; rows/s are medians, and each ratio is the median of the rounds' own ratios."""
+"""The store on PostgreSQL against libpq driven by hand, on a throwaway server, in one run:
+
+- insert, upsert, fetch: the same statements prepared the same way (an upsert per row
+  returning its key, pipelined in batches, in one transaction; every row fetched into models);
+- bulk: one insert of many rows through the store, against COPY of the same rows;
+- clients: single-row writes from 8 concurrent clients (a StorePool of 8), against 8 libpq
+  connections on threads writing each row with a prepared INSERT in autocommit.
+
+Rounds alternate store and baseline (odd rounds in reverse), each on a fresh database; rates
+are medians, and each ratio is the median of the rounds' own ratios."""
 import os
 import statistics
 import subprocess
@@ -11,34 +17,53 @@ import sys
 from common import throwaway_postgres
 
 ROWS = int(os.environ.get("BENCH_PG_STORE_ROWS", "20000"))
+BULK_ROWS = int(os.environ.get("BENCH_PG_BULK_ROWS", "100000"))
+CLIENT_ROWS = int(os.environ.get("BENCH_PG_CLIENT_ROWS", "8000"))
+CLIENTS = int(os.environ.get("BENCH_PG_CLIENTS", "8"))
 ROUNDS = int(os.environ.get("BENCH_PG_STORE_ROUNDS", "5"))
 
 
-def run(binary, base, mode, round_number):
-    database = f"store_{mode.replace('-', '_')}_{round_number}"
+def run(binary, base, arguments, round_number):
+    database = f"store_{arguments[0].replace('-', '_')}_{round_number}"
     subprocess.run(["psql", f"{base}/postgres", "-q", "-c", f"CREATE DATABASE {database}"], check=True, stdout=subprocess.DEVNULL)
-    result = subprocess.run([binary, mode, str(ROWS), f"{base}/{database}"], capture_output=True, text=True)
+    result = subprocess.run([binary, *arguments, f"{base}/{database}"], capture_output=True, text=True)
     if result.returncode != 0:
-        sys.exit(f"store-benchmark {mode} failed: {result.stderr}")
+        sys.exit(f"store-benchmark {' '.join(arguments)} failed: {result.stderr}")
     parts = result.stdout.split()
     return dict(zip(parts[0::2], map(float, parts[1::2])))
 
 
+def compare(binary, base, ours, theirs):
+    """Alternating rounds of two argument lists; each one's samples."""
+    samples = {0: [], 1: []}
+    for round_number in range(ROUNDS):
+        order = [(0, ours), (1, theirs)] if round_number % 2 == 0 else [(1, theirs), (0, ours)]
+        for key, arguments in order:
+            samples[key].append(run(binary, base, arguments, round_number))
+    return samples[0], samples[1]
+
+
+def report(name, phase, rows, ours, theirs, baseline):
+    rate = rows / statistics.median(s[phase] for s in ours)
+    other = rows / statistics.median(s[phase] for s in theirs)
+    ratio = statistics.median(t[phase] / o[phase] for o, t in zip(ours, theirs))
+    print(f"bench {name} {rate:.0f} rows/s ratio={ratio:.2f} baseline={baseline}({other:.0f}rows/s)")
+
+
 def main():
     binary = sys.argv[1]
-    samples = {"postgres-store": [], "postgres-raw": []}
     with throwaway_postgres("store-postgres") as base:
-        for round_number in range(ROUNDS):
-            modes = ["postgres-store", "postgres-raw"]
-            for mode in (modes if round_number % 2 == 0 else modes[::-1]):
-                samples[mode].append(run(binary, base, mode, round_number))
-    rows = {"insert": ROWS, "upsert": ROWS, "fetch": ROWS + ROWS // 2}
-    for phase in ("insert", "upsert", "fetch"):
-        ours = rows[phase] / statistics.median(s[phase] for s in samples["postgres-store"])
-        theirs = rows[phase] / statistics.median(s[phase] for s in samples["postgres-raw"])
-        ratio = statistics.median(r[phase] / s[phase] for s, r in zip(samples["postgres-store"], samples["postgres-raw"]))
-        print(f"bench store_postgres_{phase}_{ROWS}_flights {ours:.0f} rows/s ratio={ratio:.2f} baseline=libpq_same_statements({theirs:.0f}rows/s)")
-    print(f"# {ROWS} flights, {ROUNDS} alternating rounds, each on a fresh database (target 0.9 or more)", file=sys.stderr)
+        ours, theirs = compare(binary, base, ["postgres-store", str(ROWS)], ["postgres-raw", str(ROWS)])
+        rows = {"insert": ROWS, "upsert": ROWS, "fetch": ROWS + ROWS // 2}
+        for phase in ("insert", "upsert", "fetch"):
+            report(f"store_postgres_{phase}_{ROWS}_flights", phase, rows[phase], ours, theirs, "libpq_same_statements")
+        ours, theirs = compare(binary, base, ["postgres-bulk-store", str(BULK_ROWS)], ["postgres-bulk-copy", str(BULK_ROWS)])
+        report(f"store_postgres_bulk_insert_{BULK_ROWS}_flights", "insert", BULK_ROWS, ours, theirs, "COPY")
+        ours, theirs = compare(binary, base, ["postgres-clients-store", str(CLIENTS), str(CLIENT_ROWS)],
+                               ["postgres-clients-raw", str(CLIENTS), str(CLIENT_ROWS)])
+        report(f"store_postgres_{CLIENTS}_clients_single_row_writes", "writes", CLIENT_ROWS, ours, theirs, "libpq_autocommit_inserts")
+    print(f"# {ROWS} flights (bulk {BULK_ROWS}, clients {CLIENTS} x {CLIENT_ROWS // CLIENTS}), {ROUNDS} alternating rounds, "
+          "each on a fresh database (target 0.9 or more for insert, upsert and fetch)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,37 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.fetch(Airport.self).map(\.icao) == ["KSFO"])
     }
 
+    /// Bulk writes of more rows than one pipeline batch: new rows get their keys, rows whose
+    /// unique value is stored update it and get its key, each row is in the history, and a row
+    /// that fails undoes the whole call.
+    @Test(arguments: StoreEngine.available)
+    func bulkWritesKeyEveryRowAndFailWhole(_ engine: StoreEngine) async throws {
+        let store = try engine.flights(at: try engine.freshURL(), history: true)
+        let sfo = try await store.insert(airport("KSFO"))
+        let count = Store.pipelineBatch * 2 + 7
+        let firstPass = try await store.insert((0..<count).map { flight("F\($0)", origin: sfo.id, distance: $0) })
+        #expect(Set(firstPass.compactMap(\.id)).count == count)
+        // Half again (their ident is unique), half new, in one call.
+        let secondPass = try await store.insert((count / 2..<(count + count / 2)).map { flight("F\($0)", origin: sfo.id, distance: $0 + 10_000) })
+        #expect(try await store.count(Flight.self) == count + count / 2)
+        for written in secondPass {
+            let stored = try #require(try await store.model(Flight.self, key: written.id!), "\(written.ident) is stored under the key returned")
+            #expect(stored.ident == written.ident && stored.routeDistance == written.routeDistance)
+        }
+        #expect(secondPass.first?.id == firstPass[count / 2].id)
+        let start = try await store.currentHistoryToken()
+        // A flight from an airport that does not exist, in the middle: nothing of the call stays.
+        var batch = (0..<300).map { flight("G\($0)", origin: sfo.id) }
+        batch[150] = flight("G150", origin: 999_999)
+        await #expect(throws: StoreError.self) { try await store.insert(batch) }
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.ident.starts(with: "G") }) == 0)
+        #expect(try await store.history(after: start).isEmpty)
+        // The connection is usable after the failure, and each row of a bulk write is recorded.
+        try await store.insert((0..<300).map { flight("H\($0)", origin: sfo.id) })
+        let history = try await store.history(after: start)
+        #expect(history.count == 1 && history.first?.changes.count == 300)
+    }
+
     @Test(arguments: StoreEngine.available)
     func transactionsRollBackWholeAndSavepointsInside(_ engine: StoreEngine) async throws {
         let store = try engine.flights()

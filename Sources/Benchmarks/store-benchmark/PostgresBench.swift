@@ -4,9 +4,10 @@ import PersistentStorePostgres
 import PostgresKit
 import SchemaMetadata
 
-/// The store on PostgreSQL against libpq driven by hand (PostgresKit's thin connection: the
-/// same `PQexecParams` calls the store's adapter makes), with the same statements: an upsert
-/// per row returning its key, in one transaction; then every row read back into models.
+/// The store on PostgreSQL against libpq driven by hand (PostgresKit's thin connection), with
+/// the same statements prepared the same way: an upsert per row returning its key, sent in
+/// pipelined batches of the store's size, in one transaction; then every row read back into
+/// models. Also a bulk insert against COPY, and single-row writes from concurrent clients.
 enum PostgresBench {
     static func viaStore(url: String, _ first: consuming [Flight], _ second: consuming [Flight]) async throws -> (Double, Double, Double) {
         let store = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
@@ -33,23 +34,16 @@ enum PostgresBench {
         let insertSQL =
             "INSERT INTO \"flights\" (\(list)) VALUES (\(marks)) ON CONFLICT (\"ident\") DO UPDATE SET "
             + columns.dropFirst().map { "\"\($0)\" = excluded.\"\($0)\"" }.joined(separator: ", ") + " RETURNING \"id\""
-        func values(_ flight: Flight) -> [StoredValue] {
-            func date(_ value: Date?) -> StoredValue { value.map { .text(StoredDate.text($0)) } ?? .null }
-            func int(_ value: Int?) -> StoredValue { value.map { .integer(Int64($0)) } ?? .null }
-            return [
-                .text(flight.ident), date(flight.actualOff), date(flight.scheduledOff), date(flight.estimatedOff), date(flight.scheduledOn),
-                date(flight.estimatedOn), date(flight.actualOn), flight.progressPercent.map(StoredValue.real) ?? .null, .text(flight.status),
-                int(flight.routeDistance), int(flight.filedAirspeed), int(flight.filedAltitude), flight.aircraftType.map(StoredValue.text) ?? .null,
-                flight.originID.map(StoredValue.integer) ?? .null, flight.destinationID.map(StoredValue.integer) ?? .null,
-                flight.airlineID.map(StoredValue.integer) ?? .null,
-            ]
-        }
+        connection.preparesStatements = true
         func write(_ flights: [Flight]) throws -> [Int64] {
             var ids: [Int64] = []
             ids.reserveCapacity(flights.count)
             try connection.execute("BEGIN")
-            for flight in flights {
-                if case .integer(let id)? = try connection.query(insertSQL, values(flight)).first?.first { ids.append(id) }
+            for start in stride(from: 0, to: flights.count, by: Store.pipelineBatch) {
+                let batch = flights[start..<min(start + Store.pipelineBatch, flights.count)].map { (insertSQL, values($0)[...]) }
+                for rows in try connection.pipeline(batch) {
+                    if case .integer(let id)? = rows.first?.first { ids.append(id) }
+                }
             }
             try connection.execute("COMMIT")
             return ids
@@ -79,4 +73,103 @@ enum PostgresBench {
         guard fetched.count == first.count + second.count / 2, !ids.isEmpty else { throw CancellationError() }
         return (insert, upsert, fetch)
     }
+
+    /// A flight's values in the order of `StoreBenchmark.columns`.
+    static func values(_ flight: Flight) -> [StoredValue] {
+        func date(_ value: Date?) -> StoredValue { value.map { .text(StoredDate.text($0)) } ?? .null }
+        func int(_ value: Int?) -> StoredValue { value.map { .integer(Int64($0)) } ?? .null }
+        return [
+            .text(flight.ident), date(flight.actualOff), date(flight.scheduledOff), date(flight.estimatedOff), date(flight.scheduledOn),
+            date(flight.estimatedOn), date(flight.actualOn), flight.progressPercent.map(StoredValue.real) ?? .null, .text(flight.status),
+            int(flight.routeDistance), int(flight.filedAirspeed), int(flight.filedAltitude), flight.aircraftType.map(StoredValue.text) ?? .null,
+            flight.originID.map(StoredValue.integer) ?? .null, flight.destinationID.map(StoredValue.integer) ?? .null,
+            flight.airlineID.map(StoredValue.integer) ?? .null,
+        ]
+    }
+
+    static func migrated(_ url: String) throws -> Store {
+        try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+    }
+
+    /// Seconds for the store to insert `flights` in one call (history off, as COPY keeps none).
+    static func bulkViaStore(url: String, _ flights: consuming [Flight]) async throws -> Double {
+        let store = try migrated(url)
+        let count = flights.count
+        let start = DispatchTime.now().uptimeNanoseconds
+        let inserted = try await store.insert(consume flights)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        guard inserted.count == count, try await store.count(Flight.self) == count else { throw CancellationError() }
+        return seconds
+    }
+
+    /// Seconds for `COPY ... FROM STDIN` of the same rows, in one transaction.
+    static func bulkViaCopy(url: String, _ flights: [Flight]) throws -> Double {
+        _ = try migrated(url)
+        let connection = try PostgresConnection(url)
+        var copied = 0
+        let seconds = try StoreBenchmark.seconds {
+            try connection.execute("BEGIN")
+            copied = try connection.copy(into: "flights", columns: StoreBenchmark.columns, rows: flights.lazy.map(values))
+            try connection.execute("COMMIT")
+        }
+        guard copied == flights.count else { throw CancellationError() }
+        return seconds
+    }
+
+    /// Seconds for `clients` clients to write `flights` between them, one row per call: a
+    /// `StorePool` of that size, each client a task.
+    static func clientsViaStore(url: String, clients: Int, _ flights: [Flight]) async throws -> Double {
+        _ = try migrated(url)
+        let pool = try StorePool(
+            url: url, size: clients, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in 0..<clients {
+                let share = Array(flights[(client * flights.count / clients)..<((client + 1) * flights.count / clients)])
+                group.addTask {
+                    for flight in share { try await pool.withStore { _ = try await $0.insert(flight) } }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        guard try await pool.withStore({ try await $0.count(Flight.self) }) == flights.count else { throw CancellationError() }
+        return seconds
+    }
+
+    /// The same through `clients` libpq connections on threads of their own, each row one
+    /// prepared INSERT ... RETURNING in autocommit, as a hand-written server would.
+    static func clientsViaLibpq(url: String, clients: Int, _ flights: [Flight]) throws -> Double {
+        _ = try migrated(url)
+        let columns = StoreBenchmark.columns
+        let sql =
+            "INSERT INTO \"flights\" (\(columns.map { "\"\($0)\"" }.joined(separator: ", "))) VALUES (\(columns.indices.map { "$\($0 + 1)" }.joined(separator: ", "))) RETURNING \"id\""
+        let connections = try (0..<clients).map { _ in try PostgresConnection(url) }
+        for connection in connections { connection.preparesStatements = true }
+        let failures = Failures()
+        let shared = UncheckedConnections(connections)
+        let seconds = try StoreBenchmark.seconds {
+            DispatchQueue.concurrentPerform(iterations: clients) { client in
+                let connection = shared.connections[client]
+                for index in (client * flights.count / clients)..<((client + 1) * flights.count / clients) {
+                    do { _ = try connection.query(sql, values(flights[index])) } catch { failures.record() }
+                }
+            }
+        }
+        guard failures.count == 0, try connections[0].query("SELECT count(*) FROM flights") == [[.integer(Int64(flights.count))]] else { throw CancellationError() }
+        return seconds
+    }
+}
+
+/// Connections handed to threads, each used by one thread only.
+private final class UncheckedConnections: @unchecked Sendable {
+    let connections: [PostgresConnection]
+    init(_ connections: [PostgresConnection]) { self.connections = connections }
+}
+
+private final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failed = 0
+    func record() { lock.withLock { failed += 1 } }
+    var count: Int { lock.withLock { failed } }
 }

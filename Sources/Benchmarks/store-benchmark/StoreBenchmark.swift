@@ -20,7 +20,10 @@ import SchemaMetadata
 /// microseconds. `latency store-postgres|poll-postgres COUNT URL` does the same on a PostgreSQL
 /// database: LISTEN/NOTIFY against polling the history table every millisecond.
 /// `postgres-store|postgres-raw ROWS URL`: the insert, upsert and fetch above on PostgreSQL,
-/// through the store or through libpq by hand.
+/// through the store or through libpq by hand. `postgres-bulk-store|postgres-bulk-copy ROWS
+/// URL`: one bulk insert through the store, or COPY. `postgres-clients-store|postgres-clients-raw
+/// CLIENTS ROWS URL`: single-row writes from concurrent clients (a `StorePool`, or threads with
+/// a libpq connection each).
 @main
 struct StoreBenchmark {
     static func main() async throws {
@@ -62,11 +65,30 @@ struct StoreBenchmark {
             print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
             return
         }
+        if arguments.count == 4, ["postgres-bulk-store", "postgres-bulk-copy"].contains(arguments[1]), let rows = Int(arguments[2]) {
+            let flights = (0..<rows).map(flight)
+            let seconds =
+                arguments[1] == "postgres-bulk-copy"
+                ? try PostgresBench.bulkViaCopy(url: arguments[3], flights) : try await PostgresBench.bulkViaStore(url: arguments[3], flights)
+            print(String(format: "insert %.4f", seconds))
+            return
+        }
+        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-raw"].contains(arguments[1]), let clients = Int(arguments[2]),
+            let rows = Int(arguments[3])
+        {
+            let flights = (0..<rows).map(flight)
+            let seconds =
+                arguments[1] == "postgres-clients-raw"
+                ? try PostgresBench.clientsViaLibpq(url: arguments[4], clients: clients, flights)
+                : try await PostgresBench.clientsViaStore(url: arguments[4], clients: clients, flights)
+            print(String(format: "writes %.4f", seconds))
+            return
+        }
         let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
                         .utf8))
             exit(2)
         }

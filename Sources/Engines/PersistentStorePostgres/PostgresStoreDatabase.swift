@@ -90,6 +90,13 @@ final class PostgresStoreDatabase: StoreDatabase {
         try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
     }
 
+    /// A round trip per statement is what bulk writes would wait on: they pipeline.
+    var pipelinesStatements: Bool { true }
+
+    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
+        try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.text, $0.arguments) }) }
+    }
+
     func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
         if case .integer(let value)? = try query(text, arguments).first?.first { return value }
         return nil

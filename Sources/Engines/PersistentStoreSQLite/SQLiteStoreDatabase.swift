@@ -28,6 +28,15 @@ final class SQLiteStoreDatabase: StoreDatabase {
     }
 
     var label: String { filePath ?? ":memory:" }
+    /// Statements run in-process: one by one costs nothing more.
+    var pipelinesStatements: Bool { false }
+
+    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
+        var results: [[[StoredValue]]] = []
+        for statement in statements { results.append(try query(statement.text, statement.arguments)) }
+        return results
+    }
+
     var stepsThroughRows: Bool { true }
     /// Files beside the database (a temporary folder for one in memory).
     var keepsExternalValuesInDatabase: Bool { false }

@@ -209,6 +209,11 @@ public final class PostgresConnection {
             throw failure
         }
         changedRowCount = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+        return Self.rows(of: result)
+    }
+
+    /// A result's rows, typed by their columns' types.
+    private static func rows(of result: OpaquePointer?) -> [[StoredValue]] {
         let rows = Int(PQntuples(result)), columns = Int(PQnfields(result))
         var out: [[StoredValue]] = []
         out.reserveCapacity(rows)
@@ -225,6 +230,126 @@ public final class PostgresConnection {
             out.append(values)
         }
         return out
+    }
+
+    /// Runs statements in libpq's pipeline mode: all are sent before any result is read, so
+    /// the server works through them without waiting for a round trip each; each statement's
+    /// rows come back in order. The first failure stops the rest (the server skips them up to
+    /// the end of the pipeline) and is thrown. Inside a transaction the pipeline is part of it.
+    /// Batches of a few hundred keep both sides' buffers from filling while neither reads.
+    public func pipeline(_ statements: [(sql: String, arguments: ArraySlice<StoredValue>)]) throws(PostgresError) -> [[[StoredValue]]] {
+        guard !statements.isEmpty else { return [] }
+        var names: [String?] = []
+        names.reserveCapacity(statements.count)
+        for statement in statements {
+            names.append(preparesStatements ? try preparedName(for: statement.sql, parameterCount: statement.arguments.count) : nil)
+        }
+        guard PQenterPipelineMode(handle) == 1 else { throw error(from: nil, sql: nil) }
+        defer { PQexitPipelineMode(handle) }
+        var sendFailure: PostgresError?
+        for (statement, name) in zip(statements, names) {
+            let texts = statement.arguments.map(Self.parameterText)
+            let cStrings: [UnsafeMutablePointer<CChar>?] = texts.map { $0.map { strdup($0) } ?? nil }
+            defer { cStrings.forEach { free($0) } }
+            let sent = cStrings.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { pointers in
+                    if let name {
+                        PQsendQueryPrepared(handle, name, Int32(texts.count), pointers.baseAddress, nil, nil, 0)
+                    } else {
+                        PQsendQueryParams(handle, statement.sql, Int32(texts.count), nil, pointers.baseAddress, nil, nil, 0)
+                    }
+                }
+            }
+            if sent != 1 {
+                sendFailure = error(from: nil, sql: statement.sql)
+                break
+            }
+        }
+        if let sendFailure, !isConnected { throw sendFailure }
+        guard PQpipelineSync(handle) == 1 else { throw error(from: nil, sql: nil) }
+        var results: [[[StoredValue]]] = []
+        results.reserveCapacity(statements.count)
+        var failure: PostgresError? = sendFailure
+        // Each statement's results end with a null; the pipeline ends with its sync result.
+        while true {
+            guard let result = PQgetResult(handle) else {
+                guard isConnected else { throw failure ?? error(from: nil, sql: nil) }
+                continue
+            }
+            defer { PQclear(result) }
+            let status = PQresultStatus(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+            switch status {
+            case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+                results.append(Self.rows(of: result))
+            case PGRES_PIPELINE_ABORTED:
+                break
+            default:
+                let statementFailure = error(from: result, sql: results.count < statements.count ? statements[results.count].sql : nil)
+                if statementFailure.sqlState == SQLState.invalidStatementName { preparedNames.removeAll() }
+                if failure == nil { failure = statementFailure }
+                if statementFailure.connectionLost { throw statementFailure }
+            }
+        }
+        if let failure { throw failure }
+        return results
+    }
+
+    /// Loads rows with `COPY table (columns) FROM STDIN` (text format), the server's fastest
+    /// way in; returns how many rows it took. Values are sent as `query` binds them.
+    public func copy(into table: String, columns: [String], rows: some Sequence<[StoredValue]>) throws(PostgresError) -> Int {
+        let quoted = columns.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ", ")
+        let sql = "COPY \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\" (\(quoted)) FROM STDIN"
+        let start = PQexec(handle, sql)
+        let status = PQresultStatus(start)
+        if status != PGRES_COPY_IN {
+            defer { PQclear(start) }
+            throw error(from: start, sql: sql)
+        }
+        PQclear(start)
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        func flush() -> Bool {
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return buffer.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { PQputCopyData(handle, $0.baseAddress, Int32($0.count)) == 1 }
+            }
+        }
+        var sent = true
+        for row in rows where sent {
+            for (index, value) in row.enumerated() {
+                if index > 0 { buffer.append(9) }
+                guard let text = Self.parameterText(value) else {
+                    buffer += [92, 78]  // \N
+                    continue
+                }
+                for byte in text.utf8 {
+                    switch byte {
+                    case 92: buffer += [92, 92]
+                    case 9: buffer += [92, 116]
+                    case 10: buffer += [92, 110]
+                    case 13: buffer += [92, 114]
+                    default: buffer.append(byte)
+                    }
+                }
+            }
+            buffer.append(10)
+            if buffer.count >= 1 << 16 { sent = flush() }
+        }
+        if sent, !buffer.isEmpty { sent = flush() }
+        PQputCopyEnd(handle, sent ? nil : "the client stopped sending")
+        var failure: PostgresError?
+        var count = 0
+        while let result = PQgetResult(handle) {
+            if PQresultStatus(result) == PGRES_COMMAND_OK {
+                count = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+            } else if failure == nil {
+                failure = error(from: result, sql: sql)
+            }
+            PQclear(result)
+        }
+        if let failure { throw failure }
+        return count
     }
 
     /// The name of `sql` prepared on this connection, preparing it the first time.

@@ -272,6 +272,7 @@ public actor Store {
     }
 
     private func upsertInPlace<M: PersistentModel>(_ models: inout [M]) throws(StoreError) {
+        if database.pipelinesStatements, models.count > 1, try pipelineUpserts(&models) { return }
         for index in models.indices { models[index] = try upsert(models[index]) }
     }
 
@@ -659,7 +660,7 @@ public actor Store {
     static let upsertRunLength = 256
 
     /// The implicit key of the stored row whose key or unique values `values` hold.
-    private func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+    func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
         // The lookups of a row shape are worked out once: bulk upserts ask per updated row.
         let shape = UpsertShape(table: entity.table, hasKey: columns.startIndex == 0, columnCount: columns.count)
         let lookups: [KeyLookup]

@@ -25,6 +25,12 @@ public protocol StoreDatabase: AnyObject {
     func execute(_ script: String) throws(DatabaseFailure)
     /// Runs one statement with its arguments and returns its rows.
     func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]]
+    /// Whether `pipeline` spares round trips (a server): bulk writes then send their rows'
+    /// statements in batches. SQLite runs statements in-process; there is nothing to spare.
+    var pipelinesStatements: Bool { get }
+    /// Runs statements and returns each one's rows, in order, as `query` would one by one; a
+    /// server adapter sends them all before reading any result. The first failure is thrown.
+    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]]
     /// Whether rows are read one at a time as the engine steps through them (SQLite), rather
     /// than arriving whole (a server's result).
     var stepsThroughRows: Bool { get }
