@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "flights", targets: ["flights"]),
         .executable(name: "todo", targets: ["todo"]),
+        .executable(name: "bookmarks", targets: ["bookmarks"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "PersistentStoreSQLite", targets: ["PersistentStoreSQLite"]),
         .library(name: "PersistentStorePostgres", targets: ["PersistentStorePostgres"]),
@@ -125,11 +126,13 @@ let package = Package(
         ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
-        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite"]),
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite", "PersistentStorePostgres"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
-        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite"]),
+        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite", "PersistentStorePostgres", "DatabaseLocation"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
+        // The SQLite-only app: LinkageTests checks that it links no libpq.
+        .executableTarget(name: "bookmarks", dependencies: ["PluginExample", "PersistentStoreSQLite"]),
         // Measures the store against the raw C API for bench/run (not a product).
         .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
 
@@ -152,7 +155,7 @@ let package = Package(
         .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "TestSupport"]),
         .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "Diagnostics", "TestSupport"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
@@ -183,7 +186,7 @@ let layers: [String: [String]] = [
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres"],
     "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
-    "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo"],
+    "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks"],
     "Benchmarks": ["store-benchmark"],
     "Fuzzers": ["SchemaFuzz", "PlannerFuzz"],
 ]

@@ -2,9 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
-/// An application links only what it uses: a SQLite-only app that uses the store links the
-/// runtime alone. It loads neither libpq (the PostgreSQL adapter) nor libyaml (the schema
-/// reader), and no tool module is linked into it statically.
+/// An application links only what it uses: a SQLite-only app that uses the store (`bookmarks`)
+/// links the runtime alone. It loads neither libpq (the PostgreSQL adapter) nor libyaml (the
+/// schema reader), and no tool module is linked into it statically. The examples that open
+/// either engine (`flights`, `todo`) link libpq, and still no tool module.
 @Suite struct LinkageTests {
     /// What a command prints for a built product.
     static func output(_ command: [String], of product: String) throws -> String {
@@ -23,16 +24,30 @@ import Testing
     /// Whether a module's mangled name appears among a product's defined symbols.
     static func definesSymbols(of module: String, in symbols: String) -> Bool { symbols.contains("\(module.count)\(module)") }
 
-    static let toolModules = ["YAMLReader", "SchemaKit", "MigrationPlanner", "Mustache", "CodeGeneration", "PostgresKit", "MigratorPostgres"]
+    /// Modules of the command-line tools, which no app needs.
+    static let toolModules = ["YAMLReader", "SchemaKit", "MigrationPlanner", "Mustache", "CodeGeneration"]
 
-    @Test(arguments: ["flights", "todo"])
-    func aSQLiteOnlyAppLinksTheRuntimeAlone(product: String) throws {
+    @Test func aSQLiteOnlyAppLinksTheRuntimeAlone() throws {
+        let product = "bookmarks"
         let libraries = try Self.libraries(of: product)
         #expect(Self.links(libraries, "libsqlite3."), "\(product) reads SQLite: \(libraries)")
         #expect(!Self.links(libraries, "libpq."), "\(product): \(libraries)")
         #expect(!Self.links(libraries, "libyaml"), "\(product): \(libraries)")
         let symbols = try Self.output(["nm", "--defined-only"], of: product)
         #expect(Self.definesSymbols(of: "MigratorSQLite", in: symbols), "the check reads \(product)'s symbols")
+        for module in Self.toolModules + ["PostgresKit", "MigratorPostgres", "PersistentStorePostgres"] {
+            #expect(!Self.definesSymbols(of: module, in: symbols), "\(module) is linked into \(product)")
+        }
+    }
+
+    /// The examples open SQLite or PostgreSQL by URL: they link libpq, and no tool module.
+    @Test(arguments: ["flights", "todo"])
+    func theExamplesLinkBothEnginesAndNoTool(product: String) throws {
+        let libraries = try Self.libraries(of: product)
+        #expect(Self.links(libraries, "libsqlite3.") && Self.links(libraries, "libpq."), "\(product): \(libraries)")
+        #expect(!Self.links(libraries, "libyaml"), "\(product): \(libraries)")
+        let symbols = try Self.output(["nm", "--defined-only"], of: product)
+        #expect(Self.definesSymbols(of: "PersistentStorePostgres", in: symbols), "the check reads \(product)'s symbols")
         for module in Self.toolModules {
             #expect(!Self.definesSymbols(of: module, in: symbols), "\(module) is linked into \(product)")
         }

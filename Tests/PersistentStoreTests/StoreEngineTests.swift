@@ -434,7 +434,13 @@ struct StorePostgresOpeningTests {
     @Test func aSchemaWithoutPostgreSQLMigrationsIsRefusedWithTheFix() throws {
         let url = try StoreEngine.postgres.freshURL()
         #expect {
-            _ = try Store(url: url, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+            // Generated before `postgres` was among the schema's dialects.
+            let sqliteOnly = TodoSchema.migrations.map { migration in
+                var migration = migration
+                migration.dialects = [:]
+                return migration
+            }
+            _ = try Store(url: url, schema: TodoSchema.descriptor, migrations: sqliteOnly)
         } throws: { error in
             "\(error)".contains("add `postgres` to the schema's `dialects:`")
         }

@@ -2,7 +2,7 @@ import CommandLineKit
 import ExampleModels
 import Foundation
 import PersistentStore
-import PersistentStoreSQLite
+import PersistentStorePostgres
 
 /// `flights`: the SwiftData article's app on the command line.
 public enum FlightsTool {
@@ -14,11 +14,11 @@ public enum FlightsTool {
 
     static func open(_ arguments: ParsedArguments, io: CommandIO) -> Store? {
         guard let path = arguments.value("database") else {
-            io.writeError("flights: error: pass --database PATH\n")
+            io.writeError("flights: error: pass --database PATH (a SQLite file) or --database postgres://...\n")
             return nil
         }
         do {
-            return try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+            return try Store(url: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
         } catch {
             io.writeError("flights: error: \(error)\n")
             return nil
@@ -38,7 +38,9 @@ enum LoadCommand: Command {
             1 nothing stored (--strict with a rejection, or a database error); 2 usage or I/O error.
             """,
         options: [
-            .value("database", short: "d", valueName: "path", help: "The SQLite file (created when missing), or sqlite:path; a URL of another scheme is refused."),
+            .value(
+                "database", short: "d", valueName: "path|url",
+                help: "The SQLite file (created when missing), sqlite:path, or a postgres:// URL (migrated when behind); a URL of another scheme is refused."),
             .flag("strict", help: "Store nothing unless every record of every file can be stored (one transaction)."),
         ],
         arguments: [ArgumentSpec("DIR", help: "The folder of JSON files.", isRequired: true)])
@@ -99,7 +101,7 @@ enum QueryCommand: Command {
     static let spec = CommandSpec(
         name: "query", abstract: "Print flights matching the filters: ident, origin, destination, airline, distance.",
         options: [
-            .value("database", short: "d", valueName: "path", help: "The SQLite file, or sqlite:path; a URL of another scheme is refused."),
+            .value("database", short: "d", valueName: "path|url", help: "The SQLite file, sqlite:path, or a postgres:// URL; a URL of another scheme is refused."),
             .value("origin", valueName: "icao", help: "Only flights from this airport."),
             .value("destination", valueName: "icao", help: "Only flights to this airport."),
             .value("airline", valueName: "code", help: "Only this airline's flights."),

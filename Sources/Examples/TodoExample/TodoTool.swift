@@ -1,9 +1,10 @@
 import CommandLineKit
+import DatabaseLocation
 import ExampleModels
 import Foundation
 import JSONDocument
 import PersistentStore
-import PersistentStoreSQLite
+import PersistentStorePostgres
 import SchemaMetadata
 
 /// `todo`: the widget article's app and widget on the command line. One terminal plays the app
@@ -20,7 +21,9 @@ public enum TodoTool {
 
     static let common: [OptionSpec] = [
         .value(
-            "database", short: "d", valueName: "path", help: "The SQLite file, or sqlite:path (default: $TODO_DATABASE, else todo.sqlite). A URL of another scheme is refused, never created as a file."
+            "database", short: "d", valueName: "path|url",
+            help:
+                "The SQLite file, sqlite:path, or a postgres:// URL to share the list across machines (default: $TODO_DATABASE, else todo.sqlite). A URL of another scheme is refused, never created as a file."
         ),
         .value("author", valueName: "name", help: "Recorded with each change this process makes (default: $TODO_AUTHOR, else todo)."),
     ]
@@ -52,7 +55,7 @@ public enum TodoTool {
             }
         }
         do {
-            return try Store(path: databasePath(arguments, io: io), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration)
+            return try Store(url: databasePath(arguments, io: io), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration)
         } catch {
             if case .unsupportedDatabase = error { openFailure = .usageOrIO }
             io.writeError("todo: error: \(error)\n")
@@ -343,7 +346,7 @@ enum WatchCommand: Command {
         return TodoTool.perform(io) {
             try runToCompletion {
                 let stream = try await store.changes(author: filter)
-                io.writeError("todo: watching \(TodoTool.databasePath(arguments, io: io)) (interrupt to stop)\n")
+                io.writeError("todo: watching \(DatabaseLocation.redacted(TodoTool.databasePath(arguments, io: io))) (interrupt to stop)\n")
                 for try await transaction in stream {
                     for change in transaction.changes where change.isOf(TodoItem.self) {
                         io.writeOutput(try await line(for: change, in: transaction, store: store) + "\n")
