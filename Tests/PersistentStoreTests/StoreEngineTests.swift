@@ -172,6 +172,39 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.count(Flight.self) == 0)
     }
 
+    /// Two stores (two connections, as two processes have) increment one value at once, each
+    /// increment read and written in one transaction: none is lost. SQLite queues the writers
+    /// on its lock; PostgreSQL runs them side by side, rolls back the one that conflicts, and
+    /// the store runs its body again.
+    @Test(arguments: StoreEngine.available)
+    func concurrentReadModifyWriteTransactionsLoseNoUpdate(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let first = try engine.flights(at: url, history: true)
+        let second = try engine.flights(at: url, history: true)
+        let sfo = try await first.insert(airport("KSFO"))
+        try await first.insert(flight("UA1", origin: sfo.id, distance: 0))
+        let runs = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for store in [first, second] {
+                group.addTask {
+                    for _ in 0..<100 {
+                        try await store.transaction { store in
+                            runs.add()
+                            var stored = try #require(try store.first(Flight.self, where: #Predicate { $0.ident == "UA1" }))
+                            stored.routeDistance = (stored.routeDistance ?? 0) + 1
+                            try store.insert(stored)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await first.first(Flight.self, where: #Predicate { $0.ident == "UA1" })?.routeDistance == 200)
+        #expect(runs.value >= 200)
+        let history = try await second.history(after: HistoryToken(0))
+        #expect(history.filter { $0.changes.contains { $0.entity == "Flight" } }.count == 201, "each committed increment recorded once")
+    }
+
     @Test(arguments: StoreEngine.available)
     func relationshipsAndDeleteRules(_ engine: StoreEngine) async throws {
         let store = try engine.flights()
@@ -527,4 +560,12 @@ struct StorePostgresOpeningTests {
         let committed = try await store.count(Airport.self)
         #expect(try await store.history(after: start).count == committed)
     }
+}
+
+/// Counts from any thread (a transaction body may run again after a conflict).
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }

@@ -11,8 +11,29 @@ import Testing
 import Glibc
 #endif
 
-/// The widget example as users run it: separate `todo` processes on one file, one of them
-/// watching.
+/// Where the `todo` processes of a test meet: one SQLite file, or one database on the
+/// PostgreSQL server the tests start (where its binaries are missing, those cases are skipped,
+/// and say so).
+enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    static var available: [TodoEngine] {
+        if !PostgresServer.available { print("◇ \(PostgresServer.skipReason): the todo process tests run on SQLite only") }
+        return PostgresServer.available ? allCases : [.sqlite]
+    }
+
+    func freshDatabase() throws -> String {
+        switch self {
+        case .sqlite: return temporaryPath("todo.sqlite")
+        case .postgres: return try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        }
+    }
+}
+
+/// The widget example as users run it: separate `todo` processes on one database (a file, or a
+/// PostgreSQL server standing for other machines), one of them watching.
 @Suite(.serialized) struct TodoProcessTests {
     static let todo = BuiltTool("todo")
 
@@ -41,8 +62,9 @@ import Glibc
 
     /// 200 changes by writer processes, one after another: the watcher prints each, in order,
     /// once, and the lines say what each writer did.
-    @Test func theWatcherPrintsEveryChangeInOrderOnce() throws {
-        let database = temporaryPath("todo.sqlite")
+    @Test(arguments: TodoEngine.available)
+    func theWatcherPrintsEveryChangeInOrderOnce(_ engine: TodoEngine) throws {
+        let database = try engine.freshDatabase()
         _ = try Self.run(["list"], database: database)
         let watcher = try Self.watch(database)
         var expected: [String] = []
@@ -81,8 +103,9 @@ import Glibc
 
     /// A writer killed after writing its rows and history but before COMMIT leaves neither, and
     /// the watcher hears nothing of it.
-    @Test func aWriterKilledBeforeCommitLeavesNoTrace() throws {
-        let database = temporaryPath("todo.sqlite")
+    @Test(arguments: TodoEngine.available)
+    func aWriterKilledBeforeCommitLeavesNoTrace(_ engine: TodoEngine) throws {
+        let database = try engine.freshDatabase()
         _ = try Self.run(["add", "before"], database: database)
         let watcher = try Self.watch(database)
         let doomed = try Self.todo.start(["add", "doomed", "--database", database], environment: Self.environment.merging(["TODO_PAUSE_BEFORE_COMMIT": "30"]) { $1 })
@@ -106,12 +129,13 @@ import Glibc
         #expect(transactions.count == 3)
         #expect(Self.lines(try Self.run(["list"], database: database).output).map { $0.hasSuffix("doomed") } == [false, false, false])
         // The file is sound.
-        #expect(try SQLiteConnection(path: database).query("PRAGMA integrity_check") == [[.text("ok")]])
+        if engine == .sqlite { #expect(try SQLiteConnection(path: database).query("PRAGMA integrity_check") == [[.text("ok")]]) }
     }
 
     /// Two writer processes at once, adding and toggling: no write is lost.
-    @Test func twoWritersAtOnceLoseNothing() throws {
-        let database = temporaryPath("todo.sqlite")
+    @Test(arguments: TodoEngine.available)
+    func twoWritersAtOnceLoseNothing(_ engine: TodoEngine) throws {
+        let database = try engine.freshDatabase()
         let shared = try Self.run(["add", "shared"], database: database).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let watcher = try Self.watch(database)
         let script = { (author: String) in
@@ -145,8 +169,9 @@ import Glibc
     }
 
     /// `--author` hides a watcher's own writes unless `--include-own`.
-    @Test func watchSkipsItsOwnAuthorUnlessAsked() throws {
-        let database = temporaryPath("todo.sqlite")
+    @Test(arguments: TodoEngine.available)
+    func watchSkipsItsOwnAuthorUnlessAsked(_ engine: TodoEngine) throws {
+        let database = try engine.freshDatabase()
         _ = try Self.run(["list"], database: database)
         let widget = try Self.watch(database, ["--author", "widget"])
         let everything = try Self.watch(database, ["--author", "widget", "--include-own"])

@@ -120,10 +120,14 @@ final class PostgresStoreDatabase: StoreDatabase {
         }
     }
 
-    /// With history recorded, the transaction asks the change triggers for its rows, in the
-    /// same round trip (a setting of this transaction only: no session state).
-    func beginWriteTransaction() throws(DatabaseFailure) {
-        try execute(recordedColumns.isEmpty ? "BEGIN" : "BEGIN; SELECT set_config('\(Self.recordingSetting)', 'on', true)")
+    /// Single writes run at READ COMMITTED: each statement is atomic on its own (an upsert is
+    /// one statement). A `transaction { }` body, which may read what it writes, runs
+    /// SERIALIZABLE: as if alone, or failed with a serialization failure (`.busy`) that the
+    /// store retries. With history recorded, the transaction asks the change triggers for its
+    /// rows, in the same round trip (a setting of this transaction only: no session state).
+    func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) {
+        let begin = serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"
+        try execute(recordedColumns.isEmpty ? begin : "\(begin); SELECT set_config('\(Self.recordingSetting)', 'on', true)")
         inTransaction = true
     }
 
@@ -132,9 +136,18 @@ final class PostgresStoreDatabase: StoreDatabase {
         inTransaction = true
     }
 
+    /// A COMMIT with no transaction open would succeed (with a warning) and write nothing: the
+    /// store is told instead.
     func commitTransaction() throws(DatabaseFailure) {
+        guard inTransaction else {
+            throw DatabaseFailure(database: label, message: "no transaction is open to commit: it was rolled back", code: nil, kind: .statement)
+        }
         defer { inTransaction = false }
         try execute("COMMIT")
+        // A COMMIT of a failed transaction answers ROLLBACK, without an error.
+        if connection.lastCommandTag == "ROLLBACK" {
+            throw DatabaseFailure(database: label, message: "the transaction had failed, so COMMIT rolled it back: nothing of it was written", code: nil, kind: .statement)
+        }
     }
 
     func rollbackTransaction() throws(DatabaseFailure) {

@@ -76,7 +76,8 @@ final class SQLiteStoreDatabase: StoreDatabase {
         }
     }
 
-    func beginWriteTransaction() throws(DatabaseFailure) { try execute("BEGIN IMMEDIATE;") }
+    /// SQLite's write lock, taken at BEGIN, makes every write transaction serializable.
+    func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) { try execute("BEGIN IMMEDIATE;") }
     func beginReadTransaction() throws(DatabaseFailure) { try execute("BEGIN DEFERRED;") }
     func commitTransaction() throws(DatabaseFailure) { try execute("COMMIT;") }
     func rollbackTransaction() throws(DatabaseFailure) { try execute("ROLLBACK;") }

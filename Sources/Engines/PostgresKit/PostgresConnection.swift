@@ -160,6 +160,10 @@ public final class PostgresConnection {
             detail: field(68), hint: field(72), sql: sql, connectionLost: lost)
     }
 
+    /// The command tag of the last `execute` (`COMMIT`, or `ROLLBACK` where a COMMIT found the
+    /// transaction failed).
+    public private(set) var lastCommandTag = ""
+
     /// Runs SQL that returns no rows (one statement, or several without parameters).
     public func execute(_ sql: String) throws(PostgresError) {
         let result = PQexec(handle, sql)
@@ -168,6 +172,7 @@ public final class PostgresConnection {
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
             throw error(from: result, sql: sql)
         }
+        lastCommandTag = PQcmdStatus(result).map { String(cString: $0) } ?? ""
     }
 
     /// Whether `query` prepares each statement once, under a name, and runs it by name after

@@ -285,20 +285,36 @@ public actor Store {
     ///         flight.airlineID = airline.id
     ///         try store.insert(flight)
     ///     }
+    ///
+    /// The transaction is serializable: it behaves as if no other writer ran meanwhile. On
+    /// SQLite it holds the write lock throughout. On PostgreSQL, which lets writers run side by
+    /// side, a transaction that conflicts with another is rolled back by the server and `body`
+    /// runs again, up to the busy timeout: keep `body` free of effects outside the store.
     public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
         guard !isReading else { throw StoreError.writeInsideRead("a transaction") }
-        let outermost = depth == 0
-        if outermost { try beginWrite() }
-        depth += 1
-        do {
-            let result = try body(self)
-            depth -= 1
-            if outermost { try endWrite(commit: true) }
-            return result
-        } catch {
-            depth -= 1
-            if outermost { try? endWrite(commit: false) }
-            throw error
+        guard depth == 0 else {
+            depth += 1
+            defer { depth -= 1 }
+            return try body(self)
+        }
+        let deadline = Date().addingTimeInterval(busySeconds)
+        var attempt = 0
+        while true {
+            try beginWrite(serializable: true)
+            depth += 1
+            do {
+                let result = try body(self)
+                depth -= 1
+                try endWrite(commit: true)
+                return result
+            } catch {
+                depth -= 1
+                try? endWrite(commit: false)
+                // Rolled back for a conflict with another writer: nothing of it was written.
+                guard case StoreError.database(let failure) = error, failure.kind == .busy, Date() < deadline else { throw error }
+                attempt += 1
+                usleep(UInt32(min(50, attempt * 2)) * 1000 + UInt32.random(in: 0..<1000))
+            }
         }
     }
 
@@ -367,11 +383,11 @@ public actor Store {
     /// Takes the write lock. A busy database is waited for up to the busy timeout; SQLite can
     /// report busy before that (while another connection recovers the WAL), and nothing has
     /// been done yet, so trying again is safe.
-    private func beginWrite() throws(StoreError) {
+    private func beginWrite(serializable: Bool = false) throws(StoreError) {
         recorder?.discard()
         sealedInTransaction = false
         implicitKeys.removeAll()
-        try retryingWhileBusy { () throws(DatabaseFailure) in try database.beginWriteTransaction() }
+        try retryingWhileBusy { () throws(DatabaseFailure) in try database.beginWriteTransaction(serializable: serializable) }
     }
 
     private func retryingWhileBusy(_ body: () throws(DatabaseFailure) -> Void) throws(StoreError) {
@@ -404,8 +420,14 @@ public actor Store {
             do { try database.announceCommit() } catch { throw .database(error) }
             configuration.beforeCommit?()
             // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
-            // is still open then, so committing again is safe.
-            try retryingWhileBusy { () throws(DatabaseFailure) in try database.commitTransaction() }
+            // is still open then, so committing again is safe. Where a failed statement ends the
+            // transaction (PostgreSQL), a failed COMMIT rolled it back: it is not retried here
+            // (a second COMMIT would find no transaction and succeed with nothing written).
+            if capabilities.failedStatementAbortsTransaction {
+                do { try database.commitTransaction() } catch { throw .database(error) }
+            } else {
+                try retryingWhileBusy { () throws(DatabaseFailure) in try database.commitTransaction() }
+            }
         } catch {
             // A failed commit rolls back.
             if database.isInTransaction { try? database.rollbackTransaction() }

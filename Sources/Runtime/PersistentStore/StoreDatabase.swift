@@ -50,8 +50,11 @@ public protocol StoreDatabase: AnyObject {
     ) throws
 
     /// Starts the transaction a write needs: one that holds the write lock from its start, so
-    /// two writers queue instead of failing halfway.
-    func beginWriteTransaction() throws(DatabaseFailure)
+    /// two writers queue instead of failing halfway. `serializable`: the transaction reads what
+    /// it then writes (a `transaction { }` body) and must behave as if it ran alone. An engine
+    /// without one write lock (a server) may then fail it with `.busy` where it conflicts with
+    /// another, and the store runs the body again.
+    func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure)
     /// Starts a read-only transaction on one consistent snapshot.
     func beginReadTransaction() throws(DatabaseFailure)
     /// Commits the open transaction.
