@@ -37,7 +37,12 @@ public final class PostgresServer: @unchecked Sendable {
     /// `postgresql://postgres@127.0.0.1:<port>/<database>`.
     public func url(database: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
 
-    public init() throws {
+    /// Where the server listens besides 127.0.0.1 (a veth link's host end), trusting clients
+    /// from those addresses' /24 networks.
+    public let extraAddresses: [String]
+
+    public init(alsoListeningOn extraAddresses: [String] = []) throws {
+        self.extraAddresses = extraAddresses
         guard let binaries = Self.binaries else { throw ServerError("PostgreSQL is not installed") }
         folder = URL(fileURLWithPath: "/tmp/schemagen-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -45,6 +50,15 @@ public final class PostgresServer: @unchecked Sendable {
         if asPostgresUser { try Self.run("/bin/chown", ["postgres:postgres", folder.path]) }
         port = Self.freePort()
         try run(binaries + "/initdb", ["-D", folder.path + "/data", "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
+        if !extraAddresses.isEmpty {
+            let rules = extraAddresses.map { address in
+                "host all all \(address.split(separator: ".").prefix(3).joined(separator: ".")).0/24 trust\n"
+            }.joined()
+            let handle = try FileHandle(forWritingTo: folder.appendingPathComponent("data/pg_hba.conf"))
+            handle.seekToEndOfFile()
+            handle.write(Data(rules.utf8))
+            try handle.close()
+        }
         try start()
         Self.register(self)
     }
@@ -57,7 +71,7 @@ public final class PostgresServer: @unchecked Sendable {
             binaries + "/pg_ctl",
             [
                 "-D", folder.path + "/data", "-l", folder.path + "/log", "-w", "-t", "30", "-o",
-                "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start",
+                "-p \(port) -k \(folder.path) -c listen_addresses=\((["127.0.0.1"] + extraAddresses).joined(separator: ",")) -c fsync=off -c max_connections=200", "start",
             ], quiet: true)
     }
 

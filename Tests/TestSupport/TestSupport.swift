@@ -57,6 +57,9 @@ public struct BuiltTool: Sendable {
         url = folder.appendingPathComponent(name)
     }
 
+    /// Any executable, by its path (`/usr/sbin/ip`).
+    public init(path: String) { url = URL(fileURLWithPath: path) }
+
     public struct Run: Sendable {
         public let status: Int32
         public let output: String

@@ -168,6 +168,72 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(transactions.filter { $0["author"] as? String == "widget" }.count == 80)
     }
 
+    /// The server restarts while `todo watch` listens (a server of its own, so no other test
+    /// loses its connections): the watcher reconnects, and every item added before, during
+    /// the reconnect and after is printed once, in order.
+    @Test(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+    func aServerRestartWhileWatchingLosesAndRepeatsNothing() throws {
+        let server = try PostgresServer()
+        let database = try server.createDatabase()
+        _ = try Self.run(["list"], database: database)
+        let watcher = try Self.watch(database)
+        var expected: [String] = []
+        func add(_ name: String) throws {
+            let added = try Self.run(["add", name], database: database)
+            #expect(added.status == 0, "\(added.error)")
+            expected.append("+ \(added.output.trimmingCharacters(in: .whitespacesAndNewlines)) \(name)")
+        }
+        for index in 0..<3 { try add("before \(index)") }
+        _ = watcher.read(until: { Self.lines($0).count >= 3 })
+        server.stop(mode: "fast")
+        try server.start()
+        // At once, while the watcher is still finding the server again.
+        for index in 0..<3 { try add("during \(index)") }
+        _ = watcher.read(until: { Self.lines($0).count >= 6 }, within: 30)
+        for index in 0..<3 { try add("after \(index)") }
+        let seen = watcher.read(until: { Self.lines($0).count >= 9 }, within: 30)
+        // Anything printed twice would show up before the stop.
+        usleep(1_000_000)
+        let run = Self.stop(watcher)
+        #expect(Self.lines(run.output) == expected, "\(seen)\n\(run.error)")
+        server.stop(mode: "immediate")
+    }
+
+    /// `todo watch` runs on a machine of its own (a network namespace) and its link to the
+    /// server is cut while it listens, then restored: every item added before, during and
+    /// after the partition is printed once, in order.
+    @Test(.enabled(if: PostgresServer.available && NetworkNamespace.available, Comment(rawValue: NetworkNamespace.skipReason)))
+    func aPartitionedWatcherLosesAndRepeatsNothing() throws {
+        let machine = try NetworkNamespace(subnet: Int(getpid() % 200) + 1)
+        defer { machine.remove() }
+        let server = try PostgresServer(alsoListeningOn: [machine.hostAddress])
+        defer { server.stop(mode: "immediate") }
+        let local = try server.createDatabase()
+        let remote = local.replacingOccurrences(of: "127.0.0.1", with: machine.hostAddress)
+        _ = try Self.run(["list"], database: local)
+        let watcher = try machine.start(Self.todo, ["watch", "--database", remote], environment: Self.environment)
+        let ready = watcher.read(.error, until: { $0.contains("watching") })
+        #expect(ready.contains("watching"), "\(ready)")
+        var expected: [String] = []
+        func add(_ name: String) throws {
+            let added = try Self.run(["add", name], database: local)
+            #expect(added.status == 0, "\(added.error)")
+            expected.append("+ \(added.output.trimmingCharacters(in: .whitespacesAndNewlines)) \(name)")
+        }
+        for index in 0..<2 { try add("before \(index)") }
+        _ = watcher.read(until: { Self.lines($0).count >= 2 })
+        try machine.cut()
+        for index in 0..<3 { try add("during \(index)") }
+        // Long enough for the listener's check to find the link dead and start reconnecting.
+        usleep(8_000_000)
+        try machine.restore()
+        for index in 0..<2 { try add("after \(index)") }
+        let seen = watcher.read(until: { Self.lines($0).count >= 7 }, within: 60)
+        usleep(1_000_000)
+        let run = Self.stop(watcher)
+        #expect(Self.lines(run.output) == expected, "\(seen)\n\(run.error)")
+    }
+
     /// `--author` hides a watcher's own writes unless `--include-own`.
     @Test(arguments: TodoEngine.available)
     func watchSkipsItsOwnAuthorUnlessAsked(_ engine: TodoEngine) throws {

@@ -40,9 +40,14 @@ final class PostgresStoreDatabase: StoreDatabase {
         connection = try Self.connect(url, sessionSettings: !settings.transactionPooler)
     }
 
+    /// A link that stops answering fails the call in progress after about this long, instead
+    /// of the system's TCP timeout (a quarter of an hour): long enough for a slow network, short
+    /// enough that an app notices a partition.
+    static let networkTimeout: Double = 10
+
     private static func connect(_ url: String, sessionSettings: Bool) throws(DatabaseFailure) -> PostgresConnection {
         do {
-            let connection = try PostgresConnection(url, applicationName: "schemagen store")
+            let connection = try PostgresConnection(url, applicationName: "schemagen store", networkTimeout: networkTimeout)
             if sessionSettings { try connection.execute("SET TIME ZONE 'UTC'") }
             return connection
         } catch {

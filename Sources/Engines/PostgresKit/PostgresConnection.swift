@@ -68,18 +68,24 @@ public final class PostgresConnection {
     /// `retryFor` keeps trying for that many seconds while the server does not answer or is
     /// still starting up (a deploy that starts both); a server that answers and refuses (a wrong
     /// password, a missing database) fails at once.
-    public init(_ target: String, applicationName: String? = nil, retryFor seconds: Double = 0) throws(PostgresError) {
+    ///
+    /// `networkTimeout` bounds how long the connection waits on a network that stopped
+    /// answering (a cut link sends no reset): connecting (`connect_timeout`), data the server
+    /// has not acknowledged (`tcp_user_timeout`) and an idle link (TCP keepalives) each give up
+    /// after about that many seconds, and the call fails as a lost connection. The target's own
+    /// settings for these win.
+    public init(_ target: String, applicationName: String? = nil, retryFor seconds: Double = 0, networkTimeout: Double? = nil) throws(PostgresError) {
         label = ConnectionURL.redacted(target)
         secret = ConnectionURL.password(in: target)
         let deadline = Date().addingTimeInterval(seconds)
         var pause = 0.1
         while true {
-            handle = Self.connect(target, applicationName: applicationName)
+            handle = Self.connect(target, applicationName: applicationName, networkTimeout: networkTimeout)
             if let handle, PQstatus(handle) == CONNECTION_OK { break }
             let message = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             PQfinish(handle)
             handle = nil
-            let answering = Self.ping(target, applicationName: applicationName) == PQPING_OK
+            let answering = Self.ping(target, applicationName: applicationName, networkTimeout: networkTimeout) == PQPING_OK
             guard !answering, Date().addingTimeInterval(pause) < deadline else {
                 let waited = seconds > 0 && !answering ? " (retried for \(Self.seconds(seconds)) s)" : ""
                 throw PostgresError(
@@ -101,10 +107,18 @@ public final class PostgresConnection {
     /// Keyword arrays for libpq: the target expanded as a URL or keyword string
     /// (`expand_dbname`), with a fallback application name.
     private static func withParameters<T>(
-        _ target: String, applicationName: String?,
+        _ target: String, applicationName: String?, networkTimeout: Double?,
         _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>) -> T
     ) -> T {
         var pairs: [(String, String)] = []
+        // Before the target: what the target sets comes later and wins.
+        if let networkTimeout {
+            let seconds = max(1, Int(networkTimeout.rounded(.up)))
+            pairs += [
+                ("connect_timeout", String(seconds)), ("tcp_user_timeout", String(seconds * 1000)), ("keepalives", "1"),
+                ("keepalives_idle", String(max(1, seconds / 2))), ("keepalives_interval", "1"), ("keepalives_count", String(max(1, seconds / 2))),
+            ]
+        }
         if !target.isEmpty, target != "postgresql://", target != "postgres://" { pairs.append(("dbname", target)) }
         if let applicationName { pairs.append(("fallback_application_name", applicationName)) }
         let keys: [UnsafeMutablePointer<CChar>?] = pairs.map { strdup($0.0) } + [nil]
@@ -114,12 +128,12 @@ public final class PostgresConnection {
         return constKeys.withUnsafeBufferPointer { k in constValues.withUnsafeBufferPointer { v in body(k.baseAddress!, v.baseAddress!) } }
     }
 
-    private static func connect(_ target: String, applicationName: String?) -> OpaquePointer? {
-        withParameters(target, applicationName: applicationName) { PQconnectdbParams($0, $1, 1) }
+    private static func connect(_ target: String, applicationName: String?, networkTimeout: Double?) -> OpaquePointer? {
+        withParameters(target, applicationName: applicationName, networkTimeout: networkTimeout) { PQconnectdbParams($0, $1, 1) }
     }
 
-    private static func ping(_ target: String, applicationName: String?) -> PGPing {
-        withParameters(target, applicationName: applicationName) { PQpingParams($0, $1, 1) }
+    private static func ping(_ target: String, applicationName: String?, networkTimeout: Double?) -> PGPing {
+        withParameters(target, applicationName: applicationName, networkTimeout: networkTimeout) { PQpingParams($0, $1, 1) }
     }
 
     /// Cancels what the connection is running, from any thread (a signal handler's, say).

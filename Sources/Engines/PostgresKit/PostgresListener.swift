@@ -19,6 +19,8 @@ public final class PostgresListener: @unchecked Sendable {
     /// Silence after which the connection is checked with a query: a link cut without a reset
     /// is noticed within this time.
     public static let checkInterval: Double = 2
+    /// How long the check (or a connection attempt) waits on a link that stopped answering.
+    public static let networkTimeout: Double = 4
     private let lock = NSLock()
     private var stopped = false
     private var running = true
@@ -73,7 +75,7 @@ public final class PostgresListener: @unchecked Sendable {
     private func run(target: String, channel: String, applicationName: String, onNotify: @Sendable () -> Void) {
         var pause = 0.05
         while !isStopped {
-            guard let connection = try? PostgresConnection(target, applicationName: applicationName),
+            guard let connection = try? PostgresConnection(target, applicationName: applicationName, networkTimeout: Self.networkTimeout),
                 (try? connection.execute("LISTEN \"" + channel.replacingOccurrences(of: "\"", with: "\"\"") + "\"")) != nil,
                 let socket = connection.socket
             else {

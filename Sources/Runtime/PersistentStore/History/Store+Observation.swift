@@ -30,6 +30,9 @@ struct ObservationState {
     /// The watcher woke the store since the last delivery: another connection may have committed
     /// (read where the engine has no commit counter).
     var watcherWoke = false
+    /// How long delivery waits before trying again after the database could not be reached
+    /// (grows to 2 s; 0 after a delivery that worked).
+    var retryPause = 0.0
     // Retention bookkeeping (see `pruneHistory`).
     var commitsSincePrune = 0
     var lastAgePrune = Date.distantPast
@@ -131,6 +134,12 @@ extension Store {
                 do {
                     continuation.yield(try runObserved(run))
                 } catch {
+                    // Out of reach for now: run again in a moment (the next statement reconnects).
+                    if Self.isTransient(error) {
+                        try? await Task.sleep(for: .milliseconds(250))
+                        signal.yield()
+                        continue
+                    }
                     continuation.finish(throwing: error)
                     return
                 }
@@ -144,6 +153,12 @@ extension Store {
         }
         startWatching()
         return output
+    }
+
+    /// A failure that passes: the connection was lost (it is made again by the next statement).
+    static func isTransient(_ error: any Error) -> Bool {
+        if case StoreError.database(let failure) = error { return failure.kind == .connectionLost }
+        return false
     }
 
     /// How long an observed query waits after a commit before it reruns: commits arriving
@@ -248,7 +263,19 @@ extension Store {
             let unknown = (external && fresh.isEmpty) || observation.deliveredToken < pruned
             signalQueries(touched: unknown ? nil : Set(fresh.flatMap(\.entities)))
             if let last = fresh.last { observation.deliveredToken = last.token.value }
+            observation.retryPause = 0
         } catch {
+            // The database is out of reach for now (a restarted server, a cut link): nothing is
+            // lost, since the history holds it; read it again once the connection is back.
+            if Self.isTransient(error) {
+                observation.retryPause = min(max(observation.retryPause * 2, 0.05), 2)
+                let pause = observation.retryPause
+                Task { [weak self] in
+                    try? await Task.sleep(for: .seconds(pause))
+                    await self?.scheduleDelivery()
+                }
+                return
+            }
             for (_, subscriber) in observation.transactionSubscribers { subscriber.continuation.finish(throwing: error) }
             observation.transactionSubscribers.removeAll()
             signalQueries(touched: nil)
