@@ -126,10 +126,10 @@ let package = Package(
         ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
-        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite", "PersistentStorePostgres"]),
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
-        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStoreSQLite", "PersistentStorePostgres", "DatabaseLocation"]),
+        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // The SQLite-only app: LinkageTests checks that it links no libpq.
         .executableTarget(name: "bookmarks", dependencies: ["PluginExample", "PersistentStoreSQLite"]),

@@ -237,7 +237,7 @@ import Testing
     @Test func diffPrintsThePlanWithoutWriting() throws {
         let run = try runner.schemagen(["diff", "--schema", "Schemas/Todo.yaml"])
         #expect(run.status == 0)
-        #expect(run.output == "Todo: no changes since version 3.\n")
+        #expect(run.output == "Todo: no changes since version 3.\nTodo (postgres): no changes since version 3.\n")
         let folder = temporaryFolder()
         let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml")
         try "schema: S\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n      y: String?\n".write(to: old, atomically: true, encoding: .utf8)

@@ -12,7 +12,12 @@ public enum FlightsTool {
             commands: [LoadCommand.self, QueryCommand.self])
     }
 
+    /// Why the last `open` failed: 2 for usage (no --database, a URL of no known engine), 1 for
+    /// a database that failed (a server out of reach, a database newer than this app).
+    nonisolated(unsafe) static var openFailure = ExitCode.usageOrIO
+
     static func open(_ arguments: ParsedArguments, io: CommandIO) -> Store? {
+        openFailure = .usageOrIO
         guard let path = arguments.value("database") else {
             io.writeError("flights: error: pass --database PATH (a SQLite file) or --database postgres://...\n")
             return nil
@@ -20,6 +25,7 @@ public enum FlightsTool {
         do {
             return try Store(url: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
         } catch {
+            if case .unsupportedDatabase = error {} else { openFailure = .failure }
             io.writeError("flights: error: \(error)\n")
             return nil
         }
@@ -52,7 +58,7 @@ enum LoadCommand: Command {
             io.writeError("flights: error: '\(directory)' is not a folder of JSON files\n")
             return .usageOrIO
         }
-        guard let store = FlightsTool.open(arguments, io: io) else { return .usageOrIO }
+        guard let store = FlightsTool.open(arguments, io: io) else { return FlightsTool.openFailure }
         let strict = arguments.flag("strict")
         do {
             let report = try runToCompletion { try await FlightLoader(store: store).load(directory: directory, strict: strict) }
@@ -111,7 +117,7 @@ enum QueryCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = FlightsTool.open(arguments, io: io) else { return .usageOrIO }
+        guard let store = FlightsTool.open(arguments, io: io) else { return FlightsTool.openFailure }
         var limit: Int?
         if let text = arguments.value("limit") {
             guard let number = Int(text), number >= 0 else {
