@@ -156,9 +156,10 @@ struct PlainReading {
 
     static func run(_ arguments: [String]) throws -> BuiltTool.Run { try tool.run(arguments) }
 
-    @Test func loadAndQueryPrintWhatAPlainReadingGives() throws {
+    @Test(arguments: FlightsEngine.available)
+    func loadAndQueryPrintWhatAPlainReadingGives(_ engine: FlightsEngine) throws {
         let plain = try PlainReading(fixtures)
-        let database = temporaryDatabase()
+        let database = try engine.freshDatabase()
         let load = try Self.run(["load", fixtures, "--database", database])
         #expect(load.status == 0, "\(load.error)")
         #expect(load.error.isEmpty)
@@ -193,8 +194,9 @@ struct PlainReading {
         #expect(renamed?.isEmpty == false)
     }
 
-    @Test func rejectedRecordsAreNamedAndTheRestLoad() throws {
-        let database = temporaryDatabase()
+    @Test(arguments: FlightsEngine.available)
+    func rejectedRecordsAreNamedAndTheRestLoad(_ engine: FlightsEngine) throws {
+        let database = try engine.freshDatabase()
         let load = try Self.run(["load", malformedFixtures, "--database", database])
         #expect(load.status == 3, "\(load.error)")
         let rejections = load.error.split(separator: "\n").map(String.init)
@@ -217,8 +219,9 @@ struct PlainReading {
         #expect(load.output.contains("stored: 5 airlines, 5 airports, 4 flights"), "\(load.output)")
     }
 
-    @Test func strictStoresNothingWhenARecordIsRejected() throws {
-        let database = temporaryDatabase()
+    @Test(arguments: FlightsEngine.available)
+    func strictStoresNothingWhenARecordIsRejected(_ engine: FlightsEngine) throws {
+        let database = try engine.freshDatabase()
         let load = try Self.run(["load", malformedFixtures, "--database", database, "--strict"])
         #expect(load.status == 1)
         #expect(load.error.hasSuffix("flights: error: --strict: 10 rejections; nothing was stored\n"), "\(load.error)")
@@ -277,6 +280,26 @@ struct PlainReading {
         for _ in 0..<200 {
             let bytes = (0..<64).map { _ in [UInt8]("{}[]\",:0123456789.eE+-tfnrul \\\n".utf8).randomElement(using: &generator)! }
             _ = try? JSONParser.parse(bytes)
+        }
+    }
+}
+
+/// Where `flights` loads: a SQLite file, or a database on the PostgreSQL server the tests start
+/// (where its binaries are missing, those cases are skipped, and say so).
+enum FlightsEngine: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+
+    static var available: [FlightsEngine] {
+        if !PostgresServer.available { print("◇ \(PostgresServer.skipReason): the flights process tests run on SQLite only") }
+        return PostgresServer.available ? allCases : [.sqlite]
+    }
+
+    func freshDatabase() throws -> String {
+        switch self {
+        case .sqlite: return temporaryDatabase()
+        case .postgres: return try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
         }
     }
 }

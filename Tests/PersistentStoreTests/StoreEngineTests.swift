@@ -95,6 +95,18 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.count(Flight.self, where: #Predicate { $0.actualOff != nil && $0.actualOff! > cutoff }) == 1)
     }
 
+    /// nil sorts as Swift sorts optionals, on both engines: first going up, last going down
+    /// (PostgreSQL puts NULL last going up unless told).
+    @Test(arguments: StoreEngine.available)
+    func nilSortsFirstGoingUpAndLastGoingDown(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        var unknown = flight("UA0", origin: nil)
+        unknown.routeDistance = nil
+        try await store.insert([flight("UA2", origin: nil, distance: 200), unknown, flight("UA1", origin: nil, distance: 100)])
+        #expect(try await store.fetch(Flight.self, sortBy: [SortDescriptor(\.routeDistance)]).map(\.ident) == ["UA0", "UA1", "UA2"])
+        #expect(try await store.fetch(Flight.self, sortBy: [SortDescriptor(\.routeDistance, order: .reverse)]).map(\.ident) == ["UA2", "UA1", "UA0"])
+    }
+
     @Test(arguments: StoreEngine.available)
     func upsertsOnUniqueValuesAndKeys(_ engine: StoreEngine) async throws {
         let store = try engine.flights()

@@ -31,7 +31,11 @@ extension Store {
             if let attribute = M.entity.columns.first(where: { $0.column == column && $0.isEncrypted }) {
                 throw .unsupportedPredicate("cannot sort by \(M.entity.name).\(attribute.property): it is encrypted, so the database sees only ciphertext")
             }
-            terms.append(qualified(column) + (descriptor.order == .reverse ? " DESC" : ""))
+            var term = qualified(column) + (descriptor.order == .reverse ? " DESC" : "")
+            // nil sorts first going up, as Swift orders optionals and SQLite orders NULL.
+            let nullable = M.entity.columns.first { $0.column == column }?.isOptional ?? !M.entity.primaryKey.contains(column)
+            if capabilities.nullsSortLast, nullable { term += descriptor.order == .reverse ? " NULLS LAST" : " NULLS FIRST" }
+            terms.append(term)
             sorted.insert(column)
         }
         for column in M.entity.primaryKey where !sorted.contains(column) {

@@ -99,6 +99,9 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var lastInsertedKey: Bool = false
     /// An OFFSET needs a LIMIT before it (SQLite's `LIMIT -1` reads to the end).
     public var offsetNeedsLimit: Bool = false
+    /// NULL sorts after every value going up (PostgreSQL). SQLite, like Swift's optionals, puts
+    /// it first; a sort that must agree says `NULLS FIRST` (`NULLS LAST` going down).
+    public var nullsSortLast: Bool = false
     /// How searchable attributes are indexed: FTS5 tables (SQLite) or a generated `tsvector`
     /// column per index with a GIN index (PostgreSQL).
     public var fullText: FullText = .fts5
@@ -189,6 +192,7 @@ public struct PostgresDialect: SQLDialect {
         capabilities.numberedParameters = true
         capabilities.failedStatementAbortsTransaction = true
         capabilities.fullText = .tsvector
+        capabilities.nullsSortLast = true
         return capabilities
     }
 
