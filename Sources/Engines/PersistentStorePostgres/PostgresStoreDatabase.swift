@@ -87,19 +87,40 @@ final class PostgresStoreDatabase: StoreDatabase {
         }
     }
 
+    /// A write transaction's BEGIN, not sent yet: it goes out with the transaction's first
+    /// statement, in the same round trip.
+    private var pendingBegin: [String]?
+    /// The transaction announced its commit: the notification goes out with COMMIT.
+    private var notifiesAtCommit = false
+
     func execute(_ script: String) throws(DatabaseFailure) {
-        try wrap { () throws(PostgresError) in try connection.execute(script) }
+        let begin = takePendingBegin()
+        try wrap { () throws(PostgresError) in try connection.execute(begin.map { $0.joined(separator: "; ") + "; " + script } ?? script) }
     }
 
     func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
-        try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
+        if let begin = takePendingBegin() {
+            return try wrap { () throws(PostgresError) in
+                try connection.pipeline(begin.map { ($0, []) } + [(text, arguments)]).last ?? []
+            }
+        }
+        return try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
+    }
+
+    private func takePendingBegin() -> [String]? {
+        defer { pendingBegin = nil }
+        return pendingBegin
     }
 
     /// A round trip per statement is what bulk writes would wait on: they pipeline.
     var pipelinesStatements: Bool { true }
 
     func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
-        try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.text, $0.arguments) }) }
+        let begin = takePendingBegin() ?? []
+        let results = try wrap { () throws(PostgresError) in
+            try connection.pipeline(begin.map { ($0, []) } + statements.map { ($0.text, $0.arguments) })
+        }
+        return Array(results.dropFirst(begin.count))
     }
 
     func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
@@ -129,10 +150,15 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// one statement). A `transaction { }` body, which may read what it writes, runs
     /// SERIALIZABLE: as if alone, or failed with a serialization failure (`.busy`) that the
     /// store retries. With history recorded, the transaction asks the change triggers for its
-    /// rows, in the same round trip (a setting of this transaction only: no session state).
+    /// rows (a setting of this transaction only: no session state). Nothing is sent yet: BEGIN
+    /// travels with the first statement, and a single-row write costs two round trips (the
+    /// statement, then COMMIT with its notification), not four.
     func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) {
-        let begin = serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"
-        try execute(recordedColumns.isEmpty ? begin : "\(begin); SELECT set_config('\(Self.recordingSetting)', 'on', true)")
+        var begin = [serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"]
+        if !recordedColumns.isEmpty { begin.append("SELECT set_config('\(Self.recordingSetting)', 'on', true)") }
+        if lost { try execute("SELECT 1") }
+        pendingBegin = begin
+        notifiesAtCommit = false
         inTransaction = true
     }
 
@@ -142,13 +168,24 @@ final class PostgresStoreDatabase: StoreDatabase {
     }
 
     /// A COMMIT with no transaction open would succeed (with a warning) and write nothing: the
-    /// store is told instead.
+    /// store is told instead. A COMMIT that fails leaves no transaction open behind it.
     func commitTransaction() throws(DatabaseFailure) {
         guard inTransaction else {
             throw DatabaseFailure(database: label, message: "no transaction is open to commit: it was rolled back", code: nil, kind: .statement)
         }
-        defer { inTransaction = false }
-        try execute("COMMIT")
+        defer {
+            inTransaction = false
+            notifiesAtCommit = false
+        }
+        // Nothing was sent: nothing to commit or announce.
+        if takePendingBegin() != nil { return }
+        let commit = notifiesAtCommit ? "SELECT pg_notify('\(Self.commitChannel)', ''); COMMIT" : "COMMIT"
+        do {
+            try execute(commit)
+        } catch {
+            if !lost, connection.isInTransaction { _ = try? connection.execute("ROLLBACK") }
+            throw error
+        }
         // A COMMIT of a failed transaction answers ROLLBACK, without an error.
         if connection.lastCommandTag == "ROLLBACK" {
             throw DatabaseFailure(database: label, message: "the transaction had failed, so COMMIT rolled it back: nothing of it was written", code: nil, kind: .statement)
@@ -156,9 +193,12 @@ final class PostgresStoreDatabase: StoreDatabase {
     }
 
     func rollbackTransaction() throws(DatabaseFailure) {
-        defer { inTransaction = false }
-        // A lost connection's transaction was rolled back by the server.
-        if lost { return }
+        defer {
+            inTransaction = false
+            notifiesAtCommit = false
+        }
+        // Nothing was sent, or the lost connection's transaction was rolled back by the server.
+        if takePendingBegin() != nil || lost { return }
         try execute("ROLLBACK")
     }
 
@@ -205,9 +245,8 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// The channel every store of the database notifies at commit and listens on.
     static let commitChannel = "schemagen_commits"
 
-    func announceCommit() throws(DatabaseFailure) {
-        _ = try query("SELECT pg_notify($1, '')", [.text(Self.commitChannel)])
-    }
+    /// Sent with the COMMIT (one round trip for both).
+    func announceCommit() throws(DatabaseFailure) { notifiesAtCommit = true }
 
     /// A listener of its own, on its own connection and thread, reconnecting when lost.
     func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)? {

@@ -300,6 +300,7 @@ public final class PostgresConnection {
             if status == PGRES_PIPELINE_SYNC { break }
             switch status {
             case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+                changedRowCount = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
                 results.append(Self.rows(of: result))
             case PGRES_PIPELINE_ABORTED:
                 break
