@@ -8,8 +8,8 @@ import Testing
 /// Predicates over generated `Joined` views, run against a real SQLite file as joins and subqueries.
 @Suite struct JoinedPredicateTests {
     /// SFO and LAX, United and Delta, and four flights between them.
-    func flightsWithRoutes() async throws -> Store {
-        let store = try flightsStore()
+    func flightsWithRoutes(_ engine: StoreEngine) async throws -> Store {
+        let store = try engine.flightsStore()
         let sfo = try await store.insert(airport("KSFO")), lax = try await store.insert(airport("KLAX"))
         _ = try await store.insert(airport("KJFK"))
         let united = try await store.insert(Airline(code: "UAL", name: "United", shortName: "United"))
@@ -23,8 +23,9 @@ import Testing
         return store
     }
 
-    @Test func toOneRelationshipsBecomeJoins() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func toOneRelationshipsBecomeJoins(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         let united = try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" && $0.airline?.code == "UAL" })
         #expect(united.map(\.ident) == ["UA1", "UA2"])
         // Two joins to the same table (origin and destination) keep their own aliases.
@@ -33,8 +34,9 @@ import Testing
         #expect(try await store.count(Flight.self, joining: #Predicate { $0.airline?.name == "Delta" }) == 1)
     }
 
-    @Test func aMissingToOneIsNil() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func aMissingToOneIsNil(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.destination == nil }).map(\.ident) == ["UA2"])
         #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.airline != nil && $0.origin == nil }).isEmpty)
         #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.airline == nil }).map(\.ident) == ["XX1"])
@@ -43,24 +45,27 @@ import Testing
         #expect(try await store.fetch(Flight.self, joining: #Predicate { $0.origin?.icao == nil }).map(\.ident) == ["XX1"])
     }
 
-    @Test func aRelationshipFollowedTwiceIsJoinedOnce() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func aRelationshipFollowedTwiceIsJoinedOnce(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         let predicate = #Predicate<Flight.Joined> { $0.origin?.icao == "KLAX" || $0.origin?.city == "Nowhere" }
         let clause = try await store.joinedClause(predicate, for: Flight.self)
         #expect(clause.joins.description.components(separatedBy: "LEFT JOIN").count == 2, "one join: \(clause.joins)")
         #expect(try await store.fetch(Flight.self, joining: predicate).map(\.ident) == ["DL1"])
     }
 
-    @Test func sortLimitAndOffsetStillApply() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func sortLimitAndOffsetStillApply(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         let fetched = try await store.fetch(
             Flight.self, joining: #Predicate { $0.airline != nil },
             sortBy: [SortDescriptor(\.routeDistance, order: .reverse), SortDescriptor(\.ident)], limit: 2, offset: 1)
         #expect(fetched.map(\.ident) == ["DL1", "UA1"])
     }
 
-    @Test func toManyRelationshipsBecomeSubqueries() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func toManyRelationshipsBecomeSubqueries(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         let longHaul = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.contains { ($0.routeDistance ?? 0) > 2000 } })
         #expect(longHaul.map(\.icao) == ["KSFO"])
         #expect(try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.count > 1 }).map(\.icao) == ["KSFO"])
@@ -74,8 +79,9 @@ import Testing
         #expect(try await store.count(Airline.self, joining: #Predicate { $0.flights.contains { $0.destination?.icao == "KSFO" } }) == 1)
     }
 
-    @Test func aRequiredToOneNeedsNoOptionalChaining() async throws {
-        let tasks = try store(TasksSchema.descriptor, TasksSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func aRequiredToOneNeedsNoOptionalChaining(_ engine: StoreEngine) async throws {
+        let tasks = try engine.store(TasksSchema.descriptor, TasksSchema.migrations)
         let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
         let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
         try await tasks.insert(Task(name: "Report", listID: work.id!))
@@ -86,8 +92,9 @@ import Testing
         #expect(try await tasks.fetch(ChecklistItem.self, joining: #Predicate { $0.task.list.name == "Home" }).count == 2)
     }
 
-    @Test func manyToManyGoesThroughTheJoinTable() async throws {
-        let garage = try store(GarageSchema.descriptor, GarageSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func manyToManyGoesThroughTheJoinTable(_ engine: StoreEngine) async throws {
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
         let civic = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic"))
         let golf = try await garage.insert(Car(vin: "V2", make: "VW", model: "Golf"))
         _ = try await garage.insert(Car(vin: "V3", make: "Fiat", model: "Panda"))
@@ -105,8 +112,9 @@ import Testing
         #expect(try await garage.fetch(ServiceVisit.self, joining: #Predicate { $0.car.make == "VW" }).count == 1)
     }
 
-    @Test func firstAndDeleteFollowRelationshipsToo() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func firstAndDeleteFollowRelationshipsToo(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         let longest = try await store.first(Flight.self, joining: #Predicate { $0.airline?.code == "UAL" }, sortBy: [SortDescriptor(\.routeDistance, order: .reverse)])
         #expect(longest?.ident == "UA2")
         #expect(try await store.delete(Flight.self, joining: #Predicate { $0.origin?.icao == "KSFO" }) == 2)
@@ -116,8 +124,9 @@ import Testing
         #expect(try await store.first(Flight.self, where: #Predicate { $0.ident == "DL1" })?.originID == nil)
     }
 
-    @Test func aToOneHeldByTheOtherSideNeverDuplicatesTheOwner() async throws {
-        let users = try store(UsersSchema.descriptor, UsersSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func aToOneHeldByTheOtherSideNeverDuplicatesTheOwner(_ engine: StoreEngine) async throws {
+        let users = try engine.store(UsersSchema.descriptor, UsersSchema.migrations)
         let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
         _ = try await users.insert(User(identifier: "u2", name: "Bob"))
         // Nothing in the database stops a second image for the same owner.
@@ -134,8 +143,9 @@ import Testing
         #expect(try await users.count(User.self, joining: #Predicate { $0.image?.url == second }) == 0)
     }
 
-    @Test func capturedValuesAndPlainColumnsMix() async throws {
-        let store = try await flightsWithRoutes()
+    @Test(arguments: StoreEngine.available)
+    func capturedValuesAndPlainColumnsMix(_ engine: StoreEngine) async throws {
+        let store = try await flightsWithRoutes(engine)
         let code = "UAL", minimum = 1000
         let fetched = try await store.fetch(Flight.self, joining: #Predicate { $0.airline?.code == code && ($0.routeDistance ?? 0) >= minimum })
         #expect(fetched.map(\.ident) == ["UA2"])
@@ -143,8 +153,9 @@ import Testing
 }
 
 @Suite struct JoinedPredicateErrorTests {
-    @Test func anUnsupportedToManyMemberIsAClearError() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func anUnsupportedToManyMemberIsAClearError(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         await #expect {
             _ = try await store.fetch(Airport.self, joining: #Predicate { $0.flightsFrom.first?.ident == "UA1" })
         } throws: { error in

@@ -19,8 +19,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
 }
 
 @Suite struct RelationshipTests {
-    @Test func bothSidesOfAToManyReadTheSameLink() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func bothSidesOfAToManyReadTheSameLink(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         let sfo = try await store.insert(airport("KSFO")), lax = try await store.insert(airport("KLAX"))
         let one = try await store.insert(flight("UA1", origin: sfo.id, destination: lax.id))
         let two = try await store.insert(flight("UA2", origin: sfo.id))
@@ -37,8 +38,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await store.related(Airport.flightsTo, of: lax).map(\.ident) == ["UA1"])
     }
 
-    @Test func manyToManyGoesThroughTheJoinTable() async throws {
-        let garage = try store(GarageSchema.descriptor, GarageSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func manyToManyGoesThroughTheJoinTable(_ engine: StoreEngine) async throws {
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
         let car = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic"))
         let ada = try await garage.insert(Mechanic(name: "Ada")), bob = try await garage.insert(Mechanic(name: "Bob"))
         try await garage.link(Car.mechanics, car, ada)
@@ -54,8 +56,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await garage.count(Mechanic.self) == 2)
     }
 
-    @Test func nullifyClearsTheReferences() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func nullifyClearsTheReferences(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         let sfo = try await store.insert(airport("KSFO"))
         let one = try await store.insert(flight("UA1", origin: sfo.id))
         try await store.delete(sfo)
@@ -63,8 +66,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await store.count(Flight.self) == 1)
     }
 
-    @Test func denyBlocksTheDeleteAndNamesWhatBlocks() async throws {
-        let garage = try store(GarageSchema.descriptor, GarageSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func denyBlocksTheDeleteAndNamesWhatBlocks(_ engine: StoreEngine) async throws {
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
         let person = try await garage.insert(Person(name: "Ada"))
         let car = try await garage.insert(Car(vin: "V1", make: "Honda", model: "Civic", ownerID: person.id))
         do {
@@ -79,8 +83,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await garage.count(Person.self) == 0)
     }
 
-    @Test func cascadeThreeLevelsDeep() async throws {
-        let tasks = try store(TasksSchema.descriptor, TasksSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func cascadeThreeLevelsDeep(_ engine: StoreEngine) async throws {
+        let tasks = try engine.store(TasksSchema.descriptor, TasksSchema.migrations)
         let home = try await tasks.insert(TaskList(name: "Home")), work = try await tasks.insert(TaskList(name: "Work"))
         let paint = try await tasks.insert(Task(name: "Paint", listID: home.id!))
         let report = try await tasks.insert(Task(name: "Report", listID: work.id!))
@@ -94,8 +99,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await tasks.fetch(ChecklistItem.self).map(\.title) == ["Draft"])
     }
 
-    @Test func cascadeThroughAOneToOneHeldByTheOtherSide() async throws {
-        let users = try store(UsersSchema.descriptor, UsersSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func cascadeThroughAOneToOneHeldByTheOtherSide(_ engine: StoreEngine) async throws {
+        let users = try engine.store(UsersSchema.descriptor, UsersSchema.migrations)
         let ada = try await users.insert(User(identifier: "u1", name: "Ada"))
         try await users.insert(Image(url: URL(string: "https://example.com/a.png")!, ownerID: ada.identifier))
         #expect(try await users.target(User.image, of: ada)?.url.absoluteString == "https://example.com/a.png")
@@ -103,8 +109,9 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         #expect(try await users.count(Image.self) == 0)
     }
 
-    @Test func aDeleteInsideAFailedTransactionIsUndone() async throws {
-        let tasks = try store(TasksSchema.descriptor, TasksSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func aDeleteInsideAFailedTransactionIsUndone(_ engine: StoreEngine) async throws {
+        let tasks = try engine.store(TasksSchema.descriptor, TasksSchema.migrations)
         let home = try await tasks.insert(TaskList(name: "Home"))
         try await tasks.insert(Task(name: "Paint", listID: home.id!))
         struct Abort: Error {}

@@ -31,6 +31,17 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         try flights(at: freshURL())
     }
 
+    /// A store of any schema on a fresh database, as `store(_:_:)` opens one on SQLite (history
+    /// as the schema says, the test keys).
+    func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws -> Store {
+        try Store(url: freshURL(), schema: schema, migrations: migrations, configuration: .init(keys: testKeys))
+    }
+
+    /// A Flights store as `flightsStore()` opens one on SQLite.
+    func flightsStore() throws -> Store {
+        try Store(url: freshURL(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+    }
+
     func flights(at url: String, history: Bool = false, author: String? = nil) throws -> Store {
         try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(author: author, recordsHistory: history))
     }

@@ -73,6 +73,12 @@ struct SQLBuilder {
         text.hasPrefix(parameterMarker) && text.hasSuffix("\u{1}") && text.dropFirst(parameterMarker.count).dropLast().allSatisfy(\.isNumber)
     }
 
+    /// The value translated text binds, when it is exactly one bound value.
+    func boundValue(_ text: String) -> StoredValue? {
+        guard Self.isParameter(text), let index = Int(text.dropFirst(Self.parameterMarker.count).dropLast()), arguments.indices.contains(index) else { return nil }
+        return arguments[index]
+    }
+
     /// Translated text as a SQL fragment: each parameter marker bound to its value.
     func fragment(_ text: String) -> SQL {
         var sql = SQL(verbatim: "")
@@ -298,6 +304,12 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
         guard let row = Marker.parseRow(text), let entity = builder.entityNamed(row.entity), let key = entity.primaryKey.first else { continue }
         let column = builder.quoted(key, of: row.alias)
         if side == 0 { left = column } else { right = column }
+    }
+    // Captured values on both sides (`origin == nil` in a filter built at run time): known now.
+    // Folded here, so no statement holds a parameter whose type the database cannot infer.
+    let leftValue = left == "NULL" ? .null : builder.boundValue(left), rightValue = right == "NULL" ? .null : builder.boundValue(right)
+    if let leftValue, let rightValue {
+        return (leftValue == rightValue) != negated ? "(1 = 1)" : "(1 = 0)"
     }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }
     if left == "NULL" { return "(\(right) IS \(negated ? "NOT " : "")NULL)" }
