@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
@@ -9,14 +10,15 @@ import Testing
 
 func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryRetention = .forever) throws -> Store {
     try Store(
-        path: path ?? storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
+        url: path ?? storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
         configuration: .init(author: author, historyRetention: retention, keys: testKeys))
 }
 
 /// The history table, read back through the store and straight from SQLite.
 @Suite struct HistoryTests {
-    @Test func everyCommitAppendsOneTransactionWithItsChangesInOrder() async throws {
-        let store = try todoStore(author: "app")
+    @Test(arguments: StoreEngine.available)
+    func everyCommitAppendsOneTransactionWithItsChangesInOrder(_ engine: StoreEngine) async throws {
+        let store = try todoStore(try engine.freshURL(), author: "app")
         let start = try await store.currentHistoryToken()
         let milk = TodoItem(taskName: "Buy milk")
         let bread = TodoItem(taskName: "Bake bread")
@@ -56,8 +58,9 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(try await store.currentHistoryToken() == history[2].token)
     }
 
-    @Test func aRolledBackTransactionLeavesNoHistory() async throws {
-        let store = try todoStore()
+    @Test(arguments: StoreEngine.available)
+    func aRolledBackTransactionLeavesNoHistory(_ engine: StoreEngine) async throws {
+        let store = try todoStore(try engine.freshURL())
         let start = try await store.currentHistoryToken()
         struct Abort: Error {}
         await #expect(throws: Abort.self) {
@@ -72,8 +75,9 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
 
     /// A write that fails inside a transaction is undone on its own (a savepoint): its rows and
     /// its history go, the rest of the transaction commits.
-    @Test func aFailedWriteInsideATransactionLeavesNoTrace() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func aFailedWriteInsideATransactionLeavesNoTrace(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         let start = try await store.currentHistoryToken()
         try await store.transaction { store in
             try store.insert(airport("KSFO"))
@@ -92,8 +96,9 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(history[0].changes.count == 2, "\(history[0].changes)")
     }
 
-    @Test func preservedValuesLandInTombstones() async throws {
-        let store = try Store(path: storePath(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
+    @Test(arguments: StoreEngine.available)
+    func preservedValuesLandInTombstones(_ engine: StoreEngine) async throws {
+        let store = try Store(url: try engine.freshURL(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
         let seen = Date(timeIntervalSince1970: 1_790_000_000.125)
         try await store.insert(User(identifier: "u1", name: "Ada", lastSeen: seen))
         try await store.insert(User(identifier: "u2", name: "Grace"))
@@ -108,10 +113,11 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(grace.tombstone?["lastSeen"] == .null, "a preserved nil is kept as null")
     }
 
-    @Test func cascadesAndLinksAreRecorded() async throws {
+    @Test(arguments: StoreEngine.available)
+    func cascadesAndLinksAreRecorded(_ engine: StoreEngine) async throws {
         // Garage turns history off in its schema; the configuration turns it back on.
         let store = try Store(
-            path: storePath(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations,
+            url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations,
             configuration: .init(recordsHistory: true))
         let owner = try await store.insert(Person(name: "Ada"))
         let car = try await store.insert(Car(vin: "V1", make: "Ford", model: "T", ownerID: owner.id))
@@ -192,8 +198,9 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(keys == Array(keys.first!...(keys.first! + 999)))
     }
 
-    @Test func pruningByTokenAndRetention() async throws {
-        let path = storePath()
+    @Test(arguments: StoreEngine.available)
+    func pruningByTokenAndRetention(_ engine: StoreEngine) async throws {
+        let path = try engine.freshURL()
         let store = try todoStore(path)
         for index in 0..<10 { try await store.insert(TodoItem(taskName: "item \(index)")) }
         let all = try await store.history()
@@ -215,7 +222,8 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         #expect(try await aged.history().count == 1, "only the fresh transaction is younger than 200 ms")
     }
 
-    @Test func historyWithBlobsRealsAndNullsRoundTrips() throws {
+    @Test(arguments: StoreEngine.available)
+    func historyWithBlobsRealsAndNullsRoundTrips(_ engine: StoreEngine) throws {
         let changes: [ChangeRecorder.Change] = [
             .init(
                 entity: 0, kind: .update, key: .values([.text("k\"1\n")]),

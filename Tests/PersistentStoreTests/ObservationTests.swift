@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
@@ -48,8 +49,9 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
 }
 
 @Suite struct ObservationTests {
-    @Test func changesStreamsEveryCommitInOrderWithAuthorFilters() async throws {
-        let path = storePath()
+    @Test(arguments: StoreEngine.available)
+    func changesStreamsEveryCommitInOrderWithAuthorFilters(_ engine: StoreEngine) async throws {
+        let path = try engine.freshURL()
         let app = try todoStore(path, author: "app")
         let widget = try todoStore(path, author: "widget")
         let (everything, task1) = Collected.gather(try await app.changes())
@@ -71,8 +73,9 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
         // The widget's commits came through another connection: the file watcher carried them.
     }
 
-    @Test func changesCanReplayFromASavedToken() async throws {
-        let store = try todoStore()
+    @Test(arguments: StoreEngine.available)
+    func changesCanReplayFromASavedToken(_ engine: StoreEngine) async throws {
+        let store = try todoStore(try engine.freshURL())
         try await store.insert(TodoItem(taskName: "one"))
         let saved = try await store.currentHistoryToken()
         try await store.insert(TodoItem(taskName: "two"))
@@ -84,8 +87,9 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
         #expect(await eventually { await replayed.items.count == 3 })
     }
 
-    @Test func aStreamBehindPrunedHistoryFailsLoudly() async throws {
-        let store = try todoStore()
+    @Test(arguments: StoreEngine.available)
+    func aStreamBehindPrunedHistoryFailsLoudly(_ engine: StoreEngine) async throws {
+        let store = try todoStore(try engine.freshURL())
         try await store.insert(TodoItem(taskName: "one"))
         let saved = try await store.currentHistoryToken()
         try await store.insert(TodoItem(taskName: "two"))
@@ -128,8 +132,9 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
         #expect(await store.observation.watcher == nil)
     }
 
-    @Test func burstsOfCommitsCoalesce() async throws {
-        let store = try todoStore()
+    @Test(arguments: StoreEngine.available)
+    func burstsOfCommitsCoalesce(_ engine: StoreEngine) async throws {
+        let store = try todoStore(try engine.freshURL())
         let stream = await store.observeCount(TodoItem.self)
         var iterator = stream.makeAsyncIterator()
         #expect(try await iterator.next() == 0)
@@ -147,8 +152,9 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
 
     /// The joined predicate reads airports too: a change to the origin airport, committed by
     /// another connection, reruns it.
-    @Test func aJoinedPredicateFiresOnAChangeToTheJoinedTable() async throws {
-        let path = storePath()
+    @Test(arguments: StoreEngine.available)
+    func aJoinedPredicateFiresOnAChangeToTheJoinedTable(_ engine: StoreEngine) async throws {
+        let path = try engine.freshURL()
         let store = try flightsStore(path)
         let sfo = try await store.insert(airport("KSFO", "San Francisco"))
         let lax = try await store.insert(airport("KLAX", "Los Angeles"))
@@ -177,15 +183,16 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
     }
 
     /// History off: observers still rerun, after every commit of any connection.
-    @Test func observingWorksWithoutHistory() async throws {
-        let path = storePath()
-        let garage = try Store(path: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+    @Test(arguments: StoreEngine.available)
+    func observingWorksWithoutHistory(_ engine: StoreEngine) async throws {
+        let path = try engine.freshURL()
+        let garage = try Store(url: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         let (results, task) = Collected.gather(await garage.observeCount(Person.self))
         defer { task.cancel() }
         #expect(await eventually { await results.items == [0] })
         try await garage.insert(Person(name: "Ada"))
         #expect(await eventually { await results.items.last == 1 })
-        let other = try Store(path: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let other = try Store(url: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         try await other.insert(Person(name: "Grace"))
         #expect(await eventually { await results.items.last == 2 })
         await #expect(throws: StoreError.self) { try await garage.changes() }

@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
@@ -53,13 +54,15 @@ func searchStore() async throws -> (Store, String) {
         #expect(try await store.search(TodoItem.self, matching: "   ").isEmpty)
     }
 
-    @Test func aPredicateNarrowsTheResults() async throws {
+    @Test(arguments: StoreEngine.available)
+    func aPredicateNarrowsTheResults(_ engine: StoreEngine) async throws {
         let (store, _) = try await searchStore()
         let open = try await store.search(TodoItem.self, matching: "kitchen", where: #Predicate { !$0.isCompleted })
         #expect(open.count == 3 && open.allSatisfy { !$0.model.isCompleted })
     }
 
-    @Test func snippetsMarkTheMatches() async throws {
+    @Test(arguments: StoreEngine.available)
+    func snippetsMarkTheMatches(_ engine: StoreEngine) async throws {
         let (store, _) = try await searchStore()
         let results = try await store.search(TodoItem.self, matching: "plumber", snippets: SnippetStyle(open: "<b>", close: "</b>", tokens: 4))
         let snippet = try #require(results.first?.snippets["taskName"])
@@ -69,7 +72,8 @@ func searchStore() async throws -> (Store, String) {
     }
 
     /// Whatever a user types is words to find, never FTS5 syntax: no input is an error.
-    @Test func noUserInputIsASyntaxError() async throws {
+    @Test(arguments: StoreEngine.available)
+    func noUserInputIsASyntaxError(_ engine: StoreEngine) async throws {
         let (store, _) = try await searchStore()
         let hostile = [
             "\"", "\"paint", "paint\"", "(", ")", "*", "paint*", "^paint", "NEAR(paint kitchen)", "paint AND", "OR", "NOT kitchen",
@@ -87,7 +91,8 @@ func searchStore() async throws -> (Store, String) {
         #expect(try await store.search(TodoItem.self, matching: "\"paint\"").count == 4, "quotes separate words, as in the index")
     }
 
-    @Test func rawFTS5QueriesAreAvailableAndCheckedApart() async throws {
+    @Test(arguments: StoreEngine.available)
+    func rawFTS5QueriesAreAvailableAndCheckedApart(_ engine: StoreEngine) async throws {
         let (store, _) = try await searchStore()
         #expect(try await store.search(TodoItem.self, fts5: "paint*").count == 5, "a prefix query finds Painting too")
         #expect(try await store.search(TodoItem.self, fts5: "kitchen NOT paint").map(\.model.taskName) == ["Clean the kitchen"])
@@ -121,8 +126,9 @@ func searchStore() async throws -> (Store, String) {
         try raw.execute("INSERT INTO todo_item_task_name_fts (todo_item_task_name_fts) VALUES ('integrity-check')")
     }
 
-    @Test func anEntityWithoutSearchableAttributesSaysSo() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func anEntityWithoutSearchableAttributesSaysSo(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         await #expect(throws: StoreError.self) { try await store.search(Airline.self, matching: "united") }
     }
 

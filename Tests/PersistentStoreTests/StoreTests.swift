@@ -1,6 +1,7 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
@@ -23,7 +24,7 @@ func storePath() -> String {
 }
 
 func flightsStore(_ path: String? = nil) throws -> Store {
-    try Store(path: path ?? storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+    try Store(url: path ?? storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
 }
 
 func airport(_ icao: String, _ name: String = "Airport") -> Airport {

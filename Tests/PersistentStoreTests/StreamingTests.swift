@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import Testing
@@ -8,8 +9,9 @@ import Testing
 
 /// `forEach` hands models over one by one, and `read` gives it a snapshot without the write lock.
 @Suite struct StreamingTests {
-    @Test func forEachVisitsWhatFetchReturnsInTheSameOrder() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func forEachVisitsWhatFetchReturnsInTheSameOrder(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         try await store.insert((0..<500).map { airport(String(format: "K%03d", $0), "Airport \($0 % 7)") })
         let sort = [SortDescriptor(\Airport.name), SortDescriptor(\Airport.icao, order: .reverse)]
         let fetched = try await store.fetch(Airport.self, where: #Predicate { $0.name != "Airport 3" }, sortBy: sort)
@@ -22,9 +24,10 @@ import Testing
         #expect(streamed.count == 500 - 71)
     }
 
-    @Test func anErrorFromTheBodyStopsTheIterationAndComesOutUnchanged() async throws {
+    @Test(arguments: StoreEngine.available)
+    func anErrorFromTheBodyStopsTheIterationAndComesOutUnchanged(_ engine: StoreEngine) async throws {
         struct Enough: Error, Equatable {}
-        let store = try flightsStore()
+        let store = try engine.flightsStore()
         try await store.insert((0..<50).map { airport(String(format: "K%03d", $0)) })
         let seen = try await store.read { store in
             var seen = 0
@@ -41,8 +44,9 @@ import Testing
         #expect(seen == 10)
     }
 
-    @Test func theBodyMayRunOtherQueriesEvenTheSameOne() async throws {
-        let store = try flightsStore()
+    @Test(arguments: StoreEngine.available)
+    func theBodyMayRunOtherQueriesEvenTheSameOne(_ engine: StoreEngine) async throws {
+        let store = try engine.flightsStore()
         try await store.insert((0..<30).map { airport(String(format: "K%03d", $0)) })
         let pairs = try await store.read { store in
             var pairs = 0
@@ -75,8 +79,9 @@ import Testing
         #expect(try await store.count(Airport.self) == 2, "the other connection's row, and no KLAX")
     }
 
-    @Test func encryptedValuesArriveOpened() async throws {
-        let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
+    @Test(arguments: StoreEngine.available)
+    func encryptedValuesArriveOpened(_ engine: StoreEngine) async throws {
+        let todo = try Store(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         try await todo.insert((0..<20).map { TodoItem(taskName: "task \($0)", notes: "secret \($0)") })
         let notes = try await todo.read { store in
             var notes: [String] = []
