@@ -1,6 +1,7 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
@@ -9,7 +10,7 @@ import Testing
 @testable import PersistentStore
 
 func usersStore(_ path: String, keys: KeySource = testKeys) throws -> Store {
-    try Store(path: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: keys))
+    try Store(url: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: keys))
 }
 
 /// Every byte of the database file, its WAL and its external files.
@@ -119,8 +120,9 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         #expect(notes == [nil, nil])
     }
 
-    @Test func aWrongOrMissingKeyFailsCleanlyAndWritesNothing() async throws {
-        let path = storePath()
+    @Test(arguments: StoreEngine.available)
+    func aWrongOrMissingKeyFailsCleanlyAndWritesNothing(_ engine: StoreEngine) async throws {
+        let path = try engine.freshURL()
         let users = try usersStore(path)
         try await users.insert(User(identifier: "u1", name: "Ada", email: "ada@example.com"))
         // The same key id with other bytes: refused at open, before anything is written.
@@ -184,8 +186,9 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         }
     }
 
-    @Test func deterministicValuesSupportEqualityAndUniqueness() async throws {
-        let users = try usersStore(storePath())
+    @Test(arguments: StoreEngine.available)
+    func deterministicValuesSupportEqualityAndUniqueness(_ engine: StoreEngine) async throws {
+        let users = try usersStore(try engine.freshURL())
         try await users.insert(User(identifier: "u1", name: "Ada", email: "ada@example.com"))
         try await users.insert(User(identifier: "u2", name: "Grace", email: "grace@example.com"))
         try await users.insert(User(identifier: "u3", name: "Nobody"))
@@ -221,8 +224,9 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         }
     }
 
-    @Test func randomizedValuesCannotBeLookedUp() async throws {
-        let todo = try Store(path: storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
+    @Test(arguments: StoreEngine.available)
+    func randomizedValuesCannotBeLookedUp(_ engine: StoreEngine) async throws {
+        let todo = try Store(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         try await todo.insert(TodoItem(taskName: "a", notes: "secret"))
         do {
             _ = try await todo.fetch(TodoItem.self, where: #Predicate { $0.notes == "secret" })

@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStorePostgres
 import PersistentStoreSQLite
 import SQLiteKit
 import Testing

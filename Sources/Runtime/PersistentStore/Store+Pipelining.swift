@@ -43,8 +43,22 @@ extension Store {
                     statements.append((write.withKey.upsert, encoded[...]))
                 }
             }
-            let results: [[[StoredValue]]]
-            do { results = try database.pipeline(statements) } catch { throw .database(error) }
+            var results: [[[StoredValue]]] = []
+            // Rows whose upsert may need another conflict target (a key given, and other unique
+            // values) go one by one: a conflict must not abort the batch.
+            let stepwise = statements.contains { $0.text == write.withKey.upsert } && !write.withKey.alternatives.isEmpty
+            do {
+                if stepwise {
+                    for statement in statements {
+                        let step = statement.text == write.withKey.upsert ? write.withKey : write.withoutKey
+                        results.append(try upsertOnEachTarget(step, statement.arguments))
+                    }
+                } else {
+                    results = try database.pipeline(statements)
+                }
+            } catch {
+                throw .database(error)
+            }
             for (offset, index) in (start..<end).enumerated() {
                 var key: Int64?
                 if entity.hasImplicitKey {

@@ -646,7 +646,7 @@ public actor Store {
         if capabilities.failedStatementAbortsTransaction {
             // A failed insert would abort the transaction: the upsert runs at once, and returns
             // the key of the row it wrote (none when it changed nothing).
-            let rows = try database.query(statements.upsert, values)
+            let rows = try upsertOnEachTarget(statements, values)
             guard entity.hasImplicitKey else { return nil }
             if case .integer(let id)? = rows.first?.first { return id }
             return try storedRowID(entity, columns: columns, values) ?? boundKey
@@ -676,6 +676,24 @@ public actor Store {
         let inserted = database.lastInsertedRowID
         if inserted != 0 { return inserted }
         return try storedRowID(entity, columns: columns, values) ?? boundKey
+    }
+
+    /// The upsert, and where its one conflict target was not the one taken (the key is new,
+    /// but another unique value belongs to a stored row), the upsert on each other target in
+    /// turn: what SQLite's several ON CONFLICT clauses do in one statement. Each try but the
+    /// last runs in a savepoint, so a conflict does not abort the transaction; the savepoint
+    /// travels in the statement's round trip.
+    func upsertOnEachTarget(_ statements: UpsertStatements, _ values: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+        guard !statements.alternatives.isEmpty else { return try database.query(statements.upsert, values) }
+        let tries = [statements.upsert] + statements.alternatives
+        for sql in tries.dropLast() {
+            do {
+                return try database.pipeline([("SAVEPOINT store_upsert", []), (sql, values), ("RELEASE store_upsert", [])])[1]
+            } catch  where error.kind == .uniquenessConflict {
+                try database.execute("ROLLBACK TO store_upsert; RELEASE store_upsert")
+            }
+        }
+        return try database.query(tries[tries.count - 1], values)
     }
 
     /// How many writes after a conflict skip the plain insert.
@@ -726,6 +744,9 @@ public actor Store {
         let upsert: String
         /// False without a key or unique index to conflict on: then the two are the same.
         let canConflict: Bool
+        /// Where a statement takes one conflict target (PostgreSQL): the upserts on the other
+        /// unique keys, tried in turn when `upsert` meets a taken value of another one.
+        var alternatives: [String] = []
     }
 
     /// The statements for an entity and a set of columns, built once.
@@ -736,22 +757,26 @@ public actor Store {
         var upsert = insert
         var targets: [[String]] = hasKey ? [entity.primaryKey] : []
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
-        // PostgreSQL takes one conflict target per statement: the key when the row has one.
-        if capabilities.failedStatementAbortsTransaction { targets = Array(targets.prefix(1)) }
         let updatable = columns.filter { !entity.primaryKey.contains($0) }
-        for target in targets {
+        func conflictClause(_ target: [String]) -> SQL {
             // The columns the conflict was on already hold the written values: setting them
             // again would only make SQLite rewrite the indexes that hold them.
             let changing = updatable.filter { !target.contains($0) }
-            if changing.isEmpty {
-                upsert += " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING"
-            } else {
-                upsert += " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
-            }
+            if changing.isEmpty { return " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING" }
+            return " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
         }
         // Without a connection that reports the key its insert gave, the statement returns it.
         let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
-        let statements = UpsertStatements(insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty)
+        var alternatives: [String] = []
+        if capabilities.failedStatementAbortsTransaction {
+            // PostgreSQL takes one conflict target per statement: the key when the row has one,
+            // then each other unique key in a statement of its own.
+            alternatives = targets.dropFirst().map { render(insert + conflictClause($0) + returning) }
+            targets = Array(targets.prefix(1))
+        }
+        for target in targets { upsert += conflictClause(target) }
+        var statements = UpsertStatements(insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty)
+        statements.alternatives = alternatives
         upsertStatements[cacheKey] = statements
         return statements
     }
