@@ -171,6 +171,41 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(history.count == 1 && history.first?.changes.count == 300)
     }
 
+    /// Bulk writes large enough for a staging table on a server (COPY, then one INSERT ...
+    /// SELECT): keys come back per row, updates keep the stored keys, repeated conflict values
+    /// in one call (which one statement cannot update twice) still end as the last one, every
+    /// row is in the history, and a failing row undoes the call.
+    @Test(arguments: StoreEngine.available)
+    func largeBulkWritesKeyEveryRowAsSmallOnesDo(_ engine: StoreEngine) async throws {
+        let store = try engine.flights(at: try engine.freshURL(), history: true)
+        let sfo = try await store.insert(airport("KSFO"))
+        let count = Store.stagingThreshold * 3
+        let start = try await store.currentHistoryToken()
+        let firstPass = try await store.insert((0..<count).map { flight("F\($0)", origin: sfo.id, distance: $0) })
+        #expect(Set(firstPass.compactMap(\.id)).count == count)
+        let secondPass = try await store.insert((count / 2..<(count + count / 2)).map { flight("F\($0)", origin: sfo.id, distance: $0 + 100_000) })
+        #expect(try await store.count(Flight.self) == count + count / 2)
+        #expect(secondPass.first?.id == firstPass[count / 2].id, "an update keeps the stored key")
+        let stored = Dictionary(uniqueKeysWithValues: try await store.fetch(Flight.self).map { ($0.ident, $0) })
+        for written in firstPass.prefix(count / 2) + secondPass {
+            #expect(stored[written.ident]?.id == written.id && stored[written.ident]?.routeDistance == written.routeDistance, "\(written.ident)")
+        }
+        // The same ident twice in one call: the later one is stored, both get its key.
+        var repeated = (0..<count).map { flight("R\($0)", origin: sfo.id) }
+        repeated[count - 1] = flight("R0", origin: sfo.id, distance: 7)
+        let written = try await store.insert(repeated)
+        #expect(written[0].id == written[count - 1].id)
+        #expect(try await store.first(Flight.self, where: #Predicate { $0.ident == "R0" })?.routeDistance == 7)
+        let history = try await store.history(after: start)
+        #expect(history.count == 3 && history.map(\.changes.count) == [count, count, count])
+        // A row whose airport does not exist: nothing of the call stays.
+        var failing = (0..<count).map { flight("G\($0)", origin: sfo.id) }
+        failing[count / 3] = flight("G-bad", origin: 999_999)
+        await #expect(throws: StoreError.self) { try await store.insert(failing) }
+        #expect(try await store.count(Flight.self, where: #Predicate { $0.ident.starts(with: "G") }) == 0)
+        #expect(try await store.history(after: start).count == 3)
+    }
+
     @Test(arguments: StoreEngine.available)
     func transactionsRollBackWholeAndSavepointsInside(_ engine: StoreEngine) async throws {
         let store = try engine.flights()

@@ -31,6 +31,13 @@ final class SQLiteStoreDatabase: StoreDatabase {
     /// Statements run in-process: one by one costs nothing more.
     var pipelinesStatements: Bool { false }
 
+    /// Inserts run in-process already: no bulk loader to gain from.
+    var stagesRows: Bool { false }
+
+    func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String {
+        throw DatabaseFailure(database: label, message: "SQLite stages no rows: writes run in-process", code: nil, kind: .statement)
+    }
+
     func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
         var results: [[[StoredValue]]] = []
         for statement in statements { results.append(try query(statement.text, statement.arguments)) }

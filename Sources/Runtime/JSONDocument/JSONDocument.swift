@@ -137,12 +137,24 @@ public struct JSONParser {
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// The column of the last position asked for, and that position: columns are counted on
+    /// from there, since positions only move forward. Counting from the line's start each time
+    /// made a long single-line document (the history's changes) quadratic.
+    private var counted = (line: 1, index: 0, column: 1)
+
     private var column: Int {
-        // Columns count characters, not bytes.
-        bytes[lineStart..<min(index, bytes.count)].reduce(1) { $1 & 0xC0 == 0x80 ? $0 : $0 + 1 }
+        mutating get {
+            let end = min(index, bytes.count)
+            if counted.line != line || counted.index < lineStart || counted.index > end { counted = (line, lineStart, 1) }
+            // Columns count characters, not bytes.
+            var column = counted.column
+            for byte in bytes[counted.index..<end] where byte & 0xC0 != 0x80 { column += 1 }
+            counted = (line, end, column)
+            return column
+        }
     }
 
-    private func error(_ message: String) -> JSONSyntaxError {
+    private mutating func error(_ message: String) -> JSONSyntaxError {
         JSONSyntaxError(line: line, column: column, message: message)
     }
 

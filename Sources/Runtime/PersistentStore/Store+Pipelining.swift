@@ -1,9 +1,14 @@
+import SQLDialects
 import SchemaMetadata
 
 extension Store {
     /// Statements per pipeline: enough that round trips stop mattering, few enough that
     /// neither side's buffers fill while the other is not reading.
     public static let pipelineBatch = 256
+    /// Rows per staging table load: what one COPY and one INSERT ... SELECT take.
+    static let stagingBatch = 10_000
+    /// Below this many rows, creating the staging table costs more than the pipeline.
+    public static let stagingThreshold = 1_000
 
     /// Bulk upserts on a server: each row's statement is the one `upsert` would run, but they
     /// go out in batches (`StoreDatabase.pipeline`), each batch one round trip instead of one
@@ -17,11 +22,14 @@ extension Store {
         let write = directWrite(first)
         guard write.isPlain else { return false }
         let entity = write.entity
+        // A server that loads rows in bulk takes large chunks through a staging table; the
+        // rest are pipelined a batch at a time.
+        let chunk = database.stagesRows ? Self.stagingBatch : Self.pipelineBatch
         var start = models.startIndex
         var rows: [[StoredValue]] = []
-        rows.reserveCapacity(Self.pipelineBatch)
+        rows.reserveCapacity(chunk)
         while start < models.endIndex {
-            let end = min(start + Self.pipelineBatch, models.endIndex)
+            let end = min(start + chunk, models.endIndex)
             rows.removeAll(keepingCapacity: true)
             var statements: [(text: String, arguments: ArraySlice<StoredValue>)] = []
             statements.reserveCapacity(end - start)
@@ -53,8 +61,12 @@ extension Store {
                         let step = statement.text == write.withKey.upsert ? write.withKey : write.withoutKey
                         results.append(try upsertOnEachTarget(step, statement.arguments))
                     }
+                } else if let staged = try stagedUpsert(write, statements) {
+                    results = staged
                 } else {
-                    results = try database.pipeline(statements)
+                    for batch in stride(from: 0, to: statements.count, by: Self.pipelineBatch) {
+                        results += try database.pipeline(Array(statements[batch..<min(batch + Self.pipelineBatch, statements.count)]))
+                    }
                 }
             } catch {
                 throw .database(error)
@@ -83,5 +95,50 @@ extension Store {
             start = end
         }
         return true
+    }
+
+    /// The rows of one shape, loaded into a staging table (`StoreDatabase.stageRows`, COPY on
+    /// PostgreSQL) and upserted from it by one INSERT ... SELECT ... ON CONFLICT: each row's
+    /// result as its own statement would have returned it (its key, where the database gave
+    /// one). Nil, having written nothing, where the rows do not fit that one statement: too few,
+    /// keys given for some and not others, or conflict values that are missing or repeated
+    /// (ON CONFLICT cannot update a row twice), so no result could be told apart.
+    func stagedUpsert<M: PersistentModel>(_ write: DirectWrite<M>, _ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure)
+        -> [[[StoredValue]]]?
+    {
+        guard database.stagesRows, statements.count >= Self.stagingThreshold, let first = statements.first else { return nil }
+        guard statements.allSatisfy({ $0.text == first.text }) else { return nil }
+        let entity = write.entity
+        let keyed = first.text == write.withKey.upsert
+        let columns = keyed ? Array(write.columns) : Array(write.columns.dropFirst())
+        let target = keyed ? entity.primaryKey : entity.indexes.first { $0.kind == .unique }?.columns ?? []
+        let positions = target.compactMap { columns.firstIndex(of: $0) }
+        guard !target.isEmpty, positions.count == target.count else { return nil }
+        var seen = Set<[StoredValue]>()
+        seen.reserveCapacity(statements.count)
+        for statement in statements {
+            let values = positions.map { statement.arguments[statement.arguments.startIndex + $0] }
+            guard !values.contains(.null), seen.insert(values).inserted else { return nil }
+        }
+        let stage = try database.stageRows(statements.map(\.arguments), columns: columns, like: entity.table)
+        let updatable = columns.filter { !entity.primaryKey.contains($0) && !target.contains($0) }
+        let conflict: SQL =
+            updatable.isEmpty
+            ? " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING"
+            : " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(updatable.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
+        let returnsKeys = entity.hasImplicitKey && !keyed
+        let returning: SQL = returnsKeys ? " RETURNING \(identifier: "id"), \(SQL.identifiers(target))" : ""
+        let insert: SQL =
+            "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) SELECT \(SQL.identifiers(columns)) FROM \(identifier: stage)" + conflict + returning
+        let returned = try database.query(insert)
+        guard returnsKeys else { return Array(repeating: [], count: statements.count) }
+        // Each returned key by the conflict values it was written with.
+        var keys: [[StoredValue]: StoredValue] = [:]
+        keys.reserveCapacity(returned.count)
+        for row in returned where row.count == target.count + 1 { keys[Array(row.dropFirst())] = row[0] }
+        return statements.map { statement in
+            let values = positions.map { statement.arguments[statement.arguments.startIndex + $0] }
+            return keys[values].map { [[$0]] } ?? []
+        }
     }
 }

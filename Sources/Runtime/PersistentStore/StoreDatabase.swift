@@ -31,6 +31,12 @@ public protocol StoreDatabase: AnyObject {
     /// Runs statements and returns each one's rows, in order, as `query` would one by one; a
     /// server adapter sends them all before reading any result. The first failure is thrown.
     func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]]
+    /// Whether `stageRows` loads rows in bulk (a server's COPY): large bulk writes then go
+    /// through a staging table, one statement for thousands of rows.
+    var stagesRows: Bool { get }
+    /// Loads rows into an empty staging table shaped as `columns` of `table`, private to this
+    /// transaction and gone when it ends, and returns its name.
+    func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String
     /// Whether rows are read one at a time as the engine steps through them (SQLite), rather
     /// than arriving whole (a server's result).
     var stepsThroughRows: Bool { get }
