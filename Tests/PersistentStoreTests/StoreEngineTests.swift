@@ -206,6 +206,58 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.history(after: start).count == 3)
     }
 
+    /// `forEach` streams: on PostgreSQL through a cursor, a batch at a time (one is open while
+    /// the body runs), inside `read`, a transaction or neither; a `forEach` in another's body and
+    /// queries in between work; an error from the body stops it and leaves the store usable.
+    @Test(arguments: StoreEngine.available)
+    func forEachStreamsEveryRowOnceAndStopsOnAnError(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        let sfo = try await store.insert(airport("KSFO"))
+        let count = 3_500
+        try await store.insert((0..<count).map { flight(String(format: "F%05d", $0), origin: sfo.id, distance: $0) })
+        let (seen, cursors, inner) = try await store.read { store in
+            var seen: [String] = []
+            var cursors = -1
+            var inner = 0
+            try store.forEach(Flight.self, sortBy: [SortDescriptor(\.ident)]) { flight in
+                if seen.isEmpty {
+                    if store.database.dialect.name == "postgres" {
+                        if case .integer(let open)? = try store.database.query("SELECT count(*) FROM pg_cursors", [][...]).first?.first { cursors = Int(open) }
+                    }
+                    try store.forEach(Airport.self) { _ in inner += 1 }
+                    inner += try store.count(Airport.self)
+                }
+                seen.append(flight.ident)
+            }
+            return (seen, cursors, inner)
+        }
+        #expect(seen.count == count && seen == seen.sorted() && Set(seen).count == count)
+        #expect(inner == 2)
+        if engine == .postgres { #expect(cursors == 2, "the outer and the inner forEach each had a cursor open") }
+        struct Stop: Error {}
+        var visited = 0
+        do {
+            try await store.read { store in
+                var visited = 0
+                try store.forEach(Flight.self) { _ in
+                    visited += 1
+                    if visited == 1_500 { throw Stop() }
+                }
+            }
+        } catch is Stop {
+            visited = 1_500
+        }
+        #expect(visited == 1_500, "the body's error came out unchanged")
+        #expect(try await store.count(Flight.self) == count)
+        // Outside `read`, as a single call in a transaction.
+        let total = try await store.transaction { store in
+            var total = 0
+            try store.forEach(Flight.self, where: #Predicate { ($0.routeDistance ?? 0) >= 1_000 }) { _ in total += 1 }
+            return total
+        }
+        #expect(total == count - 1_000)
+    }
+
     @Test(arguments: StoreEngine.available)
     func transactionsRollBackWholeAndSavepointsInside(_ engine: StoreEngine) async throws {
         let store = try engine.flights()

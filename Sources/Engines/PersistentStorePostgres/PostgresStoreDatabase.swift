@@ -122,7 +122,10 @@ final class PostgresStoreDatabase: StoreDatabase {
         return nil
     }
 
+    /// A result read whole, or, for `forEach` (`ownStatement`), through a cursor a batch at a
+    /// time, so memory stays flat however many rows match.
     func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
+        if ownStatement { return try streamThroughCursor(text, arguments, body) }
         for var row in try query(text, arguments[...]) { try body(&row) }
     }
 
@@ -130,7 +133,7 @@ final class PostgresStoreDatabase: StoreDatabase {
         _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
         with open: (Int, BorrowedValue, [StoredValue]) throws -> StoredValue, _ body: (inout [StoredValue]) throws -> Void
     ) throws {
-        for var row in try query(text, arguments[...]) {
+        try forEachRow(text, arguments, ownStatement: ownStatement) { row in
             for column in columns where column < row.count {
                 let value = row[column]
                 row[column] = .null
@@ -138,6 +141,37 @@ final class PostgresStoreDatabase: StoreDatabase {
             }
             try body(&row)
         }
+    }
+
+    /// Rows a cursor hands over per round trip.
+    static let cursorBatch = 1_000
+    /// Cursors open now: a `forEach` inside another's body needs a name of its own.
+    private var openCursors = 0
+
+    /// `DECLARE ... CURSOR`, then `FETCH` a batch at a time. A cursor lives in a transaction:
+    /// outside one, a read-only one is opened for it (as `read { }` would).
+    private func streamThroughCursor(_ text: String, _ arguments: [StoredValue], _ body: (inout [StoredValue]) throws -> Void) throws {
+        let ownTransaction = !inTransaction
+        if ownTransaction { try beginReadTransaction() }
+        // Names by depth: the same statements each time, so they are prepared once.
+        let cursor = "schemagen_cursor_\(openCursors)"
+        openCursors += 1
+        defer { openCursors -= 1 }
+        do {
+            _ = try query("DECLARE \(cursor) NO SCROLL CURSOR FOR \(text)", arguments[...])
+            while true {
+                let rows = try query("FETCH \(Self.cursorBatch) FROM \(cursor)", [])
+                for var row in rows { try body(&row) }
+                if rows.count < Self.cursorBatch { break }
+            }
+            try execute("CLOSE \(cursor)")
+        } catch {
+            // Where a failed statement aborted the transaction, CLOSE fails too; the store then
+            // rolls the transaction back.
+            if ownTransaction { try? rollbackTransaction() } else { _ = try? execute("CLOSE \(cursor)") }
+            throw error
+        }
+        if ownTransaction { try commitTransaction() }
     }
 
     /// Single writes run at READ COMMITTED: each statement is atomic on its own (an upsert is
