@@ -3,6 +3,7 @@ import FieldEncryption
 import Foundation
 import PersistentStorePostgres
 import PersistentStoreSQLite
+import PostgresKit
 import SQLiteKit
 import SchemaMetadata
 import Testing
@@ -254,8 +255,9 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         #expect(change.changedAttributes == ["notes"] && change.values["notes"] == nil, "listed, without its ciphertext")
     }
 
-    @Test func rotationWritesWithTheNewKeyAndReencryptMovesEverythingOver() async throws {
-        let path = storePath()
+    @Test(arguments: StoreEngine.available)
+    func rotationWritesWithTheNewKeyAndReencryptMovesEverythingOver(_ engine: StoreEngine) async throws {
+        let path = try engine.freshURL()
         let old = try usersStore(path)
         for index in 0..<25 {
             let user = try await old.insert(User(identifier: "u\(index)", name: "P\(index)", email: "p\(index)@example.com"))
@@ -267,7 +269,11 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         try await rotated.insert(User(identifier: "new", name: "New", email: "new@example.com"))
         func keyIDs() throws -> [String: Int] {
             var counts: [String: Int] = [:]
-            for row in try SQLiteConnection(path: path).query("SELECT email FROM user WHERE email IS NOT NULL") {
+            let rows =
+                engine == .sqlite
+                ? try SQLiteConnection(path: path).query("SELECT email FROM user WHERE email IS NOT NULL")
+                : try PostgresConnection(path).query("SELECT email FROM \"user\" WHERE email IS NOT NULL")
+            for row in rows {
                 guard case .blob(let bytes) = row[0] else { continue }
                 counts[FieldCipher.keyID(of: bytes) ?? "none", default: 0] += 1
             }
