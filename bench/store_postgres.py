@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The store on PostgreSQL against libpq driven by hand, on a throwaway server, in one run:
 
-- insert, upsert, fetch: the same statements prepared the same way (an upsert per row
-  returning its key, pipelined in batches, in one transaction; every row fetched into models);
-- bulk: one insert of many rows through the store, against COPY of the same rows;
+- insert, upsert, fetch: the same statements prepared the same way (20,000 rows in one
+  transaction, copied into a staging table and upserted from it with their keys returned, as
+  the store writes that many; every row fetched into models);
+- bulk: one insert of 100,000 rows through the store, against plain COPY of the same rows;
 - clients: single-row writes from 8 concurrent clients (a StorePool of 8), against 8 libpq
   connections on threads writing each row with a prepared INSERT in autocommit.
 
