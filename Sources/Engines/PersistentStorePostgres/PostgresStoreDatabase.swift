@@ -106,7 +106,7 @@ final class PostgresStoreDatabase: StoreDatabase {
         let list = columns.map(dialect.quote).joined(separator: ", ")
         try execute(
             "CREATE TEMP TABLE IF NOT EXISTS \(dialect.quote(stage)) ON COMMIT DROP AS SELECT \(list) FROM \(dialect.quote(table)) WITH NO DATA; TRUNCATE \(dialect.quote(stage))")
-        _ = try wrap { () throws(PostgresError) in try connection.copy(into: stage, columns: columns, rows: rows.lazy.map(Array.init)) }
+        _ = try wrap { () throws(PostgresError) in try connection.copy(into: stage, columns: columns, rows: rows) }
         return stage
     }
 

@@ -317,7 +317,8 @@ public final class PostgresConnection {
 
     /// Loads rows with `COPY table (columns) FROM STDIN` (text format), the server's fastest
     /// way in; returns how many rows it took. Values are sent as `query` binds them.
-    public func copy(into table: String, columns: [String], rows: some Sequence<[StoredValue]>) throws(PostgresError) -> Int {
+    public func copy<Rows: Sequence>(into table: String, columns: [String], rows: Rows) throws(PostgresError) -> Int
+    where Rows.Element: Collection<StoredValue> {
         let quoted = columns.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ", ")
         let sql = "COPY \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\" (\(quoted)) FROM STDIN"
         let start = PQexec(handle, sql)

@@ -114,11 +114,17 @@ extension Store {
         let target = keyed ? entity.primaryKey : entity.indexes.first { $0.kind == .unique }?.columns ?? []
         let positions = target.compactMap { columns.firstIndex(of: $0) }
         guard !target.isEmpty, positions.count == target.count else { return nil }
-        var seen = Set<[StoredValue]>()
+        // A conflict value per row (one column's value alone, the common case, without an array).
+        func conflictValue(_ arguments: ArraySlice<StoredValue>) -> StoredValue {
+            if positions.count == 1 { return arguments[arguments.startIndex + positions[0]] }
+            return .text(positions.map { "\(arguments[arguments.startIndex + $0])" }.joined(separator: "\u{0}"))
+        }
+        var seen = Set<StoredValue>()
         seen.reserveCapacity(statements.count)
         for statement in statements {
-            let values = positions.map { statement.arguments[statement.arguments.startIndex + $0] }
-            guard !values.contains(.null), seen.insert(values).inserted else { return nil }
+            guard !positions.contains(where: { statement.arguments[statement.arguments.startIndex + $0] == .null }),
+                seen.insert(conflictValue(statement.arguments)).inserted
+            else { return nil }
         }
         let stage = try database.stageRows(statements.map(\.arguments), columns: columns, like: entity.table)
         let updatable = columns.filter { !entity.primaryKey.contains($0) && !target.contains($0) }
@@ -132,13 +138,14 @@ extension Store {
             "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) SELECT \(SQL.identifiers(columns)) FROM \(identifier: stage)" + conflict + returning
         let returned = try database.query(insert)
         guard returnsKeys else { return Array(repeating: [], count: statements.count) }
-        // Each returned key by the conflict values it was written with.
-        var keys: [[StoredValue]: StoredValue] = [:]
+        // Each returned key by the conflict values it was written with (read back as the row's
+        // own, in the target's order).
+        var keys: [StoredValue: StoredValue] = [:]
         keys.reserveCapacity(returned.count)
-        for row in returned where row.count == target.count + 1 { keys[Array(row.dropFirst())] = row[0] }
-        return statements.map { statement in
-            let values = positions.map { statement.arguments[statement.arguments.startIndex + $0] }
-            return keys[values].map { [[$0]] } ?? []
+        for row in returned where row.count == target.count + 1 {
+            let value = target.count == 1 ? row[1] : .text(row.dropFirst().map { "\($0)" }.joined(separator: "\u{0}"))
+            keys[value] = row[0]
         }
+        return statements.map { statement in keys[conflictValue(statement.arguments)].map { [[$0]] } ?? [] }
     }
 }
