@@ -614,6 +614,38 @@ struct StorePostgresOpeningTests {
         #expect(try await store.history(after: start).isEmpty)
     }
 
+    /// A write whose COMMIT fails (the connection is cut just before it) leaves the store as it
+    /// was: nothing of it is written, and the next writes and transactions each run in a
+    /// transaction of their own (a failed COMMIT once counted the nesting level twice).
+    @Test func aWriteThatFailsAtCommitLeavesTheStoreUsable() async throws {
+        let url = try StoreEngine.postgres.freshURL()
+        let armed = Counter()
+        let configuration = Store.Configuration(
+            recordsHistory: true,
+            beforeCommit: {
+                guard armed.value == 1 else { return }
+                armed.add()
+                _ = try? PostgresConnection(url).query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'schemagen store' AND datname = current_database()")
+            })
+        let store = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: configuration)
+        armed.add()
+        await #expect(throws: StoreError.self) {
+            try await store.transaction { store in _ = try store.insert(airport("KSFO")) }
+        }
+        #expect(armed.value == 2, "the connection was cut before COMMIT")
+        for icao in ["KLAX", "KJFK"] { try await store.insert(airport(icao)) }
+        try await store.transaction { store in _ = try store.insert(airport("KBOS")) }
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await store.transaction { store in
+                _ = try store.insert(airport("KORD"))
+                throw Abort()
+            }
+        }
+        #expect(try await store.fetch(Airport.self, sortBy: [SortDescriptor(\.icao)]).map(\.icao) == ["KBOS", "KJFK", "KLAX"])
+    }
+
     /// The listener's connection is cut (its backend terminated, as a restarted server or a
     /// dropped link would): it connects again, and what was committed meanwhile arrives from
     /// the history, each transaction once.

@@ -1,12 +1,12 @@
 import ExampleModels
 import Foundation
-import PersistentStorePostgres
 import PostgresKit
 import SchemaMetadata
 import TestSupport
 import Testing
 
 @testable import PersistentStore
+@testable import PersistentStorePostgres
 
 /// Opening that only verifies the migrations, for fleets that migrate as a deploy step.
 @Suite(.serialized) struct StoreVerifyingOpeningTests {
@@ -71,6 +71,15 @@ struct StorePgbouncerTests {
         let store = try pooled(urls, author: "app", direct: false)
         try await store.insert(airport("KSFO"))
         #expect(try await store.count(Airport.self) == 1)
+    }
+
+    /// `?pgbouncer=true` (Prisma's spelling) turns the pooler mode on and never reaches libpq.
+    @Test func thePgbouncerParameterIsTakenOutOfTheURL() {
+        #expect(Store.takingPoolerParameter(from: "postgres://app@h:6432/db?pgbouncer=true") == ("postgres://app@h:6432/db", true))
+        #expect(Store.takingPoolerParameter(from: "postgres://h/db?sslmode=require&pgbouncer=true&connect_timeout=5") == ("postgres://h/db?sslmode=require&connect_timeout=5", true))
+        #expect(Store.takingPoolerParameter(from: "postgres://h/db?pgbouncer=false") == ("postgres://h/db", false))
+        #expect(Store.takingPoolerParameter(from: "postgres://h/db?sslmode=require") == ("postgres://h/db?sslmode=require", false))
+        #expect(Store.takingPoolerParameter(from: "postgres://h/db") == ("postgres://h/db", false))
     }
 
     /// Six stores take turns on two server connections: every write lands, with its history

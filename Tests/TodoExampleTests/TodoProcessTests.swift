@@ -234,6 +234,50 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(Self.lines(run.output) == expected, "\(seen)\n\(run.error)")
     }
 
+    /// Processes behind a real pgbouncer in transaction pooling mode (`?pgbouncer=true` in the
+    /// URL, `DIRECT_URL` for the watcher's LISTEN and for migrations): two writers add and
+    /// toggle, and the watcher prints every change once, in order.
+    @Test(.enabled(if: Pgbouncer.available, Comment(rawValue: Pgbouncer.skipReason)))
+    func processesBehindPgbouncerAreWatchedWithoutLossOrRepeats() throws {
+        let direct = try TodoEngine.postgres.freshDatabase()
+        let name = String(direct[direct.index(after: direct.lastIndex(of: "/")!)...])
+        let pooled = try #require(Pgbouncer.shared, "pgbouncer did not start").url(database: name) + "?pgbouncer=true"
+        let environment = Self.environment.merging(["DIRECT_URL": direct]) { $1 }
+        #expect(try Self.todo.run(["list", "--database", pooled], environment: environment).status == 0, "opens and migrates through DIRECT_URL")
+        let watcher = try Self.todo.start(["watch", "--database", pooled], environment: environment)
+        let ready = watcher.read(.error, until: { $0.contains("watching") })
+        #expect(ready.contains("watching"), "\(ready)")
+        let script = { (author: String) in
+            "for i in $(seq 1 15); do id=$(\"$TODO\" add \"\(author) $i\" --author \(author) -d \"$DB\") || exit 1; \"$TODO\" done $id --author \(author) -d \"$DB\" >/dev/null || exit 1; done"
+        }
+        let writers = try ["app", "widget"].map { author in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", script(author)]
+            process.environment = environment.merging(["TODO": Self.todo.url.path, "DB": pooled]) { $1 }
+            try process.run()
+            return process
+        }
+        for writer in writers { writer.waitUntilExit() }
+        #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+        let seen = watcher.read(until: { Self.lines($0).count >= 60 }, within: 30)
+        usleep(500_000)
+        let run = Self.stop(watcher)
+        let lines = Self.lines(run.output)
+        #expect(lines.count == 60, "\(seen)\n\(run.error)")
+        #expect(Set(lines).count == 60, "no change twice")
+        for author in ["app", "widget"] {
+            // Each writer's changes in its own order: its add before its done, item by item.
+            let own = lines.filter { $0.contains(" \(author) ") }
+            #expect(own.count == 30)
+            for index in 1...15 {
+                let add = own.firstIndex { $0.hasPrefix("+ ") && $0.hasSuffix(" \(author) \(index)") }
+                let done = own.firstIndex { $0.hasPrefix("~ ") && $0.hasSuffix(" \(author) \(index) done") }
+                #expect(add != nil && done != nil && add! < done!, "\(author) \(index)")
+            }
+        }
+    }
+
     /// `--author` hides a watcher's own writes unless `--include-own`.
     @Test(arguments: TodoEngine.available)
     func watchSkipsItsOwnAuthorUnlessAsked(_ engine: TodoEngine) throws {

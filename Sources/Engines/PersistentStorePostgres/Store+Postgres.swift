@@ -35,11 +35,21 @@ extension Store {
                 "the generated code of schema \(schema.name) embeds no PostgreSQL migrations: add `postgres` to the schema's `dialects:` (or the config's), run `schemagen generate`, review and commit the new postgres folder"
             )
         }
+        // `?pgbouncer=true` (as Prisma spells it) says the URL leads to a transaction pooler;
+        // libpq does not know the parameter, so it is taken out. `DIRECT_URL` then names the
+        // server itself, unless the configuration does.
+        var configuration = configuration
+        let (target, pooled) = Self.takingPoolerParameter(from: connection)
+        if pooled {
+            configuration.postgres.transactionPooler = true
+            if configuration.postgres.directURL == nil, let direct = ProcessInfo.processInfo.environment["DIRECT_URL"], !direct.isEmpty {
+                configuration.postgres.directURL = direct
+            }
+        }
         let database: PostgresStoreDatabase
-        do { database = try PostgresStoreDatabase(url: connection, settings: configuration.postgres) } catch { throw .database(error) }
+        do { database = try PostgresStoreDatabase(url: target, settings: configuration.postgres) } catch { throw .database(error) }
         // The migrator holds a session lock: behind a transaction pooler it needs a direct
         // connection, and without one the store only verifies.
-        var configuration = configuration
         var migrationConnection = database.connection
         if configuration.postgres.transactionPooler {
             if let direct = configuration.postgres.directURL {
@@ -53,5 +63,16 @@ extension Store {
         let migrator = Migrator(
             database: PostgresMigrationDatabase(migrationConnection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
         try self.init(database: database, migrator: migrator, schema: schema, migrations: scripts, configuration: configuration)
+    }
+
+    /// The URL without its `pgbouncer=true` query parameter, and whether it had it.
+    static func takingPoolerParameter(from url: String) -> (url: String, pooled: Bool) {
+        guard let question = url.firstIndex(of: "?") else { return (url, false) }
+        let parameters = url[url.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
+        let kept = parameters.filter { !$0.lowercased().hasPrefix("pgbouncer=") }
+        guard kept.count != parameters.count else { return (url, false) }
+        let pooled = parameters.contains { ["pgbouncer=true", "pgbouncer=1"].contains($0.lowercased()) }
+        let base = String(url[..<question])
+        return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), pooled)
     }
 }

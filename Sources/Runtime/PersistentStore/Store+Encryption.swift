@@ -66,9 +66,14 @@ extension Store {
     /// id is recorded when a value is first written under it (`recordSealingKey`), so a
     /// mistyped id on a read, or a refused open, leaves nothing behind. True when the newest
     /// key is recorded already.
+    /// The table of key check values (created at open, outside any write: see `createIfMissing`).
+    static func keyCheckTable(_ dialect: any SQLDialect) -> String {
+        "CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id \(dialect.columnType(.text)) PRIMARY KEY, check_value \(dialect.columnType(.blob)) NOT NULL);"
+    }
+
     static func checkKeys(_ ring: KeyRing, _ database: any StoreDatabase, schema: String) throws(StoreError) -> Bool {
         do {
-            guard try database.tableExists("schemagen_key_check") else { return false }
+            try createIfMissing(database, keyCheckTable(database.dialect))
             var newestRecorded = false
             for key in ring.keys {
                 guard let stored = try database.query("SELECT check_value FROM schemagen_key_check WHERE key_id = \(value: .text(key.id))" as SQL).first?.first else { continue }
@@ -93,8 +98,7 @@ extension Store {
         guard sealedInTransaction, !newestKeyRecorded, let ring = keyRing else { return }
         do {
             let dialect = database.dialect
-            try database.execute(
-                "CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id \(dialect.columnType(.text)) PRIMARY KEY, check_value \(dialect.columnType(.blob)) NOT NULL);")
+            try database.execute(Self.keyCheckTable(dialect))
             let key = ring.newest
             let check = StoredValue.blob(try ring.checkValue(of: key))
             _ = try database.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (\(value: .text(key.id)), \(value: check)) ON CONFLICT (key_id) DO NOTHING" as SQL)

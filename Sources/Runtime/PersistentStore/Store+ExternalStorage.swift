@@ -51,8 +51,8 @@ extension Store {
         guard database.keepsExternalValuesInDatabase, schema.entities.contains(where: { !externalColumns(of: $0).isEmpty }) else { return }
         let dialect = database.dialect
         do {
-            try database.execute(
-                "CREATE TABLE IF NOT EXISTS \(dialect.quote(externalValuesTable)) (name \(dialect.columnType(.text)) PRIMARY KEY, data \(dialect.columnType(.blob)) NOT NULL)")
+            try createIfMissing(
+                database, "CREATE TABLE IF NOT EXISTS \(dialect.quote(externalValuesTable)) (name \(dialect.columnType(.text)) PRIMARY KEY, data \(dialect.columnType(.blob)) NOT NULL)")
         } catch {
             throw .database(error)
         }

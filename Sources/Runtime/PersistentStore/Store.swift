@@ -302,13 +302,15 @@ public actor Store {
         while true {
             try beginWrite(serializable: true)
             depth += 1
+            let outcome: Result<T, any Error>
+            do { outcome = .success(try body(self)) } catch { outcome = .failure(error) }
+            // Once, whatever happens next: a failed COMMIT must not count the level twice.
+            depth -= 1
             do {
-                let result = try body(self)
-                depth -= 1
+                let result = try outcome.get()
                 try endWrite(commit: true)
                 return result
             } catch {
-                depth -= 1
                 try? endWrite(commit: false)
                 // Rolled back for a conflict with another writer: nothing of it was written.
                 guard case StoreError.database(let failure) = error, failure.kind == .busy, Date() < deadline else { throw error }
@@ -348,13 +350,15 @@ public actor Store {
         if depth == 0 {
             try beginWrite()
             depth += 1
-            do {
-                let result = try body()
-                depth -= 1
+            let outcome: Result<T, StoreError>
+            do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
+            // Once, whatever happens next: a failed COMMIT must not count the level twice.
+            depth -= 1
+            do throws(StoreError) {
+                let result = try outcome.get()
                 try endWrite(commit: true)
                 return result
             } catch {
-                depth -= 1
                 try? endWrite(commit: false)
                 throw error
             }

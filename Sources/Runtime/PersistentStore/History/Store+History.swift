@@ -25,13 +25,28 @@ extension Store {
             """
     }
 
+    /// Runs `CREATE ... IF NOT EXISTS` where another process may run it at the same moment:
+    /// PostgreSQL lets both pass the check, and the one that commits second fails on its
+    /// catalogue's unique index. Run again, it finds what the other created.
+    static func createIfMissing(_ database: any StoreDatabase, _ sql: String) throws(DatabaseFailure) {
+        var attempt = 0
+        while true {
+            do {
+                try database.execute(sql)
+                return
+            } catch  where error.kind == .uniquenessConflict && attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
+
     /// Creates the history tables when missing and starts recording, when history is on.
     static func startHistory(_ database: any StoreDatabase, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
         guard enabled else { return nil }
         do throws(DatabaseFailure) {
             let history = try database.tableExists("schemagen_history")
             let pruned = try database.tableExists("schemagen_history_pruned")
-            if !history || !pruned { try database.execute(historyTables(database.dialect)) }
+            if !history || !pruned { try createIfMissing(database, historyTables(database.dialect)) }
         } catch {
             throw .database(error)
         }
