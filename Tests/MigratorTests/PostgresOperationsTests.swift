@@ -180,7 +180,13 @@ struct PostgresOperationsTests {
         try holder.execute("BEGIN; LOCK TABLE airports IN ACCESS EXCLUSIVE MODE")
         let started = try Self.migrate.start(["up"] + base)
         #expect(try Self.waitUntil { try Self.migratorBackends(url) == 1 })
-        let running = try Self.migrate.run(["status"] + base)
+        // The attempt is recorded just before its statements run: a status read at that moment
+        // may come first.
+        var running = try Self.migrate.run(["status"] + base)
+        _ = try Self.waitUntil(10) {
+            running = try Self.migrate.run(["status"] + base)
+            return running.output.contains("up RUNNING since")
+        }
         #expect(running.output.contains("0002     add_airports_elevation") && running.output.contains("up RUNNING since"), "\(running.output)")
         kill(started.processIdentifier, SIGKILL)
         _ = started.finish()
