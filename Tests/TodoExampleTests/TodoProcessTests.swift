@@ -55,6 +55,13 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
 
     static func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
 
+    /// Runs `todo add NAME` and returns the line a watcher prints for it.
+    static func add(_ name: String, database: String) throws -> String {
+        let added = try run(["add", name], database: database)
+        #expect(added.status == 0, "\(added.error)")
+        return "+ \(added.output.trimmingCharacters(in: .whitespacesAndNewlines)) \(name)"
+    }
+
     static func stop(_ watcher: BuiltTool.Running) -> BuiltTool.Run {
         kill(watcher.processIdentifier, SIGTERM)
         return watcher.finish()
@@ -174,15 +181,12 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
     @Test(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
     func aServerRestartWhileWatchingLosesAndRepeatsNothing() throws {
         let server = try PostgresServer()
+        defer { server.stop(mode: "immediate") }
         let database = try server.createDatabase()
         _ = try Self.run(["list"], database: database)
         let watcher = try Self.watch(database)
         var expected: [String] = []
-        func add(_ name: String) throws {
-            let added = try Self.run(["add", name], database: database)
-            #expect(added.status == 0, "\(added.error)")
-            expected.append("+ \(added.output.trimmingCharacters(in: .whitespacesAndNewlines)) \(name)")
-        }
+        func add(_ name: String) throws { expected.append(try Self.add(name, database: database)) }
         for index in 0..<3 { try add("before \(index)") }
         _ = watcher.read(until: { Self.lines($0).count >= 3 })
         server.stop(mode: "fast")
@@ -196,7 +200,6 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
         usleep(1_000_000)
         let run = Self.stop(watcher)
         #expect(Self.lines(run.output) == expected, "\(seen)\n\(run.error)")
-        server.stop(mode: "immediate")
     }
 
     /// `todo watch` runs on a machine of its own (a network namespace) and its link to the
@@ -215,11 +218,7 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
         let ready = watcher.read(.error, until: { $0.contains("watching") })
         #expect(ready.contains("watching"), "\(ready)")
         var expected: [String] = []
-        func add(_ name: String) throws {
-            let added = try Self.run(["add", name], database: local)
-            #expect(added.status == 0, "\(added.error)")
-            expected.append("+ \(added.output.trimmingCharacters(in: .whitespacesAndNewlines)) \(name)")
-        }
+        func add(_ name: String) throws { expected.append(try Self.add(name, database: local)) }
         for index in 0..<2 { try add("before \(index)") }
         _ = watcher.read(until: { Self.lines($0).count >= 2 })
         try machine.cut()

@@ -193,6 +193,8 @@ public final class PostgresConnection {
     /// (a server parses and plans it once per connection). Off, every call sends its text as an
     /// unnamed statement: what a transaction-pooling pgbouncer needs, where the next
     /// transaction may run on another server connection that never saw the name.
+    ///
+    ///     connection.preparesStatements = true   // a direct connection to the server
     public var preparesStatements = false
     /// Names of the statements this connection prepared, by their text.
     private var preparedNames: [String: String] = [:]
@@ -256,6 +258,8 @@ public final class PostgresConnection {
     /// rows come back in order. The first failure stops the rest (the server skips them up to
     /// the end of the pipeline) and is thrown. Inside a transaction the pipeline is part of it.
     /// Batches of a few hundred keep both sides' buffers from filling while neither reads.
+    ///
+    ///     let keys = try connection.pipeline(rows.map { ("INSERT INTO t (name) VALUES ($1) RETURNING id", [$0][...]) })
     public func pipeline(_ statements: [(sql: String, arguments: ArraySlice<StoredValue>)]) throws(PostgresError) -> [[[StoredValue]]] {
         guard !statements.isEmpty else { return [] }
         var names: [String?] = []
@@ -317,6 +321,8 @@ public final class PostgresConnection {
 
     /// Loads rows with `COPY table (columns) FROM STDIN` (text format), the server's fastest
     /// way in; returns how many rows it took. Values are sent as `query` binds them.
+    ///
+    ///     let copied = try connection.copy(into: "airports", columns: ["icao", "name"], rows: [[.text("KSFO"), .text("San Francisco")]])
     public func copy<Rows: Sequence>(into table: String, columns: [String], rows: Rows) throws(PostgresError) -> Int
     where Rows.Element: Collection<StoredValue> {
         let quoted = columns.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ", ")

@@ -1,5 +1,7 @@
 /// How the store talks to a PostgreSQL server: directly (the default), or through a
 /// transaction-pooling pgbouncer. docs/runtime.md ("Connections") explains each setting.
+///
+///     let configuration = Store.Configuration(postgres: PostgresSettings(transactionPooler: true, directURL: "postgres://app@db.internal/app"))
 public struct PostgresSettings: Sendable, Hashable {
     /// The store's URL leads to a pooler that hands each transaction to whichever server
     /// connection is free (pgbouncer's `pool_mode = transaction`). The store then keeps no state
@@ -12,6 +14,7 @@ public struct PostgresSettings: Sendable, Hashable {
     /// store's URL.
     public var directURL: String?
 
+    /// Direct by default; `transactionPooler` with the server's own URL behind a pgbouncer.
     public init(transactionPooler: Bool = false, directURL: String? = nil) {
         self.transactionPooler = transactionPooler
         self.directURL = directURL
@@ -19,6 +22,9 @@ public struct PostgresSettings: Sendable, Hashable {
 }
 
 /// What opening a store does with migrations the database has not applied yet.
+///
+///     let store = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+///                           configuration: Store.Configuration(migrations: .verify))
 public enum OpeningMigrations: Sendable, Hashable {
     /// Applies them, under the migrator's lock (the default: one process, or the first of many).
     case apply

@@ -4,11 +4,11 @@ import SchemaMetadata
 extension Store {
     /// Statements per pipeline: enough that round trips stop mattering, few enough that
     /// neither side's buffers fill while the other is not reading.
-    public static let pipelineBatch = 256
+    package static let pipelineBatch = 256
     /// Rows per staging table load: what one COPY and one INSERT ... SELECT take.
     static let stagingBatch = 10_000
     /// Below this many rows, creating the staging table costs more than the pipeline.
-    public static let stagingThreshold = 1_000
+    package static let stagingThreshold = 1_000
 
     /// Bulk upserts on a server: each row's statement is the one `upsert` would run, but they
     /// go out in batches (`StoreDatabase.pipeline`), each batch one round trip instead of one
@@ -127,11 +127,7 @@ extension Store {
             else { return nil }
         }
         let stage = try database.stageRows(statements.map(\.arguments), columns: columns, like: entity.table)
-        let updatable = columns.filter { !entity.primaryKey.contains($0) && !target.contains($0) }
-        let conflict: SQL =
-            updatable.isEmpty
-            ? " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING"
-            : " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(updatable.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
+        let conflict = Self.conflictClause(target, entity: entity, columns: columns)
         let returnsKeys = entity.hasImplicitKey && !keyed
         let returning: SQL = returnsKeys ? " RETURNING \(identifier: "id"), \(SQL.identifiers(target))" : ""
         let insert: SQL =

@@ -761,14 +761,7 @@ public actor Store {
         var upsert = insert
         var targets: [[String]] = hasKey ? [entity.primaryKey] : []
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
-        let updatable = columns.filter { !entity.primaryKey.contains($0) }
-        func conflictClause(_ target: [String]) -> SQL {
-            // The columns the conflict was on already hold the written values: setting them
-            // again would only make SQLite rewrite the indexes that hold them.
-            let changing = updatable.filter { !target.contains($0) }
-            if changing.isEmpty { return " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING" }
-            return " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
-        }
+        func conflictClause(_ target: [String]) -> SQL { Self.conflictClause(target, entity: entity, columns: columns) }
         // Without a connection that reports the key its insert gave, the statement returns it.
         let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
         var alternatives: [String] = []
@@ -783,6 +776,15 @@ public actor Store {
         statements.alternatives = alternatives
         upsertStatements[cacheKey] = statements
         return statements
+    }
+
+    /// ` ON CONFLICT (target) DO UPDATE SET` every written column but the key and the target's
+    /// (they already hold the written values: setting them again would only make SQLite rewrite
+    /// the indexes that hold them), or `DO NOTHING` when none is left.
+    static func conflictClause(_ target: [String], entity: EntityDescriptor, columns: some Collection<String>) -> SQL {
+        let changing = columns.filter { !entity.primaryKey.contains($0) && !target.contains($0) }
+        if changing.isEmpty { return " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING" }
+        return " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
     }
 
     /// A WHERE clause matching the stored row an upsert of `row` would replace.
