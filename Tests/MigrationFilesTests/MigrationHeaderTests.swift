@@ -27,7 +27,7 @@ import Testing
         let base = "-- schemagen-migration: 1\n-- direction: up\n-- transaction: yes\n-- foreign-keys: on\n-- loses-data: no\n"
         #expect(
             failure(base + "-- vacuum: yes\n\n")?.description
-                == "line 6: unknown header key 'vacuum'; this migrator knows schemagen-migration, schema, dialect, direction, from-version, to-version, transaction, foreign-keys, loses-data, row-copies"
+                == "line 6: unknown header key 'vacuum'; this migrator knows schemagen-migration, schema, dialect, direction, from-version, to-version, transaction, foreign-keys, loses-data, row-copies, online"
         )
         #expect(failure(base + "-- transaction: no\n\n")?.message == "'transaction' is given twice")
         #expect(failure("-- schemagen-migration: 1\n-- direction: up\n\n")?.message == "the header lacks 'transaction'")

@@ -18,7 +18,7 @@ func postgresStructure(_ connection: PostgresConnection) throws -> [String] {
     for row in try connection.query(
         """
         SELECT table_name, column_name, data_type, is_nullable, coalesce(column_default, ''), is_identity, coalesce(generation_expression, '')
-        FROM information_schema.columns WHERE table_schema = 'public' AND table_name NOT LIKE 'schemagen_migration%'
+        FROM information_schema.columns WHERE table_schema = 'public' AND table_name NOT LIKE 'schemagen%migration%'
         """)
     {
         lines.append("column " + row.map { "\($0)" }.joined(separator: " "))
@@ -27,12 +27,12 @@ func postgresStructure(_ connection: PostgresConnection) throws -> [String] {
         """
         SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid)
         FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
-        WHERE n.nspname = 'public' AND c.conrelid::regclass::text NOT LIKE 'schemagen_migration%'
+        WHERE n.nspname = 'public' AND c.conrelid::regclass::text NOT LIKE 'schemagen%migration%'
         """)
     {
         lines.append("constraint " + row.map { "\($0)" }.joined(separator: " "))
     }
-    for row in try connection.query("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename NOT LIKE 'schemagen_migration%'") {
+    for row in try connection.query("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename NOT LIKE 'schemagen%migration%'") {
         lines.append("index " + row.map { "\($0)" }.joined(separator: " "))
     }
     return lines.sorted()
@@ -102,7 +102,7 @@ struct PostgresScenarioTests {
             let loaded = SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path)
             let snapshot = SnapshotBuilder.snapshot(of: try #require(loaded.schema))
             let connection = try Self.fresh(snapshot)
-            let tables = try connection.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name NOT LIKE 'schemagen_migration%'")
+            let tables = try connection.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name NOT LIKE 'schemagen%migration%'")
                 .compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
             #expect(Set(tables) == Set(snapshot.tables.map(\.name)), "\(name)")
         }

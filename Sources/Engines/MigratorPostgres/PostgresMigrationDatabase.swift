@@ -8,7 +8,7 @@ import SchemaMetadata
 /// A PostgreSQL database: DDL is transactional, and concurrent migrators are kept apart by a
 /// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
 /// history may live in a schema of its own.
-public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces {
+public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating {
     /// The connection migrations run on (and hold the advisory lock with).
     public let connection: PostgresConnection
     /// PostgreSQL's dialect.
@@ -152,5 +152,22 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     public func createSchemaIfMissing(_ schema: String) throws(MigratorError) {
         guard try query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [.text(schema)]).isEmpty else { return }
         try execute("CREATE SCHEMA IF NOT EXISTS \(dialect.quote(schema));")
+    }
+
+    // MARK: OnlineMigrating
+
+    /// `SET [LOCAL] lock_timeout`.
+    public func setLockTimeout(milliseconds: Int, local: Bool) throws(MigratorError) {
+        try execute("SET \(local ? "LOCAL " : "")lock_timeout = '\(max(1, milliseconds))ms';")
+    }
+
+    /// `SET search_path`.
+    public func setSearchPath(_ schema: String) throws(MigratorError) {
+        try execute("SET search_path TO \(dialect.quote(schema));")
+    }
+
+    /// `SET LOCAL schemagen.backfill = 'on'`, read by the generated sync triggers.
+    public func markBackfill() throws(MigratorError) {
+        try execute("SET LOCAL schemagen.backfill = 'on';")
     }
 }

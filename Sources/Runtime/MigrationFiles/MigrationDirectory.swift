@@ -43,7 +43,7 @@ public struct MigrationDirectory: Sendable {
     }
 
     static func entry(forFile file: String) -> Entry? {
-        for suffix in [".up.sql", ".down.sql", ".schema.json"] where file.hasSuffix(suffix) {
+        for suffix in [".up.sql", ".down.sql", ".schema.json", ".contract.sql"] where file.hasSuffix(suffix) {
             let stem = file.dropLast(suffix.count)
             guard let underscore = stem.firstIndex(of: "_"), let number = Int(stem[..<underscore]), number > 0 else { return nil }
             return Entry(number: number, name: String(stem[stem.index(after: underscore)...]))
@@ -127,7 +127,7 @@ public struct MigrationDirectory: Sendable {
             }
         }
         for entry in entries {
-            for file in entry.files where present.contains(file) && listed[file] == nil {
+            for file in entry.files + entry.optionalFiles where present.contains(file) && listed[file] == nil {
                 problems.append(
                     Diagnostic(
                         .error, code: Code.unlisted, message: "\(file) is not in \(Self.sumFile): a migration added by hand or from another branch; run `\(rehashCommand)` if it belongs here",
@@ -143,9 +143,10 @@ public struct MigrationDirectory: Sendable {
     // MARK: - Writing
 
     /// Writes a new migration's three files, then the manifest.
-    public func write(up: String, down: String, snapshot: Data, as entry: Entry) throws {
+    public func write(up: String, down: String, contract: String? = nil, snapshot: Data, as entry: Entry) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let folder = URL(fileURLWithPath: path)
+        if let contract { try Data(contract.utf8).write(to: folder.appendingPathComponent(entry.contractFile), options: .atomic) }
         try Data(up.utf8).write(to: folder.appendingPathComponent(entry.upFile), options: .atomic)
         try Data(down.utf8).write(to: folder.appendingPathComponent(entry.downFile), options: .atomic)
         try snapshot.write(to: folder.appendingPathComponent(entry.snapshotFile), options: .atomic)
@@ -156,7 +157,7 @@ public struct MigrationDirectory: Sendable {
     public func rehash() throws {
         var lines: [(String, String)] = []
         for entry in entries() {
-            for file in entry.files {
+            for file in (entry.files + entry.optionalFiles).sorted() {
                 guard let data = FileManager.default.contents(atPath: path + "/" + file) else { continue }
                 lines.append((file, SHA256.hex([UInt8](data))))
             }

@@ -50,6 +50,15 @@ public struct MigrationHeader: Sendable, Hashable {
     public var losesData = false
     /// The row copies of table rebuilds, for progress: rows written into `to` against the rows of `from`.
     public var rowCopies: [RowCopy] = []
+    /// The phase of an online (expand/contract) migration the file holds, whose body is
+    /// `OnlinePhase` sections; nil for a migration applied whole.
+    public var online: OnlinePhaseKind? = nil
+
+    /// The phases of an online migration: `up.sql` expands, `contract.sql` contracts, and
+    /// `down.sql` rolls an expand back.
+    public enum OnlinePhaseKind: String, Sendable, Hashable {
+        case expand, contract, rollback
+    }
 
     public struct RowCopy: Sendable, Hashable, Codable {
         public var from: String
@@ -64,8 +73,9 @@ public struct MigrationHeader: Sendable, Hashable {
     public init(
         format: Int? = MigrationHeader.currentFormat, schema: String? = nil, dialect: String? = nil, direction: Direction? = nil,
         fromVersion: Int? = nil, toVersion: Int? = nil, runsInTransaction: Bool = true, foreignKeysOff: Bool = false,
-        losesData: Bool = false, rowCopies: [RowCopy] = []
+        losesData: Bool = false, rowCopies: [RowCopy] = [], online: OnlinePhaseKind? = nil
     ) {
+        self.online = online
         self.format = format
         self.schema = schema
         self.dialect = dialect
@@ -112,6 +122,7 @@ public struct MigrationHeader: Sendable, Hashable {
             let json = (try? encoder.encode(rowCopies)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
             lines.append("row-copies: \(json)")
         }
+        if let online { lines.append("online: \(online.rawValue)") }
         return lines.map { "-- " + $0 }.joined(separator: "\n") + "\n\n"
     }
 
@@ -175,6 +186,11 @@ public struct MigrationHeader: Sendable, Hashable {
                     throw ParseError(line: number, message: "'row-copies' must be a JSON list of {\"from\": ..., \"to\": ...} objects")
                 }
                 header.rowCopies = copies
+            case "online":
+                guard let phase = OnlinePhaseKind(rawValue: value) else {
+                    throw ParseError(line: number, message: "'online' is '\(value)'; expected 'expand', 'contract' or 'rollback'")
+                }
+                header.online = phase
             default:
                 throw ParseError(line: number, message: "unknown header key '\(key)'; this migrator knows \(knownKeys.joined(separator: ", "))")
             }
@@ -185,7 +201,7 @@ public struct MigrationHeader: Sendable, Hashable {
         return header
     }
 
-    static let knownKeys = [marker, "schema", "dialect", "direction", "from-version", "to-version", "transaction", "foreign-keys", "loses-data", "row-copies"]
+    static let knownKeys = [marker, "schema", "dialect", "direction", "from-version", "to-version", "transaction", "foreign-keys", "loses-data", "row-copies", "online"]
 
     /// Format 0: the sentences schemagen 0.1 wrote, matched as whole lines of the top block.
     static func parseFormat0(_ block: [Substring]) -> MigrationHeader {

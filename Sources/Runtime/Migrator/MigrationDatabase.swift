@@ -77,6 +77,18 @@ public protocol MigrationNamespaces: MigrationDatabase {
     func createSchemaIfMissing(_ schema: String) throws(MigratorError)
 }
 
+/// Online (expand/contract) migrations: a per-session lock timeout for their DDL, the names the
+/// statements resolve in, and the flag their sync triggers skip backfills by (PostgreSQL).
+public protocol OnlineMigrating: MigrationDatabase {
+    /// How long each statement may wait for a lock, in this session (or this transaction, with
+    /// `local`), so no statement queues app queries behind it for longer.
+    func setLockTimeout(milliseconds: Int, local: Bool) throws(MigratorError)
+    /// Resolves unqualified names in `schema` only, whatever the connection's search path.
+    func setSearchPath(_ schema: String) throws(MigratorError)
+    /// Marks the transaction as a backfill, which the sync triggers let through unchanged.
+    func markBackfill() throws(MigratorError)
+}
+
 /// Foreign-key enforcement switched off around a migration that rebuilds tables (SQLite: it
 /// cannot alter a column in place), and checked before it commits.
 public protocol ForeignKeySwitching: MigrationDatabase {

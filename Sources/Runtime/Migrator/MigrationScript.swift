@@ -31,10 +31,14 @@ public enum MigrationScriptLoader {
             guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else {
                 throw .unreadable(upFile)
             }
-            scripts.append(
-                MigrationScript(
-                    version: entry.number, name: entry.name, up: up, down: down, upFile: upFile, downFile: downFile,
-                    objects: directory.contents(of: entry.snapshotFile).flatMap(objects(inSnapshot:))))
+            var script = MigrationScript(
+                version: entry.number, name: entry.name, up: up, down: down, upFile: upFile, downFile: downFile,
+                objects: directory.contents(of: entry.snapshotFile).flatMap(objects(inSnapshot:)))
+            if let contract = directory.contents(of: entry.contractFile) {
+                script.contract = contract
+                script.contractFile = path + "/" + entry.contractFile
+            }
+            scripts.append(script)
         }
         return scripts
     }

@@ -46,25 +46,25 @@ public final class Migrator {
     }
 
     // The database's abilities, looked up once.
-    private let locker: (any MigrationLocking)?
-    private let namespaces: (any MigrationNamespaces)?
-    private let foreignKeys: (any ForeignKeySwitching)?
-    private let rowCopies: (any RowCopyProgress)?
+    let locker: (any MigrationLocking)?
+    let namespaces: (any MigrationNamespaces)?
+    let foreignKeys: (any ForeignKeySwitching)?
+    let rowCopies: (any RowCopyProgress)?
 
     /// Where PostgreSQL keeps the history tables unless told otherwise.
     public static let defaultHistorySchema = "public"
 
-    private let lockTimeout: Double
+    let lockTimeout: Double
     /// The PostgreSQL schema the history tables live in (ignored on SQLite).
     public let historySchema: String
     /// Stops this migrator's work from another thread: `cancellation.cancel()`.
     public let cancellation: MigrationCancellation
-    private var dialect: any SQLDialect { database.dialect }
-    private var historyName: String { database.qualifiedName(Self.historyTable, schema: historySchema) }
-    private var attemptsName: String { database.qualifiedName(Self.attemptsTable, schema: historySchema) }
+    var dialect: any SQLDialect { database.dialect }
+    var historyName: String { database.qualifiedName(Self.historyTable, schema: historySchema) }
+    var attemptsName: String { database.qualifiedName(Self.attemptsTable, schema: historySchema) }
     // The tables as SQL fragments (their names quoted by the adapter, with the history's schema).
-    private var historyTableSQL: SQL { SQL(verbatim: historyName) }
-    private var attemptsTableSQL: SQL { SQL(verbatim: attemptsName) }
+    var historyTableSQL: SQL { SQL(verbatim: historyName) }
+    var attemptsTableSQL: SQL { SQL(verbatim: attemptsName) }
 
     // MARK: - History
 
@@ -85,7 +85,7 @@ public final class Migrator {
         public var appliedBy: String?
     }
 
-    private var createHistory: String {
+    var createHistory: String {
         let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
         let strict = dialect.capabilities.strictTables ? " STRICT" : ""
         return """
@@ -105,7 +105,7 @@ public final class Migrator {
     /// Creates the history table, or brings one written by an earlier release up to date (it
     /// gains `applied_by`; PostgreSQL's `applied_at` becomes `timestamptz`). Inside the
     /// migration's transaction, under the migrator lock.
-    private func ensureHistory() throws(MigratorError) {
+    func ensureHistory() throws(MigratorError) {
         knownHistoryColumns = nil
         try namespaces?.createSchemaIfMissing(historySchema)
         try database.execute(createHistory)
@@ -126,15 +126,15 @@ public final class Migrator {
     }
 
     /// The history table's columns (cached; nil until read).
-    private var knownHistoryColumns: Set<String>?
-    private func historyColumns() throws(MigratorError) -> Set<String> {
+    var knownHistoryColumns: Set<String>?
+    func historyColumns() throws(MigratorError) -> Set<String> {
         if let knownHistoryColumns { return knownHistoryColumns }
         let columns = try database.columns(of: Self.historyTable, schema: historySchema) ?? []
         knownHistoryColumns = columns
         return columns
     }
 
-    private var createAttempts: String {
+    var createAttempts: String {
         let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
         return """
             CREATE TABLE IF NOT EXISTS \(attemptsName) (
@@ -272,6 +272,14 @@ public final class Migrator {
         case finished(MigrationScript, direction: Direction, milliseconds: Int)
         /// Another migrator applied it while this one waited for the lock.
         case skipped(MigrationScript)
+        /// A section of an online migration's phase is about to run.
+        case onlineSection(MigrationScript, phase: MigrationHeader.OnlinePhaseKind, index: Int, of: Int)
+        /// A backfill's rows so far (counted by batch).
+        case backfilled(table: String, rows: Int)
+        /// A section could not get its locks within the lock timeout; it runs again after a pause.
+        case lockRetry(section: Int, attempt: Int, pauseMilliseconds: Int)
+        /// An online migration's phase finished.
+        case onlineFinished(MigrationScript, phase: MigrationHeader.OnlinePhaseKind, milliseconds: Int)
     }
 
     /// Applying (`up`) or reverting (`down`).
@@ -298,10 +306,20 @@ public final class Migrator {
         public var allowOutOfOrder = false
         /// Revert a migration whose down file loses data it cannot restore.
         public var allowDestructive = false
-        /// Options; both off by default.
-        public init(allowOutOfOrder: Bool = false, allowDestructive: Bool = false) {
+        /// Online migrations: contract each one right after its expand (a database without traffic).
+        public var complete = false
+        /// Online migrations: how long each DDL statement may wait for a lock before it gives
+        /// up and is retried (so app queries never queue behind it for longer).
+        public var lockTimeoutMilliseconds = 500
+        /// Online migrations: how many times a section that could not get its locks is retried.
+        public var lockRetries = 20
+        /// Options; off by default, locks waited for 500 ms, 20 retries.
+        public init(allowOutOfOrder: Bool = false, allowDestructive: Bool = false, complete: Bool = false, lockTimeoutMilliseconds: Int = 500, lockRetries: Int = 20) {
             self.allowOutOfOrder = allowOutOfOrder
             self.allowDestructive = allowDestructive
+            self.complete = complete
+            self.lockTimeoutMilliseconds = lockTimeoutMilliseconds
+            self.lockRetries = lockRetries
         }
     }
 
@@ -324,6 +342,12 @@ public final class Migrator {
             pending = pending.filter { $0.version <= version }
         }
         return pending
+    }
+
+    /// Whether any of the schema's migrations is planned online.
+    func hasOnlineScripts() throws(MigratorError) -> Bool {
+        for script in scripts where try isOnline(script) { return true }
+        return false
     }
 
     /// The migrations `down` would revert, newest first.
@@ -353,6 +377,9 @@ public final class Migrator {
     ///     }
     @discardableResult
     public func up(_ target: Target = .all, options: Options = Options(), progress: @escaping (Event) -> Void = { _ in }) throws(MigratorError) -> [MigrationScript] {
+        if database is any OnlineMigrating, try hasOnlineScripts() {
+            return try upOnline(target, options: options, progress: progress)
+        }
         let pending = try pendingUp(target, options: options)
         var applied: [MigrationScript] = []
         for script in pending where try run(script, direction: .up, progress: progress) {
@@ -367,6 +394,13 @@ public final class Migrator {
     @discardableResult
     public func down(_ target: Target = .count(1), options: Options = Options(), progress: @escaping (Event) -> Void = { _ in }) throws(MigratorError) -> [MigrationScript] {
         let selected = try pendingDown(target, options: options)
+        for script in selected where try isOnline(script) {
+            let state = try onlineState()
+            throw .onlineState(
+                state?.version == script.version
+                    ? "migration \(script.label) is an online migration in progress: undo it with `rollback`, not `down`"
+                    : "migration \(script.label) was applied online and completed: its previous version's columns are gone, so it cannot be reverted; plan a new migration that undoes it")
+        }
         var reverted: [MigrationScript] = []
         for script in selected where try run(script, direction: .down, progress: progress) {
             reverted.append(script)
@@ -506,7 +540,7 @@ public final class Migrator {
 
     /// Runs one migration; false when another migrator did it first. The file's header says
     /// how: foreign keys off around it, outside a transaction, which row copies to report.
-    private func run(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+    func run(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
         if cancellation.isRequested { throw .interrupted(during: "\(direction == .up ? "applying" : "reverting") \(script.label), before it started,") }
         do {
             return try runUnlessCancelled(script, direction: direction, progress: progress)
@@ -518,7 +552,7 @@ public final class Migrator {
         }
     }
 
-    private func runUnlessCancelled(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
+    func runUnlessCancelled(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
         let sql = direction == .up ? script.up : script.down
         let file = direction == .up ? script.upFile : script.downFile
         let header = try script.header(direction)
@@ -574,7 +608,7 @@ public final class Migrator {
     /// A migration whose header says `transaction: no` (one statement, such as PostgreSQL's
     /// `CREATE INDEX CONCURRENTLY`): it runs under the migrator lock alone, then its history
     /// row commits in a transaction of its own. A failure leaves it unrecorded.
-    private func runOutsideTransaction(
+    func runOutsideTransaction(
         _ script: MigrationScript, sql: String, file: String, direction: Direction, header: MigrationHeader,
         token: String?, progress: @escaping (Event) -> Void
     ) throws(MigratorError) -> Bool {
@@ -620,7 +654,7 @@ public final class Migrator {
     }
 
     /// Runs the statements of a file, reporting each, and the rows of the header's row copies.
-    private func execute(
+    func execute(
         _ sql: String, file: String, script: MigrationScript, direction: Direction, header: MigrationHeader,
         progress: @escaping (Event) -> Void
     ) throws(MigratorError) {
@@ -663,7 +697,7 @@ public final class Migrator {
         if let rowCopies { try rowCopies.countingRows(run) } else { try run() }
     }
 
-    private func recordOrForget(_ script: MigrationScript, direction: Direction, milliseconds: Int) throws(MigratorError) {
+    func recordOrForget(_ script: MigrationScript, direction: Direction, milliseconds: Int) throws(MigratorError) {
         if direction == .up {
             try record(script, milliseconds: milliseconds)
         } else {
@@ -671,7 +705,7 @@ public final class Migrator {
         }
     }
 
-    private func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
+    func record(_ script: MigrationScript, milliseconds: Int) throws(MigratorError) {
         let values: [StoredValue] = [
             .text(schema), .integer(Int64(script.version)), .text(script.name), .text(script.checksum), .text(Self.now()), .integer(Int64(milliseconds)),
             .text(appliedBy),
@@ -680,14 +714,14 @@ public final class Migrator {
     }
 
     /// Who applies migrations through this migrator, asked once.
-    private lazy var appliedBy: String = database.currentUser()
+    lazy var appliedBy: String = database.currentUser()
 
     // MARK: - Interrupted runs
 
     /// Notes, outside any transaction, that a migration is starting, where the engine holds a
     /// lock beyond transactions (PostgreSQL): a row that outlives a lost connection. SQLite's
     /// killed transactions leave nothing to report, so it keeps no such row.
-    private func beginAttempt(_ script: MigrationScript, direction: Direction) throws(MigratorError) -> String? {
+    func beginAttempt(_ script: MigrationScript, direction: Direction) throws(MigratorError) -> String? {
         guard locker != nil else { return nil }
         try namespaces?.createSchemaIfMissing(historySchema)
         try database.execute(createAttempts)
@@ -697,14 +731,14 @@ public final class Migrator {
         return token
     }
 
-    private func endAttempt(_ token: String?) throws(MigratorError) {
+    func endAttempt(_ token: String?) throws(MigratorError) {
         guard let token else { return }
         _ = try database.query("DELETE FROM \(attemptsTableSQL) WHERE token = \(value: .text(token))")
     }
 
     /// Under the migrator lock, any other attempt of this schema still recorded died before it
     /// finished: report it and clear it.
-    private func reportInterrupted(except token: String?, progress: (Event) -> Void) throws(MigratorError) {
+    func reportInterrupted(except token: String?, progress: (Event) -> Void) throws(MigratorError) {
         guard let token else { return }
         let leftovers = try database.query(
             "SELECT token, version, direction, started_at FROM \(attemptsTableSQL) WHERE schema = \(value: .text(schema)) AND token <> \(value: .text(token)) ORDER BY started_at")
@@ -720,7 +754,7 @@ public final class Migrator {
     /// Begins a transaction (on SQLite, waiting up to the lock timeout for the write lock), so two
     /// migrators never interleave; anything thrown rolls everything back. The caller holds the
     /// migrator lock where the engine has one.
-    private func transaction(_ body: () throws(MigratorError) -> Void) throws(MigratorError) {
+    func transaction(_ body: () throws(MigratorError) -> Void) throws(MigratorError) {
         try database.beginTransaction(timeout: lockTimeout)
         do {
             try ensureHistory()

@@ -51,6 +51,13 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case baselineMismatch(version: Int, missing: [String])
     /// `baseline` was asked to check migrations that carry no snapshot (embedded in code).
     case baselineUnchecked(version: Int)
+    /// An online migration's phase cannot run now: `reason` says why and what to run instead.
+    case onlineState(String)
+    /// A section of an online migration's phase failed; the sections before it stay done, and
+    /// the next run of the same command resumes at this one.
+    case onlineSectionFailed(file: String, section: Int, line: Int, message: String)
+    /// A phase file's sections cannot be read.
+    case badOnlineFile(file: String, OnlinePhase.ParseError)
 
     /// What happened, naming the file, and what to do.
     public var description: String {
@@ -97,6 +104,12 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "cannot record version \(version) as applied: the database lacks what that version has (\(missing.prefix(10).joined(separator: ", "))\(missing.count > 10 ? ", and \(missing.count - 10) more" : "")); baseline at the version the database really is at, or apply the migrations instead"
         case .baselineUnchecked(let version):
             "cannot check that the database has the tables of version \(version): these migrations carry no snapshot; baseline from the migration folder"
+        case .onlineState(let reason):
+            reason
+        case .onlineSectionFailed(let file, let section, let line, let message):
+            "\(file):\(line): section \(section) failed: \(message); the sections before it are done and this one was rolled back (or, outside a transaction, may be half done and runs again): fix the cause and run the same command again to resume"
+        case .badOnlineFile(let file, let error):
+            "\(file):\(error.line): \(error.message); nothing was run"
         case .failedOutsideTransaction(let file, let statement, let line, let message):
             "\(file):\(line): statement \(statement) failed: \(message); this migration runs outside a transaction (its header says so), so the statements before it stay applied and it is not recorded: repair what they left (an index left INVALID, say), then run again"
         }

@@ -17,6 +17,11 @@ public struct MigrationScript: Sendable, Hashable {
     public var upFile: String
     /// Where the down SQL came from, for messages.
     public var downFile: String
+    /// The contract phase, for an online PostgreSQL migration (`up` is then its expand phase and
+    /// `down` the expand's rollback); nil for migrations applied whole.
+    public var contract: String? = nil
+    /// Where the contract SQL came from, for messages.
+    public var contractFile: String? = nil
     /// The tables after this migration, each with its column names, from the migration's
     /// snapshot: what `migrate baseline` and `repair` look for in a database. Nil where no
     /// snapshot travels with the migration (the copies compiled into generated code).
@@ -97,10 +102,15 @@ public struct MigrationFileName: Sendable, Hashable {
     public var upFile: String { prefix + ".up.sql" }
     /// `0002_add_x.down.sql`.
     public var downFile: String { prefix + ".down.sql" }
+    /// `0002_add_x.contract.sql`: the contract phase of an online PostgreSQL migration (whose
+    /// `up.sql` expands and `down.sql` rolls the expand back).
+    public var contractFile: String { prefix + ".contract.sql" }
     /// `0002_add_x.schema.json`: the relational model after the migration.
     public var snapshotFile: String { prefix + ".schema.json" }
     /// Every file of the migration, as `migrations.sum` lists them.
     public var files: [String] { [downFile, snapshotFile, upFile] }
+    /// Files a migration may have: `migrations.sum` lists them when present.
+    public var optionalFiles: [String] { [contractFile] }
 }
 
 /// The name generated code uses for its embedded migrations (`[EmbeddedMigration]`): the same type.

@@ -22,7 +22,10 @@ public enum MigrateTool {
         CommandLineTool(
             name: "migrate", version: "0.1.0",
             abstract: "Apply, revert and inspect a schema's SQL migrations on a SQLite file or a PostgreSQL database.",
-            commands: [UpCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self, RepairCommand.self])
+            commands: [
+                UpCommand.self, CompleteCommand.self, RollbackCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self,
+                RepairCommand.self,
+            ])
     }
 
     public static func main(arguments: [String], io: CommandIO = .standard()) -> ExitCode {
@@ -176,6 +179,28 @@ public enum MigrateTool {
         return withPostgres
     }
 
+    /// Options of the commands that run online migrations' phases.
+    static let online: [OptionSpec] = [
+        .value(
+            "online-lock-timeout", valueName: "ms",
+            help: "Online migrations: how long each DDL statement may wait for a lock (and so hold app queries behind it) before it gives up and is retried.",
+            defaultValue: "500"),
+        .value("lock-retries", valueName: "count", help: "Online migrations: how many times a section that did not get its locks is retried, with growing pauses.", defaultValue: "20"),
+    ]
+
+    static func onlineOptions(_ arguments: ParsedArguments, io: CommandIO) -> Migrator.Options? {
+        var options = Migrator.Options()
+        for (name, apply) in [("online-lock-timeout", { options.lockTimeoutMilliseconds = $0 }), ("lock-retries", { options.lockRetries = $0 })] as [(String, (Int) -> Void)] {
+            guard let text = arguments.value(name) else { continue }
+            guard let value = Int(text), value >= 0 else {
+                io.writeError("migrate: error: --\(name) expects a whole number, found '\(text)'\n")
+                return nil
+            }
+            apply(value)
+        }
+        return options
+    }
+
     static func exitCode(for error: MigratorError) -> ExitCode {
         switch error {
         case .interrupted: Interrupts.exitCode
@@ -220,6 +245,24 @@ public enum MigrateTool {
                 io.writeOutput("\(direction == .up ? "applied " : "reverted") \(script.label) (\(milliseconds) ms)\n")
             case .skipped(let script):
                 io.writeOutput("skipped \(script.label) (another migrator ran it)\n")
+            case .onlineSection(let script, let phase, let index, let total):
+                current = "\(phase.rawValue) \(script.label)"
+                statement = "section \(index) of \(total)"
+                if io.outputIsTerminal { draw(statement, force: true) } else { io.writeOutput("\(current): \(statement)\n") }
+            case .backfilled(let table, let rows):
+                draw("\(statement): backfilled \(table) \(Self.grouped(rows)) rows")
+            case .lockRetry(let section, let attempt, let pause):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("note: section \(section) could not get its locks in time (apps hold them); attempt \(attempt + 1) in \(pause) ms\n")
+            case .onlineFinished(let script, let phase, let milliseconds):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                let done: String =
+                    switch phase {
+                    case .expand: "expanded"
+                    case .contract: "completed"
+                    case .rollback: "rolled back"
+                    }
+                io.writeOutput("\(done) \(script.label) (\(milliseconds) ms)\n")
             }
         }
 
@@ -285,7 +328,8 @@ enum UpCommand: Command {
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Apply up to and including this version."),
             .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
-        ],
+            .flag("complete", help: "Online migrations: contract each right after its expand (for a database without traffic)."),
+        ] + MigrateTool.online,
         arguments: [ArgumentSpec("N", help: "How many migrations to apply.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -293,7 +337,9 @@ enum UpCommand: Command {
         guard let chosen = target(arguments, default: .all, io: io),
             let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun)
         else { return MigrateTool.openFailure }
-        let options = Migrator.Options(allowOutOfOrder: arguments.flag("allow-out-of-order"))
+        guard var options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
+        options.allowOutOfOrder = arguments.flag("allow-out-of-order")
+        options.complete = arguments.flag("complete")
         return runMigrations(migrators, io: io) { () throws(MigratorError) in
             for migrator in migrators {
                 if dryRun {
@@ -360,6 +406,42 @@ enum RedoCommand: Command {
                 return
             }
             try migrator.up(.version(last.version), progress: reporter.handle)
+        }
+    }
+}
+
+enum CompleteCommand: Command {
+    static let spec = CommandSpec(
+        name: "complete", abstract: "Contract the expanded online migration: remove what only the previous app version used.",
+        discussion:
+            "Run once no instance of the previous app version is left. A killed run resumes where it stopped. Exit status: 0 done (or nothing to complete), 1 refused or failed, 2 usage or I/O error, 3 locked, 130 or 143 interrupted.",
+        options: MigrateTool.common + MigrateTool.online)
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
+        return runMigrations(migrators, io: io) { () throws(MigratorError) in
+            for migrator in migrators where try migrator.complete(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
+                io.writeOutput("\(database): no online migration of \(migrator.schema) to complete.\n")
+            }
+        }
+    }
+}
+
+enum RollbackCommand: Command {
+    static let spec = CommandSpec(
+        name: "rollback", abstract: "Undo the expand of the online migration in progress, keeping the rows either app version wrote.",
+        discussion:
+            "Run before `complete`, once no instance of the new app version is left. Exit status: 0 done (or nothing to roll back), 1 refused or failed, 2 usage or I/O error, 3 locked, 130 or 143 interrupted.",
+        options: MigrateTool.common + MigrateTool.online)
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
+        return runMigrations(migrators, io: io) { () throws(MigratorError) in
+            for migrator in migrators where try migrator.rollback(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
+                io.writeOutput("\(database): no online migration of \(migrator.schema) in progress.\n")
+            }
         }
     }
 }
@@ -475,8 +557,10 @@ enum StatusCommand: Command {
         guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true) else { return MigrateTool.openFailure }
         var rows: [(schema: String, status: Migrator.Status, attempt: Migrator.Attempt?)] = []
         var orphans: [(schema: String, attempt: Migrator.Attempt)] = []
+        var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
         do {
             for migrator in migrators {
+                if let state = try migrator.onlineState() { online[migrator.schema] = (state, try migrator.servedVersions()) }
                 let attempts = try migrator.attempts()
                 let statuses = try migrator.status()
                 rows += statuses.map { status in (migrator.schema, status, attempts.last { $0.version == status.version }) }
@@ -503,6 +587,11 @@ enum StatusCommand: Command {
                 case .fileMissing(let at):
                     fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
                 }
+                if let (state, served) = online[entry.schema], state.version == row.version {
+                    fields.append(
+                        "\"online\": {\"phase\": \"\(state.phase.rawValue)\", \"sectionsDone\": \(state.section), \"startedAt\": \(q(state.startedAt)), \"served\": [\(served.map { q(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]}"
+                    )
+                }
                 if let attempt = entry.attempt {
                     fields.append(
                         "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
@@ -527,6 +616,7 @@ enum StatusCommand: Command {
                 case .fileMissing(let at): "applied \(at), FILE MISSING"
                 }
             if let attempt = entry.attempt { state += "; " + describe(attempt) }
+            if let (online, served) = online[entry.schema], online.version == row.version { state += "; " + describe(online, served: served, schema: entry.schema) }
             out += String(format: "%04d     ", row.version) + padded + state + "\n"
         }
         for (schema, attempt) in orphans {
@@ -534,6 +624,16 @@ enum StatusCommand: Command {
         }
         io.writeOutput(out)
         return .success
+    }
+
+    static func describe(_ state: Migrator.OnlineState, served: [Int], schema: String) -> String {
+        let names = served.map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
+        switch state.phase {
+        case .expand: return "EXPANDING since \(state.startedAt), \(state.section) sections done (interrupted, or running now): `migrate up` resumes it, `migrate rollback` undoes it"
+        case .expanded: return "EXPANDED: serving \(names); `migrate complete` once no app of the previous version runs, or `migrate rollback`"
+        case .contract: return "CONTRACTING since \(state.startedAt), \(state.section) sections done: `migrate complete` finishes it"
+        case .rollback: return "ROLLING BACK since \(state.startedAt), \(state.section) sections done: `migrate rollback` finishes it"
+        }
     }
 
     static func describe(_ attempt: Migrator.Attempt) -> String {

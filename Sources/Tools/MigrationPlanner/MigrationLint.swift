@@ -28,6 +28,7 @@ public enum MigrationLint {
         case lockCheck = "lock-check-constraint"
         case lockBackfill = "lock-backfill"
         case lockOrder = "lock-order"
+        case notOnline = "not-online"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {

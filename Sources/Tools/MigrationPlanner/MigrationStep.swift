@@ -136,6 +136,13 @@ public protocol MigrationRenderer: Sendable {
     /// Whether the database must act on a kept column's change: what its DDL writes of the
     /// column changed (SQLite's column types hold neither widths nor enum values).
     func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool
+    /// The migration's expand and contract phases, for databases that plan them (PostgreSQL);
+    /// nil where a migration is always applied whole.
+    func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan?
+}
+
+extension MigrationRenderer {
+    public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan? { nil }
 }
 
 /// Turns changes into ordered steps for a dialect's capabilities.

@@ -19,6 +19,10 @@ public struct PostgresRenderer: MigrationRenderer {
 
     public func typeName(_ column: ColumnSnapshot) -> String { Self.type(of: column) }
 
+    public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan? {
+        OnlinePlan(from: from, to: to, steps: steps)
+    }
+
     /// Enum values are a CHECK constraint of their own.
     public func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool {
         Self.type(of: from) != Self.type(of: to) || from.isNullable != to.isNullable || from.defaultValue != to.defaultValue

@@ -12,6 +12,7 @@ import YAMLReader
 /// templates: Templates/Custom
 /// migrations: Migrations
 /// dialects: [sqlite, postgres]
+/// online: true
 /// database: data/app.sqlite
 /// cache: .build/schemagen
 /// ```
@@ -25,6 +26,8 @@ public struct ProjectConfig: Equatable, Sendable {
     public var cache: String?
     /// The SQL dialects migrations are planned for, for schemas that do not say (`sqlite`, `postgres`).
     public var dialects: [String]?
+    /// Plan PostgreSQL migrations online (expand and contract) for schemas that do not say.
+    public var online: Bool?
 
     public init() {}
 
@@ -36,7 +39,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache"]
+    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -75,6 +78,12 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.dialects = names
+            case "online":
+                guard let value = pair.value.boolValue else {
+                    bag.error(Code.wrongKind, "'online' expects true or false", at: location(pair.value))
+                    continue
+                }
+                config.online = value
             case "output", "templates", "migrations", "database", "cache":
                 guard let value = pair.value.stringValue else {
                     bag.error(Code.wrongKind, "'\(key)' expects a path", at: location(pair.value))

@@ -20,6 +20,9 @@ public struct Schema: Sendable, Hashable {
     /// Whether an insert's history entry carries the inserted values (`history: {insertValues:
     /// false}` lists inserts by key only, for schemas loaded in bulk).
     public var recordsInsertValues: Bool = true
+    /// Whether PostgreSQL migrations are planned online, in expand and contract phases
+    /// (`online:`); nil when the schema does not say, so configuration decides (off by default).
+    public var online: Bool? = nil
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 

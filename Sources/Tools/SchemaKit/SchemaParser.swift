@@ -71,7 +71,7 @@ struct SchemaParser: Sendable {
     /// `relationshipNodes`).
     var relationshipIndexByName: [String: [String: Int]] = [:]
 
-    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "enums", "values", "entities"]
+    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "enums", "values", "entities"]
 
     init(file: String) {
         self.file = file
@@ -229,6 +229,7 @@ struct SchemaParser: Sendable {
         let doc = text(keyed, "doc", what: "the schema")
         let dialects = parseDialects(keyed["dialects"])
         let (recordsHistory, recordsInsertValues) = parseHistory(keyed)
+        let online = keyed["online"] == nil ? nil : flag(keyed, "online", what: "the schema")
 
         prescanTypeNames(keyed)
         parseEnums(keyed["enums"])
@@ -257,6 +258,7 @@ struct SchemaParser: Sendable {
             dialects: dialects,
             recordsHistory: recordsHistory,
             recordsInsertValues: recordsInsertValues,
+            online: online,
             sourcePath: file)
     }
 

@@ -29,6 +29,8 @@ public struct GenerationPipeline: Sendable {
         public var dialects: [SQLDialectName]?
         /// The config file's dialects, for schemas that name none.
         public var defaultDialects: [SQLDialectName]
+        /// Whether schemas that do not say plan PostgreSQL migrations online (`online:` in the config file).
+        public var onlineByDefault: Bool
         /// Where the record that skips unchanged runs is kept (not in the output folder).
         public var cacheFolder: String
 
@@ -51,7 +53,12 @@ public struct GenerationPipeline: Sendable {
             self.singleFile = singleFile
             self.dialects = dialects
             self.defaultDialects = config.dialects?.compactMap(SQLDialectName.init) ?? [.default]
+            self.onlineByDefault = config.online ?? false
         }
+
+        /// Whether a schema's PostgreSQL migrations are planned in expand and contract phases:
+        /// the schema's `online:`, else the config file's (off by default).
+        public func isOnline(_ schema: Schema) -> Bool { schema.online ?? onlineByDefault }
 
         /// The dialects a schema's migrations are planned for: the command line's, else the
         /// schema's, else the config file's (SQLite by default). The build plugin embeds SQLite's only.
@@ -124,7 +131,7 @@ public struct GenerationPipeline: Sendable {
                 let outcome = PendingMigration.plan(
                     for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
                     reference: dialect == referenceDialect ? nil : reference,
-                    name: configuration.migrationName, allowDestructive: configuration.allowDestructive)
+                    name: configuration.migrationName, allowDestructive: configuration.allowDestructive, online: configuration.isOnline(schema))
                 switch outcome {
                 case .upToDate: break
                 case .failed(let problems): plan.diagnostics += problems

@@ -46,7 +46,7 @@ public struct PendingMigration: Sendable {
     /// from the same snapshots, so every dialect's folder numbers alike.
     public static func plan(
         for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .default,
-        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool
+        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool, online: Bool = false
     ) -> Outcome {
         let directory = directory(schema.name, root: root, dialect: dialect)
         let renderer = renderer(dialect)
@@ -74,7 +74,7 @@ public struct PendingMigration: Sendable {
                 }
                 defer { previous = snapshot }
                 guard entry.number > lastNumber else { continue }
-                let migration = Migration(from: previous, to: snapshot, renderer: renderer)
+                let migration = Migration(from: previous, to: snapshot, renderer: renderer, online: online)
                 // History already reviewed where it was planned first: no findings again.
                 pending.append(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: []))
                 latest = snapshot
@@ -103,7 +103,7 @@ public struct PendingMigration: Sendable {
                     at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
             ])
         }
-        let migration = Migration(from: latest, to: snapshot, renderer: renderer)
+        let migration = Migration(from: latest, to: snapshot, renderer: renderer, online: online)
         let entry = MigrationDirectory.Entry(number: lastNumber + 1, name: slug(name ?? derivedName(migration, schema: schema)))
         pending.append(
             PendingMigration(
@@ -132,7 +132,14 @@ public struct PendingMigration: Sendable {
     /// The general lint, and the lock lint for engines whose DDL blocks other sessions.
     public static func lintFindings(_ migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
         var findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive)
-        if migration.renderer.dialect.capabilities.lockingDDL { findings += MigrationLint.lockFindings(for: migration, schema: schema) }
+        if let online = migration.online {
+            // Planned online: what still blocks writers is what the plan could not make online.
+            findings += online.offline.map {
+                Diagnostic(.warning, code: MigrationLint.Code.notOnline, message: "not online: \($0)", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+            }
+        } else if migration.renderer.dialect.capabilities.lockingDDL {
+            findings += MigrationLint.lockFindings(for: migration, schema: schema)
+        }
         return findings
     }
 

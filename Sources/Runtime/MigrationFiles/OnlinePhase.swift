@@ -1,0 +1,150 @@
+import Foundation
+
+/// One phase of an online (expand/contract) PostgreSQL migration as its file holds it: the
+/// sections after the header, each opened by a `-- section: KIND` line. The migrator runs them in
+/// order and records each one it finishes, so a killed run resumes at the section it was in.
+///
+/// ```
+/// -- section: transaction
+/// ALTER TABLE "item" ADD COLUMN "schemagen_2_quantity" bigint;
+///
+/// -- section: statement
+/// CREATE INDEX CONCURRENTLY "item_name_index" ON "item" ("name");
+///
+/// -- section: backfill {"table":"item","key":"id","type":"bigint","batch":1000}
+/// UPDATE "item" SET "schemagen_2_quantity" = "quantity" WHERE ($1::bigint IS NULL OR "id" > $1::bigint) AND "id" <= $2::bigint;
+/// ```
+///
+/// - `transaction`: the statements run in one transaction (a short lock timeout, retried with
+///   backoff when a lock is not granted in time).
+/// - `statement`: one statement outside a transaction (`CREATE INDEX CONCURRENTLY`, `VALIDATE
+///   CONSTRAINT`); it must be safe to run again.
+/// - `backfill`: one UPDATE run over key ranges of `batch` rows, `$1` the range's exclusive lower
+///   bound (NULL for the first) and `$2` its inclusive upper bound, each batch committed with its
+///   progress.
+public struct OnlinePhase: Sendable, Hashable {
+    public enum Section: Sendable, Hashable {
+        case transaction(String)
+        case statement(String)
+        case backfill(Backfill, update: String)
+    }
+
+    /// A batched UPDATE's table and key, as its directive names them.
+    public struct Backfill: Codable, Sendable, Hashable {
+        public var table: String
+        /// The single-column key batches are ranges of.
+        public var key: String
+        /// The key's type as PostgreSQL names it, for the range parameters' casts.
+        public var type: String
+        /// Rows per batch.
+        public var batch: Int
+
+        public init(table: String, key: String, type: String, batch: Int) {
+            self.table = table
+            self.key = key
+            self.type = type
+            self.batch = batch
+        }
+    }
+
+    public var sections: [Section]
+    /// The line of the file each section's SQL starts on (read files only), for messages.
+    public var lines: [Int] = []
+
+    public init(sections: [Section], lines: [Int] = []) {
+        self.sections = sections
+        self.lines = lines
+    }
+
+    static let marker = "-- section: "
+
+    /// The sections as file text (without the header).
+    public var text: String {
+        sections.map { section in
+            switch section {
+            case .transaction(let sql): Self.marker + "transaction\n" + sql
+            case .statement(let sql): Self.marker + "statement\n" + sql
+            case .backfill(let backfill, let update):
+                Self.marker + "backfill " + Self.json(backfill) + "\n" + update
+            }
+        }.joined(separator: "\n\n") + (sections.isEmpty ? "" : "\n")
+    }
+
+    static func json(_ backfill: Backfill) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(backfill)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// A section line the migrator cannot accept.
+    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var line: Int
+        public var message: String
+        public var description: String { "line \(line): \(message)" }
+    }
+
+    /// The sections of a phase file; text before the first section (the header, comments) is
+    /// not SQL the phase runs, and must hold none.
+    public static func parse(_ sql: String) throws(ParseError) -> OnlinePhase {
+        var sections: [Section] = []
+        var lines: [Int] = []
+        var kind: (name: Substring, argument: Substring, line: Int)?
+        var body: [Substring] = []
+        func close() throws(ParseError) {
+            guard let current = kind else { return }
+            // The SQL's first line: blank lines after the marker are trimmed away.
+            lines.append(current.line + 1 + body.prefix { $0.allSatisfy(\.isWhitespace) }.count)
+            let text = body.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+            switch current.name {
+            case "transaction": sections.append(.transaction(text))
+            case "statement": sections.append(.statement(text))
+            case "backfill":
+                guard let backfill = try? JSONDecoder().decode(Backfill.self, from: Data(current.argument.utf8)), backfill.batch > 0 else {
+                    throw ParseError(line: current.line, message: "a backfill section needs {\"table\", \"key\", \"type\", \"batch\"} after 'backfill'")
+                }
+                sections.append(.backfill(backfill, update: text))
+            default:
+                throw ParseError(line: current.line, message: "unknown section '\(current.name)'; expected transaction, statement or backfill")
+            }
+        }
+        for (offset, line) in sql.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if line.hasPrefix(marker) {
+                try close()
+                let rest = line.dropFirst(marker.count)
+                let name = rest.prefix { $0 != " " }
+                kind = (name, rest.dropFirst(name.count).drop { $0 == " " }, offset + 1)
+                body = []
+            } else if kind != nil {
+                body.append(line)
+            } else if !line.hasPrefix("--"), !line.allSatisfy(\.isWhitespace) {
+                throw ParseError(line: offset + 1, message: "SQL before the first section; every statement of a phase belongs to a section (after a `-- section:` line)")
+            }
+        }
+        try close()
+        return OnlinePhase(sections: sections, lines: lines)
+    }
+}
+
+/// The PostgreSQL schema that serves one version of a schema to applications during and after
+/// online migrations: `shop_v2` for Shop version 2, holding one view per table under that
+/// version's names. An app picks its version with `search_path`.
+public enum VersionSchema {
+    public static func name(schema: String, version: Int) -> String {
+        snakeCase(schema) + "_v\(version)"
+    }
+
+    /// `FlightsArchive` -> `flights_archive` (the schema language's table naming).
+    static func snakeCase(_ name: String) -> String {
+        let characters = Array(name)
+        var out = ""
+        for (index, character) in characters.enumerated() {
+            if character.isUppercase, index > 0 {
+                let previous = characters[index - 1]
+                let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower), previous != "_" { out.append("_") }
+            }
+            out += character.lowercased()
+        }
+        return out
+    }
+}

@@ -1,0 +1,629 @@
+import Foundation
+import MigrationFiles
+import RelationalModel
+
+/// A PostgreSQL migration planned in two phases, so the app version before it and the one after
+/// it run side by side against one database while instances roll over:
+///
+/// - **expand** only adds: new tables and columns, a column beside each one whose type or
+///   nullability changes with triggers keeping the two in step both ways, batched backfills,
+///   indexes built `CONCURRENTLY`, constraints added `NOT VALID` then validated; and a schema of
+///   views per version (`VersionSchema`) under which each version finds its names;
+/// - **contract** removes what only the old version used and gives the tables the new names;
+/// - **rollback** undoes an expand, keeping rows either version wrote.
+///
+/// Physical tables keep the old version's names until contract, so the old version's views are
+/// the tables as they are, and the new version's views rename and pick columns over them.
+/// Changes that cannot be made without blocking writers are planned the ordinary way, in the
+/// expand phase, and listed in `offline` with the reason.
+public struct OnlinePlan: Sendable {
+    public var expand: OnlinePhase
+    public var contract: OnlinePhase
+    public var rollback: OnlinePhase
+    /// Changes made with locks that block writers for as long as they take, each with why.
+    public var offline: [String]
+
+    /// Rows per backfill batch.
+    public static let backfillBatch = 1000
+
+    /// Plans `from` -> `to` (a first migration, from nil, creates the tables and the first
+    /// version's views).
+    public init(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) {
+        var planner = OnlinePlanner(from: from, to: to)
+        planner.plan(steps: steps)
+        expand = OnlinePhase(sections: planner.expand)
+        contract = OnlinePhase(sections: planner.contract)
+        rollback = OnlinePhase(sections: planner.rollback)
+        offline = planner.offline
+    }
+
+    /// The physical name of the column that replaces `column` while version `version` expands.
+    static func replacementColumn(_ column: String, version: Int) -> String {
+        PostgresRenderer.identifier("schemagen_\(version)_\(column)")
+    }
+}
+
+private struct OnlinePlanner {
+    let from: SchemaSnapshot?
+    let to: SchemaSnapshot
+    let renderer = PostgresRenderer()
+    var expand: [OnlinePhase.Section] = []
+    var contract: [OnlinePhase.Section] = []
+    var rollback: [OnlinePhase.Section] = []
+    var offline: [String] = []
+
+    // Expand, in order: each table's changes in a transaction of their own (so no lock waits
+    // behind another table's), then index builds and validations, then backfills, then the
+    // new version's views.
+    var expandTables: [[String]] = []
+    var expandStatements: [String] = []
+    /// Backfills, one UPDATE per table (its assignments together, so each row is written once).
+    var expandBackfills: [(table: String, key: (name: String, type: String), set: [String], conditions: [String])] = []
+    var expandAfterBackfill: [String] = []
+    var expandValidations: [String] = []
+    /// Contract: foreign keys first, then each table, then dropped tables, then statements.
+    var contractKeys: [String] = []
+    var contractTables: [[String]] = []
+    var contractDrops: [String] = []
+    /// Foreign keys that replace one on the same columns (another delete rule), added once every
+    /// table has its new name.
+    var contractKeysAdded: [String] = []
+    var contractStatements: [String] = []
+    var rollbackTables: [[String]] = []
+    /// The current table's sync triggers, dropped first in its contract.
+    var contractTriggers: [String] = []
+    var rollbackStatements: [String] = []
+    /// New-version column -> the physical expression its view reads, per new table name.
+    var viewColumns: [String: [(name: String, physical: String)]] = [:]
+    var viewDefaults: [String: [(column: String, value: String)]] = [:]
+    /// The physical table each new table's view reads.
+    var physicalTable: [String: String] = [:]
+    /// New column -> physical column, per new table name (kept tables).
+    var physicalColumns: [String: [String: String]] = [:]
+
+    /// A foreign key of a new table as the physical tables hold it until contract.
+    func physical(_ key: ForeignKeySnapshot, columns: [String]) -> ForeignKeySnapshot {
+        var key = key
+        key.referencedColumns = key.referencedColumns.map { physicalColumns[key.table]?[$0] ?? $0 }
+        key.table = physicalTable[key.table] ?? key.table
+        key.columns = columns
+        return key
+    }
+
+    init(from: SchemaSnapshot?, to: SchemaSnapshot) {
+        self.from = from
+        self.to = to
+    }
+
+    var q: (String) -> String { PostgresRenderer.quote }
+    var oldSchema: String? { from.map { VersionSchema.name(schema: $0.schema, version: $0.version) } }
+    var newSchema: String { VersionSchema.name(schema: to.schema, version: to.version) }
+
+    mutating func plan(steps: [MigrationStep]) {
+        guard let from else {
+            // A first migration: the tables as usual, on an empty database, and its views.
+            let created = steps.flatMap { renderer.sql(for: $0) }
+            for table in to.tables { physicalTable[table.name] = table.name }
+            expand.append(.transaction((created + views(of: to, schema: newSchema, mapping: nil)).joined(separator: "\n")))
+            rollback.append(.transaction((["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.sql(for: $0) }).joined(separator: "\n")))
+            return
+        }
+        // The old version's views, for a database whose schema turned online at this version.
+        let oldViews = views(of: from, schema: oldSchema!, mapping: nil, replace: true)
+        expand.append(.transaction(oldViews.joined(separator: "\n")))
+
+        let changes = SchemaDiffer.diff(from: from, to: to)
+        // Where each new table's rows are until contract: under the old table's name.
+        for case .alterTable(let change) in changes {
+            physicalTable[change.to.name] = change.from.name
+            physicalColumns[change.to.name] = change.columnSources
+        }
+        for change in changes {
+            switch change {
+            case .createTable(let table): createTable(table, steps: steps)
+            case .dropTable(let table): dropTable(table)
+            case .alterTable(let change): alterTable(change)
+            case .fillTable(let fill):
+                offline.append("fill \(fill.target) from \(fill.source): the old version keeps writing \(fill.source)'s columns, which no trigger copies")
+                expandTables.append([SQLCommentLine.note("not online: a table split copies rows once"), renderer.sql(for: .fillTable(fill))].flatMap { $0 })
+                rollbackTables.append(renderer.sql(for: .unfillTable(fill)))
+            }
+        }
+        for table in to.tables where physicalTable[table.name] == nil { physicalTable[table.name] = table.name }
+
+        expand += expandTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
+        expand += expandStatements.map { .statement($0) }
+        expand += expandBackfills.map { backfill in
+            self.backfill(table: backfill.table, key: backfill.key, set: backfill.set.joined(separator: ", "), where: backfill.conditions.joined(separator: " OR "))
+        }
+        if !expandAfterBackfill.isEmpty { expand.append(.transaction(expandAfterBackfill.joined(separator: "\n"))) }
+        expand += expandValidations.map { .statement($0) }
+        expand.append(.transaction(newViews().joined(separator: "\n")))
+
+        // Contract: the old version's views go first (they read columns about to go). The new
+        // version's views stay: they name columns by position, so drops and renames of other
+        // columns leave them as they are, and no app of the new version ever misses them.
+        contract.append(.transaction((["DROP SCHEMA IF EXISTS \(q(oldSchema!)) CASCADE;"] + contractKeys).joined(separator: "\n")))
+        contract += contractTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
+        if !contractDrops.isEmpty { contract.append(.transaction(contractDrops.joined(separator: "\n"))) }
+        if !contractKeysAdded.isEmpty { contract.append(.transaction(contractKeysAdded.joined(separator: "\n"))) }
+        contract += contractStatements.map { .statement($0) }
+
+        rollback.append(.transaction(["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"].joined(separator: "\n")))
+        // Undone in the reverse order of expand (a split's rows go back before its table goes).
+        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
+        rollback += rollbackStatements.map { .statement($0) }
+    }
+
+    // MARK: - Views
+
+    /// `CREATE SCHEMA` and one view per table: each column read from its physical column
+    /// (`mapping`, or the same name), full-text columns included.
+    func views(of snapshot: SchemaSnapshot, schema: String, mapping: [String: (table: String, columns: [(name: String, physical: String)])]?, replace: Bool = false)
+        -> [String]
+    {
+        var statements = ["CREATE SCHEMA IF NOT EXISTS \(q(schema));"]
+        for table in snapshot.tables {
+            let mapped = mapping?[table.name]
+            let columns = mapped?.columns ?? table.columns.map { ($0.name, q($0.name)) }
+            var list = columns.map { $0.physical == q($0.name) ? $0.physical : "\($0.physical) AS \(q($0.name))" }
+            list += table.indexes.filter(\.isFullText).map { q(PostgresRenderer.searchColumn($0)) }
+            statements.append(
+                "CREATE \(replace ? "OR REPLACE " : "")VIEW \(q(schema)).\(q(table.name)) AS SELECT \(list.joined(separator: ", ")) FROM \(q(mapped?.table ?? table.name));")
+        }
+        return statements
+    }
+
+    /// The new version's views over the tables as expand leaves them.
+    func newViews() -> [String] {
+        var mapping: [String: (table: String, columns: [(name: String, physical: String)])] = [:]
+        for table in to.tables {
+            mapping[table.name] = (physicalTable[table.name] ?? table.name, viewColumns[table.name] ?? table.columns.map { ($0.name, q($0.name)) })
+        }
+        var statements = ["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"] + views(of: to, schema: newSchema, mapping: mapping)
+        for (table, defaults) in viewDefaults.sorted(by: { $0.key < $1.key }) {
+            statements += defaults.map { "ALTER VIEW \(q(newSchema)).\(q(table)) ALTER COLUMN \(q($0.column)) SET DEFAULT \($0.value);" }
+        }
+        return statements
+    }
+
+    // MARK: - Tables
+
+    mutating func createTable(_ table: TableSnapshot, steps: [MigrationStep]) {
+        // An empty table: created whole, keys and indexes at once, nobody waits on it.
+        var bare = table
+        bare.foreignKeys = []
+        var statements = renderer.sql(for: .createTable(bare))
+        statements += table.foreignKeys.map { key in
+            "ALTER TABLE \(q(table.name)) ADD \(PostgresRenderer.foreignKey(table.name, physical(key, columns: key.columns)));"
+        }
+        statements += table.indexes.flatMap { renderer.sql(for: .createIndex(table: table.name, $0)) }
+        statements += steps.compactMap { step -> [String]? in
+            if case .comment(let name, _, _, _) = step, name == table.name { return renderer.sql(for: step) }
+            return nil
+        }.flatMap { $0 }
+        expandTables.append(statements)
+        physicalTable[table.name] = table.name
+        rollbackTables.append(["DROP TABLE IF EXISTS \(q(table.name)) CASCADE;"])
+    }
+
+    mutating func dropTable(_ table: TableSnapshot) {
+        // The old version keeps using it until contract. A required column the new version
+        // does not know stays writable by it: nothing writes it through the new version.
+        contractKeys += table.foreignKeys.map { "ALTER TABLE \(q(table.name)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.foreignKeyName(table.name, $0)));" }
+        contractDrops.append("DROP TABLE IF EXISTS \(q(table.name));")
+    }
+
+    mutating func alterTable(_ change: TableChange) {
+        let old = change.from.name, new = change.to.name
+        let back = Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        physicalTable[new] = old
+        var columns: [(name: String, physical: String)] = []
+        var defaults: [(column: String, value: String)] = []
+        var expanding: [String] = [], contracting: [String] = [], rollingBack: [String] = []
+        var contractAfterRename: [String] = []
+        let changed = Dictionary(change.changedColumns.map { ($0.to.name, $0) }, uniquingKeysWith: { a, _ in a })
+        // Kept column -> the replacement column that stands in for it until contract.
+        var replaced: [String: String] = [:]
+
+        for column in change.to.columns {
+            guard let source = change.columnSources[column.name] else {
+                columns.append((column.name, q(column.name)))
+                addColumn(column, table: old, newTable: new, expanding: &expanding, rollingBack: &rollingBack, contracting: &contractAfterRename)
+                continue
+            }
+            guard let (was, now) = changed[column.name], renderer.needsChange(from: was, to: now) else {
+                columns.append((column.name, q(source)))
+                continue
+            }
+            let typeChanges = PostgresRenderer.type(of: was) != PostgresRenderer.type(of: now) || was.isAutoIncrement != now.isAutoIncrement
+            let becomesRequired = was.isNullable && !now.isNullable
+            if now.defaultValue != was.defaultValue, let value = now.defaultValue {
+                defaults.append((column.name, PostgresRenderer.literal(value, kind: now.kind)))
+            }
+            if typeChanges || becomesRequired {
+                if let reason = replacementBlocked(source, in: change.from, was: was, now: now) {
+                    offline.append("\(old).\(source): \(reason)")
+                    columns.append((column.name, q(source)))
+                    var renamedNow = now
+                    renamedNow.name = source
+                    expanding += SQLCommentLine.note("not online: \(reason)") + renderer.alterColumn(old, was, renamedNow)
+                    continue
+                }
+                let replacement = OnlinePlan.replacementColumn(source, version: to.version)
+                replaced[source] = replacement
+                columns.append((column.name, q(replacement)))
+                replaceColumn(
+                    table: old, source: source, replacement: replacement, was: was, now: now, newTable: new, finalName: column.name,
+                    expanding: &expanding, rollingBack: &rollingBack, contracting: &contractAfterRename)
+                continue
+            }
+            columns.append((column.name, q(source)))
+            if was.isNullable != now.isNullable {
+                // Optional again: the old version never writes NULL, so allowing it changes nothing for it.
+                expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(source)) DROP NOT NULL;")
+                rollingBack.append(restoreNotNull(old, source))
+            }
+            if was.enumValues != now.enumValues {
+                enumChange(table: old, column: source, was: was, now: now, newTable: new, finalName: column.name, expanding: &expanding, rollingBack: &rollingBack, contracting: &contractAfterRename)
+            }
+            if was.defaultValue != now.defaultValue {
+                let value = now.defaultValue.map { PostgresRenderer.literal($0, kind: now.kind) }
+                contractAfterRename.append("ALTER TABLE \(q(new)) ALTER COLUMN \(q(column.name)) \(value.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT");")
+            }
+        }
+        viewColumns[new] = columns
+        if !defaults.isEmpty { viewDefaults[new] = defaults }
+
+        // Dropped columns stay until contract; a required one the new version cannot write is
+        // made optional now.
+        for column in change.droppedColumns {
+            if !column.isNullable, column.defaultValue == nil, !column.isAutoIncrement {
+                expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(column.name)) DROP NOT NULL;")
+                rollingBack.append(restoreNotNull(old, column.name))
+            }
+            contracting.append("ALTER TABLE \(q(old)) DROP COLUMN IF EXISTS \(q(column.name));")
+        }
+        // Replaced columns: the old one goes, the replacement takes the new name (after the
+        // renames below, which rename the others).
+        for (source, replacement) in replaced.sorted(by: { $0.key < $1.key }) {
+            contracting.append("ALTER TABLE \(q(old)) DROP COLUMN \(q(source));")
+            let final = change.columnSources.first { $0.value == source }?.key ?? source
+            contractAfterRename.insert("ALTER TABLE \(q(new)) RENAME COLUMN \(q(replacement)) TO \(q(final));", at: 0)
+        }
+        if change.isRename { contracting.append("ALTER TABLE \(q(old)) RENAME TO \(q(new));") }
+        for (was, now) in change.renamedColumns where replaced[was] == nil {
+            contracting.append("ALTER TABLE \(q(new)) RENAME COLUMN \(q(was)) TO \(q(now));")
+        }
+        if change.isRename || !change.renamedColumns.isEmpty {
+            // A replaced column's check went with it.
+            var before = change.from
+            for index in before.columns.indices where replaced[before.columns[index].name] != nil { before.columns[index].enumValues = nil }
+            contracting += renderer.sql(for: .renameConstraints(table: new, from: before, to: change.to, columnSources: change.columnSources))
+        }
+
+        // Foreign keys, compared in the new names.
+        let renamedOld = change.from.foreignKeys.map { key in (key, key.columns.map { column in back[column] ?? "" }) }
+        let kept = change.to.foreignKeys.filter { key in
+            renamedOld.contains { $0.1 == key.columns && $0.0.table == key.table && $0.0.referencedColumns == key.referencedColumns && $0.0.onDelete == key.onDelete }
+        }
+        for (key, mapped) in renamedOld where !kept.contains(where: { $0.columns == mapped && $0.table == key.table }) {
+            contractKeys.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.foreignKeyName(old, key)));")
+        }
+        for key in change.to.foreignKeys where !kept.contains(key) && renamedOld.contains(where: { $0.1 == key.columns }) {
+            // Another delete rule on the same columns: the old version's rule holds until contract.
+            let name = PostgresRenderer.foreignKeyName(new, key)
+            contractKeysAdded.append("ALTER TABLE \(q(new)) ADD \(PostgresRenderer.foreignKey(new, key)) NOT VALID;")
+            contractStatements.append("ALTER TABLE \(q(new)) VALIDATE CONSTRAINT \(q(name));")
+        }
+        for key in change.to.foreignKeys where !kept.contains(key) && !renamedOld.contains(where: { $0.1 == key.columns }) {
+            // Added NOT VALID (checked for new rows at once, without scanning), validated later.
+            let physicalKey = physical(key, columns: key.columns.map { column in change.columnSources[column].map { replaced[$0] ?? $0 } ?? column })
+            let name = PostgresRenderer.foreignKeyName(new, key)
+            expanding.append(
+                "ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) FOREIGN KEY (\(physicalKey.columns.map(q).joined(separator: ", "))) REFERENCES \(q(physicalKey.table)) (\(key.referencedColumns.map(q).joined(separator: ", "))) ON DELETE \(key.onDelete.rawValue) NOT VALID;"
+            )
+            expandValidations.append("ALTER TABLE \(q(old)) VALIDATE CONSTRAINT \(q(name));")
+            rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
+        }
+        if change.keyChanged {
+            offline.append("\(old): a new primary key rebuilds its index while holding the table")
+            expanding += SQLCommentLine.note("not online: a new primary key")
+            expanding.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
+            rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
+            rollingBack.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(change.from.primaryKey.map(q).joined(separator: ", ")));")
+            let keyColumns = change.to.primaryKey.map { column in change.columnSources[column].map { replaced[$0] ?? $0 } ?? column }
+            expanding.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(keyColumns.map(q).joined(separator: ", ")));")
+        }
+
+        // Indexes: built CONCURRENTLY (a unique one then becomes its constraint); the ones the
+        // new version drops go at contract.
+        for index in change.droppedIndexes {
+            // Before the table's rename below: they name it as it was.
+            if index.isFullText {
+                contracting.insert(contentsOf: renderer.sql(for: .dropIndex(table: old, index)), at: 0)
+            } else if index.isUnique {
+                contracting.insert("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.indexName(index)));", at: 0)
+            } else {
+                contractStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(PostgresRenderer.indexName(index)));")
+            }
+        }
+        for index in change.addedIndexes {
+            let physicalColumns = index.columns.map { column in change.columnSources[column].map { replaced[$0] ?? $0 } ?? column }
+            let name = PostgresRenderer.indexName(index)
+            if index.isFullText {
+                offline.append("\(new): a new full-text index adds a generated column, which rewrites the table")
+                var physical = index
+                physical.columns = physicalColumns
+                expanding += SQLCommentLine.note("not online: a generated column rewrites the table") + renderer.sql(for: .createIndex(table: old, physical))
+                rollingBack += renderer.sql(for: .dropIndex(table: old, physical))
+                continue
+            }
+            // A build that failed leaves an invalid index behind: dropped first, so it can run again.
+            expandStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(name));")
+            expandStatements.append("CREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(q(name)) ON \(q(old)) (\(physicalColumns.map(q).joined(separator: ", ")));")
+            if index.isUnique {
+                expandAfterBackfill.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) UNIQUE USING INDEX \(q(name));")
+                rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
+            }
+            rollbackStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(name));")
+        }
+        for comment in change.changedComments {
+            contractAfterRename += renderer.sql(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
+        }
+
+        expandTables.append(expanding)
+        contractTables.append(contractTriggers + contracting + contractAfterRename)
+        contractTriggers = []
+        rollbackTables.append(rollingBack)
+    }
+
+    // MARK: - Columns
+
+    mutating func addColumn(_ column: ColumnSnapshot, table: String, newTable: String, expanding: inout [String], rollingBack: inout [String], contracting: inout [String]) {
+        rollingBack.append("ALTER TABLE \(q(table)) DROP COLUMN IF EXISTS \(q(column.name));")
+        var nullable = column
+        nullable.isNullable = true
+        var check = PostgresRenderer.check(table, column).map { $0 + " NOT VALID" }
+        defer {
+            if let check {
+                expanding.append("ALTER TABLE \(q(table)) ADD \(check);")
+                expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, column.name)));")
+            }
+        }
+        if column.isAutoIncrement {
+            offline.append("\(newTable).\(column.name): a new identity column numbers every row, rewriting the table")
+            expanding += SQLCommentLine.note("not online: an identity column rewrites the table") + ["ALTER TABLE \(q(table)) ADD COLUMN \(PostgresRenderer.columnDefinition(column));"]
+            return
+        }
+        let given = column.defaultValue == .null ? nil : column.defaultValue
+        let backfillValue: ColumnDefault? = {
+            if case .value(let value)? = column.backfill, value.isConstant, value != .null { return value }
+            return nil
+        }()
+        if given?.isConstant ?? true, column.isNullable || given != nil || backfillValue != nil {
+            // A constant default is a catalogue change (PostgreSQL 11+): every existing row reads
+            // it, and the old version's inserts get it. A required column's constant backfill is
+            // its default until contract.
+            nullable.defaultValue = given ?? (column.isNullable ? nil : backfillValue)
+            expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(nullable));")
+            guard !column.isNullable else { return }
+            requireLater(table: table, column: column.name, newTable: newTable, expanding: &expanding, contracting: &contracting)
+            if given == nil { contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(column.name)) DROP DEFAULT;") }
+            return
+        }
+        if let value = given, let key = singleKey(of: table) {
+            // A default per row (now, a UUID): new rows get it at once, old rows in batches.
+            expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(PostgresRenderer.withoutDefault(nullable)));")
+            expanding.append("ALTER TABLE \(q(table)) ALTER COLUMN \(q(column.name)) SET DEFAULT \(PostgresRenderer.literal(value, kind: column.kind));")
+            addBackfill(table: table, key: key, set: "\(q(column.name)) = \(PostgresRenderer.literal(value, kind: column.kind))", where: "\(q(column.name)) IS NULL")
+            if !column.isNullable { requireLater(table: table, column: column.name, newTable: newTable, expanding: &expanding, contracting: &contracting) }
+            return
+        }
+        offline.append("\(newTable).\(column.name): required, and filled by SQL the old version's inserts do not run; give it a default or a constant backfill to add it online")
+        expanding += SQLCommentLine.note("not online: a required column filled by SQL") + renderer.sql(for: .addColumn(table: table, column))
+        check = nil
+    }
+
+    /// A required column checked by a NOT VALID constraint now (validated after the backfills,
+    /// without blocking writers), and made NOT NULL at contract, where the valid check spares
+    /// the scan.
+    mutating func requireLater(table: String, column: String, newTable: String, expanding: inout [String], contracting: inout [String]) {
+        let check = notNullCheck(table, column)
+        // After the backfills: a NOT VALID check still applies to every row a batch updates.
+        expandAfterBackfill.append("ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(column)) IS NOT NULL) NOT VALID;")
+        expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(check));")
+        contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(column)) SET NOT NULL;")
+        contracting.append("ALTER TABLE \(q(newTable)) DROP CONSTRAINT IF EXISTS \(q(check));")
+    }
+
+    func notNullCheck(_ table: String, _ column: String) -> String {
+        PostgresRenderer.identifier("\(table)_\(column)_not_null")
+    }
+
+    /// Why a column cannot get a replacement: keys and indexes would have to move with it.
+    func replacementBlocked(_ column: String, in table: TableSnapshot, was: ColumnSnapshot, now: ColumnSnapshot) -> String? {
+        if table.primaryKey.contains(column) { return "its type changes and it is part of the primary key, which other tables refer to" }
+        if table.foreignKeys.contains(where: { $0.columns.contains(column) }) { return "its type changes and it holds a foreign key" }
+        if table.indexes.contains(where: { $0.columns.contains(column) }) { return "it is indexed, and its index would have to be rebuilt on the new column" }
+        if singleKey(of: table.name) == nil { return "its table has no single-column key to backfill it by" }
+        if now.isNullable == false, now.defaultValue == nil, PostgresRenderer.backfillExpression(now) == nil, was.isNullable {
+            return "it becomes required without a default or backfill value for the rows that lack one"
+        }
+        return nil
+    }
+
+    /// The physical table's single-column key (for batched backfills), with its PostgreSQL type.
+    func singleKey(of table: String) -> (name: String, type: String)? {
+        guard let snapshot = from?.table(named: table), snapshot.primaryKey.count == 1, let column = snapshot.column(named: snapshot.primaryKey[0]) else { return nil }
+        return (column.name, PostgresRenderer.type(of: column))
+    }
+
+    mutating func addBackfill(table: String, key: (name: String, type: String), set: String, where condition: String) {
+        if let index = expandBackfills.firstIndex(where: { $0.table == table }) {
+            expandBackfills[index].set.append(set)
+            expandBackfills[index].conditions.append(condition)
+        } else {
+            expandBackfills.append((table, key, [set], [condition]))
+        }
+    }
+
+    func backfill(table: String, key: (name: String, type: String), set: String, where condition: String) -> OnlinePhase.Section {
+        let range = "($1::\(key.type) IS NULL OR \(q(key.name)) > $1::\(key.type)) AND \(q(key.name)) <= $2::\(key.type)"
+        return .backfill(
+            OnlinePhase.Backfill(table: table, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch),
+            update: "UPDATE \(q(table)) SET \(set) WHERE \(range) AND (\(condition));")
+    }
+
+    /// The column beside `source`: its values converted by a trigger on every write through
+    /// either version, existing rows converted in batches. A write through the old version
+    /// sets `source`, one through the new version the replacement; the trigger tells them
+    /// apart by which one the write changed.
+    mutating func replaceColumn(
+        table: String, source: String, replacement: String, was: ColumnSnapshot, now: ColumnSnapshot, newTable: String, finalName: String,
+        expanding: inout [String], rollingBack: inout [String], contracting: inout [String]
+    ) {
+        var column = now
+        column.name = replacement
+        column.isNullable = true
+        column.defaultValue = nil
+        column.isAutoIncrement = false
+        let filler = PostgresRenderer.backfillExpression(now) ?? now.defaultValue.flatMap { $0 == .null ? nil : PostgresRenderer.literal($0, kind: now.kind) }
+        func forward(_ value: String) -> String {
+            let converted = PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: was, to: now)
+            return !now.isNullable && was.isNullable && filler != nil ? "coalesce(\(converted), \(filler!))" : converted
+        }
+        func backward(_ value: String) -> String {
+            PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: now, to: was)
+        }
+        let function = PostgresRenderer.identifier("schemagen_\(to.version)_\(table)_\(source)_sync")
+        let (o, n) = ("NEW.\(q(source))", "NEW.\(q(replacement))")
+        expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(column));")
+        expanding.append(
+            """
+            CREATE OR REPLACE FUNCTION \(q(function))() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+            BEGIN
+                IF current_setting('schemagen.backfill', true) = 'on' THEN RETURN NEW; END IF;
+                IF TG_OP = 'INSERT' THEN
+                    IF \(n) IS NOT NULL THEN \(o) := \(backward(n)); ELSE \(n) := \(forward(o)); END IF;
+                ELSIF \(n) IS DISTINCT FROM OLD.\(q(replacement)) THEN
+                    \(o) := \(backward(n));
+                ELSIF \(o) IS DISTINCT FROM OLD.\(q(source)) OR \(n) IS NULL THEN
+                    \(n) := \(forward(o));
+                END IF;
+                RETURN NEW;
+            END $schemagen$;
+            """)
+        expanding.append("DROP TRIGGER IF EXISTS \(q(function)) ON \(q(table));")
+        expanding.append("CREATE TRIGGER \(q(function)) BEFORE INSERT OR UPDATE ON \(q(table)) FOR EACH ROW EXECUTE FUNCTION \(q(function))();")
+        if !now.isNullable {
+            requireReplacement(table: table, replacement: replacement, expanding: &expanding)
+        }
+        if let check = PostgresRenderer.check(table, column) {
+            expandAfterBackfill.append("ALTER TABLE \(q(table)) ADD \(check) NOT VALID;")
+            expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, replacement)));")
+        }
+        if let key = singleKey(of: table) {
+            addBackfill(table: table, key: key, set: "\(q(replacement)) = \(forward(q(source)))", where: "\(q(replacement)) IS DISTINCT FROM \(forward(q(source)))")
+        }
+        rollingBack.append("DROP TRIGGER IF EXISTS \(q(function)) ON \(q(table));")
+        rollingBack.append("DROP FUNCTION IF EXISTS \(q(function))();")
+        rollingBack.append("ALTER TABLE \(q(table)) DROP COLUMN IF EXISTS \(q(replacement));")
+        // Contract: the trigger before anything else, then (after the replacement took the
+        // final name) its constraints.
+        contractTriggers.append("DROP TRIGGER IF EXISTS \(q(function)) ON \(q(table));")
+        contractTriggers.append("DROP FUNCTION IF EXISTS \(q(function))();")
+        if !now.isNullable {
+            contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(finalName)) SET NOT NULL;")
+            contracting.append("ALTER TABLE \(q(newTable)) DROP CONSTRAINT IF EXISTS \(q(notNullCheck(table, replacement)));")
+        }
+        if let value = now.defaultValue {
+            contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(finalName)) SET DEFAULT \(PostgresRenderer.literal(value, kind: now.kind));")
+        }
+        if now.enumValues != nil {
+            contracting.append(
+                "ALTER TABLE \(q(newTable)) RENAME CONSTRAINT \(q(PostgresRenderer.checkName(table, replacement))) TO \(q(PostgresRenderer.checkName(newTable, finalName)));")
+        }
+    }
+
+    mutating func requireReplacement(table: String, replacement: String, expanding: inout [String]) {
+        let check = notNullCheck(table, replacement)
+        expandAfterBackfill.append("ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(replacement)) IS NOT NULL) NOT VALID;")
+        expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(check));")
+    }
+
+    /// Allowed values: while both versions write, the column accepts either version's values;
+    /// contract narrows it to the new ones, rollback to the old ones.
+    mutating func enumChange(
+        table: String, column: String, was: ColumnSnapshot, now: ColumnSnapshot, newTable: String, finalName: String,
+        expanding: inout [String], rollingBack: inout [String], contracting: inout [String]
+    ) {
+        var union = now
+        union.name = column
+        union.enumValues = (was.enumValues ?? []) + (now.enumValues ?? []).filter { !(was.enumValues ?? []).contains($0) }
+        let name = PostgresRenderer.checkName(table, column)
+        let q = self.q
+        func swap(_ table: String, _ target: ColumnSnapshot) -> (statements: [String], validations: [String]) {
+            var statements = ["ALTER TABLE \(q(table)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.checkName(table, target.name)));"]
+            guard let check = PostgresRenderer.check(table, target) else { return (statements, []) }
+            statements.append("ALTER TABLE \(q(table)) ADD \(check) NOT VALID;")
+            return (statements, ["ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, target.name)));"])
+        }
+        if union.enumValues == now.enumValues {
+            // Only values added: the new version's check is the union, nothing left to narrow.
+            let (statements, validations) = swap(table, union)
+            expanding += statements
+            expandValidations += validations
+            var oldColumn = was
+            oldColumn.name = column
+            let undo = swap(table, oldColumn)
+            rollingBack += undo.statements
+            rollbackStatements += undo.validations
+            return
+        }
+        if now.enumValues != nil {
+            let (statements, validations) = swap(table, union)
+            expanding += statements
+            expandValidations += validations
+        } else {
+            expanding.append("ALTER TABLE \(q(table)) DROP CONSTRAINT IF EXISTS \(q(name));")
+        }
+        var oldColumn = was
+        oldColumn.name = column
+        let undo = swap(table, oldColumn)
+        rollingBack += undo.statements
+        rollbackStatements += undo.validations
+        var final = now
+        final.name = finalName
+        let narrow = swap(newTable, final)
+        contracting += narrow.statements
+        contractStatements += narrow.validations
+    }
+
+    /// NOT NULL again on rollback, unless the new version wrote rows without the value: those
+    /// are kept, and the column stays optional (a notice says so).
+    func restoreNotNull(_ table: String, _ column: String) -> String {
+        """
+        DO $schemagen$ BEGIN
+            IF EXISTS (SELECT 1 FROM \(q(table)) WHERE \(q(column)) IS NULL) THEN
+                RAISE NOTICE 'schemagen: %.% stays optional: rows written during the rollout lack it', \(PostgresRenderer.dialect.literal(table)), \(PostgresRenderer.dialect.literal(column));
+            ELSE
+                ALTER TABLE \(q(table)) ALTER COLUMN \(q(column)) SET NOT NULL;
+            END IF;
+        END $schemagen$;
+        """
+    }
+}
+
+/// Comment lines inside a phase's SQL.
+enum SQLCommentLine {
+    static func note(_ text: String) -> [String] { [SQLComment.line(text)] }
+}
+
+extension PostgresRenderer {
+    static func withoutDefault(_ column: ColumnSnapshot) -> ColumnSnapshot {
+        var column = column
+        column.defaultValue = nil
+        return column
+    }
+}
