@@ -1,0 +1,134 @@
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import PostgresKit
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `migrate up`, `complete`, `rollback` and `status` on online migrations, as processes, with
+/// SIGKILLs landing anywhere in a phase: the next run of the same command finishes it.
+@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct OnlineMigrateProcessTests {
+    static let migrate = BuiltTool("migrate")
+
+    /// Events, planned online: version 2 widens `score` to a double (a replacement column,
+    /// backfilled), makes `name` required with a default and indexes it.
+    static func onlineMigrations() throws -> MigrationDirectory {
+        let folder = temporaryFolder()
+        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events/postgres").path)
+        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
+            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
+        }
+        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String?\n      score: Int32\n")
+        let v2 = try snapshot(
+            "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, default: unnamed, indexed: true}\n      score: Double\n")
+        try migrations.write(Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), as: .init(number: 1, name: "create"))
+        try migrations.write(Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true), as: .init(number: 2, name: "retype"))
+        return migrations
+    }
+
+    static func phase(_ connection: PostgresConnection) throws -> [[StoredValue]] {
+        try connection.query("SELECT phase FROM schemagen_online_migrations")
+    }
+
+    @Test func killedAnywhereInAPhaseTheSameCommandFinishesIt() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let migrations = try Self.onlineMigrations()
+        let template = try server.createDatabase()
+        #expect(try Self.migrate.run(["up", "1", "--database", template, "--dir", migrations.path]).status == 0)
+        try PostgresConnection(template).execute(
+            "INSERT INTO events (name, score) SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE 'event ' || i END, i FROM generate_series(1, 200000) AS i")
+        let templateName = String(template.split(separator: "/").last ?? "")
+        func copy() throws -> String {
+            let name = "online_" + UUID().uuidString.prefix(8).lowercased()
+            try server.runPSQL(server.url(), "CREATE DATABASE \(name) TEMPLATE \(templateName)")
+            return server.url(database: name)
+        }
+        let calibration = try copy()
+        var clock = Date()
+        let expanded = try Self.migrate.run(["up", "--database", calibration, "--dir", migrations.path])
+        #expect(expanded.status == 0, "\(expanded.error)")
+        #expect(expanded.output.contains("expanded 0002_retype"), "\(expanded.output)")
+        let expandDuration = Date().timeIntervalSince(clock)
+        let status = try Self.migrate.run(["status", "--database", calibration, "--dir", migrations.path])
+        #expect(status.output.contains("EXPANDED: serving events_v1 and events_v2"), "\(status.output)")
+        clock = Date()
+        #expect(try Self.migrate.run(["complete", "--database", calibration, "--dir", migrations.path]).status == 0)
+        let contractDuration = Date().timeIntervalSince(clock)
+
+        var killedMidway = 0
+        for run in 0..<12 {
+            let url = try copy()
+            let connection = try PostgresConnection(url)
+            // Half the runs are killed in expand, the other half in contract.
+            let contracting = run % 2 == 1
+            if contracting { #expect(try Self.migrate.run(["up", "--database", url, "--dir", migrations.path]).status == 0) }
+            let command = contracting ? "complete" : "up"
+            let duration = contracting ? contractDuration : expandDuration
+            let started = try Self.migrate.start([command, "--database", url, "--dir", migrations.path])
+            usleep(UInt32((Double(run / 2) + 0.5) / 6 * duration * 1_000_000))
+            kill(started.processIdentifier, SIGKILL)
+            if started.finish().status != 0 { killedMidway += 1 }
+
+            // Whatever the kill left, the version its apps still run reads every row: version 1
+            // during expand, version 2 during contract.
+            #expect(try connection.query("SELECT count(*) FROM events") == [[.integer(200_000)]])
+            #expect(try connection.query("SELECT count(*) FROM events_v\(contracting ? 2 : 1).events") == [[.integer(200_000)]], "run \(run)")
+            let rerun = try Self.migrate.run([command, "--database", url, "--dir", migrations.path])
+            #expect(rerun.status == 0, "run \(run): \(rerun.error)")
+            if contracting {
+                #expect(try Self.phase(connection) == [])
+                #expect(
+                    try connection.query("SELECT data_type::text FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'events' AND column_name = 'score'") == [
+                        [.text("double precision")]
+                    ])
+                #expect(try connection.query("SELECT count(*) FROM events WHERE name = 'unnamed'") == [[.integer(40_000)]])
+            } else {
+                #expect(try Self.phase(connection) == [[.text("expanded")]], "run \(run): \(rerun.output)")
+                #expect(try connection.query("SELECT count(*) FROM events_v2.events WHERE score = id AND name IS NOT NULL") == [[.integer(200_000)]], "run \(run): every row backfilled")
+                #expect(try connection.query("SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE NOT i.indisvalid") == [[.integer(0)]], "no index left invalid")
+            }
+            try? server.runPSQL(server.url(), "DROP DATABASE IF EXISTS \(url.split(separator: "/").last ?? "") WITH (FORCE)")
+        }
+        #expect(killedMidway >= 3, "kills landed while the migrator ran in only \(killedMidway) runs (expand \(expandDuration) s, contract \(contractDuration) s)")
+    }
+
+    @Test func rollbackAfterAKilledExpandKeepsTheRowsBothVersionsWrote() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let migrations = try Self.onlineMigrations()
+        let url = try server.createDatabase()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)
+        let connection = try PostgresConnection(url)
+        try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 1000) AS i")
+        #expect(try Self.migrate.run(["up", "--database", url, "--dir", migrations.path]).status == 0)
+        // Each version writes through its own names.
+        try connection.execute("INSERT INTO events_v1.events (name, score) VALUES ('old', 7)")
+        try connection.execute("INSERT INTO events_v2.events (score) VALUES (2.0)")
+        try connection.execute("UPDATE events_v2.events SET score = 41 WHERE id = 1")
+        #expect(
+            try connection.query("SELECT name, score FROM events_v1.events WHERE id > 1000 OR id = 1 ORDER BY id") == [
+                [.text("event 1"), .integer(41)], [.text("old"), .integer(7)], [.text("unnamed"), .integer(2)],
+            ])
+        let rollback = try Self.migrate.run(["rollback", "--database", url, "--dir", migrations.path])
+        #expect(rollback.status == 0, "\(rollback.error)")
+        #expect(rollback.output.contains("rolled back 0002_retype"), "\(rollback.output)")
+        #expect(try connection.query("SELECT count(*) FROM events") == [[.integer(1002)]])
+        #expect(try connection.query("SELECT version FROM schemagen_migrations ORDER BY version") == [[.integer(1)]])
+        #expect(try connection.query("SELECT to_regnamespace('events_v2') IS NULL") == [[.integer(1)]])
+        let columns = try connection.query("SELECT column_name::text FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'events' ORDER BY 1")
+        #expect(columns == [[.text("id")], [.text("name")], [.text("score")]])
+        // Nothing left to roll back or complete; `down` of an online migration says what to use.
+        #expect(try Self.migrate.run(["rollback", "--database", url, "--dir", migrations.path]).output.contains("no online migration"))
+        #expect(try Self.migrate.run(["up", "--complete", "--database", url, "--dir", migrations.path]).status == 0)
+        let down = try Self.migrate.run(["down", "--database", url, "--dir", migrations.path])
+        #expect(down.status == 1)
+        #expect(down.error.contains("cannot be reverted"), "\(down.error)")
+    }
+}
