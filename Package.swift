@@ -83,7 +83,7 @@ let package = Package(
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
-        .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit"]),
+        .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata"]),
         // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
         .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
         .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics"]),
@@ -160,7 +160,7 @@ let package = Package(
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
         .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
-        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
         .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),

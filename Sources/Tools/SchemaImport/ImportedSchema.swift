@@ -4,6 +4,10 @@ public struct ImportedSchema: Sendable, Equatable {
     public var name: String
     public var version: Int
     public var doc: String?
+    /// The databases migrations are planned for (`dialects:`); nil leaves it to configuration.
+    public var dialects: [String]? = nil
+    /// Enumerations: PostgreSQL's enum types and CHECK (column IN (...)) lists.
+    public var enums: [ImportedEnum] = []
     /// Value types (stored as JSON): Core Data's composite attributes.
     public var values: [ImportedValueType] = []
     public var entities: [ImportedEntity]
@@ -16,6 +20,21 @@ public struct ImportedSchema: Sendable, Equatable {
     }
 
     public func entity(named name: String) -> ImportedEntity? { entities.first { $0.name == name } }
+}
+
+/// An enumeration with String raw values: case names and the raw values they stand for.
+public struct ImportedEnum: Sendable, Equatable {
+    public var name: String
+    public var cases: [(name: String, rawValue: String)]
+
+    public init(name: String, cases: [(name: String, rawValue: String)]) {
+        self.name = name
+        self.cases = cases
+    }
+
+    public static func == (lhs: ImportedEnum, rhs: ImportedEnum) -> Bool {
+        lhs.name == rhs.name && lhs.cases.map(\.name) == rhs.cases.map(\.name) && lhs.cases.map(\.rawValue) == rhs.cases.map(\.rawValue)
+    }
 }
 
 public struct ImportedValueType: Sendable, Equatable {
@@ -66,6 +85,9 @@ public struct ImportedAttribute: Sendable, Equatable {
     public var doc: String?
     /// What fills existing rows where a version makes the attribute required without a default.
     public var backfill: ImportedDefault?
+    /// For decimals: `numeric(precision, scale)`.
+    public var precision: Int?
+    public var scale: Int?
 
     public init(name: String, type: String, isOptional: Bool) {
         self.name = name

@@ -12,6 +12,18 @@ public enum SchemaYAMLWriter {
         out += "schema: \(scalar(schema.name))\n"
         out += "version: \(schema.version)\n"
         if let doc = schema.doc { out += "doc: \(quoted(doc))\n" }
+        if let dialects = schema.dialects { out += "dialects: \(list(dialects))\n" }
+        if !schema.enums.isEmpty {
+            out += "enums:\n"
+            for item in schema.enums {
+                let plain = item.cases.allSatisfy { $0.name == $0.rawValue }
+                if plain {
+                    out += "  \(scalar(item.name)): \(list(item.cases.map(\.name)))\n"
+                } else {
+                    out += "  \(scalar(item.name)):\n    cases: {\(item.cases.map { "\(scalar($0.name)): \(quotedIfNeeded($0.rawValue))" }.joined(separator: ", "))}\n"
+                }
+            }
+        }
         if !schema.values.isEmpty {
             out += "values:\n"
             for value in schema.values {
@@ -81,6 +93,8 @@ public enum SchemaYAMLWriter {
             case .plain(let text): options.append(("backfill", text))
             }
         }
+        if let precision = attribute.precision { options.append(("precision", String(precision))) }
+        if let scale = attribute.scale { options.append(("scale", String(scale))) }
         if attribute.isTransient { options.append(("transient", "true")) }
         if attribute.usesExternalStorage { options.append(("externalStorage", "true")) }
         if attribute.preservesValueOnDeletion { options.append(("preserveValueOnDeletion", "true")) }

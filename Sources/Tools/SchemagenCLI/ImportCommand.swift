@@ -5,20 +5,23 @@ import Foundation
 import SchemaImport
 import SchemaKit
 
-/// `schemagen import sqlite|coredata`: a schema from what already exists.
+/// `schemagen import sqlite|postgres|coredata`: a schema from what already exists.
 public enum ImportCommand: Command {
     public static let spec = CommandSpec(
         name: "import",
-        abstract: "Write a schema from an existing SQLite database or Core Data model bundle.",
+        abstract: "Write a schema from an existing SQLite database, PostgreSQL database or Core Data model bundle.",
         discussion: """
             schemagen import sqlite DATABASE [--name SCHEMA] [-o FILE]
+            schemagen import postgres URL --name SCHEMA [-o FILE]
             schemagen import coredata MODEL.xcdatamodeld [--name SCHEMA] [-o DIR] [--history]
 
             The input is only read. What the schema language cannot express is printed as a warning
             with its source and written as a comment at the top of the schema; nothing is dropped
-            silently. Exit status: 0 written (warnings included), 1 the input is not a SQLite
-            database or Core Data model (or is damaged), or the schema written does not validate,
-            2 usage error or a file that cannot be read or written.
+            silently. A PostgreSQL database is read from its catalogue (the URL's current schema,
+            public by default) in a read-only session; `migrate baseline 1` then adopts it. Exit
+            status: 0 written (warnings included), 1 the input is not a SQLite database, a reachable
+            PostgreSQL database or a Core Data model (or is damaged), or the schema written does not
+            validate, 2 usage error or a file that cannot be read or written.
             """,
         options: [
             .value("name", valueName: "schema", help: "The schema's name (default: from the file name)."),
@@ -26,8 +29,8 @@ public enum ImportCommand: Command {
             .flag("history", help: "coredata: one schema file per model version, in version order."),
         ],
         arguments: [
-            ArgumentSpec("KIND", help: "sqlite or coredata.", isRequired: true),
-            ArgumentSpec("SOURCE", help: "The database file, or the .xcdatamodeld bundle.", isRequired: true),
+            ArgumentSpec("KIND", help: "sqlite, postgres or coredata.", isRequired: true),
+            ArgumentSpec("SOURCE", help: "The database file, the postgres:// URL, or the .xcdatamodeld bundle.", isRequired: true),
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -46,8 +49,10 @@ public enum ImportCommand: Command {
             return importSQLite(source, arguments: arguments, io: io)
         case "coredata":
             return importCoreData(source, arguments: arguments, io: io)
+        case "postgres", "postgresql":
+            return importPostgres(source, arguments: arguments, io: io)
         default:
-            io.writeError("schemagen: error: unknown import kind '\(kind)'; use sqlite or coredata\n")
+            io.writeError("schemagen: error: unknown import kind '\(kind)'; use sqlite, postgres or coredata\n")
             return .usageOrIO
         }
     }
@@ -89,6 +94,33 @@ public enum ImportCommand: Command {
             return .failure
         }
         let header = ["Imported by `schemagen import sqlite` from \(URL(fileURLWithPath: path).lastPathComponent)."]
+        return write([Output(result: result, header: header, path: arguments.value("output"))], io: io)
+    }
+
+    static func importPostgres(_ given: String, arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        let connection: String
+        do {
+            guard case .postgres(let target) = try DatabaseLocation.parse(given) else {
+                io.writeError("schemagen: error: '\(given)' is not a postgres:// URL; `import postgres` reads a PostgreSQL server (use `import sqlite` for a file)\n")
+                return .usageOrIO
+            }
+            connection = target
+        } catch {
+            io.writeError("schemagen: error: \(error)\n")
+            return .usageOrIO
+        }
+        guard let name = arguments.value("name") else {
+            io.writeError("schemagen: error: `import postgres` needs --name SCHEMA: a database URL does not name the schema\n")
+            return .usageOrIO
+        }
+        let result: ImportResult
+        do {
+            result = try PostgresImporter.importDatabase(url: connection, name: name)
+        } catch {
+            io.writeError("\(error)\n")
+            return .failure
+        }
+        let header = ["Imported by `schemagen import postgres` from \(DatabaseLocation.redacted(connection)). Adopt the database with `migrate baseline 1` once its migration is generated."]
         return write([Output(result: result, header: header, path: arguments.value("output"))], io: io)
     }
 
