@@ -31,7 +31,9 @@ extension PostgresStoreDatabase {
         try execute("BEGIN")
         do throws(DatabaseFailure) {
             _ = try query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
-            guard case .text(let schemaName)? = try query("SELECT current_schema()", []).first?.first else {
+            var schemaValue: StoredValue? = tableSchema.map(StoredValue.text)
+            if schemaValue == nil { schemaValue = try query("SELECT current_schema()", []).first?.first }
+            guard case .text(let schemaName)? = schemaValue else {
                 throw DatabaseFailure(database: label, message: "the connection has no current schema (search_path) to record changes in", code: nil, kind: .statement)
             }
             let rowsTable = dialect.quote(schemaName) + "." + dialect.quote(Self.changedRowsTable)
@@ -43,13 +45,13 @@ extension PostgresStoreDatabase {
             try execute("CREATE INDEX IF NOT EXISTS \(dialect.quote(Self.changedRowsTable + "_xact")) ON \(rowsTable) (xact)")
             // A function of an earlier release (a session's temporary table) is replaced.
             let current = try query(
-                "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = current_schema()::regnamespace", [.text(Self.triggerFunction)]
+                "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = to_regnamespace($2)", [.text(Self.triggerFunction), .text(dialect.quote(schemaName))]
             ).first?.first
             if case .text(let source)? = current, source.contains(Self.recordingSetting) {
             } else {
                 try execute(
                     """
-                    CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                    CREATE OR REPLACE FUNCTION \(dialect.quote(schemaName)).\(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
                     DECLARE key text := TG_ARGV[0];
                     BEGIN
                       IF current_setting('\(Self.recordingSetting)', true) = 'on' THEN
@@ -66,20 +68,28 @@ extension PostgresStoreDatabase {
                     """)
             }
             for (table, _) in tables {
-                let existing = Set(
-                    try query("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1)", [.text(dialect.quote(table))]).compactMap { row in
-                        if case .text(let name) = row[0] { name } else { nil }
-                    })
+                // On the table itself: a view (an online migration's version) has no row triggers.
+                let physical = physicalTable(table)
+                // Triggers of this function, whatever a store of another version named them.
+                let existing = try query(
+                    "SELECT tgtype::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) AND tgfoid = to_regprocedure($2)",
+                    [.text(physical), .text(dialect.quote(schemaName) + "." + function + "()")]
+                ).compactMap { row -> Int64? in if case .integer(let type) = row[0] { type } else { nil } }
+                // pg_trigger.tgtype: bit 1 BEFORE, 4 INSERT, 8 DELETE, 16 UPDATE.
+                let hasBefore = existing.contains { $0 & 2 != 0 && $0 & 24 != 0 }
+                let hasAfter = existing.contains { $0 & 2 == 0 && $0 & 4 != 0 }
                 // The implicit key (an integer `id`) stands for the row, as SQLite's rowid does.
                 let key = try columns(of: table).contains { $0.name == "id" && ["bigint", "integer", "smallint"].contains($0.type) } ? "id" : ""
                 let before = SQLIdentifiers.fitted("schemagen_history_\(table)_change", to: dialect.capabilities.maximumIdentifierBytes)
                 let after = SQLIdentifiers.fitted("schemagen_history_\(table)_insert", to: dialect.capabilities.maximumIdentifierBytes)
-                if !existing.contains(before) {
+                if !hasBefore {
                     try execute(
-                        "CREATE TRIGGER \(dialect.quote(before)) BEFORE UPDATE OR DELETE ON \(dialect.quote(table)) FOR EACH ROW EXECUTE FUNCTION \(function)(\(dialect.literal(key)))")
+                        "CREATE TRIGGER \(dialect.quote(before)) BEFORE UPDATE OR DELETE ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))"
+                    )
                 }
-                if !existing.contains(after) {
-                    try execute("CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(dialect.quote(table)) FOR EACH ROW EXECUTE FUNCTION \(function)(\(dialect.literal(key)))")
+                if !hasAfter {
+                    try execute(
+                        "CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))")
                 }
             }
             try execute("COMMIT")
@@ -97,15 +107,19 @@ extension PostgresStoreDatabase {
         let tables = try query("SELECT DISTINCT tbl FROM \(rowsTable) WHERE xact = txid_current()", []).compactMap { row -> String? in
             if case .text(let name) = row[0] { name } else { nil }
         }
-        for table in tables {
+        for recorded in tables {
+            // The trigger names the table; the code may know it under its view's name.
+            let table = codeTable(forPhysical: recorded)
             guard let count = recordedColumns[table] else { continue }
             let type = dialect.quote(table)
-            // Each image back as a row of the table, typed by its columns as reads are.
+            // Each image back as a row of the table (or of the version's view), typed by its
+            // columns as reads are.
             let rows = try query(
                 """
                 DELETE FROM \(rowsTable) WHERE xact = txid_current() AND tbl = $1 \
-                RETURNING seq, op, old_rowid, new_rowid, (jsonb_populate_record(NULL::\(type), old_row)).*, (jsonb_populate_record(NULL::\(type), new_row)).*
-                """, [.text(table)])
+                RETURNING seq, op, old_rowid, new_rowid, (jsonb_populate_record(NULL::\(type), \(mappedImage("old_row", table: table)))).*, \
+                (jsonb_populate_record(NULL::\(type), \(mappedImage("new_row", table: table)))).*
+                """, [.text(recorded)])
             for row in rows where row.count >= 4 + 2 * count {
                 guard case .integer(let seq) = row[0], case .text(let op) = row[1] else { continue }
                 let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
@@ -116,7 +130,7 @@ extension PostgresStoreDatabase {
         }
         for entry in images.sorted(by: { $0.seq < $1.seq }) { body(entry.table, entry.image) }
         // Rows of tables no longer recorded would stay: take them out too.
-        if tables.contains(where: { recordedColumns[$0] == nil }) { try discardChangedRows() }
+        if tables.contains(where: { recordedColumns[codeTable(forPhysical: $0)] == nil }) { try discardChangedRows() }
     }
 
     /// Outside a transaction there is nothing: images live and die with their transaction.

@@ -62,6 +62,78 @@ final class PostgresStoreDatabase: StoreDatabase {
         connection = try Self.connect(url, sessionSettings: !transactionPooler)
         connection.preparesStatements = !transactionPooler
         lost = false
+        if let searchPath { try wrap { () throws(PostgresError) in try connection.execute(searchPath) } }
+    }
+
+    // MARK: Version schemas (online migrations)
+
+    /// The schema of views that serves this code's version (`todo_v4`), when its migrations are
+    /// online: set by `Store(url:)` before opening, used once migrations ran.
+    var versionSchema: String?
+    /// The schema the tables are in (the session's current schema before the switch).
+    private(set) var tableSchema: String?
+    /// Per table (as the code names it), the view's mapping onto the table while a migration is
+    /// expanded and renames: the table's name and the columns named otherwise.
+    private(set) var viewMappings: [String: ViewMapping] = [:]
+    /// The `SET search_path` this session runs, again after a reconnect.
+    private var searchPath: String?
+
+    /// Reads the version schema's view mappings (the tables its views read, under which names),
+    /// so the change triggers go on the tables. No-op when the schema is not served.
+    func readViewMappings() throws(DatabaseFailure) {
+        guard let versionSchema else { return }
+        guard case .text(let current)? = try query("SELECT current_schema()::text", []).first?.first else { return }
+        tableSchema = current
+        let rows = try query(
+            "SELECT c.relname::text, obj_description(c.oid, 'pg_class') FROM pg_class c WHERE c.relnamespace = to_regnamespace($1) AND c.relkind = 'v'",
+            [.text(dialect.quote(versionSchema))])
+        guard !rows.isEmpty else {
+            self.versionSchema = nil
+            return
+        }
+        for row in rows {
+            guard case .text(let view) = row[0], case .text(let comment) = row[1], let mapping = ViewMapping(comment: comment) else { continue }
+            viewMappings[view] = mapping
+        }
+    }
+
+    /// Reads and writes through the version's views from now on (`search_path`), the tables'
+    /// schema second, for the store's own tables.
+    func switchToVersionSchema() throws(DatabaseFailure) {
+        guard let versionSchema, let tableSchema, !transactionPooler else { return }
+        let statement = "SET search_path TO \(dialect.quote(versionSchema)), \(dialect.quote(tableSchema))"
+        try execute(statement)
+        searchPath = statement
+    }
+
+    /// A relation by name, for `to_regclass`: in the version's schema of views first (once
+    /// read; before the session switches to it), then where the search path finds it.
+    func relation(_ table: String) -> [StoredValue] {
+        let name = dialect.quote(table)
+        return [.text(versionSchema.map { dialect.quote($0) + "." + name } ?? name), .text(name)]
+    }
+
+    /// The table a change trigger fires on for a table the code names (the same name unless an
+    /// expanded migration renames it), qualified once the session reads through views.
+    func physicalTable(_ table: String) -> String {
+        let name = viewMappings[table]?.table ?? table
+        return tableSchema.map { dialect.quote($0) + "." + dialect.quote(name) } ?? dialect.quote(name)
+    }
+
+    /// The code's table for a table a change trigger names (`TG_TABLE_NAME`): the view that
+    /// reads it, or the same name.
+    func codeTable(forPhysical table: String) -> String {
+        viewMappings.first { $0.value.table == table }?.key ?? table
+    }
+
+    /// A recorded row image as the code's columns name them: each renamed column read from the
+    /// table's column, or (after contract renamed the table's column) its own.
+    func mappedImage(_ image: String, table: String) -> String {
+        guard let mapping = viewMappings[table], !mapping.columns.isEmpty else { return image }
+        let pairs = mapping.columns.sorted { $0.key < $1.key }.map { view, column in
+            "\(dialect.literal(view)), coalesce(\(image) -> \(dialect.literal(column)), \(image) -> \(dialect.literal(view)))"
+        }
+        return "(\(image) || jsonb_build_object(\(pairs.joined(separator: ", "))))"
     }
 
     var label: String { connection.label }
@@ -239,12 +311,18 @@ final class PostgresStoreDatabase: StoreDatabase {
     }
 
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
-        try firstInteger("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1", values: [.text(table)]) == 1
+        // As the search path finds it: a version's view (online migrations) counts, as does the
+        // store's own table in the tables' schema behind it.
+        try firstInteger("SELECT count(*) FROM pg_class WHERE oid = coalesce(to_regclass($1), to_regclass($2)) AND relkind IN ('r', 'p', 'v')", values: relation(table)[...]) == 1
     }
 
     func columns(of table: String) throws(DatabaseFailure) -> [(name: String, type: String)] {
-        let sql = "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position"
-        return try query(sql, [.text(table)]).map { row in
+        // The relation the search path finds first: a version's view before the table behind it.
+        let sql = """
+            SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 AND table_schema = \
+            (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = coalesce(to_regclass($2), to_regclass($3))) ORDER BY ordinal_position
+            """
+        return try query(sql, [.text(table)] + relation(table)).map { row in
             guard case .text(let name) = row[0] else { return ("", "") }
             if case .text(let type) = row[1] { return (name, type) }
             return (name, "")
@@ -252,7 +330,10 @@ final class PostgresStoreDatabase: StoreDatabase {
     }
 
     /// Migrations ran unprepared (each runs once); the store's statements run many times.
-    func prepareForUse() throws(DatabaseFailure) { connection.preparesStatements = !transactionPooler }
+    func prepareForUse() throws(DatabaseFailure) {
+        connection.preparesStatements = !transactionPooler
+        try readViewMappings()
+    }
     func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool { false }
     func commitCounter() -> Int64? { nil }
 

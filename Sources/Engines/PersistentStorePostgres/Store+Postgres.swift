@@ -1,5 +1,6 @@
 import DatabaseLocation
 import Foundation
+import MigrationFiles
 import Migrator
 import MigratorPostgres
 @_exported import PersistentStoreSQLite
@@ -48,6 +49,11 @@ extension Store {
         }
         let database: PostgresStoreDatabase
         do { database = try PostgresStoreDatabase(url: target, settings: configuration.postgres) } catch { throw .database(error) }
+        // Online migrations serve each version as a schema of views: this code reads and writes
+        // through its own version's (`todo_v4`), so it runs beside the version before it.
+        if let newest = scripts.last, (try? MigrationHeader.parse(newest.up))?.online == .expand {
+            database.versionSchema = VersionSchema.name(schema: schema.name, version: newest.version)
+        }
         // The migrator holds a session lock: behind a transaction pooler it needs a direct
         // connection, and without one the store only verifies.
         var migrationConnection = database.connection
@@ -63,6 +69,7 @@ extension Store {
         let migrator = Migrator(
             database: PostgresMigrationDatabase(migrationConnection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
         try self.init(database: database, migrator: migrator, schema: schema, migrations: scripts, configuration: configuration)
+        do { try database.switchToVersionSchema() } catch { throw .database(error) }
     }
 
     /// The URL without its `pgbouncer=true` query parameter, and whether it had it.

@@ -148,3 +148,33 @@ public enum VersionSchema {
         return out
     }
 }
+
+/// What a version's view reads while an online migration is expanded, when that differs from
+/// its own names: the table (by its name until contract) and, per view column, the table's
+/// column. Written as the view's comment (`schemagen-view: {...}`) by the planner and read by
+/// the store, which records changes from the table's rows and reads them back under the view's
+/// names. Contract clears it.
+public struct ViewMapping: Codable, Sendable, Hashable {
+    public var table: String
+    /// View column -> table column, for the columns whose names differ.
+    public var columns: [String: String]
+
+    public init(table: String, columns: [String: String]) {
+        self.table = table
+        self.columns = columns
+    }
+
+    static let prefix = "schemagen-view: "
+
+    public var comment: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Self.prefix + ((try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}")
+    }
+
+    /// The mapping a view's comment holds; nil for any other comment.
+    public init?(comment: String) {
+        guard comment.hasPrefix(Self.prefix), let mapping = try? JSONDecoder().decode(ViewMapping.self, from: Data(comment.dropFirst(Self.prefix.count).utf8)) else { return nil }
+        self = mapping
+    }
+}

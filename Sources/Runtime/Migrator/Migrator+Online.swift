@@ -109,7 +109,11 @@ extension Migrator {
     func upOnline(_ target: Target, options: Options, progress: @escaping (Event) -> Void) throws(MigratorError) -> [MigrationScript] {
         var done: [MigrationScript] = []
         if let state = try onlineState() {
-            guard let script = scripts.first(where: { $0.version == state.version }) else { throw .unknownVersion(state.version) }
+            guard let script = scripts.first(where: { $0.version == state.version }) else {
+                // A newer app is migrating: this code has nothing to apply.
+                if state.version > (scripts.last?.version ?? 0) { return [] }
+                throw .unknownVersion(state.version)
+            }
             switch state.phase {
             case .rollback:
                 throw .onlineState("migration \(MigratorError.number(state.version)) is being rolled back; finish that with `rollback` before `up`")

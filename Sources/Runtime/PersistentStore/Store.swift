@@ -211,11 +211,23 @@ public actor Store {
         do {
             // Migrations newer than every one this code embeds: the app is older than its
             // database (another, newer app migrated it), which restoring files cannot fix.
+            // One version newer, during an online migration's rollout (expanded, not completed),
+            // is the exception: this code's version is still served.
+            var rollingOut = false
             if let newest = try migrator.history().last?.version, let known = migrations.map(\.version).max(), newest > known {
-                throw StoreError.databaseNewer(applied: newest, known: known)
+                let state = try migrator.onlineState()
+                guard newest == known + 1, let state, state.version == newest, state.phase == .expanded || state.phase == .expand else {
+                    throw StoreError.databaseNewer(applied: newest, known: known)
+                }
+                rollingOut = true
             }
-            if let problem = try migrator.validate().first { throw StoreError.migration(problem.description) }
+            let problems = try migrator.validate().filter { problem in
+                if rollingOut, case .missingFile(let version, _) = problem, version == (migrations.map(\.version).max() ?? 0) + 1 { return false }
+                return true
+            }
+            if let problem = problems.first { throw StoreError.migration(problem.description) }
             switch configuration.migrations {
+            case _ where rollingOut: break
             case .apply: try migrator.up()
             case .verify:
                 let pending = try migrator.pendingUp(.all)

@@ -37,13 +37,17 @@ public struct MigrationScript: Sendable, Hashable {
         public var up: String
         /// The SQL that reverts it.
         public var down: String
+        /// The contract phase of an online migration (`up` expands, `down` rolls back); nil
+        /// for a migration applied whole.
+        public var contract: String?
 
         /// Both directions of a migration in a dialect.
         ///
         ///     MigrationScript.DialectSQL(up: "ALTER TABLE ...;", down: "ALTER TABLE ...;")
-        public init(up: String, down: String) {
+        public init(up: String, down: String, contract: String? = nil) {
             self.up = up
             self.down = down
+            self.contract = contract
         }
     }
 
@@ -75,9 +79,12 @@ public struct MigrationScript: Sendable, Hashable {
     ///     let postgres = FlightsSchema.migrations.compactMap { $0.variant(for: "postgres") }
     public func variant(for dialect: String) -> MigrationScript? {
         guard let sql = dialects[dialect] else { return nil }
-        return MigrationScript(
+        var script = MigrationScript(
             version: version, name: name, up: sql.up, down: sql.down, upFile: dialect + "/" + fileName.upFile,
             downFile: dialect + "/" + fileName.downFile, objects: objects)
+        script.contract = sql.contract
+        script.contractFile = sql.contract == nil ? nil : dialect + "/" + fileName.contractFile
+        return script
     }
 }
 

@@ -193,6 +193,7 @@ struct MigrationFields: MustacheFieldSource {
                     .object([
                         "name": .string(dialect), "nameLiteral": .string(SwiftSyntax.stringLiteral(dialect)),
                         "upLiteral": .string(SwiftSyntax.stringLiteral(sql.up)), "downLiteral": .string(SwiftSyntax.stringLiteral(sql.down)),
+                        "contractLiteral": sql.contract.map { .string(SwiftSyntax.stringLiteral($0)) } ?? .null,
                         // As swift-format ends a collection's items: none after the only one.
                         "comma": .string(migration.dialects.count == 1 ? "" : ","),
                     ])

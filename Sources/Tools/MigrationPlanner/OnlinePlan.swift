@@ -147,6 +147,13 @@ private struct OnlinePlanner {
         contract += contractTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
         if !contractDrops.isEmpty { contract.append(.transaction(contractDrops.joined(separator: "\n"))) }
         if !contractKeysAdded.isEmpty { contract.append(.transaction(contractKeysAdded.joined(separator: "\n"))) }
+        // The tables now have the new version's names: its views read them as they are.
+        let mapped = to.tables.filter { table in
+            physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != q($0.name) }
+        }
+        if !mapped.isEmpty {
+            contract.append(.transaction(mapped.map { "COMMENT ON VIEW \(q(newSchema)).\(q($0.name)) IS NULL;" }.joined(separator: "\n")))
+        }
         contract += contractStatements.map { .statement($0) }
 
         rollback.append(.transaction(["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"].joined(separator: "\n")))
@@ -183,6 +190,18 @@ private struct OnlinePlanner {
         var statements = ["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"] + views(of: to, schema: newSchema, mapping: mapping)
         for (table, defaults) in viewDefaults.sorted(by: { $0.key < $1.key }) {
             statements += defaults.map { "ALTER VIEW \(q(newSchema)).\(q(table)) ALTER COLUMN \(q($0.column)) SET DEFAULT \($0.value);" }
+        }
+        // Where a view reads other names, it says which (`ViewMapping`): the store records
+        // changes from the table's rows, under the table's names, and reads them back by these.
+        for table in to.tables {
+            guard let (physical, columns) = mapping[table.name] else { continue }
+            let renamed = columns.filter { $0.physical != q($0.name) }
+            guard physical != table.name || !renamed.isEmpty else { continue }
+            let text = ViewMapping(
+                table: physical,
+                columns: Dictionary(renamed.map { ($0.name, String($0.physical.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")) }, uniquingKeysWith: { a, _ in a })
+            ).comment
+            statements.append("COMMENT ON VIEW \(q(newSchema)).\(q(table.name)) IS \(PostgresRenderer.dialect.literal(text));")
         }
         return statements
     }

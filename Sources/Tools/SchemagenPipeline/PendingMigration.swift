@@ -165,10 +165,12 @@ public struct PendingMigration: Sendable {
             var found: [Int: (String, MigrationScript.DialectSQL)] = [:]
             for entry in directory.entries() {
                 guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else { continue }
-                found[entry.number] = (entry.name, MigrationScript.DialectSQL(up: up, down: down))
+                found[entry.number] = (entry.name, MigrationScript.DialectSQL(up: up, down: down, contract: directory.contents(of: entry.contractFile)))
             }
             for migration in pending where migration.directory.path == directory.path {
-                found[migration.entry.number] = (migration.entry.name, MigrationScript.DialectSQL(up: migration.migration.upSQL(), down: migration.migration.downSQL()))
+                found[migration.entry.number] = (
+                    migration.entry.name, MigrationScript.DialectSQL(up: migration.migration.upSQL(), down: migration.migration.downSQL(), contract: migration.migration.contractSQL())
+                )
             }
             return found
         }

@@ -1,0 +1,103 @@
+import ExampleModels
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import Migrator
+import MigratorPostgres
+import PersistentStorePostgres
+import PostgresKit
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+/// The store on a PostgreSQL schema planned online: it reads and writes through its version's
+/// views (`todo_v2`) while the migration is expanded and renames a column, records history
+/// under its own names, and keeps working through contract. An app one version older keeps
+/// opening the database during the rollout.
+@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct OnlineStoreTests {
+    /// Todo as its YAML says (version 2 here), and a version 1 whose `taskName` was `taskTitle`.
+    static func migrations() throws -> [EmbeddedMigration] {
+        let yaml = try String(contentsOf: repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"), encoding: .utf8)
+        func snapshot(_ text: String) throws -> SchemaSnapshot {
+            let loaded = SchemaLoader.load(source: .init(path: "Todo.yaml", text: text))
+            return SnapshotBuilder.snapshot(of: try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))"))
+        }
+        let current = yaml.replacingOccurrences(of: "version: 3", with: "version: 2")
+        let v1 = try snapshot(current.replacingOccurrences(of: "version: 2", with: "version: 1").replacingOccurrences(of: "taskName: {", with: "taskTitle: {"))
+        let v2 = try snapshot(current.replacingOccurrences(of: "taskName: {", with: "taskName: {renamedFrom: taskTitle, "))
+        #expect(v1.table(named: "todo_item")?.column(named: "task_title") != nil)
+        return [Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true)]
+            .enumerated().map { offset, migration in
+                EmbeddedMigration(
+                    version: offset + 1, name: "v\(offset + 1)", up: "SELECT 1;", down: "SELECT 1;",
+                    dialects: ["postgres": .init(up: migration.upSQL(), down: migration.downSQL(), contract: migration.contractSQL())])
+            }
+    }
+
+    @Test func theStoreWorksThroughItsVersionsViewsWhileARenameIsExpandedAndAfterItCompletes() async throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let url = try server.createDatabase()
+        let migrations = try Self.migrations()
+        let raw = try PostgresConnection(url)
+        // Version 1 is live, with rows its app wrote.
+        let first = migrations.prefix(1).compactMap { $0.variant(for: "postgres") }
+        try Migrator(database: PostgresMigrationDatabase(raw), schema: "Todo", scripts: first).up()
+        try raw.execute("INSERT INTO todo_item (id, task_title, start_date, is_completed) VALUES (gen_random_uuid(), 'written by version 1', now(), false)")
+
+        // The version-2 app opens it: the expand runs, and it reads through todo_v2.
+        let store = try Store(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(author: "v2", keys: testKeys))
+        #expect(try raw.query("SELECT phase FROM schemagen_online_migrations") == [[.text("expanded")]])
+        #expect(try await store.fetch(TodoItem.self).map(\.taskName) == ["written by version 1"])
+        let start = try await store.currentHistoryToken()
+        var milk = TodoItem(taskName: "Buy milk")
+        try await store.insert(milk)
+        milk.taskName = "Buy oat milk"
+        try await store.insert(milk)
+        // Version 1 still writes the table under its own names; both see each other's rows.
+        #expect(try raw.query("SELECT task_title FROM todo_item WHERE id = $1", [.text(milk.id.uuidString.lowercased())]) == [[.text("Buy oat milk")]])
+        try raw.execute("UPDATE todo_item SET task_title = 'edited by version 1' WHERE task_title = 'written by version 1'")
+        #expect(Set(try await store.fetch(TodoItem.self).map(\.taskName)) == ["Buy oat milk", "edited by version 1"])
+        // History under the code's names, from the renamed column.
+        var history = try await store.history(after: start)
+        #expect(history.count == 2)
+        #expect(try history.first?.changes.first?.value(\TodoItem.taskName) == "Buy milk")
+        #expect(try history.last?.changes.first?.value(\TodoItem.taskName) == "Buy oat milk")
+        #expect(history.last?.changes.first?.changedAttributes == ["taskName"])
+
+        // An app of version 1 (its code knows migration 1 only) still opens the database.
+        let older = try Store(url: url, schema: TodoSchema.descriptor, migrations: Array(migrations.prefix(1)), configuration: .init(keys: testKeys))
+        _ = older
+
+        // Complete: the table takes the new names; the open store goes on as before.
+        let full = try Self.migrationsWithContract()
+        try Migrator(database: PostgresMigrationDatabase(try PostgresConnection(url)), schema: "Todo", scripts: full).complete()
+        #expect(try raw.query("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'todo_item' AND column_name = 'task_name'") == [[.integer(1)]])
+        let token = try await store.currentHistoryToken()
+        milk.taskName = "Buy soy milk"
+        try await store.insert(milk)
+        history = try await store.history(after: token)
+        #expect(try history.first?.changes.first?.value(\TodoItem.taskName) == "Buy soy milk")
+        #expect(Set(try await store.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1"])
+        // A store opened now finds no mapping left and works the same.
+        let later = try Store(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(keys: testKeys))
+        #expect(Set(try await later.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1"])
+    }
+
+    /// The same migrations with their contract phases, as `migrate complete` reads them.
+    static func migrationsWithContract() throws -> [MigrationScript] {
+        let yaml = try String(contentsOf: repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"), encoding: .utf8)
+        let current = yaml.replacingOccurrences(of: "version: 3", with: "version: 2")
+        func snapshot(_ text: String) throws -> SchemaSnapshot { SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "Todo.yaml", text: text)).schema)) }
+        let v1 = try snapshot(current.replacingOccurrences(of: "version: 2", with: "version: 1").replacingOccurrences(of: "taskName: {", with: "taskTitle: {"))
+        let v2 = try snapshot(current.replacingOccurrences(of: "taskName: {", with: "taskName: {renamedFrom: taskTitle, "))
+        return [Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true)]
+            .enumerated().map { offset, migration in
+                var script = MigrationScript(version: offset + 1, name: "v\(offset + 1)", up: migration.upSQL(), down: migration.downSQL())
+                script.contract = migration.contractSQL()
+                return script
+            }
+    }
+}
