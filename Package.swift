@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit", "TestSupport"]),
         .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "TestSupport"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "schemagen", "Diagnostics", "TestSupport"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "ProjectConfig", "schemagen", "Diagnostics", "TestSupport"]),
         .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),

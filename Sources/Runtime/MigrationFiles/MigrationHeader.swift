@@ -57,7 +57,12 @@ public struct MigrationHeader: Sendable, Hashable {
     /// The phases of an online migration: `up.sql` expands, `contract.sql` contracts, and
     /// `down.sql` rolls an expand back.
     public enum OnlinePhaseKind: String, Sendable, Hashable {
-        case expand, contract, rollback
+        /// Additions only; afterwards the previous version and this one are both served.
+        case expand
+        /// Removes what only the previous version used.
+        case contract
+        /// Undoes an expand.
+        case rollback
     }
 
     public struct RowCopy: Sendable, Hashable, Codable {

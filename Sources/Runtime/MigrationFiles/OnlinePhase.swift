@@ -23,14 +23,19 @@ import Foundation
 ///   bound (NULL for the first) and `$2` its inclusive upper bound, each batch committed with its
 ///   progress.
 public struct OnlinePhase: Sendable, Hashable {
+    /// One section of a phase.
     public enum Section: Sendable, Hashable {
+        /// Statements run in one transaction.
         case transaction(String)
+        /// One statement run outside a transaction (safe to run again).
         case statement(String)
+        /// An UPDATE run over key ranges (`$1` exclusive lower bound, `$2` inclusive upper).
         case backfill(Backfill, update: String)
     }
 
     /// A batched UPDATE's table and key, as its directive names them.
     public struct Backfill: Codable, Sendable, Hashable {
+        /// The table the UPDATE writes.
         public var table: String
         /// The single-column key batches are ranges of.
         public var key: String
@@ -39,6 +44,9 @@ public struct OnlinePhase: Sendable, Hashable {
         /// Rows per batch.
         public var batch: Int
 
+        /// A backfill of `table` by `key` (of PostgreSQL type `type`), `batch` rows at a time.
+        ///
+        ///     OnlinePhase.Backfill(table: "item", key: "id", type: "bigint", batch: 1000)
         public init(table: String, key: String, type: String, batch: Int) {
             self.table = table
             self.key = key
@@ -47,10 +55,14 @@ public struct OnlinePhase: Sendable, Hashable {
         }
     }
 
+    /// The sections, in the order they run.
     public var sections: [Section]
     /// The line of the file each section's SQL starts on (read files only), for messages.
     public var lines: [Int] = []
 
+    /// A phase of these sections (`lines` only for phases read from a file).
+    ///
+    ///     OnlinePhase(sections: [.transaction("ALTER TABLE \"item\" ADD COLUMN \"sku\" text;")])
     public init(sections: [Section], lines: [Int] = []) {
         self.sections = sections
         self.lines = lines
@@ -78,8 +90,11 @@ public struct OnlinePhase: Sendable, Hashable {
 
     /// A section line the migrator cannot accept.
     public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The line of the file, from 1.
         public var line: Int
+        /// What is wrong with it.
         public var message: String
+        /// `line N: message`.
         public var description: String { "line \(line): \(message)" }
     }
 
@@ -129,6 +144,9 @@ public struct OnlinePhase: Sendable, Hashable {
 /// online migrations: `shop_v2` for Shop version 2, holding one view per table under that
 /// version's names. An app picks its version with `search_path`.
 public enum VersionSchema {
+    /// The schema serving `version` of `schema`.
+    ///
+    ///     VersionSchema.name(schema: "Shop", version: 2)   // "shop_v2"
     public static func name(schema: String, version: Int) -> String {
         snakeCase(schema) + "_v\(version)"
     }
@@ -155,10 +173,14 @@ public enum VersionSchema {
 /// the store, which records changes from the table's rows and reads them back under the view's
 /// names. Contract clears it.
 public struct ViewMapping: Codable, Sendable, Hashable {
+    /// The table the view reads, by its name until contract.
     public var table: String
     /// View column -> table column, for the columns whose names differ.
     public var columns: [String: String]
 
+    /// A view reading `table`, with `columns` (view column -> table column) where they differ.
+    ///
+    ///     ViewMapping(table: "item", columns: ["title": "name"]).comment
     public init(table: String, columns: [String: String]) {
         self.table = table
         self.columns = columns
@@ -166,6 +188,7 @@ public struct ViewMapping: Codable, Sendable, Hashable {
 
     static let prefix = "schemagen-view: "
 
+    /// The view's comment: `schemagen-view: {"columns":{...},"table":"..."}`.
     public var comment: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -17,6 +17,7 @@ extension Migrator {
 
     /// An online migration in progress.
     public struct OnlineState: Sendable, Hashable {
+        /// Which phase, and whether it is running or done.
         public enum Phase: String, Sendable, Hashable {
             /// Expanding: sections run so far, `section` of them.
             case expand
@@ -29,6 +30,7 @@ extension Migrator {
         }
         /// The migration's number.
         public var version: Int
+        /// Where it stands.
         public var phase: Phase
         /// The sections of the phase done so far.
         public var section: Int
@@ -42,6 +44,8 @@ extension Migrator {
     var onlineTableSQL: SQL { SQL(verbatim: onlineName) }
 
     /// The schema's online migration in progress, if any.
+    ///
+    ///     if let state = try migrator.onlineState(), state.phase == .expanded { try migrator.complete() }
     public func onlineState() throws(MigratorError) -> OnlineState? {
         guard database is any OnlineMigrating, try database.tableExists(Self.onlineTable, schema: historySchema) else { return nil }
         let rows = try database.query("SELECT version, phase, section, resume_key, started_at FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
@@ -59,6 +63,8 @@ extension Migrator {
 
     /// The versions served as schemas of views (`shop_v2`): the newest applied one, and the one
     /// before it while a migration is expanded. Empty when the schema is not online.
+    ///
+    ///     try migrator.servedVersions()   // [1, 2] while 0002 is expanded
     public func servedVersions() throws(MigratorError) -> [Int] {
         let applied = try history().map(\.version)
         guard let newest = applied.last, let script = scripts.first(where: { $0.version == newest }), try isOnline(script) else { return [] }

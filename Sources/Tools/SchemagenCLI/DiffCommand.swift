@@ -53,7 +53,8 @@ public enum DiffCommand: Command {
             if let failure = report(loaded, io: io) { return failure }
             guard let old = loaded.files[0].schema, let new = loaded.files[1].schema else { return .failure }
             for dialect in named.isEmpty ? (new.dialects ?? [.default]) : named {
-                let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new), renderer: PendingMigration.renderer(dialect))
+                let migration = Migration(
+                    from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new), renderer: PendingMigration.renderer(dialect), online: new.online ?? false)
                 plans.append(
                     Plan(
                         schema: new, dialect: dialect, migration: migration,
@@ -71,7 +72,9 @@ public enum DiffCommand: Command {
                 let reference = PendingMigration.directory(schema.name, root: root, dialect: dialects.contains(.default) ? .default : dialects[0])
                 let snapshot = SnapshotBuilder.snapshot(of: schema)
                 for dialect in dialects {
-                    switch PendingMigration.plan(for: schema, root: root, dialect: dialect, reference: reference, name: nil, allowDestructive: allowDestructive) {
+                    switch PendingMigration.plan(
+                        for: schema, root: root, dialect: dialect, reference: reference, name: nil, allowDestructive: allowDestructive, online: schema.online ?? false)
+                    {
                     case .failed(let problems):
                         io.writeError(DiagnosticRenderer(format: .text).render(problems))
                         return .failure
@@ -125,7 +128,7 @@ public enum DiffCommand: Command {
                 let sources = plan.sources
                 out += DiagnosticRenderer(format: .text, sources: { sources[$0] }).render(plan.findings)
             }
-            out += "\n" + plan.migration.upSQL() + "\n" + plan.migration.downSQL()
+            out += "\n" + plan.migration.upSQL() + "\n" + plan.migration.downSQL() + (plan.migration.contractSQL().map { "\n" + $0 } ?? "")
         }
         return out
     }
@@ -140,7 +143,8 @@ public enum DiffCommand: Command {
                 {"schema": \(q(plan.schema.name)), "from": \(plan.migration.from.map { String($0.version) } ?? "null"), "to": \(plan.schema.version), \
                 "steps": [\(plan.migration.steps.map { q($0.summary(for: plan.migration.renderer)) }.joined(separator: ", "))], \
                 "findings": [\(findings.joined(separator: ", "))], \
-                "up": \(plan.migration.isEmpty ? "null" : q(plan.migration.upSQL())), "down": \(plan.migration.isEmpty ? "null" : q(plan.migration.downSQL()))}
+                "up": \(plan.migration.isEmpty ? "null" : q(plan.migration.upSQL())), "down": \(plan.migration.isEmpty ? "null" : q(plan.migration.downSQL()))\
+                \(plan.migration.contractSQL().map { ", \"contract\": \(q($0))" } ?? "")}
                 """
         }
         return "[\n" + objects.map { "  " + $0 }.joined(separator: ",\n") + "\n]\n"

@@ -1,0 +1,127 @@
+import Diagnostics
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import ProjectConfig
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+/// Online planning without a server: the switch (schema, config), the plan's shape, what it
+/// says is not online, and the phase file format.
+@Suite struct OnlinePlanTests {
+    static let base = """
+        entities:
+          Item:
+            attributes:
+              name: String
+              quantity: Int32
+
+        """
+
+    func plan(_ before: String, _ after: String) throws -> Migration {
+        Migration(
+            from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: try schema(after, version: 2)),
+            renderer: PostgresRenderer(), online: true)
+    }
+
+    @Test func theSchemaAndTheConfigurationTurnItOn() throws {
+        let on = SchemaLoader.load(source: .init(path: "s.yaml", text: "schema: S\nversion: 1\nonline: true\n" + Self.base))
+        #expect(on.schema?.online == true)
+        let unsaid = SchemaLoader.load(source: .init(path: "s.yaml", text: "schema: S\nversion: 1\n" + Self.base))
+        #expect(unsaid.schema?.online == nil)
+        let wrong = SchemaLoader.load(source: .init(path: "s.yaml", text: "schema: S\nversion: 1\nonline: yes\n" + Self.base))
+        #expect(wrong.diagnostics.contains { $0.message.contains("'online' in the schema expects true or false") && $0.message.contains("YAML 1.2") })
+
+        let folder = temporaryFolder()
+        let file = folder.appendingPathComponent(".schemagen.yaml")
+        try Data("online: true\ndialects: [postgres]\n".utf8).write(to: file)
+        let (config, problems, _) = ProjectConfig.load(path: file.path)
+        #expect(problems.isEmpty && config?.online == true)
+        try Data("online: sometimes\n".utf8).write(to: file)
+        #expect(ProjectConfig.load(path: file.path).1.map(\.message) == ["'online' expects true or false"])
+
+        // SQLite has no online plan: its migrations stay whole.
+        let sqlite = Migration(from: nil, to: SnapshotBuilder.snapshot(of: try schema(Self.base, version: 1)), renderer: SQLiteRenderer(), online: true)
+        #expect(sqlite.online == nil && sqlite.contractSQL() == nil)
+    }
+
+    @Test func aFirstMigrationCreatesTheTablesAndItsVersionsViewsAndHasNothingToContract() throws {
+        let migration = Migration(from: nil, to: SnapshotBuilder.snapshot(of: try schema(Self.base, version: 1)), renderer: PostgresRenderer(), online: true)
+        let plan = try #require(migration.online)
+        #expect(plan.contract.sections.isEmpty)
+        #expect(migration.upSQL().contains("-- online: expand"))
+        #expect(migration.upSQL().contains("CREATE VIEW \"s_v1\".\"item\" AS SELECT \"id\", \"name\", \"quantity\" FROM \"item\";"))
+        #expect(try MigrationHeader.parse(migration.downSQL()).online == .rollback)
+        #expect(try MigrationHeader.parse(try #require(migration.contractSQL())).online == .contract)
+    }
+
+    @Test func expandOnlyAddsAndContractRemoves() throws {
+        let migration = try plan(Self.base, Self.base.replacingOccurrences(of: "name: String", with: "title: {type: String, renamedFrom: name}").replacingOccurrences(of: "Int32", with: "Int64"))
+        let plan = try #require(migration.online)
+        let expand = plan.expand.text, contract = plan.contract.text
+        for removal in ["DROP COLUMN", "RENAME COLUMN", "RENAME TO", "SET NOT NULL", "DROP TABLE"] {
+            #expect(!expand.contains(removal), "expand must not \(removal)")
+        }
+        #expect(expand.contains("\"name\" AS \"title\""), "the new version's view reads the old column under the new name")
+        #expect(expand.contains("ADD COLUMN IF NOT EXISTS \"schemagen_2_quantity\" bigint"))
+        #expect(plan.expand.sections.contains { if case .backfill(let backfill, _) = $0 { backfill.table == "item" && backfill.key == "id" } else { false } })
+        #expect(contract.contains("DROP SCHEMA IF EXISTS \"s_v1\" CASCADE;"))
+        #expect(contract.contains("ALTER TABLE \"item\" RENAME COLUMN \"name\" TO \"title\";"))
+        #expect(contract.contains("ALTER TABLE \"item\" RENAME COLUMN \"schemagen_2_quantity\" TO \"quantity\";"))
+        #expect(plan.offline.isEmpty)
+        // The files read back as the sections they were written from.
+        #expect(try OnlinePhase.parse(migration.upSQL()).sections == plan.expand.sections)
+        #expect(try OnlinePhase.parse(try #require(migration.contractSQL())).sections == plan.contract.sections)
+    }
+
+    @Test func whatCannotBeOnlineIsSaidWithWhy() throws {
+        let keyed = Self.base.replacingOccurrences(of: "name: String", with: "name: {type: String, primaryKey: true}")
+        let migration = try plan(keyed, keyed.replacingOccurrences(of: "Int32", with: "Int64").replacingOccurrences(of: "quantity: Int64", with: "quantity: {type: Int64, indexed: true}"))
+        #expect(migration.online?.offline.isEmpty == true, "a widened column that gains an index is online")
+        let retyped = try plan(keyed, keyed.replacingOccurrences(of: "name: {type: String, primaryKey: true}", with: "name: {type: Int, primaryKey: true}"))
+        let offline = try #require(retyped.online?.offline)
+        #expect(offline.count == 1 && offline[0].contains("part of the primary key"), "\(offline)")
+        #expect(retyped.upSQL().contains("-- Not online (blocks writers while it runs): item.name: its type changes and it is part of the primary key"))
+        let searchable = try plan(Self.base, Self.base.replacingOccurrences(of: "name: String", with: "name: {type: String, searchable: true}"))
+        #expect(searchable.online?.offline.first?.contains("full-text index") == true)
+    }
+
+    @Test func phaseFilesAreReadStrictly() throws {
+        func failure(_ text: String) -> String? {
+            do {
+                _ = try OnlinePhase.parse(text)
+                return nil
+            } catch { return error.description }
+        }
+        #expect(failure("-- a comment\nSELECT 1;\n")?.contains("line 2: SQL before the first section") == true)
+        #expect(failure("-- section: vacuum\nVACUUM;\n")?.contains("line 1: unknown section 'vacuum'") == true)
+        #expect(failure("-- section: backfill {\"table\": \"t\"}\nUPDATE t SET a = 1;\n")?.contains("needs {\"table\", \"key\", \"type\", \"batch\"}") == true)
+        #expect(failure("-- section: backfill {\"table\":\"t\",\"key\":\"id\",\"type\":\"bigint\",\"batch\":0}\nUPDATE t SET a = 1;\n") != nil, "a batch of no rows never ends")
+        let phase = try OnlinePhase.parse("-- header\n\n-- section: transaction\n\nSELECT 1;\n-- section: statement\nSELECT 2;\n")
+        #expect(phase.sections == [.transaction("SELECT 1;"), .statement("SELECT 2;")])
+        #expect(phase.lines == [5, 7])
+    }
+
+    @Test func generateWritesTheContractFileAndTheManifestGuardsIt() throws {
+        let folder = temporaryFolder()
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("Schemas"), withIntermediateDirectories: true)
+        let yaml = "schema: Shop\nversion: 1\ndialects: [postgres]\nonline: true\n" + Self.base
+        try Data(yaml.utf8).write(to: folder.appendingPathComponent("Schemas/Shop.yaml"))
+        let tool = BuiltTool("schemagen")
+        #expect(try tool.run(["generate", "--migrations-only"], in: folder).status == 0)
+        let changed = yaml.replacingOccurrences(of: "version: 1", with: "version: 2").replacingOccurrences(of: "name: String", with: "name: {type: String, primaryKey: true}")
+        try Data(changed.utf8).write(to: folder.appendingPathComponent("Schemas/Shop.yaml"))
+        let second = try tool.run(["generate", "--migrations-only", "--allow-destructive"], in: folder)
+        #expect(second.status == 0, "\(second.error)")
+        #expect(second.error.contains("not online: item: a new primary key"), "\(second.error)")
+        let directory = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Shop/postgres").path)
+        let entry = try #require(directory.entries().last)
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/" + entry.contractFile))
+        #expect(directory.verify().isEmpty)
+        try Data("-- section: transaction\nDROP TABLE item;\n".utf8).write(to: URL(fileURLWithPath: directory.path + "/" + entry.contractFile))
+        #expect(directory.verify().map(\.message).contains { $0.contains("\(entry.contractFile) changed after it was generated") })
+    }
+}
