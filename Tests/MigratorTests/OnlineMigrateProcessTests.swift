@@ -100,6 +100,25 @@ struct OnlineMigrateProcessTests {
         #expect(killedMidway >= 3, "kills landed while the migrator ran in only \(killedMidway) runs (expand \(expandDuration) s, contract \(contractDuration) s)")
     }
 
+    @Test func fourMigratorsAtOnceExpandOnceThenCompleteOnce() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let migrations = try Self.onlineMigrations()
+        let url = try server.createDatabase()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)
+        let connection = try PostgresConnection(url)
+        try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 20000) AS i")
+        for command in ["up", "complete"] {
+            let started = try (0..<4).map { _ in try Self.migrate.start([command, "--database", url, "--dir", migrations.path]) }
+            let results = started.map { $0.finish() }
+            #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.error))")
+            let phase: [[StoredValue]] = command == "up" ? [[.text("expanded")]] : []
+            #expect(try Self.phase(connection) == phase)
+            #expect(results.filter { $0.output.contains(command == "up" ? "expanded 0002_retype" : "completed 0002_retype") }.count == 1, "\(results.map(\.output))")
+        }
+        #expect(try connection.query("SELECT version FROM schemagen_migrations ORDER BY version") == [[.integer(1)], [.integer(2)]])
+        #expect(try connection.query("SELECT count(*) FROM events WHERE score = id") == [[.integer(20_000)]])
+    }
+
     @Test func rollbackAfterAKilledExpandKeepsTheRowsBothVersionsWrote() throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
         let migrations = try Self.onlineMigrations()

@@ -104,7 +104,10 @@ extension Migrator {
             throw .onlineState("migration \(MigratorError.number(state.version)) is contracting, which removes the previous version's columns: it cannot be rolled back; finish it with `complete`")
         }
         guard let script = scripts.first(where: { $0.version == state.version }) else { throw .unknownVersion(state.version) }
-        let start = state.phase == .rollback ? state : try beginPhase(script, .rollback)
+        guard let start = state.phase == .rollback ? state : try beginPhase(script, .rollback) else {
+            progress(.skipped(script))
+            return script
+        }
         try runPhase(script, kind: .rollback, from: start, options: options, progress: progress)
         return script
     }
@@ -141,7 +144,10 @@ extension Migrator {
                 if try run(script, direction: .up, progress: progress) { done.append(script) }
                 continue
             }
-            let start = try beginPhase(script, .expand)
+            guard let start = try beginPhase(script, .expand) else {
+                progress(.skipped(script))
+                continue
+            }
             try runPhase(script, kind: .expand, from: start, options: options, progress: progress)
             done.append(script)
             // A contract with nothing to do (a first migration's) is done at once.
@@ -156,19 +162,33 @@ extension Migrator {
     @discardableResult
     func runContract(_ state: OnlineState, options: Options, progress: @escaping (Event) -> Void) throws(MigratorError) -> MigrationScript {
         guard let script = scripts.first(where: { $0.version == state.version }) else { throw .unknownVersion(state.version) }
-        let start = state.phase == .contract ? state : try beginPhase(script, .contract)
+        guard let start = state.phase == .contract ? state : try beginPhase(script, .contract) else {
+            progress(.skipped(script))
+            return script
+        }
         try runPhase(script, kind: .contract, from: start, options: options, progress: progress)
         return script
     }
 
-    /// Records that a phase starts (or, for the same phase, resumes).
-    func beginPhase(_ script: MigrationScript, _ phase: OnlineState.Phase) throws(MigratorError) -> OnlineState {
+    /// Records that a phase starts (or, for the same phase, resumes); nil when another migrator
+    /// finished it while this one waited for the lock.
+    func beginPhase(_ script: MigrationScript, _ phase: OnlineState.Phase) throws(MigratorError) -> OnlineState? {
         try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
         defer { locker?.unlock(schema: schema) }
-        var state = OnlineState(version: script.version, phase: phase, section: 0, resumeKey: nil, startedAt: Self.now())
+        var state: OnlineState? = OnlineState(version: script.version, phase: phase, section: 0, resumeKey: nil, startedAt: Self.now())
         try transaction { () throws(MigratorError) in
             try ensureOnlineTable()
-            if let current = try onlineState() {
+            let current = try onlineState()
+            let done: Bool =
+                switch phase {
+                case .expand: try history().contains { $0.version == script.version }
+                default: current?.version != script.version
+                }
+            if done, current?.phase != phase {
+                state = nil
+                return
+            }
+            if let current {
                 if current.version == script.version, current.phase == phase {
                     state = current
                     return
@@ -183,12 +203,9 @@ extension Migrator {
                         "migration \(MigratorError.number(current.version)) is in its \(current.phase.rawValue) phase; finish it before \(phase.rawValue) of \(MigratorError.number(script.version))")
                 }
             }
-            if phase == .expand, try history().contains(where: { $0.version == script.version }) {
-                throw .onlineState("migration \(MigratorError.number(script.version)) is already applied")
-            }
             _ = try database.query("DELETE FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
             _ = try database.query(
-                "INSERT INTO \(onlineTableSQL) (schema, version, phase, section, resume_key, started_at) VALUES (\(SQL.parameters([.text(schema), .integer(Int64(script.version)), .text(phase.rawValue), .integer(0), .null, .text(state.startedAt)])))"
+                "INSERT INTO \(onlineTableSQL) (schema, version, phase, section, resume_key, started_at) VALUES (\(SQL.parameters([.text(schema), .integer(Int64(script.version)), .text(phase.rawValue), .integer(0), .null, .text(Self.now())])))"
             )
         }
         return state
@@ -233,6 +250,13 @@ extension Migrator {
         }
         try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
         defer { locker?.unlock(schema: schema) }
+        // Read again under the lock: another migrator may have run the phase, or part of it,
+        // while this one waited.
+        guard let current = try onlineState(), current.version == state.version, current.phase.rawValue == kind.rawValue else {
+            progress(.skipped(script))
+            return
+        }
+        let state = current
         try online.setSearchPath(historySchema)
         let started = Date()
         var resumeKey = state.resumeKey

@@ -236,7 +236,7 @@ public enum PostgresImporter {
         }
 
         mutating func buildEntity(_ table: PostgresCatalogue.Table) {
-            let entityName = entityOfTable[table.name]!
+            guard let entityName = entityOfTable[table.name] else { return }
             var entity = ImportedEntity(name: entityName)
             if Naming.defaultName(of: entityName) != table.name { entity.table = table.name }
             entity.doc = table.comment
@@ -334,7 +334,7 @@ public enum PostgresImporter {
         // MARK: - Relationships
 
         mutating func buildRelationships(_ table: PostgresCatalogue.Table) {
-            let position = entities.firstIndex { $0.name == entityOfTable[table.name] }!
+            guard let position = entities.firstIndex(where: { $0.name == entityOfTable[table.name] }) else { return }
             for key in table.constraints where key.kind == "f" && !links(of: table).contains(key) {
                 warn(
                     table.name,
@@ -342,18 +342,20 @@ public enum PostgresImporter {
                     sql: key.definition)
             }
             for key in links(of: table) {
-                let name = memberOfColumn[table.name]![key.columns[0]]!
-                let targetName = entityOfTable[key.referencedTable!]!
-                let targetPosition = entities.firstIndex { $0.name == targetName }!
+                // `links` keeps keys to imported tables only, whose members were named above.
+                guard let name = memberOfColumn[table.name]?[key.columns[0]], let referenced = key.referencedTable, let targetName = entityOfTable[referenced],
+                    let targetTable = tables.first(where: { $0.name == referenced })
+                else { continue }
+                guard let targetPosition = entities.firstIndex(where: { $0.name == targetName }) else { continue }
                 let optional = table.column(named: key.columns[0])?.isNotNull == false
                 var relationship = ImportedRelationship(name: name, target: targetName, isToMany: false, isOptional: optional)
-                let targetKey = tables.first { $0.name == key.referencedTable }!.primaryKey
+                let targetKey = targetTable.primaryKey
                 if Naming.foreignKeyColumns(of: name, targetKey: targetKey) != key.columns { relationship.column = key.columns[0] }
                 if key.onUpdate != "a" {
                     warn(table.name, "foreign key \"\(key.name)\": its ON UPDATE action is not carried over (the schema's keys are not meant to change)", sql: key.definition)
                 }
                 let target = entities[targetPosition]
-                let targetTaken = Set(target.memberNames + target.relationships.map { Naming.keyProperty(of: $0.name) } + (memberOfColumn[key.referencedTable!].map { Array($0.values) } ?? []))
+                let targetTaken = Set(target.memberNames + target.relationships.map { Naming.keyProperty(of: $0.name) } + (memberOfColumn[referenced].map { Array($0.values) } ?? []))
                 var inverseName = SwiftNames.lowerCamel(SwiftNames.plural(entities[position].name), fallback: "links")
                 if targetTaken.contains(where: { $0.lowercased() == inverseName.lowercased() }) {
                     inverseName = SwiftNames.unique(inverseName + "As" + name.prefix(1).uppercased() + name.dropFirst(), among: targetTaken)
@@ -385,7 +387,7 @@ public enum PostgresImporter {
         }
 
         mutating func buildKeysAndIndexes(_ table: PostgresCatalogue.Table) {
-            let position = entities.firstIndex { $0.name == entityOfTable[table.name] }!
+            guard let position = entities.firstIndex(where: { $0.name == entityOfTable[table.name] }) else { return }
             if table.primaryKey.isEmpty {
                 warn(table.name, "the table has no primary key; the schema gives it the implicit key `id`, a column this table does not have: add one before adopting it")
             } else if !Self.isImplicitKey(table) {
