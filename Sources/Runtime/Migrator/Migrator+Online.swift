@@ -375,7 +375,10 @@ extension Migrator {
                     try online.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
                     try online.markBackfill()
                     let bound: [StoredValue] = [lower.map(StoredValue.text) ?? .null]
-                    var end = try database.query("SELECT \(key)::text FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound).first?.first
+                    // The key as text under another name, so ORDER BY sorts by the key itself (by its index).
+                    var end = try database.query(
+                        "SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound
+                    ).first?.first
                     if end == nil || end == .null {
                         end = try database.query("SELECT max(\(key))::text FROM \(table) WHERE \(after)", bound).first?.first
                     }
