@@ -96,7 +96,7 @@ let package = Package(
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig", "SQLDialects"]),
+        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig", "SQLDialects", "SchemaMetadata"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)

@@ -103,61 +103,64 @@ struct OnlineLoadTests {
         }
     }
 
-    static func waitUntil(_ condition: () -> Bool) {
-        while !condition() { usleep(10_000) }
+    /// Polls without holding a thread of the cooperative pool.
+    static func waitUntil(_ condition: () -> Bool) async throws {
+        while !condition() { try await _Concurrency.Task.sleep(nanoseconds: 10_000_000) }
     }
 
-    @Test func oldAndNewClientsWriteThroughExpandAndContractWithoutAFailedTransaction() throws {
+    @Test func oldAndNewClientsWriteThroughExpandAndContractWithoutAFailedTransaction() async throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
         let url = try server.createDatabase()
         let v1 = SnapshotBuilder.snapshot(of: try schema(Self.before, version: 1).renamed("Load"))
         let v2 = SnapshotBuilder.snapshot(of: try schema(Self.after, version: 2).renamed("Load"))
         let first = Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true)
         let second = Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true)
-        var scripts = [first, second].enumerated().map { offset, migration in
+        let scripts = [first, second].enumerated().map { offset, migration in
             var script = MigrationScript(version: offset + 1, name: "v\(offset + 1)", up: migration.upSQL(), down: migration.downSQL())
             script.contract = migration.contractSQL()
             return script
         }
         #expect(second.online?.offline == [], "every change of this migration is planned online")
 
-        let connection = try PostgresConnection(url)
-        let migrator = Migrator(database: PostgresMigrationDatabase(connection), schema: "Load", scripts: Array(scripts.prefix(1)))
-        try migrator.up()
-        try connection.execute(
-            "INSERT INTO item (name, quantity, price) SELECT 'seed-' || g, g % 1000, CASE WHEN g % 4 = 0 THEN NULL ELSE g END FROM generate_series(1, 300000) g")
-        try connection.execute("ANALYZE item")
-        let initial = try connection.query("SELECT sum(quantity)::bigint FROM item")
+        let firstScript = Array(scripts.prefix(1))
+        // The blocking work on a thread of its own (the tests beside this one are async).
+        let initial = try await offThePool { () throws -> [[StoredValue]] in
+            let connection = try PostgresConnection(url)
+            try Migrator(database: PostgresMigrationDatabase(connection), schema: "Load", scripts: firstScript).up()
+            try connection.execute(
+                "INSERT INTO item (name, quantity, price) SELECT 'seed-' || g, g % 1000, CASE WHEN g % 4 = 0 THEN NULL ELSE g END FROM generate_series(1, 300000) g")
+            try connection.execute("ANALYZE item")
+            return try connection.query("SELECT sum(quantity)::bigint FROM item")
+        }
 
         let (stopOld, stopNew, expanding) = (Flag(), Flag(), Flag())
         let (old, new) = (Tally(), Tally())
         let oldClients = (0..<3).map { Self.client(url: url, version: 1, seed: $0, stop: stopOld, expanding: expanding, tally: old) }
         oldClients.forEach { $0.start() }
-        Self.waitUntil { old.lock.withLock { old.committed } > 50 }
+        try await Self.waitUntil { old.lock.withLock { old.committed } > 50 }
 
         // Expand, with the version-1 clients writing.
         expanding.set(true)
-        scripts = scripts.map { $0 }
-        let deploy = Migrator(database: PostgresMigrationDatabase(try PostgresConnection(url)), schema: "Load", scripts: scripts)
+        let deploy = Handed(Migrator(database: PostgresMigrationDatabase(try PostgresConnection(url)), schema: "Load", scripts: scripts))
         let expandStarted = Date()
-        try deploy.up()
+        try await offThePool { try deploy.value.up() }
         let expandSeconds = Date().timeIntervalSince(expandStarted)
         expanding.set(false)
-        #expect(try deploy.servedVersions() == [1, 2])
+        #expect(try deploy.value.servedVersions() == [1, 2])
 
         // Version 2 rolls out beside version 1, then version 1 is gone.
         let newClients = (0..<3).map { Self.client(url: url, version: 2, seed: $0, stop: stopNew, expanding: expanding, tally: new) }
         newClients.forEach { $0.start() }
-        Self.waitUntil { new.lock.withLock { new.committed } > 200 }
+        try await Self.waitUntil { new.lock.withLock { new.committed } > 200 }
         stopOld.set(true)
-        Self.waitUntil { oldClients.allSatisfy(\.isFinished) }
+        try await Self.waitUntil { oldClients.allSatisfy(\.isFinished) }
 
         // Complete, with the version-2 clients writing.
         let baseline = new.lock.withLock { new.committed }
-        try deploy.complete()
-        Self.waitUntil { new.lock.withLock { new.committed } > baseline + 100 }
+        try await offThePool { try deploy.value.complete() }
+        try await Self.waitUntil { new.lock.withLock { new.committed } > baseline + 100 }
         stopNew.set(true)
-        Self.waitUntil { newClients.allSatisfy(\.isFinished) }
+        try await Self.waitUntil { newClients.allSatisfy(\.isFinished) }
 
         #expect(old.failures.isEmpty, "\(old.failures.prefix(5))")
         #expect(new.failures.isEmpty, "\(new.failures.prefix(5))")

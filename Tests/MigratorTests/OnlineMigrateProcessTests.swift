@@ -38,66 +38,93 @@ struct OnlineMigrateProcessTests {
         try connection.query("SELECT phase FROM schemagen_online_migrations")
     }
 
-    @Test func killedAnywhereInAPhaseTheSameCommandFinishesIt() throws {
+    /// What one killed run left, and what the rerun made of it.
+    struct KilledRun: Sendable {
+        var killedMidway: Bool
+        var rows: [[StoredValue]]
+        var servingRows: [[StoredValue]]
+        var rerun: BuiltTool.Run
+        var phase: [[StoredValue]]
+        var checks: [[[StoredValue]]]
+    }
+
+    @Test func killedAnywhereInAPhaseTheSameCommandFinishesIt() async throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
         let migrations = try Self.onlineMigrations()
+        let path = migrations.path
         let template = try server.createDatabase()
-        #expect(try Self.migrate.run(["up", "1", "--database", template, "--dir", migrations.path]).status == 0)
-        try PostgresConnection(template).execute(
-            "INSERT INTO events (name, score) SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE 'event ' || i END, i FROM generate_series(1, 200000) AS i")
-        let templateName = String(template.split(separator: "/").last ?? "")
-        func copy() throws -> String {
-            let name = "online_" + UUID().uuidString.prefix(8).lowercased()
-            try server.runPSQL(server.url(), "CREATE DATABASE \(name) TEMPLATE \(templateName)")
-            return server.url(database: name)
+        // The processes are waited for on threads of their own, not the cooperative pool's.
+        let (expanded, status, expandDuration, contractDuration) = try await offThePool { () throws -> (BuiltTool.Run, BuiltTool.Run, Double, Double) in
+            _ = try Self.migrate.run(["up", "1", "--database", template, "--dir", path])
+            try PostgresConnection(template).execute(
+                "INSERT INTO events (name, score) SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE 'event ' || i END, i FROM generate_series(1, 200000) AS i")
+            let calibration = try Self.copy(server, of: template)
+            var clock = Date()
+            let expanded = try Self.migrate.run(["up", "--database", calibration, "--dir", path])
+            let expandDuration = Date().timeIntervalSince(clock)
+            let status = try Self.migrate.run(["status", "--database", calibration, "--dir", path])
+            clock = Date()
+            _ = try Self.migrate.run(["complete", "--database", calibration, "--dir", path])
+            return (expanded, status, expandDuration, Date().timeIntervalSince(clock))
         }
-        let calibration = try copy()
-        var clock = Date()
-        let expanded = try Self.migrate.run(["up", "--database", calibration, "--dir", migrations.path])
         #expect(expanded.status == 0, "\(expanded.error)")
         #expect(expanded.output.contains("expanded 0002_retype"), "\(expanded.output)")
-        let expandDuration = Date().timeIntervalSince(clock)
-        let status = try Self.migrate.run(["status", "--database", calibration, "--dir", migrations.path])
         #expect(status.output.contains("EXPANDED: serving events_v1 and events_v2"), "\(status.output)")
-        clock = Date()
-        #expect(try Self.migrate.run(["complete", "--database", calibration, "--dir", migrations.path]).status == 0)
-        let contractDuration = Date().timeIntervalSince(clock)
 
         var killedMidway = 0
         for run in 0..<12 {
-            let url = try copy()
-            let connection = try PostgresConnection(url)
             // Half the runs are killed in expand, the other half in contract.
             let contracting = run % 2 == 1
-            if contracting { #expect(try Self.migrate.run(["up", "--database", url, "--dir", migrations.path]).status == 0) }
-            let command = contracting ? "complete" : "up"
-            let duration = contracting ? contractDuration : expandDuration
-            let started = try Self.migrate.start([command, "--database", url, "--dir", migrations.path])
-            usleep(UInt32((Double(run / 2) + 0.5) / 6 * duration * 1_000_000))
-            kill(started.processIdentifier, SIGKILL)
-            if started.finish().status != 0 { killedMidway += 1 }
-
-            // Whatever the kill left, the version its apps still run reads every row: version 1
-            // during expand, version 2 during contract.
-            #expect(try connection.query("SELECT count(*) FROM events") == [[.integer(200_000)]])
-            #expect(try connection.query("SELECT count(*) FROM events_v\(contracting ? 2 : 1).events") == [[.integer(200_000)]], "run \(run)")
-            let rerun = try Self.migrate.run([command, "--database", url, "--dir", migrations.path])
-            #expect(rerun.status == 0, "run \(run): \(rerun.error)")
-            if contracting {
-                #expect(try Self.phase(connection) == [])
-                #expect(
-                    try connection.query("SELECT data_type::text FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'events' AND column_name = 'score'") == [
-                        [.text("double precision")]
-                    ])
-                #expect(try connection.query("SELECT count(*) FROM events WHERE name = 'unnamed'") == [[.integer(40_000)]])
-            } else {
-                #expect(try Self.phase(connection) == [[.text("expanded")]], "run \(run): \(rerun.output)")
-                #expect(try connection.query("SELECT count(*) FROM events_v2.events WHERE score = id AND name IS NOT NULL") == [[.integer(200_000)]], "run \(run): every row backfilled")
-                #expect(try connection.query("SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE NOT i.indisvalid") == [[.integer(0)]], "no index left invalid")
+            let outcome = try await offThePool { () throws -> KilledRun in
+                let url = try Self.copy(server, of: template)
+                defer { try? server.runPSQL(server.url(), "DROP DATABASE IF EXISTS \(url.split(separator: "/").last ?? "") WITH (FORCE)") }
+                let connection = try PostgresConnection(url)
+                let expand = contracting ? try Self.migrate.run(["up", "--database", url, "--dir", path]) : nil
+                let command = contracting ? "complete" : "up"
+                let duration = contracting ? contractDuration : expandDuration
+                let started = try Self.migrate.start([command, "--database", url, "--dir", path])
+                usleep(UInt32((Double(run / 2) + 0.5) / 6 * duration * 1_000_000))
+                kill(started.processIdentifier, SIGKILL)
+                let killed = started.finish().status != 0
+                // Whatever the kill left, the version its apps still run reads every row:
+                // version 1 during expand, version 2 during contract.
+                let rows = try connection.query("SELECT count(*) FROM events")
+                let view = "events_v\(contracting ? 2 : 1).events"
+                let serving =
+                    try connection.query("SELECT to_regclass($1) IS NOT NULL", [.text(view)]) == [[.integer(1)]]
+                    ? try connection.query("SELECT count(*) FROM \(view)") : [[.text("no \(view): \(expand?.output ?? "") \(expand?.error ?? "")")]]
+                let rerun = try Self.migrate.run([command, "--database", url, "--dir", path])
+                let checks: [[[StoredValue]]] =
+                    contracting
+                    ? [
+                        try connection.query("SELECT data_type::text FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'events' AND column_name = 'score'"),
+                        try connection.query("SELECT count(*) FROM events WHERE name = 'unnamed'"),
+                    ]
+                    : [
+                        try connection.query("SELECT count(*) FROM events_v2.events WHERE score = id AND name IS NOT NULL"),
+                        try connection.query("SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE NOT i.indisvalid"),
+                    ]
+                return KilledRun(killedMidway: killed, rows: rows, servingRows: serving, rerun: rerun, phase: try Self.phase(connection), checks: checks)
             }
-            try? server.runPSQL(server.url(), "DROP DATABASE IF EXISTS \(url.split(separator: "/").last ?? "") WITH (FORCE)")
+            if outcome.killedMidway { killedMidway += 1 }
+            #expect(outcome.rows == [[.integer(200_000)]])
+            #expect(outcome.servingRows == [[.integer(200_000)]], "run \(run)")
+            #expect(outcome.rerun.status == 0, "run \(run): \(outcome.rerun.error)")
+            if contracting {
+                #expect(outcome.phase == [])
+                #expect(outcome.checks == [[[.text("double precision")]], [[.integer(40_000)]]])
+            } else {
+                #expect(outcome.phase == [[.text("expanded")]], "run \(run): \(outcome.rerun.output)")
+                #expect(outcome.checks == [[[.integer(200_000)]], [[.integer(0)]]], "run \(run): every row backfilled, no index left invalid")
+            }
         }
         #expect(killedMidway >= 3, "kills landed while the migrator ran in only \(killedMidway) runs (expand \(expandDuration) s, contract \(contractDuration) s)")
+    }
+
+    static func copy(_ server: PostgresServer, of template: String) throws -> String {
+        let name = "online_" + UUID().uuidString.prefix(8).lowercased()
+        try server.runPSQL(server.url(), "CREATE DATABASE \(name) TEMPLATE \(template.split(separator: "/").last ?? "")")
+        return server.url(database: name)
     }
 
     @Test func fourMigratorsAtOnceExpandOnceThenCompleteOnce() throws {
@@ -135,6 +162,11 @@ struct OnlineMigrateProcessTests {
             try connection.query("SELECT name, score FROM events_v1.events WHERE id > 1000 OR id = 1 ORDER BY id") == [
                 [.text("event 1"), .integer(41)], [.text("old"), .integer(7)], [.text("unnamed"), .integer(2)],
             ])
+        // Dry runs print the phase that would run and change nothing.
+        let wouldRollBack = try Self.migrate.run(["rollback", "--dry-run", "--database", url, "--dir", migrations.path])
+        #expect(wouldRollBack.output.contains("0002_retype.down.sql") && wouldRollBack.output.contains("-- section: transaction"), "\(wouldRollBack.output)")
+        #expect(try Self.migrate.run(["complete", "--dry-run", "--database", url, "--dir", migrations.path]).output.contains("-- online: contract"))
+        #expect(try Self.phase(connection) == [[.text("expanded")]])
         let rollback = try Self.migrate.run(["rollback", "--database", url, "--dir", migrations.path])
         #expect(rollback.status == 0, "\(rollback.error)")
         #expect(rollback.output.contains("rolled back 0002_retype"), "\(rollback.output)")

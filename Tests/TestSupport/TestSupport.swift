@@ -130,12 +130,32 @@ public struct BuiltTool: Sendable {
 
         public enum Stream { case output, error }
 
-        /// Reads both pipes before waiting, so a large output cannot block the child.
+        /// Reads both pipes while the child runs, so a large output cannot block it, and stops
+        /// once it has exited and the pipes hold nothing more. Not "until end of file": a daemon
+        /// another test started meanwhile (pgbouncer, a restarted server) may have inherited the
+        /// pipes' write ends and would hold them open for as long as it lives.
         public func finish() -> Run {
             try? input.fileHandleForWriting.close()
-            let out = (received[output.fileHandleForReading.fileDescriptor] ?? []) + output.fileHandleForReading.readDataToEndOfFile()
-            let err = (received[error.fileHandleForReading.fileDescriptor] ?? []) + error.fileHandleForReading.readDataToEndOfFile()
+            var streams: [Int32: [UInt8]] = [:]
+            let descriptors = [output.fileHandleForReading.fileDescriptor, error.fileHandleForReading.fileDescriptor]
+            for descriptor in descriptors { streams[descriptor] = received[descriptor] ?? [] }
+            var open = Set(descriptors)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while !open.isEmpty {
+                let exited = !process.isRunning
+                var polls = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+                let ready = poll(&polls, nfds_t(polls.count), exited ? 0 : 100)
+                if ready <= 0 {
+                    if exited { break }
+                    continue
+                }
+                for entry in polls where entry.revents != 0 {
+                    let count = buffer.withUnsafeMutableBytes { Foundation.read(entry.fd, $0.baseAddress, $0.count) }
+                    if count <= 0 { open.remove(entry.fd) } else { streams[entry.fd, default: []] += buffer[0..<count] }
+                }
+            }
             process.waitUntilExit()
+            let out = streams[descriptors[0]] ?? [], err = streams[descriptors[1]] ?? []
             return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
         }
     }

@@ -9,6 +9,7 @@ import PostgresKit
 import ProjectConfig
 import SQLDialects
 import SQLiteKit
+import SchemaMetadata
 
 #if canImport(Glibc)
 import Glibc
@@ -187,6 +188,19 @@ public enum MigrateTool {
             defaultValue: "500"),
         .value("lock-retries", valueName: "count", help: "Online migrations: how many times a section that did not get its locks is retried, with growing pauses.", defaultValue: "20"),
     ]
+
+    /// `--dry-run` of `complete` and `rollback`: the phase file that would run, or why none.
+    static func printPhase(
+        of migrator: Migrator, phases: Set<Migrator.OnlineState.Phase>, file: (MigrationScript) -> (String?, String?), io: CommandIO
+    ) {
+        guard let state = try? migrator.onlineState(), phases.contains(state.phase),
+            let script = migrator.scripts.first(where: { $0.version == state.version }), case let (name?, text?) = file(script)
+        else {
+            io.writeOutput("-- \(migrator.schema): nothing would run\n")
+            return
+        }
+        io.writeOutput("-- \(name)\n\(text)\n")
+    }
 
     static func onlineOptions(_ arguments: ParsedArguments, io: CommandIO) -> Migrator.Options? {
         var options = Migrator.Options()
@@ -419,10 +433,17 @@ enum CompleteCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         guard let options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
+        let dryRun = arguments.flag("dry-run")
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return MigrateTool.openFailure }
         return runMigrations(migrators, io: io) { () throws(MigratorError) in
-            for migrator in migrators where try migrator.complete(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
-                io.writeOutput("\(database): no online migration of \(migrator.schema) to complete.\n")
+            for migrator in migrators {
+                if dryRun {
+                    MigrateTool.printPhase(of: migrator, phases: [.expanded, .contract], file: { ($0.contractFile, $0.contract) }, io: io)
+                    continue
+                }
+                if try migrator.complete(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
+                    io.writeOutput("\(database): no online migration of \(migrator.schema) to complete.\n")
+                }
             }
         }
     }
@@ -437,10 +458,17 @@ enum RollbackCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         guard let options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true) else { return MigrateTool.openFailure }
+        let dryRun = arguments.flag("dry-run")
+        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return MigrateTool.openFailure }
         return runMigrations(migrators, io: io) { () throws(MigratorError) in
-            for migrator in migrators where try migrator.rollback(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
-                io.writeOutput("\(database): no online migration of \(migrator.schema) in progress.\n")
+            for migrator in migrators {
+                if dryRun {
+                    MigrateTool.printPhase(of: migrator, phases: [.expand, .expanded, .rollback], file: { ($0.downFile, $0.down) }, io: io)
+                    continue
+                }
+                if try migrator.rollback(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
+                    io.writeOutput("\(database): no online migration of \(migrator.schema) in progress.\n")
+                }
             }
         }
     }
