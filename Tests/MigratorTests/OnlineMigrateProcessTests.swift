@@ -146,6 +146,70 @@ struct OnlineMigrateProcessTests {
         #expect(try connection.query("SELECT count(*) FROM events WHERE score = id") == [[.integer(20_000)]])
     }
 
+    /// What an app saw while a session held a lock the migration needed.
+    struct LockedRun: Sendable {
+        var migrate: BuiltTool.Run
+        var slowestRead: Double
+        var phase: [[StoredValue]]
+    }
+
+    /// Holds ACCESS SHARE on `events` (what a long read holds) for `seconds`, while an app reads
+    /// the table in a loop and `migrate up` runs with the given lock budget.
+    static func migrate(_ arguments: [String], whileLockHeldFor seconds: Double, url: String, path: String) throws -> LockedRun {
+        let holder = Handed(try PostgresConnection(url))
+        try holder.value.execute("BEGIN")
+        _ = try holder.value.query("SELECT count(*) FROM events")
+        let release = Thread {
+            Thread.sleep(forTimeInterval: seconds)
+            try? holder.value.execute("COMMIT")
+        }
+        release.start()
+        let done = NSLock()
+        nonisolated(unsafe) var finished = false
+        nonisolated(unsafe) var slowest = 0.0
+        let reader = Thread {
+            guard let app = try? PostgresConnection(url) else { return }
+            while !done.withLock({ finished }) {
+                let start = Date()
+                _ = try? app.query("SELECT count(*) FROM events_v1.events")
+                let took = Date().timeIntervalSince(start)
+                done.withLock { slowest = max(slowest, took) }
+                usleep(20_000)
+            }
+        }
+        reader.start()
+        let run = try Self.migrate.run(arguments + ["--database", url, "--dir", path])
+        done.withLock { finished = true }
+        while !reader.isFinished || !release.isFinished { usleep(10_000) }
+        return LockedRun(migrate: run, slowestRead: done.withLock { slowest }, phase: try Self.phase(try PostgresConnection(url)))
+    }
+
+    @Test func aHeldLockIsRetriedAroundAndNeverQueuesTheAppForLong() async throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let migrations = try Self.onlineMigrations()
+        let path = migrations.path
+        let url = try server.createDatabase()
+        let (short, long, rerun) = try await offThePool { () throws -> (LockedRun, LockedRun, BuiltTool.Run) in
+            _ = try Self.migrate.run(["up", "1", "--database", url, "--dir", path])
+            try PostgresConnection(url).execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 1000) AS i")
+            // Held past the budget of a few attempts: the section gives up, the app never waits long.
+            let long = try Self.migrate(["up", "--online-lock-timeout", "100", "--lock-retries", "2"], whileLockHeldFor: 4, url: url, path: path)
+            // Held for 1.5 s: retried with growing pauses until it is free, then done.
+            let short = try Self.migrate(["up", "--online-lock-timeout", "200"], whileLockHeldFor: 1.5, url: url, path: path)
+            let rerun = try Self.migrate.run(["status", "--database", url, "--dir", path])
+            return (short, long, rerun)
+        }
+        #expect(long.migrate.status == 1, "\(long.migrate.output)")
+        #expect(long.migrate.error.contains("a lock was not granted within 100 ms in 3 attempts"), "\(long.migrate.error)")
+        #expect(long.phase == [[.text("expand")]], "the sections done stay done; the next run resumes")
+        #expect(long.slowestRead < 1.0, "the app waited \(long.slowestRead) s behind the migration")
+        #expect(short.migrate.status == 0, "\(short.migrate.error)")
+        #expect(short.migrate.output.contains("could not get its locks in time"), "\(short.migrate.output)")
+        #expect(short.phase == [[.text("expanded")]])
+        #expect(short.slowestRead < 1.0, "the app waited \(short.slowestRead) s behind the migration")
+        #expect(rerun.output.contains("EXPANDED"), "\(rerun.output)")
+    }
+
     @Test func rollbackAfterAKilledExpandKeepsTheRowsBothVersionsWrote() throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
         let migrations = try Self.onlineMigrations()
