@@ -174,48 +174,65 @@ struct PostgresMigrateTests {
 
     /// 50 SIGKILLs spread over a measured run of a retyping migration on 200,000 rows: the
     /// database is always at a whole version, and a rerun completes and says what happened.
-    @Test func killedMidMigrationTheDatabaseStaysAtAWholeVersion() throws {
+    @Test func killedMidMigrationTheDatabaseStaysAtAWholeVersion() async throws {
         let server = try Self.server()
         let migrations = try Self.eventsMigrations()
+        let directory = migrations.path
         let template = try server.createDatabase()
-        #expect(try Self.migrate.run(["up", "1", "--database", template, "--dir", migrations.path]).status == 0)
-        try Self.fill(template, rows: 200_000)
         let templateName = String(template.split(separator: "/").last ?? "")
-        func copy() throws -> String {
+        @Sendable func copy() throws -> String {
             let name = "kill_" + UUID().uuidString.prefix(8).lowercased()
             try server.runPSQL(server.url(), "CREATE DATABASE \(name) TEMPLATE \(templateName)")
             return server.url(database: name)
         }
-        let calibration = try copy()
-        let clock = Date()
-        #expect(try Self.migrate.run(["up", "--database", calibration, "--dir", migrations.path]).status == 0)
-        let duration = Date().timeIntervalSince(clock)
+        // The processes are waited for on threads of their own, not the cooperative pool's.
+        let duration = try await offThePool { () throws -> Double in
+            _ = try Self.migrate.run(["up", "1", "--database", template, "--dir", directory])
+            try Self.fill(template, rows: 200_000)
+            let calibration = try copy()
+            let clock = Date()
+            let run = try Self.migrate.run(["up", "--database", calibration, "--dir", directory])
+            guard run.status == 0 else { throw MigrateFailure(message: run.error) }
+            return Date().timeIntervalSince(clock)
+        }
 
         var killedMidway = 0
         for run in 0..<50 {
-            let url = try copy()
-            let started = try Self.migrate.start(["up", "--database", url, "--dir", migrations.path])
-            usleep(UInt32((Double(run) + 0.5) / 50 * duration * 1.2 * 1_000_000))
-            kill(started.processIdentifier, SIGKILL)
-            if started.finish().status != 0 { killedMidway += 1 }
-
-            let connection = try PostgresConnection(url)
-            let history = try connection.query("SELECT version FROM schemagen_migrations ORDER BY version").map { $0[0] }
-            if history == [.integer(1), .integer(2)] {
-                #expect(try Self.scoreType(connection) == [[.text("double precision")]])
-            } else {
-                #expect(history == [.integer(1)], "run \(run)")
-                #expect(try Self.scoreType(connection) == [[.text("integer")]], "run \(run)")
+            let (killed, problems) = try await offThePool { () throws -> (Bool, [String]) in
+                let url = try copy()
+                defer { try? server.runPSQL(server.url(), "DROP DATABASE IF EXISTS \(url.split(separator: "/").last ?? "") WITH (FORCE)") }
+                let started = try Self.migrate.start(["up", "--database", url, "--dir", directory])
+                usleep(UInt32((Double(run) + 0.5) / 50 * duration * 1.2 * 1_000_000))
+                kill(started.processIdentifier, SIGKILL)
+                let killed = started.finish().status != 0
+                var problems: [String] = []
+                let connection = try PostgresConnection(url)
+                let history = try connection.query("SELECT version FROM schemagen_migrations ORDER BY version").map { $0[0] }
+                let type = try Self.scoreType(connection)
+                if history == [.integer(1), .integer(2)] {
+                    if type != [[.text("double precision")]] { problems.append("version 2 recorded, score is \(type)") }
+                } else if history != [.integer(1)] || type != [[.text("integer")]] {
+                    problems.append("history \(history) with score \(type)")
+                }
+                let rows = try connection.query("SELECT count(*) FROM events")
+                if rows != [[.integer(200_000)]] { problems.append("rows: \(rows)") }
+                let leftover = try connection.query("SELECT count(*) FROM schemagen_migration_attempts") != [[.integer(0)]]
+                let rerun = try Self.migrate.run(["up", "--database", url, "--dir", directory])
+                if rerun.status != 0 { problems.append("rerun: \(rerun.error)") }
+                if rerun.output.contains("never finished") != leftover { problems.append("the rerun's note of the interrupted attempt: \(rerun.output)") }
+                let after = try Self.scoreType(connection)
+                if after != [[.text("double precision")]] { problems.append("after the rerun: \(after)") }
+                return (killed, problems)
             }
-            #expect(try connection.query("SELECT count(*) FROM events") == [[.integer(200_000)]])
-            let leftover = try connection.query("SELECT count(*) FROM schemagen_migration_attempts") != [[.integer(0)]]
-            let rerun = try Self.migrate.run(["up", "--database", url, "--dir", migrations.path])
-            #expect(rerun.status == 0, "\(rerun.error)")
-            #expect(rerun.output.contains("never finished") == leftover, "run \(run): \(rerun.output)")
-            #expect(try Self.scoreType(connection) == [[.text("double precision")]])
-            try? server.runPSQL(server.url(), "DROP DATABASE IF EXISTS \(url.split(separator: "/").last ?? "") WITH (FORCE)")
+            if killed { killedMidway += 1 }
+            #expect(problems.isEmpty, "run \(run): \(problems)")
         }
         #expect(killedMidway >= 1, "no kill landed while the migrator ran (calibrated run: \(duration) s)")
+    }
+
+    struct MigrateFailure: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
     }
 
     /// The server dies mid-migration: the migrator says the connection was lost and the
