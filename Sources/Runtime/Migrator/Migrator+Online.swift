@@ -47,7 +47,7 @@ extension Migrator {
     ///
     ///     if let state = try migrator.onlineState(), state.phase == .expanded { try migrator.complete() }
     public func onlineState() throws(MigratorError) -> OnlineState? {
-        guard database is any OnlineMigrating, try database.tableExists(Self.onlineTable, schema: historySchema) else { return nil }
+        guard online != nil, try database.tableExists(Self.onlineTable, schema: historySchema) else { return nil }
         let rows = try database.query("SELECT version, phase, section, resume_key, started_at FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
         guard let row = rows.first, case .integer(let version) = row[0], case .text(let phase) = row[1], case .integer(let section) = row[2],
             case .text(let started) = row[4], let kind = OnlineState.Phase(rawValue: phase)
@@ -103,13 +103,32 @@ extension Migrator {
         if state.phase == .contract {
             throw .onlineState("migration \(MigratorError.number(state.version)) is contracting, which removes the previous version's columns: it cannot be rolled back; finish it with `complete`")
         }
-        guard let script = scripts.first(where: { $0.version == state.version }) else { throw .unknownVersion(state.version) }
-        guard let start = state.phase == .rollback ? state : try beginPhase(script, .rollback) else {
-            progress(.skipped(script))
-            return script
-        }
-        try runPhase(script, kind: .rollback, from: start, options: options, progress: progress)
+        let script = try self.script(state.version)
+        try runOrResume(.rollback, of: script, state: state, options: options, progress: progress)
         return script
+    }
+
+    /// The schema's migration numbered `version`.
+    func script(_ version: Int) throws(MigratorError) -> MigrationScript {
+        guard let script = scripts.first(where: { $0.version == version }) else { throw .unknownVersion(version) }
+        return script
+    }
+
+    /// Resumes the phase `kind` of `script` where `state` left it, or begins it; false (and
+    /// `.skipped`) when another migrator finished it while this one waited for the lock.
+    @discardableResult
+    func runOrResume(
+        _ kind: MigrationHeader.OnlinePhaseKind, of script: MigrationScript, state: OnlineState?, options: Options, progress: @escaping (Event) -> Void
+    ) throws(MigratorError) -> Bool {
+        let phase = OnlineState.Phase(rawValue: kind.rawValue) ?? .expand
+        var start = state.flatMap { $0.version == script.version && $0.phase == phase ? $0 : nil }
+        if start == nil { start = try beginPhase(script, phase) }
+        guard let start else {
+            progress(.skipped(script))
+            return false
+        }
+        try runPhase(script, kind: kind, from: start, options: options, progress: progress)
+        return true
     }
 
     /// `up` for online migrations: finishes what was interrupted, contracts an expanded
@@ -127,8 +146,7 @@ extension Migrator {
             case .rollback:
                 throw .onlineState("migration \(MigratorError.number(state.version)) is being rolled back; finish that with `rollback` before `up`")
             case .expand:
-                try runPhase(script, kind: .expand, from: state, options: options, progress: progress)
-                done.append(script)
+                if try runOrResume(.expand, of: script, state: state, options: options, progress: progress) { done.append(script) }
             case .contract:
                 try runContract(state, options: options, progress: progress)
             case .expanded:
@@ -144,11 +162,7 @@ extension Migrator {
                 if try run(script, direction: .up, progress: progress) { done.append(script) }
                 continue
             }
-            guard let start = try beginPhase(script, .expand) else {
-                progress(.skipped(script))
-                continue
-            }
-            try runPhase(script, kind: .expand, from: start, options: options, progress: progress)
+            guard try runOrResume(.expand, of: script, state: nil, options: options, progress: progress) else { continue }
             done.append(script)
             // A contract with nothing to do (a first migration's) is done at once.
             let emptyContract = script.contract.map { (try? OnlinePhase.parse($0))?.sections.isEmpty ?? false } ?? false
@@ -161,12 +175,8 @@ extension Migrator {
 
     @discardableResult
     func runContract(_ state: OnlineState, options: Options, progress: @escaping (Event) -> Void) throws(MigratorError) -> MigrationScript {
-        guard let script = scripts.first(where: { $0.version == state.version }) else { throw .unknownVersion(state.version) }
-        guard let start = state.phase == .contract ? state : try beginPhase(script, .contract) else {
-            progress(.skipped(script))
-            return script
-        }
-        try runPhase(script, kind: .contract, from: start, options: options, progress: progress)
+        let script = try self.script(state.version)
+        try runOrResume(.contract, of: script, state: state, options: options, progress: progress)
         return script
     }
 
@@ -232,7 +242,7 @@ extension Migrator {
     func runPhase(_ script: MigrationScript, kind: MigrationHeader.OnlinePhaseKind, from state: OnlineState, options: Options, progress: @escaping (Event) -> Void)
         throws(MigratorError)
     {
-        guard let online = database as? any OnlineMigrating else {
+        guard let online else {
             throw .onlineState("\(script.upFile) is an online migration, which only PostgreSQL runs")
         }
         let (text, file): (String?, String) =
@@ -360,7 +370,7 @@ extension Migrator {
         _ backfill: OnlinePhase.Backfill, update: String, from resume: String?, file: String, section: Int, line: Int, options: Options,
         progress: (Event) -> Void
     ) throws(MigratorError) {
-        guard let online = database as? any OnlineMigrating else { return }
+        guard let online else { return }
         let q = dialect.quote
         let (table, key, type) = (q(backfill.table), q(backfill.key), backfill.type)
         let after = "($1::\(type) IS NULL OR \(key) > $1::\(type))"

@@ -43,6 +43,7 @@ public final class Migrator {
         namespaces = database as? any MigrationNamespaces
         foreignKeys = database as? any ForeignKeySwitching
         rowCopies = database as? any RowCopyProgress
+        online = database as? any OnlineMigrating
     }
 
     // The database's abilities, looked up once.
@@ -50,6 +51,8 @@ public final class Migrator {
     let namespaces: (any MigrationNamespaces)?
     let foreignKeys: (any ForeignKeySwitching)?
     let rowCopies: (any RowCopyProgress)?
+    /// Online migrations' lock timeouts, search path and backfill flag (PostgreSQL).
+    let online: (any OnlineMigrating)?
 
     /// Where PostgreSQL keeps the history tables unless told otherwise.
     public static let defaultHistorySchema = "public"
@@ -377,7 +380,7 @@ public final class Migrator {
     ///     }
     @discardableResult
     public func up(_ target: Target = .all, options: Options = Options(), progress: @escaping (Event) -> Void = { _ in }) throws(MigratorError) -> [MigrationScript] {
-        if database is any OnlineMigrating, try hasOnlineScripts() {
+        if online != nil, try hasOnlineScripts() {
             return try upOnline(target, options: options, progress: progress)
         }
         let pending = try pendingUp(target, options: options)

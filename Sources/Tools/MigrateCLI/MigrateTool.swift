@@ -189,6 +189,26 @@ public enum MigrateTool {
         .value("lock-retries", valueName: "count", help: "Online migrations: how many times a section that did not get its locks is retried, with growing pauses.", defaultValue: "20"),
     ]
 
+    /// `complete` and `rollback`: the phase `run` makes on every schema's migrator, or with
+    /// `--dry-run` the phase file that would run (found by `file` in the states of `dryRunPhases`).
+    static func runPhase(
+        _ arguments: ParsedArguments, io: CommandIO, dryRunPhases: Set<Migrator.OnlineState.Phase>, file: (MigrationScript) -> (String?, String?), nothing: String,
+        run: (Migrator, Migrator.Options, @escaping (Migrator.Event) -> Void) throws(MigratorError) -> MigrationScript?
+    ) -> ExitCode {
+        guard let options = onlineOptions(arguments, io: io) else { return .usageOrIO }
+        let dryRun = arguments.flag("dry-run")
+        guard let (migrators, database) = open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return openFailure }
+        return runMigrations(migrators, io: io) { () throws(MigratorError) in
+            for migrator in migrators {
+                if dryRun {
+                    printPhase(of: migrator, phases: dryRunPhases, file: file, io: io)
+                } else if try run(migrator, options, Reporter(io: io).handle) == nil {
+                    io.writeOutput("\(database): no online migration of \(migrator.schema) \(nothing).\n")
+                }
+            }
+        }
+    }
+
     /// `--dry-run` of `complete` and `rollback`: the phase file that would run, or why none.
     static func printPhase(
         of migrator: Migrator, phases: Set<Migrator.OnlineState.Phase>, file: (MigrationScript) -> (String?, String?), io: CommandIO
@@ -432,20 +452,9 @@ enum CompleteCommand: Command {
         options: MigrateTool.common + MigrateTool.online)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
-        let dryRun = arguments.flag("dry-run")
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return MigrateTool.openFailure }
-        return runMigrations(migrators, io: io) { () throws(MigratorError) in
-            for migrator in migrators {
-                if dryRun {
-                    MigrateTool.printPhase(of: migrator, phases: [.expanded, .contract], file: { ($0.contractFile, $0.contract) }, io: io)
-                    continue
-                }
-                if try migrator.complete(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
-                    io.writeOutput("\(database): no online migration of \(migrator.schema) to complete.\n")
-                }
-            }
-        }
+        MigrateTool.runPhase(
+            arguments, io: io, dryRunPhases: [.expanded, .contract], file: { ($0.contractFile, $0.contract) }, nothing: "to complete",
+            run: { migrator, options, progress throws(MigratorError) in try migrator.complete(options: options, progress: progress) })
     }
 }
 
@@ -457,20 +466,9 @@ enum RollbackCommand: Command {
         options: MigrateTool.common + MigrateTool.online)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
-        let dryRun = arguments.flag("dry-run")
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return MigrateTool.openFailure }
-        return runMigrations(migrators, io: io) { () throws(MigratorError) in
-            for migrator in migrators {
-                if dryRun {
-                    MigrateTool.printPhase(of: migrator, phases: [.expand, .expanded, .rollback], file: { ($0.downFile, $0.down) }, io: io)
-                    continue
-                }
-                if try migrator.rollback(options: options, progress: MigrateTool.Reporter(io: io).handle) == nil {
-                    io.writeOutput("\(database): no online migration of \(migrator.schema) in progress.\n")
-                }
-            }
-        }
+        MigrateTool.runPhase(
+            arguments, io: io, dryRunPhases: [.expand, .expanded, .rollback], file: { ($0.downFile, $0.down) }, nothing: "in progress",
+            run: { migrator, options, progress throws(MigratorError) in try migrator.rollback(options: options, progress: progress) })
     }
 }
 

@@ -125,7 +125,7 @@ private struct OnlinePlanner {
             case .alterTable(let change): alterTable(change)
             case .fillTable(let fill):
                 offline.append("fill \(fill.target) from \(fill.source): the old version keeps writing \(fill.source)'s columns, which no trigger copies")
-                expandTables.append([SQLCommentLine.note("not online: a table split copies rows once"), renderer.sql(for: .fillTable(fill))].flatMap { $0 })
+                expandTables.append([note("not online: a table split copies rows once"), renderer.sql(for: .fillTable(fill))].flatMap { $0 })
                 rollbackTables.append(renderer.sql(for: .unfillTable(fill)))
             }
         }
@@ -222,7 +222,6 @@ private struct OnlinePlanner {
             return nil
         }.flatMap { $0 }
         expandTables.append(statements)
-        physicalTable[table.name] = table.name
         rollbackTables.append(["DROP TABLE IF EXISTS \(q(table.name)) CASCADE;"])
     }
 
@@ -236,7 +235,6 @@ private struct OnlinePlanner {
     mutating func alterTable(_ change: TableChange) {
         let old = change.from.name, new = change.to.name
         let back = Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-        physicalTable[new] = old
         var columns: [(name: String, physical: String)] = []
         var defaults: [(column: String, value: String)] = []
         var expanding: [String] = [], contracting: [String] = [], rollingBack: [String] = []
@@ -266,7 +264,7 @@ private struct OnlinePlanner {
                     columns.append((column.name, q(source)))
                     var renamedNow = now
                     renamedNow.name = source
-                    expanding += SQLCommentLine.note("not online: \(reason)") + renderer.alterColumn(old, was, renamedNow)
+                    expanding += note("not online: \(reason)") + renderer.alterColumn(old, was, renamedNow)
                     continue
                 }
                 let replacement = OnlinePlan.replacementColumn(source, version: to.version)
@@ -347,7 +345,7 @@ private struct OnlinePlanner {
         }
         if change.keyChanged {
             offline.append("\(old): a new primary key rebuilds its index while holding the table")
-            expanding += SQLCommentLine.note("not online: a new primary key")
+            expanding += note("not online: a new primary key")
             expanding.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
             rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
             rollingBack.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(change.from.primaryKey.map(q).joined(separator: ", ")));")
@@ -374,7 +372,7 @@ private struct OnlinePlanner {
                 offline.append("\(new): a new full-text index adds a generated column, which rewrites the table")
                 var physical = index
                 physical.columns = physicalColumns
-                expanding += SQLCommentLine.note("not online: a generated column rewrites the table") + renderer.sql(for: .createIndex(table: old, physical))
+                expanding += note("not online: a generated column rewrites the table") + renderer.sql(for: .createIndex(table: old, physical))
                 rollingBack += renderer.sql(for: .dropIndex(table: old, physical))
                 continue
             }
@@ -412,7 +410,7 @@ private struct OnlinePlanner {
         }
         if column.isAutoIncrement {
             offline.append("\(newTable).\(column.name): a new identity column numbers every row, rewriting the table")
-            expanding += SQLCommentLine.note("not online: an identity column rewrites the table") + ["ALTER TABLE \(q(table)) ADD COLUMN \(PostgresRenderer.columnDefinition(column));"]
+            expanding += note("not online: an identity column rewrites the table") + ["ALTER TABLE \(q(table)) ADD COLUMN \(PostgresRenderer.columnDefinition(column));"]
             return
         }
         let given = column.defaultValue == .null ? nil : column.defaultValue
@@ -440,7 +438,7 @@ private struct OnlinePlanner {
             return
         }
         offline.append("\(newTable).\(column.name): required, and filled by SQL the old version's inserts do not run; give it a default or a constant backfill to add it online")
-        expanding += SQLCommentLine.note("not online: a required column filled by SQL") + renderer.sql(for: .addColumn(table: table, column))
+        expanding += note("not online: a required column filled by SQL") + renderer.sql(for: .addColumn(table: table, column))
         check = nil
     }
 
@@ -634,10 +632,8 @@ private struct OnlinePlanner {
     }
 }
 
-/// Comment lines inside a phase's SQL.
-enum SQLCommentLine {
-    static func note(_ text: String) -> [String] { [SQLComment.line(text)] }
-}
+/// A comment line inside a phase's SQL, as the one statement list it joins.
+private func note(_ text: String) -> [String] { [SQLComment.line(text)] }
 
 extension PostgresRenderer {
     static func withoutDefault(_ column: ColumnSnapshot) -> ColumnSnapshot {

@@ -136,10 +136,9 @@ public enum PostgresImporter {
         /// The schema type of a column, from `format_type`'s spelling.
         func type(of column: PostgresCatalogue.Column) -> TypeChoice {
             if let element = column.elementType {
-                var inner = PostgresCatalogue.Column(
-                    name: column.name, type: element, typeKind: column.typeKind, elementType: nil, isNotNull: true, defaultSQL: nil, identity: "", generated: nil)
-                inner.type = element
-                let choice = type(of: inner)
+                let choice = type(
+                    of: PostgresCatalogue.Column(
+                        name: column.name, type: element, typeKind: column.typeKind, elementType: nil, isNotNull: true, defaultSQL: nil, identity: "", generated: nil))
                 return TypeChoice(
                     type: "[\(choice.type)]",
                     warning:
