@@ -66,4 +66,26 @@ struct OnlineScenarioTests {
         if let (query, rows) = scenario.afterUp, PostgresScenarioTests.portable(query) { #expect(try connection.query(query) == rows, "\(query)") }
         #expect(try connection.query("SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 's_v%' ORDER BY 1") == [[.text("s_v2")]], "only the new version is served")
     }
+
+    /// A unique index whose build fails on duplicates leaves an invalid index behind: once the
+    /// rows are fixed, `up` resumes at that section, drops the leftover and builds it again.
+    @Test func aFailedUniqueIndexBuildResumesOnceTheRowsAreFixed() throws {
+        let v1 = SnapshotBuilder.snapshot(of: try schema(MigrationScenarioTests.base, version: 1))
+        let v2 = SnapshotBuilder.snapshot(of: try schema(MigrationScenarioTests.base.replacingOccurrences(of: "name: String", with: "name: {type: String, unique: true}"), version: 2))
+        let connection = try PostgresScenarioTests.database()
+        let migrator = Self.migrator(connection, v1, v2)
+        try migrator.up(.version(1))
+        try connection.execute("INSERT INTO airports (icao, name) VALUES ('KSFO', 'Twin'), ('KOAK', 'Twin')")
+        #expect(throws: MigratorError.self) { try migrator.up() }
+        #expect(try migrator.onlineState()?.phase == .expand)
+        #expect(try connection.query("SELECT count(*) FROM pg_index WHERE NOT indisvalid") == [[.integer(1)]], "the failed build left an invalid index")
+        try connection.execute("UPDATE airports SET name = 'Oakland' WHERE icao = 'KOAK'")
+        try migrator.up()
+        #expect(try migrator.onlineState()?.phase == .expanded)
+        #expect(try connection.query("SELECT count(*) FROM pg_index WHERE NOT indisvalid") == [[.integer(0)]])
+        #expect(
+            try connection.query("SELECT conname::text FROM pg_constraint WHERE contype = 'u' AND conrelid = 'airports'::regclass ORDER BY 1") == [
+                [.text("airports_icao_key")], [.text("airports_name_key")],
+            ])
+    }
 }

@@ -9,6 +9,7 @@ import Foundation
 /// ALTER TABLE "item" ADD COLUMN "schemagen_2_quantity" bigint;
 ///
 /// -- section: statement
+/// DROP INDEX CONCURRENTLY IF EXISTS "item_name_index";
 /// CREATE INDEX CONCURRENTLY "item_name_index" ON "item" ("name");
 ///
 /// -- section: backfill {"table":"item","key":"id","type":"bigint","batch":1000}
@@ -17,8 +18,9 @@ import Foundation
 ///
 /// - `transaction`: the statements run in one transaction (a short lock timeout, retried with
 ///   backoff when a lock is not granted in time).
-/// - `statement`: one statement outside a transaction (`CREATE INDEX CONCURRENTLY`, `VALIDATE
-///   CONSTRAINT`); it must be safe to run again.
+/// - `statement`: statements run outside a transaction, one by one (`CREATE INDEX
+///   CONCURRENTLY`, `VALIDATE CONSTRAINT`); a resumed section runs whole again, so together they
+///   must be safe to run again (an index build drops an invalid leftover of itself first).
 /// - `backfill`: one UPDATE run over key ranges of `batch` rows, `$1` the range's exclusive lower
 ///   bound (NULL for the first) and `$2` its inclusive upper bound, each batch committed with its
 ///   progress.
@@ -27,7 +29,7 @@ public struct OnlinePhase: Sendable, Hashable {
     public enum Section: Sendable, Hashable {
         /// Statements run in one transaction.
         case transaction(String)
-        /// One statement run outside a transaction (safe to run again).
+        /// Statements run outside a transaction, one by one; the section, run again whole, is safe.
         case statement(String)
         /// An UPDATE run over key ranges (`$1` exclusive lower bound, `$2` inclusive upper).
         case backfill(Backfill, update: String)

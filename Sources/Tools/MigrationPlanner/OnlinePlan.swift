@@ -376,9 +376,11 @@ private struct OnlinePlanner {
                 rollingBack += renderer.sql(for: .dropIndex(table: old, physical))
                 continue
             }
-            // A build that failed leaves an invalid index behind: dropped first, so it can run again.
-            expandStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(name));")
-            expandStatements.append("CREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(q(name)) ON \(q(old)) (\(physicalColumns.map(q).joined(separator: ", ")));")
+            // A build that was killed or failed leaves an invalid index behind: the section drops it
+            // first, so resuming it (which runs the whole section again) builds it afresh.
+            expandStatements.append(
+                "DROP INDEX CONCURRENTLY IF EXISTS \(q(name));\nCREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(q(name)) ON \(q(old)) (\(physicalColumns.map(q).joined(separator: ", ")));"
+            )
             if index.isUnique {
                 expandAfterBackfill.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) UNIQUE USING INDEX \(q(name));")
                 rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
