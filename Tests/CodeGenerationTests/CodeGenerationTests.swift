@@ -200,13 +200,18 @@ func loadSchema(_ name: String) throws -> Schema {
     @Test func embeddedTemplatesMatchTheTemplatesFolder() throws {
         let folder = repositoryRoot.appendingPathComponent("Templates")
         var onDisk: [String: String] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".mustache") {
-            onDisk[String(name.dropLast(".mustache".count))] = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+        // Each target's defaults sit in a folder of their own (`swiftdata/`), named with it.
+        for target in TemplateSet.Target.allCases {
+            let prefix = target == .store ? "" : target.rawValue + "/"
+            let targetFolder = folder.appendingPathComponent(prefix)
+            for name in try FileManager.default.contentsOfDirectory(atPath: targetFolder.path) where name.hasSuffix(".mustache") {
+                onDisk[prefix + String(name.dropLast(".mustache".count))] = try String(contentsOf: targetFolder.appendingPathComponent(name), encoding: .utf8)
+            }
         }
         #expect(
             EmbeddedTemplates.sources == onDisk,
             """
-            Templates/ changed: run `swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache`
+            Templates/ changed: run `swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache Templates/*/*.mustache`
             """)
     }
 }

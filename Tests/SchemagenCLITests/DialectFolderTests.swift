@@ -46,7 +46,7 @@ import Testing
     @Test func migrationNamesMustMatchAcrossTheFolders() throws {
         let folder = try project()
         let postgres = folder.appendingPathComponent("Migrations/Flights/postgres")
-        for suffix in [".up.sql", ".down.sql", ".schema.json"] {
+        for suffix in [".up.sql", ".down.sql", ".schema.json", ".schema.yaml"] {
             try FileManager.default.moveItem(
                 at: postgres.appendingPathComponent("0003_rename_airports_elevation_to_elevation_feet" + suffix),
                 to: postgres.appendingPathComponent("0003_renamed" + suffix))
@@ -112,7 +112,7 @@ import Testing
         #expect(up.status == 0, "\(up.error)")
         #expect(up.output.contains("applied  0006_add_long_flights_view") && up.output.contains("applied  0007_add_flights_tail_number"), "\(up.output)")
         // Folders out of step are refused before anything is written.
-        for suffix in [".up.sql", ".down.sql", ".schema.json"] {
+        for suffix in [".up.sql", ".down.sql", ".schema.json", ".schema.yaml"] {
             try FileManager.default.removeItem(atPath: folder.path + "/Migrations/Flights/postgres/0007_add_flights_tail_number" + suffix)
         }
         #expect(try runner.schemagen(["rehash", "Flights"], in: folder).status == 0)

@@ -43,7 +43,7 @@ public struct MigrationDirectory: Sendable {
     }
 
     static func entry(forFile file: String) -> Entry? {
-        for suffix in [".up.sql", ".down.sql", ".schema.json", ".contract.sql"] where file.hasSuffix(suffix) {
+        for suffix in [".up.sql", ".down.sql", ".schema.json", ".contract.sql", ".schema.yaml"] where file.hasSuffix(suffix) {
             let stem = file.dropLast(suffix.count)
             guard let underscore = stem.firstIndex(of: "_"), let number = Int(stem[..<underscore]), number > 0 else { return nil }
             return Entry(number: number, name: String(stem[stem.index(after: underscore)...]))
@@ -142,10 +142,12 @@ public struct MigrationDirectory: Sendable {
 
     // MARK: - Writing
 
-    /// Writes a new migration's three files, then the manifest.
-    public func write(up: String, down: String, contract: String? = nil, snapshot: Data, as entry: Entry) throws {
+    /// Writes a new migration's files (the contract phase and the schema's text when given),
+    /// then the manifest.
+    public func write(up: String, down: String, contract: String? = nil, snapshot: Data, source: String? = nil, as entry: Entry) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         let folder = URL(fileURLWithPath: path)
+        if let source { try Data(source.utf8).write(to: folder.appendingPathComponent(entry.sourceFile), options: .atomic) }
         if let contract { try Data(contract.utf8).write(to: folder.appendingPathComponent(entry.contractFile), options: .atomic) }
         try Data(up.utf8).write(to: folder.appendingPathComponent(entry.upFile), options: .atomic)
         try Data(down.utf8).write(to: folder.appendingPathComponent(entry.downFile), options: .atomic)

@@ -114,10 +114,14 @@ public struct MigrationFileName: Sendable, Hashable {
     public var contractFile: String { prefix + ".contract.sql" }
     /// `0002_add_x.schema.json`: the relational model after the migration.
     public var snapshotFile: String { prefix + ".schema.json" }
+    /// `0002_add_x.schema.yaml`: the schema file as it was written at this version, from which
+    /// the version's models are generated for targets that keep every version (SwiftData's
+    /// `VersionedSchema` chain, Core Data's model bundle).
+    public var sourceFile: String { prefix + ".schema.yaml" }
     /// Every file of the migration, as `migrations.sum` lists them.
     public var files: [String] { [downFile, snapshotFile, upFile] }
     /// Files a migration may have: `migrations.sum` lists them when present.
-    public var optionalFiles: [String] { [contractFile] }
+    public var optionalFiles: [String] { [contractFile, sourceFile] }
 }
 
 /// The name generated code uses for its embedded migrations (`[EmbeddedMigration]`): the same type.

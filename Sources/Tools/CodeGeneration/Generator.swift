@@ -49,6 +49,7 @@ public enum Generator {
                 case .entity: schema.entities.map { ($0.name, context.entityScope($0)) }
                 case .enum: schema.enums.map { ($0.name, context.enumScope($0)) }
                 case .value: schema.values.map { ($0.name, context.valueScope($0)) }
+                case .version: []
                 }
             jobs += scoped.map { Job(output: output, template: template, name: $0.name, data: $0.data) }
         }
@@ -77,6 +78,64 @@ public enum Generator {
             files[path] = (job.output.name, contents)
         }
         return files.map { GeneratedFile(path: $0.key, contents: $0.value.contents) }.sorted { $0.path < $1.path }
+    }
+
+    /// SwiftData models for every version of a schema, oldest first (the last is the schema as
+    /// it is now): one file per version (scope `version`), the migration plan and the current
+    /// version's typealiases (scope `schema`), with what SwiftData cannot say.
+    public static func generateSwiftData(versions: [Schema], sourceFile: String, templates: TemplateSet) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
+        guard let current = versions.last else { return ([], []) }
+        let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name), version \(current.version)). Do not edit."
+        var notes: [SwiftDataNote] = []
+        var stages: [SwiftDataStage] = []
+        for (old, new) in zip(versions, versions.dropFirst()) {
+            let stage = SwiftDataStage(from: old, to: new)
+            notes += stage.notes
+            stages.append(stage)
+        }
+        var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
+        for (index, schema) in versions.enumerated() {
+            var version = SwiftDataVersion(schema: schema, addedDefaults: index == 0 ? [:] : stages[index - 1].addedDefaults)
+            let scope = version.scope(header: header)
+            notes += version.notes
+            scoped.append((.version, version.enumName, .object(scope)))
+        }
+        let currentVersion = SwiftDataVersion(schema: current)
+        var plan: [String: MustacheValue] = [
+            "header": .string(header),
+            "schemaName": .string(current.name),
+            "planName": .string("\(current.name)MigrationPlan"),
+            "carrierName": .string("\(current.name)MigrationCarriedValues"),
+            "currentEnumName": .string(currentVersion.enumName),
+            "docLines": .lines(SwiftSyntax.docLines(current.doc)),
+            "schemas": .string(versions.map { SwiftDataVersion.enumName($0) + ".self" }.joined(separator: ", ")),
+            "stageNames": .string(stages.map(\.name).joined(separator: ", ")),
+            "stages": .listed(stages.enumerated().map { $1.value(isLast: $0 == stages.count - 1) }),
+            "hasCustomStages": .bool(stages.contains(where: \.isCustom)),
+        ]
+        plan["typeNames"] = .lines((current.entities.map(\.name) + current.enums.map(\.name) + current.values.map(\.name)).map(SwiftSyntax.identifier))
+        scoped.append((.schema, current.name, .object(plan)))
+        var files: [String: (template: String, contents: String)] = [:]
+        for output in templates.outputs {
+            guard let template = templates.templates[output.name] else { continue }
+            for item in scoped where item.scope == output.scope {
+                let contents: String
+                do {
+                    contents = normalize(try template.render(item.data, partials: templates.templates, escaping: .none))
+                } catch {
+                    throw .template(error)
+                }
+                guard !contents.isEmpty else { continue }
+                let path = "\(current.name)/\(item.name)\(output.fileSuffix)"
+                if let existing = files[path] { throw .collision(path: path, first: existing.template, second: output.name) }
+                files[path] = (output.name, contents)
+            }
+        }
+        let sorted = files.map { GeneratedFile(path: $0.key, contents: $0.value.contents) }.sorted { $0.path < $1.path }
+        // What every version says alike is reported once, for its newest version.
+        var seen: Set<String> = []
+        let distinct = notes.sorted { $0.version > $1.version }.filter { seen.insert($0.subject + "\u{0}" + $0.message).inserted }.reversed()
+        return (sorted, Array(distinct))
     }
 
     /// No trailing whitespace on any line, no runs of blank lines, exactly one final newline;

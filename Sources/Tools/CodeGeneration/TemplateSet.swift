@@ -4,6 +4,16 @@ import Mustache
 /// The templates a generation run uses: the defaults compiled into the tool, with those of a
 /// user folder replacing defaults of the same name and adding new ones.
 public struct TemplateSet: Sendable {
+    /// What the built-in templates produce: the store's model structs, or SwiftData models
+    /// with their version history (`Templates/swiftdata/`).
+    public enum Target: String, Sendable, CaseIterable {
+        case store
+        case swiftdata
+
+        /// The folder under `Templates/` holding the target's defaults (nil: `Templates/` itself).
+        var folder: String? { self == .store ? nil : rawValue }
+    }
+
     /// What a template is rendered for, taken from the start of its name.
     public enum Scope: String, Sendable, CaseIterable {
         /// Once per schema: `schema+Metadata.swift` -> `Flights+Metadata.swift`.
@@ -14,6 +24,8 @@ public struct TemplateSet: Sendable {
         case `enum`
         /// Once per value type.
         case value
+        /// Once per schema version (SwiftData): `version.swift` -> `FlightsSchemaV5.swift`.
+        case version
     }
 
     /// A template that produces files.
@@ -31,12 +43,22 @@ public struct TemplateSet: Sendable {
     public private(set) var outputs: [Output]
 
     /// The defaults alone.
-    public static func defaults() throws(MustacheError) -> TemplateSet {
-        try TemplateSet(sources: EmbeddedTemplates.sources.map { ($0.key, $0.value, "Templates/\($0.key).mustache") }, overrides: [])
+    public static func defaults(for target: Target = .store) throws(MustacheError) -> TemplateSet {
+        try TemplateSet(sources: defaultSources(target), overrides: [])
+    }
+
+    /// The target's built-in templates: (name, text, path for error messages).
+    static func defaultSources(_ target: Target) -> [(String, String, String)] {
+        EmbeddedTemplates.sources.compactMap { key, text in
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            let (folder, name) = parts.count == 2 ? (parts[0], parts[1]) : (nil, key)
+            guard folder == target.folder else { return nil }
+            return (name, text, "Templates/\(key).mustache")
+        }
     }
 
     /// The defaults with a user folder's `*.mustache` files laid over them.
-    public static func loading(userFolder: String?) throws -> TemplateSet {
+    public static func loading(userFolder: String?, target: Target = .store) throws -> TemplateSet {
         var overrides: [(String, String, String)] = []
         if let userFolder {
             let url = URL(fileURLWithPath: userFolder)
@@ -47,7 +69,7 @@ public struct TemplateSet: Sendable {
                 overrides.append((String(file.dropLast(".mustache".count)), text, path))
             }
         }
-        return try TemplateSet(sources: EmbeddedTemplates.sources.map { ($0.key, $0.value, "Templates/\($0.key).mustache") }, overrides: overrides)
+        return try TemplateSet(sources: defaultSources(target), overrides: overrides)
     }
 
     /// Parses every template once. Each source is (name, text, path for error messages).

@@ -128,8 +128,9 @@ public struct Migration: Sendable {
 }
 
 extension MigrationDirectory {
-    /// Writes a planned migration: its up and down SQL and the snapshot after it.
-    public func write(_ migration: Migration, as entry: Entry) throws {
-        try write(up: migration.upSQL(), down: migration.downSQL(), contract: migration.contractSQL(), snapshot: migration.to.canonicalJSON(), as: entry)
+    /// Writes a planned migration: its up and down SQL, the snapshot after it and the schema
+    /// text it was planned from.
+    public func write(_ migration: Migration, source: String? = nil, as entry: Entry) throws {
+        try write(up: migration.upSQL(), down: migration.downSQL(), contract: migration.contractSQL(), snapshot: migration.to.canonicalJSON(), source: source, as: entry)
     }
 }

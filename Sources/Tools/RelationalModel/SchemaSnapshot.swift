@@ -94,8 +94,12 @@ extension MigrationDirectory {
     /// The snapshot after the newest migration, or nil when there is none.
     public func latestSnapshot() throws -> SchemaSnapshot? {
         guard let last = entries().last else { return nil }
-        let file = URL(fileURLWithPath: path).appendingPathComponent(last.snapshotFile).path
-        return try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: file)))
+        return try snapshot(of: last)
+    }
+
+    /// The snapshot a migration wrote: the tables after it.
+    public func snapshot(of entry: Entry) throws -> SchemaSnapshot {
+        try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(entry.snapshotFile)))
     }
 }
 

@@ -21,14 +21,21 @@ public enum GenerateCommand: Command {
             <migrations>/<Schema>/, and the generated code embeds every migration. With
             --single-file (what the build-tool plugin runs) no migration is planned: the committed
             ones are verified and embedded, and a schema that differs from its newest migration is
-            an error telling you to plan it with --migrations-only. Exit status: 0 done (or up to
+            an error telling you to plan it with --migrations-only. With --target swiftdata the
+            output is SwiftData models: each committed version (from the schema text recorded beside
+            its migration) as a VersionedSchema, and the migration plan between them; what SwiftData
+            cannot say is a comment in the file and a warning. Exit status: 0 done (or up to
             date with --check), 1 invalid schema, template error, risky migration, tampered or
             out-of-date migration folder, or out-of-date files with --check, 2 usage or I/O error.
             """,
         options: [
             .value("schema", short: "s", valueName: "path", help: "A schema file or folder; only these schemas are generated.", repeatable: true),
             .value("output", short: "o", valueName: "dir", help: "Where generated files go.", defaultValue: "Generated"),
-            .value("templates", short: "t", valueName: "dir", help: "Templates that replace or add to the defaults."),
+            .value("templates", short: "t", valueName: "dir", help: "Templates that replace or add to the target's defaults."),
+            .value(
+                "target", valueName: "target",
+                help: "What the built-in templates produce: store (the store's model structs) or swiftdata (SwiftData models, one VersionedSchema per committed version, and their migration plan).",
+                allowed: TemplateSet.Target.allCases.map(\.rawValue), defaultValue: TemplateSet.Target.store.rawValue),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
@@ -53,7 +60,7 @@ public enum GenerateCommand: Command {
                 migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
                 allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
                 dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
-                cacheFolder: arguments.value("cache-dir")))
+                cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store))
         let check = arguments.flag("check")
         let mode: GenerationPipeline.Mode =
             arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)

@@ -157,7 +157,7 @@ extension GenerationPipeline.Configuration {
         [
             schemaPaths.joined(separator: ","), "named=\(schemasWereNamed)", output, templatesFolder ?? "-", migrationsRoot,
             migrationName ?? "-", "destructive=\(allowDestructive)", "single=\(singleFile)",
-            (dialects ?? []).map(\.rawValue).joined(separator: ","), defaultDialects.map(\.rawValue).joined(separator: ","), "online=\(onlineByDefault)",
+            (dialects ?? []).map(\.rawValue).joined(separator: ","), defaultDialects.map(\.rawValue).joined(separator: ","), "online=\(onlineByDefault)", "target=\(target.rawValue)",
         ].joined(separator: "|")
     }
 }

@@ -127,6 +127,7 @@ extension GenerationPipeline {
         case .success(let result): rendered = result
         }
         clock.lap("render")
+        diagnostics += render.render(rendered.diagnostics)
 
         // 5. Compare, then write (or only report).
         let changes = compare(rendered)

@@ -33,6 +33,8 @@ public struct GenerationPipeline: Sendable {
         public var onlineByDefault: Bool
         /// Where the record that skips unchanged runs is kept (not in the output folder).
         public var cacheFolder: String
+        /// What the built-in templates produce: the store's models, or SwiftData's.
+        public var target: TemplateSet.Target
 
         /// The cache folder unless one is named: beside SwiftPM's own build products.
         public static let defaultCacheFolder = ".build/schemagen"
@@ -40,8 +42,9 @@ public struct GenerationPipeline: Sendable {
         public init(
             config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
             migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
-            dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil
+            dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store
         ) {
+            self.target = target
             self.cacheFolder = cacheFolder ?? config.cache ?? Self.defaultCacheFolder
             self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
             self.schemasWereNamed = !schemas.isEmpty
@@ -158,7 +161,7 @@ public struct GenerationPipeline: Sendable {
             }
         }
         do {
-            return .success(try TemplateSet.loading(userFolder: configuration.templatesFolder))
+            return .success(try TemplateSet.loading(userFolder: configuration.templatesFolder, target: configuration.target))
         } catch {
             return .failure(.invalid("\(error)"))
         }
@@ -169,14 +172,35 @@ public struct GenerationPipeline: Sendable {
         /// The schema folders `sync` owns: it deletes generated files there that are no longer produced.
         public var folders: [String]
         public var schemaCount: Int
+        /// What the output cannot say (SwiftData has no equivalent), and versions left out of a
+        /// history: warnings.
+        public var diagnostics: [Diagnostic] = []
     }
 
     /// Every output file, with the migrations each schema's code embeds (the new ones included).
     public func render(_ loaded: SchemaLoader.Result, models: [String: SchemaSnapshot], plan: Plan, templates: TemplateSet) -> Result<Rendered, Failure> {
         var perSchema: [(schema: Schema, file: String, files: [GeneratedFile])] = []
+        var diagnostics: [Diagnostic] = []
         for result in loaded.files {
             guard let schema = result.schema else { continue }
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
+            if configuration.target == .swiftdata {
+                // Every version the migrations recorded, the ones about to be written included.
+                let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema))
+                diagnostics += history.diagnostics
+                do {
+                    let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates)
+                    perSchema.append((schema, result.path, output.files))
+                    diagnostics += output.notes.map { note in
+                        Diagnostic(
+                            .warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)",
+                            at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+                    }
+                } catch {
+                    return .failure(.invalid("\(error)"))
+                }
+                continue
+            }
             // The generated code embeds every dialect's migrations: the store opens either engine.
             let migrations = PendingMigration.scripts(
                 for: schema, root: configuration.migrationsRoot, pending: plan.migrations.filter { $0.schema.name == schema.name })
@@ -197,7 +221,7 @@ public struct GenerationPipeline: Sendable {
             let files = perSchema.map { entry in
                 GeneratedFile(path: URL(fileURLWithPath: entry.file).deletingPathExtension().lastPathComponent + ".swift", contents: Self.combine(entry.files))
             }
-            return .success(Rendered(files: files, folders: [], schemaCount: perSchema.count))
+            return .success(Rendered(files: files, folders: [], schemaCount: perSchema.count, diagnostics: diagnostics))
         }
         // A full run also cleans up after schemas that were removed.
         let output = configuration.output
@@ -207,7 +231,13 @@ public struct GenerationPipeline: Sendable {
         }
         let produced = perSchema.map(\.schema.name)
         let folders = configuration.schemasWereNamed ? produced : Array(Set(existing + produced)).sorted()
-        return .success(Rendered(files: perSchema.flatMap(\.files), folders: folders, schemaCount: perSchema.count))
+        return .success(Rendered(files: perSchema.flatMap(\.files), folders: folders, schemaCount: perSchema.count, diagnostics: diagnostics))
+    }
+
+    /// Diagnostic codes of the SwiftData target.
+    public enum SwiftDataCode: String, DiagnosticCode {
+        /// The schema says something SwiftData cannot: the file says so in a comment.
+        case noEquivalent = "swiftdata-no-equivalent"
     }
 
     /// The model the generated code describes: the database as its migrations leave it. Where
@@ -258,7 +288,7 @@ public struct GenerationPipeline: Sendable {
         var written: [String] = []
         for pending in plan.migrations {
             do {
-                try pending.directory.write(pending.migration, as: pending.entry)
+                try pending.directory.write(pending.migration, source: pending.source, as: pending.entry)
             } catch {
                 return .failure(.io("cannot write migration to '\(pending.directory.path)': \(error.localizedDescription)"))
             }

@@ -22,6 +22,8 @@ public struct PendingMigration: Sendable {
     public var migration: Migration
     public var entry: MigrationDirectory.Entry
     public var findings: [Diagnostic]
+    /// The schema file's text at this version, written beside the migration (`sourceFile`).
+    public var source: String? = nil
 
     public var hasBlockingFindings: Bool { findings.contains { $0.severity == .error } }
 
@@ -76,7 +78,9 @@ public struct PendingMigration: Sendable {
                 guard entry.number > lastNumber else { continue }
                 let migration = Migration(from: previous, to: snapshot, renderer: renderer, online: online)
                 // History already reviewed where it was planned first: no findings again.
-                pending.append(PendingMigration(schema: schema, directory: directory, migration: migration, entry: entry, findings: []))
+                pending.append(
+                    PendingMigration(
+                        schema: schema, directory: directory, migration: migration, entry: entry, findings: [], source: reference.contents(of: entry.sourceFile)))
                 latest = snapshot
                 lastNumber = entry.number
             }
@@ -108,7 +112,8 @@ public struct PendingMigration: Sendable {
         pending.append(
             PendingMigration(
                 schema: schema, directory: directory, migration: migration, entry: entry,
-                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)))
+                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive),
+                source: try? String(contentsOfFile: schema.sourcePath, encoding: .utf8)))
         return .pending(pending)
     }
 

@@ -3,7 +3,7 @@ import Foundation
 /// Writes a Swift file holding the default templates as string literals, so the `schemagen`
 /// binary carries them and needs no resource files beside it. After changing `Templates/`:
 ///
-///     swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache
+///     swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache Templates/*/*.mustache
 @main
 struct EmbedTemplates {
     static func main() {
@@ -18,12 +18,15 @@ struct EmbedTemplates {
                 FileHandle.standardError.write(Data("embed-templates: cannot read \(path)\n".utf8))
                 exit(1)
             }
-            let file = URL(fileURLWithPath: path).lastPathComponent
-            entries.append((String(file.dropLast(".mustache".count)), text))
+            // A template in a target's folder (`Templates/swiftdata/`) is named with it.
+            let url = URL(fileURLWithPath: path)
+            let folder = url.deletingLastPathComponent().lastPathComponent
+            let name = String(url.lastPathComponent.dropLast(".mustache".count))
+            entries.append((folder == "Templates" ? name : folder + "/" + name, text))
         }
         var swift = "// Generated from Templates/ by embed-templates. Do not edit: after changing a template run\n"
-        swift += "// swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache\n\n"
-        swift += "enum EmbeddedTemplates {\n    /// Default templates by name (file name without `.mustache`).\n"
+        swift += "// swift run embed-templates Sources/Tools/CodeGeneration/EmbeddedTemplates.swift Templates/*.mustache Templates/*/*.mustache\n\n"
+        swift += "enum EmbeddedTemplates {\n    /// Default templates by name (file name without `.mustache`, after its target folder).\n"
         swift += "    static let sources: [String: String] = [\n"
         // Each template on a line of its own below its name, as swift-format writes a value
         // too long for the key's line; a comma after every entry but an only one.

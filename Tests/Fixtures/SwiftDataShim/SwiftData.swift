@@ -8,12 +8,19 @@ import Foundation
 // MARK: - Models
 
 /// documentation/swiftdata/persistentmodel
-public protocol PersistentModel: AnyObject, Hashable, Identifiable {}
+public protocol PersistentModel: AnyObject, Hashable, Identifiable {
+    /// The model's identity in its store, kept across a migration of the same entity.
+    var persistentModelID: PersistentIdentifier { get }
+}
+
+/// A model's identity in its store.
+public struct PersistentIdentifier: Hashable, Sendable, Codable {}
 
 extension PersistentModel {
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
     public var id: ObjectIdentifier { ObjectIdentifier(self) }
+    public var persistentModelID: PersistentIdentifier { PersistentIdentifier() }
 }
 
 /// documentation/swiftdata/model()

@@ -1,0 +1,265 @@
+import Mustache
+import SchemaKit
+
+/// Something a schema says that SwiftData cannot: written as a comment in the generated file
+/// and reported by `generate` as a warning.
+public struct SwiftDataNote: Sendable, Hashable {
+    /// The schema version whose file says it.
+    public var version: Int
+    /// `Entity.member`, or the entity alone.
+    public var subject: String
+    public var message: String
+}
+
+/// One schema version as SwiftData models: the lines the `swiftdata/` templates arrange.
+/// Values logic-less templates cannot work out (attribute macros, declarations, initializers,
+/// `#Unique` and `#Index` lists) arrive ready-made.
+struct SwiftDataVersion {
+    let schema: Schema
+    /// Defaults the migration into this version needs on new required attributes (their
+    /// backfill), by `Entity.attribute`: the model declares them, so the lightweight step fills
+    /// existing objects.
+    let addedDefaults: [String: String]
+    private(set) var notes: [SwiftDataNote] = []
+
+    init(schema: Schema, addedDefaults: [String: String] = [:]) {
+        self.schema = schema
+        self.addedDefaults = addedDefaults
+    }
+
+    static func enumName(_ schema: Schema) -> String { "\(schema.name)SchemaV\(schema.version)" }
+
+    var enumName: String { Self.enumName(schema) }
+
+    // MARK: - Entities
+
+    /// Which side of a relationship pair names its inverse: SwiftData wants it on one side only
+    /// (naming it on both makes the macros refer to each other). The to-many side of a
+    /// one-to-many pair; otherwise the side declared first.
+    func namesInverse(_ relationship: Relationship, of entity: Entity) -> Bool {
+        guard let inverseName = relationship.inverse, let target = schema.entity(named: relationship.target),
+            let inverse = target.relationship(named: inverseName)
+        else { return false }
+        if relationship.isToMany != inverse.isToMany { return relationship.isToMany }
+        let own = schema.entities.firstIndex { $0.name == entity.name } ?? 0
+        let other = schema.entities.firstIndex { $0.name == target.name } ?? 0
+        if own != other { return own < other }
+        let ownPosition = entity.relationships.firstIndex { $0.name == relationship.name } ?? 0
+        let otherPosition = entity.relationships.firstIndex { $0.name == inverse.name } ?? 0
+        return ownPosition < otherPosition
+    }
+
+    /// The single-attribute key SwiftData can enforce as `.unique`.
+    func singleKeyAttribute(of entity: Entity) -> String? {
+        if case .members(let members) = entity.primaryKey, members.count == 1, entity.attribute(named: members[0]) != nil { return members[0] }
+        return nil
+    }
+
+    mutating func note(_ subject: String, _ message: String) {
+        notes.append(SwiftDataNote(version: schema.version, subject: subject, message: message))
+    }
+
+    func swiftType(_ attribute: Attribute) -> String {
+        SwiftSyntax.typeName(attribute.type) + (attribute.isOptional ? "?" : "")
+    }
+
+    /// The attribute's default as a Swift expression: the schema's, else a backfill this
+    /// version's migration needs.
+    func defaultExpression(_ attribute: Attribute, of entity: Entity) -> String? {
+        if let value = attribute.defaultValue { return SwiftSyntax.expression(for: value, type: attribute.type, schema: schema) }
+        return addedDefaults["\(entity.name).\(attribute.name)"]
+    }
+
+    /// Stored attributes SwiftData keeps: the implicit key is SwiftData's own identity.
+    func storedAttributes(_ entity: Entity) -> [Attribute] { entity.attributes.filter { !$0.isTransient } }
+
+    mutating func entityValue(_ entity: Entity) -> [String: MustacheValue] {
+        var macros: [String] = []
+        var comments: [String] = []
+        func keyPaths(_ members: [String]) -> String { "[" + members.map { "\\.\(SwiftSyntax.identifier($0))" }.joined(separator: ", ") + "]" }
+        func attributesOnly(_ members: [String], what: String) -> Bool {
+            let relationships = members.filter { entity.relationship(named: $0) != nil }
+            guard relationships.isEmpty else {
+                let message =
+                    "the \(what) [\(members.joined(separator: ", "))] includes the relationship \(relationships.map { "'\($0)'" }.joined(separator: ", ")); SwiftData's #\(what == "index" ? "Index" : "Unique") takes attributes only, so it is left out"
+                comments.append("// No SwiftData equivalent: \(message).")
+                note(entity.name, message)
+                return false
+            }
+            return true
+        }
+        var uniques = entity.uniques
+        if case .members(let members) = entity.primaryKey, members.count > 1 { uniques.insert(members, at: 0) }
+        let uniqueLists = uniques.filter { attributesOnly($0, what: "unique constraint") }
+        if !uniqueLists.isEmpty {
+            macros.append("#Unique<\(SwiftSyntax.identifier(entity.name))>(\(uniqueLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
+        }
+        var indexes = entity.attributes.filter { $0.isIndexed && !$0.isUnique }.map { [$0.name] }
+        indexes += entity.indexes
+        let indexLists = indexes.filter { attributesOnly($0, what: "index") }
+        if !indexLists.isEmpty {
+            macros.append("#Index<\(SwiftSyntax.identifier(entity.name))>(\(indexLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
+        }
+        var properties: [MustacheValue] = []
+        var parameters: [String] = []
+        var assignments: [String] = []
+        for attribute in entity.attributes {
+            properties.append(.object(attributeProperty(attribute, of: entity)))
+            guard !attribute.isTransient else { continue }
+            let name = SwiftSyntax.identifier(attribute.name)
+            let fallback = defaultExpression(attribute, of: entity) ?? (attribute.isOptional ? "nil" : nil)
+            parameters.append("\(name): \(swiftType(attribute))" + (fallback.map { " = \($0)" } ?? ""))
+            assignments.append("self.\(name) = \(name)")
+        }
+        for relationship in entity.relationships {
+            properties.append(.object(relationshipProperty(relationship, of: entity)))
+            guard !relationship.isToMany else { continue }
+            let name = SwiftSyntax.identifier(relationship.name)
+            let type = SwiftSyntax.identifier(relationship.target) + (relationship.isOptional ? "?" : "")
+            parameters.append("\(name): \(type)" + (relationship.isOptional ? " = nil" : ""))
+            assignments.append("self.\(name) = \(name)")
+        }
+        return [
+            "swiftName": .string(SwiftSyntax.identifier(entity.name)),
+            "docLines": .lines(SwiftSyntax.docLines(entity.doc)),
+            "comments": .lines(comments),
+            "macros": .lines(macros),
+            "properties": .listed(properties),
+            "initParameters": .string(parameters.joined(separator: ", ")),
+            "assignments": .lines(assignments),
+        ]
+    }
+
+    mutating func attributeProperty(_ attribute: Attribute, of entity: Entity) -> [String: MustacheValue] {
+        let subject = "\(entity.name).\(attribute.name)"
+        var comments: [String] = []
+        var options: [String] = []
+        if attribute.isUnique || singleKeyAttribute(of: entity) == attribute.name { options.append(".unique") }
+        if attribute.usesExternalStorage { options.append(".externalStorage") }
+        if attribute.isEncrypted {
+            options.append(".allowsCloudEncryption")
+            let message =
+                "'encrypt' becomes .allowsCloudEncryption, which encrypts the value in CloudKit only; the device's store keeps it as SwiftData keeps every value (protect it with Data Protection)"
+            comments.append("// \(message).")
+            note(subject, message)
+        }
+        if attribute.preservesValueOnDeletion { options.append(".preserveValueOnDeletion") }
+        if attribute.isSearchable { options.append(".spotlight") }
+        if attribute.precision != nil || attribute.scale != nil {
+            let message = "precision and scale are not enforced: SwiftData's Decimal keeps every digit"
+            comments.append("// No SwiftData equivalent: \(message).")
+            note(subject, message)
+        }
+        var arguments = options
+        if let original = attribute.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
+        var macro: String?
+        var initializer = ""
+        if attribute.isTransient {
+            macro = "@Transient"
+            if let value = defaultExpression(attribute, of: entity) {
+                initializer = " = \(value)"
+            } else if attribute.isOptional {
+                initializer = " = nil"
+            } else {
+                let message = "a transient attribute needs a default in SwiftData (@Transient properties are not restored from the store)"
+                comments.append("// \(message).")
+                note(subject, message)
+            }
+        } else {
+            if !arguments.isEmpty { macro = "@Attribute(\(arguments.joined(separator: ", ")))" }
+            if let value = defaultExpression(attribute, of: entity) { initializer = " = \(value)" }
+            if attribute.defaultValue == nil, addedDefaults[subject] != nil {
+                comments.append("// The backfill of version \(schema.version)'s migration, as the default that fills existing objects.")
+            }
+        }
+        return [
+            "docLines": .lines(SwiftSyntax.docLines(attribute.doc)),
+            "comments": .lines(comments),
+            "macro": macro.map { .string($0) } ?? .null,
+            "declaration": .string("var \(SwiftSyntax.identifier(attribute.name)): \(swiftType(attribute))\(initializer)"),
+        ]
+    }
+
+    func relationshipProperty(_ relationship: Relationship, of entity: Entity) -> [String: MustacheValue] {
+        var arguments: [String] = []
+        if relationship.deleteRule != .nullify { arguments.append("deleteRule: .\(relationship.deleteRule.rawValue)") }
+        if relationship.isToMany {
+            if let minimum = relationship.minCount, minimum > 0 { arguments.append("minimumModelCount: \(minimum)") }
+            if let maximum = relationship.maxCount { arguments.append("maximumModelCount: \(maximum)") }
+        }
+        if let original = relationship.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
+        if let inverse = relationship.inverse, namesInverse(relationship, of: entity) {
+            arguments.append("inverse: \\\(SwiftSyntax.identifier(relationship.target)).\(SwiftSyntax.identifier(inverse))")
+        }
+        let target = SwiftSyntax.identifier(relationship.target)
+        let type = relationship.isToMany ? "[\(target)] = []" : target + (relationship.isOptional ? "?" : "")
+        return [
+            "docLines": .lines(SwiftSyntax.docLines(relationship.doc)),
+            "comments": .lines([]),
+            "macro": arguments.isEmpty ? .null : .string("@Relationship(\(arguments.joined(separator: ", ")))"),
+            "declaration": .string("var \(SwiftSyntax.identifier(relationship.name)): \(type)"),
+        ]
+    }
+
+    // MARK: - Enums and value types
+
+    func enumValue(_ enumType: EnumType) -> [String: MustacheValue] {
+        let cases = enumType.cases.map { item -> String in
+            let name = SwiftSyntax.identifier(item.name)
+            switch item.rawValue {
+            case .int(let number): return "case \(name) = \(number)"
+            case .string(let text): return text == item.name ? "case \(name)" : "case \(name) = \(SwiftSyntax.stringLiteral(text))"
+            }
+        }
+        return [
+            "swiftName": .string(SwiftSyntax.identifier(enumType.name)),
+            "rawType": .string(enumType.rawType.rawValue),
+            "docLines": .lines(SwiftSyntax.docLines(enumType.doc)),
+            "cases": .lines(cases),
+        ]
+    }
+
+    func valueTypeValue(_ valueType: ValueType) -> [String: MustacheValue] {
+        var parameters: [String] = []
+        var fields: [MustacheValue] = []
+        for field in valueType.fields {
+            let name = SwiftSyntax.identifier(field.name)
+            let type = SwiftSyntax.typeName(field.type) + (field.isOptional ? "?" : "")
+            let fallback = field.defaultValue.map { SwiftSyntax.expression(for: $0, type: field.type, schema: schema) } ?? (field.isOptional ? "nil" : nil)
+            parameters.append("\(name): \(type)" + (fallback.map { " = \($0)" } ?? ""))
+            fields.append(.object(["docLines": .lines(SwiftSyntax.docLines(field.doc)), "declaration": .string("var \(name): \(type)"), "assignment": .string("self.\(name) = \(name)")]))
+        }
+        return [
+            "swiftName": .string(SwiftSyntax.identifier(valueType.name)),
+            "docLines": .lines(SwiftSyntax.docLines(valueType.doc)),
+            "fields": .listed(fields),
+            "initParameters": .string(parameters.joined(separator: ", ")),
+        ]
+    }
+
+    mutating func scope(header: String) -> [String: MustacheValue] {
+        var entities: [MustacheValue] = []
+        for entity in schema.entities { entities.append(.object(entityValue(entity))) }
+        return [
+            "header": .string(header),
+            "schemaName": .string(schema.name),
+            "enumName": .string(enumName),
+            "version": .string(String(schema.version)),
+            "docLines": .lines(SwiftSyntax.docLines(schema.doc)),
+            "models": .string(schema.entities.map { "\(SwiftSyntax.identifier($0.name)).self" }.joined(separator: ", ")),
+            "entities": .listed(entities),
+            "enums": .listed(schema.enums.map { .object(enumValue($0)) }),
+            "values": .listed(schema.values.map { .object(valueTypeValue($0)) }),
+        ]
+    }
+}
+
+extension MustacheValue {
+    /// Lines for `{{#lines}}{{line}}{{/lines}}`.
+    static func lines(_ lines: [String]) -> MustacheValue { .array(lines.map { .object(["line": .string($0)]) }) }
+
+    /// A list whose object items get `first` and `last` flags, for separators in templates.
+    static func listed(_ items: [MustacheValue]) -> MustacheValue {
+        .array(items.enumerated().map { index, item in .listItem(item, isFirst: index == 0, isLast: index == items.count - 1) })
+    }
+}

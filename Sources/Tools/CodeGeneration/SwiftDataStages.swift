@@ -1,0 +1,330 @@
+import Mustache
+import SchemaKit
+
+/// One step of a SwiftData migration plan, from one schema version to the next: lightweight
+/// where SwiftData infers it, custom where data must be moved, each choice said in a comment.
+///
+/// The rules are Core Data's lightweight migration, on which SwiftData's stages run (Apple's
+/// "Lightweight migration" in the Core Data documentation; `MigrationStage.custom`'s handlers
+/// run before and after that inferred step): adding an optional or defaulted attribute,
+/// removing one, renaming one through its original name, making one optional, adding or
+/// removing entities and relationships, changing delete rules are inferred. A value that must be
+/// filled (an optional attribute made required), converted (a changed type) or carried (into
+/// a renamed or split-off entity) needs `willMigrate`, which sees only the old models, and
+/// `didMigrate`, which sees only the new ones; values cross between them in a carrier keyed by
+/// each object's `persistentModelID`.
+struct SwiftDataStage {
+    let old: Schema
+    let new: Schema
+    private(set) var comments: [String] = []
+    private(set) var carriers: [String] = []
+    private(set) var willMigrate: [String] = []
+    private(set) var didMigrate: [String] = []
+    /// Backfills declared as defaults in the new version's models, by `Entity.attribute`.
+    private(set) var addedDefaults: [String: String] = [:]
+    private(set) var notes: [SwiftDataNote] = []
+
+    var isCustom: Bool { !willMigrate.isEmpty || !didMigrate.isEmpty }
+    var name: String { "migrateV\(old.version)toV\(new.version)" }
+    var fromName: String { SwiftDataVersion.enumName(old) }
+    var toName: String { SwiftDataVersion.enumName(new) }
+    var carrierType: String { "\(new.name)MigrationCarriedValues" }
+
+    init(from old: Schema, to new: Schema) {
+        self.old = old
+        self.new = new
+        plan()
+    }
+
+    private mutating func explain(_ text: String) { comments.append("// \(text)") }
+
+    private mutating func note(_ subject: String, _ message: String) {
+        comments.append("// Not migrated by this stage: \(message).")
+        notes.append(SwiftDataNote(version: new.version, subject: subject, message: message))
+    }
+
+    private func oldType(_ entity: String) -> String { "\(fromName).\(SwiftSyntax.identifier(entity))" }
+    private func newType(_ entity: String) -> String { "\(toName).\(SwiftSyntax.identifier(entity))" }
+
+    private func carrierName(_ parts: String...) -> String {
+        "carried" + parts.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+
+    // MARK: - Planning
+
+    private mutating func plan() {
+        var matchedOld: Set<String> = []
+        for entity in new.entities {
+            if let before = old.entity(named: entity.name) {
+                matchedOld.insert(before.name)
+                compare(before, entity)
+            } else if let renamed = entity.renamedFrom, let before = old.entity(named: renamed), new.entity(named: renamed) == nil {
+                matchedOld.insert(before.name)
+                carryRenamedEntity(before, entity)
+            } else {
+                explain("Lightweight: adds the entity \(entity.name).")
+                for attribute in entity.attributes {
+                    guard let moved = attribute.movedFrom, let source = old.entity(named: moved.entity), let sourceAttribute = source.attribute(named: moved.attribute) else { continue }
+                    carrySplit(attribute, of: entity, from: sourceAttribute, of: source)
+                }
+            }
+        }
+        for entity in old.entities where !matchedOld.contains(entity.name) {
+            explain("Lightweight: removes the entity \(entity.name) and its objects.")
+        }
+        if comments.isEmpty { explain("Lightweight: no change SwiftData stores (documentation, or options kept outside the store).") }
+    }
+
+    private mutating func compare(_ before: Entity, _ after: Entity) {
+        var matched: Set<String> = []
+        for attribute in after.attributes where !attribute.isTransient {
+            let subject = "\(after.name).\(attribute.name)"
+            let previous = before.attribute(named: attribute.name) ?? attribute.renamedFrom.flatMap { before.attribute(named: $0) }
+            guard let previous, !previous.isTransient else {
+                if attribute.movedFrom != nil, let moved = attribute.movedFrom, let source = old.entity(named: moved.entity),
+                    let sourceAttribute = source.attribute(named: moved.attribute)
+                {
+                    carrySplit(attribute, of: after, from: sourceAttribute, of: source)
+                } else if attribute.isOptional || attribute.defaultValue != nil {
+                    explain("Lightweight: adds \(subject)\(attribute.isOptional ? " (optional)" : ", existing objects taking its default").")
+                } else if case .value(let value)? = attribute.backfill {
+                    addedDefaults[subject] = SwiftSyntax.expression(for: value, type: attribute.type, schema: new)
+                    explain("Lightweight: adds \(subject), existing objects taking its backfill, declared as its default in this version.")
+                } else {
+                    note(subject, "\(subject) is new and required without a default, so existing objects have no value for it; give it a default or a literal backfill")
+                }
+                continue
+            }
+            matched.insert(previous.name)
+            if previous.name != attribute.name { explain("Lightweight: renames \(before.name).\(previous.name) to \(attribute.name) (originalName).") }
+            if SwiftSyntax.typeName(previous.type) != SwiftSyntax.typeName(attribute.type) {
+                carryConverted(previous, attribute, of: after)
+            } else if previous.isOptional && !attribute.isOptional {
+                fillRequired(previous, attribute, of: after)
+            } else if !previous.isOptional && attribute.isOptional {
+                explain("Lightweight: \(subject) becomes optional.")
+            }
+            if attribute.isUnique && !previous.isUnique {
+                explain("Lightweight: \(subject) becomes unique; objects that share a value make the migration fail, so remove duplicates first.")
+            }
+        }
+        for attribute in before.attributes where !attribute.isTransient && !matched.contains(attribute.name) {
+            let movedAway = new.entities.contains { entity in entity.attributes.contains { $0.movedFromText == "\(before.name).\(attribute.name)" } }
+            if !movedAway { explain("Lightweight: removes \(before.name).\(attribute.name) and its values.") }
+        }
+        var matchedRelationships: Set<String> = []
+        for relationship in after.relationships {
+            let subject = "\(after.name).\(relationship.name)"
+            guard let previous = before.relationship(named: relationship.name) ?? relationship.renamedFrom.flatMap({ before.relationship(named: $0) }) else {
+                if !relationship.isToMany && !relationship.isOptional && old.entity(named: relationship.target) != nil {
+                    note(subject, "\(subject) is a new required relationship, so existing objects have none; link them in didMigrate")
+                } else {
+                    explain("Lightweight: adds the relationship \(subject).")
+                }
+                continue
+            }
+            matchedRelationships.insert(previous.name)
+            if previous.name != relationship.name { explain("Lightweight: renames the relationship \(before.name).\(previous.name) to \(relationship.name) (originalName).") }
+            if previous.deleteRule != relationship.deleteRule { explain("Lightweight: \(subject)'s delete rule becomes \(relationship.deleteRule.rawValue).") }
+            if previous.isOptional && !relationship.isOptional && !relationship.isToMany {
+                note(subject, "\(subject) becomes required; objects without one make the migration fail, so link or delete them in willMigrate")
+            }
+        }
+        for relationship in before.relationships where !matchedRelationships.contains(relationship.name) {
+            explain("Lightweight: removes the relationship \(before.name).\(relationship.name).")
+        }
+    }
+
+    // MARK: - Data work
+
+    /// `value` of one type as an expression of another's, and whether it may fail (an
+    /// optional); nil when there is no conversion.
+    private func conversion(_ value: String, from old: AttributeType, to new: AttributeType) -> (expression: String, failable: Bool)? {
+        guard case .scalar(let from) = old, case .scalar(let to) = new else { return nil }
+        let integers: Set<ScalarType> = [.int, .int8, .int16, .int32, .int64]
+        let floating: Set<ScalarType> = [.double, .float]
+        if integers.contains(to) && integers.contains(from) { return ("\(to.rawValue)(clamping: \(value))", false) }
+        if floating.contains(to) && (integers.contains(from) || floating.contains(from)) { return ("\(to.rawValue)(\(value))", false) }
+        if integers.contains(to) && floating.contains(from) { return ("\(to.rawValue)(exactly: \(value).rounded())", true) }
+        if to == .decimal && integers.contains(from) { return ("Decimal(\(value))", false) }
+        if to == .string && from != .data { return ("String(describing: \(value))", false) }
+        if from == .string && (integers.contains(to) || floating.contains(to)) { return ("\(to.rawValue)(\(value))", true) }
+        return nil
+    }
+
+    /// The value that fills objects lacking one: the literal backfill, else the default.
+    private func fillValue(_ attribute: Attribute) -> String? {
+        if case .value(let value)? = attribute.backfill { return SwiftSyntax.expression(for: value, type: attribute.type, schema: new) }
+        return attribute.defaultValue.map { SwiftSyntax.expression(for: $0, type: attribute.type, schema: new) }
+    }
+
+    private mutating func fillRequired(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
+        let subject = "\(entity.name).\(attribute.name)"
+        guard let value = fillValue(attribute) else {
+            note(subject, "\(subject) becomes required without a default or literal backfill, so objects without a value make the migration fail; fill them in willMigrate")
+            return
+        }
+        explain("Custom: \(subject) becomes required; willMigrate fills objects that lack it with \(value) first, or the inferred step would fail on them.")
+        let property = SwiftSyntax.identifier(previous.name)
+        willMigrate += [
+            "for object in try context.fetch(FetchDescriptor<\(oldType(entity.name))>()) where object.\(property) == nil {",
+            "    object.\(property) = \(value)",
+            "}",
+        ]
+    }
+
+    private mutating func carryConverted(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
+        let subject = "\(entity.name).\(attribute.name)"
+        guard let converted = conversion("value", from: previous.type, to: attribute.type) else {
+            note(subject, "\(subject) changes type from \(previous.type) to \(attribute.type), which has no conversion; its values are not carried")
+            return
+        }
+        explain("Custom: \(subject) changes type from \(previous.type) to \(attribute.type); willMigrate keeps each value, didMigrate stores it converted.")
+        let carrier = carrierName(entity.name, attribute.name)
+        carriers.append("let \(carrier) = \(carrierType)<\(SwiftSyntax.typeName(previous.type))>()")
+        let old = SwiftSyntax.identifier(previous.name)
+        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(entity.name))>()) {"]
+        willMigrate +=
+            previous.isOptional
+            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.persistentModelID) }"]
+            : ["    \(carrier).keep(object.\(old), for: object.persistentModelID)"]
+        willMigrate += ["}"]
+        let new = SwiftSyntax.identifier(attribute.name)
+        didMigrate += ["for object in try context.fetch(FetchDescriptor<\(newType(entity.name))>()) {"]
+        didMigrate += ["    guard let value = \(carrier).value(for: object.persistentModelID) else { continue }"]
+        if !converted.failable || attribute.isOptional {
+            didMigrate += ["    object.\(new) = \(converted.expression)"]
+        } else {
+            // A value the new type cannot hold keeps the default the inferred step gave it.
+            didMigrate += ["    if let converted = \(converted.expression) { object.\(new) = converted }"]
+        }
+        didMigrate += ["}"]
+    }
+
+    /// Values of an attribute that moved into a new entity (a split): kept per owner, then
+    /// inserted as the new entity's objects linked to their owner.
+    private mutating func carrySplit(_ attribute: Attribute, of entity: Entity, from source: Attribute, of owner: Entity) {
+        let subject = "\(entity.name).\(attribute.name)"
+        guard let link = entity.relationships.first(where: { !$0.isToMany && $0.target == owner.name }), new.entity(named: owner.name) != nil else {
+            note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name) has no to-one relationship to \(owner.name) to link the new objects by")
+            return
+        }
+        var arguments: [String] = []
+        for other in entity.attributes where !other.isTransient {
+            if other.name == attribute.name {
+                let converted = conversion("value", from: source.type, to: other.type)
+                let value = SwiftSyntax.typeName(source.type) == SwiftSyntax.typeName(other.type) ? "value" : converted.flatMap { $0.failable ? nil : $0.expression }
+                guard let value else {
+                    note(subject, "\(subject) moves from \(owner.name).\(source.name) with a type that has no conversion")
+                    return
+                }
+                arguments.append("\(SwiftSyntax.identifier(other.name)): \(value)")
+            } else if !other.isOptional && other.defaultValue == nil {
+                note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name).\(other.name) is required and has no default, so the new objects cannot be made")
+                return
+            }
+        }
+        for relationship in entity.relationships where !relationship.isToMany {
+            if relationship.name == link.name {
+                arguments.append("\(SwiftSyntax.identifier(link.name)): object")
+            } else if !relationship.isOptional {
+                note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name).\(relationship.name) is required, so the new objects cannot be made")
+                return
+            }
+        }
+        explain("Custom: \(owner.name).\(source.name) moves into the new entity \(entity.name); willMigrate keeps each value, didMigrate inserts a \(entity.name) linked to its \(owner.name).")
+        let carrier = carrierName(entity.name, attribute.name)
+        carriers.append("let \(carrier) = \(carrierType)<\(SwiftSyntax.typeName(source.type))>()")
+        let old = SwiftSyntax.identifier(source.name)
+        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(owner.name))>()) {"]
+        willMigrate +=
+            source.isOptional
+            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.persistentModelID) }"]
+            : ["    \(carrier).keep(object.\(old), for: object.persistentModelID)"]
+        willMigrate += ["}"]
+        didMigrate += [
+            "for object in try context.fetch(FetchDescriptor<\(newType(owner.name))>()) {",
+            "    guard let value = \(carrier).value(for: object.persistentModelID) else { continue }",
+            "    context.insert(\(newType(entity.name))(\(arguments.joined(separator: ", "))))",
+            "}",
+        ]
+    }
+
+    /// A renamed entity: SwiftData sees a removed entity and a new one, so the stage keeps each
+    /// object's attribute values and inserts them as the new entity's objects.
+    private mutating func carryRenamedEntity(_ before: Entity, _ after: Entity) {
+        var kept: [(old: Attribute, new: Attribute)] = []
+        for attribute in after.attributes where !attribute.isTransient {
+            if let previous = before.attribute(named: attribute.name) ?? attribute.renamedFrom.flatMap({ before.attribute(named: $0) }),
+                SwiftSyntax.typeName(previous.type) == SwiftSyntax.typeName(attribute.type), !(previous.isOptional && !attribute.isOptional)
+            {
+                kept.append((previous, attribute))
+            } else if !attribute.isOptional && attribute.defaultValue == nil {
+                note(after.name, "\(after.name) renames \(before.name), but \(after.name).\(attribute.name) has no value in \(before.name) and no default, so its objects cannot be carried")
+                return
+            }
+        }
+        if after.relationships.contains(where: { !$0.isToMany && !$0.isOptional }) {
+            note(after.name, "\(after.name) renames \(before.name), but it has a required relationship the carried objects cannot be given")
+            return
+        }
+        explain("Custom: the entity \(before.name) becomes \(after.name); willMigrate keeps each object's values, didMigrate inserts them as \(after.name) objects.")
+        if !before.relationships.isEmpty {
+            notes.append(
+                SwiftDataNote(
+                    version: new.version, subject: after.name,
+                    message: "\(after.name) renames \(before.name): its attribute values are carried, its relationships are not; relink them in didMigrate"))
+            comments.append("// Its relationships are not carried: relink them in didMigrate.")
+        }
+        let carrier = carrierName(after.name)
+        let tupleType =
+            kept.count == 1
+            ? SwiftSyntax.typeName(kept[0].old.type) + (kept[0].old.isOptional ? "?" : "")
+            : "(" + kept.map { SwiftSyntax.typeName($0.old.type) + ($0.old.isOptional ? "?" : "") }.joined(separator: ", ") + ")"
+        carriers.append("let \(carrier) = \(carrierType)<\(kept.isEmpty ? "Void" : tupleType)>()")
+        let tuple = kept.count == 1 ? "object.\(SwiftSyntax.identifier(kept[0].old.name))" : "(" + kept.map { "object.\(SwiftSyntax.identifier($0.old.name))" }.joined(separator: ", ") + ")"
+        willMigrate += [
+            "for object in try context.fetch(FetchDescriptor<\(oldType(before.name))>()) {",
+            "    \(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)",
+            "}",
+        ]
+        let arguments = kept.enumerated().map { index, pair in "\(SwiftSyntax.identifier(pair.new.name)): \(kept.count == 1 ? "values" : "values.\(index)")" }
+        didMigrate += [
+            "for values in \(carrier).values {",
+            "    context.insert(\(newType(after.name))(\(arguments.joined(separator: ", "))))",
+            "}",
+        ]
+    }
+
+    // MARK: - Template data
+
+    func value(isLast: Bool) -> MustacheValue {
+        var lines: [String] = []
+        if isCustom {
+            lines += carriers
+            lines.append("\(carriers.isEmpty ? "" : "return ").custom(")
+            lines.append("    fromVersion: \(fromName).self, toVersion: \(toName).self,")
+            func handler(_ label: String, _ body: [String], last: Bool) {
+                let end = last ? ")" : ","
+                if body.isEmpty {
+                    lines.append("    \(label): nil\(end)")
+                    return
+                }
+                lines.append("    \(label): { context in")
+                lines += body.map { "        " + $0 }
+                lines.append("        try context.save()")
+                lines.append("    }\(end)")
+            }
+            handler("willMigrate", willMigrate, last: false)
+            handler("didMigrate", didMigrate, last: true)
+        } else {
+            lines.append(".lightweight(fromVersion: \(fromName).self, toVersion: \(toName).self)")
+        }
+        return .object([
+            "name": .string(name),
+            "comments": .lines(comments),
+            "isCustom": .bool(isCustom),
+            "body": .lines(lines),
+        ])
+    }
+}

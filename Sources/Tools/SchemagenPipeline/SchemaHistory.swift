@@ -1,0 +1,85 @@
+import Diagnostics
+import Foundation
+import MigrationFiles
+import RelationalModel
+import SQLDialects
+import SchemaKit
+
+/// Every version of a schema as it was written: the text committed beside each migration
+/// (`NNNN_name.schema.yaml`), then the schema as it is now. Targets that keep a model per version
+/// (SwiftData's `VersionedSchema` chain, a Core Data model bundle) are generated from it.
+public struct SchemaHistory: Sendable {
+    /// One version: its schema, and the migration that recorded it (nil for a version not
+    /// planned yet, the schema as it is now).
+    public struct Version: Sendable {
+        public var schema: Schema
+        public var migration: MigrationDirectory.Entry?
+    }
+
+    public enum Code: String, DiagnosticCode {
+        /// A migration has no copy of its schema: planned before versions were recorded.
+        case sourceMissing = "history-source-missing"
+        /// A version's schema does not load, or does not build its migration's tables.
+        case sourceInvalid = "history-source-invalid"
+    }
+
+    /// Oldest first; each schema version once.
+    public var versions: [Version]
+    /// Versions left out, and why.
+    public var diagnostics: [Diagnostic]
+
+    /// The history of `schema` in its reference migration folder (SQLite's, else its first
+    /// dialect's): each migration's recorded schema, checked against the migration's snapshot,
+    /// then `schema` itself when it is newer (or the same version, whose text it updates).
+    public static func load(for schema: Schema, root: String, dialects: [SQLDialectName]) -> SchemaHistory {
+        let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
+        let directory = PendingMigration.directory(schema.name, root: root, dialect: reference)
+        var versions: [Version] = []
+        var diagnostics: [Diagnostic] = []
+        for entry in directory.entries() {
+            let path = directory.path + "/" + entry.sourceFile
+            let at = SourceLocation(file: path, line: 1, column: 1)
+            guard let text = directory.contents(of: entry.sourceFile) else {
+                // A hand-written migration keeps the version before it: nothing to record.
+                if let snapshot = try? directory.snapshot(of: entry), versions.contains(where: { $0.schema.version == snapshot.version }) { continue }
+                diagnostics.append(
+                    Diagnostic(
+                        .warning, code: Code.sourceMissing,
+                        message:
+                            "migration \(entry.prefix) has no copy of the schema it was planned from, so its version is left out of the version history; restore the schema file as it was then (for example `git show <commit>:\(schema.sourcePath) > \(path)`, the commit that added \(entry.snapshotFile)) and run `\(directory.rehashCommand)`",
+                        at: at))
+                continue
+            }
+            let loaded = SchemaLoader.load(source: SourceFile(path: path, bytes: Array(text.utf8)))
+            guard let version = loaded.schema else {
+                let first = loaded.diagnostics.first { $0.severity == .error }
+                diagnostics.append(
+                    Diagnostic(
+                        .warning, code: Code.sourceInvalid,
+                        message: "the schema recorded with migration \(entry.prefix) does not load (\(first?.message ?? "invalid")); its version is left out of the version history",
+                        at: first?.location ?? at))
+                continue
+            }
+            // A snapshot of an older format was written by a tool that built some tables
+            // differently (encrypted text, say): only the current format can be compared.
+            if let snapshot = try? directory.snapshot(of: entry), snapshot.format == SchemaSnapshot.currentFormat,
+                !snapshot.matches(SnapshotBuilder.snapshot(of: version))
+            {
+                diagnostics.append(
+                    Diagnostic(
+                        .warning, code: Code.sourceInvalid,
+                        message: "the schema recorded with migration \(entry.prefix) does not build the tables of \(entry.snapshotFile); its version is left out of the version history",
+                        at: at))
+                continue
+            }
+            if let last = versions.last, last.schema.version == version.version { versions.removeLast() }
+            versions.append(Version(schema: version, migration: entry))
+        }
+        if let last = versions.last, last.schema.version == schema.version {
+            versions[versions.count - 1].schema = schema
+        } else if versions.last.map({ $0.schema.version < schema.version }) ?? true {
+            versions.append(Version(schema: schema, migration: nil))
+        }
+        return SchemaHistory(versions: versions, diagnostics: diagnostics)
+    }
+}

@@ -1,0 +1,161 @@
+import CodeGeneration
+import Diagnostics
+import Foundation
+import SQLDialects
+import SchemagenPipeline
+import TestSupport
+import Testing
+
+/// A schema's history as migrations: each fixture version written as the schema, then planned
+/// (`generate --migrations-only`), as a project would over four releases.
+func plannedHistory(_ versions: [String], name: String, dialects: [SQLDialectName] = [.sqlite]) throws -> URL {
+    let project = temporaryFolder()
+    let schemas = project.appendingPathComponent("Schemas")
+    try FileManager.default.createDirectory(at: schemas, withIntermediateDirectories: true)
+    for version in versions {
+        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent(version), to: schemas.appendingPathComponent("\(name).yaml.new"))
+        _ = try? FileManager.default.removeItem(at: schemas.appendingPathComponent("\(name).yaml"))
+        try FileManager.default.moveItem(at: schemas.appendingPathComponent("\(name).yaml.new"), to: schemas.appendingPathComponent("\(name).yaml"))
+        let pipeline = GenerationPipeline(
+            .init(
+                schemas: [schemas.path], output: project.appendingPathComponent("Generated").path, migrations: project.appendingPathComponent("Migrations").path,
+                allowDestructive: true, dialects: dialects))
+        let report = pipeline.run(.migrationsOnly)
+        guard case .migrations(let written, true) = report.outcome, written.count == 1 else {
+            throw SwiftDataTargetFailure(description: "planning \(version) wrote no migration: \(report.diagnostics)")
+        }
+    }
+    return project
+}
+
+struct SwiftDataTargetFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The SwiftData target's files and warnings for the schemas at `schemas`, with the
+/// migrations under `migrations`.
+func swiftDataOutput(schemas: String, migrations: String) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
+    let pipeline = GenerationPipeline(.init(schemas: [schemas], output: temporaryFolder().path, migrations: migrations, allowDestructive: true, target: .swiftdata))
+    let loaded = try pipeline.load().get()
+    let models = pipeline.model(loaded.schemas)
+    let plan = pipeline.plan(loaded.schemas, models: models)
+    let rendered = try pipeline.render(loaded, models: models, plan: plan, templates: try pipeline.templates().get()).get()
+    return (rendered.files, rendered.diagnostics)
+}
+
+@Suite struct SwiftDataTargetTests {
+    static let exampleSchemas = ["Flights", "Garage", "Tasks", "Todo", "Users"]
+
+    /// Every example schema's SwiftData output, with its whole committed history, type-checks
+    /// in Swift 6 against the shim of Apple's API.
+    @Test(arguments: exampleSchemas)
+    func exampleSchemaTypeChecks(_ name: String) async throws {
+        let output = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        #expect(files.keys.contains("\(name)+MigrationPlan.swift"))
+        #expect(!output.warnings.contains { $0.code == "history-source-missing" || $0.code == "history-source-invalid" }, "\(output.warnings.map(\.message))")
+        let check = try await offThePool { try SwiftDataShim.typecheck(files) }
+        #expect(check.passed, "\(check.output)")
+    }
+
+    /// The generated code can fail the check: a misspelled option in it is refused.
+    @Test func aMisspelledOptionInGeneratedCodeFails() async throws {
+        let output = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)
+        var files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        let newest = try #require(files["FlightsSchemaV5.swift"])
+        #expect(newest.contains("@Attribute(.unique)"))
+        files["FlightsSchemaV5.swift"] = newest.replacingOccurrences(of: "@Attribute(.unique)", with: "@Attribute(.uniqe)")
+        let misspelled = files
+        let check = try await offThePool { try SwiftDataShim.typecheck(misspelled) }
+        #expect(!check.passed)
+        #expect(check.output.contains("uniqe"), "\(check.output)")
+    }
+
+    /// Flights' five versions: each a VersionedSchema with its own models, and each step's stage
+    /// what SwiftData can infer or the data work it needs.
+    @Test func flightsHistoryBecomesAVersionChain() throws {
+        let output = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        for version in 1...5 {
+            let file = try #require(files["FlightsSchemaV\(version).swift"])
+            #expect(file.contains("public enum FlightsSchemaV\(version): VersionedSchema"))
+            #expect(file.contains("Schema.Version(\(version), 0, 0)"))
+        }
+        #expect(!files["FlightsSchemaV1.swift"]!.contains("elevation"))
+        #expect(files["FlightsSchemaV2.swift"]!.contains("public var elevation: Int?"))
+        #expect(files["FlightsSchemaV3.swift"]!.contains("@Attribute(originalName: \"elevation\")\n        public var elevationFeet: Int?"))
+        #expect(files["FlightsSchemaV3.swift"]!.contains("public var progressPercent: Int = 0"))
+        #expect(files["FlightsSchemaV4.swift"]!.contains("public var progressPercent: Double = 0"))
+        #expect(files["FlightsSchemaV5.swift"]!.contains("public var progressPercent: Double?"))
+        // Inverses named on one side only: the to-many one.
+        #expect(files["FlightsSchemaV5.swift"]!.contains("@Relationship(inverse: \\Flight.origin)\n        public var flightsFrom: [Flight] = []"))
+        #expect(files["FlightsSchemaV5.swift"]!.contains("@Relationship(deleteRule: .nullify") == false)
+        #expect(files["FlightsSchemaV5.swift"]!.contains("@Transient\n        public var isFavorite: Bool = false"))
+        #expect(files["FlightsSchemaV5.swift"]!.contains("@Attribute(.spotlight)\n        public var name: String?"))
+        #expect(files["FlightsSchemaV5.swift"]!.contains("#Index<Airport>([\\.city, \\.name])"))
+        let plan = try #require(files["Flights+MigrationPlan.swift"])
+        #expect(plan.contains("[FlightsSchemaV1.self, FlightsSchemaV2.self, FlightsSchemaV3.self, FlightsSchemaV4.self, FlightsSchemaV5.self]"))
+        #expect(plan.contains(".lightweight(fromVersion: FlightsSchemaV1.self, toVersion: FlightsSchemaV2.self)"))
+        #expect(plan.contains(".lightweight(fromVersion: FlightsSchemaV2.self, toVersion: FlightsSchemaV3.self)"))
+        #expect(plan.contains("fromVersion: FlightsSchemaV3.self, toVersion: FlightsSchemaV4.self,\n            willMigrate: { context in"))
+        #expect(plan.contains("object.progressPercent = Double(value)"))
+        #expect(plan.contains(".lightweight(fromVersion: FlightsSchemaV4.self, toVersion: FlightsSchemaV5.self)"))
+        #expect(plan.contains("public static var stages: [MigrationStage] {"))
+        let typealiases = try #require(files["Flights.swift"])
+        #expect(typealiases.contains("public typealias Airport = FlightsSchemaV5.Airport"))
+        // An index over a relationship has no SwiftData equivalent: said in the file and warned.
+        #expect(files["FlightsSchemaV5.swift"]!.contains("// No SwiftData equivalent: the index [origin, scheduledOff] includes the relationship 'origin'"))
+        #expect(output.warnings.contains { $0.code == "swiftdata-no-equivalent" && $0.message.contains("[origin, scheduledOff]") && $0.severity == .warning })
+    }
+
+    /// Four versions with renames, a type change, a newly required attribute and a renamed
+    /// entity, planned as a project would: the chain type-checks and each stage does its work.
+    @Test func aFourVersionHistoryWithRenames() async throws {
+        let project = try plannedHistory((1...4).map { "Tests/Fixtures/LibraryHistory/v\($0).yaml" }, name: "Library")
+        let migrations = project.appendingPathComponent("Migrations/Library")
+        // Planning records each version's schema text beside its migration, in migrations.sum.
+        let recorded = try FileManager.default.contentsOfDirectory(atPath: migrations.path).filter { $0.hasSuffix(".schema.yaml") }.sorted()
+        #expect(recorded.count == 4)
+        let sum = try String(contentsOf: migrations.appendingPathComponent("migrations.sum"), encoding: .utf8)
+        for file in recorded { #expect(sum.contains(file)) }
+        let output = try swiftDataOutput(schemas: project.appendingPathComponent("Schemas").path, migrations: project.appendingPathComponent("Migrations").path)
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        let plan = try #require(files["Library+MigrationPlan.swift"])
+        #expect(plan.contains("// Lightweight: renames Book.title to name (originalName)."))
+        #expect(plan.contains(".lightweight(fromVersion: LibrarySchemaV1.self, toVersion: LibrarySchemaV2.self)"))
+        #expect(plan.contains("where object.pages == nil {\n                    object.pages = 0"))
+        #expect(plan.contains("object.rating = Double(value)"))
+        #expect(plan.contains("FetchDescriptor<LibrarySchemaV3.Writer>()"))
+        #expect(plan.contains("context.insert(LibrarySchemaV4.Author(name: values.0, born: values.1))"))
+        #expect(plan.contains("// Lightweight: renames the relationship Book.writer to author (originalName)."))
+        #expect(files["LibrarySchemaV4.swift"]!.contains("@Relationship(originalName: \"writer\")\n        public var author: Author?"))
+        #expect(files["LibrarySchemaV4.swift"]!.contains("@Relationship(deleteRule: .cascade, maximumModelCount: 500, inverse: \\Book.author)"))
+        #expect(files["LibrarySchemaV1.swift"]!.contains("@Attribute(.externalStorage)\n        public var cover: Data?"))
+        #expect(output.warnings.contains { $0.message.contains("its relationships are not") })
+        let check = try await offThePool { try SwiftDataShim.typecheck(files) }
+        #expect(check.passed, "\(check.output)")
+    }
+
+    /// A migration without its schema text (planned before versions were recorded) leaves its
+    /// version out with a warning that says how to restore it; a recorded text that does not
+    /// build its migration's tables is refused the same way.
+    @Test func versionsWithoutTheirSchemaAreLeftOutAndSaidSo() throws {
+        let project = try plannedHistory((1...3).map { "Tests/Fixtures/LibraryHistory/v\($0).yaml" }, name: "Library")
+        let migrations = project.appendingPathComponent("Migrations/Library")
+        let files = try FileManager.default.contentsOfDirectory(atPath: migrations.path).sorted()
+        let first = try #require(files.first { $0.hasPrefix("0001") && $0.hasSuffix(".schema.yaml") })
+        try FileManager.default.removeItem(at: migrations.appendingPathComponent(first))
+        let second = try #require(files.first { $0.hasPrefix("0002") && $0.hasSuffix(".schema.yaml") })
+        let text = try String(contentsOf: migrations.appendingPathComponent(second), encoding: .utf8)
+        try text.replacingOccurrences(of: "subtitle: String?", with: "subtitle: String").write(to: migrations.appendingPathComponent(second), atomically: true, encoding: .utf8)
+        let output = try swiftDataOutput(schemas: project.appendingPathComponent("Schemas").path, migrations: project.appendingPathComponent("Migrations").path)
+        let names = output.files.map { URL(fileURLWithPath: $0.path).lastPathComponent }
+        #expect(!names.contains("LibrarySchemaV1.swift"))
+        #expect(!names.contains("LibrarySchemaV2.swift"))
+        #expect(names.contains("LibrarySchemaV3.swift"))
+        let missing = try #require(output.warnings.first { $0.code == "history-source-missing" })
+        #expect(missing.message.contains("git show"))
+        #expect(missing.location?.file.hasSuffix(first) == true)
+        #expect(output.warnings.contains { $0.code == "history-source-invalid" && $0.message.contains("does not build the tables") })
+    }
+}
