@@ -84,12 +84,14 @@ let package = Package(
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
         .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata"]),
+        // Schemas as other tools' models: a Core Data model bundle with every version.
+        .target(name: "SchemaExport", dependencies: ["SchemaKit"]),
         // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
         .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
         .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
         .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
-        .target(name: "SchemagenCLI", dependencies: ["DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemagenPipeline", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SQLDialects"]),
+        .target(name: "SchemagenCLI", dependencies: ["DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects"]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
@@ -160,7 +162,7 @@ let package = Package(
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "MigrationFiles", "MigrationPlanner", "Migrator", "MigratorPostgres", "RelationalModel", "SchemaKit"]),
         .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
-        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaExport", "RelationalModel", "SchemagenPipeline", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
         .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),
@@ -184,7 +186,7 @@ let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
     "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "Migrator", "PersistentStore"],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres"],
-    "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
+    "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks"],
     "Benchmarks": ["store-benchmark"],

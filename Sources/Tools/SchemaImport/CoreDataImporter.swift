@@ -124,6 +124,19 @@ public enum CoreDataImporter {
         var relationships: [XMLTree.Element]
         var uniques: [(members: [String], element: XMLTree.Element)]
         var indexes: [(members: [String], element: XMLTree.Element)]
+        /// The entity's `userInfo` entries.
+        var userInfo: [String: String] = [:]
+    }
+
+    /// An element's `<userInfo>` entries by key.
+    static func userInfo(of element: XMLTree.Element) -> [String: String] {
+        var entries: [String: String] = [:]
+        for info in element.children(named: "userInfo") {
+            for entry in info.children(named: "entry") {
+                if let key = entry["key"] { entries[key] = entry["value"] ?? "" }
+            }
+        }
+        return entries
     }
 
     static func readModel(_ file: URL, place: String) throws(ImportError) -> ParsedModel {
@@ -195,7 +208,12 @@ public enum CoreDataImporter {
                             ImportFinding(.warning, at: at(member), "fetched property '\(member["name"] ?? "")' of '\(name)' not imported: a schema has no stored queries; write it as a query in code")
                         )
                     case "userInfo":
-                        model.findings.append(ImportFinding(.note, at: at(member), "user info of '\(name)' not imported"))
+                        // schemagen's own keys say what Core Data cannot (`CoreDataUserInfo`); others are the app's.
+                        entity.userInfo = userInfo(of: child)
+                        let foreign = entity.userInfo.keys.filter { !$0.hasPrefix("schemagen.") }.sorted()
+                        if !foreign.isEmpty {
+                            model.findings.append(ImportFinding(.note, at: at(member), "user info of '\(name)' not imported (\(foreign.joined(separator: ", ")))"))
+                        }
                     default:
                         model.findings.append(ImportFinding(.warning, at: at(member), "unknown element <\(member.name)> in entity '\(name)' not imported"))
                     }

@@ -126,6 +126,7 @@ extension CoreDataImporter {
         mutating func build(name: String, version: Int) -> ImportedSchema {
             var schema = ImportedSchema(name: name, version: version)
             schema.values = valueTypes()
+            if let carrier = model.entities.first?.userInfo { applySchemaInfo(carrier, to: &schema) }
             if !schema.values.isEmpty {
                 findings.append(
                     ImportFinding(
@@ -180,6 +181,7 @@ extension CoreDataImporter {
                         imported.indexes.append(index.members)
                     }
                 }
+                applyEntityInfo(entity.userInfo, to: &imported)
                 resolveIdentifierAttribute(&imported, element: entity.element)
                 resolveKeyPropertyNames(&imported, element: entity.element)
                 // `unique: true` for a constraint of one attribute.
@@ -209,7 +211,7 @@ extension CoreDataImporter {
         /// An attribute named `id` would clash with the implicit key. A required one with a
         /// uniqueness constraint of its own becomes the key; any other is renamed.
         mutating func resolveIdentifierAttribute(_ entity: inout ImportedEntity, element: XMLTree.Element) {
-            guard let position = entity.attributes.firstIndex(where: { $0.name == "id" }) else { return }
+            guard let position = entity.attributes.firstIndex(where: { $0.name == "id" }), !entity.primaryKey.contains("id") else { return }
             let attribute = entity.attributes[position]
             let keyable =
                 !attribute.isOptional && !attribute.isTransient && !attribute.usesExternalStorage
@@ -240,6 +242,47 @@ extension CoreDataImporter {
                 entity.indexes = entity.indexes.map { $0.map { $0 == keyName ? renamed : $0 } }
                 warn(element, "'\(entity.name).\(keyName)' is renamed '\(renamed)': generated code names the key of relationship '\(relationship.name)' `\(keyName)`")
             }
+        }
+
+        // MARK: - What schemagen exported in user info
+
+        /// The schema's own settings and enums, which `export coredata` puts on the first entity.
+        mutating func applySchemaInfo(_ info: [String: String], to schema: inout ImportedSchema) {
+            if let version = info[CoreDataUserInfo.schemaVersion].flatMap({ Int($0) }), version > 0 { schema.version = version }
+            schema.doc = info[CoreDataUserInfo.schemaDoc]
+            schema.dialects = info[CoreDataUserInfo.schemaDialects].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            schema.history = info[CoreDataUserInfo.schemaHistory]
+            schema.online = info[CoreDataUserInfo.schemaOnline].map { $0 == "true" }
+            for (key, text) in info.sorted(by: { $0.key < $1.key }) {
+                if key.hasPrefix(CoreDataUserInfo.enumPrefix) {
+                    let name = String(key.dropFirst(CoreDataUserInfo.enumPrefix.count))
+                    guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+                        let cases = object["cases"] as? [[String]], cases.allSatisfy({ $0.count == 2 })
+                    else {
+                        findings.append(ImportFinding(.warning, at: model.place, "the enum '\(name)' in user info is not the JSON schemagen writes; not imported"))
+                        continue
+                    }
+                    var imported = ImportedEnum(name: name, cases: cases.map { ($0[0], $0[1]) })
+                    imported.rawType = object["type"] as? String == "Int" ? "Int" : nil
+                    imported.doc = object["doc"] as? String
+                    schema.enums.append(imported)
+                } else if key.hasPrefix(CoreDataUserInfo.valueDocPrefix) {
+                    let name = String(key.dropFirst(CoreDataUserInfo.valueDocPrefix.count))
+                    if let index = schema.values.firstIndex(where: { $0.name == name }) { schema.values[index].doc = text }
+                }
+            }
+        }
+
+        /// An entity's table, doc, key, and constraints and indexes over relationships.
+        func applyEntityInfo(_ info: [String: String], to entity: inout ImportedEntity) {
+            func lists(_ text: String) -> [[String]] {
+                text.split(separator: ";").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            }
+            entity.table = info[CoreDataUserInfo.table]
+            entity.doc = info[CoreDataUserInfo.doc]
+            if let key = info[CoreDataUserInfo.primaryKey] { entity.primaryKey = lists(key).first ?? [] }
+            if let uniques = info[CoreDataUserInfo.uniques] { entity.uniques += lists(uniques) }
+            if let indexes = info[CoreDataUserInfo.indexes] { entity.indexes += lists(indexes) }
         }
 
         // MARK: - Attributes
@@ -280,11 +323,13 @@ extension CoreDataImporter {
             guard let (name, what) = member(element, kind: "attribute", entity: entity, known: Self.knownAttributeAttributes) else { return nil }
             let coreDataType = element["attributeType"] ?? "Undefined"
             let composite = coreDataType == "Composite" ? element["composite"].flatMap { name in model.composites.contains { $0["name"] == name } ? name : nil } : nil
-            guard let type = composite ?? Self.schemaType(coreDataType) else {
+            let info = CoreDataImporter.userInfo(of: element)
+            // The exact type schemagen exported (an enum, an array, Int) over what Core Data stores.
+            guard let type = info[CoreDataUserInfo.type] ?? composite ?? Self.schemaType(coreDataType) else {
                 warn(element, "\(what) of type '\(coreDataType)' not imported: the schema language has no such type")
                 return nil
             }
-            if coreDataType == "Transformable" {
+            if coreDataType == "Transformable", info[CoreDataUserInfo.type] == nil {
                 let transformer = element["valueTransformerName"].map { " through \($0)" } ?? ""
                 let custom = element["customClassName"].map { " (\($0))" } ?? ""
                 warn(element, "\(what) is Transformable\(custom), stored\(transformer) as archived bytes; imported as Data, so decode it yourself")
@@ -301,7 +346,11 @@ extension CoreDataImporter {
             attribute.preservesValueOnDeletion = element.flag("preservesValueInHistoryOnDeletion")
             attribute.isIndexed = element.flag("indexed")
             if element.flag("spotlightIndexingEnabled") {
-                if type == "String" { attribute.isSearchable = true } else { warn(element, "\(what) is indexed in Spotlight, which the schema has as `searchable` for String only; not carried over") }
+                if type == "String" || info[CoreDataUserInfo.type] != nil {
+                    attribute.isSearchable = true
+                } else {
+                    warn(element, "\(what) is indexed in Spotlight, which the schema has as `searchable` for String only; not carried over")
+                }
             }
             if element.flag("derived") {
                 warn(element, "\(what) is derived (\(element["derivationExpression"] ?? "an expression")); imported as an ordinary attribute, so compute its value yourself")
@@ -309,13 +358,20 @@ extension CoreDataImporter {
             for (key, label) in [("minValueString", "minimum"), ("maxValueString", "maximum"), ("regularExpressionString", "pattern")] {
                 if let value = element[key] { warn(element, "\(what) has a validation \(label) (\(value)), which the schema language does not express") }
             }
-            if element.flag("allowsCloudEncryption") {
+            if let encrypt = info[CoreDataUserInfo.encrypt] {
+                attribute.encrypt = encrypt
+            } else if element.flag("allowsCloudEncryption") {
                 note(element, "\(what) is encrypted in CloudKit; the schema's `encrypt` option encrypts at rest in the store, which is not set for you")
             }
             if element.flag("storedInTruthFile") {
                 warn(element, "\(what) is stored in Core Data's truth file; imported as an ordinary attribute")
             }
-            attribute.defaultValue = defaultValue(element, type: type, coreDataType: coreDataType, what: what)
+            attribute.defaultValue = info[CoreDataUserInfo.defaultValue].map(ImportedDefault.plain) ?? defaultValue(element, type: type, coreDataType: coreDataType, what: what)
+            attribute.column = info[CoreDataUserInfo.column]
+            attribute.jsonKey = info[CoreDataUserInfo.jsonKey]
+            attribute.doc = info[CoreDataUserInfo.doc]
+            attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
+            attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
             if attribute.isTransient {
                 // Flags that make no sense for a value never stored are errors in the schema.
                 for flag in ["indexed", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion"] where element.flag(flag) {
@@ -440,6 +496,9 @@ extension CoreDataImporter {
                 note(element, "\(what) points at abstract entity '\(destination)'; it now points at '\(target)', its only concrete sub-entity")
             }
             if let renamed = renamedMember(element, entity: entity, isRelationship: true) { relationship.renamedFrom = renamed }
+            let info = CoreDataImporter.userInfo(of: element)
+            relationship.column = info[CoreDataUserInfo.column]
+            relationship.doc = info[CoreDataUserInfo.doc]
             return relationship
         }
 

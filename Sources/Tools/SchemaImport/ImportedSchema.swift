@@ -6,6 +6,10 @@ public struct ImportedSchema: Sendable, Equatable {
     public var doc: String?
     /// The databases migrations are planned for (`dialects:`); nil leaves it to configuration.
     public var dialects: [String]? = nil
+    /// `history:` as written (`false`, `{insertValues: false}`); nil for the default.
+    public var history: String? = nil
+    /// `online:`; nil leaves it to configuration.
+    public var online: Bool? = nil
     /// Enumerations: PostgreSQL's enum types and CHECK (column IN (...)) lists.
     public var enums: [ImportedEnum] = []
     /// Value types (stored as JSON): Core Data's composite attributes.
@@ -26,6 +30,9 @@ public struct ImportedSchema: Sendable, Equatable {
 public struct ImportedEnum: Sendable, Equatable {
     public var name: String
     public var cases: [(name: String, rawValue: String)]
+    /// `Int` for integer raw values; nil for String.
+    public var rawType: String? = nil
+    public var doc: String? = nil
 
     public init(name: String, cases: [(name: String, rawValue: String)]) {
         self.name = name
@@ -33,13 +40,15 @@ public struct ImportedEnum: Sendable, Equatable {
     }
 
     public static func == (lhs: ImportedEnum, rhs: ImportedEnum) -> Bool {
-        lhs.name == rhs.name && lhs.cases.map(\.name) == rhs.cases.map(\.name) && lhs.cases.map(\.rawValue) == rhs.cases.map(\.rawValue)
+        lhs.name == rhs.name && lhs.cases.map(\.name) == rhs.cases.map(\.name) && lhs.cases.map(\.rawValue) == rhs.cases.map(\.rawValue) && lhs.rawType == rhs.rawType
+            && lhs.doc == rhs.doc
     }
 }
 
 public struct ImportedValueType: Sendable, Equatable {
     public var name: String
     public var fields: [ImportedAttribute]
+    public var doc: String? = nil
 
     public init(name: String, fields: [ImportedAttribute]) {
         self.name = name
@@ -88,6 +97,10 @@ public struct ImportedAttribute: Sendable, Equatable {
     /// For decimals: `numeric(precision, scale)`.
     public var precision: Int?
     public var scale: Int?
+    /// `encrypt:` as written (`true`, `deterministic`); nil when not encrypted.
+    public var encrypt: String?
+    /// The JSON key, when it differs from the name.
+    public var jsonKey: String?
 
     public init(name: String, type: String, isOptional: Bool) {
         self.name = name

@@ -13,11 +13,19 @@ public enum SchemaYAMLWriter {
         out += "version: \(schema.version)\n"
         if let doc = schema.doc { out += "doc: \(quoted(doc))\n" }
         if let dialects = schema.dialects { out += "dialects: \(list(dialects))\n" }
+        if let history = schema.history { out += "history: \(history)\n" }
+        if let online = schema.online { out += "online: \(online)\n" }
         if !schema.enums.isEmpty {
             out += "enums:\n"
             for item in schema.enums {
                 let plain = item.cases.allSatisfy { $0.name == $0.rawValue }
-                if plain {
+                if item.rawType != nil || item.doc != nil {
+                    out += "  \(scalar(item.name)):\n"
+                    if let doc = item.doc { out += "    doc: \(quoted(doc))\n" }
+                    if let rawType = item.rawType { out += "    type: \(scalar(rawType))\n" }
+                    let cases = item.cases.map { "\(scalar($0.name)): \(item.rawType == "Int" ? $0.rawValue : quotedIfNeeded($0.rawValue))" }
+                    out += plain && item.rawType == nil ? "    cases: \(list(item.cases.map(\.name)))\n" : "    cases: {\(cases.joined(separator: ", "))}\n"
+                } else if plain {
                     out += "  \(scalar(item.name)): \(list(item.cases.map(\.name)))\n"
                 } else {
                     out += "  \(scalar(item.name)):\n    cases: {\(item.cases.map { "\(scalar($0.name)): \(quotedIfNeeded($0.rawValue))" }.joined(separator: ", "))}\n"
@@ -27,10 +35,14 @@ public enum SchemaYAMLWriter {
         if !schema.values.isEmpty {
             out += "values:\n"
             for value in schema.values {
-                out += "  \(scalar(value.name)):\n    fields:\n"
+                out += "  \(scalar(value.name)):\n"
+                if let doc = value.doc { out += "    doc: \(quoted(doc))\n" }
+                out += "    fields:\n"
                 for field in value.fields {
                     var options = ["type: \(scalar(field.type))"]
                     if field.isOptional { options.append("optional: true") }
+                    if let jsonKey = field.jsonKey { options.append("jsonKey: \(scalar(jsonKey))") }
+                    if let doc = field.doc { options.append("doc: \(quoted(doc))") }
                     if let value = field.defaultValue {
                         switch value {
                         case .text(let text): options.append("default: \(quotedIfNeeded(text))")
@@ -98,7 +110,9 @@ public enum SchemaYAMLWriter {
         if attribute.isTransient { options.append(("transient", "true")) }
         if attribute.usesExternalStorage { options.append(("externalStorage", "true")) }
         if attribute.preservesValueOnDeletion { options.append(("preserveValueOnDeletion", "true")) }
+        if let encrypt = attribute.encrypt { options.append(("encrypt", encrypt)) }
         if let column = attribute.column { options.append(("column", scalar(column))) }
+        if let jsonKey = attribute.jsonKey { options.append(("jsonKey", scalar(jsonKey))) }
         if let renamed = attribute.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
         if let doc = attribute.doc { options.append(("doc", quoted(doc))) }
         guard !options.isEmpty else { return scalar(type) }

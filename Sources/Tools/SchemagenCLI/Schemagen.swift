@@ -10,7 +10,8 @@ public enum Schemagen {
             version: version,
             abstract: "Check declarative YAML data-model schemas and generate code and migrations from them.",
             commands: [
-                ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, NewMigrationCommand.self, RenderCommand.self, ImportCommand.self, DiagramCommand.self,
+                ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, NewMigrationCommand.self, RenderCommand.self, ImportCommand.self, ExportCommand.self,
+                DiagramCommand.self,
                 DocsCommand.self,
             ])
     }

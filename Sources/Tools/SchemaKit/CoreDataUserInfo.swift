@@ -1,0 +1,25 @@
+/// The `userInfo` keys of a Core Data model that `schemagen export coredata` writes and
+/// `schemagen import coredata` reads back: what Core Data cannot say of a schema.
+public enum CoreDataUserInfo {
+    public static let table = "schemagen.table"
+    public static let column = "schemagen.column"
+    public static let type = "schemagen.type"
+    public static let defaultValue = "schemagen.default"
+    public static let encrypt = "schemagen.encrypt"
+    public static let precision = "schemagen.precision"
+    public static let scale = "schemagen.scale"
+    public static let jsonKey = "schemagen.jsonKey"
+    public static let doc = "schemagen.doc"
+    public static let primaryKey = "schemagen.primaryKey"
+    public static let uniques = "schemagen.uniques"
+    public static let indexes = "schemagen.indexes"
+    public static let schemaVersion = "schemagen.schema.version"
+    public static let schemaDoc = "schemagen.schema.doc"
+    public static let schemaDialects = "schemagen.schema.dialects"
+    public static let schemaHistory = "schemagen.schema.history"
+    public static let schemaOnline = "schemagen.schema.online"
+    /// `schemagen.enum.Priority`: `{"type": "Int", "cases": [["low", "0"], ...], "doc": ...}`.
+    public static let enumPrefix = "schemagen.enum."
+    /// `schemagen.valueDoc.Color`: a value type's doc (a composite has no user info).
+    public static let valueDocPrefix = "schemagen.valueDoc."
+}

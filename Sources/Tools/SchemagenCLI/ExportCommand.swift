@@ -1,0 +1,97 @@
+import CommandLineKit
+import Diagnostics
+import Foundation
+import ProjectConfig
+import SchemaExport
+import SchemaKit
+import SchemagenPipeline
+
+/// `schemagen export coredata`: a Core Data model bundle with every version of a schema.
+public enum ExportCommand: Command {
+    public static let spec = CommandSpec(
+        name: "export",
+        abstract: "Write a schema as a Core Data model bundle (.xcdatamodeld) with every committed version.",
+        discussion: """
+            schemagen export coredata --schema FILE -o NAME.xcdatamodeld [--migrations DIR]
+
+            One .xcdatamodel per version: each committed migration's recorded schema, then the schema
+            as it is now when it is newer; .xccurrentversion names the newest. Renamed entities,
+            attributes and relationships carry renaming identifiers, so Core Data's lightweight
+            migration follows them. What Core Data cannot say (tables and columns, enums, encrypt,
+            dialects, docs) is kept in each element's user info under schemagen.* keys, which
+            `schemagen import coredata --history` reads back. An existing bundle at the output path
+            is replaced. Exit status: 0 written, 1 invalid schema, 2 usage error, or an output path
+            that cannot be written or is not a model bundle.
+            """,
+        options: [
+            .value("schema", short: "s", valueName: "file", help: "The schema file."),
+            .value("output", short: "o", valueName: "path", help: "The bundle to write, ending in .xcdatamodeld."),
+            .value("migrations", short: "m", valueName: "dir", help: "Where each schema's migration folder is.", defaultValue: "Migrations"),
+            .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
+        ],
+        arguments: [ArgumentSpec("KIND", help: "coredata.", isRequired: true)])
+
+    public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard arguments.arguments == ["coredata"] else {
+            io.writeError("schemagen: error: export writes one kind, coredata\nUsage: schemagen export coredata --schema FILE -o NAME.xcdatamodeld\n")
+            return .usageOrIO
+        }
+        guard let schemaPath = arguments.value("schema"), let output = arguments.value("output") else {
+            io.writeError("schemagen: error: export coredata needs --schema FILE and -o NAME.xcdatamodeld\n")
+            return .usageOrIO
+        }
+        guard output.hasSuffix(".xcdatamodeld") else {
+            io.writeError("schemagen: error: '\(output)' does not end in .xcdatamodeld, the extension Xcode opens as a model bundle\n")
+            return .usageOrIO
+        }
+        let (loadedConfig, configFailure) = SchemaInput.config(arguments, io: io)
+        guard let config = loadedConfig else { return configFailure }
+        let (schemas, failure) = SchemaInput.validSchemas([schemaPath], io: io)
+        if let failure { return failure }
+        guard schemas.count == 1, let schema = schemas.first else {
+            io.writeError("schemagen: error: '\(schemaPath)' holds \(schemas.count) schemas; export one schema file\n")
+            return .usageOrIO
+        }
+        let configuration = GenerationPipeline.Configuration(config: config, schemas: [schemaPath], migrations: arguments.value("migrations"))
+        let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema))
+        io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(history.diagnostics))
+        let bundleName = URL(fileURLWithPath: output).deletingPathExtension().lastPathComponent
+        let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName)
+        do {
+            try replaceBundle(at: output, with: files)
+        } catch {
+            io.writeError("\(output): error: \(error)\n")
+            return .usageOrIO
+        }
+        let names = history.versions.map { CoreDataExporter.versionName($0.schema, bundle: bundleName) }
+        io.writeError("wrote \(output): \(VerbalCount.count(names.count, "version")) (\(names.joined(separator: ", "))), current \(names.last ?? "none")\n")
+        return .success
+    }
+
+    struct NotABundle: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Writes the bundle beside the output, then puts it in place of the old one, so a failed
+    /// write leaves the old bundle whole. Only a folder holding model versions is replaced.
+    static func replaceBundle(at output: String, with files: [(path: String, contents: String)]) throws {
+        let manager = FileManager.default
+        let target = URL(fileURLWithPath: output)
+        var isFolder: ObjCBool = false
+        if manager.fileExists(atPath: output, isDirectory: &isFolder) {
+            let entries = isFolder.boolValue ? ((try? manager.contentsOfDirectory(atPath: output)) ?? []) : ["(a file)"]
+            guard isFolder.boolValue, entries.allSatisfy({ $0.hasSuffix(".xcdatamodel") || $0 == ".xccurrentversion" }) else {
+                throw NotABundle(description: "exists and is not a model bundle (it holds \(entries.prefix(3).joined(separator: ", "))); choose another path or remove it")
+            }
+        }
+        let staging = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
+        try? manager.removeItem(at: staging)
+        for file in files {
+            let url = staging.appendingPathComponent(file.path)
+            try manager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(file.contents.utf8).write(to: url, options: .atomic)
+        }
+        if manager.fileExists(atPath: output) { try manager.removeItem(at: target) }
+        try manager.moveItem(at: staging, to: target)
+    }
+}

@@ -1,0 +1,182 @@
+import Diagnostics
+import Foundation
+import RelationalModel
+import SQLDialects
+import SchemaExport
+import SchemaKit
+import SchemagenPipeline
+import TestSupport
+import Testing
+
+@testable import SchemaImport
+
+/// `export coredata` then `import coredata --history` gives back schemas that build the same
+/// tables, version by version: what Core Data cannot say travels in user info and comes back.
+@Suite struct CoreDataExportTests {
+    /// Writes the bundle of `versions` and imports it back, each version as a validated schema.
+    func roundTrip(_ versions: [Schema], name: String) throws -> [Schema] {
+        let folder = temporaryFolder()
+        let bundle = folder.appendingPathComponent("\(name).xcdatamodeld")
+        for file in CoreDataExporter.bundle(versions, name: name) {
+            let url = bundle.appendingPathComponent(file.path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(file.contents.utf8).write(to: url)
+        }
+        let imported = try CoreDataImporter.importBundle(at: bundle.path, name: name, history: true)
+        return try imported.map { version in
+            let text = SchemaYAMLWriter.yaml(version.result.schema)
+            let loaded = SchemaLoader.load(source: SourceFile(path: "\(version.name).yaml", bytes: Array(text.utf8)))
+            guard let schema = loaded.schema else {
+                throw ExportFailure(description: "\(version.name) does not validate: \(loaded.diagnostics.map(\.message))\n\(text)")
+            }
+            return schema
+        }
+    }
+
+    struct ExportFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The tables a schema builds, without what only guides the migration into its version
+    /// (renames, backfills, moves: checked where they happen), indexes by name.
+    func tables(_ schema: Schema) -> [TableSnapshot] {
+        SnapshotBuilder.snapshot(of: schema).tables.map { table in
+            var table = table
+            table.renamedFrom = nil
+            // The order indexes are declared in builds the same indexes.
+            table.indexes.sort { $0.name < $1.name }
+            for index in table.columns.indices {
+                table.columns[index].backfill = nil
+                table.columns[index].renamedFrom = nil
+                table.columns[index].movedFrom = nil
+            }
+            return table
+        }
+    }
+
+    func expectSameTables(_ original: [Schema], _ back: [Schema]) {
+        #expect(back.map(\.version) == original.map(\.version))
+        for (before, after) in zip(original, back) {
+            let expected = tables(before), actual = tables(after)
+            #expect(difference(expected, actual).isEmpty, "version \(before.version) of \(before.name): \(difference(expected, actual))")
+            #expect(actual == expected)
+            func cases(_ schema: Schema) -> [String] { schema.enums.map { "\($0.name): \($0.rawType) \($0.cases.map { "\($0.name)=\($0.rawValue)" }) \($0.doc ?? "")" } }
+            #expect(cases(after) == cases(before))
+            #expect(after.values.map(\.name) == before.values.map(\.name))
+            #expect(after.dialects == before.dialects && after.recordsHistory == before.recordsHistory && after.recordsInsertValues == before.recordsInsertValues && after.online == before.online)
+            #expect(after.doc == before.doc)
+        }
+    }
+
+    func difference(_ expected: [TableSnapshot], _ actual: [TableSnapshot]) -> String {
+        var lines: [String] = []
+        for table in expected {
+            guard let other = actual.first(where: { $0.name == table.name }) else {
+                lines.append("missing table \(table.name)")
+                continue
+            }
+            if other != table {
+                for column in table.columns where other.column(named: column.name) != column {
+                    lines.append("\(table.name).\(column.name): \(column) vs \(String(describing: other.column(named: column.name)))")
+                }
+                if other.indexes != table.indexes { lines.append("\(table.name) indexes: \(table.indexes) vs \(other.indexes)") }
+                if other.foreignKeys != table.foreignKeys { lines.append("\(table.name) foreign keys: \(table.foreignKeys) vs \(other.foreignKeys)") }
+                if other.primaryKey != table.primaryKey { lines.append("\(table.name) key: \(table.primaryKey) vs \(other.primaryKey)") }
+                if other.doc != table.doc { lines.append("\(table.name) doc") }
+            }
+        }
+        for table in actual where !expected.contains(where: { $0.name == table.name }) { lines.append("extra table \(table.name)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Every example schema with its whole committed history.
+    @Test(arguments: ["Flights", "Garage", "Tasks", "Todo", "Users"])
+    func exampleSchemaRoundTrips(_ name: String) throws {
+        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path).schema)
+        let history = SchemaHistory.load(for: schema, root: repositoryRoot.appendingPathComponent("Migrations").path, dialects: schema.dialects ?? [.sqlite])
+        #expect(history.diagnostics.isEmpty, "\(history.diagnostics.map(\.message))")
+        let versions = history.versions.map(\.schema)
+        #expect(versions.count >= 1)
+        expectSameTables(versions, try roundTrip(versions, name: name))
+    }
+
+    /// Four versions with renamed attributes, a renamed entity and a renamed relationship: the
+    /// renaming identifiers bring the renames back, so migrations planned from the imported
+    /// versions rename instead of dropping.
+    @Test func aFourVersionHistoryWithRenamesRoundTrips() throws {
+        let versions = try (1...4).map { version in
+            try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Tests/Fixtures/LibraryHistory/v\(version).yaml").path).schema)
+        }
+        let back = try roundTrip(versions, name: "Library")
+        expectSameTables(versions, back)
+        #expect(back[1].entity(named: "Book")?.attribute(named: "name")?.renamedFrom == "title")
+        #expect(back[3].entity(named: "Author")?.renamedFrom == "Writer")
+        #expect(back[3].entity(named: "Book")?.relationship(named: "author")?.renamedFrom == "writer")
+    }
+
+    /// What the bundle says in Core Data's own terms, as Xcode reads it.
+    @Test func theBundleSaysWhatCoreDataCan() throws {
+        let schemas = try ["Garage", "Tasks", "Todo", "Users"].map { name in
+            try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path).schema)
+        }
+        let garage = CoreDataExporter.model(schemas[0])
+        #expect(
+            garage.contains("<relationship name=\"cars\" optional=\"YES\" toMany=\"YES\" maxCount=\"10\" deletionRule=\"Deny\" destinationEntity=\"Car\" inverseName=\"owner\" inverseEntity=\"Car\""))
+        #expect(garage.contains("<attribute name=\"photo\" optional=\"YES\" attributeType=\"Binary\" allowsExternalBinaryDataStorage=\"YES\"/>"))
+        #expect(garage.contains("<composite name=\"Color\">"))
+        #expect(garage.contains("attributeType=\"Composite\" composite=\"Color\""))
+        #expect(garage.contains("<entry key=\"schemagen.table\" value=\"people\"/>"))
+        #expect(garage.contains("<entry key=\"schemagen.column\" value=\"full_name\"/>"))
+        #expect(garage.contains("<entry key=\"schemagen.uniques\" value=\"make, model, owner\"/>"))
+        #expect(garage.contains("<entry key=\"schemagen.primaryKey\" value=\"car, day\"/>"))
+        let tasks = CoreDataExporter.model(schemas[1])
+        #expect(tasks.contains("<attribute name=\"priority\" attributeType=\"Integer 64\" defaultValueString=\"1\" usesScalarValueType=\"YES\">"))
+        #expect(tasks.contains("<entry key=\"schemagen.type\" value=\"Priority\"/>"))
+        #expect(tasks.contains("<fetchIndexElement property=\"createdAt\"") || tasks.contains("<attribute name=\"createdAt\" attributeType=\"Date\" indexed=\"YES\""))
+        #expect(tasks.contains("<entry key=\"schemagen.indexes\" value=\"list, isCompleted\"/>"))
+        let todo = CoreDataExporter.model(schemas[2])
+        #expect(todo.contains("preservesValueInHistoryOnDeletion=\"YES\" spotlightIndexingEnabled=\"YES\""))
+        #expect(todo.contains("allowsCloudEncryption=\"YES\""))
+        #expect(todo.contains("<entry key=\"schemagen.encrypt\" value=\"true\"/>"))
+        #expect(todo.contains("<entry key=\"schemagen.default\" value=\"uuid\"/>"))
+        let users = CoreDataExporter.model(schemas[3])
+        #expect(users.contains("<entry key=\"schemagen.encrypt\" value=\"deterministic\"/>"))
+        // Every contents file is well-formed XML with a <model> root.
+        for schema in schemas {
+            guard case .success(let root) = XMLTree.parse(Array(CoreDataExporter.model(schema).utf8)) else {
+                Issue.record("\(schema.name)'s model is not well-formed XML")
+                continue
+            }
+            #expect(root.name == "model")
+        }
+    }
+
+    /// The command: a bundle with `.xccurrentversion`, replaced on a second run, refused over a
+    /// folder that is not a bundle; the import of it validates and builds the same tables.
+    @Test func exportAndImportCommands() throws {
+        let folder = temporaryFolder()
+        let bundle = folder.appendingPathComponent("Tasks.xcdatamodeld").path
+        let schemagen = ImportFixtures.schemagen
+        let export = try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", bundle])
+        #expect(export.status == 0, "\(export.error)")
+        #expect(export.error.contains("3 versions (Tasks 1, Tasks 2, Tasks 3), current Tasks 3"), "\(export.error)")
+        let current = try String(contentsOfFile: bundle + "/.xccurrentversion", encoding: .utf8)
+        #expect(current.contains("<string>Tasks 3.xcdatamodel</string>"))
+        #expect(try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", bundle]).status == 0)
+        let imported = folder.appendingPathComponent("imported").path
+        let back = try schemagen.run(["import", "coredata", bundle, "--history", "-o", imported])
+        #expect(back.status == 0, "\(back.error)")
+        let v3 = try #require(SchemaLoader.load(file: imported + "/v3.yaml").schema)
+        let original = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml").path).schema)
+        #expect(difference(tables(original), tables(v3)).isEmpty, "\(difference(tables(original), tables(v3)))")
+        // Not over something else.
+        let other = folder.appendingPathComponent("Notes.xcdatamodeld")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        try Data("keep me".utf8).write(to: other.appendingPathComponent("notes.txt"))
+        let refused = try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", other.path])
+        #expect(refused.status == 2 && refused.error.contains("is not a model bundle"), "\(refused.error)")
+        #expect(FileManager.default.fileExists(atPath: other.appendingPathComponent("notes.txt").path))
+        let wrongName = try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", folder.appendingPathComponent("Tasks.model").path])
+        #expect(wrongName.status == 2 && wrongName.error.contains(".xcdatamodeld"))
+    }
+}
