@@ -15,6 +15,29 @@ import Testing
         var isManifest: Bool { code.hasPrefix("// swift-tools-version") || code.hasPrefix(".target(") }
     }
 
+    /// The ```swift swiftdata blocks of each document, joined: code for Apple's frameworks,
+    /// type-checked against the SwiftData shim as one file per document.
+    static let swiftDataPages: [Snippet] = documents.compactMap { file -> Snippet? in
+        guard let text = try? String(contentsOfFile: repositoryRoot.path + "/" + file, encoding: .utf8) else { return nil }
+        var blocks: [String] = []
+        var current: [String]?
+        for line in text.components(separatedBy: "\n") {
+            if current == nil, line == "```swift swiftdata" {
+                current = []
+            } else if let lines = current, line == "```" {
+                blocks.append(lines.joined(separator: "\n"))
+                current = nil
+            } else if current != nil {
+                current?.append(line)
+            }
+        }
+        guard !blocks.isEmpty else { return nil }
+        // Imports lifted to the top, as the blocks of one page make one file.
+        let all = blocks.joined(separator: "\n\n").components(separatedBy: "\n")
+        let imports = Array(Set(all.filter { $0.hasPrefix("import ") })).sorted()
+        return Snippet(file: file, line: 1, code: (imports + all.filter { !$0.hasPrefix("import ") }).joined(separator: "\n"))
+    }
+
     static let documents =
         ["README.md"]
         + ((try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot.path + "/docs")) ?? [])
@@ -105,6 +128,16 @@ import Testing
         try Self.source(of: snippet).write(to: file, atomically: true, encoding: .utf8)
         let run = try runProgram("swiftc", ["-typecheck", "-swift-version", "6", "-I", Self.modules.path] + Self.systemLibraryFlags + [file.path], in: folder)
         #expect(run.status == 0, "\(snippet.file):\(snippet.line) does not compile against the package:\n\(run.output)")
+    }
+
+    @Test(arguments: swiftDataPages)
+    func swiftDataBlocksTypeCheckAgainstTheShim(_ page: Snippet) async throws {
+        let check = try await offThePool { try SwiftDataShim.typecheck(["Page.swift": page.code]) }
+        #expect(check.passed, "the swiftdata blocks of \(page.file) do not type-check against the SwiftData shim:\n\(check.output)")
+    }
+
+    @Test func theAppleTargetsPageHasCheckedBlocks() {
+        #expect(Self.swiftDataPages.contains { $0.file == "docs/apple-platforms.md" && $0.code.contains("SchemaMigrationPlan") })
     }
 
     @Test(arguments: snippets.filter(\.isManifest))

@@ -56,6 +56,7 @@ public macro Index<T>(_ indices: [PartialKeyPath<T>]...) = #externalMacro(module
 /// documentation/swiftdata/schema
 public final class Schema {
     public init(_ types: [any PersistentModel.Type], version: Schema.Version = Version(1, 0, 0)) {}
+    public convenience init(versionedSchema: any VersionedSchema.Type) { self.init(versionedSchema.models, version: versionedSchema.versionIdentifier) }
 
     /// documentation/swiftdata/schema/version
     public struct Version: Hashable, Sendable, CustomStringConvertible {
@@ -124,7 +125,15 @@ public enum MigrationStage {
         didMigrate: (@Sendable (ModelContext) throws -> Void)?)
 }
 
-// MARK: - Contexts and fetching
+// MARK: - Containers, contexts and fetching
+
+public struct ModelConfiguration {
+    public init(isStoredInMemoryOnly: Bool = false) {}
+}
+
+public final class ModelContainer {
+    public init(for givenSchema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...) throws {}
+}
 
 /// documentation/swiftdata/modelcontext
 public final class ModelContext {
