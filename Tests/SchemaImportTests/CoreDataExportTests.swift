@@ -180,3 +180,27 @@ import Testing
         #expect(wrongName.status == 2 && wrongName.error.contains(".xcdatamodeld"))
     }
 }
+
+/// `schemagen generate --target swiftdata` as a user runs it: the files, the warnings on
+/// standard error, exit 0; a second run changes nothing.
+@Suite struct SwiftDataTargetCommandTests {
+    @Test func generateWritesTheVersionChainAndWarns() throws {
+        let folder = temporaryFolder()
+        let output = folder.appendingPathComponent("AppModels").path
+        let arguments = ["generate", "--target", "swiftdata", "-o", output, "--schema", "Schemas/Garage.yaml", "--cache-dir", folder.appendingPathComponent("cache").path]
+        let run = try ImportFixtures.schemagen.run(arguments)
+        #expect(run.status == 0, "\(run.error)")
+        #expect(run.error.contains("warning: version 1, Car: the unique constraint [make, model, owner] includes the relationship 'owner'"), "\(run.error)")
+        #expect(run.error.contains("[swiftdata-no-equivalent]"))
+        for file in ["Garage/GarageSchemaV1.swift", "Garage/Garage.swift", "Garage/Garage+MigrationPlan.swift"] {
+            #expect(FileManager.default.fileExists(atPath: output + "/" + file), "\(file)")
+        }
+        let model = try String(contentsOfFile: output + "/Garage/GarageSchemaV1.swift", encoding: .utf8)
+        #expect(model.contains("public struct Color: Codable, Hashable, Sendable {"))
+        #expect(model.contains("@Relationship(deleteRule: .deny, maximumModelCount: 10, inverse: \\Car.owner)"))
+        let again = try ImportFixtures.schemagen.run(arguments)
+        #expect(again.status == 0 && again.output.contains("nothing changed"), "\(again.output)")
+        let unknown = try ImportFixtures.schemagen.run(["generate", "--target", "swiftui", "-o", output])
+        #expect(unknown.status == 2, "\(unknown.error)")
+    }
+}

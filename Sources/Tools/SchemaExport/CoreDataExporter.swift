@@ -174,7 +174,11 @@ public enum CoreDataExporter {
         if attribute.isTransient { attributes.append(("transient", "YES")) }
         attributes.append(("attributeType", type.coreData))
         if let composite = type.composite { attributes.append(("composite", composite)) }
-        if type.coreData == "Transformable" { attributes.append(("valueTransformerName", "NSSecureUnarchiveFromDataTransformer")) }
+        if type.coreData == "Transformable" {
+            // Xcode's code generation types the property by the class name.
+            attributes.append(("valueTransformerName", "NSSecureUnarchiveFromDataTransformer"))
+            attributes.append(("customClassName", attribute.type.description))
+        }
         if let value = attribute.defaultValue, let coreData = coreDataDefault(value, type: attribute.type, in: schema) { attributes.append(coreData) }
         if ["Integer 16", "Integer 32", "Integer 64", "Double", "Float", "Boolean"].contains(type.coreData) { attributes.append(("usesScalarValueType", "YES")) }
         if attribute.usesExternalStorage { attributes.append(("allowsExternalBinaryDataStorage", "YES")) }
