@@ -158,4 +158,22 @@ func swiftDataOutput(schemas: String, migrations: String) throws -> (files: [Gen
         #expect(missing.location?.file.hasSuffix(first) == true)
         #expect(output.warnings.contains { $0.code == "history-source-invalid" && $0.message.contains("does not build the tables") })
     }
+
+    /// A released version must not change its models in place (SwiftData would no longer know
+    /// stores of it): a change no table sees, without a new version, is warned about; a new doc
+    /// is not.
+    @Test func aReleasedVersionChangedInPlaceIsWarnedAbout() throws {
+        let project = try plannedHistory((1...2).map { "Tests/Fixtures/LibraryHistory/v\($0).yaml" }, name: "Library")
+        let schema = project.appendingPathComponent("Schemas/Library.yaml")
+        let text = try String(contentsOf: schema, encoding: .utf8)
+        try text.replacingOccurrences(of: "doc: Writers and their books.", with: "doc: Writers, and the books they wrote.").write(to: schema, atomically: true, encoding: .utf8)
+        let documented = try swiftDataOutput(schemas: schema.path, migrations: project.appendingPathComponent("Migrations").path)
+        #expect(!documented.warnings.contains { $0.code == "history-version-changed" })
+        #expect(documented.files.first { $0.path.hasSuffix("LibrarySchemaV2.swift") }?.contents.contains("/// Writers, and the books they wrote.") == true)
+        try text.replacingOccurrences(of: "      subtitle: String?", with: "      subtitle: String?\n      isSelected: {type: Bool, transient: true, default: false}")
+            .write(to: schema, atomically: true, encoding: .utf8)
+        let changed = try swiftDataOutput(schemas: schema.path, migrations: project.appendingPathComponent("Migrations").path)
+        let warning = try #require(changed.warnings.first { $0.code == "history-version-changed" })
+        #expect(warning.message.contains("bump 'version'"))
+    }
 }

@@ -21,6 +21,8 @@ public struct SchemaHistory: Sendable {
         case sourceMissing = "history-source-missing"
         /// A version's schema does not load, or does not build its migration's tables.
         case sourceInvalid = "history-source-invalid"
+        /// The schema changed its models after its version was recorded, without a new version.
+        case versionChanged = "history-version-changed"
     }
 
     /// Oldest first; each schema version once.
@@ -76,10 +78,58 @@ public struct SchemaHistory: Sendable {
             versions.append(Version(schema: version, migration: entry))
         }
         if let last = versions.last, last.schema.version == schema.version {
+            // The same version: the schema as it is now (its docs, say). A released model that
+            // changes in place is what makes SwiftData refuse a store as of an unknown version.
+            if modelShape(last.schema) != modelShape(schema), let entry = last.migration {
+                diagnostics.append(
+                    Diagnostic(
+                        .warning, code: Code.versionChanged,
+                        message:
+                            "schema '\(schema.name)' version \(schema.version) differs from the schema recorded with migration \(entry.prefix) in its entities, attributes or options, though no table changed; a released SwiftData or Core Data model must not change, so bump 'version' and generate again",
+                        at: SourceLocation(file: schema.sourcePath, line: 1, column: 1)))
+            }
             versions[versions.count - 1].schema = schema
         } else if versions.last.map({ $0.schema.version < schema.version }) ?? true {
             versions.append(Version(schema: schema, migration: nil))
         }
         return SchemaHistory(versions: versions, diagnostics: diagnostics)
+    }
+
+    /// The schema without what no model sees: docs, source positions, the file's path, and the
+    /// settings of its migrations and store (dialects, online, history).
+    static func modelShape(_ schema: Schema) -> Schema {
+        var shape = schema
+        shape.doc = nil
+        shape.sourcePath = ""
+        shape.dialects = nil
+        shape.online = nil
+        shape.recordsHistory = true
+        shape.recordsInsertValues = true
+        for index in shape.enums.indices {
+            shape.enums[index].doc = nil
+            shape.enums[index].location = nil
+            for item in shape.enums[index].cases.indices { shape.enums[index].cases[item].location = nil }
+        }
+        for index in shape.values.indices {
+            shape.values[index].doc = nil
+            shape.values[index].location = nil
+            for field in shape.values[index].fields.indices {
+                shape.values[index].fields[field].doc = nil
+                shape.values[index].fields[field].location = nil
+            }
+        }
+        for index in shape.entities.indices {
+            shape.entities[index].doc = nil
+            shape.entities[index].location = nil
+            for member in shape.entities[index].attributes.indices {
+                shape.entities[index].attributes[member].doc = nil
+                shape.entities[index].attributes[member].location = nil
+            }
+            for member in shape.entities[index].relationships.indices {
+                shape.entities[index].relationships[member].doc = nil
+                shape.entities[index].relationships[member].location = nil
+            }
+        }
+        return shape
     }
 }
