@@ -110,7 +110,7 @@ public enum Generator {
             "docLines": .lines(SwiftSyntax.docLines(current.doc)),
             "schemas": .string(versions.map { SwiftDataVersion.enumName($0) + ".self" }.joined(separator: ", ")),
             "stageNames": .string(stages.map(\.name).joined(separator: ", ")),
-            "stages": .listed(stages.enumerated().map { $1.value(isLast: $0 == stages.count - 1) }),
+            "stages": .listed(stages.map(\.value)),
             "usesCarriers": .bool(stages.contains { !$0.carriers.isEmpty }),
         ]
         plan["typeNames"] = .lines((current.entities.map(\.name) + current.enums.map(\.name) + current.values.map(\.name)).map(SwiftSyntax.identifier))

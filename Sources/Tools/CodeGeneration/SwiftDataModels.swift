@@ -70,9 +70,6 @@ struct SwiftDataVersion {
         return addedDefaults["\(entity.name).\(attribute.name)"]
     }
 
-    /// Stored attributes SwiftData keeps: the implicit key is SwiftData's own identity.
-    func storedAttributes(_ entity: Entity) -> [Attribute] { entity.attributes.filter { !$0.isTransient } }
-
     mutating func entityValue(_ entity: Entity) -> [String: MustacheValue] {
         var macros: [String] = []
         var comments: [String] = []

@@ -298,7 +298,7 @@ struct SwiftDataStage {
 
     // MARK: - Template data
 
-    func value(isLast: Bool) -> MustacheValue {
+    var value: MustacheValue {
         var lines: [String] = []
         if isCustom {
             lines += carriers
