@@ -20,8 +20,9 @@ public enum ExportCommand: Command {
             migration follows them. What Core Data cannot say (tables and columns, enums, encrypt,
             dialects, docs) is kept in each element's user info under schemagen.* keys, which
             `schemagen import coredata --history` reads back. An existing bundle at the output path
-            is replaced. Exit status: 0 written, 1 invalid schema, 2 usage error, or an output path
-            that cannot be written or is not a model bundle.
+            is replaced. Exit status: 0 written, 1 invalid schema or a migration folder that does not
+            match its migrations.sum, 2 usage error, or an output path that cannot be written or is not
+            a model bundle.
             """,
         options: [
             .value("schema", short: "s", valueName: "file", help: "The schema file."),
@@ -55,6 +56,10 @@ public enum ExportCommand: Command {
         let configuration = GenerationPipeline.Configuration(config: config, schemas: [schemaPath], migrations: arguments.value("migrations"))
         let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema))
         io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(history.diagnostics))
+        if history.hasErrors {
+            io.writeError("schemagen: error: nothing exported: fix the migration folder first\n")
+            return .failure
+        }
         let bundleName = URL(fileURLWithPath: output).deletingPathExtension().lastPathComponent
         let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName)
         do {

@@ -27,8 +27,9 @@ public struct SchemaHistory: Sendable {
 
     /// Oldest first; each schema version once.
     public var versions: [Version]
-    /// Versions left out, and why.
+    /// Versions left out, and why (warnings); a tampered folder's problems (errors).
     public var diagnostics: [Diagnostic]
+    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
 
     /// The history of `schema` in its reference migration folder (SQLite's, else its first
     /// dialect's): each migration's recorded schema, checked against the migration's snapshot,
@@ -37,7 +38,8 @@ public struct SchemaHistory: Sendable {
         let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
         let directory = PendingMigration.directory(schema.name, root: root, dialect: reference)
         var versions: [Version] = []
-        var diagnostics: [Diagnostic] = []
+        // A folder edited behind its manifest holds versions nobody reviewed: its errors stop the caller.
+        var diagnostics: [Diagnostic] = directory.verify()
         for entry in directory.entries() {
             let path = directory.path + "/" + entry.sourceFile
             let at = SourceLocation(file: path, line: 1, column: 1)
