@@ -39,7 +39,7 @@ import Testing
 
     /// The tables a schema builds, without what only guides the migration into its version
     /// (renames, backfills, moves: checked where they happen), indexes by name.
-    func tables(_ schema: Schema) -> [TableSnapshot] {
+    static func tables(_ schema: Schema) -> [TableSnapshot] {
         SnapshotBuilder.snapshot(of: schema).tables.map { table in
             var table = table
             table.renamedFrom = nil
@@ -57,8 +57,8 @@ import Testing
     func expectSameTables(_ original: [Schema], _ back: [Schema]) {
         #expect(back.map(\.version) == original.map(\.version))
         for (before, after) in zip(original, back) {
-            let expected = tables(before), actual = tables(after)
-            #expect(difference(expected, actual).isEmpty, "version \(before.version) of \(before.name): \(difference(expected, actual))")
+            let expected = Self.tables(before), actual = Self.tables(after)
+            #expect(Self.difference(expected, actual).isEmpty, "version \(before.version) of \(before.name): \(Self.difference(expected, actual))")
             #expect(actual == expected)
             func cases(_ schema: Schema) -> [String] { schema.enums.map { "\($0.name): \($0.rawType) \($0.cases.map { "\($0.name)=\($0.rawValue)" }) \($0.doc ?? "")" } }
             #expect(cases(after) == cases(before))
@@ -68,7 +68,7 @@ import Testing
         }
     }
 
-    func difference(_ expected: [TableSnapshot], _ actual: [TableSnapshot]) -> String {
+    static func difference(_ expected: [TableSnapshot], _ actual: [TableSnapshot]) -> String {
         var lines: [String] = []
         for table in expected {
             guard let other = actual.first(where: { $0.name == table.name }) else {
@@ -153,7 +153,12 @@ import Testing
 
     /// The command: a bundle with `.xccurrentversion`, replaced on a second run, refused over a
     /// folder that is not a bundle; the import of it validates and builds the same tables.
-    @Test func exportAndImportCommands() throws {
+    @Test func exportAndImportCommands() async throws {
+        // Processes waited for on a thread of their own, not the cooperative pool's.
+        try await offThePool { try Self.exportAndImport() }
+    }
+
+    static func exportAndImport() throws {
         let folder = temporaryFolder()
         let bundle = folder.appendingPathComponent("Tasks.xcdatamodeld").path
         let schemagen = ImportFixtures.schemagen
@@ -168,7 +173,7 @@ import Testing
         #expect(back.status == 0, "\(back.error)")
         let v3 = try #require(SchemaLoader.load(file: imported + "/v3.yaml").schema)
         let original = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml").path).schema)
-        #expect(difference(tables(original), tables(v3)).isEmpty, "\(difference(tables(original), tables(v3)))")
+        #expect(Self.difference(Self.tables(original), Self.tables(v3)).isEmpty, "\(Self.difference(Self.tables(original), Self.tables(v3)))")
         // Not over something else.
         let other = folder.appendingPathComponent("Notes.xcdatamodeld")
         try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
@@ -195,7 +200,11 @@ import Testing
 /// `schemagen generate --target swiftdata` as a user runs it: the files, the warnings on
 /// standard error, exit 0; a second run changes nothing.
 @Suite struct SwiftDataTargetCommandTests {
-    @Test func generateWritesTheVersionChainAndWarns() throws {
+    @Test func generateWritesTheVersionChainAndWarns() async throws {
+        try await offThePool { try Self.generate() }
+    }
+
+    static func generate() throws {
         let folder = temporaryFolder()
         let output = folder.appendingPathComponent("AppModels").path
         let arguments = ["generate", "--target", "swiftdata", "-o", output, "--schema", "Schemas/Garage.yaml", "--cache-dir", folder.appendingPathComponent("cache").path]

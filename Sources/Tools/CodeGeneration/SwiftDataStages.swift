@@ -46,7 +46,7 @@ struct SwiftDataStage {
     private func oldType(_ entity: String) -> String { "\(fromName).\(SwiftSyntax.identifier(entity))" }
     private func newType(_ entity: String) -> String { "\(toName).\(SwiftSyntax.identifier(entity))" }
 
-    private func carrierName(_ parts: String...) -> String {
+    private func carrierName(_ parts: [String]) -> String {
         "carried" + parts.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
     }
 
@@ -180,15 +180,7 @@ struct SwiftDataStage {
             return
         }
         explain("Custom: \(subject) changes type from \(previous.type) to \(attribute.type); willMigrate keeps each value, didMigrate stores it converted.")
-        let carrier = carrierName(entity.name, attribute.name)
-        carriers.append("let \(carrier) = \(carrierType)<\(SwiftSyntax.typeName(previous.type))>()")
-        let old = SwiftSyntax.identifier(previous.name)
-        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(entity.name))>()) {"]
-        willMigrate +=
-            previous.isOptional
-            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.persistentModelID) }"]
-            : ["    \(carrier).keep(object.\(old), for: object.persistentModelID)"]
-        willMigrate += ["}"]
+        let carrier = keepValues(of: previous, in: entity.name, carrierFor: [entity.name, attribute.name])
         let new = SwiftSyntax.identifier(attribute.name)
         didMigrate += ["for object in try context.fetch(FetchDescriptor<\(newType(entity.name))>()) {"]
         didMigrate += ["    guard let value = \(carrier).value(for: object.persistentModelID) else { continue }"]
@@ -199,6 +191,21 @@ struct SwiftDataStage {
             didMigrate += ["    if let converted = \(converted.expression) { object.\(new) = converted }"]
         }
         didMigrate += ["}"]
+    }
+
+    /// Declares a carrier and has `willMigrate` keep each old object's value of `attribute` in
+    /// it by the object's identity; the carrier's name.
+    private mutating func keepValues(of attribute: Attribute, in entity: String, carrierFor parts: [String]) -> String {
+        let carrier = carrierName(parts)
+        carriers.append("let \(carrier) = \(carrierType)<\(SwiftSyntax.typeName(attribute.type))>()")
+        let old = SwiftSyntax.identifier(attribute.name)
+        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(entity))>()) {"]
+        willMigrate +=
+            attribute.isOptional
+            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.persistentModelID) }"]
+            : ["    \(carrier).keep(object.\(old), for: object.persistentModelID)"]
+        willMigrate += ["}"]
+        return carrier
     }
 
     /// Values of an attribute that moved into a new entity (a split): kept per owner, then
@@ -233,15 +240,7 @@ struct SwiftDataStage {
             }
         }
         explain("Custom: \(owner.name).\(source.name) moves into the new entity \(entity.name); willMigrate keeps each value, didMigrate inserts a \(entity.name) linked to its \(owner.name).")
-        let carrier = carrierName(entity.name, attribute.name)
-        carriers.append("let \(carrier) = \(carrierType)<\(SwiftSyntax.typeName(source.type))>()")
-        let old = SwiftSyntax.identifier(source.name)
-        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(owner.name))>()) {"]
-        willMigrate +=
-            source.isOptional
-            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.persistentModelID) }"]
-            : ["    \(carrier).keep(object.\(old), for: object.persistentModelID)"]
-        willMigrate += ["}"]
+        let carrier = keepValues(of: source, in: owner.name, carrierFor: [entity.name, attribute.name])
         didMigrate += [
             "for object in try context.fetch(FetchDescriptor<\(newType(owner.name))>()) {",
             "    guard let value = \(carrier).value(for: object.persistentModelID) else { continue }",
@@ -276,7 +275,7 @@ struct SwiftDataStage {
                     message: "\(after.name) renames \(before.name): its attribute values are carried, its relationships are not; relink them in didMigrate"))
             comments.append("// Its relationships are not carried: relink them in didMigrate.")
         }
-        let carrier = carrierName(after.name)
+        let carrier = carrierName([after.name])
         let tupleType =
             kept.count == 1
             ? SwiftSyntax.typeName(kept[0].old.type) + (kept[0].old.isOptional ? "?" : "")

@@ -47,12 +47,8 @@ public enum ExportCommand: Command {
         }
         let (loadedConfig, configFailure) = SchemaInput.config(arguments, io: io)
         guard let config = loadedConfig else { return configFailure }
-        let (schemas, failure) = SchemaInput.validSchemas([schemaPath], io: io)
-        if let failure { return failure }
-        guard schemas.count == 1, let schema = schemas.first else {
-            io.writeError("schemagen: error: '\(schemaPath)' holds \(schemas.count) schemas; export one schema file\n")
-            return .usageOrIO
-        }
+        let (loaded, failure) = SchemaInput.oneSchema(schemaPath, io: io)
+        guard let schema = loaded else { return failure ?? .failure }
         let configuration = GenerationPipeline.Configuration(config: config, schemas: [schemaPath], migrations: arguments.value("migrations"))
         let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema))
         io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(history.diagnostics))

@@ -36,12 +36,8 @@ public enum NewMigrationCommand: Command {
         }
         let (loadedConfig, configFailure) = SchemaInput.config(arguments, io: io)
         guard let config = loadedConfig else { return configFailure }
-        let (schemas, failure) = SchemaInput.validSchemas([schemaPath], io: io)
-        if let failure { return failure }
-        guard schemas.count == 1, let schema = schemas.first else {
-            io.writeError("schemagen: error: --schema must name one schema file; '\(schemaPath)' holds \(schemas.count)\n")
-            return .usageOrIO
-        }
+        let (loaded, failure) = SchemaInput.oneSchema(schemaPath, io: io)
+        guard let schema = loaded else { return failure ?? .failure }
         let named = arguments.values("dialect").compactMap(SQLDialectName.init)
         let dialects = named.isEmpty ? (schema.dialects ?? config.dialects?.compactMap(SQLDialectName.init) ?? [.default]) : named
         let root = arguments.value("migrations") ?? config.migrations ?? "Migrations"

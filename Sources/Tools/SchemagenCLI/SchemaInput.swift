@@ -36,6 +36,18 @@ enum SchemaInput {
 }
 
 extension SchemaInput {
+    /// The one valid schema in a file (a command's `--schema FILE`), or the exit status after
+    /// printing why not.
+    static func oneSchema(_ path: String, io: CommandIO) -> (schema: Schema?, failure: ExitCode?) {
+        let (schemas, failure) = validSchemas([path], io: io)
+        if let failure { return (nil, failure) }
+        guard schemas.count == 1, let schema = schemas.first else {
+            io.writeError("schemagen: error: --schema must name one schema file; '\(path)' holds \(schemas.count)\n")
+            return (nil, .usageOrIO)
+        }
+        return (schema, nil)
+    }
+
     /// Loads the schemas under `paths` (default: Schemas); after printing the problems, the exit
     /// status instead: 2 when nothing could be read, 1 when a schema has errors.
     static func validSchemas(_ paths: [String], io: CommandIO) -> (schemas: [Schema], failure: ExitCode?) {
