@@ -263,17 +263,35 @@ struct SwiftDataStage {
                 return
             }
         }
-        if after.relationships.contains(where: { !$0.isToMany && !$0.isOptional }) {
-            note(after.name, "\(after.name) renames \(before.name), but it has a required relationship the carried objects cannot be given")
-            return
+        // Links to objects of entities kept under their name are carried by those objects'
+        // identities, which survive the stage; the new object is linked to the same ones.
+        var links: [(relationship: Relationship, previous: Relationship)] = []
+        var unlinked: [String] = []
+        for relationship in after.relationships {
+            let previous = before.relationship(named: relationship.name) ?? relationship.renamedFrom.flatMap { before.relationship(named: $0) }
+            guard let previous, previous.target == relationship.target, relationship.target != after.name, previous.target != before.name,
+                old.entity(named: relationship.target) != nil, previous.isToMany == relationship.isToMany
+            else {
+                if !relationship.isToMany && !relationship.isOptional {
+                    note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' has no link in \(before.name) the carried objects can be given")
+                    return
+                }
+                unlinked.append(relationship.name)
+                continue
+            }
+            if !relationship.isToMany && !relationship.isOptional {
+                note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' must be given when an object is made; make it optional for the step")
+                return
+            }
+            links.append((relationship, previous))
         }
-        explain("Custom: the entity \(before.name) becomes \(after.name); willMigrate keeps each object's values, didMigrate inserts them as \(after.name) objects.")
-        if !before.relationships.isEmpty {
-            notes.append(
-                SwiftDataNote(
-                    version: new.version, subject: after.name,
-                    message: "\(after.name) renames \(before.name): its attribute values are carried, its relationships are not; relink them in didMigrate"))
-            comments.append("// Its relationships are not carried: relink them in didMigrate.")
+        explain(
+            "Custom: the entity \(before.name) becomes \(after.name); willMigrate keeps each object's values\(links.isEmpty ? "" : " and links"), didMigrate inserts them as \(after.name) objects.")
+        if !unlinked.isEmpty {
+            let message =
+                "\(after.name) renames \(before.name): \(unlinked.map { "'\($0)'" }.joined(separator: ", ")) had no counterpart in \(before.name) to carry, so the new objects start without it"
+            notes.append(SwiftDataNote(version: new.version, subject: after.name, message: message))
+            comments.append("// \(message).")
         }
         let carrier = carrierName([after.name])
         let tupleType =
@@ -282,17 +300,40 @@ struct SwiftDataStage {
             : "(" + kept.map { SwiftSyntax.typeName($0.old.type) + ($0.old.isOptional ? "?" : "") }.joined(separator: ", ") + ")"
         carriers.append("let \(carrier) = \(carrierType)<\(kept.isEmpty ? "Void" : tupleType)>()")
         let tuple = kept.count == 1 ? "object.\(SwiftSyntax.identifier(kept[0].old.name))" : "(" + kept.map { "object.\(SwiftSyntax.identifier($0.old.name))" }.joined(separator: ", ") + ")"
-        willMigrate += [
-            "for object in try context.fetch(FetchDescriptor<\(oldType(before.name))>()) {",
-            "    \(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)",
-            "}",
-        ]
+        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(before.name))>()) {"]
+        willMigrate += ["    \(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)"]
+        var relinks: [String] = []
+        var lookups: [String: String] = [:]
+        for (relationship, previous) in links {
+            let linkCarrier = carrierName([after.name, relationship.name])
+            let oldName = SwiftSyntax.identifier(previous.name)
+            let lookup = "by" + relationship.target.prefix(1).uppercased() + relationship.target.dropFirst()
+            lookups[relationship.target] = lookup
+            let newName = SwiftSyntax.identifier(relationship.name)
+            if relationship.isToMany {
+                carriers.append("let \(linkCarrier) = \(carrierType)<[PersistentIdentifier]>()")
+                willMigrate += ["    \(linkCarrier).keep(object.\(oldName).map(\\.persistentModelID), for: object.persistentModelID)"]
+                relinks += ["    if let identities = \(linkCarrier).value(for: model) { inserted.\(newName) = identities.compactMap { \(lookup)[$0] } }"]
+            } else {
+                carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier>()")
+                willMigrate += ["    if let related = object.\(oldName) { \(linkCarrier).keep(related.persistentModelID, for: object.persistentModelID) }"]
+                relinks += ["    if let identity = \(linkCarrier).value(for: model) { inserted.\(newName) = \(lookup)[identity] }"]
+            }
+        }
+        willMigrate += ["}"]
+        for (target, lookup) in lookups.sorted(by: { $0.key < $1.key }) {
+            didMigrate += [
+                "let \(lookup) = Dictionary(try context.fetch(FetchDescriptor<\(newType(target))>()).map { ($0.persistentModelID, $0) }, uniquingKeysWith: { first, _ in first })"
+            ]
+        }
         let arguments = kept.enumerated().map { index, pair in "\(SwiftSyntax.identifier(pair.new.name)): \(kept.count == 1 ? "values" : "values.\(index)")" }
-        didMigrate += [
-            "for values in \(carrier).values {",
-            "    context.insert(\(newType(after.name))(\(arguments.joined(separator: ", "))))",
-            "}",
-        ]
+        let made = "\(newType(after.name))(\(arguments.joined(separator: ", ")))"
+        let values = kept.isEmpty ? "_" : "values"
+        if relinks.isEmpty {
+            didMigrate += ["for (_, \(values)) in \(carrier).entries {", "    context.insert(\(made))", "}"]
+        } else {
+            didMigrate += ["for (model, \(values)) in \(carrier).entries {", "    let inserted = \(made)", "    context.insert(inserted)"] + relinks + ["}"]
+        }
     }
 
     // MARK: - Template data
