@@ -127,12 +127,18 @@ import Testing
         let file = folder.appendingPathComponent("Snippet.swift")
         try Self.source(of: snippet).write(to: file, atomically: true, encoding: .utf8)
         // The compiler is waited for on a thread of its own: dozens of these at once would hold
-        // every thread of the cooperative pool that the suite's async tests run on.
+        // every thread of the cooperative pool that the suite's async tests run on. Two at a
+        // time, as the pool ran them: each takes hundreds of megabytes.
         let run = try await offThePool {
-            try runProgram("swiftc", ["-typecheck", "-swift-version", "6", "-I", Self.modules.path] + Self.systemLibraryFlags + [file.path], in: folder)
+            Self.compilers.wait()
+            defer { Self.compilers.signal() }
+            return try runProgram("swiftc", ["-typecheck", "-swift-version", "6", "-I", Self.modules.path] + Self.systemLibraryFlags + [file.path], in: folder)
         }
         #expect(run.status == 0, "\(snippet.file):\(snippet.line) does not compile against the package:\n\(run.output)")
     }
+
+    /// Compilers allowed to run at once.
+    static let compilers = DispatchSemaphore(value: 2)
 
     @Test(arguments: swiftDataPages)
     func swiftDataBlocksTypeCheckAgainstTheShim(_ page: Snippet) async throws {

@@ -209,7 +209,11 @@ func eventually(within seconds: Double = 30, _ condition: () async throws -> Boo
         defer { task.cancel() }
         try await store.insert(TodoItem(taskName: "in memory"))
         // Longer than the default: under the full suite's process tests it once took more.
-        #expect(await eventually(within: 30) { await changes.items.count == 1 })
+        let delivered = await eventually(within: 30) { await changes.items.count == 1 }
+        // Said in full when it fails: it has failed under the whole suite's load, never alone.
+        let state =
+            "stream failure: \(await changes.failure ?? "none"), finished: \(await changes.finished), deliveries: \(await store.observation.deliveries), subscribers: \(await store.subscriberCount), history: \(try await store.history().count) rows"
+        #expect(delivered, "\(state)")
         #expect(await store.observation.watcher == nil)
     }
 }
