@@ -11,6 +11,7 @@ public enum Schemagen {
             abstract: "Check declarative YAML data-model schemas and generate code and migrations from them.",
             commands: [
                 ValidateCommand.self, GenerateCommand.self, DiffCommand.self, RehashCommand.self, NewMigrationCommand.self, RenderCommand.self, ImportCommand.self, ExportCommand.self,
+                RestoreVersionsCommand.self,
                 DiagramCommand.self,
                 DocsCommand.self,
             ])
