@@ -83,6 +83,8 @@ public enum Generator {
     /// SwiftData models for every version of a schema, oldest first (the last is the schema as
     /// it is now): one file per version (scope `version`), the migration plan and the current
     /// version's typealiases (scope `schema`), with what SwiftData cannot say.
+    ///
+    ///     let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: "Shop.yaml", templates: try .defaults(for: .swiftdata))
     public static func generateSwiftData(versions: [Schema], sourceFile: String, templates: TemplateSet) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name), version \(current.version)). Do not edit."

@@ -59,10 +59,6 @@ struct SwiftDataVersion {
         notes.append(SwiftDataNote(version: schema.version, subject: subject, message: message))
     }
 
-    func swiftType(_ attribute: Attribute) -> String {
-        SwiftSyntax.typeName(attribute.type) + (attribute.isOptional ? "?" : "")
-    }
-
     /// The attribute's default as a Swift expression: the schema's, else a backfill this
     /// version's migration needs.
     func defaultExpression(_ attribute: Attribute, of entity: Entity) -> String? {
@@ -105,7 +101,7 @@ struct SwiftDataVersion {
             guard !attribute.isTransient else { continue }
             let name = SwiftSyntax.identifier(attribute.name)
             let fallback = defaultExpression(attribute, of: entity) ?? (attribute.isOptional ? "nil" : nil)
-            parameters.append("\(name): \(swiftType(attribute))" + (fallback.map { " = \($0)" } ?? ""))
+            parameters.append("\(name): \(SwiftSyntax.typeName(of: attribute))" + (fallback.map { " = \($0)" } ?? ""))
             assignments.append("self.\(name) = \(name)")
         }
         for relationship in entity.relationships {
@@ -173,7 +169,7 @@ struct SwiftDataVersion {
             "docLines": .lines(SwiftSyntax.docLines(attribute.doc)),
             "comments": .lines(comments),
             "macro": macro.map { .string($0) } ?? .null,
-            "declaration": .string("var \(SwiftSyntax.identifier(attribute.name)): \(swiftType(attribute))\(initializer)"),
+            "declaration": .string("var \(SwiftSyntax.identifier(attribute.name)): \(SwiftSyntax.typeName(of: attribute))\(initializer)"),
         ]
     }
 
@@ -257,6 +253,13 @@ extension MustacheValue {
 
     /// A list whose object items get `first` and `last` flags, for separators in templates.
     static func listed(_ items: [MustacheValue]) -> MustacheValue {
-        .array(items.enumerated().map { index, item in .listItem(item, isFirst: index == 0, isLast: index == items.count - 1) })
+        .array(
+            items.enumerated().map { index, item in
+                switch item {
+                case .object, .record, .lazy: break
+                default: return item
+                }
+                return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
+            })
     }
 }

@@ -296,8 +296,8 @@ struct SwiftDataStage {
         let carrier = carrierName([after.name])
         let tupleType =
             kept.count == 1
-            ? SwiftSyntax.typeName(kept[0].old.type) + (kept[0].old.isOptional ? "?" : "")
-            : "(" + kept.map { SwiftSyntax.typeName($0.old.type) + ($0.old.isOptional ? "?" : "") }.joined(separator: ", ") + ")"
+            ? SwiftSyntax.typeName(of: kept[0].old)
+            : "(" + kept.map { SwiftSyntax.typeName(of: $0.old) }.joined(separator: ", ") + ")"
         carriers.append("let \(carrier) = \(carrierType)<\(kept.isEmpty ? "Void" : tupleType)>()")
         let tuple = kept.count == 1 ? "object.\(SwiftSyntax.identifier(kept[0].old.name))" : "(" + kept.map { "object.\(SwiftSyntax.identifier($0.old.name))" }.joined(separator: ", ") + ")"
         willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(before.name))>()) {"]

@@ -73,6 +73,11 @@ enum SwiftSyntax {
         }
     }
 
+    /// The Swift type of an attribute, with `?` when it is optional: `String?`, `[Tag]`.
+    static func typeName(of attribute: Attribute) -> String {
+        typeName(attribute.type) + (attribute.isOptional ? "?" : "")
+    }
+
     /// Documentation as `///` comment lines (empty when there is none).
     static func docLines(_ doc: String?) -> [String] {
         guard let doc, !doc.isEmpty else { return [] }

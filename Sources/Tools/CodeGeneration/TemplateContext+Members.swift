@@ -6,9 +6,7 @@ import SchemaMetadata
 extension TemplateContext {
     // MARK: - Attributes
 
-    func swiftType(_ attribute: Attribute) -> String {
-        SwiftSyntax.typeName(attribute.type) + (attribute.isOptional ? "?" : "")
-    }
+    func swiftType(_ attribute: Attribute) -> String { SwiftSyntax.typeName(of: attribute) }
 
     /// ` = default` for the initializer and transient properties; optional ones default to nil.
     func initDefault(_ attribute: Attribute) -> String {

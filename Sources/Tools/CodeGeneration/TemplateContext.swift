@@ -148,16 +148,7 @@ public struct TemplateContext: Sendable {
     }
 
     /// A list whose object items get `first` and `last` flags, for separators in templates.
-    func list(_ items: [MustacheValue]) -> MustacheValue {
-        .array(
-            items.enumerated().map { index, item in
-                switch item {
-                case .object, .record, .lazy: break
-                default: return item
-                }
-                return .listItem(item, isFirst: index == 0, isLast: index == items.count - 1)
-            })
-    }
+    func list(_ items: [MustacheValue]) -> MustacheValue { .listed(items) }
 
     func optional(_ text: String?) -> MustacheValue { text.map { .string($0) } ?? .null }
 

@@ -14,6 +14,8 @@ import SchemaKit
 /// settings (version, dialects, history, online), which ride on the first entity.
 public enum CoreDataExporter {
     /// The files of a bundle, by path inside it: `Shop 2.xcdatamodel/contents`, `.xccurrentversion`.
+    ///
+    ///     for file in CoreDataExporter.bundle(history.versions.map(\.schema), name: "Shop") { write(file.contents, to: "Shop.xcdatamodeld/" + file.path) }
     public static func bundle(_ versions: [Schema], name: String) -> [(path: String, contents: String)] {
         var files: [(String, String)] = []
         for schema in versions {
@@ -299,7 +301,7 @@ public enum CoreDataExporter {
     static func yaml(_ value: DefaultValue) -> String {
         switch value {
         case .null: return "null"
-        case .string(let text), .date(let text), .uuid(let text), .url(let text), .data(let text): return quoted(text)
+        case .string(let text), .date(let text), .uuid(let text), .url(let text), .data(let text): return YAMLText.quoted(text)
         case .integer(let number): return String(number)
         case .double(let number): return String(number)
         case .bool(let flag): return flag ? "true" : "false"
@@ -310,12 +312,6 @@ public enum CoreDataExporter {
         case .array(let items): return "[" + items.map(yaml).joined(separator: ", ") + "]"
         case .value(let fields): return "{" + fields.map { "\($0.name): \(yaml($0.value))" }.joined(separator: ", ") + "}"
         }
-    }
-
-    /// A YAML double-quoted scalar: JSON's escapes are YAML's.
-    static func quoted(_ text: String) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: [text], options: []), let array = String(data: data, encoding: .utf8) else { return "\"\"" }
-        return String(array.dropFirst().dropLast()).replacingOccurrences(of: "\\/", with: "/")
     }
 }
 

@@ -1,3 +1,5 @@
+import SchemaKit
+
 /// Writes an imported schema as schema-language YAML: block style for the structure, a flow
 /// mapping per member, the same bytes for the same input.
 public enum SchemaYAMLWriter {
@@ -158,33 +160,7 @@ public enum SchemaYAMLWriter {
         return plain == text && !text.hasSuffix("?") ? text : quoted(text)
     }
 
-    /// A double-quoted YAML scalar; control characters, quotes and backslashes escaped. Not
-    /// JSON's writer: YAML also forbids raw C1 controls, U+2028/2029 and a BOM inside quotes.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                let value = scalar.value
-                if value < 0x20 || (value >= 0x7F && value <= 0x9F) || value == 0x2028 || value == 0x2029 || value == 0xFEFF {
-                    out += value <= 0xFF ? "\\x" + hex(value, width: 2) : "\\u" + hex(value, width: 4)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
-
-    private static func hex(_ value: UInt32, width: Int) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, width - digits.count)) + digits
-    }
+    static func quoted(_ text: String) -> String { YAMLText.quoted(text) }
 
     /// A comment ends at a line break, so control characters become spaces.
     private static func commentSafe(_ line: String) -> String {

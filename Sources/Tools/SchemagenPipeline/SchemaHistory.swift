@@ -34,6 +34,9 @@ public struct SchemaHistory: Sendable {
     /// The history of `schema` in its reference migration folder (SQLite's, else its first
     /// dialect's): each migration's recorded schema, checked against the migration's snapshot,
     /// then `schema` itself when it is newer (or the same version, whose text it updates).
+    ///
+    ///     let history = SchemaHistory.load(for: schema, root: "Migrations", dialects: [.sqlite])
+    ///     for version in history.versions { print(version.schema.version, version.migration?.prefix ?? "not planned yet") }
     public static func load(for schema: Schema, root: String, dialects: [SQLDialectName]) -> SchemaHistory {
         let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
         let directory = PendingMigration.directory(schema.name, root: root, dialect: reference)
