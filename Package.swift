@@ -151,6 +151,7 @@ let package = Package(
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "MustacheTests", dependencies: ["Mustache"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles"]),
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
         .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit", "TestSupport"]),

@@ -6,7 +6,7 @@ import Testing
 /// package's modules it imports, and imports each one it declares. SwiftPM builds a module it
 /// finds through another target's dependencies, so an undeclared import compiles until the
 /// build order changes; a declared one never imported hides what a layer really uses.
-@Suite struct DeclaredDependencyTests {
+@Suite(.blocking) struct DeclaredDependencyTests {
     struct Target {
         let name: String
         let kind: String

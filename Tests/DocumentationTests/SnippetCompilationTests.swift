@@ -6,7 +6,7 @@ import Testing
 /// drift from the code: statements against the modules the build already compiled (`swiftc
 /// -typecheck`, with the names a snippet assumes declared around it), and package manifests
 /// through `swift package dump-package`.
-@Suite struct SnippetCompilationTests {
+@Suite(.blocking) struct SnippetCompilationTests {
     struct Snippet: CustomTestStringConvertible, Sendable {
         let file: String
         let line: Int

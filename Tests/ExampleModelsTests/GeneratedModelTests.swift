@@ -120,7 +120,7 @@ import Testing
 
 /// Generated code embeds every dialect's committed migrations, so the same
 /// `<Schema>Schema.migrations` migrates a PostgreSQL database too.
-@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct EmbeddedDialectMigrationTests {
     /// Each schema's embedded PostgreSQL SQL is its committed `postgres` folder, byte for byte; a
     /// schema without that folder embeds none.

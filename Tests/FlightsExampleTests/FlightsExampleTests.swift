@@ -76,7 +76,7 @@ struct PlainReading {
     }
 }
 
-@Suite struct FlightsExampleTests {
+@Suite(.blocking) struct FlightsExampleTests {
     /// The shipped dataset keeps the quirks of real AeroAPI responses, so the tests below meet them.
     @Test func theFixtureHasTheQuirksOfRealResponses() throws {
         let plain = try PlainReading(fixtures)
@@ -151,7 +151,7 @@ struct PlainReading {
 }
 
 /// The `flights` executable as a user runs it.
-@Suite struct FlightsToolTests {
+@Suite(.blocking) struct FlightsToolTests {
     static let tool = BuiltTool("flights")
 
     static func run(_ arguments: [String]) throws -> BuiltTool.Run { try tool.run(arguments) }

@@ -6,7 +6,7 @@ import Testing
 /// links the runtime alone. It loads neither libpq (the PostgreSQL adapter) nor libyaml (the
 /// schema reader), and no tool module is linked into it statically. The examples that open
 /// either engine (`flights`, `todo`) link libpq, and still no tool module.
-@Suite struct LinkageTests {
+@Suite(.blocking) struct LinkageTests {
     /// What a command prints for a built product.
     static func output(_ command: [String], of product: String) throws -> String {
         let run = try standardOutput(of: command[0], Array(command.dropFirst()) + [BuiltTool(product).url.path])

@@ -11,7 +11,7 @@ import Testing
 
 /// Online planning without a server: the switch (schema, config), the plan's shape, what it
 /// says is not online, and the phase file format.
-@Suite struct OnlinePlanTests {
+@Suite(.blocking) struct OnlinePlanTests {
     static let base = """
         entities:
           Item:

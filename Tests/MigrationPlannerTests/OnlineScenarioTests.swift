@@ -13,7 +13,7 @@ import Testing
 /// through the migrator: expand (the rows read through the new version's views), rollback
 /// (the database as version 1 built it, rows kept), expand again, complete (the database as
 /// version 2 built it, rows kept, the scenario's query answered).
-@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct OnlineScenarioTests {
     static func migrator(_ connection: PostgresConnection, _ v1: SchemaSnapshot, _ v2: SchemaSnapshot) -> Migrator {
         let first = Migration(from: nil, to: v1, renderer: PostgresRenderer())

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Planning for PostgreSQL without a server: names, lint for locks, the header, folders.
-@Suite struct PostgresPlanningTests {
+@Suite(.blocking) struct PostgresPlanningTests {
     @Test func longDerivedNamesAreShortenedDeterministically() {
         let long = String(repeating: "a_very_long_table_name_", count: 4) + "idx"
         let short = PostgresRenderer.identifier(long)

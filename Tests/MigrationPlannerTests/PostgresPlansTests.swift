@@ -13,7 +13,7 @@ import Testing
 /// Plans a DBA would accept, checked in PostgreSQL's own catalogue: unique values as UNIQUE
 /// constraints, docs as comments, decimals with precision and scale, and types described as
 /// PostgreSQL names them.
-@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct PostgresPlansTests {
     static func database() throws -> PostgresConnection {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")

@@ -46,7 +46,7 @@ func postgresApply(_ sql: String, to connection: PostgresConnection) throws {
 
 /// Every scenario the SQLite suite runs, on a real PostgreSQL server: up, compared with a
 /// database built fresh from the new version, rows kept; then down, compared with the old.
-@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct PostgresScenarioTests {
     static func database() throws -> PostgresConnection {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")

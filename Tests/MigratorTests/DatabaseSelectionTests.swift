@@ -6,7 +6,7 @@ import Testing
 /// What `--database` means: a SQLite path only when it is a path. Each test reproduces a defect
 /// found by a DBA (a mistyped URL migrated a file named after it, password included; `status`
 /// and dry runs created files) and shows it fixed.
-@Suite struct DatabaseSelectionTests {
+@Suite(.blocking) struct DatabaseSelectionTests {
     static let migrate = BuiltTool("migrate")
     static let todo = BuiltTool("todo")
     static let flights = BuiltTool("flights")

@@ -14,7 +14,7 @@ import Testing
 
 /// The `migrate` executable run as users and applications do: concurrently, killed midway,
 /// and through its command line.
-@Suite struct MigrateProcessTests {
+@Suite(.blocking) struct MigrateProcessTests {
     static let tool = BuiltTool("migrate")
     static var executable: URL { tool.url }
 

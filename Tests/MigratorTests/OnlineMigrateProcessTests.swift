@@ -14,7 +14,7 @@ import Glibc
 
 /// `migrate up`, `complete`, `rollback` and `status` on online migrations, as processes, with
 /// SIGKILLs landing anywhere in a phase: the next run of the same command finishes it.
-@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct OnlineMigrateProcessTests {
     static let migrate = BuiltTool("migrate")
 

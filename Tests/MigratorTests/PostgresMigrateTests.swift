@@ -15,7 +15,7 @@ import Testing
 
 /// `migrate` against a real PostgreSQL 15 server, as users run it: URLs with passwords,
 /// concurrent migrators, processes killed midway, a server that dies, tampered files.
-@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct PostgresMigrateTests {
     static let migrate = BuiltTool("migrate")
 

@@ -15,7 +15,7 @@ import Testing
 /// nothing, `baseline` that checks, `repair`, interrupts that leave no backend queued,
 /// `application_name`, the history table's shape and place, and connecting to a server that
 /// is still starting.
-@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct PostgresOperationsTests {
     static let migrate = BuiltTool("migrate")
     static let flights = ["--dir", "Migrations/Flights/postgres"]

@@ -6,7 +6,7 @@ import Testing
 
 /// `schemagen diagram` on the example schemas: what each format says, neighbourhoods, and
 /// keeping a committed diagram current.
-@Suite struct DiagramTests {
+@Suite(.blocking) struct DiagramTests {
     static let schemagen = BuiltTool("schemagen")
 
     func model(_ file: String) throws -> ERModel {

@@ -7,7 +7,7 @@ import Testing
 
 /// `schemagen docs`: the site's content, and the site in a real browser (Debian's chromium,
 /// headless), which runs its search script.
-@Suite struct SiteTests {
+@Suite(.blocking) struct SiteTests {
     static let examples = ["Flights", "Garage", "Tasks", "Todo", "Users"]
 
     static func schemas() throws -> [Schema] {

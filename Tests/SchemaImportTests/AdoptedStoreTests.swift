@@ -10,7 +10,7 @@ import Testing
 /// 0/1, dates as `CURRENT_TIMESTAMP` spells them, text keys, a composite key.
 ///
 /// The package lives in `.build/import-consumer`, so later runs build incrementally.
-@Suite(.serialized) struct AdoptedStoreTests {
+@Suite(.blocking, .serialized) struct AdoptedStoreTests {
     static let folder = repositoryRoot.appendingPathComponent(".build/import-consumer")
 
     static let program = """

@@ -12,7 +12,7 @@ import Testing
 /// builds a database with the same tables, columns and nullability, and `migrate baseline 1`
 /// adopts the live database without touching it (once the table without a key has one, as
 /// the import says).
-@Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct PostgresImportTests {
     static func bookshop() throws -> (server: PostgresServer, url: String) {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")

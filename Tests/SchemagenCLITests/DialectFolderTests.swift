@@ -6,7 +6,7 @@ import Testing
 /// manifest and against each other, `rehash` rewrites each, the fix is named in the message,
 /// findings shared by the dialects are said once and the others say their dialect, and `diff`
 /// fails when it reports errors.
-@Suite struct DialectFolderTests {
+@Suite(.blocking) struct DialectFolderTests {
     let runner = SchemagenProcessTests()
 
     /// A copy of the examples' schemas and migrations to change freely.

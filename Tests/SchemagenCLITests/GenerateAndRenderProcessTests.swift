@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `schemagen generate` and `schemagen render` run as processes.
-@Suite struct GenerateAndRenderProcessTests {
+@Suite(.blocking) struct GenerateAndRenderProcessTests {
     let runner = SchemagenProcessTests()
 
     @Test func theCommittedExampleModelsAreUpToDate() throws {

@@ -6,7 +6,7 @@ import Testing
 /// and a user's project lint clean with it: checked on a schema made to hit the templates'
 /// edges (a one-column entity, no relationships or indexes, long relationship lines that must
 /// break, many columns that wrap, migrations embedded as long strings).
-@Suite struct GeneratedCodeFormatTests {
+@Suite(.blocking) struct GeneratedCodeFormatTests {
     static let schema = """
         schema: Edges
         version: 1

@@ -9,7 +9,7 @@ import Testing
 /// without planning its migration must fail the build with the command that fixes it.
 ///
 /// The package lives in `.build/plugin-consumer`, so later runs build incrementally.
-@Suite(.serialized) struct PluginConsumerTests {
+@Suite(.blocking, .serialized) struct PluginConsumerTests {
     static let root = SchemagenProcessTests.repositoryRoot
     static let folder = root.appendingPathComponent(".build/plugin-consumer")
 

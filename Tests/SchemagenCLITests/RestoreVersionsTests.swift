@@ -4,7 +4,7 @@ import Testing
 
 /// `schemagen restore-versions`: the schema text of migrations planned before it was recorded,
 /// from the commits that added them, checked against each migration's snapshot.
-@Suite struct RestoreVersionsTests {
+@Suite(.blocking) struct RestoreVersionsTests {
     let runner = SchemagenProcessTests()
 
     func git(_ arguments: [String], in folder: URL) throws {

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Runs the built `schemagen` executable as users do and checks its output and exit status.
-@Suite struct SchemagenProcessTests {
+@Suite(.blocking) struct SchemagenProcessTests {
     static var repositoryRoot: URL { TestSupport.repositoryRoot }
 
     static let tool = BuiltTool("schemagen")

@@ -34,7 +34,7 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
 
 /// The widget example as users run it: separate `todo` processes on one database (a file, or a
 /// PostgreSQL server standing for other machines), one of them watching.
-@Suite(.serialized) struct TodoProcessTests {
+@Suite(.blocking, .serialized) struct TodoProcessTests {
     static let todo = BuiltTool("todo")
 
     /// Todo's notes are encrypted: every process gets the same key, as users pass it.
