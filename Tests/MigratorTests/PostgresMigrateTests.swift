@@ -250,7 +250,7 @@ struct PostgresMigrateTests {
         let watcher = try PostgresConnection(url)
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            let active = try watcher.query("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'ALTER TABLE%events%TYPE%' AND state = 'active'")
+            let active = try watcher.query("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'ALTER TABLE%events%TYPE%' AND state = 'active' AND datname = current_database()")
             if active != [[.integer(0)]] { break }
             usleep(10_000)
         }

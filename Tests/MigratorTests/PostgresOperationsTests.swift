@@ -46,7 +46,10 @@ struct PostgresOperationsTests {
     }
 
     static func migratorBackends(_ url: String, waitingForLock: Bool = false) throws -> Int64 {
-        let rows = try PostgresConnection(url).query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'schemagen migrate'" + (waitingForLock ? " AND wait_event_type = 'Lock'" : ""))
+        // Of this database: tests running beside this one migrate databases of their own.
+        let rows = try PostgresConnection(url).query(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'schemagen migrate' AND datname = current_database()"
+                + (waitingForLock ? " AND wait_event_type = 'Lock'" : ""))
         if case .integer(let count)? = rows.first?.first { return count }
         return -1
     }
@@ -152,7 +155,7 @@ struct PostgresOperationsTests {
         let before = try Self.state(url)
         let started = try Self.migrate.start(["up"] + base)
         let queued = try Self.waitUntil {
-            try PostgresConnection(url).query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'schemagen migrate' AND wait_event_type = 'Lock'") == [[.integer(1)]]
+            try Self.migratorBackends(url, waitingForLock: true) == 1
         }
         #expect(queued, "the migrator never queued for the lock (application_name is 'schemagen migrate')")
         kill(started.processIdentifier, signal)
@@ -203,6 +206,19 @@ struct PostgresOperationsTests {
         let repair = try Self.migrate.run(["repair", "--yes"] + base)
         #expect(repair.output.contains("clear the note of migration 0002 (up)"), "\(repair.output)")
         #expect(!(try Self.migrate.run(["status"] + base)).output.contains("INTERRUPTED"))
+    }
+
+    /// Advisory locks belong to a database, but `pg_locks` lists the whole server's: a migrator
+    /// of the same schema busy in another database is not this database's running attempt (a
+    /// test running beside this one made `status` say RUNNING and `repair` keep the note).
+    @Test func aMigratorInAnotherDatabaseIsNotThisOnesHolder() throws {
+        let here = try Self.server().createDatabase(), elsewhere = try Self.server().createDatabase()
+        let busy = PostgresMigrationDatabase(try PostgresConnection(elsewhere))
+        try busy.lock(schema: "Flights", timeout: 5, cancelled: { false })
+        defer { busy.unlock(schema: "Flights") }
+        #expect(try PostgresMigrationDatabase(try PostgresConnection(here)).lockHolder(schema: "Flights") == nil)
+        let sameDatabase = PostgresMigrationDatabase(try PostgresConnection(elsewhere))
+        #expect(try sameDatabase.lockHolder(schema: "Flights") != nil, "the holder in its own database is seen")
     }
 
     /// The history table: `applied_at` is a timestamptz, `applied_by` the role; `--history-schema`

@@ -136,10 +136,15 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
 
     /// The backend holding the session advisory lock of `schema`: bigint keys are kept as two
     /// 32-bit halves in `pg_locks` (classid the high half, objid the low one, objsubid 1).
+    /// `pg_locks` shows the whole server, and advisory locks belong to a database: a migrator of
+    /// the same schema in another database holds a lock with the same key.
     public func lockHolder(schema: String) throws(MigratorError) -> Int? {
         let key = UInt64(bitPattern: Self.advisoryKey(schema: schema))
         let rows = try query(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 AND pid <> pg_backend_pid()",
+            """
+            SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid::bigint = $1 AND objid::bigint = $2 \
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND pid <> pg_backend_pid()
+            """,
             [.integer(Int64(key >> 32)), .integer(Int64(key & 0xFFFF_FFFF))])
         if case .integer(let pid)? = rows.first?.first { return Int(pid) }
         return nil
