@@ -151,8 +151,9 @@ import Testing
         }
     }
 
-    /// The command: a bundle with `.xccurrentversion`, replaced on a second run, refused over a
-    /// folder that is not a bundle; the import of it validates and builds the same tables.
+    /// The command: a bundle with `.xccurrentversion`, replaced on a second run (which clears what a
+    /// killed run left), refused over a folder that is not a bundle; the import of it validates
+    /// and builds the same tables.
     @Test func exportAndImportCommands() async throws {
         // Processes waited for on a thread of their own, not the cooperative pool's.
         try await offThePool { try Self.exportAndImport() }
@@ -167,7 +168,12 @@ import Testing
         #expect(export.error.contains("3 versions (Tasks 1, Tasks 2, Tasks 3), current Tasks 3"), "\(export.error)")
         let current = try String(contentsOfFile: bundle + "/.xccurrentversion", encoding: .utf8)
         #expect(current.contains("<string>Tasks 3.xcdatamodel</string>"))
-        #expect(try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", bundle]).status == 0)
+        // Again, over what a killed run left beside it: that is cleared and said.
+        let killed = folder.appendingPathComponent(".Tasks.xcdatamodeld.\(try FolderReplacementTests.deadProcessID()).new")
+        try FileManager.default.createDirectory(at: killed, withIntermediateDirectories: true)
+        let again = try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", bundle])
+        #expect(again.status == 0 && again.error.contains("removed what interrupted exports left: \(killed.lastPathComponent)"), "\(again.error)")
+        #expect(!FileManager.default.fileExists(atPath: killed.path))
         let imported = folder.appendingPathComponent("imported").path
         let back = try schemagen.run(["import", "coredata", bundle, "--history", "-o", imported])
         #expect(back.status == 0, "\(back.error)")

@@ -20,9 +20,11 @@ public enum ExportCommand: Command {
             migration follows them. What Core Data cannot say (tables and columns, enums, encrypt,
             dialects, docs) is kept in each element's user info under schemagen.* keys, which
             `schemagen import coredata --history` reads back. An existing bundle at the output path
-            is replaced. Exit status: 0 written, 1 invalid schema or a migration folder that does not
-            match its migrations.sum, 2 usage error, or an output path that cannot be written or is not
-            a model bundle.
+            is replaced whole: a run stopped anywhere leaves the new bundle, or the old one (put
+            back by the next run if it was stopped between the two renames). Exit status: 0
+            written, 1 invalid schema or a migration folder that does not match its
+            migrations.sum, 2 usage error, or an output path that cannot be written or is not a
+            model bundle.
             """,
         options: [
             .value("schema", short: "s", valueName: "file", help: "The schema file."),
@@ -59,7 +61,11 @@ public enum ExportCommand: Command {
         let bundleName = URL(fileURLWithPath: output).deletingPathExtension().lastPathComponent
         let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName)
         do {
-            try replaceBundle(at: output, with: files)
+            let recovery = try replaceBundle(at: output, with: files)
+            if recovery.restored { io.writeError("\(output): note: put back the bundle an interrupted export had moved aside\n") }
+            if !recovery.removed.isEmpty {
+                io.writeError("\(output): note: removed what interrupted exports left: \(recovery.removed.joined(separator: ", "))\n")
+            }
         } catch {
             io.writeError("\(output): error: \(error)\n")
             return .usageOrIO
@@ -73,26 +79,17 @@ public enum ExportCommand: Command {
         let description: String
     }
 
-    /// Writes the bundle beside the output, then puts it in place of the old one, so a failed
-    /// write leaves the old bundle whole. Only a folder holding model versions is replaced.
-    static func replaceBundle(at output: String, with files: [(path: String, contents: String)]) throws {
-        let manager = FileManager.default
-        let target = URL(fileURLWithPath: output)
-        var isFolder: ObjCBool = false
-        if manager.fileExists(atPath: output, isDirectory: &isFolder) {
-            let entries = isFolder.boolValue ? ((try? manager.contentsOfDirectory(atPath: output)) ?? []) : ["(a file)"]
+    /// Writes the bundle and swaps it in for the old one (`FolderReplacement`): a run stopped
+    /// anywhere leaves a whole bundle, old or new, and the next run clears what it left. Only
+    /// a folder holding model versions is replaced.
+    static func replaceBundle(at output: String, with files: [(path: String, contents: String)]) throws -> FolderReplacement.Recovery {
+        try FolderReplacement.replace(URL(fileURLWithPath: output), with: files) { target in
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: target.path, isDirectory: &isFolder) else { return }
+            let entries = isFolder.boolValue ? ((try? FileManager.default.contentsOfDirectory(atPath: target.path)) ?? []) : ["(a file)"]
             guard isFolder.boolValue, entries.allSatisfy({ $0.hasSuffix(".xcdatamodel") || $0 == ".xccurrentversion" }) else {
                 throw NotABundle(description: "exists and is not a model bundle (it holds \(entries.prefix(3).joined(separator: ", "))); choose another path or remove it")
             }
         }
-        let staging = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
-        try? manager.removeItem(at: staging)
-        for file in files {
-            let url = staging.appendingPathComponent(file.path)
-            try manager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(file.contents.utf8).write(to: url, options: .atomic)
-        }
-        if manager.fileExists(atPath: output) { try manager.removeItem(at: target) }
-        try manager.moveItem(at: staging, to: target)
     }
 }
