@@ -197,6 +197,8 @@ public enum CoreDataExporter {
         if let precision = attribute.precision { info.append((CoreDataUserInfo.precision, String(precision))) }
         if let scale = attribute.scale { info.append((CoreDataUserInfo.scale, String(scale))) }
         if attribute.jsonKey != attribute.name { info.append((CoreDataUserInfo.jsonKey, attribute.jsonKey)) }
+        if let backfill = attribute.backfill { info.append((CoreDataUserInfo.backfill, yaml(backfill))) }
+        if let movedFrom = attribute.movedFromText { info.append((CoreDataUserInfo.movedFrom, movedFrom)) }
         if let doc = attribute.doc { info.append((CoreDataUserInfo.doc, doc)) }
         guard !info.isEmpty else { return indent + element("attribute", attributes) + "\n" }
         return indent + element("attribute", attributes, close: false) + "\n" + userInfo(info, indent: indent + "    ") + indent + "</attribute>\n"
@@ -298,6 +300,16 @@ public enum CoreDataExporter {
     }
 
     /// A default as the schema language writes it, for `schemagen.default`.
+    /// A backfill as the schema writes it: the literal, or a flow mapping of dialects to SQL.
+    static func yaml(_ backfill: Backfill) -> String {
+        switch backfill {
+        case .value(let value): return yaml(value)
+        case .sql(let expressions):
+            let pairs = expressions.map { "\($0.key.rawValue): \(YAMLText.quoted($0.value))" }.sorted()
+            return "{" + pairs.joined(separator: ", ") + "}"
+        }
+    }
+
     static func yaml(_ value: DefaultValue) -> String {
         switch value {
         case .null: return "null"
@@ -335,6 +347,8 @@ struct ExportedAttribute {
     var doc: String?
     var precision: Int?
     var scale: Int?
+    var backfill: Backfill?
+    var movedFromText: String?
 
     init(_ attribute: Attribute) {
         name = attribute.name
@@ -355,6 +369,8 @@ struct ExportedAttribute {
         doc = attribute.doc
         precision = attribute.precision
         scale = attribute.scale
+        backfill = attribute.backfill
+        movedFromText = attribute.movedFromText
     }
 
     init(_ field: ValueType.Field) {

@@ -369,6 +369,8 @@ extension CoreDataImporter {
             attribute.defaultValue = info[CoreDataUserInfo.defaultValue].map(ImportedDefault.plain) ?? defaultValue(element, type: type, coreDataType: coreDataType, what: what)
             attribute.column = info[CoreDataUserInfo.column]
             attribute.jsonKey = info[CoreDataUserInfo.jsonKey]
+            attribute.backfill = info[CoreDataUserInfo.backfill].map(ImportedDefault.plain)
+            attribute.movedFrom = info[CoreDataUserInfo.movedFrom]
             attribute.doc = info[CoreDataUserInfo.doc]
             attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
             attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
@@ -573,7 +575,8 @@ extension CoreDataImporter {
             guard previous != nil, let before = previousEntity(of: entity) else { return }
             for position in imported.attributes.indices {
                 let attribute = imported.attributes[position]
-                guard !attribute.isOptional, !attribute.isTransient, attribute.defaultValue == nil,
+                // One the bundle carries (`schemagen.backfill`, from `export coredata`) is the schema's own.
+                guard !attribute.isOptional, !attribute.isTransient, attribute.defaultValue == nil, attribute.backfill == nil,
                     let element = entity.attributes.first(where: { $0["name"] == attribute.name })
                 else { continue }
                 let oldName = attribute.renamedFrom ?? attribute.name

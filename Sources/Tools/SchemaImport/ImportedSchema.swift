@@ -92,8 +92,11 @@ public struct ImportedAttribute: Sendable, Equatable {
     public var column: String?
     public var renamedFrom: String?
     public var doc: String?
-    /// What fills existing rows where a version makes the attribute required without a default.
+    /// What fills existing rows where a version makes the attribute required without a default:
+    /// a literal, or (from an exported bundle) the schema's own spelling, SQL per dialect too.
     public var backfill: ImportedDefault?
+    /// `Entity.attribute` whose values a table split moved here (from an exported bundle).
+    public var movedFrom: String?
     /// For decimals: `numeric(precision, scale)`.
     public var precision: Int?
     public var scale: Int?

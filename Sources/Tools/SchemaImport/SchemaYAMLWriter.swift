@@ -116,6 +116,7 @@ public enum SchemaYAMLWriter {
         if let column = attribute.column { options.append(("column", scalar(column))) }
         if let jsonKey = attribute.jsonKey { options.append(("jsonKey", scalar(jsonKey))) }
         if let renamed = attribute.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
+        if let movedFrom = attribute.movedFrom { options.append(("movedFrom", scalar(movedFrom))) }
         if let doc = attribute.doc { options.append(("doc", quoted(doc))) }
         guard !options.isEmpty else { return scalar(type) }
         return "{type: \(scalar(type)), " + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"

@@ -10,6 +10,10 @@ public enum CoreDataUserInfo {
     public static let scale = "schemagen.scale"
     public static let jsonKey = "schemagen.jsonKey"
     public static let doc = "schemagen.doc"
+    /// `backfill:` as the schema writes it: a literal, or `{sqlite: EXPR, postgres: EXPR}`.
+    public static let backfill = "schemagen.backfill"
+    /// `movedFrom:` as written: `Entity.attribute`.
+    public static let movedFrom = "schemagen.movedFrom"
     public static let primaryKey = "schemagen.primaryKey"
     public static let uniques = "schemagen.uniques"
     public static let indexes = "schemagen.indexes"
