@@ -137,6 +137,20 @@ import Testing
         #expect(back[3].entity(named: "Book")?.relationship(named: "author")?.renamedFrom == "writer")
     }
 
+    /// Literal backfills come back as written, text quoted where YAML would read it otherwise.
+    @Test func literalBackfillsRoundTrip() throws {
+        let texts = [
+            "schema: Shelf\nversion: 1\nentities:\n  Book:\n    attributes:\n      title: String\n",
+            "schema: Shelf\nversion: 2\nentities:\n  Book:\n    attributes:\n      title: String\n      copies: {type: Int, backfill: 1}\n"
+                + "      shelf: {type: String, backfill: \"yes: no\"}\n      price: {type: Decimal, backfill: 0.5}\n",
+        ]
+        let versions = try texts.enumerated().map { index, text in
+            try #require(SchemaLoader.load(source: SourceFile(path: "v\(index + 1).yaml", text: text)).schema)
+        }
+        #expect(Self.guidance(versions[1]).count == 3)
+        expectSameTables(versions, try roundTrip(versions, name: "Shelf"))
+    }
+
     /// What the bundle says in Core Data's own terms, as Xcode reads it.
     @Test func theBundleSaysWhatCoreDataCan() throws {
         let schemas = try ["Garage", "Tasks", "Todo", "Users"].map { name in
