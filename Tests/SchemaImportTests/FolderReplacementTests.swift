@@ -96,6 +96,18 @@ import Testing
         #expect(try Self.leftovers(beside: target) == [live.lastPathComponent, unrelated.lastPathComponent].sorted())
     }
 
+    /// A write that fails halfway (here a file where a folder must go) leaves the old bundle
+    /// and nothing beside it.
+    @Test func aFailedWriteLeavesTheOldBundleAndNoHalfNewOne() throws {
+        let target = temporaryFolder().appendingPathComponent("Model.xcdatamodeld")
+        try Self.write(Self.bundle("1"), to: target)
+        #expect(throws: (any Error).self) {
+            _ = try FolderReplacement.replace(target, with: [("Model 2.xcdatamodel", "a file"), ("Model 2.xcdatamodel/contents", "<model/>")])
+        }
+        #expect(Self.version(at: target) == "1")
+        #expect(try Self.leftovers(beside: target).isEmpty)
+    }
+
     /// A target refused by the check is not touched, and nothing is written beside it.
     @Test func aRefusedTargetIsLeftAsItWas() throws {
         let target = temporaryFolder().appendingPathComponent("Model.xcdatamodeld")

@@ -155,7 +155,7 @@ enum PostgresBench {
         for connection in connections { connection.preparesStatements = true }
         let failures = Failures()
         let shared = UncheckedConnections(connections)
-        let seconds = try StoreBenchmark.seconds {
+        let seconds = StoreBenchmark.seconds {
             DispatchQueue.concurrentPerform(iterations: clients) { client in
                 let connection = shared.connections[client]
                 for index in (client * flights.count / clients)..<((client + 1) * flights.count / clients) {

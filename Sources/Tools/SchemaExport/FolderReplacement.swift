@@ -39,10 +39,16 @@ public enum FolderReplacement {
         let staging = sibling(of: target, pid: ownID, kind: .new)
         let previous = sibling(of: target, pid: ownID, kind: .old)
         try? manager.removeItem(at: staging)
-        for file in files {
-            let url = staging.appendingPathComponent(file.path)
-            try manager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(file.contents.utf8).write(to: url)
+        do {
+            for file in files {
+                let url = staging.appendingPathComponent(file.path)
+                try manager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(file.contents.utf8).write(to: url)
+            }
+        } catch {
+            // A full disk, say: the old bundle was not touched, and half a new one helps no one.
+            try? manager.removeItem(at: staging)
+            throw error
         }
         let hadOld = manager.fileExists(atPath: target.path)
         if hadOld { try manager.moveItem(at: target, to: previous) }
