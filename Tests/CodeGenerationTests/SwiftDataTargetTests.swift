@@ -2,6 +2,7 @@ import CodeGeneration
 import Diagnostics
 import Foundation
 import SQLDialects
+import SchemaKit
 import SchemagenPipeline
 import TestSupport
 import Testing
@@ -178,6 +179,41 @@ func swiftDataOutput(schemas: String, migrations: String) throws -> (files: [Gen
         let changed = try swiftDataOutput(schemas: schema.path, migrations: project.appendingPathComponent("Migrations").path)
         let warning = try #require(changed.warnings.first { $0.code == "history-version-changed" })
         #expect(warning.message.contains("bump 'version'"))
+    }
+
+    /// A new version that changes no table is recorded all the same, as a migration without
+    /// statements: were it left out, the next migration's version would follow the one before
+    /// it, and an app that shipped it would open stores of a version the chain does not know.
+    @Test func aVersionThatChangesNoTableStaysInTheChain() throws {
+        let project = try plannedHistory((1...2).map { "Tests/Fixtures/LibraryHistory/v\($0).yaml" }, name: "Library")
+        let schema = project.appendingPathComponent("Schemas/Library.yaml")
+        let migrations = project.appendingPathComponent("Migrations")
+        func plan(_ text: String) throws -> [PendingMigration] {
+            try text.write(to: schema, atomically: true, encoding: .utf8)
+            let pipeline = GenerationPipeline(.init(schemas: [schema.path], output: project.appendingPathComponent("Generated").path, migrations: migrations.path))
+            guard case .migrations(let written, true) = pipeline.run(.migrationsOnly).outcome else { return [] }
+            return written
+        }
+        let second = try String(contentsOf: schema, encoding: .utf8)
+        let third = second.replacingOccurrences(of: "version: 2", with: "version: 3")
+            .replacingOccurrences(of: "      subtitle: String?", with: "      subtitle: String?\n      isSelected: {type: Bool, transient: true, default: false}")
+        #expect(try plan(third).count == 1)
+        let folder = migrations.appendingPathComponent("Library")
+        let up = try String(contentsOf: folder.appendingPathComponent("0003_v3.up.sql"), encoding: .utf8)
+        #expect(up.split(separator: "\n").allSatisfy { $0.hasPrefix("--") || $0.trimmingCharacters(in: .whitespaces).isEmpty }, "\(up)")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("0003_v3.schema.yaml").path))
+        #expect(try plan(third).isEmpty, "planned once")
+        let fourth = third.replacingOccurrences(of: "version: 3", with: "version: 4").replacingOccurrences(of: "      subtitle: String?", with: "      subtitle: String?\n      edition: Int16?")
+        #expect(try plan(fourth).count == 1)
+        let loaded = try #require(SchemaLoader.load(file: schema.path).schema)
+        let history = SchemaHistory.load(for: loaded, root: migrations.path, dialects: [.sqlite])
+        #expect(history.versions.map(\.schema.version) == [1, 2, 3, 4])
+        #expect(history.versions.allSatisfy { $0.migration != nil })
+        let output = try swiftDataOutput(schemas: schema.path, migrations: migrations.path)
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        #expect(files["LibrarySchemaV3.swift"]?.contains("@Transient") == true)
+        let migrationPlan = try #require(files["Library+MigrationPlan.swift"])
+        #expect(migrationPlan.contains("LibrarySchemaV2.self, LibrarySchemaV3.self, LibrarySchemaV4.self"), "\(migrationPlan)")
     }
 }
 

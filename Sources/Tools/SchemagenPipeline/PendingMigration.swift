@@ -98,7 +98,10 @@ public struct PendingMigration: Sendable {
                     })
             }
         }
-        if let latest, latest.matches(snapshot) { return pending.isEmpty ? .upToDate : .pending(pending) }
+        // A newer version that changes no table is recorded all the same, as a migration with no
+        // statements: each version's schema text is a model SwiftData and Core Data keep, and one
+        // left out would be a version an app shipped and the chain no longer knows.
+        if let latest, latest.matches(snapshot), schema.version <= latest.version { return pending.isEmpty ? .upToDate : .pending(pending) }
         if let latest, schema.version <= latest.version {
             return .failed([
                 Diagnostic(
