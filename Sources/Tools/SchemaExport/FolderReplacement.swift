@@ -38,7 +38,7 @@ public enum FolderReplacement {
         let ownID = ProcessInfo.processInfo.processIdentifier
         let staging = sibling(of: target, pid: ownID, kind: .new)
         let previous = sibling(of: target, pid: ownID, kind: .old)
-        try? manager.removeItem(at: staging)
+        // No folder of ours is left from an earlier run with this id: `recoverInterrupted` removed it.
         do {
             for file in files {
                 let url = staging.appendingPathComponent(file.path)
@@ -62,7 +62,7 @@ public enum FolderReplacement {
         return recovery
     }
 
-    enum Kind: String, CaseIterable {
+    enum Kind: String {
         case new, old
         /// Staging folders of the first version of `export coredata`.
         case tmp
