@@ -65,16 +65,23 @@ let package = Package(
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
         // The migrator's core imports no engine; each engine's adapter sits beside its C library,
         // so an application links only the engines it uses.
-        .target(name: "Migrator", dependencies: ["MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
-        .target(name: "MigratorSQLite", dependencies: ["Migrator", "SQLiteKit", "SQLDialects", "SchemaMetadata"]),
-        .target(name: "MigratorPostgres", dependencies: ["Migrator", "PostgresKit", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "MigratorCore", dependencies: ["MigrationFiles", "SQLDialects", "Diagnostics", "SchemaMetadata"]),
+        .target(name: "MigratorSQLite", dependencies: ["MigratorCore", "SQLiteKit", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "MigratorPostgres", dependencies: ["MigratorCore", "PostgresKit", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
+        // The migrator with every engine's adapter, and `DatabaseOpener` to open any location:
+        // what `import Migrator` gave before the engines were split, so that code keeps compiling.
+        .target(name: "Migrator", dependencies: ["MigratorCore", "MigratorSQLite", "MigratorPostgres", "DatabaseLocation", "SQLiteKit", "PostgresKit"]),
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
-        .target(name: "PersistentStore", dependencies: ["DatabaseLocation", "Migrator", "MigrationFiles", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        // The store's engine-neutral core: no engine, no C library but libcrypto's cipher.
+        .target(name: "PersistentStoreCore", dependencies: ["DatabaseLocation", "MigratorCore", "MigrationFiles", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
         .target(
             name: "PersistentStorePostgres",
-            dependencies: ["PersistentStore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "Migrator", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
-        .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStore", "JSONDocument", "DatabaseLocation", "SQLiteKit", "Migrator", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
+            dependencies: ["PersistentStoreCore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "MigratorCore", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStoreCore", "JSONDocument", "DatabaseLocation", "SQLiteKit", "MigratorCore", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
+        // The product apps named before the engines were split: the core with SQLite's adapter
+        // (`Store(path:)`), so `import PersistentStore` keeps compiling.
+        .target(name: "PersistentStore", dependencies: ["PersistentStoreCore", "PersistentStoreSQLite"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
         .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
@@ -98,7 +105,7 @@ let package = Package(
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig", "SQLDialects", "SchemaMetadata"]),
+        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorCore", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig", "SQLDialects", "SchemaMetadata"]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
@@ -136,7 +143,7 @@ let package = Package(
         // The SQLite-only app: LinkageTests checks that it links no libpq.
         .executableTarget(name: "bookmarks", dependencies: ["PluginExample", "PersistentStoreSQLite"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
+        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
@@ -154,19 +161,19 @@ let package = Package(
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles"]),
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "Migrator", "MigratorSQLite", "SQLiteKit", "PersistentStore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit", "TestSupport"]),
+        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "MigratorCore", "MigratorSQLite", "SQLiteKit", "PersistentStoreCore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit", "TestSupport"]),
         .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
         .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "Diagnostics", "SQLDialects", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "TestSupport"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "Migrator", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "ProjectConfig", "schemagen", "Diagnostics", "TestSupport"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
-        .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "ProjectConfig", "schemagen", "Diagnostics", "TestSupport"]),
+        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStoreCore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "MigrationFiles", "MigrationPlanner", "Migrator", "MigratorPostgres", "RelationalModel", "SchemaKit"]),
-        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
-        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaExport", "RelationalModel", "SchemagenPipeline", "SQLDialects", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit"]),
+        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
+        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaExport", "RelationalModel", "SchemagenPipeline", "SQLDialects", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStoreCore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
-        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "Migrator", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStoreSQLite"]),
     ],
     swiftLanguageModes: [.v6]
@@ -185,8 +192,8 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 
 let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
-    "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "Migrator", "PersistentStore"],
-    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres"],
+    "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
+    "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks"],

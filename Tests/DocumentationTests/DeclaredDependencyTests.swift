@@ -53,8 +53,8 @@ import Testing
         // and the modules the documentation's snippets are type-checked against.
         let builtForTests = Set(targets.filter { $0.kind == "executable" }.map(\.name))
         let snippetModules: Set<String> = [
-            "ExampleModels", "FieldEncryption", "Migrator", "MigratorPostgres", "MigratorSQLite", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres",
-            "PostgresKit", "SQLiteKit", "SchemaMetadata",
+            "ExampleModels", "FieldEncryption", "Migrator", "MigratorCore", "MigratorPostgres", "MigratorSQLite", "PersistentStore", "PersistentStoreCore",
+            "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata",
         ]
         for target in targets where ["regular", "executable", "test"].contains(target.kind) {
             let imported = Self.imports(under: target.path).intersection(names)

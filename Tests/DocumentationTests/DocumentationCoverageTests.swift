@@ -6,7 +6,7 @@ import Testing
 /// public declarations carry a doc comment, and each entry point an example (an indented code
 /// line in its comment), as DocC renders them (`docs/api-reference.sh`).
 @Suite struct DocumentationCoverageTests {
-    static let runtimeModules = ["PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "SchemaMetadata", "Migrator", "MigratorSQLite", "MigratorPostgres"]
+    static let runtimeModules = ["PersistentStoreCore", "PersistentStoreSQLite", "PersistentStorePostgres", "SchemaMetadata", "MigratorCore", "MigratorSQLite", "MigratorPostgres"]
 
     struct Declaration {
         let file: String
@@ -65,15 +65,17 @@ import Testing
 
     /// The calls an application starts from, each shown in use.
     static let entryPoints: [(module: String, declaration: String)] = [
-        ("PersistentStoreSQLite", "public init(path givenPath"), ("PersistentStorePostgres", "public init(url givenURL"), ("PersistentStore", "public func insert<M: PersistentModel>(_ model: M)"),
-        ("PersistentStore", "public func insert<M: PersistentModel>(_ models: consuming [M])"), ("PersistentStore", "public func transaction<"),
-        ("PersistentStore", "public func read<"), ("PersistentStore", "public func deleteAll<"), ("PersistentStore", "public func fetch<M: PersistentModel>("),
-        ("PersistentStore", "public func forEach<"), ("PersistentStore", "public func count<"), ("PersistentStore", "public func delete<M: PersistentModel>(_ type"),
-        ("PersistentStore", "public func update<"), ("PersistentStore", "public func fetch<M: Joinable>("), ("PersistentStore", "public func delete<M: PersistentModel>(_ model: M)"),
-        ("PersistentStore", "public func search<"), ("PersistentStore", "public func reencrypt("), ("PersistentStore", "public func history("),
-        ("PersistentStore", "public func deleteHistory("), ("PersistentStore/History/Store+Observation.swift", "public func changes("), ("PersistentStore", "public func observe<M: PersistentModel>("),
-        ("PersistentStore", "public func observeCount<"), ("Migrator/Migrator.swift", "public init("), ("Migrator", "public func up("), ("Migrator", "public func down("),
-        ("Migrator", "public func baseline("), ("Migrator", "public func repair("), ("Migrator", "public func status("), ("Migrator", "public func validate("),
+        ("PersistentStoreSQLite", "public init(path givenPath"), ("PersistentStorePostgres", "public init(url givenURL"), ("PersistentStoreCore", "public func insert<M: PersistentModel>(_ model: M)"),
+        ("PersistentStoreCore", "public func insert<M: PersistentModel>(_ models: consuming [M])"), ("PersistentStoreCore", "public func transaction<"),
+        ("PersistentStoreCore", "public func read<"), ("PersistentStoreCore", "public func deleteAll<"), ("PersistentStoreCore", "public func fetch<M: PersistentModel>("),
+        ("PersistentStoreCore", "public func forEach<"), ("PersistentStoreCore", "public func count<"), ("PersistentStoreCore", "public func delete<M: PersistentModel>(_ type"),
+        ("PersistentStoreCore", "public func update<"), ("PersistentStoreCore", "public func fetch<M: Joinable>("), ("PersistentStoreCore", "public func delete<M: PersistentModel>(_ model: M)"),
+        ("PersistentStoreCore", "public func search<"), ("PersistentStoreCore", "public func reencrypt("), ("PersistentStoreCore", "public func history("),
+        ("PersistentStoreCore", "public func deleteHistory("), ("PersistentStoreCore/History/Store+Observation.swift", "public func changes("),
+        ("PersistentStoreCore", "public func observe<M: PersistentModel>("), ("PersistentStoreCore", "public func claim<"),
+        ("PersistentStoreCore", "public func insert<M: PersistentModel>(_ model: M, onConflict"),
+        ("PersistentStoreCore", "public func observeCount<"), ("MigratorCore/Migrator.swift", "public init("), ("MigratorCore", "public func up("), ("MigratorCore", "public func down("),
+        ("MigratorCore", "public func baseline("), ("MigratorCore", "public func repair("), ("MigratorCore", "public func status("), ("MigratorCore", "public func validate("),
         ("MigratorSQLite", "public init("), ("MigratorSQLite", "public convenience init(connection: SQLiteConnection, schema: String, embedded"),
         ("MigratorPostgres", "public init("), ("SchemaMetadata", "public init(name: String, version: Int"),
     ]
@@ -82,7 +84,7 @@ import Testing
         var declarations: [String: [Declaration]] = [:]
         for module in Self.runtimeModules { declarations[module] = try Self.declarations(of: module) }
         for (module, prefix) in Self.entryPoints {
-            // A module, or a module's file ("Migrator/Migrator.swift") where the prefix is common.
+            // A module, or a module's file ("MigratorCore/Migrator.swift") where the prefix is common.
             let moduleName = String(module.split(separator: "/")[0])
             let file = module.contains("/") ? module : nil
             guard let entry = declarations[moduleName]?.first(where: { $0.text.hasPrefix(prefix) && (file == nil || $0.file == file) }) else {

@@ -177,7 +177,7 @@ import Testing
     /// docs/runtime.md: a new one the guide does not mention fails here.
     @Test func theRuntimeGuideNamesEveryPublicTypeAndEntryPoint() throws {
         let guide = try String(contentsOfFile: repositoryRoot.path + "/docs/runtime.md", encoding: .utf8)
-        let folder = sourceFolder(of: "PersistentStore").path
+        let folder = sourceFolder(of: "PersistentStoreCore").path
         let files = swiftFiles(under: folder)
         var names: Set<String> = []
         let declaration = /public (?:final |nonisolated |static )*(?:struct|enum|class|actor|protocol|func|var) ([A-Za-z_][A-Za-z0-9_]*)/

@@ -1,6 +1,6 @@
 import ExampleModels
 import Foundation
-import Migrator
+import MigratorCore
 import MigratorPostgres
 import MigratorSQLite
 import PostgresKit

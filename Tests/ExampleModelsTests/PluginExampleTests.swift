@@ -1,5 +1,5 @@
 import Foundation
-import PersistentStore
+import PersistentStoreCore
 import PersistentStoreSQLite
 import PluginExample
 import SchemaMetadata

@@ -1,7 +1,7 @@
 import ExampleModels
 import Foundation
 import JSONDocument
-import PersistentStore
+import PersistentStoreCore
 import PersistentStoreSQLite
 import TestSupport
 import Testing

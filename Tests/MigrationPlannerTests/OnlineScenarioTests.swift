@@ -1,7 +1,7 @@
 import Foundation
 import MigrationFiles
 import MigrationPlanner
-import Migrator
+import MigratorCore
 import MigratorPostgres
 import PostgresKit
 import RelationalModel

@@ -1,6 +1,6 @@
 import Foundation
 import MigrationPlanner
-import Migrator
+import MigratorCore
 import MigratorPostgres
 import MigratorSQLite
 import PostgresKit

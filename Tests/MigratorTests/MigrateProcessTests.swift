@@ -10,7 +10,7 @@ import SchemaMetadata
 import TestSupport
 import Testing
 
-@testable import Migrator
+@testable import MigratorCore
 
 /// The `migrate` executable run as users and applications do: concurrently, killed midway,
 /// and through its command line.

@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 @testable import MigrateCLI
-@testable import Migrator
+@testable import MigratorCore
 
 extension Migrator {
     /// The SQLite connection of a migrator these tests opened on one.

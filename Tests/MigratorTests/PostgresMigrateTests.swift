@@ -11,7 +11,7 @@ import SchemaMetadata
 import TestSupport
 import Testing
 
-@testable import Migrator
+@testable import MigratorCore
 
 /// `migrate` against a real PostgreSQL 15 server, as users run it: URLs with passwords,
 /// concurrent migrators, processes killed midway, a server that dies, tampered files.

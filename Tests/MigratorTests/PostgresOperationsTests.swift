@@ -1,6 +1,7 @@
 import DatabaseLocation
 import Foundation
 import MigrateCLI
+import Migrator
 import MigrationFiles
 import MigratorPostgres
 import MigratorSQLite
@@ -9,7 +10,7 @@ import SchemaMetadata
 import TestSupport
 import Testing
 
-@testable import Migrator
+@testable import MigratorCore
 
 /// The everyday tools a DBA uses, against a real PostgreSQL server: dry runs that write
 /// nothing, `baseline` that checks, `repair`, interrupts that leave no backend queued,

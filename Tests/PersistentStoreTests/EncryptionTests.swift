@@ -8,7 +8,7 @@ import SQLiteKit
 import SchemaMetadata
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 func usersStore(_ path: String, keys: KeySource = testKeys) throws -> Store {
     try Store(url: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: keys))

@@ -6,7 +6,7 @@ import SQLiteKit
 import SchemaMetadata
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryRetention = .forever) throws -> Store {
     try Store(

@@ -3,7 +3,7 @@ import Foundation
 import SchemaMetadata
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// Predicates over generated `Joined` views, run against a real SQLite file as joins and subqueries.
 @Suite struct JoinedPredicateTests {

@@ -6,7 +6,7 @@ import SQLiteKit
 import SchemaMetadata
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// What a stream yielded so far, gathered by a task of its own.
 actor Collected<Element: Sendable> {

@@ -2,7 +2,7 @@ import ExampleModels
 import Foundation
 import MigrationFiles
 import MigrationPlanner
-import Migrator
+import MigratorCore
 import MigratorPostgres
 import PersistentStorePostgres
 import PostgresKit

@@ -2,7 +2,7 @@ import ExampleModels
 import Foundation
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// Foundation's #Predicate run as SQL WHERE clauses on real files.
 @Suite struct PredicateTests {

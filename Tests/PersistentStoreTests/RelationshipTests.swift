@@ -4,7 +4,7 @@ import PersistentStoreSQLite
 import SchemaMetadata
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws -> Store {
     try Store(path: storePath(), schema: schema, migrations: migrations, configuration: .init(keys: testKeys))

@@ -7,7 +7,7 @@ import SchemaMetadata
 import TestSupport
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// A small to-do list whose relevance to "paint kitchen" is plain to a reader.
 let searchFixture: [(name: String, done: Bool)] = [

@@ -5,7 +5,7 @@ import PersistentStoreSQLite
 import SQLiteKit
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// Errors keep SQLite's result code, so callers can tell a busy database from a broken one.
 @Suite struct StoreErrorTests {

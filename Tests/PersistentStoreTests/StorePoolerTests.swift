@@ -5,7 +5,7 @@ import SchemaMetadata
 import TestSupport
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 @testable import PersistentStorePostgres
 
 /// Opening that only verifies the migrations, for fleets that migrate as a deploy step.

@@ -8,7 +8,7 @@ import SchemaMetadata
 import TestSupport
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// The master key the tests encrypt with (Users' email and image data, Todo's notes).
 let testKeys = KeySource.ring(testKeyRing(("test", 0x42)))

@@ -5,7 +5,7 @@ import PersistentStoreSQLite
 import SQLiteKit
 import Testing
 
-@testable import PersistentStore
+@testable import PersistentStoreCore
 
 /// `forEach` hands models over one by one, and `read` gives it a snapshot without the write lock.
 @Suite struct StreamingTests {

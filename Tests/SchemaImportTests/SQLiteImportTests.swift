@@ -1,7 +1,7 @@
 import Diagnostics
 import ExampleModels
 import Foundation
-import PersistentStore
+import PersistentStoreCore
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaKit

@@ -1,7 +1,7 @@
 import ExampleModels
 import FieldEncryption
 import Foundation
-import PersistentStore
+import PersistentStoreCore
 import PersistentStoreSQLite
 import SQLiteKit
 import TestSupport

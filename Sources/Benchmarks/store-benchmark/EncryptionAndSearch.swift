@@ -3,7 +3,7 @@ import CSQLite
 import ExampleModels
 import FieldEncryption
 import Foundation
-import PersistentStore
+import PersistentStoreCore
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata

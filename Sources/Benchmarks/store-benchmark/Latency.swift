@@ -1,7 +1,7 @@
 import CSQLite
 import ExampleModels
 import Foundation
-import PersistentStore
+import PersistentStoreCore
 import PersistentStorePostgres
 import PostgresKit
 import SQLiteKit

@@ -1,9 +1,9 @@
 import CSQLite
 import ExampleModels
 import Foundation
-import Migrator
+import MigratorCore
 import MigratorSQLite
-import PersistentStore
+import PersistentStoreCore
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata

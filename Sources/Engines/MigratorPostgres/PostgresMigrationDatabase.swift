@@ -1,6 +1,6 @@
 import Foundation
 import MigrationFiles
-import Migrator
+import MigratorCore
 import PostgresKit
 import SQLDialects
 import SchemaMetadata

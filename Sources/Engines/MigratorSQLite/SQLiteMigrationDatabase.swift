@@ -1,5 +1,5 @@
 import Foundation
-import Migrator
+import MigratorCore
 import SQLDialects
 import SQLiteKit
 import SchemaMetadata

@@ -1,5 +1,5 @@
 import MigrationFiles
-import PersistentStore
+import PersistentStoreCore
 import PostgresKit
 import SQLDialects
 import SchemaMetadata

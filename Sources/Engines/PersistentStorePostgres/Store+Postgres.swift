@@ -1,7 +1,7 @@
 import DatabaseLocation
 import Foundation
 import MigrationFiles
-import Migrator
+import MigratorCore
 import MigratorPostgres
 @_exported import PersistentStoreSQLite
 import PostgresKit

@@ -1,4 +1,4 @@
-import PersistentStore
+import PersistentStoreCore
 import SchemaMetadata
 
 /// Several stores on one database, each on a connection of its own, for a server that serves
@@ -37,8 +37,9 @@ public final class StorePool: Sendable {
     /// pool. It hears every store's commits, the pool's own included (they are other connections).
     public var observer: Store { stores[0] }
 
-    /// Runs `body` with an idle store, which no other call uses meanwhile.
-    public func withStore<T: Sendable>(_ body: (Store) async throws -> T) async throws -> T {
+    /// Runs `body` with an idle store, which no other call uses meanwhile. It throws what `body`
+    /// throws.
+    public func withStore<T: Sendable, Failure: Error>(_ body: (Store) async throws(Failure) -> T) async throws(Failure) -> T {
         let index = await idle.take()
         do {
             let result = try await body(stores[index])
@@ -51,13 +52,28 @@ public final class StorePool: Sendable {
     }
 
     /// `Store.transaction` on an idle store: all of it on one connection, or none of it.
-    public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) async throws -> T {
-        try await withStore { try await $0.transaction(body) }
+    public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) async throws(StoreError) -> T {
+        try await withStore { (store) async throws(StoreError) -> T in try await store.transaction(body) }
     }
 
     /// `Store.read` on an idle store: one snapshot, on one connection.
-    public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) async throws -> T {
-        try await withStore { try await $0.read(body) }
+    public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) async throws(StoreError) -> T {
+        try await withStore { (store) async throws(StoreError) -> T in try await store.read(body) }
+    }
+
+    /// The counters of every store of the pool, added up.
+    ///
+    ///     let retries = await pool.counters.retries
+    public var counters: StoreCounters {
+        get async {
+            var total = StoreCounters()
+            for store in stores {
+                let counted = await store.counters
+                total.retries += counted.retries
+                total.retriesExhausted += counted.retriesExhausted
+            }
+            return total
+        }
     }
 
     /// `Store.changes` of `observer`.

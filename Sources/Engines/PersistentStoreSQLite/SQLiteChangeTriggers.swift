@@ -1,5 +1,5 @@
 import JSONDocument
-import PersistentStore
+import PersistentStoreCore
 import SchemaMetadata
 
 /// Records changed rows with temporary triggers where SQLite lacks the pre-update hook (Apple's

@@ -1,5 +1,5 @@
 import Foundation
-import PersistentStore
+import PersistentStoreCore
 import SQLDialects
 import SQLiteKit
 import SchemaMetadata

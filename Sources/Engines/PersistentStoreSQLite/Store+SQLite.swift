@@ -1,8 +1,9 @@
 import DatabaseLocation
 import Foundation
-import Migrator
+import MigratorCore
 import MigratorSQLite
-@_exported import PersistentStore
+@_exported import PersistentStoreCore
+import SQLiteKit
 import SchemaMetadata
 
 extension Store {
@@ -42,5 +43,17 @@ extension Store {
         } catch {
             throw .unsupportedDatabase("\(error)")
         }
+    }
+}
+
+extension StoreError {
+    /// SQLite's primary result code, when SQLite refused: the spelling of releases before the
+    /// store ran on PostgreSQL too. `databaseFailure` is the same for every engine.
+    ///
+    ///     if error.databaseFailure == .busy { retryLater() }   // was: error.sqliteCode == .busy
+    @available(*, deprecated, renamed: "databaseFailure", message: "use databaseFailure (DatabaseFailure.Kind), the same for every engine")
+    public var sqliteCode: SQLiteError.Code? {
+        guard case .database(let failure) = self, let name = failure.code else { return nil }
+        return SQLiteError.Code(name: name)
     }
 }

@@ -45,14 +45,23 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String { String(cString: sqlite3_errstr(rawValue)) }
 
         /// The C name, `SQLITE_BUSY` say.
-        public var name: String {
-            let names: [Int32: String] = [
-                1: "ERROR", 2: "INTERNAL", 3: "PERM", 4: "ABORT", 5: "BUSY", 6: "LOCKED", 7: "NOMEM", 8: "READONLY", 9: "INTERRUPT",
-                10: "IOERR", 11: "CORRUPT", 12: "NOTFOUND", 13: "FULL", 14: "CANTOPEN", 15: "PROTOCOL", 16: "EMPTY", 17: "SCHEMA",
-                18: "TOOBIG", 19: "CONSTRAINT", 20: "MISMATCH", 21: "MISUSE", 22: "NOLFS", 23: "AUTH", 24: "FORMAT", 25: "RANGE", 26: "NOTADB",
-            ]
-            return "SQLITE_" + (names[rawValue] ?? String(rawValue))
+        public var name: String { "SQLITE_" + (Self.names[rawValue] ?? String(rawValue)) }
+
+        /// The code a C name (`SQLITE_BUSY`) stands for, as `name` spells it.
+        ///
+        ///     SQLiteError.Code(name: "SQLITE_BUSY") == .busy
+        public init?(name: String) {
+            guard name.hasPrefix("SQLITE_") else { return nil }
+            let suffix = name.dropFirst("SQLITE_".count)
+            guard let code = Self.names.first(where: { $0.value == suffix })?.key ?? Int32(suffix) else { return nil }
+            self.init(rawValue: code)
         }
+
+        static let names: [Int32: String] = [
+            1: "ERROR", 2: "INTERNAL", 3: "PERM", 4: "ABORT", 5: "BUSY", 6: "LOCKED", 7: "NOMEM", 8: "READONLY", 9: "INTERRUPT",
+            10: "IOERR", 11: "CORRUPT", 12: "NOTFOUND", 13: "FULL", 14: "CANTOPEN", 15: "PROTOCOL", 16: "EMPTY", 17: "SCHEMA",
+            18: "TOOBIG", 19: "CONSTRAINT", 20: "MISMATCH", 21: "MISUSE", 22: "NOLFS", 23: "AUTH", 24: "FORMAT", 25: "RANGE", 26: "NOTADB",
+        ]
     }
 
     /// The primary result code, without the extended detail.
@@ -427,5 +436,23 @@ extension SQLiteError {
             default: nil
             }
         return DatabaseFailure(database: database ?? fallback, message: description, code: primary.name, kind: kind)
+    }
+}
+
+// MARK: - Spellings of releases before the store and the migrator ran on PostgreSQL too
+
+extension DatabaseFailure {
+    /// SQLite's primary result code (`SQLiteError`'s spelling, when `StoreError.database` and
+    /// `MigratorError.database` carried one); `.error` for a failure of another engine.
+    ///
+    ///     if failure.kind == .busy { retryLater() }   // was: failure.primary == .busy
+    @available(*, deprecated, message: "use kind (DatabaseFailure.Kind), the same for every engine")
+    public var primary: SQLiteError.Code { code.flatMap(SQLiteError.Code.init(name:)) ?? .error }
+
+    /// What to do about a SQLite failure: now part of `message`.
+    @available(*, deprecated, message: "the advice is part of message")
+    public var advice: String? {
+        guard let code = code.flatMap(SQLiteError.Code.init(name:)) else { return nil }
+        return SQLiteError(code: code.rawValue, message: "", sql: nil).advice
     }
 }

@@ -102,6 +102,13 @@ public struct DialectCapabilities: Sendable, Hashable {
     /// NULL sorts after every value going up (PostgreSQL). SQLite, like Swift's optionals, puts
     /// it first; a sort that must agree says `NULLS FIRST` (`NULLS LAST` going down).
     public var nullsSortLast: Bool = false
+    /// Writers run side by side and lock rows (PostgreSQL): a claim picks its rows with
+    /// `FOR UPDATE SKIP LOCKED`, so concurrent claims pass each other's rows by instead of
+    /// waiting or conflicting. SQLite has one writer at a time: its write lock is the claim.
+    public var skipsLockedRows: Bool = false
+    /// `WITH changed AS (UPDATE ... RETURNING ...) SELECT ... ORDER BY`: an update's returned
+    /// rows read back sorted in the same statement (SQLite allows no UPDATE inside WITH).
+    public var updatesInsideWith: Bool = false
     /// How searchable attributes are indexed: FTS5 tables (SQLite) or a generated `tsvector`
     /// column per index with a GIN index (PostgreSQL).
     public var fullText: FullText = .fts5
@@ -193,6 +200,8 @@ public struct PostgresDialect: SQLDialect {
         capabilities.failedStatementAbortsTransaction = true
         capabilities.fullText = .tsvector
         capabilities.nullsSortLast = true
+        capabilities.skipsLockedRows = true
+        capabilities.updatesInsideWith = true
         return capabilities
     }
 

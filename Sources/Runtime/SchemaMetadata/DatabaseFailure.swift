@@ -56,3 +56,17 @@ public enum BorrowedValue {
     case blob(UnsafeRawBufferPointer)
     case value(StoredValue)
 }
+
+// MARK: - Spellings of releases before the store and the migrator ran on PostgreSQL too
+
+extension DatabaseFailure {
+    /// True when a row's key or unique value is already taken (`SQLiteError`'s spelling).
+    ///
+    ///     if failure.kind == .uniquenessConflict { reportDuplicate() }   // was: failure.isUniquenessConflict
+    @available(*, deprecated, message: "use kind == .uniquenessConflict")
+    public var isUniquenessConflict: Bool { kind == .uniquenessConflict }
+
+    /// The statement that failed: now part of `message`.
+    @available(*, deprecated, message: "the statement is part of message")
+    public var sql: String? { nil }
+}

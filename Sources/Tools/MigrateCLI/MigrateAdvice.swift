@@ -1,5 +1,5 @@
 import MigrationFiles
-import Migrator
+import MigratorCore
 
 /// `migrate`'s own flags and commands for the fixes the migrator's errors name in general terms
 /// (the library is also called by applications, which have no flags).

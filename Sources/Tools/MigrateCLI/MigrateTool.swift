@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import MigrationFiles
 import Migrator
+import MigratorCore
 import PostgresKit
 import ProjectConfig
 import SQLDialects

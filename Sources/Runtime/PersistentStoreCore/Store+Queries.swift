@@ -121,20 +121,7 @@ extension Store {
     public func update<M: PersistentModel, Value: Encodable & Sendable>(
         _ type: M.Type, set keyPath: KeyPath<M, Value>, to value: Value, where predicate: Predicate<M>? = nil
     ) throws(StoreError) -> Int {
-        guard let column = M.column(for: keyPath) else { throw .unsupportedPredicate("\(keyPath) is not a stored property") }
-        if M.entity.columns.first(where: { $0.column == column })?.usesExternalStorage == true {
-            throw .unsupportedPredicate("\(keyPath) is in external storage; save the models instead")
-        }
-        if let attribute = M.entity.columns.first(where: { $0.column == column && $0.isEncrypted }) {
-            throw .unsupportedPredicate("\(M.entity.name).\(attribute.property) is encrypted, each value under its own row; save the models instead")
-        }
-        let stored: StoredValue
-        do { stored = try RowEncoder.value(value) } catch { throw .coding("\(error)") }
-        let condition = try whereClause(predicate, for: M.self)
-        return try write { () throws(StoreError) in
-            _ = try query("UPDATE \(identifier: M.entity.table) SET \(identifier: column) = \(value: stored)\(condition)")
-            return database.changedRowCount
-        }
+        try update(M.self, set: [.set(keyPath, to: value)], where: predicate)
     }
 
     /// LIMIT and OFFSET; an offset without a limit reads to the end (SQLite wants `LIMIT -1`

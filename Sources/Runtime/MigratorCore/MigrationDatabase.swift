@@ -142,3 +142,14 @@ public struct StatementFailure: Error, Sendable {
         self.reason = reason
     }
 }
+
+extension StatementFailure {
+    /// Whether it gave up waiting for a lock: the spelling of releases before `reason`.
+    ///
+    ///     if failure.reason == .lockTimeout { tryAgainLater() }   // was: failure.waitedForLock
+    @available(*, deprecated, message: "use reason == .lockTimeout")
+    public var waitedForLock: Bool {
+        get { reason == .lockTimeout }
+        set { reason = newValue ? .lockTimeout : nil }
+    }
+}

@@ -1,7 +1,7 @@
 import DatabaseLocation
 import FieldEncryption
 import Foundation
-import Migrator
+import MigratorCore
 import SQLDialects
 import SchemaMetadata
 
@@ -42,6 +42,16 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case databaseNewer(applied: Int, known: Int)
     /// What the store cannot do yet on this engine (the message says what to do instead).
     case notSupported(String)
+    /// The `body` of `transaction { }` or `read { }` threw this error (one that is not a
+    /// `StoreError`), carried unchanged; the transaction rolled back.
+    ///
+    ///     catch StoreError.body(let error as ValidationError) { reject(error) }
+    case body(any Error)
+    /// The store retried an operation the database refused for a reason that passes (a lock
+    /// held past the busy timeout, a serialization failure or a deadlock on PostgreSQL) until
+    /// `Configuration.busyTimeout` ran out: `attempts` tries in all, the last refused with `last`.
+    /// Nothing of the operation was written.
+    case retriesExhausted(attempts: Int, last: DatabaseFailure)
 
     /// What went wrong and what to do, without secrets.
     public var description: String {
@@ -66,15 +76,34 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .missingKey(let message): message
         case .encryption(let error): error.description
         case .writeInsideRead(let what): "\(what) inside read { }: reads hold a snapshot, not the write lock; write in transaction { } instead"
+        case .body(let error): "the transaction's body threw (everything it wrote was rolled back): \(error)"
+        case .retriesExhausted(let attempts, let last):
+            "gave up after \(attempts) attempt\(attempts == 1 ? "" : "s") within the busy timeout, nothing written; the last one was refused: \(last)"
         }
     }
 
-    /// What kind of failure the database reported, when it refused.
+    /// What kind of failure the database reported, when it refused (also when the store gave
+    /// up retrying it: `.retriesExhausted`).
     ///
     ///     if error.databaseFailure == .busy { retryLater() }
     public var databaseFailure: DatabaseFailure.Kind? {
-        if case .database(let failure) = self { return failure.kind }
+        switch self {
+        case .database(let failure), .retriesExhausted(_, let failure): failure.kind
+        default: nil
+        }
+    }
+
+    /// The error a transaction's or read's `body` threw, when it was not a `StoreError`.
+    ///
+    ///     if let cause = error.bodyError as? ValidationError { reject(cause) }
+    public var bodyError: (any Error)? {
+        if case .body(let error) = self { return error }
         return nil
+    }
+
+    /// Any error as a `StoreError`: itself when it is one, else carried by `.body`.
+    init(thrownByBody error: any Error) {
+        self = (error as? StoreError) ?? .body(error)
     }
 }
 
@@ -146,13 +175,19 @@ public actor Store {
         /// Whether opening applies pending migrations (the default) or only checks that there
         /// are none.
         public var migrations: OpeningMigrations = .apply
+        /// Told of what the store does on its own that an app may want to log or count: each
+        /// retry after a passing refusal, and giving up (`StoreEvent`). Called on the store's
+        /// actor, synchronously: keep it quick (count, or hand the event to a logger).
+        public var events: (@Sendable (StoreEvent) -> Void)?
 
         /// Options for opening a store; every one has a default.
         public init(
             busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
             historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
-            postgres: PostgresSettings = PostgresSettings(), migrations: OpeningMigrations = .apply, beforeCommit: (@Sendable () -> Void)? = nil
+            postgres: PostgresSettings = PostgresSettings(), migrations: OpeningMigrations = .apply, beforeCommit: (@Sendable () -> Void)? = nil,
+            events: (@Sendable (StoreEvent) -> Void)? = nil
         ) {
+            self.events = events
             self.busyTimeout = busyTimeout
             self.keys = keys
             self.sqlite = sqlite
@@ -174,6 +209,10 @@ public actor Store {
     let recorder: ChangeRecorder?
     /// Subscribers of `changes()` and `observe`, and what they have seen.
     var observation = ObservationState()
+    /// Retries and give-ups since the store opened (`StoreEvent`s, counted).
+    ///
+    ///     let retries = await store.counters.retries
+    public internal(set) var counters = StoreCounters()
     /// Ciphers of encrypted attributes, by table and column.
     let encryption: [String: [String: FieldCipher]]
     /// The keys of encrypted attributes, when the schema has any.
@@ -302,31 +341,36 @@ public actor Store {
     /// SQLite it holds the write lock throughout. On PostgreSQL, which lets writers run side by
     /// side, a transaction that conflicts with another is rolled back by the server and `body`
     /// runs again, up to the busy timeout: keep `body` free of effects outside the store.
-    public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
-        guard !isReading else { throw StoreError.writeInsideRead("a transaction") }
+    ///
+    /// Errors are typed: a `StoreError`, with an error of `body`'s own carried by `.body`. When
+    /// the conflicts outlast the busy timeout, `.retriesExhausted(attempts:last:)`; each retry is
+    /// counted (`counters`) and reported to `Configuration.events`.
+    public func transaction<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws(StoreError) -> T {
+        guard !isReading else { throw .writeInsideRead("a transaction") }
         guard depth == 0 else {
             depth += 1
             defer { depth -= 1 }
-            return try body(self)
+            do { return try body(self) } catch { throw StoreError(thrownByBody: error) }
         }
         let deadline = Date().addingTimeInterval(busySeconds)
         var attempt = 0
         while true {
+            attempt += 1
             try beginWrite(serializable: true)
             depth += 1
-            let outcome: Result<T, any Error>
-            do { outcome = .success(try body(self)) } catch { outcome = .failure(error) }
+            let outcome: Result<T, StoreError>
+            do { outcome = .success(try body(self)) } catch { outcome = .failure(StoreError(thrownByBody: error)) }
             // Once, whatever happens next: a failed COMMIT must not count the level twice.
             depth -= 1
-            do {
+            do throws(StoreError) {
                 let result = try outcome.get()
                 try endWrite(commit: true)
                 return result
             } catch {
                 try? endWrite(commit: false)
                 // Rolled back for a conflict with another writer: nothing of it was written.
-                guard case StoreError.database(let failure) = error, failure.kind == .busy, Date() < deadline else { throw error }
-                attempt += 1
+                guard case .database(let failure) = error, failure.kind == .busy else { throw error }
+                try retry(after: failure, attempt: attempt, of: "transaction", deadline: deadline)
                 usleep(UInt32(min(50, attempt * 2)) * 1000 + UInt32.random(in: 0..<1000))
             }
         }
@@ -338,8 +382,12 @@ public actor Store {
     /// transaction it simply runs.
     ///
     ///     let delayed = try await store.read { store in try store.count(Flight.self, where: #Predicate { $0.status == "Delayed" }) }
-    public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws -> T {
-        if depth > 0 || isReading { return try body(self) }
+    ///
+    /// An error of `body`'s own comes out as `StoreError.body`.
+    public func read<T: Sendable>(_ body: @Sendable (isolated Store) throws -> T) throws(StoreError) -> T {
+        if depth > 0 || isReading {
+            do { return try body(self) } catch { throw StoreError(thrownByBody: error) }
+        }
         do { try database.beginReadTransaction() } catch { throw StoreError.database(error) }
         isReading = true
         defer {
@@ -347,7 +395,7 @@ public actor Store {
             // Nothing was written: ending the read transaction releases the snapshot.
             try? database.commitTransaction()
         }
-        return try body(self)
+        do { return try body(self) } catch { throw StoreError(thrownByBody: error) }
     }
 
     /// True inside `read`.
@@ -403,22 +451,35 @@ public actor Store {
         recorder?.discard()
         sealedInTransaction = false
         implicitKeys.removeAll()
-        try retryingWhileBusy { () throws(DatabaseFailure) in try database.beginWriteTransaction(serializable: serializable) }
+        try retryingWhileBusy("begin") { () throws(DatabaseFailure) in try database.beginWriteTransaction(serializable: serializable) }
     }
 
-    private func retryingWhileBusy(_ body: () throws(DatabaseFailure) -> Void) throws(StoreError) {
+    private func retryingWhileBusy(_ operation: String, _ body: () throws(DatabaseFailure) -> Void) throws(StoreError) {
         let deadline = Date().addingTimeInterval(busySeconds)
         var attempt = 0
         while true {
+            attempt += 1
             do {
                 try body()
                 return
             } catch {
-                guard error.kind == .busy, Date() < deadline else { throw .database(error) }
-                attempt += 1
+                guard error.kind == .busy else { throw .database(error) }
+                try retry(after: error, attempt: attempt, of: operation, deadline: deadline)
                 usleep(UInt32(min(50, attempt * 2)) * 1000)
             }
         }
+    }
+
+    /// Counts and reports one more try of `operation` after `failure`, or gives up with
+    /// `.retriesExhausted` once `deadline` passed.
+    private func retry(after failure: DatabaseFailure, attempt: Int, of operation: String, deadline: Date) throws(StoreError) {
+        guard Date() < deadline else {
+            counters.retriesExhausted += 1
+            report(StoreEvent(kind: .retriesExhausted, operation: operation, attempt: attempt, failure: failure))
+            throw .retriesExhausted(attempts: attempt, last: failure)
+        }
+        counters.retries += 1
+        report(StoreEvent(kind: .retry, operation: operation, attempt: attempt, failure: failure))
     }
 
     private func endWrite(commit: Bool) throws(StoreError) {
@@ -442,7 +503,7 @@ public actor Store {
             if capabilities.failedStatementAbortsTransaction {
                 do { try database.commitTransaction() } catch { throw .database(error) }
             } else {
-                try retryingWhileBusy { () throws(DatabaseFailure) in try database.commitTransaction() }
+                try retryingWhileBusy("commit") { () throws(DatabaseFailure) in try database.commitTransaction() }
             }
         } catch {
             // A failed commit rolls back.
@@ -458,7 +519,7 @@ public actor Store {
 
     /// Maps a model's Codable keys to columns: attributes through their `jsonKey`, key
     /// properties (`originID`) through their relationship, the implicit `id`.
-    private func columns(of entity: EntityDescriptor, row: [String: StoredValue]) -> [(column: String, value: StoredValue)] {
+    func columns(of entity: EntityDescriptor, row: [String: StoredValue]) -> [(column: String, value: StoredValue)] {
         var result: [(String, StoredValue)] = []
         if entity.hasImplicitKey, let id = row["id"], id != .null { result.append(("id", id)) }
         for column in entity.columns { result.append((column.column, row[column.jsonKey] ?? .null)) }
@@ -469,7 +530,7 @@ public actor Store {
         return result
     }
 
-    private func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
+    func upsert<M: PersistentModel>(_ model: M) throws(StoreError) -> M {
         let encoded: [StoredValue]?
         do { encoded = try model.encodeStored() } catch { throw .coding("\(error)") }
         if let encoded { return try upsertDirect(encoded, of: model) }

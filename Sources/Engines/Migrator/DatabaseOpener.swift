@@ -1,6 +1,6 @@
 import DatabaseLocation
 import Foundation
-import Migrator
+import MigratorCore
 import MigratorPostgres
 import MigratorSQLite
 import PostgresKit
