@@ -10,7 +10,6 @@ let package = Package(
         .executable(name: "migrate", targets: ["migrate"]),
         .executable(name: "flights", targets: ["flights"]),
         .executable(name: "todo", targets: ["todo"]),
-        .executable(name: "bookmarks", targets: ["bookmarks"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "PersistentStoreSQLite", targets: ["PersistentStoreSQLite"]),
         .library(name: "PersistentStorePostgres", targets: ["PersistentStorePostgres"]),
@@ -140,7 +139,9 @@ let package = Package(
         // MARK: - The widget example: one to-do list, several processes, live changes
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
-        // The SQLite-only app: LinkageTests checks that it links no libpq.
+        // The SQLite-only app: LinkageTests checks that it links no libpq. Not a product: an
+        // executable product of a target that applies a build-tool plugin makes SwiftPM build
+        // the plugin's tool (schemagen) a second time, for the host, in every client package.
         .executableTarget(name: "bookmarks", dependencies: ["PluginExample", "PersistentStoreSQLite"]),
         // Measures the store against the raw C API for bench/run (not a product).
         .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
@@ -174,7 +175,7 @@ let package = Package(
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
         .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),
-        .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres"]),
     ],
     swiftLanguageModes: [.v6]
 )

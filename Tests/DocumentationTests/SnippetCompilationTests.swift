@@ -76,6 +76,11 @@ import Testing
             static var descriptor: SchemaDescriptor { FlightsSchema.descriptor }
             static var migrations: [EmbeddedMigration] { FlightsSchema.migrations }
         }
+        /// The journal app's generated models (docs/templates.md), stood in for.
+        enum JournalSchema {
+            static var descriptor: SchemaDescriptor { TodoSchema.descriptor }
+            static var migrations: [EmbeddedMigration] { TodoSchema.migrations }
+        }
 
         """
 
@@ -94,7 +99,9 @@ import Testing
     /// own inside an async throwing function, so they may shadow the context's names.
     static func source(of snippet: Snippet) -> String {
         let lines = snippet.code.components(separatedBy: "\n")
-        let lifted = lines.filter { $0.hasPrefix("import ") }.map { String($0.dropFirst("import ".count)) }
+        // A client's own models modules (`import JournalModels`) are stood in for by ExampleModels
+        // and the prelude.
+        let lifted = lines.filter { $0.hasPrefix("import ") }.map { String($0.dropFirst("import ".count)) }.filter { !$0.hasSuffix("Models") }
         let body = lines.filter { !$0.hasPrefix("import ") }
         let modules = (imports + lifted).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
         return modules.map { "import \($0)" }.joined(separator: "\n") + "\n\n" + prelude
@@ -186,7 +193,7 @@ import Testing
             for match in text.matches(of: declaration) { names.insert(String(match.1)) }
         }
         // Conformances the compiler asks for, not API a reader calls.
-        let protocolRequirements: Set<String> = ["description", "encode", "evaluate", "build_localizedStandardContains"]
+        let protocolRequirements: Set<String> = ["description", "encode", "evaluate", "build_localizedStandardContains", "rawValue"]
         let missing = names.subtracting(protocolRequirements).filter { !guide.contains($0) }.sorted()
         #expect(names.count > 40, "\(names.count) public names found")
         #expect(missing.isEmpty, "docs/runtime.md does not name: \(missing)")

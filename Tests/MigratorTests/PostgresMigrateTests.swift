@@ -51,6 +51,45 @@ struct PostgresMigrateTests {
         try connection.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'score'")
     }
 
+    /// `--dir` takes a schema's folder: on a PostgreSQL URL its `postgres/` folder is used (and
+    /// said), and SQLite's files are never read for PostgreSQL, nor PostgreSQL's for SQLite.
+    @Test func dirTakesTheSchemaFolderAndNeverReadsAnotherDialectsFiles() throws {
+        let url = try Self.server().createDatabase()
+        let up = try Self.migrate.run(["up", "--database", url, "--dir", "Migrations/Flights"])
+        #expect(up.status == 0, "\(up.error)")
+        #expect(up.error.contains("note: using Migrations/Flights/postgres, the PostgreSQL migrations of Migrations/Flights"), "\(up.error)")
+        #expect(up.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == 5)
+        let status = try Self.migrate.run(["status", "--format", "json", "--database", url, "--dir", "Migrations/Flights/"])
+        #expect(status.status == 0 && !status.output.contains("FILE CHANGED") && !status.output.contains("changed"), "\(status.output)\(status.error)")
+        #expect(try PostgresConnection(url).query("SELECT count(DISTINCT version) FROM schemagen_migrations WHERE schema = 'Flights'") == [[.integer(5)]])
+
+        // PostgreSQL's folder for a SQLite file: refused before the file is created.
+        let sqlite = temporaryFolder().appendingPathComponent("app.sqlite").path
+        let wrong = try Self.migrate.run(["up", "--database", sqlite, "--dir", "Migrations/Flights/postgres"])
+        #expect(wrong.status == 2 && wrong.error.contains("'Migrations/Flights/postgres' holds postgres migrations and the database is sqlite: pass --dir Migrations/Flights"), "\(wrong.error)")
+        #expect(!FileManager.default.fileExists(atPath: sqlite))
+
+        // A schema folder without PostgreSQL migrations, and SQLite files under a folder of
+        // another name: neither is read for PostgreSQL.
+        let copy = temporaryFolder().appendingPathComponent("Migrations/Links")
+        try FileManager.default.createDirectory(at: copy.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent("Migrations/Todo"), to: copy)
+        try FileManager.default.removeItem(at: copy.appendingPathComponent("postgres"))
+        let none = try Self.migrate.run(["up", "--database", url, "--dir", copy.path])
+        #expect(none.status == 2 && none.error.contains("has no postgres/ folder, and its own files are SQLite migrations"), "\(none.error)")
+        let misplaced = copy.appendingPathComponent("postgres")
+        try FileManager.default.createDirectory(at: misplaced, withIntermediateDirectories: true)
+        for file in try FileManager.default.contentsOfDirectory(atPath: copy.path) where file != "postgres" {
+            try FileManager.default.moveItem(at: copy.appendingPathComponent(file), to: misplaced.appendingPathComponent(file))
+        }
+        for command in ["status", "up"] {
+            let foreign = try Self.migrate.run([command, "--database", url, "--dir", misplaced.path])
+            #expect(foreign.status == 2, "\(foreign.output)\(foreign.error)")
+            #expect(foreign.error.contains("0001_create_todo.up.sql is a sqlite migration and the database is postgres"), "\(foreign.error)")
+        }
+        #expect(try PostgresConnection(url).query("SELECT count(*) FROM schemagen_migrations WHERE schema <> 'Flights'") == [[.integer(0)]])
+    }
+
     @Test func theExampleAppliesUpAndDownAndNeverShowsThePassword() throws {
         let url = Self.withPassword(try Self.server().createDatabase())
         let base = ["--database", url, "--dir", "Migrations/Flights/postgres"]

@@ -6,8 +6,9 @@ import PackagePlugin
 /// migrations change. The generated code embeds the schema's committed migrations, read from
 /// `Migrations/<Schema>/` in the target's folder (exclude it from the target), or else in the
 /// package's root folder. The build fails when a schema is ahead of its migrations: plan them
-/// with `swift run schemagen generate --migrations-only` first. The target needs
-/// `SchemaMetadata` (and `PersistentStore` to open a store) as dependencies.
+/// with `swift package --allow-writing-to-package-directory schemagen generate --migrations-only`
+/// first. The target needs `SchemaMetadata` (and `PersistentStoreSQLite` or
+/// `PersistentStorePostgres` to open a store) as dependencies.
 @main
 struct SchemagenPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {

@@ -104,6 +104,16 @@ public enum MigrateTool {
         for directory in directories {
             do {
                 let scripts = try MigrationScriptLoader.load(directory: directory.path)
+                // A folder of another dialect's files (named oddly, or moved) is refused before
+                // anything runs: its SQL was planned for another engine.
+                if let foreign = scripts.first(where: { (try? MigrationHeader.parse($0.up))?.dialect.map { $0 != database.dialect.name } ?? false }) {
+                    let dialect = (try? MigrationHeader.parse(foreign.up))?.dialect ?? "another"
+                    io.writeError(
+                        "migrate: error: \(foreign.upFile) is a \(dialect) migration and the database is \(database.dialect.name): pass --dir with the folder of the \(database.dialect.name) migrations\n"
+                    )
+                    openFailure = .usageOrIO
+                    return nil
+                }
                 migrators.append(
                     Migrator(
                         database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
@@ -153,9 +163,7 @@ public enum MigrateTool {
     /// `allowSeveral`, else the only one. For PostgreSQL, each folder's `postgres/`.
     static func directoryPaths(_ arguments: ParsedArguments, config: ProjectConfig, io: CommandIO, allowSeveral: Bool, postgres: Bool) -> [(path: String, schema: String)]? {
         if let directory = arguments.value("dir") {
-            let url = URL(fileURLWithPath: directory)
-            let isDialectFolder = SQLDialectName(rawValue: url.lastPathComponent) != nil
-            return [(directory, isDialectFolder ? url.deletingLastPathComponent().lastPathComponent : url.lastPathComponent)]
+            return dialectFolder(of: directory, postgres: postgres, io: io).map { [$0] }
         }
         let root = config.migrations ?? "Migrations"
         let folders = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
@@ -179,6 +187,32 @@ public enum MigrateTool {
             return nil
         }
         return withPostgres
+    }
+
+    /// The folder of `--dir` holding the database's dialect: a dialect folder as given (when it
+    /// is the database's), or a schema folder itself for SQLite and its `postgres/` folder for
+    /// PostgreSQL, said on standard error. Never another dialect's files.
+    static func dialectFolder(of directory: String, postgres: Bool, io: CommandIO) -> (path: String, schema: String)? {
+        let url = URL(fileURLWithPath: directory)
+        let wanted: SQLDialectName = postgres ? .postgres : .default
+        if let named = SQLDialectName.allCases.first(where: { $0.migrationSubfolder == url.lastPathComponent }) {
+            guard named == wanted else {
+                io.writeError(
+                    "migrate: error: '\(directory)' holds \(named.rawValue) migrations and the database is \(wanted.rawValue): pass --dir \(url.deletingLastPathComponent().relativePath)\n")
+                return nil
+            }
+            return (directory, url.deletingLastPathComponent().lastPathComponent)
+        }
+        guard postgres, let subfolder = wanted.migrationSubfolder else { return (directory, url.lastPathComponent) }
+        let folder = directory.hasSuffix("/") ? directory + subfolder : directory + "/" + subfolder
+        guard FileManager.default.fileExists(atPath: folder) else {
+            io.writeError(
+                "migrate: error: '\(directory)' has no \(wanted.rawValue)/ folder, and its own files are SQLite migrations, which a PostgreSQL database never runs: add '\(wanted.rawValue)' to the schema's dialects and run `schemagen generate`, or pass the folder of the PostgreSQL migrations\n"
+            )
+            return nil
+        }
+        io.writeError("migrate: note: using \(folder), the PostgreSQL migrations of \(directory)\n")
+        return (folder, url.lastPathComponent)
     }
 
     /// Options of the commands that run online migrations' phases.

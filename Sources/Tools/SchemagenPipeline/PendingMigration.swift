@@ -157,7 +157,9 @@ public struct PendingMigration: Sendable {
         let what =
             pending.migration.from.map { "differs from its newest migration (version \($0.version)) in \(pending.directory.path)" }
             ?? "has no migrations in \(pending.directory.path)"
-        let command = "swift run schemagen generate --migrations-only --schema \(pending.schema.sourcePath) --migrations \(root)"
+        // The command plugin builds schemagen as the build-tool plugin does (for the host), so
+        // planning costs no second build of the tool; `swift run schemagen` would build another.
+        let command = "swift package --allow-writing-to-package-directory schemagen generate --migrations-only --schema \(pending.schema.sourcePath) --migrations \(root)"
         return Diagnostic(
             .error, code: PlanningCode.migrationNotPlanned,
             message: "schema '\(pending.schema.name)' version \(pending.schema.version) \(what); plan it with `\(command)`, review and commit the new files, then build again",
