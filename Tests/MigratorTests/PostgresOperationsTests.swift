@@ -1,8 +1,8 @@
 import DatabaseLocation
 import Foundation
 import MigrateCLI
-import Migrator
 import MigrationFiles
+import Migrator
 import MigratorPostgres
 import MigratorSQLite
 import PostgresKit
