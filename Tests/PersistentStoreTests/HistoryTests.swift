@@ -63,12 +63,13 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         let store = try todoStore(try engine.freshURL())
         let start = try await store.currentHistoryToken()
         struct Abort: Error {}
-        await #expect(throws: Abort.self) {
+        let aborted = await #expect(throws: StoreError.self) {
             try await store.transaction { store in
                 try store.insert(TodoItem(taskName: "never"))
                 throw Abort()
             }
         }
+        #expect(aborted?.bodyError is Abort, "the body's error, carried by StoreError.body")
         #expect(try await store.history(after: start).isEmpty)
         #expect(try await store.count(TodoItem.self) == 0)
     }

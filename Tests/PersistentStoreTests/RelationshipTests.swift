@@ -115,12 +115,13 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
         let home = try await tasks.insert(TaskList(name: "Home"))
         try await tasks.insert(Task(name: "Paint", listID: home.id!))
         struct Abort: Error {}
-        await #expect(throws: Abort.self) {
+        let aborted = await #expect(throws: StoreError.self) {
             try await tasks.transaction { store in
                 try store.delete(home)
                 throw Abort()
             }
         }
+        #expect(aborted?.bodyError is Abort, "the body's error, carried by StoreError.body")
         #expect(try await tasks.count(Task.self) == 1)
     }
 }
@@ -154,12 +155,13 @@ func flight(_ ident: String, origin: Int64?, destination: Int64? = nil, airline:
 
         // A rolled-back transaction leaves no row and no file.
         struct Abort: Error {}
-        await #expect(throws: Abort.self) {
+        let aborted2 = await #expect(throws: StoreError.self) {
             try await users.transaction { store in
                 try store.insert(Image(url: URL(string: "https://example.com/b.png")!, data: Data("b".utf8), ownerID: nil))
                 throw Abort()
             }
         }
+        #expect(aborted2?.bodyError is Abort, "the body's error, carried by StoreError.body")
         #expect(await files(users) == replaced)
         #expect(try await users.count(Image.self) == 1)
 

@@ -115,12 +115,13 @@ func searchStore() async throws -> (Store, String) {
         try await store.delete(item)
         #expect(try await store.search(TodoItem.self, matching: "garden").isEmpty)
         struct Abort: Error {}
-        await #expect(throws: Abort.self) {
+        let aborted = await #expect(throws: StoreError.self) {
             try await store.transaction { store in
                 try store.insert(TodoItem(taskName: "Varnish the garden shed"))
                 throw Abort()
             }
         }
+        #expect(aborted?.bodyError is Abort, "the body's error, carried by StoreError.body")
         #expect(try await store.search(TodoItem.self, matching: "varnish").isEmpty)
         let raw = try SQLiteConnection(path: path)
         try raw.execute("INSERT INTO todo_item_task_name_fts (todo_item_task_name_fts) VALUES ('integrity-check')")

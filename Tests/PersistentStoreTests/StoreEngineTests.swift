@@ -263,12 +263,13 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
     func transactionsRollBackWholeAndSavepointsInside(_ engine: StoreEngine) async throws {
         let store = try engine.flights()
         struct Abandon: Error {}
-        await #expect(throws: Abandon.self) {
+        let failure = await #expect(throws: StoreError.self) {
             try await store.transaction { store in
                 try store.insert(airport("KSFO"))
                 throw Abandon()
             }
         }
+        #expect(failure?.bodyError is Abandon, "the body's error, carried by StoreError.body")
         #expect(try await store.count(Airport.self) == 0)
         // A write that fails inside a transaction is undone alone; the rest commits.
         try await store.transaction { store in
@@ -638,12 +639,13 @@ struct StorePostgresOpeningTests {
         for icao in ["KLAX", "KJFK"] { try await store.insert(airport(icao)) }
         try await store.transaction { store in _ = try store.insert(airport("KBOS")) }
         struct Abort: Error {}
-        await #expect(throws: Abort.self) {
+        let aborted = await #expect(throws: StoreError.self) {
             try await store.transaction { store in
                 _ = try store.insert(airport("KORD"))
                 throw Abort()
             }
         }
+        #expect(aborted?.bodyError is Abort, "the body's error, carried by StoreError.body")
         #expect(try await store.fetch(Airport.self, sortBy: [SortDescriptor(\.icao)]).map(\.icao) == ["KBOS", "KJFK", "KLAX"])
     }
 

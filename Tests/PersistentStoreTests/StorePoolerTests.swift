@@ -160,12 +160,13 @@ struct StorePgbouncerTests {
         // A failing transaction writes nothing and gives its store back.
         struct Refused: Error {}
         for _ in 0..<4 {
-            await #expect(throws: Refused.self) {
+            let failure = await #expect(throws: StoreError.self) {
                 try await pool.transaction { store in
                     try store.insert(airport("KBAD"))
                     throw Refused()
                 }
             }
+            #expect(failure?.bodyError is Refused, "the body's error, carried by StoreError.body")
         }
         #expect(try await pool.withStore { try await $0.count(Airport.self, where: #Predicate { $0.icao == "KBAD" }) } == 0)
         let start = try await pool.observer.currentHistoryToken()

@@ -131,13 +131,14 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
     func aRolledBackTransactionLeavesNoRow(_ engine: StoreEngine) async throws {
         let store = try engine.flightsStore()
         struct Abort: Error {}
-        await #expect(throws: Abort.self) {
+        let aborted = await #expect(throws: StoreError.self) {
             try await store.transaction { store in
                 try store.insert(airport("KSFO"))
                 try store.insert(airport("EGLL"))
                 throw Abort()
             }
         }
+        #expect(aborted?.bodyError is Abort, "the body's error, carried by StoreError.body")
         #expect(try await store.count(Airport.self) == 0)
         try await store.transaction { store in
             try store.insert(airport("KSFO"))

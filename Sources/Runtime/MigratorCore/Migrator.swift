@@ -555,6 +555,20 @@ public final class Migrator {
         }
     }
 
+    /// Refuses migrations planned for another engine before anything reads or writes the
+    /// database: a folder of another dialect's files given by mistake (`--dir`) would otherwise
+    /// be compared with this database's history, or half run.
+    ///
+    ///     try migrator.checkDialect()   // MigratorError.wrongDialect names the first such file
+    public func checkDialect() throws(MigratorError) {
+        for script in scripts {
+            let header = try script.header(.up)
+            if let planned = header.dialect, planned != database.dialect.name {
+                throw .wrongDialect(file: script.upFile, planned: planned, database: database.dialect.name)
+            }
+        }
+    }
+
     func runUnlessCancelled(_ script: MigrationScript, direction: Direction, progress: @escaping (Event) -> Void) throws(MigratorError) -> Bool {
         let sql = direction == .up ? script.up : script.down
         let file = direction == .up ? script.upFile : script.downFile

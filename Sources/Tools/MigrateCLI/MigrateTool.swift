@@ -104,20 +104,13 @@ public enum MigrateTool {
         for directory in directories {
             do {
                 let scripts = try MigrationScriptLoader.load(directory: directory.path)
-                // A folder of another dialect's files (named oddly, or moved) is refused before
-                // anything runs: its SQL was planned for another engine.
-                if let foreign = scripts.first(where: { (try? MigrationHeader.parse($0.up))?.dialect.map { $0 != database.dialect.name } ?? false }) {
-                    let dialect = (try? MigrationHeader.parse(foreign.up))?.dialect ?? "another"
-                    io.writeError(
-                        "migrate: error: \(foreign.upFile) is a \(dialect) migration and the database is \(database.dialect.name): pass --dir with the folder of the \(database.dialect.name) migrations\n"
-                    )
-                    openFailure = .usageOrIO
-                    return nil
-                }
-                migrators.append(
-                    Migrator(
-                        database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
-                        historySchema: historySchema, cancellation: cancellation))
+                let migrator = Migrator(
+                    database: database, schema: directory.schema, scripts: scripts, lockTimeoutSeconds: lockTimeout,
+                    historySchema: historySchema, cancellation: cancellation)
+                // Another dialect's files (a folder named oddly, or moved) are refused before
+                // any command reads the history with them.
+                try migrator.checkDialect()
+                migrators.append(migrator)
             } catch {
                 io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
                 openFailure = exitCode(for: error)
