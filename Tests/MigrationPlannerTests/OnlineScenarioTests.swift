@@ -56,7 +56,8 @@ struct OnlineScenarioTests {
         #expect(try PostgresScenarioTests.counts(connection, tables: kept) == before, "rows kept")
         #expect(try migrator.history().map(\.version) == [1])
 
-        try migrator.up(options: .init(complete: true))
+        // Scenarios that drop a column need the destructive contract allowed.
+        try migrator.up(options: .init(allowDestructive: true, complete: true))
         #expect(try migrator.onlineState() == nil)
         let migrated = try postgresStructure(connection), fresh = try postgresStructure(try PostgresScenarioTests.fresh(v2))
         #expect(

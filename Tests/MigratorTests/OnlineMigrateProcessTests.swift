@@ -202,7 +202,11 @@ struct OnlineMigrateProcessTests {
             return (short, long, rerun)
         }
         #expect(long.migrate.status == 1, "\(long.migrate.output)")
-        #expect(long.migrate.error.contains("a lock was not granted within 100 ms in 3 attempts"), "\(long.migrate.error)")
+        #expect(long.migrate.error.contains("its locks were not granted within 100 ms in 3 attempts"), "\(long.migrate.error)")
+        // The session holding the lock is named: its pid, application and how long it has held it.
+        #expect(long.migrate.error.contains("sessions holding locks on its tables: pid "), "\(long.migrate.error)")
+        #expect(long.migrate.error.contains("idle in transaction, transaction open"), "\(long.migrate.error)")
+        #expect(!long.migrate.error.contains("long transactions"), "\(long.migrate.error)")
         #expect(long.phase == [[.text("expand")]], "the sections done stay done; the next run resumes")
         #expect(long.slowestRead < 1.0, "the app waited \(long.slowestRead) s behind the migration")
         #expect(short.migrate.status == 0, "\(short.migrate.error)")

@@ -57,6 +57,8 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
             let reason: StatementFailure.Reason? =
                 if error.error.connectionLost { .connectionLost } else if error.error.sqlState == SQLState.lockNotAvailable {
                     .lockTimeout
+                } else if error.error.sqlState == SQLState.deadlockDetected {
+                    .deadlock
                 } else if error.error.sqlState == SQLState.queryCanceled, !shouldStop() { .statementTimeout } else { nil }
             throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.description, reason: reason)
         }
@@ -162,8 +164,9 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     // MARK: OnlineMigrating
 
     /// `SET [LOCAL] lock_timeout`.
+    /// 0 turns the timeout off.
     public func setLockTimeout(milliseconds: Int, local: Bool) throws(MigratorError) {
-        try execute("SET \(local ? "LOCAL " : "")lock_timeout = '\(max(1, milliseconds))ms';")
+        try execute("SET \(local ? "LOCAL " : "")lock_timeout = '\(max(0, milliseconds))ms';")
     }
 
     /// `SET search_path`.
@@ -175,4 +178,52 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     public func markBackfill() throws(MigratorError) {
         try execute("SET LOCAL schemagen.backfill = 'on';")
     }
+    /// How a session is described: `pid 4242 ('psql', idle in transaction, transaction open 12.3 s)`.
+    static let sessionDescription = """
+        'pid ' || a.pid::text || ' (' || quote_literal(coalesce(nullif(a.application_name, ''), 'no application_name')) || ', ' \
+        || coalesce(a.state, 'unknown state') || coalesce(', transaction open ' || round(extract(epoch FROM now() - a.xact_start)::numeric, 1)::text || ' s', '') || ')'
+        """
+
+    /// Sessions with a granted lock on the named tables or views, from `pg_locks`.
+    public func sessionsHoldingLocks(on relations: [String]) -> [String] {
+        guard !relations.isEmpty else { return [] }
+        let names = relations.map(dialect.literal).joined(separator: ", ")
+        return described(
+            """
+            SELECT \(Self.sessionDescription), min(a.xact_start) FROM pg_locks l
+            JOIN pg_class c ON c.oid = l.relation JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.granted AND l.pid <> pg_backend_pid() AND c.relname IN (\(names))
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            GROUP BY 1 ORDER BY 2 NULLS LAST LIMIT 5
+            """, [])
+    }
+
+    /// Sessions of this database in a transaction, oldest first.
+    public func sessionsInTransactions() -> [String] {
+        described(
+            """
+            SELECT \(Self.sessionDescription) FROM pg_stat_activity a
+            WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL
+                AND a.backend_type = 'client backend' ORDER BY a.xact_start LIMIT 5
+            """, [])
+    }
+
+    /// The sessions whose transactions locked these rows: a locked row's `xmax` is the locker's
+    /// transaction id (a multixact, for several lockers, names none).
+    public func sessionsHoldingRows(of table: String, key: String, type: String, keys: [String]) -> [String] {
+        guard !keys.isEmpty else { return [] }
+        let list = keys.map { "\(dialect.literal($0))::\(type)" }.joined(separator: ", ")
+        return described(
+            """
+            SELECT DISTINCT \(Self.sessionDescription) FROM \(dialect.quote(table)) t
+            JOIN pg_stat_activity a ON a.backend_xid = t.xmax
+            WHERE t.\(dialect.quote(key)) IN (\(list)) LIMIT 5
+            """, [])
+    }
+
+    /// The first column of each row, as text; nothing when the query fails (these only feed messages).
+    private func described(_ sql: String, _ arguments: [StoredValue]) -> [String] {
+        ((try? query(sql, arguments)) ?? []).compactMap { if case .text(let text)? = $0.first { text } else { nil } }
+    }
+
 }

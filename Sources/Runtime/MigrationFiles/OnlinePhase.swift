@@ -12,8 +12,8 @@ import Foundation
 /// DROP INDEX CONCURRENTLY IF EXISTS "item_name_index";
 /// CREATE INDEX CONCURRENTLY "item_name_index" ON "item" ("name");
 ///
-/// -- section: backfill {"table":"item","key":"id","type":"bigint","batch":1000}
-/// UPDATE "item" SET "schemagen_2_quantity" = "quantity" WHERE ($1::bigint IS NULL OR "id" > $1::bigint) AND "id" <= $2::bigint;
+/// -- section: backfill {"batch":1000,"bounds":"inclusive","key":"id","table":"item","type":"bigint"}
+/// UPDATE "item" SET "schemagen_2_quantity" = "quantity" WHERE "id" IN (SELECT "id" FROM "item" WHERE "id" >= $1::bigint AND "id" <= $2::bigint AND ("schemagen_2_quantity" IS DISTINCT FROM "quantity") FOR UPDATE SKIP LOCKED);
 /// ```
 ///
 /// - `transaction`: the statements run in one transaction (a short lock timeout, retried with
@@ -21,9 +21,11 @@ import Foundation
 /// - `statement`: statements run outside a transaction, one by one (`CREATE INDEX
 ///   CONCURRENTLY`, `VALIDATE CONSTRAINT`); a resumed section runs whole again, so together they
 ///   must be safe to run again (an index build drops an invalid leftover of itself first).
-/// - `backfill`: one UPDATE run over key ranges of `batch` rows, `$1` the range's exclusive lower
-///   bound (NULL for the first) and `$2` its inclusive upper bound, each batch committed with its
-///   progress.
+/// - `backfill`: one UPDATE run over key ranges of `batch` rows, each batch committed with its
+///   progress. With `"bounds":"inclusive"` (what schemagen writes), `$1` and `$2` are the range's
+///   first and last keys, and the rows are taken `FOR UPDATE SKIP LOCKED`: a row an app holds is
+///   passed by and revisited at the end. Without it (files of earlier releases), `$1` is the
+///   range's exclusive lower bound (NULL for the first) and `$2` its inclusive upper bound.
 public struct OnlinePhase: Sendable, Hashable {
     /// One section of a phase.
     public enum Section: Sendable, Hashable {
@@ -45,15 +47,34 @@ public struct OnlinePhase: Sendable, Hashable {
         public var type: String
         /// Rows per batch.
         public var batch: Int
+        /// `inclusive`: the UPDATE takes each range's first and last keys and skips locked rows;
+        /// nil for the exclusive lower bound of files written before.
+        public var bounds: String?
+
+        /// Whether the UPDATE takes inclusive bounds (and skips locked rows).
+        public var inclusive: Bool { bounds == "inclusive" }
 
         /// A backfill of `table` by `key` (of PostgreSQL type `type`), `batch` rows at a time.
         ///
-        ///     OnlinePhase.Backfill(table: "item", key: "id", type: "bigint", batch: 1000)
-        public init(table: String, key: String, type: String, batch: Int) {
+        ///     OnlinePhase.Backfill(table: "item", key: "id", type: "bigint", batch: 1000, bounds: "inclusive")
+        public init(table: String, key: String, type: String, batch: Int, bounds: String? = nil) {
             self.table = table
             self.key = key
             self.type = type
             self.batch = batch
+            self.bounds = bounds
+        }
+
+        /// The query of the rows an inclusive backfill's UPDATE still has to write in a range
+        /// (`$1`, `$2`): its subquery without the row locks. Nil for an UPDATE not shaped as
+        /// schemagen writes it (`... WHERE "key" IN (SELECT ... FOR UPDATE SKIP LOCKED);`).
+        ///
+        ///     backfill.pendingQuery(in: update)   // SELECT "id" FROM "item" WHERE "id" >= $1 ... AND (...)
+        public func pendingQuery(in update: String) -> String? {
+            let trimmed = update.trimmingCharacters(in: .whitespacesAndNewlines)
+            let suffix = " FOR UPDATE SKIP LOCKED);"
+            guard let open = trimmed.range(of: " IN (SELECT "), trimmed.hasSuffix(suffix) else { return nil }
+            return String(trimmed[trimmed.index(open.lowerBound, offsetBy: 5)..<trimmed.index(trimmed.endIndex, offsetBy: -suffix.count)])
         }
     }
 

@@ -87,6 +87,14 @@ public protocol OnlineMigrating: MigrationDatabase {
     func setSearchPath(_ schema: String) throws(MigratorError)
     /// Marks the transaction as a backfill, which the sync triggers let through unchanged.
     func markBackfill() throws(MigratorError)
+    /// Other sessions holding locks on these tables (or views) now, each described for a
+    /// message (pid, application, state, how long its transaction has been open), oldest first.
+    func sessionsHoldingLocks(on relations: [String]) -> [String]
+    /// Other sessions of this database with a transaction open, described the same way: the
+    /// ones a `CREATE INDEX CONCURRENTLY` waits for.
+    func sessionsInTransactions() -> [String]
+    /// The sessions whose transactions hold these rows' locks, described the same way.
+    func sessionsHoldingRows(of table: String, key: String, type: String, keys: [String]) -> [String]
 }
 
 /// Foreign-key enforcement switched off around a migration that rebuilds tables (SQLite: it
@@ -119,6 +127,9 @@ public struct StatementFailure: Error, Sendable {
         /// It gave up waiting for a table lock another session held (PostgreSQL's
         /// `lock_timeout`): running again later may succeed.
         case lockTimeout
+        /// The server found it waiting in a cycle with other sessions and rolled it back
+        /// (PostgreSQL's `40P01`): like a lock timeout, running again may succeed.
+        case deadlock
         /// It ran longer than the session's statement timeout.
         case statementTimeout
         /// The connection to the server was lost.

@@ -120,6 +120,9 @@ extension Migrator {
     func runOrResume(
         _ kind: MigrationHeader.OnlinePhaseKind, of script: MigrationScript, state: OnlineState?, options: Options, progress: @escaping (Event) -> Void
     ) throws(MigratorError) -> Bool {
+        // The phase's file is read and parsed before any state is written: a missing or broken
+        // file leaves the database as it was.
+        let (sections, file) = try phaseFile(of: script, kind)
         let phase = OnlineState.Phase(rawValue: kind.rawValue) ?? .expand
         var start = state.flatMap { $0.version == script.version && $0.phase == phase ? $0 : nil }
         if start == nil { start = try beginPhase(script, phase) }
@@ -127,49 +130,146 @@ extension Migrator {
             progress(.skipped(script))
             return false
         }
-        try runPhase(script, kind: kind, from: start, options: options, progress: progress)
+        try runPhase(script, kind: kind, sections: sections, file: file, from: start, options: options, progress: progress)
         return true
     }
 
-    /// `up` for online migrations: finishes what was interrupted, contracts an expanded
-    /// migration before expanding the next, expands the last one pending (and contracts it too
-    /// with `options.complete`).
-    func upOnline(_ target: Target, options: Options, progress: @escaping (Event) -> Void) throws(MigratorError) -> [MigrationScript] {
-        var done: [MigrationScript] = []
+    /// A phase's sections and the file they come from.
+    func phaseFile(of script: MigrationScript, _ kind: MigrationHeader.OnlinePhaseKind) throws(MigratorError) -> (OnlinePhase, String) {
+        guard online != nil else {
+            throw .onlineState("\(script.upFile) is an online migration, which only PostgreSQL runs")
+        }
+        let (text, file): (String?, String) =
+            switch kind {
+            case .expand: (script.up, script.upFile)
+            case .contract: (script.contract, script.contractFile ?? script.fileName.contractFile)
+            case .rollback: (script.down, script.downFile)
+            }
+        guard let text else { throw .unreadable(file) }
+        do {
+            return (try OnlinePhase.parse(text), file)
+        } catch {
+            throw .badOnlineFile(file: file, error)
+        }
+    }
+
+    /// One step `up` would take on a schema with online migrations: a whole migration, or one
+    /// phase of an online one.
+    public struct PlannedStep: Sendable {
+        /// What runs.
+        public enum Kind: String, Sendable {
+            /// An ordinary migration, applied whole.
+            case apply
+            /// An online migration's expand phase (begun, or resumed where it stopped).
+            case expand
+            /// An online migration's contract phase (`--complete`, a first migration's empty
+            /// one, or one a killed run left half done).
+            case contract
+        }
+        public var script: MigrationScript
+        public var kind: Kind
+        /// The file that runs, and its text.
+        public var file: String { kind == .contract ? (script.contractFile ?? script.fileName.contractFile) : script.upFile }
+        public var text: String? { kind == .contract ? script.contract : script.up }
+    }
+
+    /// What `up` does on a schema with online migrations, in order, without doing it (the
+    /// dry run prints it), and why it stops short of `target` when it does.
+    ///
+    /// `up` never contracts on its own: an expanded migration stays expanded (both versions
+    /// served) until `complete`, or `--complete` asks for contracts (which then need
+    /// `allowDestructive` where their header says they lose data). While a migration is
+    /// expanded, no other is expanded after it: `stop` says why, naming the versions served
+    /// and `migrate complete`. A contract left half done by a killed `complete` is finished.
+    ///
+    ///     let plan = try migrator.plannedUp(.all)
+    ///     for step in plan.steps { print(step.kind, step.file) }
+    public func plannedUp(_ target: Target, options: Options = Options()) throws(MigratorError) -> (steps: [PlannedStep], stop: MigratorError?) {
+        var steps: [PlannedStep] = []
+        var expanded: MigrationScript?
+        var inProgress: Int?
         if let state = try onlineState() {
             guard let script = scripts.first(where: { $0.version == state.version }) else {
                 // A newer app is migrating: this code has nothing to apply.
-                if state.version > (scripts.last?.version ?? 0) { return [] }
+                if state.version > (scripts.last?.version ?? 0) { return ([], nil) }
                 throw .unknownVersion(state.version)
             }
+            inProgress = state.version
             switch state.phase {
             case .rollback:
                 throw .onlineState("migration \(MigratorError.number(state.version)) is being rolled back; finish that with `rollback` before `up`")
             case .expand:
-                if try runOrResume(.expand, of: script, state: state, options: options, progress: progress) { done.append(script) }
+                steps.append(PlannedStep(script: script, kind: .expand))
+                expanded = script
             case .contract:
-                try runContract(state, options: options, progress: progress)
+                steps.append(PlannedStep(script: script, kind: .contract))
             case .expanded:
-                break
+                expanded = script
             }
         }
-        let pending = try pendingUp(target, options: options)
-        if let state = try onlineState(), state.phase == .expanded, !pending.isEmpty || options.complete {
-            try runContract(state, options: options, progress: progress)
+        /// Contracting `script` is asked for: refused when it loses data and that is not allowed.
+        func contract(_ script: MigrationScript) throws(MigratorError) -> PlannedStep {
+            if !options.allowDestructive, let text = script.contract, (try? MigrationHeader.parse(text))?.losesData == true {
+                throw .destructiveContract(file: script.contractFile ?? script.fileName.contractFile)
+            }
+            return PlannedStep(script: script, kind: .contract)
         }
-        for (offset, script) in pending.enumerated() {
+        for script in try pendingUp(target, options: options) where script.version != inProgress {
+            if let waiting = expanded {
+                guard options.complete else {
+                    let served = [try history().map(\.version).filter { $0 < waiting.version }.last, waiting.version].compactMap { $0 }
+                    let schemas = served.map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
+                    return (
+                        steps,
+                        .onlineState(
+                            "\(script.label) was not applied: migration \(waiting.label) is expanded (\(schemas) are served), and an online migration is expanded one at a time; once no app of the previous version runs, `migrate complete` contracts it (or `migrate rollback` undoes it), then `migrate up` goes on"
+                        )
+                    )
+                }
+                steps.append(try contract(waiting))
+                expanded = nil
+            }
             guard try isOnline(script) else {
-                if try run(script, direction: .up, progress: progress) { done.append(script) }
+                steps.append(PlannedStep(script: script, kind: .apply))
                 continue
             }
-            guard try runOrResume(.expand, of: script, state: nil, options: options, progress: progress) else { continue }
-            done.append(script)
-            // A contract with nothing to do (a first migration's) is done at once.
-            let emptyContract = script.contract.map { (try? OnlinePhase.parse($0))?.sections.isEmpty ?? false } ?? false
-            if offset < pending.count - 1 || options.complete || emptyContract, let state = try onlineState() {
+            steps.append(PlannedStep(script: script, kind: .expand))
+            expanded = script
+            // A first migration's contract has nothing to do (no earlier version is served).
+            if let text = script.contract, (try? OnlinePhase.parse(text))?.sections.isEmpty ?? false {
+                steps.append(PlannedStep(script: script, kind: .contract))
+                expanded = nil
+            }
+        }
+        if options.complete, let waiting = expanded { steps.append(try contract(waiting)) }
+        return (steps, nil)
+    }
+
+    /// `plannedUp` for any schema: an ordinary one's pending migrations, each applied whole.
+    ///
+    ///     for step in try migrator.plannedUpEverywhere(.all).steps { print(step.file) }
+    public func plannedUpEverywhere(_ target: Target, options: Options = Options()) throws(MigratorError) -> (steps: [PlannedStep], stop: MigratorError?) {
+        if online != nil, try hasOnlineScripts() { return try plannedUp(target, options: options) }
+        return (try pendingUp(target, options: options).map { PlannedStep(script: $0, kind: .apply) }, nil)
+    }
+
+    /// `up` for online migrations: runs `plannedUp`'s steps, then throws why it stopped short.
+    func upOnline(_ target: Target, options: Options, progress: @escaping (Event) -> Void) throws(MigratorError) -> [MigrationScript] {
+        let (steps, stop) = try plannedUp(target, options: options)
+        var done: [MigrationScript] = []
+        for step in steps {
+            switch step.kind {
+            case .apply:
+                if try run(step.script, direction: .up, progress: progress) { done.append(step.script) }
+            case .expand:
+                let state = try onlineState()
+                if try runOrResume(.expand, of: step.script, state: state, options: options, progress: progress) { done.append(step.script) }
+            case .contract:
+                guard let state = try onlineState(), state.version == step.script.version else { continue }
                 try runContract(state, options: options, progress: progress)
             }
         }
+        if let stop { throw stop }
         return done
     }
 
@@ -239,24 +339,12 @@ extension Migrator {
     /// Runs a phase's sections from where `state` says, under the migrator lock, then records
     /// its end: expand writes the history row, contract and rollback clear the state (rollback
     /// also the history row).
-    func runPhase(_ script: MigrationScript, kind: MigrationHeader.OnlinePhaseKind, from state: OnlineState, options: Options, progress: @escaping (Event) -> Void)
-        throws(MigratorError)
-    {
+    func runPhase(
+        _ script: MigrationScript, kind: MigrationHeader.OnlinePhaseKind, sections phase: OnlinePhase, file: String, from state: OnlineState, options: Options,
+        progress: @escaping (Event) -> Void
+    ) throws(MigratorError) {
         guard let online else {
             throw .onlineState("\(script.upFile) is an online migration, which only PostgreSQL runs")
-        }
-        let (text, file): (String?, String) =
-            switch kind {
-            case .expand: (script.up, script.upFile)
-            case .contract: (script.contract, script.contractFile ?? script.fileName.contractFile)
-            case .rollback: (script.down, script.downFile)
-            }
-        guard let text else { throw .unreadable(file) }
-        let phase: OnlinePhase
-        do {
-            phase = try OnlinePhase.parse(text)
-        } catch {
-            throw .badOnlineFile(file: file, error)
         }
         try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
         defer { locker?.unlock(schema: schema) }
@@ -276,7 +364,8 @@ extension Migrator {
             let line = phase.lines.indices.contains(index) ? phase.lines[index] : 1
             switch section {
             case .transaction(let sql):
-                try retryingLocks(file: file, section: index + 1, line: line, options: options, progress: progress) { () throws(MigratorError) in
+                try retryingLocks(file: file, section: index + 1, line: line, relations: Self.relations(in: sql), options: options, progress: progress) {
+                    () throws(MigratorError) in
                     try database.beginTransaction(timeout: lockTimeout)
                     do throws(MigratorError) {
                         try online.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
@@ -289,8 +378,18 @@ extension Migrator {
                     }
                 }
             case .statement(let sql):
-                try retryingLocks(file: file, section: index + 1, line: line, options: options, progress: progress) { () throws(MigratorError) in
-                    try online.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: false)
+                // An index build's locks never block app writes, but it waits for every
+                // transaction open when it starts and, at the end, for every older snapshot (a
+                // pg_dump's): it runs without a lock timeout, which would abandon it midway, and
+                // says which sessions it will wait for.
+                let buildsIndex = sql.contains(" CONCURRENTLY ") && !sql.contains("VALIDATE CONSTRAINT")
+                if buildsIndex {
+                    let waitedFor = online.sessionsInTransactions()
+                    if !waitedFor.isEmpty { progress(.indexBuildWaits(section: index + 1, sessions: waitedFor)) }
+                }
+                try retryingLocks(file: file, section: index + 1, line: line, relations: Self.relations(in: sql), options: options, progress: progress) {
+                    () throws(MigratorError) in
+                    try online.setLockTimeout(milliseconds: buildsIndex ? 0 : options.lockTimeoutMilliseconds, local: false)
                     try runSectionScript(sql, file: file, section: index + 1, line: line)
                 }
                 try advance(to: index + 1)
@@ -328,7 +427,7 @@ extension Migrator {
             if cancellation.isRequested { throw .interrupted(during: "section \(section) of \((file as NSString).lastPathComponent) (line \(line + error.line - 1))") }
             let at = line + error.line - 1
             switch error.reason {
-            case .lockTimeout: throw .tableLockTimeout(file: file, statement: error.index, line: at, message: error.message)
+            case .lockTimeout, .deadlock: throw .tableLockTimeout(file: file, statement: error.index, line: at, message: error.message)
             case .connectionLost:
                 throw .onlineSectionFailed(file: file, section: section, line: at, message: error.message + " (the connection to \(database.label) was lost)")
             default: throw .onlineSectionFailed(file: file, section: section, line: at, message: error.message)
@@ -337,10 +436,13 @@ extension Migrator {
     }
 
     /// Runs `body` again when a statement gave up waiting for a lock (the app held it longer
-    /// than the lock timeout): after a pause that doubles from 50 ms up to 5 s, with jitter,
-    /// up to `options.lockRetries` times. No app query waits behind a statement for longer
-    /// than the lock timeout.
-    func retryingLocks(file: String, section: Int, line: Int, options: Options, progress: (Event) -> Void, _ body: () throws(MigratorError) -> Void) throws(MigratorError) {
+    /// than the lock timeout) or was chosen to break a deadlock: after a pause that doubles from
+    /// 50 ms up to 5 s, with jitter, up to `options.lockRetries` times. No app query waits behind
+    /// a statement for longer than the lock timeout. When the retries run out, the message names
+    /// the sessions holding locks on `relations` at that moment.
+    func retryingLocks(
+        file: String, section: Int, line: Int, relations: [String], options: Options, progress: (Event) -> Void, _ body: () throws(MigratorError) -> Void
+    ) throws(MigratorError) {
         var attempt = 0
         while true {
             do {
@@ -349,74 +451,170 @@ extension Migrator {
             } catch {
                 guard case .tableLockTimeout(_, _, let at, let message) = error else { throw error }
                 attempt += 1
+                let holders = online?.sessionsHoldingLocks(on: relations) ?? []
                 guard attempt <= options.lockRetries else {
+                    let who =
+                        holders.isEmpty
+                        ? "no session holds a lock on \(relations.prefix(4).joined(separator: ", ")) now: the waits were behind other transactions' locks, each shorter than the budget but never all gone at once"
+                        : "sessions holding locks on its tables: \(holders.joined(separator: "; "))"
                     throw .onlineSectionFailed(
                         file: file, section: section, line: at,
-                        message:
-                            "\(message): a lock was not granted within \(options.lockTimeoutMilliseconds) ms in \(attempt) attempts; the tables are busy with long transactions: run again later, or allow a longer lock timeout"
+                        message: "\(message): its locks were not granted within \(options.lockTimeoutMilliseconds) ms in \(attempt) attempts; \(who); run again later, or allow a longer --online-lock-timeout"
                     )
                 }
                 let pause = min(5.0, 0.05 * pow(2.0, Double(attempt - 1))) * Double.random(in: 0.5...1.0)
-                progress(.lockRetry(section: section, attempt: attempt, pauseMilliseconds: Int(pause * 1000)))
+                progress(.lockRetry(section: section, attempt: attempt, pauseMilliseconds: Int(pause * 1000), holders: holders))
                 if cancellation.isRequested { throw .interrupted(during: "the wait to retry section \(section) of \((file as NSString).lastPathComponent)") }
                 Thread.sleep(forTimeInterval: pause)
             }
         }
     }
 
+    /// The tables and views a section's SQL names (its quoted identifiers), for messages.
+    static func relations(in sql: String) -> [String] {
+        var names: [String] = []
+        for match in sql.matches(of: /"((?:[^"]|"")+)"/) {
+            let name = String(match.1).replacingOccurrences(of: "\"\"", with: "\"")
+            if !names.contains(name) { names.append(name) }
+        }
+        return names
+    }
+
     /// A backfill in key ranges of `batch` rows, each committed with the range's end as the
-    /// resume key, the sync triggers told to let the batch through.
+    /// resume key, the sync triggers told to let the batch through. An inclusive backfill (what
+    /// schemagen writes) skips rows apps hold locked and comes back to them at the end.
     func runBackfill(
         _ backfill: OnlinePhase.Backfill, update: String, from resume: String?, file: String, section: Int, line: Int, options: Options,
         progress: (Event) -> Void
     ) throws(MigratorError) {
-        guard let online else { return }
         let q = dialect.quote
         let (table, key, type) = (q(backfill.table), q(backfill.key), backfill.type)
-        let after = "($1::\(type) IS NULL OR \(key) > $1::\(type))"
         var lower = resume
         var rows = 0
-        while true {
-            if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
+        /// One batch in a transaction of its own: `bounds` gives its range from the key the
+        /// last one ended at (nil: the first), or nil when no row is left.
+        func batch(_ bounds: (String?) throws(MigratorError) -> (StoredValue, StoredValue)?) throws(MigratorError) -> Bool {
             var finished = false
-            try retryingLocks(file: file, section: section, line: line, options: options, progress: progress) { () throws(MigratorError) in
+            try retryingLocks(file: file, section: section, line: line, relations: [backfill.table], options: options, progress: progress) { () throws(MigratorError) in
                 try database.beginTransaction(timeout: lockTimeout)
                 do throws(MigratorError) {
-                    try online.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
-                    try online.markBackfill()
-                    let bound: [StoredValue] = [lower.map(StoredValue.text) ?? .null]
-                    // The key as text under another name, so ORDER BY sorts by the key itself (by its index).
-                    var end = try database.query(
-                        "SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound
-                    ).first?.first
-                    if end == nil || end == .null {
-                        end = try database.query("SELECT max(\(key))::text FROM \(table) WHERE \(after)", bound).first?.first
-                    }
-                    guard case .text(let upper)? = end else {
+                    try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
+                    try online?.markBackfill()
+                    guard let (from, upper) = try bounds(lower) else {
                         finished = true
                         try database.commit()
                         return
                     }
-                    do throws(MigratorError) {
-                        _ = try database.query(update, bound + [.text(upper)])
-                    } catch {
-                        if case .database(let failure) = error, failure.kind == .busy {
-                            throw MigratorError.tableLockTimeout(file: file, statement: 1, line: line, message: failure.message)
-                        }
-                        throw MigratorError.onlineSectionFailed(file: file, section: section, line: line, message: "\(error)")
+                    try runBackfillUpdate(update, [from, upper], file: file, section: section, line: line)
+                    if case .text(let end) = upper {
+                        _ = try database.query("UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(end)) WHERE schema = \(value: .text(schema))")
+                        lower = end
                     }
-                    _ = try database.query(
-                        "UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(upper)) WHERE schema = \(value: .text(schema))")
                     try database.commit()
-                    lower = upper
                 } catch {
                     database.rollback()
                     throw error
                 }
             }
-            if finished { return }
+            return !finished
+        }
+        guard backfill.inclusive else {
+            // Files of earlier releases: `$1` the exclusive lower bound, NULL for the first batch.
+            let after = "($1::\(type) IS NULL OR \(key) > $1::\(type))"
+            while try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue)? in
+                let bound: [StoredValue] = [last.map(StoredValue.text) ?? .null]
+                var end = try database.query("SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound).first?.first
+                if end == nil || end == .null { end = try database.query("SELECT max(\(key))::text FROM \(table) WHERE \(after)", bound).first?.first }
+                guard case .text? = end, let end else { return nil }
+                return (bound[0], end)
+            }) {
+                if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
+                rows += backfill.batch
+                progress(.backfilled(table: backfill.table, rows: rows))
+            }
+            return
+        }
+        // Each range is its first and last keys: two plain bounds, read by the key's index under
+        // any plan. The first batch's start is its own statement, so no predicate has to allow
+        // for a missing bound.
+        while try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue)? in
+            let start =
+                if let last {
+                    try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) WHERE \(key) > $1::\(type) ORDER BY \(key) LIMIT 1", [.text(last)])
+                } else {
+                    try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
+                }
+            guard case .text(let first)? = start.first?.first else { return nil }
+            var end = try database.query(
+                "SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(key) >= $1::\(type) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", [.text(first)]
+            ).first?.first
+            if end == nil || end == .null { end = try database.query("SELECT max(\(key))::text FROM \(table) WHERE \(key) >= $1::\(type)", [.text(first)]).first?.first }
+            guard case .text? = end, let end else { return nil }
+            return (.text(first), end)
+        }) {
+            if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
             rows += backfill.batch
             progress(.backfilled(table: backfill.table, rows: rows))
+        }
+        try revisitHeldRows(backfill, update: update, file: file, section: section, line: line, options: options, progress: progress)
+    }
+
+    /// The rows a skipping backfill passed by, because apps held them: written now that they may
+    /// be free, over and over with growing pauses while some stay held, each time naming the
+    /// sessions holding them. When the retries run out, the section fails with them named; the
+    /// rest of the table is done, and running the same command again resumes here.
+    func revisitHeldRows(
+        _ backfill: OnlinePhase.Backfill, update: String, file: String, section: Int, line: Int, options: Options, progress: (Event) -> Void
+    ) throws(MigratorError) {
+        guard let pending = backfill.pendingQuery(in: update) else { return }
+        let q = dialect.quote
+        let (table, key, type) = (q(backfill.table), q(backfill.key), backfill.type)
+        var attempt = 0
+        while true {
+            var held: [String] = []
+            try retryingLocks(file: file, section: section, line: line, relations: [backfill.table], options: options, progress: progress) { () throws(MigratorError) in
+                try database.beginTransaction(timeout: lockTimeout)
+                do throws(MigratorError) {
+                    try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
+                    try online?.markBackfill()
+                    let range = try database.query("SELECT min(\(key))::text, max(\(key))::text FROM \(table)", []).first ?? []
+                    if range.count == 2, case .text = range[0] {
+                        try runBackfillUpdate(update, range, file: file, section: section, line: line)
+                        held = try database.query("SELECT \(key)::text FROM (\(pending)) AS schemagen_pending LIMIT 20", range).compactMap {
+                            if case .text(let text)? = $0.first { text } else { nil }
+                        }
+                    }
+                    try database.commit()
+                } catch {
+                    database.rollback()
+                    throw error
+                }
+            }
+            guard !held.isEmpty else { return }
+            attempt += 1
+            let holders = online?.sessionsHoldingRows(of: backfill.table, key: backfill.key, type: type, keys: held) ?? []
+            guard attempt <= options.lockRetries else {
+                throw .onlineSectionFailed(
+                    file: file, section: section, line: line,
+                    message:
+                        "the backfill of \(backfill.table) is done but for \(held.count == 20 ? "20 or more rows" : "\(held.count) row\(held.count == 1 ? "" : "s")") (\(backfill.key) \(held.prefix(5).joined(separator: ", "))) that apps kept locked through \(attempt) attempts\(holders.isEmpty ? "" : ", held by \(holders.joined(separator: "; "))"); run the same command again once they are released"
+                )
+            }
+            progress(.rowsHeld(table: backfill.table, keys: held, holders: holders, attempt: attempt))
+            if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)), waiting for rows apps hold; it resumes there") }
+            Thread.sleep(forTimeInterval: min(5.0, 0.05 * pow(2.0, Double(attempt - 1))) * Double.random(in: 0.5...1.0))
+        }
+    }
+
+    /// One batch's UPDATE; a lock or deadlock it met is retried like a section's.
+    func runBackfillUpdate(_ update: String, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) {
+        do {
+            _ = try database.query(update, bounds)
+        } catch {
+            if case .database(let failure) = error, failure.kind == .busy {
+                throw MigratorError.tableLockTimeout(file: file, statement: 1, line: line, message: failure.message)
+            }
+            throw MigratorError.onlineSectionFailed(file: file, section: section, line: line, message: "\(error)")
         }
     }
 }

@@ -280,7 +280,13 @@ public final class Migrator {
         /// A backfill's rows so far (counted by batch).
         case backfilled(table: String, rows: Int)
         /// A section could not get its locks within the lock timeout; it runs again after a pause.
-        case lockRetry(section: Int, attempt: Int, pauseMilliseconds: Int)
+        /// `holders` describes the sessions holding locks on its tables when it gave up.
+        case lockRetry(section: Int, attempt: Int, pauseMilliseconds: Int, holders: [String])
+        /// An index build (`CONCURRENTLY`) is about to wait for these sessions' open transactions
+        /// to end, without a time limit: it cannot finish before they do.
+        case indexBuildWaits(section: Int, sessions: [String])
+        /// A backfill passed by rows that apps hold locked; it tries them again after a pause.
+        case rowsHeld(table: String, keys: [String], holders: [String], attempt: Int)
         /// An online migration's phase finished.
         case onlineFinished(MigrationScript, phase: MigrationHeader.OnlinePhaseKind, milliseconds: Int)
     }
@@ -703,7 +709,7 @@ public final class Migrator {
                     throw .interrupted(during: "statement \(error.index) of \(total) of \((file as NSString).lastPathComponent) (line \(error.line))")
                 }
                 switch error.reason {
-                case .lockTimeout: throw .tableLockTimeout(file: file, statement: error.index, line: error.line, message: error.message)
+                case .lockTimeout, .deadlock: throw .tableLockTimeout(file: file, statement: error.index, line: error.line, message: error.message)
                 case .statementTimeout: throw .statementTimeout(file: file, statement: error.index, line: error.line, message: error.message)
                 case .connectionLost:
                     throw .statementFailed(file: file, statement: error.index, line: error.line, message: error.message + " (the connection to \(self.database.label) was lost)")

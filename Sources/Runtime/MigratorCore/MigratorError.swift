@@ -30,6 +30,9 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case foreignKeyViolations(file: String, violations: [String])
     /// Going down would lose data.
     case destructiveDown(file: String)
+    /// An online migration's contract phase drops data the previous version wrote (its header
+    /// says `loses-data: yes`), and `up --complete` was not allowed to run destructive phases.
+    case destructiveContract(file: String)
     /// Another migrator held the database longer than the timeout.
     case locked(seconds: Double)
     /// No migration has this number.
@@ -84,6 +87,8 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "\(file) leaves rows whose foreign keys point nowhere, so it was rolled back:\n" + violations.map { "  \($0)" }.joined(separator: "\n")
         case .destructiveDown(let file):
             "\(file) loses data it cannot restore (see its header); allow destructive migrations to run it anyway"
+        case .destructiveContract(let file):
+            "\(file) drops data the previous version wrote, which cannot be restored (its header says loses-data: yes); nothing was run: contract it with `migrate complete` once no app of that version runs, or pass --allow-destructive to `up --complete`"
         case .locked(let seconds):
             "another migrator held the database for more than \(seconds) s; try again, or wait longer"
         case .unknownVersion(let version):

@@ -313,9 +313,20 @@ public enum MigrateTool {
                 if io.outputIsTerminal { draw(statement, force: true) } else { io.writeOutput("\(current): \(statement)\n") }
             case .backfilled(let table, let rows):
                 draw("\(statement): backfilled \(table) \(Self.grouped(rows)) rows")
-            case .lockRetry(let section, let attempt, let pause):
+            case .lockRetry(let section, let attempt, let pause, let holders):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
-                io.writeOutput("note: section \(section) could not get its locks in time (apps hold them); attempt \(attempt + 1) in \(pause) ms\n")
+                let who = holders.isEmpty ? "apps' transactions held them" : "held by \(holders.joined(separator: "; "))"
+                io.writeOutput("note: section \(section) could not get its locks in time (\(who)); attempt \(attempt + 1) in \(pause) ms\n")
+            case .indexBuildWaits(let section, let sessions):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput(
+                    "note: section \(section) builds an index, which cannot finish before these open transactions end (it waits for them, without a time limit): \(sessions.joined(separator: "; "))\n"
+                )
+            case .rowsHeld(let table, let keys, let holders, let attempt):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput(
+                    "note: the backfill of \(table) is done but for \(keys.count == 20 ? "20 or more rows" : "\(keys.count) row\(keys.count == 1 ? "" : "s")") apps hold locked (\(keys.prefix(5).joined(separator: ", ")))\(holders.isEmpty ? "" : ", by \(holders.joined(separator: "; "))"); trying them again (\(attempt))\n"
+                )
             case .onlineFinished(let script, let phase, let milliseconds):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 let done: String =
@@ -391,6 +402,7 @@ enum UpCommand: Command {
             .value("to", valueName: "version", help: "Apply up to and including this version."),
             .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
             .flag("complete", help: "Online migrations: contract each right after its expand (for a database without traffic)."),
+            .flag("allow-destructive", help: "With --complete: also run contract phases that drop data the previous version wrote (loses-data: yes)."),
         ] + MigrateTool.online,
         arguments: [ArgumentSpec("N", help: "How many migrations to apply.")])
 
@@ -402,10 +414,14 @@ enum UpCommand: Command {
         guard var options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
         options.allowOutOfOrder = arguments.flag("allow-out-of-order")
         options.complete = arguments.flag("complete")
+        options.allowDestructive = arguments.flag("allow-destructive")
         return runMigrations(migrators, io: io) { () throws(MigratorError) in
             for migrator in migrators {
                 if dryRun {
-                    for script in try migrator.pendingUp(chosen, options: options) { io.writeOutput("-- \(script.upFile)\n\(script.up)\n") }
+                    // Every file `up` would run, phase by phase, in order; then why it would stop.
+                    let (steps, stop) = try migrator.plannedUpEverywhere(chosen, options: options)
+                    for step in steps { io.writeOutput("-- \(step.kind.rawValue): \(step.file)\n\(step.text ?? "")\n") }
+                    if let stop { io.writeError("migrate: note: \(MigrateAdvice.message(stop))\n") }
                     continue
                 }
                 let applied = try migrator.up(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)

@@ -29,6 +29,7 @@ public enum MigrationLint {
         case lockBackfill = "lock-backfill"
         case lockOrder = "lock-order"
         case notOnline = "not-online"
+        case onlineRefused = "online-refused"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {

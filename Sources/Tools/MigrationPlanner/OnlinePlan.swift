@@ -22,6 +22,9 @@ public struct OnlinePlan: Sendable {
     public var rollback: OnlinePhase
     /// Changes made with locks that block writers for as long as they take, each with why.
     public var offline: [String]
+    /// Changes that cannot be made online without losing writes of one version, each with why:
+    /// planning fails with them (`online-refused`) rather than plan them and warn.
+    public var refused: [String]
 
     /// Rows per backfill batch.
     public static let backfillBatch = 1000
@@ -35,6 +38,7 @@ public struct OnlinePlan: Sendable {
         contract = OnlinePhase(sections: planner.contract)
         rollback = OnlinePhase(sections: planner.rollback)
         offline = planner.offline
+        refused = planner.refused
     }
 
     /// The physical name of the column that replaces `column` while version `version` expands.
@@ -51,6 +55,11 @@ private struct OnlinePlanner {
     var contract: [OnlinePhase.Section] = []
     var rollback: [OnlinePhase.Section] = []
     var offline: [String] = []
+    var refused: [String] = []
+    /// Copies of a split's existing rows, batched: after the triggers that keep both places in step.
+    var expandCopies: [OnlinePhase.Section] = []
+    /// Contract: a split's triggers, each table's in a transaction of its own.
+    var contractSyncDrops: [String] = []
 
     // Expand, in order: each table's changes in a transaction of their own (so no lock waits
     // behind another table's), then index builds and validations, then backfills, then the
@@ -59,7 +68,9 @@ private struct OnlinePlanner {
     var expandStatements: [String] = []
     /// Backfills, one UPDATE per table (its assignments together, so each row is written once).
     var expandBackfills: [(table: String, key: (name: String, type: String), set: [String], conditions: [String])] = []
-    var expandAfterBackfill: [String] = []
+    /// Statements after the backfills, by the table they lock: each table's in a transaction of
+    /// its own, tables by name, so no transaction holds one table's lock while waiting for another's.
+    var expandAfterBackfill: [(table: String, statement: String)] = []
     var expandValidations: [String] = []
     /// Contract: foreign keys first, then each table, then dropped tables, then statements.
     var contractKeys: [String] = []
@@ -109,8 +120,10 @@ private struct OnlinePlanner {
             return
         }
         // The old version's views, for a database whose schema turned online at this version.
-        let oldViews = views(of: from, schema: oldSchema!, mapping: nil, replace: true)
-        expand.append(.transaction(oldViews.joined(separator: "\n")))
+        // Each is created only where it is missing: an existing view (the usual case, made by the
+        // migration before) is left alone, so this section takes no lock on views the old
+        // version's apps are using, and cannot deadlock with their transactions.
+        expand.append(.transaction(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true).joined(separator: "\n")))
 
         let changes = SchemaDiffer.diff(from: from, to: to)
         // Where each new table's rows are until contract: under the old table's name.
@@ -123,30 +136,35 @@ private struct OnlinePlanner {
             case .createTable(let table): createTable(table, steps: steps)
             case .dropTable(let table): dropTable(table)
             case .alterTable(let change): alterTable(change)
-            case .fillTable(let fill):
-                offline.append("fill \(fill.target) from \(fill.source): the old version keeps writing \(fill.source)'s columns, which no trigger copies")
-                expandTables.append([note("not online: a table split copies rows once"), renderer.sql(for: .fillTable(fill))].flatMap { $0 })
-                rollbackTables.append(renderer.sql(for: .unfillTable(fill)))
+            case .fillTable(let fill): splitTable(fill)
             }
         }
         for table in to.tables where physicalTable[table.name] == nil { physicalTable[table.name] = table.name }
 
         expand += expandTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
         expand += expandStatements.map { .statement($0) }
+        expand += expandCopies
         expand += expandBackfills.map { backfill in
             self.backfill(table: backfill.table, key: backfill.key, set: backfill.set.joined(separator: ", "), where: backfill.conditions.joined(separator: " OR "))
         }
-        if !expandAfterBackfill.isEmpty { expand.append(.transaction(expandAfterBackfill.joined(separator: "\n"))) }
+        for table in Set(expandAfterBackfill.map(\.table)).sorted() {
+            expand.append(.transaction(expandAfterBackfill.filter { $0.table == table }.map(\.statement).joined(separator: "\n")))
+        }
         expand += expandValidations.map { .statement($0) }
         expand.append(.transaction(newViews().joined(separator: "\n")))
 
         // Contract: the old version's views go first (they read columns about to go). The new
         // version's views stay: they name columns by position, so drops and renames of other
         // columns leave them as they are, and no app of the new version ever misses them.
-        contract.append(.transaction((["DROP SCHEMA IF EXISTS \(q(oldSchema!)) CASCADE;"] + contractKeys).joined(separator: "\n")))
+        // One object per transaction where it can be (a foreign key locks its two tables), so
+        // the new version's multi-table transactions never meet a contract holding a lock
+        // while it waits for another.
+        contract.append(.transaction("DROP SCHEMA IF EXISTS \(q(oldSchema!)) CASCADE;"))
+        contract += contractSyncDrops.map { .transaction($0) }
+        contract += contractKeys.map { .transaction($0) }
         contract += contractTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
-        if !contractDrops.isEmpty { contract.append(.transaction(contractDrops.joined(separator: "\n"))) }
-        if !contractKeysAdded.isEmpty { contract.append(.transaction(contractKeysAdded.joined(separator: "\n"))) }
+        contract += contractDrops.map { .transaction($0) }
+        contract += contractKeysAdded.map { .transaction($0) }
         // The tables now have the new version's names: its views read them as they are.
         let mapped = to.tables.filter { table in
             physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != q($0.name) }
@@ -166,17 +184,23 @@ private struct OnlinePlanner {
 
     /// `CREATE SCHEMA` and one view per table: each column read from its physical column
     /// (`mapping`, or the same name), full-text columns included.
-    func views(of snapshot: SchemaSnapshot, schema: String, mapping: [String: (table: String, columns: [(name: String, physical: String)])]?, replace: Bool = false)
-        -> [String]
-    {
+    func views(
+        of snapshot: SchemaSnapshot, schema: String, mapping: [String: (table: String, columns: [(name: String, physical: String)])]?, onlyWhereMissing: Bool = false
+    ) -> [String] {
         var statements = ["CREATE SCHEMA IF NOT EXISTS \(q(schema));"]
         for table in snapshot.tables {
             let mapped = mapping?[table.name]
             let columns = mapped?.columns ?? table.columns.map { ($0.name, q($0.name)) }
             var list = columns.map { $0.physical == q($0.name) ? $0.physical : "\($0.physical) AS \(q($0.name))" }
             list += table.indexes.filter(\.isFullText).map { q(PostgresRenderer.searchColumn($0)) }
+            let view = "\(q(schema)).\(q(table.name))"
+            let create = "CREATE VIEW \(view) AS SELECT \(list.joined(separator: ", ")) FROM \(q(mapped?.table ?? table.name));"
+            guard onlyWhereMissing else {
+                statements.append(create)
+                continue
+            }
             statements.append(
-                "CREATE \(replace ? "OR REPLACE " : "")VIEW \(q(schema)).\(q(table.name)) AS SELECT \(list.joined(separator: ", ")) FROM \(q(mapped?.table ?? table.name));")
+                "DO $schemagen$ BEGIN IF to_regclass(\(PostgresRenderer.dialect.literal(view))) IS NULL THEN \(create) END IF; END $schemagen$;")
         }
         return statements
     }
@@ -382,7 +406,7 @@ private struct OnlinePlanner {
                 "DROP INDEX CONCURRENTLY IF EXISTS \(q(name));\nCREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(q(name)) ON \(q(old)) (\(physicalColumns.map(q).joined(separator: ", ")));"
             )
             if index.isUnique {
-                expandAfterBackfill.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) UNIQUE USING INDEX \(q(name));")
+                expandAfterBackfill.append((old, "ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) UNIQUE USING INDEX \(q(name));"))
                 rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
             }
             rollbackStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(name));")
@@ -395,6 +419,93 @@ private struct OnlinePlanner {
         contractTables.append(contractTriggers + contracting + contractAfterRename)
         contractTriggers = []
         rollbackTables.append(rollingBack)
+    }
+
+    // MARK: - Table splits
+
+    /// A table split (`movedFrom`) while both versions run: the old version keeps writing the
+    /// moved columns in the source table, the new one writes them in the target table. Triggers
+    /// carry each version's writes to the other place, both ways, from the moment expand
+    /// creates them; existing rows are then copied in batches that never overwrite a row a
+    /// trigger already wrote (`ON CONFLICT DO NOTHING`). So neither version's writes are lost,
+    /// and rollback and contract copy nothing: both places agree. Needs one target row per
+    /// source row (a unique key on the target's link) and a single-column source key;
+    /// otherwise the split is refused online, with why.
+    mutating func splitTable(_ fill: TableFill) {
+        let target = to.table(named: fill.target)
+        let uniqueLink =
+            target.map { table in table.primaryKey == fill.targetKey || table.indexes.contains { $0.isUnique && Set($0.columns) == Set(fill.targetKey) } } ?? false
+        guard uniqueLink else {
+            refused.append(
+                "\(fill.target) takes \(fill.sourceColumns.joined(separator: ", ")) from \(fill.source), but several \(fill.target) rows may point at one \(fill.source) row, so a write through either version cannot be carried to exactly one row of the other: make the relationship to-one (a unique link), or plan this migration without `online: true`"
+            )
+            return
+        }
+        guard let key = singleKey(of: fill.source), fill.sourceKey == [key.name] else {
+            refused.append(
+                "\(fill.target) takes columns from \(fill.source), which has no single-column key to copy its rows by in batches: plan this migration without `online: true`")
+            return
+        }
+        let (source, targetTable) = (q(fill.source), q(fill.target))
+        let link = fill.targetKey.map(q), sourceKey = q(key.name)
+        let pairs = zip(fill.sourceColumns.map(q), fill.targetColumns.map(q)).map { (source: $0, target: $1) }
+        let toTarget = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.source)_to_\(fill.target)")
+        let toSource = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.target)_to_\(fill.source)")
+        let allNull = pairs.map { "NEW.\($0.source) IS NULL" }.joined(separator: " AND ")
+        // Nested writes (the other direction's, a cascade) and backfill batches carry nothing back.
+        let guardClause = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
+        expandTables.append(
+            note(
+                "the old version's writes of \(fill.sourceColumns.joined(separator: ", ")) reach \(fill.target), and the new version's come back, by these triggers; creating them takes each table's lock briefly, within the lock budget, and then each write also locks the row it copies to"
+            ) + [
+                """
+                CREATE OR REPLACE FUNCTION \(q(toTarget))() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                BEGIN
+                    \(guardClause)
+                    IF \(allNull) THEN
+                        UPDATE \(targetTable) SET \(pairs.map { "\($0.target) = NULL" }.joined(separator: ", ")) WHERE \(link[0]) = NEW.\(sourceKey);
+                    ELSE
+                        INSERT INTO \(targetTable) (\((link + pairs.map(\.target)).joined(separator: ", "))) VALUES (NEW.\(sourceKey), \(pairs.map { "NEW.\($0.source)" }.joined(separator: ", ")))
+                        ON CONFLICT (\(link.joined(separator: ", "))) DO UPDATE SET \(pairs.map { "\($0.target) = excluded.\($0.target)" }.joined(separator: ", "));
+                    END IF;
+                    RETURN NULL;
+                END $schemagen$;
+                """,
+                "DROP TRIGGER IF EXISTS \(q(toTarget)) ON \(source);",
+                "CREATE TRIGGER \(q(toTarget)) AFTER INSERT OR UPDATE OF \(pairs.map(\.source).joined(separator: ", ")) ON \(source) FOR EACH ROW EXECUTE FUNCTION \(q(toTarget))();",
+                """
+                CREATE OR REPLACE FUNCTION \(q(toSource))() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                BEGIN
+                    \(guardClause)
+                    IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' AND OLD.\(link[0]) IS DISTINCT FROM NEW.\(link[0]) THEN
+                        UPDATE \(source) SET \(pairs.map { "\($0.source) = NULL" }.joined(separator: ", ")) WHERE \(sourceKey) = OLD.\(link[0]);
+                    END IF;
+                    IF TG_OP <> 'DELETE' THEN
+                        UPDATE \(source) SET \(pairs.map { "\($0.source) = NEW.\($0.target)" }.joined(separator: ", ")) WHERE \(sourceKey) = NEW.\(link[0]);
+                    END IF;
+                    RETURN NULL;
+                END $schemagen$;
+                """,
+                "DROP TRIGGER IF EXISTS \(q(toSource)) ON \(targetTable);",
+                "CREATE TRIGGER \(q(toSource)) AFTER INSERT OR UPDATE OR DELETE ON \(targetTable) FOR EACH ROW EXECUTE FUNCTION \(q(toSource))();",
+            ])
+        // Existing rows in batches of the source's key; a row a trigger wrote first is newer.
+        let filter = pairs.map { "\($0.source) IS NOT NULL" }.joined(separator: " OR ")
+        expandCopies.append(
+            .backfill(
+                OnlinePhase.Backfill(table: fill.source, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
+                update:
+                    "INSERT INTO \(targetTable) (\((link + pairs.map(\.target)).joined(separator: ", "))) SELECT \(([sourceKey] + pairs.map(\.source)).joined(separator: ", ")) FROM \(source) WHERE \(sourceKey) >= $1::\(key.type) AND \(sourceKey) <= $2::\(key.type) AND (\(filter)) ON CONFLICT (\(link.joined(separator: ", "))) DO NOTHING;"
+            ))
+        let drops = [
+            "DROP TRIGGER IF EXISTS \(q(toTarget)) ON \(source);", "DROP FUNCTION IF EXISTS \(q(toTarget))();",
+            "DROP TRIGGER IF EXISTS \(q(toSource)) ON \(targetTable);", "DROP FUNCTION IF EXISTS \(q(toSource))();",
+        ]
+        // Contract: the triggers go before the moved columns do (one table's at a time).
+        contractSyncDrops += [drops[0] + "\n" + drops[1], drops[2] + "\n" + drops[3]]
+        // Rollback: both places agree, so nothing is copied back; the target table goes.
+        rollbackTables.append(Array(drops[2...]))
+        rollbackTables.append(Array(drops[..<2]))
     }
 
     // MARK: - Columns
@@ -450,7 +561,7 @@ private struct OnlinePlanner {
     mutating func requireLater(table: String, column: String, newTable: String, expanding: inout [String], contracting: inout [String]) {
         let check = notNullCheck(table, column)
         // After the backfills: a NOT VALID check still applies to every row a batch updates.
-        expandAfterBackfill.append("ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(column)) IS NOT NULL) NOT VALID;")
+        expandAfterBackfill.append((table, "ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(column)) IS NOT NULL) NOT VALID;"))
         expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(check));")
         contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(column)) SET NOT NULL;")
         contracting.append("ALTER TABLE \(q(newTable)) DROP CONSTRAINT IF EXISTS \(q(check));")
@@ -487,11 +598,16 @@ private struct OnlinePlanner {
         }
     }
 
+    /// A batched backfill: each range's rows that still need it, taken `FOR UPDATE SKIP LOCKED` so
+    /// a row an app holds is passed by (and revisited at the end) instead of waited for. The
+    /// range is two plain bounds, so a generic plan (a pooler, `plan_cache_mode`) still reads
+    /// the key's index for it.
     func backfill(table: String, key: (name: String, type: String), set: String, where condition: String) -> OnlinePhase.Section {
-        let range = "($1::\(key.type) IS NULL OR \(q(key.name)) > $1::\(key.type)) AND \(q(key.name)) <= $2::\(key.type)"
+        let k = q(key.name)
+        let range = "\(k) >= $1::\(key.type) AND \(k) <= $2::\(key.type)"
         return .backfill(
-            OnlinePhase.Backfill(table: table, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch),
-            update: "UPDATE \(q(table)) SET \(set) WHERE \(range) AND (\(condition));")
+            OnlinePhase.Backfill(table: table, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
+            update: "UPDATE \(q(table)) SET \(set) WHERE \(k) IN (SELECT \(k) FROM \(q(table)) WHERE \(range) AND (\(condition)) FOR UPDATE SKIP LOCKED);")
     }
 
     /// The column beside `source`: its values converted by a trigger on every write through
@@ -517,6 +633,10 @@ private struct OnlinePlanner {
         }
         let function = PostgresRenderer.identifier("schemagen_\(to.version)_\(table)_\(source)_sync")
         let (o, n) = ("NEW.\(q(source))", "NEW.\(q(replacement))")
+        // A write through the new version's views (its search path names them): the value it
+        // gives is the value, NULL included, so a NULL the new version forbids is refused by
+        // its check, as its table would refuse it; only the old version's writes are filled in.
+        let newVersionWrite = "current_setting('search_path') ~ \(PostgresRenderer.dialect.literal("(^|[\\s,\"])\(newSchema)($|[\\s,\"])"))"
         expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(column));")
         expanding.append(
             """
@@ -524,7 +644,7 @@ private struct OnlinePlanner {
             BEGIN
                 IF current_setting('schemagen.backfill', true) = 'on' THEN RETURN NEW; END IF;
                 IF TG_OP = 'INSERT' THEN
-                    IF \(n) IS NOT NULL THEN \(o) := \(backward(n)); ELSE \(n) := \(forward(o)); END IF;
+                    IF \(n) IS NOT NULL OR \(newVersionWrite) THEN \(o) := \(backward(n)); ELSE \(n) := \(forward(o)); END IF;
                 ELSIF \(n) IS DISTINCT FROM OLD.\(q(replacement)) THEN
                     \(o) := \(backward(n));
                 ELSIF \(o) IS DISTINCT FROM OLD.\(q(source)) OR \(n) IS NULL THEN
@@ -539,7 +659,7 @@ private struct OnlinePlanner {
             requireReplacement(table: table, replacement: replacement, expanding: &expanding)
         }
         if let check = PostgresRenderer.check(table, column) {
-            expandAfterBackfill.append("ALTER TABLE \(q(table)) ADD \(check) NOT VALID;")
+            expandAfterBackfill.append((table, "ALTER TABLE \(q(table)) ADD \(check) NOT VALID;"))
             expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, replacement)));")
         }
         if let key = singleKey(of: table) {
@@ -567,7 +687,7 @@ private struct OnlinePlanner {
 
     mutating func requireReplacement(table: String, replacement: String, expanding: inout [String]) {
         let check = notNullCheck(table, replacement)
-        expandAfterBackfill.append("ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(replacement)) IS NOT NULL) NOT VALID;")
+        expandAfterBackfill.append((table, "ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(replacement)) IS NOT NULL) NOT VALID;"))
         expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(check));")
     }
 

@@ -145,6 +145,9 @@ public struct PendingMigration: Sendable {
             findings += online.offline.map {
                 Diagnostic(.warning, code: MigrationLint.Code.notOnline, message: "not online: \($0)", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
             }
+            findings += online.refused.map {
+                Diagnostic(.error, code: MigrationLint.Code.onlineRefused, message: "cannot be planned online: \($0)", at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+            }
         } else if migration.renderer.dialect.capabilities.lockingDDL {
             findings += MigrationLint.lockFindings(for: migration, schema: schema)
         }
