@@ -459,7 +459,8 @@ extension Migrator {
                         : "sessions holding locks on its tables: \(holders.joined(separator: "; "))"
                     throw .onlineSectionFailed(
                         file: file, section: section, line: at,
-                        message: "\(message): its locks were not granted within \(options.lockTimeoutMilliseconds) ms in \(attempt) attempts; \(who); run again later, or allow a longer --online-lock-timeout"
+                        message:
+                            "\(message): its locks were not granted within \(options.lockTimeoutMilliseconds) ms in \(attempt) attempts; \(who); run again later, or allow a longer --online-lock-timeout"
                     )
                 }
                 let pause = min(5.0, 0.05 * pow(2.0, Double(attempt - 1))) * Double.random(in: 0.5...1.0)
