@@ -36,6 +36,16 @@ import Testing
             try DatabaseLocation.parse("mysql://root:\(Self.secret)@h/db")
         }
         #expect(throws: DatabaseLocationError.self) { try DatabaseLocation.parse("postgres:/h/db") }
+        // A server typed without its scheme is never a file (issue 37: `127.0.0.1:25432/ops`
+        // created a folder and a SQLite file, and said "up to date").
+        for server in ["127.0.0.1:25432/ops", "db1:5432/shop", "app@db1.internal:5432/shop?sslmode=require", "[::1]:5432/shop", "localhost:5432"] {
+            #expect(throws: DatabaseLocationError.serverWithoutScheme(redacted: server, suggestion: "postgres://" + server)) { try DatabaseLocation.parse(server) }
+        }
+        #expect(throws: DatabaseLocationError.serverWithoutScheme(redacted: "app:***@db:5432/x", suggestion: "postgres://app:***@db:5432/x")) {
+            try DatabaseLocation.parse("app:\(Self.secret)@db:5432/x")
+        }
+        #expect(try DatabaseLocation.parse("./127.0.0.1:25432/ops") == .sqlite(path: "./127.0.0.1:25432/ops"), "a path that says it is one")
+        #expect(try DatabaseLocation.parse("sqlite:2024") == .sqlite(path: "2024"))
         #expect(throws: DatabaseLocationError.empty) { try DatabaseLocation.parse("  ") }
     }
 
@@ -65,6 +75,28 @@ import Testing
             environment: ["DATABASE_URL": "postgresq://app:\(Self.secret)@host/saas"], in: folder)
         #expect(viaEnvironment.status == 2 && viaEnvironment.error.contains("DATABASE_URL: 'postgresq://app:***@host/saas'"), "\(viaEnvironment.error)")
         #expect(Self.contents(folder).isEmpty, "created: \(Self.contents(folder))")
+    }
+
+    /// `host:port/db` is refused with the `postgres://` form, and creates nothing.
+    @Test func aServerWithoutItsSchemeIsAUsageError() throws {
+        let folder = temporaryFolder()
+        for command in ["up", "status"] {
+            let run = try Self.migrate.run([command, "-d", "127.0.0.1:25432/ops", "--dir", repositoryRoot.path + "/Migrations/Flights"], in: folder)
+            #expect(run.status == 2, "\(command): \(run.output)\(run.error)")
+            #expect(run.error.contains("did you mean 'postgres://127.0.0.1:25432/ops'?"), "\(command): \(run.error)")
+        }
+        #expect(Self.contents(folder).isEmpty, "created: \(Self.contents(folder))")
+    }
+
+    /// `--connect-retry 3` keeps trying for the 3 s it names (it gave up after 1.5 s while
+    /// saying 3), and says how long it tried.
+    @Test func connectRetryWaitsAsLongAsItSays() throws {
+        let started = Date()
+        let run = try Self.migrate.run(["status", "--database", "postgres://app@127.0.0.1:1/shop", "--connect-retry", "3", "--dir", repositoryRoot.path + "/Migrations/Flights"])
+        let waited = Date().timeIntervalSince(started)
+        #expect(run.status == 2, "\(run.error)")
+        #expect(waited >= 3, "gave up after \(waited) s")
+        #expect(run.error.contains("(retried for 3"), "\(run.error)")
     }
 
     /// A libpq keyword string is PostgreSQL (here a server that is not there), never a file.
@@ -106,7 +138,7 @@ import Testing
         }
         let before = try bytes()
         let runs: [(String, [String], String)] = [
-            ("up", ["up", "--dry-run"], "-- \(repositoryRoot.path)/Migrations/Flights/0004_change_flights.up.sql"),
+            ("up", ["up", "--dry-run"], "-- apply: \(repositoryRoot.path)/Migrations/Flights/0004_change_flights.up.sql"),
             ("down", ["down", "--dry-run", "--allow-destructive"], "0003_rename_airports_elevation_to_elevation_feet.down.sql"),
             ("redo", ["redo", "--dry-run"], "0003_rename_airports_elevation_to_elevation_feet.up.sql"),
             ("baseline", ["baseline", "3", "--dry-run"], "is already recorded at version 3"),

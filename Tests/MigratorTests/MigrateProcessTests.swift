@@ -44,7 +44,7 @@ import Testing
         #expect(rows[0]["checksum"] as? String == "ok")
 
         let dryRun = try Self.migrate(["up", "--dry-run"] + base)
-        #expect(dryRun.output.contains("-- Migrations/Flights/0003_rename_airports_elevation_to_elevation_feet.up.sql"))
+        #expect(dryRun.output.contains("-- apply: Migrations/Flights/0003_rename_airports_elevation_to_elevation_feet.up.sql"))
         #expect(try Self.migrate(["status"] + base).output.contains("pending"), "a dry run changes nothing")
 
         #expect(try Self.migrate(["up", "--to", "4"] + base).status == 0)

@@ -212,7 +212,7 @@ func eventually(within seconds: Double = 30, _ condition: () async throws -> Boo
         let delivered = await eventually(within: 30) { await changes.items.count == 1 }
         // Said in full when it fails: it has failed under the whole suite's load, never alone.
         let state =
-            "stream failure: \(await changes.failure ?? "none"), finished: \(await changes.finished), deliveries: \(await store.observation.deliveries), subscribers: \(await store.subscriberCount), history: \(try await store.history().count) rows"
+            "stream failure: \(await changes.failure ?? "none"), finished: \(await changes.finished), deliveries: \(await store.observation.deliveries), yielded: \(await store.observation.transactionsYielded), newest token read: \(await store.observation.newestTokenRead), history tokens: \(try await store.history().map(\.token.value)), subscribers: \(await store.subscriberCount), history: \(try await store.history().count) rows"
         #expect(delivered, "\(state)")
         #expect(await store.observation.watcher == nil)
     }

@@ -9,9 +9,9 @@ import YAMLReader
 /// The example schemas in `Schemas/` are valid, use every key of the language, and resolve
 /// to the tables, keys and links the documentation promises.
 @Suite struct ExampleSchemaTests {
-    static let files = ["Flights", "Todo", "Tasks", "Users", "Garage"].map {
-        repositoryRoot.appendingPathComponent("Schemas/\($0).yaml").path
-    }
+    /// Every example schema in `Schemas/`.
+    static let files = ((try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("Schemas").path)) ?? [])
+        .filter { $0.hasSuffix(".yaml") }.sorted().map { repositoryRoot.appendingPathComponent("Schemas/\($0)").path }
 
     func schema(_ name: String) throws -> Schema {
         let result = SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path)
@@ -21,7 +21,7 @@ import YAMLReader
     @Test func allExamplesAreValidWithoutWarnings() {
         let result = SchemaLoader.load(files: Self.files)
         #expect(result.diagnostics.isEmpty, "\(result.diagnostics.map(\.message))")
-        #expect(result.schemas.map(\.name) == ["Flights", "Todo", "Tasks", "Users", "Garage"])
+        #expect(result.schemas.map(\.name) == ["Dispatch", "Flights", "Garage", "Tasks", "Todo", "Users"])
     }
 
     @Test func examplesUseEveryKeyOfTheLanguage() throws {

@@ -13,8 +13,15 @@ public enum DatabaseOpener {
     public struct PostgresSettings: Sendable {
         /// `lock_timeout`: how long a statement may wait for a table lock. 0 turns it off.
         public var lockTimeout: Double
-        /// `statement_timeout`, when set.
+        /// `statement_timeout`, when set; otherwise 0 (none) for the migrator's session, so a
+        /// role's or database's default (set for apps) does not cancel a backfill or an index build.
         public var statementTimeout: Double?
+        /// `idle_in_transaction_session_timeout`: the server ends the session of a migrator that
+        /// stalls (stopped, hung) inside a transaction, so the locks it holds do not block apps.
+        /// The migrator never waits inside a transaction itself. 0 turns it off.
+        public var idleInTransactionTimeout: Double = defaultIdleInTransactionTimeout
+        /// The default idle-in-transaction timeout.
+        public static let defaultIdleInTransactionTimeout = 60.0
         /// How long to keep trying to connect while the server does not answer.
         public var connectRetry: Double
         /// The default `lock_timeout`: every query queued behind a waiting migration waits with
@@ -49,7 +56,8 @@ public enum DatabaseOpener {
             }
             let database = PostgresMigrationDatabase(connection)
             try database.execute("SET lock_timeout = '\(Int(settings.lockTimeout * 1000))ms';")
-            if let seconds = settings.statementTimeout { try database.execute("SET statement_timeout = '\(Int(seconds * 1000))ms';") }
+            try database.execute("SET statement_timeout = '\(Int((settings.statementTimeout ?? 0) * 1000))ms';")
+            try database.execute("SET idle_in_transaction_session_timeout = '\(Int(settings.idleInTransactionTimeout * 1000))ms';")
             if readOnly { try database.execute("SET default_transaction_read_only = on;") }
             // A migrator killed outright (SIGKILL) cannot cancel its statement; from PostgreSQL 14
             // the server checks the socket every second and ends a backend whose client is gone,

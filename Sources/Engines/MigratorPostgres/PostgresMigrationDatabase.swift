@@ -221,6 +221,17 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
             """, [])
     }
 
+    /// The planner's estimate (`pg_class.reltuples`); a table never analyzed has none (-1), and is
+    /// counted when it is small enough (under 256 MB) for a count to be quick.
+    public func estimatedRowCount(of table: String) -> Int? {
+        let rows = try? query(
+            "SELECT reltuples::bigint, pg_relation_size(oid) < 268435456 FROM pg_class WHERE oid = to_regclass($1)", [.text(dialect.quote(table))])
+        guard let row = rows?.first, row.count == 2, case .integer(let estimate) = row[0] else { return nil }
+        if estimate >= 0 { return Int(estimate) }
+        guard row[1] == .integer(1), case .integer(let count)? = (try? query("SELECT count(*) FROM \(dialect.quote(table))", []))?.first?.first else { return nil }
+        return Int(count)
+    }
+
     /// The first column of each row, as text; nothing when the query fails (these only feed messages).
     private func described(_ sql: String, _ arguments: [StoredValue]) -> [String] {
         ((try? query(sql, arguments)) ?? []).compactMap { if case .text(let text)? = $0.first { text } else { nil } }

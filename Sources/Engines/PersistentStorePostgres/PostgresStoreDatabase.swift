@@ -101,6 +101,16 @@ final class PostgresStoreDatabase: StoreDatabase {
     /// schema second, for the store's own tables.
     func switchToVersionSchema() throws(DatabaseFailure) {
         guard let versionSchema, let tableSchema, !transactionPooler else { return }
+        // A search path skips a schema that does not exist: the code would read the tables
+        // under their current names, silently.
+        let found = try query("SELECT to_regnamespace($1) IS NOT NULL", [.text(dialect.quote(versionSchema))])
+        guard found.first?.first == .integer(1) else {
+            throw DatabaseFailure(
+                database: label,
+                message:
+                    "the schema \(versionSchema), through which this code's version reads and writes, does not exist: the migration that serves it has not been expanded here (run `migrate up`), or it was rolled back",
+                code: nil, kind: .statement)
+        }
         let statement = "SET search_path TO \(dialect.quote(versionSchema)), \(dialect.quote(tableSchema))"
         try execute(statement)
         searchPath = statement

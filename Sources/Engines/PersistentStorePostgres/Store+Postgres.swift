@@ -51,8 +51,10 @@ extension Store {
         do { database = try PostgresStoreDatabase(url: target, settings: configuration.postgres) } catch { throw .database(error) }
         // Online migrations serve each version as a schema of views: this code reads and writes
         // through its own version's (`todo_v4`), so it runs beside the version before it.
-        if let newest = scripts.last, (try? MigrationHeader.parse(newest.up))?.online == .expand {
-            database.versionSchema = VersionSchema.name(schema: schema.name, version: newest.version)
+        // The newest online migration's version (its header's, not its number), past
+        // hand-written migrations after it.
+        if let serving = VersionSchema.servingMigration(scripts.map { ($0.version, try? MigrationHeader.parse($0.up)) }) {
+            database.versionSchema = VersionSchema.name(schema: schema.name, version: serving.header.toVersion ?? serving.number)
         }
         // The migrator holds a session lock: behind a transaction pooler it needs a direct
         // connection, and without one the store only verifies.

@@ -77,7 +77,8 @@ public final class PostgresConnection {
     public init(_ target: String, applicationName: String? = nil, retryFor seconds: Double = 0, networkTimeout: Double? = nil) throws(PostgresError) {
         label = ConnectionURL.redacted(target)
         secret = ConnectionURL.password(in: target)
-        let deadline = Date().addingTimeInterval(seconds)
+        let began = Date()
+        let deadline = began.addingTimeInterval(seconds)
         var pause = 0.1
         while true {
             handle = Self.connect(target, applicationName: applicationName, networkTimeout: networkTimeout)
@@ -86,13 +87,16 @@ public final class PostgresConnection {
             PQfinish(handle)
             handle = nil
             let answering = Self.ping(target, applicationName: applicationName, networkTimeout: networkTimeout) == PQPING_OK
-            guard !answering, Date().addingTimeInterval(pause) < deadline else {
-                let waited = seconds > 0 && !answering ? " (retried for \(Self.seconds(seconds)) s)" : ""
+            // The last pause is cut to the time left, so the retries last as long as asked.
+            let remaining = deadline.timeIntervalSinceNow
+            guard !answering, remaining > 0 else {
+                let elapsed = Date().timeIntervalSince(began)
+                let waited = seconds > 0 && !answering ? " (retried for \(Self.seconds((elapsed * 10).rounded() / 10)) s)" : ""
                 throw PostgresError(
                     sqlState: nil, message: "cannot connect to \(label)\(waited): " + scrub(message.trimmingCharacters(in: .whitespacesAndNewlines)),
                     connectionLost: true)
             }
-            usleep(UInt32(pause * 1_000_000))
+            usleep(UInt32(min(pause, remaining) * 1_000_000))
             pause = min(pause * 2, 2)
         }
         // Notices (NOTICE: table "x" does not exist, skipping) are not errors: keep them quiet.

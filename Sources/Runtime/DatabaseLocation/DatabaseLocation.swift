@@ -32,6 +32,13 @@ public enum DatabaseLocation: Sendable, Hashable {
     public static func parse(_ text: String) throws(DatabaseLocationError) -> DatabaseLocation {
         let trimmed = text.trimmingSpaces
         guard !trimmed.isEmpty else { throw .empty }
+        // `db1:5432/shop` or `app@db1:5432/shop` is a server typed without its scheme (a
+        // hostname would otherwise read as a scheme, an address as a file), never a file.
+        if let server = hostAndPort(trimmed) {
+            // Masked as the URL it should have been: without a scheme no password is found.
+            let suggestion = redacted("postgres://" + server)
+            throw .serverWithoutScheme(redacted: String(suggestion.dropFirst("postgres://".count)), suggestion: suggestion)
+        }
         if let scheme = scheme(of: trimmed) {
             let lowered = scheme.lowercased()
             if postgresSchemes.contains(lowered) {
@@ -73,6 +80,21 @@ public enum DatabaseLocation: Sendable, Hashable {
             candidate.unicodeScalars.allSatisfy({ $0.isASCIILetter || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) })
         else { return nil }
         return String(candidate)
+    }
+
+    /// `text` when its first path component is `[user[:password]@]host:port` (a port of digits;
+    /// the host a name, an IPv4 address or a bracketed IPv6 one), as a server address is typed.
+    static func hostAndPort(_ text: String) -> String? {
+        let first = text.prefix { $0 != "/" && $0 != "?" }
+        let authority = first.lastIndex(of: "@").map { first[first.index(after: $0)...] } ?? first
+        let hostEnd = authority.hasPrefix("[") ? authority.firstIndex(of: "]").map(authority.index(after:)) : authority.lastIndex(of: ":")
+        guard let hostEnd, hostEnd < authority.endIndex, authority[hostEnd] == ":" else { return nil }
+        let host = authority[..<hostEnd], port = authority[authority.index(after: hostEnd)...]
+        guard !host.isEmpty, !port.isEmpty, port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        let hostIsName = host.unicodeScalars.allSatisfy { $0.isASCIILetter || ("0"..."9").contains($0) || "-.".unicodeScalars.contains($0) }
+        guard hostIsName || (host.hasPrefix("[") && host.hasSuffix("]")), !(sqlitePrefixes + postgresSchemes).contains(where: { $0.hasPrefix(host.lowercased() + ":") || $0 == host.lowercased() })
+        else { return nil }
+        return text
     }
 
     /// `key=value` pairs as libpq reads them: the text starts with a keyword and `=`.
@@ -182,6 +204,8 @@ public enum DatabaseLocation: Sendable, Hashable {
 public enum DatabaseLocationError: Error, Sendable, Hashable, CustomStringConvertible {
     case empty
     case unknownScheme(scheme: String, redacted: String, suggestion: String?)
+    /// `host:port/db` without `postgres://`.
+    case serverWithoutScheme(redacted: String, suggestion: String)
 
     public var description: String {
         switch self {
@@ -191,6 +215,8 @@ public enum DatabaseLocationError: Error, Sendable, Hashable, CustomStringConver
             "'\(redacted)' is not a database this tool knows: the scheme '\(scheme):' is not supported"
                 + (suggestion.map { "; did you mean '\($0)'?" } ?? "")
                 + " Give \(DatabaseLocation.acceptedForms); a file whose name contains ':' is written ./\(scheme):..."
+        case .serverWithoutScheme(let redacted, let suggestion):
+            "'\(redacted)' reads as a server and port, not a file; did you mean '\(suggestion)'? Give \(DatabaseLocation.acceptedForms); a file whose name contains ':' is written ./\(redacted)"
         }
     }
 }

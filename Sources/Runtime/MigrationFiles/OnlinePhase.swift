@@ -174,6 +174,32 @@ public enum VersionSchema {
         snakeCase(schema) + "_v\(version)"
     }
 
+    /// The online migration whose views serve the newest of `migrations` (their up files'
+    /// headers, oldest first, each with its number): the newest one planned online, looked for
+    /// past hand-written migrations after it (their header's versions are equal: no table
+    /// changed, so its views still serve). Nil when a migration applied whole came after it.
+    ///
+    ///     VersionSchema.servingMigration([(1, h1), (2, h2), (3, handWritten)])?.number   // 2
+    public static func servingMigration(_ migrations: [(number: Int, header: MigrationHeader?)]) -> (number: Int, header: MigrationHeader)? {
+        for (number, header) in migrations.reversed() {
+            guard let header else { return nil }
+            if header.online == .expand { return (number, header) }
+            guard header.online == nil, let from = header.fromVersion, from == header.toVersion else { return nil }
+        }
+        return nil
+    }
+
+    /// The schema versions an online migration serves: once expanded, the version it comes from
+    /// and its own (both from its header, so a hand-written migration numbered in between shifts
+    /// nothing); while expanding or once contracted, its own.
+    ///
+    ///     VersionSchema.versions(servedBy: header, expanded: true)   // [4, 5]
+    public static func versions(servedBy header: MigrationHeader, number: Int, expanded: Bool) -> [Int] {
+        let to = header.toVersion ?? number
+        guard expanded, let from = header.fromVersion, from > 0, from != to else { return [to] }
+        return [from, to]
+    }
+
     /// `FlightsArchive` -> `flights_archive` (the schema language's table naming).
     static func snakeCase(_ name: String) -> String {
         let characters = Array(name)

@@ -95,6 +95,13 @@ public protocol OnlineMigrating: MigrationDatabase {
     func sessionsInTransactions() -> [String]
     /// The sessions whose transactions hold these rows' locks, described the same way.
     func sessionsHoldingRows(of table: String, key: String, type: String, keys: [String]) -> [String]
+    /// The table's row count as the server estimates it, for progress; nil when unknown.
+    func estimatedRowCount(of table: String) -> Int?
+}
+
+extension OnlineMigrating {
+    /// No estimate: progress shows rows done only.
+    public func estimatedRowCount(of table: String) -> Int? { nil }
 }
 
 /// Foreign-key enforcement switched off around a migration that rebuilds tables (SQLite: it

@@ -36,8 +36,36 @@ extension Migrator {
         public var section: Int
         /// A backfill's last key done, in the section in progress.
         public var resumeKey: String?
-        /// When the phase started (ISO 8601 UTC).
+        /// When the phase first started (ISO 8601 UTC).
         public var startedAt: String
+        /// When a run last resumed it after an interruption, if one did.
+        public var resumedAt: String? = nil
+        /// The backfill in progress, if the section reached is one.
+        public var backfill: BackfillProgress? = nil
+        /// The server process of the migrator running it now (it holds the migrator lock); nil
+        /// when none does: the phase was interrupted, and the same command resumes it. Read by
+        /// `onlineProgress()` only.
+        public var runningInBackend: Int? = nil
+    }
+
+    /// How far a backfill has come, as its last batch recorded it.
+    public struct BackfillProgress: Sendable, Hashable {
+        /// The table being filled.
+        public var table: String
+        /// Rows done so far, over every run of the section.
+        public var rowsDone: Int
+        /// The table's row count as the server estimates it (`pg_class.reltuples`), when known.
+        public var rowsEstimate: Int?
+        /// Rows per second of the run that wrote the last batch.
+        public var rowsPerSecond: Double?
+        /// When the last batch committed (ISO 8601 UTC).
+        public var updatedAt: String
+
+        /// Seconds left at `rowsPerSecond`, when both it and the estimate are known.
+        public var secondsLeft: Double? {
+            guard let rowsEstimate, let rowsPerSecond, rowsPerSecond > 0 else { return nil }
+            return Double(max(0, rowsEstimate - rowsDone)) / rowsPerSecond
+        }
     }
 
     var onlineName: String { database.qualifiedName(Self.onlineTable, schema: historySchema) }
@@ -47,13 +75,41 @@ extension Migrator {
     ///
     ///     if let state = try migrator.onlineState(), state.phase == .expanded { try migrator.complete() }
     public func onlineState() throws(MigratorError) -> OnlineState? {
-        guard online != nil, try database.tableExists(Self.onlineTable, schema: historySchema) else { return nil }
-        let rows = try database.query("SELECT version, phase, section, resume_key, started_at FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
+        guard online != nil, let columns = try database.columns(of: Self.onlineTable, schema: historySchema) else { return nil }
+        // A table of an earlier release has no progress columns until a phase runs again.
+        let progress = Self.progressColumns.allSatisfy(columns.contains) ? ", " + Self.progressColumns.joined(separator: ", ") : ""
+        let rows = try database.query(
+            "SELECT version, phase, section, resume_key, started_at\(SQL(verbatim: progress)) FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
         guard let row = rows.first, case .integer(let version) = row[0], case .text(let phase) = row[1], case .integer(let section) = row[2],
             case .text(let started) = row[4], let kind = OnlineState.Phase(rawValue: phase)
         else { return nil }
-        let key: String? = if case .text(let text) = row[3] { text } else { nil }
-        return OnlineState(version: Int(version), phase: kind, section: Int(section), resumeKey: key, startedAt: started)
+        func text(_ index: Int) -> String? { if row.indices.contains(index), case .text(let text) = row[index] { text } else { nil } }
+        func integer(_ index: Int) -> Int? { if row.indices.contains(index), case .integer(let value) = row[index] { Int(value) } else { nil } }
+        var state = OnlineState(version: Int(version), phase: kind, section: Int(section), resumeKey: text(3), startedAt: started, resumedAt: text(5))
+        if let table = text(6), let done = integer(7), let updated = text(10) {
+            let rate: Double? =
+                switch row.indices.contains(9) ? row[9] : .null {
+                case .real(let value): value
+                case .integer(let value): Double(value)
+                default: nil
+                }
+            state.backfill = BackfillProgress(table: table, rowsDone: done, rowsEstimate: integer(8), rowsPerSecond: rate, updatedAt: updated)
+        }
+        return state
+    }
+
+    /// The online state's columns that record resumes and backfill progress, in the order
+    /// `onlineState` reads them.
+    static let progressColumns = ["resumed_at", "backfill_table", "rows_done", "rows_estimate", "rows_per_second", "progress_at"]
+
+    /// `onlineState()` with the migrator running it, if one holds the migrator lock now: for
+    /// `status`, which tells a running phase from an interrupted one.
+    ///
+    ///     if let state = try migrator.onlineProgress(), state.runningInBackend == nil { print("interrupted") }
+    public func onlineProgress() throws(MigratorError) -> OnlineState? {
+        guard var state = try onlineState() else { return nil }
+        state.runningInBackend = try locker?.lockHolder(schema: schema)
+        return state
     }
 
     /// Whether a migration is planned online (its up file says `online: expand`).
@@ -61,18 +117,28 @@ extension Migrator {
         try script.header(.up).online == .expand
     }
 
-    /// The versions served as schemas of views (`shop_v2`): the newest applied one, and the one
-    /// before it while a migration is expanded. Empty when the schema is not online.
+    /// The schema versions served as schemas of views (`shop_v2`): the newest applied online
+    /// migration's, and the one it comes from while it is expanded. Versions are the schema's (the
+    /// headers' `to-version`), not migration numbers, which hand-written migrations also take.
+    /// Empty when the schema is not online.
     ///
     ///     try migrator.servedVersions()   // [1, 2] while 0002 is expanded
     public func servedVersions() throws(MigratorError) -> [Int] {
-        let applied = try history().map(\.version)
-        guard let newest = applied.last, let script = scripts.first(where: { $0.version == newest }), try isOnline(script) else { return [] }
-        let state = try onlineState()
-        if let state, state.version == newest, state.phase != .expand {
-            return [applied.dropLast().last, newest].compactMap { $0 }
+        var applied: [(number: Int, header: MigrationHeader?)] = []
+        for number in try history().map(\.version) {
+            applied.append((number, try scripts.first { $0.version == number }.map { script throws(MigratorError) in try script.header(.up) }))
         }
-        return [newest]
+        guard let serving = VersionSchema.servingMigration(applied) else { return [] }
+        let state = try onlineState()
+        let expanded = state.map { $0.version == serving.number && $0.phase != .expand } ?? false
+        return VersionSchema.versions(servedBy: serving.header, number: serving.number, expanded: expanded)
+    }
+
+    /// The schema versions `script` serves once expanded, as `shop_v1 and shop_v2`.
+    func servedSchemas(expanding script: MigrationScript) -> String {
+        let header = (try? script.header(.up)) ?? MigrationHeader()
+        return VersionSchema.versions(servedBy: header, number: script.version, expanded: true)
+            .map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
     }
 
     // MARK: - Phases
@@ -125,12 +191,13 @@ extension Migrator {
         let (sections, file) = try phaseFile(of: script, kind)
         let phase = OnlineState.Phase(rawValue: kind.rawValue) ?? .expand
         var start = state.flatMap { $0.version == script.version && $0.phase == phase ? $0 : nil }
-        if start == nil { start = try beginPhase(script, phase) }
+        var resuming = start != nil
+        if start == nil { (start, resuming) = try beginPhase(script, phase) }
         guard let start else {
             progress(.skipped(script))
             return false
         }
-        try runPhase(script, kind: kind, sections: sections, file: file, from: start, options: options, progress: progress)
+        try runPhase(script, kind: kind, sections: sections, file: file, from: start, resuming: resuming, options: options, progress: progress)
         return true
     }
 
@@ -217,8 +284,7 @@ extension Migrator {
         for script in try pendingUp(target, options: options) where script.version != inProgress {
             if let waiting = expanded {
                 guard options.complete else {
-                    let served = [try history().map(\.version).filter { $0 < waiting.version }.last, waiting.version].compactMap { $0 }
-                    let schemas = served.map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
+                    let schemas = servedSchemas(expanding: waiting)
                     return (
                         steps,
                         .onlineState(
@@ -280,12 +346,13 @@ extension Migrator {
         return script
     }
 
-    /// Records that a phase starts (or, for the same phase, resumes); nil when another migrator
+    /// Records that a phase starts (or finds it started: `resumed`); nil when another migrator
     /// finished it while this one waited for the lock.
-    func beginPhase(_ script: MigrationScript, _ phase: OnlineState.Phase) throws(MigratorError) -> OnlineState? {
+    func beginPhase(_ script: MigrationScript, _ phase: OnlineState.Phase) throws(MigratorError) -> (state: OnlineState?, resumed: Bool) {
         try locker?.lock(schema: schema, timeout: lockTimeout, cancelled: { cancellation.isRequested })
         defer { locker?.unlock(schema: schema) }
         var state: OnlineState? = OnlineState(version: script.version, phase: phase, section: 0, resumeKey: nil, startedAt: Self.now())
+        var resumed = false
         try transaction { () throws(MigratorError) in
             try ensureOnlineTable()
             let current = try onlineState()
@@ -301,6 +368,7 @@ extension Migrator {
             if let current {
                 if current.version == script.version, current.phase == phase {
                     state = current
+                    resumed = true
                     return
                 }
                 let allowed: Bool =
@@ -318,7 +386,7 @@ extension Migrator {
                 "INSERT INTO \(onlineTableSQL) (schema, version, phase, section, resume_key, started_at) VALUES (\(SQL.parameters([.text(schema), .integer(Int64(script.version)), .text(phase.rawValue), .integer(0), .null, .text(Self.now())])))"
             )
         }
-        return state
+        return (state, resumed)
     }
 
     func ensureOnlineTable() throws(MigratorError) {
@@ -334,14 +402,21 @@ extension Migrator {
                 "started_at" \(text) NOT NULL
             );
             """)
+        // Added after the first release: tables it made get them here.
+        let real = dialect.columnType(.real)
+        let added = zip(Self.progressColumns, [text, text, integer, integer, real, text])
+        let existing = try database.columns(of: Self.onlineTable, schema: historySchema) ?? []
+        for (column, type) in added where !existing.contains(column) {
+            try database.execute("ALTER TABLE \(onlineName) ADD COLUMN \(dialect.quote(column)) \(type);")
+        }
     }
 
     /// Runs a phase's sections from where `state` says, under the migrator lock, then records
     /// its end: expand writes the history row, contract and rollback clear the state (rollback
     /// also the history row).
     func runPhase(
-        _ script: MigrationScript, kind: MigrationHeader.OnlinePhaseKind, sections phase: OnlinePhase, file: String, from state: OnlineState, options: Options,
-        progress: @escaping (Event) -> Void
+        _ script: MigrationScript, kind: MigrationHeader.OnlinePhaseKind, sections phase: OnlinePhase, file: String, from state: OnlineState, resuming: Bool = false,
+        options: Options, progress: @escaping (Event) -> Void
     ) throws(MigratorError) {
         guard let online else {
             throw .onlineState("\(script.upFile) is an online migration, which only PostgreSQL runs")
@@ -355,9 +430,69 @@ extension Migrator {
             return
         }
         let state = current
+        // A phase started by an earlier run: `startedAt` stays its first start.
+        try ensureOnlineTable()
+        if resuming {
+            _ = try database.query("UPDATE \(onlineTableSQL) SET resumed_at = \(value: .text(Self.now())) WHERE schema = \(value: .text(schema))")
+        }
         try online.setSearchPath(historySchema)
         let started = Date()
         var resumeKey = state.resumeKey
+        do {
+            try runSections(of: phase, script, kind: kind, file: file, from: state, resumeKey: &resumeKey, options: options, progress: progress)
+        } catch {
+            // What ran before stays: the message says so, and which command resumes.
+            guard case .interrupted(let during) = error else { throw error }
+            let command =
+                switch kind {
+                case .expand: "up"
+                case .contract: "complete"
+                case .rollback: "rollback"
+                }
+            throw .interruptedPhase(during: during, command: command)
+        }
+        let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
+        try transaction { () throws(MigratorError) in
+            switch kind {
+            case .expand:
+                try record(script, milliseconds: milliseconds)
+                _ = try database.query("UPDATE \(onlineTableSQL) SET phase = 'expanded', section = 0, resume_key = NULL, backfill_table = NULL WHERE schema = \(value: .text(schema))")
+            case .contract:
+                _ = try database.query("DELETE FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
+            case .rollback:
+                _ = try database.query("DELETE FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) AND version = \(value: .integer(Int64(script.version)))")
+                _ = try database.query("DELETE FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
+            }
+        }
+        progress(.onlineFinished(script, phase: kind, milliseconds: milliseconds))
+    }
+
+    /// Records the sections done (outside a transaction it commits on its own).
+    func advance(to section: Int) throws(MigratorError) {
+        _ = try database.query("UPDATE \(onlineTableSQL) SET section = \(value: .integer(Int64(section))), resume_key = NULL, backfill_table = NULL WHERE schema = \(value: .text(schema))")
+    }
+
+    func runSectionScript(_ sql: String, file: String, section: Int, line: Int) throws(MigratorError) {
+        do throws(StatementFailure) {
+            try database.runScript(sql, shouldStop: { self.cancellation.isRequested }) { _, _ in }
+        } catch {
+            if cancellation.isRequested { throw .interrupted(during: "section \(section) of \((file as NSString).lastPathComponent) (line \(line + error.line - 1))") }
+            let at = line + error.line - 1
+            switch error.reason {
+            case .lockTimeout, .deadlock: throw .tableLockTimeout(file: file, statement: error.index, line: at, message: error.message)
+            case .connectionLost:
+                throw .onlineSectionFailed(file: file, section: section, line: at, message: error.message + " (the connection to \(database.label) was lost)")
+            default: throw .onlineSectionFailed(file: file, section: section, line: at, message: error.message)
+            }
+        }
+    }
+
+    /// The sections of a phase from the one `state` reached, each recorded as done when it is.
+    private func runSections(
+        of phase: OnlinePhase, _ script: MigrationScript, kind: MigrationHeader.OnlinePhaseKind, file: String, from state: OnlineState, resumeKey: inout String?,
+        options: Options, progress: @escaping (Event) -> Void
+    ) throws(MigratorError) {
+        guard let online else { return }
         for (index, section) in phase.sections.enumerated() where index >= state.section {
             if cancellation.isRequested { throw .interrupted(during: "\(kind.rawValue) of \(script.label) before section \(index + 1)") }
             progress(.onlineSection(script, phase: kind, index: index + 1, of: phase.sections.count))
@@ -398,40 +533,6 @@ extension Migrator {
                 try advance(to: index + 1)
             }
             resumeKey = nil
-        }
-        let milliseconds = Int(Date().timeIntervalSince(started) * 1000)
-        try transaction { () throws(MigratorError) in
-            switch kind {
-            case .expand:
-                try record(script, milliseconds: milliseconds)
-                _ = try database.query("UPDATE \(onlineTableSQL) SET phase = 'expanded', section = 0, resume_key = NULL WHERE schema = \(value: .text(schema))")
-            case .contract:
-                _ = try database.query("DELETE FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
-            case .rollback:
-                _ = try database.query("DELETE FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) AND version = \(value: .integer(Int64(script.version)))")
-                _ = try database.query("DELETE FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
-            }
-        }
-        progress(.onlineFinished(script, phase: kind, milliseconds: milliseconds))
-    }
-
-    /// Records the sections done (outside a transaction it commits on its own).
-    func advance(to section: Int) throws(MigratorError) {
-        _ = try database.query("UPDATE \(onlineTableSQL) SET section = \(value: .integer(Int64(section))), resume_key = NULL WHERE schema = \(value: .text(schema))")
-    }
-
-    func runSectionScript(_ sql: String, file: String, section: Int, line: Int) throws(MigratorError) {
-        do throws(StatementFailure) {
-            try database.runScript(sql, shouldStop: { self.cancellation.isRequested }) { _, _ in }
-        } catch {
-            if cancellation.isRequested { throw .interrupted(during: "section \(section) of \((file as NSString).lastPathComponent) (line \(line + error.line - 1))") }
-            let at = line + error.line - 1
-            switch error.reason {
-            case .lockTimeout, .deadlock: throw .tableLockTimeout(file: file, statement: error.index, line: at, message: error.message)
-            case .connectionLost:
-                throw .onlineSectionFailed(file: file, section: section, line: at, message: error.message + " (the connection to \(database.label) was lost)")
-            default: throw .onlineSectionFailed(file: file, section: section, line: at, message: error.message)
-            }
         }
     }
 
@@ -491,27 +592,47 @@ extension Migrator {
         let q = dialect.quote
         let (table, key, type) = (q(backfill.table), q(backfill.key), backfill.type)
         var lower = resume
-        var rows = 0
+        // Progress for `status`: rows done over every run (a resumed one goes on counting), the
+        // server's estimate of the table's rows, and this run's rate.
+        let recorded = resume == nil ? nil : try onlineState()?.backfill
+        var done = recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0
+        let estimate = online?.estimatedRowCount(of: backfill.table)
+        let runStarted = Date()
+        var runRows = 0
+        /// Checked before each batch, so a stop asked for after one starts no other.
+        func notCancelled() throws(MigratorError) -> Bool {
+            if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
+            return true
+        }
         /// One batch in a transaction of its own: `bounds` gives its range from the key the
-        /// last one ended at (nil: the first), or nil when no row is left.
-        func batch(_ bounds: (String?) throws(MigratorError) -> (StoredValue, StoredValue)?) throws(MigratorError) -> Bool {
+        /// last one ended at (nil: the first) and the rows in it, or nil when no row is left.
+        func batch(_ bounds: (String?) throws(MigratorError) -> (StoredValue, StoredValue, Int)?) throws(MigratorError) -> Bool {
             var finished = false
             try retryingLocks(file: file, section: section, line: line, relations: [backfill.table], options: options, progress: progress) { () throws(MigratorError) in
                 try database.beginTransaction(timeout: lockTimeout)
                 do throws(MigratorError) {
                     try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
                     try online?.markBackfill()
-                    guard let (from, upper) = try bounds(lower) else {
+                    guard let (from, upper, count) = try bounds(lower) else {
                         finished = true
                         try database.commit()
                         return
                     }
                     try runBackfillUpdate(update, [from, upper], file: file, section: section, line: line)
                     if case .text(let end) = upper {
-                        _ = try database.query("UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(end)) WHERE schema = \(value: .text(schema))")
+                        let seconds = Date().timeIntervalSince(runStarted)
+                        let rate: StoredValue = seconds > 0 ? .real(Double(runRows + count) / seconds) : .null
+                        _ = try database.query(
+                            """
+                            UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(end)), backfill_table = \(value: .text(backfill.table)), \
+                            rows_done = \(value: .integer(Int64(done + count))), rows_estimate = \(value: estimate.map { .integer(Int64($0)) } ?? .null), \
+                            rows_per_second = \(value: rate), progress_at = \(value: .text(Self.now())) WHERE schema = \(value: .text(schema))
+                            """)
                         lower = end
                     }
                     try database.commit()
+                    done += count
+                    runRows += count
                 } catch {
                     database.rollback()
                     throw error
@@ -522,40 +643,51 @@ extension Migrator {
         guard backfill.inclusive else {
             // Files of earlier releases: `$1` the exclusive lower bound, NULL for the first batch.
             let after = "($1::\(type) IS NULL OR \(key) > $1::\(type))"
-            while try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue)? in
-                let bound: [StoredValue] = [last.map(StoredValue.text) ?? .null]
-                var end = try database.query("SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound).first?.first
-                if end == nil || end == .null { end = try database.query("SELECT max(\(key))::text FROM \(table) WHERE \(after)", bound).first?.first }
-                guard case .text? = end, let end else { return nil }
-                return (bound[0], end)
-            }) {
-                if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
-                rows += backfill.batch
-                progress(.backfilled(table: backfill.table, rows: rows))
+            while try notCancelled(),
+                try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
+                    let bound: [StoredValue] = [last.map(StoredValue.text) ?? .null]
+                    var end = try database.query("SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound).first?.first
+                    var count = backfill.batch
+                    if end == nil || end == .null {
+                        let rest = try database.query("SELECT max(\(key))::text, count(*) FROM \(table) WHERE \(after)", bound).first
+                        end = rest?.first
+                        if case .integer(let left)? = rest?.last { count = Int(left) }
+                    }
+                    guard case .text? = end, let end else { return nil }
+                    return (bound[0], end, count)
+                })
+            {
+                progress(.backfilled(table: backfill.table, rows: done))
             }
             return
         }
         // Each range is its first and last keys: two plain bounds, read by the key's index under
         // any plan. The first batch's start is its own statement, so no predicate has to allow
         // for a missing bound.
-        while try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue)? in
-            let start =
-                if let last {
-                    try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) WHERE \(key) > $1::\(type) ORDER BY \(key) LIMIT 1", [.text(last)])
-                } else {
-                    try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
+        while try notCancelled(),
+            try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
+                let start =
+                    if let last {
+                        try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) WHERE \(key) > $1::\(type) ORDER BY \(key) LIMIT 1", [.text(last)])
+                    } else {
+                        try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
+                    }
+                guard case .text(let first)? = start.first?.first else { return nil }
+                var end = try database.query(
+                    "SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(key) >= $1::\(type) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", [.text(first)]
+                ).first?.first
+                var count = backfill.batch
+                if end == nil || end == .null {
+                    // The last batch: fewer rows than a whole one, counted for the progress.
+                    let rest = try database.query("SELECT max(\(key))::text, count(*) FROM \(table) WHERE \(key) >= $1::\(type)", [.text(first)]).first
+                    end = rest?.first
+                    if case .integer(let left)? = rest?.last { count = Int(left) }
                 }
-            guard case .text(let first)? = start.first?.first else { return nil }
-            var end = try database.query(
-                "SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(key) >= $1::\(type) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", [.text(first)]
-            ).first?.first
-            if end == nil || end == .null { end = try database.query("SELECT max(\(key))::text FROM \(table) WHERE \(key) >= $1::\(type)", [.text(first)]).first?.first }
-            guard case .text? = end, let end else { return nil }
-            return (.text(first), end)
-        }) {
-            if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
-            rows += backfill.batch
-            progress(.backfilled(table: backfill.table, rows: rows))
+                guard case .text? = end, let end else { return nil }
+                return (.text(first), end, count)
+            })
+        {
+            progress(.backfilled(table: backfill.table, rows: done))
         }
         try revisitHeldRows(backfill, update: update, file: file, section: section, line: line, options: options, progress: progress)
     }

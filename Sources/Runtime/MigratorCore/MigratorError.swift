@@ -50,6 +50,10 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     /// Stopped on request (a signal): `during` says what was cancelled; the migration in
     /// progress was rolled back.
     case interrupted(during: String)
+    /// Stopped on request during a phase of an online migration: the sections and backfill
+    /// batches finished before it stay applied, and `command` (`up`, `complete`, `rollback`)
+    /// resumes where it stopped.
+    case interruptedPhase(during: String, command: String)
     /// `baseline` would record a version whose tables or columns the database does not have.
     case baselineMismatch(version: Int, missing: [String])
     /// `baseline` was asked to check migrations that carry no snapshot (embedded in code).
@@ -105,6 +109,8 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "\(file):\(error.line): bad migration header: \(error.message); nothing was run"
         case .interrupted(let during):
             "interrupted: \(during) was cancelled; nothing of the migration in progress was applied (migrations finished before it stay applied)"
+        case .interruptedPhase(let during, let command):
+            "interrupted: \(during) was cancelled and rolled back; what finished before it stays applied (the sections before it and the backfill batches done, as the online state records): run the same command (`\(command)`) to resume there"
         case .baselineMismatch(let version, let missing):
             "cannot record version \(version) as applied: the database lacks what that version has (\(missing.prefix(10).joined(separator: ", "))\(missing.count > 10 ? ", and \(missing.count - 10) more" : "")); baseline at the version the database really is at, or apply the migrations instead"
         case .baselineUnchecked(let version):

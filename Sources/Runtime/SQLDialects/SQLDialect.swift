@@ -84,6 +84,8 @@ public struct DialectCapabilities: Sendable, Hashable {
     public var lockingDDL: Bool = false
     /// Tables and columns carry comments (`COMMENT ON`), written from the schema's docs.
     public var comments: Bool = false
+    /// Roles are granted privileges on tables (`GRANT`), from the schema's `grants:`.
+    public var grants: Bool = false
     /// Tables are declared STRICT, so each column holds values of its declared type only.
     public var strictTables: Bool = false
     /// Constraints carry names derived from their table and columns, which renames must follow
@@ -195,6 +197,7 @@ public struct PostgresDialect: SQLDialect {
             alterConstraints: true, maximumIdentifierBytes: 63)
         capabilities.lockingDDL = true
         capabilities.comments = true
+        capabilities.grants = true
         capabilities.namedConstraints = true
         capabilities.numberedParameters = true
         capabilities.failedStatementAbortsTransaction = true

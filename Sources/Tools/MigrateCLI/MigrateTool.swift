@@ -48,7 +48,11 @@ public enum MigrateTool {
         .value("dir", valueName: "dir", help: "The schema's migration folder. Default: the one folder under Migrations/ (its postgres/ folder for PostgreSQL)."),
         .flag("dry-run", help: "Print what would run or be recorded, and change nothing (the database is opened read-only)."),
         .value("lock-timeout", valueName: "seconds", help: "How long to wait for another migrator.", defaultValue: "30"),
-        .value("statement-timeout", valueName: "seconds", help: "PostgreSQL: cancel a statement that runs longer (statement_timeout)."),
+        .value("statement-timeout", valueName: "seconds", help: "PostgreSQL: cancel a statement that runs longer (statement_timeout). Default: none, whatever the role's default."),
+        .value(
+            "idle-in-transaction-timeout", valueName: "seconds",
+            help: "PostgreSQL: the server ends the migrator's session when it stalls this long inside a transaction (idle_in_transaction_session_timeout); 0 turns it off.",
+            defaultValue: "60"),
         .value("ddl-lock-timeout", valueName: "seconds", help: "PostgreSQL: give up when a statement waits longer for a table lock (lock_timeout); 0 waits forever.", defaultValue: "5"),
         .value("connect-retry", valueName: "seconds", help: "PostgreSQL: keep trying to connect this long while the server does not answer or is starting up.", defaultValue: "0"),
         .value("history-schema", valueName: "name", help: "PostgreSQL: the schema that holds the history tables.", defaultValue: Migrator.defaultHistorySchema),
@@ -82,6 +86,7 @@ public enum MigrateTool {
         for (name, apply) in [
             ("ddl-lock-timeout", { settings.lockTimeout = $0 }), ("connect-retry", { settings.connectRetry = $0 }),
             ("statement-timeout", { settings.statementTimeout = $0 }), ("lock-timeout", { lockTimeout = $0 }),
+            ("idle-in-transaction-timeout", { settings.idleInTransactionTimeout = $0 }),
         ] as [(String, (Double) -> Void)] {
             guard let text = arguments.value(name) else { continue }
             guard let value = Double(text), value >= 0, value.isFinite else {
@@ -265,7 +270,7 @@ public enum MigrateTool {
 
     static func exitCode(for error: MigratorError) -> ExitCode {
         switch error {
-        case .interrupted: Interrupts.exitCode
+        case .interrupted, .interruptedPhase: Interrupts.exitCode
         case .locked, .tableLockTimeout: locked
         case .noMigrations, .unreadable, .cannotConnect: .usageOrIO
         case .database(let failure) where failure.code == nil: .usageOrIO
@@ -630,7 +635,7 @@ enum StatusCommand: Command {
         var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
         do {
             for migrator in migrators {
-                if let state = try migrator.onlineState() { online[migrator.schema] = (state, try migrator.servedVersions()) }
+                if let state = try migrator.onlineProgress() { online[migrator.schema] = (state, try migrator.servedVersions()) }
                 let attempts = try migrator.attempts()
                 let statuses = try migrator.status()
                 rows += statuses.map { status in (migrator.schema, status, attempts.last { $0.version == status.version }) }
@@ -658,9 +663,22 @@ enum StatusCommand: Command {
                     fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
                 }
                 if let (state, served) = online[entry.schema], state.version == row.version {
-                    fields.append(
-                        "\"online\": {\"phase\": \"\(state.phase.rawValue)\", \"sectionsDone\": \(state.section), \"startedAt\": \(q(state.startedAt)), \"served\": [\(served.map { q(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]}"
-                    )
+                    var online = [
+                        "\"phase\": \"\(state.phase.rawValue)\"", "\"sectionsDone\": \(state.section)", "\"startedAt\": \(q(state.startedAt))",
+                        "\"resumedAt\": \(state.resumedAt.map(q) ?? "null")",
+                        "\"served\": [\(served.map { q(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]",
+                    ]
+                    if state.phase != .expanded {
+                        online.append("\"state\": \"\(state.runningInBackend == nil ? "interrupted" : "running")\"")
+                        if let pid = state.runningInBackend { online.append("\"backendPid\": \(pid)") }
+                    }
+                    if let backfill = state.backfill, state.phase == .expand || state.phase == .contract || state.phase == .rollback {
+                        let number: (Double?) -> String = { $0.map { String(format: "%.1f", $0) } ?? "null" }
+                        online.append(
+                            "\"backfill\": {\"table\": \(q(backfill.table)), \"rowsDone\": \(backfill.rowsDone), \"rowsEstimate\": \(backfill.rowsEstimate.map(String.init) ?? "null"), \"rowsPerSecond\": \(number(backfill.rowsPerSecond)), \"secondsLeft\": \(number(backfill.secondsLeft)), \"updatedAt\": \(q(backfill.updatedAt))}"
+                        )
+                    }
+                    fields.append("\"online\": {" + online.joined(separator: ", ") + "}")
                 }
                 if let attempt = entry.attempt {
                     fields.append(
@@ -698,12 +716,30 @@ enum StatusCommand: Command {
 
     static func describe(_ state: Migrator.OnlineState, served: [Int], schema: String) -> String {
         let names = served.map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
+        let since = "since \(state.startedAt)" + (state.resumedAt.map { " (resumed \($0))" } ?? "")
+        var progress = "\(state.section) sections done"
+        if let backfill = state.backfill, state.phase != .expanded { progress += "; " + describe(backfill) }
+        // The migrator lock's holder tells a phase running now from one a lost run left.
+        let running = state.runningInBackend.map { "RUNNING in backend pid \($0)" }
         switch state.phase {
-        case .expand: return "EXPANDING since \(state.startedAt), \(state.section) sections done (interrupted, or running now): `migrate up` resumes it, `migrate rollback` undoes it"
+        case .expand: return "EXPANDING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate up` resumes it, `migrate rollback` undoes it")
         case .expanded: return "EXPANDED: serving \(names); `migrate complete` once no app of the previous version runs, or `migrate rollback`"
-        case .contract: return "CONTRACTING since \(state.startedAt), \(state.section) sections done: `migrate complete` finishes it"
-        case .rollback: return "ROLLING BACK since \(state.startedAt), \(state.section) sections done: `migrate rollback` finishes it"
+        case .contract: return "CONTRACTING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate complete` finishes it")
+        case .rollback: return "ROLLING BACK \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate rollback` finishes it")
         }
+    }
+
+    /// `backfill of orders: 550000 of about 1000000 rows (55%), 12000 rows/s, about 38 s left`.
+    static func describe(_ backfill: Migrator.BackfillProgress) -> String {
+        var text = "backfill of \(backfill.table): \(backfill.rowsDone)"
+        if let estimate = backfill.rowsEstimate, estimate > 0 {
+            text += " of about \(estimate) rows (\(min(100, backfill.rowsDone * 100 / estimate))%)"
+        } else {
+            text += " rows"
+        }
+        if let rate = backfill.rowsPerSecond { text += ", \(Int(rate.rounded())) rows/s" }
+        if let left = backfill.secondsLeft { text += ", about \(Int(left.rounded(.up))) s left" }
+        return text + " at \(backfill.updatedAt)"
     }
 
     static func describe(_ attempt: Migrator.Attempt) -> String {

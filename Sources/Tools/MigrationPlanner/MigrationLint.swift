@@ -61,7 +61,7 @@ public enum MigrationLint {
             })
         for change in changes {
             switch change {
-            case .createTable:
+            case .createTable, .grant:
                 break
             case .fillTable(let fill):
                 guard let target = created.first(where: { $0.name == fill.target }) else { break }

@@ -33,6 +33,10 @@ public enum MigrationStep: Sendable, Hashable {
     case fillTable(TableFill)
     /// ...and, going back, the old table's columns from the new table's rows.
     case unfillTable(TableFill)
+    /// Change a role's access to a table: grant what `to` adds, revoke what it drops (dialects
+    /// with roles).
+    /// With no table, the role: created where missing when first granted.
+    case grant(table: String?, role: String, from: GrantSnapshot.Access?, to: GrantSnapshot.Access?)
 
     /// The step that undoes this one.
     public var reversed: MigrationStep {
@@ -58,6 +62,7 @@ public enum MigrationStep: Sendable, Hashable {
         case .renameConstraints(let table, let from, let to, let sources):
             .renameConstraints(table: table, from: to, to: from, columnSources: Dictionary(sources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a }))
         case .comment(let table, let column, let from, let to): .comment(table: table, column: column, from: to, to: from)
+        case .grant(let table, let role, let from, let to): .grant(table: table, role: role, from: to, to: from)
         case .fillTable(let fill): .unfillTable(fill)
         case .unfillTable(let fill): .fillTable(fill)
         }
@@ -102,6 +107,9 @@ public enum MigrationStep: Sendable, Hashable {
         case .comment(let table, let column, _, let to): "\(to == nil ? "clear" : "set") the comment on \(column.map { "column \(table).\($0)" } ?? "table \(table)")"
         case .fillTable(let fill): "fill \(fill.target) (\(fill.targetColumns.joined(separator: ", "))) from \(fill.source)"
         case .unfillTable(let fill): "copy \(fill.target) (\(fill.targetColumns.joined(separator: ", "))) back into \(fill.source)"
+        case .grant(nil, let role, _, let to): to == nil ? "leave role \(role)" : "create role \(role) where missing"
+        case .grant(let table?, let role, let from, let to):
+            to == nil ? "revoke \(role)'s \(from?.rawValue ?? "") access to \(table)" : "grant \(role) \(to?.rawValue ?? "") access to \(table)" + (from.map { " (was \($0.rawValue))" } ?? "")
         }
     }
 
@@ -176,6 +184,8 @@ public enum MigrationPlanner {
                 steps.append(.dropTable(bare))
             case .fillTable(let fill):
                 steps.append(.fillTable(fill))
+            case .grant(let table, let role, let from, let to):
+                if renderer.dialect.capabilities.grants { steps.append(.grant(table: table, role: role, from: from, to: to)) }
             case .alterTable(let change):
                 steps += alterSteps(change, renderer: renderer)
                 if comments {

@@ -115,7 +115,7 @@ private struct OnlinePlanner {
             // A first migration: the tables as usual, on an empty database, and its views.
             let created = steps.flatMap { renderer.sql(for: $0) }
             for table in to.tables { physicalTable[table.name] = table.name }
-            expand.append(.transaction((created + views(of: to, schema: newSchema, mapping: nil)).joined(separator: "\n")))
+            expand.append(.transaction((created + views(of: to, schema: newSchema, mapping: nil) + versionGrants(to, schema: newSchema)).joined(separator: "\n")))
             rollback.append(.transaction((["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.sql(for: $0) }).joined(separator: "\n")))
             return
         }
@@ -137,9 +137,21 @@ private struct OnlinePlanner {
             case .dropTable(let table): dropTable(table)
             case .alterTable(let change): alterTable(change)
             case .fillTable(let fill): splitTable(fill)
+            case .grant: break
             }
         }
         for table in to.tables where physicalTable[table.name] == nil { physicalTable[table.name] = table.name }
+        // Grants follow the tables' physical names; a dropped table's go with it at contract.
+        for case .grant(let table, let role, let from, let to) in changes {
+            guard let table else {
+                expandTables.append(renderer.sql(for: .grant(table: nil, role: role, from: from, to: to)))
+                continue
+            }
+            guard self.to.table(named: table) != nil else { continue }
+            let physical = q(physicalTable[table] ?? table)
+            expandTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: from, to: to))
+            rollbackTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
+        }
 
         expand += expandTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
         expand += expandStatements.map { .statement($0) }
@@ -151,7 +163,7 @@ private struct OnlinePlanner {
             expand.append(.transaction(expandAfterBackfill.filter { $0.table == table }.map(\.statement).joined(separator: "\n")))
         }
         expand += expandValidations.map { .statement($0) }
-        expand.append(.transaction(newViews().joined(separator: "\n")))
+        expand.append(.transaction((newViews() + versionGrants(to, schema: newSchema)).joined(separator: "\n")))
 
         // Contract: the old version's views go first (they read columns about to go). The new
         // version's views stay: they name columns by position, so drops and renames of other
@@ -199,10 +211,22 @@ private struct OnlinePlanner {
                 statements.append(create)
                 continue
             }
+            // Its grants with it: an existing view keeps its own, and takes no lock.
+            let grants = (snapshot.grants ?? []).flatMap { PostgresRenderer.grantChange(on: view, role: $0.role, from: nil, to: $0.access) }
             statements.append(
-                "DO $schemagen$ BEGIN IF to_regclass(\(PostgresRenderer.dialect.literal(view))) IS NULL THEN \(create) END IF; END $schemagen$;")
+                "DO $schemagen$ BEGIN IF to_regclass(\(PostgresRenderer.dialect.literal(view))) IS NULL THEN \(([create] + grants).joined(separator: " ")) END IF; END $schemagen$;")
         }
+        if onlyWhereMissing { statements += (snapshot.grants ?? []).map { "GRANT USAGE ON SCHEMA \(q(schema)) TO \(q($0.role));" } }
         return statements
+    }
+
+    /// The grants of a version's schema of views: what the schema's roles have on its tables,
+    /// on each view, and USAGE of the schema so they can name them.
+    func versionGrants(_ snapshot: SchemaSnapshot, schema: String) -> [String] {
+        (snapshot.grants ?? []).flatMap { grant in
+            ["GRANT USAGE ON SCHEMA \(q(schema)) TO \(q(grant.role));"]
+                + snapshot.tables.flatMap { PostgresRenderer.grantChange(on: "\(q(schema)).\(q($0.name))", role: grant.role, from: nil, to: grant.access) }
+        }
     }
 
     /// The new version's views over the tables as expand leaves them.
@@ -452,14 +476,16 @@ private struct OnlinePlanner {
         let toTarget = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.source)_to_\(fill.target)")
         let toSource = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.target)_to_\(fill.source)")
         let allNull = pairs.map { "NEW.\($0.source) IS NULL" }.joined(separator: " AND ")
-        // Nested writes (the other direction's, a cascade) and backfill batches carry nothing back.
+        // The functions name the tables as the migration does, whatever search path the app
+        // writing has (a version's views come first in it). Nested writes (the other
+        // direction's, a cascade) and backfill batches carry nothing back.
         let guardClause = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
         expandTables.append(
             note(
                 "the old version's writes of \(fill.sourceColumns.joined(separator: ", ")) reach \(fill.target), and the new version's come back, by these triggers; creating them takes each table's lock briefly, within the lock budget, and then each write also locks the row it copies to"
             ) + [
                 """
-                CREATE OR REPLACE FUNCTION \(q(toTarget))() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                CREATE OR REPLACE FUNCTION \(q(toTarget))() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
                 BEGIN
                     \(guardClause)
                     IF \(allNull) THEN
@@ -474,7 +500,7 @@ private struct OnlinePlanner {
                 "DROP TRIGGER IF EXISTS \(q(toTarget)) ON \(source);",
                 "CREATE TRIGGER \(q(toTarget)) AFTER INSERT OR UPDATE OF \(pairs.map(\.source).joined(separator: ", ")) ON \(source) FOR EACH ROW EXECUTE FUNCTION \(q(toTarget))();",
                 """
-                CREATE OR REPLACE FUNCTION \(q(toSource))() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                CREATE OR REPLACE FUNCTION \(q(toSource))() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
                 BEGIN
                     \(guardClause)
                     IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' AND OLD.\(link[0]) IS DISTINCT FROM NEW.\(link[0]) THEN

@@ -177,10 +177,33 @@ public struct PostgresRenderer: MigrationRenderer {
         case .comment(let table, let column, _, let text):
             let target = column.map { "COLUMN \(q(table)).\(q($0))" } ?? "TABLE \(q(table))"
             return ["COMMENT ON \(target) IS \(text.map(Self.dialect.literal) ?? "NULL");"]
+        case .grant(nil, let role, nil, .some):
+            // A group role (no login, no password) is created where missing, so the migration
+            // runs on every database; apps' login roles are made its members (GRANT role TO
+            // login). Going back leaves it: roles belong to the whole server.
+            // Another database of the server may create it at the same moment: that is no error.
+            return [
+                "DO $schemagen$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = \(Self.dialect.literal(role))) THEN CREATE ROLE \(q(role)) NOLOGIN; END IF; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $schemagen$;"
+            ]
+        case .grant(nil, _, _, _):
+            return []
+        case .grant(let table?, let role, let from, let to):
+            return Self.grantChange(on: q(table), role: role, from: from, to: to)
         case .rebuildTable(let change):
             // Never planned for PostgreSQL, which alters in place; kept exact should it be.
             return ["CREATE TABLE \(q(change.to.name + "_rebuild_unsupported")) ();"]
         }
+    }
+
+    /// The GRANT or REVOKE that takes `role` from `from`'s table privileges to `to`'s, on a
+    /// table or view named as SQL.
+    public static func grantChange(on relation: String, role: String, from: GrantSnapshot.Access?, to: GrantSnapshot.Access?) -> [String] {
+        let before = Set(from?.privileges ?? []), after = to?.privileges ?? []
+        let added = after.filter { !before.contains($0) }, removed = (from?.privileges ?? []).filter { !after.contains($0) }
+        var statements: [String] = []
+        if !added.isEmpty { statements.append("GRANT \(added.joined(separator: ", ")) ON \(relation) TO \(quote(role));") }
+        if !removed.isEmpty { statements.append("REVOKE \(removed.joined(separator: ", ")) ON \(relation) FROM \(quote(role));") }
+        return statements
     }
 
     /// Type first (with a USING conversion), then the default, nullability (existing nulls

@@ -150,7 +150,7 @@ public struct SQLiteRenderer: MigrationRenderer {
             return [fill.insertSQL(q)]
         case .unfillTable(let fill):
             return [fill.updateSQL(q)]
-        case .renameConstraints, .comment:
+        case .renameConstraints, .comment, .grant:
             // SQLite keeps no names for the constraints it writes here, and no comments.
             return []
         case .alterColumn, .addForeignKey, .dropForeignKey, .dropPrimaryKey, .addPrimaryKey:

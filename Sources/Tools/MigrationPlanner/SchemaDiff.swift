@@ -11,6 +11,10 @@ public enum SchemaChange: Sendable, Hashable {
     /// A table split: a new table's rows filled from an existing table's columns (attributes
     /// declared `movedFrom`), after the new table is created and before those columns go.
     case fillTable(TableFill)
+    /// A role's access to a table changes (`from` nil: none before; `to` nil: none after). A
+    /// table's grants follow it through renames; the table is named as it is when the change
+    /// runs. With no table, the role itself: first granted here (it must exist).
+    case grant(table: String?, role: String, from: GrantSnapshot.Access?, to: GrantSnapshot.Access?)
 }
 
 /// Rows of a new table filled from columns of an old one, linked by the new table's foreign
@@ -135,7 +139,24 @@ public enum SchemaDiffer {
         let (splitTargets, others) = creates.reduce(into: ([SchemaChange](), [SchemaChange]())) { result, change in
             if case .createTable(let table) = change, filled.contains(table.name) { result.0.append(change) } else { result.1.append(change) }
         }
-        return drops + splitTargets + fills + changes.filter(\.isMeaningful) + others
+        // A dropped table's grants are revoked before it goes, so that going back, which
+        // creates it again, grants them again; the others' changes come once their tables exist.
+        var revokes: [SchemaChange] = [], grants: [SchemaChange] = []
+        let roles = Set((old?.grants ?? []).map(\.role) + (new.grants ?? []).map(\.role)).sorted()
+        for table in oldTables where !matchedOld.contains(table.name) {
+            for role in roles { if let access = old?.access(of: role) { revokes.append(.grant(table: table.name, role: role, from: access, to: nil)) } }
+        }
+        for role in roles where old?.access(of: role) == nil && new.access(of: role) != nil {
+            grants.append(.grant(table: nil, role: role, from: nil, to: new.access(of: role)))
+        }
+        for table in new.tables {
+            let existed = match(table, in: oldTables, excluding: []) != nil
+            for role in roles {
+                let before = existed ? old?.access(of: role) : nil, after = new.access(of: role)
+                if before != after { grants.append(.grant(table: table.name, role: role, from: before, to: after)) }
+            }
+        }
+        return revokes + drops + splitTargets + fills + changes.filter(\.isMeaningful) + others + grants
     }
 
     /// The fills of a new table from each old table its `movedFrom` columns name: the old

@@ -28,6 +28,9 @@ public struct ProjectConfig: Equatable, Sendable {
     public var dialects: [String]?
     /// Plan PostgreSQL migrations online (expand and contract) for schemas that do not say.
     public var online: Bool?
+    /// Roles and their access (`read` or `write`) to every table, for schemas that do not say
+    /// (`grants: {app: write}`): `role -> access`.
+    public var grants: [String: String]?
 
     public init() {}
 
@@ -39,7 +42,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online"]
+    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -78,6 +81,13 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.dialects = names
+            case "grants":
+                let entries = (pair.value.pairs ?? []).map { ($0.key.scalarText ?? "", $0.value.stringValue ?? "") }
+                guard pair.value.pairs != nil, entries.allSatisfy({ !$0.0.isEmpty && ["read", "write"].contains($0.1) }) else {
+                    bag.error(Code.wrongKind, "'grants' expects roles and what each may do (read or write), such as {app: write, reporting: read}", at: location(pair.value))
+                    continue
+                }
+                config.grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
             case "online":
                 guard let value = pair.value.boolValue else {
                     bag.error(Code.wrongKind, "'online' expects true or false", at: location(pair.value))

@@ -2,6 +2,24 @@ import Foundation
 import MigrationFiles
 import SchemaMetadata
 
+/// A role's access to every table of a schema (PostgreSQL's GRANT).
+public struct GrantSnapshot: Codable, Sendable, Hashable {
+    public enum Access: String, Codable, Sendable, Hashable {
+        case read, write
+
+        /// The table privileges it stands for.
+        public var privileges: [String] { self == .read ? ["SELECT"] : ["SELECT", "INSERT", "UPDATE", "DELETE"] }
+    }
+
+    public var role: String
+    public var access: Access
+
+    public init(role: String, access: Access) {
+        self.role = role
+        self.access = access
+    }
+}
+
 /// The relational model: a validated schema as the database sees it, derived once (by
 /// `SnapshotBuilder`) and read by everything downstream: templates and the runtime metadata
 /// they generate, the differ, lint, and the SQL renderers. Tables, columns with storage kinds,
@@ -16,6 +34,9 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
     public var schema: String
     public var version: Int
     public var tables: [TableSnapshot]
+    /// Roles and their access to every table, by role; nil (not written) when the schema grants
+    /// nothing, so snapshots of schemas without grants stay as they were.
+    public var grants: [GrantSnapshot]? = nil
 
     public static let currentFormat = 2
 
@@ -43,8 +64,11 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
                 return table
             }
         }
-        return withoutBackfills(adjusted(newer).tables) == withoutBackfills(tables)
+        return withoutBackfills(adjusted(newer).tables) == withoutBackfills(tables) && (newer.grants ?? []) == (grants ?? [])
     }
+
+    /// The access `role` has to the tables, if any.
+    public func access(of role: String) -> GrantSnapshot.Access? { grants?.first { $0.role == role }?.access }
 
     /// `newer` without the facts this snapshot was written too early to record.
     public func adjusted(_ newer: SchemaSnapshot) -> SchemaSnapshot {

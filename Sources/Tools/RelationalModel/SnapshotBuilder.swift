@@ -9,7 +9,11 @@ public enum SnapshotBuilder {
     public static func snapshot(of schema: Schema) -> SchemaSnapshot {
         var tables = schema.entities.map { table(for: $0, in: schema) }
         tables += joinTables(of: schema)
-        return SchemaSnapshot(schema: schema.name, version: schema.version, tables: tables)
+        var snapshot = SchemaSnapshot(schema: schema.name, version: schema.version, tables: tables)
+        if let grants = schema.grants, !grants.isEmpty {
+            snapshot.grants = grants.map { GrantSnapshot(role: $0.role, access: $0.access == .write ? .write : .read) }
+        }
+        return snapshot
     }
 
     static func table(for entity: Entity, in schema: Schema) -> TableSnapshot {

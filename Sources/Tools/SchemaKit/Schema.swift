@@ -23,12 +23,36 @@ public struct Schema: Sendable, Hashable {
     /// Whether PostgreSQL migrations are planned online, in expand and contract phases
     /// (`online:`); nil when the schema does not say, so configuration decides (off by default).
     public var online: Bool? = nil
+    /// Database roles and what they may do with every table of the schema (`grants:`); nil
+    /// when the schema does not say, so configuration decides (none by default). PostgreSQL
+    /// only: SQLite has no roles.
+    public var grants: [Grant]? = nil
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
     public func enumType(named name: String) -> EnumType? { enums.first { $0.name == name } }
     public func valueType(named name: String) -> ValueType? { values.first { $0.name == name } }
+}
+
+/// A database role's access to a schema's tables: `grants: {app: write, reporting: read}`.
+public struct Grant: Sendable, Hashable, Codable {
+    /// What a role may do.
+    public enum Access: String, Sendable, Hashable, Codable, CaseIterable {
+        /// SELECT.
+        case read
+        /// SELECT, INSERT, UPDATE and DELETE.
+        case write
+    }
+
+    /// The role's name, as the database spells it.
+    public var role: String
+    public var access: Access
+
+    public init(role: String, access: Access) {
+        self.role = role
+        self.access = access
+    }
 }
 
 // MARK: - Types

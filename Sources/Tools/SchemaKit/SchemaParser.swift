@@ -71,7 +71,7 @@ struct SchemaParser: Sendable {
     /// `relationshipNodes`).
     var relationshipIndexByName: [String: [String: Int]] = [:]
 
-    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "enums", "values", "entities"]
+    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "grants", "enums", "values", "entities"]
 
     init(file: String) {
         self.file = file
@@ -230,6 +230,7 @@ struct SchemaParser: Sendable {
         let dialects = parseDialects(keyed["dialects"])
         let (recordsHistory, recordsInsertValues) = parseHistory(keyed)
         let online = keyed["online"] == nil ? nil : flag(keyed, "online", what: "the schema")
+        let grants = keyed["grants"].map { parseGrants($0) }
 
         prescanTypeNames(keyed)
         parseEnums(keyed["enums"])
@@ -259,7 +260,35 @@ struct SchemaParser: Sendable {
             recordsHistory: recordsHistory,
             recordsInsertValues: recordsInsertValues,
             online: online,
+            grants: grants,
             sourcePath: file)
+    }
+
+    /// `grants: {app: write, reporting: read}`: each key a role, each value read or write.
+    private mutating func parseGrants(_ node: YAMLNode) -> [Grant] {
+        guard let pairs = node.pairs else {
+            error(.wrongKind, "'grants' expects roles and what each may do, such as {app: write, reporting: read}", at: node)
+            return []
+        }
+        var grants: [Grant] = []
+        for pair in pairs {
+            let (key, value) = (pair.key, pair.value)
+            let role = key.scalarText ?? ""
+            if let problem = Naming.problemWithDatabaseName(role) {
+                error(.invalidValue, "role '\(role)' in 'grants' \(problem)", at: key)
+                continue
+            }
+            let known = Grant.Access.allCases.map(\.rawValue)
+            guard let text = value.stringValue, let access = Grant.Access(rawValue: text) else {
+                error(
+                    .invalidValue,
+                    "'\(role)' in 'grants' expects one of \(known.joined(separator: ", ")), found \(value.scalarText.map { "'\($0)'" } ?? value.kindDescription)\(Suggestion.hint(for: value.scalarText ?? "", in: known))",
+                    at: value)
+                continue
+            }
+            grants.append(Grant(role: role, access: access))
+        }
+        return grants.sorted { $0.role < $1.role }
     }
 
     /// `history: true|false`, or `history: {insertValues: false}` (recorded, inserts by key only).

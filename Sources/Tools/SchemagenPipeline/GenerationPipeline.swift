@@ -31,6 +31,8 @@ public struct GenerationPipeline: Sendable {
         public var defaultDialects: [SQLDialectName]
         /// Whether schemas that do not say plan PostgreSQL migrations online (`online:` in the config file).
         public var onlineByDefault: Bool
+        /// The config file's grants, for schemas that declare none (`grants:`).
+        public var defaultGrants: [Grant]?
         /// Where the record that skips unchanged runs is kept (not in the output folder).
         public var cacheFolder: String
         /// What the built-in templates produce: the store's models, or SwiftData's.
@@ -57,6 +59,9 @@ public struct GenerationPipeline: Sendable {
             self.dialects = dialects
             self.defaultDialects = config.dialects?.compactMap(SQLDialectName.init) ?? [.default]
             self.onlineByDefault = config.online ?? false
+            self.defaultGrants = config.grants.map { grants in
+                grants.compactMap { role, access in Grant.Access(rawValue: access).map { Grant(role: role, access: $0) } }.sorted { $0.role < $1.role }
+            }
         }
 
         /// Whether a schema's PostgreSQL migrations are planned in expand and contract phases:
@@ -99,7 +104,13 @@ public struct GenerationPipeline: Sendable {
         case .failure(let failure):
             return .failure(.io("\(failure)"))
         case .success(let files):
-            return .success(SchemaLoader.load(files: files))
+            var loaded = SchemaLoader.load(files: files)
+            if let grants = configuration.defaultGrants {
+                for index in loaded.files.indices where loaded.files[index].schema != nil && loaded.files[index].schema?.grants == nil {
+                    loaded.files[index].schema?.grants = grants
+                }
+            }
+            return .success(loaded)
         }
     }
 
@@ -130,11 +141,15 @@ public struct GenerationPipeline: Sendable {
             let referenceDialect = dialects.contains(.default) ? SQLDialectName.default : dialects[0]
             let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect)
             var findings: [(dialect: SQLDialectName, findings: [Diagnostic])] = []
+            // Every dialect's new migration takes the reference's name, whatever its own steps
+            // (a change only some engines render, such as grants, would name them apart).
+            var referenceName: String?
             for dialect in [referenceDialect] + dialects.filter({ $0 != referenceDialect }) {
                 let outcome = PendingMigration.plan(
                     for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
                     reference: dialect == referenceDialect ? nil : reference,
-                    name: configuration.migrationName, allowDestructive: configuration.allowDestructive, online: configuration.isOnline(schema))
+                    name: configuration.migrationName ?? referenceName, allowDestructive: configuration.allowDestructive, online: configuration.isOnline(schema))
+                if dialect == referenceDialect, case .pending(let pending) = outcome { referenceName = pending.last?.entry.name }
                 switch outcome {
                 case .upToDate: break
                 case .failed(let problems): plan.diagnostics += problems

@@ -206,7 +206,11 @@ public struct PendingMigration: Sendable {
             default: true
             }
         }
-        guard let first = meaningful.first ?? migration.steps.first else { return "v\(schema.version)" }
+        guard let first = meaningful.first ?? migration.steps.first else {
+            // Grants, which only some engines render, name the migration in every dialect.
+            let roles = SchemaDiffer.diff(from: migration.from, to: migration.to).compactMap { if case .grant(nil, let role, _, _) = $0 { role } else { nil } }
+            return roles.isEmpty ? "v\(schema.version)" : "grant_" + roles.joined(separator: "_")
+        }
         let name: String =
             switch first {
             case .createTable(let table): "create_\(table.name)"
@@ -225,6 +229,7 @@ public struct PendingMigration: Sendable {
             case .renameConstraints(let table, _, _, _): "rename_\(table)_constraints"
             case .comment(let table, _, _, _): "comment_\(table)"
             case .fillTable(let fill), .unfillTable(let fill): "split_\(fill.source)_into_\(fill.target)"
+            case .grant(_, let role, _, _): "grant_\(role)"
             }
         return meaningful.count > 1 ? name + "_and_more" : name
     }

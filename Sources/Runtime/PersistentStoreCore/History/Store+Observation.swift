@@ -42,6 +42,9 @@ struct ObservationState {
     var queryRuns = 0
     var queryWakeUps = 0
     var deliveries = 0
+    /// Transactions handed to `changes()` streams, and the newest token a delivery read.
+    var transactionsYielded = 0
+    var newestTokenRead: Int64 = 0
 
     var isEmpty: Bool { transactionSubscribers.isEmpty && querySubscribers.isEmpty }
 }
@@ -254,9 +257,11 @@ extension Store {
                 }
                 for row in rows where row.token.value > subscriber.position && subscriber.author.admits(row.author) {
                     subscriber.continuation.yield(row)
+                    observation.transactionsYielded += 1
                 }
                 if let last = rows.last { observation.transactionSubscribers[id]?.position = max(subscriber.position, last.token.value) }
             }
+            if let last = rows.last { observation.newestTokenRead = max(observation.newestTokenRead, last.token.value) }
             let fresh = rows.filter { $0.token.value > observation.deliveredToken }
             // Written without a store (the sqlite3 shell, a migration), or history was pruned
             // past us: what changed is unknown, so every query reruns.
