@@ -77,7 +77,8 @@ let package = Package(
         .target(
             name: "PersistentStorePostgres",
             dependencies: ["PersistentStoreCore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "MigratorCore", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
-        .target(name: "PersistentStoreSQLite", dependencies: ["PersistentStoreCore", "JSONDocument", "DatabaseLocation", "SQLiteKit", "MigratorCore", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
+        .target(
+            name: "PersistentStoreSQLite", dependencies: ["PersistentStoreCore", "JSONDocument", "DatabaseLocation", "SQLiteKit", "MigratorCore", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
         // The product apps named before the engines were split: the core with SQLite's adapter
         // (`Store(path:)`), so `import PersistentStore` keeps compiling.
         .target(name: "PersistentStore", dependencies: ["PersistentStoreCore", "PersistentStoreSQLite"]),
@@ -89,22 +90,34 @@ let package = Package(
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
-        .target(name: "SchemaImport", dependencies: ["SchemaKit", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata"]),
+        .target(name: "SchemaImport", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata"]),
         // Schemas as other tools' models: a Core Data model bundle with every version.
         .target(name: "SchemaExport", dependencies: ["SchemaKit"]),
         // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
         .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
         .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
-        .target(name: "SchemagenPipeline", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
-        .target(name: "SchemagenCLI", dependencies: ["DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig", "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects"]),
+        .target(
+            name: "SchemagenPipeline",
+            dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "MigrationFiles", "CodeGeneration", "Mustache", "ProjectConfig", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
+        .target(
+            name: "SchemagenCLI",
+            dependencies: [
+                "DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig",
+                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects",
+            ]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
         .executableTarget(name: "embed-templates"),
 
         // MARK: - Executables: thin shells
         .executableTarget(name: "schemagen", dependencies: ["SchemagenCLI"]),
-        .target(name: "MigrateCLI", dependencies: ["DatabaseLocation", "Diagnostics", "Migrator", "MigratorCore", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig", "SQLDialects", "SchemaMetadata"]),
+        .target(
+            name: "MigrateCLI",
+            dependencies: [
+                "DatabaseLocation", "Diagnostics", "Migrator", "MigratorCore", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig",
+                "SQLDialects", "SchemaMetadata", "RelationalModel", "SchemaImport",
+            ]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
         // MARK: - Generated example models, compiled by every build (`schemagen generate --check` keeps them current)
@@ -144,7 +157,12 @@ let package = Package(
         // the plugin's tool (schemagen) a second time, for the host, in every client package.
         .executableTarget(name: "bookmarks", dependencies: ["PluginExample", "PersistentStoreSQLite"]),
         // Measures the store against the raw C API for bench/run (not a product).
-        .executableTarget(name: "store-benchmark", dependencies: ["ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit"]),
+        .executableTarget(
+            name: "store-benchmark",
+            dependencies: [
+                "ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite",
+                "PersistentStorePostgres", "PostgresKit",
+            ]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
@@ -162,19 +180,55 @@ let package = Package(
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "MigrationFilesTests", dependencies: ["MigrationFiles"]),
         .testTarget(name: "RelationalModelTests", dependencies: ["RelationalModel", "SchemaMetadata", "ExampleModels", "MigrationFiles", "TestSupport"]),
-        .testTarget(name: "ExampleModelsTests", dependencies: ["ExampleModels", "SchemaMetadata", "PluginExample", "MigratorCore", "MigratorSQLite", "SQLiteKit", "PersistentStoreCore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit", "TestSupport"]),
+        .testTarget(
+            name: "ExampleModelsTests",
+            dependencies: [
+                "ExampleModels", "SchemaMetadata", "PluginExample", "MigratorCore", "MigratorSQLite", "SQLiteKit", "PersistentStoreCore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit",
+                "TestSupport",
+            ]),
         .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
-        .testTarget(name: "CodeGenerationTests", dependencies: ["CodeGeneration", "Diagnostics", "SQLDialects", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "TestSupport"]),
-        .testTarget(name: "MigrationPlannerTests", dependencies: ["MigrationPlanner", "RelationalModel", "MigrationFiles", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "ProjectConfig", "schemagen", "Diagnostics", "TestSupport"]),
-        .testTarget(name: "FlightsExampleTests", dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(
+            name: "CodeGenerationTests",
+            dependencies: [
+                "CodeGeneration", "Diagnostics", "SQLDialects", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "TestSupport",
+            ]),
+        .testTarget(
+            name: "MigrationPlannerTests",
+            dependencies: [
+                "MigrationPlanner", "RelationalModel", "MigrationFiles", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "SQLDialects", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit",
+                "ProjectConfig", "schemagen", "Diagnostics", "TestSupport",
+            ]),
+        .testTarget(
+            name: "FlightsExampleTests",
+            dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStoreCore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
-        .testTarget(name: "PersistentStoreTests", dependencies: ["FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit"]),
-        .testTarget(name: "MigratorTests", dependencies: ["DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles", "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport"]),
-        .testTarget(name: "SchemaImportTests", dependencies: ["SchemaImport", "SchemaExport", "RelationalModel", "SchemagenPipeline", "SQLDialects", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStoreCore", "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(
+            name: "PersistentStoreTests",
+            dependencies: [
+                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit",
+                "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit",
+            ]),
+        .testTarget(
+            name: "MigratorTests",
+            dependencies: [
+                "DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles",
+                "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport",
+            ]),
+        .testTarget(
+            name: "SchemaImportTests",
+            dependencies: [
+                "SchemaImport", "SchemaExport", "RelationalModel", "SchemagenPipeline", "SQLDialects", "SchemaKit", "SQLiteKit", "PostgresKit", "SchemaMetadata", "PersistentStoreCore",
+                "ExampleModels", "schemagen", "migrate", "Diagnostics", "TestSupport", "PersistentStoreSQLite",
+            ]),
         .testTarget(name: "SchemaDiagramsTests", dependencies: ["SchemaDiagrams", "SchemaSite", "SchemaKit", "schemagen", "TestSupport"]),
         // Every Swift block of README.md and docs/, type-checked against the compiled modules.
-        .testTarget(name: "DocumentationTests", dependencies: ["ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata", "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite"]),
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata",
+                "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite",
+            ]),
         .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres"]),
     ],
     swiftLanguageModes: [.v6]
@@ -195,7 +249,10 @@ let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
     "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
-    "Tools": ["YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates"],
+    "Tools": [
+        "YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
+        "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates",
+    ],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks"],
     "Benchmarks": ["store-benchmark"],

@@ -159,7 +159,7 @@ import Testing
         }
         let connection = try SQLiteConnection(path: chain, readOnly: true)
         #expect(try connection.query("SELECT code, name, is_enabled FROM cheat ORDER BY id") == [[.text("SXIOPO"), .text(""), .integer(0)], [.text("APZLGG"), .text("Jump higher"), .integer(0)]])
-        let postgres = try String(contentsOfFile: folder.path + "/Migrations/Cheats/postgres/0004_add_cheat_is_enabled_and_more.up.sql", encoding: .utf8)
+        let postgres = try String(contentsOfFile: folder.path + "/Migrations/Cheats/postgres/0004_change_cheat.up.sql", encoding: .utf8)
         #expect(postgres.contains("UPDATE \"cheat\" SET \"is_enabled\" = false;") && postgres.contains("UPDATE \"cheat\" SET \"name\" = '' WHERE \"name\" IS NULL;"), "\(postgres)")
     }
 

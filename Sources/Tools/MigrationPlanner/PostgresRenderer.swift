@@ -15,7 +15,7 @@ public struct PostgresRenderer: MigrationRenderer {
     public init() {}
 
     public var dialect: any SQLDialect { Self.dialect }
-    static let dialect = PostgresDialect()
+    public static let dialect = PostgresDialect()
 
     public func typeName(_ column: ColumnSnapshot) -> String { Self.type(of: column) }
 
@@ -43,7 +43,7 @@ public struct PostgresRenderer: MigrationRenderer {
     static func checkName(_ table: String, _ column: String) -> String { identifier("\(table)_\(column)_check") }
     static func indexName(_ index: IndexSnapshot) -> String { identifier(index.name) }
     /// A full-text index is a generated column of this name and a GIN index named after it.
-    static func searchColumn(_ index: IndexSnapshot) -> String { identifier(index.name) }
+    public static func searchColumn(_ index: IndexSnapshot) -> String { identifier(index.name) }
     static func searchIndex(_ index: IndexSnapshot) -> String { identifier(index.name + "_gin") }
 
     // MARK: - Types and literals
@@ -55,7 +55,8 @@ public struct PostgresRenderer: MigrationRenderer {
         return dialect.columnType(column.kind, bits: column.bits)
     }
 
-    static func literal(_ value: ColumnDefault, kind: StorageKind) -> String {
+    /// A default or backfill value as SQL.
+    public static func literal(_ value: ColumnDefault, kind: StorageKind) -> String {
         switch value {
         case .null: return "NULL"
         case .integer(let number): return kind == .boolean ? (number != 0 ? "true" : "false") : String(number)

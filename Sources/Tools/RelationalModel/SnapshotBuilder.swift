@@ -56,6 +56,8 @@ public enum SnapshotBuilder {
                     ColumnSnapshot(
                         name: column, property: relationship.name, renamedFrom: relationship.renamedFrom,
                         kind: targetColumn.kind, isNullable: relationship.isOptional, defaultValue: nil, isAutoIncrement: false))
+                // A key column holds what the key holds: an Int32 key is referred to by integers.
+                columns[columns.count - 1].bits = targetColumn.bits
                 columns[columns.count - 1].doc = relationship.doc
             }
             foreignKeys.append(
@@ -70,13 +72,13 @@ public enum SnapshotBuilder {
     }
 
     /// The target's key columns with their kinds, following relationships in composite keys.
-    static func keyColumns(of entity: Entity, in schema: Schema, depth: Int = 0) -> [(name: String, kind: StorageKind)] {
-        guard case .members(let members) = entity.primaryKey, depth < 16 else { return [(Entity.implicitKeyName, .integer)] }
-        return members.flatMap { member -> [(name: String, kind: StorageKind)] in
-            if let attribute = entity.attribute(named: member) { return [(attribute.columnName, kind(of: attribute.type, in: schema))] }
+    static func keyColumns(of entity: Entity, in schema: Schema, depth: Int = 0) -> [(name: String, kind: StorageKind, bits: Int?)] {
+        guard case .members(let members) = entity.primaryKey, depth < 16 else { return [(Entity.implicitKeyName, .integer, nil)] }
+        return members.flatMap { member -> [(name: String, kind: StorageKind, bits: Int?)] in
+            if let attribute = entity.attribute(named: member) { return [(attribute.columnName, kind(of: attribute.type, in: schema), bits(of: attribute.type))] }
             guard let relationship = entity.relationship(named: member), let target = schema.entity(named: relationship.target) else { return [] }
             let targetKey = keyColumns(of: target, in: schema, depth: depth + 1)
-            return zip(relationship.foreignKeyColumns, targetKey).map { ($0, $1.kind) }
+            return zip(relationship.foreignKeyColumns, targetKey).map { ($0, $1.kind, $1.bits) }
         }
     }
 
@@ -101,12 +103,13 @@ public enum SnapshotBuilder {
                 guard !tables.contains(where: { $0.name == name }) else { continue }
                 let sourceKey = keyColumns(of: entity, in: schema)
                 let targetKey = keyColumns(of: target, in: schema)
-                let sourceColumns = zip(relationship.joinColumns, sourceKey).map {
-                    ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false)
+                func column(_ name: String, _ key: (name: String, kind: StorageKind, bits: Int?)) -> ColumnSnapshot {
+                    var column = ColumnSnapshot(name: name, property: nil, renamedFrom: nil, kind: key.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false)
+                    column.bits = key.bits
+                    return column
                 }
-                let targetColumns = zip(relationship.joinTargetColumns, targetKey).map {
-                    ColumnSnapshot(name: $0, property: nil, renamedFrom: nil, kind: $1.kind, isNullable: false, defaultValue: nil, isAutoIncrement: false)
-                }
+                let sourceColumns = zip(relationship.joinColumns, sourceKey).map(column)
+                let targetColumns = zip(relationship.joinTargetColumns, targetKey).map(column)
                 let all = sourceColumns + targetColumns
                 tables.append(
                     TableSnapshot(

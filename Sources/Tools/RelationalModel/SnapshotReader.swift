@@ -31,10 +31,11 @@ struct SnapshotReader {
     }
 
     mutating func snapshot() -> SchemaSnapshot? {
-        var schema: String?, version: Int?, tables: [TableSnapshot]?, format: Int?
+        var schema: String?, version: Int?, tables: [TableSnapshot]?, format: Int?, grants: [GrantSnapshot]?
         let read = object { reader, key in
             switch key {
             case "format": return reader.optional(&format) { $0.integer().map(Int.init) }
+            case "grants": return reader.optional(&grants) { $0.array { $0.grant() } }
             case "schema": schema = reader.string()
             case "version": version = reader.integer().map(Int.init)
             case "tables": tables = reader.array { $0.table() }
@@ -46,7 +47,22 @@ struct SnapshotReader {
         guard read, position == bytes.count, let schema, let version, let tables else { return nil }
         var snapshot = SchemaSnapshot(schema: schema, version: version, tables: tables)
         snapshot.format = format
+        snapshot.grants = grants
         return snapshot
+    }
+
+    private mutating func grant() -> GrantSnapshot? {
+        var role: String?, access: GrantSnapshot.Access?
+        let read = object { reader, key in
+            switch key {
+            case "role": role = reader.string()
+            case "access": access = reader.string().flatMap(GrantSnapshot.Access.init(rawValue:))
+            default: return false
+            }
+            return true
+        }
+        guard read, let role, let access else { return nil }
+        return GrantSnapshot(role: role, access: access)
     }
 
     // MARK: - The snapshot's types

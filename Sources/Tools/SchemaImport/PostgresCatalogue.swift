@@ -7,7 +7,7 @@ import SchemaMetadata
 /// them, constraints and indexes with the definitions `pg_get_constraintdef` and
 /// `pg_get_indexdef` give, enum types, and what the schema language cannot hold (views,
 /// triggers, other schemas) by name and SQL. The importer interprets it.
-public struct PostgresCatalogue: Sendable, Equatable {
+public struct PostgresCatalogue: Sendable {
     public struct Column: Sendable, Equatable {
         public var name: String
         /// `integer`, `numeric(10,2)`, `character varying(80)`, `text[]`, `status` (an enum).
@@ -23,6 +23,17 @@ public struct PostgresCatalogue: Sendable, Equatable {
         public var identity: String
         /// The expression of a stored generated column, else nil.
         public var generated: String?
+        /// A column of a domain type: the domain's base type (as `format_type` writes it) and
+        /// its CHECK constraints, since the schema language has no domains.
+        public var domain: Domain? = nil
+    }
+
+    /// A domain (`CREATE DOMAIN year AS integer CHECK (...)`) a column's type is.
+    public struct Domain: Sendable, Equatable {
+        public var name: String
+        public var baseType: String
+        public var checks: [String]
+        public var isNotNull: Bool
     }
 
     public struct Constraint: Sendable, Equatable {
@@ -49,13 +60,16 @@ public struct PostgresCatalogue: Sendable, Equatable {
         public var definition: String
     }
 
-    public struct Table: Sendable, Equatable {
+    public struct Table: Sendable {
         public var name: String
         public var comment: String?
         public var columns: [Column]
         public var constraints: [Constraint]
         /// Indexes that no constraint made.
         public var indexes: [Index]
+        /// A partitioned table's partition key (`RANGE (payment_date)`) and how many partitions
+        /// it has; nil for a plain table.
+        public var partitioning: (key: String, partitions: Int)? = nil
 
         public func column(named name: String) -> Column? { columns.first { $0.name == name } }
         public var primaryKey: [String] { constraints.first { $0.kind == "p" }?.columns ?? [] }
@@ -87,13 +101,18 @@ public struct PostgresCatalogue: Sendable, Equatable {
         let schema = text(try connection.query("SELECT current_schema()::text").first?.first) ?? "public"
         let tableRows = try connection.query(
             """
-            SELECT c.oid::bigint, c.relname::text, obj_description(c.oid, 'pg_class') FROM pg_class c
+            SELECT c.oid::bigint, c.relname::text, obj_description(c.oid, 'pg_class'),
+                   CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END, (SELECT count(*) FROM pg_inherits i WHERE i.inhparent = c.oid)
+            FROM pg_class c
             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY c.relname
             """)
         let columnRows = try connection.query(
             """
             SELECT a.attrelid::bigint, a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull, pg_get_expr(d.adbin, d.adrelid),
-                   a.attidentity::text, a.attgenerated::text, coalesce(e.typtype, t.typtype)::text, e.typname::text
+                   a.attidentity::text, a.attgenerated::text, coalesce(e.typtype, t.typtype)::text, format_type(e.oid, a.atttypmod),
+                   CASE WHEN t.typtype = 'd' THEN t.typname::text END, CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod) END,
+                   CASE WHEN t.typtype = 'd' THEN array_to_json(ARRAY(SELECT pg_get_constraintdef(k.oid) FROM pg_constraint k WHERE k.contypid = t.oid ORDER BY k.conname))::text END,
+                   t.typnotnull
             FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid
             LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
@@ -151,6 +170,7 @@ public struct PostgresCatalogue: Sendable, Equatable {
         for row in tableRows {
             guard case .integer(let oid) = row[0], let name = text(row[1]) else { continue }
             tables[oid] = Table(name: name, comment: text(row[2]), columns: [], constraints: [], indexes: [])
+            if let key = text(row[3]), case .integer(let partitions) = row[4] { tables[oid]?.partitioning = (key, Int(partitions)) }
             order.append(oid)
         }
         for row in columnRows {
@@ -158,10 +178,13 @@ public struct PostgresCatalogue: Sendable, Equatable {
             let notNull = row[3] == .integer(1)
             let identity = text(row[5]) ?? ""
             let generated = text(row[6]) == "s" ? text(row[4]) : nil
-            tables[oid]?.columns.append(
-                Column(
-                    name: name, type: type, typeKind: text(row[7]) ?? "b", elementType: text(row[8]), isNotNull: notNull,
-                    defaultSQL: generated == nil ? text(row[4]) : nil, identity: identity, generated: generated))
+            var column = Column(
+                name: name, type: type, typeKind: text(row[7]) ?? "b", elementType: text(row[8]), isNotNull: notNull,
+                defaultSQL: generated == nil ? text(row[4]) : nil, identity: identity, generated: generated)
+            if let domain = text(row[9]), let base = text(row[10]) {
+                column.domain = Domain(name: domain, baseType: base, checks: strings(row[11]), isNotNull: row[12] == .integer(1))
+            }
+            tables[oid]?.columns.append(column)
         }
         for row in constraintRows {
             guard case .integer(let oid) = row[0], let name = text(row[1]), let kind = text(row[2]), let definition = text(row[3]) else { continue }

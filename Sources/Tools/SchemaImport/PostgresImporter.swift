@@ -1,6 +1,7 @@
 import DatabaseLocation
 import Foundation
 import PostgresKit
+import RelationalModel
 import SchemaKit
 
 /// `schemagen import postgres URL`: a schema from a live PostgreSQL database's catalogue (its
@@ -35,7 +36,26 @@ public enum PostgresImporter {
         schema.enums = builder.enums
         // Its migrations are PostgreSQL's first; SQLite's can be added to the list.
         schema.dialects = ["postgres"]
-        return ImportResult(schema: schema, findings: builder.findings)
+        return ImportResult(schema: schema, findings: builder.findings + differences(of: schema, from: builder.tables, database: database))
+    }
+
+    /// How a database built from the schema written (by its first PostgreSQL migration) differs
+    /// from the tables read, each difference said: the findings above explain most, these are
+    /// the complete account, so nothing changes unsaid.
+    static func differences(of schema: ImportedSchema, from tables: [PostgresCatalogue.Table], database: String) -> [ImportFinding] {
+        let loaded = SchemaLoader.load(source: .init(path: "\(schema.name).yaml", text: SchemaYAMLWriter.yaml(schema)))
+        guard let parsed = loaded.schema else {
+            let problems = loaded.diagnostics.filter { $0.severity == .error }.map(\.message).prefix(3).joined(separator: "; ")
+            return [
+                ImportFinding(
+                    .warning, at: database,
+                    "the schema written does not validate (\(problems)), so how a database built from it differs is not known: fix it, then compare with `migrate baseline 1 --dry-run`")
+            ]
+        }
+        let built = SnapshotBuilder.snapshot(of: parsed).tables.map(TableShape.init)
+        return TableShape.differences(live: tables.map(TableShape.init), built: built, liveName: "the database", builtName: "a database built from this schema").map {
+            ImportFinding(.warning, at: "\(database): table \"\($0.table)\"", "differs: \($0.subject): \($0.detail)")
+        }
     }
 
     struct Builder {
@@ -135,6 +155,18 @@ public enum PostgresImporter {
 
         /// The schema type of a column, from `format_type`'s spelling.
         func type(of column: PostgresCatalogue.Column) -> TypeChoice {
+            if let domain = column.domain {
+                // The base type, and what the domain adds said: the language has no domains.
+                var base = column
+                base.type = domain.baseType
+                base.domain = nil
+                var choice = type(of: base)
+                let checks = domain.checks.isEmpty ? "" : " and its \(domain.checks.joined(separator: " AND "))"
+                let said =
+                    "column \"\(column.name)\" has the domain type \(domain.name) (\(domain.baseType)\(checks)); imported as its base type \(choice.type), without the domain\(domain.checks.isEmpty ? "" : " and its check")"
+                choice.warning = [choice.warning, said + (domain.checks.isEmpty ? "" : ": values outside it are no longer refused")].compactMap { $0 }.joined(separator: "; ")
+                return choice
+            }
             if let element = column.elementType {
                 let choice = type(
                     of: PostgresCatalogue.Column(
@@ -238,6 +270,12 @@ public enum PostgresImporter {
             guard let entityName = entityOfTable[table.name] else { return }
             var entity = ImportedEntity(name: entityName)
             if Naming.defaultName(of: entityName) != table.name { entity.table = table.name }
+            if let partitioning = table.partitioning {
+                warn(
+                    table.name,
+                    "the table is partitioned (PARTITION BY \(partitioning.key)) into \(partitioning.partitions) partitions, each with its own indexes and keys; imported as one plain table: a database built from this schema has no partitions, so create them in a migration of your own",
+                    sql: "PARTITION BY \(partitioning.key)")
+            }
             entity.doc = table.comment
             let implicit = Self.isImplicitKey(table)
             if implicit, table.column(named: "id")?.type == "integer" {
@@ -365,6 +403,7 @@ public enum PostgresImporter {
                 inverse.inverse = name
                 switch key.onDelete {
                 case "c": inverse.deleteRule = .cascade
+                case "a": inverse.deleteRule = .noAction
                 case "n" where optional: inverse.deleteRule = .nullify
                 case "n", "d":
                     warn(
@@ -453,7 +492,12 @@ public enum PostgresImporter {
             var text = sql.trimmingCharacters(in: .whitespaces)
             let lower = text.lowercased()
             if ["now()", "current_timestamp", "transaction_timestamp()", "statement_timestamp()", "clock_timestamp()", "localtimestamp", "current_date"].contains(lower) {
-                if type == "Date" { return .plain("now") }
+                if type == "Date" {
+                    if lower == "current_date" || lower == "localtimestamp" {
+                        note(table, "default of column \"\(column)\" is \(sql), the day (or local time) only; imported as `now` (the current time, as timestamptz)", sql: "DEFAULT \(sql)")
+                    }
+                    return .plain("now")
+                }
             }
             if ["gen_random_uuid()", "uuid_generate_v4()"].contains(lower) {
                 if type == "UUID" { return .plain("uuid") }
