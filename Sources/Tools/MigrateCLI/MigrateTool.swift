@@ -537,10 +537,11 @@ enum BaselineCommand: Command {
         }
         let dryRun = arguments.flag("dry-run")
         guard let (migrator, database) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
-        // Compared before anything is recorded; the migrator's own check (tables and columns) follows.
+        // Compared before anything is recorded, once the migrator's own check (every table and
+        // column of the version) passes: a database lacking some is refused whatever the flag.
         let differences: [ShapeDifference]
         do {
-            differences = try BaselineCheck.differences(migrator, version: version) ?? []
+            differences = (try? migrator.pendingBaseline(version)) == nil ? [] : try BaselineCheck.differences(migrator, version: version) ?? []
         } catch {
             io.writeError("migrate: error: cannot compare \(database) with version \(version): \(error)\n")
             return .usageOrIO
