@@ -122,7 +122,11 @@ public final class PostgresServer: @unchecked Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([tool] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, tool, &actions, nil, argv, environ)
+        // Signals unblocked: a server or pgbouncer started with the test thread's mask never
+        // sees the SIGTERM that stops it.
+        var attributes = SpawnedProgram.signalsAsAShellLeavesThem()
+        defer { posix_spawnattr_destroy(&attributes) }
+        let spawned = posix_spawn(&pid, tool, &actions, &attributes, argv, environ)
         guard spawned == 0 else { throw ServerError("cannot run \(tool): error \(spawned)") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1, errno == EINTR {}
