@@ -49,6 +49,8 @@ extension Migrator {
     }
 
     /// How far a backfill has come, as its last batch recorded it.
+    ///
+    ///     if let backfill = try migrator.onlineProgress()?.backfill { print(backfill.rowsDone, backfill.secondsLeft ?? 0) }
     public struct BackfillProgress: Sendable, Hashable {
         /// The table being filled.
         public var table: String

@@ -198,6 +198,8 @@ public struct PostgresRenderer: MigrationRenderer {
 
     /// The GRANT or REVOKE that takes `role` from `from`'s table privileges to `to`'s, on a
     /// table or view named as SQL.
+    ///
+    ///     PostgresRenderer.grantChange(on: "\"job\"", role: "app", from: .read, to: .write)   // ["GRANT INSERT, UPDATE, DELETE ON \"job\" TO \"app\";"]
     public static func grantChange(on relation: String, role: String, from: GrantSnapshot.Access?, to: GrantSnapshot.Access?) -> [String] {
         let before = Set(from?.privileges ?? []), after = to?.privileges ?? []
         let added = after.filter { !before.contains($0) }, removed = (from?.privileges ?? []).filter { !after.contains($0) }

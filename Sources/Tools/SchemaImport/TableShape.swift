@@ -49,6 +49,9 @@ public struct ShapeDifference: Sendable, Equatable, Hashable, CustomStringConver
 extension TableShape {
     /// Where `built` differs from `live`, table by table, in a stable order. `liveName` and
     /// `builtName` say what each side is in the details ("the database", "the schema").
+    ///
+    ///     let live = try PostgresCatalogue.read(connection).tables.map(TableShape.init)
+    ///     for difference in TableShape.differences(live: live, built: snapshot.tables.map(TableShape.init)) { print(difference) }
     public static func differences(live: [TableShape], built: [TableShape], liveName: String = "the database", builtName: String = "the schema")
         -> [ShapeDifference]
     {
