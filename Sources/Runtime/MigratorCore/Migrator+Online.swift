@@ -432,9 +432,10 @@ extension Migrator {
             return
         }
         let state = current
-        // A phase started by an earlier run: `startedAt` stays its first start.
-        try ensureOnlineTable()
+        // A phase started by an earlier run (perhaps of an earlier release, whose table lacks the
+        // progress columns): `startedAt` stays its first start.
         if resuming {
+            try ensureOnlineTable()
             _ = try database.query("UPDATE \(onlineTableSQL) SET resumed_at = \(value: .text(Self.now())) WHERE schema = \(value: .text(schema))")
         }
         try online.setSearchPath(historySchema)
@@ -642,21 +643,23 @@ extension Migrator {
             }
             return !finished
         }
+        /// A batch's last key past the rows `range` selects (a whole batch on), and how many rows
+        /// it holds: fewer than a batch at the table's end, counted for the progress.
+        func batchEnd(after range: String, _ bound: [StoredValue]) throws(MigratorError) -> (end: String, rows: Int)? {
+            let whole = try database.query("SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound)
+            if case .text(let end)? = whole.first?.first { return (end, backfill.batch) }
+            let rest = try database.query("SELECT max(\(key))::text, count(*) FROM \(table) WHERE \(range)", bound).first
+            guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
+            return (end, Int(rows))
+        }
         guard backfill.inclusive else {
             // Files of earlier releases: `$1` the exclusive lower bound, NULL for the first batch.
             let after = "($1::\(type) IS NULL OR \(key) > $1::\(type))"
             while try notCancelled(),
                 try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
                     let bound: [StoredValue] = [last.map(StoredValue.text) ?? .null]
-                    var end = try database.query("SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(after) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound).first?.first
-                    var count = backfill.batch
-                    if end == nil || end == .null {
-                        let rest = try database.query("SELECT max(\(key))::text, count(*) FROM \(table) WHERE \(after)", bound).first
-                        end = rest?.first
-                        if case .integer(let left)? = rest?.last { count = Int(left) }
-                    }
-                    guard case .text? = end, let end else { return nil }
-                    return (bound[0], end, count)
+                    guard let (end, rows) = try batchEnd(after: after, bound) else { return nil }
+                    return (bound[0], .text(end), rows)
                 })
             {
                 progress(.backfilled(table: backfill.table, rows: done))
@@ -675,18 +678,8 @@ extension Migrator {
                         try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
                     }
                 guard case .text(let first)? = start.first?.first else { return nil }
-                var end = try database.query(
-                    "SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(key) >= $1::\(type) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", [.text(first)]
-                ).first?.first
-                var count = backfill.batch
-                if end == nil || end == .null {
-                    // The last batch: fewer rows than a whole one, counted for the progress.
-                    let rest = try database.query("SELECT max(\(key))::text, count(*) FROM \(table) WHERE \(key) >= $1::\(type)", [.text(first)]).first
-                    end = rest?.first
-                    if case .integer(let left)? = rest?.last { count = Int(left) }
-                }
-                guard case .text? = end, let end else { return nil }
-                return (.text(first), end, count)
+                guard let (end, rows) = try batchEnd(after: "\(key) >= $1::\(type)", [.text(first)]) else { return nil }
+                return (.text(first), .text(end), rows)
             })
         {
             progress(.backfilled(table: backfill.table, rows: done))
