@@ -132,6 +132,16 @@ func structure(of database: SQLiteConnection) throws -> [String] {
             afterUp: ("SELECT icao FROM airfields", [[.text("KSFO")]]),
             afterDown: ("SELECT icao FROM airports", [[.text("KSFO")]])),
         Scenario(
+            name: "keep a date as its day (dateOnly) and back", before: base + "      opened: Date?\n", after: base + "      opened: {type: Date?, dateOnly: true}\n",
+            seed: ["INSERT INTO airports (icao, name, opened) VALUES ('KSFO', 'San Francisco', '2026-12-03T22:30:00.000Z')"],
+            afterUp: ("SELECT opened FROM airports", [[.text("2026-12-03")]]),
+            afterDown: ("SELECT count(*) FROM airports WHERE opened = '2026-12-03T00:00:00.000Z'", [[.integer(1)]])),
+        Scenario(
+            name: "add a day defaulting to today (CURRENT_DATE)", before: base, after: base + "      openedOn: {type: Date, dateOnly: true, default: now}\n",
+            seed: ["INSERT INTO airports (icao, name) VALUES ('KSFO', 'San Francisco')"],
+            afterUp: ("SELECT count(*) FROM airports WHERE opened_on = CURRENT_DATE", [[.integer(1)]]),
+            afterDown: ("SELECT icao FROM airports", [[.text("KSFO")]])),
+        Scenario(
             name: "change a type (rebuild with a cast)", before: base, after: base.replacingOccurrences(of: "elevation: Int?", with: "elevation: String?"),
             seed: ["INSERT INTO airports (icao, name, elevation) VALUES ('KSFO', 'San Francisco', 13)"],
             afterUp: ("SELECT elevation, typeof(elevation) FROM airports", [[.text("13"), .text("text")]]),

@@ -122,6 +122,7 @@ struct PostgresScenarioTests {
                     attributes:
                       key: UUID
                       at: Date
+                      day: {type: Date?, dateOnly: true}
                       bytes: Data
                       price: Decimal
                       flag: Bool
@@ -145,7 +146,7 @@ struct PostgresScenarioTests {
             })
         #expect(
             types == [
-                "id": "bigint", "key": "uuid", "at": "timestamp with time zone", "bytes": "bytea", "price": "numeric", "flag": "boolean",
+                "id": "bigint", "key": "uuid", "at": "timestamp with time zone", "day": "date", "bytes": "bytea", "price": "numeric", "flag": "boolean",
                 "ratio": "double precision", "small": "real", "tiny": "smallint", "short": "smallint", "medium": "integer", "big": "bigint",
                 "text": "text", "link": "text", "tags": "jsonb", "where": "jsonb", "level": "bigint",
             ])

@@ -505,6 +505,53 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         #expect(try externalValues() == 0)
     }
 
+    /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,
+    /// `YYYY-MM-DD` text on SQLite). A date with a time of day is kept as its day in UTC through
+    /// every write path, comes back as the start of that day, and is compared as a day; a row
+    /// the database fills gets today's date.
+    @Test(arguments: StoreEngine.available)
+    func dateOnlyAttributesKeepTheDay(_ engine: StoreEngine) async throws {
+        let store = try Store(url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let day = Date(timeIntervalSince1970: 1_796_256_000)  // 2026-12-03T00:00:00Z
+        let evening = day.addingTimeInterval(22.5 * 3600), noon = day.addingTimeInterval(12 * 3600)
+        func stored() async throws -> [[StoredValue]] {
+            try await store.read { try $0.database.query("SELECT hired_on FROM mechanic ORDER BY id", [][...]) }
+        }
+
+        let ada = try await store.insert(Mechanic(name: "Ada", hiredOn: evening))
+        #expect(ada.hiredOn == day, "the model handed back holds what a fetch reads")
+        #expect(try await store.model(Mechanic.self, key: ada.id!)?.hiredOn == day)
+        #expect(try await stored() == [[.text("2026-12-03")]])
+        if engine == .postgres {
+            #expect(try await store.read { try $0.database.query("SELECT pg_typeof(hired_on)::text FROM mechanic", [][...]) } == [[.text("date")]])
+        }
+
+        // Compared as days: the same day is equal at any hour, and not before its evening.
+        #expect(try await store.count(Mechanic.self, where: #Predicate { $0.hiredOn == noon }) == 1)
+        #expect(try await store.count(Mechanic.self, where: #Predicate { $0.hiredOn < evening }) == 0)
+        #expect(try await store.count(Mechanic.self, where: #Predicate { $0.hiredOn <= evening }) == 1)
+        #expect(try await store.count(Mechanic.self, where: #Predicate { [noon].contains($0.hiredOn) }) == 1)
+
+        // A bulk update, an upsert through Codable (`update(only:)`) and a bulk insert.
+        try await store.update(Mechanic.self, set: \.hiredOn, to: evening.addingTimeInterval(86_400))
+        #expect(try await stored() == [[.text("2026-12-04")]])
+        var later = ada
+        later.hiredOn = evening.addingTimeInterval(2 * 86_400)
+        let upserted = try await store.insert(later, onConflict: .update(only: [\Mechanic.hiredOn]))
+        #expect(upserted.hiredOn == day.addingTimeInterval(2 * 86_400))
+        #expect(try await stored() == [[.text("2026-12-05")]])
+        let many = try await store.insert((0..<3).map { Mechanic(name: "M\($0)", hiredOn: noon.addingTimeInterval(Double($0) * 86_400)) })
+        #expect(many.map(\.hiredOn) == (0..<3).map { day.addingTimeInterval(Double($0) * 86_400) })
+        #expect(try await stored().dropFirst() == [[.text("2026-12-03")], [.text("2026-12-04")], [.text("2026-12-05")]])
+
+        // A row written without it gets the database's default: today (CURRENT_DATE).
+        try await store.transaction { store in _ = try store.database.query("INSERT INTO mechanic (name) VALUES ('Grace')", [][...]) }
+        let today = try await store.read { try $0.database.query("SELECT count(*) FROM mechanic WHERE name = 'Grace' AND hired_on = CURRENT_DATE", [][...]) }
+        #expect(today == [[.integer(1)]])
+        let grace = try #require(try await store.fetch(Mechanic.self, where: #Predicate { $0.name == "Grace" }).first)
+        #expect(grace.hiredOn == StoredDate.startOfDay(grace.hiredOn))
+    }
+
     /// Users: an email encrypted deterministically (unique, looked up by equality) and an
     /// image's bytes encrypted in external storage, on both engines; the database holds only
     /// ciphertext, and a wrong key is refused.

@@ -253,9 +253,10 @@ import Testing
         let arguments = ["generate", "--target", "swiftdata", "-o", output, "--schema", "Schemas/Garage.yaml", "--cache-dir", folder.appendingPathComponent("cache").path]
         let run = try ImportFixtures.schemagen.run(arguments)
         #expect(run.status == 0, "\(run.error)")
-        #expect(run.error.contains("warning: version 1, Car: the unique constraint [make, model, owner] includes the relationship 'owner'"), "\(run.error)")
+        #expect(run.error.contains("warning: version 2, Car: the unique constraint [make, model, owner] includes the relationship 'owner'"), "\(run.error)")
+        #expect(run.error.contains("warning: version 2, Mechanic.hiredOn: 'dateOnly' is not enforced"), "\(run.error)")
         #expect(run.error.contains("[swiftdata-no-equivalent]"))
-        for file in ["Garage/GarageSchemaV1.swift", "Garage/Garage.swift", "Garage/Garage+MigrationPlan.swift"] {
+        for file in ["Garage/GarageSchemaV1.swift", "Garage/GarageSchemaV2.swift", "Garage/Garage.swift", "Garage/Garage+MigrationPlan.swift"] {
             #expect(FileManager.default.fileExists(atPath: output + "/" + file), "\(file)")
         }
         let model = try String(contentsOfFile: output + "/Garage/GarageSchemaV1.swift", encoding: .utf8)

@@ -92,6 +92,8 @@ import Testing
         }
         #expect(SQLiteTypeMapping.affinity(of: "FLOATING POINT") == "INTEGER" && SQLiteTypeMapping.affinity(of: "STRING") == "NUMERIC")
         #expect(SQLiteTypeMapping.schemaType(forDeclared: "INTEGER").remark == nil)
+        #expect(SQLiteTypeMapping.schemaType(forDeclared: "DATE").isDateOnly, "DATE holds days (dateOnly)")
+        #expect(!SQLiteTypeMapping.schemaType(forDeclared: "DATETIME").isDateOnly)
         #expect(SQLiteTypeMapping.schemaType(forDeclared: "POINT").remark != nil && SQLiteTypeMapping.schemaType(forDeclared: "STRING").remark != nil)
     }
 

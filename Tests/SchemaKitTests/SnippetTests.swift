@@ -32,6 +32,15 @@ import Testing
             name: "a decimal's precision and scale",
             yaml: "entities:\n  A:\n    attributes:\n      price: {type: Decimal, precision: 12, scale: 2}\n      rate: {type: Decimal?, precision: 5}\n", expected: []),
         Case(
+            name: "a day (dateOnly), today or a fixed one by default",
+            yaml: "entities:\n  A:\n    attributes:\n      day: {type: Date, dateOnly: true, default: now}\n      since: {type: Date?, dateOnly: true, default: 2024-01-31}\n", expected: []),
+        Case(
+            name: "dateOnly applies to Date only",
+            yaml: "entities:\n  A:\n    attributes:\n      name: {type: String, dateOnly: true}\n", expected: ["6:28 conflicting-options"]),
+        Case(
+            name: "a dateOnly default has no time of day",
+            yaml: "entities:\n  A:\n    attributes:\n      day: {type: Date, dateOnly: true, default: 2024-01-31T08:00:00Z}\n", expected: ["6:50 invalid-default"]),
+        Case(
             name: "precision applies to Decimal only",
             yaml: "entities:\n  A:\n    attributes:\n      price: {type: Double, precision: 12}\n", expected: ["6:29 conflicting-options"]),
         Case(

@@ -31,6 +31,27 @@ struct SQLBuilder {
     var cipher: (_ table: String?, _ column: String) -> FieldCipher? = { _, _ in nil }
     /// Encrypted columns met so far, by the marker that stands for them until an equality uses it.
     var encrypted: [String: (sql: String, cipher: FieldCipher)] = [:]
+    /// Whether a column of the root model (`table` nil) or of a joined table holds days (`dateOnly`).
+    var isDayColumn: (_ table: String?, _ column: String) -> Bool = { _, _ in false }
+    /// Day columns met so far, as their SQL.
+    var days: Set<String> = []
+
+    /// A column's SQL, noted when it holds days so that values compared with it are days too.
+    mutating func column(_ name: String, of alias: String?, table: String?) -> String {
+        let sql = quoted(name, of: alias)
+        if isDayColumn(table, name) { days.insert(sql) }
+        return sql
+    }
+
+    /// A date compared with a day column is taken as its day in UTC, the same on every
+    /// database (PostgreSQL would cast it to `date`; SQLite would compare text).
+    mutating func compareAsDays(_ operands: [String]) {
+        guard operands.contains(where: days.contains) else { return }
+        for operand in operands where Self.isParameter(operand) {
+            guard let index = Int(operand.dropFirst(Self.parameterMarker.count).dropLast()), arguments.indices.contains(index) else { continue }
+            arguments[index] = StoredDate.dayValue(arguments[index])
+        }
+    }
 
     /// A marker for an encrypted column: only `==` and `!=` against a value may use it.
     mutating func encryptedColumn(_ sql: String, _ cipher: FieldCipher) -> String {
@@ -118,7 +139,7 @@ struct SQLBuilder {
         switch member {
         case .column(let name):
             if let cipher = cipher(entity.table, name) { return encryptedColumn(quoted(name, of: alias), cipher) }
-            return quoted(name, of: alias)
+            return column(name, of: alias, table: entity.table)
         case .relationship(let name):
             guard let relationship = entity.relationship(named: name), let target = entityNamed(relationship.target) else {
                 throw PredicateTranslationError(expression: "the relationship \(entity.name).\(name)")
@@ -261,7 +282,7 @@ extension PredicateExpressions.KeyPath: SQLTranslatable {
                 throw PredicateTranslationError(expression: "the key path \(keyPath) (not a stored property of the model)")
             }
             if let cipher = builder.cipher(nil, column) { return builder.encryptedColumn(builder.quoted(column), cipher) }
-            return builder.quoted(column)
+            return builder.column(column, of: nil, table: nil)
         }
         // A property of a captured value (`airline.id`): evaluated once and bound.
         guard let value = try? evaluate(PredicateBindings()), let encodable = value as? any Encodable,
@@ -313,6 +334,7 @@ private func equality(_ lhs: Any, _ rhs: Any, negated: Bool, _ builder: inout SQ
     }
     if right == "NULL" { return "(\(left) IS \(negated ? "NOT " : "")NULL)" }
     if left == "NULL" { return "(\(right) IS \(negated ? "NOT " : "")NULL)" }
+    builder.compareAsDays([left, right])
     return builder.dialect.nullSafeEquality(left, right, negated: negated)
 }
 
@@ -333,7 +355,9 @@ extension PredicateExpressions.Comparison: SQLTranslatable {
             case .greaterThan: ">"
             case .greaterThanOrEqual: ">="
             }
-        return "(\(try translate(lhs, &builder)) \(symbol) \(try translate(rhs, &builder)))"
+        let left = try translate(lhs, &builder), right = try translate(rhs, &builder)
+        builder.compareAsDays([left, right])
+        return "(\(left) \(symbol) \(right))"
     }
 }
 
@@ -382,6 +406,7 @@ extension PredicateExpressions.SequenceContains: SQLTranslatable {
         let element = try translate(self.element, &builder)
         var placeholders: [String] = []
         for value in try constant.sqliteValues() { placeholders.append(builder.bind(value)) }
+        builder.compareAsDays([element] + placeholders)
         return placeholders.isEmpty ? "(1 = 0)" : "(\(element) IN (\(placeholders.joined(separator: ", "))))"
     }
 }

@@ -5,11 +5,22 @@ import SchemaMetadata
 /// (`jsonKey`), enums (raw values), value types and arrays (JSON text) follow the generated
 /// code. Nil optionals are simply absent.
 enum RowEncoder {
-    static func encode(_ model: some Encodable) throws -> [String: StoredValue] {
+    /// The model's values by Codable key, day columns (`dateOnly`) as their days.
+    static func encode<M: PersistentModel>(_ model: M) throws -> [String: StoredValue] {
         let encoder = RowEncoding()
         try model.encode(to: encoder)
         if let problem = encoder.problem { throw problem }
-        return encoder.values
+        var values = encoder.values
+        for column in M.entity.columns where column.storage == .day {
+            if let value = values[column.jsonKey] { values[column.jsonKey] = StoredDate.dayValue(value) }
+        }
+        return values
+    }
+
+    /// One value as a column keeps it: a day column's date as its day.
+    static func value(_ value: some Encodable, for column: ColumnDescriptor?) throws -> StoredValue {
+        let stored = try self.value(value)
+        return column?.storage == .day ? StoredDate.dayValue(stored) : stored
     }
 
     /// One value as the database keeps it.

@@ -22,7 +22,8 @@ public struct Assignment<Model: PersistentModel>: Sendable {
     public static func set<Value: Encodable & Sendable>(_ keyPath: KeyPath<Model, Value>, to value: Value) -> Assignment {
         let column = Self.column(of: keyPath)
         do {
-            return Assignment(column: column, change: .value(try RowEncoder.value(value)))
+            let descriptor = (try? column.get()).flatMap { name in Model.entity.columns.first { $0.column == name } }
+            return Assignment(column: column, change: .value(try RowEncoder.value(value, for: descriptor)))
         } catch {
             return Assignment(column: .failure(.coding("\(keyPath): \(error)")), change: .value(.null))
         }

@@ -10,6 +10,8 @@ extension Store {
         var builder = SQLBuilder(dialect: database.dialect, column: { M.column(for: $0) })
         let ciphers = encryption
         builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
+        let schema = self.schema
+        builder.isDayColumn = { table, column in Self.holdsDays(table.flatMap(schema.entity(forTable:)) ?? M.entity, column) }
         do {
             let condition = try translate(predicate.expression, &builder)
             try builder.checkEncryptedUse(condition)
@@ -17,6 +19,11 @@ extension Store {
         } catch {
             throw .unsupportedPredicate(error.description)
         }
+    }
+
+    /// Whether an entity's column is a day column (`dateOnly`).
+    static func holdsDays(_ entity: EntityDescriptor, _ column: String) -> Bool {
+        entity.columns.contains { $0.column == column && $0.storage == .day }
     }
 
     /// ORDER BY from sort descriptors, ties broken by the primary key so results are stable.
@@ -152,6 +159,7 @@ extension Store {
         builder.rows[predicate.variable.key] = ("t0", M.entity)
         let ciphers = encryption
         builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
+        builder.isDayColumn = { table, column in Self.holdsDays(table.flatMap(schema.entity(forTable:)) ?? M.entity, column) }
         do throws(PredicateTranslationError) {
             let condition = try translate(predicate.expression, &builder)
             try builder.checkEncryptedUse(condition + builder.levels.flatMap(\.clauses).joined())

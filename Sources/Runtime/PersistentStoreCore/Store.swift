@@ -563,7 +563,7 @@ public actor Store {
         let entity = M.entity
         guard entity.primaryKey.count == 1 else { throw .coding("\(entity.name) has a composite key; fetch with a filter") }
         let value: StoredValue
-        do { value = try RowEncoder.value(key) } catch { throw .coding("\(error)") }
+        do { value = try RowEncoder.value(key, for: entity.columns.first { $0.column == entity.primaryKey[0] }) } catch { throw .coding("\(error)") }
         return try rows("SELECT \(selection(M.self)) FROM \(identifier: entity.table) WHERE \(identifier: entity.primaryKey[0]) = \(value: value) LIMIT 1", as: M.self).first
     }
 

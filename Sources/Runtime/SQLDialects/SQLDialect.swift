@@ -171,14 +171,14 @@ public struct SQLiteDialect: SQLDialect {
     public func greatest(_ a: String, _ b: String) -> String { "max(\(a), \(b))" }
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) INTEGER PRIMARY KEY AUTOINCREMENT" }
 
-    /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, UUIDs, URLs and decimals
-    /// are kept as text (decimals exactly), booleans as 0 and 1.
+    /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, days, UUIDs, URLs and
+    /// decimals are kept as text (decimals exactly), booleans as 0 and 1.
     public func columnType(_ kind: StorageKind) -> String {
         switch kind {
         case .integer, .boolean: "INTEGER"
         case .real: "REAL"
         case .blob: "BLOB"
-        case .text, .date, .uuid, .url, .decimal, .json: "TEXT"
+        case .text, .date, .day, .uuid, .url, .decimal, .json: "TEXT"
         }
     }
 }
@@ -225,6 +225,7 @@ public struct PostgresDialect: SQLDialect {
         case .real: bits == 32 ? "real" : "double precision"
         case .boolean: "boolean"
         case .date: "timestamptz"
+        case .day: "date"
         case .blob: "bytea"
         case .uuid: "uuid"
         case .decimal: "numeric"

@@ -25,6 +25,8 @@ public struct SchemaDescriptor: Sendable, Hashable {
 
     /// The entity with this name, or nil.
     public func entity(named name: String) -> EntityDescriptor? { entities.first { $0.name == name } }
+    /// The entity stored in this table, or nil.
+    public func entity(forTable table: String) -> EntityDescriptor? { entities.first { $0.table == table } }
 }
 
 /// One entity: its table, key, stored columns, relationships and indexes.
@@ -79,6 +81,10 @@ public enum StorageKind: String, Sendable, Hashable, CaseIterable, Codable {
     case boolean
     /// A moment in time (ISO 8601 text in UTC on SQLite, `timestamptz` on PostgreSQL).
     case date
+    /// A calendar day, the day in UTC (`YYYY-MM-DD` text on SQLite, `date` on PostgreSQL): a
+    /// `Date` attribute declared `dateOnly: true`. Added last so stored raw values keep their
+    /// meaning.
+    case day
     /// Bytes.
     case blob
     /// A UUID (lowercase text on SQLite).

@@ -52,6 +52,24 @@ public enum StoredDate {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The stored form of a calendar day (`dateOnly`): the date's day in UTC, `2024-01-31`.
+    public static func day(_ date: Date) -> String {
+        let text = text(date)
+        return text.firstIndex(of: "T").map { String(text[..<$0]) } ?? text
+    }
+
+    /// The date `date(day(date))` gives: the start of its day in UTC.
+    public static func startOfDay(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (rounded(date).timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+    }
+
+    /// A stored value as a day column keeps it: stored date text cut to its day; anything else
+    /// as it is.
+    public static func dayValue(_ value: StoredValue) -> StoredValue {
+        guard case .text(let text) = value, text.utf8.count != 10, let date = date(text) else { return value }
+        return .text(day(date))
+    }
+
     /// The date `date(text(date))` gives, without the text.
     public static func rounded(_ date: Date) -> Date {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
@@ -100,9 +118,10 @@ public enum StoredDate {
         return (iso, bytes.count > 19 && bytes[19] == 46)
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` exactly, as `text` writes it.
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` exactly, as `text` writes it, or `YYYY-MM-DD` as `day` does.
     private static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Date? {
-        guard b.count == 24, b[4] == 45, b[7] == 45, b[10] == 84, b[13] == 58, b[16] == 58, b[19] == 46, b[23] == 90 else { return nil }
+        let isDay = b.count == 10
+        guard isDay || (b.count == 24 && b[10] == 84 && b[13] == 58 && b[16] == 58 && b[19] == 46 && b[23] == 90), b[4] == 45, b[7] == 45 else { return nil }
         func number(_ offset: Int, _ width: Int) -> Int64? {
             var value: Int64 = 0
             for index in offset..<offset + width {
@@ -112,8 +131,8 @@ public enum StoredDate {
             }
             return value
         }
-        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-            let minute = number(14, 2), let second = number(17, 2), let millisecond = number(20, 3),
+        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = isDay ? 0 : number(11, 2),
+            let minute = isDay ? 0 : number(14, 2), let second = isDay ? 0 : number(17, 2), let millisecond = isDay ? 0 : number(20, 3),
             (1...12).contains(month), (1...31).contains(day)
         else { return nil }
         // Days since 1970 from a civil date (Howard Hinnant's days_from_civil).

@@ -1,8 +1,8 @@
 import Foundation
 
 /// What a model's row codec round trip (`storedValues()`, then `init(storedValues:)`) makes of
-/// it, done on the model itself: the key the database gave set, and dates cut to the stored
-/// milliseconds. The store returns written models in this form without decoding the row it
+/// it, done on the model itself: the key the database gave set, dates cut to the stored
+/// milliseconds, and days (`dateOnly`) to the start of their day in UTC. The store returns written models in this form without decoding the row it
 /// just encoded.
 ///
 /// Only for models whose round trip changes nothing else: none for models with JSON or URL
@@ -16,6 +16,8 @@ public struct StoredForm<Model: PersistentModel> {
     let key: Int?
     let dates: [Int]
     let optionalDates: [Int]
+    let days: [Int]
+    let optionalDays: [Int]
 
     /// `sample` is any model of the type: its stored properties are counted once.
     public init?(sample: Model) {
@@ -30,19 +32,19 @@ public struct StoredForm<Model: PersistentModel> {
         } else {
             key = nil
         }
-        var dates: [Int] = []
-        var optionalDates: [Int] = []
+        var dates: [Int] = [], optionalDates: [Int] = [], days: [Int] = [], optionalDays: [Int] = []
         for (index, column) in columns.enumerated() {
             switch column.storage {
             case .json, .url:
                 return nil
-            case .date:
+            case .date, .day:
                 let path = paths[offset + index]
                 guard let partial = path as? PartialKeyPath<Model>, let byteOffset = MemoryLayout<Model>.offset(of: partial) else { return nil }
+                let isDay = column.storage == .day
                 if path is WritableKeyPath<Model, Date> {
-                    dates.append(byteOffset)
+                    if isDay { days.append(byteOffset) } else { dates.append(byteOffset) }
                 } else if path is WritableKeyPath<Model, Date?> {
-                    optionalDates.append(byteOffset)
+                    if isDay { optionalDays.append(byteOffset) } else { optionalDates.append(byteOffset) }
                 } else {
                     return nil
                 }
@@ -52,6 +54,8 @@ public struct StoredForm<Model: PersistentModel> {
         }
         self.dates = dates
         self.optionalDates = optionalDates
+        self.days = days
+        self.optionalDays = optionalDays
     }
 
     /// The model as the row codec would hand it back, with `key` (when the database gave one).
@@ -64,6 +68,14 @@ public struct StoredForm<Model: PersistentModel> {
             for offset in optionalDates {
                 if let date = bytes.load(fromByteOffset: offset, as: Date?.self) {
                     bytes.storeBytes(of: Optional(StoredDate.rounded(date)), toByteOffset: offset, as: Date?.self)
+                }
+            }
+            for offset in days {
+                bytes.storeBytes(of: StoredDate.startOfDay(bytes.load(fromByteOffset: offset, as: Date.self)), toByteOffset: offset, as: Date.self)
+            }
+            for offset in optionalDays {
+                if let date = bytes.load(fromByteOffset: offset, as: Date?.self) {
+                    bytes.storeBytes(of: Optional(StoredDate.startOfDay(date)), toByteOffset: offset, as: Date?.self)
                 }
             }
         }

@@ -196,6 +196,16 @@ extension Date: StoredValueConvertible {
     }
 }
 
+extension Date {
+    /// The stored form of a `dateOnly` attribute: the day in UTC (`2024-01-31`).
+    @inlinable public var storedDayValue: StoredValue { .text(StoredDate.day(self)) }
+}
+
+extension Optional where Wrapped == Date {
+    /// NULL for nil, else the day in UTC (`dateOnly` attributes).
+    @inlinable public var storedDayValue: StoredValue { self.map { .text(StoredDate.day($0)) } ?? .null }
+}
+
 extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible {
     /// NULL for nil, else the wrapped value's.
     @inlinable public var storedValue: StoredValue { self?.storedValue ?? .null }

@@ -143,6 +143,11 @@ struct SwiftDataVersion {
             comments.append("// No SwiftData equivalent: \(message).")
             note(subject, message)
         }
+        if attribute.isDateOnly {
+            let message = "'dateOnly' is not enforced: SwiftData's Date keeps the time of day; store the start of the day in UTC to match the server's"
+            comments.append("// No SwiftData equivalent: \(message).")
+            note(subject, message)
+        }
         var arguments = options
         if let original = attribute.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
         var macro: String?

@@ -175,6 +175,9 @@ extension TemplateContext {
             case .value, .array:
                 values.append("try StoredJSON.value(\(name))")
                 arguments.append("\(name): row.\(attribute.isOptional ? "optionalJSON" : "json")()")
+            case .scalar(.date) where attribute.isDateOnly:
+                values.append("\(name).storedDayValue")
+                arguments.append("\(name): row.next()")
             default:
                 values.append("\(name).storedValue")
                 arguments.append("\(name): row.next()")

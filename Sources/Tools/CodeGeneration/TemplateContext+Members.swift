@@ -48,6 +48,7 @@ extension TemplateContext {
         case .preservesValueOnDeletion: return .bool(attribute.preservesValueOnDeletion)
         case .isIndexed: return .bool(attribute.isIndexed)
         case .isSearchable: return .bool(attribute.isSearchable)
+        case .isDateOnly: return .bool(attribute.isDateOnly)
         case .renamedFrom: return optional(attribute.renamedFrom)
         case .renamedFromLiteral: return .string(attribute.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil")
         case .doc: return optional(attribute.doc)
@@ -55,7 +56,7 @@ extension TemplateContext {
         case .hasDefault: return .bool(attribute.defaultValue != nil)
         case .defaultValue: return optional(attribute.defaultValue.map { SwiftSyntax.expression(for: $0, type: attribute.type, schema: schema) })
         case .initDefault: return .string(initDefault(attribute))
-        case .storage: return .string((column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue)
+        case .storage: return .string((column?.kind ?? SnapshotBuilder.kind(of: attribute, in: schema)).rawValue)
         case .metadataDefault: return .string(column.map(metadataDefault) ?? "nil")
         case .metadataColumn: return .string(metadataColumn(attribute, in: parts, column: column))
         }
@@ -65,7 +66,7 @@ extension TemplateContext {
     /// the defaults is written, so metadata stays a line per attribute.
     func metadataColumn(_ attribute: Attribute, in parts: EntityParts, column: ColumnSnapshot?) -> String {
         var arguments = [
-            SwiftSyntax.stringLiteral(attribute.name), "." + (column?.kind ?? SnapshotBuilder.kind(of: attribute.type, in: schema)).rawValue,
+            SwiftSyntax.stringLiteral(attribute.name), "." + (column?.kind ?? SnapshotBuilder.kind(of: attribute, in: schema)).rawValue,
             SwiftSyntax.stringLiteral(SwiftSyntax.typeName(attribute.type)),
         ]
         if attribute.columnName != attribute.name { arguments.append("column: " + SwiftSyntax.stringLiteral(attribute.columnName)) }
@@ -185,7 +186,7 @@ extension TemplateContext {
 enum AttributeField: Int, CaseIterable {
     case name, swiftName, nameLiteral, swiftType, swiftBaseType, column, columnLiteral, jsonKey, jsonKeyLiteral
     case hasCustomJSONKey, isOptional, isUnique, isPrimaryKey, isTransient, isStored, usesExternalStorage, isEncrypted
-    case encryptsDeterministically, preservesValueOnDeletion, isIndexed, isSearchable, renamedFrom, renamedFromLiteral
+    case encryptsDeterministically, preservesValueOnDeletion, isIndexed, isSearchable, isDateOnly, renamedFrom, renamedFromLiteral
     case doc, docLines, hasDefault, defaultValue, initDefault, storage, metadataDefault, metadataColumn
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })

@@ -344,11 +344,12 @@ public enum MigrationLint {
         column.precision.map { "precision \($0)" + (column.scale.map { ", scale \($0)" } ?? "") } ?? "any number of digits"
     }
 
-    /// Conversions that can lose values: anything to a number from text, real to integer, ...
+    /// Conversions that can lose values: anything to a number from text, real to integer, a
+    /// date to its day (the time of day), ...
     static func isNarrowing(from old: StorageKind, to new: StorageKind) -> Bool {
         if old == new { return false }
         switch (old, new) {
-        case (.integer, .real), (.boolean, .integer), (_, .text), (_, .json), (.boolean, .real): return false
+        case (.integer, .real), (.boolean, .integer), (_, .text), (_, .json), (.boolean, .real), (.day, .date): return false
         default: return true
         }
     }

@@ -65,7 +65,11 @@ public struct PostgresRenderer: MigrationRenderer {
             return text.contains(".") || text.contains("e") || text.contains("n") ? text : text + ".0"
         case .text(let text): return dialect.literal(text)
         case .blob(let hex): return dialect.literal("\\x" + hex)
-        case .now: return kind == .date ? "now()" : "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        case .now where kind == .date: return "now()"
+        // The day in the session's time zone, as PostgreSQL users write it (the store's
+        // sessions are in UTC).
+        case .now where kind == .day: return "CURRENT_DATE"
+        case .now: return "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
         case .uuid: return kind == .uuid ? "gen_random_uuid()" : "gen_random_uuid()::text"
         }
     }
@@ -248,6 +252,9 @@ public struct PostgresRenderer: MigrationRenderer {
         case (.integer, .boolean): return "(\(column) <> 0)"
         case (.boolean, .real): return "\(column)::integer::\(target)"
         case (.real, .integer): return "round(\(column))::\(target)"
+        // The day and the moment are both UTC's, whatever the session's time zone.
+        case (.date, .day): return "(\(column) AT TIME ZONE 'UTC')::date"
+        case (.day, .date): return "(\(column)::timestamp AT TIME ZONE 'UTC')"
         case (_, .text): return "\(column)::text"
         default: return "\(column)::\(target)"
         }

@@ -32,9 +32,16 @@ public struct SQLiteRenderer: MigrationRenderer {
 
     /// Dates are kept as UTC ISO 8601 text with milliseconds, which sorts by time.
     static let nowExpression = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+    /// Days are `YYYY-MM-DD` text; SQLite's CURRENT_DATE is the day in UTC.
+    static let todayExpression = "CURRENT_DATE"
     /// A random version-4 UUID in lowercase canonical form.
     static let uuidExpression =
         "(lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))))"
+
+    /// A default or backfill value as SQL; `now` is the day alone in a day column.
+    public static func literal(_ value: ColumnDefault, kind: StorageKind) -> String {
+        value == .now && kind == .day ? todayExpression : literal(value)
+    }
 
     public static func literal(_ value: ColumnDefault) -> String {
         switch value {
@@ -56,7 +63,7 @@ public struct SQLiteRenderer: MigrationRenderer {
         var text = "\(quote(column.name)) \(type(of: column.kind))"
         if inlineKey { text += " PRIMARY KEY" }
         if !column.isNullable { text += " NOT NULL" }
-        if let value = column.defaultValue { text += " DEFAULT \(literal(value))" }
+        if let value = column.defaultValue { text += " DEFAULT \(literal(value, kind: column.kind))" }
         return text
     }
 
@@ -189,13 +196,18 @@ public struct SQLiteRenderer: MigrationRenderer {
         guard let sourceName = change.columnSources[column.name], let source = change.from.column(named: sourceName) else {
             // A new column: its default, computed per row where it is not constant, else its
             // backfill for the rows that exist.
-            return column.defaultValue.map(Self.literal) ?? backfillExpression(column)
+            return column.defaultValue.map { Self.literal($0, kind: column.kind) } ?? backfillExpression(column)
         }
         var expression = q(source.name)
         if source.kind != column.kind, Self.type(of: source.kind) != Self.type(of: column.kind) {
             expression = "CAST(\(expression) AS \(Self.type(of: column.kind)))"
+        } else if source.kind == .date, column.kind == .day {
+            // Stored dates are UTC text: the day is their first ten characters.
+            expression = "substr(\(expression), 1, 10)"
+        } else if source.kind == .day, column.kind == .date {
+            expression = "(\(expression) || 'T00:00:00.000Z')"
         }
-        if source.isNullable, !column.isNullable, let filler = backfillExpression(column) ?? column.defaultValue.flatMap({ $0 == .null ? nil : Self.literal($0) }) {
+        if source.isNullable, !column.isNullable, let filler = backfillExpression(column) ?? column.defaultValue.flatMap({ $0 == .null ? nil : Self.literal($0, kind: column.kind) }) {
             expression = "COALESCE(\(expression), \(filler))"
         }
         return expression
@@ -204,7 +216,7 @@ public struct SQLiteRenderer: MigrationRenderer {
     /// A column's backfill as SQLite SQL, evaluated against the old table's row.
     func backfillExpression(_ column: ColumnSnapshot) -> String? {
         switch column.backfill {
-        case .value(let value)?: Self.literal(value)
+        case .value(let value)?: Self.literal(value, kind: column.kind)
         case .sql(let expressions)?: expressions[dialect.name].map { "(\($0))" }
         case nil: nil
         }

@@ -30,9 +30,9 @@ public enum SnapshotBuilder {
                     name: attribute.columnName, property: attribute.name, renamedFrom: attribute.renamedFrom,
                     // An external value's column holds its file name; an encrypted value is an
                     // envelope of bytes, with no default or enum check in clear.
-                    kind: attribute.usesExternalStorage ? .text : attribute.isEncrypted ? .blob : kind(of: attribute.type, in: schema),
+                    kind: attribute.usesExternalStorage ? .text : attribute.isEncrypted ? .blob : kind(of: attribute, in: schema),
                     isNullable: attribute.isOptional,
-                    defaultValue: attribute.isEncrypted ? nil : attribute.defaultValue.map { columnDefault($0, type: attribute.type, in: schema) },
+                    defaultValue: attribute.isEncrypted ? nil : attribute.defaultValue.map { columnDefault($0, of: attribute, in: schema) },
                     isAutoIncrement: false, enumValues: attribute.isEncrypted ? nil : enumValues(of: attribute.type, in: schema),
                     bits: attribute.usesExternalStorage || attribute.isEncrypted ? nil : bits(of: attribute.type)))
             if !attribute.isEncrypted, !attribute.usesExternalStorage {
@@ -42,7 +42,7 @@ public enum SnapshotBuilder {
             columns[columns.count - 1].doc = attribute.doc
             columns[columns.count - 1].movedFrom = attribute.movedFromText
             switch attribute.backfill {
-            case .value(let value)?: columns[columns.count - 1].backfill = .value(columnDefault(value, type: attribute.type, in: schema))
+            case .value(let value)?: columns[columns.count - 1].backfill = .value(columnDefault(value, of: attribute, in: schema))
             case .sql(let expressions)?: columns[columns.count - 1].backfill = .sql(Dictionary(uniqueKeysWithValues: expressions.map { ($0.key.rawValue, $0.value) }))
             case nil: break
             }
@@ -75,7 +75,7 @@ public enum SnapshotBuilder {
     static func keyColumns(of entity: Entity, in schema: Schema, depth: Int = 0) -> [(name: String, kind: StorageKind, bits: Int?)] {
         guard case .members(let members) = entity.primaryKey, depth < 16 else { return [(Entity.implicitKeyName, .integer, nil)] }
         return members.flatMap { member -> [(name: String, kind: StorageKind, bits: Int?)] in
-            if let attribute = entity.attribute(named: member) { return [(attribute.columnName, kind(of: attribute.type, in: schema), bits(of: attribute.type))] }
+            if let attribute = entity.attribute(named: member) { return [(attribute.columnName, kind(of: attribute, in: schema), bits(of: attribute.type))] }
             guard let relationship = entity.relationship(named: member), let target = schema.entity(named: relationship.target) else { return [] }
             let targetKey = keyColumns(of: target, in: schema, depth: depth + 1)
             return zip(relationship.foreignKeyColumns, targetKey).map { ($0, $1.kind, $1.bits) }
@@ -204,6 +204,18 @@ public enum SnapshotBuilder {
         case .enumeration(let name): schema.enumType(named: name)?.rawType == .int ? .integer : .text
         case .value, .array, .unresolved: .json
         }
+    }
+
+    /// How an attribute's values are kept: its type's kind, or a calendar day (`dateOnly`).
+    public static func kind(of attribute: Attribute, in schema: Schema) -> StorageKind {
+        attribute.isDateOnly ? .day : kind(of: attribute.type, in: schema)
+    }
+
+    /// An attribute's checked default (or backfill value) as its column stores it; a day
+    /// column's date is the day alone.
+    static func columnDefault(_ value: DefaultValue, of attribute: Attribute, in schema: Schema) -> ColumnDefault {
+        if attribute.isDateOnly, case .date(let text) = value { return .text(String(normalizedDate(text).prefix(10))) }
+        return columnDefault(value, type: attribute.type, in: schema)
     }
 
     /// A checked default as the database stores it: enum cases as raw values, dates as UTC

@@ -95,6 +95,7 @@ public struct ERModel: Sendable, Equatable {
             var notes: [String] = []
             if attribute.isTransient { notes.append("transient") }
             if attribute.usesExternalStorage { notes.append("external storage") }
+            if attribute.isDateOnly { notes.append("day only") }
             if attribute.isEncrypted { notes.append("encrypted") }
             if attribute.isSearchable { notes.append("searchable") }
             if let doc = attribute.doc { notes.append(doc) }

@@ -196,6 +196,7 @@ public enum CoreDataExporter {
         if attribute.isEncrypted { info.append((CoreDataUserInfo.encrypt, attribute.encryptsDeterministically ? "deterministic" : "true")) }
         if let precision = attribute.precision { info.append((CoreDataUserInfo.precision, String(precision))) }
         if let scale = attribute.scale { info.append((CoreDataUserInfo.scale, String(scale))) }
+        if attribute.isDateOnly { info.append((CoreDataUserInfo.dateOnly, "YES")) }
         if attribute.jsonKey != attribute.name { info.append((CoreDataUserInfo.jsonKey, attribute.jsonKey)) }
         if let backfill = attribute.backfill { info.append((CoreDataUserInfo.backfill, yaml(backfill))) }
         if let movedFrom = attribute.movedFromText { info.append((CoreDataUserInfo.movedFrom, movedFrom)) }
@@ -347,6 +348,7 @@ struct ExportedAttribute {
     var doc: String?
     var precision: Int?
     var scale: Int?
+    var isDateOnly = false
     var backfill: Backfill?
     var movedFromText: String?
 
@@ -369,6 +371,7 @@ struct ExportedAttribute {
         doc = attribute.doc
         precision = attribute.precision
         scale = attribute.scale
+        isDateOnly = attribute.isDateOnly
         backfill = attribute.backfill
         movedFromText = attribute.movedFromText
     }

@@ -374,6 +374,7 @@ extension CoreDataImporter {
             attribute.doc = info[CoreDataUserInfo.doc]
             attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
             attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
+            attribute.isDateOnly = info[CoreDataUserInfo.dateOnly] == "YES"
             if attribute.isTransient {
                 // Flags that make no sense for a value never stored are errors in the schema.
                 for flag in ["indexed", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion"] where element.flag(flag) {

@@ -100,6 +100,8 @@ public struct ImportedAttribute: Sendable, Equatable {
     /// For decimals: `numeric(precision, scale)`.
     public var precision: Int?
     public var scale: Int?
+    /// For dates: kept as the calendar day (`dateOnly: true`, a `date` column).
+    public var isDateOnly = false
     /// `encrypt:` as written (`true`, `deterministic`); nil when not encrypted.
     public var encrypt: String?
     /// The JSON key, when it differs from the name.

@@ -149,6 +149,8 @@ public enum PostgresImporter {
             var type: String
             var precision: Int? = nil
             var scale: Int? = nil
+            /// A `date` column: a `Date` kept as its day (`dateOnly`).
+            var isDateOnly = false
             var remark: String? = nil
             var warning: String? = nil
         }
@@ -205,8 +207,7 @@ public enum PostgresImporter {
             case "timestamp with time zone": return TypeChoice(type: "Date")
             case "timestamp without time zone":
                 return TypeChoice(type: "Date", remark: "column \"\(column.name)\" is a timestamp without time zone; imported as Date, read as UTC (schemagen's columns are timestamptz)")
-            case "date":
-                return TypeChoice(type: "Date", remark: "column \"\(column.name)\" is a date; imported as Date (a point in time, schemagen's columns are timestamptz)")
+            case "date": return TypeChoice(type: "Date", isDateOnly: true)
             case "json", "jsonb":
                 return TypeChoice(
                     type: "String",
@@ -345,6 +346,7 @@ public enum PostgresImporter {
                 var attribute = ImportedAttribute(name: name, type: choice.type, isOptional: !column.isNotNull && !isKey)
                 attribute.precision = choice.precision
                 attribute.scale = choice.scale
+                attribute.isDateOnly = choice.isDateOnly
                 attribute.isSearchable = searchable.contains(column.name)
                 if Naming.defaultName(of: name) != column.name { attribute.column = column.name }
                 if !column.identity.isEmpty || column.defaultSQL?.hasPrefix("nextval(") == true {
@@ -353,7 +355,7 @@ public enum PostgresImporter {
                         "column \"\(column.name)\" is numbered by the database (identity or serial) but is not the implicit key `id`; imported as a plain integer, so the app must give each row its number",
                         sql: column.defaultSQL)
                 } else if let sql = column.defaultSQL {
-                    attribute.defaultValue = defaultValue(sql, type: choice.type, column: column.name, table: table.name)
+                    attribute.defaultValue = defaultValue(sql, type: choice.type, isDateOnly: choice.isDateOnly, column: column.name, table: table.name)
                 }
                 entity.attributes.append(attribute)
             }
@@ -488,10 +490,17 @@ public enum PostgresImporter {
 
         /// A default as `pg_get_expr` writes it: literals with their casts, `now()`,
         /// `gen_random_uuid()`.
-        mutating func defaultValue(_ sql: String, type: String, column: String, table: String) -> ImportedDefault? {
+        mutating func defaultValue(_ sql: String, type: String, isDateOnly: Bool = false, column: String, table: String) -> ImportedDefault? {
             var text = sql.trimmingCharacters(in: .whitespaces)
             let lower = text.lowercased()
             if ["now()", "current_timestamp", "transaction_timestamp()", "statement_timestamp()", "clock_timestamp()", "localtimestamp", "current_date"].contains(lower) {
+                if type == "Date", isDateOnly {
+                    // `now` on a day column is written CURRENT_DATE.
+                    if lower != "current_date" {
+                        note(table, "default of column \"\(column)\" is \(sql) on a date column; imported as `now`, which schemagen writes CURRENT_DATE", sql: "DEFAULT \(sql)")
+                    }
+                    return .plain("now")
+                }
                 if type == "Date" {
                     if lower == "current_date" || lower == "localtimestamp" {
                         note(table, "default of column \"\(column)\" is \(sql), the day (or local time) only; imported as `now` (the current time, as timestamptz)", sql: "DEFAULT \(sql)")
@@ -538,6 +547,10 @@ public enum PostgresImporter {
             case "UUID":
                 guard UUID(uuidString: literal) != nil else { return unsupported("not a UUID") }
                 return .text(literal.lowercased())
+            case "Date" where isDateOnly:
+                // `'2024-01-31'::date`: a day, as the schema language writes it.
+                guard isString, ISO8601Date.isCalendarDay(literal) else { return unsupported("not a day such as 2024-01-31") }
+                return .text(literal)
             case "Date":
                 return unsupported("a fixed time; the schema language takes `now` for dates")
             case "String":

@@ -413,7 +413,11 @@ public enum SQLiteImporter {
                 // A text column whose default is the current time holds dates; one whose default
                 // builds a random UUID holds UUIDs (as schemagen's own tables declare them).
                 if mapping.type == "String", let sql = column.defaultSQL {
-                    if Self.isCurrentTime(sql) {
+                    if Self.isCurrentDay(sql) {
+                        mapping.type = "Date"
+                        mapping.isDateOnly = true
+                        note(table.name, "column \"\(column.name)\" defaults to the current day; imported as Date kept as its day (dateOnly)")
+                    } else if Self.isCurrentTime(sql) {
                         mapping.type = "Date"
                         note(table.name, "column \"\(column.name)\" defaults to the current time; imported as Date")
                     } else if Self.isRandomUUID(sql) {
@@ -428,8 +432,13 @@ public enum SQLiteImporter {
                         table.name, "key column \"\(column.name)\" may hold NULL (SQLite allows it in keys that are not INTEGER PRIMARY KEY, for compatibility); the schema's key columns are NOT NULL")
                 }
                 if Naming.defaultName(of: name) != column.name { attribute.column = column.name }
+                attribute.isDateOnly = mapping.isDateOnly
                 if let sql = column.defaultSQL {
                     attribute.defaultValue = defaultValue(sql, type: mapping.type, column: column.name, table: table.name)
+                    if mapping.isDateOnly, case .text(let text)? = attribute.defaultValue, !ISO8601Date.isCalendarDay(text) {
+                        warn(table.name, "default of column \"\(column.name)\" not imported: a time of day in a DATE column, which is imported as a day (dateOnly)", sql: "DEFAULT \(sql)")
+                        attribute.defaultValue = nil
+                    }
                 }
                 attributeOfColumn[position][column.name.lowercased()] = name
                 entities[position].attributes.append(attribute)
@@ -683,6 +692,12 @@ public enum SQLiteImporter {
             // `strftime('%Y-...', 'now')`: the last argument, before the closing parenthesis.
             while bytes.last == UInt8(ascii: ")") { bytes.removeLast() }
             return (starts("DATETIME(") || starts("STRFTIME(") || starts("DATE(")) && bytes.reversed().starts(with: "'WON'".utf8)
+        }
+
+        /// `CURRENT_DATE` or `date('now')`: the day alone, as a `dateOnly` column's default is written.
+        static func isCurrentDay(_ sql: String) -> Bool {
+            let compact = sql.lowercased().filter { !$0.isWhitespace }.trimmingCharacters(in: CharacterSet(charactersIn: "()"))
+            return compact == "current_date" || compact == "date('now'"
         }
 
         /// A version-4 UUID built from `randomblob`, as schemagen's `uuid` default writes it.

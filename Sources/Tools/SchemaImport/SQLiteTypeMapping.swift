@@ -8,6 +8,8 @@ enum SQLiteTypeMapping {
         var type: String
         /// Why the choice needs a word, when it does.
         var remark: String?
+        /// DATE (as Rails, Django and Prisma declare calendar days): a `Date` kept as its day.
+        var isDateOnly = false
     }
 
     /// SQLite's affinity for a declared type: INTEGER, TEXT, BLOB, REAL or NUMERIC.
@@ -26,7 +28,8 @@ enum SQLiteTypeMapping {
         let base = upper.split(separator: "(").first.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
         switch base {
         case "BOOLEAN", "BOOL": return Mapping(type: "Bool")
-        case "DATE", "DATETIME", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP WITHOUT TIME ZONE":
+        case "DATE": return Mapping(type: "Date", remark: nil, isDateOnly: true)
+        case "DATETIME", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP WITHOUT TIME ZONE":
             return Mapping(type: "Date", remark: nil)
         case "UUID", "GUID", "UNIQUEIDENTIFIER": return Mapping(type: "UUID")
         case "STRING":

@@ -109,6 +109,7 @@ public enum SchemaYAMLWriter {
         }
         if let precision = attribute.precision { options.append(("precision", String(precision))) }
         if let scale = attribute.scale { options.append(("scale", String(scale))) }
+        if attribute.isDateOnly { options.append(("dateOnly", "true")) }
         if attribute.isTransient { options.append(("transient", "true")) }
         if attribute.usesExternalStorage { options.append(("externalStorage", "true")) }
         if attribute.preservesValueOnDeletion { options.append(("preserveValueOnDeletion", "true")) }

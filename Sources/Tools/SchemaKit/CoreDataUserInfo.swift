@@ -8,6 +8,8 @@ public enum CoreDataUserInfo {
     public static let encrypt = "schemagen.encrypt"
     public static let precision = "schemagen.precision"
     public static let scale = "schemagen.scale"
+    /// `dateOnly: true`: `YES`.
+    public static let dateOnly = "schemagen.dateOnly"
     public static let jsonKey = "schemagen.jsonKey"
     public static let doc = "schemagen.doc"
     /// `backfill:` as the schema writes it: a literal, or `{sqlite: EXPR, postgres: EXPR}`.

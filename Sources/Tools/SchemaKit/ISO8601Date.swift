@@ -3,6 +3,11 @@ import Foundation
 /// Reads the ISO 8601 forms a schema default may use: a date, or a date and time with or
 /// without seconds, fraction and zone (no zone means UTC), with `T` or a space between.
 public enum ISO8601Date {
+    /// `YYYY-MM-DD` alone, with no time of day: a `dateOnly` default.
+    public static func isCalendarDay(_ text: String) -> Bool {
+        text.utf8.count == 10 && parse(text) != nil
+    }
+
     public static func parse(_ text: String) -> Date? {
         var normalized = text.replacingOccurrences(of: " ", with: "T")
         if normalized.count > 10 {

@@ -259,6 +259,9 @@ public struct Attribute: Sendable, Hashable {
     /// (PostgreSQL's `numeric(precision, scale)`); nil for any number of digits.
     public var precision: Int? = nil
     public var scale: Int? = nil
+    /// For `Date`: kept as a calendar day (`dateOnly: true`), the day in UTC; PostgreSQL's
+    /// `date`, `YYYY-MM-DD` text on SQLite.
+    public var isDateOnly: Bool = false
     /// `Entity.attribute` of the previous version whose values this attribute takes (a table
     /// split): the migration fills this entity's new table from that one's rows, linked by this
     /// entity's to-one relationship to it, before the old column is dropped.

@@ -14,6 +14,7 @@ extension SchemaParser {
     static let attributeKeys = [
         "type", "optional", "default", "unique", "primaryKey", "transient", "externalStorage", "encrypt",
         "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc", "precision", "scale", "movedFrom", "backfill",
+        "dateOnly",
     ]
     static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc"]
 
@@ -150,6 +151,13 @@ extension SchemaParser {
             attribute.defaultValue = checkDefault(defaultNode, type: type, isOptional: isOptional, what: what)
         }
         (attribute.precision, attribute.scale) = numericSize(options, type: type, what: what)
+        attribute.isDateOnly = dateOnly(options, type: type, what: what)
+        if attribute.isDateOnly, case .date(let text)? = attribute.defaultValue, !ISO8601Date.isCalendarDay(text) {
+            error(
+                .invalidDefault,
+                "the default '\(text)' of \(what) has a time of day, but the attribute is 'dateOnly'; write the day alone, such as \(text.prefix(10)), or 'now' for the day of insertion",
+                at: options["default"] ?? pair.key)
+        }
         if let backfillNode = options["backfill"] { attribute.backfill = backfill(backfillNode, type: type, what: what) }
         if let text = self.text(options, "movedFrom", what: what) {
             let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -191,6 +199,16 @@ extension SchemaParser {
             return (precision, nil)
         }
         return (precision, scale)
+    }
+
+    /// `dateOnly: true`: a `Date` kept as its calendar day in UTC (PostgreSQL's `date`).
+    mutating func dateOnly(_ options: Keyed, type: AttributeType, what: some CustomStringConvertible) -> Bool {
+        guard flag(options, "dateOnly", what: what) else { return false }
+        guard case .scalar(.date) = type else {
+            error(.conflictingOptions, "\(what) has type \(type), but 'dateOnly' applies to Date only", at: options.keyNode("dateOnly") ?? options.node)
+            return false
+        }
+        return true
     }
 
     /// `backfill: VALUE` (checked as a default is) or `backfill: {sqlite: EXPR, postgres: EXPR}`.
@@ -247,6 +265,9 @@ extension SchemaParser {
             ]
             for (isSet, option) in stored where isSet {
                 conflict("transient", option, "a transient attribute is never stored", &self)
+            }
+            if a.isDateOnly {
+                conflict("transient", "dateOnly", "a transient attribute is never stored, so it has no column type", &self)
             }
             if parsed.options.has("column") {
                 error(.conflictingOptions, "\(what) is transient, so it has no column; remove 'column'", at: parsed.options.keyNode("column") ?? parsed.nameNode)

@@ -146,6 +146,7 @@ public enum Site {
             if attribute.isSearchable { options.append("searchable") }
             if attribute.isTransient { options.append("transient") }
             if attribute.usesExternalStorage { options.append("external storage") }
+            if attribute.isDateOnly { options.append("day only") }
             if attribute.isEncrypted { options.append(attribute.encryptsDeterministically ? "encrypted (deterministic)" : "encrypted") }
             if attribute.preservesValueOnDeletion { options.append("kept in history on deletion") }
             if !attribute.isTransient { options.append("column <code>\(HTMLText.escape(attribute.columnName))</code>") }
