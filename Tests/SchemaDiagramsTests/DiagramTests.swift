@@ -40,6 +40,7 @@ import Testing
                     Mechanic {
                         Int64 id PK
                         String name
+                        Date hiredOn "day only; The day they joined; mechanics already on file get the day of the migration."
                     }
                     ServiceVisit {
                         Date day PK
