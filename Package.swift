@@ -92,7 +92,7 @@ let package = Package(
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
         .target(name: "SchemaImport", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata"]),
         // Schemas as other tools' models: a Core Data model bundle with every version.
-        .target(name: "SchemaExport", dependencies: ["SchemaKit"]),
+        .target(name: "SchemaExport", dependencies: ["SchemaKit", "Diagnostics"]),
         // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
         .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
         .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics"]),

@@ -35,8 +35,9 @@ struct SwiftDataTargetFailure: Error, CustomStringConvertible {
 
 /// The SwiftData target's files and warnings for the schemas at `schemas`, with the
 /// migrations under `migrations`.
-func swiftDataOutput(schemas: String, migrations: String) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
-    let pipeline = GenerationPipeline(.init(schemas: [schemas], output: temporaryFolder().path, migrations: migrations, allowDestructive: true, target: .swiftdata))
+func swiftDataOutput(schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
+    let pipeline = GenerationPipeline(
+        .init(schemas: [schemas], output: temporaryFolder().path, migrations: migrations, allowDestructive: true, target: .swiftdata, deploymentTarget: deploymentTarget))
     let loaded = try pipeline.load().get()
     let models = pipeline.model(loaded.schemas)
     let plan = pipeline.plan(loaded.schemas, models: models)
@@ -48,15 +49,40 @@ func swiftDataOutput(schemas: String, migrations: String) throws -> (files: [Gen
     static let exampleSchemas = ["Flights", "Garage", "Tasks", "Todo", "Users"]
 
     /// Every example schema's SwiftData output, with its whole committed history, type-checks
-    /// in Swift 6 against the shim of Apple's API.
-    @Test(arguments: exampleSchemas)
-    func exampleSchemaTypeChecks(_ name: String) async throws {
-        let output = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)
+    /// in Swift 6 against the shim of Apple's API, for iOS 17 (where `#Unique` and `#Index` are
+    /// unavailable) and for iOS 18.
+    @Test(arguments: exampleSchemas, [DeploymentTarget.ios17, .ios18])
+    func exampleSchemaTypeChecks(_ name: String, _ target: DeploymentTarget) async throws {
+        let output = try swiftDataOutput(
+            schemas: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path, deploymentTarget: target)
         let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
         #expect(files.keys.contains("\(name)+MigrationPlan.swift"))
         #expect(!output.warnings.contains { $0.code == "history-source-missing" || $0.code == "history-source-invalid" }, "\(output.warnings.map(\.message))")
-        let check = try await offThePool { try SwiftDataShim.typecheck(files) }
+        let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: !target.hasConstraintMacros) }
         #expect(check.passed, "\(check.output)")
+    }
+
+    /// iOS 17 has no `#Unique` or `#Index`: a one-attribute unique list becomes
+    /// `@Attribute(.unique)`, the rest comments and warnings at the entity's line; iOS 18 output
+    /// uses the macros, and fails the iOS 17 check.
+    @Test func theDeploymentTargetDecidesTheConstraintMacros() async throws {
+        let schemas = repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations = repositoryRoot.appendingPathComponent("Migrations").path
+        let old = try swiftDataOutput(schemas: schemas, migrations: migrations, deploymentTarget: .ios17)
+        let new = try swiftDataOutput(schemas: schemas, migrations: migrations, deploymentTarget: .ios18)
+        @Sendable func files(_ output: (files: [GeneratedFile], warnings: [Diagnostic])) -> [String: String] {
+            Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        }
+        let oldV5 = try #require(files(old)["FlightsSchemaV5.swift"]), newV5 = try #require(files(new)["FlightsSchemaV5.swift"])
+        #expect(!files(old).values.contains { $0.contains("#Unique<") || $0.contains("#Index<") })
+        #expect(oldV5.contains("// No SwiftData equivalent before iOS 18: the index [city, name] needs #Index, which is iOS 18 and macOS 15 API"))
+        #expect(newV5.contains("#Index<Airport>([\\.city, \\.name])"))
+        let warning = try #require(old.warnings.first { $0.message.contains("the index [city, name] needs #Index") })
+        let yaml = try String(contentsOfFile: schemas, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        let location = try #require(warning.location)
+        #expect(location.file.hasSuffix("Schemas/Flights.yaml") && yaml[location.line - 1].hasPrefix("  Airport:"), "\(location)")
+        let newFiles = files(new)
+        let check = try await offThePool { try SwiftDataShim.typecheck(newFiles, beforeIOS18: true) }
+        #expect(!check.passed && check.output.contains("is iOS 18 and macOS 15 API"), "\(check.output)")
     }
 
     /// The generated code can fail the check: a misspelled option in it is refused.
@@ -75,7 +101,8 @@ func swiftDataOutput(schemas: String, migrations: String) throws -> (files: [Gen
     /// Flights' five versions: each a VersionedSchema with its own models, and each step's stage
     /// what SwiftData can infer or the data work it needs.
     @Test func flightsHistoryBecomesAVersionChain() throws {
-        let output = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)
+        let output = try swiftDataOutput(
+            schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path, deploymentTarget: .ios18)
         let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
         for version in 1...5 {
             let file = try #require(files["FlightsSchemaV\(version).swift"])

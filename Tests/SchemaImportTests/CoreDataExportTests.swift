@@ -178,6 +178,19 @@ import Testing
         #expect(todo.contains("<entry key=\"schemagen.default\" value=\"uuid\"/>"))
         let users = CoreDataExporter.model(schemas[3])
         #expect(users.contains("<entry key=\"schemagen.encrypt\" value=\"deterministic\"/>"))
+        // As Xcode saves a model: entities, attributes and relationships sorted (ignoring case),
+        // Class Definition code generation, the renaming identifier as elementID.
+        #expect(garage.contains("<entity name=\"Person\" representedClassName=\"Person\" elementID=\"Owner\" syncable=\"YES\" codeGenerationType=\"class\">"))
+        #expect(!garage.contains("renamingIdentifier"))
+        #expect(garage.contains("deletionRule=\"Nullify\" destinationEntity=\"Person\" inverseName=\"cars\" inverseEntity=\"Person\" elementID=\"driver\"/>"))
+        let entityNames = garage.split(separator: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: "<entity name=\"") else { return nil }
+            return String(line[range.upperBound...].prefix { $0 != "\"" })
+        }
+        #expect(entityNames == ["Car", "Mechanic", "Person", "ServiceVisit"])
+        #expect(garage.contains("<entry key=\"schemagen.schema.entities\" value=\"Person, Car, Mechanic, ServiceVisit\"/>"))
+        #expect(garage.contains("<entry key=\"schemagen.order\" value=\"vin, make, model, color, price, mileage, manual, photo, owner, mechanics, visits\"/>"))
+        #expect(tasks.contains("valueTransformerName=\"NSSecureUnarchiveFromData\""), "the name Xcode writes")
         // Every contents file is well-formed XML with a <model> root.
         for schema in schemas {
             guard case .success(let root) = XMLTree.parse(Array(CoreDataExporter.model(schema).utf8)) else {
@@ -186,6 +199,79 @@ import Testing
             }
             #expect(root.name == "model")
         }
+    }
+
+    /// Flights' step from version 3 to 4 turns `progressPercent` from Int to Double: Core Data's
+    /// inferred mapping cannot convert it, so export warns at the attribute's line and names the
+    /// mapping model the step needs; steps it can infer are not warned about.
+    @Test func stepsLightweightMigrationCannotDoAreWarnedAtTheirLine() throws {
+        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path).schema)
+        let history = SchemaHistory.load(for: schema, root: repositoryRoot.appendingPathComponent("Migrations").path, dialects: [.sqlite])
+        let findings = CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: "Flights")
+        let typeChange = try #require(findings.first { $0.message.contains("progressPercent: its type changes from Integer 64 to Double") }, "\(findings.map(\.message))")
+        #expect(typeChange.message.contains("the step from 'Flights 3' to 'Flights 4' needs a mapping model"))
+        #expect(typeChange.code == "coredata-needs-mapping-model" && typeChange.severity == .warning)
+        let location = try #require(typeChange.location)
+        let lines = try String(contentsOfFile: location.file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[location.line - 1].contains("progressPercent"), "\(location)")
+        #expect(!findings.contains { $0.message.contains("'Flights 1' to 'Flights 2'") }, "adding an optional attribute is inferred")
+    }
+
+    /// Xcode re-sorts entities when it saves a model, so the one that carries the schema's
+    /// settings and enums may come anywhere: a bundle whose entities were reversed imports the
+    /// same, settings, enums and order included.
+    @Test(arguments: ["Flights", "Tasks", "Garage"])
+    func aBundleWhoseEntitiesWereReorderedImportsTheSame(_ name: String) throws {
+        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path).schema)
+        let folder = temporaryFolder()
+        let bundle = folder.appendingPathComponent("\(name).xcdatamodeld")
+        for file in CoreDataExporter.bundle([schema], name: name) {
+            var contents = file.contents
+            if file.path.hasSuffix("contents") {
+                // The entity elements in reverse order, the rest where it was.
+                let lines = contents.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                var blocks: [[String]] = [], head: [String] = [], tail: [String] = []
+                for line in lines {
+                    if line.hasPrefix("    <entity ") {
+                        blocks.append([line])
+                    } else if !blocks.isEmpty, blocks[blocks.count - 1].last != "    </entity>" {
+                        blocks[blocks.count - 1].append(line)
+                    } else if blocks.isEmpty {
+                        head.append(line)
+                    } else {
+                        tail.append(line)
+                    }
+                }
+                contents = (head + blocks.reversed().flatMap { $0 } + tail).joined(separator: "\n")
+            }
+            let url = bundle.appendingPathComponent(file.path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(contents.utf8).write(to: url)
+        }
+        let imported = try #require(try CoreDataImporter.importBundle(at: bundle.path, name: name, history: false).first).result.schema
+        let text = SchemaYAMLWriter.yaml(imported)
+        let back = try #require(SchemaLoader.load(source: SourceFile(path: "\(name).yaml", bytes: Array(text.utf8))).schema, "\(text)")
+        expectSameTables([schema], [back])
+        #expect(back.entities.map(\.name) == schema.entities.map(\.name))
+    }
+
+    /// The renaming identifier as Xcode saves it: Mastodon's version 3 renames `Status.visibility`
+    /// to `visibilityRaw` (`elementID="visibility"`); imported with its history and exported
+    /// again, the attribute is written exactly as Mastodon's file has it.
+    @Test func aRenameIsWrittenAsXcodeWritesIt() throws {
+        let bundle = ImportFixtures.folder.appendingPathComponent("CoreData/Mastodon/CoreData.xcdatamodeld").path
+        let versions = try CoreDataImporter.importBundle(at: bundle, name: "Mastodon", history: true)
+        let third = try #require(versions.first { $0.name == "CoreData 3" }, "\(versions.map(\.name))")
+        let text = SchemaYAMLWriter.yaml(third.result.schema)
+        let schema = try #require(SchemaLoader.load(source: SourceFile(path: "v3.yaml", bytes: Array(text.utf8))).schema, "\(text)")
+        #expect(schema.entity(named: "Status")?.attribute(named: "visibilityRaw")?.renamedFrom == "visibility")
+        let original = try String(contentsOfFile: bundle + "/CoreData 3.xcdatamodel/contents", encoding: .utf8)
+        func line(_ model: String) -> String? {
+            model.split(separator: "\n").first { $0.contains("<attribute name=\"visibilityRaw\"") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        let written = try #require(line(original))
+        #expect(written == "<attribute name=\"visibilityRaw\" optional=\"YES\" attributeType=\"String\" elementID=\"visibility\"/>")
+        #expect(line(CoreDataExporter.model(schema)) == written)
     }
 
     /// The command: a bundle with `.xccurrentversion`, replaced on a second run (which clears what a

@@ -18,7 +18,8 @@ public enum SwiftDataShim {
     }
 
     private static let lock = NSLock()
-    nonisolated(unsafe) private static var built: Result<Built, ShimError>?
+    /// The shim built for iOS 18 and later (false) and for earlier targets (true).
+    nonisolated(unsafe) private static var built: [Bool: Result<Built, ShimError>] = [:]
 
     public struct ShimError: Error, CustomStringConvertible, Sendable {
         public let description: String
@@ -31,9 +32,9 @@ public enum SwiftDataShim {
         return resolved.deletingLastPathComponent().appendingPathComponent("../lib/swift/host").standardized.path
     }
 
-    static func build() throws -> Built {
+    static func build(beforeIOS18: Bool) throws -> Built {
         try lock.withLock {
-            if let built { return try built.get() }
+            if let built = built[beforeIOS18] { return try built.get() }
             let result = Result<Built, any Error> {
                 let folder = temporaryFolder()
                 let shim = repositoryRoot.appendingPathComponent("Tests/Fixtures/SwiftDataShim")
@@ -47,7 +48,7 @@ public enum SwiftDataShim {
                     [
                         "swiftc", "-emit-module", "-module-name", "SwiftData", "-parse-as-library", "-swift-version", "6", shim.appendingPathComponent("SwiftData.swift").path,
                         "-emit-module-path", folder.appendingPathComponent("SwiftData.swiftmodule").path, "-load-plugin-library", plugin.path,
-                    ],
+                    ] + (beforeIOS18 ? ["-D", "SWIFTDATA_BEFORE_IOS18"] : []),
                 ]
                 for step in steps {
                     let run = try compile(step, in: folder)
@@ -55,8 +56,9 @@ public enum SwiftDataShim {
                 }
                 return Built(folder: folder, plugin: plugin)
             }
-            built = result.mapError { $0 as? ShimError ?? ShimError(description: "\($0)") }
-            return try built!.get()
+            let outcome = result.mapError { $0 as? ShimError ?? ShimError(description: "\($0)") }
+            built[beforeIOS18] = outcome
+            return try outcome.get()
         }
     }
 
@@ -76,9 +78,11 @@ public enum SwiftDataShim {
         return Check(status: process.terminationStatus, output: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
 
-    /// Type-checks Swift files (name -> text) that `import SwiftData`, as one module.
-    public static func typecheck(_ files: [String: String]) throws -> Check {
-        let shim = try build()
+    /// Type-checks Swift files (name -> text) that `import SwiftData`, as one module, for a
+    /// deployment target of iOS 18 and macOS 15 (or, `beforeIOS18`, iOS 17 and macOS 14,
+    /// where `#Unique` and `#Index` are unavailable).
+    public static func typecheck(_ files: [String: String], beforeIOS18: Bool = false) throws -> Check {
+        let shim = try build(beforeIOS18: beforeIOS18)
         let folder = temporaryFolder()
         var paths: [String] = []
         for (name, text) in files.sorted(by: { $0.key < $1.key }) {

@@ -85,7 +85,9 @@ public enum Generator {
     /// version's typealiases (scope `schema`), with what SwiftData cannot say.
     ///
     ///     let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: "Shop.yaml", templates: try .defaults(for: .swiftdata))
-    public static func generateSwiftData(versions: [Schema], sourceFile: String, templates: TemplateSet) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
+    public static func generateSwiftData(
+        versions: [Schema], sourceFile: String, templates: TemplateSet, deploymentTarget: DeploymentTarget = .default
+    ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name), version \(current.version)). Do not edit."
         var notes: [SwiftDataNote] = []
@@ -97,7 +99,7 @@ public enum Generator {
         }
         var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
         for (index, schema) in versions.enumerated() {
-            var version = SwiftDataVersion(schema: schema, addedDefaults: index == 0 ? [:] : stages[index - 1].addedDefaults)
+            var version = SwiftDataVersion(schema: schema, addedDefaults: index == 0 ? [:] : stages[index - 1].addedDefaults, deploymentTarget: deploymentTarget)
             let scope = version.scope(header: header)
             notes += version.notes
             scoped.append((.version, version.enumName, .object(scope)))

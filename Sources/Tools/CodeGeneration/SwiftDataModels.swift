@@ -1,3 +1,4 @@
+import Diagnostics
 import Mustache
 import SchemaKit
 
@@ -9,6 +10,9 @@ public struct SwiftDataNote: Sendable, Hashable {
     /// `Entity.member`, or the entity alone.
     public var subject: String
     public var message: String
+    /// Where the schema declares what it is about: the attribute's, relationship's or entity's
+    /// line (in the schema file, or the recorded text of an older version).
+    public var location: SourceLocation? = nil
 }
 
 /// One schema version as SwiftData models: the lines the `swiftdata/` templates arrange.
@@ -20,11 +24,14 @@ struct SwiftDataVersion {
     /// backfill), by `Entity.attribute`: the model declares them, so the lightweight step fills
     /// existing objects.
     let addedDefaults: [String: String]
+    /// The oldest OS the models run on: without `#Unique` and `#Index` before iOS 18.
+    let deploymentTarget: DeploymentTarget
     private(set) var notes: [SwiftDataNote] = []
 
-    init(schema: Schema, addedDefaults: [String: String] = [:]) {
+    init(schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default) {
         self.schema = schema
         self.addedDefaults = addedDefaults
+        self.deploymentTarget = deploymentTarget
     }
 
     static func enumName(_ schema: Schema) -> String { "\(schema.name)SchemaV\(schema.version)" }
@@ -55,8 +62,15 @@ struct SwiftDataVersion {
         return nil
     }
 
-    mutating func note(_ subject: String, _ message: String) {
-        notes.append(SwiftDataNote(version: schema.version, subject: subject, message: message))
+    mutating func note(_ subject: String, _ message: String, at location: SourceLocation?) {
+        notes.append(SwiftDataNote(version: schema.version, subject: subject, message: message, location: location))
+    }
+
+    /// Single attributes that are unique by an entity's constraint list (`uniques: [[code]]`):
+    /// `@Attribute(.unique)` where `#Unique` cannot be used.
+    func uniqueByList(_ entity: Entity) -> Set<String> {
+        guard !deploymentTarget.hasConstraintMacros else { return [] }
+        return Set(entity.uniques.filter { $0.count == 1 && entity.attribute(named: $0[0]) != nil }.map { $0[0] })
     }
 
     /// The attribute's default as a Swift expression: the schema's, else a backfill this
@@ -76,22 +90,40 @@ struct SwiftDataVersion {
                 let message =
                     "the \(what) [\(members.joined(separator: ", "))] includes the relationship \(relationships.map { "'\($0)'" }.joined(separator: ", ")); SwiftData's #\(what == "index" ? "Index" : "Unique") takes attributes only, so it is left out"
                 comments.append("// No SwiftData equivalent: \(message).")
-                note(entity.name, message)
+                note(entity.name, message, at: entity.location)
                 return false
             }
             return true
         }
+        /// What `#Unique` or `#Index` would say, before iOS 18: a comment and a warning.
+        func beforeConstraintMacros(_ lists: [[String]], macro: String, what: String) {
+            for members in lists {
+                let message =
+                    "the \(what) [\(members.joined(separator: ", "))] needs #\(macro), which is iOS 18 and macOS 15 API; with deployment target \(deploymentTarget.rawValue) it is left out (the server's database still has it)"
+                comments.append("// No SwiftData equivalent before iOS 18: \(message).")
+                note(entity.name, message, at: entity.location)
+            }
+        }
         var uniques = entity.uniques
         if case .members(let members) = entity.primaryKey, members.count > 1 { uniques.insert(members, at: 0) }
         let uniqueLists = uniques.filter { attributesOnly($0, what: "unique constraint") }
-        if !uniqueLists.isEmpty {
-            macros.append("#Unique<\(SwiftSyntax.identifier(entity.name))>(\(uniqueLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
+        if deploymentTarget.hasConstraintMacros {
+            if !uniqueLists.isEmpty {
+                macros.append("#Unique<\(SwiftSyntax.identifier(entity.name))>(\(uniqueLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
+            }
+        } else {
+            // A list of one attribute is `@Attribute(.unique)`, which iOS 17 has.
+            beforeConstraintMacros(uniqueLists.filter { $0.count > 1 }, macro: "Unique", what: "unique constraint")
         }
         var indexes = entity.attributes.filter { $0.isIndexed && !$0.isUnique }.map { [$0.name] }
         indexes += entity.indexes
         let indexLists = indexes.filter { attributesOnly($0, what: "index") }
-        if !indexLists.isEmpty {
-            macros.append("#Index<\(SwiftSyntax.identifier(entity.name))>(\(indexLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
+        if deploymentTarget.hasConstraintMacros {
+            if !indexLists.isEmpty {
+                macros.append("#Index<\(SwiftSyntax.identifier(entity.name))>(\(indexLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
+            }
+        } else {
+            beforeConstraintMacros(indexLists, macro: "Index", what: "index")
         }
         var properties: [MustacheValue] = []
         var parameters: [String] = []
@@ -127,26 +159,26 @@ struct SwiftDataVersion {
         let subject = "\(entity.name).\(attribute.name)"
         var comments: [String] = []
         var options: [String] = []
-        if attribute.isUnique || singleKeyAttribute(of: entity) == attribute.name { options.append(".unique") }
+        if attribute.isUnique || singleKeyAttribute(of: entity) == attribute.name || uniqueByList(entity).contains(attribute.name) { options.append(".unique") }
         if attribute.usesExternalStorage { options.append(".externalStorage") }
         if attribute.isEncrypted {
             options.append(".allowsCloudEncryption")
             let message =
                 "'encrypt' becomes .allowsCloudEncryption, which encrypts the value in CloudKit only; the device's store keeps it as SwiftData keeps every value (protect it with Data Protection)"
             comments.append("// \(message).")
-            note(subject, message)
+            note(subject, message, at: attribute.location)
         }
         if attribute.preservesValueOnDeletion { options.append(".preserveValueOnDeletion") }
         if attribute.isSearchable { options.append(".spotlight") }
         if attribute.precision != nil || attribute.scale != nil {
             let message = "precision and scale are not enforced: SwiftData's Decimal keeps every digit"
             comments.append("// No SwiftData equivalent: \(message).")
-            note(subject, message)
+            note(subject, message, at: attribute.location)
         }
         if attribute.isDateOnly {
             let message = "'dateOnly' is not enforced: SwiftData's Date keeps the time of day; store the start of the day in UTC to match the server's"
             comments.append("// No SwiftData equivalent: \(message).")
-            note(subject, message)
+            note(subject, message, at: attribute.location)
         }
         var arguments = options
         if let original = attribute.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
@@ -161,7 +193,7 @@ struct SwiftDataVersion {
             } else {
                 let message = "a transient attribute needs a default in SwiftData (@Transient properties are not restored from the store)"
                 comments.append("// \(message).")
-                note(subject, message)
+                note(subject, message, at: attribute.location)
             }
         } else {
             if !arguments.isEmpty { macro = "@Attribute(\(arguments.joined(separator: ", ")))" }

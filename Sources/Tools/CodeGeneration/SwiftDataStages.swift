@@ -1,3 +1,4 @@
+import Diagnostics
 import Mustache
 import SchemaKit
 
@@ -40,7 +41,15 @@ struct SwiftDataStage {
 
     private mutating func note(_ subject: String, _ message: String) {
         comments.append("// Not migrated by this stage: \(message).")
-        notes.append(SwiftDataNote(version: new.version, subject: subject, message: message))
+        notes.append(SwiftDataNote(version: new.version, subject: subject, message: message, location: location(of: subject)))
+    }
+
+    /// Where the new version declares `Entity.member` (or the entity).
+    func location(of subject: String) -> SourceLocation? {
+        let parts = subject.split(separator: ".", maxSplits: 1).map(String.init)
+        guard let entity = new.entity(named: parts[0]) else { return nil }
+        guard parts.count == 2 else { return entity.location }
+        return entity.attribute(named: parts[1])?.location ?? entity.relationship(named: parts[1])?.location ?? entity.location
     }
 
     private func oldType(_ entity: String) -> String { "\(fromName).\(SwiftSyntax.identifier(entity))" }

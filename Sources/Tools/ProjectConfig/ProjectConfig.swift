@@ -31,6 +31,9 @@ public struct ProjectConfig: Equatable, Sendable {
     /// Roles and their access (`read` or `write`) to every table, for schemas that do not say
     /// (`grants: {app: write}`): `role -> access`.
     public var grants: [String: String]?
+    /// The oldest OS `generate --target swiftdata` writes for: ios17 (the default), ios18,
+    /// macos14 or macos15.
+    public var deploymentTarget: String?
 
     public init() {}
 
@@ -42,7 +45,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants"]
+    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -88,6 +91,13 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
+            case "deploymentTarget":
+                let allowed = ["ios17", "ios18", "macos14", "macos15"]
+                guard let value = pair.value.stringValue, allowed.contains(value) else {
+                    bag.error(Code.wrongKind, "'deploymentTarget' expects one of \(allowed.joined(separator: ", ")): the oldest OS the SwiftData models run on", at: location(pair.value))
+                    continue
+                }
+                config.deploymentTarget = value
             case "online":
                 guard let value = pair.value.boolValue else {
                     bag.error(Code.wrongKind, "'online' expects true or false", at: location(pair.value))

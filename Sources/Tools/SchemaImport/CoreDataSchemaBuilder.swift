@@ -126,7 +126,9 @@ extension CoreDataImporter {
         mutating func build(name: String, version: Int) -> ImportedSchema {
             var schema = ImportedSchema(name: name, version: version)
             schema.values = valueTypes()
-            if let carrier = model.entities.first?.userInfo { applySchemaInfo(carrier, to: &schema) }
+            // Whichever entity carries the schema's settings: Xcode re-sorts entities on save.
+            let carrier = (model.entities.first { $0.userInfo[CoreDataUserInfo.schemaVersion] != nil } ?? model.entities.first)?.userInfo ?? [:]
+            applySchemaInfo(carrier, to: &schema)
             if !schema.values.isEmpty {
                 findings.append(
                     ImportFinding(
@@ -182,6 +184,10 @@ extension CoreDataImporter {
                     }
                 }
                 applyEntityInfo(entity.userInfo, to: &imported)
+                if let order = entity.userInfo[CoreDataUserInfo.order].map(Self.names) {
+                    imported.attributes = Self.ordered(imported.attributes, by: order, name: \.name)
+                    imported.relationships = Self.ordered(imported.relationships, by: order, name: \.name)
+                }
                 resolveIdentifierAttribute(&imported, element: entity.element)
                 resolveKeyPropertyNames(&imported, element: entity.element)
                 // `unique: true` for a constraint of one attribute.
@@ -204,8 +210,25 @@ extension CoreDataImporter {
                 backfills(&imported, entity: entity, version: version)
                 schema.entities.append(imported)
             }
+            if let order = carrier[CoreDataUserInfo.schemaEntities].map(Self.names) { schema.entities = Self.ordered(schema.entities, by: order, name: \.name) }
+            if let order = carrier[CoreDataUserInfo.schemaValues].map(Self.names) { schema.values = Self.ordered(schema.values, by: order, name: \.name) }
+            if let order = carrier[CoreDataUserInfo.schemaEnums].map(Self.names) { schema.enums = Self.ordered(schema.enums, by: order, name: \.name) }
             settleDeleteRules(&schema)
             return schema
+        }
+
+        /// `a, b, c` as names.
+        static func names(_ list: String) -> [String] {
+            list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+
+        /// Items in the order a list names them; those it does not name after, as they were.
+        static func ordered<T>(_ items: [T], by order: [String], name: (T) -> String) -> [T] {
+            let rank = Dictionary(order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+            return items.enumerated().sorted { a, b in
+                let (left, right) = (rank[name(a.element)] ?? order.count + a.offset, rank[name(b.element)] ?? order.count + b.offset)
+                return left != right ? left < right : a.offset < b.offset
+            }.map(\.element)
         }
 
         /// An attribute named `id` would clash with the implicit key. A required one with a
@@ -246,7 +269,8 @@ extension CoreDataImporter {
 
         // MARK: - What schemagen exported in user info
 
-        /// The schema's own settings and enums, which `export coredata` puts on the first entity.
+        /// The schema's own settings and enums, which `export coredata` puts on the schema's
+        /// first entity (wherever Xcode's sorting puts it in the file).
         mutating func applySchemaInfo(_ info: [String: String], to schema: inout ImportedSchema) {
             if let version = info[CoreDataUserInfo.schemaVersion].flatMap({ Int($0) }), version > 0 { schema.version = version }
             schema.doc = info[CoreDataUserInfo.schemaDoc]

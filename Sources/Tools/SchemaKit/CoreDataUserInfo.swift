@@ -17,6 +17,13 @@ public enum CoreDataUserInfo {
     /// `movedFrom:` as written: `Entity.attribute`.
     public static let movedFrom = "schemagen.movedFrom"
     public static let primaryKey = "schemagen.primaryKey"
+    /// An entity's members in the schema's order (`name, birthYear, cars`), where Xcode's
+    /// sorted order differs.
+    public static let order = "schemagen.order"
+    /// The entities and the value types in the schema's order, where they are not sorted.
+    public static let schemaEntities = "schemagen.schema.entities"
+    public static let schemaValues = "schemagen.schema.values"
+    public static let schemaEnums = "schemagen.schema.enums"
     public static let uniques = "schemagen.uniques"
     public static let indexes = "schemagen.indexes"
     public static let schemaVersion = "schemagen.schema.version"

@@ -60,6 +60,7 @@ public enum ExportCommand: Command {
         }
         let bundleName = URL(fileURLWithPath: output).deletingPathExtension().lastPathComponent
         let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName)
+        io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: bundleName)))
         do {
             let recovery = try replaceBundle(at: output, with: files)
             if recovery.restored { io.writeError("\(output): note: put back the bundle an interrupted export had moved aside\n") }

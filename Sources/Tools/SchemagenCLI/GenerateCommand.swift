@@ -36,6 +36,11 @@ public enum GenerateCommand: Command {
                 "target", valueName: "target",
                 help: "What the built-in templates produce: store (the store's model structs) or swiftdata (SwiftData models, one VersionedSchema per committed version, and their migration plan).",
                 allowed: TemplateSet.Target.allCases.map(\.rawValue), defaultValue: TemplateSet.Target.store.rawValue),
+            .value(
+                "deployment-target", valueName: "os",
+                help:
+                    "With --target swiftdata: the oldest OS the models run on (ios17, ios18, macos14, macos15; default: the config's deploymentTarget, else ios17). Before iOS 18 and macOS 15, #Unique and #Index are comments and warnings.",
+                allowed: DeploymentTarget.allCases.map(\.rawValue)),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
@@ -60,7 +65,8 @@ public enum GenerateCommand: Command {
                 migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
                 allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
                 dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
-                cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store))
+                cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store,
+                deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init)))
         let check = arguments.flag("check")
         let mode: GenerationPipeline.Mode =
             arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)

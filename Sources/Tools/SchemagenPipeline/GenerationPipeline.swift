@@ -37,6 +37,8 @@ public struct GenerationPipeline: Sendable {
         public var cacheFolder: String
         /// What the built-in templates produce: the store's models, or SwiftData's.
         public var target: TemplateSet.Target
+        /// The oldest OS SwiftData models run on (`--deployment-target`, `deploymentTarget:`).
+        public var deploymentTarget: DeploymentTarget
 
         /// The cache folder unless one is named: beside SwiftPM's own build products.
         public static let defaultCacheFolder = ".build/schemagen"
@@ -44,9 +46,11 @@ public struct GenerationPipeline: Sendable {
         public init(
             config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
             migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
-            dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store
+            dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store,
+            deploymentTarget: DeploymentTarget? = nil
         ) {
             self.target = target
+            self.deploymentTarget = deploymentTarget ?? config.deploymentTarget.flatMap(DeploymentTarget.init) ?? .default
             self.cacheFolder = cacheFolder ?? config.cache ?? Self.defaultCacheFolder
             self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
             self.schemasWereNamed = !schemas.isEmpty
@@ -204,12 +208,13 @@ public struct GenerationPipeline: Sendable {
                 let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema))
                 diagnostics += history.diagnostics
                 do {
-                    let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates)
+                    let output = try Generator.generateSwiftData(
+                        versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget)
                     perSchema.append((schema, result.path, output.files))
                     diagnostics += output.notes.map { note in
                         Diagnostic(
                             .warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)",
-                            at: SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+                            at: note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1))
                     }
                 } catch {
                     return .failure(.invalid("\(error)"))

@@ -43,13 +43,30 @@ public macro Relationship(
 @attached(peer)
 public macro Transient() = #externalMacro(module: "ShimMacros", type: "NoPeer")
 
+// `#Unique` and `#Index` are iOS 18, macOS 15 API. Linux enforces no Apple availability, so the
+// shim built for an older deployment target (`-D SWIFTDATA_BEFORE_IOS18`) makes them
+// unavailable: iOS 17 code that uses them fails the check, as Xcode would fail it.
+#if SWIFTDATA_BEFORE_IOS18
 /// documentation/swiftdata/unique(_:) (iOS 18)
+@available(*, unavailable, message: "#Unique is iOS 18 and macOS 15 API")
 @freestanding(declaration)
 public macro Unique<T>(_ constraints: [PartialKeyPath<T>]...) = #externalMacro(module: "ShimMacros", type: "NoDeclaration") where T: PersistentModel
 
 /// documentation/swiftdata/index(_:) (iOS 18)
+@available(*, unavailable, message: "#Index is iOS 18 and macOS 15 API")
 @freestanding(declaration)
 public macro Index<T>(_ indices: [PartialKeyPath<T>]...) = #externalMacro(module: "ShimMacros", type: "NoDeclaration") where T: PersistentModel
+#else
+/// documentation/swiftdata/unique(_:) (iOS 18)
+@available(iOS 18, macOS 15, *)
+@freestanding(declaration)
+public macro Unique<T>(_ constraints: [PartialKeyPath<T>]...) = #externalMacro(module: "ShimMacros", type: "NoDeclaration") where T: PersistentModel
+
+/// documentation/swiftdata/index(_:) (iOS 18)
+@available(iOS 18, macOS 15, *)
+@freestanding(declaration)
+public macro Index<T>(_ indices: [PartialKeyPath<T>]...) = #externalMacro(module: "ShimMacros", type: "NoDeclaration") where T: PersistentModel
+#endif
 
 // MARK: - Schema
 

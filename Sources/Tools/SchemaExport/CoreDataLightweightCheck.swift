@@ -1,0 +1,47 @@
+import Diagnostics
+import SchemaKit
+
+/// What Core Data's lightweight migration (an inferred mapping model) cannot do between two
+/// versions of an exported bundle. Apple's "Lightweight Migration" lists what it infers: added
+/// and removed attributes and relationships, an attribute made optional, one made required
+/// with a default, renames through renaming identifiers. A changed attribute type, or a
+/// required attribute without a default for the objects that exist, needs a mapping model.
+public enum CoreDataLightweightCheck {
+    public enum Code: String, DiagnosticCode {
+        /// The step between two versions needs a mapping model (`.xcmappingmodel`).
+        case needsMappingModel = "coredata-needs-mapping-model"
+    }
+
+    /// A warning per change that needs a mapping model, at the attribute's line in the newer
+    /// version.
+    public static func findings(_ versions: [Schema], bundle: String) -> [Diagnostic] {
+        var findings: [Diagnostic] = []
+        for (old, new) in zip(versions, versions.dropFirst()) {
+            let step = "'\(CoreDataExporter.versionName(old, bundle: bundle))' to '\(CoreDataExporter.versionName(new, bundle: bundle))'"
+            for entity in new.entities {
+                guard let before = old.entity(named: entity.name) ?? entity.renamedFrom.flatMap(old.entity(named:)) else { continue }
+                for attribute in entity.attributes where !attribute.isTransient {
+                    let subject = "\(entity.name).\(attribute.name)"
+                    func warn(_ why: String) {
+                        findings.append(
+                            Diagnostic(
+                                .warning, code: Code.needsMappingModel,
+                                message: "\(subject): \(why), which Core Data's lightweight migration cannot do; the step from \(step) needs a mapping model (.xcmappingmodel) or a staged migration",
+                                at: attribute.location ?? entity.location))
+                    }
+                    guard let previous = before.attribute(named: attribute.name) ?? attribute.renamedFrom.flatMap(before.attribute(named:)), !previous.isTransient else {
+                        if !attribute.isOptional, attribute.defaultValue == nil { warn("it is new and required without a default") }
+                        continue
+                    }
+                    let (was, now) = (CoreDataExporter.coreDataType(previous.type, in: old).coreData, CoreDataExporter.coreDataType(attribute.type, in: new).coreData)
+                    if was != now {
+                        warn("its type changes from \(was) to \(now)")
+                    } else if previous.isOptional, !attribute.isOptional, attribute.defaultValue == nil {
+                        warn("it becomes required without a default")
+                    }
+                }
+            }
+        }
+        return findings
+    }
+}
