@@ -190,7 +190,8 @@ let package = Package(
         .testTarget(
             name: "CodeGenerationTests",
             dependencies: [
-                "CodeGeneration", "Diagnostics", "SQLDialects", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "TestSupport",
+                "CodeGeneration", "Diagnostics", "SQLDialects", "SchemaKit", "Mustache", "MigrationPlanner", "RelationalModel", "SchemaMetadata", "MigrationFiles", "SchemagenPipeline", "SchemaExport",
+                "TestSupport",
             ]),
         .testTarget(
             name: "MigrationPlannerTests",

@@ -2,6 +2,7 @@ import CodeGeneration
 import Diagnostics
 import Foundation
 import SQLDialects
+import SchemaExport
 import SchemaKit
 import SchemagenPipeline
 import TestSupport
@@ -60,6 +61,40 @@ func swiftDataOutput(schemas: String, migrations: String, deploymentTarget: Depl
         #expect(!output.warnings.contains { $0.code == "history-source-missing" || $0.code == "history-source-invalid" }, "\(output.warnings.map(\.message))")
         let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: !target.hasConstraintMacros) }
         #expect(check.passed, "\(check.output)")
+    }
+
+    /// Versions whose changes lie outside the version hash (a unique flag, a default,
+    /// `preserveValueOnDeletion`) or that return to an earlier shape hash alike: each gets a
+    /// modifier of its own, on one attribute in SwiftData and in the Core Data bundle, and the
+    /// versions that differ anyway get none.
+    @Test func versionsThatHashAlikeGetAModifier() async throws {
+        let base = "schema: Library\nentities:\n  Book:\n    attributes:\n      title: String\n      pages: Int?\n"
+        let texts = [
+            "version: 1\n" + base,
+            "version: 2\n" + base.replacingOccurrences(of: "title: String", with: "title: {type: String, unique: true}"),
+            "version: 3\n" + base.replacingOccurrences(of: "title: String", with: "title: {type: String, unique: true}") + "      subtitle: String?\n",
+            "version: 4\n" + base.replacingOccurrences(of: "title: String", with: "title: {type: String, unique: true}")
+                + "      subtitle: {type: String?, preserveValueOnDeletion: true, default: none}\n",
+            "version: 5\n" + base,
+        ]
+        let versions = try texts.map { text in try #require(SchemaLoader.load(source: SourceFile(path: "Library.yaml", text: text)).schema, "\(text)") }
+        let modifiers = VersionHashModifiers.modifiers(versions)
+        #expect(modifiers.mapValues(\.value) == [2: "v2", 4: "v4", 5: "v5"], "version 5 returns to version 1's shape")
+        #expect(modifiers[2]?.entity == "Book" && modifiers[2]?.attribute == "title")
+        let inputs = versions.map { VersionHashModifiers.inputs($0, modifier: modifiers[$0.version]) }
+        #expect(Set(inputs).count == versions.count, "every version hashes apart")
+
+        let output = try Generator.generateSwiftData(versions: versions, sourceFile: "Library.yaml", templates: try TemplateSet.defaults(for: .swiftdata))
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        #expect(files["LibrarySchemaV2.swift"]?.contains("@Attribute(.unique, hashModifier: \"v2\")") == true, "\(files["LibrarySchemaV2.swift"] ?? "")")
+        #expect(files["LibrarySchemaV3.swift"]?.contains("hashModifier") == false)
+        #expect(files["LibrarySchemaV5.swift"]?.contains("@Attribute(hashModifier: \"v5\")") == true)
+        let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: true) }
+        #expect(check.passed, "\(check.output)")
+        let bundle = CoreDataExporter.bundle(versions, name: "Library")
+        let second = try #require(bundle.first { $0.path == "Library 2.xcdatamodel/contents" }?.contents)
+        #expect(second.contains("<attribute name=\"title\" attributeType=\"String\" versionHashModifier=\"v2\"/>"), "\(second)")
+        #expect(bundle.first { $0.path == "Library 3.xcdatamodel/contents" }?.contents.contains("versionHashModifier") == false)
     }
 
     /// iOS 17 has no `#Unique` or `#Index`: a one-attribute unique list becomes

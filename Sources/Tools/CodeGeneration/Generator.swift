@@ -98,8 +98,11 @@ public enum Generator {
             stages.append(stage)
         }
         var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
+        let modifiers = VersionHashModifiers.modifiers(versions)
         for (index, schema) in versions.enumerated() {
-            var version = SwiftDataVersion(schema: schema, addedDefaults: index == 0 ? [:] : stages[index - 1].addedDefaults, deploymentTarget: deploymentTarget)
+            var version = SwiftDataVersion(
+                schema: schema, addedDefaults: index == 0 ? [:] : stages[index - 1].addedDefaults, deploymentTarget: deploymentTarget,
+                hashModifier: modifiers[schema.version])
             let scope = version.scope(header: header)
             notes += version.notes
             scoped.append((.version, version.enumName, .object(scope)))

@@ -26,12 +26,18 @@ struct SwiftDataVersion {
     let addedDefaults: [String: String]
     /// The oldest OS the models run on: without `#Unique` and `#Index` before iOS 18.
     let deploymentTarget: DeploymentTarget
+    /// Where this version hashes as an earlier one would (`VersionHashModifiers`).
+    let hashModifier: VersionHashModifiers.Modifier?
     private(set) var notes: [SwiftDataNote] = []
 
-    init(schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default) {
+    init(
+        schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default,
+        hashModifier: VersionHashModifiers.Modifier? = nil
+    ) {
         self.schema = schema
         self.addedDefaults = addedDefaults
         self.deploymentTarget = deploymentTarget
+        self.hashModifier = hashModifier
     }
 
     static func enumName(_ schema: Schema) -> String { "\(schema.name)SchemaV\(schema.version)" }
@@ -182,6 +188,10 @@ struct SwiftDataVersion {
         }
         var arguments = options
         if let original = attribute.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
+        if let modifier = hashModifier, modifier.entity == entity.name, modifier.attribute == attribute.name, !attribute.isTransient {
+            // The version hashes as the one before it would: this tells them apart.
+            arguments.append("hashModifier: \(SwiftSyntax.stringLiteral(modifier.value))")
+        }
         var macro: String?
         var initializer = ""
         if attribute.isTransient {

@@ -33,7 +33,7 @@ public enum CoreDataLightweightCheck {
                         if !attribute.isOptional, attribute.defaultValue == nil { warn("it is new and required without a default") }
                         continue
                     }
-                    let (was, now) = (CoreDataExporter.coreDataType(previous.type, in: old).coreData, CoreDataExporter.coreDataType(attribute.type, in: new).coreData)
+                    let (was, now) = (CoreDataType.of(previous.type, in: old).coreData, CoreDataType.of(attribute.type, in: new).coreData)
                     if was != now {
                         warn("its type changes from \(was) to \(now)")
                     } else if previous.isOptional, !attribute.isOptional, attribute.defaultValue == nil {
