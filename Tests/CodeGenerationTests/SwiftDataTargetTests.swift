@@ -47,7 +47,7 @@ func swiftDataOutput(schemas: String, migrations: String, deploymentTarget: Depl
 }
 
 @Suite struct SwiftDataTargetTests {
-    static let exampleSchemas = ["Flights", "Garage", "Tasks", "Todo", "Users"]
+    static let exampleSchemas = ["Flights", "Garage", "Notes", "Tasks", "Todo", "Users"]
 
     /// Every example schema's SwiftData output, with its whole committed history, type-checks
     /// in Swift 6 against the shim of Apple's API, for iOS 17 (where `#Unique` and `#Index` are
@@ -95,6 +95,19 @@ func swiftDataOutput(schemas: String, migrations: String, deploymentTarget: Depl
         let second = try #require(bundle.first { $0.path == "Library 2.xcdatamodel/contents" }?.contents)
         #expect(second.contains("<attribute name=\"title\" attributeType=\"String\" versionHashModifier=\"v2\"/>"), "\(second)")
         #expect(bundle.first { $0.path == "Library 3.xcdatamodel/contents" }?.contents.contains("versionHashModifier") == false)
+    }
+
+    /// `encrypt` is `.allowsCloudEncryption`, which only CloudKit honours: a schema synced with
+    /// CloudKit gets a comment, one that is not a warning at the attribute's line.
+    @Test func cloudEncryptionIsAWarningOutsideCloudKit() throws {
+        let migrations = repositoryRoot.appendingPathComponent("Migrations").path
+        let notes = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Notes.yaml").path, migrations: migrations)
+        let model = try #require(notes.files.first { $0.path.hasSuffix("NotesSchemaV1.swift") }?.contents)
+        #expect(model.contains("@Attribute(.allowsCloudEncryption)") && model.contains("CloudKit keeps the value encrypted"))
+        #expect(!notes.warnings.contains { $0.message.contains("allowsCloudEncryption") }, "\(notes.warnings.map(\.message))")
+        let users = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Users.yaml").path, migrations: migrations)
+        let warning = try #require(users.warnings.first { $0.message.contains("not synced with CloudKit") })
+        #expect(warning.severity == .warning && warning.location?.file.hasSuffix("Users.yaml") == true && (warning.location?.line ?? 1) > 1)
     }
 
     /// iOS 17 has no `#Unique` or `#Index`: a one-attribute unique list becomes

@@ -63,7 +63,7 @@ import Testing
             #"^    \}$"#,
             #"^    [A-Za-z_][A-Za-z0-9_]* (\|o|\|\||\}o|\}\|)(--|\.\.)(o\||\|\||o\{|\|\{) [A-Za-z_][A-Za-z0-9_]* : "[^"\n]*"$"#,
         ].map { try! Regex($0) }
-        for file in ["Flights.yaml", "Garage.yaml", "Tasks.yaml", "Todo.yaml", "Users.yaml"] {
+        for file in ["Flights.yaml", "Garage.yaml", "Notes.yaml", "Tasks.yaml", "Todo.yaml", "Users.yaml"] {
             for line in MermaidWriter.diagram(try model(file)).split(separator: "\n") {
                 #expect(patterns.contains { (try? $0.wholeMatch(in: String(line))) != nil }, "\(file): \(line)")
             }
@@ -82,7 +82,7 @@ import Testing
 
     @Test(.enabled(if: Graphviz.executable() != nil, "SKIPPED: Graphviz's dot is not installed; `sh .ci/install-deps --tests` installs it"))
     func dotRendersThroughGraphviz() throws {
-        for file in ["Flights.yaml", "Garage.yaml", "Tasks.yaml", "Todo.yaml", "Users.yaml"] {
+        for file in ["Flights.yaml", "Garage.yaml", "Notes.yaml", "Tasks.yaml", "Todo.yaml", "Users.yaml"] {
             let diagram = try model(file)
             let svg = try Graphviz.svg(fromDot: DotWriter.diagram(diagram))
             #expect(svg.contains("<svg"), "\(file)")
@@ -103,7 +103,7 @@ import Testing
         let docs = try Self.schemagen.run(["docs", "-o", site, "--layout", "graphviz"], environment: ["PATH": "/nonexistent"])
         #expect(docs.status == 2 && docs.error.contains("Graphviz's `dot` is not installed") && docs.error.contains("--layout plain"), "\(docs.error)")
         let plain = try Self.schemagen.run(["docs", "-o", site], environment: ["PATH": "/nonexistent"])
-        #expect(plain.status == 0 && plain.output.contains("wrote 9 files"), "auto falls back to the plain layout: \(plain.error)")
+        #expect(plain.status == 0 && plain.output.contains("wrote 10 files"), "auto falls back to the plain layout: \(plain.error)")
         #expect(try String(contentsOfFile: site + "/Flights.html", encoding: .utf8).contains("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\""))
     }
 
@@ -131,7 +131,7 @@ import Testing
         let unknown = try Self.schemagen.run(["diagram", "-s", "Schemas/Flights.yaml", "--entity", "Airlines"])
         #expect(unknown.status == 2 && unknown.error.contains("no entity 'Airlines' in the schemas; did you mean 'Airline'?"), "\(unknown.error)")
         let several = try Self.schemagen.run(["diagram", "-o", file])
-        #expect(several.status == 2 && several.error.contains("6 schemas but one output file"))
+        #expect(several.status == 2 && several.error.contains("7 schemas but one output file"))
         let neighbourhood = try Self.schemagen.run(["diagram", "-s", "Schemas/Flights.yaml", "--entity", "Airline", "--format", "dot"])
         #expect(neighbourhood.status == 0 && !neighbourhood.output.contains("\"Airport\""))
     }

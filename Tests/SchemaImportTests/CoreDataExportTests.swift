@@ -65,6 +65,7 @@ import Testing
             #expect(after.values.map(\.name) == before.values.map(\.name))
             #expect(after.dialects == before.dialects && after.recordsHistory == before.recordsHistory && after.recordsInsertValues == before.recordsInsertValues && after.online == before.online)
             #expect(after.doc == before.doc)
+            #expect(after.cloudKit == before.cloudKit)
             #expect(Self.guidance(after) == Self.guidance(before), "version \(before.version) of \(before.name)")
         }
     }
@@ -108,7 +109,7 @@ import Testing
     }
 
     /// Every example schema with its whole committed history.
-    @Test(arguments: ["Flights", "Garage", "Tasks", "Todo", "Users"])
+    @Test(arguments: ["Flights", "Garage", "Notes", "Tasks", "Todo", "Users"])
     func exampleSchemaRoundTrips(_ name: String) throws {
         let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/\(name).yaml").path).schema)
         let history = SchemaHistory.load(for: schema, root: repositoryRoot.appendingPathComponent("Migrations").path, dialects: schema.dialects ?? [.sqlite])

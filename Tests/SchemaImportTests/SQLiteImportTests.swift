@@ -294,7 +294,7 @@ import Testing
 
     /// The example schemas' own databases (full-text indexes, many-to-many, composite keys,
     /// UUID keys, JSON values) import into schemas that build the same tables again.
-    @Test(arguments: ["Flights", "Garage", "Tasks", "Todo", "Users"])
+    @Test(arguments: ["Flights", "Garage", "Notes", "Tasks", "Todo", "Users"])
     func databasesSchemagenBuiltImportBackIntoTheSameTables(_ schema: String) throws {
         let folder = temporaryFolder()
         let original = folder.appendingPathComponent("original.db").path

@@ -35,6 +35,19 @@ import Testing
             name: "a day (dateOnly), today or a fixed one by default",
             yaml: "entities:\n  A:\n    attributes:\n      day: {type: Date, dateOnly: true, default: now}\n      since: {type: Date?, dateOnly: true, default: 2024-01-31}\n", expected: []),
         Case(
+            name: "a schema that keeps CloudKit's rules",
+            yaml:
+                "cloudKit: true\nentities:\n  A:\n    attributes:\n      x: Int?\n      y: {type: String, default: a}\n    relationships:\n      bs: {to: \"[B]\", inverse: a, deleteRule: cascade}\n  B:\n    attributes:\n      z: {type: Bool, default: false}\n    relationships:\n      a: {to: A?, inverse: bs}\n",
+            expected: []),
+        Case(
+            name: "CloudKit: every attribute optional or defaulted, none unique",
+            yaml: "cloudKit: true\nentities:\n  A:\n    attributes:\n      x: Int\n      y: {type: Int?, unique: true}\n    uniques: [[x, y]]\n",
+            expected: ["7:7 cloudkit", "8:23 cloudkit", "9:14 cloudkit"]),
+        Case(
+            name: "CloudKit: relationships optional, with an inverse, never Deny",
+            yaml: "cloudKit: true\nentities:\n  A:\n    attributes:\n      x: Int?\n    relationships:\n      b: {to: B, deleteRule: deny}\n  B:\n    attributes:\n      y: Int?\n",
+            expected: ["9:7 cloudkit", "9:15 cloudkit", "9:30 cloudkit"]),
+        Case(
             name: "dateOnly applies to Date only",
             yaml: "entities:\n  A:\n    attributes:\n      name: {type: String, dateOnly: true}\n", expected: ["6:28 conflicting-options"]),
         Case(

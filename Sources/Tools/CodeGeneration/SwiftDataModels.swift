@@ -169,10 +169,15 @@ struct SwiftDataVersion {
         if attribute.usesExternalStorage { options.append(".externalStorage") }
         if attribute.isEncrypted {
             options.append(".allowsCloudEncryption")
-            let message =
-                "'encrypt' becomes .allowsCloudEncryption, which encrypts the value in CloudKit only; the device's store keeps it as SwiftData keeps every value (protect it with Data Protection)"
-            comments.append("// \(message).")
-            note(subject, message, at: attribute.location)
+            if schema.cloudKit {
+                comments.append(
+                    "// 'encrypt' becomes .allowsCloudEncryption: CloudKit keeps the value encrypted; the device's store keeps it as SwiftData keeps every value (protect it with Data Protection).")
+            } else {
+                let message =
+                    "'encrypt' becomes .allowsCloudEncryption, which encrypts the value in CloudKit only, and the schema is not synced with CloudKit (no cloudKit: true), so it encrypts nothing; the device's store keeps it as SwiftData keeps every value (protect it with Data Protection)"
+                comments.append("// \(message).")
+                note(subject, message, at: attribute.location)
+            }
         }
         if attribute.preservesValueOnDeletion { options.append(".preserveValueOnDeletion") }
         if attribute.isSearchable { options.append(".spotlight") }

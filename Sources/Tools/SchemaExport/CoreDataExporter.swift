@@ -150,6 +150,7 @@ public enum CoreDataExporter {
             info.append((CoreDataUserInfo.schemaHistory, "{insertValues: false}"))
         }
         if let online = schema.online { info.append((CoreDataUserInfo.schemaOnline, online ? "true" : "false")) }
+        if schema.cloudKit { info.append((CoreDataUserInfo.schemaCloudKit, "true")) }
         for enumType in schema.enums {
             var object: [String: Any] = [
                 "type": enumType.rawType.rawValue,

@@ -277,6 +277,7 @@ extension CoreDataImporter {
             schema.dialects = info[CoreDataUserInfo.schemaDialects].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
             schema.history = info[CoreDataUserInfo.schemaHistory]
             schema.online = info[CoreDataUserInfo.schemaOnline].map { $0 == "true" }
+            schema.cloudKit = info[CoreDataUserInfo.schemaCloudKit] == "true"
             for (key, text) in info.sorted(by: { $0.key < $1.key }) {
                 if key.hasPrefix(CoreDataUserInfo.enumPrefix) {
                     let name = String(key.dropFirst(CoreDataUserInfo.enumPrefix.count))

@@ -10,6 +10,8 @@ public struct ImportedSchema: Sendable, Equatable {
     public var history: String? = nil
     /// `online:`; nil leaves it to configuration.
     public var online: Bool? = nil
+    /// `cloudKit: true` (from an exported bundle).
+    public var cloudKit = false
     /// Enumerations: PostgreSQL's enum types and CHECK (column IN (...)) lists.
     public var enums: [ImportedEnum] = []
     /// Value types (stored as JSON): Core Data's composite attributes.

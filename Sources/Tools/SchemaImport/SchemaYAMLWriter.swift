@@ -17,6 +17,7 @@ public enum SchemaYAMLWriter {
         if let dialects = schema.dialects { out += "dialects: \(list(dialects))\n" }
         if let history = schema.history { out += "history: \(history)\n" }
         if let online = schema.online { out += "online: \(online)\n" }
+        if schema.cloudKit { out += "cloudKit: true\n" }
         if !schema.enums.isEmpty {
             out += "enums:\n"
             for item in schema.enums {

@@ -31,6 +31,7 @@ public enum CoreDataUserInfo {
     public static let schemaDialects = "schemagen.schema.dialects"
     public static let schemaHistory = "schemagen.schema.history"
     public static let schemaOnline = "schemagen.schema.online"
+    public static let schemaCloudKit = "schemagen.schema.cloudKit"
     /// `schemagen.enum.Priority`: `{"type": "Int", "cases": [["low", "0"], ...], "doc": ...}`.
     public static let enumPrefix = "schemagen.enum."
     /// `schemagen.valueDoc.Color`: a value type's doc (a composite has no user info).

@@ -27,6 +27,9 @@ public struct Schema: Sendable, Hashable {
     /// when the schema does not say, so configuration decides (none by default). PostgreSQL
     /// only: SQLite has no roles.
     public var grants: [Grant]? = nil
+    /// Synced with CloudKit on Apple devices (`cloudKit: true`): the schema keeps CloudKit's
+    /// rules, which the loader checks.
+    public var cloudKit: Bool = false
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 

@@ -34,5 +34,7 @@ public enum SchemaDiagnosticCode: String, DiagnosticCode {
     case redundant = "redundant"
     case unused = "unused"
     case emptyEntity = "empty-entity"
+    // Platforms
+    case cloudKit = "cloudkit"
 
 }

@@ -71,7 +71,7 @@ struct SchemaParser: Sendable {
     /// `relationshipNodes`).
     var relationshipIndexByName: [String: [String: Int]] = [:]
 
-    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "grants", "enums", "values", "entities"]
+    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "grants", "cloudKit", "enums", "values", "entities"]
 
     init(file: String) {
         self.file = file
@@ -231,6 +231,7 @@ struct SchemaParser: Sendable {
         let (recordsHistory, recordsInsertValues) = parseHistory(keyed)
         let online = keyed["online"] == nil ? nil : flag(keyed, "online", what: "the schema")
         let grants = keyed["grants"].map { parseGrants($0) }
+        let cloudKit = flag(keyed, "cloudKit", what: "the schema")
 
         prescanTypeNames(keyed)
         parseEnums(keyed["enums"])
@@ -240,6 +241,7 @@ struct SchemaParser: Sendable {
         }
         parseEntities(keyed["entities"])
         validate()
+        if cloudKit { checkCloudKitRules() }
         if !recordsHistory, let historyNode = keyed["history"] {
             let preserved = entities.flatMap { entity in
                 entity.model.attributes.filter(\.preservesValueOnDeletion).map { "\(entity.model.name).\($0.name)" }
@@ -261,6 +263,7 @@ struct SchemaParser: Sendable {
             recordsInsertValues: recordsInsertValues,
             online: online,
             grants: grants,
+            cloudKit: cloudKit,
             sourcePath: file)
     }
 
