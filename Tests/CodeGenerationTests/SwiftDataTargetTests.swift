@@ -36,9 +36,13 @@ struct SwiftDataTargetFailure: Error, CustomStringConvertible {
 
 /// The SwiftData target's files and warnings for the schemas at `schemas`, with the
 /// migrations under `migrations`.
-func swiftDataOutput(schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
+func swiftDataOutput(
+    schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default, typeAliases: SwiftDataTypeAliases = .plain
+) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
     let pipeline = GenerationPipeline(
-        .init(schemas: [schemas], output: temporaryFolder().path, migrations: migrations, allowDestructive: true, target: .swiftdata, deploymentTarget: deploymentTarget))
+        .init(
+            schemas: [schemas], output: temporaryFolder().path, migrations: migrations, allowDestructive: true, target: .swiftdata, deploymentTarget: deploymentTarget,
+            typeAliases: typeAliases))
     let loaded = try pipeline.load().get()
     let models = pipeline.model(loaded.schemas)
     let plan = pipeline.plan(loaded.schemas, models: models)
@@ -95,6 +99,35 @@ func swiftDataOutput(schemas: String, migrations: String, deploymentTarget: Depl
         let second = try #require(bundle.first { $0.path == "Library 2.xcdatamodel/contents" }?.contents)
         #expect(second.contains("<attribute name=\"title\" attributeType=\"String\" versionHashModifier=\"v2\"/>"), "\(second)")
         #expect(bundle.first { $0.path == "Library 3.xcdatamodel/contents" }?.contents.contains("versionHashModifier") == false)
+    }
+
+    /// Tasks' `Task` typealias hides Swift's `Task`: `Task { }` in the app's module stops
+    /// compiling, as the shim shows. It is warned about at the entity's line; a prefix (or no
+    /// typealiases) keeps Swift's.
+    @Test func typealiasesThatHidePlatformTypesAreWarnedAndCanBePrefixed() async throws {
+        let schema = repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml").path, migrations = repositoryRoot.appendingPathComponent("Migrations").path
+        let usesSwiftsTask = "func refresh() { Task { print(\"refreshed\") } }\n"
+        @Sendable func files(_ output: (files: [GeneratedFile], warnings: [Diagnostic])) -> [String: String] {
+            Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        }
+        let plain = try swiftDataOutput(schemas: schema, migrations: migrations)
+        let warning = try #require(plain.warnings.first { $0.message.contains("the typealias 'Task' hides Swift's Task") }, "\(plain.warnings.map(\.message))")
+        let location = try #require(warning.location)
+        let lines = try String(contentsOfFile: schema, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[location.line - 1].hasPrefix("  Task:"), "\(location)")
+        let plainFiles = files(plain).merging(["App.swift": usesSwiftsTask]) { a, _ in a }
+        let hidden = try await offThePool { try SwiftDataShim.typecheck(plainFiles, beforeIOS18: true) }
+        #expect(!hidden.passed, "the typealias hides Swift's Task")
+
+        let prefixed = try swiftDataOutput(schemas: schema, migrations: migrations, typeAliases: .prefixed("App"))
+        #expect(files(prefixed)["Tasks.swift"]?.contains("public typealias AppTask = TasksSchemaV3.Task") == true)
+        #expect(!prefixed.warnings.contains { $0.message.contains("hides") })
+        let prefixedFiles = files(prefixed).merging(["App.swift": usesSwiftsTask]) { a, _ in a }
+        let kept = try await offThePool { try SwiftDataShim.typecheck(prefixedFiles, beforeIOS18: true) }
+        #expect(kept.passed, "\(kept.output)")
+
+        let none = try swiftDataOutput(schemas: schema, migrations: migrations, typeAliases: .none)
+        #expect(files(none)["Tasks.swift"] == nil && files(none)["Tasks+MigrationPlan.swift"] != nil)
     }
 
     /// `encrypt` is `.allowsCloudEncryption`, which only CloudKit honours: a schema synced with

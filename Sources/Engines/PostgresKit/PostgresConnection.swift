@@ -80,6 +80,7 @@ public final class PostgresConnection {
         let began = Date()
         let deadline = began.addingTimeInterval(seconds)
         var pause = 0.1
+        var triedAnswering = false
         while true {
             handle = Self.connect(target, applicationName: applicationName, networkTimeout: networkTimeout)
             if let handle, PQstatus(handle) == CONNECTION_OK { break }
@@ -89,6 +90,12 @@ public final class PostgresConnection {
             let answering = Self.ping(target, applicationName: applicationName, networkTimeout: networkTimeout) == PQPING_OK
             // The last pause is cut to the time left, so the retries last as long as asked.
             let remaining = deadline.timeIntervalSinceNow
+            // A server that finished starting between the attempt ("the database system is
+            // starting up") and the ping gets one more attempt before its answer counts.
+            if answering, seconds > 0, remaining > 0, !triedAnswering {
+                triedAnswering = true
+                continue
+            }
             guard !answering, remaining > 0 else {
                 let elapsed = Date().timeIntervalSince(began)
                 let waited = seconds > 0 && !answering ? " (retried for \(Self.seconds((elapsed * 10).rounded() / 10)) s)" : ""

@@ -86,7 +86,8 @@ public enum Generator {
     ///
     ///     let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: "Shop.yaml", templates: try .defaults(for: .swiftdata))
     public static func generateSwiftData(
-        versions: [Schema], sourceFile: String, templates: TemplateSet, deploymentTarget: DeploymentTarget = .default
+        versions: [Schema], sourceFile: String, templates: TemplateSet, deploymentTarget: DeploymentTarget = .default,
+        typeAliases: SwiftDataTypeAliases = .plain
     ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name), version \(current.version)). Do not edit."
@@ -120,7 +121,23 @@ public enum Generator {
             "stages": .listed(stages.map(\.value)),
             "usesCarriers": .bool(stages.contains { !$0.carriers.isEmpty }),
         ]
-        plan["typeNames"] = .lines((current.entities.map(\.name) + current.enums.map(\.name) + current.values.map(\.name)).map(SwiftSyntax.identifier))
+        let types = current.entities.map { ($0.name, $0.location) } + current.enums.map { ($0.name, $0.location) } + current.values.map { ($0.name, $0.location) }
+        plan["typeNames"] = .lines(types.map { SwiftSyntax.identifier($0.0) })
+        var aliases: [MustacheValue] = []
+        for (name, location) in types {
+            guard let alias = typeAliases.alias(of: name) else { continue }
+            aliases.append(.object(["alias": .string(SwiftSyntax.identifier(alias)), "name": .string(SwiftSyntax.identifier(name))]))
+            if let framework = PlatformTypeNames.owner(of: alias) {
+                notes.append(
+                    SwiftDataNote(
+                        version: current.version, subject: name,
+                        message:
+                            "the typealias '\(alias)' hides \(framework)'s \(alias) wherever the module is imported (`\(alias)` then means the model, so code such as `Task { }` or `Color.red` stops compiling); rename the entity, or generate with --typealias-prefix (or --typealiases off)",
+                        location: location))
+            }
+        }
+        plan["typeAliases"] = .array(aliases)
+        plan["hasTypeAliases"] = .bool(!aliases.isEmpty)
         scoped.append((.schema, current.name, .object(plan)))
         var files: [String: (template: String, contents: String)] = [:]
         for output in templates.outputs {

@@ -34,6 +34,10 @@ public struct ProjectConfig: Equatable, Sendable {
     /// The oldest OS `generate --target swiftdata` writes for: ios17 (the default), ios18,
     /// macos14 or macos15.
     public var deploymentTarget: String?
+    /// Whether the SwiftData output names the newest version's types by typealiases (true by
+    /// default), and what starts each alias (`typealiasPrefix: App` -> `AppTask`).
+    public var typealiases: Bool?
+    public var typealiasPrefix: String?
 
     public init() {}
 
@@ -45,7 +49,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget"]
+    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget", "typealiases", "typealiasPrefix"]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -91,6 +95,18 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
+            case "typealiases":
+                guard let value = pair.value.boolValue else {
+                    bag.error(Code.wrongKind, "'typealiases' expects true or false: whether the SwiftData output names the newest version's types by typealiases", at: location(pair.value))
+                    continue
+                }
+                config.typealiases = value
+            case "typealiasPrefix":
+                guard let value = pair.value.stringValue, value.isEmpty || value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !(value.first?.isNumber ?? false) else {
+                    bag.error(Code.wrongKind, "'typealiasPrefix' expects the start of a Swift name, such as App", at: location(pair.value))
+                    continue
+                }
+                config.typealiasPrefix = value
             case "deploymentTarget":
                 let allowed = ["ios17", "ios18", "macos14", "macos15"]
                 guard let value = pair.value.stringValue, allowed.contains(value) else {

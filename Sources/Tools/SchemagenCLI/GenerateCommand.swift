@@ -41,6 +41,13 @@ public enum GenerateCommand: Command {
                 help:
                     "With --target swiftdata: the oldest OS the models run on (ios17, ios18, macos14, macos15; default: the config's deploymentTarget, else ios17). Before iOS 18 and macOS 15, #Unique and #Index are comments and warnings.",
                 allowed: DeploymentTarget.allCases.map(\.rawValue)),
+            .value(
+                "typealiases", valueName: "on|off",
+                help: "With --target swiftdata: whether the newest version's types get typealiases of their own names (default on, or the config's typealiases).",
+                allowed: ["on", "off"]),
+            .value(
+                "typealias-prefix", valueName: "prefix",
+                help: "With --target swiftdata: start each typealias with this (App: AppTask = TasksSchemaV3.Task), so none hides Swift's, SwiftUI's or SwiftData's types."),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
@@ -57,6 +64,10 @@ public enum GenerateCommand: Command {
         ])
 
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        if let prefix = arguments.value("typealias-prefix"), !prefix.isEmpty, prefix.first?.isNumber == true || !prefix.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+            io.writeError("schemagen: error: --typealias-prefix '\(prefix)' is not the start of a Swift name; use letters, digits and _, such as App\n")
+            return .usageOrIO
+        }
         let (loadedConfig, configFailure) = SchemaInput.config(arguments, io: io)
         guard let config = loadedConfig else { return configFailure }
         let pipeline = GenerationPipeline(
@@ -66,7 +77,9 @@ public enum GenerateCommand: Command {
                 allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
                 dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
                 cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store,
-                deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init)))
+                deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init),
+                typeAliases: arguments.value("typealiases") == "off"
+                    ? SwiftDataTypeAliases.none : arguments.value("typealias-prefix").map { $0.isEmpty ? .plain : .prefixed($0) } ?? (arguments.value("typealiases") == "on" ? .plain : nil)))
         let check = arguments.flag("check")
         let mode: GenerationPipeline.Mode =
             arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)

@@ -39,6 +39,9 @@ public struct GenerationPipeline: Sendable {
         public var target: TemplateSet.Target
         /// The oldest OS SwiftData models run on (`--deployment-target`, `deploymentTarget:`).
         public var deploymentTarget: DeploymentTarget
+        /// The SwiftData typealiases of the newest version's types (`--typealiases`,
+        /// `--typealias-prefix`; `typealiases:`, `typealiasPrefix:`).
+        public var typeAliases: SwiftDataTypeAliases
 
         /// The cache folder unless one is named: beside SwiftPM's own build products.
         public static let defaultCacheFolder = ".build/schemagen"
@@ -47,9 +50,18 @@ public struct GenerationPipeline: Sendable {
             config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
             migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
             dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store,
-            deploymentTarget: DeploymentTarget? = nil
+            deploymentTarget: DeploymentTarget? = nil, typeAliases: SwiftDataTypeAliases? = nil
         ) {
             self.target = target
+            if let typeAliases {
+                self.typeAliases = typeAliases
+            } else if config.typealiases == false {
+                self.typeAliases = .none
+            } else if let prefix = config.typealiasPrefix, !prefix.isEmpty {
+                self.typeAliases = .prefixed(prefix)
+            } else {
+                self.typeAliases = .plain
+            }
             self.deploymentTarget = deploymentTarget ?? config.deploymentTarget.flatMap(DeploymentTarget.init) ?? .default
             self.cacheFolder = cacheFolder ?? config.cache ?? Self.defaultCacheFolder
             self.schemaPaths = schemas.isEmpty ? (config.schemas ?? ["Schemas"]) : schemas
@@ -209,7 +221,8 @@ public struct GenerationPipeline: Sendable {
                 diagnostics += history.diagnostics
                 do {
                     let output = try Generator.generateSwiftData(
-                        versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget)
+                        versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
+                        typeAliases: configuration.typeAliases)
                     perSchema.append((schema, result.path, output.files))
                     diagnostics += output.notes.map { note in
                         Diagnostic(
