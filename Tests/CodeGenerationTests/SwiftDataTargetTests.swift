@@ -97,7 +97,8 @@ func swiftDataOutput(
         #expect(check.passed, "\(check.output)")
         let bundle = CoreDataExporter.bundle(versions, name: "Library")
         let second = try #require(bundle.first { $0.path == "Library 2.xcdatamodel/contents" }?.contents)
-        #expect(second.contains("<attribute name=\"title\" attributeType=\"String\" versionHashModifier=\"v2\"/>"), "\(second)")
+        #expect(second.contains("<attribute name=\"title\" attributeType=\"String\" versionHashModifier=\"v2\">"), "\(second)")
+        #expect(second.contains("<entry key=\"schemagen.derivedHashModifier\" value=\"YES\"/>"), "an import knows the modifier for export's own")
         #expect(bundle.first { $0.path == "Library 3.xcdatamodel/contents" }?.contents.contains("versionHashModifier") == false)
     }
 

@@ -91,7 +91,10 @@ public enum CoreDataExporter {
         var attributes: [(String, String)] = [("name", entity.name), ("representedClassName", entity.name)]
         if let renamed = entity.renamedFrom { attributes.append(("elementID", renamed)) }
         attributes += [("syncable", "YES"), ("codeGenerationType", "class")]
+        applying(entity.coreData, to: &attributes)
         var out = "    " + element("entity", attributes, close: false) + "\n"
+        // Members under the names the model gives them (`coreData: {name: id}`).
+        func modelName(_ member: String) -> String { entity.attribute(named: member)?.coreData?.attributes["name"] ?? member }
         for attribute in xcodeOrder(entity.attributes, by: \.name) {
             var exported = ExportedAttribute(attribute)
             if hashModifier?.attribute == attribute.name { exported.versionHashModifier = hashModifier?.value }
@@ -118,17 +121,17 @@ public enum CoreDataExporter {
             out += "        <uniquenessConstraints>\n"
             for members in uniques {
                 out += "            <uniquenessConstraint>\n"
-                for member in members { out += "                <constraint value=\"\(xmlEscaped(member))\"/>\n" }
+                for member in members { out += "                <constraint value=\"\(xmlEscaped(modelName(member)))\"/>\n" }
                 out += "            </uniquenessConstraint>\n"
             }
             out += "        </uniquenessConstraints>\n"
         }
         for members in entity.indexes where !namesRelationship(members) {
             out += "        <fetchIndex name=\"\(xmlEscaped("by" + members.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined() + "Index"))\">\n"
-            for member in members { out += "            <fetchIndexElement property=\"\(xmlEscaped(member))\" type=\"Binary\" order=\"ascending\"/>\n" }
+            for member in members { out += "            <fetchIndexElement property=\"\(xmlEscaped(modelName(member)))\" type=\"Binary\" order=\"ascending\"/>\n" }
             out += "        </fetchIndex>\n"
         }
-        out += userInfo(info, indent: "        ")
+        out += userInfo(info + userInfoEntries(entity.coreData), indent: "        ")
         out += "    </entity>\n"
         return out
     }
@@ -192,8 +195,11 @@ public enum CoreDataExporter {
         if attribute.isSearchable { attributes.append(("spotlightIndexingEnabled", "YES")) }
         if attribute.isEncrypted { attributes.append(("allowsCloudEncryption", "YES")) }
         if let renamed = attribute.renamedFrom { attributes.append(("elementID", renamed)) }
-        if let modifier = attribute.versionHashModifier { attributes.append(("versionHashModifier", modifier)) }
         var info: [(String, String)] = []
+        if let modifier = attribute.versionHashModifier {
+            attributes.append(("versionHashModifier", modifier))
+            info.append((CoreDataUserInfo.derivedHashModifier, "YES"))
+        }
         if type.readsBackAs != attribute.type.description { info.append((CoreDataUserInfo.type, attribute.type.description)) }
         if attribute.columnName != Naming.defaultName(of: attribute.name) { info.append((CoreDataUserInfo.column, attribute.columnName)) }
         if let value = attribute.defaultValue { info.append((CoreDataUserInfo.defaultValue, yaml(value))) }
@@ -205,6 +211,12 @@ public enum CoreDataExporter {
         if let backfill = attribute.backfill { info.append((CoreDataUserInfo.backfill, yaml(backfill))) }
         if let movedFrom = attribute.movedFromText { info.append((CoreDataUserInfo.movedFrom, movedFrom)) }
         if let doc = attribute.doc { info.append((CoreDataUserInfo.doc, doc)) }
+        if let settings = attribute.coreData {
+            // A Core Data name of its own: the schema's travels in user info.
+            if let name = settings.attributes["name"], name != attribute.name { info.append((CoreDataUserInfo.schemaName, attribute.name)) }
+            applying(settings, to: &attributes)
+            info += userInfoEntries(settings)
+        }
         guard !info.isEmpty else { return indent + element("attribute", attributes) + "\n" }
         return indent + element("attribute", attributes, close: false) + "\n" + userInfo(info, indent: indent + "    ") + indent + "</attribute>\n"
     }
@@ -264,9 +276,37 @@ public enum CoreDataExporter {
             info.append((CoreDataUserInfo.column, relationship.foreignKeyColumns[0]))
         }
         if let doc = relationship.doc { info.append((CoreDataUserInfo.doc, doc)) }
+        applying(relationship.coreData, to: &attributes)
+        info += userInfoEntries(relationship.coreData)
         let indent = "        "
         guard !info.isEmpty else { return indent + element("relationship", attributes) + "\n" }
         return indent + element("relationship", attributes, close: false) + "\n" + userInfo(info, indent: indent + "    ") + indent + "</relationship>\n"
+    }
+
+    // MARK: - Written as given (`coreData:`)
+
+    /// Model attributes from `coreData:` over the derived ones: a derived one keeps its place
+    /// with the given value, others follow.
+    static func applying(_ settings: CoreDataSettings?, to attributes: inout [(String, String)]) {
+        guard let settings else { return }
+        for (key, value) in settings.attributes.sorted(by: { $0.key < $1.key }) {
+            if let at = attributes.firstIndex(where: { $0.0 == key }) {
+                attributes[at].1 = value
+            } else {
+                attributes.append((key, value))
+            }
+        }
+        // A Transformable needs no derived class name the model did not give.
+        if settings.attributes["attributeType"] != nil, settings.attributes["customClassName"] == nil {
+            attributes.removeAll { $0.0 == "customClassName" && settings.attributes["attributeType"] == "Transformable" }
+        }
+        if settings.attributes["attributeType"] == "Transformable", settings.attributes["valueTransformerName"] == nil {
+            attributes.removeAll { $0.0 == "valueTransformerName" }
+        }
+    }
+
+    static func userInfoEntries(_ settings: CoreDataSettings?) -> [(String, String)] {
+        (settings?.userInfo ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     // MARK: - Text
@@ -354,6 +394,7 @@ struct ExportedAttribute {
     var scale: Int?
     var isDateOnly = false
     var versionHashModifier: String?
+    var coreData: CoreDataSettings?
     var backfill: Backfill?
     var movedFromText: String?
 
@@ -377,6 +418,7 @@ struct ExportedAttribute {
         precision = attribute.precision
         scale = attribute.scale
         isDateOnly = attribute.isDateOnly
+        coreData = attribute.coreData
         backfill = attribute.backfill
         movedFromText = attribute.movedFromText
     }

@@ -184,6 +184,8 @@ extension CoreDataImporter {
                     }
                 }
                 applyEntityInfo(entity.userInfo, to: &imported)
+                imported.coreData = Self.carried(entity.element, info: entity.userInfo, keys: [])
+                if let className = entity.element["representedClassName"], className != entity.name { imported.coreData.attributes["representedClassName"] = className }
                 if let order = entity.userInfo[CoreDataUserInfo.order].map(Self.names) {
                     imported.attributes = Self.ordered(imported.attributes, by: order, name: \.name)
                     imported.relationships = Self.ordered(imported.relationships, by: order, name: \.name)
@@ -217,6 +219,17 @@ extension CoreDataImporter {
             return schema
         }
 
+        /// What a model element says that the schema language cannot, for `coreData:`: the given
+        /// XML attributes where present, a version hash modifier of the model's own (not one export
+        /// derived), and user info entries that are not schemagen's.
+        static func carried(_ element: XMLTree.Element, info: [String: String], keys: [String]) -> CoreDataSettings {
+            var settings = CoreDataSettings()
+            for key in keys { if let value = element[key] { settings.attributes[key] = value } }
+            if let modifier = element["versionHashModifier"], info[CoreDataUserInfo.derivedHashModifier] == nil { settings.attributes["versionHashModifier"] = modifier }
+            for (key, value) in info where !key.hasPrefix("schemagen.") { settings.userInfo[key] = value }
+            return settings
+        }
+
         /// `a, b, c` as names.
         static func names(_ list: String) -> [String] {
             list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -247,6 +260,7 @@ extension CoreDataImporter {
             }
             let renamed = SwiftNames.unique("identifier", among: Set(entity.memberNames))
             entity.attributes[position].name = renamed
+            entity.attributes[position].coreData.attributes["name"] = "id"
             entity.attributes[position].column = "id_value"
             entity.uniques = entity.uniques.map { $0.map { $0 == "id" ? renamed : $0 } }
             entity.indexes = entity.indexes.map { $0.map { $0 == "id" ? renamed : $0 } }
@@ -261,6 +275,7 @@ extension CoreDataImporter {
                 guard let position = entity.attributes.firstIndex(where: { $0.name == keyName }) else { continue }
                 let renamed = SwiftNames.unique(keyName + "Value", among: Set(entity.memberNames))
                 entity.attributes[position].name = renamed
+                entity.attributes[position].coreData.attributes["name"] = keyName
                 entity.uniques = entity.uniques.map { $0.map { $0 == keyName ? renamed : $0 } }
                 entity.indexes = entity.indexes.map { $0.map { $0 == keyName ? renamed : $0 } }
                 warn(element, "'\(entity.name).\(keyName)' is renamed '\(renamed)': generated code names the key of relationship '\(relationship.name)' `\(keyName)`")
@@ -400,6 +415,13 @@ extension CoreDataImporter {
             attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
             attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
             attribute.isDateOnly = info[CoreDataUserInfo.dateOnly] == "YES"
+            attribute.coreData = Self.carried(
+                element, info: info, keys: coreDataType == "Transformable" && info[CoreDataUserInfo.type] == nil ? ["attributeType", "valueTransformerName", "customClassName"] : [])
+            if let schemaName = info[CoreDataUserInfo.schemaName], Naming.isIdentifier(schemaName) {
+                // Exported under a Core Data name of its own (`coreData: {name: id}`).
+                attribute.coreData.attributes["name"] = attribute.name
+                attribute.name = schemaName
+            }
             if attribute.isTransient {
                 // Flags that make no sense for a value never stored are errors in the schema.
                 for flag in ["indexed", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion"] where element.flag(flag) {
@@ -527,6 +549,9 @@ extension CoreDataImporter {
             let info = CoreDataImporter.userInfo(of: element)
             relationship.column = info[CoreDataUserInfo.column]
             relationship.doc = info[CoreDataUserInfo.doc]
+            relationship.coreData = Self.carried(element, info: info, keys: ["ordered"])
+            // A required to-many (no `optional`): the schema's to-many relationships are never nil.
+            if toMany, !element.flag("optional") { relationship.coreData.attributes["optional"] = "NO" }
             return relationship
         }
 
@@ -556,6 +581,8 @@ extension CoreDataImporter {
                         !inverse.isToMany, !inverse.isOptional
                     else { continue }
                     schema.entities[entityIndex].relationships[relationshipIndex].deleteRule = .deny
+                    // The exported model keeps Core Data's rule, which its version hash covers.
+                    schema.entities[entityIndex].relationships[relationshipIndex].coreData.attributes["deletionRule"] = "Nullify"
                     let element = model.entity(named: schema.entities[entityIndex].name)?.element
                     findings.append(
                         ImportFinding(

@@ -1,3 +1,5 @@
+import SchemaKit
+
 /// A schema as an importer found it, in the schema language's own terms, before it is written
 /// as YAML. Importers fill it; `SchemaYAMLWriter` writes it; nothing else reads it.
 public struct ImportedSchema: Sendable, Equatable {
@@ -64,6 +66,8 @@ public struct ImportedEntity: Sendable, Equatable {
     public var table: String?
     public var renamedFrom: String?
     public var doc: String?
+    /// `coreData:`: what a real model says of it that the language cannot.
+    public var coreData = CoreDataSettings()
     public var attributes: [ImportedAttribute] = []
     public var relationships: [ImportedRelationship] = []
     /// Member names; empty for the implicit key. A single attribute key is written as
@@ -104,6 +108,9 @@ public struct ImportedAttribute: Sendable, Equatable {
     public var scale: Int?
     /// For dates: kept as the calendar day (`dateOnly: true`, a `date` column).
     public var isDateOnly = false
+    /// `coreData:`: what a real model says of it that the language cannot (a Transformable, a
+    /// Core Data name, user info).
+    public var coreData = CoreDataSettings()
     /// `encrypt:` as written (`true`, `deterministic`); nil when not encrypted.
     public var encrypt: String?
     /// The JSON key, when it differs from the name.
@@ -127,6 +134,9 @@ public struct ImportedRelationship: Sendable, Equatable {
     public enum DeleteRule: String, Sendable {
         case nullify, cascade, deny, noAction
     }
+
+    /// `coreData:`: what a real model says of it that the language cannot.
+    public var coreData = CoreDataSettings()
 
     public var name: String
     public var target: String

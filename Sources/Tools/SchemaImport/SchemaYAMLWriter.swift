@@ -67,6 +67,7 @@ public enum SchemaYAMLWriter {
             if let doc = entity.doc { options.append(("doc", quoted(doc))) }
             if let table = entity.table { options.append(("table", scalar(table))) }
             if let renamed = entity.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
+            if !entity.coreData.isEmpty { options.append(("coreData", coreData(entity.coreData))) }
             for (key, value) in options { out += "    \(key): \(value)\n" }
             if !entity.attributes.isEmpty {
                 out += "    attributes:\n"
@@ -120,6 +121,7 @@ public enum SchemaYAMLWriter {
         if let renamed = attribute.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
         if let movedFrom = attribute.movedFrom { options.append(("movedFrom", scalar(movedFrom))) }
         if let doc = attribute.doc { options.append(("doc", quoted(doc))) }
+        if !attribute.coreData.isEmpty { options.append(("coreData", coreData(attribute.coreData))) }
         guard !options.isEmpty else { return scalar(type) }
         return "{type: \(scalar(type)), " + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"
     }
@@ -134,7 +136,18 @@ public enum SchemaYAMLWriter {
         if let column = relationship.column { options.append(("column", scalar(column))) }
         if let renamed = relationship.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
         if let doc = relationship.doc { options.append(("doc", quoted(doc))) }
+        if !relationship.coreData.isEmpty { options.append(("coreData", coreData(relationship.coreData))) }
         return "{" + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"
+    }
+
+    /// `{attributeType: Transformable, userInfo: {attributeValueClassName: CheatType}}`: every
+    /// value quoted where a YAML reader could take it for something else.
+    static func coreData(_ settings: CoreDataSettings) -> String {
+        var parts = settings.attributes.sorted { $0.key < $1.key }.map { "\($0.key): \(quotedIfNeeded($0.value))" }
+        if !settings.userInfo.isEmpty {
+            parts.append("userInfo: {" + settings.userInfo.sorted { $0.key < $1.key }.map { "\(scalar($0.key)): \(quotedIfNeeded($0.value))" }.joined(separator: ", ") + "}")
+        }
+        return "{" + parts.joined(separator: ", ") + "}"
     }
 
     static func list(_ names: [String]) -> String { "[" + names.map(scalar).joined(separator: ", ") + "]" }

@@ -20,6 +20,11 @@ public enum CoreDataUserInfo {
     /// An entity's members in the schema's order (`name, birthYear, cars`), where Xcode's
     /// sorted order differs.
     public static let order = "schemagen.order"
+    /// An attribute's schema name where its Core Data name differs (`coreData: {name: id}`).
+    public static let schemaName = "schemagen.name"
+    /// Beside a `versionHashModifier` export derived (`VersionHashModifiers`), which an import
+    /// does not carry as the model's own.
+    public static let derivedHashModifier = "schemagen.derivedHashModifier"
     /// The entities and the value types in the schema's order, where they are not sorted.
     public static let schemaEntities = "schemagen.schema.entities"
     public static let schemaValues = "schemagen.schema.values"

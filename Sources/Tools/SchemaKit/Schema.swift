@@ -213,6 +213,9 @@ public struct Entity: Sendable, Hashable {
     public var uniques: [[String]]
     public var primaryKey: PrimaryKey
     public var location: SourceLocation?
+    /// What an exported Core Data model writes as given (`coreData:`): imported from a real
+    /// model, what the schema language has no word for.
+    public var coreData: CoreDataSettings? = nil
 
     /// The implicit primary key's name and column.
     public static let implicitKeyName = "id"
@@ -277,6 +280,31 @@ public struct Attribute: Sendable, Hashable {
     /// What fills the existing rows when the column is added or becomes required, without
     /// becoming a default for new rows (`backfill:`).
     public var backfill: Backfill? = nil
+    /// What an exported Core Data model writes as given (`coreData:`).
+    public var coreData: CoreDataSettings? = nil
+}
+
+/// `coreData:` on an entity, attribute or relationship: Core Data model attributes written as
+/// given over what export derives (`attributeType: Transformable`, `deletionRule: Nullify`,
+/// `versionHashModifier`, a Core Data `name`), and user info entries. `import coredata` fills
+/// it with what a real model says that the schema language cannot, so export writes it back.
+public struct CoreDataSettings: Sendable, Hashable {
+    /// Model attributes by name.
+    public var attributes: [String: String]
+    /// User info entries by key.
+    public var userInfo: [String: String]
+
+    public init(attributes: [String: String] = [:], userInfo: [String: String] = [:]) {
+        self.attributes = attributes
+        self.userInfo = userInfo
+    }
+
+    public var isEmpty: Bool { attributes.isEmpty && userInfo.isEmpty }
+
+    /// The model attributes each element may carry.
+    public static let entityKeys = ["representedClassName", "versionHashModifier"]
+    public static let attributeKeys = ["name", "attributeType", "valueTransformerName", "customClassName", "versionHashModifier"]
+    public static let relationshipKeys = ["optional", "deletionRule", "ordered", "versionHashModifier"]
 }
 
 /// The value a migration writes into existing rows (`backfill:`): a literal checked against the
@@ -324,6 +352,8 @@ public struct Relationship: Sendable, Hashable {
     public var joinTargetColumns: [String] = []
     public var doc: String?
     public var location: SourceLocation?
+    /// What an exported Core Data model writes as given (`coreData:`).
+    public var coreData: CoreDataSettings? = nil
 
     public var isManyToMany: Bool { joinTableName != nil }
 }

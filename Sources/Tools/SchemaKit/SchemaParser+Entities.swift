@@ -10,13 +10,13 @@ import Darwin
 
 /// Reads entities with their attributes and relationships, and checks what one entity alone decides.
 extension SchemaParser {
-    static let entityKeys = ["attributes", "relationships", "indexes", "uniques", "primaryKey", "table", "renamedFrom", "doc"]
+    static let entityKeys = ["attributes", "relationships", "indexes", "uniques", "primaryKey", "table", "renamedFrom", "doc", "coreData"]
     static let attributeKeys = [
         "type", "optional", "default", "unique", "primaryKey", "transient", "externalStorage", "encrypt",
         "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc", "precision", "scale", "movedFrom", "backfill",
-        "dateOnly",
+        "dateOnly", "coreData",
     ]
-    static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc"]
+    static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc", "coreData"]
 
     /// Entities are read independently of each other, so a large schema's are read in slices on
     /// the machine's cores, each by a copy of this parser; their results join in document order.
@@ -103,6 +103,7 @@ extension SchemaParser {
             doc: text(keyed, "doc", what: what),
             attributes: attributes.map(\.model), relationships: relationships.map(\.model),
             indexes: [], uniques: [], primaryKey: .implicit, location: location(pair.key))
+        entity.coreData = coreDataSettings(keyed, allowed: CoreDataSettings.entityKeys, what: what)
         if entity.renamedFrom == name {
             warning(.redundant, "\(what) is 'renamedFrom' its own name; remove 'renamedFrom'", at: keyed["renamedFrom"] ?? pair.key)
         }
@@ -152,6 +153,7 @@ extension SchemaParser {
         }
         (attribute.precision, attribute.scale) = numericSize(options, type: type, what: what)
         attribute.isDateOnly = dateOnly(options, type: type, what: what)
+        attribute.coreData = coreDataSettings(options, allowed: CoreDataSettings.attributeKeys, what: what)
         if attribute.isDateOnly, case .date(let text)? = attribute.defaultValue, !ISO8601Date.isCalendarDay(text) {
             error(
                 .invalidDefault,
@@ -199,6 +201,46 @@ extension SchemaParser {
             return (precision, nil)
         }
         return (precision, scale)
+    }
+
+    /// `coreData: {attributeType: Transformable, userInfo: {attributeValueClassName: CheatType}}`:
+    /// model attributes (those `allowed`) and user info entries, each text.
+    mutating func coreDataSettings(_ keyed: Keyed, allowed: [String], what: some CustomStringConvertible) -> CoreDataSettings? {
+        guard let node = keyed["coreData"] else { return nil }
+        guard let pairs = node.pairs else {
+            error(.wrongKind, "'coreData' in \(what) expects Core Data model attributes (\(allowed.joined(separator: ", "))) and 'userInfo', such as {versionHashModifier: v2}", at: node)
+            return nil
+        }
+        var settings = CoreDataSettings()
+        for pair in pairs {
+            let key = pair.key.scalarText ?? ""
+            if key == "userInfo" {
+                guard let entries = pair.value.pairs else {
+                    error(.wrongKind, "'userInfo' in the 'coreData' of \(what) expects keys and text values, such as {attributeValueClassName: CheatType}", at: pair.value)
+                    continue
+                }
+                for entry in entries {
+                    guard let entryKey = entry.key.scalarText, let value = entry.value.scalarText else {
+                        error(.wrongKind, "a 'userInfo' entry in the 'coreData' of \(what) is a key and a text value", at: entry.value)
+                        continue
+                    }
+                    settings.userInfo[entryKey] = value
+                }
+                continue
+            }
+            guard allowed.contains(key) else {
+                error(
+                    .unknownKey, "'coreData' in \(what) takes \((allowed + ["userInfo"]).joined(separator: ", ")); '\(key)' is not one\(Suggestion.hint(for: key, in: allowed + ["userInfo"]))",
+                    at: pair.key)
+                continue
+            }
+            guard let value = pair.value.scalarText else {
+                error(.wrongKind, "'\(key)' in the 'coreData' of \(what) expects text, as the model file holds it", at: pair.value)
+                continue
+            }
+            settings.attributes[key] = value
+        }
+        return settings.isEmpty ? nil : settings
     }
 
     /// `dateOnly: true`: a `Date` kept as its calendar day in UTC (PostgreSQL's `date`).
@@ -416,7 +458,9 @@ extension SchemaParser {
             renamedFrom: identifier(options, "renamedFrom", what: what),
             foreignKeyColumns: column.map { [$0] } ?? [], joinTableName: nil,
             doc: text(options, "doc", what: what), location: location(pair.key))
-        return Parsed(model: relationship, nameNode: pair.key, options: options)
+        var parsedRelationship = relationship
+        parsedRelationship.coreData = coreDataSettings(options, allowed: CoreDataSettings.relationshipKeys, what: what)
+        return Parsed(model: parsedRelationship, nameNode: pair.key, options: options)
     }
 
     // MARK: - Keys, indexes and uniques
