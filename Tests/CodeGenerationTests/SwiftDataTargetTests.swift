@@ -131,6 +131,51 @@ func swiftDataOutput(
         #expect(files(none)["Tasks.swift"] == nil && files(none)["Tasks+MigrationPlan.swift"] != nil)
     }
 
+    /// A stage that cannot do its work alone (Tasks' version 3 adds a required
+    /// `ChecklistItem.position` without a default) stops generate
+    /// with an error at the attribute's line, unless allowed; then the stage calls the plan's
+    /// hooks, and `Tasks+MigrationPlan+Custom.swift` is written once for them, the user's from
+    /// then on: a second run neither replaces nor deletes it.
+    @Test func incompleteStagesStopGenerateUnlessAllowedAndTheHooksAreTheUsers() async throws {
+        let output = temporaryFolder().path
+        func pipeline(allow: Bool) -> GenerationPipeline {
+            GenerationPipeline(
+                .init(
+                    schemas: [repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml").path], output: output,
+                    migrations: repositoryRoot.appendingPathComponent("Migrations").path, cacheFolder: temporaryFolder().path, target: .swiftdata,
+                    allowIncompleteStages: allow))
+        }
+        let refused = pipeline(allow: false).run(.write)
+        guard case .stopped = refused.outcome else {
+            Issue.record("expected generate to stop, got \(refused.outcome)")
+            return
+        }
+        #expect(refused.diagnostics.contains("error: version 3, ChecklistItem.position: the stage into version 3 cannot do its work alone"), "\(refused.diagnostics)")
+        #expect(refused.diagnostics.contains("[swiftdata-incomplete-stage]") && refused.diagnostics.contains("Tasks.yaml:"))
+        #expect(!FileManager.default.fileExists(atPath: output + "/Tasks"), "nothing written")
+
+        let allowed = pipeline(allow: true).run(.write)
+        guard case .generated = allowed.outcome else {
+            Issue.record("expected files, got \(allowed.outcome)")
+            return
+        }
+        #expect(allowed.diagnostics.contains("warning: version 3, ChecklistItem.position: the stage into version 3 cannot do its work alone"))
+        let plan = try String(contentsOfFile: output + "/Tasks/Tasks+MigrationPlan.swift", encoding: .utf8)
+        #expect(plan.contains("try TasksMigrationPlan.willMigrate(from: 2, context: context)") && plan.contains("try TasksMigrationPlan.didMigrate(to: 3, context: context)"))
+        let hooks = output + "/Tasks/Tasks+MigrationPlan+Custom.swift"
+        #expect(try String(contentsOfFile: hooks, encoding: .utf8).contains("extension TasksMigrationPlan: TasksMigrationHooks {"))
+        let mine = "import SwiftData\n\nextension TasksMigrationPlan: TasksMigrationHooks {\n    static func willMigrate(from version: Int, context: ModelContext) throws {}\n}\n"
+        try mine.write(toFile: hooks, atomically: true, encoding: .utf8)
+        _ = pipeline(allow: true).run(.write)
+        #expect(try String(contentsOfFile: hooks, encoding: .utf8) == mine, "the user's file is kept as they wrote it")
+        let names = try FileManager.default.contentsOfDirectory(atPath: output + "/Tasks").sorted()
+        var files: [String: String] = [:]
+        for name in names { files[name] = try String(contentsOfFile: output + "/Tasks/" + name, encoding: .utf8) }
+        let written = files
+        let check = try await offThePool { try SwiftDataShim.typecheck(written, beforeIOS18: true) }
+        #expect(check.passed, "\(check.output)")
+    }
+
     /// `encrypt` is `.allowsCloudEncryption`, which only CloudKit honours: a schema synced with
     /// CloudKit gets a comment, one that is not a warning at the attribute's line.
     @Test func cloudEncryptionIsAWarningOutsideCloudKit() throws {

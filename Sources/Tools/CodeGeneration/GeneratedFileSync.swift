@@ -32,6 +32,8 @@ public struct GeneratedFileSync: Sendable {
         let folder = outputFolder
         let states = files.parallelMap { file -> State in
             guard let existing = FileManager.default.contents(atPath: folder + "/" + file.path) else { return .missing }
+            // The user's file, once written, is whatever they made it.
+            if file.isUserOwned { return .unchanged }
             return existing.elementsEqual(file.contents.utf8) ? .unchanged : .stale
         }
         for (file, state) in zip(files, states) {

@@ -8,11 +8,18 @@ public struct GeneratedFile: Sendable, Hashable {
     /// Relative to the output folder: `Flights/Airport.swift`.
     public var path: String
     public var contents: String
+    /// Written once, when missing, then the user's: never replaced or deleted (a template whose
+    /// name has `+Custom.`, such as `schema+MigrationPlan+Custom.swift`).
+    public var isUserOwned: Bool
 
-    public init(path: String, contents: String) {
+    public init(path: String, contents: String, isUserOwned: Bool = false) {
         self.path = path
         self.contents = contents
+        self.isUserOwned = isUserOwned
     }
+
+    /// Whether a template's files are the user's once written.
+    public static func isUserOwned(template: String) -> Bool { template.contains("+Custom.") }
 }
 
 /// Renders every output template for a schema's elements.
@@ -113,6 +120,7 @@ public enum Generator {
             "header": .string(header),
             "schemaName": .string(current.name),
             "planName": .string("\(current.name)MigrationPlan"),
+            "hooksName": .string("\(current.name)MigrationHooks"),
             "carrierName": .string("\(current.name)MigrationCarriedValues"),
             "currentEnumName": .string(currentVersion.enumName),
             "docLines": .lines(SwiftSyntax.docLines(current.doc)),
@@ -155,10 +163,14 @@ public enum Generator {
                 files[path] = (output.name, contents)
             }
         }
-        let sorted = files.map { GeneratedFile(path: $0.key, contents: $0.value.contents) }.sorted { $0.path < $1.path }
+        let sorted = files.map { GeneratedFile(path: $0.key, contents: $0.value.contents, isUserOwned: GeneratedFile.isUserOwned(template: $0.value.template)) }
+            .sorted { $0.path < $1.path }
         // What every version says alike is reported once, for its newest version.
         var seen: Set<String> = []
-        let distinct = notes.sorted { $0.version > $1.version }.filter { seen.insert($0.subject + "\u{0}" + $0.message).inserted }.reversed()
+        // A stage's own work is said for each stage that needs it.
+        let distinct = notes.sorted { $0.version > $1.version }.filter { note in
+            seen.insert(note.subject + "\u{0}" + note.message + (note.isIncompleteStage ? "\u{0}\(note.version)" : "")).inserted
+        }.reversed()
         return (sorted, Array(distinct))
     }
 

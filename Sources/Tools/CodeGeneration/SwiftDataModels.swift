@@ -13,6 +13,10 @@ public struct SwiftDataNote: Sendable, Hashable {
     /// Where the schema declares what it is about: the attribute's, relationship's or entity's
     /// line (in the schema file, or the recorded text of an older version).
     public var location: SourceLocation? = nil
+    /// A stage that cannot do its work alone (a value it cannot fill, duplicates a new unique
+    /// constraint refuses): `generate` fails unless told to allow it, and the work goes in the
+    /// plan's hooks.
+    public var isIncompleteStage = false
 }
 
 /// One schema version as SwiftData models: the lines the `swiftdata/` templates arrange.

@@ -41,8 +41,14 @@ struct SwiftDataStage {
 
     private mutating func note(_ subject: String, _ message: String) {
         comments.append("// Not migrated by this stage: \(message).")
-        notes.append(SwiftDataNote(version: new.version, subject: subject, message: message, location: location(of: subject)))
+        var note = SwiftDataNote(version: new.version, subject: subject, message: message, location: location(of: subject))
+        note.isIncompleteStage = true
+        notes.append(note)
     }
+
+    /// Work the stage cannot do alone: its handlers call the plan's hooks, which the user's
+    /// `<Schema>MigrationPlan+Custom.swift` implements.
+    var needsHooks: Bool { notes.contains(where: \.isIncompleteStage) }
 
     /// Where the new version declares `Entity.member` (or the entity).
     func location(of subject: String) -> SourceLocation? {
@@ -114,7 +120,7 @@ struct SwiftDataStage {
                 explain("Lightweight: \(subject) becomes optional.")
             }
             if attribute.isUnique && !previous.isUnique {
-                explain("Lightweight: \(subject) becomes unique; objects that share a value make the migration fail, so remove duplicates first.")
+                note(subject, "\(subject) becomes unique, and objects that share a value make the migration fail; remove the duplicates in willMigrate(from: \(old.version)) of the plan's hooks")
             }
         }
         for attribute in before.attributes where !attribute.isTransient && !matched.contains(attribute.name) {
@@ -349,7 +355,10 @@ struct SwiftDataStage {
 
     var value: MustacheValue {
         var lines: [String] = []
-        if isCustom {
+        // The user's hooks run first in willMigrate and last in didMigrate.
+        let willMigrate = needsHooks ? ["try \(new.name)MigrationPlan.willMigrate(from: \(old.version), context: context)"] + self.willMigrate : self.willMigrate
+        let didMigrate = needsHooks ? self.didMigrate + ["try \(new.name)MigrationPlan.didMigrate(to: \(new.version), context: context)"] : self.didMigrate
+        if !willMigrate.isEmpty || !didMigrate.isEmpty {
             lines += carriers
             lines.append("\(carriers.isEmpty ? "" : "return ").custom(")
             lines.append("    fromVersion: \(fromName).self, toVersion: \(toName).self,")

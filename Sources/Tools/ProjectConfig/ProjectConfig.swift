@@ -37,6 +37,8 @@ public struct ProjectConfig: Equatable, Sendable {
     /// Whether the SwiftData output names the newest version's types by typealiases (true by
     /// default), and what starts each alias (`typealiasPrefix: App` -> `AppTask`).
     public var typealiases: Bool?
+    /// SwiftData stages that cannot do their work alone are warnings, not errors.
+    public var allowIncompleteStages: Bool?
     public var typealiasPrefix: String?
 
     public init() {}
@@ -49,7 +51,9 @@ public struct ProjectConfig: Equatable, Sendable {
         case wrongKind = "wrong-kind"
         case unknownKey = "unknown-key"
     }
-    static let keys = ["schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget", "typealiases", "typealiasPrefix"]
+    static let keys = [
+        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages",
+    ]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
     public static func load(path: String) -> (ProjectConfig?, [Diagnostic], SourceFile?) {
@@ -95,6 +99,12 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
+            case "allowIncompleteStages":
+                guard let value = pair.value.boolValue else {
+                    bag.error(Code.wrongKind, "'allowIncompleteStages' expects true or false", at: location(pair.value))
+                    continue
+                }
+                config.allowIncompleteStages = value
             case "typealiases":
                 guard let value = pair.value.boolValue else {
                     bag.error(Code.wrongKind, "'typealiases' expects true or false: whether the SwiftData output names the newest version's types by typealiases", at: location(pair.value))

@@ -48,6 +48,9 @@ public enum GenerateCommand: Command {
             .value(
                 "typealias-prefix", valueName: "prefix",
                 help: "With --target swiftdata: start each typealias with this (App: AppTask = TasksSchemaV3.Task), so none hides Swift's, SwiftUI's or SwiftData's types."),
+            .flag(
+                "allow-incomplete-stages",
+                help: "With --target swiftdata: generate even where a stage cannot do its work alone (its work is then yours, in <Schema>MigrationPlan+Custom.swift)."),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
@@ -79,7 +82,8 @@ public enum GenerateCommand: Command {
                 cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store,
                 deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init),
                 typeAliases: arguments.value("typealiases") == "off"
-                    ? SwiftDataTypeAliases.none : arguments.value("typealias-prefix").map { $0.isEmpty ? .plain : .prefixed($0) } ?? (arguments.value("typealiases") == "on" ? .plain : nil)))
+                    ? SwiftDataTypeAliases.none : arguments.value("typealias-prefix").map { $0.isEmpty ? .plain : .prefixed($0) } ?? (arguments.value("typealiases") == "on" ? .plain : nil),
+                allowIncompleteStages: arguments.flag("allow-incomplete-stages") ? true : nil))
         let check = arguments.flag("check")
         let mode: GenerationPipeline.Mode =
             arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)

@@ -128,6 +128,9 @@ extension GenerationPipeline {
         }
         clock.lap("render")
         diagnostics += render.render(rendered.diagnostics)
+        if rendered.diagnostics.contains(where: { $0.severity == .error }) {
+            return .stopped(.invalid("no code generated: fix the problems above"))
+        }
 
         // 5. Compare, then write (or only report).
         let changes = compare(rendered)

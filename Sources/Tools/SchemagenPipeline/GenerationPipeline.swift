@@ -39,6 +39,9 @@ public struct GenerationPipeline: Sendable {
         public var target: TemplateSet.Target
         /// The oldest OS SwiftData models run on (`--deployment-target`, `deploymentTarget:`).
         public var deploymentTarget: DeploymentTarget
+        /// Stages that cannot do their work alone are warnings, not errors
+        /// (`--allow-incomplete-stages`, `allowIncompleteStages:`): their work is in the hooks.
+        public var allowIncompleteStages: Bool
         /// The SwiftData typealiases of the newest version's types (`--typealiases`,
         /// `--typealias-prefix`; `typealiases:`, `typealiasPrefix:`).
         public var typeAliases: SwiftDataTypeAliases
@@ -50,9 +53,10 @@ public struct GenerationPipeline: Sendable {
             config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
             migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
             dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store,
-            deploymentTarget: DeploymentTarget? = nil, typeAliases: SwiftDataTypeAliases? = nil
+            deploymentTarget: DeploymentTarget? = nil, typeAliases: SwiftDataTypeAliases? = nil, allowIncompleteStages: Bool? = nil
         ) {
             self.target = target
+            self.allowIncompleteStages = allowIncompleteStages ?? config.allowIncompleteStages ?? false
             if let typeAliases {
                 self.typeAliases = typeAliases
             } else if config.typealiases == false {
@@ -225,9 +229,16 @@ public struct GenerationPipeline: Sendable {
                         typeAliases: configuration.typeAliases)
                     perSchema.append((schema, result.path, output.files))
                     diagnostics += output.notes.map { note in
-                        Diagnostic(
-                            .warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)",
-                            at: note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1))
+                        let at = note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+                        guard note.isIncompleteStage else {
+                            return Diagnostic(.warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)", at: at)
+                        }
+                        let hooks = "\(schema.name)+MigrationPlan+Custom.swift"
+                        return Diagnostic(
+                            configuration.allowIncompleteStages ? .warning : .error, code: SwiftDataCode.incompleteStage,
+                            message:
+                                "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once), then generate with --allow-incomplete-stages",
+                            at: at)
                     }
                 } catch {
                     return .failure(.invalid("\(error)"))
@@ -271,6 +282,8 @@ public struct GenerationPipeline: Sendable {
     public enum SwiftDataCode: String, DiagnosticCode {
         /// The schema says something SwiftData cannot: the file says so in a comment.
         case noEquivalent = "swiftdata-no-equivalent"
+        /// A stage that cannot do its work alone (an error unless `--allow-incomplete-stages`).
+        case incompleteStage = "swiftdata-incomplete-stage"
     }
 
     /// The model the generated code describes: the database as its migrations leave it. Where
