@@ -100,17 +100,31 @@ public enum Generator {
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name), version \(current.version)). Do not edit."
         var notes: [SwiftDataNote] = []
         var stages: [SwiftDataStage] = []
-        for (old, new) in zip(versions, versions.dropFirst()) {
-            let stage = SwiftDataStage(from: old, to: new)
-            notes += stage.notes
-            stages.append(stage)
+        // The chain the plan lists: each version as its models say it, with the step a type
+        // change needs between two of them (`SwiftDataTypeChangeSplit`).
+        var chain: [(schema: Schema, minor: Int, addedDefaults: [String: String])] = versions.first.map { [($0, 0, [:])] } ?? []
+        for new in versions.dropFirst() {
+            let old = chain[chain.count - 1].schema
+            if let split = SwiftDataTypeChangeSplit(from: old, to: new) {
+                var first = SwiftDataStage(from: old, to: split.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1)
+                for copy in split.copies { first.fillConverted(copy.copy, from: copy.source, of: copy.entity, final: copy.final) }
+                let second = SwiftDataStage(from: split.intermediate, to: split.final, fromMinor: 1, filled: split.filled)
+                stages += [first, second]
+                chain.append((split.intermediate, 1, first.addedDefaults))
+                chain.append((split.final, 0, second.addedDefaults))
+            } else {
+                let stage = SwiftDataStage(from: old, to: new, fromMinor: chain[chain.count - 1].minor)
+                stages.append(stage)
+                chain.append((new, 0, stage.addedDefaults))
+            }
         }
+        notes += stages.flatMap(\.notes)
         var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
         let modifiers = VersionHashModifiers.modifiers(versions)
-        for (index, schema) in versions.enumerated() {
+        for entry in chain {
             var version = SwiftDataVersion(
-                schema: schema, addedDefaults: index == 0 ? [:] : stages[index - 1].addedDefaults, deploymentTarget: deploymentTarget,
-                hashModifier: modifiers[schema.version])
+                schema: entry.schema, addedDefaults: entry.addedDefaults, deploymentTarget: deploymentTarget,
+                hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor)
             let scope = version.scope(header: header)
             notes += version.notes
             scoped.append((.version, version.enumName, .object(scope)))
@@ -124,7 +138,7 @@ public enum Generator {
             "carrierName": .string("\(current.name)MigrationCarriedValues"),
             "currentEnumName": .string(currentVersion.enumName),
             "docLines": .lines(SwiftSyntax.docLines(current.doc)),
-            "schemas": .string(versions.map { SwiftDataVersion.enumName($0) + ".self" }.joined(separator: ", ")),
+            "schemas": .string(chain.map { SwiftDataVersion.enumName($0.schema, minor: $0.minor) + ".self" }.joined(separator: ", ")),
             "stageNames": .string(stages.map(\.name).joined(separator: ", ")),
             "stages": .listed(stages.map(\.value)),
             "usesCarriers": .bool(stages.contains { !$0.carriers.isEmpty }),

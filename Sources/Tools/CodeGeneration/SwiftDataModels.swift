@@ -32,21 +32,25 @@ struct SwiftDataVersion {
     let deploymentTarget: DeploymentTarget
     /// Where this version hashes as an earlier one would (`VersionHashModifiers`).
     let hashModifier: VersionHashModifiers.Modifier?
+    /// 1 for the step schemagen inserts after a version whose successor changes a type
+    /// (`Schema.Version(3, 1, 0)`, `FlightsSchemaV3_1`); 0 for the schema's own versions.
+    let minor: Int
     private(set) var notes: [SwiftDataNote] = []
 
     init(
         schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default,
-        hashModifier: VersionHashModifiers.Modifier? = nil
+        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0
     ) {
+        self.minor = minor
         self.schema = schema
         self.addedDefaults = addedDefaults
         self.deploymentTarget = deploymentTarget
         self.hashModifier = hashModifier
     }
 
-    static func enumName(_ schema: Schema) -> String { "\(schema.name)SchemaV\(schema.version)" }
+    static func enumName(_ schema: Schema, minor: Int = 0) -> String { "\(schema.name)SchemaV\(schema.version)" + (minor == 0 ? "" : "_\(minor)") }
 
-    var enumName: String { Self.enumName(schema) }
+    var enumName: String { Self.enumName(schema, minor: minor) }
 
     // MARK: - Entities
 
@@ -294,6 +298,9 @@ struct SwiftDataVersion {
             "schemaName": .string(schema.name),
             "enumName": .string(enumName),
             "version": .string(String(schema.version)),
+            "minor": .string(String(minor)),
+            "versionLabel": .string(minor == 0 ? String(schema.version) : "\(schema.version).\(minor)"),
+            "isIntermediate": .bool(minor != 0),
             "docLines": .lines(SwiftSyntax.docLines(schema.doc)),
             "models": .string(schema.entities.map { "\(SwiftSyntax.identifier($0.name)).self" }.joined(separator: ", ")),
             "entities": .listed(entities),

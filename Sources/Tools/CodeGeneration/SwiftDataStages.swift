@@ -26,14 +26,25 @@ struct SwiftDataStage {
     private(set) var notes: [SwiftDataNote] = []
 
     var isCustom: Bool { !willMigrate.isEmpty || !didMigrate.isEmpty }
-    var name: String { "migrateV\(old.version)toV\(new.version)" }
-    var fromName: String { SwiftDataVersion.enumName(old) }
-    var toName: String { SwiftDataVersion.enumName(new) }
+    var name: String { "migrateV\(label(old.version, fromMinor))toV\(label(new.version, toMinor))" }
+    var fromName: String { SwiftDataVersion.enumName(old, minor: fromMinor) }
+    var toName: String { SwiftDataVersion.enumName(new, minor: toMinor) }
     var carrierType: String { "\(new.name)MigrationCarriedValues" }
+    /// The intermediate step's minor version (1) on either side; 0 for the schema's versions.
+    let fromMinor: Int
+    let toMinor: Int
+    /// Attributes an intermediate step filled with converted values (`Entity.attribute`): every
+    /// object has one, so making them required needs no fill.
+    let filled: Set<String>
 
-    init(from old: Schema, to new: Schema) {
+    private func label(_ version: Int, _ minor: Int) -> String { minor == 0 ? String(version) : "\(version)_\(minor)" }
+
+    init(from old: Schema, to new: Schema, fromMinor: Int = 0, toMinor: Int = 0, filled: Set<String> = []) {
         self.old = old
         self.new = new
+        self.fromMinor = fromMinor
+        self.toMinor = toMinor
+        self.filled = filled
         plan()
     }
 
@@ -94,7 +105,9 @@ struct SwiftDataStage {
         var matched: Set<String> = []
         for attribute in after.attributes where !attribute.isTransient {
             let subject = "\(after.name).\(attribute.name)"
-            let previous = before.attribute(named: attribute.name) ?? attribute.renamedFrom.flatMap { before.attribute(named: $0) }
+            // Where it says it came from first: a type-change step's new attribute renames the
+            // converted copy while the old one of the same name goes.
+            let previous = attribute.renamedFrom.flatMap { before.attribute(named: $0) } ?? before.attribute(named: attribute.name)
             guard let previous, !previous.isTransient else {
                 if attribute.movedFrom != nil, let moved = attribute.movedFrom, let source = old.entity(named: moved.entity),
                     let sourceAttribute = source.attribute(named: moved.attribute)
@@ -114,6 +127,8 @@ struct SwiftDataStage {
             if previous.name != attribute.name { explain("Lightweight: renames \(before.name).\(previous.name) to \(attribute.name) (originalName).") }
             if SwiftSyntax.typeName(previous.type) != SwiftSyntax.typeName(attribute.type) {
                 carryConverted(previous, attribute, of: after)
+            } else if previous.isOptional && !attribute.isOptional, filled.contains("\(before.name).\(previous.name)") {
+                explain("Lightweight: \(subject) becomes required; the step before gave every object its converted value.")
             } else if previous.isOptional && !attribute.isOptional {
                 fillRequired(previous, attribute, of: after)
             } else if !previous.isOptional && attribute.isOptional {
@@ -155,6 +170,12 @@ struct SwiftDataStage {
     /// `value` of one type as an expression of another's, and whether it may fail (an
     /// optional); nil when there is no conversion.
     private func conversion(_ value: String, from old: AttributeType, to new: AttributeType) -> (expression: String, failable: Bool)? {
+        Self.conversion(value, from: old, to: new)
+    }
+
+    /// How a value of one type becomes another, when Swift can say it; `failable` when some
+    /// values have no counterpart (the expression is then optional).
+    static func conversion(_ value: String, from old: AttributeType, to new: AttributeType) -> (expression: String, failable: Bool)? {
         guard case .scalar(let from) = old, case .scalar(let to) = new else { return nil }
         let integers: Set<ScalarType> = [.int, .int8, .int16, .int32, .int64]
         let floating: Set<ScalarType> = [.double, .float]
@@ -206,6 +227,40 @@ struct SwiftDataStage {
             didMigrate += ["    if let converted = \(converted.expression) { object.\(new) = converted }"]
         }
         didMigrate += ["}"]
+    }
+
+    /// The intermediate step's work: each object's old value, converted, into the copy beside it.
+    mutating func fillConverted(_ copy: Attribute, from source: Attribute, of entity: Entity, final: Attribute) {
+        guard let converted = conversion("value", from: source.type, to: copy.type) else { return }
+        explain(
+            "Custom: \(entity.name).\(final.name) changes type from \(source.type) to \(copy.type); this step adds \(copy.name) beside it and didMigrate fills it with each value converted, the next renames it \(final.name)."
+        )
+        let property = SwiftSyntax.identifier(copy.name), old = SwiftSyntax.identifier(source.name)
+        didMigrate += Self.batched(newType(entity.name)) { object in
+            source.isOptional
+                ? ["if let value = \(object).\(old) { \(object).\(property) = \(converted.expression) }"]
+                : ["let value = \(object).\(old)", "\(object).\(property) = \(converted.expression)"]
+        }
+    }
+
+    /// A loop over every object of a model, fetched a batch at a time so a large store is not
+    /// held in memory at once, saving after each batch.
+    static func batched(_ model: String, _ body: (String) -> [String]) -> [String] {
+        [
+            "var offset = 0",
+            "while true {",
+            "    var descriptor = FetchDescriptor<\(model)>()",
+            "    descriptor.fetchLimit = 500",
+            "    descriptor.fetchOffset = offset",
+            "    let batch = try context.fetch(descriptor)",
+            "    if batch.isEmpty { break }",
+            "    for object in batch {",
+        ] + body("object").map { "        " + $0 } + [
+            "    }",
+            "    try context.save()",
+            "    offset += batch.count",
+            "}",
+        ]
     }
 
     /// Declares a carrier and has `willMigrate` keep each old object's value of `attribute` in
@@ -384,5 +439,64 @@ struct SwiftDataStage {
             "isCustom": .bool(isCustom),
             "body": .lines(lines),
         ])
+    }
+}
+
+/// A step whose attributes change type, split in two as Apple describes staged migrations (each
+/// stage one kind of change): the inferred step between `willMigrate` and `didMigrate` cannot
+/// map a type, so a custom stage that converts in its handlers still loses the values. First
+/// `intermediate`, the old version with a copy of each such attribute in its new type beside
+/// it (optional, so adding it is inferred), whose `didMigrate` converts every value into the
+/// copy; then `final`, the new version whose attribute renames the copy (`originalName:`) while
+/// the old one goes.
+struct SwiftDataTypeChangeSplit {
+    let intermediate: Schema
+    let final: Schema
+    let copies: [(entity: Entity, source: Attribute, copy: Attribute, final: Attribute)]
+    /// The copies every object has a value in (`Entity.copy`): converted without loss from a
+    /// required attribute.
+    let filled: Set<String>
+
+    init?(from old: Schema, to new: Schema) {
+        var intermediate = old, final = new
+        var copies: [(entity: Entity, source: Attribute, copy: Attribute, final: Attribute)] = []
+        var filled: Set<String> = []
+        for (entityIndex, entity) in new.entities.enumerated() {
+            guard let before = old.entity(named: entity.name) ?? entity.renamedFrom.flatMap(old.entity(named:)),
+                let beforeIndex = intermediate.entities.firstIndex(where: { $0.name == before.name })
+            else { continue }
+            var taken = Set(before.attributes.map(\.name) + before.relationships.map(\.name) + entity.attributes.map(\.name) + entity.relationships.map(\.name))
+            for (attributeIndex, attribute) in entity.attributes.enumerated() where !attribute.isTransient {
+                guard let previous = attribute.renamedFrom.flatMap(before.attribute(named:)) ?? before.attribute(named: attribute.name), !previous.isTransient,
+                    SwiftSyntax.typeName(previous.type) != SwiftSyntax.typeName(attribute.type),
+                    let conversion = SwiftDataStage.conversion("value", from: previous.type, to: attribute.type)
+                else { continue }
+                var name = attribute.name + "Converted"
+                while taken.contains(name) { name += "_" }
+                taken.insert(name)
+                var copy = attribute
+                copy.name = name
+                copy.columnName = Naming.defaultName(of: name)
+                copy.jsonKey = name
+                copy.isOptional = true
+                copy.defaultValue = nil
+                copy.backfill = nil
+                copy.renamedFrom = nil
+                copy.movedFromText = nil
+                copy.doc = nil
+                copy.coreData = nil
+                (copy.isUnique, copy.isPrimaryKey, copy.isIndexed, copy.isSearchable) = (false, false, false, false)
+                (copy.isEncrypted, copy.encryptsDeterministically, copy.preservesValueOnDeletion, copy.usesExternalStorage) = (false, false, false, false)
+                intermediate.entities[beforeIndex].attributes.append(copy)
+                final.entities[entityIndex].attributes[attributeIndex].renamedFrom = name
+                copies.append((intermediate.entities[beforeIndex], previous, copy, final.entities[entityIndex].attributes[attributeIndex]))
+                if !conversion.failable, !previous.isOptional { filled.insert("\(before.name).\(name)") }
+            }
+        }
+        guard !copies.isEmpty else { return nil }
+        self.intermediate = intermediate
+        self.final = final
+        self.copies = copies
+        self.filled = filled
     }
 }

@@ -165,6 +165,8 @@ public final class ModelContext {
 public struct FetchDescriptor<T: PersistentModel> {
     public var predicate: Predicate<T>?
     public var fetchLimit: Int?
+    public var fetchOffset: Int?
+    public var includePendingChanges: Bool = true
     public init(predicate: Predicate<T>? = nil) {
         self.predicate = predicate
     }
