@@ -189,6 +189,30 @@ func swiftDataOutput(
         #expect(warning.severity == .warning && warning.location?.file.hasSuffix("Users.yaml") == true && (warning.location?.line ?? 1) > 1)
     }
 
+    /// A table split carries each phone by the customer's unique `code`, which the inferred step
+    /// keeps, not by `persistentModelID`, whose stability across a stage Apple does not document;
+    /// a phone whose customer is gone fails the stage.
+    @Test func carriedValuesGoByAUniqueAttribute() async throws {
+        let v1 = "schema: Shop\nversion: 1\nentities:\n  Customer:\n    attributes:\n      code: {type: String, unique: true}\n      phone: String?\n"
+        let v2 =
+            "schema: Shop\nversion: 2\nentities:\n  Customer:\n    attributes:\n      code: {type: String, unique: true}\n    relationships:\n      contact: {to: Contact?, inverse: customer, deleteRule: cascade}\n"
+            + "  Contact:\n    attributes:\n      phone: {type: String, movedFrom: Customer.phone}\n    relationships:\n      customer: {to: Customer, inverse: contact}\n"
+        let versions = try [v1, v2].map { text in
+            try #require(
+                SchemaLoader.load(source: SourceFile(path: "Shop.yaml", text: text)).schema, "\(SchemaLoader.load(source: SourceFile(path: "Shop.yaml", text: text)).diagnostics.map(\.message))")
+        }
+        let output = try Generator.generateSwiftData(versions: versions, sourceFile: "Shop.yaml", templates: try TemplateSet.defaults(for: .swiftdata))
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        let plan = try #require(files["Shop+MigrationPlan.swift"])
+        #expect(plan.contains("ShopMigrationCarriedValues<String, String>()"), "\(plan)")
+        #expect(plan.contains("carriedContactPhone.keep(value, for: object.code)"))
+        #expect(plan.contains("Dictionary(try context.fetch(FetchDescriptor<ShopSchemaV2.Customer>()).map { ($0.code, $0) }"))
+        #expect(plan.contains("throw ShopMigrationError(description: \"no Customer \\(key) after the stage, so its phone has nowhere to go\")"))
+        #expect(!plan.contains("persistentModelID"))
+        let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: true) }
+        #expect(check.passed, "\(check.output)")
+    }
+
     /// iOS 17 has no `#Unique` or `#Index`: a one-attribute unique list becomes
     /// `@Attribute(.unique)`, the rest comments and warnings at the entity's line; iOS 18 output
     /// uses the macros, and fails the iOS 17 check.
@@ -289,9 +313,13 @@ func swiftDataOutput(
         #expect(plan.contains("object.ratingConverted = Double(value)"))
         #expect(plan.contains("FetchDescriptor<LibrarySchemaV3.Writer>()"))
         #expect(plan.contains("let inserted = LibrarySchemaV4.Author(name: values.0, born: values.1)"))
-        // The renamed entity's links are carried too: each Book keeps its identity through the stage.
+        // The renamed entity's links are carried too, by the Books' identity (Book has no unique
+        // attribute of its own), and a link that finds no Book fails the stage instead of
+        // dropping it.
         #expect(plan.contains("carriedAuthorBooks.keep(object.books.map(\\.persistentModelID), for: object.persistentModelID)"))
-        #expect(plan.contains("inserted.books = identities.compactMap { byBook[$0] }"))
+        #expect(plan.contains("for key in carriedAuthorBooks.value(for: model) ?? [] {"))
+        #expect(plan.contains("guard let related = byBook[key] else { throw LibraryMigrationError(description: \"no Book \\(key) after the stage for a Author's books\") }"))
+        #expect(plan.contains("struct LibraryMigrationError: Error, CustomStringConvertible"))
         #expect(plan.contains("// Lightweight: renames the relationship Book.writer to author (originalName)."))
         #expect(files["LibrarySchemaV4.swift"]!.contains("@Relationship(originalName: \"writer\")\n        public var author: Author?"))
         #expect(files["LibrarySchemaV4.swift"]!.contains("@Relationship(deleteRule: .cascade, maximumModelCount: 500, inverse: \\Book.author)"))

@@ -136,6 +136,7 @@ public enum Generator {
             "planName": .string("\(current.name)MigrationPlan"),
             "hooksName": .string("\(current.name)MigrationHooks"),
             "carrierName": .string("\(current.name)MigrationCarriedValues"),
+            "errorName": .string("\(current.name)MigrationError"),
             "currentEnumName": .string(currentVersion.enumName),
             "docLines": .lines(SwiftSyntax.docLines(current.doc)),
             "schemas": .string(chain.map { SwiftDataVersion.enumName($0.schema, minor: $0.minor) + ".self" }.joined(separator: ", ")),

@@ -216,10 +216,10 @@ struct SwiftDataStage {
             return
         }
         explain("Custom: \(subject) changes type from \(previous.type) to \(attribute.type); willMigrate keeps each value, didMigrate stores it converted.")
-        let carrier = keepValues(of: previous, in: entity.name, carrierFor: [entity.name, attribute.name])
+        let (carrier, key) = keepValues(of: previous, in: entity.name, carrierFor: [entity.name, attribute.name])
         let new = SwiftSyntax.identifier(attribute.name)
         didMigrate += ["for object in try context.fetch(FetchDescriptor<\(newType(entity.name))>()) {"]
-        didMigrate += ["    guard let value = \(carrier).value(for: object.persistentModelID) else { continue }"]
+        didMigrate += ["    guard let value = \(carrier).value(for: object.\(key)) else { continue }"]
         if !converted.failable || attribute.isOptional {
             didMigrate += ["    object.\(new) = \(converted.expression)"]
         } else {
@@ -263,20 +263,41 @@ struct SwiftDataStage {
         ]
     }
 
+    /// What identifies an entity's objects on both sides of the stage: a required unique
+    /// attribute (or one-attribute key) of the same name and type in both versions, whose value
+    /// the inferred step keeps; else `persistentModelID`, whose stability across a stage Apple
+    /// does not document.
+    func carryKey(of entity: String) -> (expression: String, type: String) {
+        if let before = old.entity(named: entity), let after = new.entity(named: entity) {
+            func key(_ entity: Entity) -> Attribute? {
+                if case .members(let members) = entity.primaryKey, members.count == 1, let attribute = entity.attribute(named: members[0]) { return attribute }
+                return entity.attributes.first { $0.isUnique && !$0.isOptional && !$0.isTransient }
+            }
+            if let oldKey = key(before), let newKey = key(after), oldKey.name == newKey.name, SwiftSyntax.typeName(oldKey.type) == SwiftSyntax.typeName(newKey.type) {
+                return (SwiftSyntax.identifier(oldKey.name), SwiftSyntax.typeName(oldKey.type))
+            }
+        }
+        return ("persistentModelID", "PersistentIdentifier")
+    }
+
     /// Declares a carrier and has `willMigrate` keep each old object's value of `attribute` in
-    /// it by the object's identity; the carrier's name.
-    private mutating func keepValues(of attribute: Attribute, in entity: String, carrierFor parts: [String]) -> String {
+    /// it by the object's key (`carryKey`); the carrier's name and the key.
+    private mutating func keepValues(of attribute: Attribute, in entity: String, carrierFor parts: [String]) -> (carrier: String, key: String) {
         let carrier = carrierName(parts)
-        carriers.append("let \(carrier) = \(carrierType)<\(SwiftSyntax.typeName(attribute.type))>()")
+        let key = carryKey(of: entity)
+        carriers.append("let \(carrier) = \(carrierType)<\(key.type), \(SwiftSyntax.typeName(attribute.type))>()")
         let old = SwiftSyntax.identifier(attribute.name)
         willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(entity))>()) {"]
         willMigrate +=
             attribute.isOptional
-            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.persistentModelID) }"]
-            : ["    \(carrier).keep(object.\(old), for: object.persistentModelID)"]
+            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.\(key.expression)) }"]
+            : ["    \(carrier).keep(object.\(old), for: object.\(key.expression))"]
         willMigrate += ["}"]
-        return carrier
+        return (carrier, key.expression)
     }
+
+    /// The error a custom stage throws when a carried value finds no object to go to.
+    var errorType: String { "\(new.name)MigrationError" }
 
     /// Values of an attribute that moved into a new entity (a split): kept per owner, then
     /// inserted as the new entity's objects linked to their owner.
@@ -310,10 +331,14 @@ struct SwiftDataStage {
             }
         }
         explain("Custom: \(owner.name).\(source.name) moves into the new entity \(entity.name); willMigrate keeps each value, didMigrate inserts a \(entity.name) linked to its \(owner.name).")
-        let carrier = keepValues(of: source, in: owner.name, carrierFor: [entity.name, attribute.name])
+        let (carrier, key) = keepValues(of: source, in: owner.name, carrierFor: [entity.name, attribute.name])
+        let owners = "by" + owner.name.prefix(1).uppercased() + owner.name.dropFirst()
         didMigrate += [
-            "for object in try context.fetch(FetchDescriptor<\(newType(owner.name))>()) {",
-            "    guard let value = \(carrier).value(for: object.persistentModelID) else { continue }",
+            "let \(owners) = Dictionary(try context.fetch(FetchDescriptor<\(newType(owner.name))>()).map { ($0.\(key), $0) }, uniquingKeysWith: { first, _ in first })",
+            "for (key, value) in \(carrier).entries {",
+            "    guard let object = \(owners)[key] else {",
+            "        throw \(errorType)(description: \"no \(owner.name) \\(key) after the stage, so its \(source.name) has nowhere to go\")",
+            "    }",
             "    context.insert(\(newType(entity.name))(\(arguments.joined(separator: ", "))))",
             "}",
         ]
@@ -368,7 +393,8 @@ struct SwiftDataStage {
             kept.count == 1
             ? SwiftSyntax.typeName(of: kept[0].old)
             : "(" + kept.map { SwiftSyntax.typeName(of: $0.old) }.joined(separator: ", ") + ")"
-        carriers.append("let \(carrier) = \(carrierType)<\(kept.isEmpty ? "Void" : tupleType)>()")
+        // The old objects' identities only pair their values with their links, inside the stage.
+        carriers.append("let \(carrier) = \(carrierType)<PersistentIdentifier, \(kept.isEmpty ? "Void" : tupleType)>()")
         let tuple = kept.count == 1 ? "object.\(SwiftSyntax.identifier(kept[0].old.name))" : "(" + kept.map { "object.\(SwiftSyntax.identifier($0.old.name))" }.joined(separator: ", ") + ")"
         willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(before.name))>()) {"]
         willMigrate += ["    \(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)"]
@@ -380,20 +406,34 @@ struct SwiftDataStage {
             let lookup = "by" + relationship.target.prefix(1).uppercased() + relationship.target.dropFirst()
             lookups[relationship.target] = lookup
             let newName = SwiftSyntax.identifier(relationship.name)
+            // The linked objects by their key, which the inferred step keeps.
+            let key = carryKey(of: relationship.target)
+            let missing = "throw \(errorType)(description: \"no \(relationship.target) \\(key) after the stage for a \(after.name)'s \(relationship.name)\")"
             if relationship.isToMany {
-                carriers.append("let \(linkCarrier) = \(carrierType)<[PersistentIdentifier]>()")
-                willMigrate += ["    \(linkCarrier).keep(object.\(oldName).map(\\.persistentModelID), for: object.persistentModelID)"]
-                relinks += ["    if let identities = \(linkCarrier).value(for: model) { inserted.\(newName) = identities.compactMap { \(lookup)[$0] } }"]
+                carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier, [\(key.type)]>()")
+                willMigrate += ["    \(linkCarrier).keep(object.\(oldName).map(\\.\(key.expression)), for: object.persistentModelID)"]
+                relinks += [
+                    "    for key in \(linkCarrier).value(for: model) ?? [] {",
+                    "        guard let related = \(lookup)[key] else { \(missing) }",
+                    "        inserted.\(newName).append(related)",
+                    "    }",
+                ]
             } else {
-                carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier>()")
-                willMigrate += ["    if let related = object.\(oldName) { \(linkCarrier).keep(related.persistentModelID, for: object.persistentModelID) }"]
-                relinks += ["    if let identity = \(linkCarrier).value(for: model) { inserted.\(newName) = \(lookup)[identity] }"]
+                carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier, \(key.type)>()")
+                willMigrate += ["    if let related = object.\(oldName) { \(linkCarrier).keep(related.\(key.expression), for: object.persistentModelID) }"]
+                relinks += [
+                    "    if let key = \(linkCarrier).value(for: model) {",
+                    "        guard let related = \(lookup)[key] else { \(missing) }",
+                    "        inserted.\(newName) = related",
+                    "    }",
+                ]
             }
         }
         willMigrate += ["}"]
         for (target, lookup) in lookups.sorted(by: { $0.key < $1.key }) {
+            let key = carryKey(of: target).expression
             didMigrate += [
-                "let \(lookup) = Dictionary(try context.fetch(FetchDescriptor<\(newType(target))>()).map { ($0.persistentModelID, $0) }, uniquingKeysWith: { first, _ in first })"
+                "let \(lookup) = Dictionary(try context.fetch(FetchDescriptor<\(newType(target))>()).map { ($0.\(key), $0) }, uniquingKeysWith: { first, _ in first })"
             ]
         }
         let arguments = kept.enumerated().map { index, pair in "\(SwiftSyntax.identifier(pair.new.name)): \(kept.count == 1 ? "values" : "values.\(index)")" }
