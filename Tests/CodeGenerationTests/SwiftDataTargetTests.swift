@@ -1,6 +1,7 @@
 import CodeGeneration
 import Diagnostics
 import Foundation
+import MigrationFiles
 import SQLDialects
 import SchemaExport
 import SchemaKit
@@ -174,6 +175,59 @@ func swiftDataOutput(
         let written = files
         let check = try await offThePool { try SwiftDataShim.typecheck(written, beforeIOS18: true) }
         #expect(check.passed, "\(check.output)")
+    }
+
+    /// Released versions stay as devices have them: the first run records each version's models
+    /// beside its migration (`NNNN_name.swiftdata.sum`, listed in `migrations.sum`); a template
+    /// that writes a released version differently stops generate, naming the file, unless changes
+    /// are allowed, which records the new text.
+    @Test func releasedVersionsAreFrozen() throws {
+        let project = try plannedHistory((1...2).map { "Tests/Fixtures/LibraryHistory/v\($0).yaml" }, name: "Library")
+        let migrations = project.appendingPathComponent("Migrations")
+        let folder = migrations.appendingPathComponent("Library")
+        func run(templates: String? = nil, allow: Bool = false) -> GenerationPipeline.Report {
+            GenerationPipeline(
+                .init(
+                    schemas: [project.appendingPathComponent("Schemas").path], output: project.appendingPathComponent("AppModels").path, templates: templates,
+                    migrations: migrations.path, cacheFolder: temporaryFolder().path, target: .swiftdata, allowIncompleteStages: true, allowReleasedVersionChanges: allow)
+            ).run(.write)
+        }
+        guard case .generated = run().outcome else {
+            Issue.record("the first run generates")
+            return
+        }
+        let entries = MigrationDirectory(path: folder.path).entries()
+        let records = entries.map { folder.appendingPathComponent($0.releasedModelsFile).path }
+        #expect(records.allSatisfy { FileManager.default.fileExists(atPath: $0) }, "\(records)")
+        #expect(try String(contentsOfFile: records[0], encoding: .utf8).hasPrefix("LibrarySchemaV1.swift "))
+        #expect(MigrationDirectory(path: folder.path).verify().isEmpty, "migrations.sum lists the records")
+        #expect(try String(contentsOf: folder.appendingPathComponent("migrations.sum"), encoding: .utf8).contains(entries[0].releasedModelsFile))
+        guard case .generated = run().outcome else {
+            Issue.record("an unchanged run generates")
+            return
+        }
+
+        // A newer template writes version 1 differently.
+        let templates = temporaryFolder()
+        try FileManager.default.createDirectory(at: templates, withIntermediateDirectories: true)
+        let template = try String(contentsOf: repositoryRoot.appendingPathComponent("Templates/swiftdata/version.swift.mustache"), encoding: .utf8)
+        try (template + "// one more line\n").write(to: templates.appendingPathComponent("version.swift.mustache"), atomically: true, encoding: .utf8)
+        let refused = run(templates: templates.path)
+        guard case .stopped = refused.outcome else {
+            Issue.record("a changed released version stops generate, got \(refused.outcome)")
+            return
+        }
+        #expect(refused.diagnostics.contains("error: LibrarySchemaV1.swift, the models of released version 1, would change"), "\(refused.diagnostics)")
+        #expect(refused.diagnostics.contains("[swiftdata-released-version-changed]") && refused.diagnostics.contains(entries[0].releasedModelsFile))
+        let before = try String(contentsOfFile: records[0], encoding: .utf8)
+        let allowed = run(templates: templates.path, allow: true)
+        guard case .generated = allowed.outcome else {
+            Issue.record("allowed, it generates, got \(allowed.outcome)")
+            return
+        }
+        #expect(allowed.diagnostics.contains("warning: LibrarySchemaV1.swift, the models of released version 1, would change"))
+        #expect(try String(contentsOfFile: records[0], encoding: .utf8) != before, "the new text is recorded")
+        #expect(MigrationDirectory(path: folder.path).verify().isEmpty)
     }
 
     /// `encrypt` is `.allowsCloudEncryption`, which only CloudKit honours: a schema synced with

@@ -43,7 +43,7 @@ public struct MigrationDirectory: Sendable {
     }
 
     static func entry(forFile file: String) -> Entry? {
-        for suffix in [".up.sql", ".down.sql", ".schema.json", ".contract.sql", ".schema.yaml"] where file.hasSuffix(suffix) {
+        for suffix in [".up.sql", ".down.sql", ".schema.json", ".contract.sql", ".schema.yaml", ".swiftdata.sum"] where file.hasSuffix(suffix) {
             let stem = file.dropLast(suffix.count)
             guard let underscore = stem.firstIndex(of: "_"), let number = Int(stem[..<underscore]), number > 0 else { return nil }
             return Entry(number: number, name: String(stem[stem.index(after: underscore)...]))

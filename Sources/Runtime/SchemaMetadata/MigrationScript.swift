@@ -118,10 +118,14 @@ public struct MigrationFileName: Sendable, Hashable {
     /// the version's models are generated for targets that keep every version (SwiftData's
     /// `VersionedSchema` chain, Core Data's model bundle).
     public var sourceFile: String { prefix + ".schema.yaml" }
+    /// `0002_add_x.swiftdata.sum`: the digests of the SwiftData models this version brought, as
+    /// `generate --target swiftdata` first wrote them, so a later run cannot change a released
+    /// version unnoticed.
+    public var releasedModelsFile: String { prefix + ".swiftdata.sum" }
     /// Every file of the migration, as `migrations.sum` lists them.
     public var files: [String] { [downFile, snapshotFile, upFile] }
     /// Files a migration may have: `migrations.sum` lists them when present.
-    public var optionalFiles: [String] { [contractFile, sourceFile] }
+    public var optionalFiles: [String] { [contractFile, sourceFile, releasedModelsFile] }
 }
 
 /// The name generated code uses for its embedded migrations (`[EmbeddedMigration]`): the same type.

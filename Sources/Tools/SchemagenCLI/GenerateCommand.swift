@@ -51,6 +51,9 @@ public enum GenerateCommand: Command {
             .flag(
                 "allow-incomplete-stages",
                 help: "With --target swiftdata: generate even where a stage cannot do its work alone (its work is then yours, in <Schema>MigrationPlan+Custom.swift)."),
+            .flag(
+                "allow-released-version-changes",
+                help: "With --target swiftdata: let a released version's models change (recorded in its migration's .swiftdata.sum); only before any device has that version."),
             .flag("check", help: "Write nothing; list missing, stale and extra files and fail if there are any."),
             .flag("single-file", help: "Write each schema's code into one file named after the schema file, embedding the committed migrations without planning any (for build plugins)."),
             .flag("migrations-only", help: "Plan and write migrations only; write no code."),
@@ -83,7 +86,8 @@ public enum GenerateCommand: Command {
                 deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init),
                 typeAliases: arguments.value("typealiases") == "off"
                     ? SwiftDataTypeAliases.none : arguments.value("typealias-prefix").map { $0.isEmpty ? .plain : .prefixed($0) } ?? (arguments.value("typealiases") == "on" ? .plain : nil),
-                allowIncompleteStages: arguments.flag("allow-incomplete-stages") ? true : nil))
+                allowIncompleteStages: arguments.flag("allow-incomplete-stages") ? true : nil,
+                allowReleasedVersionChanges: arguments.flag("allow-released-version-changes")))
         let check = arguments.flag("check")
         let mode: GenerationPipeline.Mode =
             arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)

@@ -39,6 +39,9 @@ public struct GenerationPipeline: Sendable {
         public var target: TemplateSet.Target
         /// The oldest OS SwiftData models run on (`--deployment-target`, `deploymentTarget:`).
         public var deploymentTarget: DeploymentTarget
+        /// A released SwiftData version's models may change (`--allow-released-version-changes`):
+        /// the change is a warning and is recorded.
+        public var allowReleasedVersionChanges: Bool
         /// Stages that cannot do their work alone are warnings, not errors
         /// (`--allow-incomplete-stages`, `allowIncompleteStages:`): their work is in the hooks.
         public var allowIncompleteStages: Bool
@@ -53,9 +56,11 @@ public struct GenerationPipeline: Sendable {
             config: ProjectConfig = ProjectConfig(), schemas: [String] = [], output: String? = nil, templates: String? = nil,
             migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
             dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store,
-            deploymentTarget: DeploymentTarget? = nil, typeAliases: SwiftDataTypeAliases? = nil, allowIncompleteStages: Bool? = nil
+            deploymentTarget: DeploymentTarget? = nil, typeAliases: SwiftDataTypeAliases? = nil, allowIncompleteStages: Bool? = nil,
+            allowReleasedVersionChanges: Bool = false
         ) {
             self.target = target
+            self.allowReleasedVersionChanges = allowReleasedVersionChanges
             self.allowIncompleteStages = allowIncompleteStages ?? config.allowIncompleteStages ?? false
             if let typeAliases {
                 self.typeAliases = typeAliases
@@ -210,12 +215,15 @@ public struct GenerationPipeline: Sendable {
         /// What the output cannot say (SwiftData has no equivalent), and versions left out of a
         /// history: warnings.
         public var diagnostics: [Diagnostic] = []
+        /// Digests of released SwiftData versions to record beside their migrations.
+        var releasedRecords: [(directory: MigrationDirectory, file: String, contents: String)] = []
     }
 
     /// Every output file, with the migrations each schema's code embeds (the new ones included).
     public func render(_ loaded: SchemaLoader.Result, models: [String: SchemaSnapshot], plan: Plan, templates: TemplateSet) -> Result<Rendered, Failure> {
         var perSchema: [(schema: Schema, file: String, files: [GeneratedFile])] = []
         var diagnostics: [Diagnostic] = []
+        var releasedRecords: [(directory: MigrationDirectory, file: String, contents: String)] = []
         for result in loaded.files {
             guard let schema = result.schema else { continue }
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
@@ -228,6 +236,13 @@ public struct GenerationPipeline: Sendable {
                         versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
                         typeAliases: configuration.typeAliases)
                     perSchema.append((schema, result.path, output.files))
+                    let dialects = configuration.dialects(of: schema)
+                    let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
+                    let released = ReleasedSwiftDataModels(
+                        files: output.files, history: history, schema: schema, directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference),
+                        allowChanges: configuration.allowReleasedVersionChanges)
+                    diagnostics += released.diagnostics
+                    releasedRecords += released.records
                     diagnostics += output.notes.map { note in
                         let at = note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)
                         guard note.isIncompleteStage else {
@@ -265,7 +280,7 @@ public struct GenerationPipeline: Sendable {
             let files = perSchema.map { entry in
                 GeneratedFile(path: URL(fileURLWithPath: entry.file).deletingPathExtension().lastPathComponent + ".swift", contents: Self.combine(entry.files))
             }
-            return .success(Rendered(files: files, folders: [], schemaCount: perSchema.count, diagnostics: diagnostics))
+            return .success(Rendered(files: files, folders: [], schemaCount: perSchema.count, diagnostics: diagnostics, releasedRecords: releasedRecords))
         }
         // A full run also cleans up after schemas that were removed.
         let output = configuration.output
@@ -275,7 +290,7 @@ public struct GenerationPipeline: Sendable {
         }
         let produced = perSchema.map(\.schema.name)
         let folders = configuration.schemasWereNamed ? produced : Array(Set(existing + produced)).sorted()
-        return .success(Rendered(files: perSchema.flatMap(\.files), folders: folders, schemaCount: perSchema.count, diagnostics: diagnostics))
+        return .success(Rendered(files: perSchema.flatMap(\.files), folders: folders, schemaCount: perSchema.count, diagnostics: diagnostics, releasedRecords: releasedRecords))
     }
 
     /// Diagnostic codes of the SwiftData target.
@@ -323,10 +338,19 @@ public struct GenerationPipeline: Sendable {
     public func sync(_ rendered: Rendered, _ changes: GeneratedFileSync.Plan) -> Result<Void, Failure> {
         do {
             try GeneratedFileSync(outputFolder: configuration.output).apply(changes, files: rendered.files)
-            return .success(())
         } catch {
             return .failure(.io("cannot write to '\(configuration.output)': \(error.localizedDescription)"))
         }
+        // Released SwiftData versions, recorded beside their migrations (and in migrations.sum).
+        for record in rendered.releasedRecords {
+            do {
+                try Data(record.contents.utf8).write(to: URL(fileURLWithPath: record.directory.path).appendingPathComponent(record.file), options: .atomic)
+                try record.directory.rehash()
+            } catch {
+                return .failure(.io("cannot record \(record.file) in '\(record.directory.path)': \(error.localizedDescription)"))
+            }
+        }
+        return .success(())
     }
 
     /// Writes the planned migrations; the path of each written one.
