@@ -363,7 +363,7 @@ func swiftDataOutput(
         let plan = try #require(files["Library+MigrationPlan.swift"])
         #expect(plan.contains("// Lightweight: renames Book.title to name (originalName)."))
         #expect(plan.contains(".lightweight(fromVersion: LibrarySchemaV1.self, toVersion: LibrarySchemaV2.self)"))
-        #expect(plan.contains("where object.pages == nil {\n                    object.pages = 0"))
+        #expect(plan.contains("if object.pages == nil { object.pages = 0 }"))
         #expect(plan.contains("object.ratingConverted = Double(value)"))
         #expect(plan.contains("FetchDescriptor<LibrarySchemaV3.Writer>()"))
         #expect(plan.contains("let inserted = LibrarySchemaV4.Author(name: values.0, born: values.1)"))

@@ -202,11 +202,7 @@ struct SwiftDataStage {
         }
         explain("Custom: \(subject) becomes required; willMigrate fills objects that lack it with \(value) first, or the inferred step would fail on them.")
         let property = SwiftSyntax.identifier(previous.name)
-        willMigrate += [
-            "for object in try context.fetch(FetchDescriptor<\(oldType(entity.name))>()) where object.\(property) == nil {",
-            "    object.\(property) = \(value)",
-            "}",
-        ]
+        willMigrate += Self.batched(oldType(entity.name)) { object in ["if \(object).\(property) == nil { \(object).\(property) = \(value) }"] }
     }
 
     private mutating func carryConverted(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
@@ -287,12 +283,11 @@ struct SwiftDataStage {
         let key = carryKey(of: entity)
         carriers.append("let \(carrier) = \(carrierType)<\(key.type), \(SwiftSyntax.typeName(attribute.type))>()")
         let old = SwiftSyntax.identifier(attribute.name)
-        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(entity))>()) {"]
-        willMigrate +=
+        willMigrate += Self.batched(oldType(entity)) { object in
             attribute.isOptional
-            ? ["    if let value = object.\(old) { \(carrier).keep(value, for: object.\(key.expression)) }"]
-            : ["    \(carrier).keep(object.\(old), for: object.\(key.expression))"]
-        willMigrate += ["}"]
+                ? ["if let value = \(object).\(old) { \(carrier).keep(value, for: \(object).\(key.expression)) }"]
+                : ["\(carrier).keep(\(object).\(old), for: \(object).\(key.expression))"]
+        }
         return (carrier, key.expression)
     }
 
@@ -396,8 +391,8 @@ struct SwiftDataStage {
         // The old objects' identities only pair their values with their links, inside the stage.
         carriers.append("let \(carrier) = \(carrierType)<PersistentIdentifier, \(kept.isEmpty ? "Void" : tupleType)>()")
         let tuple = kept.count == 1 ? "object.\(SwiftSyntax.identifier(kept[0].old.name))" : "(" + kept.map { "object.\(SwiftSyntax.identifier($0.old.name))" }.joined(separator: ", ") + ")"
-        willMigrate += ["for object in try context.fetch(FetchDescriptor<\(oldType(before.name))>()) {"]
-        willMigrate += ["    \(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)"]
+        var loop: [String] = []
+        loop += ["\(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)"]
         var relinks: [String] = []
         var lookups: [String: String] = [:]
         for (relationship, previous) in links {
@@ -411,7 +406,7 @@ struct SwiftDataStage {
             let missing = "throw \(errorType)(description: \"no \(relationship.target) \\(key) after the stage for a \(after.name)'s \(relationship.name)\")"
             if relationship.isToMany {
                 carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier, [\(key.type)]>()")
-                willMigrate += ["    \(linkCarrier).keep(object.\(oldName).map(\\.\(key.expression)), for: object.persistentModelID)"]
+                loop += ["\(linkCarrier).keep(object.\(oldName).map(\\.\(key.expression)), for: object.persistentModelID)"]
                 relinks += [
                     "    for key in \(linkCarrier).value(for: model) ?? [] {",
                     "        guard let related = \(lookup)[key] else { \(missing) }",
@@ -420,7 +415,7 @@ struct SwiftDataStage {
                 ]
             } else {
                 carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier, \(key.type)>()")
-                willMigrate += ["    if let related = object.\(oldName) { \(linkCarrier).keep(related.\(key.expression), for: object.persistentModelID) }"]
+                loop += ["if let related = object.\(oldName) { \(linkCarrier).keep(related.\(key.expression), for: object.persistentModelID) }"]
                 relinks += [
                     "    if let key = \(linkCarrier).value(for: model) {",
                     "        guard let related = \(lookup)[key] else { \(missing) }",
@@ -429,7 +424,7 @@ struct SwiftDataStage {
                 ]
             }
         }
-        willMigrate += ["}"]
+        willMigrate += Self.batched(oldType(before.name)) { _ in loop }
         for (target, lookup) in lookups.sorted(by: { $0.key < $1.key }) {
             let key = carryKey(of: target).expression
             didMigrate += [
