@@ -86,5 +86,9 @@ import Testing
         let deltaSchema = try #require(try CoreDataImporter.importBundle(at: delta, history: false).first).result.schema
         let deltaText = SchemaYAMLWriter.yaml(deltaSchema)
         #expect(deltaText.contains("coreData: {attributeType: Transformable, valueTransformerName: NSSecureUnarchiveFromData, userInfo: {attributeValueClassName: CheatType}}"), "\(deltaText)")
+        // Delta writes its own classes (Manual/None): the export adds no code generation.
+        #expect(deltaText.contains("coreData: {codeGenerationType: \"\"}"))
+        let deltaExport = CoreDataExporter.model(try #require(SchemaLoader.load(source: SourceFile(path: "Delta.yaml", bytes: Array(deltaText.utf8))).schema))
+        #expect(!deltaExport.contains("codeGenerationType"), "\(deltaExport.prefix(400))")
     }
 }

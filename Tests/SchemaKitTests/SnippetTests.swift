@@ -48,6 +48,11 @@ import Testing
             yaml: "cloudKit: true\nentities:\n  A:\n    attributes:\n      x: Int?\n    relationships:\n      b: {to: B, deleteRule: deny}\n  B:\n    attributes:\n      y: Int?\n",
             expected: ["9:7 cloudkit", "9:15 cloudkit", "9:30 cloudkit"]),
         Case(
+            name: "CloudKit: what coreData gives counts too",
+            yaml:
+                "cloudKit: true\nentities:\n  A:\n    attributes:\n      x: Int?\n    relationships:\n      bs: {to: \"[B]\", inverse: a, coreData: {ordered: YES}}\n  B:\n    attributes:\n      y: Int?\n    relationships:\n      a: {to: A?, inverse: bs}\n",
+            expected: ["9:45 cloudkit"]),
+        Case(
             name: "dateOnly applies to Date only",
             yaml: "entities:\n  A:\n    attributes:\n      name: {type: String, dateOnly: true}\n", expected: ["6:28 conflicting-options"]),
         Case(

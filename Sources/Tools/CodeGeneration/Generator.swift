@@ -103,7 +103,16 @@ public enum Generator {
         // The chain the plan lists: each version as its models say it, with the step a type
         // change needs between two of them (`SwiftDataTypeChangeSplit`).
         var chain: [(schema: Schema, minor: Int, addedDefaults: [String: String])] = versions.first.map { [($0, 0, [:])] } ?? []
-        for new in versions.dropFirst() {
+        // An attribute that renamed a type change's copy keeps the copy's name as its renaming
+        // identifier in every later version: Core Data matches properties by that identifier,
+        // so dropping it would make the next step see a new attribute and lose the values.
+        var identifiers: [String: String] = [:]
+        for var new in versions.dropFirst() {
+            for (entityIndex, entity) in new.entities.enumerated() {
+                for (attributeIndex, attribute) in entity.attributes.enumerated() where attribute.renamedFrom == nil {
+                    if let identifier = identifiers["\(entity.name).\(attribute.name)"] { new.entities[entityIndex].attributes[attributeIndex].renamedFrom = identifier }
+                }
+            }
             let old = chain[chain.count - 1].schema
             if let split = SwiftDataTypeChangeSplit(from: old, to: new) {
                 var first = SwiftDataStage(from: old, to: split.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1)
@@ -112,6 +121,11 @@ public enum Generator {
                 stages += [first, second]
                 chain.append((split.intermediate, 1, first.addedDefaults))
                 chain.append((split.final, 0, second.addedDefaults))
+                for entity in split.final.entities {
+                    for attribute in entity.attributes where split.copies.contains(where: { $0.copy.name == attribute.renamedFrom && $0.final.name == attribute.name }) {
+                        identifiers["\(entity.name).\(attribute.name)"] = attribute.renamedFrom
+                    }
+                }
             } else {
                 let stage = SwiftDataStage(from: old, to: new, fromMinor: chain[chain.count - 1].minor)
                 stages.append(stage)

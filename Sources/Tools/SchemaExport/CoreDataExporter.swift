@@ -292,10 +292,15 @@ public enum CoreDataExporter {
         for (key, value) in settings.attributes.sorted(by: { $0.key < $1.key }) {
             if let at = attributes.firstIndex(where: { $0.0 == key }) {
                 attributes[at].1 = value
+            } else if key == "versionHashModifier", let syncable = attributes.firstIndex(where: { $0.0 == "syncable" }) {
+                // Where Xcode writes it on an entity: before `syncable`.
+                attributes.insert((key, value), at: syncable)
             } else {
                 attributes.append((key, value))
             }
         }
+        // An empty code generation type is Manual/None: Xcode writes no attribute.
+        attributes.removeAll { $0.0 == "codeGenerationType" && $0.1.isEmpty }
         // A Transformable needs no derived class name the model did not give.
         if settings.attributes["attributeType"] != nil, settings.attributes["customClassName"] == nil {
             attributes.removeAll { $0.0 == "customClassName" && settings.attributes["attributeType"] == "Transformable" }

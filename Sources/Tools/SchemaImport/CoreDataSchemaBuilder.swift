@@ -186,6 +186,8 @@ extension CoreDataImporter {
                 applyEntityInfo(entity.userInfo, to: &imported)
                 imported.coreData = Self.carried(entity.element, info: entity.userInfo, keys: [])
                 if let className = entity.element["representedClassName"], className != entity.name { imported.coreData.attributes["representedClassName"] = className }
+                // No code generation (Manual/None): the app has its own classes, so export adds none.
+                if entity.element["codeGenerationType"] == nil { imported.coreData.attributes["codeGenerationType"] = "" }
                 if let order = entity.userInfo[CoreDataUserInfo.order].map(Self.names) {
                     imported.attributes = Self.ordered(imported.attributes, by: order, name: \.name)
                     imported.relationships = Self.ordered(imported.relationships, by: order, name: \.name)

@@ -302,7 +302,9 @@ public struct CoreDataSettings: Sendable, Hashable {
     public var isEmpty: Bool { attributes.isEmpty && userInfo.isEmpty }
 
     /// The model attributes each element may carry.
-    public static let entityKeys = ["representedClassName", "versionHashModifier"]
+    /// `codeGenerationType` empty: Xcode generates no class (Manual/None), as apps that write
+    /// their own `NSManagedObject` subclasses set it.
+    public static let entityKeys = ["representedClassName", "versionHashModifier", "codeGenerationType"]
     public static let attributeKeys = ["name", "attributeType", "valueTransformerName", "customClassName", "versionHashModifier"]
     public static let relationshipKeys = ["optional", "deletionRule", "ordered", "versionHashModifier"]
 }

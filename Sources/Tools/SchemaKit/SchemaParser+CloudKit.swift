@@ -1,10 +1,11 @@
 import Diagnostics
 import YAMLReader
 
-/// `cloudKit: true`: the rules CloudKit sets for a Core Data or SwiftData model it syncs
-/// (Apple's "Creating a Core Data Model for CloudKit"): no unique constraints, every attribute
-/// optional or with a default, every relationship optional and with an inverse, no Deny rule.
-/// A model that breaks one fails to load in a CloudKit container, on the device.
+/// `cloudKit: true`: the rules CloudKit sets for a Core Data or SwiftData model it syncs. Apple's
+/// "Creating a Core Data Model for CloudKit": no unique constraints, every relationship optional
+/// and with an inverse, no Deny rule; its runtime refuses ordered relationships too (error
+/// 134060). SwiftData's CloudKit sync also needs every attribute optional or with a default. A
+/// model that breaks one fails to load in a CloudKit container, on the device.
 extension SchemaParser {
     mutating func checkCloudKitRules() {
         func broken(_ message: String, at node: YAMLNode) { error(.cloudKit, "\(message) (the schema says cloudKit: true)", at: node) }
@@ -44,6 +45,12 @@ extension SchemaParser {
                 if relationship.deleteRule == .deny {
                     broken("CloudKit does not allow the Deny delete rule, but \(what) has it; use nullify or cascade", at: parsed.options["deleteRule"] ?? parsed.nameNode)
                 }
+                // What an exported model writes as given counts as much as the schema's own words.
+                let given = relationship.coreData?.attributes ?? [:]
+                let at = parsed.options["coreData"] ?? parsed.nameNode
+                if given["deletionRule"] == "Deny" { broken("CloudKit does not allow the Deny delete rule, but the 'coreData' of \(what) gives it", at: at) }
+                if given["optional"] == "NO" { broken("CloudKit needs every relationship optional, but the 'coreData' of \(what) makes it required", at: at) }
+                if given["ordered"] == "YES" { broken("CloudKit does not sync ordered relationships, but the 'coreData' of \(what) makes it ordered", at: at) }
             }
         }
     }
