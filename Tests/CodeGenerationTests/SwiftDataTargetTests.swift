@@ -260,6 +260,7 @@ func swiftDataOutput(
         let plan = try #require(files["Shop+MigrationPlan.swift"])
         #expect(plan.contains("ShopMigrationCarriedValues<String, String>()"), "\(plan)")
         #expect(plan.contains("carriedContactPhone.keep(value, for: object.code)"))
+        #expect(plan.contains("descriptor.sortBy = [SortDescriptor(\\.code)]"), "pages in the order of the unique attribute")
         #expect(plan.contains("Dictionary(try context.fetch(FetchDescriptor<ShopSchemaV2.Customer>()).map { ($0.code, $0) }"))
         #expect(plan.contains("throw ShopMigrationError(description: \"no Customer \\(key) after the stage, so its phone has nowhere to go\")"))
         #expect(!plan.contains("persistentModelID"))

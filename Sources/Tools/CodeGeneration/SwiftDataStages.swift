@@ -202,7 +202,7 @@ struct SwiftDataStage {
         }
         explain("Custom: \(subject) becomes required; willMigrate fills objects that lack it with \(value) first, or the inferred step would fail on them.")
         let property = SwiftSyntax.identifier(previous.name)
-        willMigrate += Self.batched(oldType(entity.name)) { object in ["if \(object).\(property) == nil { \(object).\(property) = \(value) }"] }
+        willMigrate += Self.batched(oldType(entity.name), sortedBy: sortKey(of: entity.name)) { object in ["if \(object).\(property) == nil { \(object).\(property) = \(value) }"] }
     }
 
     private mutating func carryConverted(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
@@ -232,7 +232,7 @@ struct SwiftDataStage {
             "Custom: \(entity.name).\(final.name) changes type from \(source.type) to \(copy.type); this step adds \(copy.name) beside it and didMigrate fills it with each value converted, the next renames it \(final.name)."
         )
         let property = SwiftSyntax.identifier(copy.name), old = SwiftSyntax.identifier(source.name)
-        didMigrate += Self.batched(newType(entity.name)) { object in
+        didMigrate += Self.batched(newType(entity.name), sortedBy: sortKey(of: entity.name)) { object in
             source.isOptional
                 ? ["if let value = \(object).\(old) { \(object).\(property) = \(converted.expression) }"]
                 : ["let value = \(object).\(old)", "\(object).\(property) = \(converted.expression)"]
@@ -240,12 +240,14 @@ struct SwiftDataStage {
     }
 
     /// A loop over every object of a model, fetched a batch at a time so a large store is not
-    /// held in memory at once, saving after each batch.
-    static func batched(_ model: String, _ body: (String) -> [String]) -> [String] {
+    /// held in memory at once, saving after each batch; in the order of `sortKey` (a unique
+    /// attribute), so the pages do not overlap, else in the store's own order.
+    static func batched(_ model: String, sortedBy sortKey: String? = nil, _ body: (String) -> [String]) -> [String] {
         [
             "var offset = 0",
             "while true {",
             "    var descriptor = FetchDescriptor<\(model)>()",
+        ] + (sortKey.map { ["    descriptor.sortBy = [SortDescriptor(\\.\($0))]"] } ?? []) + [
             "    descriptor.fetchLimit = 500",
             "    descriptor.fetchOffset = offset",
             "    let batch = try context.fetch(descriptor)",
@@ -283,12 +285,20 @@ struct SwiftDataStage {
         let key = carryKey(of: entity)
         carriers.append("let \(carrier) = \(carrierType)<\(key.type), \(SwiftSyntax.typeName(attribute.type))>()")
         let old = SwiftSyntax.identifier(attribute.name)
-        willMigrate += Self.batched(oldType(entity)) { object in
+        willMigrate += Self.batched(oldType(entity), sortedBy: sortKey(of: entity)) { object in
             attribute.isOptional
                 ? ["if let value = \(object).\(old) { \(carrier).keep(value, for: \(object).\(key.expression)) }"]
                 : ["\(carrier).keep(\(object).\(old), for: \(object).\(key.expression))"]
         }
         return (carrier, key.expression)
+    }
+
+    /// The unique attribute pages of an entity's objects are sorted by, when it has one whose
+    /// type sorts (text, numbers, dates).
+    func sortKey(of entity: String) -> String? {
+        let key = carryKey(of: entity)
+        let sortable = ["String", "Int", "Int8", "Int16", "Int32", "Int64", "Double", "Float", "Date"]
+        return key.expression != "persistentModelID" && sortable.contains(key.type) ? key.expression : nil
     }
 
     /// The error a custom stage throws when a carried value finds no object to go to.

@@ -164,10 +164,12 @@ public final class ModelContext {
 /// documentation/swiftdata/fetchdescriptor
 public struct FetchDescriptor<T: PersistentModel> {
     public var predicate: Predicate<T>?
+    public var sortBy: [SortDescriptor<T>]
     public var fetchLimit: Int?
     public var fetchOffset: Int?
     public var includePendingChanges: Bool = true
-    public init(predicate: Predicate<T>? = nil) {
+    public init(predicate: Predicate<T>? = nil, sortBy: [SortDescriptor<T>] = []) {
         self.predicate = predicate
+        self.sortBy = sortBy
     }
 }
