@@ -26,6 +26,8 @@ public struct SchemaDescriptor: Sendable, Hashable {
     /// The entity with this name, or nil.
     public func entity(named name: String) -> EntityDescriptor? { entities.first { $0.name == name } }
     /// The entity stored in this table, or nil.
+    ///
+    ///     GarageSchema.descriptor.entity(forTable: "people")?.name   // "Person"
     public func entity(forTable table: String) -> EntityDescriptor? { entities.first { $0.table == table } }
 }
 

@@ -53,18 +53,24 @@ public enum StoredDate {
     }
 
     /// The stored form of a calendar day (`dateOnly`): the date's day in UTC, `2024-01-31`.
+    ///
+    ///     StoredDate.day(Date(timeIntervalSince1970: 1_706_720_400))   // "2024-01-31"
     public static func day(_ date: Date) -> String {
         let text = text(date)
         return text.firstIndex(of: "T").map { String(text[..<$0]) } ?? text
     }
 
     /// The date `date(day(date))` gives: the start of its day in UTC.
+    ///
+    ///     StoredDate.startOfDay(evening) == StoredDate.date("2024-01-31")
     public static func startOfDay(_ date: Date) -> Date {
         Date(timeIntervalSince1970: (rounded(date).timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
     }
 
     /// A stored value as a day column keeps it: stored date text cut to its day; anything else
     /// as it is.
+    ///
+    ///     StoredDate.dayValue(.text("2024-01-31T22:30:00.000Z"))   // .text("2024-01-31")
     public static func dayValue(_ value: StoredValue) -> StoredValue {
         guard case .text(let text) = value, text.utf8.count != 10, let date = date(text) else { return value }
         return .text(day(date))

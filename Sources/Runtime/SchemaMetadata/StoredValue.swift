@@ -197,7 +197,10 @@ extension Date: StoredValueConvertible {
 }
 
 extension Date {
-    /// The stored form of a `dateOnly` attribute: the day in UTC (`2024-01-31`).
+    /// The stored form of a `dateOnly` attribute: the day in UTC (`2024-01-31`), as generated
+    /// row codecs write it:
+    ///
+    ///     hiredOn.storedDayValue
     @inlinable public var storedDayValue: StoredValue { .text(StoredDate.day(self)) }
 }
 

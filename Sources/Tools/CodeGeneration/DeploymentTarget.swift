@@ -1,6 +1,8 @@
 /// The oldest Apple OS a SwiftData app runs on (`generate --target swiftdata
 /// --deployment-target`), which decides the API the models may use: `#Unique` and `#Index` are
 /// iOS 18 and macOS 15 API, and a freestanding macro cannot be put under `if #available`.
+///
+///     let output = try Generator.generateSwiftData(versions: versions, sourceFile: "Shop.yaml", templates: try .defaults(for: .swiftdata), deploymentTarget: .ios18)
 public enum DeploymentTarget: String, Sendable, CaseIterable {
     case ios17, ios18, macos14, macos15
 

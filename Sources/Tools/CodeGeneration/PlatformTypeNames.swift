@@ -50,6 +50,8 @@ enum PlatformTypeNames {
 
 /// The newest version's types under the names the app uses (`generate --target swiftdata`):
 /// their own names, a prefix and their names, or none (the app writes `NotesSchemaV2.Note`).
+///
+///     GenerationPipeline.Configuration(target: .swiftdata, typeAliases: .prefixed("App"))   // typealias AppNote = ...
 public enum SwiftDataTypeAliases: Sendable, Hashable {
     /// `typealias Note = NotesSchemaV2.Note`.
     case plain

@@ -169,10 +169,6 @@ struct SwiftDataStage {
 
     /// `value` of one type as an expression of another's, and whether it may fail (an
     /// optional); nil when there is no conversion.
-    private func conversion(_ value: String, from old: AttributeType, to new: AttributeType) -> (expression: String, failable: Bool)? {
-        Self.conversion(value, from: old, to: new)
-    }
-
     /// How a value of one type becomes another, when Swift can say it; `failable` when some
     /// values have no counterpart (the expression is then optional).
     static func conversion(_ value: String, from old: AttributeType, to new: AttributeType) -> (expression: String, failable: Bool)? {
@@ -207,7 +203,7 @@ struct SwiftDataStage {
 
     private mutating func carryConverted(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
         let subject = "\(entity.name).\(attribute.name)"
-        guard let converted = conversion("value", from: previous.type, to: attribute.type) else {
+        guard let converted = Self.conversion("value", from: previous.type, to: attribute.type) else {
             note(subject, "\(subject) changes type from \(previous.type) to \(attribute.type), which has no conversion; its values are not carried")
             return
         }
@@ -227,7 +223,7 @@ struct SwiftDataStage {
 
     /// The intermediate step's work: each object's old value, converted, into the copy beside it.
     mutating func fillConverted(_ copy: Attribute, from source: Attribute, of entity: Entity, final: Attribute) {
-        guard let converted = conversion("value", from: source.type, to: copy.type) else { return }
+        guard let converted = Self.conversion("value", from: source.type, to: copy.type) else { return }
         explain(
             "Custom: \(entity.name).\(final.name) changes type from \(source.type) to \(copy.type); this step adds \(copy.name) beside it and didMigrate fills it with each value converted, the next renames it \(final.name)."
         )
@@ -315,7 +311,7 @@ struct SwiftDataStage {
         var arguments: [String] = []
         for other in entity.attributes where !other.isTransient {
             if other.name == attribute.name {
-                let converted = conversion("value", from: source.type, to: other.type)
+                let converted = Self.conversion("value", from: source.type, to: other.type)
                 let value = SwiftSyntax.typeName(source.type) == SwiftSyntax.typeName(other.type) ? "value" : converted.flatMap { $0.failable ? nil : $0.expression }
                 guard let value else {
                     note(subject, "\(subject) moves from \(owner.name).\(source.name) with a type that has no conversion")

@@ -99,18 +99,6 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
-            case "allowIncompleteStages":
-                guard let value = pair.value.boolValue else {
-                    bag.error(Code.wrongKind, "'allowIncompleteStages' expects true or false", at: location(pair.value))
-                    continue
-                }
-                config.allowIncompleteStages = value
-            case "typealiases":
-                guard let value = pair.value.boolValue else {
-                    bag.error(Code.wrongKind, "'typealiases' expects true or false: whether the SwiftData output names the newest version's types by typealiases", at: location(pair.value))
-                    continue
-                }
-                config.typealiases = value
             case "typealiasPrefix":
                 guard let value = pair.value.stringValue, value.isEmpty || value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !(value.first?.isNumber ?? false) else {
                     bag.error(Code.wrongKind, "'typealiasPrefix' expects the start of a Swift name, such as App", at: location(pair.value))
@@ -124,12 +112,16 @@ public struct ProjectConfig: Equatable, Sendable {
                     continue
                 }
                 config.deploymentTarget = value
-            case "online":
+            case "online", "allowIncompleteStages", "typealiases":
                 guard let value = pair.value.boolValue else {
-                    bag.error(Code.wrongKind, "'online' expects true or false", at: location(pair.value))
+                    bag.error(Code.wrongKind, "'\(key)' expects true or false", at: location(pair.value))
                     continue
                 }
-                config.online = value
+                switch key {
+                case "online": config.online = value
+                case "allowIncompleteStages": config.allowIncompleteStages = value
+                default: config.typealiases = value
+                }
             case "output", "templates", "migrations", "database", "cache":
                 guard let value = pair.value.stringValue else {
                     bag.error(Code.wrongKind, "'\(key)' expects a path", at: location(pair.value))

@@ -301,12 +301,9 @@ public enum CoreDataExporter {
         }
         // An empty code generation type is Manual/None: Xcode writes no attribute.
         attributes.removeAll { $0.0 == "codeGenerationType" && $0.1.isEmpty }
-        // A Transformable needs no derived class name the model did not give.
-        if settings.attributes["attributeType"] != nil, settings.attributes["customClassName"] == nil {
-            attributes.removeAll { $0.0 == "customClassName" && settings.attributes["attributeType"] == "Transformable" }
-        }
-        if settings.attributes["attributeType"] == "Transformable", settings.attributes["valueTransformerName"] == nil {
-            attributes.removeAll { $0.0 == "valueTransformerName" }
+        // A given Transformable keeps only the transformer and class the model gave, none derived.
+        if settings.attributes["attributeType"] == "Transformable" {
+            attributes.removeAll { ["customClassName", "valueTransformerName"].contains($0.0) && settings.attributes[$0.0] == nil }
         }
     }
 

@@ -14,6 +14,8 @@ public enum CoreDataLightweightCheck {
 
     /// A warning per change that needs a mapping model, at the attribute's line in the newer
     /// version.
+    ///
+    ///     let warnings = CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: "Flights")
     public static func findings(_ versions: [Schema], bundle: String) -> [Diagnostic] {
         var findings: [Diagnostic] = []
         for (old, new) in zip(versions, versions.dropFirst()) {

@@ -3,6 +3,8 @@
 public enum CoreDataType {
     /// The Core Data type a schema type is stored as, and the schema type Core Data's reads
     /// back as (when they differ, the exact one travels in `schemagen.type`).
+    ///
+    ///     CoreDataType.of(.scalar(.int), in: schema).coreData   // "Integer 64"
     public static func of(_ type: AttributeType, in schema: Schema) -> (coreData: String, readsBackAs: String?, composite: String?) {
         switch type {
         case .scalar(let scalar):

@@ -288,6 +288,8 @@ public struct Attribute: Sendable, Hashable {
 /// given over what export derives (`attributeType: Transformable`, `deletionRule: Nullify`,
 /// `versionHashModifier`, a Core Data `name`), and user info entries. `import coredata` fills
 /// it with what a real model says that the schema language cannot, so export writes it back.
+///
+///     attribute.coreData = CoreDataSettings(attributes: ["attributeType": "Transformable"], userInfo: ["attributeValueClassName": "CheatType"])
 public struct CoreDataSettings: Sendable, Hashable {
     /// Model attributes by name.
     public var attributes: [String: String]

@@ -20,6 +20,8 @@ public enum VersionHashModifiers {
     }
 
     /// The modifier of each version that needs one, by version number; versions oldest first.
+    ///
+    ///     let modifier = VersionHashModifiers.modifiers(history.versions.map(\.schema))[4]   // v4 hashes as v3 would: "v4"
     public static func modifiers(_ versions: [Schema]) -> [Int: Modifier] {
         var seen: Set<[String]> = []
         var result: [Int: Modifier] = [:]

@@ -69,6 +69,13 @@ public enum GenerateCommand: Command {
             .flag("timings", help: "Print how long each stage took (load, model, plan, templates, render, compare, write) to standard error."),
         ])
 
+    /// `--typealiases off`, `--typealias-prefix P`, `--typealiases on`; nil leaves it to the config.
+    static func typeAliases(_ arguments: ParsedArguments) -> SwiftDataTypeAliases? {
+        if arguments.value("typealiases") == "off" { return SwiftDataTypeAliases.none }
+        if let prefix = arguments.value("typealias-prefix") { return prefix.isEmpty ? .plain : .prefixed(prefix) }
+        return arguments.value("typealiases") == "on" ? .plain : nil
+    }
+
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         if let prefix = arguments.value("typealias-prefix"), !prefix.isEmpty, prefix.first?.isNumber == true || !prefix.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             io.writeError("schemagen: error: --typealias-prefix '\(prefix)' is not the start of a Swift name; use letters, digits and _, such as App\n")
@@ -84,8 +91,7 @@ public enum GenerateCommand: Command {
                 dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
                 cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store,
                 deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init),
-                typeAliases: arguments.value("typealiases") == "off"
-                    ? SwiftDataTypeAliases.none : arguments.value("typealias-prefix").map { $0.isEmpty ? .plain : .prefixed($0) } ?? (arguments.value("typealiases") == "on" ? .plain : nil),
+                typeAliases: typeAliases(arguments),
                 allowIncompleteStages: arguments.flag("allow-incomplete-stages") ? true : nil,
                 allowReleasedVersionChanges: arguments.flag("allow-released-version-changes")))
         let check = arguments.flag("check")
