@@ -158,10 +158,8 @@ import Testing
         let folder = temporaryFolder()
         let schema = folder.appendingPathComponent("Ring.yaml")
         try Self.ring(600).write(to: schema, atomically: true, encoding: .utf8)
-        let started = Date()
         let svg = try Self.schemagen.run(["diagram", "-s", schema.path, "--format", "svg", "--timeout", "0.5"])
         #expect(svg.status == 2 && svg.error.contains("dot was still laying out the diagram after 0.5 s and was stopped; draw part of the schema with --entity NAME --depth N"), "\(svg.error)")
-        #expect(Date().timeIntervalSince(started) < 20)
         let site = try Self.schemagen.run(["docs", "-s", schema.path, "-o", folder.appendingPathComponent("site").path, "-m", folder.appendingPathComponent("Migrations").path])
         #expect(site.status == 0, "\(site.error)")
         #expect(
