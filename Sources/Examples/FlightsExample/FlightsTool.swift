@@ -12,22 +12,20 @@ public enum FlightsTool {
             commands: [LoadCommand.self, QueryCommand.self])
     }
 
-    /// Why the last `open` failed: 2 for usage (no --database, a URL of no known engine), 1 for
-    /// a database that failed (a server out of reach, a database newer than this app).
-    nonisolated(unsafe) static var openFailure = ExitCode.usageOrIO
-
-    static func open(_ arguments: ParsedArguments, io: CommandIO) -> Store? {
-        openFailure = .usageOrIO
+    /// The store `--database` names, or why not: 2 for usage (no --database, a URL of no known
+    /// engine), 1 for a database that failed (a server out of reach, a database newer than this
+    /// app).
+    static func open(_ arguments: ParsedArguments, io: CommandIO) -> Result<Store, CommandFailure> {
         guard let path = arguments.value("database") else {
             io.writeError("flights: error: pass --database PATH (a SQLite file) or --database postgres://...\n")
-            return nil
+            return .failure(CommandFailure(.usageOrIO))
         }
         do {
-            return try Store(url: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+            return .success(try Store(url: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations))
         } catch {
-            if case .unsupportedDatabase = error {} else { openFailure = .failure }
             io.writeError("flights: error: \(error)\n")
-            return nil
+            if case .unsupportedDatabase = error { return .failure(CommandFailure(.usageOrIO)) }
+            return .failure(CommandFailure(.failure))
         }
     }
 }
@@ -58,7 +56,8 @@ enum LoadCommand: Command {
             io.writeError("flights: error: '\(directory)' is not a folder of JSON files\n")
             return .usageOrIO
         }
-        guard let store = FlightsTool.open(arguments, io: io) else { return FlightsTool.openFailure }
+        let opening = FlightsTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         let strict = arguments.flag("strict")
         do {
             let report = try runToCompletion { try await FlightLoader(store: store).load(directory: directory, strict: strict) }
@@ -117,7 +116,8 @@ enum QueryCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = FlightsTool.open(arguments, io: io) else { return FlightsTool.openFailure }
+        let opening = FlightsTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         var limit: Int?
         if let text = arguments.value("limit") {
             guard let number = Int(text), number >= 0 else {

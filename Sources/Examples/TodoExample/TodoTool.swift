@@ -39,12 +39,8 @@ public enum TodoTool {
         arguments.value("author") ?? io.environment["TODO_AUTHOR"] ?? "todo"
     }
 
-    /// Why the last `open` failed: 2 for a database that is not a SQLite file, else 1.
-    /// Commands run one at a time in a process, so one variable serves.
-    nonisolated(unsafe) static var openFailure = ExitCode.failure
-
-    static func open(_ arguments: ParsedArguments, io: CommandIO) -> Store? {
-        openFailure = .failure
+    /// The store `--database` names, or why not: 2 for a database of no known engine, else 1.
+    static func open(_ arguments: ParsedArguments, io: CommandIO) -> Result<Store, CommandFailure> {
         var configuration = Store.Configuration(author: author(arguments, io: io))
         // For tests that kill a writer at the worst moment: its changes and history are written,
         // the commit is not.
@@ -55,11 +51,12 @@ public enum TodoTool {
             }
         }
         do {
-            return try Store(url: databasePath(arguments, io: io), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration)
+            return .success(
+                try Store(url: databasePath(arguments, io: io), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration))
         } catch {
-            if case .unsupportedDatabase = error { openFailure = .usageOrIO }
             io.writeError("todo: error: \(error)\n")
-            return nil
+            if case .unsupportedDatabase = error { return .failure(CommandFailure(.usageOrIO)) }
+            return .failure(CommandFailure(.failure))
         }
     }
 
@@ -134,7 +131,8 @@ enum AddCommand: Command {
             }
             due = date
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         let item = TodoItem(taskName: name, dueDate: due, notes: arguments.value("notes"))
         return TodoTool.perform(io) {
             let item = try runToCompletion { try await store.insert(item) }
@@ -150,7 +148,8 @@ enum DoneCommand: Command {
         options: TodoTool.common, arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             // Read and toggle in one transaction, so two processes toggling at once both count.
@@ -173,7 +172,8 @@ enum RemoveCommand: Command {
         options: TodoTool.common, arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             try runToCompletion { try await store.delete(item) }
@@ -189,7 +189,8 @@ enum ListCommand: Command {
         options: TodoTool.common + [.flag("json", help: "Print a JSON array.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         return TodoTool.perform(io) {
             let items = try runToCompletion { try await store.fetch(TodoItem.self, sortBy: [SortDescriptor(\.startDate)]) }
             if arguments.flag("json") {
@@ -224,7 +225,8 @@ enum ShowCommand: Command {
         arguments: [ArgumentSpec("ID", help: "The item's id, or a unique start of it.", isRequired: true)])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         return TodoTool.perform(io) {
             let item = try TodoTool.find(arguments.arguments[0], in: store)
             if arguments.flag("json") {
@@ -267,7 +269,8 @@ enum SearchCommand: Command {
             }
             limit = number
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         let words = arguments.arguments.joined(separator: " ")
         let count = limit
         return TodoTool.perform(io) {
@@ -315,7 +318,8 @@ enum RekeyCommand: Command {
             }
             batch = number
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         let rows = batch
         return TodoTool.perform(io) {
             let rewritten = try runToCompletion {
@@ -341,7 +345,8 @@ enum WatchCommand: Command {
         options: TodoTool.common + [.flag("include-own", help: "Also print changes made under this process's --author.")])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         let filter: AuthorFilter = arguments.flag("include-own") ? .any : arguments.value("author").map(AuthorFilter.excluding) ?? .any
         return TodoTool.perform(io) {
             try runToCompletion {
@@ -405,7 +410,8 @@ enum HistoryCommand: Command {
             }
             after = HistoryToken(token)
         }
-        guard let store = TodoTool.open(arguments, io: io) else { return TodoTool.openFailure }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
         let start = after
         return TodoTool.perform(io) {
             let transactions = try runToCompletion { try await store.history(after: start) }

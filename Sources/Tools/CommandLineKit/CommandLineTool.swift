@@ -22,6 +22,24 @@ public struct ExitCode: Sendable, Hashable, CustomStringConvertible {
     public var description: String { String(rawValue) }
 }
 
+/// A step of a command that could not go on (opening its database, say): the reason is already
+/// written to standard error, and `status` is what the command exits with.
+///
+///     let opening = open(arguments, io: io)   // Result<Store, CommandFailure>
+///     guard case .success(let store) = opening else { return opening.exitStatus }
+public struct CommandFailure: Error, Sendable, Hashable {
+    public let status: ExitCode
+    public init(_ status: ExitCode) { self.status = status }
+}
+
+extension Result where Failure == CommandFailure {
+    /// The failure's exit status; `.success` for a success.
+    public var exitStatus: ExitCode {
+        if case .failure(let failure) = self { return failure.status }
+        return .success
+    }
+}
+
 /// Where a command writes, injectable so tests capture output instead of printing.
 public struct CommandIO: Sendable {
     public var writeOutput: @Sendable (String) -> Void

@@ -76,12 +76,12 @@ public enum MigrateTool {
     /// For PostgreSQL each schema's `postgres/` folder is read. `readOnly` (status, validate, dry
     /// runs) creates nothing and refuses writes. The second value names the database for
     /// messages, without its password.
-    static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false, readOnly: Bool = false) -> ([Migrator], String)? {
-        openFailure = .usageOrIO
+    static func open(_ arguments: ParsedArguments, io: CommandIO, allSchemas: Bool = false, readOnly: Bool = false) -> Result<([Migrator], String), CommandFailure> {
+        let usage = Result<([Migrator], String), CommandFailure>.failure(CommandFailure(.usageOrIO))
         guard let config = config(arguments, io: io),
             let location = databaseLocation(arguments, config: config, io: io)
-        else { return nil }
-        guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: location.isPostgres) else { return nil }
+        else { return usage }
+        guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: location.isPostgres) else { return usage }
         var settings = DatabaseOpener.PostgresSettings()
         var lockTimeout = 30.0
         for (name, apply) in [
@@ -92,7 +92,7 @@ public enum MigrateTool {
             guard let text = arguments.value(name) else { continue }
             guard let value = Double(text), value >= 0, value.isFinite else {
                 io.writeError("migrate: error: --\(name) expects a number of seconds, found '\(text)'\n")
-                return nil
+                return usage
             }
             apply(value)
         }
@@ -101,8 +101,7 @@ public enum MigrateTool {
             database = try DatabaseOpener.open(location, readOnly: readOnly, lockWait: lockTimeout, postgres: settings)
         } catch {
             io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
-            openFailure = exitCode(for: error)
-            return nil
+            return .failure(CommandFailure(exitCode(for: error)))
         }
         let historySchema = arguments.value("history-schema") ?? Migrator.defaultHistorySchema
         let cancellation = MigrationCancellation(database: database)
@@ -119,21 +118,18 @@ public enum MigrateTool {
                 migrators.append(migrator)
             } catch {
                 io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
-                openFailure = exitCode(for: error)
-                return nil
+                return .failure(CommandFailure(exitCode(for: error)))
             }
         }
-        return (migrators, database.label)
+        return .success((migrators, database.label))
     }
 
-    /// Why the last `open` failed: 2 for usage and I/O, 1 for a tampered folder or a refused database.
-    /// Commands run one at a time in a process, so one variable serves.
-    nonisolated(unsafe) static var openFailure = ExitCode.usageOrIO
-
     /// Opens exactly one schema's migrations (commands that change one schema at a time).
-    static func openOne(_ arguments: ParsedArguments, io: CommandIO, readOnly: Bool = false) -> (Migrator, String)? {
-        guard let (migrators, database) = open(arguments, io: io, readOnly: readOnly), let migrator = migrators.first else { return nil }
-        return (migrator, database)
+    static func openOne(_ arguments: ParsedArguments, io: CommandIO, readOnly: Bool = false) -> Result<(Migrator, String), CommandFailure> {
+        open(arguments, io: io, readOnly: readOnly).flatMap { migrators, database in
+            // `--dir` names one folder, so there is exactly one migrator.
+            migrators.first.map { .success(($0, database)) } ?? .failure(CommandFailure(.usageOrIO))
+        }
     }
 
     /// `--database`, else DATABASE_URL, else the config file's `database`, else libpq's
@@ -231,7 +227,8 @@ public enum MigrateTool {
     ) -> ExitCode {
         guard let options = onlineOptions(arguments, io: io) else { return .usageOrIO }
         let dryRun = arguments.flag("dry-run")
-        guard let (migrators, database) = open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return openFailure }
+        let opening = open(arguments, io: io, allSchemas: true, readOnly: dryRun)
+        guard case .success(let (migrators, database)) = opening else { return opening.exitStatus }
         return runMigrations(migrators, io: io) { () throws(MigratorError) in
             for migrator in migrators {
                 if dryRun {
@@ -396,434 +393,5 @@ func runMigrations(_ migrators: [Migrator], io: CommandIO, _ body: () throws(Mig
             io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
             return MigrateTool.exitCode(for: error)
         }
-    }
-}
-
-enum UpCommand: Command {
-    static let spec = CommandSpec(
-        name: "up", abstract: "Apply pending migrations (all by default).",
-        discussion:
-            "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted by SIGINT or SIGTERM (the migration in progress rolled back).",
-        options: MigrateTool.common + [
-            .value("to", valueName: "version", help: "Apply up to and including this version."),
-            .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
-            .flag("complete", help: "Online migrations: contract each right after its expand (for a database without traffic)."),
-            .flag("allow-destructive", help: "With --complete: also run contract phases that drop data the previous version wrote (loses-data: yes)."),
-        ] + MigrateTool.online,
-        arguments: [ArgumentSpec("N", help: "How many migrations to apply.")])
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        let dryRun = arguments.flag("dry-run")
-        guard let chosen = target(arguments, default: .all, io: io),
-            let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun)
-        else { return MigrateTool.openFailure }
-        guard var options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
-        options.allowOutOfOrder = arguments.flag("allow-out-of-order")
-        options.complete = arguments.flag("complete")
-        options.allowDestructive = arguments.flag("allow-destructive")
-        return runMigrations(migrators, io: io) { () throws(MigratorError) in
-            for migrator in migrators {
-                if dryRun {
-                    // Every file `up` would run, phase by phase, in order; then why it would stop.
-                    let (steps, stop) = try migrator.plannedUpEverywhere(chosen, options: options)
-                    for step in steps { io.writeOutput("-- \(step.kind.rawValue): \(step.file)\n\(step.text ?? "")\n") }
-                    if let stop { io.writeError("migrate: note: \(MigrateAdvice.message(stop))\n") }
-                    continue
-                }
-                let applied = try migrator.up(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
-                if applied.isEmpty { io.writeOutput("\(database) is up to date with \(migrator.schema).\n") }
-            }
-        }
-    }
-}
-
-enum DownCommand: Command {
-    static let spec = CommandSpec(
-        name: "down", abstract: "Revert applied migrations (one by default; --to 0 reverts all).",
-        discussion: "Exit status: 0 done, 1 refused or failed, 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted.",
-        options: MigrateTool.common + [
-            .value("to", valueName: "version", help: "Revert down to this version (0 = everything)."),
-            .flag("allow-destructive", help: "Run down migrations that lose data."),
-        ],
-        arguments: [ArgumentSpec("N", help: "How many migrations to revert.")])
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        let dryRun = arguments.flag("dry-run")
-        guard let chosen = target(arguments, default: .count(1), io: io),
-            let (migrator, _) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun)
-        else { return MigrateTool.openFailure }
-        let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
-        return runMigrations([migrator], io: io) { () throws(MigratorError) in
-            if dryRun {
-                for script in try migrator.pendingDown(chosen, options: options) { io.writeOutput("-- \(script.downFile)\n\(script.down)\n") }
-                return
-            }
-            let reverted = try migrator.down(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
-            if reverted.isEmpty { io.writeOutput("nothing to revert\n") }
-        }
-    }
-}
-
-enum RedoCommand: Command {
-    static let spec = CommandSpec(
-        name: "redo", abstract: "Revert the newest migration and apply it again.",
-        discussion: "Exit status: as for down and up.",
-        options: MigrateTool.common + [.flag("allow-destructive", help: "Run a down migration that loses data.")])
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        let dryRun = arguments.flag("dry-run")
-        guard let (migrator, _) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
-        let options = Migrator.Options(allowDestructive: arguments.flag("allow-destructive"))
-        return runMigrations([migrator], io: io) { () throws(MigratorError) in
-            if dryRun {
-                guard let last = try migrator.pendingDown(.count(1), options: options).first else {
-                    io.writeOutput("nothing to redo\n")
-                    return
-                }
-                io.writeOutput("-- \(last.downFile)\n\(last.down)\n-- \(last.upFile)\n\(last.up)\n")
-                return
-            }
-            let reporter = MigrateTool.Reporter(io: io)
-            let reverted = try migrator.down(.count(1), options: options, progress: reporter.handle)
-            guard let last = reverted.first else {
-                io.writeOutput("nothing to redo\n")
-                return
-            }
-            try migrator.up(.version(last.version), progress: reporter.handle)
-        }
-    }
-}
-
-enum CompleteCommand: Command {
-    static let spec = CommandSpec(
-        name: "complete", abstract: "Contract the expanded online migration: remove what only the previous app version used.",
-        discussion:
-            "Run once no instance of the previous app version is left. A killed run resumes where it stopped. Exit status: 0 done (or nothing to complete), 1 refused or failed, 2 usage or I/O error, 3 locked, 130 or 143 interrupted.",
-        options: MigrateTool.common + MigrateTool.online)
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        MigrateTool.runPhase(
-            arguments, io: io, dryRunPhases: [.expanded, .contract], file: { ($0.contractFile, $0.contract) }, nothing: "to complete",
-            run: { migrator, options, progress throws(MigratorError) in try migrator.complete(options: options, progress: progress) })
-    }
-}
-
-enum RollbackCommand: Command {
-    static let spec = CommandSpec(
-        name: "rollback", abstract: "Undo the expand of the online migration in progress, keeping the rows either app version wrote.",
-        discussion:
-            "Run before `complete`, once no instance of the new app version is left. Exit status: 0 done (or nothing to roll back), 1 refused or failed, 2 usage or I/O error, 3 locked, 130 or 143 interrupted.",
-        options: MigrateTool.common + MigrateTool.online)
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        MigrateTool.runPhase(
-            arguments, io: io, dryRunPhases: [.expand, .expanded, .rollback], file: { ($0.downFile, $0.down) }, nothing: "in progress",
-            run: { migrator, options, progress throws(MigratorError) in try migrator.rollback(options: options, progress: progress) })
-    }
-}
-
-enum BaselineCommand: Command {
-    static let spec = CommandSpec(
-        name: "baseline", abstract: "Record migrations up to VERSION as applied without running them (adopt an existing database).",
-        discussion:
-            "The database must have every table and column of VERSION (from its snapshot); otherwise nothing is recorded. On PostgreSQL the live tables are also compared with what VERSION's migrations build (types, nullability, defaults, keys, foreign keys and their actions, uniques, indexes, checks, partitioning): each difference is listed, and nothing is recorded unless --accept-differences. Exit status: 0 recorded (or, with --dry-run, would be), 1 refused, 2 usage or I/O error, 3 locked.",
-        options: MigrateTool.common + [.flag("accept-differences", help: "PostgreSQL: record VERSION although the live tables differ from it (the differences are listed).")],
-        arguments: [ArgumentSpec("VERSION", help: "The version the database is at.", isRequired: true)])
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let version = Int(arguments.arguments[0]) else {
-            io.writeError("migrate: error: VERSION must be a number, found '\(arguments.arguments[0])'\n")
-            return .usageOrIO
-        }
-        let dryRun = arguments.flag("dry-run")
-        guard let (migrator, database) = MigrateTool.openOne(arguments, io: io, readOnly: dryRun) else { return MigrateTool.openFailure }
-        // Compared before anything is recorded, once the migrator's own check (every table and
-        // column of the version) passes: a database lacking some is refused whatever the flag.
-        let differences: [ShapeDifference]
-        do {
-            differences = (try? migrator.pendingBaseline(version)) == nil ? [] : try BaselineCheck.differences(migrator, version: version) ?? []
-        } catch {
-            io.writeError("migrate: error: cannot compare \(database) with version \(version): \(error)\n")
-            return .usageOrIO
-        }
-        if !differences.isEmpty {
-            let accepted = arguments.flag("accept-differences")
-            io.writeError(
-                "migrate: \(accepted ? "warning" : "error"): \(database) differs from \(migrator.schema) version \(version) in \(differences.count) way\(differences.count == 1 ? "" : "s"):\n"
-                    + differences.map { "  \($0)\n" }.joined()
-                    + (accepted ? "" : "nothing was recorded: change the database (or the schema) until they agree, or pass --accept-differences to record it as it is\n"))
-            if !accepted { return MigrateTool.refused }
-        }
-        return runMigrations([migrator], io: io) { () throws(MigratorError) in
-            let scripts = dryRun ? try migrator.pendingBaseline(version) : try migrator.baseline(version)
-            let verb = dryRun ? "would record" : "recorded"
-            for script in scripts { io.writeOutput("\(verb) \(script.label) as applied (not run)\n") }
-            io.writeOutput(
-                scripts.isEmpty
-                    ? "\(database): \(migrator.schema) is already recorded at version \(version) or later\n"
-                    : "\(database) \(dryRun ? "would be" : "is") recorded at \(migrator.schema) version \(version)\n")
-        }
-    }
-}
-
-enum RepairCommand: Command {
-    static let spec = CommandSpec(
-        name: "repair", abstract: "Fix the history: forget migrations whose tables are absent, record checksums of reviewed edits, clear notes of lost attempts.",
-        discussion: """
-            Lists the changes and asks before making them (--yes skips the question; --dry-run only lists). \
-            A recorded migration is forgotten when the database lacks tables or columns of its snapshot \
-            and of every newer recorded one (a baseline at the wrong version, a failed hand-run migration); \
-            `up` then runs it. Exit status: 0 repaired or nothing to repair, 1 declined or refused, 2 usage or I/O error, 3 locked.
-            """,
-        options: MigrateTool.common + [.flag("yes", short: "y", help: "Make the changes without asking.")])
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        let dryRun = arguments.flag("dry-run")
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: dryRun) else { return MigrateTool.openFailure }
-        var declined = false
-        let status = runMigrations(migrators, io: io) { () throws(MigratorError) in
-            var plans: [(Migrator, [Migrator.RepairAction])] = []
-            for migrator in migrators {
-                let plan = try migrator.repairPlan()
-                if !plan.isEmpty { plans.append((migrator, plan)) }
-            }
-            guard !plans.isEmpty else {
-                io.writeOutput("\(database): the history needs no repair.\n")
-                return
-            }
-            for (migrator, plan) in plans {
-                io.writeOutput("\(migrator.schema) on \(database):\n" + plan.map { "  - \($0)\n" }.joined())
-            }
-            if dryRun { return }
-            if !arguments.flag("yes") {
-                io.writeOutput("Make these changes? [y/N] ")
-                let answer = io.readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
-                guard answer == "y" || answer == "yes" else {
-                    io.writeOutput(answer == nil ? "\nno answer (pass --yes to repair without asking); nothing changed\n" : "nothing changed\n")
-                    declined = true
-                    return
-                }
-            }
-            for (migrator, _) in plans {
-                let made = try migrator.repair()
-                io.writeOutput("repaired \(migrator.schema): \(made.count) change\(made.count == 1 ? "" : "s")\n")
-            }
-        }
-        return declined ? MigrateTool.refused : status
-    }
-}
-
-enum ValidateMigrationsCommand: Command {
-    static let spec = CommandSpec(
-        name: "validate", abstract: "Check applied migrations against their files (every schema unless --dir).",
-        discussion:
-            "Reads only: a missing SQLite file is an empty database, not created. Exit status: 0 consistent, 1 an applied file changed or is missing, or a pending one is out of order, 2 usage or I/O error.",
-        options: MigrateTool.common)
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrators, database) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true) else { return MigrateTool.openFailure }
-        var failed = false
-        for migrator in migrators {
-            do {
-                let problems = try migrator.validate()
-                if problems.isEmpty {
-                    io.writeOutput("\(database): applied migrations of \(migrator.schema) match their files.\n")
-                } else {
-                    failed = true
-                    io.writeError(problems.map { "migrate: error: \(MigrateAdvice.message($0))\n" }.joined())
-                }
-            } catch {
-                io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
-                return MigrateTool.exitCode(for: error)
-            }
-        }
-        return failed ? MigrateTool.refused : .success
-    }
-}
-
-enum StatusCommand: Command {
-    static let spec = CommandSpec(
-        name: "status", abstract: "List every migration: applied (when, by whom, how long, checksum), pending, running or interrupted.",
-        discussion: "Reads only: a missing SQLite file is an empty database, not created.",
-        options: MigrateTool.common + [.value("format", short: "f", valueName: "format", help: "Output format.", allowed: ["text", "json"], defaultValue: "text")])
-
-    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let (migrators, _) = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true) else { return MigrateTool.openFailure }
-        var rows: [(schema: String, status: Migrator.Status, attempt: Migrator.Attempt?)] = []
-        var orphans: [(schema: String, attempt: Migrator.Attempt)] = []
-        var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
-        do {
-            for migrator in migrators {
-                if let state = try migrator.onlineProgress() { online[migrator.schema] = (state, try migrator.servedVersions()) }
-                let attempts = try migrator.attempts()
-                let statuses = try migrator.status()
-                rows += statuses.map { status in (migrator.schema, status, attempts.last { $0.version == status.version }) }
-                let known = Set(statuses.map(\.version))
-                orphans += attempts.filter { !known.contains($0.version) }.map { (migrator.schema, $0) }
-            }
-        } catch {
-            io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
-            return MigrateTool.exitCode(for: error)
-        }
-        if arguments.value("format") == "json" {
-            let q = DiagnosticRenderer.jsonString
-            let items = rows.map { entry -> String in
-                let row = entry.status
-                var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]
-                switch row.state {
-                case .applied(let at, let milliseconds, let matches, let by):
-                    fields += [
-                        "\"state\": \"applied\"", "\"appliedAt\": \(q(at))", "\"appliedBy\": \(by.map(q) ?? "null")", "\"durationMs\": \(milliseconds)",
-                        "\"checksum\": \"\(matches ? "ok" : "changed")\"",
-                    ]
-                case .pending:
-                    fields += ["\"state\": \"pending\""]
-                case .fileMissing(let at):
-                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
-                }
-                if let (state, served) = online[entry.schema], state.version == row.version {
-                    var online = [
-                        "\"phase\": \"\(state.phase.rawValue)\"", "\"sectionsDone\": \(state.section)", "\"startedAt\": \(q(state.startedAt))",
-                        "\"resumedAt\": \(state.resumedAt.map(q) ?? "null")",
-                        "\"served\": [\(served.map { q(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]",
-                    ]
-                    if state.phase != .expanded {
-                        online.append("\"state\": \"\(state.runningInBackend == nil ? "interrupted" : "running")\"")
-                        if let pid = state.runningInBackend { online.append("\"backendPid\": \(pid)") }
-                    }
-                    if let backfill = state.backfill, state.phase == .expand || state.phase == .contract || state.phase == .rollback {
-                        let number: (Double?) -> String = { $0.map { String(format: "%.1f", $0) } ?? "null" }
-                        online.append(
-                            "\"backfill\": {\"table\": \(q(backfill.table)), \"rowsDone\": \(backfill.rowsDone), \"rowsEstimate\": \(backfill.rowsEstimate.map(String.init) ?? "null"), \"rowsPerSecond\": \(number(backfill.rowsPerSecond)), \"secondsLeft\": \(number(backfill.secondsLeft)), \"updatedAt\": \(q(backfill.updatedAt))}"
-                        )
-                    }
-                    fields.append("\"online\": {" + online.joined(separator: ", ") + "}")
-                }
-                if let attempt = entry.attempt {
-                    fields.append(
-                        "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
-                    )
-                }
-                return "  {" + fields.joined(separator: ", ") + "}"
-            }
-            io.writeOutput("[\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "]\n")
-            return .success
-        }
-        var out = "SCHEMA      VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
-        for entry in rows {
-            let row = entry.status
-            let schema = entry.schema.count > 10 ? String(entry.schema.prefix(10)) : entry.schema
-            out += schema + String(repeating: " ", count: 12 - schema.count)
-            let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
-            let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
-            var state: String =
-                switch row.state {
-                case .applied(let at, let milliseconds, let matches, let by): "applied \(at)\(by.map { " by \($0)" } ?? "") in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
-                case .pending: "pending"
-                case .fileMissing(let at): "applied \(at), FILE MISSING"
-                }
-            if let attempt = entry.attempt { state += "; " + describe(attempt) }
-            if let (online, served) = online[entry.schema], online.version == row.version { state += "; " + describe(online, served: served, schema: entry.schema) }
-            out += String(format: "%04d     ", row.version) + padded + state + "\n"
-        }
-        for (schema, attempt) in orphans {
-            out += "note: \(schema) migration \(String(format: "%04d", attempt.version)) has no file here; \(describe(attempt))\n"
-        }
-        io.writeOutput(out)
-        return .success
-    }
-
-    static func describe(_ state: Migrator.OnlineState, served: [Int], schema: String) -> String {
-        let names = served.map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
-        let since = "since \(state.startedAt)" + (state.resumedAt.map { " (resumed \($0))" } ?? "")
-        var progress = "\(state.section) sections done"
-        if let backfill = state.backfill, state.phase != .expanded { progress += "; " + describe(backfill) }
-        // The migrator lock's holder tells a phase running now from one a lost run left.
-        let running = state.runningInBackend.map { "RUNNING in backend pid \($0)" }
-        switch state.phase {
-        case .expand: return "EXPANDING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate up` resumes it, `migrate rollback` undoes it")
-        case .expanded: return "EXPANDED: serving \(names); `migrate complete` once no app of the previous version runs, or `migrate rollback`"
-        case .contract: return "CONTRACTING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate complete` finishes it")
-        case .rollback: return "ROLLING BACK \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate rollback` finishes it")
-        }
-    }
-
-    /// `backfill of orders: 550000 of about 1000000 rows (55%), 12000 rows/s, about 38 s left`.
-    static func describe(_ backfill: Migrator.BackfillProgress) -> String {
-        var text = "backfill of \(backfill.table): \(backfill.rowsDone)"
-        if let estimate = backfill.rowsEstimate, estimate > 0 {
-            text += " of about \(estimate) rows (\(min(100, backfill.rowsDone * 100 / estimate))%)"
-        } else {
-            text += " rows"
-        }
-        if let rate = backfill.rowsPerSecond { text += ", \(Int(rate.rounded())) rows/s" }
-        if let left = backfill.secondsLeft { text += ", about \(Int(left.rounded(.up))) s left" }
-        return text + " at \(backfill.updatedAt)"
-    }
-
-    static func describe(_ attempt: Migrator.Attempt) -> String {
-        if let pid = attempt.runningInBackend {
-            return "\(attempt.direction.rawValue) RUNNING since \(attempt.startedAt) (backend pid \(pid))"
-        }
-        return "\(attempt.direction.rawValue) INTERRUPTED at \(attempt.startedAt) (process or connection lost; rolled back; `migrate up` runs it again, `migrate repair` clears this note)"
-    }
-}
-
-/// SIGINT and SIGTERM while migrations run: the first sends the engine's cancel (libpq's cancel
-/// request, SQLite's interrupt) and lets the migration roll back, so no backend is left queued
-/// for a lock; a second one quits at once.
-enum Interrupts {
-    final class State: @unchecked Sendable {
-        let lock = NSLock()
-        var signal: Int32 = 0
-        var repeats: DispatchSourceTimer?
-    }
-
-    static let state = State()
-
-    /// 128 plus the signal, as shells report it: 130 for SIGINT, 143 for SIGTERM.
-    static var exitCode: ExitCode {
-        let signal = state.lock.withLock { state.signal }
-        return ExitCode(128 + (signal == 0 ? SIGINT : signal))
-    }
-
-    static func whileRunning<T>(_ cancellation: MigrationCancellation, io: CommandIO, _ body: () -> T) -> T {
-        let queue = DispatchQueue(label: "migrate.interrupts")
-        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { received(number, cancellation: cancellation, io: io, queue: queue) }
-            source.resume()
-            return source
-        }
-        defer {
-            for source in sources { source.cancel() }
-            queue.sync { state.repeats?.cancel() }
-            signal(SIGINT, SIG_DFL)
-            signal(SIGTERM, SIG_DFL)
-        }
-        return body()
-    }
-
-    private static func received(_ number: Int32, cancellation: MigrationCancellation, io: CommandIO, queue: DispatchQueue) {
-        let name = number == SIGINT ? "SIGINT" : "SIGTERM"
-        let first = state.lock.withLock { () -> Bool in
-            defer { if state.signal == 0 { state.signal = number } }
-            return state.signal == 0
-        }
-        guard first else {
-            io.writeError("migrate: \(name) again: quitting now; the server rolls back what the closed connection leaves\n")
-            cancellation.cancel()
-            _exit(128 + number)
-        }
-        io.writeError("migrate: \(name) received: cancelling the statement in progress and rolling the migration back (send it again to quit at once)\n")
-        cancellation.cancel()
-        // A request that reached the server between two statements cancelled nothing: repeat it
-        // until the migration has stopped.
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + 0.5, repeating: 0.5)
-        timer.setEventHandler { cancellation.cancel() }
-        timer.resume()
-        state.repeats = timer
     }
 }

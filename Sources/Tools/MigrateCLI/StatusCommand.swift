@@ -1,0 +1,136 @@
+import CommandLineKit
+import Diagnostics
+import Foundation
+import MigrationFiles
+import Migrator
+import MigratorCore
+import SQLiteKit
+
+enum StatusCommand: Command {
+    static let spec = CommandSpec(
+        name: "status", abstract: "List every migration: applied (when, by whom, how long, checksum), pending, running or interrupted.",
+        discussion: "Reads only: a missing SQLite file is an empty database, not created.",
+        options: MigrateTool.common + [.value("format", short: "f", valueName: "format", help: "Output format.", allowed: ["text", "json"], defaultValue: "text")])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        let opening = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true)
+        guard case .success(let (migrators, _)) = opening else { return opening.exitStatus }
+        var rows: [(schema: String, status: Migrator.Status, attempt: Migrator.Attempt?)] = []
+        var orphans: [(schema: String, attempt: Migrator.Attempt)] = []
+        var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
+        do {
+            for migrator in migrators {
+                if let state = try migrator.onlineProgress() { online[migrator.schema] = (state, try migrator.servedVersions()) }
+                let attempts = try migrator.attempts()
+                let statuses = try migrator.status()
+                rows += statuses.map { status in (migrator.schema, status, attempts.last { $0.version == status.version }) }
+                let known = Set(statuses.map(\.version))
+                orphans += attempts.filter { !known.contains($0.version) }.map { (migrator.schema, $0) }
+            }
+        } catch {
+            io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
+            return MigrateTool.exitCode(for: error)
+        }
+        if arguments.value("format") == "json" {
+            let q = DiagnosticRenderer.jsonString
+            let items = rows.map { entry -> String in
+                let row = entry.status
+                var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]
+                switch row.state {
+                case .applied(let at, let milliseconds, let matches, let by):
+                    fields += [
+                        "\"state\": \"applied\"", "\"appliedAt\": \(q(at))", "\"appliedBy\": \(by.map(q) ?? "null")", "\"durationMs\": \(milliseconds)",
+                        "\"checksum\": \"\(matches ? "ok" : "changed")\"",
+                    ]
+                case .pending:
+                    fields += ["\"state\": \"pending\""]
+                case .fileMissing(let at):
+                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
+                }
+                if let (state, served) = online[entry.schema], state.version == row.version {
+                    var online = [
+                        "\"phase\": \"\(state.phase.rawValue)\"", "\"sectionsDone\": \(state.section)", "\"startedAt\": \(q(state.startedAt))",
+                        "\"resumedAt\": \(state.resumedAt.map(q) ?? "null")",
+                        "\"served\": [\(served.map { q(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]",
+                    ]
+                    if state.phase != .expanded {
+                        online.append("\"state\": \"\(state.runningInBackend == nil ? "interrupted" : "running")\"")
+                        if let pid = state.runningInBackend { online.append("\"backendPid\": \(pid)") }
+                    }
+                    if let backfill = state.backfill, state.phase == .expand || state.phase == .contract || state.phase == .rollback {
+                        let number: (Double?) -> String = { $0.map { String(format: "%.1f", $0) } ?? "null" }
+                        online.append(
+                            "\"backfill\": {\"table\": \(q(backfill.table)), \"rowsDone\": \(backfill.rowsDone), \"rowsEstimate\": \(backfill.rowsEstimate.map(String.init) ?? "null"), \"rowsPerSecond\": \(number(backfill.rowsPerSecond)), \"secondsLeft\": \(number(backfill.secondsLeft)), \"updatedAt\": \(q(backfill.updatedAt))}"
+                        )
+                    }
+                    fields.append("\"online\": {" + online.joined(separator: ", ") + "}")
+                }
+                if let attempt = entry.attempt {
+                    fields.append(
+                        "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
+                    )
+                }
+                return "  {" + fields.joined(separator: ", ") + "}"
+            }
+            io.writeOutput("[\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "]\n")
+            return .success
+        }
+        var out = "SCHEMA      VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
+        for entry in rows {
+            let row = entry.status
+            let schema = entry.schema.count > 10 ? String(entry.schema.prefix(10)) : entry.schema
+            out += schema + String(repeating: " ", count: 12 - schema.count)
+            let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
+            let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
+            var state: String =
+                switch row.state {
+                case .applied(let at, let milliseconds, let matches, let by): "applied \(at)\(by.map { " by \($0)" } ?? "") in \(milliseconds) ms" + (matches ? "" : ", FILE CHANGED")
+                case .pending: "pending"
+                case .fileMissing(let at): "applied \(at), FILE MISSING"
+                }
+            if let attempt = entry.attempt { state += "; " + describe(attempt) }
+            if let (online, served) = online[entry.schema], online.version == row.version { state += "; " + describe(online, served: served, schema: entry.schema) }
+            out += String(format: "%04d     ", row.version) + padded + state + "\n"
+        }
+        for (schema, attempt) in orphans {
+            out += "note: \(schema) migration \(String(format: "%04d", attempt.version)) has no file here; \(describe(attempt))\n"
+        }
+        io.writeOutput(out)
+        return .success
+    }
+
+    static func describe(_ state: Migrator.OnlineState, served: [Int], schema: String) -> String {
+        let names = served.map { VersionSchema.name(schema: schema, version: $0) }.joined(separator: " and ")
+        let since = "since \(state.startedAt)" + (state.resumedAt.map { " (resumed \($0))" } ?? "")
+        var progress = "\(state.section) sections done"
+        if let backfill = state.backfill, state.phase != .expanded { progress += "; " + describe(backfill) }
+        // The migrator lock's holder tells a phase running now from one a lost run left.
+        let running = state.runningInBackend.map { "RUNNING in backend pid \($0)" }
+        switch state.phase {
+        case .expand: return "EXPANDING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate up` resumes it, `migrate rollback` undoes it")
+        case .expanded: return "EXPANDED: serving \(names); `migrate complete` once no app of the previous version runs, or `migrate rollback`"
+        case .contract: return "CONTRACTING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate complete` finishes it")
+        case .rollback: return "ROLLING BACK \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate rollback` finishes it")
+        }
+    }
+
+    /// `backfill of orders: 550000 of about 1000000 rows (55%), 12000 rows/s, about 38 s left`.
+    static func describe(_ backfill: Migrator.BackfillProgress) -> String {
+        var text = "backfill of \(backfill.table): \(backfill.rowsDone)"
+        if let estimate = backfill.rowsEstimate, estimate > 0 {
+            text += " of about \(estimate) rows (\(min(100, backfill.rowsDone * 100 / estimate))%)"
+        } else {
+            text += " rows"
+        }
+        if let rate = backfill.rowsPerSecond { text += ", \(Int(rate.rounded())) rows/s" }
+        if let left = backfill.secondsLeft { text += ", about \(Int(left.rounded(.up))) s left" }
+        return text + " at \(backfill.updatedAt)"
+    }
+
+    static func describe(_ attempt: Migrator.Attempt) -> String {
+        if let pid = attempt.runningInBackend {
+            return "\(attempt.direction.rawValue) RUNNING since \(attempt.startedAt) (backend pid \(pid))"
+        }
+        return "\(attempt.direction.rawValue) INTERRUPTED at \(attempt.startedAt) (process or connection lost; rolled back; `migrate up` runs it again, `migrate repair` clears this note)"
+    }
+}
