@@ -46,17 +46,19 @@ let package = Package(
         ),
 
         // MARK: - Libraries, one job each
-        .target(name: "Diagnostics", dependencies: ["JSONDocument"]),
+        // Text made safe in JSON, YAML, XML, HTML and dot: one function per language.
+        .target(name: "TextEscaping"),
+        .target(name: "Diagnostics", dependencies: ["TextEscaping"]),
         .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
-        .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
+        .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects", "TextEscaping"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
         .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
-        .target(name: "Mustache"),
+        .target(name: "Mustache", dependencies: ["TextEscaping"]),
         // The runtime: what an application links. No YAML, no templates, no planner.
         .target(name: "SchemaMetadata"),
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         // JSON text with line and column kept: the flights loader's input, the store's history.
-        .target(name: "JSONDocument"),
+        .target(name: "JSONDocument", dependencies: ["TextEscaping"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
         // Where a database is: a SQLite path, a PostgreSQL URL or keyword string; passwords masked.
         .target(name: "DatabaseLocation"),
@@ -73,29 +75,29 @@ let package = Package(
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
         // The store's engine-neutral core: no engine, no C library but libcrypto's cipher.
-        .target(name: "PersistentStoreCore", dependencies: ["DatabaseLocation", "MigratorCore", "MigrationFiles", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption"]),
+        .target(name: "PersistentStoreCore", dependencies: ["DatabaseLocation", "MigratorCore", "MigrationFiles", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption", "TextEscaping"]),
         .target(
             name: "PersistentStorePostgres",
-            dependencies: ["PersistentStoreCore", "PersistentStoreSQLite", "DatabaseLocation", "PostgresKit", "MigratorCore", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
+            dependencies: ["PersistentStoreCore", "DatabaseLocation", "PostgresKit", "MigratorCore", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
         .target(
             name: "PersistentStoreSQLite", dependencies: ["PersistentStoreCore", "JSONDocument", "DatabaseLocation", "SQLiteKit", "MigratorCore", "MigratorSQLite", "SQLDialects", "SchemaMetadata"]),
         // The product apps named before the engines were split: the core with SQLite's adapter
         // (`Store(path:)`), so `import PersistentStore` keeps compiling.
         .target(name: "PersistentStore", dependencies: ["PersistentStoreCore", "PersistentStoreSQLite"]),
         // The tools: schema to relational model to plan to SQL; schema to templates to code.
-        .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles"]),
+        .target(name: "RelationalModel", dependencies: ["SchemaKit", "SchemaMetadata", "MigrationFiles", "TextEscaping"]),
         .target(name: "MigrationPlanner", dependencies: ["RelationalModel", "SchemaKit", "SQLDialects", "MigrationFiles", "Diagnostics", "SchemaMetadata"]),
         // Carries Templates/*.mustache in EmbeddedTemplates.swift, written by embed-templates
         // (a test fails when the two differ). A build-tool plugin cannot do it: SwiftPM builds the
         // tool behind SchemagenPlugin in a host build that runs no nested plugins.
         .target(name: "CodeGeneration", dependencies: ["SchemaKit", "RelationalModel", "Mustache", "Diagnostics", "SchemaMetadata"]),
         // Schemas from what exists: a SQLite database's catalogue, a Core Data model bundle.
-        .target(name: "SchemaImport", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata"]),
+        .target(name: "SchemaImport", dependencies: ["SchemaKit", "RelationalModel", "MigrationPlanner", "SQLiteKit", "PostgresKit", "DatabaseLocation", "SchemaMetadata", "TextEscaping"]),
         // Schemas as other tools' models: a Core Data model bundle with every version.
-        .target(name: "SchemaExport", dependencies: ["SchemaKit", "Diagnostics"]),
+        .target(name: "SchemaExport", dependencies: ["SchemaKit", "Diagnostics", "TextEscaping"]),
         // Entity-relationship diagrams (Mermaid, Graphviz dot, SVG) and the static schema site.
-        .target(name: "SchemaDiagrams", dependencies: ["SchemaKit"]),
-        .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics"]),
+        .target(name: "SchemaDiagrams", dependencies: ["SchemaKit", "TextEscaping"]),
+        .target(name: "SchemaSite", dependencies: ["SchemaKit", "SchemaDiagrams", "RelationalModel", "MigrationPlanner", "MigrationFiles", "Diagnostics", "TextEscaping"]),
         // `schemagen generate` as stages (configuration, load, model, plan, render, sync).
         .target(
             name: "SchemagenPipeline",
@@ -104,7 +106,7 @@ let package = Package(
             name: "SchemagenCLI",
             dependencies: [
                 "DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig",
-                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects",
+                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects", "TextEscaping",
             ]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
@@ -116,7 +118,7 @@ let package = Package(
             name: "MigrateCLI",
             dependencies: [
                 "DatabaseLocation", "Diagnostics", "Migrator", "MigratorCore", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig",
-                "SQLDialects", "SchemaMetadata", "RelationalModel", "SchemaImport",
+                "SQLDialects", "SchemaMetadata", "RelationalModel", "SchemaImport", "TextEscaping",
             ]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),
 
@@ -147,7 +149,7 @@ let package = Package(
         ),
 
         // MARK: - The flights example: the SwiftData article's app on the command line
-        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres"]),
+        .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),
@@ -156,6 +158,8 @@ let package = Package(
         // executable product of a target that applies a build-tool plugin makes SwiftPM build
         // the plugin's tool (schemagen) a second time, for the host, in every client package.
         .executableTarget(name: "bookmarks", dependencies: ["PluginExample", "PersistentStoreSQLite"]),
+        // The PostgreSQL-only server: LinkageTests checks that it links no libsqlite3.
+        .executableTarget(name: "dispatcher", dependencies: ["ExampleModels", "PersistentStorePostgres"]),
         // Measures the store against the raw C API for bench/run (not a product).
         .executableTarget(
             name: "store-benchmark",
@@ -167,7 +171,7 @@ let package = Package(
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics"]),
+        .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics", "TextEscaping"]),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "Diagnostics"]),
         .testTarget(
             name: "SchemaKitTests",
@@ -201,13 +205,13 @@ let package = Package(
             ]),
         .testTarget(
             name: "FlightsExampleTests",
-            dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
+            dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "dispatcher", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStoreCore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(
             name: "PersistentStoreTests",
             dependencies: [
-                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit",
+                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "DatabaseLocation",
                 "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit",
             ]),
         .testTarget(
@@ -248,14 +252,14 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 
 let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
-    "Runtime": ["SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
+    "Runtime": ["TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [
         "YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
         "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates",
     ],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
-    "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks"],
+    "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks", "dispatcher"],
     "Benchmarks": ["store-benchmark"],
     "Fuzzers": ["SchemaFuzz", "PlannerFuzz"],
 ]

@@ -65,7 +65,7 @@ import Testing
 
     /// The calls an application starts from, each shown in use.
     static let entryPoints: [(module: String, declaration: String)] = [
-        ("PersistentStoreSQLite", "public init(path givenPath"), ("PersistentStorePostgres", "public init(url givenURL"), ("PersistentStoreCore", "public func insert<M: PersistentModel>(_ model: M)"),
+        ("PersistentStoreSQLite", "public init(path givenPath"), ("PersistentStorePostgres", "public init(url: String"), ("PersistentStoreCore", "public func insert<M: PersistentModel>(_ model: M)"),
         ("PersistentStoreCore", "public func insert<M: PersistentModel>(_ models: consuming [M])"), ("PersistentStoreCore", "public func transaction<"),
         ("PersistentStoreCore", "public func read<"), ("PersistentStoreCore", "public func deleteAll<"), ("PersistentStoreCore", "public func fetch<M: PersistentModel>("),
         ("PersistentStoreCore", "public func forEach<"), ("PersistentStoreCore", "public func count<"), ("PersistentStoreCore", "public func delete<M: PersistentModel>(_ type"),

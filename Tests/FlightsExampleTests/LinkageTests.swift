@@ -40,6 +40,30 @@ import Testing
         }
     }
 
+    /// A server on PostgreSQL (`PersistentStorePostgres` alone) links libpq and no SQLite: the
+    /// adapter re-exports the core, not SQLite's adapter. And it works: it claims jobs.
+    @Test func aPostgreSQLServerLinksNoSQLite() throws {
+        let product = "dispatcher"
+        let libraries = try Self.libraries(of: product)
+        #expect(Self.links(libraries, "libpq."), "\(product) talks to PostgreSQL: \(libraries)")
+        #expect(!Self.links(libraries, "libsqlite3."), "\(product): \(libraries)")
+        #expect(!Self.links(libraries, "libyaml"), "\(product): \(libraries)")
+        let symbols = try Self.output(["nm", "--defined-only"], of: product)
+        #expect(Self.definesSymbols(of: "PersistentStorePostgres", in: symbols), "the check reads \(product)'s symbols")
+        for module in Self.toolModules + ["SQLiteKit", "MigratorSQLite", "PersistentStoreSQLite"] {
+            #expect(!Self.definesSymbols(of: module, in: symbols), "\(module) is linked into \(product)")
+        }
+        guard let server = PostgresServer.shared else { return print("◇ SKIPPED: running dispatcher: \(PostgresServer.skipReason)") }
+        let url = try server.createDatabase()
+        let folder = temporaryFolder()
+        let first = try runProgram(BuiltTool(product).url.path, [url, "worker-1"], in: folder)
+        #expect(first.status == 0 && first.output == "claimed: [\"job-0\", \"job-1\", \"job-2\"], queued: 2\n", "\(first.output)")
+        let second = try runProgram(BuiltTool(product).url.path, [url, "worker-2"], in: folder)
+        #expect(second.output == "claimed: [\"job-3\", \"job-4\"], queued: 0\n", "a rerun enqueues nothing again: \(second.output)")
+        let sqlite = try runProgram(BuiltTool(product).url.path, [folder.appendingPathComponent("jobs.sqlite").path], in: folder)
+        #expect(sqlite.status == 1 && sqlite.output.contains("is a SQLite file, and Store(url:) opens PostgreSQL servers"), "\(sqlite.output)")
+    }
+
     /// The examples open SQLite or PostgreSQL by URL: they link libpq, and no tool module.
     @Test(arguments: ["flights", "todo"])
     func theExamplesLinkBothEnginesAndNoTool(product: String) throws {

@@ -11,7 +11,7 @@ import Testing
 @testable import PersistentStoreCore
 
 func usersStore(_ path: String, keys: KeySource = testKeys) throws -> Store {
-    try Store(url: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: keys))
+    try Store.open(url: path, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: keys))
 }
 
 /// Every byte of the database file, its WAL and its external files.
@@ -227,7 +227,7 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
 
     @Test(arguments: StoreEngine.available)
     func randomizedValuesCannotBeLookedUp(_ engine: StoreEngine) async throws {
-        let todo = try Store(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
+        let todo = try Store.open(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         try await todo.insert(TodoItem(taskName: "a", notes: "secret"))
         do {
             _ = try await todo.fetch(TodoItem.self, where: #Predicate { $0.notes == "secret" })

@@ -9,7 +9,7 @@ import Testing
 @testable import PersistentStoreCore
 
 func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryRetention = .forever) throws -> Store {
-    try Store(
+    try Store.open(
         url: path ?? storePath(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations,
         configuration: .init(author: author, historyRetention: retention, keys: testKeys))
 }
@@ -99,7 +99,7 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
 
     @Test(arguments: StoreEngine.available)
     func preservedValuesLandInTombstones(_ engine: StoreEngine) async throws {
-        let store = try Store(url: try engine.freshURL(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
+        let store = try Store.open(url: try engine.freshURL(), schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
         let seen = Date(timeIntervalSince1970: 1_790_000_000.125)
         try await store.insert(User(identifier: "u1", name: "Ada", lastSeen: seen))
         try await store.insert(User(identifier: "u2", name: "Grace"))
@@ -117,7 +117,7 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
     @Test(arguments: StoreEngine.available)
     func cascadesAndLinksAreRecorded(_ engine: StoreEngine) async throws {
         // Garage turns history off in its schema; the configuration turns it back on.
-        let store = try Store(
+        let store = try Store.open(
             url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations,
             configuration: .init(recordsHistory: true))
         let owner = try await store.insert(Person(name: "Ada"))

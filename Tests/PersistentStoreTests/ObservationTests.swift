@@ -191,13 +191,13 @@ func eventually(within seconds: Double = 30, _ condition: () async throws -> Boo
     @Test(arguments: StoreEngine.available)
     func observingWorksWithoutHistory(_ engine: StoreEngine) async throws {
         let path = try engine.freshURL()
-        let garage = try Store(url: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let garage = try Store.open(url: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         let (results, task) = Collected.gather(await garage.observeCount(Person.self))
         defer { task.cancel() }
         #expect(await eventually { await results.items == [0] })
         try await garage.insert(Person(name: "Ada"))
         #expect(await eventually { await results.items.last == 1 })
-        let other = try Store(url: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let other = try Store.open(url: path, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         try await other.insert(Person(name: "Grace"))
         #expect(await eventually { await results.items.last == 2 })
         await #expect(throws: StoreError.self) { try await garage.changes() }

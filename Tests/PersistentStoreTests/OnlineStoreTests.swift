@@ -48,7 +48,7 @@ struct OnlineStoreTests {
         try raw.execute("INSERT INTO todo_item (id, task_title, start_date, is_completed) VALUES (gen_random_uuid(), 'written by version 1', now(), false)")
 
         // The version-2 app opens it: the expand runs, and it reads through todo_v2.
-        let store = try Store(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(author: "v2", keys: testKeys))
+        let store = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(author: "v2", keys: testKeys))
         #expect(try raw.query("SELECT phase FROM schemagen_online_migrations") == [[.text("expanded")]])
         #expect(try await store.fetch(TodoItem.self).map(\.taskName) == ["written by version 1"])
         let start = try await store.currentHistoryToken()
@@ -68,7 +68,7 @@ struct OnlineStoreTests {
         #expect(history.last?.changes.first?.changedAttributes == ["taskName"])
 
         // An app of version 1 (its code knows migration 1 only) still opens the database.
-        let older = try Store(url: url, schema: TodoSchema.descriptor, migrations: Array(migrations.prefix(1)), configuration: .init(keys: testKeys))
+        let older = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: Array(migrations.prefix(1)), configuration: .init(keys: testKeys))
         _ = older
 
         // Complete: the table takes the new names; the open store goes on as before.
@@ -82,7 +82,7 @@ struct OnlineStoreTests {
         #expect(try history.first?.changes.first?.value(\TodoItem.taskName) == "Buy soy milk")
         #expect(Set(try await store.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1"])
         // A store opened now finds no mapping left and works the same.
-        let later = try Store(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(keys: testKeys))
+        let later = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(keys: testKeys))
         #expect(Set(try await later.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1"])
     }
 

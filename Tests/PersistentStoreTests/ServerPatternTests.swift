@@ -16,7 +16,7 @@ let queued = JobState.queued, running = JobState.running, done = JobState.done
 
 @Suite(.blocking) struct ServerPatternTests {
     static func dispatch(_ url: String, events: (@Sendable (StoreEvent) -> Void)? = nil) throws -> Store {
-        try Store(url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations, configuration: .init(author: "test", events: events))
+        try Store.open(url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations, configuration: .init(author: "test", events: events))
     }
 
     /// A queue and `count` queued jobs, their priorities cycling 0, 1, 2.
@@ -216,7 +216,7 @@ let queued = JobState.queued, running = JobState.running, done = JobState.done
         guard PostgresServer.available else { return print("◇ \(PostgresServer.skipReason)") }
         let url = try StoreEngine.postgres.freshURL()
         let events = EventLog()
-        let store = try Store(
+        let store = try Store.open(
             url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations,
             configuration: .init(busyTimeout: .milliseconds(600), events: { events.append($0) }))
         let queue = try await store.insert(Queue(name: "q"))

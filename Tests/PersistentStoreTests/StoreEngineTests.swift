@@ -1,6 +1,8 @@
+import DatabaseLocation
 import ExampleModels
 import Foundation
 import PersistentStorePostgres
+import PersistentStoreSQLite
 import PostgresKit
 import SchemaMetadata
 import TestSupport
@@ -34,16 +36,38 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
     /// A store of any schema on a fresh database, as `store(_:_:)` opens one on SQLite (history
     /// as the schema says, the test keys).
     func store(_ schema: SchemaDescriptor, _ migrations: [EmbeddedMigration]) throws -> Store {
-        try Store(url: freshURL(), schema: schema, migrations: migrations, configuration: .init(keys: testKeys))
+        try Store.open(url: freshURL(), schema: schema, migrations: migrations, configuration: .init(keys: testKeys))
     }
 
     /// A Flights store as `flightsStore()` opens one on SQLite.
     func flightsStore() throws -> Store {
-        try Store(url: freshURL(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+        try Store.open(url: freshURL(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
     }
 
     func flights(at url: String, history: Bool = false, author: String? = nil) throws -> Store {
-        try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(author: author, recordsHistory: history))
+        try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(author: author, recordsHistory: history))
+    }
+}
+
+extension Store {
+    /// A store on whichever engine `url` names, as an app that links both adapters opens one:
+    /// `Store(url:)` for PostgreSQL, `Store(path:)` for a SQLite file.
+    static func open(url: String, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) -> Store {
+        if case .postgres? = try? DatabaseLocation.parse(url) {
+            return try Store(url: url, schema: schema, migrations: migrations, configuration: configuration)
+        }
+        return try Store(path: url, schema: schema, migrations: migrations, configuration: configuration)
+    }
+}
+
+extension StorePool {
+    /// A pool on whichever engine `url` names (`Store.open(url:)`).
+    static func open(
+        url: String, size: Int, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Store.Configuration = Store.Configuration()
+    ) throws(StoreError) -> StorePool {
+        try StorePool(size: size, configuration: configuration) { (configuration) throws(StoreError) in
+            try Store.open(url: url, schema: schema, migrations: migrations, configuration: configuration)
+        }
     }
 }
 
@@ -470,7 +494,7 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
     @Test(arguments: StoreEngine.available)
     func valueTypesAndExternalStorageRoundTrip(_ engine: StoreEngine) async throws {
         let url = try engine.freshURL()
-        let store = try Store(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let store = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         func externalValues() throws -> Int {
             switch engine {
             case .sqlite:
@@ -511,7 +535,7 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
     /// the database fills gets today's date.
     @Test(arguments: StoreEngine.available)
     func dateOnlyAttributesKeepTheDay(_ engine: StoreEngine) async throws {
-        let store = try Store(url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let store = try Store.open(url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         let day = Date(timeIntervalSince1970: 1_796_256_000)  // 2026-12-03T00:00:00Z
         let evening = day.addingTimeInterval(22.5 * 3600), noon = day.addingTimeInterval(12 * 3600)
         func stored() async throws -> [[StoredValue]] {
@@ -558,7 +582,7 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
     @Test(arguments: StoreEngine.available)
     func encryptedValuesRoundTripAndTheDatabaseHoldsCiphertext(_ engine: StoreEngine) async throws {
         let url = try engine.freshURL()
-        let store = try Store(url: url, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
+        let store = try Store.open(url: url, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: testKeys))
         let ada = try await store.insert(User(identifier: "u1", name: "Ada", email: "ada@example.com", lastSeen: Date(timeIntervalSince1970: 1_000)))
         try await store.insert(User(identifier: "u2", name: "Grace", email: "grace@example.com"))
         let found = try await store.fetch(User.self, where: #Predicate { $0.email == "ada@example.com" })
@@ -584,7 +608,7 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
                 })
         // Another key under the same id is refused before anything is read.
         #expect(throws: StoreError.self) {
-            _ = try Store(url: url, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: KeySource.ring(testKeyRing(("test", 0x43)))))
+            _ = try Store.open(url: url, schema: UsersSchema.descriptor, migrations: UsersSchema.migrations, configuration: .init(keys: KeySource.ring(testKeyRing(("test", 0x43)))))
         }
     }
 }
@@ -610,12 +634,12 @@ func collect(_ stream: AsyncThrowingStream<HistoryTransaction, Error>, count: In
     }
 }
 
-/// What only the PostgreSQL side of `Store(url:)` does.
+/// What only the PostgreSQL side of `Store.open(url:)` does.
 @Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct StorePostgresOpeningTests {
     @Test func aPasswordNeverAppearsInAnError() throws {
         do {
-            _ = try Store(url: "postgres://app:s3cret-Pa55@127.0.0.1:1/flights", schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+            _ = try Store.open(url: "postgres://app:s3cret-Pa55@127.0.0.1:1/flights", schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
             Issue.record("a server that is not there was opened")
         } catch {
             #expect(!error.description.contains("s3cret-Pa55"), "\(error)")
@@ -632,7 +656,7 @@ struct StorePostgresOpeningTests {
                 migration.dialects = [:]
                 return migration
             }
-            _ = try Store(url: url, schema: TodoSchema.descriptor, migrations: sqliteOnly)
+            _ = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: sqliteOnly)
         } throws: { error in
             "\(error)".contains("add `postgres` to the schema's `dialects:`")
         }
@@ -641,12 +665,12 @@ struct StorePostgresOpeningTests {
     @Test func aSecondOpeningFindsTheDatabaseMigratedAndADatabaseNewerThanTheCodeIsRefused() async throws {
         let url = try StoreEngine.postgres.freshURL()
         let config = Store.Configuration(recordsHistory: false)
-        let first = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: config)
+        let first = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: config)
         try await first.insert(airport("KSFO"))
-        let second = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: config)
+        let second = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: config)
         #expect(try await second.count(Airport.self) == 1)
         #expect {
-            _ = try Store(url: url, schema: FlightsSchema.descriptor, migrations: Array(FlightsSchema.migrations.dropLast()), configuration: config)
+            _ = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: Array(FlightsSchema.migrations.dropLast()), configuration: config)
         } throws: { error in
             if case StoreError.databaseNewer = error { true } else { false }
         }
@@ -677,7 +701,7 @@ struct StorePostgresOpeningTests {
                 _ = try? PostgresConnection(url).query(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'schemagen store' AND datname = current_database()")
             })
-        let store = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: configuration)
+        let store = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: configuration)
         armed.add()
         await #expect(throws: StoreError.self) {
             try await store.transaction { store in _ = try store.insert(airport("KSFO")) }

@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import PersistentStoreSQLite
 import PostgresKit
 import SchemaMetadata
 import TestSupport
@@ -15,19 +16,19 @@ import Testing
         let url = try engine.freshURL()
         let verifying = Store.Configuration(recordsHistory: false, migrations: .verify)
         #expect {
-            _ = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: verifying)
+            _ = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: verifying)
         } throws: { error in
             let text = "\(error)"
             return text.contains("\(FlightsSchema.migrations.count) migrations are not applied") && text.contains("0001_") && text.contains("migrate up")
         }
         // Nothing was applied: a store that applies finds every migration pending still.
-        let applying = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
+        let applying = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false))
         try await applying.insert(airport("KSFO"))
-        let verified = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: verifying)
+        let verified = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: verifying)
         #expect(try await verified.count(Airport.self) == 1)
         // One migration more in the code than in the database: refused again, naming it.
         #expect {
-            _ = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations + [Self.extraMigration(engine)], configuration: verifying)
+            _ = try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations + [Self.extraMigration(engine)], configuration: verifying)
         } throws: { error in
             "\(error)".contains("1 migration is not applied (9999_extra)")
         }
@@ -53,7 +54,7 @@ struct StorePgbouncerTests {
     }
 
     func pooled(_ urls: (direct: String, pooled: String), author: String, direct: Bool = true) throws -> Store {
-        try Store(
+        try Store.open(
             url: urls.pooled, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
             configuration: .init(author: author, recordsHistory: true, postgres: .init(transactionPooler: true, directURL: direct ? urls.direct : nil)))
     }
@@ -138,7 +139,7 @@ struct StorePgbouncerTests {
 
     @Test(arguments: StoreEngine.available)
     func callsRunSideBySideUpToTheSizeAndTransactionsStayWhole(_ engine: StoreEngine) async throws {
-        let pool = try StorePool(
+        let pool = try StorePool.open(
             url: try engine.freshURL(), size: 3, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
             configuration: .init(recordsHistory: true))
         let gauge = Gauge()
@@ -181,7 +182,7 @@ struct StorePgbouncerTests {
 
     @Test func aPoolNeedsAStore() throws {
         #expect(throws: StoreError.self) {
-            _ = try StorePool(url: storePath(), size: 0, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+            _ = try StorePool(path: storePath(), size: 0, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
         }
     }
 }

@@ -24,7 +24,7 @@ func storePath() -> String {
 }
 
 func flightsStore(_ path: String? = nil) throws -> Store {
-    try Store(url: path ?? storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+    try Store.open(url: path ?? storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
 }
 
 func airport(_ icao: String, _ name: String = "Airport") -> Airport {
@@ -110,19 +110,19 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
         let (column, ) = try await store.probe("SELECT origin_id FROM flights")
         #expect(column == .integer(origin.id!))
 
-        let tasks = try Store(url: try engine.freshURL(), schema: TasksSchema.descriptor, migrations: TasksSchema.migrations)
+        let tasks = try Store.open(url: try engine.freshURL(), schema: TasksSchema.descriptor, migrations: TasksSchema.migrations)
         let list = try await tasks.insert(TaskList(name: "Home"))
         let task = try await tasks.insert(Task(name: "Paint", priority: .high, tags: ["house", "weekend"], dueDate: Date(timeIntervalSince1970: 1_800_000_000), listID: list.id!))
         #expect(try await tasks.fetch(Task.self) == [task])
 
-        let garage = try Store(url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let garage = try Store.open(url: try engine.freshURL(), schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
         let car = try await garage.insert(
             Car(
                 vin: "VIN1", make: "Honda", model: "Accord", color: Color(red: 0.1, green: 0.2, blue: 0.3, label: "teal"),
                 price: Decimal(string: "19999.99"), manual: URL(string: "https://example.com/m.pdf"), photo: nil))
         #expect(try await garage.fetch(Car.self) == [car])
 
-        let todo = try Store(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
+        let todo = try Store.open(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         let item = try await todo.insert(TodoItem(taskName: "Buy milk", startDate: Date(timeIntervalSince1970: 1_700_000_000)))
         #expect(try await todo.model(TodoItem.self, key: item.id) == item)
     }

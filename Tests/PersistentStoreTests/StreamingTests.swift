@@ -81,7 +81,7 @@ import Testing
 
     @Test(arguments: StoreEngine.available)
     func encryptedValuesArriveOpened(_ engine: StoreEngine) async throws {
-        let todo = try Store(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
+        let todo = try Store.open(url: try engine.freshURL(), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(keys: testKeys))
         try await todo.insert((0..<20).map { TodoItem(taskName: "task \($0)", notes: "secret \($0)") })
         let notes = try await todo.read { store in
             var notes: [String] = []

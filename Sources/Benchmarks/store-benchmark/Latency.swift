@@ -3,6 +3,7 @@ import ExampleModels
 import Foundation
 import PersistentStoreCore
 import PersistentStorePostgres
+import PersistentStoreSQLite
 import PostgresKit
 import SQLiteKit
 

@@ -14,7 +14,7 @@ import SchemaMetadata
 /// inserts after. The images are part of the transaction: a rollback or a savepoint undoes them
 /// with the rows. At commit the store takes them back out (`DELETE ... RETURNING`) through
 /// `jsonb_populate_record`, typed as the table's own rows are read.
-extension PostgresStoreDatabase {
+extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     static let changedRowsTable = "schemagen_changed_rows"
     static let triggerFunction = "schemagen_record_change"
     /// The advisory lock key under which tables get their triggers, and history rows their

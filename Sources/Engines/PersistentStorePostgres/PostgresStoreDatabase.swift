@@ -15,7 +15,7 @@ import SchemaMetadata
 /// A lost connection fails the call in progress. Inside a transaction, every later statement
 /// of it fails too, until the store ends it (the server rolled it back: nothing of it is
 /// written); the next statement outside one connects again.
-final class PostgresStoreDatabase: StoreDatabase {
+final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching {
     private(set) var connection: PostgresConnection
     /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
     private let url: String
@@ -146,12 +146,10 @@ final class PostgresStoreDatabase: StoreDatabase {
         return "(\(image) || jsonb_build_object(\(pairs.joined(separator: ", "))))"
     }
 
+    // A server has no file beside which to keep values (no `FileDatabase`: they go in a side
+    // table), and a result arrives whole in libpq's default mode (no `SteppedRows`).
+
     var label: String { connection.label }
-    /// A server has no file beside which to keep values: they go in a side table.
-    var filePath: String? { nil }
-    var keepsExternalValuesInDatabase: Bool { true }
-    /// The result arrives whole (libpq's default mode).
-    var stepsThroughRows: Bool { false }
 
     private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(DatabaseFailure) -> T {
         if lost {
@@ -178,11 +176,8 @@ final class PostgresStoreDatabase: StoreDatabase {
         try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
     }
 
-    /// COPY is the server's fastest way in.
-    var stagesRows: Bool { true }
-
-    /// A temporary table (`ON COMMIT DROP`: it lives in this transaction alone, so it works
-    /// through a transaction pooler too) filled by COPY.
+    /// COPY is the server's fastest way in: a temporary table (`ON COMMIT DROP`: it lives in this
+    /// transaction alone, so it works through a transaction pooler too) filled by COPY.
     func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String {
         let stage = SQLIdentifiers.fitted("schemagen_stage_\(table)", to: dialect.capabilities.maximumIdentifierBytes)
         let list = columns.map(dialect.quote).joined(separator: ", ")
@@ -193,8 +188,6 @@ final class PostgresStoreDatabase: StoreDatabase {
     }
 
     /// A round trip per statement is what bulk writes would wait on: they pipeline.
-    var pipelinesStatements: Bool { true }
-
     func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
         try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.text, $0.arguments) }) }
     }
@@ -209,20 +202,6 @@ final class PostgresStoreDatabase: StoreDatabase {
     func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
         if ownStatement { return try streamThroughCursor(text, arguments, body) }
         for var row in try query(text, arguments[...]) { try body(&row) }
-    }
-
-    func forEachRow(
-        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
-        with open: (Int, BorrowedValue, [StoredValue]) throws -> StoredValue, _ body: (inout [StoredValue]) throws -> Void
-    ) throws {
-        try forEachRow(text, arguments, ownStatement: ownStatement) { row in
-            for column in columns where column < row.count {
-                let value = row[column]
-                row[column] = .null
-                row[column] = try open(column, .value(value), row)
-            }
-            try body(&row)
-        }
     }
 
     /// Rows a cursor hands over per round trip.
@@ -300,12 +279,6 @@ final class PostgresStoreDatabase: StoreDatabase {
 
     var isInTransaction: Bool { inTransaction }
 
-    /// Inserts name the key they want back (`RETURNING`): no connection-wide last key.
-    var lastInsertedRowID: Int64 {
-        get { 0 }
-        set {}
-    }
-
     var changedRowCount: Int { connection.changedRowCount }
 
     func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64? {
@@ -344,8 +317,6 @@ final class PostgresStoreDatabase: StoreDatabase {
         connection.preparesStatements = !transactionPooler
         try readViewMappings()
     }
-    func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool { false }
-    func commitCounter() -> Int64? { nil }
 
     /// The channel every store of the database notifies at commit and listens on.
     static let commitChannel = "schemagen_commits"

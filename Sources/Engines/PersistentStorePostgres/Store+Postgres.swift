@@ -3,32 +3,31 @@ import Foundation
 import MigrationFiles
 import MigratorCore
 import MigratorPostgres
-@_exported import PersistentStoreSQLite
+@_exported import PersistentStoreCore
 import PostgresKit
 import SQLDialects
 import SchemaMetadata
 
 extension Store {
-    /// Opens the database a URL names: `postgres://` or `postgresql://` (or a libpq keyword
-    /// string) on a PostgreSQL server, anything else as `Store(path:)` does; nil reads
-    /// `DATABASE_URL`. The same generated models and `<Schema>Schema.migrations` serve both
-    /// engines: on PostgreSQL, opening applies the migrations' PostgreSQL SQL under the
-    /// migrator's advisory lock, and refuses a database newer than the code.
+    /// Opens the PostgreSQL database a URL names: `postgres://` or `postgresql://`, or a libpq
+    /// keyword string. The same generated models and `<Schema>Schema.migrations` serve SQLite
+    /// (`Store(path:)`, in `PersistentStoreSQLite`) and PostgreSQL: opening applies the
+    /// migrations' PostgreSQL SQL under the migrator's advisory lock, and refuses a database newer
+    /// than the code. A SQLite path is refused (`.unsupportedDatabase`), never opened: this module
+    /// links no SQLite. The library reads no environment; an app passes `DATABASE_URL` itself.
     ///
     ///     let store = try Store(url: "postgres://app@db.internal/flights", schema: FlightsSchema.descriptor,
     ///                           migrations: FlightsSchema.migrations)
     ///
     /// Passwords never appear in messages. What differs per engine is listed in docs/runtime.md,
     /// "The store on PostgreSQL"; `Configuration.postgres` sets up a transaction pooler.
-    public init(url givenURL: String? = nil, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
-        guard let url = givenURL ?? ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
-            throw .unsupportedDatabase("no database given: pass a URL or set DATABASE_URL")
-        }
+    public init(url: String, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()) throws(StoreError) {
+        guard !url.isEmpty else { throw .unsupportedDatabase("no database given: pass a postgres:// URL") }
         let location: DatabaseLocation
         do { location = try DatabaseLocation.parse(url) } catch { throw .unsupportedDatabase("\(error)") }
         guard case .postgres(let connection) = location else {
-            try self.init(path: url, schema: schema, migrations: migrations, configuration: configuration)
-            return
+            throw .unsupportedDatabase(
+                "'\(location.label)' is a SQLite file, and Store(url:) opens PostgreSQL servers: open it with Store(path:) (PersistentStoreSQLite), or pass a postgres:// URL")
         }
         let scripts = migrations.compactMap { $0.variant(for: SQLDialectName.postgres.rawValue) }
         guard scripts.count == migrations.count else {
@@ -37,16 +36,11 @@ extension Store {
             )
         }
         // `?pgbouncer=true` (as Prisma spells it) says the URL leads to a transaction pooler;
-        // libpq does not know the parameter, so it is taken out. `DIRECT_URL` then names the
-        // server itself, unless the configuration does.
+        // libpq does not know the parameter, so it is taken out. `postgres.directURL` names the
+        // server itself.
         var configuration = configuration
         let (target, pooled) = Self.takingPoolerParameter(from: connection)
-        if pooled {
-            configuration.postgres.transactionPooler = true
-            if configuration.postgres.directURL == nil, let direct = ProcessInfo.processInfo.environment["DIRECT_URL"], !direct.isEmpty {
-                configuration.postgres.directURL = direct
-            }
-        }
+        if pooled { configuration.postgres.transactionPooler = true }
         let database: PostgresStoreDatabase
         do { database = try PostgresStoreDatabase(url: target, settings: configuration.postgres) } catch { throw .database(error) }
         // Online migrations serve each version as a schema of views: this code reads and writes
@@ -83,5 +77,19 @@ extension Store {
         let pooled = parameters.contains { ["pgbouncer=true", "pgbouncer=1"].contains($0.lowercased()) }
         let base = String(url[..<question])
         return (kept.isEmpty ? base : base + "?" + kept.joined(separator: "&"), pooled)
+    }
+}
+
+extension StorePool {
+    /// Opens `size` stores on the PostgreSQL database the URL names, as `Store(url:)` does.
+    ///
+    ///     let pool = try StorePool(url: "postgres://app@db.internal/flights", size: 8,
+    ///                              schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
+    public convenience init(
+        url: String, size: Int = 8, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Store.Configuration = Store.Configuration()
+    ) throws(StoreError) {
+        try self.init(size: size, configuration: configuration) { (configuration) throws(StoreError) in
+            try Store(url: url, schema: schema, migrations: migrations, configuration: configuration)
+        }
     }
 }

@@ -9,7 +9,7 @@ import SchemaMetadata
 /// the same transaction, so rollbacks and savepoints undo it too; at commit the store reads the
 /// images as if the hook had seen them. Temporary triggers belong to this connection: other
 /// programs' writes are not recorded, as with the hook.
-extension SQLiteStoreDatabase {
+extension SQLiteStoreDatabase: ChangeTriggers {
     static let changedRowsTable = "schemagen_changed_rows"
 
     func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool {
@@ -57,8 +57,6 @@ extension SQLiteStoreDatabase {
     }
 
     func discardChangedRows() throws(DatabaseFailure) { try execute("DELETE FROM \(Self.changedRowsTable);") }
-
-    func orderHistoryWrites() throws(DatabaseFailure) {}
 
     private static func integer(_ value: StoredValue) -> Int64 {
         if case .integer(let number) = value { return number }

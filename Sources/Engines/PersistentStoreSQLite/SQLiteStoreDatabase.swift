@@ -5,7 +5,7 @@ import SQLiteKit
 import SchemaMetadata
 
 /// The store's SQLite adapter: a `StoreDatabase` over one `SQLiteConnection`.
-final class SQLiteStoreDatabase: StoreDatabase {
+final class SQLiteStoreDatabase: StoreDatabase, FileDatabase, SteppedRows, InsertedRowIDs, BorrowedColumns, RowChangeHook, CommitWatching {
     let connection: SQLiteConnection
     let filePath: String?
     let settings: SQLiteSettings
@@ -27,26 +27,11 @@ final class SQLiteStoreDatabase: StoreDatabase {
         }
     }
 
+    // Statements run in-process: no pipelining or bulk staging to gain from, so the adapter has
+    // neither ability. External values are files beside the database (`FileDatabase`; a
+    // temporary folder for one in memory).
+
     var label: String { filePath ?? ":memory:" }
-    /// Statements run in-process: one by one costs nothing more.
-    var pipelinesStatements: Bool { false }
-
-    /// Inserts run in-process already: no bulk loader to gain from.
-    var stagesRows: Bool { false }
-
-    func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String {
-        throw DatabaseFailure(database: label, message: "SQLite stages no rows: writes run in-process", code: nil, kind: .statement)
-    }
-
-    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
-        var results: [[[StoredValue]]] = []
-        for statement in statements { results.append(try query(statement.text, statement.arguments)) }
-        return results
-    }
-
-    var stepsThroughRows: Bool { true }
-    /// Files beside the database (a temporary folder for one in memory).
-    var keepsExternalValuesInDatabase: Bool { false }
 
     private func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(DatabaseFailure) -> T {
         do { return try body() } catch { throw error.failure(database: label) }
@@ -101,10 +86,6 @@ final class SQLiteStoreDatabase: StoreDatabase {
         guard try tableExists("sqlite_sequence") else { return 0 }
         return try firstInteger("SELECT seq FROM sqlite_sequence WHERE name = ?", values: [.text(table)]) ?? 0
     }
-
-    /// SQLite reserves no keys; the store counts on inside the write transaction, which holds
-    /// the only write lock.
-    func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64? { nil }
 
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
         try !query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty

@@ -46,6 +46,20 @@ extension Store {
     }
 }
 
+extension StorePool {
+    /// Opens `size` connections to the SQLite file at `path`, as `Store(path:)` does: reads run
+    /// side by side, writes take turns on SQLite's lock.
+    ///
+    ///     let pool = try StorePool(path: "app.sqlite", size: 4, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
+    public convenience init(
+        path: String, size: Int = 8, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Store.Configuration = Store.Configuration()
+    ) throws(StoreError) {
+        try self.init(size: size, configuration: configuration) { (configuration) throws(StoreError) in
+            try Store(path: path, schema: schema, migrations: migrations, configuration: configuration)
+        }
+    }
+}
+
 extension StoreError {
     /// SQLite's primary result code, when SQLite refused: the spelling of releases before the
     /// store ran on PostgreSQL too. `databaseFailure` is the same for every engine.

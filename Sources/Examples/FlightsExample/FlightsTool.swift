@@ -1,4 +1,5 @@
 import CommandLineKit
+import DatabaseLocation
 import ExampleModels
 import Foundation
 import PersistentStore
@@ -21,7 +22,14 @@ public enum FlightsTool {
             return .failure(CommandFailure(.usageOrIO))
         }
         do {
-            return .success(try Store(url: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations))
+            // Either engine, by what the value names: the store's modules open one each.
+            if case .postgres? = try? DatabaseLocation.parse(path) {
+                var configuration = Store.Configuration()
+                // Behind a transaction pooler (`?pgbouncer=true`), the server's own URL.
+                if let direct = io.environment["DIRECT_URL"], !direct.isEmpty { configuration.postgres.directURL = direct }
+                return .success(try Store(url: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: configuration))
+            }
+            return .success(try Store(path: path, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations))
         } catch {
             io.writeError("flights: error: \(error)\n")
             if case .unsupportedDatabase = error { return .failure(CommandFailure(.usageOrIO)) }

@@ -51,8 +51,15 @@ public enum TodoTool {
             }
         }
         do {
-            return .success(
-                try Store(url: databasePath(arguments, io: io), schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration))
+            let database = databasePath(arguments, io: io)
+            // Behind a transaction pooler (`?pgbouncer=true`), the server's own URL, as Prisma
+            // names it: for the watcher's LISTEN and for migrations.
+            if let direct = io.environment["DIRECT_URL"], !direct.isEmpty { configuration.postgres.directURL = direct }
+            // Either engine, by what the value names: the store's modules open one each.
+            if case .postgres? = try? DatabaseLocation.parse(database) {
+                return .success(try Store(url: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration))
+            }
+            return .success(try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration))
         } catch {
             io.writeError("todo: error: \(error)\n")
             if case .unsupportedDatabase = error { return .failure(CommandFailure(.usageOrIO)) }

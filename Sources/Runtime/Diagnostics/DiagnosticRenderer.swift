@@ -1,4 +1,4 @@
-import JSONDocument
+import TextEscaping
 
 /// The output formats of diagnostics.
 public enum DiagnosticFormat: String, Sendable, CaseIterable {
@@ -101,22 +101,15 @@ public struct DiagnosticRenderer: Sendable {
         guard !diagnostics.isEmpty else { return "[]\n" }
         let objects = diagnostics.map { diagnostic -> String in
             var fields: [String] = []
-            fields.append("\"file\": " + (diagnostic.location.map { Self.jsonString($0.file) } ?? "null"))
+            fields.append("\"file\": " + (diagnostic.location.map { TextEscaping.json($0.file) } ?? "null"))
             fields.append("\"line\": " + (diagnostic.location.map { String($0.line) } ?? "null"))
             fields.append("\"column\": " + (diagnostic.location.map { String($0.column) } ?? "null"))
-            fields.append("\"severity\": " + Self.jsonString(diagnostic.severity.rawValue))
-            fields.append("\"code\": " + Self.jsonString(diagnostic.code))
-            fields.append("\"message\": " + Self.jsonString(diagnostic.message))
+            fields.append("\"severity\": " + TextEscaping.json(diagnostic.severity.rawValue))
+            fields.append("\"code\": " + TextEscaping.json(diagnostic.code))
+            fields.append("\"message\": " + TextEscaping.json(diagnostic.message))
             return "  {" + fields.joined(separator: ", ") + "}"
         }
         return "[\n" + objects.joined(separator: ",\n") + "\n]\n"
-    }
-
-    /// A JSON string literal; escapes what RFC 8259 requires.
-    public static func jsonString(_ value: String) -> String {
-        var out = ""
-        JSONNode.writeString(value, to: &out)
-        return out
     }
 
     // MARK: - GitHub Actions

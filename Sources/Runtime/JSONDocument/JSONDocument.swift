@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// A JSON text read into values that remember where they stood, so a loader can name the line
 /// of a bad record and the line and column where a broken file stops being JSON. Foundation's
 /// parsers give neither.
@@ -61,7 +63,7 @@ public struct JSONNode: Sendable, Equatable {
         case .null: out += "null"
         case .bool(let flag): out += flag ? "true" : "false"
         case .number(let text): out += text
-        case .string(let text): JSONNode.writeString(text, to: &out)
+        case .string(let text): TextEscaping.appendJSON(text, to: &out)
         case .array(let items):
             out += "["
             for (index, item) in items.enumerated() {
@@ -73,32 +75,12 @@ public struct JSONNode: Sendable, Equatable {
             out += "{"
             for (index, member) in members.enumerated() {
                 if index > 0 { out += "," }
-                JSONNode.writeString(member.key, to: &out)
+                TextEscaping.appendJSON(member.key, to: &out)
                 out += ":"
                 member.value.write(to: &out)
             }
             out += "}"
         }
-    }
-
-    public static func writeString(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 }
 

@@ -127,7 +127,7 @@ extension Store {
         if entity.hasImplicitKey {
             if let id = returned.first?.first { return [id] }
             if let at = names.firstIndex(of: "id"), values[at] != .null { return [values[at]] }
-            return [.integer(database.lastInsertedRowID)]
+            return [.integer(lastInsertedRowID)]
         }
         return entity.primaryKey.map { column in names.firstIndex(of: column).map { values[$0] } ?? .null }
     }

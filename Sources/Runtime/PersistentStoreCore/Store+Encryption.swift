@@ -261,7 +261,7 @@ extension Store {
         // An engine that hands out keys (PostgreSQL's sequences) reserves each one, so a row
         // written without its key later cannot be given the same.
         do {
-            if let reserved = try database.reserveGeneratedKey(of: entity.table) { return reserved }
+            if let reserved = try abilities.keyReservation?.reserveGeneratedKey(of: entity.table) { return reserved }
         } catch {
             throw .database(error)
         }
@@ -375,7 +375,7 @@ extension Store {
                     // Rewrites change no value: keep them out of the history.
                     recorder?.paused = true
                     defer {
-                        try? recorder?.forgetFallbackRows(database)
+                        try? recorder?.forgetFallbackRows()
                         recorder?.paused = false
                     }
                     var count = 0

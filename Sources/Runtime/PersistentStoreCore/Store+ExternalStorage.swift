@@ -33,7 +33,7 @@ extension Store {
         default: return value
         }
         let name = UUID().uuidString.lowercased()
-        if database.keepsExternalValuesInDatabase {
+        if abilities.keepsExternalValuesInDatabase {
             _ = try query("INSERT INTO \(identifier: Self.externalValuesTable) (name, data) VALUES (\(value: .text(name)), \(value: .blob(bytes)))")
             return .text(name)
         }
@@ -47,8 +47,8 @@ extension Store {
     static let externalValuesTable = "schemagen_external_values"
 
     /// Creates the side table when the database keeps external values and the schema has some.
-    static func prepareExternalValues(_ database: any StoreDatabase, schema: SchemaDescriptor) throws(StoreError) {
-        guard database.keepsExternalValuesInDatabase, schema.entities.contains(where: { !externalColumns(of: $0).isEmpty }) else { return }
+    static func prepareExternalValues(_ database: any StoreDatabase, inDatabase: Bool, schema: SchemaDescriptor) throws(StoreError) {
+        guard inDatabase, schema.entities.contains(where: { !externalColumns(of: $0).isEmpty }) else { return }
         let dialect = database.dialect
         do {
             try createIfMissing(
@@ -60,7 +60,7 @@ extension Store {
 
     /// The stored bytes of an external value, or nil when they are missing.
     func externalBytes(_ entity: EntityDescriptor, _ column: ColumnDescriptor, _ name: String) throws(StoreError) -> [UInt8]? {
-        if database.keepsExternalValuesInDatabase {
+        if abilities.keepsExternalValuesInDatabase {
             guard case .blob(let bytes)? = try query("SELECT data FROM \(identifier: Self.externalValuesTable) WHERE name = \(value: .text(name))").first?.first else { return nil }
             return bytes
         }
@@ -70,7 +70,7 @@ extension Store {
     /// Where a missing external value was looked for, for messages.
     func externalPlace(_ entity: EntityDescriptor, _ column: ColumnDescriptor, _ name: String) -> String {
         "the external value of \(entity.name).\(column.property) (\(name)) is missing from "
-            + (database.keepsExternalValuesInDatabase ? Self.externalValuesTable : externalFolder.path)
+            + (abilities.keepsExternalValuesInDatabase ? Self.externalValuesTable : externalFolder.path)
     }
 
     /// The external file names a stored row holds, by column.
@@ -91,7 +91,7 @@ extension Store {
     /// now (the transaction undoes it if it rolls back).
     func removeOnCommit(_ names: [(ColumnDescriptor, String)], of entity: EntityDescriptor) throws(StoreError) {
         guard !names.isEmpty else { return }
-        if database.keepsExternalValuesInDatabase {
+        if abilities.keepsExternalValuesInDatabase {
             _ = try query("DELETE FROM \(identifier: Self.externalValuesTable) WHERE name IN (\(SQL.parameters(names.map { StoredValue.text($0.1) })))")
             return
         }

@@ -11,20 +11,20 @@ extension Store {
     package static let stagingThreshold = 1_000
 
     /// Bulk upserts on a server: each row's statement is the one `upsert` would run, but they
-    /// go out in batches (`StoreDatabase.pipeline`), each batch one round trip instead of one
+    /// go out in batches (`StatementPipelining.pipeline`), each batch one round trip instead of one
     /// per row. For models with a row codec and no encrypted or external column (those need a
     /// key or a side write first); false, having written nothing, for the rest.
     func pipelineUpserts<M: PersistentModel>(_ models: inout [M]) throws(StoreError) -> Bool {
         guard let first = models.first else { return true }
         let probe: [StoredValue]?
         do { probe = try first.encodeStored() } catch { throw .coding("\(error)") }
-        guard probe != nil else { return false }
+        guard probe != nil, let pipelining = abilities.pipelining else { return false }
         let write = directWrite(first)
         guard write.isPlain else { return false }
         let entity = write.entity
         // A server that loads rows in bulk takes large chunks through a staging table; the
         // rest are pipelined a batch at a time.
-        let chunk = database.stagesRows ? Self.stagingBatch : Self.pipelineBatch
+        let chunk = abilities.staging != nil ? Self.stagingBatch : Self.pipelineBatch
         var start = models.startIndex
         var rows: [[StoredValue]] = []
         rows.reserveCapacity(chunk)
@@ -65,7 +65,7 @@ extension Store {
                     results = staged
                 } else {
                     for batch in stride(from: 0, to: statements.count, by: Self.pipelineBatch) {
-                        results += try database.pipeline(Array(statements[batch..<min(batch + Self.pipelineBatch, statements.count)]))
+                        results += try pipelining.pipeline(Array(statements[batch..<min(batch + Self.pipelineBatch, statements.count)]))
                     }
                 }
             } catch {
@@ -97,7 +97,7 @@ extension Store {
         return true
     }
 
-    /// The rows of one shape, loaded into a staging table (`StoreDatabase.stageRows`, COPY on
+    /// The rows of one shape, loaded into a staging table (`BulkRowStaging.stageRows`, COPY on
     /// PostgreSQL) and upserted from it by one INSERT ... SELECT ... ON CONFLICT: each row's
     /// result as its own statement would have returned it (its key, where the database gave
     /// one). Nil, having written nothing, where the rows do not fit that one statement: too few,
@@ -106,7 +106,7 @@ extension Store {
     func stagedUpsert<M: PersistentModel>(_ write: DirectWrite<M>, _ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure)
         -> [[[StoredValue]]]?
     {
-        guard database.stagesRows, statements.count >= Self.stagingThreshold, let first = statements.first else { return nil }
+        guard let staging = abilities.staging, statements.count >= Self.stagingThreshold, let first = statements.first else { return nil }
         guard statements.allSatisfy({ $0.text == first.text }) else { return nil }
         let entity = write.entity
         let keyed = first.text == write.withKey.upsert
@@ -126,7 +126,7 @@ extension Store {
                 seen.insert(conflictValue(statement.arguments)).inserted
             else { return nil }
         }
-        let stage = try database.stageRows(statements.map(\.arguments), columns: columns, like: entity.table)
+        let stage = try staging.stageRows(statements.map(\.arguments), columns: columns, like: entity.table)
         let conflict = Self.conflictClause(target, entity: entity, columns: columns)
         let returnsKeys = entity.hasImplicitKey && !keyed
         let returning: SQL = returnsKeys ? " RETURNING \(identifier: "id"), \(SQL.identifiers(target))" : ""

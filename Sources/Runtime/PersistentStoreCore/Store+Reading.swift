@@ -34,11 +34,32 @@ extension Store {
             try body(model, extras)
         }
         if let opening {
-            try database.forEachRow(
+            try forEachOpenedRow(
                 text, arguments, ownStatement: ownStatement, opening: opening.positions,
                 with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, handle)
         } else {
             try database.forEachRow(text, arguments, ownStatement: ownStatement, handle)
+        }
+    }
+
+    /// `forEachRow`, with each value of `columns` handed to `open`: where the engine holds it when
+    /// it can (`BorrowedColumns`), else from the row read first.
+    func forEachOpenedRow(
+        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
+        _ body: (inout [StoredValue]) throws -> Void
+    ) throws {
+        if let borrowed = abilities.borrowedColumns {
+            return try borrowed.forEachRow(text, arguments, ownStatement: ownStatement, opening: columns, with: open, body)
+        }
+        try database.forEachRow(text, arguments, ownStatement: ownStatement) { row in
+            for column in columns where column < row.count {
+                let value = row[column]
+                // The row `open` sees holds no copy of the value it opens.
+                row[column] = .null
+                row[column] = try open(column, .value(value), row)
+            }
+            try body(&row)
         }
     }
 
@@ -53,7 +74,7 @@ extension Store {
                 let (text, arguments) = query.rendered(for: database.dialect)
                 let decoded = try M.decodeStoredRows(expectedCount: expectedCount) { consume in
                     if let opening {
-                        try database.forEachRow(
+                        try forEachOpenedRow(
                             text, arguments, ownStatement: false, opening: opening.positions,
                             with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }
                         ) { row in try consume(row) }

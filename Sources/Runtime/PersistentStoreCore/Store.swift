@@ -112,6 +112,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
 public actor Store {
     /// The connection every statement runs on, through its engine's adapter.
     let database: any StoreDatabase
+    /// What the adapter can do beyond the core protocol, looked up once.
+    let abilities: StoreAbilities
+    /// The implicit key the last insert gave, where the engine reports one (`InsertedRowIDs`).
+    var lastInsertedRowID: Int64 { abilities.rowIDs?.lastInsertedRowID ?? 0 }
     /// Its dialect's capabilities, read once: the write path asks per row.
     let capabilities: DialectCapabilities
     /// The schema the store was opened with.
@@ -236,8 +240,10 @@ public actor Store {
         database: any StoreDatabase, migrator: Migrator, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()
     ) throws(StoreError) {
         self.database = database
+        let abilities = StoreAbilities(database)
+        self.abilities = abilities
         self.capabilities = database.dialect.capabilities
-        self.path = database.filePath
+        self.path = abilities.file?.filePath
         self.configuration = configuration
         let (ring, ciphers) = try Self.ciphers(for: schema, keys: configuration.keys)
         encryption = ciphers
@@ -283,10 +289,10 @@ public actor Store {
             throw .migration("\(error)")
         }
         do { try database.prepareForUse() } catch { throw .database(error) }
-        try Self.prepareExternalValues(database, schema: schema)
+        try Self.prepareExternalValues(database, inDatabase: abilities.keepsExternalValuesInDatabase, schema: schema)
         if let ring { newestKeyRecorded = try Self.checkKeys(ring, database, schema: schema.name) }
         recorder = try Self.startHistory(
-            database, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
+            database, abilities: abilities, schema: schema, enabled: configuration.recordsHistory ?? schema.recordsHistory,
             withTriggers: configuration.recordsWithTriggers)
     }
 
@@ -323,7 +329,7 @@ public actor Store {
     }
 
     private func upsertInPlace<M: PersistentModel>(_ models: inout [M]) throws(StoreError) {
-        if database.pipelinesStatements, models.count > 1, try pipelineUpserts(&models) { return }
+        if abilities.pipelining != nil, models.count > 1, try pipelineUpserts(&models) { return }
         for index in models.indices { models[index] = try upsert(models[index]) }
     }
 
@@ -492,9 +498,9 @@ public actor Store {
         var token: Int64?
         do throws(StoreError) {
             try recordSealingKey()
-            do { token = try recorder?.flush(database, author: configuration.author) } catch { throw .database(error) }
+            do { token = try recorder?.flush(database, abilities, author: configuration.author) } catch { throw .database(error) }
             if let token { try pruneHistory(newest: token) }
-            do { try database.announceCommit() } catch { throw .database(error) }
+            do { try abilities.commitWatching?.announceCommit() } catch { throw .database(error) }
             configuration.beforeCommit?()
             // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
             // is still open then, so committing again is safe. Where a failed statement ends the
@@ -734,7 +740,7 @@ public actor Store {
             } else {
                 do {
                     _ = try database.query(statements.insert, values)
-                    return entity.hasImplicitKey ? boundKey ?? database.lastInsertedRowID : nil
+                    return entity.hasImplicitKey ? boundKey ?? lastInsertedRowID : nil
                 } catch  where error.kind == .uniquenessConflict {
                     lastConflict = (entity.table, 0)
                 }
@@ -746,11 +752,11 @@ public actor Store {
         }
         guard statements.canConflict else {
             _ = try database.query(statements.upsert, values)
-            return boundKey ?? database.lastInsertedRowID
+            return boundKey ?? lastInsertedRowID
         }
-        database.lastInsertedRowID = 0
+        abilities.rowIDs?.lastInsertedRowID = 0
         _ = try database.query(statements.upsert, values)
-        let inserted = database.lastInsertedRowID
+        let inserted = lastInsertedRowID
         if inserted != 0 { return inserted }
         return try storedRowID(entity, columns: columns, values) ?? boundKey
     }
@@ -765,7 +771,13 @@ public actor Store {
         let tries = [statements.upsert] + statements.alternatives
         for sql in tries.dropLast() {
             do {
-                return try database.pipeline([("SAVEPOINT store_upsert", []), (sql, values), ("RELEASE store_upsert", [])])[1]
+                if let pipelining = abilities.pipelining {
+                    return try pipelining.pipeline([("SAVEPOINT store_upsert", []), (sql, values), ("RELEASE store_upsert", [])])[1]
+                }
+                try database.execute("SAVEPOINT store_upsert")
+                let rows = try database.query(sql, values)
+                try database.execute("RELEASE store_upsert")
+                return rows
             } catch  where error.kind == .uniquenessConflict {
                 try database.execute("ROLLBACK TO store_upsert; RELEASE store_upsert")
             }

@@ -15,45 +15,17 @@ public protocol StoreDatabase: AnyObject {
     var dialect: any SQLDialect { get }
     /// The database as messages name it: a file path, or a URL without its password.
     var label: String { get }
-    /// The file beside which `externalStorage` values are kept; nil in memory or on a server.
-    var filePath: String? { get }
-    /// Whether `externalStorage` values are kept in the database (a side table) rather than in
-    /// files beside it: true on a server, whose other clients see no local file.
-    var keepsExternalValuesInDatabase: Bool { get }
 
     /// Runs statements without parameters or rows (several, separated by `;`).
     func execute(_ script: String) throws(DatabaseFailure)
     /// Runs one statement with its arguments and returns its rows.
     func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]]
-    /// Whether `pipeline` spares round trips (a server): bulk writes then send their rows'
-    /// statements in batches. SQLite runs statements in-process; there is nothing to spare.
-    var pipelinesStatements: Bool { get }
-    /// Runs statements and returns each one's rows, in order, as `query` would one by one; a
-    /// server adapter sends them all before reading any result. The first failure is thrown.
-    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]]
-    /// Whether `stageRows` loads rows in bulk (a server's COPY): large bulk writes then go
-    /// through a staging table, one statement for thousands of rows.
-    var stagesRows: Bool { get }
-    /// Loads rows into an empty staging table shaped as `columns` of `table`, private to this
-    /// transaction and gone when it ends, and returns its name.
-    func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String
-    /// Whether rows are read one at a time as the engine steps through them (SQLite), rather
-    /// than arriving whole (a server's result).
-    var stepsThroughRows: Bool { get }
     /// The first column of the first row, when it is an integer (a key lookup).
     func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64?
     /// Hands each row of a query to `body`, to change in place (no copy per row).
     ///
     /// `ownStatement`: the statement serves this run alone, for bodies that run other queries.
     func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws
-    /// The same, handing each value of `columns` to `open` where the engine holds it; `open`
-    /// sees the rest of the row (read first) and returns the column's value. For values that
-    /// are transformed on reading anyway (decrypted), so their bytes are not copied first.
-    func forEachRow(
-        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
-        with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
-        _ body: (inout [StoredValue]) throws -> Void
-    ) throws
 
     /// Starts the transaction a write needs: one that holds the write lock from its start, so
     /// two writers queue instead of failing halfway. `serializable`: the transaction reads what
@@ -69,18 +41,13 @@ public protocol StoreDatabase: AnyObject {
     func rollbackTransaction() throws(DatabaseFailure)
     /// Whether a transaction is open.
     var isInTransaction: Bool { get }
-    /// The implicit key the last insert on this connection was given (0: none since reset).
-    var lastInsertedRowID: Int64 { get set }
     /// How many rows the last INSERT, UPDATE or DELETE changed.
     var changedRowCount: Int { get }
 
     /// The highest implicit key the engine's key generator handed out for `table` (SQLite's
-    /// AUTOINCREMENT sequence), even for rows since deleted; 0 when none.
+    /// AUTOINCREMENT sequence, PostgreSQL's identity sequence), even for rows since deleted; 0
+    /// when none.
     func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64
-    /// A key for a new row of `table` reserved from the engine's key generator (PostgreSQL's
-    /// sequence), for rows that need their key before they are written (encrypted ones); nil
-    /// where the engine reserves none, and the store counts on from `highestGeneratedKey`.
-    func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64?
     /// Whether a table exists.
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool
     /// A table's columns in their order, with their declared types.
@@ -89,32 +56,154 @@ public protocol StoreDatabase: AnyObject {
     /// Settings for everyday use, applied once the migrations ran (which run best with the
     /// engine's defaults).
     func prepareForUse() throws(DatabaseFailure)
+}
 
-    /// Hands `sink` every row a statement inserts, updates or deletes, as it happens (cascades
-    /// included); nil stops. False when the engine cannot, and the store records with triggers.
+// MARK: - Abilities
+//
+// What only some engines can do, each a protocol of its own that the store looks for once, when
+// it opens (`StoreAbilities`), as the migrator looks for `MigrationLocking`. An adapter that
+// lacks one still works: the store takes the plain path.
+
+/// A database in a file of its own (SQLite): `externalStorage` values are kept in files beside
+/// it. A database without this ability (a server, whose other clients see no local file) keeps
+/// them in a side table.
+public protocol FileDatabase: StoreDatabase {
+    /// The file; nil in memory, where external values go to a temporary folder.
+    var filePath: String? { get }
+}
+
+/// Values read where the engine holds them (SQLite's column buffers), for values transformed on
+/// reading anyway (decrypted), so their bytes are not copied first. Without it, the store reads
+/// the row and transforms its copies.
+public protocol BorrowedColumns: StoreDatabase {
+    /// `forEachRow`, handing each value of `columns` to `open` where the engine holds it; `open`
+    /// sees the rest of the row (read first) and returns the column's value.
+    func forEachRow(
+        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
+        _ body: (inout [StoredValue]) throws -> Void
+    ) throws
+}
+
+/// Rows read one at a time as the engine steps through them (SQLite), rather than arriving
+/// whole (a server's result): a whole-table fetch counts the rows first to reserve its array.
+public protocol SteppedRows: StoreDatabase {}
+
+/// The implicit key the last insert on this connection was given (SQLite's rowid), so inserts
+/// need no `RETURNING`.
+public protocol InsertedRowIDs: StoreDatabase {
+    /// The key; 0 when none since it was reset.
+    var lastInsertedRowID: Int64 { get set }
+}
+
+/// Statements sent together, before any result is read (a server's pipeline): bulk writes go
+/// out in batches, a round trip per batch. An engine that runs statements in-process (SQLite)
+/// has nothing to spare.
+public protocol StatementPipelining: StoreDatabase {
+    /// Runs statements and returns each one's rows, in order, as `query` would one by one. The
+    /// first failure is thrown.
+    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]]
+}
+
+/// Rows loaded in bulk (a server's COPY): large bulk writes go through a staging table, one
+/// statement for thousands of rows.
+public protocol BulkRowStaging: StoreDatabase {
+    /// Loads rows into an empty staging table shaped as `columns` of `table`, private to this
+    /// transaction and gone when it ends, and returns its name.
+    func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String
+}
+
+/// Keys for new rows reserved from the engine's key generator before the rows are written
+/// (PostgreSQL's sequence), for rows that need their key first (encrypted ones). Without it the
+/// store counts on from `highestGeneratedKey`, under the write lock.
+public protocol GeneratedKeyReservation: StoreDatabase {
+    /// A fresh key for a row of `table`.
+    func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64?
+}
+
+/// An engine hook that reports every row a statement inserts, updates or deletes (SQLite's
+/// pre-update hook), which the history recorder prefers to triggers.
+public protocol RowChangeHook: StoreDatabase {
+    /// Hands `sink` every row a statement changes, as it happens (cascades included); nil
+    /// stops. False when this build of the engine has no hook, and the store records with
+    /// triggers.
     func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool
-    /// Installs triggers that write an image of every row this connection's statements change in
-    /// `tables` (each with its columns, in order), in the same transaction, so rollbacks and
-    /// savepoints undo them too; writes of other connections are not recorded. False when the
-    /// engine has none.
+}
+
+/// Triggers that write an image of every row this connection's statements change, read back
+/// by the history recorder.
+public protocol ChangeTriggers: StoreDatabase {
+    /// Installs them on `tables` (each with its columns, in order), writing in the same
+    /// transaction, so rollbacks and savepoints undo them too; writes of other connections are
+    /// not recorded. False when they cannot be installed here.
     func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool
     /// Hands the images written since the last call to `body`, oldest first, then clears them.
     func drainChangedRows(_ body: (_ table: String, _ row: RowImage) -> Void) throws(DatabaseFailure)
     /// Clears the images written in the open transaction (a rewrite that changes no value).
     func discardChangedRows() throws(DatabaseFailure)
-    /// Makes history tokens follow commit order: called just before a transaction writes its
-    /// history row, holding what it takes until the commit (PostgreSQL assigns a sequence
-    /// value when asked, not when committing). A no-op where writers are serialized already.
+}
+
+/// History tokens that follow commit order only when asked (PostgreSQL assigns a sequence value
+/// when asked, not when committing). Engines whose writers are serialized need nothing.
+public protocol HistoryOrdering: StoreDatabase {
+    /// Called just before a transaction writes its history row, holding what it takes until
+    /// the commit.
     func orderHistoryWrites() throws(DatabaseFailure)
-    /// A number that changes when another connection commits; nil when the engine has none.
-    func commitCounter() -> Int64?
-    /// Tells other connections' watchers that the open transaction is committing (PostgreSQL:
-    /// a NOTIFY, delivered at COMMIT); a no-op where watchers see commits otherwise (SQLite's
-    /// file).
-    func announceCommit() throws(DatabaseFailure)
+}
+
+/// Other connections' commits heard as they happen: SQLite's file watcher and `data_version`,
+/// PostgreSQL's LISTEN/NOTIFY. Without it, `changes()` and `observe` see this store's own
+/// commits only.
+public protocol CommitWatching: StoreDatabase {
     /// Starts watching for other connections' commits, calling `onCommit` (from any thread)
     /// when one may have happened; nil when nothing else can write (a database in memory).
     func watchCommits(_ onCommit: @escaping @Sendable () -> Void) -> (any CommitWatch)?
+    /// A number that changes when another connection commits; nil when the engine has none.
+    func commitCounter() -> Int64?
+    /// Tells other connections' watchers that the open transaction is committing (PostgreSQL:
+    /// a NOTIFY, delivered at COMMIT); where they see commits otherwise (SQLite's file), nothing.
+    func announceCommit() throws(DatabaseFailure)
+}
+
+extension CommitWatching {
+    /// No counter: watchers are woken by `watchCommits` alone.
+    public func commitCounter() -> Int64? { nil }
+    /// Watchers see commits without being told.
+    public func announceCommit() throws(DatabaseFailure) {}
+}
+
+/// The abilities of one adapter, looked up once when the store opens: the store asks these, never
+/// the adapter's type.
+struct StoreAbilities {
+    let file: (any FileDatabase)?
+    let borrowedColumns: (any BorrowedColumns)?
+    let steppedRows: Bool
+    let rowIDs: (any InsertedRowIDs)?
+    let pipelining: (any StatementPipelining)?
+    let staging: (any BulkRowStaging)?
+    let keyReservation: (any GeneratedKeyReservation)?
+    let rowChangeHook: (any RowChangeHook)?
+    let changeTriggers: (any ChangeTriggers)?
+    let historyOrdering: (any HistoryOrdering)?
+    let commitWatching: (any CommitWatching)?
+
+    init(_ database: any StoreDatabase) {
+        file = database as? any FileDatabase
+        borrowedColumns = database as? any BorrowedColumns
+        steppedRows = database is any SteppedRows
+        rowIDs = database as? any InsertedRowIDs
+        pipelining = database as? any StatementPipelining
+        staging = database as? any BulkRowStaging
+        keyReservation = database as? any GeneratedKeyReservation
+        rowChangeHook = database as? any RowChangeHook
+        changeTriggers = database as? any ChangeTriggers
+        historyOrdering = database as? any HistoryOrdering
+        commitWatching = database as? any CommitWatching
+    }
+
+    /// Whether `externalStorage` values live in a side table of the database rather than in
+    /// files beside it.
+    var keepsExternalValuesInDatabase: Bool { file == nil }
 }
 
 /// A watch on other connections' commits, started by `StoreDatabase.watchCommits`:

@@ -1,10 +1,10 @@
 import CommandLineKit
-import Diagnostics
 import Foundation
 import MigrationFiles
 import Migrator
 import MigratorCore
 import SQLiteKit
+import TextEscaping
 
 enum StatusCommand: Command {
     static let spec = CommandSpec(
@@ -32,7 +32,7 @@ enum StatusCommand: Command {
             return MigrateTool.exitCode(for: error)
         }
         if arguments.value("format") == "json" {
-            let q = DiagnosticRenderer.jsonString
+            let q = TextEscaping.json
             let items = rows.map { entry -> String in
                 let row = entry.status
                 var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]

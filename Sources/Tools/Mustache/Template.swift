@@ -1,3 +1,5 @@
+import TextEscaping
+
 /// A parsed template: parse once, render many times.
 public struct Template: Sendable {
     public let name: String
@@ -28,19 +30,7 @@ public enum Escaping: String, Sendable, CaseIterable {
     case none
 
     func apply(_ text: String) -> String {
-        guard self == .html else { return text }
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            default: out.append(character)
-            }
-        }
-        return out
+        self == .html ? TextEscaping.html(text) : text
     }
 }
 

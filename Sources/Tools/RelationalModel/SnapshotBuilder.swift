@@ -1,6 +1,7 @@
 import Foundation
 import SchemaKit
 import SchemaMetadata
+import TextEscaping
 
 /// Derives the relational model of a validated schema: the one place where tables, columns,
 /// storage kinds, defaults, keys, indexes, foreign keys, join tables and full-text indexes are
@@ -279,16 +280,5 @@ enum JSONDefault {
         }
     }
 
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quoted(_ text: String) -> String { TextEscaping.json(text) }
 }

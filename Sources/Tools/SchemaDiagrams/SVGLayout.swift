@@ -1,4 +1,5 @@
 import Foundation
+import TextEscaping
 
 /// A plain SVG drawing of the diagram for when Graphviz is not installed: boxes on a grid,
 /// straight edges with their cardinalities written at the ends. Deterministic, no fonts
@@ -41,7 +42,7 @@ public enum SVGLayout {
         let height = margin * 2 + rowHeights.reduce(0, +) + Double(max(0, rowHeights.count - 1)) * gap
         var out =
             "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"er-diagram\" viewBox=\"0 0 \(number(width)) \(number(height))\" width=\"\(number(width))\" height=\"\(number(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-        out += "<title>\(HTMLText.escape(model.name)) entities and relationships</title>\n"
+        out += "<title>\(TextEscaping.html(model.name)) entities and relationships</title>\n"
         let byName = Dictionary(uniqueKeysWithValues: placed.map { ($0.box.name, $0) })
         for edge in model.edges {
             guard let from = byName[edge.from], let to = byName[edge.to] else { continue }
@@ -49,19 +50,19 @@ public enum SVGLayout {
             out +=
                 "<g class=\"edge\"><line x1=\"\(number(start.0))\" y1=\"\(number(start.1))\" x2=\"\(number(end.0))\" y2=\"\(number(end.1))\" stroke=\"#777\"\(edge.isIdentifying ? "" : " stroke-dasharray=\"5,3\"")/>"
             let middle = ((start.0 + end.0) / 2, (start.1 + end.1) / 2)
-            out += "<text x=\"\(number(middle.0))\" y=\"\(number(middle.1 - 4))\" text-anchor=\"middle\" fill=\"#555\" font-size=\"10\">\(HTMLText.escape(edge.label))</text>"
+            out += "<text x=\"\(number(middle.0))\" y=\"\(number(middle.1 - 4))\" text-anchor=\"middle\" fill=\"#555\" font-size=\"10\">\(TextEscaping.html(edge.label))</text>"
             out += endLabel(edge.toCardinality, at: end, from: start) + endLabel(edge.fromCardinality, at: start, from: end) + "</g>\n"
         }
         for item in placed {
             var group = "<g class=\"entity\">"
             group += "<rect x=\"\(number(item.x))\" y=\"\(number(item.y))\" width=\"\(number(item.width))\" height=\"\(number(item.height))\" fill=\"#fff\" stroke=\"#456\"/>"
             group += "<rect x=\"\(number(item.x))\" y=\"\(number(item.y))\" width=\"\(number(item.width))\" height=\"\(number(headerHeight))\" fill=\"#dbe8f7\" stroke=\"#456\"/>"
-            group += "<text x=\"\(number(item.x + 8))\" y=\"\(number(item.y + 16))\" font-weight=\"bold\">\(HTMLText.escape(item.box.name))</text>"
+            group += "<text x=\"\(number(item.x + 8))\" y=\"\(number(item.y + 16))\" font-weight=\"bold\">\(TextEscaping.html(item.box.name))</text>"
             for (index, row) in item.box.rows.enumerated() {
-                group += "<text x=\"\(number(item.x + 8))\" y=\"\(number(item.y + headerHeight + 14 + Double(index) * rowHeight))\">\(HTMLText.escape(rowText(row)))</text>"
+                group += "<text x=\"\(number(item.x + 8))\" y=\"\(number(item.y + headerHeight + 14 + Double(index) * rowHeight))\">\(TextEscaping.html(rowText(row)))</text>"
             }
             group += "</g>"
-            if let link { group = "<a href=\"\(HTMLText.escape(link(item.box.name)))\">\(group)</a>" }
+            if let link { group = "<a href=\"\(TextEscaping.html(link(item.box.name)))\">\(group)</a>" }
             out += group + "\n"
         }
         return out + "</svg>\n"

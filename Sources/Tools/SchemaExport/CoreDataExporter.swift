@@ -1,5 +1,6 @@
 import Foundation
 import SchemaKit
+import TextEscaping
 
 /// `schemagen export coredata`: a Core Data model bundle (`.xcdatamodeld`) from a schema's
 /// versions, one `.xcdatamodel` each, with `.xccurrentversion` naming the newest.
@@ -40,7 +41,7 @@ public enum CoreDataExporter {
         <plist version="1.0">
         <dict>
         \t<key>_XCCurrentVersionName</key>
-        \t<string>\(xmlEscaped(folder))</string>
+        \t<string>\(TextEscaping.xml(folder))</string>
         </dict>
         </plist>
 
@@ -65,7 +66,7 @@ public enum CoreDataExporter {
             out += self.entity(entity, in: schema, carriesSchema: entity.name == carrier, hashModifier: hashModifier?.entity == entity.name ? hashModifier : nil)
         }
         for valueType in xcodeOrder(schema.values, by: \.name) {
-            out += "    <composite name=\"\(xmlEscaped(valueType.name))\">\n"
+            out += "    <composite name=\"\(TextEscaping.xml(valueType.name))\">\n"
             for field in valueType.fields {
                 out += self.attribute(ExportedAttribute(field), in: schema, indent: "        ")
             }
@@ -121,14 +122,14 @@ public enum CoreDataExporter {
             out += "        <uniquenessConstraints>\n"
             for members in uniques {
                 out += "            <uniquenessConstraint>\n"
-                for member in members { out += "                <constraint value=\"\(xmlEscaped(modelName(member)))\"/>\n" }
+                for member in members { out += "                <constraint value=\"\(TextEscaping.xml(modelName(member)))\"/>\n" }
                 out += "            </uniquenessConstraint>\n"
             }
             out += "        </uniquenessConstraints>\n"
         }
         for members in entity.indexes where !namesRelationship(members) {
-            out += "        <fetchIndex name=\"\(xmlEscaped("by" + members.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined() + "Index"))\">\n"
-            for member in members { out += "            <fetchIndexElement property=\"\(xmlEscaped(modelName(member)))\" type=\"Binary\" order=\"ascending\"/>\n" }
+            out += "        <fetchIndex name=\"\(TextEscaping.xml("by" + members.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined() + "Index"))\">\n"
+            for member in members { out += "            <fetchIndexElement property=\"\(TextEscaping.xml(modelName(member)))\" type=\"Binary\" order=\"ascending\"/>\n" }
             out += "        </fetchIndex>\n"
         }
         out += userInfo(info + userInfoEntries(entity.coreData), indent: "        ")
@@ -314,7 +315,7 @@ public enum CoreDataExporter {
     // MARK: - Text
 
     static func element(_ name: String, _ attributes: [(String, String)], close: Bool = true) -> String {
-        "<\(name)" + attributes.map { " \($0)=\"\(xmlEscaped($1))\"" }.joined() + (close ? "/>" : ">")
+        "<\(name)" + attributes.map { " \($0)=\"\(TextEscaping.xml($1))\"" }.joined() + (close ? "/>" : ">")
     }
 
     static func userInfo(_ entries: [(String, String)], indent: String) -> String {
@@ -322,23 +323,6 @@ public enum CoreDataExporter {
         var out = indent + "<userInfo>\n"
         for (key, value) in entries { out += indent + "    " + element("entry", [("key", key), ("value", value)]) + "\n" }
         return out + indent + "</userInfo>\n"
-    }
-
-    static func xmlEscaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "\n": out += "&#10;"
-            case "\r": out += "&#13;"
-            case "\t": out += "&#9;"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 
     static func json(_ object: [String: Any]) -> String {
@@ -352,7 +336,7 @@ public enum CoreDataExporter {
         switch backfill {
         case .value(let value): return yaml(value)
         case .sql(let expressions):
-            let pairs = expressions.map { "\($0.key.rawValue): \(YAMLText.quoted($0.value))" }.sorted()
+            let pairs = expressions.map { "\($0.key.rawValue): \(TextEscaping.yaml($0.value))" }.sorted()
             return "{" + pairs.joined(separator: ", ") + "}"
         }
     }
@@ -360,7 +344,7 @@ public enum CoreDataExporter {
     static func yaml(_ value: DefaultValue) -> String {
         switch value {
         case .null: return "null"
-        case .string(let text), .date(let text), .uuid(let text), .url(let text), .data(let text): return YAMLText.quoted(text)
+        case .string(let text), .date(let text), .uuid(let text), .url(let text), .data(let text): return TextEscaping.yaml(text)
         case .integer(let number): return String(number)
         case .double(let number): return String(number)
         case .bool(let flag): return flag ? "true" : "false"

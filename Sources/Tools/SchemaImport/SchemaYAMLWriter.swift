@@ -1,4 +1,5 @@
 import SchemaKit
+import TextEscaping
 
 /// Writes an imported schema as schema-language YAML: block style for the structure, a flow
 /// mapping per member, the same bytes for the same input.
@@ -176,7 +177,7 @@ public enum SchemaYAMLWriter {
         return plain == text && !text.hasSuffix("?") ? text : quoted(text)
     }
 
-    static func quoted(_ text: String) -> String { YAMLText.quoted(text) }
+    static func quoted(_ text: String) -> String { TextEscaping.yaml(text) }
 
     /// A comment ends at a line break, so control characters become spaces.
     private static func commentSafe(_ line: String) -> String {

@@ -7,6 +7,7 @@ import RelationalModel
 import SQLDialects
 import SchemaKit
 import SchemagenPipeline
+import TextEscaping
 
 /// `schemagen diff`: the migration plan for a schema, written nowhere.
 public enum DiffCommand: Command {
@@ -134,7 +135,7 @@ public enum DiffCommand: Command {
     }
 
     static func json(_ plans: [Plan]) -> String {
-        let q = DiagnosticRenderer.jsonString
+        let q = TextEscaping.json
         let objects = plans.map { plan -> String in
             let findings = plan.findings.map { finding in
                 "{\"file\": \(q(finding.location?.file ?? "")), \"line\": \(finding.location?.line ?? 0), \"column\": \(finding.location?.column ?? 0), \"severity\": \(q(finding.severity.rawValue)), \"code\": \(q(finding.code)), \"message\": \(q(finding.message))}"

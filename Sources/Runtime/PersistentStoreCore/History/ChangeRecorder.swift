@@ -225,20 +225,20 @@ final class ChangeRecorder: RowChangeSink {
     func discard() { pending.removeAll(keepingCapacity: pending.count < 100_000) }
 
     /// Drops what the change triggers wrote in this transaction (a rewrite that changes no value).
-    func forgetFallbackRows(_ database: any StoreDatabase) throws(DatabaseFailure) {
-        if usesTriggers { try database.discardChangedRows() }
+    func forgetFallbackRows() throws(DatabaseFailure) {
+        try triggers?.discardChangedRows()
     }
 
     /// The names of the tables recorded, for the trigger fallback.
     var tableNames: [String] { tables.map(\.name) }
 
     /// Set when changes come from the engine's change triggers instead of a hook.
-    var usesTriggers = false
+    var triggers: (any ChangeTriggers)?
 
     /// Appends the transaction's changes to the history table; returns the new token, or nil when
     /// nothing changed. Runs inside the transaction, just before COMMIT.
-    func flush(_ database: any StoreDatabase, author: String?) throws(DatabaseFailure) -> Int64? {
-        if usesTriggers { try database.drainChangedRows { table, row in record(row, tableNamed: table) } }
+    func flush(_ database: any StoreDatabase, _ abilities: StoreAbilities, author: String?) throws(DatabaseFailure) -> Int64? {
+        try triggers?.drainChangedRows { table, row in record(row, tableNamed: table) }
         guard !pending.isEmpty else { return nil }
         defer { discard() }
         let touched = Set(pending.map(\.entity)).sorted().map { entities[Int($0)] }
@@ -246,11 +246,11 @@ final class ChangeRecorder: RowChangeSink {
         let values: [StoredValue] = [
             .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970), .text(HistoryCodec.encodeNames(touched)), .text(text),
         ]
-        try database.orderHistoryWrites()
+        try abilities.historyOrdering?.orderHistoryWrites()
         let insert: SQL = "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(values)))"
-        if database.dialect.capabilities.lastInsertedKey {
+        if database.dialect.capabilities.lastInsertedKey, let rowIDs = abilities.rowIDs {
             _ = try database.query(insert)
-            return database.lastInsertedRowID
+            return rowIDs.lastInsertedRowID
         }
         guard case .integer(let token)? = try database.query(insert + " RETURNING token").first?.first else { return nil }
         return token

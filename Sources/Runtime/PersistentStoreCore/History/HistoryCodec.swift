@@ -1,6 +1,7 @@
 import Foundation
 import JSONDocument
 import SchemaMetadata
+import TextEscaping
 
 /// The `changes` column of `schemagen_history` as JSON, documented in docs/runtime.md
 /// ("The history table") so other programs can read it:
@@ -27,7 +28,7 @@ enum HistoryCodec {
             if !firstGroup { out += "," }
             firstGroup = false
             out += "{\"entity\":"
-            JSONNode.writeString(entities[Int(head.entity)], to: &out)
+            TextEscaping.appendJSON(entities[Int(head.entity)], to: &out)
             out += ",\"kind\":\"\(head.kind.rawValue)\",\"keys\":["
             if !head.payload.isEmpty || head.kind == .update {
                 writeKey(head.key, to: &out)
@@ -92,7 +93,7 @@ enum HistoryCodec {
             out += ",\"changed\":["
             for (offset, item) in change.payload.enumerated() {
                 if offset > 0 { out += "," }
-                JSONNode.writeString(names[Int(item.name)], to: &out)
+                TextEscaping.appendJSON(names[Int(item.name)], to: &out)
             }
             out += "],\"values\":{"
         } else {
@@ -103,7 +104,7 @@ enum HistoryCodec {
             guard let value = item.value else { continue }
             if !first { out += "," }
             first = false
-            JSONNode.writeString(names[Int(item.name)], to: &out)
+            TextEscaping.appendJSON(names[Int(item.name)], to: &out)
             out += ":"
             writeValue(value, to: &out)
         }
@@ -123,7 +124,7 @@ enum HistoryCodec {
                 let text = "\(number)"
                 out += text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? text : text + ".0"
             }
-        case .text(let text): JSONNode.writeString(text, to: &out)
+        case .text(let text): TextEscaping.appendJSON(text, to: &out)
         case .blob(let bytes):
             out += "{\"blob\":\""
             for byte in bytes {
@@ -137,7 +138,7 @@ enum HistoryCodec {
         var out = "["
         for (offset, name) in names.enumerated() {
             if offset > 0 { out += "," }
-            JSONNode.writeString(name, to: &out)
+            TextEscaping.appendJSON(name, to: &out)
         }
         return out + "]"
     }

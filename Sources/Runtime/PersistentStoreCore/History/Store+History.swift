@@ -41,7 +41,9 @@ extension Store {
     }
 
     /// Creates the history tables when missing and starts recording, when history is on.
-    static func startHistory(_ database: any StoreDatabase, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false) throws(StoreError) -> ChangeRecorder? {
+    static func startHistory(
+        _ database: any StoreDatabase, abilities: StoreAbilities, schema: SchemaDescriptor, enabled: Bool, withTriggers: Bool = false
+    ) throws(StoreError) -> ChangeRecorder? {
         guard enabled else { return nil }
         do throws(DatabaseFailure) {
             let history = try database.tableExists("schemagen_history")
@@ -51,20 +53,20 @@ extension Store {
             throw .database(error)
         }
         let recorder = try ChangeRecorder(schema: schema, database: database)
-        if withTriggers || !database.observeRowChanges(into: recorder) {
+        if withTriggers || abilities.rowChangeHook?.observeRowChanges(into: recorder) != true {
+            let refusal = StoreError.notSupported(
+                "\(database.dialect.name) records no row changes here: open the store with `Configuration(recordsHistory: false)`, or set `history: false` in the schema")
+            guard let triggers = abilities.changeTriggers else { throw refusal }
             var tables: [(table: String, columns: [String])] = []
             for name in recorder.tableNames { tables.append((name, try ChangeRecorder.columns(of: name, database).map(\.name))) }
             do {
-                guard try database.installChangeTriggers(tables) else {
-                    throw StoreError.notSupported(
-                        "\(database.dialect.name) records no row changes here: open the store with `Configuration(recordsHistory: false)`, or set `history: false` in the schema")
-                }
+                guard try triggers.installChangeTriggers(tables) else { throw refusal }
             } catch let error as StoreError {
                 throw error
             } catch {
                 throw .database(error as? DatabaseFailure ?? DatabaseFailure(database: database.label, message: "\(error)", code: nil))
             }
-            recorder.usesTriggers = true
+            recorder.triggers = triggers
         }
         return recorder
     }

@@ -177,7 +177,7 @@ extension Store {
     private func prepareFirstSubscriber() {
         guard observation.isEmpty else { return }
         observation.deliveredToken = recordsHistory ? ((try? currentHistoryToken().value) ?? 0) : 0
-        observation.dataVersion = database.commitCounter() ?? 0
+        observation.dataVersion = abilities.commitWatching?.commitCounter() ?? 0
         observation.unseenLocalCommit = false
     }
 
@@ -197,7 +197,7 @@ extension Store {
     /// Watches the file for commits of other connections; an in-memory database has none.
     private func startWatching() {
         guard observation.watcher == nil else { return }
-        observation.watcher = database.watchCommits { [weak self] in
+        observation.watcher = abilities.commitWatching?.watchCommits { [weak self] in
             Task { await self?.watcherWoke() }
         }
     }
@@ -228,7 +228,7 @@ extension Store {
         guard !observation.isEmpty else { return }
         observation.deliveries += 1
         var external = false
-        if let version = database.commitCounter() {
+        if let version = abilities.commitWatching?.commitCounter() {
             if version != observation.dataVersion {
                 observation.dataVersion = version
                 external = true

@@ -1,4 +1,3 @@
-import PersistentStoreCore
 import SchemaMetadata
 
 /// Several stores on one database, each on a connection of its own, for a server that serves
@@ -7,28 +6,32 @@ import SchemaMetadata
 /// back when done, so a transaction runs whole on one connection. Calls beyond `size` wait
 /// their turn, first come first served.
 ///
-///     let pool = try StorePool(url: ProcessInfo.processInfo.environment["DATABASE_URL"], size: 8,
+///     let pool = try StorePool(url: "postgres://app@db.internal/flights", size: 8,   // PersistentStorePostgres
 ///                              schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
 ///     let delayed = try await pool.withStore { try await $0.fetch(Flight.self, where: #Predicate { $0.status == "Delayed" }) }
 ///     try await pool.transaction { store in try store.insert(flight) }
 ///
 /// Opening migrates once (the first store, with `configuration.migrations`); the others only
-/// verify. On SQLite the pool's stores are connections to one file: reads run side by side,
-/// writes take turns on SQLite's lock.
+/// verify. Each adapter adds an initializer: `StorePool(url:)` on PostgreSQL, `StorePool(path:)`
+/// on SQLite, whose stores are connections to one file (reads run side by side, writes take turns
+/// on SQLite's lock). The pool itself holds no SQL and names no engine.
 public final class StorePool: Sendable {
     /// Every store of the pool, opened.
     public let stores: [Store]
     private let idle: IdleStores
 
-    /// Opens `size` stores on the database the URL names (as `Store(url:)` does).
-    public init(
-        url: String? = nil, size: Int = 8, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Store.Configuration = Store.Configuration()
-    ) throws(StoreError) {
+    /// Opens `size` stores with `open`, handing it the configuration each opens with: the first
+    /// store's is `configuration`, the others' only verify the migrations.
+    ///
+    ///     let pool = try StorePool(size: 4) { configuration in
+    ///         try Store(path: "app.sqlite", schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration)
+    ///     }
+    public init(size: Int = 8, configuration: Store.Configuration = Store.Configuration(), opening open: (Store.Configuration) throws(StoreError) -> Store) throws(StoreError) {
         guard size >= 1 else { throw .unsupportedDatabase("a pool needs at least one store (size \(size))") }
-        var stores = [try Store(url: url, schema: schema, migrations: migrations, configuration: configuration)]
+        var stores = [try open(configuration)]
         var others = configuration
         others.migrations = .verify
-        for _ in 1..<size { stores.append(try Store(url: url, schema: schema, migrations: migrations, configuration: others)) }
+        for _ in 1..<size { stores.append(try open(others)) }
         self.stores = stores
         idle = IdleStores(count: size)
     }

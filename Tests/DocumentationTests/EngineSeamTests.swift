@@ -1,0 +1,63 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The seams between the engine-free cores and the engine adapters stay small: a core protocol
+/// of a few requirements, and what only some engines can do as ability protocols the cores look
+/// up once, never as flags on the adapter (docs/architecture.md).
+@Suite struct EngineSeamTests {
+    /// The requirements of `protocol name` in `file` of `target`: its members at the first
+    /// indentation level, attributes and comments aside.
+    static func requirements(of name: String, in file: String, target: String) throws -> [String] {
+        let text = try String(contentsOf: sourceFolder(of: target).appendingPathComponent(file), encoding: .utf8)
+        let lines = text.components(separatedBy: "\n")
+        let start = try #require(lines.firstIndex { $0.hasPrefix("public protocol \(name):") || $0.hasPrefix("public protocol \(name) ") })
+        var found: [String] = []
+        for line in lines[(start + 1)...] {
+            if line == "}" { break }
+            let member = line.hasPrefix("    ") && !line.hasPrefix("     ") ? line.dropFirst(4) : ""
+            if member.hasPrefix("func ") || member.hasPrefix("var ") || member.hasPrefix("associatedtype ") || member.hasPrefix("init") {
+                found.append(String(member))
+            }
+        }
+        return found
+    }
+
+    @Test func theStoresAdapterIsASmallCorePlusAbilities() throws {
+        let core = try Self.requirements(of: "StoreDatabase", in: "StoreDatabase.swift", target: "PersistentStoreCore")
+        #expect(core.count <= 16, "StoreDatabase has \(core.count) requirements; what only some engines do belongs in an ability protocol:\n\(core.joined(separator: "\n"))")
+        // A Bool property that says what the engine can do is an ability in disguise;
+        // `isInTransaction` is state, not a capability.
+        let flags = core.filter { $0.hasPrefix("var ") && $0.contains(": Bool") && !$0.hasPrefix("var isInTransaction") }
+        #expect(flags.isEmpty, "capability flags on StoreDatabase: \(flags)")
+        for ability in [
+            "FileDatabase", "SteppedRows", "InsertedRowIDs", "BorrowedColumns", "StatementPipelining", "BulkRowStaging", "GeneratedKeyReservation", "RowChangeHook", "ChangeTriggers",
+            "HistoryOrdering", "CommitWatching",
+        ] {
+            let members = try Self.requirements(of: ability, in: "StoreDatabase.swift", target: "PersistentStoreCore")
+            #expect(members.count <= 3, "\(ability) has \(members.count) requirements")
+        }
+    }
+
+    @Test func theMigratorsAdapterIsASmallCorePlusAbilities() throws {
+        let core = try Self.requirements(of: "MigrationDatabase", in: "MigrationDatabase.swift", target: "MigratorCore")
+        #expect(core.count <= 16, "MigrationDatabase has \(core.count) requirements:\n\(core.joined(separator: "\n"))")
+        #expect(core.filter { $0.hasPrefix("var ") && $0.contains(": Bool") }.isEmpty)
+    }
+
+    /// The cores never ask which adapter they hold: what differs is an ability or a dialect
+    /// capability.
+    @Test func theCoresNeverNameAnAdapter() throws {
+        for target in ["PersistentStoreCore", "MigratorCore"] {
+            let folder = sourceFolder(of: target).path
+            for file in swiftFiles(under: folder) {
+                // Code only: a doc comment may show an adapter in use.
+                let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
+                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+                for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
+                    #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
+                }
+            }
+        }
+    }
+}
