@@ -263,6 +263,23 @@ let layers: [String: [String]] = [
     "Benchmarks": ["store-benchmark"],
     "Fuzzers": ["SchemaFuzz", "PlannerFuzz"],
 ]
+// Tests follow the same layers (plus `Project`: the docs and the test helpers' own tests).
+let testLayers: [String: [String]] = [
+    "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests"],
+    "Engines": ["SQLiteKitTests", "MigratorTests", "PersistentStoreTests"],
+    "Tools": [
+        "CommandLineKitTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",
+        "SchemaDiagramsTests", "SchemagenPipelineTests", "SchemagenCLITests",
+    ],
+    "Examples": ["ExampleModelsTests", "FlightsExampleTests", "TodoExampleTests"],
+    "Project": ["DocumentationTests", "TestSupportTests"],
+]
+for target in package.targets where target.type == .test && target.path == nil {
+    guard let layer = testLayers.first(where: { $0.value.contains(target.name) })?.key else {
+        fatalError("test target \(target.name) belongs to no layer: add it to `testLayers` in Package.swift")
+    }
+    target.path = "Tests/\(layer)/\(target.name)"
+}
 for target in package.targets where target.type != .test && target.path == nil {
     guard let layer = layers.first(where: { $0.value.contains(target.name) })?.key else {
         fatalError("target \(target.name) belongs to no layer: add it to `layers` in Package.swift")

@@ -8,7 +8,7 @@ import SchemaMetadata
 /// A PostgreSQL database: DDL is transactional, and concurrent migrators are kept apart by a
 /// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
 /// history may live in a schema of its own.
-public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating {
+public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating, ColumnRetyping {
     /// The connection migrations run on (and hold the advisory lock with).
     public let connection: PostgresConnection
     /// PostgreSQL's dialect.
@@ -159,6 +159,23 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     public func createSchemaIfMissing(_ schema: String) throws(MigratorError) {
         guard try query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [.text(schema)]).isEmpty else { return }
         try execute("CREATE SCHEMA IF NOT EXISTS \(dialect.quote(schema));")
+    }
+
+    // MARK: ColumnRetyping
+
+    /// The column's `data_type` in `information_schema.columns`.
+    public func declaredType(of column: String, in table: String, schema: String) throws(MigratorError) -> String? {
+        let rows = try query(
+            "SELECT data_type::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+            [.text(schema), .text(table), .text(column)])
+        if case .text(let type)? = rows.first?.first { return type }
+        return nil
+    }
+
+    /// `ALTER COLUMN ... TYPE ... USING`, each value cast to the new type.
+    public func retype(_ column: String, of table: String, schema: String, to type: String) throws(MigratorError) {
+        let name = dialect.quote(column)
+        try execute("ALTER TABLE \(qualifiedName(table, schema: schema)) ALTER COLUMN \(name) TYPE \(type) USING \(name)::\(type);")
     }
 
     // MARK: OnlineMigrating

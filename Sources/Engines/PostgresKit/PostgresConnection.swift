@@ -35,6 +35,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// SQLSTATEs the toolkit acts on (PostgreSQL's Appendix A).
 public enum SQLState {
+    /// A function refused an argument's value (`to_tsquery` given text it cannot read, say).
+    public static let invalidParameterValue = "22023"
     /// A statement waited longer than `lock_timeout` for a lock.
     public static let lockNotAvailable = "55P03"
     /// Cancelled: by `statement_timeout`, or by a cancel request.

@@ -13,6 +13,9 @@ extension PostgresError {
                 case SQLState.queryCanceled: .interrupted
                 case SQLState.readOnlyTransaction: .readOnly
                 case let state? where state.hasPrefix("23"): .constraint
+                // The statement's text or an argument it cannot read: syntax, a missing table or
+                // column, a malformed full-text query.
+                case SQLState.invalidParameterValue: .statement
                 case let state? where state.hasPrefix("42"): .statement
                 default: nil
                 }

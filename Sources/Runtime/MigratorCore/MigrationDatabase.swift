@@ -77,6 +77,17 @@ public protocol MigrationNamespaces: MigrationDatabase {
     func createSchemaIfMissing(_ schema: String) throws(MigratorError)
 }
 
+/// Columns whose declared type can be read and changed in place (PostgreSQL): the history table
+/// an earlier release wrote, whose `applied_at` was text, gains the timestamp type. Engines that
+/// store timestamps as text need nothing.
+public protocol ColumnRetyping: MigrationDatabase {
+    /// The declared type of `column` of `table` in `schema`, as the catalogue names it (`text`,
+    /// `timestamp with time zone`); nil when there is no such column.
+    func declaredType(of column: String, in table: String, schema: String) throws(MigratorError) -> String?
+    /// Changes the column's type in place, converting each value.
+    func retype(_ column: String, of table: String, schema: String, to type: String) throws(MigratorError)
+}
+
 /// Online (expand/contract) migrations: a per-session lock timeout for their DDL, the names the
 /// statements resolve in, and the flag their sync triggers skip backfills by (PostgreSQL).
 public protocol OnlineMigrating: MigrationDatabase {

@@ -646,15 +646,15 @@ extension Migrator {
         /// A batch's last key past the rows `range` selects (a whole batch on), and how many rows
         /// it holds: fewer than a batch at the table's end, counted for the progress.
         func batchEnd(after range: String, _ bound: [StoredValue]) throws(MigratorError) -> (end: String, rows: Int)? {
-            let whole = try database.query("SELECT \(key)::text AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound)
+            let whole = try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound)
             if case .text(let end)? = whole.first?.first { return (end, backfill.batch) }
-            let rest = try database.query("SELECT max(\(key))::text, count(*) FROM \(table) WHERE \(range)", bound).first
+            let rest = try database.query("SELECT CAST(max(\(key)) AS text), count(*) FROM \(table) WHERE \(range)", bound).first
             guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
             return (end, Int(rows))
         }
         guard backfill.inclusive else {
             // Files of earlier releases: `$1` the exclusive lower bound, NULL for the first batch.
-            let after = "($1::\(type) IS NULL OR \(key) > $1::\(type))"
+            let after = "(CAST($1 AS \(type)) IS NULL OR \(key) > CAST($1 AS \(type)))"
             while try notCancelled(),
                 try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
                     let bound: [StoredValue] = [last.map(StoredValue.text) ?? .null]
@@ -673,12 +673,12 @@ extension Migrator {
             try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
                 let start =
                     if let last {
-                        try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) WHERE \(key) > $1::\(type) ORDER BY \(key) LIMIT 1", [.text(last)])
+                        try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) WHERE \(key) > CAST($1 AS \(type)) ORDER BY \(key) LIMIT 1", [.text(last)])
                     } else {
-                        try database.query("SELECT \(key)::text AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
+                        try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
                     }
                 guard case .text(let first)? = start.first?.first else { return nil }
-                guard let (end, rows) = try batchEnd(after: "\(key) >= $1::\(type)", [.text(first)]) else { return nil }
+                guard let (end, rows) = try batchEnd(after: "\(key) >= CAST($1 AS \(type))", [.text(first)]) else { return nil }
                 return (.text(first), .text(end), rows)
             })
         {
@@ -705,10 +705,10 @@ extension Migrator {
                 do throws(MigratorError) {
                     try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
                     try online?.markBackfill()
-                    let range = try database.query("SELECT min(\(key))::text, max(\(key))::text FROM \(table)", []).first ?? []
+                    let range = try database.query("SELECT CAST(min(\(key)) AS text), CAST(max(\(key)) AS text) FROM \(table)", []).first ?? []
                     if range.count == 2, case .text = range[0] {
                         try runBackfillUpdate(update, range, file: file, section: section, line: line)
-                        held = try database.query("SELECT \(key)::text FROM (\(pending)) AS schemagen_pending LIMIT 20", range).compactMap {
+                        held = try database.query("SELECT CAST(\(key) AS text) FROM (\(pending)) AS schemagen_pending LIMIT 20", range).compactMap {
                             if case .text(let text)? = $0.first { text } else { nil }
                         }
                     }

@@ -118,13 +118,11 @@ public final class Migrator {
             knownHistoryColumns = nil
         }
         // Timestamps that have a type of their own were text in an earlier release.
-        let timestampType = dialect.columnType(.date)
-        if timestampType != dialect.columnType(.text),
-            try database.query(
-                "SELECT data_type::text FROM information_schema.columns WHERE table_schema = \(value: .text(historySchema)) AND table_name = \(value: .text(Self.historyTable)) AND column_name = 'applied_at'"
-            ) == [[.text("text")]]
+        let (timestampType, textType) = (dialect.columnType(.date), dialect.columnType(.text))
+        if timestampType != textType, let retyping = database as? any ColumnRetyping,
+            try retyping.declaredType(of: "applied_at", in: Self.historyTable, schema: historySchema) == textType
         {
-            try database.execute("ALTER TABLE \(historyName) ALTER COLUMN \"applied_at\" TYPE \(timestampType) USING \"applied_at\"::\(timestampType);")
+            try retyping.retype("applied_at", of: Self.historyTable, schema: historySchema, to: timestampType)
         }
     }
 

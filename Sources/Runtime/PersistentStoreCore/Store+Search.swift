@@ -72,7 +72,7 @@ extension Store {
         }
         do {
             return try searchTsvector(M.self, query: "to_tsquery('simple', \(value: .text(query)))", where: predicate, limit: limit, snippets: snippets)
-        } catch .database(let error) where error.kind == .statement || error.code == "22023" || error.code == "42601" {
+        } catch .database(let error) where error.kind == .statement {
             throw .unsupportedPredicate(
                 "the tsquery '\(query)' is not valid: \(error.message); see https://www.postgresql.org/docs/current/datatype-textsearch.html, or search(matching:) for plain words")
         }

@@ -102,7 +102,7 @@ import Testing
 
     @Test func invalidSchemasStopGenerationWithDiagnostics() throws {
         let output = temporaryFolder()
-        let run = try runner.schemagen(["generate", "--schema", "Tests/SchemaKitTests/Invalid/inverses.yaml", "--output", output.path])
+        let run = try runner.schemagen(["generate", "--schema", "Tests/Tools/SchemaKitTests/Invalid/inverses.yaml", "--output", output.path])
         #expect(run.status == 1)
         #expect(run.error.contains("inverses.yaml:9:44: error: the inverse of 'Customer.invoices' names 'buyer'"))
         #expect(run.error.hasSuffix("schemagen: error: no code generated: fix the schema errors above\n"))

@@ -9,7 +9,7 @@ import Testing
 /// `.expected` file beside it. Run with `UPDATE_GOLDEN=1` to rewrite them after a deliberate
 /// change, then review the diff.
 @Suite struct GoldenDiagnosticsTests {
-    static let folder = repositoryRoot.appendingPathComponent("Tests/SchemaKitTests/Invalid")
+    static let folder = repositoryRoot.appendingPathComponent("Tests/Tools/SchemaKitTests/Invalid")
 
     static var cases: [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []

@@ -45,8 +45,8 @@ import Testing
         #expect(core.filter { $0.hasPrefix("var ") && $0.contains(": Bool") }.isEmpty)
     }
 
-    /// The cores never ask which adapter they hold: what differs is an ability or a dialect
-    /// capability.
+    /// The cores never ask which adapter they hold, nor read an engine's catalogue or error
+    /// codes: what differs is an ability or a dialect capability.
     @Test func theCoresNeverNameAnAdapter() throws {
         for target in ["PersistentStoreCore", "MigratorCore"] {
             let folder = sourceFolder(of: target).path
@@ -57,6 +57,11 @@ import Testing
                 for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
                     #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
                 }
+                // An engine's catalogue and its error codes are the adapter's to read.
+                for catalogue in ["information_schema", "pg_catalog", "pg_class", "pg_namespace", "sqlite_schema", "sqlite_master"] {
+                    #expect(!code.contains(catalogue), "\(target)/\(file) reads \(catalogue)")
+                }
+                #expect(code.firstMatch(of: /"[0-9][0-9A-Z]{4}"/) == nil, "\(target)/\(file) compares a raw SQLSTATE")
             }
         }
     }

@@ -8,7 +8,7 @@ import Testing
 
 @testable import FlightsExample
 
-let fixturesRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+let fixturesRoot = repositoryRoot.appendingPathComponent("Tests/Fixtures")
 let fixtures = fixturesRoot.appendingPathComponent("Flights").path
 let malformedFixtures = fixturesRoot.appendingPathComponent("FlightsMalformed").path
 

@@ -13,7 +13,7 @@ import Testing
         try Self.tool.run(arguments, in: directory)
     }
 
-    func invalid(_ name: String) -> String { "Tests/SchemaKitTests/Invalid/\(name)" }
+    func invalid(_ name: String) -> String { "Tests/Tools/SchemaKitTests/Invalid/\(name)" }
 
     @Test func validatesTheExampleSchemasByDefault() throws {
         let run = try schemagen(["validate"])
@@ -27,7 +27,7 @@ import Testing
         #expect(run.status == 1)
         #expect(
             run.output.contains(
-                "Tests/SchemaKitTests/Invalid/unknown-keys.yaml:14:30: error: unknown key 'uniqe' in attribute 'number'; did you mean 'unique'? [unknown-key]\n      number: {type: String, uniqe: true}\n                             ^~~~~\n"
+                "Tests/Tools/SchemaKitTests/Invalid/unknown-keys.yaml:14:30: error: unknown key 'uniqe' in attribute 'number'; did you mean 'unique'? [unknown-key]\n      number: {type: String, uniqe: true}\n                             ^~~~~\n"
             ))
         #expect(run.output.hasSuffix("Checked 1 schema file: 6 errors in 1 file.\n"))
     }
@@ -65,7 +65,7 @@ import Testing
         #expect(run.status == 1)
         #expect(
             run.output
-                == "::error file=Tests/SchemaKitTests/Invalid/tabs.yaml,line=5,col=1,endColumn=2,title=yaml-syntax::YAML syntax error: a tab character here is not allowed in YAML indentation; indent with spaces\n"
+                == "::error file=Tests/Tools/SchemaKitTests/Invalid/tabs.yaml,line=5,col=1,endColumn=2,title=yaml-syntax::YAML syntax error: a tab character here is not allowed in YAML indentation; indent with spaces\n"
         )
     }
 
