@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
         // Where a database is: a SQLite path, a PostgreSQL URL or keyword string; passwords masked.
         .target(name: "DatabaseLocation"),
-        .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "DatabaseLocation", "SchemaMetadata"]),
+        .target(name: "PostgresKit", dependencies: ["CPostgreSQL", "DatabaseLocation", "SQLDialects", "SchemaMetadata"]),
         .target(name: "MigrationFiles", dependencies: ["CCrypto", "Diagnostics", "SchemaMetadata", "SQLDialects"]),
         // The migrator's core imports no engine; each engine's adapter sits beside its C library,
         // so an application links only the engines it uses.

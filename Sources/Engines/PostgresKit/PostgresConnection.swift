@@ -1,6 +1,7 @@
 import CPostgreSQL
 import DatabaseLocation
 import Foundation
+import SQLDialects
 import SchemaMetadata
 
 /// What PostgreSQL (or libpq) reported: the SQLSTATE and the message's parts, as the server
@@ -338,8 +339,7 @@ public final class PostgresConnection {
     ///     let copied = try connection.copy(into: "airports", columns: ["icao", "name"], rows: [[.text("KSFO"), .text("San Francisco")]])
     public func copy<Rows: Sequence>(into table: String, columns: [String], rows: Rows) throws(PostgresError) -> Int
     where Rows.Element: Collection<StoredValue> {
-        let quoted = columns.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ", ")
-        let sql = "COPY \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\" (\(quoted)) FROM STDIN"
+        let sql = ("COPY \(identifier: table) (\(SQL.identifiers(columns))) FROM STDIN" as SQL).rendered(for: PostgresDialect()).text
         let start = PQexec(handle, sql)
         let status = PQresultStatus(start)
         if status != PGRES_COPY_IN {

@@ -1,5 +1,6 @@
 import CPostgreSQL
 import Foundation
+import SQLDialects
 
 #if canImport(Glibc)
 import Glibc
@@ -76,7 +77,7 @@ public final class PostgresListener: @unchecked Sendable {
         var pause = 0.05
         while !isStopped {
             guard let connection = try? PostgresConnection(target, applicationName: applicationName, networkTimeout: Self.networkTimeout),
-                (try? connection.execute("LISTEN \"" + channel.replacingOccurrences(of: "\"", with: "\"\"") + "\"")) != nil,
+                (try? connection.execute("LISTEN \(PostgresDialect().quote(channel))")) != nil,
                 let socket = connection.socket
             else {
                 if wait(pause).stopped { return }

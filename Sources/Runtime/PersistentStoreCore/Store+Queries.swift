@@ -13,9 +13,7 @@ extension Store {
         let schema = self.schema
         builder.isDayColumn = { table, column in Self.holdsDays(table.flatMap(schema.entity(forTable:)) ?? M.entity, column) }
         do {
-            let condition = try translate(predicate.expression, &builder)
-            try builder.checkEncryptedUse(condition)
-            return " WHERE \(builder.fragment(condition))"
+            return " WHERE \(try translateExpression(predicate.expression, &builder))"
         } catch {
             throw .unsupportedPredicate(error.description)
         }
@@ -161,12 +159,8 @@ extension Store {
         builder.cipher = { table, column in ciphers[table ?? M.entity.table]?[column] }
         builder.isDayColumn = { table, column in Self.holdsDays(table.flatMap(schema.entity(forTable:)) ?? M.entity, column) }
         do throws(PredicateTranslationError) {
-            let condition = try translate(predicate.expression, &builder)
-            try builder.checkEncryptedUse(condition + builder.levels.flatMap(\.clauses).joined())
-            // Joins come first in the statement, so their parameters (none today) are bound first.
-            let joins = builder.levels[0].clauses.joined(separator: " ")
-            if joins.contains(SQLBuilder.parameterMarker) { throw PredicateTranslationError(expression: "a value inside a join") }
-            return (SQL(verbatim: joins), builder.fragment(condition), builder.entitiesRead.union([M.entity.name]))
+            let condition = try translateExpression(predicate.expression, &builder)
+            return (SQL.list(builder.levels[0].clauses, separator: " "), condition, builder.entitiesRead.union([M.entity.name]))
         } catch {
             throw .unsupportedPredicate(error.description)
         }

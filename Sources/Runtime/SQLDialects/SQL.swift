@@ -68,6 +68,12 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
         return joined
     }
 
+    /// The value the fragment binds when it is exactly one parameter (a value a predicate
+    /// compares), so callers can fold or transform it before it lands in a statement.
+    public var boundValue: StoredValue? {
+        if pieces.count == 1, case .parameter(let value) = pieces[0] { value } else { nil }
+    }
+
     /// Whether the fragment says nothing.
     public var isEmpty: Bool { pieces.isEmpty }
 

@@ -16,11 +16,11 @@ public protocol SQLDialect: Sendable {
     func columnType(_ kind: StorageKind) -> String
     /// `a` equal to `b` where NULL equals NULL (`negated`: differs), as Swift's `==` compares
     /// optionals.
-    func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String
+    func nullSafeEquality(_ a: SQL, _ b: SQL, negated: Bool) -> SQL
     /// The 1-based position of `needle` in `text`, 0 when absent.
-    func position(of needle: String, in text: String) -> String
+    func position(of needle: SQL, in text: SQL) -> SQL
     /// The larger of two values.
-    func greatest(_ a: String, _ b: String) -> String
+    func greatest(_ a: SQL, _ b: SQL) -> SQL
     /// A column definition for a key the database generates, increasing, never reused.
     func generatedKeyColumn(_ name: String) -> String
 }
@@ -28,6 +28,19 @@ public protocol SQLDialect: Sendable {
 extension SQLDialect {
     /// `sqlite`, `postgres`: the name of a dialect's migration folder and of the header's `dialect`.
     public var name: String { registryName.rawValue }
+
+    @available(*, deprecated, message: "build the operands as SQL: nullSafeEquality(_: SQL, _: SQL, negated:)")
+    public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String {
+        nullSafeEquality(SQL(verbatim: a), SQL(verbatim: b), negated: negated).rendered(for: self).text
+    }
+
+    @available(*, deprecated, message: "build the operands as SQL: position(of: SQL, in: SQL)")
+    public func position(of needle: String, in text: String) -> String {
+        position(of: SQL(verbatim: needle), in: SQL(verbatim: text)).rendered(for: self).text
+    }
+
+    @available(*, deprecated, message: "build the operands as SQL: greatest(_: SQL, _: SQL)")
+    public func greatest(_ a: String, _ b: String) -> String { greatest(SQL(verbatim: a), SQL(verbatim: b)).rendered(for: self).text }
 }
 
 /// The dialect registry: every dialect the toolkit plans and applies migrations for, and what
@@ -166,9 +179,9 @@ public struct SQLiteDialect: SQLDialect {
 
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
-    public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String { "(\(a) \(negated ? "IS NOT" : "IS") \(b))" }
-    public func position(of needle: String, in text: String) -> String { "instr(\(text), \(needle))" }
-    public func greatest(_ a: String, _ b: String) -> String { "max(\(a), \(b))" }
+    public func nullSafeEquality(_ a: SQL, _ b: SQL, negated: Bool) -> SQL { "(\(a) \(SQL(verbatim: negated ? "IS NOT" : "IS")) \(b))" }
+    public func position(of needle: SQL, in text: SQL) -> SQL { "instr(\(text), \(needle))" }
+    public func greatest(_ a: SQL, _ b: SQL) -> SQL { "max(\(a), \(b))" }
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) INTEGER PRIMARY KEY AUTOINCREMENT" }
 
     /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, days, UUIDs, URLs and
@@ -211,9 +224,9 @@ public struct PostgresDialect: SQLDialect {
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
     /// Standard strings (`standard_conforming_strings` is on since 9.1): backslashes are literal.
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
-    public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String { "(\(a) IS \(negated ? "" : "NOT ")DISTINCT FROM \(b))" }
-    public func position(of needle: String, in text: String) -> String { "strpos(\(text), \(needle))" }
-    public func greatest(_ a: String, _ b: String) -> String { "greatest(\(a), \(b))" }
+    public func nullSafeEquality(_ a: SQL, _ b: SQL, negated: Bool) -> SQL { "(\(a) IS \(SQL(verbatim: negated ? "" : "NOT "))DISTINCT FROM \(b))" }
+    public func position(of needle: SQL, in text: SQL) -> SQL { "strpos(\(text), \(needle))" }
+    public func greatest(_ a: SQL, _ b: SQL) -> SQL { "greatest(\(a), \(b))" }
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
 
     public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }

@@ -65,4 +65,25 @@ import Testing
             }
         }
     }
+
+    /// A predicate becomes `SQL` fragments as it is translated: values travel inside the
+    /// fragments, so nothing marks a parameter in text, re-parses text into SQL or takes a bound
+    /// value back off a list.
+    @Test func predicatesTranslateToSQLFragments() throws {
+        let file = sourceFolder(of: "PersistentStoreCore").appendingPathComponent("PredicateTranslator.swift")
+        let code = try String(contentsOf: file, encoding: .utf8)
+        #expect(!code.contains("\\u{1}"), "PredicateTranslator.swift marks text with \\u{1}")
+        #expect(!code.contains("popLast"), "PredicateTranslator.swift takes a bound value back with popLast")
+        #expect(!code.contains("SQL(verbatim: \""), "PredicateTranslator.swift turns text into SQL")
+        #expect(code.contains("func sql(_ builder: inout SQLBuilder) throws(PredicateTranslationError) -> Translation"))
+    }
+
+    /// PostgresKit quotes names through the dialect, as everything else that writes SQL does.
+    @Test func postgresKitQuotesThroughTheDialect() throws {
+        let folder = sourceFolder(of: "PostgresKit").path
+        for file in swiftFiles(under: folder) {
+            let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
+            #expect(!code.contains(#"replacingOccurrences(of: "\"", with: "\"\"")"#), "PostgresKit/\(file) doubles quotes by hand")
+        }
+    }
 }

@@ -125,7 +125,7 @@ extension Store {
         _ = try query(
             """
             INSERT INTO schemagen_history_pruned (schema, through) VALUES (\(value: schemaName), \(value: .integer(through)))
-            ON CONFLICT (schema) DO UPDATE SET through = \(SQL(verbatim: database.dialect.greatest("schemagen_history_pruned.through", "excluded.through")))
+            ON CONFLICT (schema) DO UPDATE SET through = \(database.dialect.greatest("schemagen_history_pruned.through", "excluded.through"))
             """)
         return deleted
     }
