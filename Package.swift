@@ -212,7 +212,7 @@ let package = Package(
             name: "PersistentStoreTests",
             dependencies: [
                 "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "DatabaseLocation",
-                "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit",
+                "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects",
             ]),
         .testTarget(
             name: "MigratorTests",

@@ -45,8 +45,30 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         try wrap { () throws(PostgresError) in try connection.query(sql, arguments) }
     }
 
+    /// A statement built by construction, rendered with `$1`-style parameters.
+    public func query(_ statement: SQL) throws(MigratorError) -> [[StoredValue]] {
+        let (text, arguments) = statement.rendered(for: dialect)
+        return try query(text, arguments)
+    }
+
+    /// SQL without parameters.
+    public func execute(_ sql: SQL) throws(MigratorError) { try execute(sql.rendered(for: dialect).text) }
+
+    /// A migration file's statement with its own parameters.
+    public func query(_ statement: MigrationScriptText, arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]] {
+        try query(statement.text, arguments)
+    }
+
     /// The statements of a script, split as PostgreSQL splits them (dollar quotes whole).
     public func statementCount(_ sql: String) -> Int { PostgresScript.statements(in: sql).count }
+
+    /// The statements of a migration file's script.
+    public func statementCount(_ script: MigrationScriptText) -> Int { statementCount(script.text) }
+
+    /// Runs a migration file's script statement by statement.
+    public func runScript(_ script: MigrationScriptText, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
+        try runScript(script.text, shouldStop: shouldStop, willRun: willRun)
+    }
 
     /// Runs a script statement by statement, telling lock and statement timeouts and a lost
     /// connection apart.
@@ -73,13 +95,16 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     public func rollback() { try? connection.execute("ROLLBACK;") }
 
     /// `"schema"."table"`, or the bare quoted name for the search path.
-    public func qualifiedName(_ table: String, schema: String?) -> String {
-        (schema.map { dialect.quote($0) + "." } ?? "") + dialect.quote(table)
+    public func qualifiedName(_ table: String, schema: String?) -> SQL {
+        schema.map { "\(identifier: $0).\(identifier: table)" } ?? .identifier(table)
     }
+
+    /// The qualified name as `to_regclass` reads it.
+    private func regclassName(_ table: String, schema: String?) -> StoredValue { .text(qualifiedName(table, schema: schema).rendered(for: dialect).text) }
 
     /// `to_regclass` of the qualified name.
     public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool {
-        try query("SELECT to_regclass($1) IS NOT NULL", [.text(qualifiedName(name, schema: schema))]) == [[.integer(1)]]
+        try query("SELECT to_regclass($1) IS NOT NULL", [regclassName(name, schema: schema)]) == [[.integer(1)]]
     }
 
     /// The table's live columns from `pg_attribute`.
@@ -87,14 +112,14 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         guard try tableExists(table, schema: schema) else { return nil }
         let rows = try query(
             "SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
-            [.text(qualifiedName(table, schema: schema))])
+            [regclassName(table, schema: schema)])
         return Set(rows.compactMap { if case .text(let name) = $0.first { name } else { nil } })
     }
 
     /// `to_char` of the timestamp in UTC, ISO 8601 with milliseconds.
-    public func timestampText(_ column: String) -> String {
+    public func timestampText(_ column: String) -> SQL {
         // The cast also reads a history table of an earlier release, whose timestamps were text.
-        "to_char(\(column)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        "to_char(\(identifier: column)::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
     }
 
     /// The session's role.
@@ -174,8 +199,9 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
 
     /// `ALTER COLUMN ... TYPE ... USING`, each value cast to the new type.
     public func retype(_ column: String, of table: String, schema: String, to type: String) throws(MigratorError) {
-        let name = dialect.quote(column)
-        try execute("ALTER TABLE \(qualifiedName(table, schema: schema)) ALTER COLUMN \(name) TYPE \(type) USING \(name)::\(type);")
+        // The type is the dialect's own word for a storage kind.
+        let type = SQL(verbatim: type)
+        try execute("ALTER TABLE \(qualifiedName(table, schema: schema)) ALTER COLUMN \(identifier: column) TYPE \(type) USING \(identifier: column)::\(type);" as SQL)
     }
 
     // MARK: OnlineMigrating

@@ -55,8 +55,30 @@ public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitchi
         try wrap { () throws(SQLiteError) in try connection.query(sql, arguments) }
     }
 
+    /// A statement built by construction, rendered with `?` parameters.
+    public func query(_ statement: SQL) throws(MigratorError) -> [[StoredValue]] {
+        let (text, arguments) = statement.rendered(for: dialect)
+        return try query(text, arguments)
+    }
+
+    /// SQL without parameters.
+    public func execute(_ sql: SQL) throws(MigratorError) { try execute(sql.rendered(for: dialect).text) }
+
+    /// A migration file's statement with its own parameters.
+    public func query(_ statement: MigrationScriptText, arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]] {
+        try query(statement.text, arguments)
+    }
+
     /// The statements of a script, split as SQLite splits them (triggers whole).
     public func statementCount(_ sql: String) -> Int { SQLiteConnection.statements(in: sql).count }
+
+    /// The statements of a migration file's script.
+    public func statementCount(_ script: MigrationScriptText) -> Int { statementCount(script.text) }
+
+    /// Runs a migration file's script statement by statement.
+    public func runScript(_ script: MigrationScriptText, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
+        try runScript(script.text, shouldStop: shouldStop, willRun: willRun)
+    }
 
     /// Runs a script statement by statement on the connection.
     public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
@@ -79,7 +101,7 @@ public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitchi
     public func rollback() { if connection.isInTransaction { try? connection.execute("ROLLBACK;") } }
 
     /// One namespace: `schema` is ignored.
-    public func qualifiedName(_ table: String, schema: String?) -> String { dialect.quote(table) }
+    public func qualifiedName(_ table: String, schema: String?) -> SQL { .identifier(table) }
 
     /// Whether `sqlite_schema` has the table.
     public func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool {
@@ -93,7 +115,7 @@ public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitchi
     }
 
     /// Timestamps are kept as ISO 8601 text already.
-    public func timestampText(_ column: String) -> String { column }
+    public func timestampText(_ column: String) -> SQL { .identifier(column) }
 
     /// The login name of the process: SQLite has no roles.
     public func currentUser() -> String { SystemUser.name }

@@ -28,28 +28,28 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool {
         let function = dialect.quote(Self.triggerFunction)
         // Created once, under a lock, so two stores opening at once do not both create them.
-        try execute("BEGIN")
+        try run("BEGIN")
         do throws(DatabaseFailure) {
-            _ = try query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
+            _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
             var schemaValue: StoredValue? = tableSchema.map(StoredValue.text)
-            if schemaValue == nil { schemaValue = try query("SELECT current_schema()", []).first?.first }
+            if schemaValue == nil { schemaValue = try rows("SELECT current_schema()", []).first?.first }
             guard case .text(let schemaName)? = schemaValue else {
                 throw DatabaseFailure(database: label, message: "the connection has no current schema (search_path) to record changes in", code: nil, kind: .statement)
             }
             let rowsTable = dialect.quote(schemaName) + "." + dialect.quote(Self.changedRowsTable)
-            try execute(
+            try run(
                 """
                 CREATE UNLOGGED TABLE IF NOT EXISTS \(rowsTable) (seq bigserial PRIMARY KEY, xact bigint NOT NULL, tbl text NOT NULL, op text NOT NULL, \
                 old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)
                 """)
-            try execute("CREATE INDEX IF NOT EXISTS \(dialect.quote(Self.changedRowsTable + "_xact")) ON \(rowsTable) (xact)")
+            try run("CREATE INDEX IF NOT EXISTS \(dialect.quote(Self.changedRowsTable + "_xact")) ON \(rowsTable) (xact)")
             // A function of an earlier release (a session's temporary table) is replaced.
-            let current = try query(
+            let current = try rows(
                 "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = to_regnamespace($2)", [.text(Self.triggerFunction), .text(dialect.quote(schemaName))]
             ).first?.first
             if case .text(let source)? = current, source.contains(Self.recordingSetting) {
             } else {
-                try execute(
+                try run(
                     """
                     CREATE OR REPLACE FUNCTION \(dialect.quote(schemaName)).\(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
                     DECLARE key text := TG_ARGV[0];
@@ -71,7 +71,7 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
                 // On the table itself: a view (an online migration's version) has no row triggers.
                 let physical = physicalTable(table)
                 // Triggers of this function, whatever a store of another version named them.
-                let existing = try query(
+                let existing = try rows(
                     "SELECT tgtype::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) AND tgfoid = to_regprocedure($2)",
                     [.text(physical), .text(dialect.quote(schemaName) + "." + function + "()")]
                 ).compactMap { row -> Int64? in if case .integer(let type) = row[0] { type } else { nil } }
@@ -83,18 +83,18 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
                 let before = SQLIdentifiers.fitted("schemagen_history_\(table)_change", to: dialect.capabilities.maximumIdentifierBytes)
                 let after = SQLIdentifiers.fitted("schemagen_history_\(table)_insert", to: dialect.capabilities.maximumIdentifierBytes)
                 if !hasBefore {
-                    try execute(
+                    try run(
                         "CREATE TRIGGER \(dialect.quote(before)) BEFORE UPDATE OR DELETE ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))"
                     )
                 }
                 if !hasAfter {
-                    try execute(
+                    try run(
                         "CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))")
                 }
             }
-            try execute("COMMIT")
+            try run("COMMIT")
         } catch {
-            try? execute("ROLLBACK")
+            try? run("ROLLBACK")
             throw error
         }
         recordedColumns = Dictionary(tables.map { ($0.table, $0.columns.count) }, uniquingKeysWith: { first, _ in first })
@@ -104,7 +104,7 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {
         var images: [(seq: Int64, table: String, image: RowImage)] = []
         let rowsTable = dialect.quote(Self.changedRowsTable)
-        let tables = try query("SELECT DISTINCT tbl FROM \(rowsTable) WHERE xact = txid_current()", []).compactMap { row -> String? in
+        let tables = try rows("SELECT DISTINCT tbl FROM \(rowsTable) WHERE xact = txid_current()", []).compactMap { row -> String? in
             if case .text(let name) = row[0] { name } else { nil }
         }
         for recorded in tables {
@@ -114,7 +114,7 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
             let type = dialect.quote(table)
             // Each image back as a row of the table (or of the version's view), typed by its
             // columns as reads are.
-            let rows = try query(
+            let rows = try rows(
                 """
                 DELETE FROM \(rowsTable) WHERE xact = txid_current() AND tbl = $1 \
                 RETURNING seq, op, old_rowid, new_rowid, (jsonb_populate_record(NULL::\(type), \(mappedImage("old_row", table: table)))).*, \
@@ -136,14 +136,14 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     /// Outside a transaction there is nothing: images live and die with their transaction.
     func discardChangedRows() throws(DatabaseFailure) {
         guard isInTransaction else { return }
-        try execute("DELETE FROM \(dialect.quote(Self.changedRowsTable)) WHERE xact = txid_current()")
+        try run("DELETE FROM \(dialect.quote(Self.changedRowsTable)) WHERE xact = txid_current()")
     }
 
     /// Tokens come from a sequence when the row is inserted, not when the transaction commits:
     /// holding this lock until the commit keeps token order and commit order the same, so a
     /// reader that has seen token N has seen every token below it.
     func orderHistoryWrites() throws(DatabaseFailure) {
-        _ = try query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.historyLock)])
+        _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.historyLock)])
     }
 
     private static func integer(_ value: StoredValue) -> Int64 {

@@ -82,9 +82,9 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// so the change triggers go on the tables. No-op when the schema is not served.
     func readViewMappings() throws(DatabaseFailure) {
         guard let versionSchema else { return }
-        guard case .text(let current)? = try query("SELECT current_schema()::text", []).first?.first else { return }
+        guard case .text(let current)? = try rows("SELECT current_schema()::text", []).first?.first else { return }
         tableSchema = current
-        let rows = try query(
+        let rows = try rows(
             "SELECT c.relname::text, obj_description(c.oid, 'pg_class') FROM pg_class c WHERE c.relnamespace = to_regnamespace($1) AND c.relkind = 'v'",
             [.text(dialect.quote(versionSchema))])
         guard !rows.isEmpty else {
@@ -103,7 +103,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         guard let versionSchema, let tableSchema, !transactionPooler else { return }
         // A search path skips a schema that does not exist: the code would read the tables
         // under their current names, silently.
-        let found = try query("SELECT to_regnamespace($1) IS NOT NULL", [.text(dialect.quote(versionSchema))])
+        let found = try rows("SELECT to_regnamespace($1) IS NOT NULL", [.text(dialect.quote(versionSchema))])
         guard found.first?.first == .integer(1) else {
             throw DatabaseFailure(
                 database: label,
@@ -112,7 +112,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
                 code: nil, kind: .statement)
         }
         let statement = "SET search_path TO \(dialect.quote(versionSchema)), \(dialect.quote(tableSchema))"
-        try execute(statement)
+        try run(statement)
         searchPath = statement
     }
 
@@ -168,40 +168,52 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         }
     }
 
-    func execute(_ script: String) throws(DatabaseFailure) {
+    // The store hands over `SQL` or statements rendered from it; the adapter's own statements,
+    // in PostgreSQL's words, go to the connection as they are (`run`, `rows`, `integer`).
+
+    func execute(_ script: SQL) throws(DatabaseFailure) { try run(script.rendered(for: dialect).text) }
+
+    func query(_ statement: RenderedSQL, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+        try rows(statement.text, arguments)
+    }
+
+    func run(_ script: String) throws(DatabaseFailure) {
         try wrap { () throws(PostgresError) in try connection.execute(script) }
     }
 
-    func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+    func rows(_ text: String, _ arguments: ArraySlice<StoredValue> = []) throws(DatabaseFailure) -> [[StoredValue]] {
         try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
+    }
+
+    func integer(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+        if case .integer(let value)? = try rows(text, arguments).first?.first { return value }
+        return nil
     }
 
     /// COPY is the server's fastest way in: a temporary table (`ON COMMIT DROP`: it lives in this
     /// transaction alone, so it works through a transaction pooler too) filled by COPY.
     func stageRows(_ rows: [ArraySlice<StoredValue>], columns: [String], like table: String) throws(DatabaseFailure) -> String {
         let stage = SQLIdentifiers.fitted("schemagen_stage_\(table)", to: dialect.capabilities.maximumIdentifierBytes)
-        let list = columns.map(dialect.quote).joined(separator: ", ")
         try execute(
-            "CREATE TEMP TABLE IF NOT EXISTS \(dialect.quote(stage)) ON COMMIT DROP AS SELECT \(list) FROM \(dialect.quote(table)) WITH NO DATA; TRUNCATE \(dialect.quote(stage))")
+            "CREATE TEMP TABLE IF NOT EXISTS \(identifier: stage) ON COMMIT DROP AS SELECT \(SQL.identifiers(columns)) FROM \(identifier: table) WITH NO DATA; TRUNCATE \(identifier: stage)")
         _ = try wrap { () throws(PostgresError) in try connection.copy(into: stage, columns: columns, rows: rows) }
         return stage
     }
 
     /// A round trip per statement is what bulk writes would wait on: they pipeline.
-    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
-        try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.text, $0.arguments) }) }
+    func pipeline(_ statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
+        try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.statement.text, $0.arguments) }) }
     }
 
-    func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
-        if case .integer(let value)? = try query(text, arguments).first?.first { return value }
-        return nil
+    func firstInteger(_ statement: RenderedSQL, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+        try integer(statement.text, values: arguments)
     }
 
     /// A result read whole, or, for `forEach` (`ownStatement`), through a cursor a batch at a
     /// time, so memory stays flat however many rows match.
-    func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
-        if ownStatement { return try streamThroughCursor(text, arguments, body) }
-        for var row in try query(text, arguments[...]) { try body(&row) }
+    func forEachRow(_ statement: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
+        if ownStatement { return try streamThroughCursor(statement, arguments, body) }
+        for var row in try query(statement, arguments[...]) { try body(&row) }
     }
 
     /// Rows a cursor hands over per round trip.
@@ -211,7 +223,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
 
     /// `DECLARE ... CURSOR`, then `FETCH` a batch at a time. A cursor lives in a transaction:
     /// outside one, a read-only one is opened for it (as `read { }` would).
-    private func streamThroughCursor(_ text: String, _ arguments: [StoredValue], _ body: (inout [StoredValue]) throws -> Void) throws {
+    private func streamThroughCursor(_ statement: RenderedSQL, _ arguments: [StoredValue], _ body: (inout [StoredValue]) throws -> Void) throws {
         let ownTransaction = !inTransaction
         if ownTransaction { try beginReadTransaction() }
         // Names by depth: the same statements each time, so they are prepared once.
@@ -219,17 +231,17 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         openCursors += 1
         defer { openCursors -= 1 }
         do {
-            _ = try query("DECLARE \(cursor) NO SCROLL CURSOR FOR \(text)", arguments[...])
+            _ = try rows("DECLARE \(cursor) NO SCROLL CURSOR FOR \(statement.text)", arguments[...])
             while true {
-                let rows = try query("FETCH \(Self.cursorBatch) FROM \(cursor)", [])
-                for var row in rows { try body(&row) }
-                if rows.count < Self.cursorBatch { break }
+                let batch = try rows("FETCH \(Self.cursorBatch) FROM \(cursor)")
+                for var row in batch { try body(&row) }
+                if batch.count < Self.cursorBatch { break }
             }
-            try execute("CLOSE \(cursor)")
+            try run("CLOSE \(cursor)")
         } catch {
             // Where a failed statement aborted the transaction, CLOSE fails too; the store then
             // rolls the transaction back.
-            if ownTransaction { try? rollbackTransaction() } else { _ = try? execute("CLOSE \(cursor)") }
+            if ownTransaction { try? rollbackTransaction() } else { _ = try? run("CLOSE \(cursor)") }
             throw error
         }
         if ownTransaction { try commitTransaction() }
@@ -242,12 +254,12 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// rows, in the same round trip (a setting of this transaction only: no session state).
     func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) {
         let begin = serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"
-        try execute(recordedColumns.isEmpty ? begin : "\(begin); SELECT set_config('\(Self.recordingSetting)', 'on', true)")
+        try run(recordedColumns.isEmpty ? begin : "\(begin); SELECT set_config('\(Self.recordingSetting)', 'on', true)")
         inTransaction = true
     }
 
     func beginReadTransaction() throws(DatabaseFailure) {
-        try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         inTransaction = true
     }
 
@@ -259,7 +271,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         }
         defer { inTransaction = false }
         do {
-            try execute("COMMIT")
+            try run("COMMIT")
         } catch {
             if !lost, connection.isInTransaction { _ = try? connection.execute("ROLLBACK") }
             throw error
@@ -274,7 +286,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         defer { inTransaction = false }
         // A lost connection's transaction was rolled back by the server.
         if lost { return }
-        try execute("ROLLBACK")
+        try run("ROLLBACK")
     }
 
     var isInTransaction: Bool { inTransaction }
@@ -282,7 +294,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     var changedRowCount: Int { connection.changedRowCount }
 
     func reserveGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64? {
-        try firstInteger("SELECT nextval(pg_get_serial_sequence(format('%I', $1::text), 'id'))", values: [.text(table)])
+        try integer("SELECT nextval(pg_get_serial_sequence(format('%I', $1::text), 'id'))", values: [.text(table)])
     }
 
     func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64 {
@@ -290,13 +302,13 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
             SELECT coalesce(max(last_value), 0) FROM pg_sequences \
             WHERE format('%I.%I', schemaname, sequencename) = pg_get_serial_sequence(format('%I', $1::text), 'id')
             """
-        return try firstInteger(sql, values: [.text(table)]) ?? 0
+        return try integer(sql, values: [.text(table)]) ?? 0
     }
 
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
         // As the search path finds it: a version's view (online migrations) counts, as does the
         // store's own table in the tables' schema behind it.
-        try firstInteger("SELECT count(*) FROM pg_class WHERE oid = coalesce(to_regclass($1), to_regclass($2)) AND relkind IN ('r', 'p', 'v')", values: relation(table)[...]) == 1
+        try integer("SELECT count(*) FROM pg_class WHERE oid = coalesce(to_regclass($1), to_regclass($2)) AND relkind IN ('r', 'p', 'v')", values: relation(table)[...]) == 1
     }
 
     func columns(of table: String) throws(DatabaseFailure) -> [(name: String, type: String)] {
@@ -305,7 +317,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
             SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 AND table_schema = \
             (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = coalesce(to_regclass($2), to_regclass($3))) ORDER BY ordinal_position
             """
-        return try query(sql, [.text(table)] + relation(table)).map { row in
+        return try rows(sql, [.text(table)] + relation(table)).map { row in
             guard case .text(let name) = row[0] else { return ("", "") }
             if case .text(let type) = row[1] { return (name, type) }
             return (name, "")
@@ -327,7 +339,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// client and none for eight: a commit's flush to disk is what they wait on, so it was
     /// not kept.)
     func announceCommit() throws(DatabaseFailure) {
-        _ = try query("SELECT pg_notify($1, '')", [.text(Self.commitChannel)])
+        _ = try rows("SELECT pg_notify($1, '')", [.text(Self.commitChannel)])
     }
 
     /// A listener of its own, on its own connection and thread, reconnecting when lost.

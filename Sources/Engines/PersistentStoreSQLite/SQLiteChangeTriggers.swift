@@ -38,12 +38,12 @@ extension SQLiteStoreDatabase: ChangeTriggers {
 
                 """
         }
-        try execute(sql)
+        try run(sql)
         return true
     }
 
     func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {
-        let rows = try query("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.changedRowsTable) ORDER BY seq", [])
+        let rows = try rows("SELECT tbl, op, old_rowid, new_rowid, old_row, new_row FROM \(Self.changedRowsTable) ORDER BY seq", [])
         for row in rows {
             guard case .text(let name) = row[0], case .text(let op) = row[1] else { continue }
             let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
@@ -56,7 +56,7 @@ extension SQLiteStoreDatabase: ChangeTriggers {
         try discardChangedRows()
     }
 
-    func discardChangedRows() throws(DatabaseFailure) { try execute("DELETE FROM \(Self.changedRowsTable);") }
+    func discardChangedRows() throws(DatabaseFailure) { try run("DELETE FROM \(Self.changedRowsTable);") }
 
     private static func integer(_ value: StoredValue) -> Int64 {
         if case .integer(let number) = value { return number }

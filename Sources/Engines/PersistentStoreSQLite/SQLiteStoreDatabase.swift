@@ -37,42 +37,55 @@ final class SQLiteStoreDatabase: StoreDatabase, FileDatabase, SteppedRows, Inser
         do { return try body() } catch { throw error.failure(database: label) }
     }
 
-    func execute(_ script: String) throws(DatabaseFailure) {
+    // The store hands over `SQL` or statements rendered from it; the adapter's own statements,
+    // in SQLite's words, go to the connection as they are (`run`, `rows`, `integer`).
+
+    func execute(_ script: SQL) throws(DatabaseFailure) { try run(script.rendered(for: dialect).text) }
+
+    func query(_ statement: RenderedSQL, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+        try rows(statement.text, arguments)
+    }
+
+    func firstInteger(_ statement: RenderedSQL, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+        try integer(statement.text, values: arguments)
+    }
+
+    func run(_ script: String) throws(DatabaseFailure) {
         try wrap { () throws(SQLiteError) in try connection.execute(script) }
     }
 
-    func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
+    func rows(_ text: String, _ arguments: ArraySlice<StoredValue> = []) throws(DatabaseFailure) -> [[StoredValue]] {
         try wrap { () throws(SQLiteError) in try connection.query(text, values: arguments) }
     }
 
-    func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
+    func integer(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
         try wrap { () throws(SQLiteError) in try connection.firstInteger(text, values: arguments) }
     }
 
-    func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
+    func forEachRow(_ statement: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws {
         do {
-            try connection.forEachRowInPlace(text, arguments, ownStatement: ownStatement, body)
+            try connection.forEachRowInPlace(statement.text, arguments, ownStatement: ownStatement, body)
         } catch let error as SQLiteError {
             throw error.failure(database: label)
         }
     }
 
     func forEachRow(
-        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        _ statement: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
         with open: (Int, BorrowedValue, [StoredValue]) throws -> StoredValue, _ body: (inout [StoredValue]) throws -> Void
     ) throws {
         do {
-            try connection.forEachRowInPlace(text, arguments, ownStatement: ownStatement, opening: columns, with: open, body)
+            try connection.forEachRowInPlace(statement.text, arguments, ownStatement: ownStatement, opening: columns, with: open, body)
         } catch let error as SQLiteError {
             throw error.failure(database: label)
         }
     }
 
     /// SQLite's write lock, taken at BEGIN, makes every write transaction serializable.
-    func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) { try execute("BEGIN IMMEDIATE;") }
-    func beginReadTransaction() throws(DatabaseFailure) { try execute("BEGIN DEFERRED;") }
-    func commitTransaction() throws(DatabaseFailure) { try execute("COMMIT;") }
-    func rollbackTransaction() throws(DatabaseFailure) { try execute("ROLLBACK;") }
+    func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) { try run("BEGIN IMMEDIATE;") }
+    func beginReadTransaction() throws(DatabaseFailure) { try run("BEGIN DEFERRED;") }
+    func commitTransaction() throws(DatabaseFailure) { try run("COMMIT;") }
+    func rollbackTransaction() throws(DatabaseFailure) { try run("ROLLBACK;") }
     var isInTransaction: Bool { connection.isInTransaction }
 
     var lastInsertedRowID: Int64 {
@@ -84,22 +97,22 @@ final class SQLiteStoreDatabase: StoreDatabase, FileDatabase, SteppedRows, Inser
 
     func highestGeneratedKey(of table: String) throws(DatabaseFailure) -> Int64 {
         guard try tableExists("sqlite_sequence") else { return 0 }
-        return try firstInteger("SELECT seq FROM sqlite_sequence WHERE name = ?", values: [.text(table)]) ?? 0
+        return try integer("SELECT seq FROM sqlite_sequence WHERE name = ?", values: [.text(table)]) ?? 0
     }
 
     func tableExists(_ table: String) throws(DatabaseFailure) -> Bool {
-        try !query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
+        try !rows("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
     }
 
     func columns(of table: String) throws(DatabaseFailure) -> [(name: String, type: String)] {
-        try query("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { row in
+        try rows("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", [.text(table)]).map { row in
             guard case .text(let name) = row[0] else { return ("", "") }
             if case .text(let type) = row[1] { return (name, type) }
             return (name, "")
         }
     }
 
-    func prepareForUse() throws(DatabaseFailure) { try execute(settings.pragmas(inMemory: filePath == nil)) }
+    func prepareForUse() throws(DatabaseFailure) { try run(settings.pragmas(inMemory: filePath == nil)) }
 
     func observeRowChanges(into sink: (any RowChangeSink)?) -> Bool {
         guard let sink else { return connection.observeRowChanges(nil) }

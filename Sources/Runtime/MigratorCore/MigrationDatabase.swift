@@ -14,15 +14,18 @@ public protocol MigrationDatabase: AnyObject {
     /// The database as messages name it: a file path, or a URL without its password.
     var label: String { get }
     /// Runs SQL without parameters or results.
-    func execute(_ sql: String) throws(MigratorError)
-    /// Runs a query with parameters (marked as the dialect's `parameterMarker` spells them) and
-    /// returns its rows; callers build statements as `SQL` and use `query(_:)` below.
-    func query(_ sql: String, _ arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]]
+    func execute(_ sql: SQL) throws(MigratorError)
+    /// Runs a statement built by construction and returns its rows; the adapter renders it for
+    /// its dialect (parameters as its `parameterMarker` spells them).
+    func query(_ statement: SQL) throws(MigratorError) -> [[StoredValue]]
+    /// Runs one statement of a migration file that marks its own parameters (a backfill's UPDATE
+    /// and its `$1`, `$2` bounds) with their values, and returns its rows.
+    func query(_ statement: MigrationScriptText, arguments: [StoredValue]) throws(MigratorError) -> [[StoredValue]]
     /// The statements of a script, as this engine splits them.
-    func statementCount(_ sql: String) -> Int
+    func statementCount(_ script: MigrationScriptText) -> Int
     /// Runs a script statement by statement, reporting each (index, line) before it runs;
     /// `shouldStop`, asked before each, ends it as a failure.
-    func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure)
+    func runScript(_ script: MigrationScriptText, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure)
     /// Starts the transaction a migration runs in. Where the engine has no session lock
     /// (SQLite), this is the lock: the write lock, waited for up to `timeout` seconds.
     func beginTransaction(timeout: Double) throws(MigratorError)
@@ -31,13 +34,13 @@ public protocol MigrationDatabase: AnyObject {
     /// Rolls back the transaction in progress, if any; never throws.
     func rollback()
     /// A table's name as SQL: in `schema` where the engine has schemas, else bare.
-    func qualifiedName(_ table: String, schema: String?) -> String
+    func qualifiedName(_ table: String, schema: String?) -> SQL
     /// Whether a table exists: in `schema`, or (nil) where the session's search path finds it.
     func tableExists(_ name: String, schema: String?) throws(MigratorError) -> Bool
     /// The column names of a table, found as `tableExists` finds it; nil when there is none.
     func columns(of table: String, schema: String?) throws(MigratorError) -> Set<String>?
     /// An expression reading a history timestamp column as ISO 8601 UTC text.
-    func timestampText(_ column: String) -> String
+    func timestampText(_ column: String) -> SQL
     /// Who is applying migrations, for the history: the database role, or the system user.
     func currentUser() -> String
     /// Stops the statement in progress from another thread (a signal handler's): PostgreSQL's
@@ -45,13 +48,16 @@ public protocol MigrationDatabase: AnyObject {
     var canceller: @Sendable () -> Void { get }
 }
 
-extension MigrationDatabase {
-    /// Runs a statement built by construction (`SQL`), its parameters marked as the dialect
-    /// marks them.
-    public func query(_ statement: SQL) throws(MigratorError) -> [[StoredValue]] {
-        let (text, arguments) = statement.rendered(for: dialect)
-        return try query(text, arguments)
-    }
+/// A migration file's SQL as it was written and checksummed: the one text the migrator runs
+/// that no code built, split into statements by the engine's own rules.
+public struct MigrationScriptText: Sendable, Hashable {
+    /// The file's SQL, byte for byte.
+    public let text: String
+
+    /// A script as read from a migration file (or written by the planner into one).
+    ///
+    ///     try database.runScript(MigrationScriptText(file.sql), shouldStop: { false }, willRun: { _, _ in })
+    public init(_ text: String) { self.text = text }
 }
 
 // MARK: - Abilities

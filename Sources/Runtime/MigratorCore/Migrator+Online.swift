@@ -70,8 +70,11 @@ extension Migrator {
         }
     }
 
-    var onlineName: String { database.qualifiedName(Self.onlineTable, schema: historySchema) }
-    var onlineTableSQL: SQL { SQL(verbatim: onlineName) }
+    var onlineTableSQL: SQL { database.qualifiedName(Self.onlineTable, schema: historySchema) }
+
+    /// A backfill's key type, for the casts of its bounds: the header's PostgreSQL type name,
+    /// read from the checksummed file.
+    static func keyType(_ backfill: OnlinePhase.Backfill) -> SQL { SQL(verbatim: backfill.type) }
 
     /// The schema's online migration in progress, if any.
     ///
@@ -392,24 +395,22 @@ extension Migrator {
     }
 
     func ensureOnlineTable() throws(MigratorError) {
-        let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
         try database.execute(
             """
-            CREATE TABLE IF NOT EXISTS \(onlineName) (
-                "schema" \(text) NOT NULL PRIMARY KEY,
-                "version" \(integer) NOT NULL,
-                "phase" \(text) NOT NULL,
-                "section" \(integer) NOT NULL,
-                "resume_key" \(text),
-                "started_at" \(text) NOT NULL
+            CREATE TABLE IF NOT EXISTS \(onlineTableSQL) (
+                "schema" \(type: .text, in: dialect) NOT NULL PRIMARY KEY,
+                "version" \(type: .integer, in: dialect) NOT NULL,
+                "phase" \(type: .text, in: dialect) NOT NULL,
+                "section" \(type: .integer, in: dialect) NOT NULL,
+                "resume_key" \(type: .text, in: dialect),
+                "started_at" \(type: .text, in: dialect) NOT NULL
             );
             """)
         // Added after the first release: tables it made get them here.
-        let real = dialect.columnType(.real)
-        let added = zip(Self.progressColumns, [text, text, integer, integer, real, text])
+        let added = zip(Self.progressColumns, [StorageKind.text, .text, .integer, .integer, .real, .text])
         let existing = try database.columns(of: Self.onlineTable, schema: historySchema) ?? []
-        for (column, type) in added where !existing.contains(column) {
-            try database.execute("ALTER TABLE \(onlineName) ADD COLUMN \(dialect.quote(column)) \(type);")
+        for (column, kind) in added where !existing.contains(column) {
+            try database.execute("ALTER TABLE \(onlineTableSQL) ADD COLUMN \(identifier: column) \(type: kind, in: dialect);")
         }
     }
 
@@ -477,7 +478,7 @@ extension Migrator {
 
     func runSectionScript(_ sql: String, file: String, section: Int, line: Int) throws(MigratorError) {
         do throws(StatementFailure) {
-            try database.runScript(sql, shouldStop: { self.cancellation.isRequested }) { _, _ in }
+            try database.runScript(MigrationScriptText(sql), shouldStop: { self.cancellation.isRequested }) { _, _ in }
         } catch {
             if cancellation.isRequested { throw .interrupted(during: "section \(section) of \((file as NSString).lastPathComponent) (line \(line + error.line - 1))") }
             let at = line + error.line - 1
@@ -592,8 +593,8 @@ extension Migrator {
         _ backfill: OnlinePhase.Backfill, update: String, from resume: String?, file: String, section: Int, line: Int, options: Options,
         progress: (Event) -> Void
     ) throws(MigratorError) {
-        let q = dialect.quote
-        let (table, key, type) = (q(backfill.table), q(backfill.key), backfill.type)
+        let (table, key, type) = (SQL.identifier(backfill.table), SQL.identifier(backfill.key), Self.keyType(backfill))
+        let update = MigrationScriptText(update)
         var lower = resume
         // Progress for `status`: rows done over every run (a resumed one goes on counting), the
         // server's estimate of the table's rows, and this run's rate.
@@ -645,21 +646,22 @@ extension Migrator {
         }
         /// A batch's last key past the rows `range` selects (a whole batch on), and how many rows
         /// it holds: fewer than a batch at the table's end, counted for the progress.
-        func batchEnd(after range: String, _ bound: [StoredValue]) throws(MigratorError) -> (end: String, rows: Int)? {
-            let whole = try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(backfill.batch - 1)", bound)
+        func batchEnd(after range: SQL) throws(MigratorError) -> (end: String, rows: Int)? {
+            let whole = try database.query(
+                "SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(value: .integer(Int64(backfill.batch - 1)))")
             if case .text(let end)? = whole.first?.first { return (end, backfill.batch) }
-            let rest = try database.query("SELECT CAST(max(\(key)) AS text), count(*) FROM \(table) WHERE \(range)", bound).first
+            let rest = try database.query("SELECT CAST(max(\(key)) AS text), count(*) FROM \(table) WHERE \(range)").first
             guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
             return (end, Int(rows))
         }
         guard backfill.inclusive else {
             // Files of earlier releases: `$1` the exclusive lower bound, NULL for the first batch.
-            let after = "(CAST($1 AS \(type)) IS NULL OR \(key) > CAST($1 AS \(type)))"
             while try notCancelled(),
                 try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
-                    let bound: [StoredValue] = [last.map(StoredValue.text) ?? .null]
-                    guard let (end, rows) = try batchEnd(after: after, bound) else { return nil }
-                    return (bound[0], .text(end), rows)
+                    let bound: StoredValue = last.map(StoredValue.text) ?? .null
+                    let after: SQL = "(CAST(\(value: bound) AS \(type)) IS NULL OR \(key) > CAST(\(value: bound) AS \(type)))"
+                    guard let (end, rows) = try batchEnd(after: after) else { return nil }
+                    return (bound, .text(end), rows)
                 })
             {
                 progress(.backfilled(table: backfill.table, rows: done))
@@ -673,12 +675,13 @@ extension Migrator {
             try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
                 let start =
                     if let last {
-                        try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) WHERE \(key) > CAST($1 AS \(type)) ORDER BY \(key) LIMIT 1", [.text(last)])
+                        try database.query(
+                            "SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) WHERE \(key) > CAST(\(value: .text(last)) AS \(type)) ORDER BY \(key) LIMIT 1")
                     } else {
-                        try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1", [])
+                        try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1")
                     }
                 guard case .text(let first)? = start.first?.first else { return nil }
-                guard let (end, rows) = try batchEnd(after: "\(key) >= CAST($1 AS \(type))", [.text(first)]) else { return nil }
+                guard let (end, rows) = try batchEnd(after: "\(key) >= CAST(\(value: .text(first)) AS \(type))") else { return nil }
                 return (.text(first), .text(end), rows)
             })
         {
@@ -692,11 +695,13 @@ extension Migrator {
     /// sessions holding them. When the retries run out, the section fails with them named; the
     /// rest of the table is done, and running the same command again resumes here.
     func revisitHeldRows(
-        _ backfill: OnlinePhase.Backfill, update: String, file: String, section: Int, line: Int, options: Options, progress: (Event) -> Void
+        _ backfill: OnlinePhase.Backfill, update: MigrationScriptText, file: String, section: Int, line: Int, options: Options, progress: (Event) -> Void
     ) throws(MigratorError) {
-        guard let pending = backfill.pendingQuery(in: update) else { return }
-        let q = dialect.quote
-        let (table, key, type) = (q(backfill.table), q(backfill.key), backfill.type)
+        guard let pending = backfill.pendingQuery(in: update.text) else { return }
+        let (table, key) = (SQL.identifier(backfill.table), SQL.identifier(backfill.key))
+        // The file's subquery keeps its own `$1` and `$2`, the range bound below.
+        let heldRows = MigrationScriptText(
+            ("SELECT CAST(\(key) AS text) FROM (\(SQL(verbatim: pending))) AS schemagen_pending LIMIT 20" as SQL).rendered(for: dialect).text)
         var attempt = 0
         while true {
             var held: [String] = []
@@ -705,10 +710,10 @@ extension Migrator {
                 do throws(MigratorError) {
                     try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
                     try online?.markBackfill()
-                    let range = try database.query("SELECT CAST(min(\(key)) AS text), CAST(max(\(key)) AS text) FROM \(table)", []).first ?? []
+                    let range = try database.query("SELECT CAST(min(\(key)) AS text), CAST(max(\(key)) AS text) FROM \(table)").first ?? []
                     if range.count == 2, case .text = range[0] {
                         try runBackfillUpdate(update, range, file: file, section: section, line: line)
-                        held = try database.query("SELECT CAST(\(key) AS text) FROM (\(pending)) AS schemagen_pending LIMIT 20", range).compactMap {
+                        held = try database.query(heldRows, arguments: range).compactMap {
                             if case .text(let text)? = $0.first { text } else { nil }
                         }
                     }
@@ -720,7 +725,7 @@ extension Migrator {
             }
             guard !held.isEmpty else { return }
             attempt += 1
-            let holders = online?.sessionsHoldingRows(of: backfill.table, key: backfill.key, type: type, keys: held) ?? []
+            let holders = online?.sessionsHoldingRows(of: backfill.table, key: backfill.key, type: backfill.type, keys: held) ?? []
             guard attempt <= options.lockRetries else {
                 throw .onlineSectionFailed(
                     file: file, section: section, line: line,
@@ -735,9 +740,9 @@ extension Migrator {
     }
 
     /// One batch's UPDATE; a lock or deadlock it met is retried like a section's.
-    func runBackfillUpdate(_ update: String, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) {
+    func runBackfillUpdate(_ update: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) {
         do {
-            _ = try database.query(update, bounds)
+            _ = try database.query(update, arguments: bounds)
         } catch {
             if case .database(let failure) = error, failure.kind == .busy {
                 throw MigratorError.tableLockTimeout(file: file, statement: 1, line: line, message: failure.message)

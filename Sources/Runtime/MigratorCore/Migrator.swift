@@ -63,11 +63,9 @@ public final class Migrator {
     /// Stops this migrator's work from another thread: `cancellation.cancel()`.
     public let cancellation: MigrationCancellation
     var dialect: any SQLDialect { database.dialect }
-    var historyName: String { database.qualifiedName(Self.historyTable, schema: historySchema) }
-    var attemptsName: String { database.qualifiedName(Self.attemptsTable, schema: historySchema) }
     // The tables as SQL fragments (their names quoted by the adapter, with the history's schema).
-    var historyTableSQL: SQL { SQL(verbatim: historyName) }
-    var attemptsTableSQL: SQL { SQL(verbatim: attemptsName) }
+    var historyTableSQL: SQL { database.qualifiedName(Self.historyTable, schema: historySchema) }
+    var attemptsTableSQL: SQL { database.qualifiedName(Self.attemptsTable, schema: historySchema) }
 
     // MARK: - History
 
@@ -88,18 +86,17 @@ public final class Migrator {
         public var appliedBy: String?
     }
 
-    var createHistory: String {
-        let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
-        let strict = dialect.capabilities.strictTables ? " STRICT" : ""
+    var createHistory: SQL {
+        let strict: SQL = dialect.capabilities.strictTables ? " STRICT" : ""
         return """
-            CREATE TABLE IF NOT EXISTS \(historyName) (
-                "schema" \(text) NOT NULL,
-                "version" \(integer) NOT NULL,
-                "name" \(text) NOT NULL,
-                "checksum" \(text) NOT NULL,
-                "applied_at" \(dialect.columnType(.date)) NOT NULL,
-                "duration_ms" \(integer) NOT NULL,
-                "applied_by" \(text),
+            CREATE TABLE IF NOT EXISTS \(historyTableSQL) (
+                "schema" \(type: .text, in: dialect) NOT NULL,
+                "version" \(type: .integer, in: dialect) NOT NULL,
+                "name" \(type: .text, in: dialect) NOT NULL,
+                "checksum" \(type: .text, in: dialect) NOT NULL,
+                "applied_at" \(type: .date, in: dialect) NOT NULL,
+                "duration_ms" \(type: .integer, in: dialect) NOT NULL,
+                "applied_by" \(type: .text, in: dialect),
                 PRIMARY KEY ("schema", "version")
             )\(strict);
             """
@@ -114,7 +111,7 @@ public final class Migrator {
         try database.execute(createHistory)
         let columns = try historyColumns()
         if !columns.contains("applied_by") {
-            try database.execute("ALTER TABLE \(historyName) ADD COLUMN \"applied_by\" \(dialect.columnType(.text));")
+            try database.execute("ALTER TABLE \(historyTableSQL) ADD COLUMN \"applied_by\" \(type: .text, in: dialect);")
             knownHistoryColumns = nil
         }
         // Timestamps that have a type of their own were text in an earlier release.
@@ -135,26 +132,24 @@ public final class Migrator {
         return columns
     }
 
-    var createAttempts: String {
-        let (text, integer) = (dialect.columnType(.text), dialect.columnType(.integer))
-        return """
-            CREATE TABLE IF NOT EXISTS \(attemptsName) (
-                "token" \(text) NOT NULL PRIMARY KEY,
-                "schema" \(text) NOT NULL,
-                "version" \(integer) NOT NULL,
-                "direction" \(text) NOT NULL,
-                "started_at" \(text) NOT NULL
-            );
-            """
+    var createAttempts: SQL {
+        """
+        CREATE TABLE IF NOT EXISTS \(attemptsTableSQL) (
+            "token" \(type: .text, in: dialect) NOT NULL PRIMARY KEY,
+            "schema" \(type: .text, in: dialect) NOT NULL,
+            "version" \(type: .integer, in: dialect) NOT NULL,
+            "direction" \(type: .text, in: dialect) NOT NULL,
+            "started_at" \(type: .text, in: dialect) NOT NULL
+        );
+        """
     }
 
     /// The applied migrations of this schema, oldest first.
     public func history() throws(MigratorError) -> [AppliedRecord] {
         guard try database.tableExists(Self.historyTable, schema: historySchema) else { return [] }
-        let appliedBy = try historyColumns().contains("applied_by") ? "applied_by" : "NULL"
-        let appliedAt = database.timestampText("applied_at")
+        let appliedBy: SQL = try historyColumns().contains("applied_by") ? "applied_by" : "NULL"
         return try database.query(
-            "SELECT version, name, checksum, \(SQL(verbatim: appliedAt)), duration_ms, \(SQL(verbatim: appliedBy)) FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) ORDER BY version"
+            "SELECT version, name, checksum, \(database.timestampText("applied_at")), duration_ms, \(appliedBy) FROM \(historyTableSQL) WHERE schema = \(value: .text(schema)) ORDER BY version"
         )
         .compactMap { row in
             guard case .integer(let version) = row[0], case .text(let name) = row[1], case .text(let checksum) = row[2],
@@ -633,7 +628,7 @@ public final class Migrator {
         _ script: MigrationScript, sql: String, file: String, direction: Direction, header: MigrationHeader,
         token: String?, progress: @escaping (Event) -> Void
     ) throws(MigratorError) -> Bool {
-        let count = database.statementCount(sql)
+        let count = database.statementCount(MigrationScriptText(sql))
         guard count == 1 else {
             throw .badHeader(file: file, MigrationHeader.ParseError(line: 1, message: "a migration with 'transaction: no' must hold exactly one statement; this one holds \(count): split it"))
         }
@@ -679,7 +674,7 @@ public final class Migrator {
         _ sql: String, file: String, script: MigrationScript, direction: Direction, header: MigrationHeader,
         progress: @escaping (Event) -> Void
     ) throws(MigratorError) {
-        let total = database.statementCount(sql)
+        let total = database.statementCount(MigrationScriptText(sql))
         progress(.started(script, direction: direction, statements: total))
         // Counting the old tables first costs little next to copying them.
         var copies: [String: (table: String, rows: Int)] = [:]
@@ -698,7 +693,7 @@ public final class Migrator {
         defer { rowCopies?.stopObservingProgress() }
         let run = { () throws(MigratorError) in
             do throws(StatementFailure) {
-                try self.database.runScript(sql, shouldStop: { self.cancellation.isRequested }) { index, _ in
+                try self.database.runScript(MigrationScriptText(sql), shouldStop: { self.cancellation.isRequested }) { index, _ in
                     self.rowCopies?.resetRowCount()
                     progress(.statement(index: index, of: total))
                 }

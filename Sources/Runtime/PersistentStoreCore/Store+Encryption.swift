@@ -67,8 +67,8 @@ extension Store {
     /// mistyped id on a read, or a refused open, leaves nothing behind. True when the newest
     /// key is recorded already.
     /// The table of key check values (created at open, outside any write: see `createIfMissing`).
-    static func keyCheckTable(_ dialect: any SQLDialect) -> String {
-        "CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id \(dialect.columnType(.text)) PRIMARY KEY, check_value \(dialect.columnType(.blob)) NOT NULL);"
+    static func keyCheckTable(_ dialect: any SQLDialect) -> SQL {
+        "CREATE TABLE IF NOT EXISTS schemagen_key_check (key_id \(SQL(verbatim: dialect.columnType(.text))) PRIMARY KEY, check_value \(SQL(verbatim: dialect.columnType(.blob))) NOT NULL);"
     }
 
     static func checkKeys(_ ring: KeyRing, _ database: any StoreDatabase, schema: String) throws(StoreError) -> Bool {

@@ -52,7 +52,9 @@ extension Store {
         let dialect = database.dialect
         do {
             try createIfMissing(
-                database, "CREATE TABLE IF NOT EXISTS \(dialect.quote(externalValuesTable)) (name \(dialect.columnType(.text)) PRIMARY KEY, data \(dialect.columnType(.blob)) NOT NULL)")
+                database,
+                "CREATE TABLE IF NOT EXISTS \(identifier: externalValuesTable) (name \(SQL(verbatim: dialect.columnType(.text))) PRIMARY KEY, data \(SQL(verbatim: dialect.columnType(.blob))) NOT NULL)"
+            )
         } catch {
             throw .database(error)
         }

@@ -31,7 +31,7 @@ extension Store {
         while start < models.endIndex {
             let end = min(start + chunk, models.endIndex)
             rows.removeAll(keepingCapacity: true)
-            var statements: [(text: String, arguments: ArraySlice<StoredValue>)] = []
+            var statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)] = []
             statements.reserveCapacity(end - start)
             for index in start..<end {
                 let encoded: [StoredValue]
@@ -54,11 +54,11 @@ extension Store {
             var results: [[[StoredValue]]] = []
             // Rows whose upsert may need another conflict target (a key given, and other unique
             // values) go one by one: a conflict must not abort the batch.
-            let stepwise = statements.contains { $0.text == write.withKey.upsert } && !write.withKey.alternatives.isEmpty
+            let stepwise = statements.contains { $0.statement == write.withKey.upsert } && !write.withKey.alternatives.isEmpty
             do {
                 if stepwise {
                     for statement in statements {
-                        let step = statement.text == write.withKey.upsert ? write.withKey : write.withoutKey
+                        let step = statement.statement == write.withKey.upsert ? write.withKey : write.withoutKey
                         results.append(try upsertOnEachTarget(step, statement.arguments))
                     }
                 } else if let staged = try stagedUpsert(write, statements) {
@@ -103,13 +103,13 @@ extension Store {
     /// one). Nil, having written nothing, where the rows do not fit that one statement: too few,
     /// keys given for some and not others, or conflict values that are missing or repeated
     /// (ON CONFLICT cannot update a row twice), so no result could be told apart.
-    func stagedUpsert<M: PersistentModel>(_ write: DirectWrite<M>, _ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure)
+    func stagedUpsert<M: PersistentModel>(_ write: DirectWrite<M>, _ statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure)
         -> [[[StoredValue]]]?
     {
         guard let staging = abilities.staging, statements.count >= Self.stagingThreshold, let first = statements.first else { return nil }
-        guard statements.allSatisfy({ $0.text == first.text }) else { return nil }
+        guard statements.allSatisfy({ $0.statement == first.statement }) else { return nil }
         let entity = write.entity
-        let keyed = first.text == write.withKey.upsert
+        let keyed = first.statement == write.withKey.upsert
         let columns = keyed ? Array(write.columns) : Array(write.columns.dropFirst())
         let target = keyed ? entity.primaryKey : entity.indexes.first { $0.kind == .unique }?.columns ?? []
         let positions = target.compactMap { columns.firstIndex(of: $0) }

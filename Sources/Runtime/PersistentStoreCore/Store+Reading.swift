@@ -19,7 +19,7 @@ extension Store {
         let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
         let opening = openPlan(entity, columns: order)
         let keys = M.self is any RowCodable.Type ? nil : RowKeys(entity: entity, columns: order)
-        let (text, arguments) = query.rendered(for: database.dialect)
+        let (text, arguments) = query.statement(for: database.dialect)
         let handle = { (row: inout [StoredValue]) throws in
             var extras: [StoredValue] = []
             if extraColumns > 0 {
@@ -45,7 +45,7 @@ extension Store {
     /// `forEachRow`, with each value of `columns` handed to `open`: where the engine holds it when
     /// it can (`BorrowedColumns`), else from the row read first.
     func forEachOpenedRow(
-        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        _ text: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
         with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
         _ body: (inout [StoredValue]) throws -> Void
     ) throws {
@@ -71,7 +71,7 @@ extension Store {
             // for the model (`decodeStoredRows`), a third faster than through the generic one.
             if M.self is any RowCodable.Type, extraColumns == 0, Self.externalColumns(of: M.entity).isEmpty {
                 let opening = openPlan(M.entity, columns: rowColumns(M.entity))
-                let (text, arguments) = query.rendered(for: database.dialect)
+                let (text, arguments) = query.statement(for: database.dialect)
                 let decoded = try M.decodeStoredRows(expectedCount: expectedCount) { consume in
                     if let opening {
                         try forEachOpenedRow(

@@ -772,7 +772,7 @@ public actor Store {
         for sql in tries.dropLast() {
             do {
                 if let pipelining = abilities.pipelining {
-                    return try pipelining.pipeline([("SAVEPOINT store_upsert", []), (sql, values), ("RELEASE store_upsert", [])])[1]
+                    return try pipelining.pipeline([(render("SAVEPOINT store_upsert"), []), (sql, values), (render("RELEASE store_upsert"), [])])[1]
                 }
                 try database.execute("SAVEPOINT store_upsert")
                 let rows = try database.query(sql, values)
@@ -822,20 +822,20 @@ public actor Store {
     /// and the query.
     struct KeyLookup {
         let positions: [Int]
-        let sql: String
+        let sql: RenderedSQL
     }
 
     /// The statements that write one row of a shape: a plain INSERT, and INSERT ... ON
     /// CONFLICT ... DO UPDATE with one conflict clause per unique key (the primary key when
     /// given, then every unique index). Without a key or unique index the two are the same.
     struct UpsertStatements {
-        let insert: String
-        let upsert: String
+        let insert: RenderedSQL
+        let upsert: RenderedSQL
         /// False without a key or unique index to conflict on: then the two are the same.
         let canConflict: Bool
         /// Where a statement takes one conflict target (PostgreSQL): the upserts on the other
         /// unique keys, tried in turn when `upsert` meets a taken value of another one.
-        var alternatives: [String] = []
+        var alternatives: [RenderedSQL] = []
     }
 
     /// The statements for an entity and a set of columns, built once.
@@ -849,7 +849,7 @@ public actor Store {
         func conflictClause(_ target: [String]) -> SQL { Self.conflictClause(target, entity: entity, columns: columns) }
         // Without a connection that reports the key its insert gave, the statement returns it.
         let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
-        var alternatives: [String] = []
+        var alternatives: [RenderedSQL] = []
         if capabilities.failedStatementAbortsTransaction {
             // PostgreSQL takes one conflict target per statement: the key when the row has one,
             // then each other unique key in a statement of its own.
@@ -892,7 +892,7 @@ public actor Store {
 
     /// A statement's text in the database's dialect, for statements run many times with values
     /// bound in order (built with `SQL.placeholders`).
-    func render(_ sql: SQL) -> String { sql.rendered(for: database.dialect).text }
+    func render(_ sql: SQL) -> RenderedSQL { sql.statement(for: database.dialect).statement }
 }
 
 extension Duration {

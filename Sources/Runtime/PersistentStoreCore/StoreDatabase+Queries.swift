@@ -4,12 +4,12 @@ import SchemaMetadata
 extension StoreDatabase {
     /// Runs a statement built as a fragment, rendered for this engine's dialect.
     func query(_ sql: SQL) throws(DatabaseFailure) -> [[StoredValue]] {
-        let (text, arguments) = sql.rendered(for: dialect)
-        return try query(text, arguments[...])
+        let (statement, arguments) = sql.statement(for: dialect)
+        return try query(statement, arguments[...])
     }
 
     /// Runs a statement already rendered for this engine's dialect.
-    func query(_ text: String, _ arguments: [StoredValue] = []) throws(DatabaseFailure) -> [[StoredValue]] {
-        try query(text, arguments[...])
+    func query(_ statement: RenderedSQL, _ arguments: [StoredValue] = []) throws(DatabaseFailure) -> [[StoredValue]] {
+        try query(statement, arguments[...])
     }
 }

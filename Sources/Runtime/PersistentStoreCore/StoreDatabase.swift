@@ -5,8 +5,8 @@ import SchemaMetadata
 /// engine adapts to this protocol in a target of its own (SQLite in `PersistentStoreSQLite`,
 /// beside libsqlite3), so an app links only the engines it opens.
 ///
-/// Statements arrive as text in the adapter's `dialect` with their arguments; the store builds
-/// them as `SQL` fragments and renders them once for that dialect. An adapter hands its
+/// Statements arrive as `SQL`, or rendered once for the adapter's `dialect` (`RenderedSQL`) with
+/// their arguments apart, for a statement run many times; never as text built by hand. An adapter hands its
 /// connection to the store's initializer, with a migrator for the same database:
 ///
 ///     let store = try Store(database: adapter, migrator: migrator, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations)
@@ -17,15 +17,15 @@ public protocol StoreDatabase: AnyObject {
     var label: String { get }
 
     /// Runs statements without parameters or rows (several, separated by `;`).
-    func execute(_ script: String) throws(DatabaseFailure)
+    func execute(_ script: SQL) throws(DatabaseFailure)
     /// Runs one statement with its arguments and returns its rows.
-    func query(_ text: String, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]]
+    func query(_ statement: RenderedSQL, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]]
     /// The first column of the first row, when it is an integer (a key lookup).
-    func firstInteger(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64?
+    func firstInteger(_ statement: RenderedSQL, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64?
     /// Hands each row of a query to `body`, to change in place (no copy per row).
     ///
     /// `ownStatement`: the statement serves this run alone, for bodies that run other queries.
-    func forEachRow(_ text: String, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws
+    func forEachRow(_ statement: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, _ body: (inout [StoredValue]) throws -> Void) throws
 
     /// Starts the transaction a write needs: one that holds the write lock from its start, so
     /// two writers queue instead of failing halfway. `serializable`: the transaction reads what
@@ -79,7 +79,7 @@ public protocol BorrowedColumns: StoreDatabase {
     /// `forEachRow`, handing each value of `columns` to `open` where the engine holds it; `open`
     /// sees the rest of the row (read first) and returns the column's value.
     func forEachRow(
-        _ text: String, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
+        _ statement: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, opening columns: [Int],
         with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
         _ body: (inout [StoredValue]) throws -> Void
     ) throws
@@ -102,7 +102,7 @@ public protocol InsertedRowIDs: StoreDatabase {
 public protocol StatementPipelining: StoreDatabase {
     /// Runs statements and returns each one's rows, in order, as `query` would one by one. The
     /// first failure is thrown.
-    func pipeline(_ statements: [(text: String, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]]
+    func pipeline(_ statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]]
 }
 
 /// Rows loaded in bulk (a server's COPY): large bulk writes go through a staging table, one

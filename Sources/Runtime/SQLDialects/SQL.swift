@@ -98,6 +98,13 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
         return (text, arguments)
     }
 
+    /// The statement rendered for a dialect, as an adapter takes it, and its values: for a
+    /// statement rendered once and run many times with other values.
+    public func statement(for dialect: any SQLDialect) -> (statement: RenderedSQL, arguments: [StoredValue]) {
+        let (text, arguments) = rendered(for: dialect)
+        return (RenderedSQL(text: text), arguments)
+    }
+
     /// The text as SQLite would run it (parameters as `?`), for messages and tests.
     public var description: String { rendered(for: SQLiteDialect()).text }
 
@@ -118,9 +125,26 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
         /// A value, bound as a parameter.
         public mutating func appendInterpolation(value: StoredValue) { pieces.append(.parameter(value)) }
 
+        /// The column type that keeps a storage kind in a dialect (`TEXT`, `timestamptz`).
+        public mutating func appendInterpolation(type kind: StorageKind, in dialect: any SQLDialect) {
+            pieces.append(.text(dialect.columnType(kind)))
+        }
+
         /// Another fragment, with its parameters.
         public mutating func appendInterpolation(_ fragment: SQL) { pieces += fragment.pieces }
     }
+}
+
+/// A statement rendered for one dialect: its text, with that dialect's parameter markers. Only
+/// rendering `SQL` makes one (`SQL.statement(for:)`), so an engine adapter, which takes these
+/// rather than `String`, runs only SQL that was built by construction.
+public struct RenderedSQL: Sendable, Hashable, CustomStringConvertible {
+    /// The text the engine runs.
+    public let text: String
+
+    init(text: String) { self.text = text }
+
+    public var description: String { text }
 }
 
 extension SQLDialect {

@@ -325,7 +325,7 @@ struct PostgresOperationsTests {
     @Test func theSessionIsSetUpForMigrating() throws {
         let url = try Self.server().createDatabase()
         func settings(_ database: any MigrationDatabase) throws -> [[StoredValue]] {
-            try database.query("SELECT current_setting('lock_timeout'), current_setting('application_name'), current_setting('default_transaction_read_only')", [])
+            try database.query("SELECT current_setting('lock_timeout'), current_setting('application_name'), current_setting('default_transaction_read_only')")
         }
         let location = try DatabaseLocation.parse(url)
         #expect(try settings(DatabaseOpener.open(location)) == [[.text("5s"), .text("schemagen migrate"), .text("off")]])

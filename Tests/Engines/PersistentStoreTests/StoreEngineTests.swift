@@ -4,6 +4,7 @@ import Foundation
 import PersistentStorePostgres
 import PersistentStoreSQLite
 import PostgresKit
+import SQLDialects
 import SchemaMetadata
 import TestSupport
 import Testing
@@ -246,7 +247,7 @@ extension StorePool {
             try store.forEach(Flight.self, sortBy: [SortDescriptor(\.ident)]) { flight in
                 if seen.isEmpty {
                     if store.database.dialect.name == "postgres" {
-                        if case .integer(let open)? = try store.database.query("SELECT count(*) FROM pg_cursors", [][...]).first?.first { cursors = Int(open) }
+                        if case .integer(let open)? = try store.database.query("SELECT count(*) FROM pg_cursors" as SQL).first?.first { cursors = Int(open) }
                     }
                     try store.forEach(Airport.self) { _ in inner += 1 }
                     inner += try store.count(Airport.self)
@@ -539,7 +540,7 @@ extension StorePool {
         let day = Date(timeIntervalSince1970: 1_796_256_000)  // 2026-12-03T00:00:00Z
         let evening = day.addingTimeInterval(22.5 * 3600), noon = day.addingTimeInterval(12 * 3600)
         func stored() async throws -> [[StoredValue]] {
-            try await store.read { try $0.database.query("SELECT hired_on FROM mechanic ORDER BY id", [][...]) }
+            try await store.read { try $0.database.query("SELECT hired_on FROM mechanic ORDER BY id" as SQL) }
         }
 
         let ada = try await store.insert(Mechanic(name: "Ada", hiredOn: evening))
@@ -547,7 +548,7 @@ extension StorePool {
         #expect(try await store.model(Mechanic.self, key: ada.id!)?.hiredOn == day)
         #expect(try await stored() == [[.text("2026-12-03")]])
         if engine == .postgres {
-            #expect(try await store.read { try $0.database.query("SELECT pg_typeof(hired_on)::text FROM mechanic", [][...]) } == [[.text("date")]])
+            #expect(try await store.read { try $0.database.query("SELECT pg_typeof(hired_on)::text FROM mechanic" as SQL) } == [[.text("date")]])
         }
 
         // Compared as days: the same day is equal at any hour, and not before its evening.
@@ -569,8 +570,8 @@ extension StorePool {
         #expect(try await stored().dropFirst() == [[.text("2026-12-03")], [.text("2026-12-04")], [.text("2026-12-05")]])
 
         // A row written without it gets the database's default: today (CURRENT_DATE).
-        try await store.transaction { store in _ = try store.database.query("INSERT INTO mechanic (name) VALUES ('Grace')", [][...]) }
-        let today = try await store.read { try $0.database.query("SELECT count(*) FROM mechanic WHERE name = 'Grace' AND hired_on = CURRENT_DATE", [][...]) }
+        try await store.transaction { store in _ = try store.database.query("INSERT INTO mechanic (name) VALUES ('Grace')" as SQL) }
+        let today = try await store.read { try $0.database.query("SELECT count(*) FROM mechanic WHERE name = 'Grace' AND hired_on = CURRENT_DATE" as SQL) }
         #expect(today == [[.integer(1)]])
         let grace = try #require(try await store.fetch(Mechanic.self, where: #Predicate { $0.name == "Grace" }).first)
         #expect(grace.hiredOn == StoredDate.startOfDay(grace.hiredOn))

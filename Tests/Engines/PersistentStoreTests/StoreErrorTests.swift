@@ -2,6 +2,7 @@ import ExampleModels
 import Foundation
 import PersistentStorePostgres
 import PersistentStoreSQLite
+import SQLDialects
 import SQLiteKit
 import Testing
 
@@ -88,7 +89,7 @@ extension Store {
     /// journal_mode, synchronous, cache_size, temp_store, mmap_size.
     func pragmaValues() throws -> [SQLiteValue] {
         try ["journal_mode", "synchronous", "cache_size", "temp_store", "mmap_size"].map { name in
-            try database.query("PRAGMA \(name)").first?.first ?? .null
+            try database.query(SQL(verbatim: "PRAGMA \(name)")).first?.first ?? .null
         }
     }
 }

@@ -3,6 +3,7 @@ import FieldEncryption
 import Foundation
 import PersistentStorePostgres
 import PersistentStoreSQLite
+import SQLDialects
 import SQLiteKit
 import SchemaMetadata
 import TestSupport
@@ -234,7 +235,7 @@ func airport(_ icao: String, _ name: String = "Airport") -> Airport {
 extension Store {
     /// One value of a query, for checking what is stored.
     func probe(_ sql: String) throws -> (SQLiteValue, ) {
-        (try database.query(sql).first?.first ?? .null,)
+        (try database.query(SQL(verbatim: sql)).first?.first ?? .null,)
     }
 }
 

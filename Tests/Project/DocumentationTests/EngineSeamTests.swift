@@ -86,4 +86,20 @@ import Testing
             #expect(!code.contains(#"replacingOccurrences(of: "\"", with: "\"\"")"#), "PostgresKit/\(file) doubles quotes by hand")
         }
     }
+
+    /// Statements cross the seam as `SQL`, as `RenderedSQL` (only rendering `SQL` makes one), or
+    /// as a migration file's own text: no adapter requirement takes a statement as a `String`,
+    /// so no core can hand an engine text it assembled by hand.
+    @Test func adaptersTakeStatementsAsSQL() throws {
+        for (target, file) in [("PersistentStoreCore", "StoreDatabase.swift"), ("MigratorCore", "MigrationDatabase.swift")] {
+            let text = try String(contentsOf: sourceFolder(of: target).appendingPathComponent(file), encoding: .utf8)
+            let requirements = text.components(separatedBy: "\n").filter { $0.hasPrefix("    func ") }
+            #expect(requirements.count >= 10, "\(file): requirements not found")
+            for requirement in requirements {
+                #expect(
+                    requirement.firstMatch(of: /(sql|text|script|statement)s?: (String|\[\(text: String)/) == nil,
+                    "\(target)/\(file) takes a statement as text: \(requirement.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
 }

@@ -7,11 +7,13 @@ import SchemaMetadata
 extension Store {
     /// The history tables in the database's dialect (SQLite's: `token INTEGER PRIMARY KEY
     /// AUTOINCREMENT`, so a token is never reused after a prune).
-    static func historyTables(_ dialect: any SQLDialect) -> String {
-        let text = dialect.columnType(.text), real = dialect.columnType(.real), integer = dialect.columnType(.integer)
+    static func historyTables(_ dialect: any SQLDialect) -> SQL {
+        // Types and the key column are the dialect's own words.
+        let text = SQL(verbatim: dialect.columnType(.text)), real = SQL(verbatim: dialect.columnType(.real))
+        let integer = SQL(verbatim: dialect.columnType(.integer)), token = SQL(verbatim: dialect.generatedKeyColumn("token"))
         return """
             CREATE TABLE IF NOT EXISTS schemagen_history (
-                \(dialect.generatedKeyColumn("token")),
+                \(token),
                 schema \(text) NOT NULL,
                 author \(text),
                 committed_at \(real) NOT NULL,
@@ -28,7 +30,7 @@ extension Store {
     /// Runs `CREATE ... IF NOT EXISTS` where another process may run it at the same moment:
     /// PostgreSQL lets both pass the check, and the one that commits second fails on its
     /// catalogue's unique index. Run again, it finds what the other created.
-    static func createIfMissing(_ database: any StoreDatabase, _ sql: String) throws(DatabaseFailure) {
+    static func createIfMissing(_ database: any StoreDatabase, _ sql: SQL) throws(DatabaseFailure) {
         var attempt = 0
         while true {
             do {
