@@ -97,7 +97,7 @@ public enum Generator {
         typeAliases: SwiftDataTypeAliases = .plain
     ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
-        let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name), version \(current.version)). Do not edit."
+        let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name)). Do not edit."
         var notes: [SwiftDataNote] = []
         var stages: [SwiftDataStage] = []
         // The chain the plan lists: each version as its models say it, with the step a type

@@ -113,11 +113,12 @@ public struct TableChange: Sendable, Hashable {
 public enum SchemaDiffer {
     public static func diff(from old: SchemaSnapshot?, to new: SchemaSnapshot) -> [SchemaChange] {
         let oldTables = old?.tables ?? []
+        let lookup = TableLookup(oldTables)
         var matchedOld: Set<String> = []
         var changes: [SchemaChange] = []
         var creates: [SchemaChange] = []
         for table in new.tables {
-            guard let previous = match(table, in: oldTables, excluding: matchedOld) else {
+            guard let previous = lookup.match(table, excluding: matchedOld) else {
                 creates.append(.createTable(table))
                 continue
             }
@@ -150,7 +151,7 @@ public enum SchemaDiffer {
             grants.append(.grant(table: nil, role: role, from: nil, to: new.access(of: role)))
         }
         for table in new.tables {
-            let existed = match(table, in: oldTables, excluding: []) != nil
+            let existed = lookup.match(table, excluding: []) != nil
             for role in roles {
                 let before = existed ? old?.access(of: role) : nil, after = new.access(of: role)
                 if before != after { grants.append(.grant(table: table.name, role: role, from: before, to: after)) }
@@ -192,14 +193,29 @@ public enum SchemaDiffer {
         return fills
     }
 
-    static func match(_ table: TableSnapshot, in old: [TableSnapshot], excluding taken: Set<String>) -> TableSnapshot? {
-        let candidates = old.filter { !taken.contains($0.name) }
-        if let entity = table.entity {
-            if let same = candidates.first(where: { $0.entity == entity }) { return same }
-            if let renamed = table.renamedFrom, let previous = candidates.first(where: { $0.entity == renamed }) { return previous }
-            return nil
+    /// The old tables by entity and join tables by name, looked up once per new table: a
+    /// 1,000-entity schema would otherwise scan (and copy) every old table for each new one.
+    struct TableLookup {
+        let tables: [TableSnapshot]
+        private var byEntity: [String: [Int]] = [:]
+        private var joinTablesByName: [String: [Int]] = [:]
+
+        init(_ tables: [TableSnapshot]) {
+            self.tables = tables
+            for (index, table) in tables.enumerated() {
+                if let entity = table.entity { byEntity[entity, default: []].append(index) } else { joinTablesByName[table.name, default: []].append(index) }
+            }
         }
-        return candidates.first { $0.entity == nil && $0.name == table.name }
+
+        /// The old table of `table`: its entity's, or the one it was renamed from (a join table:
+        /// the one of its name), unless already `taken`.
+        func match(_ table: TableSnapshot, excluding taken: Set<String>) -> TableSnapshot? {
+            func first(_ indices: [Int]?) -> TableSnapshot? { indices?.lazy.map { tables[$0] }.first { !taken.contains($0.name) } }
+            if let entity = table.entity {
+                return first(byEntity[entity]) ?? table.renamedFrom.flatMap { first(byEntity[$0]) }
+            }
+            return first(joinTablesByName[table.name])
+        }
     }
 
     /// New column -> old column: same name, or the column of the property it was renamed from.
