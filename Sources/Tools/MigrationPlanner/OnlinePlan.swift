@@ -281,20 +281,37 @@ private struct OnlinePlanner {
     }
 
     mutating func alterTable(_ change: TableChange) {
+        var phases = TablePhases()
+        alterColumns(change, &phases)
+        dropAndRenameColumns(change, &phases)
+        alterKeys(change, &phases)
+        alterIndexes(change, &phases)
+        expandTables.append(phases.expanding)
+        contractTables.append(contractTriggers + phases.contracting + phases.contractAfterRename)
+        contractTriggers = []
+        rollbackTables.append(phases.rollingBack)
+    }
+
+    /// The statements one table's change adds to each phase, gathered as `alterTable` goes.
+    struct TablePhases {
+        var expanding: [String] = [], contracting: [String] = [], rollingBack: [String] = []
+        /// Contract statements that name the table and its columns by their new names.
+        var contractAfterRename: [String] = []
+        /// Kept column -> the replacement column that stands in for it until contract.
+        var replaced: [String: String] = [:]
+    }
+
+    /// Each column of the new version: kept, added, replaced (a new type or required), or
+    /// changed in place; the view's columns and defaults follow.
+    mutating func alterColumns(_ change: TableChange, _ phases: inout TablePhases) {
         let old = change.from.name, new = change.to.name
-        let back = Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         var columns: [(name: String, physical: String)] = []
         var defaults: [(column: String, value: String)] = []
-        var expanding: [String] = [], contracting: [String] = [], rollingBack: [String] = []
-        var contractAfterRename: [String] = []
         let changed = Dictionary(change.changedColumns.map { ($0.to.name, $0) }, uniquingKeysWith: { a, _ in a })
-        // Kept column -> the replacement column that stands in for it until contract.
-        var replaced: [String: String] = [:]
-
         for column in change.to.columns {
             guard let source = change.columnSources[column.name] else {
                 columns.append((column.name, q(column.name)))
-                addColumn(column, table: old, newTable: new, expanding: &expanding, rollingBack: &rollingBack, contracting: &contractAfterRename)
+                addColumn(column, table: old, newTable: new, expanding: &phases.expanding, rollingBack: &phases.rollingBack, contracting: &phases.contractAfterRename)
                 continue
             }
             guard let (was, now) = changed[column.name], renderer.needsChange(from: was, to: now) else {
@@ -312,61 +329,75 @@ private struct OnlinePlanner {
                     columns.append((column.name, q(source)))
                     var renamedNow = now
                     renamedNow.name = source
-                    expanding += note("not online: \(reason)") + renderer.alterColumn(old, was, renamedNow)
+                    phases.expanding += note("not online: \(reason)") + renderer.alterColumn(old, was, renamedNow)
                     continue
                 }
                 let replacement = OnlinePlan.replacementColumn(source, version: to.version)
-                replaced[source] = replacement
+                phases.replaced[source] = replacement
                 columns.append((column.name, q(replacement)))
                 replaceColumn(
                     table: old, source: source, replacement: replacement, was: was, now: now, newTable: new, finalName: column.name,
-                    expanding: &expanding, rollingBack: &rollingBack, contracting: &contractAfterRename)
+                    expanding: &phases.expanding, rollingBack: &phases.rollingBack, contracting: &phases.contractAfterRename)
                 continue
             }
             columns.append((column.name, q(source)))
             if was.isNullable != now.isNullable {
                 // Optional again: the old version never writes NULL, so allowing it changes nothing for it.
-                expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(source)) DROP NOT NULL;")
-                rollingBack.append(restoreNotNull(old, source))
+                phases.expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(source)) DROP NOT NULL;")
+                phases.rollingBack.append(restoreNotNull(old, source))
             }
             if was.enumValues != now.enumValues {
-                enumChange(table: old, column: source, was: was, now: now, newTable: new, finalName: column.name, expanding: &expanding, rollingBack: &rollingBack, contracting: &contractAfterRename)
+                enumChange(
+                    table: old, column: source, was: was, now: now, newTable: new, finalName: column.name, expanding: &phases.expanding, rollingBack: &phases.rollingBack,
+                    contracting: &phases.contractAfterRename)
             }
             if was.defaultValue != now.defaultValue {
                 let value = now.defaultValue.map { PostgresRenderer.literal($0, kind: now.kind) }
-                contractAfterRename.append("ALTER TABLE \(q(new)) ALTER COLUMN \(q(column.name)) \(value.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT");")
+                phases.contractAfterRename.append("ALTER TABLE \(q(new)) ALTER COLUMN \(q(column.name)) \(value.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT");")
             }
         }
         viewColumns[new] = columns
         if !defaults.isEmpty { viewDefaults[new] = defaults }
 
+    }
+
+    /// Dropped columns stay until contract; replaced ones give way to their replacement; then
+    /// the table's and columns' renames.
+    mutating func dropAndRenameColumns(_ change: TableChange, _ phases: inout TablePhases) {
+        let old = change.from.name, new = change.to.name
         // Dropped columns stay until contract; a required one the new version cannot write is
         // made optional now.
         for column in change.droppedColumns {
             if !column.isNullable, column.defaultValue == nil, !column.isAutoIncrement {
-                expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(column.name)) DROP NOT NULL;")
-                rollingBack.append(restoreNotNull(old, column.name))
+                phases.expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(column.name)) DROP NOT NULL;")
+                phases.rollingBack.append(restoreNotNull(old, column.name))
             }
-            contracting.append("ALTER TABLE \(q(old)) DROP COLUMN IF EXISTS \(q(column.name));")
+            phases.contracting.append("ALTER TABLE \(q(old)) DROP COLUMN IF EXISTS \(q(column.name));")
         }
         // Replaced columns: the old one goes, the replacement takes the new name (after the
         // renames below, which rename the others).
-        for (source, replacement) in replaced.sorted(by: { $0.key < $1.key }) {
-            contracting.append("ALTER TABLE \(q(old)) DROP COLUMN \(q(source));")
+        for (source, replacement) in phases.replaced.sorted(by: { $0.key < $1.key }) {
+            phases.contracting.append("ALTER TABLE \(q(old)) DROP COLUMN \(q(source));")
             let final = change.columnSources.first { $0.value == source }?.key ?? source
-            contractAfterRename.insert("ALTER TABLE \(q(new)) RENAME COLUMN \(q(replacement)) TO \(q(final));", at: 0)
+            phases.contractAfterRename.insert("ALTER TABLE \(q(new)) RENAME COLUMN \(q(replacement)) TO \(q(final));", at: 0)
         }
-        if change.isRename { contracting.append("ALTER TABLE \(q(old)) RENAME TO \(q(new));") }
-        for (was, now) in change.renamedColumns where replaced[was] == nil {
-            contracting.append("ALTER TABLE \(q(new)) RENAME COLUMN \(q(was)) TO \(q(now));")
+        if change.isRename { phases.contracting.append("ALTER TABLE \(q(old)) RENAME TO \(q(new));") }
+        for (was, now) in change.renamedColumns where phases.replaced[was] == nil {
+            phases.contracting.append("ALTER TABLE \(q(new)) RENAME COLUMN \(q(was)) TO \(q(now));")
         }
         if change.isRename || !change.renamedColumns.isEmpty {
-            // A replaced column's check went with it.
+            // A phases.replaced column's check went with it.
             var before = change.from
-            for index in before.columns.indices where replaced[before.columns[index].name] != nil { before.columns[index].enumValues = nil }
-            contracting += renderer.sql(for: .renameConstraints(table: new, from: before, to: change.to, columnSources: change.columnSources))
+            for index in before.columns.indices where phases.replaced[before.columns[index].name] != nil { before.columns[index].enumValues = nil }
+            phases.contracting += renderer.sql(for: .renameConstraints(table: new, from: before, to: change.to, columnSources: change.columnSources))
         }
 
+    }
+
+    /// Foreign keys, compared in the new names, and a changed primary key.
+    mutating func alterKeys(_ change: TableChange, _ phases: inout TablePhases) {
+        let old = change.from.name, new = change.to.name
+        let back = Dictionary(change.columnSources.map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         // Foreign keys, compared in the new names.
         let renamedOld = change.from.foreignKeys.map { key in (key, key.columns.map { column in back[column] ?? "" }) }
         let kept = change.to.foreignKeys.filter { key in
@@ -383,45 +414,51 @@ private struct OnlinePlanner {
         }
         for key in change.to.foreignKeys where !kept.contains(key) && !renamedOld.contains(where: { $0.1 == key.columns }) {
             // Added NOT VALID (checked for new rows at once, without scanning), validated later.
-            let physicalKey = physical(key, columns: key.columns.map { column in change.columnSources[column].map { replaced[$0] ?? $0 } ?? column })
+            let physicalKey = physical(key, columns: key.columns.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column })
             let name = PostgresRenderer.foreignKeyName(new, key)
-            expanding.append(
+            phases.expanding.append(
                 "ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) FOREIGN KEY (\(physicalKey.columns.map(q).joined(separator: ", "))) REFERENCES \(q(physicalKey.table)) (\(key.referencedColumns.map(q).joined(separator: ", "))) ON DELETE \(key.onDelete.rawValue) NOT VALID;"
             )
             expandValidations.append("ALTER TABLE \(q(old)) VALIDATE CONSTRAINT \(q(name));")
-            rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
+            phases.rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
         }
         if change.keyChanged {
             offline.append("\(old): a new primary key rebuilds its index while holding the table")
-            expanding += note("not online: a new primary key")
-            expanding.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
-            rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
-            rollingBack.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(change.from.primaryKey.map(q).joined(separator: ", ")));")
-            let keyColumns = change.to.primaryKey.map { column in change.columnSources[column].map { replaced[$0] ?? $0 } ?? column }
-            expanding.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(keyColumns.map(q).joined(separator: ", ")));")
+            phases.expanding += note("not online: a new primary key")
+            phases.expanding.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
+            phases.rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
+            phases.rollingBack.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(change.from.primaryKey.map(q).joined(separator: ", ")));")
+            let keyColumns = change.to.primaryKey.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column }
+            phases.expanding.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(keyColumns.map(q).joined(separator: ", ")));")
         }
 
+    }
+
+    /// Indexes built CONCURRENTLY (a unique one then becomes its constraint), dropped ones at
+    /// contract, and comments.
+    mutating func alterIndexes(_ change: TableChange, _ phases: inout TablePhases) {
+        let old = change.from.name, new = change.to.name
         // Indexes: built CONCURRENTLY (a unique one then becomes its constraint); the ones the
         // new version drops go at contract.
         for index in change.droppedIndexes {
             // Before the table's rename below: they name it as it was.
             if index.isFullText {
-                contracting.insert(contentsOf: renderer.sql(for: .dropIndex(table: old, index)), at: 0)
+                phases.contracting.insert(contentsOf: renderer.sql(for: .dropIndex(table: old, index)), at: 0)
             } else if index.isUnique {
-                contracting.insert("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.indexName(index)));", at: 0)
+                phases.contracting.insert("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.indexName(index)));", at: 0)
             } else {
                 contractStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(PostgresRenderer.indexName(index)));")
             }
         }
         for index in change.addedIndexes {
-            let physicalColumns = index.columns.map { column in change.columnSources[column].map { replaced[$0] ?? $0 } ?? column }
+            let physicalColumns = index.columns.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column }
             let name = PostgresRenderer.indexName(index)
             if index.isFullText {
                 offline.append("\(new): a new full-text index adds a generated column, which rewrites the table")
                 var physical = index
                 physical.columns = physicalColumns
-                expanding += note("not online: a generated column rewrites the table") + renderer.sql(for: .createIndex(table: old, physical))
-                rollingBack += renderer.sql(for: .dropIndex(table: old, physical))
+                phases.expanding += note("not online: a generated column rewrites the table") + renderer.sql(for: .createIndex(table: old, physical))
+                phases.rollingBack += renderer.sql(for: .dropIndex(table: old, physical))
                 continue
             }
             // A build that was killed or failed leaves an invalid index behind: the section drops it
@@ -431,18 +468,14 @@ private struct OnlinePlanner {
             )
             if index.isUnique {
                 expandAfterBackfill.append((old, "ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) UNIQUE USING INDEX \(q(name));"))
-                rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
+                phases.rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
             }
             rollbackStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(name));")
         }
         for comment in change.changedComments {
-            contractAfterRename += renderer.sql(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
+            phases.contractAfterRename += renderer.sql(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
         }
 
-        expandTables.append(expanding)
-        contractTables.append(contractTriggers + contracting + contractAfterRename)
-        contractTriggers = []
-        rollbackTables.append(rollingBack)
     }
 
     // MARK: - Table splits

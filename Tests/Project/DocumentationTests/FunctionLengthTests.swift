@@ -11,7 +11,6 @@ import Testing
 
     /// Longer than the limit when the rule came (file, function: lines). Shorten, never add.
     static let knownLong: [String: Int] = [
-        "Tools/MigrationPlanner/OnlinePlan.swift alterTable": 164,
         "Tools/MigrationPlanner/MigrationLint.swift findings": 152,
         "Tools/MigrationPlanner/MigrationLint.swift lockFindings": 141,
         "Tools/SchemaKit/SchemaParser+Defaults.swift checkValue": 119,
@@ -123,7 +122,7 @@ import Testing
         for key in Self.knownLong.keys.sorted() where measured[key] == nil {
             Issue.record("\(key) fits in \(Self.limit) lines now (or is gone): take it off FunctionLengthTests.knownLong")
         }
-        #expect(Self.knownLong.count <= 24, "the list only shrinks")
+        #expect(Self.knownLong.count <= 23, "the list only shrinks")
     }
 
     /// The measure itself: a function's length runs from its declaration to its closing
