@@ -70,6 +70,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
 
     /// The value the fragment binds when it is exactly one parameter (a value a predicate
     /// compares), so callers can fold or transform it before it lands in a statement.
+    ///
+    ///     ("\(value: .integer(3))" as SQL).boundValue   // .integer(3)
     public var boundValue: StoredValue? {
         if pieces.count == 1, case .parameter(let value) = pieces[0] { value } else { nil }
     }
@@ -100,6 +102,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
 
     /// The statement rendered for a dialect, as an adapter takes it, and its values: for a
     /// statement rendered once and run many times with other values.
+    ///
+    ///     let (insert, _) = ("INSERT INTO \(identifier: "item") VALUES (\(SQL.placeholders(2)))" as SQL).statement(for: PostgresDialect())
     public func statement(for dialect: any SQLDialect) -> (statement: RenderedSQL, arguments: [StoredValue]) {
         let (text, arguments) = rendered(for: dialect)
         return (RenderedSQL(text: text), arguments)
@@ -126,6 +130,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
         public mutating func appendInterpolation(value: StoredValue) { pieces.append(.parameter(value)) }
 
         /// The column type that keeps a storage kind in a dialect (`TEXT`, `timestamptz`).
+        ///
+        ///     let create: SQL = "CREATE TABLE t (name \(type: .text, in: dialect) NOT NULL)"
         public mutating func appendInterpolation(type kind: StorageKind, in dialect: any SQLDialect) {
             pieces.append(.text(dialect.columnType(kind)))
         }
@@ -138,6 +144,9 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
 /// A statement rendered for one dialect: its text, with that dialect's parameter markers. Only
 /// rendering `SQL` makes one (`SQL.statement(for:)`), so an engine adapter, which takes these
 /// rather than `String`, runs only SQL that was built by construction.
+///
+///     let (statement, arguments) = sql.statement(for: database.dialect)
+///     let rows = try database.query(statement, arguments[...])
 public struct RenderedSQL: Sendable, Hashable, CustomStringConvertible {
     /// The text the engine runs.
     public let text: String
