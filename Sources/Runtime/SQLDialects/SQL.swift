@@ -14,6 +14,8 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
     enum Piece: Sendable, Hashable {
         case text(String)
         case identifier(String)
+        /// A string constant written into the text: DDL takes no parameters.
+        case literal(String)
         case parameter(StoredValue)
     }
 
@@ -45,6 +47,17 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
         }
         return joined
     }
+
+    /// `"schema"."name"`: a name qualified by its schema, both quoted.
+    ///
+    ///     SQL.identifier("job", in: "app_v2")   // "app_v2"."job"
+    public static func identifier(_ name: String, in schema: String) -> SQL { "\(identifier: schema).\(identifier: name)" }
+
+    /// A string constant written into the statement, quoted as the dialect quotes one, for
+    /// statements that take no parameters (DDL, `COMMENT ON ... IS '...'`).
+    ///
+    ///     SQL.literal("it's")   // 'it''s'
+    public static func literal(_ text: String) -> SQL { "\(literal: text)" }
 
     /// `"a", "b", ...`: quoted identifiers joined by commas.
     public static func identifiers(_ names: some Sequence<String>) -> SQL { list(names.map(identifier)) }
@@ -92,6 +105,7 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
             switch piece {
             case .text(let sql): text += sql
             case .identifier(let name): text += dialect.quote(name)
+            case .literal(let constant): text += dialect.literal(constant)
             case .parameter(let value):
                 arguments.append(value)
                 text += dialect.parameterMarker(arguments.count)
@@ -99,6 +113,11 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
         }
         return (text, arguments)
     }
+
+    /// The text of a statement that binds no values, such as a migration's DDL, for a dialect.
+    ///
+    ///     ("DROP TABLE \(identifier: "job");" as SQL).text(for: PostgresDialect())   // DROP TABLE "job";
+    public func text(for dialect: any SQLDialect) -> String { rendered(for: dialect).text }
 
     /// The statement rendered for a dialect, as an adapter takes it, and its values: for a
     /// statement rendered once and run many times with other values.
@@ -125,6 +144,9 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
 
         /// A table, column, index or schema name, quoted.
         public mutating func appendInterpolation(identifier name: String) { pieces.append(.identifier(name)) }
+
+        /// A string constant, quoted into the text (`'...'`), for statements without parameters.
+        public mutating func appendInterpolation(literal text: String) { pieces.append(.literal(text)) }
 
         /// A value, bound as a parameter.
         public mutating func appendInterpolation(value: StoredValue) { pieces.append(.parameter(value)) }

@@ -32,26 +32,26 @@ enum StatusCommand: Command {
             return MigrateTool.exitCode(for: error)
         }
         if arguments.value("format") == "json" {
-            let q = TextEscaping.json
+            let jsonString = TextEscaping.json
             let items = rows.map { entry -> String in
                 let row = entry.status
-                var fields = ["\"schema\": \(q(entry.schema))", "\"version\": \(row.version)", "\"name\": \(q(row.name))"]
+                var fields = ["\"schema\": \(jsonString(entry.schema))", "\"version\": \(row.version)", "\"name\": \(jsonString(row.name))"]
                 switch row.state {
                 case .applied(let at, let milliseconds, let matches, let by):
                     fields += [
-                        "\"state\": \"applied\"", "\"appliedAt\": \(q(at))", "\"appliedBy\": \(by.map(q) ?? "null")", "\"durationMs\": \(milliseconds)",
+                        "\"state\": \"applied\"", "\"appliedAt\": \(jsonString(at))", "\"appliedBy\": \(by.map(jsonString) ?? "null")", "\"durationMs\": \(milliseconds)",
                         "\"checksum\": \"\(matches ? "ok" : "changed")\"",
                     ]
                 case .pending:
                     fields += ["\"state\": \"pending\""]
                 case .fileMissing(let at):
-                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(q(at))"]
+                    fields += ["\"state\": \"missing-file\"", "\"appliedAt\": \(jsonString(at))"]
                 }
                 if let (state, served) = online[entry.schema], state.version == row.version {
                     var online = [
-                        "\"phase\": \"\(state.phase.rawValue)\"", "\"sectionsDone\": \(state.section)", "\"startedAt\": \(q(state.startedAt))",
-                        "\"resumedAt\": \(state.resumedAt.map(q) ?? "null")",
-                        "\"served\": [\(served.map { q(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]",
+                        "\"phase\": \"\(state.phase.rawValue)\"", "\"sectionsDone\": \(state.section)", "\"startedAt\": \(jsonString(state.startedAt))",
+                        "\"resumedAt\": \(state.resumedAt.map(jsonString) ?? "null")",
+                        "\"served\": [\(served.map { jsonString(VersionSchema.name(schema: entry.schema, version: $0)) }.joined(separator: ", "))]",
                     ]
                     if state.phase != .expanded {
                         online.append("\"state\": \"\(state.runningInBackend == nil ? "interrupted" : "running")\"")
@@ -60,14 +60,14 @@ enum StatusCommand: Command {
                     if let backfill = state.backfill, state.phase == .expand || state.phase == .contract || state.phase == .rollback {
                         let number: (Double?) -> String = { $0.map { String(format: "%.1f", $0) } ?? "null" }
                         online.append(
-                            "\"backfill\": {\"table\": \(q(backfill.table)), \"rowsDone\": \(backfill.rowsDone), \"rowsEstimate\": \(backfill.rowsEstimate.map(String.init) ?? "null"), \"rowsPerSecond\": \(number(backfill.rowsPerSecond)), \"secondsLeft\": \(number(backfill.secondsLeft)), \"updatedAt\": \(q(backfill.updatedAt))}"
+                            "\"backfill\": {\"table\": \(jsonString(backfill.table)), \"rowsDone\": \(backfill.rowsDone), \"rowsEstimate\": \(backfill.rowsEstimate.map(String.init) ?? "null"), \"rowsPerSecond\": \(number(backfill.rowsPerSecond)), \"secondsLeft\": \(number(backfill.secondsLeft)), \"updatedAt\": \(jsonString(backfill.updatedAt))}"
                         )
                     }
                     fields.append("\"online\": {" + online.joined(separator: ", ") + "}")
                 }
                 if let attempt = entry.attempt {
                     fields.append(
-                        "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(q(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
+                        "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(jsonString(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
                     )
                 }
                 return "  {" + fields.joined(separator: ", ") + "}"

@@ -1,6 +1,7 @@
 import Foundation
 import MigrationFiles
 import RelationalModel
+import SQLDialects
 
 /// A PostgreSQL migration planned in two phases, so the app version before it and the one after
 /// it run side by side against one database while instances roll over:
@@ -59,34 +60,34 @@ private struct OnlinePlanner {
     /// Copies of a split's existing rows, batched: after the triggers that keep both places in step.
     var expandCopies: [OnlinePhase.Section] = []
     /// Contract: a split's triggers, each table's in a transaction of its own.
-    var contractSyncDrops: [String] = []
+    var contractSyncDrops: [[SQL]] = []
 
     // Expand, in order: each table's changes in a transaction of their own (so no lock waits
     // behind another table's), then index builds and validations, then backfills, then the
     // new version's views.
-    var expandTables: [[String]] = []
-    var expandStatements: [String] = []
+    var expandTables: [[SQL]] = []
+    var expandStatements: [SQL] = []
     /// Backfills, one UPDATE per table (its assignments together, so each row is written once).
-    var expandBackfills: [(table: String, key: (name: String, type: String), set: [String], conditions: [String])] = []
+    var expandBackfills: [(table: String, key: (name: String, type: String), set: [SQL], conditions: [SQL])] = []
     /// Statements after the backfills, by the table they lock: each table's in a transaction of
     /// its own, tables by name, so no transaction holds one table's lock while waiting for another's.
-    var expandAfterBackfill: [(table: String, statement: String)] = []
-    var expandValidations: [String] = []
+    var expandAfterBackfill: [(table: String, statement: SQL)] = []
+    var expandValidations: [SQL] = []
     /// Contract: foreign keys first, then each table, then dropped tables, then statements.
-    var contractKeys: [String] = []
-    var contractTables: [[String]] = []
-    var contractDrops: [String] = []
+    var contractKeys: [SQL] = []
+    var contractTables: [[SQL]] = []
+    var contractDrops: [SQL] = []
     /// Foreign keys that replace one on the same columns (another delete rule), added once every
     /// table has its new name.
-    var contractKeysAdded: [String] = []
-    var contractStatements: [String] = []
-    var rollbackTables: [[String]] = []
+    var contractKeysAdded: [SQL] = []
+    var contractStatements: [SQL] = []
+    var rollbackTables: [[SQL]] = []
     /// The current table's sync triggers, dropped first in its contract.
-    var contractTriggers: [String] = []
-    var rollbackStatements: [String] = []
-    /// New-version column -> the physical expression its view reads, per new table name.
+    var contractTriggers: [SQL] = []
+    var rollbackStatements: [SQL] = []
+    /// New-version column -> the physical column its view reads, per new table name.
     var viewColumns: [String: [(name: String, physical: String)]] = [:]
-    var viewDefaults: [String: [(column: String, value: String)]] = [:]
+    var viewDefaults: [String: [(column: String, value: SQL)]] = [:]
     /// The physical table each new table's view reads.
     var physicalTable: [String: String] = [:]
     /// New column -> physical column, per new table name (kept tables).
@@ -106,24 +107,27 @@ private struct OnlinePlanner {
         self.to = to
     }
 
-    var q: (String) -> String { PostgresRenderer.quote }
+    /// Statements as a section's text, one per line.
+    func text(_ statements: [SQL]) -> String { DDL.script(statements, for: PostgresRenderer.dialect) }
+    func text(_ statement: SQL) -> String { statement.text(for: PostgresRenderer.dialect) }
+
     var oldSchema: String? { from.map { VersionSchema.name(schema: $0.schema, version: $0.version) } }
     var newSchema: String { VersionSchema.name(schema: to.schema, version: to.version) }
 
     mutating func plan(steps: [MigrationStep]) {
         guard let from else {
             // A first migration: the tables as usual, on an empty database, and its views.
-            let created = steps.flatMap { renderer.sql(for: $0) }
+            let created = steps.flatMap { renderer.statements(for: $0) }
             for table in to.tables { physicalTable[table.name] = table.name }
-            expand.append(.transaction((created + views(of: to, schema: newSchema, mapping: nil) + versionGrants(to, schema: newSchema)).joined(separator: "\n")))
-            rollback.append(.transaction((["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.sql(for: $0) }).joined(separator: "\n")))
+            expand.append(.transaction(text(created + views(of: to, schema: newSchema, mapping: nil) + versionGrants(to, schema: newSchema))))
+            rollback.append(.transaction(text(["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.statements(for: $0) })))
             return
         }
         // The old version's views, for a database whose schema turned online at this version.
         // Each is created only where it is missing: an existing view (the usual case, made by the
         // migration before) is left alone, so this section takes no lock on views the old
         // version's apps are using, and cannot deadlock with their transactions.
-        expand.append(.transaction(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true).joined(separator: "\n")))
+        expand.append(.transaction(text(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true))))
 
         let changes = SchemaDiffer.diff(from: from, to: to)
         // Where each new table's rows are until contract: under the old table's name.
@@ -144,26 +148,26 @@ private struct OnlinePlanner {
         // Grants follow the tables' physical names; a dropped table's go with it at contract.
         for case .grant(let table, let role, let from, let to) in changes {
             guard let table else {
-                expandTables.append(renderer.sql(for: .grant(table: nil, role: role, from: from, to: to)))
+                expandTables.append(renderer.statements(for: .grant(table: nil, role: role, from: from, to: to)))
                 continue
             }
             guard self.to.table(named: table) != nil else { continue }
-            let physical = q(physicalTable[table] ?? table)
+            let physical = SQL.identifier(physicalTable[table] ?? table)
             expandTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: from, to: to))
             rollbackTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
         }
 
-        expand += expandTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
-        expand += expandStatements.map { .statement($0) }
+        expand += expandTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
+        expand += expandStatements.map { .statement(text($0)) }
         expand += expandCopies
         expand += expandBackfills.map { backfill in
-            self.backfill(table: backfill.table, key: backfill.key, set: backfill.set.joined(separator: ", "), where: backfill.conditions.joined(separator: " OR "))
+            self.backfill(table: backfill.table, key: backfill.key, set: SQL.list(backfill.set), where: SQL.list(backfill.conditions, separator: " OR "))
         }
         for table in Set(expandAfterBackfill.map(\.table)).sorted() {
-            expand.append(.transaction(expandAfterBackfill.filter { $0.table == table }.map(\.statement).joined(separator: "\n")))
+            expand.append(.transaction(text(expandAfterBackfill.filter { $0.table == table }.map(\.statement))))
         }
-        expand += expandValidations.map { .statement($0) }
-        expand.append(.transaction((newViews() + versionGrants(to, schema: newSchema)).joined(separator: "\n")))
+        expand += expandValidations.map { .statement(text($0)) }
+        expand.append(.transaction(text(newViews() + versionGrants(to, schema: newSchema))))
 
         // Contract: the old version's views go first (they read columns about to go). The new
         // version's views stay: they name columns by position, so drops and renames of other
@@ -171,25 +175,25 @@ private struct OnlinePlanner {
         // One object per transaction where it can be (a foreign key locks its two tables), so
         // the new version's multi-table transactions never meet a contract holding a lock
         // while it waits for another.
-        contract.append(.transaction("DROP SCHEMA IF EXISTS \(q(oldSchema!)) CASCADE;"))
-        contract += contractSyncDrops.map { .transaction($0) }
-        contract += contractKeys.map { .transaction($0) }
-        contract += contractTables.filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
-        contract += contractDrops.map { .transaction($0) }
-        contract += contractKeysAdded.map { .transaction($0) }
+        contract.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: oldSchema!) CASCADE;")))
+        contract += contractSyncDrops.map { .transaction(text($0)) }
+        contract += contractKeys.map { .transaction(text($0)) }
+        contract += contractTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
+        contract += contractDrops.map { .transaction(text($0)) }
+        contract += contractKeysAdded.map { .transaction(text($0)) }
         // The tables now have the new version's names: its views read them as they are.
         let mapped = to.tables.filter { table in
-            physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != q($0.name) }
+            physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name }
         }
         if !mapped.isEmpty {
-            contract.append(.transaction(mapped.map { "COMMENT ON VIEW \(q(newSchema)).\(q($0.name)) IS NULL;" }.joined(separator: "\n")))
+            contract.append(.transaction(text(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" })))
         }
-        contract += contractStatements.map { .statement($0) }
+        contract += contractStatements.map { .statement(text($0)) }
 
-        rollback.append(.transaction(["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"].joined(separator: "\n")))
+        rollback.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;")))
         // Undone in the reverse order of expand (a split's rows go back before its table goes).
-        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { .transaction($0.joined(separator: "\n")) }
-        rollback += rollbackStatements.map { .statement($0) }
+        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { .transaction(text($0)) }
+        rollback += rollbackStatements.map { .statement(text($0)) }
     }
 
     // MARK: - Views
@@ -198,15 +202,15 @@ private struct OnlinePlanner {
     /// (`mapping`, or the same name), full-text columns included.
     func views(
         of snapshot: SchemaSnapshot, schema: String, mapping: [String: (table: String, columns: [(name: String, physical: String)])]?, onlyWhereMissing: Bool = false
-    ) -> [String] {
-        var statements = ["CREATE SCHEMA IF NOT EXISTS \(q(schema));"]
+    ) -> [SQL] {
+        var statements: [SQL] = ["CREATE SCHEMA IF NOT EXISTS \(identifier: schema);"]
         for table in snapshot.tables {
             let mapped = mapping?[table.name]
-            let columns = mapped?.columns ?? table.columns.map { ($0.name, q($0.name)) }
-            var list = columns.map { $0.physical == q($0.name) ? $0.physical : "\($0.physical) AS \(q($0.name))" }
-            list += table.indexes.filter(\.isFullText).map { q(PostgresRenderer.searchColumn($0)) }
-            let view = "\(q(schema)).\(q(table.name))"
-            let create = "CREATE VIEW \(view) AS SELECT \(list.joined(separator: ", ")) FROM \(q(mapped?.table ?? table.name));"
+            let columns = mapped?.columns ?? table.columns.map { ($0.name, $0.name) }
+            var list: [SQL] = columns.map { $0.physical == $0.name ? .identifier($0.physical) : "\(identifier: $0.physical) AS \(identifier: $0.name)" }
+            list += table.indexes.filter(\.isFullText).map { .identifier(PostgresRenderer.searchColumn($0)) }
+            let view = SQL.identifier(table.name, in: schema)
+            let create: SQL = "CREATE VIEW \(view) AS SELECT \(SQL.list(list)) FROM \(identifier: mapped?.table ?? table.name);"
             guard onlyWhereMissing else {
                 statements.append(create)
                 continue
@@ -214,42 +218,42 @@ private struct OnlinePlanner {
             // Its grants with it: an existing view keeps its own, and takes no lock.
             let grants = (snapshot.grants ?? []).flatMap { PostgresRenderer.grantChange(on: view, role: $0.role, from: nil, to: $0.access) }
             statements.append(
-                "DO $schemagen$ BEGIN IF to_regclass(\(PostgresRenderer.dialect.literal(view))) IS NULL THEN \(([create] + grants).joined(separator: " ")) END IF; END $schemagen$;")
+                "DO $schemagen$ BEGIN IF to_regclass(\(literal: text(view))) IS NULL THEN \(SQL.list([create] + grants, separator: " ")) END IF; END $schemagen$;")
         }
-        if onlyWhereMissing { statements += (snapshot.grants ?? []).map { "GRANT USAGE ON SCHEMA \(q(schema)) TO \(q($0.role));" } }
+        if onlyWhereMissing { statements += (snapshot.grants ?? []).map { "GRANT USAGE ON SCHEMA \(identifier: schema) TO \(identifier: $0.role);" } }
         return statements
     }
 
     /// The grants of a version's schema of views: what the schema's roles have on its tables,
     /// on each view, and USAGE of the schema so they can name them.
-    func versionGrants(_ snapshot: SchemaSnapshot, schema: String) -> [String] {
+    func versionGrants(_ snapshot: SchemaSnapshot, schema: String) -> [SQL] {
         (snapshot.grants ?? []).flatMap { grant in
-            ["GRANT USAGE ON SCHEMA \(q(schema)) TO \(q(grant.role));"]
-                + snapshot.tables.flatMap { PostgresRenderer.grantChange(on: "\(q(schema)).\(q($0.name))", role: grant.role, from: nil, to: grant.access) }
+            ["GRANT USAGE ON SCHEMA \(identifier: schema) TO \(identifier: grant.role);" as SQL]
+                + snapshot.tables.flatMap { PostgresRenderer.grantChange(on: SQL.identifier($0.name, in: schema), role: grant.role, from: nil, to: grant.access) }
         }
     }
 
     /// The new version's views over the tables as expand leaves them.
-    func newViews() -> [String] {
+    func newViews() -> [SQL] {
         var mapping: [String: (table: String, columns: [(name: String, physical: String)])] = [:]
         for table in to.tables {
-            mapping[table.name] = (physicalTable[table.name] ?? table.name, viewColumns[table.name] ?? table.columns.map { ($0.name, q($0.name)) })
+            mapping[table.name] = (physicalTable[table.name] ?? table.name, viewColumns[table.name] ?? table.columns.map { ($0.name, $0.name) })
         }
-        var statements = ["DROP SCHEMA IF EXISTS \(q(newSchema)) CASCADE;"] + views(of: to, schema: newSchema, mapping: mapping)
+        var statements: [SQL] = ["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + views(of: to, schema: newSchema, mapping: mapping)
         for (table, defaults) in viewDefaults.sorted(by: { $0.key < $1.key }) {
-            statements += defaults.map { "ALTER VIEW \(q(newSchema)).\(q(table)) ALTER COLUMN \(q($0.column)) SET DEFAULT \($0.value);" }
+            statements += defaults.map { "ALTER VIEW \(SQL.identifier(table, in: newSchema)) ALTER COLUMN \(identifier: $0.column) SET DEFAULT \($0.value);" }
         }
         // Where a view reads other names, it says which (`ViewMapping`): the store records
         // changes from the table's rows, under the table's names, and reads them back by these.
         for table in to.tables {
             guard let (physical, columns) = mapping[table.name] else { continue }
-            let renamed = columns.filter { $0.physical != q($0.name) }
+            let renamed = columns.filter { $0.physical != $0.name }
             guard physical != table.name || !renamed.isEmpty else { continue }
-            let text = ViewMapping(
+            let comment = ViewMapping(
                 table: physical,
-                columns: Dictionary(renamed.map { ($0.name, String($0.physical.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")) }, uniquingKeysWith: { a, _ in a })
+                columns: Dictionary(renamed.map { ($0.name, $0.physical) }, uniquingKeysWith: { a, _ in a })
             ).comment
-            statements.append("COMMENT ON VIEW \(q(newSchema)).\(q(table.name)) IS \(PostgresRenderer.dialect.literal(text));")
+            statements.append("COMMENT ON VIEW \(SQL.identifier(table.name, in: newSchema)) IS \(literal: comment);")
         }
         return statements
     }
@@ -260,24 +264,24 @@ private struct OnlinePlanner {
         // An empty table: created whole, keys and indexes at once, nobody waits on it.
         var bare = table
         bare.foreignKeys = []
-        var statements = renderer.sql(for: .createTable(bare))
+        var statements = renderer.statements(for: .createTable(bare))
         statements += table.foreignKeys.map { key in
-            "ALTER TABLE \(q(table.name)) ADD \(PostgresRenderer.foreignKey(table.name, physical(key, columns: key.columns)));"
+            "ALTER TABLE \(identifier: table.name) ADD \(PostgresRenderer.foreignKey(table.name, physical(key, columns: key.columns)));"
         }
-        statements += table.indexes.flatMap { renderer.sql(for: .createIndex(table: table.name, $0)) }
-        statements += steps.compactMap { step -> [String]? in
-            if case .comment(let name, _, _, _) = step, name == table.name { return renderer.sql(for: step) }
+        statements += table.indexes.flatMap { renderer.statements(for: .createIndex(table: table.name, $0)) }
+        statements += steps.compactMap { step -> [SQL]? in
+            if case .comment(let name, _, _, _) = step, name == table.name { return renderer.statements(for: step) }
             return nil
         }.flatMap { $0 }
         expandTables.append(statements)
-        rollbackTables.append(["DROP TABLE IF EXISTS \(q(table.name)) CASCADE;"])
+        rollbackTables.append(["DROP TABLE IF EXISTS \(identifier: table.name) CASCADE;"])
     }
 
     mutating func dropTable(_ table: TableSnapshot) {
         // The old version keeps using it until contract. A required column the new version
         // does not know stays writable by it: nothing writes it through the new version.
-        contractKeys += table.foreignKeys.map { "ALTER TABLE \(q(table.name)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.foreignKeyName(table.name, $0)));" }
-        contractDrops.append("DROP TABLE IF EXISTS \(q(table.name));")
+        contractKeys += table.foreignKeys.map { "ALTER TABLE \(identifier: table.name) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.foreignKeyName(table.name, $0));" }
+        contractDrops.append("DROP TABLE IF EXISTS \(identifier: table.name);")
     }
 
     mutating func alterTable(_ change: TableChange) {
@@ -294,9 +298,9 @@ private struct OnlinePlanner {
 
     /// The statements one table's change adds to each phase, gathered as `alterTable` goes.
     struct TablePhases {
-        var expanding: [String] = [], contracting: [String] = [], rollingBack: [String] = []
+        var expanding: [SQL] = [], contracting: [SQL] = [], rollingBack: [SQL] = []
         /// Contract statements that name the table and its columns by their new names.
-        var contractAfterRename: [String] = []
+        var contractAfterRename: [SQL] = []
         /// Kept column -> the replacement column that stands in for it until contract.
         var replaced: [String: String] = [:]
     }
@@ -306,27 +310,27 @@ private struct OnlinePlanner {
     mutating func alterColumns(_ change: TableChange, _ phases: inout TablePhases) {
         let old = change.from.name, new = change.to.name
         var columns: [(name: String, physical: String)] = []
-        var defaults: [(column: String, value: String)] = []
+        var defaults: [(column: String, value: SQL)] = []
         let changed = Dictionary(change.changedColumns.map { ($0.to.name, $0) }, uniquingKeysWith: { a, _ in a })
         for column in change.to.columns {
             guard let source = change.columnSources[column.name] else {
-                columns.append((column.name, q(column.name)))
+                columns.append((column.name, column.name))
                 addColumn(column, table: old, newTable: new, expanding: &phases.expanding, rollingBack: &phases.rollingBack, contracting: &phases.contractAfterRename)
                 continue
             }
             guard let (was, now) = changed[column.name], renderer.needsChange(from: was, to: now) else {
-                columns.append((column.name, q(source)))
+                columns.append((column.name, source))
                 continue
             }
             let typeChanges = PostgresRenderer.type(of: was) != PostgresRenderer.type(of: now) || was.isAutoIncrement != now.isAutoIncrement
             let becomesRequired = was.isNullable && !now.isNullable
             if now.defaultValue != was.defaultValue, let value = now.defaultValue {
-                defaults.append((column.name, PostgresRenderer.literal(value, kind: now.kind)))
+                defaults.append((column.name, PostgresRenderer.expression(value, kind: now.kind)))
             }
             if typeChanges || becomesRequired {
                 if let reason = replacementBlocked(source, in: change.from, was: was, now: now) {
                     offline.append("\(old).\(source): \(reason)")
-                    columns.append((column.name, q(source)))
+                    columns.append((column.name, source))
                     var renamedNow = now
                     renamedNow.name = source
                     phases.expanding += note("not online: \(reason)") + renderer.alterColumn(old, was, renamedNow)
@@ -334,16 +338,16 @@ private struct OnlinePlanner {
                 }
                 let replacement = OnlinePlan.replacementColumn(source, version: to.version)
                 phases.replaced[source] = replacement
-                columns.append((column.name, q(replacement)))
+                columns.append((column.name, replacement))
                 replaceColumn(
                     table: old, source: source, replacement: replacement, was: was, now: now, newTable: new, finalName: column.name,
                     expanding: &phases.expanding, rollingBack: &phases.rollingBack, contracting: &phases.contractAfterRename)
                 continue
             }
-            columns.append((column.name, q(source)))
+            columns.append((column.name, source))
             if was.isNullable != now.isNullable {
                 // Optional again: the old version never writes NULL, so allowing it changes nothing for it.
-                phases.expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(source)) DROP NOT NULL;")
+                phases.expanding.append("ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: source) DROP NOT NULL;")
                 phases.rollingBack.append(restoreNotNull(old, source))
             }
             if was.enumValues != now.enumValues {
@@ -352,8 +356,8 @@ private struct OnlinePlanner {
                     contracting: &phases.contractAfterRename)
             }
             if was.defaultValue != now.defaultValue {
-                let value = now.defaultValue.map { PostgresRenderer.literal($0, kind: now.kind) }
-                phases.contractAfterRename.append("ALTER TABLE \(q(new)) ALTER COLUMN \(q(column.name)) \(value.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT");")
+                let value = now.defaultValue.map { PostgresRenderer.expression($0, kind: now.kind) }
+                phases.contractAfterRename.append("ALTER TABLE \(identifier: new) ALTER COLUMN \(identifier: column.name) \(value.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT");")
             }
         }
         viewColumns[new] = columns
@@ -369,27 +373,27 @@ private struct OnlinePlanner {
         // made optional now.
         for column in change.droppedColumns {
             if !column.isNullable, column.defaultValue == nil, !column.isAutoIncrement {
-                phases.expanding.append("ALTER TABLE \(q(old)) ALTER COLUMN \(q(column.name)) DROP NOT NULL;")
+                phases.expanding.append("ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: column.name) DROP NOT NULL;")
                 phases.rollingBack.append(restoreNotNull(old, column.name))
             }
-            phases.contracting.append("ALTER TABLE \(q(old)) DROP COLUMN IF EXISTS \(q(column.name));")
+            phases.contracting.append("ALTER TABLE \(identifier: old) DROP COLUMN IF EXISTS \(identifier: column.name);")
         }
         // Replaced columns: the old one goes, the replacement takes the new name (after the
         // renames below, which rename the others).
         for (source, replacement) in phases.replaced.sorted(by: { $0.key < $1.key }) {
-            phases.contracting.append("ALTER TABLE \(q(old)) DROP COLUMN \(q(source));")
+            phases.contracting.append("ALTER TABLE \(identifier: old) DROP COLUMN \(identifier: source);")
             let final = change.columnSources.first { $0.value == source }?.key ?? source
-            phases.contractAfterRename.insert("ALTER TABLE \(q(new)) RENAME COLUMN \(q(replacement)) TO \(q(final));", at: 0)
+            phases.contractAfterRename.insert("ALTER TABLE \(identifier: new) RENAME COLUMN \(identifier: replacement) TO \(identifier: final);", at: 0)
         }
-        if change.isRename { phases.contracting.append("ALTER TABLE \(q(old)) RENAME TO \(q(new));") }
+        if change.isRename { phases.contracting.append("ALTER TABLE \(identifier: old) RENAME TO \(identifier: new);") }
         for (was, now) in change.renamedColumns where phases.replaced[was] == nil {
-            phases.contracting.append("ALTER TABLE \(q(new)) RENAME COLUMN \(q(was)) TO \(q(now));")
+            phases.contracting.append("ALTER TABLE \(identifier: new) RENAME COLUMN \(identifier: was) TO \(identifier: now);")
         }
         if change.isRename || !change.renamedColumns.isEmpty {
             // A phases.replaced column's check went with it.
             var before = change.from
             for index in before.columns.indices where phases.replaced[before.columns[index].name] != nil { before.columns[index].enumValues = nil }
-            phases.contracting += renderer.sql(for: .renameConstraints(table: new, from: before, to: change.to, columnSources: change.columnSources))
+            phases.contracting += renderer.statements(for: .renameConstraints(table: new, from: before, to: change.to, columnSources: change.columnSources))
         }
 
     }
@@ -404,32 +408,32 @@ private struct OnlinePlanner {
             renamedOld.contains { $0.1 == key.columns && $0.0.table == key.table && $0.0.referencedColumns == key.referencedColumns && $0.0.onDelete == key.onDelete }
         }
         for (key, mapped) in renamedOld where !kept.contains(where: { $0.columns == mapped && $0.table == key.table }) {
-            contractKeys.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.foreignKeyName(old, key)));")
+            contractKeys.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.foreignKeyName(old, key));")
         }
         for key in change.to.foreignKeys where !kept.contains(key) && renamedOld.contains(where: { $0.1 == key.columns }) {
             // Another delete rule on the same columns: the old version's rule holds until contract.
             let name = PostgresRenderer.foreignKeyName(new, key)
-            contractKeysAdded.append("ALTER TABLE \(q(new)) ADD \(PostgresRenderer.foreignKey(new, key)) NOT VALID;")
-            contractStatements.append("ALTER TABLE \(q(new)) VALIDATE CONSTRAINT \(q(name));")
+            contractKeysAdded.append("ALTER TABLE \(identifier: new) ADD \(PostgresRenderer.foreignKey(new, key)) NOT VALID;")
+            contractStatements.append("ALTER TABLE \(identifier: new) VALIDATE CONSTRAINT \(identifier: name);")
         }
         for key in change.to.foreignKeys where !kept.contains(key) && !renamedOld.contains(where: { $0.1 == key.columns }) {
             // Added NOT VALID (checked for new rows at once, without scanning), validated later.
             let physicalKey = physical(key, columns: key.columns.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column })
             let name = PostgresRenderer.foreignKeyName(new, key)
             phases.expanding.append(
-                "ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) FOREIGN KEY (\(physicalKey.columns.map(q).joined(separator: ", "))) REFERENCES \(q(physicalKey.table)) (\(key.referencedColumns.map(q).joined(separator: ", "))) ON DELETE \(key.onDelete.rawValue) NOT VALID;"
+                "ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: name) FOREIGN KEY (\(SQL.identifiers(physicalKey.columns))) REFERENCES \(identifier: physicalKey.table) (\(SQL.identifiers(key.referencedColumns))) ON DELETE \(SQL(verbatim: key.onDelete.rawValue)) NOT VALID;"
             )
-            expandValidations.append("ALTER TABLE \(q(old)) VALIDATE CONSTRAINT \(q(name));")
-            phases.rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
+            expandValidations.append("ALTER TABLE \(identifier: old) VALIDATE CONSTRAINT \(identifier: name);")
+            phases.rollingBack.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: name);")
         }
         if change.keyChanged {
             offline.append("\(old): a new primary key rebuilds its index while holding the table")
             phases.expanding += note("not online: a new primary key")
-            phases.expanding.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
-            phases.rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.primaryKeyName(old)));")
-            phases.rollingBack.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(change.from.primaryKey.map(q).joined(separator: ", ")));")
+            phases.expanding.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.primaryKeyName(old));")
+            phases.rollingBack.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.primaryKeyName(old));")
+            phases.rollingBack.append("ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: PostgresRenderer.primaryKeyName(old)) PRIMARY KEY (\(SQL.identifiers(change.from.primaryKey)));")
             let keyColumns = change.to.primaryKey.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column }
-            phases.expanding.append("ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(PostgresRenderer.primaryKeyName(old))) PRIMARY KEY (\(keyColumns.map(q).joined(separator: ", ")));")
+            phases.expanding.append("ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: PostgresRenderer.primaryKeyName(old)) PRIMARY KEY (\(SQL.identifiers(keyColumns)));")
         }
 
     }
@@ -443,11 +447,11 @@ private struct OnlinePlanner {
         for index in change.droppedIndexes {
             // Before the table's rename below: they name it as it was.
             if index.isFullText {
-                phases.contracting.insert(contentsOf: renderer.sql(for: .dropIndex(table: old, index)), at: 0)
+                phases.contracting.insert(contentsOf: renderer.statements(for: .dropIndex(table: old, index)), at: 0)
             } else if index.isUnique {
-                phases.contracting.insert("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.indexName(index)));", at: 0)
+                phases.contracting.insert("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.indexName(index));", at: 0)
             } else {
-                contractStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(PostgresRenderer.indexName(index)));")
+                contractStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: PostgresRenderer.indexName(index));")
             }
         }
         for index in change.addedIndexes {
@@ -457,23 +461,23 @@ private struct OnlinePlanner {
                 offline.append("\(new): a new full-text index adds a generated column, which rewrites the table")
                 var physical = index
                 physical.columns = physicalColumns
-                phases.expanding += note("not online: a generated column rewrites the table") + renderer.sql(for: .createIndex(table: old, physical))
-                phases.rollingBack += renderer.sql(for: .dropIndex(table: old, physical))
+                phases.expanding += note("not online: a generated column rewrites the table") + renderer.statements(for: .createIndex(table: old, physical))
+                phases.rollingBack += renderer.statements(for: .dropIndex(table: old, physical))
                 continue
             }
             // A build that was killed or failed leaves an invalid index behind: the section drops it
             // first, so resuming it (which runs the whole section again) builds it afresh.
             expandStatements.append(
-                "DROP INDEX CONCURRENTLY IF EXISTS \(q(name));\nCREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(q(name)) ON \(q(old)) (\(physicalColumns.map(q).joined(separator: ", ")));"
+                "DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);\nCREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(identifier: name) ON \(identifier: old) (\(SQL.identifiers(physicalColumns)));"
             )
             if index.isUnique {
-                expandAfterBackfill.append((old, "ALTER TABLE \(q(old)) ADD CONSTRAINT \(q(name)) UNIQUE USING INDEX \(q(name));"))
-                phases.rollingBack.append("ALTER TABLE \(q(old)) DROP CONSTRAINT IF EXISTS \(q(name));")
+                expandAfterBackfill.append((old, "ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: name) UNIQUE USING INDEX \(identifier: name);"))
+                phases.rollingBack.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: name);")
             }
-            rollbackStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(q(name));")
+            rollbackStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);")
         }
         for comment in change.changedComments {
-            phases.contractAfterRename += renderer.sql(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
+            phases.contractAfterRename += renderer.statements(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
         }
 
     }
@@ -503,65 +507,68 @@ private struct OnlinePlanner {
                 "\(fill.target) takes columns from \(fill.source), which has no single-column key to copy its rows by in batches: plan this migration without `online: true`")
             return
         }
-        let (source, targetTable) = (q(fill.source), q(fill.target))
-        let link = fill.targetKey.map(q), sourceKey = q(key.name)
-        let pairs = zip(fill.sourceColumns.map(q), fill.targetColumns.map(q)).map { (source: $0, target: $1) }
+        let (source, targetTable) = (SQL.identifier(fill.source), SQL.identifier(fill.target))
+        let link = fill.targetKey.map(SQL.identifier), sourceKey = SQL.identifier(key.name)
+        let pairs = zip(fill.sourceColumns.map(SQL.identifier), fill.targetColumns.map(SQL.identifier)).map { (source: $0, target: $1) }
+        let keyType = SQL(verbatim: key.type)
         let toTarget = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.source)_to_\(fill.target)")
         let toSource = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.target)_to_\(fill.source)")
-        let allNull = pairs.map { "NEW.\($0.source) IS NULL" }.joined(separator: " AND ")
+        let allNull = SQL.list(pairs.map { "NEW.\($0.source) IS NULL" }, separator: " AND ")
         // The functions name the tables as the migration does, whatever search path the app
         // writing has (a version's views come first in it). Nested writes (the other
         // direction's, a cascade) and backfill batches carry nothing back.
-        let guardClause = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
+        let guardClause: SQL = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
         expandTables.append(
             note(
                 "the old version's writes of \(fill.sourceColumns.joined(separator: ", ")) reach \(fill.target), and the new version's come back, by these triggers; creating them takes each table's lock briefly, within the lock budget, and then each write also locks the row it copies to"
             ) + [
                 """
-                CREATE OR REPLACE FUNCTION \(q(toTarget))() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
+                CREATE OR REPLACE FUNCTION \(identifier: toTarget)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
                 BEGIN
                     \(guardClause)
                     IF \(allNull) THEN
-                        UPDATE \(targetTable) SET \(pairs.map { "\($0.target) = NULL" }.joined(separator: ", ")) WHERE \(link[0]) = NEW.\(sourceKey);
+                        UPDATE \(targetTable) SET \(SQL.list(pairs.map { "\($0.target) = NULL" })) WHERE \(link[0]) = NEW.\(sourceKey);
                     ELSE
-                        INSERT INTO \(targetTable) (\((link + pairs.map(\.target)).joined(separator: ", "))) VALUES (NEW.\(sourceKey), \(pairs.map { "NEW.\($0.source)" }.joined(separator: ", ")))
-                        ON CONFLICT (\(link.joined(separator: ", "))) DO UPDATE SET \(pairs.map { "\($0.target) = excluded.\($0.target)" }.joined(separator: ", "));
+                        INSERT INTO \(targetTable) (\(SQL.list(link + pairs.map(\.target)))) VALUES (NEW.\(sourceKey), \(SQL.list(pairs.map { "NEW.\($0.source)" })))
+                        ON CONFLICT (\(SQL.list(link))) DO UPDATE SET \(SQL.list(pairs.map { "\($0.target) = excluded.\($0.target)" }));
                     END IF;
                     RETURN NULL;
                 END $schemagen$;
                 """,
-                "DROP TRIGGER IF EXISTS \(q(toTarget)) ON \(source);",
-                "CREATE TRIGGER \(q(toTarget)) AFTER INSERT OR UPDATE OF \(pairs.map(\.source).joined(separator: ", ")) ON \(source) FOR EACH ROW EXECUTE FUNCTION \(q(toTarget))();",
+                "DROP TRIGGER IF EXISTS \(identifier: toTarget) ON \(source);",
+                "CREATE TRIGGER \(identifier: toTarget) AFTER INSERT OR UPDATE OF \(SQL.list(pairs.map(\.source))) ON \(source) FOR EACH ROW EXECUTE FUNCTION \(identifier: toTarget)();",
                 """
-                CREATE OR REPLACE FUNCTION \(q(toSource))() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
+                CREATE OR REPLACE FUNCTION \(identifier: toSource)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
                 BEGIN
                     \(guardClause)
                     IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' AND OLD.\(link[0]) IS DISTINCT FROM NEW.\(link[0]) THEN
-                        UPDATE \(source) SET \(pairs.map { "\($0.source) = NULL" }.joined(separator: ", ")) WHERE \(sourceKey) = OLD.\(link[0]);
+                        UPDATE \(source) SET \(SQL.list(pairs.map { "\($0.source) = NULL" })) WHERE \(sourceKey) = OLD.\(link[0]);
                     END IF;
                     IF TG_OP <> 'DELETE' THEN
-                        UPDATE \(source) SET \(pairs.map { "\($0.source) = NEW.\($0.target)" }.joined(separator: ", ")) WHERE \(sourceKey) = NEW.\(link[0]);
+                        UPDATE \(source) SET \(SQL.list(pairs.map { "\($0.source) = NEW.\($0.target)" })) WHERE \(sourceKey) = NEW.\(link[0]);
                     END IF;
                     RETURN NULL;
                 END $schemagen$;
                 """,
-                "DROP TRIGGER IF EXISTS \(q(toSource)) ON \(targetTable);",
-                "CREATE TRIGGER \(q(toSource)) AFTER INSERT OR UPDATE OR DELETE ON \(targetTable) FOR EACH ROW EXECUTE FUNCTION \(q(toSource))();",
+                "DROP TRIGGER IF EXISTS \(identifier: toSource) ON \(targetTable);",
+                "CREATE TRIGGER \(identifier: toSource) AFTER INSERT OR UPDATE OR DELETE ON \(targetTable) FOR EACH ROW EXECUTE FUNCTION \(identifier: toSource)();",
             ])
         // Existing rows in batches of the source's key; a row a trigger wrote first is newer.
-        let filter = pairs.map { "\($0.source) IS NOT NULL" }.joined(separator: " OR ")
+        let filter = SQL.list(pairs.map { "\($0.source) IS NOT NULL" }, separator: " OR ")
         expandCopies.append(
             .backfill(
                 OnlinePhase.Backfill(table: fill.source, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
                 update:
-                    "INSERT INTO \(targetTable) (\((link + pairs.map(\.target)).joined(separator: ", "))) SELECT \(([sourceKey] + pairs.map(\.source)).joined(separator: ", ")) FROM \(source) WHERE \(sourceKey) >= $1::\(key.type) AND \(sourceKey) <= $2::\(key.type) AND (\(filter)) ON CONFLICT (\(link.joined(separator: ", "))) DO NOTHING;"
+                    text(
+                        "INSERT INTO \(targetTable) (\(SQL.list(link + pairs.map(\.target)))) SELECT \(SQL.list([sourceKey] + pairs.map(\.source))) FROM \(source) WHERE \(sourceKey) >= $1::\(keyType) AND \(sourceKey) <= $2::\(keyType) AND (\(filter)) ON CONFLICT (\(SQL.list(link))) DO NOTHING;"
+                    )
             ))
-        let drops = [
-            "DROP TRIGGER IF EXISTS \(q(toTarget)) ON \(source);", "DROP FUNCTION IF EXISTS \(q(toTarget))();",
-            "DROP TRIGGER IF EXISTS \(q(toSource)) ON \(targetTable);", "DROP FUNCTION IF EXISTS \(q(toSource))();",
+        let drops: [SQL] = [
+            "DROP TRIGGER IF EXISTS \(identifier: toTarget) ON \(source);", "DROP FUNCTION IF EXISTS \(identifier: toTarget)();",
+            "DROP TRIGGER IF EXISTS \(identifier: toSource) ON \(targetTable);", "DROP FUNCTION IF EXISTS \(identifier: toSource)();",
         ]
         // Contract: the triggers go before the moved columns do (one table's at a time).
-        contractSyncDrops += [drops[0] + "\n" + drops[1], drops[2] + "\n" + drops[3]]
+        contractSyncDrops += [Array(drops[..<2]), Array(drops[2...])]
         // Rollback: both places agree, so nothing is copied back; the target table goes.
         rollbackTables.append(Array(drops[2...]))
         rollbackTables.append(Array(drops[..<2]))
@@ -569,20 +576,20 @@ private struct OnlinePlanner {
 
     // MARK: - Columns
 
-    mutating func addColumn(_ column: ColumnSnapshot, table: String, newTable: String, expanding: inout [String], rollingBack: inout [String], contracting: inout [String]) {
-        rollingBack.append("ALTER TABLE \(q(table)) DROP COLUMN IF EXISTS \(q(column.name));")
+    mutating func addColumn(_ column: ColumnSnapshot, table: String, newTable: String, expanding: inout [SQL], rollingBack: inout [SQL], contracting: inout [SQL]) {
+        rollingBack.append("ALTER TABLE \(identifier: table) DROP COLUMN IF EXISTS \(identifier: column.name);")
         var nullable = column
         nullable.isNullable = true
         var check = PostgresRenderer.check(table, column).map { $0 + " NOT VALID" }
         defer {
             if let check {
-                expanding.append("ALTER TABLE \(q(table)) ADD \(check);")
-                expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, column.name)));")
+                expanding.append("ALTER TABLE \(identifier: table) ADD \(check);")
+                expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, column.name));")
             }
         }
         if column.isAutoIncrement {
             offline.append("\(newTable).\(column.name): a new identity column numbers every row, rewriting the table")
-            expanding += note("not online: an identity column rewrites the table") + ["ALTER TABLE \(q(table)) ADD COLUMN \(PostgresRenderer.columnDefinition(column));"]
+            expanding += note("not online: an identity column rewrites the table") + ["ALTER TABLE \(identifier: table) ADD COLUMN \(PostgresRenderer.columnDefinition(column));"]
             return
         }
         let given = column.defaultValue == .null ? nil : column.defaultValue
@@ -595,35 +602,35 @@ private struct OnlinePlanner {
             // it, and the old version's inserts get it. A required column's constant backfill is
             // its default until contract.
             nullable.defaultValue = given ?? (column.isNullable ? nil : backfillValue)
-            expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(nullable));")
+            expanding.append("ALTER TABLE \(identifier: table) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(nullable));")
             guard !column.isNullable else { return }
             requireLater(table: table, column: column.name, newTable: newTable, expanding: &expanding, contracting: &contracting)
-            if given == nil { contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(column.name)) DROP DEFAULT;") }
+            if given == nil { contracting.append("ALTER TABLE \(identifier: newTable) ALTER COLUMN \(identifier: column.name) DROP DEFAULT;") }
             return
         }
         if let value = given, let key = singleKey(of: table) {
             // A default per row (now, a UUID): new rows get it at once, old rows in batches.
-            expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(PostgresRenderer.withoutDefault(nullable)));")
-            expanding.append("ALTER TABLE \(q(table)) ALTER COLUMN \(q(column.name)) SET DEFAULT \(PostgresRenderer.literal(value, kind: column.kind));")
-            addBackfill(table: table, key: key, set: "\(q(column.name)) = \(PostgresRenderer.literal(value, kind: column.kind))", where: "\(q(column.name)) IS NULL")
+            expanding.append("ALTER TABLE \(identifier: table) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(PostgresRenderer.withoutDefault(nullable)));")
+            expanding.append("ALTER TABLE \(identifier: table) ALTER COLUMN \(identifier: column.name) SET DEFAULT \(PostgresRenderer.expression(value, kind: column.kind));")
+            addBackfill(table: table, key: key, set: "\(identifier: column.name) = \(PostgresRenderer.expression(value, kind: column.kind))", where: "\(identifier: column.name) IS NULL")
             if !column.isNullable { requireLater(table: table, column: column.name, newTable: newTable, expanding: &expanding, contracting: &contracting) }
             return
         }
         offline.append("\(newTable).\(column.name): required, and filled by SQL the old version's inserts do not run; give it a default or a constant backfill to add it online")
-        expanding += note("not online: a required column filled by SQL") + renderer.sql(for: .addColumn(table: table, column))
+        expanding += note("not online: a required column filled by SQL") + renderer.statements(for: .addColumn(table: table, column))
         check = nil
     }
 
     /// A required column checked by a NOT VALID constraint now (validated after the backfills,
     /// without blocking writers), and made NOT NULL at contract, where the valid check spares
     /// the scan.
-    mutating func requireLater(table: String, column: String, newTable: String, expanding: inout [String], contracting: inout [String]) {
+    mutating func requireLater(table: String, column: String, newTable: String, expanding: inout [SQL], contracting: inout [SQL]) {
         let check = notNullCheck(table, column)
         // After the backfills: a NOT VALID check still applies to every row a batch updates.
-        expandAfterBackfill.append((table, "ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(column)) IS NOT NULL) NOT VALID;"))
-        expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(check));")
-        contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(column)) SET NOT NULL;")
-        contracting.append("ALTER TABLE \(q(newTable)) DROP CONSTRAINT IF EXISTS \(q(check));")
+        expandAfterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD CONSTRAINT \(identifier: check) CHECK (\(identifier: column) IS NOT NULL) NOT VALID;"))
+        expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: check);")
+        contracting.append("ALTER TABLE \(identifier: newTable) ALTER COLUMN \(identifier: column) SET NOT NULL;")
+        contracting.append("ALTER TABLE \(identifier: newTable) DROP CONSTRAINT IF EXISTS \(identifier: check);")
     }
 
     func notNullCheck(_ table: String, _ column: String) -> String {
@@ -648,7 +655,7 @@ private struct OnlinePlanner {
         return (column.name, PostgresRenderer.type(of: column))
     }
 
-    mutating func addBackfill(table: String, key: (name: String, type: String), set: String, where condition: String) {
+    mutating func addBackfill(table: String, key: (name: String, type: String), set: SQL, where condition: SQL) {
         if let index = expandBackfills.firstIndex(where: { $0.table == table }) {
             expandBackfills[index].set.append(set)
             expandBackfills[index].conditions.append(condition)
@@ -661,12 +668,13 @@ private struct OnlinePlanner {
     /// a row an app holds is passed by (and revisited at the end) instead of waited for. The
     /// range is two plain bounds, so a generic plan (a pooler, `plan_cache_mode`) still reads
     /// the key's index for it.
-    func backfill(table: String, key: (name: String, type: String), set: String, where condition: String) -> OnlinePhase.Section {
-        let k = q(key.name)
-        let range = "\(k) >= $1::\(key.type) AND \(k) <= $2::\(key.type)"
+    func backfill(table: String, key: (name: String, type: String), set: SQL, where condition: SQL) -> OnlinePhase.Section {
+        let k = SQL.identifier(key.name)
+        let type = SQL(verbatim: key.type)
+        let range: SQL = "\(k) >= $1::\(type) AND \(k) <= $2::\(type)"
         return .backfill(
             OnlinePhase.Backfill(table: table, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
-            update: "UPDATE \(q(table)) SET \(set) WHERE \(k) IN (SELECT \(k) FROM \(q(table)) WHERE \(range) AND (\(condition)) FOR UPDATE SKIP LOCKED);")
+            update: text("UPDATE \(identifier: table) SET \(set) WHERE \(k) IN (SELECT \(k) FROM \(identifier: table) WHERE \(range) AND (\(condition)) FOR UPDATE SKIP LOCKED);"))
     }
 
     /// The column beside `source`: its values converted by a trigger on every write through
@@ -675,97 +683,98 @@ private struct OnlinePlanner {
     /// apart by which one the write changed.
     mutating func replaceColumn(
         table: String, source: String, replacement: String, was: ColumnSnapshot, now: ColumnSnapshot, newTable: String, finalName: String,
-        expanding: inout [String], rollingBack: inout [String], contracting: inout [String]
+        expanding: inout [SQL], rollingBack: inout [SQL], contracting: inout [SQL]
     ) {
         var column = now
         column.name = replacement
         column.isNullable = true
         column.defaultValue = nil
         column.isAutoIncrement = false
-        let filler = PostgresRenderer.backfillExpression(now) ?? now.defaultValue.flatMap { $0 == .null ? nil : PostgresRenderer.literal($0, kind: now.kind) }
-        func forward(_ value: String) -> String {
+        let filler = PostgresRenderer.filler(now)
+        func forward(_ value: SQL) -> SQL {
             let converted = PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: was, to: now)
             return !now.isNullable && was.isNullable && filler != nil ? "coalesce(\(converted), \(filler!))" : converted
         }
-        func backward(_ value: String) -> String {
+        func backward(_ value: SQL) -> SQL {
             PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: now, to: was)
         }
         let function = PostgresRenderer.identifier("schemagen_\(to.version)_\(table)_\(source)_sync")
-        let (o, n) = ("NEW.\(q(source))", "NEW.\(q(replacement))")
+        let (o, n): (SQL, SQL) = ("NEW.\(identifier: source)", "NEW.\(identifier: replacement)")
         // A write through the new version's views (its search path names them): the value it
         // gives is the value, NULL included, so a NULL the new version forbids is refused by
         // its check, as its table would refuse it; only the old version's writes are filled in.
-        let newVersionWrite = "current_setting('search_path') ~ \(PostgresRenderer.dialect.literal("(^|[\\s,\"])\(newSchema)($|[\\s,\"])"))"
-        expanding.append("ALTER TABLE \(q(table)) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(column));")
+        let newVersionWrite: SQL = "current_setting('search_path') ~ \(SQL.literal("(^|[\\s,\"])\(newSchema)($|[\\s,\"])"))"
+        expanding.append("ALTER TABLE \(identifier: table) ADD COLUMN IF NOT EXISTS \(PostgresRenderer.columnDefinition(column));")
         expanding.append(
             """
-            CREATE OR REPLACE FUNCTION \(q(function))() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+            CREATE OR REPLACE FUNCTION \(identifier: function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
             BEGIN
                 IF current_setting('schemagen.backfill', true) = 'on' THEN RETURN NEW; END IF;
                 IF TG_OP = 'INSERT' THEN
                     IF \(n) IS NOT NULL OR \(newVersionWrite) THEN \(o) := \(backward(n)); ELSE \(n) := \(forward(o)); END IF;
-                ELSIF \(n) IS DISTINCT FROM OLD.\(q(replacement)) THEN
+                ELSIF \(n) IS DISTINCT FROM OLD.\(identifier: replacement) THEN
                     \(o) := \(backward(n));
-                ELSIF \(o) IS DISTINCT FROM OLD.\(q(source)) OR \(n) IS NULL THEN
+                ELSIF \(o) IS DISTINCT FROM OLD.\(identifier: source) OR \(n) IS NULL THEN
                     \(n) := \(forward(o));
                 END IF;
                 RETURN NEW;
             END $schemagen$;
             """)
-        expanding.append("DROP TRIGGER IF EXISTS \(q(function)) ON \(q(table));")
-        expanding.append("CREATE TRIGGER \(q(function)) BEFORE INSERT OR UPDATE ON \(q(table)) FOR EACH ROW EXECUTE FUNCTION \(q(function))();")
+        expanding.append("DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: table);")
+        expanding.append("CREATE TRIGGER \(identifier: function) BEFORE INSERT OR UPDATE ON \(identifier: table) FOR EACH ROW EXECUTE FUNCTION \(identifier: function)();")
         if !now.isNullable {
             requireReplacement(table: table, replacement: replacement, expanding: &expanding)
         }
         if let check = PostgresRenderer.check(table, column) {
-            expandAfterBackfill.append((table, "ALTER TABLE \(q(table)) ADD \(check) NOT VALID;"))
-            expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, replacement)));")
+            expandAfterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD \(check) NOT VALID;"))
+            expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, replacement));")
         }
         if let key = singleKey(of: table) {
-            addBackfill(table: table, key: key, set: "\(q(replacement)) = \(forward(q(source)))", where: "\(q(replacement)) IS DISTINCT FROM \(forward(q(source)))")
+            addBackfill(
+                table: table, key: key, set: "\(identifier: replacement) = \(forward(.identifier(source)))", where: "\(identifier: replacement) IS DISTINCT FROM \(forward(.identifier(source)))")
         }
-        rollingBack.append("DROP TRIGGER IF EXISTS \(q(function)) ON \(q(table));")
-        rollingBack.append("DROP FUNCTION IF EXISTS \(q(function))();")
-        rollingBack.append("ALTER TABLE \(q(table)) DROP COLUMN IF EXISTS \(q(replacement));")
+        rollingBack.append("DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: table);")
+        rollingBack.append("DROP FUNCTION IF EXISTS \(identifier: function)();")
+        rollingBack.append("ALTER TABLE \(identifier: table) DROP COLUMN IF EXISTS \(identifier: replacement);")
         // Contract: the trigger before anything else, then (after the replacement took the
         // final name) its constraints.
-        contractTriggers.append("DROP TRIGGER IF EXISTS \(q(function)) ON \(q(table));")
-        contractTriggers.append("DROP FUNCTION IF EXISTS \(q(function))();")
+        contractTriggers.append("DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: table);")
+        contractTriggers.append("DROP FUNCTION IF EXISTS \(identifier: function)();")
         if !now.isNullable {
-            contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(finalName)) SET NOT NULL;")
-            contracting.append("ALTER TABLE \(q(newTable)) DROP CONSTRAINT IF EXISTS \(q(notNullCheck(table, replacement)));")
+            contracting.append("ALTER TABLE \(identifier: newTable) ALTER COLUMN \(identifier: finalName) SET NOT NULL;")
+            contracting.append("ALTER TABLE \(identifier: newTable) DROP CONSTRAINT IF EXISTS \(identifier: notNullCheck(table, replacement));")
         }
         if let value = now.defaultValue {
-            contracting.append("ALTER TABLE \(q(newTable)) ALTER COLUMN \(q(finalName)) SET DEFAULT \(PostgresRenderer.literal(value, kind: now.kind));")
+            contracting.append("ALTER TABLE \(identifier: newTable) ALTER COLUMN \(identifier: finalName) SET DEFAULT \(PostgresRenderer.expression(value, kind: now.kind));")
         }
         if now.enumValues != nil {
             contracting.append(
-                "ALTER TABLE \(q(newTable)) RENAME CONSTRAINT \(q(PostgresRenderer.checkName(table, replacement))) TO \(q(PostgresRenderer.checkName(newTable, finalName)));")
+                "ALTER TABLE \(identifier: newTable) RENAME CONSTRAINT \(identifier: PostgresRenderer.checkName(table, replacement)) TO \(identifier: PostgresRenderer.checkName(newTable, finalName));"
+            )
         }
     }
 
-    mutating func requireReplacement(table: String, replacement: String, expanding: inout [String]) {
+    mutating func requireReplacement(table: String, replacement: String, expanding: inout [SQL]) {
         let check = notNullCheck(table, replacement)
-        expandAfterBackfill.append((table, "ALTER TABLE \(q(table)) ADD CONSTRAINT \(q(check)) CHECK (\(q(replacement)) IS NOT NULL) NOT VALID;"))
-        expandValidations.append("ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(check));")
+        expandAfterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD CONSTRAINT \(identifier: check) CHECK (\(identifier: replacement) IS NOT NULL) NOT VALID;"))
+        expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: check);")
     }
 
     /// Allowed values: while both versions write, the column accepts either version's values;
     /// contract narrows it to the new ones, rollback to the old ones.
     mutating func enumChange(
         table: String, column: String, was: ColumnSnapshot, now: ColumnSnapshot, newTable: String, finalName: String,
-        expanding: inout [String], rollingBack: inout [String], contracting: inout [String]
+        expanding: inout [SQL], rollingBack: inout [SQL], contracting: inout [SQL]
     ) {
         var union = now
         union.name = column
         union.enumValues = (was.enumValues ?? []) + (now.enumValues ?? []).filter { !(was.enumValues ?? []).contains($0) }
         let name = PostgresRenderer.checkName(table, column)
-        let q = self.q
-        func swap(_ table: String, _ target: ColumnSnapshot) -> (statements: [String], validations: [String]) {
-            var statements = ["ALTER TABLE \(q(table)) DROP CONSTRAINT IF EXISTS \(q(PostgresRenderer.checkName(table, target.name)));"]
+        func swap(_ table: String, _ target: ColumnSnapshot) -> (statements: [SQL], validations: [SQL]) {
+            var statements: [SQL] = ["ALTER TABLE \(identifier: table) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.checkName(table, target.name));"]
             guard let check = PostgresRenderer.check(table, target) else { return (statements, []) }
-            statements.append("ALTER TABLE \(q(table)) ADD \(check) NOT VALID;")
-            return (statements, ["ALTER TABLE \(q(table)) VALIDATE CONSTRAINT \(q(PostgresRenderer.checkName(table, target.name)));"])
+            statements.append("ALTER TABLE \(identifier: table) ADD \(check) NOT VALID;")
+            return (statements, ["ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, target.name));"])
         }
         if union.enumValues == now.enumValues {
             // Only values added: the new version's check is the union, nothing left to narrow.
@@ -784,7 +793,7 @@ private struct OnlinePlanner {
             expanding += statements
             expandValidations += validations
         } else {
-            expanding.append("ALTER TABLE \(q(table)) DROP CONSTRAINT IF EXISTS \(q(name));")
+            expanding.append("ALTER TABLE \(identifier: table) DROP CONSTRAINT IF EXISTS \(identifier: name);")
         }
         var oldColumn = was
         oldColumn.name = column
@@ -800,13 +809,13 @@ private struct OnlinePlanner {
 
     /// NOT NULL again on rollback, unless the new version wrote rows without the value: those
     /// are kept, and the column stays optional (a notice says so).
-    func restoreNotNull(_ table: String, _ column: String) -> String {
+    func restoreNotNull(_ table: String, _ column: String) -> SQL {
         """
         DO $schemagen$ BEGIN
-            IF EXISTS (SELECT 1 FROM \(q(table)) WHERE \(q(column)) IS NULL) THEN
-                RAISE NOTICE 'schemagen: %.% stays optional: rows written during the rollout lack it', \(PostgresRenderer.dialect.literal(table)), \(PostgresRenderer.dialect.literal(column));
+            IF EXISTS (SELECT 1 FROM \(identifier: table) WHERE \(identifier: column) IS NULL) THEN
+                RAISE NOTICE 'schemagen: %.% stays optional: rows written during the rollout lack it', \(SQL.literal(table)), \(SQL.literal(column));
             ELSE
-                ALTER TABLE \(q(table)) ALTER COLUMN \(q(column)) SET NOT NULL;
+                ALTER TABLE \(identifier: table) ALTER COLUMN \(identifier: column) SET NOT NULL;
             END IF;
         END $schemagen$;
         """
@@ -814,7 +823,7 @@ private struct OnlinePlanner {
 }
 
 /// A comment line inside a phase's SQL, as the one statement list it joins.
-private func note(_ text: String) -> [String] { [SQLComment.line(text)] }
+private func note(_ text: String) -> [SQL] { [SQL(verbatim: SQLComment.line(text))] }
 
 extension PostgresRenderer {
     static func withoutDefault(_ column: ColumnSnapshot) -> ColumnSnapshot {

@@ -1,4 +1,5 @@
 import RelationalModel
+import SQLDialects
 
 /// What changed between two snapshots: a closed set of values, no SQL and no I/O.
 public enum SchemaChange: Sendable, Hashable {
@@ -41,19 +42,25 @@ public struct TableFill: Sendable, Hashable {
     }
 
     /// The up direction: one new row per old row holding any of the moved values.
-    public func insertSQL(_ quote: (String) -> String) -> String {
-        let filter = sourceColumns.map { "\(quote($0)) IS NOT NULL" }.joined(separator: " OR ")
-        return "INSERT INTO \(quote(target)) (\((targetKey + targetColumns).map(quote).joined(separator: ", "))) "
-            + "SELECT \((sourceKey + sourceColumns).map(quote).joined(separator: ", ")) FROM \(quote(source)) WHERE \(filter);"
+    public var insertStatement: SQL {
+        let filter = SQL.list(sourceColumns.map { "\(identifier: $0) IS NOT NULL" }, separator: " OR ")
+        return "INSERT INTO \(identifier: target) (\(SQL.identifiers(targetKey + targetColumns))) "
+            + "SELECT \(SQL.identifiers(sourceKey + sourceColumns)) FROM \(identifier: source) WHERE \(filter);"
     }
 
     /// The down direction: each old row's columns back from the new row that points at it
     /// (`UPDATE ... FROM`, PostgreSQL and SQLite 3.33+).
-    public func updateSQL(_ quote: (String) -> String) -> String {
-        let assignments = zip(sourceColumns, targetColumns).map { "\(quote($0)) = \(quote(target)).\(quote($1))" }.joined(separator: ", ")
-        let link = zip(targetKey, sourceKey).map { "\(quote(target)).\(quote($0)) = \(quote(source)).\(quote($1))" }.joined(separator: " AND ")
-        return "UPDATE \(quote(source)) SET \(assignments) FROM \(quote(target)) WHERE \(link);"
+    public var updateStatement: SQL {
+        let assignments = SQL.list(zip(sourceColumns, targetColumns).map { "\(identifier: $0) = \(SQL.identifier($1, in: target))" })
+        let link = SQL.list(zip(targetKey, sourceKey).map { "\(SQL.identifier($0, in: target)) = \(SQL.identifier($1, in: source))" }, separator: " AND ")
+        return "UPDATE \(identifier: source) SET \(assignments) FROM \(identifier: target) WHERE \(link);"
     }
+
+    @available(*, deprecated, renamed: "insertStatement", message: "Build it as SQL; both dialects quote names with double quotes, which the quote function no longer changes.")
+    public func insertSQL(_ quote: (String) -> String) -> String { insertStatement.text(for: SQLiteDialect()) }
+
+    @available(*, deprecated, renamed: "updateStatement", message: "Build it as SQL; both dialects quote names with double quotes, which the quote function no longer changes.")
+    public func updateSQL(_ quote: (String) -> String) -> String { updateStatement.text(for: SQLiteDialect()) }
 }
 
 public struct TableChange: Sendable, Hashable {

@@ -135,17 +135,17 @@ public enum DiffCommand: Command {
     }
 
     static func json(_ plans: [Plan]) -> String {
-        let q = TextEscaping.json
+        let jsonString = TextEscaping.json
         let objects = plans.map { plan -> String in
             let findings = plan.findings.map { finding in
-                "{\"file\": \(q(finding.location?.file ?? "")), \"line\": \(finding.location?.line ?? 0), \"column\": \(finding.location?.column ?? 0), \"severity\": \(q(finding.severity.rawValue)), \"code\": \(q(finding.code)), \"message\": \(q(finding.message))}"
+                "{\"file\": \(jsonString(finding.location?.file ?? "")), \"line\": \(finding.location?.line ?? 0), \"column\": \(finding.location?.column ?? 0), \"severity\": \(jsonString(finding.severity.rawValue)), \"code\": \(jsonString(finding.code)), \"message\": \(jsonString(finding.message))}"
             }
             return """
-                {"schema": \(q(plan.schema.name)), "from": \(plan.migration.from.map { String($0.version) } ?? "null"), "to": \(plan.schema.version), \
-                "steps": [\(plan.migration.steps.map { q($0.summary(for: plan.migration.renderer)) }.joined(separator: ", "))], \
+                {"schema": \(jsonString(plan.schema.name)), "from": \(plan.migration.from.map { String($0.version) } ?? "null"), "to": \(plan.schema.version), \
+                "steps": [\(plan.migration.steps.map { jsonString($0.summary(for: plan.migration.renderer)) }.joined(separator: ", "))], \
                 "findings": [\(findings.joined(separator: ", "))], \
-                "up": \(plan.migration.isEmpty ? "null" : q(plan.migration.upSQL())), "down": \(plan.migration.isEmpty ? "null" : q(plan.migration.downSQL()))\
-                \(plan.migration.contractSQL().map { ", \"contract\": \(q($0))" } ?? "")}
+                "up": \(plan.migration.isEmpty ? "null" : jsonString(plan.migration.upSQL())), "down": \(plan.migration.isEmpty ? "null" : jsonString(plan.migration.downSQL()))\
+                \(plan.migration.contractSQL().map { ", \"contract\": \(jsonString($0))" } ?? "")}
                 """
         }
         return "[\n" + objects.map { "  " + $0 }.joined(separator: ",\n") + "\n]\n"

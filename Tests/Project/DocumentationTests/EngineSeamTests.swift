@@ -102,4 +102,22 @@ import Testing
             }
         }
     }
+
+    /// The planners build their DDL as `SQL` (`DDL` and interpolations with `identifier:` and
+    /// `literal:`), so no name or string in a migration is quoted by hand: no `q(` helper in
+    /// any source, and no quoting or literal function of a dialect called in the planner.
+    @Test func plannersBuildDDLAsSQL() throws {
+        let root = repositoryRoot.appendingPathComponent("Sources").path
+        var checked = 0
+        for file in swiftFiles(under: root) {
+            let code = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
+            checked += 1
+            #expect(code.firstMatch(of: /(^|[^A-Za-z0-9_.])q\(|\.map\(q\)/) == nil, "Sources/\(file) quotes with a q( helper")
+            guard file.hasPrefix("Tools/MigrationPlanner/") else { continue }
+            #expect(code.firstMatch(of: /\.quote\(|dialect\.literal\(|func quote\(/) == nil, "Sources/\(file) quotes names or strings by hand")
+        }
+        #expect(checked > 100, "no sources found under \(root)")
+        let online = try String(contentsOf: sourceFolder(of: "MigrationPlanner").appendingPathComponent("OnlinePlan.swift"), encoding: .utf8)
+        #expect(online.contains("\\(identifier: "), "OnlinePlan.swift: no SQL interpolation found")
+    }
 }
