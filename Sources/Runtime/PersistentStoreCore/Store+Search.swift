@@ -1,5 +1,4 @@
 import Foundation
-import MigrationFiles
 import SQLDialects
 import SchemaMetadata
 
@@ -35,180 +34,165 @@ public struct SnippetStyle: Sendable, Hashable {
     }
 }
 
+/// What to search for: engine-neutral words, or the engine's own query syntax when asked for
+/// explicitly.
+///
+///     let plain = try await store.search(TodoItem.self, .words("call plumber"))
+///     let raw = try await store.search(TodoItem.self, .engineSyntax("paint AND (kitchen OR hall)"))   // FTS5 on SQLite
+public struct SearchQuery: Sendable, Hashable {
+    public enum Form: Sendable, Hashable {
+        /// Every whitespace-separated word, matched as a word; no text is a syntax error.
+        case words([String])
+        /// The engine's query language as written: FTS5 on SQLite, `tsquery` on PostgreSQL.
+        case engineSyntax(String)
+    }
+
+    public let form: Form
+
+    /// Rows that contain every word of `text`, each matched as a whole word. A NUL separates
+    /// words like a space (it would end the bound text early).
+    ///
+    ///     SearchQuery.words("call  plumber")   // the words "call" and "plumber"
+    public static func words(_ text: String) -> SearchQuery {
+        SearchQuery(form: .words(text.split(whereSeparator: { $0.isWhitespace || $0 == "\u{0}" }).map(String.init)))
+    }
+
+    /// The engine's raw syntax (`paint AND (kitchen OR hall)`, `pain*` for FTS5;
+    /// `paint & (kitchen | hall)`, `pain:*` for `tsquery`), for users who know it. A malformed
+    /// query fails with `unsupportedPredicate` naming the engine's complaint.
+    ///
+    ///     SearchQuery.engineSyntax("paint & (kitchen | hall)")   // on PostgreSQL
+    public static func engineSyntax(_ text: String) -> SearchQuery { SearchQuery(form: .engineSyntax(text)) }
+}
+
+/// A search as an engine runs it, from `FullTextSearching.fullTextSearch`: the store selects
+/// the model's columns from its table joined to `found`, then `extraColumns`, orders by
+/// `ordering` and pages.
+public struct FullTextStatement: Sendable {
+    /// A subquery of the matching rows (aliased `found` by the store).
+    public var found: SQL
+    /// How a row of the table meets its row of `found`.
+    public var joinCondition: SQL
+    /// Columns read after the model's: the rank first (lower is better), then the engine's own.
+    public var extraColumns: [SQL]
+    /// The order of the results, best first, ties broken so pages are stable.
+    public var ordering: SQL
+
+    public init(found: SQL, joinCondition: SQL, extraColumns: [SQL], ordering: SQL) {
+        self.found = found
+        self.joinCondition = joinCondition
+        self.extraColumns = extraColumns
+        self.ordering = ordering
+    }
+}
+
+/// Full-text search in an engine's own SQL: an adapter that can search conforms, and the store
+/// looks it up once when it opens. SQLite's adapter matches FTS5 tables, PostgreSQL's
+/// generated `tsvector` columns (what the migrations create for `searchable` attributes).
+public protocol FullTextSearching: StoreDatabase {
+    /// The engine's raw query language, for messages (`FTS5`, `tsquery`).
+    var searchSyntaxName: String { get }
+    /// Where that language is documented, for messages.
+    var searchSyntaxReference: String { get }
+    /// The statement that finds `query`'s rows of `entity` over its full-text `indexes`.
+    func fullTextSearch(_ query: SearchQuery, in entity: EntityDescriptor, indexes: [IndexDescriptor], excerpts: SnippetStyle?) -> FullTextStatement
+    /// Each result's excerpts by property, from the extra columns the statement read (the rank
+    /// first), fetching what the engine makes apart.
+    func fullTextExcerpts(
+        _ query: SearchQuery, in entity: EntityDescriptor, indexes: [IndexDescriptor], style: SnippetStyle, extras: [[StoredValue]]
+    ) throws(DatabaseFailure) -> [[String: String]]
+}
+
 /// Full-text search over `searchable` attributes, through what the migrations create: FTS5
 /// indexes kept current by triggers on SQLite, generated `tsvector` columns with GIN indexes on
 /// PostgreSQL; either way in the same transaction as every write, so upserts, deletes and
-/// rollbacks keep them consistent.
+/// rollbacks keep them consistent. The SQL of each engine is its adapter's
+/// (`FullTextSearching`).
 extension Store {
-    /// Models whose searchable attributes contain every word of `text`, best first (bm25). The
-    /// words are matched as words (each quoted as an FTS5 phrase, so no input is ever a syntax
-    /// error); a prefix of a word does not match it. `predicate` narrows the results further.
+    /// Models whose searchable attributes match `query`, best first (SQLite's bm25,
+    /// PostgreSQL's `ts_rank`). `predicate` narrows the results further; `snippets` asks for
+    /// highlighted excerpts of the attributes that matched.
     ///
-    ///     for result in try await store.search(TodoItem.self, matching: "call plumber", snippets: SnippetStyle()) {
+    ///     for result in try await store.search(TodoItem.self, .words("call plumber"), snippets: SnippetStyle()) {
     ///         print(result.model.taskName, result.snippets["taskName"] ?? "")
     ///     }
     public func search<M: PersistentModel>(
-        _ type: M.Type, matching text: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
+        _ type: M.Type, _ query: SearchQuery, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
     ) throws(StoreError) -> [SearchResult<M>] {
-        let words = text.split(whereSeparator: { $0.isWhitespace || $0 == "\u{0}" })
-        guard !words.isEmpty else { return [] }
-        switch capabilities.fullText {
-        case .fts5: return try search(M.self, query: Self.phrases(text), where: predicate, limit: limit, snippets: snippets)
-        // Every word, as words: plainto_tsquery reads no operator, so no text is a syntax error.
-        case .tsvector: return try searchTsvector(M.self, query: "plainto_tsquery('simple', \(value: .text(words.joined(separator: " "))))", where: predicate, limit: limit, snippets: snippets)
+        guard let engine = abilities.fullText else {
+            throw .unsupportedPredicate("this store's engine (\(database.dialect.name)) has no full-text search")
+        }
+        if case .words(let words) = query.form, words.isEmpty { return [] }
+        let entity = M.entity
+        let indexes = entity.indexes.filter { $0.kind == .fullText }
+        guard !indexes.isEmpty else {
+            throw .unsupportedPredicate("\(entity.name) has no searchable attribute; mark one 'searchable: true' in the schema")
+        }
+        let statement = engine.fullTextSearch(query, in: entity, indexes: indexes, excerpts: snippets)
+        let condition = try whereClause(predicate, for: M.self)
+        let table = entity.table
+        let sql: SQL = """
+            SELECT \(selection(M.self, alias: table)), \(SQL.list(statement.extraColumns)) \
+            FROM \(identifier: table) JOIN (\(statement.found)) AS found ON \(statement.joinCondition)\(condition) \
+            ORDER BY \(statement.ordering)\(page(limit: limit, offset: 0))
+            """
+        var extras: [[StoredValue]] = []
+        let models: [M]
+        var excerpts: [[String: String]] = []
+        do throws(StoreError) {
+            models = try rows(sql, as: M.self, extraColumns: statement.extraColumns.count, extras: &extras)
+            if let snippets, !models.isEmpty {
+                do throws(DatabaseFailure) {
+                    excerpts = try engine.fullTextExcerpts(query, in: entity, indexes: indexes, style: snippets, extras: extras)
+                } catch { throw .database(error) }
+            }
+        } catch .database(let error) where error.kind == .statement {
+            guard case .engineSyntax(let text) = query.form else { throw .database(error) }
+            throw .unsupportedPredicate(
+                "the \(engine.searchSyntaxName) query '\(text)' is not valid: \(error.message); see \(engine.searchSyntaxReference), or search with .words(_:) for plain words")
+        }
+        return models.indices.map { position in
+            var rank = 0.0
+            if case .real(let value) = extras[position][0] { rank = value } else if case .integer(let value) = extras[position][0] { rank = Double(value) }
+            return SearchResult(model: models[position], rank: rank, snippets: position < excerpts.count ? excerpts[position] : [:])
         }
     }
 
-    /// The same with raw PostgreSQL `tsquery` syntax (`paint & (kitchen | hall)`, `pain:*`): for
-    /// users who know it. A malformed query fails with `unsupportedPredicate` naming PostgreSQL's
-    /// complaint. On SQLite, use `search(_:fts5:)`.
+    /// Models whose searchable attributes contain every word of `text`, best first: the same
+    /// as `search(type, .words(text))`.
     ///
-    ///     let painted = try await store.search(TaskItem.self, tsquery: "paint & (kitchen | hall)")
+    ///     let found = try await store.search(TodoItem.self, matching: "call plumber")
+    public func search<M: PersistentModel>(
+        _ type: M.Type, matching text: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
+    ) throws(StoreError) -> [SearchResult<M>] {
+        try search(M.self, .words(text), where: predicate, limit: limit, snippets: snippets)
+    }
+
+    /// The same with raw PostgreSQL `tsquery` syntax.
+    @available(*, deprecated, message: "Use search(_:_:) with .engineSyntax(query), which takes the raw syntax of whichever engine the store runs on.")
     public func search<M: PersistentModel>(
         _ type: M.Type, tsquery query: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
     ) throws(StoreError) -> [SearchResult<M>] {
-        guard capabilities.fullText == .tsvector else {
-            throw .unsupportedPredicate("tsquery syntax is PostgreSQL's; this store runs on \(database.dialect.name): use search(_:fts5:) or search(_:matching:)")
-        }
-        do {
-            return try searchTsvector(M.self, query: "to_tsquery('simple', \(value: .text(query)))", where: predicate, limit: limit, snippets: snippets)
-        } catch .database(let error) where error.kind == .statement {
-            throw .unsupportedPredicate(
-                "the tsquery '\(query)' is not valid: \(error.message); see https://www.postgresql.org/docs/current/datatype-textsearch.html, or search(matching:) for plain words")
-        }
+        try searchInSyntax("tsquery", query, M.self, where: predicate, limit: limit, snippets: snippets)
     }
 
-    /// The same with raw FTS5 query syntax (`paint AND (kitchen OR hall)`, `pain*`,
-    /// `NEAR(paint kitchen, 3)`): for users who know it. A malformed query fails with
-    /// `unsupportedPredicate` naming SQLite's complaint.
+    /// The same with raw FTS5 query syntax.
+    @available(*, deprecated, message: "Use search(_:_:) with .engineSyntax(query), which takes the raw syntax of whichever engine the store runs on.")
     public func search<M: PersistentModel>(
         _ type: M.Type, fts5 query: String, where predicate: Predicate<M>? = nil, limit: Int? = 20, snippets: SnippetStyle? = nil
     ) throws(StoreError) -> [SearchResult<M>] {
-        guard capabilities.fullText == .fts5 else {
-            throw .unsupportedPredicate("FTS5 syntax is SQLite's; this store runs on \(database.dialect.name): use search(_:tsquery:) or search(_:matching:)")
-        }
-        do {
-            return try search(M.self, query: query, where: predicate, limit: limit, snippets: snippets)
-        } catch .database(let error) where error.kind == .statement {
-            throw .unsupportedPredicate("the FTS5 query '\(query)' is not valid: \(error.message); see https://sqlite.org/fts5.html#full_text_query_syntax, or search(matching:) for plain words")
-        }
+        try searchInSyntax("FTS5", query, M.self, where: predicate, limit: limit, snippets: snippets)
     }
 
-    /// Each whitespace-separated word as an FTS5 phrase: `"it""s" "paint"`. A NUL would end
-    /// the bound text early (and leave a phrase open), so it separates words like a space.
-    static func phrases(_ text: String) -> String {
-        text.split(whereSeparator: { $0.isWhitespace || $0 == "\u{0}" })
-            .map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
-            .joined(separator: " ")
-    }
-
-    private func search<M: PersistentModel>(
-        _ type: M.Type, query: String, where predicate: Predicate<M>?, limit: Int?, snippets style: SnippetStyle?
+    /// A raw query in the syntax the caller named, refused where the store's engine speaks another.
+    private func searchInSyntax<M: PersistentModel>(
+        _ syntax: String, _ query: String, _ type: M.Type, where predicate: Predicate<M>?, limit: Int?, snippets: SnippetStyle?
     ) throws(StoreError) -> [SearchResult<M>] {
-        let entity = M.entity
-        let indexes = entity.indexes.filter { $0.kind == .fullText }
-        guard !indexes.isEmpty else {
-            throw .unsupportedPredicate("\(entity.name) has no searchable attribute; mark one 'searchable: true' in the schema")
+        guard let engine = abilities.fullText, engine.searchSyntaxName == syntax else {
+            throw .unsupportedPredicate(
+                "\(syntax) syntax is not this store's: it runs on \(database.dialect.name)\(abilities.fullText.map { ", whose syntax is \($0.searchSyntaxName)" } ?? ""); use search(_:_:) with .engineSyntax(_:) or .words(_:)"
+            )
         }
-        // Every index that matches, with the best rank of a row over them.
-        // FTS5's hidden `rank` column is bm25 (a bm25() call cannot live in a subquery).
-        let matches = indexes.map { index -> SQL in
-            "SELECT rowid AS matched_rowid, rank AS matched_rank FROM \(identifier: index.name) WHERE \(identifier: index.name) MATCH \(value: .text(query))"
-        }
-        let ranked: SQL =
-            indexes.count == 1
-            ? "SELECT matched_rowid AS schemagen_rowid, matched_rank AS schemagen_rank FROM (\(matches[0]))"
-            : "SELECT matched_rowid AS schemagen_rowid, min(matched_rank) AS schemagen_rank FROM (\(SQL.list(matches, separator: " UNION ALL "))) GROUP BY matched_rowid"
-        let condition = try whereClause(predicate, for: M.self)
-        let table = entity.table
-        let sql: SQL = """
-            SELECT \(selection(M.self, alias: table)), found.schemagen_rowid, found.schemagen_rank \
-            FROM \(identifier: table) JOIN (\(ranked)) AS found ON \(identifier: table).rowid = found.schemagen_rowid\(condition) \
-            ORDER BY found.schemagen_rank, found.schemagen_rowid\(page(limit: limit, offset: 0))
-            """
-        var extras: [[StoredValue]] = []
-        let models = try rows(sql, as: M.self, extraColumns: 2, extras: &extras)
-        var excerpts: [Int64: [String: String]] = [:]
-        if let style, !models.isEmpty {
-            let rowids = extras.compactMap { row -> Int64? in if case .integer(let id) = row[0] { return id } else { return nil } }
-            for index in indexes {
-                guard let property = entity.columns.first(where: { $0.column == index.columns.first })?.property else { continue }
-                let marks = SQL.parameters([.text(style.open), .text(style.close), .text(style.ellipsis), .integer(Int64(min(64, max(1, style.tokens))))])
-                let snippetSQL: SQL = """
-                    SELECT rowid, snippet(\(identifier: index.name), 0, \(marks)) FROM \(identifier: index.name) \
-                    WHERE \(identifier: index.name) MATCH \(value: .text(query)) AND rowid IN (\(SQL.parameters(rowids.map(StoredValue.integer))))
-                    """
-                for row in try self.query(snippetSQL) {
-                    guard case .integer(let rowid) = row[0], case .text(let excerpt) = row[1] else { continue }
-                    excerpts[rowid, default: [:]][property] = excerpt
-                }
-            }
-        }
-        return zip(models, extras).map { model, extra in
-            var rank = 0.0
-            if case .real(let value) = extra[1] { rank = value } else if case .integer(let value) = extra[1] { rank = Double(value) }
-            var rowid: Int64 = 0
-            if case .integer(let value) = extra[0] { rowid = value }
-            return SearchResult(model: model, rank: rank, snippets: excerpts[rowid] ?? [:])
-        }
-    }
-
-    /// PostgreSQL: the rows whose `tsvector` columns (one per full-text index, named as the
-    /// index) match `query` (an SQL `tsquery` expression), ranked by `ts_rank` (negated, so
-    /// lower is better as with bm25), with `ts_headline` excerpts of the text attributes.
-    private func searchTsvector<M: PersistentModel>(
-        _ type: M.Type, query: SQL, where predicate: Predicate<M>?, limit: Int?, snippets style: SnippetStyle?
-    ) throws(StoreError) -> [SearchResult<M>] {
-        let entity = M.entity
-        let indexes = entity.indexes.filter { $0.kind == .fullText }
-        guard !indexes.isEmpty else {
-            throw .unsupportedPredicate("\(entity.name) has no searchable attribute; mark one 'searchable: true' in the schema")
-        }
-        let table = entity.table
-        let limitBytes = database.dialect.capabilities.maximumIdentifierBytes
-        let vectors = indexes.map { index -> SQL in "found_row.\(identifier: SQLIdentifiers.fitted(index.name, to: limitBytes))" }
-        let keys = entity.primaryKey.enumerated().map { position, column -> (column: String, alias: String) in (column, "schemagen_key\(position)") }
-        // Excerpts of the text attributes the indexes cover, between markers that become the
-        // style's (ts_headline's options cannot hold arbitrary text).
-        let excerpted =
-            style == nil
-            ? []
-            : indexes.compactMap { index -> ColumnDescriptor? in
-                entity.columns.first { $0.column == index.columns.first && $0.storage != .json }
-            }
-        let tokens = max(2, min(64, style?.tokens ?? 12))
-        let options = "StartSel=\u{1}, StopSel=\u{2}, MaxWords=\(tokens), MinWords=\(max(1, tokens / 2))"
-        var found: [SQL] = keys.map { "found_row.\(identifier: $0.column) AS \(identifier: $0.alias)" }
-        found.append("-(\(SQL.list(vectors.map { "ts_rank(\($0), found_query)" }, separator: " + "))) AS schemagen_rank")
-        for (position, column) in excerpted.enumerated() {
-            found.append("ts_headline('simple', coalesce(found_row.\(identifier: column.column)::text, ''), found_query, \(value: .text(options))) AS \(identifier: "schemagen_excerpt\(position)")")
-        }
-        let matching = SQL.list(vectors.map { "\($0) @@ found_query" }, separator: " OR ")
-        let joinOn = SQL.list(keys.map { "\(identifier: table).\(identifier: $0.column) = found.\(identifier: $0.alias)" }, separator: " AND ")
-        let condition = try whereClause(predicate, for: M.self)
-        let extras = 1 + excerpted.count
-        let extraColumns = SQL.list(["found.schemagen_rank"] + excerpted.indices.map { "found.\(identifier: "schemagen_excerpt\($0)")" })
-        let sql: SQL = """
-            SELECT \(selection(M.self, alias: table)), \(extraColumns) \
-            FROM \(identifier: table) JOIN (SELECT \(SQL.list(found)) FROM \(identifier: table) AS found_row, \(query) AS found_query WHERE \(matching)) AS found \
-            ON \(joinOn)\(condition) \
-            ORDER BY found.schemagen_rank, \(SQL.list(keys.map { "found.\(identifier: $0.alias)" }))\(page(limit: limit, offset: 0))
-            """
-        var extraValues: [[StoredValue]] = []
-        let models = try rows(sql, as: M.self, extraColumns: extras, extras: &extraValues)
-        return zip(models, extraValues).map { model, extra in
-            var rank = 0.0
-            if case .real(let value) = extra[0] { rank = value } else if case .integer(let value) = extra[0] { rank = Double(value) }
-            var excerpts: [String: String] = [:]
-            if let style {
-                for (position, column) in excerpted.enumerated() {
-                    // ts_headline returns text whether or not this attribute matched: only
-                    // excerpts that mark a match count, as SQLite lists only matched attributes.
-                    guard case .text(let excerpt) = extra[1 + position], excerpt.contains("\u{1}") else { continue }
-                    excerpts[column.property] = excerpt.replacingOccurrences(of: "\u{1}", with: style.open).replacingOccurrences(of: "\u{2}", with: style.close)
-                }
-            }
-            return SearchResult(model: model, rank: rank, snippets: excerpts)
-        }
+        return try search(M.self, .engineSyntax(query), where: predicate, limit: limit, snippets: snippets)
     }
 }

@@ -186,6 +186,7 @@ struct StoreAbilities {
     let changeTriggers: (any ChangeTriggers)?
     let historyOrdering: (any HistoryOrdering)?
     let commitWatching: (any CommitWatching)?
+    let fullText: (any FullTextSearching)?
 
     init(_ database: any StoreDatabase) {
         file = database as? any FileDatabase
@@ -199,6 +200,7 @@ struct StoreAbilities {
         changeTriggers = database as? any ChangeTriggers
         historyOrdering = database as? any HistoryOrdering
         commitWatching = database as? any CommitWatching
+        fullText = database as? any FullTextSearching
     }
 
     /// Whether `externalStorage` values live in a side table of the database rather than in

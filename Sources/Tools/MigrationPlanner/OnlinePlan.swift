@@ -484,6 +484,9 @@ private struct OnlinePlanner {
 
     // MARK: - Table splits
 
+    /// The trigger function that carries a split's writes from one table to the other.
+    func syncFunction(_ table: String, to other: String) -> String { PostgresRenderer.identifier("schemagen_\(to.version)_\(table)_to_\(other)") }
+
     /// A table split (`movedFrom`) while both versions run: the old version keeps writing the
     /// moved columns in the source table, the new one writes them in the target table. Triggers
     /// carry each version's writes to the other place, both ways, from the moment expand
@@ -511,8 +514,7 @@ private struct OnlinePlanner {
         let link = fill.targetKey.map(SQL.identifier), sourceKey = SQL.identifier(key.name)
         let pairs = zip(fill.sourceColumns.map(SQL.identifier), fill.targetColumns.map(SQL.identifier)).map { (source: $0, target: $1) }
         let keyType = SQL(verbatim: key.type)
-        let toTarget = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.source)_to_\(fill.target)")
-        let toSource = PostgresRenderer.identifier("schemagen_\(to.version)_\(fill.target)_to_\(fill.source)")
+        let (toTarget, toSource) = (syncFunction(fill.source, to: fill.target), syncFunction(fill.target, to: fill.source))
         let allNull = SQL.list(pairs.map { "NEW.\($0.source) IS NULL" }, separator: " AND ")
         // The functions name the tables as the migration does, whatever search path the app
         // writing has (a version's views come first in it). Nested writes (the other

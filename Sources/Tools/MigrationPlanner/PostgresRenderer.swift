@@ -186,13 +186,7 @@ public struct PostgresRenderer: MigrationRenderer {
             let target: SQL = column.map { "COLUMN \(SQL.identifier($0, in: table))" } ?? "TABLE \(identifier: table)"
             return ["COMMENT ON \(target) IS \(text.map(SQL.literal) ?? "NULL");"]
         case .grant(nil, let role, nil, .some):
-            // A group role (no login, no password) is created where missing, so the migration
-            // runs on every database; apps' login roles are made its members (GRANT role TO
-            // login). Going back leaves it: roles belong to the whole server.
-            // Another database of the server may create it at the same moment: that is no error.
-            return [
-                "DO $schemagen$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = \(literal: role)) THEN CREATE ROLE \(identifier: role) NOLOGIN; END IF; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $schemagen$;"
-            ]
+            return [Self.createGroupRole(role)]
         case .grant(nil, _, _, _):
             return []
         case .grant(let table?, let role, let from, let to):
@@ -201,6 +195,14 @@ public struct PostgresRenderer: MigrationRenderer {
             // Never planned for PostgreSQL, which alters in place; kept exact should it be.
             return ["CREATE TABLE \(identifier: change.to.name + "_rebuild_unsupported") ();"]
         }
+    }
+
+    /// A group role (no login, no password) created where missing, so the migration runs on
+    /// every database; apps' login roles are made its members (GRANT role TO login). Going back
+    /// leaves it: roles belong to the whole server. Another database of the server may create
+    /// it at the same moment: that is no error.
+    static func createGroupRole(_ role: String) -> SQL {
+        "DO $schemagen$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = \(literal: role)) THEN CREATE ROLE \(identifier: role) NOLOGIN; END IF; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $schemagen$;"
     }
 
     /// Unique values are a UNIQUE constraint, not a bare unique index: information_schema lists

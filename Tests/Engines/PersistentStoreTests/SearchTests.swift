@@ -94,14 +94,16 @@ func searchStore() async throws -> (Store, String) {
     @Test(arguments: StoreEngine.available)
     func rawFTS5QueriesAreAvailableAndCheckedApart(_ engine: StoreEngine) async throws {
         let (store, _) = try await searchStore()
-        #expect(try await store.search(TodoItem.self, fts5: "paint*").count == 5, "a prefix query finds Painting too")
-        #expect(try await store.search(TodoItem.self, fts5: "kitchen NOT paint").map(\.model.taskName) == ["Clean the kitchen"])
+        #expect(try await store.search(TodoItem.self, .engineSyntax("paint*")).count == 5, "a prefix query finds Painting too")
+        #expect(try await store.search(TodoItem.self, .engineSyntax("kitchen NOT paint")).map(\.model.taskName) == ["Clean the kitchen"])
         do {
-            _ = try await store.search(TodoItem.self, fts5: "\"unbalanced")
+            _ = try await store.search(TodoItem.self, .engineSyntax("\"unbalanced"))
             Issue.record("a malformed FTS5 query ran")
         } catch {
-            #expect("\(error)".contains("is not valid") && "\(error)".contains("search(matching:)"), "\(error)")
+            #expect("\(error)".contains("FTS5 query") && "\(error)".contains("is not valid") && "\(error)".contains(".words(_:)"), "\(error)")
         }
+        // The words form of the same text is never a syntax error.
+        #expect(try await store.search(TodoItem.self, .words("\"unbalanced")).isEmpty)
     }
 
     /// The index follows upserts, deletes and rollbacks, and SQLite's own check agrees.

@@ -20,7 +20,6 @@ import Testing
         "Tools/CodeGeneration/SwiftDataStages.swift carryRenamedEntity": 99,
         "Tools/SchemaImport/CoreDataSchemaBuilder.swift build": 97,
         "Tools/SchemagenPipeline/GenerationPipeline+Run.swift stages": 96,
-        "Tools/MigrationPlanner/PostgresRenderer.swift sql": 96,
         "Tools/SchemaImport/CoreDataImporter.swift readModel": 95,
         "Engines/PostgresKit/PostgresConnection.swift statements": 95,
         "Tools/Mustache/Parser.swift tokenize": 90,
@@ -122,7 +121,7 @@ import Testing
         for key in Self.knownLong.keys.sorted() where measured[key] == nil {
             Issue.record("\(key) fits in \(Self.limit) lines now (or is gone): take it off FunctionLengthTests.knownLong")
         }
-        #expect(Self.knownLong.count <= 23, "the list only shrinks")
+        #expect(Self.knownLong.count <= 22, "the list only shrinks")
     }
 
     /// The measure itself: a function's length runs from its declaration to its closing
