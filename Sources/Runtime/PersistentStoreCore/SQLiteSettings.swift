@@ -1,5 +1,6 @@
 /// How the store has SQLite keep its file: the settings an application store wants, each
-/// overridable at open. docs/runtime.md ("SQLite settings") gives each one's trade-off.
+/// overridable at open. docs/runtime.md ("SQLite settings") gives each one's trade-off. The
+/// PRAGMAs that apply them are SQLite's adapter's (`pragmas(inMemory:)`, in `PersistentStoreSQLite`).
 public struct SQLiteSettings: Sendable, Hashable {
     /// When SQLite waits for the disk (`PRAGMA synchronous`).
     public enum Synchronous: String, Sendable, Hashable {
@@ -37,16 +38,4 @@ public struct SQLiteSettings: Sendable, Hashable {
 
     /// SQLite's own defaults as Debian builds it (WAL aside): FULL, 2 MiB, files, no mapping.
     public static let sqliteDefaults = SQLiteSettings(synchronous: .full, cacheSize: 2 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)
-
-    /// The PRAGMAs that apply these settings.
-    public func pragmas(inMemory: Bool) -> String {
-        var statements = [
-            "PRAGMA synchronous = \(synchronous.rawValue);",
-            // A negative cache size counts KiB.
-            "PRAGMA cache_size = -\(max(64, cacheSize / 1024));",
-            "PRAGMA temp_store = \(temporaryStorageInMemory ? "MEMORY" : "DEFAULT");",
-        ]
-        if !inMemory { statements.append("PRAGMA mmap_size = \(max(0, memoryMapSize));") }
-        return statements.joined(separator: " ")
-    }
 }

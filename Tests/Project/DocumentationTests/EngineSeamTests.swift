@@ -120,4 +120,22 @@ import Testing
         let online = try String(contentsOf: sourceFolder(of: "MigrationPlanner").appendingPathComponent("OnlinePlan.swift"), encoding: .utf8)
         #expect(online.contains("\\(identifier: "), "OnlinePlan.swift: no SQL interpolation found")
     }
+
+    /// The engine-neutral cores hold no engine's SQL: full-text search, PRAGMAs, catalogue
+    /// queries and casts are the adapters' (`FullTextSearching` and the other abilities).
+    @Test func engineSQLLivesInTheEngines() throws {
+        let engineWords = ["MATCH ", "snippet(", "ts_rank", "to_tsquery", "plainto_tsquery", "ts_headline", "PRAGMA ", "information_schema", "pg_catalog", "sqlite_master", "::"]
+        for target in ["PersistentStoreCore", "MigratorCore"] {
+            let folder = sourceFolder(of: target).path
+            let files = swiftFiles(under: folder)
+            #expect(!files.isEmpty, "\(target): no sources found")
+            for file in files {
+                let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
+                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+                for word in engineWords {
+                    #expect(!code.contains(word), "\(target)/\(file) writes engine SQL (\(word)); it belongs in the engine's adapter")
+                }
+            }
+        }
+    }
 }
