@@ -106,12 +106,6 @@ public struct SchemaSnapshot: Codable, Sendable, Hashable {
         return kept
     }
 
-    /// Canonical JSON: sorted keys, two-space indentation, a final newline.
-    public func canonicalJSON() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(self) + Data("\n".utf8)
-    }
 }
 
 extension MigrationDirectory {

@@ -38,6 +38,44 @@ import Testing
             TableSnapshot(name: "link", entity: nil, renamedFrom: nil, columns: [], primaryKey: [], indexes: [], foreignKeys: []),
         ])
 
+    /// `everything` with every optional field set, both backfill forms and grants.
+    static var allOptionals: SchemaSnapshot {
+        var snapshot = everything
+        snapshot.format = 2
+        snapshot.grants = [GrantSnapshot(role: "app \"readers\"", access: .read), GrantSnapshot(role: "writer", access: .write)]
+        snapshot.tables[0].doc = "A table\nwith a doc"
+        snapshot.tables[0].columns[1].doc = "a column's doc"
+        snapshot.tables[0].columns[1].movedFrom = "elsewhere"
+        snapshot.tables[0].columns[1].backfill = .sql(["sqlite": "'x' || \"a\"", "postgres": "upper(a)"])
+        snapshot.tables[0].columns[2].backfill = .value(.integer(7))
+        snapshot.tables[0].columns[3].backfill = .value(.real(0.1))
+        snapshot.tables[0].columns[3].precision = 10
+        snapshot.tables[0].columns[3].scale = 2
+        snapshot.tables[0].indexes[1].jsonColumns = ["d"]
+        return snapshot
+    }
+
+    /// The same JSON value as `JSONEncoder` writes (keys, nesting, enum cases), only laid out
+    /// otherwise; each column, index and key on a line of its own.
+    @Test func canonicalJSONIsJSONEncodersValueOneColumnPerLine() throws {
+        for snapshot in [Self.everything, Self.allOptionals] {
+            let canonical = try snapshot.canonicalJSON()
+            let encoded = try JSONEncoder().encode(snapshot)
+            let tree = try #require(try JSONSerialization.jsonObject(with: canonical) as? NSDictionary)
+            let encoderTree = try #require(try JSONSerialization.jsonObject(with: encoded) as? NSDictionary)
+            #expect(tree == encoderTree)
+            #expect(try JSONDecoder().decode(SchemaSnapshot.self, from: canonical) == snapshot)
+            #expect(Self.fast(canonical) == snapshot)
+            let lines = String(decoding: canonical, as: UTF8.self).components(separatedBy: "\n")
+            let columnLines = lines.filter { $0.hasPrefix("        {") && $0.contains("\"isNullable\"") }
+            #expect(columnLines.count == snapshot.tables.reduce(0) { $0 + $1.columns.count }, "one line per column")
+            #expect(String(decoding: canonical, as: UTF8.self).hasSuffix("}\n"))
+        }
+        var infinite = Self.everything
+        infinite.tables[0].columns[3].defaultValue = .real(.infinity)
+        #expect(throws: EncodingError.self) { try infinite.canonicalJSON() }
+    }
+
     static func fast(_ data: Data) -> SchemaSnapshot? {
         data.withUnsafeBytes { raw in
             var reader = SnapshotReader(bytes: raw.bindMemory(to: UInt8.self))
@@ -69,10 +107,10 @@ import Testing
     @Test func whatTheReaderDoesNotExpectGoesToJSONDecoder() throws {
         let canonical = String(decoding: try Self.everything.canonicalJSON(), as: UTF8.self)
         let edits: [String] = [
-            canonical.replacingOccurrences(of: "\"schema\" : \"Everything\"", with: "\"comment\" : \"added by hand\",\n  \"schema\" : \"Everything\""),
-            canonical.replacingOccurrences(of: "\"version\" : 12", with: "\"version\" : 12, \"version\" : 13"),
-            canonical.replacingOccurrences(of: "\"version\" : 12", with: "\"version\" : 12.0"),
-            canonical.replacingOccurrences(of: "\"kind\" : \"blob\"", with: "\"kind\" : \"bytes\""),
+            canonical.replacingOccurrences(of: "\"schema\": \"Everything\"", with: "\"comment\": \"added by hand\",\n  \"schema\": \"Everything\""),
+            canonical.replacingOccurrences(of: "\"version\": 12", with: "\"version\": 12, \"version\": 13"),
+            canonical.replacingOccurrences(of: "\"version\": 12", with: "\"version\": 12.0"),
+            canonical.replacingOccurrences(of: "\"kind\": \"blob\"", with: "\"kind\": \"bytes\""),
             String(canonical.dropLast(40)),
             canonical + "]",
             "",
