@@ -34,7 +34,8 @@ public struct GeneratedFileSync: Sendable {
             guard let existing = FileManager.default.contents(atPath: folder + "/" + file.path) else { return .missing }
             // The user's file, once written, is whatever they made it.
             if file.isUserOwned { return .unchanged }
-            return existing.elementsEqual(file.contents.utf8) ? .unchanged : .stale
+            // Data's == compares the bytes at once; elementsEqual stepped through them one by one.
+            return existing == Data(file.contents.utf8) ? .unchanged : .stale
         }
         for (file, state) in zip(files, states) {
             switch state {

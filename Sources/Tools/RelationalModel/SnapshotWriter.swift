@@ -87,48 +87,52 @@ struct SnapshotWriter {
     // MARK: - One line each
 
     private mutating func column(_ column: ColumnSnapshot) throws {
-        var object = InlineObject(writer: self)
-        if let backfill = column.backfill { try object.field("backfill") { try $0.backfill(backfill) } }
-        if let bits = column.bits { object.field("bits") { $0.text += String(bits) } }
-        if let value = column.defaultValue { try object.field("defaultValue") { try $0.columnDefault(value) } }
-        if let doc = column.doc { object.field("doc") { $0.string(doc) } }
-        if let values = column.enumValues { object.field("enumValues") { $0.strings(values) } }
-        object.field("isAutoIncrement") { $0.text += column.isAutoIncrement ? "true" : "false" }
-        object.field("isNullable") { $0.text += column.isNullable ? "true" : "false" }
-        object.field("kind") { $0.string(column.kind.rawValue) }
-        if let movedFrom = column.movedFrom { object.field("movedFrom") { $0.string(movedFrom) } }
-        object.field("name") { $0.string(column.name) }
-        if let precision = column.precision { object.field("precision") { $0.text += String(precision) } }
-        if let property = column.property { object.field("property") { $0.string(property) } }
-        if let renamedFrom = column.renamedFrom { object.field("renamedFrom") { $0.string(renamedFrom) } }
-        if let scale = column.scale { object.field("scale") { $0.text += String(scale) } }
-        self = object.close()
+        var object = InlineObject()
+        text += "{"
+        if let backfill = column.backfill { try object.field("backfill", &self) { try $0.backfill(backfill) } }
+        if let bits = column.bits { object.field("bits", &self) { $0.text += String(bits) } }
+        if let value = column.defaultValue { try object.field("defaultValue", &self) { try $0.columnDefault(value) } }
+        if let doc = column.doc { object.field("doc", &self) { $0.string(doc) } }
+        if let values = column.enumValues { object.field("enumValues", &self) { $0.strings(values) } }
+        object.field("isAutoIncrement", &self) { $0.text += column.isAutoIncrement ? "true" : "false" }
+        object.field("isNullable", &self) { $0.text += column.isNullable ? "true" : "false" }
+        object.field("kind", &self) { $0.string(column.kind.rawValue) }
+        if let movedFrom = column.movedFrom { object.field("movedFrom", &self) { $0.string(movedFrom) } }
+        object.field("name", &self) { $0.string(column.name) }
+        if let precision = column.precision { object.field("precision", &self) { $0.text += String(precision) } }
+        if let property = column.property { object.field("property", &self) { $0.string(property) } }
+        if let renamedFrom = column.renamedFrom { object.field("renamedFrom", &self) { $0.string(renamedFrom) } }
+        if let scale = column.scale { object.field("scale", &self) { $0.text += String(scale) } }
+        text += "}"
     }
 
     private mutating func index(_ index: IndexSnapshot) {
-        var object = InlineObject(writer: self)
-        object.field("columns") { $0.strings(index.columns) }
-        object.field("isFullText") { $0.text += index.isFullText ? "true" : "false" }
-        object.field("isUnique") { $0.text += index.isUnique ? "true" : "false" }
-        if let json = index.jsonColumns { object.field("jsonColumns") { $0.strings(json) } }
-        object.field("name") { $0.string(index.name) }
-        self = object.close()
+        var object = InlineObject()
+        text += "{"
+        object.field("columns", &self) { $0.strings(index.columns) }
+        object.field("isFullText", &self) { $0.text += index.isFullText ? "true" : "false" }
+        object.field("isUnique", &self) { $0.text += index.isUnique ? "true" : "false" }
+        if let json = index.jsonColumns { object.field("jsonColumns", &self) { $0.strings(json) } }
+        object.field("name", &self) { $0.string(index.name) }
+        text += "}"
     }
 
     private mutating func foreignKey(_ key: ForeignKeySnapshot) {
-        var object = InlineObject(writer: self)
-        object.field("columns") { $0.strings(key.columns) }
-        object.field("onDelete") { $0.string(key.onDelete.rawValue) }
-        object.field("referencedColumns") { $0.strings(key.referencedColumns) }
-        object.field("table") { $0.string(key.table) }
-        self = object.close()
+        var object = InlineObject()
+        text += "{"
+        object.field("columns", &self) { $0.strings(key.columns) }
+        object.field("onDelete", &self) { $0.string(key.onDelete.rawValue) }
+        object.field("referencedColumns", &self) { $0.strings(key.referencedColumns) }
+        object.field("table", &self) { $0.string(key.table) }
+        text += "}"
     }
 
     private mutating func grant(_ grant: GrantSnapshot) {
-        var object = InlineObject(writer: self)
-        object.field("access") { $0.string(grant.access.rawValue) }
-        object.field("role") { $0.string(grant.role) }
-        self = object.close()
+        var object = InlineObject()
+        text += "{"
+        object.field("access", &self) { $0.string(grant.access.rawValue) }
+        object.field("role", &self) { $0.string(grant.role) }
+        text += "}"
     }
 
     /// An enum case as `Codable` synthesizes it: `{"case": {}}`, or `{"case": {"_0": value}}`.
@@ -167,9 +171,10 @@ struct SnapshotWriter {
         case .value(let value): try enumCase("value") { try $0.columnDefault(value) }
         case .sql(let expressions):
             enumCase("sql") { writer in
-                var object = InlineObject(writer: writer)
-                for (dialect, expression) in expressions.sorted(by: { $0.key < $1.key }) { object.field(dialect) { $0.string(expression) } }
-                writer = object.close()
+                var object = InlineObject()
+                writer.text += "{"
+                for (dialect, expression) in expressions.sorted(by: { $0.key < $1.key }) { object.field(dialect, &writer) { $0.string(expression) } }
+                writer.text += "}"
             }
         }
     }
@@ -185,27 +190,17 @@ struct SnapshotWriter {
         text += "]"
     }
 
-    /// `{"a": 1, "b": 2}` on one line, fields given in sorted order.
+    /// The fields of `{"a": 1, "b": 2}` on one line, given in sorted order, written straight
+    /// into the writer's text (a copy of the writer would copy the whole text at each append).
     private struct InlineObject {
-        var writer: SnapshotWriter
         var first = true
 
-        init(writer: SnapshotWriter) {
-            self.writer = writer
-            self.writer.text += "{"
-        }
-
-        mutating func field(_ key: String, _ value: (inout SnapshotWriter) throws -> Void) rethrows {
+        mutating func field(_ key: String, _ writer: inout SnapshotWriter, _ value: (inout SnapshotWriter) throws -> Void) rethrows {
             writer.text += first ? "" : ", "
             first = false
             writer.string(key)
             writer.text += ": "
             try value(&writer)
-        }
-
-        mutating func close() -> SnapshotWriter {
-            writer.text += "}"
-            return writer
         }
     }
 }

@@ -358,7 +358,8 @@ public struct GenerationPipeline: Sendable {
         var written: [String] = []
         for pending in plan.migrations {
             do {
-                try pending.directory.write(pending.migration, source: pending.source, as: pending.entry)
+                try pending.directory.write(
+                    up: pending.sql.up, down: pending.sql.down, contract: pending.sql.contract, snapshot: pending.migration.to.canonicalJSON(), source: pending.source, as: pending.entry)
             } catch {
                 return .failure(.io("cannot write migration to '\(pending.directory.path)': \(error.localizedDescription)"))
             }

@@ -24,6 +24,19 @@ public struct PendingMigration: Sendable {
     public var findings: [Diagnostic]
     /// The schema file's text at this version, written beside the migration (`sourceFile`).
     public var source: String? = nil
+    /// The migration's SQL, rendered once: the files written and the scripts embedded in the
+    /// generated code are the same text.
+    public let sql: MigrationScript.DialectSQL
+
+    public init(schema: Schema, directory: MigrationDirectory, migration: Migration, entry: MigrationDirectory.Entry, findings: [Diagnostic], source: String? = nil) {
+        self.schema = schema
+        self.directory = directory
+        self.migration = migration
+        self.entry = entry
+        self.findings = findings
+        self.source = source
+        sql = MigrationScript.DialectSQL(up: migration.upSQL(), down: migration.downSQL(), contract: migration.contractSQL())
+    }
 
     public var hasBlockingFindings: Bool { findings.contains { $0.severity == .error } }
 
@@ -181,9 +194,7 @@ public struct PendingMigration: Sendable {
                 found[entry.number] = (entry.name, MigrationScript.DialectSQL(up: up, down: down, contract: directory.contents(of: entry.contractFile)))
             }
             for migration in pending where migration.directory.path == directory.path {
-                found[migration.entry.number] = (
-                    migration.entry.name, MigrationScript.DialectSQL(up: migration.migration.upSQL(), down: migration.migration.downSQL(), contract: migration.migration.contractSQL())
-                )
+                found[migration.entry.number] = (migration.entry.name, migration.sql)
             }
             return found
         }
