@@ -28,6 +28,10 @@ public enum DatabaseOpener {
         /// it, so a migration that cannot get its lock soon gives up instead.
         public static let defaultLockTimeout = 5.0
 
+        /// Settings with a 5-second `lock_timeout`, no `statement_timeout` and no connection retry
+        /// unless given; the idle-in-transaction timeout starts at its default.
+        ///
+        ///     let settings = DatabaseOpener.PostgresSettings(lockTimeout: 2, statementTimeout: 600, connectRetry: 30)
         public init(lockTimeout: Double = defaultLockTimeout, statementTimeout: Double? = nil, connectRetry: Double = 0) {
             self.lockTimeout = lockTimeout
             self.statementTimeout = statementTimeout

@@ -170,6 +170,9 @@ enum SystemUser {
 extension Migrator {
     /// A migrator on a SQLite connection; statements wait up to `lockTimeoutSeconds` for
     /// another connection's lock.
+    ///
+    ///     let scripts = try MigrationScriptLoader.load(directory: "Migrations/Flights")
+    ///     try Migrator(connection: try SQLiteConnection(path: "app.sqlite"), schema: "Flights", scripts: scripts).up()
     public convenience init(connection: SQLiteConnection, schema: String, scripts: [MigrationScript], lockTimeoutSeconds: Double = 30) {
         self.init(database: SQLiteMigrationDatabase(connection, lockWait: lockTimeoutSeconds), schema: schema, scripts: scripts, lockTimeoutSeconds: lockTimeoutSeconds)
     }

@@ -9,14 +9,20 @@ import SchemaMetadata
 public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Five characters such as `42P01` (undefined table); nil when the connection failed.
     public var sqlState: String?
+    /// The primary message, as the server or libpq wrote it.
     public var message: String
+    /// The server's secondary message (often the offending values), when it sent one.
     public var detail: String?
+    /// The server's suggestion of what to do, when it sent one.
     public var hint: String?
     /// The statement that failed, when there was one.
     public var sql: String?
     /// True when the connection is gone (the server stopped, the network dropped).
     public var connectionLost: Bool
 
+    /// An error as the server reported it; `connectionLost` marks a connection that is gone.
+    ///
+    ///     PostgresError(sqlState: SQLState.uniqueViolation, message: "duplicate key value violates unique constraint \"user_email_key\"")
     public init(sqlState: String?, message: String, detail: String? = nil, hint: String? = nil, sql: String? = nil, connectionLost: Bool = false) {
         self.sqlState = sqlState
         self.message = message
@@ -26,6 +32,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         self.connectionLost = connectionLost
     }
 
+    /// `23505: duplicate key value violates unique constraint "user_email_key"; detail: Key (email)=(a@example.com) already exists.`
     public var description: String {
         var text = (sqlState.map { "\($0): " } ?? "") + message
         if let detail { text += "; detail: \(detail)" }
@@ -44,6 +51,7 @@ public enum SQLState {
     public static let queryCanceled = "57014"
     /// The server is starting up or shutting down.
     public static let cannotConnectNow = "57P03"
+    /// A row's key or unique value is already taken (a UNIQUE or PRIMARY KEY constraint).
     public static let uniqueViolation = "23505"
     /// Two transactions waited for each other; one was rolled back.
     public static let deadlockDetected = "40P01"
@@ -77,6 +85,8 @@ public final class PostgresConnection {
     /// has not acknowledged (`tcp_user_timeout`) and an idle link (TCP keepalives) each give up
     /// after about that many seconds, and the call fails as a lost connection. The target's own
     /// settings for these win.
+    ///
+    ///     let connection = try PostgresConnection("postgres://app@localhost:5432/app", applicationName: "importer", retryFor: 30)
     public init(_ target: String, applicationName: String? = nil, retryFor seconds: Double = 0, networkTimeout: Double? = nil) throws(PostgresError) {
         label = ConnectionURL.redacted(target)
         secret = ConnectionURL.password(in: target)
@@ -161,6 +171,7 @@ public final class PostgresConnection {
         return text.replacingOccurrences(of: secret, with: "***")
     }
 
+    /// Whether the connection is open and libpq reports it healthy (`CONNECTION_OK`); false once libpq has seen it drop.
     public var isConnected: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
 
     /// The server's version number, e.g. 150018.
@@ -470,13 +481,19 @@ public final class PostgresConnection {
 
     /// Where in a script a statement starts: 1-based index and line.
     public struct StatementPosition: Sendable, Equatable {
+        /// 1-based index among the script's statements.
         public var index: Int
+        /// 1-based line of the statement's first character.
         public var line: Int
     }
 
+    /// A statement of a script that failed.
     public struct ScriptError: Error, Sendable, CustomStringConvertible {
+        /// Where the statement starts.
         public var position: StatementPosition
+        /// What PostgreSQL reported for it.
         public var error: PostgresError
+        /// `statement 3 at line 12: 42P01: relation "flight" does not exist`.
         public var description: String { "statement \(position.index) at line \(position.line): \(error)" }
     }
 
@@ -519,12 +536,16 @@ public final class PostgresCanceller: @unchecked Sendable {
 /// (with `''` and `E'\''` escapes), quoted names, dollar-quoted bodies (`$$ ... $$`,
 /// `$tag$ ... $tag$`) or comments (`--`, and `/* */`, which nest).
 public enum PostgresScript {
+    /// One statement of a script, as `statements(in:)` splits it.
     public struct Statement: Sendable, Equatable {
+        /// The statement's text, trimmed, with its closing `;` when it had one.
         public var text: String
         /// The 1-based line of its first character.
         public var line: Int
     }
 
+    /// The script's statements in order, without the comments and blank text between them; text
+    /// after the last `;` is a statement too.
     public static func statements(in sql: String) -> [Statement] {
         let scalars = Array(sql.unicodeScalars)
         var result: [Statement] = []

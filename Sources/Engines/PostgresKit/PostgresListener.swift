@@ -28,6 +28,8 @@ public final class PostgresListener: @unchecked Sendable {
     private let stopPipe: (read: Int32, write: Int32)
 
     /// Starts listening at once, in the background.
+    ///
+    ///     let listener = PostgresListener(target: url, channel: "schemagen_commits", applicationName: "cache warmer") { cache.refresh() }
     public init(target: String, channel: String, applicationName: String = "schemagen listener", onNotify: @escaping @Sendable () -> Void) {
         var descriptors: [Int32] = [-1, -1]
         if pipe(&descriptors) != 0 { descriptors = [-1, -1] }

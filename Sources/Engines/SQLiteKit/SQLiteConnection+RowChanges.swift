@@ -39,21 +39,27 @@ enum PreUpdateAPI {
 /// One row about to be inserted, updated or deleted, as the pre-update hook sees it. Valid only
 /// inside the handler.
 public struct RowChange {
+    /// What the statement does to the row.
     public enum Operation: Sendable {
+        /// `insert` adds the row, `update` changes its values or rowid, `delete` removes it.
         case insert, update, delete
     }
 
+    /// Whether the row is being inserted, updated or deleted.
     public let operation: Operation
     /// The table's name as SQLite holds it: stable while the schema is, so a handler can cache
     /// by pointer (and must compare the text, since a reloaded schema may reuse the address).
     public let table: UnsafePointer<CChar>
     /// True for the `main` database (not `temp` or an attached one).
     public let isMain: Bool
+    /// The rowid before an update or delete; undefined for an insert and for a WITHOUT ROWID table.
     public let oldRowID: Int64
+    /// The rowid after an insert or update; undefined for a delete and for a WITHOUT ROWID table.
     public let newRowID: Int64
     let connection: OpaquePointer
     let api: PreUpdateAPI.Functions
 
+    /// How many columns the changing row has (`sqlite3_preupdate_count`).
     public var columnCount: Int { Int(api.count(connection)) }
 
     /// A column's value before an update or delete.

@@ -11,8 +11,11 @@ extension SQLiteConnection {
 
     /// A statement of a script that failed.
     public struct ScriptError: Error, Sendable, CustomStringConvertible {
+        /// Where the statement starts.
         public var position: StatementPosition
+        /// What SQLite reported for it.
         public var error: SQLiteError
+        /// `statement 3 at line 12: no such table: flight`.
         public var description: String { "statement \(position.index) at line \(position.line): \(error.message)" }
     }
 

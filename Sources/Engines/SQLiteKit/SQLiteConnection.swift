@@ -5,12 +5,16 @@ import SchemaMetadata
 public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// SQLite's extended result code (`SQLITE_CONSTRAINT_UNIQUE`, say); `primary` is its family.
     public var code: Int32
+    /// SQLite's message (`sqlite3_errmsg`), e.g. `UNIQUE constraint failed: user.email`.
     public var message: String
     /// The statement that failed, when there was one.
     public var sql: String?
     /// The database file the connection had open, when there was one.
     public var database: String?
 
+    /// An error as SQLite reported it.
+    ///
+    ///     SQLiteError(code: SQLiteError.ExtendedCode.constraintUnique, message: "UNIQUE constraint failed: user.email", sql: sql)
     public init(code: Int32, message: String, sql: String?, database: String? = nil) {
         self.code = code
         self.message = message
@@ -20,28 +24,48 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// A primary result code: what callers branch on (busy, constraint, corrupt...).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The C value, `5` for `SQLITE_BUSY`.
         public var rawValue: Int32
+        /// The code with this C value.
+        ///
+        ///     SQLiteError.Code(rawValue: 5) == .busy   // true
         public init(rawValue: Int32) { self.rawValue = rawValue }
 
+        /// A generic error: an SQL syntax error or a missing table, say.
         public static let error = Code(rawValue: 1)
+        /// The access mode asked for a newly created database could not be provided.
         public static let permission = Code(rawValue: 3)
+        /// An operation was stopped before it finished, usually at the application's request.
         public static let abort = Code(rawValue: 4)
         /// Another connection holds a lock past the busy timeout.
         public static let busy = Code(rawValue: 5)
+        /// A write conflicts with this connection's own work (or a shared-cache connection's), such
+        /// as dropping a table a pending statement reads.
         public static let locked = Code(rawValue: 6)
+        /// SQLite could not allocate memory.
         public static let noMemory = Code(rawValue: 7)
+        /// A write to a database the connection may not change (opened read-only, or a file it cannot write).
         public static let readOnly = Code(rawValue: 8)
+        /// Stopped by `sqlite3_interrupt` (`SQLiteInterrupter.interrupt()`), or by a script's `shouldStop`.
         public static let interrupted = Code(rawValue: 9)
+        /// The operating system reported an I/O error reading or writing the file.
         public static let ioError = Code(rawValue: 10)
+        /// The database file is malformed.
         public static let corrupt = Code(rawValue: 11)
+        /// A write could not complete because the disk is full.
         public static let full = Code(rawValue: 13)
+        /// The file (or its journal, or a temporary file) could not be opened.
         public static let cannotOpen = Code(rawValue: 14)
+        /// A string or blob is larger than SQLite's limit (`SQLITE_MAX_LENGTH`).
         public static let tooBig = Code(rawValue: 18)
         /// A UNIQUE, NOT NULL, CHECK or FOREIGN KEY constraint failed.
         public static let constraint = Code(rawValue: 19)
+        /// A datatype mismatch: a value that is not an integer written to an INTEGER PRIMARY KEY, say.
         public static let mismatch = Code(rawValue: 20)
+        /// The file is not a SQLite database (or is encrypted).
         public static let notADatabase = Code(rawValue: 26)
 
+        /// SQLite's English text for the code (`sqlite3_errstr`), `database is locked` for `busy`.
         public var description: String { String(cString: sqlite3_errstr(rawValue)) }
 
         /// The C name, `SQLITE_BUSY` say.
@@ -70,8 +94,11 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Extended result codes the toolkit acts on. SQLite defines them as function-like macros,
     /// which Swift cannot import: each is its primary code plus a subcode shifted by 8.
     public enum ExtendedCode {
+        /// `SQLITE_CONSTRAINT_PRIMARYKEY`: a PRIMARY KEY constraint failed.
         public static let constraintPrimaryKey = Code.constraint.rawValue | 6 << 8
+        /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint failed.
         public static let constraintUnique = Code.constraint.rawValue | 8 << 8
+        /// `SQLITE_CONSTRAINT_ROWID`: a rowid is not unique.
         public static let constraintRowID = Code.constraint.rawValue | 10 << 8
     }
 
@@ -93,6 +120,7 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The file's name, the message, the statement (flattened, cut at 160 characters) and any `advice`.
     public var description: String {
         var text = (database.map { "\($0): " } ?? "") + message
         if let sql {
@@ -108,14 +136,15 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 /// row codecs produce and read, so rows need no conversion.
 public typealias SQLiteValue = StoredValue
 
-/// One connection to a database file (or `:memory:`). Not shared between threads.
 /// `sqlite3_interrupt` for one connection, to be called from another thread.
 public struct SQLiteInterrupter: @unchecked Sendable {
     let handle: OpaquePointer?
     init(_ handle: OpaquePointer?) { self.handle = handle }
+    /// Stops the statement the connection is running; it fails with `SQLITE_INTERRUPT`.
     public func interrupt() { sqlite3_interrupt(handle) }
 }
 
+/// One connection to a database file (or `:memory:`). Not shared between threads.
 public final class SQLiteConnection {
     private var handle: OpaquePointer?
     /// Keeps the progress closure alive while SQLite holds a pointer to it.
@@ -133,6 +162,10 @@ public final class SQLiteConnection {
     /// The file this connection opened, named in its errors.
     public let path: String
 
+    /// Opens the file at `path`, creating it unless `readOnly`; `:memory:` opens a database of
+    /// its own in memory. Its errors carry extended result codes.
+    ///
+    ///     let connection = try SQLiteConnection(path: "/tmp/app.sqlite")
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)

@@ -67,6 +67,7 @@ public enum DatabaseLocation: Sendable, Hashable {
         }
     }
 
+    /// Whether the location is a PostgreSQL server.
     public var isPostgres: Bool { if case .postgres = self { true } else { false } }
 
     // MARK: - Recognising the forms
@@ -202,11 +203,15 @@ public enum DatabaseLocation: Sendable, Hashable {
 
 /// Why a database location was refused. Every message masks passwords.
 public enum DatabaseLocationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The text was empty or only whitespace.
     case empty
+    /// A scheme no supported database uses (`postgress://`), or `postgres:` without `//`:
+    /// `redacted` is the text with its password masked, `suggestion` the accepted prefix meant.
     case unknownScheme(scheme: String, redacted: String, suggestion: String?)
     /// `host:port/db` without `postgres://`.
     case serverWithoutScheme(redacted: String, suggestion: String)
 
+    /// A message for users: what was given, password masked, and the forms that are accepted.
     public var description: String {
         switch self {
         case .empty:

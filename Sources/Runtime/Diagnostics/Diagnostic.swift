@@ -1,7 +1,10 @@
 /// How serious a diagnostic is.
 public enum Severity: String, Sendable, Hashable, Comparable, CaseIterable {
+    /// A problem that makes the input unusable; a stage that reports one returns no result.
     case error
+    /// Something suspicious that does not stop the input from being used.
     case warning
+    /// Information only; nothing needs to change.
     case note
 
     private var rank: Int {
@@ -12,17 +15,24 @@ public enum Severity: String, Sendable, Hashable, Comparable, CaseIterable {
         }
     }
 
+    /// Orders by seriousness: errors come before warnings, warnings before notes.
     public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.rank < rhs.rank }
 }
 
 /// A 1-based position in a source file, with the length of the text it points at.
 public struct SourceLocation: Sendable, Hashable, Comparable {
+    /// The file's path as shown to users.
     public var file: String
+    /// The 1-based line number.
     public var line: Int
+    /// The 1-based column, counted in characters.
     public var column: Int
     /// How many characters the diagnostic underlines; at least 1.
     public var length: Int
 
+    /// Creates a location; a `length` below 1 is raised to 1.
+    ///
+    ///     let location = SourceLocation(file: "Schemas/Flights.yaml", line: 12, column: 5, length: 8)
     public init(file: String, line: Int, column: Int, length: Int = 1) {
         self.file = file
         self.line = line
@@ -30,6 +40,7 @@ public struct SourceLocation: Sendable, Hashable, Comparable {
         self.length = max(1, length)
     }
 
+    /// Orders by file, then line, then column; the length is ignored.
     public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
         (lhs.file, lhs.line, lhs.column) < (rhs.file, rhs.line, rhs.column)
     }
@@ -41,25 +52,36 @@ public protocol DiagnosticCode: RawRepresentable, Sendable, CaseIterable where R
 
 /// One problem found in the input: a value, never a thrown error, so one run reports them all.
 public struct Diagnostic: Sendable, Hashable {
+    /// Whether this is an error, a warning or a note.
     public var severity: Severity
     /// A stable, kebab-case identifier such as `unknown-key`; documented for users.
     public var code: String
+    /// What is wrong, in one sentence for users.
     public var message: String
+    /// Where the problem is, or nil when it has no place in a file.
     public var location: SourceLocation?
     /// Related places, such as where a duplicated name was first declared.
     public var notes: [Note]
 
     /// A secondary message attached to a diagnostic.
     public struct Note: Sendable, Hashable {
+        /// The note's text.
         public var message: String
+        /// The place the note points at, or nil for a note without one.
         public var location: SourceLocation?
 
+        /// Creates a note, optionally pointing at a place in a file.
+        ///
+        ///     let note = Diagnostic.Note("first declared here", at: SourceLocation(file: "Flights.yaml", line: 3, column: 5))
         public init(_ message: String, at location: SourceLocation? = nil) {
             self.message = message
             self.location = location
         }
     }
 
+    /// Creates a diagnostic; the code is stored as its raw string value.
+    ///
+    ///     let diagnostic = Diagnostic(.error, code: SchemaDiagnosticCode.unknownKey, message: "unknown key 'uniqe'", at: location)
     public init(
         _ severity: Severity, code: some DiagnosticCode, message: String,
         at location: SourceLocation?, notes: [Note] = []
@@ -86,23 +108,34 @@ public struct Diagnostic: Sendable, Hashable {
 
 /// Collects diagnostics while a stage runs.
 public struct DiagnosticBag: Sendable {
+    /// Everything reported so far, in the order it was reported.
     public private(set) var diagnostics: [Diagnostic] = []
 
+    /// Creates an empty bag.
+    ///
+    ///     var bag = DiagnosticBag()
     public init() {}
 
+    /// Whether any diagnostic is an error.
     public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    /// The number of errors reported.
     public var errorCount: Int { diagnostics.count { $0.severity == .error } }
+    /// The number of warnings reported.
     public var warningCount: Int { diagnostics.count { $0.severity == .warning } }
 
+    /// Adds one diagnostic.
     public mutating func append(_ diagnostic: Diagnostic) { diagnostics.append(diagnostic) }
+    /// Adds several diagnostics, keeping their order.
     public mutating func append(contentsOf other: [Diagnostic]) { diagnostics.append(contentsOf: other) }
 
+    /// Reports an error with the given code and message.
     public mutating func error(
         _ code: some DiagnosticCode, _ message: String, at location: SourceLocation?, notes: [Diagnostic.Note] = []
     ) {
         diagnostics.append(Diagnostic(.error, code: code, message: message, at: location, notes: notes))
     }
 
+    /// Reports a warning with the given code and message.
     public mutating func warning(
         _ code: some DiagnosticCode, _ message: String, at location: SourceLocation?, notes: [Diagnostic.Note] = []
     ) {

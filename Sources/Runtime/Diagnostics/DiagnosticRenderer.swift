@@ -12,6 +12,7 @@ public enum DiagnosticFormat: String, Sendable, CaseIterable {
 
 /// Turns diagnostics into text in one of the `DiagnosticFormat`s.
 public struct DiagnosticRenderer: Sendable {
+    /// The output format to render.
     public var format: DiagnosticFormat
     /// ANSI colours for the text format on a terminal.
     public var colored: Bool
@@ -21,6 +22,10 @@ public struct DiagnosticRenderer: Sendable {
     /// Lines longer than this are shown as a window around the column.
     static let maximumQuotedWidth = 160
 
+    /// Creates a renderer; without `sources` the text format prints no quoted lines.
+    ///
+    ///     let renderer = DiagnosticRenderer(format: .text, sources: { path in path == source.path ? source : nil })
+    ///     let output = renderer.render(diagnostics)
     public init(
         format: DiagnosticFormat, colored: Bool = false,
         sources: @escaping @Sendable (String) -> SourceFile? = { _ in nil }

@@ -7,10 +7,14 @@ import Darwin
 public struct SourceFile: Sendable {
     /// The path as shown to users (as given on the command line, or relative to it).
     public let path: String
+    /// The file's raw contents.
     public let bytes: [UInt8]
     /// Byte offset at which each line starts; line N (1-based) starts at `lineStarts[N - 1]`.
     private let lineStarts: [Int]
 
+    /// Wraps a file's contents and indexes where each line starts.
+    ///
+    ///     let source = SourceFile(path: "Schemas/Flights.yaml", bytes: Array(data))
     public init(path: String, bytes: [UInt8]) {
         self.path = path
         self.bytes = bytes
@@ -30,10 +34,14 @@ public struct SourceFile: Sendable {
         self.lineStarts = starts
     }
 
+    /// Wraps text, stored as its UTF-8 bytes.
+    ///
+    ///     let source = SourceFile(path: "Flights.yaml", text: "entities:\n  Flight: {}\n")
     public init(path: String, text: String) {
         self.init(path: path, bytes: Array(text.utf8))
     }
 
+    /// The number of lines; text after the last line break counts as a line, even when empty.
     public var lineCount: Int { lineStarts.count }
 
     /// The text of a 1-based line without its line break; invalid UTF-8 is replaced, never fatal.

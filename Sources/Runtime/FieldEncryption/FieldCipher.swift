@@ -11,8 +11,11 @@ public enum FieldCipherError: Error, Sendable, CustomStringConvertible, Equatabl
     /// The column holds a value that is not an envelope (written before the attribute was
     /// encrypted, or by another program).
     case notEncrypted(attribute: String)
+    /// libcrypto failed (deriving a key, encrypting), or a lookup envelope was asked of a randomized
+    /// attribute; the message says which.
     case failed(String)
 
+    /// The message for a person: what failed and what to do about it.
     public var description: String {
         switch self {
         case .unknownKey(let attribute, let keyID):
@@ -39,8 +42,12 @@ public enum FieldCipherError: Error, Sendable, CustomStringConvertible, Equatabl
 /// value, so equal values give equal envelopes (for unique constraints and equality lookups);
 /// its associated data cannot include the row's key, and it reveals which rows hold equal values.
 public final class FieldCipher: Sendable {
+    /// How an attribute's values are sealed; the raw value is the envelope's mode byte.
     public enum Mode: UInt8, Sendable {
+        /// A fresh random nonce per value, bound to the row's primary key: equal values give different envelopes.
         case randomized = 1
+        /// A nonce derived from the value and no row key: equal values give equal envelopes (for unique
+        /// constraints and lookups), which shows which rows hold equal values.
         case deterministic = 2
     }
 
@@ -68,6 +75,7 @@ public final class FieldCipher: Sendable {
 
     /// `Entity.attribute`, for messages.
     public let attribute: String
+    /// How this attribute's values are sealed.
     public let mode: Mode
     let table: String
     let column: String
@@ -78,6 +86,10 @@ public final class FieldCipher: Sendable {
 
     static let magic: [UInt8] = [0x53, 0x47, 0x45, 0x01]
 
+    /// The cipher of `table`.`column`, with a key derived for it from each of the ring's keys;
+    /// `attribute` (`Entity.attribute`) names it in errors.
+    ///
+    ///     let cipher = try FieldCipher(ring: ring, table: "user", column: "email", mode: .randomized, attribute: "User.email")
     public init(ring: KeyRing, table: String, column: String, mode: Mode, attribute: String) throws(FieldCipherError) {
         self.attribute = attribute
         self.mode = mode
@@ -230,6 +242,7 @@ public final class FieldCipher: Sendable {
         }
     }
 
+    /// The id of the key an envelope names, or nil when `bytes` is not an envelope. Nothing is decrypted.
     public static func keyID(of bytes: [UInt8]) -> String? {
         bytes.withUnsafeBytes { raw in Envelope(raw)?.keyID(in: raw) }
     }
@@ -237,6 +250,8 @@ public final class FieldCipher: Sendable {
     /// The id of the key that encrypts.
     public var newestKeyID: String { keys[0].id }
 
+    /// True when `stored` is a blob laid out as an envelope (any key, either mode); whether it
+    /// decrypts is not checked.
     public static func isEnvelope(_ stored: StoredValue) -> Bool {
         if case .blob(let bytes) = stored { return bytes.withUnsafeBytes { Envelope($0) != nil } }
         return false

@@ -2,27 +2,37 @@ import Foundation
 
 /// Why keys could not be read. Never holds key material.
 public struct KeyError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The reason, for messages: it names the source and key ids, never key bytes.
     public let description: String
+    /// An error with its message.
+    ///
+    ///     throw KeyError("APP_KEYS holds no key")
     public init(_ description: String) { self.description = description }
 }
 
 /// The master keys a store encrypts with: the first encrypts, every one decrypts (so a new key
 /// goes first and old ones stay until `reencrypt` has rewritten their values).
 public struct KeyRing: Sendable, Equatable {
+    /// One master key: the id envelopes name it by, and its 32 bytes (which stay inside the module).
     public struct Key: Sendable, Equatable {
+        /// The name an envelope carries to say which key sealed it: 1 to 64 letters, digits, `.`, `_` or `-`.
         public let id: String
         let bytes: [UInt8]
     }
 
+    /// Every key, in ring order: the newest (the one that encrypts) first.
     public let keys: [Key]
 
     /// The key that encrypts.
     public var newest: Key { keys[0] }
 
+    /// The key with this id, or nil when the ring does not have it.
     public func key(id: String) -> Key? { keys.first { $0.id == id } }
 
     /// Keys as `id=base64` entries separated by commas or new lines; `source` names where they
     /// came from in errors (`SCHEMAGEN_KEYS`, a file).
+    ///
+    ///     let ring = try KeyRing(parsing: "k2=\(newKey)\nk1=\(oldKey)", source: "APP_KEYS")   // k2 encrypts
     public init(parsing text: String, source: String) throws(KeyError) {
         var keys: [Key] = []
         let entries = text.split(whereSeparator: { $0 == "," || $0 == "\n" || $0 == "\r" })
@@ -47,6 +57,8 @@ public struct KeyRing: Sendable, Equatable {
     }
 
     /// Keys from raw bytes, for programs that keep them elsewhere (a keychain, a secret store).
+    ///
+    ///     let ring = try KeyRing([(id: "k1", bytes: secret)])   // secret: 32 bytes from the keychain
     public init(_ keys: [(id: String, bytes: [UInt8])]) throws(KeyError) {
         guard !keys.isEmpty else { throw KeyError("a key ring needs at least one key") }
         var result: [Key] = []

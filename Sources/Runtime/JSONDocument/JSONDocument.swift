@@ -4,15 +4,20 @@ import TextEscaping
 /// of a bad record and the line and column where a broken file stops being JSON. Foundation's
 /// parsers give neither.
 public indirect enum JSONValue: Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// The number as written, so it is passed on exactly.
     case number(String)
+    /// A string, with its escapes decoded.
     case string(String)
+    /// Elements in file order.
     case array([JSONNode])
     /// Members in file order.
     case object([(key: String, value: JSONNode)])
 
+    /// Structural equality; nested nodes compare their positions too, and object members must match in order.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
@@ -28,10 +33,16 @@ public indirect enum JSONValue: Sendable, Equatable {
 
 /// A value and the position of its first character (1-based).
 public struct JSONNode: Sendable, Equatable {
+    /// The value found at this position.
     public var value: JSONValue
+    /// The 1-based line of the value's first character.
     public var line: Int
+    /// The 1-based column of the value's first character, counted in characters.
     public var column: Int
 
+    /// Creates a node; the position defaults to the start of the text.
+    ///
+    ///     let node = JSONNode(value: .string("Flight"), line: 3, column: 12)
     public init(value: JSONValue, line: Int = 1, column: Int = 1) {
         self.value = value
         self.line = line
@@ -44,11 +55,13 @@ public struct JSONNode: Sendable, Equatable {
         return members.last { $0.key == key }?.value
     }
 
+    /// The text of a string value, or nil for any other kind.
     public var string: String? {
         if case .string(let text) = value { return text }
         return nil
     }
 
+    /// Whether the value is `null`.
     public var isNull: Bool { value == .null }
 
     /// The value as JSON text, as compact as it can be written.
@@ -86,9 +99,13 @@ public struct JSONNode: Sendable, Equatable {
 
 /// Where and why a text is not JSON.
 public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The 1-based line where the text stops being JSON.
     public var line: Int
+    /// The 1-based column where the text stops being JSON, counted in characters.
     public var column: Int
+    /// What was expected, or what was found instead.
     public var message: String
+    /// `line:column: message`.
     public var description: String { "\(line):\(column): \(message)" }
 }
 
@@ -102,6 +119,7 @@ public struct JSONParser {
     /// Deeper nesting is refused rather than risk the stack on hostile input.
     static let maximumDepth = 512
 
+    /// Reads one JSON value from the whole text; a leading byte order mark is skipped, and anything but whitespace after the value is an error.
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONNode {
         var parser = JSONParser(bytes: bytes)
         // A byte order mark is allowed before the text.

@@ -7,10 +7,15 @@ import SchemaMetadata
 /// `NNNN_name.up.sql`, `NNNN_name.down.sql` and `NNNN_name.schema.json` (the snapshot after it),
 /// and `migrations.sum`, the SHA-256 of every file plus a total, like atlas.sum.
 public struct MigrationDirectory: Sendable {
+    /// The folder's path, as given.
     public let path: String
 
+    /// The manifest's file name.
     public static let sumFile = "migrations.sum"
 
+    /// A folder at a path; nothing is read until a method asks.
+    ///
+    ///     let directory = MigrationDirectory(path: "Migrations/Flights")
     public init(path: String) {
         self.path = path
     }
@@ -21,11 +26,17 @@ public struct MigrationDirectory: Sendable {
 
     /// Diagnostic codes about migration folders.
     public enum Code: String, DiagnosticCode {
+        /// A schema's dialect folders disagree: one number names two migrations (an error), or one folder lacks a migration (a warning).
         case dialectsDiffer = "migration-dialects-differ"
+        /// A file changed after `migrations.sum` was written, or the manifest was edited by hand or is out of order.
         case checksum = "migration-checksum"
+        /// A migration lacks one of its files, `migrations.sum` is missing, or a listed file was deleted.
         case missingFile = "migration-missing-file"
+        /// Two migrations share a number, usually from two branches.
         case duplicateNumber = "migration-duplicate-number"
+        /// A migration file is not listed in `migrations.sum`.
         case unlisted = "migration-unlisted"
+        /// A listed file exists but cannot be read.
         case unreadable = "migration-unreadable"
     }
 

@@ -28,16 +28,23 @@ public struct MigrationHeader: Sendable, Hashable {
     /// The newest format this build reads and writes.
     public static let currentFormat = 1
 
+    /// Which way a file moves the schema (`direction:`).
     public enum Direction: String, Sendable, Hashable {
+        /// `up` applies a migration (an `.up.sql` file); `down` reverts it (a `.down.sql` file).
         case up, down
     }
 
     /// 1 for this format, 0 for files planned before it, nil for files without a header.
     public var format: Int?
+    /// The schema the file belongs to (`schema:`), or nil when the header does not say.
     public var schema: String?
+    /// The dialect the file was planned for (`dialect:`); the migrator refuses to run it on another engine.
     public var dialect: String?
+    /// Whether the file applies or reverts its migration; nil only for files without a format 1 header.
     public var direction: Direction?
+    /// The schema version the file starts from (`from-version:`); 0 is an empty database.
     public var fromVersion: Int?
+    /// The schema version the file leaves the database at (`to-version:`).
     public var toVersion: Int?
     /// Whether the migrator wraps the file, with its history row, in one transaction. Statements
     /// such as PostgreSQL's `CREATE INDEX CONCURRENTLY` cannot run inside one.
@@ -65,16 +72,27 @@ public struct MigrationHeader: Sendable, Hashable {
         case rollback
     }
 
+    /// One table rebuild's copy of rows, from the old table into its replacement.
     public struct RowCopy: Sendable, Hashable, Codable {
+        /// The table the rows are read from.
         public var from: String
+        /// The table the rows are written into, such as `schemagen_new_flights`.
         public var to: String
 
+        /// Creates a row copy from one table into another.
+        ///
+        ///     let copy = MigrationHeader.RowCopy(from: "flights", to: "schemagen_new_flights")
         public init(from: String, to: String) {
             self.from = from
             self.to = to
         }
     }
 
+    /// Creates a header in the current format; the other defaults are those of a file without a
+    /// header: one transaction, foreign keys on, no data lost.
+    ///
+    ///     let header = MigrationHeader(schema: "Flights", dialect: "sqlite", direction: .up, fromVersion: 4, toVersion: 5)
+    ///     let block = header.text   // "-- schemagen-migration: 1\n-- schema: Flights\n..."
     public init(
         format: Int? = MigrationHeader.currentFormat, schema: String? = nil, dialect: String? = nil, direction: Direction? = nil,
         fromVersion: Int? = nil, toVersion: Int? = nil, runsInTransaction: Bool = true, foreignKeysOff: Bool = false,
@@ -95,10 +113,16 @@ public struct MigrationHeader: Sendable, Hashable {
 
     /// A header line the migrator cannot accept.
     public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The 1-based line of the file; a missing key is reported on the header's last line.
         public var line: Int
+        /// What is wrong and, where it helps, what was expected.
         public var message: String
+        /// `line N: message`.
         public var description: String { "line \(line): \(message)" }
 
+        /// Creates an error for a header line.
+        ///
+        ///     throw MigrationHeader.ParseError(line: 4, message: "'direction' is 'sideways'; expected 'up' or 'down'")
         public init(line: Int, message: String) {
             self.line = line
             self.message = message

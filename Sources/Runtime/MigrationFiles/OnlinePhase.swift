@@ -245,6 +245,8 @@ public struct ViewMapping: Codable, Sendable, Hashable {
     }
 
     /// The mapping a view's comment holds; nil for any other comment.
+    ///
+    ///     let mapping = ViewMapping(comment: #"schemagen-view: {"columns":{"title":"name"},"table":"item"}"#)
     public init?(comment: String) {
         guard comment.hasPrefix(Self.prefix), let mapping = try? JSONDecoder().decode(ViewMapping.self, from: Data(comment.dropFirst(Self.prefix.count).utf8)) else { return nil }
         self = mapping

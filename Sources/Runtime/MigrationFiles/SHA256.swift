@@ -3,6 +3,7 @@ import SchemaMetadata
 
 /// SHA-256 through OpenSSL's libcrypto (EVP interface), hex-encoded.
 public enum SHA256 {
+    /// The SHA-256 digest of the bytes as 64 lowercase hex digits; empty in the unlikely case that OpenSSL fails.
     public static func hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
@@ -17,6 +18,9 @@ public enum SHA256 {
         }.joined()
     }
 
+    /// The digest of the text's UTF-8 bytes.
+    ///
+    ///     SHA256.hex("")   // "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     public static func hex(_ text: String) -> String { hex(Array(text.utf8)) }
 }
 

@@ -170,6 +170,8 @@ public struct StatementFailure: Error, Sendable {
     public var reason: Reason?
 
     /// A failure of the `index`th statement, which starts on `line`.
+    ///
+    ///     throw StatementFailure(index: 3, line: 12, message: "canceling statement due to lock timeout", reason: .lockTimeout)
     public init(index: Int, line: Int, message: String, reason: Reason? = nil) {
         self.index = index
         self.line = line

@@ -238,10 +238,13 @@ extension Migrator {
             /// one, or one a killed run left half done).
             case contract
         }
+        /// The migration the step belongs to.
         public var script: MigrationScript
+        /// Whether the step applies the migration whole or runs one of its phases.
         public var kind: Kind
         /// The file that runs, and its text.
         public var file: String { kind == .contract ? (script.contractFile ?? script.fileName.contractFile) : script.upFile }
+        /// The SQL that runs: the contract phase for a contract step, else the up file; nil when the script carries no contract text.
         public var text: String? { kind == .contract ? script.contract : script.up }
     }
 

@@ -316,6 +316,8 @@ public final class Migrator {
         /// Online migrations: how many times a section that could not get its locks is retried.
         public var lockRetries = 20
         /// Options; off by default, locks waited for 500 ms, 20 retries.
+        ///
+        ///     let options = Migrator.Options(allowDestructive: true, lockTimeoutMilliseconds: 2_000)
         public init(allowOutOfOrder: Bool = false, allowDestructive: Bool = false, complete: Bool = false, lockTimeoutMilliseconds: Int = 500, lockRetries: Int = 20) {
             self.allowOutOfOrder = allowOutOfOrder
             self.allowDestructive = allowDestructive
@@ -792,6 +794,9 @@ public final class MigrationCancellation: @unchecked Sendable {
     private let stopStatement: @Sendable () -> Void
 
     /// A cancellation that stops `database`'s statements.
+    ///
+    ///     let cancellation = MigrationCancellation(database: database)
+    ///     let migrator = Migrator(database: database, schema: "Flights", scripts: scripts, cancellation: cancellation)
     public init(database: any MigrationDatabase) {
         stopStatement = database.canceller
     }

@@ -15,6 +15,8 @@ public struct PostgresSettings: Sendable, Hashable {
     public var directURL: String?
 
     /// Direct by default; `transactionPooler` with the server's own URL behind a pgbouncer.
+    ///
+    ///     let settings = PostgresSettings(transactionPooler: true, directURL: "postgres://app@db.internal:5432/app")
     public init(transactionPooler: Bool = false, directURL: String? = nil) {
         self.transactionPooler = transactionPooler
         self.directURL = directURL

@@ -473,6 +473,9 @@ extension PredicateExpressions {
         public let other: Other
 
         /// The expression `root.localizedStandardContains(other)`.
+        ///
+        ///     let contains = PredicateExpressions.StringLocalizedStandardContains(
+        ///         root: PredicateExpressions.Value("Call the plumber"), other: PredicateExpressions.Value("PLUMBER"))
         public init(root: Root, other: Other) {
             self.root = root
             self.other = other
@@ -502,6 +505,8 @@ extension PredicateExpressions.StringLocalizedStandardContains: Codable where Ro
     }
 
     /// Both operands, in order.
+    ///
+    ///     let copy = try JSONDecoder().decode(type(of: expression), from: JSONEncoder().encode(expression))
     public init(from decoder: any Decoder) throws {
         var container = try decoder.unkeyedContainer()
         root = try container.decode(Root.self)

@@ -25,6 +25,8 @@ public struct SQLiteSettings: Sendable, Hashable {
     public var memoryMapSize: Int
 
     /// Settings of your own; start from `.applicationStore` and change one.
+    ///
+    ///     let settings = SQLiteSettings(synchronous: .full, cacheSize: 16 << 20, temporaryStorageInMemory: true, memoryMapSize: 0)
     public init(synchronous: Synchronous, cacheSize: Int, temporaryStorageInMemory: Bool, memoryMapSize: Int) {
         self.synchronous = synchronous
         self.cacheSize = cacheSize

@@ -11,7 +11,11 @@ public struct StoreEvent: Sendable, CustomStringConvertible {
     /// What happened. New kinds may be added (reconnections, failovers), so compare with `==`
     /// or switch with a `default`.
     public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name (`retry`, `retriesExhausted`).
         public var rawValue: String
+        /// A kind by its name.
+        ///
+        ///     StoreEvent.Kind(rawValue: "retry") == .retry   // true
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// The database refused for a reason that passes (`failure.kind == .busy`: a lock held
@@ -20,6 +24,7 @@ public struct StoreEvent: Sendable, CustomStringConvertible {
         /// The busy timeout ran out while retrying; the call fails with `.retriesExhausted`.
         public static let retriesExhausted = Kind(rawValue: "retriesExhausted")
 
+        /// The kind's name.
         public var description: String { rawValue }
     }
 
@@ -58,6 +63,8 @@ public struct StoreCounters: Sendable, Equatable {
     public var retriesExhausted = 0
 
     /// Counters at zero.
+    ///
+    ///     let none = StoreCounters()   // retries 0, retriesExhausted 0
     public init() {}
 }
 

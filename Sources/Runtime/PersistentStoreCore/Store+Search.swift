@@ -26,6 +26,8 @@ public struct SnippetStyle: Sendable, Hashable {
     public var tokens: Int
 
     /// A style; the defaults mark matches `[like this]`.
+    ///
+    ///     let style = SnippetStyle(open: "<mark>", close: "</mark>", tokens: 20)
     public init(open: String = "[", close: String = "]", ellipsis: String = "…", tokens: Int = 12) {
         self.open = open
         self.close = close
@@ -40,6 +42,7 @@ public struct SnippetStyle: Sendable, Hashable {
 ///     let plain = try await store.search(TodoItem.self, .words("call plumber"))
 ///     let raw = try await store.search(TodoItem.self, .engineSyntax("paint AND (kitchen OR hall)"))   // FTS5 on SQLite
 public struct SearchQuery: Sendable, Hashable {
+    /// How the query is given: as words, or in the engine's own syntax.
     public enum Form: Sendable, Hashable {
         /// Every whitespace-separated word, matched as a word; no text is a syntax error.
         case words([String])
@@ -47,6 +50,7 @@ public struct SearchQuery: Sendable, Hashable {
         case engineSyntax(String)
     }
 
+    /// The words or the raw text, as `words(_:)` or `engineSyntax(_:)` made them.
     public let form: Form
 
     /// Rows that contain every word of `text`, each matched as a whole word. A NUL separates
@@ -78,6 +82,10 @@ public struct FullTextStatement: Sendable {
     /// The order of the results, best first, ties broken so pages are stable.
     public var ordering: SQL
 
+    /// A statement from its parts, as an engine's `fullTextSearch` builds it.
+    ///
+    ///     FullTextStatement(found: found, joinCondition: "todo_item.rowid = found.schemagen_rowid",
+    ///                       extraColumns: ["found.schemagen_rank"], ordering: "found.schemagen_rank, found.schemagen_rowid")
     public init(found: SQL, joinCondition: SQL, extraColumns: [SQL], ordering: SQL) {
         self.found = found
         self.joinCondition = joinCondition

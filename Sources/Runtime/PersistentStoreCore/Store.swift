@@ -185,6 +185,8 @@ public actor Store {
         public var events: (@Sendable (StoreEvent) -> Void)?
 
         /// Options for opening a store; every one has a default.
+        ///
+        ///     let configuration = Store.Configuration(busyTimeout: .seconds(10), author: "widget", migrations: .verify)
         public init(
             busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
             historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,

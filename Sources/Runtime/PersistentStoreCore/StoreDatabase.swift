@@ -220,14 +220,19 @@ public protocol CommitWatch: AnyObject, Sendable {
 
 /// Whether a row was inserted, updated or deleted.
 public enum RowChangeOperation: Sendable {
+    /// `insert` adds the row, `update` changes its values or key, `delete` removes it.
     case insert, update, delete
 }
 
 /// One row about to change, as an engine's row-change hook reports it. Valid only inside the
 /// handler it is passed to.
 public protocol ChangedRow {
+    /// Whether the row is inserted, updated or deleted.
     var operation: RowChangeOperation { get }
+    /// The row's implicit key (SQLite's rowid, PostgreSQL's `id`) before an update or delete; the
+    /// recorder reads it only for tables keyed by it.
     var oldRowID: Int64 { get }
+    /// The row's implicit key after an insert or update; read only for tables keyed by it.
     var newRowID: Int64 { get }
     /// A column's value before an update or delete.
     func old(_ column: Int) -> StoredValue

@@ -22,15 +22,22 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
     private(set) var pieces: [Piece]
 
     /// Text taken as SQL as it is: keywords, operators, punctuation.
+    ///
+    ///     let begin: SQL = "BEGIN IMMEDIATE;"
     public init(stringLiteral text: String) {
         pieces = text.isEmpty ? [] : [.text(text)]
     }
 
+    /// A statement written as an interpolated literal: identifiers quoted, values bound as parameters.
+    ///
+    ///     let byID: SQL = "SELECT * FROM \(identifier: "job") WHERE \(identifier: "id") = \(value: .integer(7))"
     public init(stringInterpolation: Interpolation) {
         pieces = stringInterpolation.pieces
     }
 
     /// SQL text the program wrote (never user input): for keywords chosen at run time.
+    ///
+    ///     let order = SQL(verbatim: descending ? "DESC" : "ASC")
     public init(verbatim text: String) {
         pieces = text.isEmpty ? [] : [.text(text)]
     }
@@ -71,10 +78,13 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
     ///     let insert = "INSERT INTO \(identifier: table) VALUES (\(SQL.placeholders(3)))" as SQL
     public static func placeholders(_ count: Int) -> SQL { parameters(repeatElement(.null, count: count)) }
 
+    /// Adds another fragment, with its parameters, to the end.
     public mutating func append(_ other: SQL) { pieces += other.pieces }
 
+    /// Appends `rhs`, with its parameters, to `lhs`.
     public static func += (lhs: inout SQL, rhs: SQL) { lhs.append(rhs) }
 
+    /// The two fragments one after the other, parameters in order.
     public static func + (lhs: SQL, rhs: SQL) -> SQL {
         var joined = lhs
         joined.append(rhs)
@@ -131,13 +141,19 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
     /// The text as SQLite would run it (parameters as `?`), for messages and tests.
     public var description: String { rendered(for: SQLiteDialect()).text }
 
+    /// The pieces of an interpolated `SQL` literal; each `appendInterpolation` says how one kind of value is written.
     public struct Interpolation: StringInterpolationProtocol {
         var pieces: [Piece] = []
 
+        /// Starts an empty statement; the compiler calls this for every interpolated `SQL` literal.
+        ///
+        ///     var interpolation = SQL.Interpolation(literalCapacity: 0, interpolationCount: 1)
+        ///     interpolation.appendInterpolation(identifier: "job")
         public init(literalCapacity: Int, interpolationCount: Int) {
             pieces.reserveCapacity(interpolationCount * 2 + 1)
         }
 
+        /// Text taken as SQL as it is; an empty literal adds nothing.
         public mutating func appendLiteral(_ literal: String) {
             if !literal.isEmpty { pieces.append(.text(literal)) }
         }
@@ -175,6 +191,7 @@ public struct RenderedSQL: Sendable, Hashable, CustomStringConvertible {
 
     init(text: String) { self.text = text }
 
+    /// The text the engine runs.
     public var description: String { text }
 }
 

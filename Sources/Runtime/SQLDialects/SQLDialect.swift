@@ -7,6 +7,7 @@ import SchemaMetadata
 public protocol SQLDialect: Sendable {
     /// The dialect's entry in the registry (`SQLDialectName`).
     var registryName: SQLDialectName { get }
+    /// What the engine can do in place, which the planner and the migrator branch on.
     var capabilities: DialectCapabilities { get }
     /// An identifier in double quotes, every quote inside doubled.
     func quote(_ identifier: String) -> String
@@ -29,16 +30,19 @@ extension SQLDialect {
     /// `sqlite`, `postgres`: the name of a dialect's migration folder and of the header's `dialect`.
     public var name: String { registryName.rawValue }
 
+    /// The same, for operands given as SQL text; build them as `SQL` instead.
     @available(*, deprecated, message: "build the operands as SQL: nullSafeEquality(_: SQL, _: SQL, negated:)")
     public func nullSafeEquality(_ a: String, _ b: String, negated: Bool) -> String {
         nullSafeEquality(SQL(verbatim: a), SQL(verbatim: b), negated: negated).rendered(for: self).text
     }
 
+    /// The same, for operands given as SQL text; build them as `SQL` instead.
     @available(*, deprecated, message: "build the operands as SQL: position(of: SQL, in: SQL)")
     public func position(of needle: String, in text: String) -> String {
         position(of: SQL(verbatim: needle), in: SQL(verbatim: text)).rendered(for: self).text
     }
 
+    /// The same, for operands given as SQL text; build them as `SQL` instead.
     @available(*, deprecated, message: "build the operands as SQL: greatest(_: SQL, _: SQL)")
     public func greatest(_ a: String, _ b: String) -> String { greatest(SQL(verbatim: a), SQL(verbatim: b)).rendered(for: self).text }
 }
@@ -48,8 +52,10 @@ extension SQLDialect {
 /// migration folder). Nothing else spells a dialect's name or lists the dialects; the planner
 /// maps each name to its renderer (`MigrationRenderers`), exhaustively.
 public enum SQLDialectName: String, Sendable, Hashable, CaseIterable, Codable {
+    /// SQLite 3.35 or later (`SQLiteDialect`) and PostgreSQL 12 or later (`PostgresDialect`).
     case sqlite, postgres
 
+    /// The dialect this name stands for.
     public var dialect: any SQLDialect {
         switch self {
         case .sqlite: SQLiteDialect()
@@ -130,9 +136,14 @@ public struct DialectCapabilities: Sendable, Hashable {
 
     /// The full-text machinery a dialect's migrations create.
     public enum FullText: Sendable, Hashable {
+        /// FTS5 virtual tables (SQLite), or a generated `tsvector` column with a GIN index (PostgreSQL).
         case fts5, tsvector
     }
 
+    /// Declares the capabilities every dialect must state; the others start false (full text as FTS5) and are set afterwards.
+    ///
+    ///     var capabilities = DialectCapabilities(alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
+    ///                                            alterConstraints: true, maximumIdentifierBytes: 63)
     public init(alterColumn: Bool, dropColumn: Bool, rename: Bool, addColumnWithExpressionDefault: Bool, alterConstraints: Bool, maximumIdentifierBytes: Int?) {
         self.alterColumn = alterColumn
         self.dropColumn = dropColumn
@@ -163,10 +174,15 @@ public enum SQLQuoting {
 /// SQLite 3.35 or later: ALTER TABLE renames and drops columns, everything else about a column
 /// rebuilds its table; DDL is transactional; full text is FTS5.
 public struct SQLiteDialect: SQLDialect {
+    /// The SQLite dialect; it has no settings.
+    ///
+    ///     let text = ("DROP TABLE \(identifier: "job");" as SQL).text(for: SQLiteDialect())   // DROP TABLE "job";
     public init() {}
 
+    /// The registry's `.sqlite` entry.
     public var registryName: SQLDialectName { .sqlite }
 
+    /// Columns are renamed and dropped in place, other changes rebuild the table; tables are STRICT, inserts report their rowid.
     public var capabilities: DialectCapabilities {
         var capabilities = DialectCapabilities(
             alterColumn: false, dropColumn: true, rename: true, addColumnWithExpressionDefault: false,
@@ -177,11 +193,17 @@ public struct SQLiteDialect: SQLDialect {
         return capabilities
     }
 
+    /// The identifier in double quotes, every `"` inside doubled.
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
+    /// The text in single quotes, every `'` inside doubled.
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
+    /// `(a IS b)`, or `(a IS NOT b)` when negated.
     public func nullSafeEquality(_ a: SQL, _ b: SQL, negated: Bool) -> SQL { "(\(a) \(SQL(verbatim: negated ? "IS NOT" : "IS")) \(b))" }
+    /// `instr(text, needle)`.
     public func position(of needle: SQL, in text: SQL) -> SQL { "instr(\(text), \(needle))" }
+    /// `max(a, b)`, SQLite's scalar maximum, which is NULL when either value is NULL.
     public func greatest(_ a: SQL, _ b: SQL) -> SQL { "max(\(a), \(b))" }
+    /// `"name" INTEGER PRIMARY KEY AUTOINCREMENT`: an alias of the rowid that never reuses a deleted row's key.
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) INTEGER PRIMARY KEY AUTOINCREMENT" }
 
     /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, days, UUIDs, URLs and
@@ -200,10 +222,15 @@ public struct SQLiteDialect: SQLDialect {
 /// transactional and alters columns, constraints and names in place, so nothing is rebuilt;
 /// full text is a generated `tsvector` column with a GIN index; names over 63 bytes are cut.
 public struct PostgresDialect: SQLDialect {
+    /// The PostgreSQL dialect; it has no settings.
+    ///
+    ///     let type = PostgresDialect().columnType(.date)   // "timestamptz"
     public init() {}
 
+    /// The registry's `.postgres` entry.
     public var registryName: SQLDialectName { .postgres }
 
+    /// Everything alters in place, names over 63 bytes are cut, DDL locks, parameters are numbered (`$1`) and full text is `tsvector`.
     public var capabilities: DialectCapabilities {
         var capabilities = DialectCapabilities(
             alterColumn: true, dropColumn: true, rename: true, addColumnWithExpressionDefault: true,
@@ -221,14 +248,20 @@ public struct PostgresDialect: SQLDialect {
         return capabilities
     }
 
+    /// The identifier in double quotes, every `"` inside doubled.
     public func quote(_ identifier: String) -> String { SQLQuoting.enclose(identifier, in: "\"") }
     /// Standard strings (`standard_conforming_strings` is on since 9.1): backslashes are literal.
     public func literal(_ text: String) -> String { SQLQuoting.enclose(text, in: "'") }
+    /// `(a IS NOT DISTINCT FROM b)`, or `(a IS DISTINCT FROM b)` when negated.
     public func nullSafeEquality(_ a: SQL, _ b: SQL, negated: Bool) -> SQL { "(\(a) IS \(SQL(verbatim: negated ? "" : "NOT "))DISTINCT FROM \(b))" }
+    /// `strpos(text, needle)`.
     public func position(of needle: SQL, in text: SQL) -> SQL { "strpos(\(text), \(needle))" }
+    /// `greatest(a, b)`, which ignores a NULL value and is NULL only when both are.
     public func greatest(_ a: SQL, _ b: SQL) -> SQL { "greatest(\(a), \(b))" }
+    /// `"name" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY`: an identity column the database fills, increasing.
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
 
+    /// The column type at full width: `bigint` for integers, `double precision` for reals.
     public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }
 
     /// `bits` narrows integers (8 and 16: smallint, 32: integer) and reals (32: real).

@@ -53,7 +53,9 @@ public struct DatabaseFailure: Error, Sendable, Equatable, CustomStringConvertib
 /// valid only inside the call that receives them, so a reader that transforms them (decrypts)
 /// copies nothing.
 public enum BorrowedValue {
+    /// A blob's bytes in the engine's buffer, valid only during the call.
     case blob(UnsafeRawBufferPointer)
+    /// A value copied out of the row (a blob too, when the engine gives one only as a copy).
     case value(StoredValue)
 }
 

@@ -51,6 +51,9 @@ public struct EntityDescriptor: Sendable, Hashable {
     public let indexes: [IndexDescriptor]
 
     /// An entity as generated metadata writes it (one `static let` per entity).
+    ///
+    ///     let airline = EntityDescriptor(name: "Airline", table: "airlines", primaryKey: ["id"], hasImplicitKey: true,
+    ///                                    columns: [.attribute("code", .text, "String", [.unique])], relationships: [], indexes: [])
     public init(
         name: String, table: String, renamedFrom: String? = nil, primaryKey: [String], hasImplicitKey: Bool,
         columns: [ColumnDescriptor], relationships: [RelationshipDescriptor], indexes: [IndexDescriptor]
@@ -136,6 +139,8 @@ public struct ColumnDescriptor: Sendable, Hashable {
 
     /// A column with every option spelled out; generated metadata uses the compact
     /// `attribute(_:_:_:column:jsonKey:_:renamedFrom:default:)`.
+    ///
+    ///     let column = ColumnDescriptor(property: "countryCode", column: "country_code", storage: .text, swiftType: "String", isOptional: true)
     public init(
         property: String, column: String, jsonKey: String? = nil, storage: StorageKind, swiftType: String, isOptional: Bool,
         isPrimaryKey: Bool = false, isUnique: Bool = false, isIndexed: Bool = false, isSearchable: Bool = false,
@@ -167,6 +172,8 @@ extension ColumnDescriptor {
         /// The flags as bits.
         public let rawValue: UInt16
         /// Flags from their bits.
+        ///
+        ///     let flags = ColumnDescriptor.Flags(rawValue: 0b101)   // [.optional, .unique]
         public init(rawValue: UInt16) { self.rawValue = rawValue }
         /// The value may be nil.
         public static let optional = Flags(rawValue: 1 << 0)
@@ -262,6 +269,8 @@ public struct RelationshipDescriptor: Sendable, Hashable {
     public let joinTargetColumns: [String]
 
     /// A relationship; generated metadata writes only what differs from the defaults.
+    ///
+    ///     let flightsFrom = RelationshipDescriptor(name: "flightsFrom", target: "Flight", isToMany: true, inverse: "origin")
     public init(
         name: String, target: String, isToMany: Bool = false, isOptional: Bool = false, inverse: String? = nil, deleteRule: DeleteRule = .nullify,
         minCount: Int? = nil, maxCount: Int? = nil, foreignKeyColumns: [String] = [], joinTable: String? = nil,
@@ -304,6 +313,8 @@ public struct IndexDescriptor: Sendable, Hashable {
     public let kind: Kind
 
     /// An index of any kind.
+    ///
+    ///     let index = IndexDescriptor(name: "airports_city_name_idx", columns: ["city", "name"], kind: .plain)
     public init(name: String, columns: [String], kind: Kind) {
         self.name = name
         self.columns = columns

@@ -9,6 +9,8 @@ public struct StoredRowReader {
     @usableFromInline var position = 0
 
     /// Refuses a row with the wrong number of values, naming the model.
+    ///
+    ///     var row = try StoredRowReader(values, count: 3, of: "Person")
     @inlinable
     public init(_ values: [StoredValue], count: Int, of model: String) throws {
         guard values.count == count else { throw StoredValueError("expected \(count) values for \(model), found \(values.count)") }

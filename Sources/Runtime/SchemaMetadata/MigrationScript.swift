@@ -52,6 +52,9 @@ public struct MigrationScript: Sendable, Hashable {
     }
 
     /// A migration; the file names default to `NNNN_name.up.sql` and `.down.sql`.
+    ///
+    ///     let script = MigrationScript(version: 2, name: "add_airports_elevation", up: "ALTER TABLE ...;", down: "ALTER TABLE ...;")
+    ///     script.upFile   // "0002_add_airports_elevation.up.sql"
     public init(
         version: Int, name: String, up: String, down: String, upFile: String? = nil, downFile: String? = nil,
         objects: [String: [String]]? = nil, dialects: [String: DialectSQL] = [:]
@@ -98,6 +101,8 @@ public struct MigrationFileName: Sendable, Hashable {
     public var name: String
 
     /// A migration's name in a folder.
+    ///
+    ///     MigrationFileName(number: 2, name: "add_x").upFile   // "0002_add_x.up.sql"
     public init(number: Int, name: String) {
         self.number = number
         self.name = name

@@ -44,6 +44,8 @@ public struct Patch<Model: PatchableModel>: Codable, Hashable, @unchecked Sendab
     var changes: [PartialKeyPath<Model>: Change] = [:]
 
     /// A patch that changes nothing.
+    ///
+    ///     let patch = Patch<Airport>().setting(\.city, to: .set("Millbrae"))
     public init() {}
 
     /// Whether the patch changes nothing.
@@ -131,6 +133,8 @@ public struct Patch<Model: PatchableModel>: Codable, Hashable, @unchecked Sendab
 
     /// A patch from JSON keyed by the model's JSON keys: a missing key leaves its property
     /// alone, null clears it, a value of the property's type sets it.
+    ///
+    ///     let patch = try JSONDecoder().decode(Patch<Airport>.self, from: Data(#"{"city": "Millbrae", "state": null}"#.utf8))
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: PatchCodingKey.self)
         for field in Model.patchFields {
@@ -181,10 +185,16 @@ public struct PatchCodingKey: CodingKey, Sendable {
     /// Patches are objects: never an index.
     public var intValue: Int? { nil }
     /// The key of a JSON name.
+    ///
+    ///     let key = PatchCodingKey("airport_code")
     public init(_ name: String) { stringValue = name }
     /// The key of a JSON name.
+    ///
+    ///     let key = PatchCodingKey(stringValue: "airport_code")   // never nil
     public init?(stringValue: String) { self.stringValue = stringValue }
     /// Never: patches have no indexed keys.
+    ///
+    ///     PatchCodingKey(intValue: 0)   // nil
     public init?(intValue: Int) { nil }
 }
 

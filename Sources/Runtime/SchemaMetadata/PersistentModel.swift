@@ -28,7 +28,9 @@ extension PersistentModel {
 extension PersistentModel where Self: RowCodable {
     /// The row codec's reading.
     @inlinable public static func decodeStored(_ row: [StoredValue]) throws -> Self? { try Self(storedValues: row) }
+    /// The row codec's writing.
     @inlinable public func encodeStored() throws -> [StoredValue]? { try storedValues() }
+    /// Every row `produce` hands over, read by the row codec, with room for `expectedCount` reserved.
     @inlinable public static func decodeStoredRows(expectedCount: Int, _ produce: (_ consume: ([StoredValue]) throws -> Void) throws -> Void) throws -> [Self]? {
         var models: [Self] = []
         models.reserveCapacity(expectedCount)
@@ -45,6 +47,8 @@ public struct RelationshipPath<Source: PersistentModel, Target: PersistentModel>
     public let name: String
 
     /// The path of the relationship so named (generated code makes these).
+    ///
+    ///     let departures = RelationshipPath<Airport, Flight>(name: "flightsFrom")
     public init(name: String) {
         self.name = name
     }
@@ -65,6 +69,7 @@ public enum JoinedMember: Sendable, Hashable {
 /// predicates can follow them: `#Predicate<Flight.Joined> { $0.origin?.icao == "KSFO" }`.
 /// Generated, and never instantiated: the store turns such predicates into SQL joins.
 public protocol JoinedModel: AnyObject, Hashable, Sendable {
+    /// The metadata of the model the view belongs to.
     static var entity: EntityDescriptor { get }
     /// The view's key paths in `entity.rowColumns` order, then one per relationship in
     /// declaration order.

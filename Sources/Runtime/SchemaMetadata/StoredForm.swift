@@ -20,6 +20,9 @@ public struct StoredForm<Model: PersistentModel> {
     let optionalDays: [Int]
 
     /// `sample` is any model of the type: its stored properties are counted once.
+    /// Nil when the type's round trip changes more than this form covers.
+    ///
+    ///     if let form = StoredForm(sample: airport) { form.apply(to: &airport, key: 42) }
     public init?(sample: Model) {
         let entity = Model.entity
         guard let paths = Model.listedKeyPaths, Mirror(reflecting: sample).children.count == paths.count else { return nil }

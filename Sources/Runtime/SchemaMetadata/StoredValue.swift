@@ -39,6 +39,8 @@ public struct StoredValueError: Error, Sendable, CustomStringConvertible {
     /// What did not fit, and what was found.
     public var message: String
     /// An error with its message.
+    ///
+    ///     throw StoredValueError("expected text, found 42")
     public init(_ message: String) { self.message = message }
     /// The message.
     public var description: String { message }
@@ -57,6 +59,9 @@ public protocol StoredValueConvertible {
 extension String: StoredValueConvertible {
     /// The text itself.
     @inlinable public var storedValue: StoredValue { .text(self) }
+    /// Reads text; any other value throws.
+    ///
+    ///     let city = try String(storedValue: .text("Millbrae"))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .text(let text): self = text
@@ -68,6 +73,9 @@ extension String: StoredValueConvertible {
 extension Bool: StoredValueConvertible {
     /// 1 or 0.
     @inlinable public var storedValue: StoredValue { .integer(self ? 1 : 0) }
+    /// Reads an integer: 0 is false, anything else true.
+    ///
+    ///     let active = try Bool(storedValue: .integer(1))   // true
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .integer(let number): self = number != 0
@@ -79,6 +87,9 @@ extension Bool: StoredValueConvertible {
 extension Double: StoredValueConvertible {
     /// A real.
     @inlinable public var storedValue: StoredValue { .real(self) }
+    /// Reads a real, or an integer converted.
+    ///
+    ///     let elevation = try Double(storedValue: .integer(13))   // 13.0
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .real(let number): self = number
@@ -91,12 +102,18 @@ extension Double: StoredValueConvertible {
 extension Float: StoredValueConvertible {
     /// A real.
     @inlinable public var storedValue: StoredValue { .real(Double(self)) }
+    /// Reads a real or an integer, as `Double` does, then narrows it.
+    ///
+    ///     let ratio = try Float(storedValue: .real(0.5))
     @inlinable public init(storedValue: borrowing StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
 }
 
 extension StoredValueConvertible where Self: FixedWidthInteger {
     /// An integer.
     @inlinable public var storedValue: StoredValue { .integer(Int64(self)) }
+    /// Reads an integer that fits the type exactly; a larger one throws.
+    ///
+    ///     let seats = try Int16(storedValue: .integer(180))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .integer(let number):
@@ -119,6 +136,9 @@ extension Int64: StoredValueConvertible {}
 extension Data: StoredValueConvertible {
     /// The bytes as a blob.
     @inlinable public var storedValue: StoredValue { .blob([UInt8](self)) }
+    /// Reads a blob, or text as its UTF-8 bytes.
+    ///
+    ///     let logo = try Data(storedValue: .blob([0x89, 0x50, 0x4E, 0x47]))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .blob(let bytes): self = Data(bytes)
@@ -131,6 +151,9 @@ extension Data: StoredValueConvertible {
 extension UUID: StoredValueConvertible {
     /// Lowercase text, as PostgreSQL prints a `uuid`.
     @inlinable public var storedValue: StoredValue { .text(uuidString.lowercased()) }
+    /// Reads text that `UUID(uuidString:)` accepts, in either case.
+    ///
+    ///     let id = try UUID(storedValue: .text("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .text(let text):
@@ -147,6 +170,9 @@ extension UUID: StoredValueConvertible {
 extension URL: StoredValueConvertible {
     /// The URL's text.
     @inlinable public var storedValue: StoredValue { .text(absoluteString) }
+    /// Reads text that `URL(string:)` accepts.
+    ///
+    ///     let site = try URL(storedValue: .text("https://www.flysfo.com"))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .text(let text):
@@ -163,6 +189,9 @@ extension URL: StoredValueConvertible {
 extension Decimal: StoredValueConvertible {
     /// Text, exactly (no binary floating point on the way).
     @inlinable public var storedValue: StoredValue { .text(description) }
+    /// Reads decimal text exactly, or a number a NUMERIC column stored, through its shortest spelling.
+    ///
+    ///     let price = try Decimal(storedValue: .text("19.99"))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         let text: String
         switch storedValue {
@@ -183,6 +212,9 @@ extension Decimal: StoredValueConvertible {
 extension Date: StoredValueConvertible {
     /// ISO 8601 text in UTC with milliseconds (`StoredDate`), which sorts as time does.
     @inlinable public var storedValue: StoredValue { .text(StoredDate.text(self)) }
+    /// Reads ISO 8601 text, with or without milliseconds, or one of SQLite's date spellings (`StoredDate.date`).
+    ///
+    ///     let departure = try Date(storedValue: .text("2024-01-31T08:00:00.000Z"))
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .text(let text):
@@ -212,6 +244,9 @@ extension Optional where Wrapped == Date {
 extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible {
     /// NULL for nil, else the wrapped value's.
     @inlinable public var storedValue: StoredValue { self?.storedValue ?? .null }
+    /// Reads NULL as nil, anything else as the wrapped type.
+    ///
+    ///     let notes = try Optional<String>(storedValue: .null)   // nil
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         switch storedValue {
         case .null: self = nil
@@ -223,6 +258,9 @@ extension Optional: StoredValueConvertible where Wrapped: StoredValueConvertible
 extension StoredValueConvertible where Self: RawRepresentable, RawValue: StoredValueConvertible {
     /// The raw value's stored form.
     @inlinable public var storedValue: StoredValue { rawValue.storedValue }
+    /// Reads the raw value, then the case it names; a raw value no case has throws.
+    ///
+    ///     let state = try JobState(storedValue: .text("queued"))   // .queued
     @inlinable public init(storedValue: borrowing StoredValue) throws {
         guard let value = Self(rawValue: try RawValue(storedValue: storedValue)) else { throw StoredValueError("\(storedValue) is not a case of \(Self.self)") }
         self = value

@@ -13,27 +13,41 @@ public struct Migration: Sendable {
     public var isEmpty: Bool { steps.isEmpty }
 
     /// Steps whose reverse cannot bring the data back.
-    public var stepsLosingDataOnDown: [MigrationStep] { steps.filter { losesData($0.reversed) } }
-    public var stepsLosingDataOnUp: [MigrationStep] { steps.filter(losesData) }
+    public var stepsLosingDataOnDown: [MigrationStep] {
+        let loss = DataLoss(steps)
+        return steps.filter { loss.losesData($0.reversed) }
+    }
+    public var stepsLosingDataOnUp: [MigrationStep] { steps.filter(DataLoss(steps).losesData) }
 
-    /// Whether running a step of this migration loses data: a column a split moved to a new
-    /// table loses nothing when it goes, and neither does that table, going down, when all it
-    /// holds is copied back.
-    func losesData(_ step: MigrationStep) -> Bool {
-        let fills = steps.compactMap { if case .fillTable(let fill) = $0 { fill } else { nil } }
-        guard !fills.isEmpty else { return step.losesData }
-        let moved = Set(fills.flatMap { fill in fill.sourceColumns.map { "\(fill.source).\($0)" } })
-        switch step {
-        case .dropColumn(let table, let column):
-            return !moved.contains("\(table).\(column.name)")
-        case .rebuildTable(let change):
-            return change.droppedColumns.contains { !moved.contains("\(change.from.name).\($0.name)") }
-        case .dropTable(let table):
-            guard let fill = fills.first(where: { $0.target == table.name }) else { return true }
-            let restored = Set(fill.targetKey + fill.targetColumns)
-            return table.columns.contains { !$0.isAutoIncrement && !restored.contains($0.name) }
-        default:
-            return step.losesData
+    /// Whether running a step of this migration loses data.
+    func losesData(_ step: MigrationStep) -> Bool { DataLoss(steps).losesData(step) }
+
+    /// What the migration's table splits keep, gathered once for all of its steps: a column a
+    /// split moved to a new table loses nothing when it goes, and neither does that table,
+    /// going down, when all it holds is copied back.
+    struct DataLoss {
+        let fills: [TableFill]
+        let moved: Set<String>
+
+        init(_ steps: [MigrationStep]) {
+            fills = steps.compactMap { if case .fillTable(let fill) = $0 { fill } else { nil } }
+            moved = Set(fills.flatMap { fill in fill.sourceColumns.map { "\(fill.source).\($0)" } })
+        }
+
+        func losesData(_ step: MigrationStep) -> Bool {
+            guard !fills.isEmpty else { return step.losesData }
+            switch step {
+            case .dropColumn(let table, let column):
+                return !moved.contains("\(table).\(column.name)")
+            case .rebuildTable(let change):
+                return change.droppedColumns.contains { !moved.contains("\(change.from.name).\($0.name)") }
+            case .dropTable(let table):
+                guard let fill = fills.first(where: { $0.target == table.name }) else { return true }
+                let restored = Set(fill.targetKey + fill.targetColumns)
+                return table.columns.contains { !$0.isAutoIncrement && !restored.contains($0.name) }
+            default:
+                return step.losesData
+            }
         }
     }
 

@@ -35,9 +35,57 @@ public enum MigrationLint {
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
         guard let old = migration.from else { return [] }
         let changes = SchemaDiffer.diff(from: old, to: migration.to)
+        var lint = DestructiveLint(migration: migration, old: old, schema: schema, allowDestructive: allowDestructive, changes: changes)
+        for change in changes {
+            switch change {
+            case .createTable, .grant: break
+            case .fillTable(let fill): lint.fill(fill)
+            case .dropTable(let table): lint.drop(table)
+            case .alterTable(let tableChange):
+                lint.droppedAndAddedColumns(tableChange)
+                for (before, after) in tableChange.changedColumns { lint.changedColumn(before, after, in: tableChange.to) }
+                lint.removedEnumValuesAndNewUniques(tableChange)
+            }
+        }
+        let lost = migration.stepsLosingDataOnDown
+        if !lost.isEmpty {
+            lint.findings.append(
+                Diagnostic(
+                    .warning, code: Code.downLosesData,
+                    message: "the down migration loses data it cannot restore: \(lost.map { $0.reversed.summary(for: migration.renderer) }.joined(separator: "; "))", at: lint.fileStart))
+        }
+        return lint.findings
+    }
+
+    /// The destructive-change rules of one migration, each kind of change a step, gathering
+    /// findings that point at the schema line responsible.
+    struct DestructiveLint {
+        let migration: Migration
+        let old: SchemaSnapshot
+        let schema: Schema
+        let allowDestructive: Bool
+        let fileStart: SourceLocation
+        let created: [TableSnapshot]
+        /// Columns whose values a split moves to a new table: dropping them loses nothing.
+        let moved: Set<String>
         var findings: [Diagnostic] = []
-        let fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+
+        init(migration: Migration, old: SchemaSnapshot, schema: Schema, allowDestructive: Bool, changes: [SchemaChange]) {
+            self.migration = migration
+            self.old = old
+            self.schema = schema
+            self.allowDestructive = allowDestructive
+            fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+            created = changes.compactMap { if case .createTable(let table) = $0 { table } else { nil } }
+            moved = Set(
+                changes.flatMap { change -> [String] in
+                    guard case .fillTable(let fill) = change else { return [] }
+                    return fill.sourceColumns.map { "\(fill.source).\($0)" }
+                })
+        }
+
         func entity(_ table: TableSnapshot) -> Entity? { table.entity.flatMap(schema.entity(named:)) }
+
         func location(_ table: TableSnapshot, column: ColumnSnapshot? = nil) -> SourceLocation {
             let owner = entity(table)
             if let property = column?.property,
@@ -47,142 +95,120 @@ public enum MigrationLint {
             }
             return owner?.location ?? fileStart
         }
-        func destructive(_ code: Code, _ message: String, at place: SourceLocation) {
+
+        mutating func report(_ severity: Severity, _ code: Code, _ message: String, at place: SourceLocation) {
+            findings.append(Diagnostic(severity, code: code, message: message, at: place))
+        }
+
+        mutating func destructive(_ code: Code, _ message: String, at place: SourceLocation) {
             let suffix = allowDestructive ? "" : "; pass --allow-destructive if that is intended"
             findings.append(Diagnostic(allowDestructive ? .warning : .error, code: code, message: message + suffix, at: place))
         }
 
-        let created = changes.compactMap { if case .createTable(let table) = $0 { table } else { nil } }
-        // Columns whose values a split moves to a new table: dropping them loses nothing.
-        let moved = Set(
-            changes.flatMap { change -> [String] in
-                guard case .fillTable(let fill) = change else { return [] }
-                return fill.sourceColumns.map { "\(fill.source).\($0)" }
-            })
-        for change in changes {
-            switch change {
-            case .createTable, .grant:
-                break
-            case .fillTable(let fill):
-                guard let target = created.first(where: { $0.name == fill.target }) else { break }
-                let filledColumns = Set(fill.targetKey + fill.targetColumns)
-                for column in target.columns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement && !filledColumns.contains(column.name) {
-                    findings.append(
-                        Diagnostic(
-                            .error, code: Code.requiredWithoutDefault,
-                            message:
-                                "the new table '\(target.name)' is filled from '\(fill.source)', but its required column '\(column.name)' gets no value for those rows; give it a default, make it optional, or move its values too ('movedFrom')",
-                            at: location(target, column: column)))
+        mutating func fill(_ fill: TableFill) {
+            guard let target = created.first(where: { $0.name == fill.target }) else { return }
+            let filledColumns = Set(fill.targetKey + fill.targetColumns)
+            for column in target.columns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement && !filledColumns.contains(column.name) {
+                report(
+                    .error, .requiredWithoutDefault,
+                    "the new table '\(target.name)' is filled from '\(fill.source)', but its required column '\(column.name)' gets no value for those rows; give it a default, make it optional, or move its values too ('movedFrom')",
+                    at: location(target, column: column))
+            }
+        }
+
+        mutating func drop(_ table: TableSnapshot) {
+            destructive(Code.dropTable, "dropping table '\(table.name)' deletes its rows", at: fileStart)
+            let shape = Set(table.columns.map { "\($0.name):\($0.kind)" })
+            if let twin = created.first(where: { Set($0.columns.map { "\($0.name):\($0.kind)" }) == shape }), let name = twin.entity {
+                report(.warning, .possibleRename, "'\(name)' looks like '\(table.entity ?? table.name)' renamed; add 'renamedFrom: \(table.entity ?? table.name)' to keep its rows", at: location(twin))
+            }
+        }
+
+        /// Whether a backfill covers the dialect being planned; a message when it does not.
+        func backfillGap(_ column: ColumnSnapshot) -> String? {
+            let dialect = migration.renderer.dialect.name
+            guard case .sql(let expressions)? = column.backfill, expressions[dialect] == nil else { return nil }
+            return "its 'backfill' gives SQL for \(expressions.keys.sorted().joined(separator: ", ")) but not for \(dialect); add '\(dialect): <expression>'"
+        }
+
+        mutating func droppedAndAddedColumns(_ tableChange: TableChange) {
+            let table = tableChange.to
+            for column in tableChange.droppedColumns where !moved.contains("\(tableChange.from.name).\(column.name)") {
+                destructive(Code.dropColumn, "dropping column '\(table.name).\(column.name)' deletes its values", at: location(table))
+                if let twin = tableChange.addedColumns.first(where: { $0.kind == column.kind && $0.renamedFrom == nil }) {
+                    report(
+                        .warning, .possibleRename,
+                        "'\(twin.property ?? twin.name)' looks like '\(column.property ?? column.name)' renamed; add 'renamedFrom: \(column.property ?? column.name)' to keep its values",
+                        at: location(table, column: twin))
                 }
-            case .dropTable(let table):
-                destructive(Code.dropTable, "dropping table '\(table.name)' deletes its rows", at: fileStart)
-                let shape = Set(table.columns.map { "\($0.name):\($0.kind)" })
-                if let twin = created.first(where: { Set($0.columns.map { "\($0.name):\($0.kind)" }) == shape }), let name = twin.entity {
-                    findings.append(
-                        Diagnostic(
-                            .warning, code: Code.possibleRename,
-                            message: "'\(name)' looks like '\(table.entity ?? table.name)' renamed; add 'renamedFrom: \(table.entity ?? table.name)' to keep its rows", at: location(twin)))
-                }
-            case .alterTable(let tableChange):
-                let table = tableChange.to
-                for column in tableChange.droppedColumns where !moved.contains("\(tableChange.from.name).\(column.name)") {
-                    destructive(Code.dropColumn, "dropping column '\(table.name).\(column.name)' deletes its values", at: location(table))
-                    if let twin = tableChange.addedColumns.first(where: { $0.kind == column.kind && $0.renamedFrom == nil }) {
-                        findings.append(
-                            Diagnostic(
-                                .warning, code: Code.possibleRename,
-                                message:
-                                    "'\(twin.property ?? twin.name)' looks like '\(column.property ?? column.name)' renamed; add 'renamedFrom: \(column.property ?? column.name)' to keep its values",
-                                at: location(table, column: twin)))
-                    }
-                }
-                let dialect = migration.renderer.dialect.name
-                /// Whether a backfill covers the dialect being planned; a message when it does not.
-                func backfillGap(_ column: ColumnSnapshot) -> String? {
-                    guard case .sql(let expressions)? = column.backfill, expressions[dialect] == nil else { return nil }
-                    return "its 'backfill' gives SQL for \(expressions.keys.sorted().joined(separator: ", ")) but not for \(dialect); add '\(dialect): <expression>'"
-                }
-                for column in tableChange.addedColumns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement {
-                    if column.backfill == nil {
-                        findings.append(
-                            Diagnostic(
-                                .error, code: Code.requiredWithoutDefault,
-                                message:
-                                    "new required column '\(table.name).\(column.name)' has no value for the existing rows; give it a default, a 'backfill' (for the existing rows only) or make it optional",
-                                at: location(table, column: column)))
-                    } else if let gap = backfillGap(column) {
-                        findings.append(
-                            Diagnostic(.error, code: Code.requiredWithoutDefault, message: "new required column '\(table.name).\(column.name)': \(gap)", at: location(table, column: column)))
-                    }
-                }
-                for (before, after) in tableChange.changedColumns {
-                    if before.isNullable, !after.isNullable, (after.defaultValue == nil || after.defaultValue == .null) && after.backfill == nil {
-                        findings.append(
-                            Diagnostic(
-                                .error, code: Code.requiredWithoutDefault,
-                                message:
-                                    "'\(table.name).\(after.name)' becomes required but has no value for rows where it is empty; add a 'backfill' (fills those rows only) or a default (used as the backfill value too)",
-                                at: location(table, column: after)))
-                    } else if before.isNullable, !after.isNullable, let gap = backfillGap(after) {
-                        findings.append(Diagnostic(.error, code: Code.requiredWithoutDefault, message: "'\(table.name).\(after.name)' becomes required: \(gap)", at: location(table, column: after)))
-                    }
-                    if !before.isNullable, after.isNullable, before.defaultValue == nil || before.defaultValue == .null {
-                        findings.append(
-                            Diagnostic(
-                                .warning, code: Code.downMayFail,
-                                message:
-                                    "'\(table.name).\(after.name)' becomes optional; the down migration fails once a row holds null in it, because version \(old.version) requires a value and has no default to fill in",
-                                at: location(table, column: after)))
-                    }
-                    if before.kind == .decimal, after.kind == .decimal, Self.hasFewerDigits(before, after) {
-                        destructive(
-                            Code.narrowing, "'\(table.name).\(after.name)' keeps fewer digits (\(Self.digits(before)) to \(Self.digits(after))), so values that no longer fit are rejected or rounded",
-                            at: location(table, column: after))
-                    }
-                    if isNarrowing(from: before.kind, to: after.kind) {
-                        destructive(Code.narrowing, "converting '\(table.name).\(after.name)' from \(before.kind) to \(after.kind) can lose or reject values", at: location(table, column: after))
-                    }
-                    if (before.kind == .blob) != (after.kind == .blob), before.kind == .blob || after.kind == .blob {
-                        findings.append(
-                            Diagnostic(
-                                .warning, code: Code.dataMigration,
-                                message:
-                                    "'\(table.name).\(after.name)' moves between the row and external storage; the migration converts the column but the bytes must be moved by a data migration you add to it",
-                                at: location(table, column: after)))
-                    }
-                }
-                // Stored enum values that no case has any more.
-                for column in table.columns {
-                    guard let source = tableChange.columnSources[column.name], let before = tableChange.from.column(named: source),
-                        let oldValues = before.enumValues, let newValues = column.enumValues
-                    else { continue }
-                    let removed = oldValues.filter { !newValues.contains($0) }
-                    guard !removed.isEmpty else { continue }
-                    findings.append(
-                        Diagnostic(
-                            .warning, code: Code.enumCasesRemoved,
-                            message:
-                                "'\(table.name).\(column.name)' can no longer hold \(removed.map { "'\($0)'" }.joined(separator: ", ")); add a data migration that updates rows holding them (they would fail to decode)",
-                            at: location(table, column: column)))
-                }
-                // A unique index that only changed its name (a renamed table or column) is not new.
-                let oldUniques = Set(tableChange.from.indexes.filter(\.isUnique).map(\.columns))
-                for index in tableChange.addedIndexes
-                where index.isUnique
-                    && !oldUniques.contains(index.columns.map { tableChange.columnSources[$0] ?? "" })
-                {
-                    destructive(Code.newUnique, "the new unique index '\(index.name)' fails if existing rows of '\(table.name)' have duplicates", at: location(table))
+            }
+            for column in tableChange.addedColumns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement {
+                if column.backfill == nil {
+                    report(
+                        .error, .requiredWithoutDefault,
+                        "new required column '\(table.name).\(column.name)' has no value for the existing rows; give it a default, a 'backfill' (for the existing rows only) or make it optional",
+                        at: location(table, column: column))
+                } else if let gap = backfillGap(column) {
+                    report(.error, .requiredWithoutDefault, "new required column '\(table.name).\(column.name)': \(gap)", at: location(table, column: column))
                 }
             }
         }
-        let lost = migration.stepsLosingDataOnDown
-        if !lost.isEmpty {
-            findings.append(
-                Diagnostic(
-                    .warning, code: Code.downLosesData,
-                    message: "the down migration loses data it cannot restore: \(lost.map { $0.reversed.summary(for: migration.renderer) }.joined(separator: "; "))", at: fileStart))
+
+        mutating func changedColumn(_ before: ColumnSnapshot, _ after: ColumnSnapshot, in table: TableSnapshot) {
+            if before.isNullable, !after.isNullable, (after.defaultValue == nil || after.defaultValue == .null) && after.backfill == nil {
+                report(
+                    .error, .requiredWithoutDefault,
+                    "'\(table.name).\(after.name)' becomes required but has no value for rows where it is empty; add a 'backfill' (fills those rows only) or a default (used as the backfill value too)",
+                    at: location(table, column: after))
+            } else if before.isNullable, !after.isNullable, let gap = backfillGap(after) {
+                report(.error, .requiredWithoutDefault, "'\(table.name).\(after.name)' becomes required: \(gap)", at: location(table, column: after))
+            }
+            if !before.isNullable, after.isNullable, before.defaultValue == nil || before.defaultValue == .null {
+                report(
+                    .warning, .downMayFail,
+                    "'\(table.name).\(after.name)' becomes optional; the down migration fails once a row holds null in it, because version \(old.version) requires a value and has no default to fill in",
+                    at: location(table, column: after))
+            }
+            if before.kind == .decimal, after.kind == .decimal, MigrationLint.hasFewerDigits(before, after) {
+                destructive(
+                    Code.narrowing,
+                    "'\(table.name).\(after.name)' keeps fewer digits (\(MigrationLint.digits(before)) to \(MigrationLint.digits(after))), so values that no longer fit are rejected or rounded",
+                    at: location(table, column: after))
+            }
+            if isNarrowing(from: before.kind, to: after.kind) {
+                destructive(Code.narrowing, "converting '\(table.name).\(after.name)' from \(before.kind) to \(after.kind) can lose or reject values", at: location(table, column: after))
+            }
+            if (before.kind == .blob) != (after.kind == .blob), before.kind == .blob || after.kind == .blob {
+                report(
+                    .warning, .dataMigration,
+                    "'\(table.name).\(after.name)' moves between the row and external storage; the migration converts the column but the bytes must be moved by a data migration you add to it",
+                    at: location(table, column: after))
+            }
         }
-        return findings
+
+        mutating func removedEnumValuesAndNewUniques(_ tableChange: TableChange) {
+            let table = tableChange.to
+            // Stored enum values that no case has any more.
+            for column in table.columns {
+                guard let source = tableChange.columnSources[column.name], let before = tableChange.from.column(named: source),
+                    let oldValues = before.enumValues, let newValues = column.enumValues
+                else { continue }
+                let removed = oldValues.filter { !newValues.contains($0) }
+                guard !removed.isEmpty else { continue }
+                report(
+                    .warning, .enumCasesRemoved,
+                    "'\(table.name).\(column.name)' can no longer hold \(removed.map { "'\($0)'" }.joined(separator: ", ")); add a data migration that updates rows holding them (they would fail to decode)",
+                    at: location(table, column: column))
+            }
+            // A unique index that only changed its name (a renamed table or column) is not new.
+            let oldUniques = Set(tableChange.from.indexes.filter(\.isUnique).map(\.columns))
+            for index in tableChange.addedIndexes
+            where index.isUnique
+                && !oldUniques.contains(index.columns.map { tableChange.columnSources[$0] ?? "" })
+            {
+                destructive(Code.newUnique, "the new unique index '\(index.name)' fails if existing rows of '\(table.name)' have duplicates", at: location(table))
+            }
+        }
     }
 
     /// The rules of squawk and strong_migrations for engines whose DDL blocks other sessions:
@@ -190,9 +216,38 @@ public enum MigrationLint {
     /// Warnings: on a table nobody uses yet, the plain statement is right.
     public static func lockFindings(for migration: Migration, schema: Schema) -> [Diagnostic] {
         guard let old = migration.from else { return [] }
-        let existing = Set(old.tables.map(\.name))
-        let fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+        var lint = LockLint(migration: migration, old: old, schema: schema)
+        lint.run()
+        return lint.findings
+    }
+
+    /// The lock rules of one migration, step by step: the tables it locks so far, in order,
+    /// and the findings, each naming the schema line responsible.
+    struct LockLint {
+        let migration: Migration
+        let old: SchemaSnapshot
+        let schema: Schema
+        let existing: Set<String>
+        let fileStart: SourceLocation
+        /// A table renamed in this migration counts as existing under its new name.
+        var renamed: [String: String] = [:]
+        var findings: [Diagnostic] = []
+        // Existing tables this migration has taken ACCESS EXCLUSIVE on so far, and every table it
+        // locks, in order: the transaction holds each lock until it commits.
+        var exclusive: Set<String> = []
+        var lockOrder: [String] = []
+
+        init(migration: Migration, old: SchemaSnapshot, schema: Schema) {
+            self.migration = migration
+            self.old = old
+            self.schema = schema
+            existing = Set(old.tables.map(\.name))
+            fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+            for step in migration.steps { if case .renameTable(let from, let to) = step { renamed[to] = from } }
+        }
+
         func table(_ name: String) -> TableSnapshot? { migration.to.table(named: name) ?? old.table(named: name) }
+
         func location(_ tableName: String, column: String? = nil) -> SourceLocation {
             guard let entityName = table(tableName)?.entity, let entity = schema.entity(named: entityName) else { return fileStart }
             if let column, let property = table(tableName)?.column(named: column)?.property,
@@ -202,132 +257,143 @@ public enum MigrationLint {
             }
             return entity.location ?? fileStart
         }
-        // A table renamed in this migration counts as existing under its new name.
-        var renamed: [String: String] = [:]
-        for step in migration.steps { if case .renameTable(let from, let to) = step { renamed[to] = from } }
+
         func existed(_ name: String) -> Bool { existing.contains(renamed[name] ?? name) }
 
-        var findings: [Diagnostic] = []
-        func warn(_ code: Code, _ message: String, at place: SourceLocation) { findings.append(Diagnostic(.warning, code: code, message: message, at: place)) }
-        // Existing tables this migration has taken ACCESS EXCLUSIVE on so far, and every table it
-        // locks, in order: the transaction holds each lock until it commits.
-        var exclusive: Set<String> = []
-        var lockOrder: [String] = []
-        func locks(_ name: String, exclusively: Bool) {
+        mutating func warn(_ code: Code, _ message: String, at place: SourceLocation) { findings.append(Diagnostic(.warning, code: code, message: message, at: place)) }
+
+        mutating func locks(_ name: String, exclusively: Bool) {
             guard existed(name) else { return }
             if !lockOrder.contains(name) { lockOrder.append(name) }
             if exclusively { exclusive.insert(name) }
         }
-        for step in migration.steps {
-            switch step {
-            case .createIndex(let name, let index) where existed(name) && index.isFullText:
+
+        mutating func run() {
+            for step in migration.steps {
+                switch step {
+                case .createIndex(let name, let index) where existed(name):
+                    createdIndex(index, on: name)
+                case .addColumn(let name, let column) where existed(name):
+                    addedColumn(column, to: name)
+                case .alterColumn(let name, let from, let to) where existed(name):
+                    alteredColumn(from, to, in: name)
+                case .addForeignKey(let name, let key) where existed(name):
+                    warn(
+                        .lockForeignKey,
+                        "adding the foreign key '\(name)' (\(key.columns.joined(separator: ", "))) -> '\(key.table)' checks every row while holding SHARE ROW EXCLUSIVE locks on both tables, blocking their writes; add it with NOT VALID, then VALIDATE CONSTRAINT in a later migration",
+                        at: location(name, column: key.columns.first))
+                    locks(name, exclusively: false)
+                    locks(key.table, exclusively: false)
+                case .renameColumn(let name, let from, let to):
+                    warn(
+                        .lockRename,
+                        "renaming '\(name).\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both names first, or add the new column, write to both and drop the old one later",
+                        at: location(name, column: to))
+                    locks(name, exclusively: true)
+                case .renameTable(let from, let to):
+                    warn(
+                        .lockRename,
+                        "renaming table '\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both first, or keep a view under the old name for a release",
+                        at: location(to))
+                    locks(to, exclusively: true)
+                case .createTable:
+                    break
+                case .dropTable(let table):
+                    locks(table.name, exclusively: true)
+                case .dropColumn(let name, _), .dropPrimaryKey(let name, _), .addPrimaryKey(let name, _), .dropForeignKey(let name, _), .dropIndex(let name, _),
+                    .renameConstraints(let name, _, _, _):
+                    locks(name, exclusively: true)
+                case .rebuildTable(let change):
+                    locks(change.to.name, exclusively: true)
+                default:
+                    break
+                }
+            }
+            if lockOrder.count > 1 {
+                warn(
+                    .lockOrder,
+                    "this migration locks \(lockOrder.count) tables in turn (\(lockOrder.joined(separator: ", "))) and holds each lock until it commits; a transaction of the application that locks them in another order (writing '\(lockOrder[lockOrder.count - 1])', then '\(lockOrder[0])') can deadlock with it, and PostgreSQL then aborts one of the two; split the migration per table, or keep lock_timeout short so it gives up and can be run again",
+                    at: fileStart)
+            }
+        }
+
+        mutating func createdIndex(_ index: IndexSnapshot, on name: String) {
+            if index.isFullText {
                 warn(
                     .lockIndex,
                     "making '\(index.columns.joined(separator: ", "))' of '\(name)' searchable adds a stored generated tsvector column, which rewrites the table under an ACCESS EXCLUSIVE lock (reads and writes wait), then builds its GIN index; for a large table run it when the table is quiet, or add a plain tsvector column kept by a trigger and filled in batches, then index it CONCURRENTLY",
                     at: location(name))
                 locks(name, exclusively: true)
-            case .createIndex(let name, let index) where existed(name) && index.isUnique && !index.isFullText:
+            } else if index.isUnique {
                 warn(
                     .lockIndex,
                     "adding the unique constraint '\(index.name)' on '\(name)' builds its index under an ACCESS EXCLUSIVE lock, blocking reads and writes until it is built; to keep them going, build CREATE UNIQUE INDEX CONCURRENTLY in a migration of its own whose header says 'transaction: no', then ALTER TABLE ... ADD CONSTRAINT ... UNIQUE USING INDEX",
                     at: location(name))
                 locks(name, exclusively: true)
-            case .createIndex(let name, let index) where existed(name):
+            } else {
                 warn(
                     .lockIndex,
                     "creating index '\(index.name)' on '\(name)' takes a SHARE lock that blocks every write to the table until the index is built; to keep writes going, build it with CREATE INDEX CONCURRENTLY in a migration of its own whose header says 'transaction: no'",
                     at: location(name))
                 locks(name, exclusively: false)
-            case .addColumn(let name, let column) where existed(name):
-                // PostgreSQL 11+ stores a constant default, or a stable one such as now(), in the
-                // catalogue without touching rows; only a volatile one (a random UUID) rewrites.
-                if column.defaultValue == .uuid {
-                    warn(
-                        .lockRewriteColumn,
-                        "adding '\(name).\(column.name)' with a random default (uuid, a volatile function) rewrites the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; add it without the default, backfill in batches, then set the default",
-                        at: location(name, column: column.name))
-                }
-                if !column.isNullable, column.defaultValue == nil, column.backfill != nil {
-                    warn(
-                        .lockBackfill,
-                        "the backfill of the new column '\(name).\(column.name)' (an UPDATE of every row) runs under the ACCESS EXCLUSIVE lock ADD COLUMN took, so reads and writes of '\(name)' wait for the whole update; for a large table add it optional, backfill in batches, then make it required in a later migration",
-                        at: location(name, column: column.name))
-                }
-                if column.enumValues != nil, column.defaultValue != nil || !column.isNullable {
-                    warn(
-                        .lockCheck,
-                        "adding '\(name).\(column.name)' with its CHECK of allowed values validates every row under an ACCESS EXCLUSIVE lock; for a large table add the check NOT VALID and VALIDATE CONSTRAINT in a later migration (which locks only against other schema changes)",
-                        at: location(name, column: column.name))
-                }
-                locks(name, exclusively: true)
-            case .alterColumn(let name, let from, let to) where existed(name):
-                // The backfill of a column made required runs after the ALTER statements before it
-                // in this transaction, which hold ACCESS EXCLUSIVE on the table.
-                let altersFirst = exclusive.contains(name) || Self.type(from, migration) != Self.type(to, migration) || from.defaultValue != to.defaultValue || from.enumValues != to.enumValues
-                if from.isNullable, !to.isNullable, let value = to.defaultValue, value != .null, altersFirst {
-                    warn(
-                        .lockBackfill,
-                        "the backfill of '\(name).\(to.name)' (an UPDATE of every row that is empty) runs under the ACCESS EXCLUSIVE lock this migration already holds on '\(name)', so reads and writes wait for the whole update; backfill in batches in an earlier migration, while the column is still optional, then make it required",
-                        at: location(name, column: to.name))
-                }
-                if from.isNullable, !to.isNullable {
-                    warn(
-                        .lockSetNotNull,
-                        "SET NOT NULL on '\(name).\(to.name)' scans the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; instead add CHECK (\(to.name) IS NOT NULL) NOT VALID, VALIDATE CONSTRAINT in a later migration, then SET NOT NULL (PostgreSQL 12+ then skips the scan) and drop the check",
-                        at: location(name, column: to.name))
-                }
-                if Self.type(from, migration) != Self.type(to, migration) {
-                    warn(
-                        .lockTypeChange,
-                        "changing the type of '\(name).\(to.name)' (\(migration.renderer.typeName(from)) to \(migration.renderer.typeName(to))) rewrites the table under an ACCESS EXCLUSIVE lock, blocking reads and writes; for a large table, add a new column, backfill it in batches, move reads to it, then drop the old one",
-                        at: location(name, column: to.name))
-                }
-                if let values = to.enumValues, values != from.enumValues {
-                    warn(
-                        .lockCheck,
-                        "re-adding the CHECK of '\(name).\(to.name)' (its allowed values changed) validates every row under an ACCESS EXCLUSIVE lock; for a large table add it NOT VALID, then VALIDATE CONSTRAINT in a later migration",
-                        at: location(name, column: to.name))
-                }
-                locks(name, exclusively: true)
-            case .addForeignKey(let name, let key) where existed(name):
-                warn(
-                    .lockForeignKey,
-                    "adding the foreign key '\(name)' (\(key.columns.joined(separator: ", "))) -> '\(key.table)' checks every row while holding SHARE ROW EXCLUSIVE locks on both tables, blocking their writes; add it with NOT VALID, then VALIDATE CONSTRAINT in a later migration",
-                    at: location(name, column: key.columns.first))
-                locks(name, exclusively: false)
-                locks(key.table, exclusively: false)
-            case .renameColumn(let name, let from, let to):
-                warn(
-                    .lockRename,
-                    "renaming '\(name).\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both names first, or add the new column, write to both and drop the old one later",
-                    at: location(name, column: to))
-                locks(name, exclusively: true)
-            case .renameTable(let from, let to):
-                warn(
-                    .lockRename,
-                    "renaming table '\(from)' to '\(to)' breaks running code that still uses the old name the moment it commits; deploy code that copes with both first, or keep a view under the old name for a release",
-                    at: location(to))
-                locks(to, exclusively: true)
-            case .createTable:
-                break
-            case .dropTable(let table):
-                locks(table.name, exclusively: true)
-            case .dropColumn(let name, _), .dropPrimaryKey(let name, _), .addPrimaryKey(let name, _), .dropForeignKey(let name, _), .dropIndex(let name, _),
-                .renameConstraints(let name, _, _, _):
-                locks(name, exclusively: true)
-            case .rebuildTable(let change):
-                locks(change.to.name, exclusively: true)
-            default:
-                break
             }
         }
-        if lockOrder.count > 1 {
-            warn(
-                .lockOrder,
-                "this migration locks \(lockOrder.count) tables in turn (\(lockOrder.joined(separator: ", "))) and holds each lock until it commits; a transaction of the application that locks them in another order (writing '\(lockOrder[lockOrder.count - 1])', then '\(lockOrder[0])') can deadlock with it, and PostgreSQL then aborts one of the two; split the migration per table, or keep lock_timeout short so it gives up and can be run again",
-                at: fileStart)
+
+        mutating func addedColumn(_ column: ColumnSnapshot, to name: String) {
+            // PostgreSQL 11+ stores a constant default, or a stable one such as now(), in the
+            // catalogue without touching rows; only a volatile one (a random UUID) rewrites.
+            if column.defaultValue == .uuid {
+                warn(
+                    .lockRewriteColumn,
+                    "adding '\(name).\(column.name)' with a random default (uuid, a volatile function) rewrites the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; add it without the default, backfill in batches, then set the default",
+                    at: location(name, column: column.name))
+            }
+            if !column.isNullable, column.defaultValue == nil, column.backfill != nil {
+                warn(
+                    .lockBackfill,
+                    "the backfill of the new column '\(name).\(column.name)' (an UPDATE of every row) runs under the ACCESS EXCLUSIVE lock ADD COLUMN took, so reads and writes of '\(name)' wait for the whole update; for a large table add it optional, backfill in batches, then make it required in a later migration",
+                    at: location(name, column: column.name))
+            }
+            if column.enumValues != nil, column.defaultValue != nil || !column.isNullable {
+                warn(
+                    .lockCheck,
+                    "adding '\(name).\(column.name)' with its CHECK of allowed values validates every row under an ACCESS EXCLUSIVE lock; for a large table add the check NOT VALID and VALIDATE CONSTRAINT in a later migration (which locks only against other schema changes)",
+                    at: location(name, column: column.name))
+            }
+            locks(name, exclusively: true)
         }
-        return findings
+
+        mutating func alteredColumn(_ from: ColumnSnapshot, _ to: ColumnSnapshot, in name: String) {
+            // The backfill of a column made required runs after the ALTER statements before it
+            // in this transaction, which hold ACCESS EXCLUSIVE on the table.
+            let altersFirst =
+                exclusive.contains(name) || MigrationLint.type(from, migration) != MigrationLint.type(to, migration) || from.defaultValue != to.defaultValue || from.enumValues != to.enumValues
+            if from.isNullable, !to.isNullable, let value = to.defaultValue, value != .null, altersFirst {
+                warn(
+                    .lockBackfill,
+                    "the backfill of '\(name).\(to.name)' (an UPDATE of every row that is empty) runs under the ACCESS EXCLUSIVE lock this migration already holds on '\(name)', so reads and writes wait for the whole update; backfill in batches in an earlier migration, while the column is still optional, then make it required",
+                    at: location(name, column: to.name))
+            }
+            if from.isNullable, !to.isNullable {
+                warn(
+                    .lockSetNotNull,
+                    "SET NOT NULL on '\(name).\(to.name)' scans the whole table under an ACCESS EXCLUSIVE lock, blocking reads and writes; instead add CHECK (\(to.name) IS NOT NULL) NOT VALID, VALIDATE CONSTRAINT in a later migration, then SET NOT NULL (PostgreSQL 12+ then skips the scan) and drop the check",
+                    at: location(name, column: to.name))
+            }
+            if MigrationLint.type(from, migration) != MigrationLint.type(to, migration) {
+                warn(
+                    .lockTypeChange,
+                    "changing the type of '\(name).\(to.name)' (\(migration.renderer.typeName(from)) to \(migration.renderer.typeName(to))) rewrites the table under an ACCESS EXCLUSIVE lock, blocking reads and writes; for a large table, add a new column, backfill it in batches, move reads to it, then drop the old one",
+                    at: location(name, column: to.name))
+            }
+            if let values = to.enumValues, values != from.enumValues {
+                warn(
+                    .lockCheck,
+                    "re-adding the CHECK of '\(name).\(to.name)' (its allowed values changed) validates every row under an ACCESS EXCLUSIVE lock; for a large table add it NOT VALID, then VALIDATE CONSTRAINT in a later migration",
+                    at: location(name, column: to.name))
+            }
+            locks(name, exclusively: true)
+        }
     }
 
     static func type(_ column: ColumnSnapshot, _ migration: Migration) -> String { migration.renderer.typeName(column) }

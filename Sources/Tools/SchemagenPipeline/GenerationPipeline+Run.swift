@@ -98,7 +98,8 @@ extension GenerationPipeline {
         // 2-3. The relational model, then the migrations it calls for.
         let models = model(loaded.schemas)
         clock.lap("model")
-        let plan = plan(loaded.schemas, models: models)
+        let schemaTexts = sources.mapValues { String(decoding: $0.bytes, as: UTF8.self) }
+        let plan = plan(loaded.schemas, models: models, sources: schemaTexts)
         clock.lap("plan")
         diagnostics += render.render(plan.diagnostics)
         if plan.hasErrors {
@@ -145,19 +146,20 @@ extension GenerationPipeline {
             return .stopped(failure)
         }
         clock.lap("write")
-        if usesCache {
-            // The digest taken before reading: a schema edited since then no longer matches it,
-            // so the next run is a full one. Migrations this run wrote are inputs of the next.
-            let inputs = plan.migrations.isEmpty ? cacheInputs : GenerationCache.inputsDigest(configuration, schemaFiles: loaded.files.map(\.path))
-            if let inputs {
-                GenerationCache.record(
-                    cacheLocation, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders,
-                    schemaCount: rendered.schemaCount, warnings: diagnostics)
-            } else {
-                GenerationCache.forget(cacheLocation)
-            }
-        }
+        if usesCache { record(cacheLocation, inputs: cacheInputs, loaded: loaded, plan: plan, rendered: rendered, warnings: diagnostics) }
         return .generated(changes, migrations: plan.migrations, schemaCount: rendered.schemaCount)
+    }
+
+    /// Records the run for the next one to skip if nothing changed. The digest is the one taken
+    /// before reading: a schema edited since then no longer matches it, so the next run is a
+    /// full one. Migrations this run wrote are inputs of the next.
+    private func record(_ location: GenerationCache.Location, inputs: String?, loaded: SchemaLoader.Result, plan: Plan, rendered: Rendered, warnings: String) {
+        let inputs = plan.migrations.isEmpty ? inputs : GenerationCache.inputsDigest(configuration, schemaFiles: loaded.files.map(\.path))
+        if let inputs {
+            GenerationCache.record(location, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders, schemaCount: rendered.schemaCount, warnings: warnings)
+        } else {
+            GenerationCache.forget(location)
+        }
     }
 }
 

@@ -158,7 +158,9 @@ public struct GenerationPipeline: Sendable {
 
     /// One new numbered migration per changed schema; in single-file mode none, and a schema
     /// ahead of its committed history is an error that says how to plan it.
-    public func plan(_ schemas: [Schema], models: [String: SchemaSnapshot]) -> Plan {
+    /// `sources` holds each schema file's text as the load stage read it, by path, so the
+    /// text written beside a new migration is the text that was planned, read once.
+    public func plan(_ schemas: [Schema], models: [String: SchemaSnapshot], sources: [String: String] = [:]) -> Plan {
         var plan = Plan()
         for schema in schemas {
             let dialects = configuration.dialects(of: schema)
@@ -173,7 +175,8 @@ public struct GenerationPipeline: Sendable {
                 let outcome = PendingMigration.plan(
                     for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
                     reference: dialect == referenceDialect ? nil : reference,
-                    name: configuration.migrationName ?? referenceName, allowDestructive: configuration.allowDestructive, online: configuration.isOnline(schema))
+                    name: configuration.migrationName ?? referenceName, allowDestructive: configuration.allowDestructive, online: configuration.isOnline(schema),
+                    sourceText: sources[schema.sourcePath])
                 if dialect == referenceDialect, case .pending(let pending) = outcome { referenceName = pending.last?.entry.name }
                 switch outcome {
                 case .upToDate: break

@@ -61,7 +61,7 @@ public struct PendingMigration: Sendable {
     /// from the same snapshots, so every dialect's folder numbers alike.
     public static func plan(
         for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .default,
-        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool, online: Bool = false
+        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool, online: Bool = false, sourceText: String? = nil
     ) -> Outcome {
         let directory = directory(schema.name, root: root, dialect: dialect)
         let renderer = renderer(dialect)
@@ -129,7 +129,7 @@ public struct PendingMigration: Sendable {
             PendingMigration(
                 schema: schema, directory: directory, migration: migration, entry: entry,
                 findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive),
-                source: try? String(contentsOfFile: schema.sourcePath, encoding: .utf8)))
+                source: sourceText ?? (try? String(contentsOfFile: schema.sourcePath, encoding: .utf8))))
         return .pending(pending)
     }
 

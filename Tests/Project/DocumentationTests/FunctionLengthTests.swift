@@ -11,8 +11,6 @@ import Testing
 
     /// Longer than the limit when the rule came (file, function: lines). Shorten, never add.
     static let knownLong: [String: Int] = [
-        "Tools/MigrationPlanner/MigrationLint.swift findings": 152,
-        "Tools/MigrationPlanner/MigrationLint.swift lockFindings": 141,
         "Tools/SchemaKit/SchemaParser+Defaults.swift checkValue": 119,
         "Tools/SchemaImport/PostgresCatalogue.swift read": 119,
         "Tools/CodeGeneration/Generator.swift generateSwiftData": 110,
@@ -121,7 +119,7 @@ import Testing
         for key in Self.knownLong.keys.sorted() where measured[key] == nil {
             Issue.record("\(key) fits in \(Self.limit) lines now (or is gone): take it off FunctionLengthTests.knownLong")
         }
-        #expect(Self.knownLong.count <= 22, "the list only shrinks")
+        #expect(Self.knownLong.count <= 20, "the list only shrinks")
     }
 
     /// The measure itself: a function's length runs from its declaration to its closing

@@ -8,6 +8,8 @@ public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStrin
     public let value: Int64
 
     /// A token at a position saved earlier.
+    ///
+    ///     let transactions = try await store.history(after: HistoryToken(savedPosition))
     public init(_ value: Int64) { self.value = value }
 
     /// Earlier positions come first.
@@ -17,6 +19,8 @@ public struct HistoryToken: Sendable, Hashable, Comparable, Codable, CustomStrin
     public var description: String { String(value) }
 
     /// A token saved as its number.
+    ///
+    ///     let token = try JSONDecoder().decode(HistoryToken.self, from: Data("42".utf8))   // HistoryToken(42)
     public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
 
     /// Saved as its number.
@@ -70,6 +74,8 @@ public struct HistoryChange: Sendable, Hashable {
     public let tombstone: [String: StoredValue]?
 
     /// A change as the history table records it.
+    ///
+    ///     HistoryChange(entity: "Car", kind: .update, key: [.integer(7)], changedAttributes: ["mechanics"])
     public init(
         entity: String, kind: Kind, key: [StoredValue], changedAttributes: [String] = [], values: [String: StoredValue] = [:],
         tombstone: [String: StoredValue]? = nil

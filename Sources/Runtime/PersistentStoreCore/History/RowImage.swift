@@ -4,8 +4,11 @@ import SchemaMetadata
 /// every column's value before and after, in the table's column order. The recorder reads it as
 /// if the hook had seen the change.
 public struct RowImage: ChangedRow, Sendable {
+    /// Whether the row was inserted, updated or deleted.
     public let operation: RowChangeOperation
+    /// The implicit key before the change, or 0 (see `init`).
     public let oldRowID: Int64
+    /// The implicit key after the change, or 0 (see `init`).
     public let newRowID: Int64
     /// The row before an update or delete (empty for an insert).
     public let oldValues: [StoredValue]
