@@ -16,12 +16,6 @@ public enum TextEscaping {
     /// `json(_:)`, appended to `out` (writers that build one large text).
     public static func appendJSON(_ text: String, to out: inout String) {
         out += "\""
-        // Most names need no escape: appended whole, not scalar by scalar.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += text
-            out += "\""
-            return
-        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
