@@ -190,7 +190,7 @@ let package = Package(
                 "ExampleModels", "SchemaMetadata", "PluginExample", "MigratorCore", "MigratorSQLite", "SQLiteKit", "PersistentStoreCore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit",
                 "TestSupport",
             ]),
-        .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "TestSupport"]),
+        .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "CodeGeneration", "TestSupport"]),
         .testTarget(
             name: "CodeGenerationTests",
             dependencies: [
@@ -205,13 +205,16 @@ let package = Package(
             ]),
         .testTarget(
             name: "FlightsExampleTests",
-            dependencies: ["FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "dispatcher", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite"]),
+            dependencies: [
+                "FlightsExample", "JSONDocument", "ExampleModels", "PersistentStoreCore", "flights", "todo", "bookmarks", "dispatcher", "migrate", "schemagen", "TestSupport", "PersistentStoreSQLite",
+            ]),
         .testTarget(name: "TodoExampleTests", dependencies: ["FieldEncryption", "ExampleModels", "PersistentStoreCore", "SQLiteKit", "todo", "TestSupport", "PersistentStoreSQLite"]),
         .testTarget(name: "FieldEncryptionTests", dependencies: ["FieldEncryption", "SchemaMetadata", "TestSupport"]),
         .testTarget(
             name: "PersistentStoreTests",
             dependencies: [
-                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "DatabaseLocation",
+                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit",
+                "DatabaseLocation",
                 "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects",
             ]),
         .testTarget(

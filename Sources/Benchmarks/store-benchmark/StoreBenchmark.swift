@@ -172,72 +172,79 @@ struct StoreBenchmark {
         var ids: [Int64] = []
         ids.reserveCapacity(first.count)
 
-        func write(_ flights: [Flight], _ sql: String) {
-            var statement: OpaquePointer?
-            var lookup: OpaquePointer?
-            sqlite3_prepare_v2(db, sql, -1, &statement, nil)
-            sqlite3_prepare_v2(db, "SELECT id FROM flights WHERE ident = ?", -1, &lookup, nil)
-            sqlite3_exec(db, "BEGIN", nil, nil, nil)
-            ids.removeAll(keepingCapacity: true)
-            for flight in flights {
-                bindText(statement, 1, flight.ident)
-                bindDate(statement, 2, flight.actualOff)
-                bindDate(statement, 3, flight.scheduledOff)
-                bindDate(statement, 4, flight.estimatedOff)
-                bindDate(statement, 5, flight.scheduledOn)
-                bindDate(statement, 6, flight.estimatedOn)
-                bindDate(statement, 7, flight.actualOn)
-                bindDouble(statement, 8, flight.progressPercent)
-                bindText(statement, 9, flight.status)
-                bindInt(statement, 10, flight.routeDistance)
-                bindInt(statement, 11, flight.filedAirspeed)
-                bindInt(statement, 12, flight.filedAltitude)
-                bindText(statement, 13, flight.aircraftType)
-                for (offset, key) in [flight.originID, flight.destinationID, flight.airlineID].enumerated() {
-                    if let key { sqlite3_bind_int64(statement, Int32(14 + offset), key) } else { sqlite3_bind_null(statement, Int32(14 + offset)) }
-                }
-                sqlite3_set_last_insert_rowid(db, 0)
-                while sqlite3_step(statement) == SQLITE_ROW {}
-                sqlite3_reset(statement)
-                var id = sqlite3_last_insert_rowid(db)
-                if id == 0 {
-                    bindText(lookup, 1, flight.ident)
-                    if sqlite3_step(lookup) == SQLITE_ROW { id = sqlite3_column_int64(lookup, 0) }
-                    sqlite3_reset(lookup)
-                }
-                ids.append(id)
-            }
-            sqlite3_exec(db, "COMMIT", nil, nil, nil)
-            sqlite3_finalize(statement)
-            sqlite3_finalize(lookup)
-        }
-
-        let insert = seconds { write(first, insertSQL) }
-        let upsert = seconds { write(second, upsertSQL) }
+        let insert = seconds { rawWrite(db, first, insertSQL, ids: &ids) }
+        let upsert = seconds { rawWrite(db, second, upsertSQL, ids: &ids) }
         var fetched: [Flight] = []
-        let fetch = seconds {
-            var statement: OpaquePointer?
-            sqlite3_prepare_v2(db, "SELECT id, \(list) FROM flights ORDER BY id", -1, &statement, nil)
-            fetched.reserveCapacity(first.count + second.count / 2)
-            while sqlite3_step(statement) == SQLITE_ROW {
-                func text(_ column: Int32) -> String { String(cString: sqlite3_column_text(statement, column)) }
-                func date(_ column: Int32) -> Date? { sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : parseDate(text(column)) }
-                func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
-                func key(_ column: Int32) -> Int64? { isNull(column) ? nil : sqlite3_column_int64(statement, column) }
-                func int(_ column: Int32) -> Int? { isNull(column) ? nil : Int(sqlite3_column_int64(statement, column)) }
-                var flight = Flight(
-                    ident: text(1), actualOff: date(2), scheduledOff: date(3), estimatedOff: date(4),
-                    scheduledOn: date(5), estimatedOn: date(6), actualOn: date(7),
-                    progressPercent: isNull(8) ? nil : sqlite3_column_double(statement, 8), status: text(9),
-                    routeDistance: int(10), filedAirspeed: int(11),
-                    filedAltitude: int(12), aircraftType: isNull(13) ? nil : text(13),
-                    originID: key(14), destinationID: key(15), airlineID: key(16))
-                flight.id = sqlite3_column_int64(statement, 0)
-                fetched.append(flight)
-            }
-            sqlite3_finalize(statement)
-        }
+        let fetch = seconds { fetched = rawFetch(db, "SELECT id, \(list) FROM flights ORDER BY id", capacity: first.count + second.count / 2) }
+        _ = fetched
         return (insert, upsert, fetch)
+    }
+
+    /// One transaction of prepared inserts (or upserts), each row's id read back.
+    static func rawWrite(_ db: OpaquePointer?, _ flights: [Flight], _ sql: String, ids: inout [Int64]) {
+        var statement: OpaquePointer?
+        var lookup: OpaquePointer?
+        sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        sqlite3_prepare_v2(db, "SELECT id FROM flights WHERE ident = ?", -1, &lookup, nil)
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        ids.removeAll(keepingCapacity: true)
+        for flight in flights {
+            bindText(statement, 1, flight.ident)
+            bindDate(statement, 2, flight.actualOff)
+            bindDate(statement, 3, flight.scheduledOff)
+            bindDate(statement, 4, flight.estimatedOff)
+            bindDate(statement, 5, flight.scheduledOn)
+            bindDate(statement, 6, flight.estimatedOn)
+            bindDate(statement, 7, flight.actualOn)
+            bindDouble(statement, 8, flight.progressPercent)
+            bindText(statement, 9, flight.status)
+            bindInt(statement, 10, flight.routeDistance)
+            bindInt(statement, 11, flight.filedAirspeed)
+            bindInt(statement, 12, flight.filedAltitude)
+            bindText(statement, 13, flight.aircraftType)
+            for (offset, key) in [flight.originID, flight.destinationID, flight.airlineID].enumerated() {
+                if let key { sqlite3_bind_int64(statement, Int32(14 + offset), key) } else { sqlite3_bind_null(statement, Int32(14 + offset)) }
+            }
+            sqlite3_set_last_insert_rowid(db, 0)
+            while sqlite3_step(statement) == SQLITE_ROW {}
+            sqlite3_reset(statement)
+            var id = sqlite3_last_insert_rowid(db)
+            if id == 0 {
+                bindText(lookup, 1, flight.ident)
+                if sqlite3_step(lookup) == SQLITE_ROW { id = sqlite3_column_int64(lookup, 0) }
+                sqlite3_reset(lookup)
+            }
+            ids.append(id)
+        }
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        sqlite3_finalize(statement)
+        sqlite3_finalize(lookup)
+    }
+
+    /// Every row into structs, columns read by index.
+    static func rawFetch(_ db: OpaquePointer?, _ sql: String, capacity: Int) -> [Flight] {
+        var fetched: [Flight] = []
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        fetched.reserveCapacity(capacity)
+        while sqlite3_step(statement) == SQLITE_ROW {
+            func text(_ column: Int32) -> String { String(cString: sqlite3_column_text(statement, column)) }
+            func date(_ column: Int32) -> Date? { sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : parseDate(text(column)) }
+            func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+            func key(_ column: Int32) -> Int64? { isNull(column) ? nil : sqlite3_column_int64(statement, column) }
+            func int(_ column: Int32) -> Int? { isNull(column) ? nil : Int(sqlite3_column_int64(statement, column)) }
+            var flight = Flight(
+                ident: text(1), actualOff: date(2), scheduledOff: date(3), estimatedOff: date(4),
+                scheduledOn: date(5), estimatedOn: date(6), actualOn: date(7),
+                progressPercent: isNull(8) ? nil : sqlite3_column_double(statement, 8), status: text(9),
+                routeDistance: int(10), filedAirspeed: int(11),
+                filedAltitude: int(12), aircraftType: isNull(13) ? nil : text(13),
+                originID: key(14), destinationID: key(15), airlineID: key(16))
+            flight.id = sqlite3_column_int64(statement, 0)
+            fetched.append(flight)
+        }
+        sqlite3_finalize(statement)
+        return fetched
     }
 
     static func bindText(_ statement: OpaquePointer?, _ index: Int32, _ text: String?) {

@@ -547,99 +547,119 @@ public enum PostgresScript {
     /// The script's statements in order, without the comments and blank text between them; text
     /// after the last `;` is a statement too.
     public static func statements(in sql: String) -> [Statement] {
-        let scalars = Array(sql.unicodeScalars)
+        var scanner = Scanner(Array(sql.unicodeScalars))
         var result: [Statement] = []
-        var index = 0
-        var line = 1
-        var start: Int?
-        var startLine = 1
+        var start: (index: Int, line: Int)?
         func finish(at end: Int) {
             if let from = start {
-                let text = String(String.UnicodeScalarView(scalars[from..<end])).trimmingCharacters(in: .whitespacesAndNewlines)
-                if !text.isEmpty { result.append(Statement(text: text, line: startLine)) }
+                let text = String(String.UnicodeScalarView(scanner.scalars[from.index..<end])).trimmingCharacters(in: .whitespacesAndNewlines)
+                if !text.isEmpty { result.append(Statement(text: text, line: from.line)) }
             }
             start = nil
         }
-        func advance() {
+        while let scalar = scanner.current {
+            if scanner.skipComment() { continue }
+            if scalar.properties.isWhitespace {
+                scanner.advance()
+                continue
+            }
+            if start == nil { start = (scanner.index, scanner.line) }
+            switch scalar {
+            case ";":
+                scanner.advance()
+                finish(at: scanner.index)
+            case "'", "\"":
+                scanner.skipQuoted()
+            case "$":
+                scanner.skipDollarQuoted()
+            default:
+                scanner.advance()
+            }
+        }
+        finish(at: scanner.scalars.count)
+        return result
+    }
+
+    /// A position in a script's scalars, with its line, and the steps over what can hide a `;`.
+    struct Scanner {
+        let scalars: [Unicode.Scalar]
+        private(set) var index = 0
+        private(set) var line = 1
+
+        init(_ scalars: [Unicode.Scalar]) { self.scalars = scalars }
+
+        var current: Unicode.Scalar? { index < scalars.count ? scalars[index] : nil }
+
+        func isAt(_ first: Unicode.Scalar, _ second: Unicode.Scalar) -> Bool {
+            index + 1 < scalars.count && scalars[index] == first && scalars[index + 1] == second
+        }
+
+        mutating func advance() {
             if scalars[index] == "\n" { line += 1 }
             index += 1
         }
-        while index < scalars.count {
-            let scalar = scalars[index]
-            let next: Unicode.Scalar? = index + 1 < scalars.count ? scalars[index + 1] : nil
-            if scalar == "-", next == "-" {
-                while index < scalars.count, scalars[index] != "\n" { advance() }
-                continue
+
+        /// Steps over a `--` comment to its line's end, or a `/* */` one (they nest); false
+        /// when no comment starts here.
+        mutating func skipComment() -> Bool {
+            if isAt("-", "-") {
+                while let scalar = current, scalar != "\n" { advance() }
+                return true
             }
-            if scalar == "/", next == "*" {
-                var depth = 0
-                repeat {
-                    if scalars[index] == "/", index + 1 < scalars.count, scalars[index + 1] == "*" {
-                        depth += 1
-                        advance()
-                    } else if scalars[index] == "*", index + 1 < scalars.count, scalars[index + 1] == "/" {
-                        depth -= 1
-                        advance()
-                    }
+            guard isAt("/", "*") else { return false }
+            var depth = 0
+            repeat {
+                if isAt("/", "*") {
+                    depth += 1
                     advance()
-                } while depth > 0 && index < scalars.count
-                continue
-            }
-            if scalar.properties.isWhitespace {
-                advance()
-                continue
-            }
-            if start == nil {
-                start = index
-                startLine = line
-            }
-            switch scalar {
-            case ";":
-                advance()
-                finish(at: index)
-            case "'", "\"":
-                // E'...' strings also take backslash escapes.
-                let escapes = scalar == "'" && index > 0 && (scalars[index - 1] == "E" || scalars[index - 1] == "e")
-                advance()
-                while index < scalars.count {
-                    if escapes, scalars[index] == "\\" {
-                        advance()
-                        if index < scalars.count { advance() }
-                        continue
-                    }
-                    if scalars[index] == scalar {
-                        advance()
-                        if index < scalars.count, scalars[index] == scalar {
-                            advance()
-                            continue
-                        }
-                        break
-                    }
+                } else if isAt("*", "/") {
+                    depth -= 1
                     advance()
                 }
-            case "$":
-                // A dollar quote: $tag$ with an identifier-like tag, or $$.
-                var end = index + 1
-                while end < scalars.count, scalars[end] == "_" || scalars[end].properties.isAlphabetic || (end > index + 1 && ("0"..."9").contains(scalars[end])) { end += 1 }
-                guard end < scalars.count, scalars[end] == "$" else {
+                advance()
+            } while depth > 0 && index < scalars.count
+            return true
+        }
+
+        /// Steps over a quoted string or name, its quote doubled inside; `E'...'` strings also
+        /// take backslash escapes.
+        mutating func skipQuoted() {
+            let quote = scalars[index]
+            let escapes = quote == "'" && index > 0 && (scalars[index - 1] == "E" || scalars[index - 1] == "e")
+            advance()
+            while let scalar = current {
+                if escapes, scalar == "\\" {
                     advance()
+                    if current != nil { advance() }
                     continue
                 }
-                let tag = Array(scalars[index...end])
-                while index <= end { advance() }
-                while index < scalars.count {
-                    if scalars[index] == "$", index + tag.count <= scalars.count, Array(scalars[index..<(index + tag.count)]) == tag {
-                        for _ in tag { advance() }
-                        break
-                    }
+                advance()
+                if scalar == quote {
+                    guard current == quote else { return }
                     advance()
                 }
-            default:
+            }
+        }
+
+        /// Steps over a dollar quote, `$tag$ ... $tag$` with an identifier-like tag or
+        /// `$$ ... $$`; over the `$` alone when none starts here (a parameter, `$1`).
+        mutating func skipDollarQuoted() {
+            var end = index + 1
+            while end < scalars.count, scalars[end] == "_" || scalars[end].properties.isAlphabetic || (end > index + 1 && ("0"..."9").contains(scalars[end])) { end += 1 }
+            guard end < scalars.count, scalars[end] == "$" else {
+                advance()
+                return
+            }
+            let tag = Array(scalars[index...end])
+            while index <= end { advance() }
+            while index < scalars.count {
+                if scalars[index] == "$", index + tag.count <= scalars.count, Array(scalars[index..<(index + tag.count)]) == tag {
+                    for _ in tag { advance() }
+                    return
+                }
                 advance()
             }
         }
-        finish(at: scalars.count)
-        return result
     }
 }
 

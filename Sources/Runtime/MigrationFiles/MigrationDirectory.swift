@@ -9,6 +9,8 @@ import SchemaMetadata
 public struct MigrationDirectory: Sendable {
     /// The folder's path, as given.
     public let path: String
+    /// Where its files are read from: the disk each time, unless a caller keeps what it read.
+    public let files: any MigrationFileReading
 
     /// The manifest's file name.
     public static let sumFile = "migrations.sum"
@@ -17,7 +19,15 @@ public struct MigrationDirectory: Sendable {
     ///
     ///     let directory = MigrationDirectory(path: "Migrations/Flights")
     public init(path: String) {
+        self.init(path: path, files: DiskFiles())
+    }
+
+    /// A folder whose files are read through `files`.
+    ///
+    ///     let directory = MigrationDirectory(path: "Migrations/Flights", files: DiskFiles())
+    public init(path: String, files: any MigrationFileReading) {
         self.path = path
+        self.files = files
     }
 
     /// One numbered migration's files.
@@ -44,7 +54,7 @@ public struct MigrationDirectory: Sendable {
 
     /// The migrations in number order, from the files present.
     public func entries() -> [Entry] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        let names = files.names(inFolder: path)
         var entries: Set<Entry> = []
         for file in names {
             guard let entry = Self.entry(forFile: file) else { continue }
@@ -64,7 +74,12 @@ public struct MigrationDirectory: Sendable {
 
     /// The text of one of the folder's files, or nil when it cannot be read.
     public func contents(of file: String) -> String? {
-        try? String(contentsOfFile: path + "/" + file, encoding: .utf8)
+        bytes(of: file).flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    /// The bytes of one of the folder's files, or nil when it cannot be read.
+    public func bytes(of file: String) -> [UInt8]? {
+        files.bytes(atPath: path + "/" + file)
     }
 
     // MARK: - Checking
@@ -78,7 +93,7 @@ public struct MigrationDirectory: Sendable {
         func location(_ file: String, line: Int = 1) -> SourceLocation {
             SourceLocation(file: path + "/" + file, line: line, column: 1)
         }
-        let present = Set((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+        let present = Set(files.names(inFolder: path))
         for entry in entries {
             for file in entry.files where !present.contains(file) {
                 problems.append(Diagnostic(.error, code: Code.missingFile, message: "migration \(entry.prefix) has no \(file); restore it from version control", at: location(entry.upFile)))
@@ -94,7 +109,7 @@ public struct MigrationDirectory: Sendable {
                     at: location(group[1].upFile)))
         }
 
-        guard let sum = try? String(contentsOfFile: path + "/" + Self.sumFile, encoding: .utf8) else {
+        guard let sum = contents(of: Self.sumFile) else {
             problems.append(Diagnostic(.error, code: Code.missingFile, message: "\(Self.sumFile) is missing; run `\(rehashCommand)` if these migrations are as intended", at: location(Self.sumFile)))
             return problems
         }
@@ -126,11 +141,11 @@ public struct MigrationDirectory: Sendable {
                         at: location(Self.sumFile, line: line)))
                 continue
             }
-            guard let data = FileManager.default.contents(atPath: path + "/" + file) else {
+            guard let data = bytes(of: file) else {
                 problems.append(Diagnostic(.error, code: Code.unreadable, message: "cannot read \(file)", at: location(file)))
                 continue
             }
-            if SHA256.hex([UInt8](data)) != hash {
+            if SHA256.hex(data) != hash {
                 problems.append(
                     Diagnostic(
                         .error, code: Code.checksum, message: "\(file) changed after it was generated; if the edit is deliberate (a data migration, say) run `\(rehashCommand)`, else restore it",
@@ -153,28 +168,66 @@ public struct MigrationDirectory: Sendable {
 
     // MARK: - Writing
 
-    /// Writes a new migration's files (the contract phase and the schema's text when given),
-    /// then the manifest.
-    public func write(up: String, down: String, contract: String? = nil, snapshot: Data, source: String? = nil, as entry: Entry) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let folder = URL(fileURLWithPath: path)
-        if let source { try Data(source.utf8).write(to: folder.appendingPathComponent(entry.sourceFile), options: .atomic) }
-        if let contract { try Data(contract.utf8).write(to: folder.appendingPathComponent(entry.contractFile), options: .atomic) }
-        try Data(up.utf8).write(to: folder.appendingPathComponent(entry.upFile), options: .atomic)
-        try Data(down.utf8).write(to: folder.appendingPathComponent(entry.downFile), options: .atomic)
-        try snapshot.write(to: folder.appendingPathComponent(entry.snapshotFile), options: .atomic)
-        try rehash()
+    /// How `write` brings `migrations.sum` up to date.
+    public enum ManifestUpdate: Sendable {
+        /// From every file present, read and hashed again (`rehash`).
+        case rehash
+        /// The written files' lines added, the others kept as they are (`recordInManifest`):
+        /// for a folder verified just before, whose other files need not be read again.
+        case addWritten
     }
 
-    /// Rewrites `migrations.sum` from the files present: after a deliberate edit.
+    /// Writes a new migration's files (the contract phase and the schema's text when given),
+    /// then brings the manifest up to date.
+    ///
+    ///     try directory.write(up: up, down: down, snapshot: snapshot, as: .init(number: 3, name: "add_notes_tag"), manifest: .addWritten)
+    public func write(
+        up: String, down: String, contract: String? = nil, snapshot: Data, source: String? = nil, as entry: Entry, manifest: ManifestUpdate = .rehash
+    ) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let folder = URL(fileURLWithPath: path)
+        var written: [(file: String, bytes: [UInt8])] = []
+        if let source { written.append((entry.sourceFile, Array(source.utf8))) }
+        if let contract { written.append((entry.contractFile, Array(contract.utf8))) }
+        written += [(entry.upFile, Array(up.utf8)), (entry.downFile, Array(down.utf8)), (entry.snapshotFile, [UInt8](snapshot))]
+        for (file, bytes) in written { try Data(bytes).write(to: folder.appendingPathComponent(file), options: .atomic) }
+        switch manifest {
+        case .rehash: try rehash()
+        case .addWritten: try recordInManifest(written)
+        }
+    }
+
+    /// Records files just written in `migrations.sum`, adding or replacing their lines and
+    /// keeping every other line as it is: the folder was verified before it was written to, so
+    /// its other files are not read and hashed again (and an edit the manifest does not know
+    /// stays reported). A folder without a manifest gets one from all its files (`rehash`).
+    public func recordInManifest(_ written: [(file: String, bytes: [UInt8])]) throws {
+        guard let sum = contents(of: Self.sumFile) else { return try rehash() }
+        var hashes: [String: String] = [:]
+        for (index, line) in sum.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !(index == 0 && parts[0] == "total") else { continue }
+            hashes[parts[0]] = parts[1]
+        }
+        for (file, bytes) in written { hashes[file] = SHA256.hex(bytes) }
+        try writeManifest(hashes.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    /// Rewrites `migrations.sum` from the files present: after a deliberate edit. Read from the
+    /// disk, as they are now, whatever reader the folder was given.
     public func rehash() throws {
         var lines: [(String, String)] = []
-        for entry in entries() {
+        for entry in MigrationDirectory(path: path).entries() {
             for file in (entry.files + entry.optionalFiles).sorted() {
                 guard let data = FileManager.default.contents(atPath: path + "/" + file) else { continue }
                 lines.append((file, SHA256.hex([UInt8](data))))
             }
         }
+        try writeManifest(lines)
+    }
+
+    /// `migrations.sum`: the total, then a line per file, in file order.
+    private func writeManifest(_ lines: [(String, String)]) throws {
         var text = "total \(Self.total(of: lines))\n"
         for (file, hash) in lines { text += "\(file) \(hash)\n" }
         try Data(text.utf8).write(to: URL(fileURLWithPath: path).appendingPathComponent(Self.sumFile), options: .atomic)
@@ -189,14 +242,14 @@ public struct MigrationDirectory: Sendable {
     /// A schema's folder for a dialect: `<root>/<Schema>/` for the default dialect,
     /// `<root>/<Schema>/<dialect>/` for the others (a name the registry does not know is taken
     /// as a subfolder).
-    public static func folder(schema: String, root: String, dialect: String) -> MigrationDirectory {
+    public static func folder(schema: String, root: String, dialect: String, files: any MigrationFileReading = DiskFiles()) -> MigrationDirectory {
         let subfolder = SQLDialectName(rawValue: dialect).map(\.migrationSubfolder) ?? dialect
-        return MigrationDirectory(path: root + "/" + schema + (subfolder.map { "/" + $0 } ?? ""))
+        return MigrationDirectory(path: root + "/" + schema + (subfolder.map { "/" + $0 } ?? ""), files: files)
     }
 
     /// The same, for a dialect of the registry.
-    public static func folder(schema: String, root: String, dialect: SQLDialectName) -> MigrationDirectory {
-        folder(schema: schema, root: root, dialect: dialect.rawValue)
+    public static func folder(schema: String, root: String, dialect: SQLDialectName, files: any MigrationFileReading = DiskFiles()) -> MigrationDirectory {
+        folder(schema: schema, root: root, dialect: dialect.rawValue, files: files)
     }
 
     /// Every dialect folder of a schema that holds migrations or a manifest, the schema's own
@@ -253,7 +306,7 @@ public struct MigrationDirectory: Sendable {
 
     /// Whether the folder has a migration file or a manifest.
     public var holdsMigrations: Bool {
-        !entries().isEmpty || FileManager.default.fileExists(atPath: path + "/" + Self.sumFile)
+        !entries().isEmpty || files.names(inFolder: path).contains(Self.sumFile)
     }
 
     /// The schema this folder belongs to and the migrations root above it, read from the path:

@@ -596,101 +596,122 @@ extension Migrator {
         _ backfill: OnlinePhase.Backfill, update: String, from resume: String?, file: String, section: Int, line: Int, options: Options,
         progress: (Event) -> Void
     ) throws(MigratorError) {
-        let (table, key, type) = (SQL.identifier(backfill.table), SQL.identifier(backfill.key), Self.keyType(backfill))
         let update = MigrationScriptText(update)
-        var lower = resume
-        // Progress for `status`: rows done over every run (a resumed one goes on counting), the
-        // server's estimate of the table's rows, and this run's rate.
+        // Progress for `status`: rows done over every run (a resumed one goes on counting).
         let recorded = resume == nil ? nil : try onlineState()?.backfill
-        var done = recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0
-        let estimate = online?.estimatedRowCount(of: backfill.table)
-        let runStarted = Date()
-        var runRows = 0
-        /// Checked before each batch, so a stop asked for after one starts no other.
-        func notCancelled() throws(MigratorError) -> Bool {
+        var run = BackfillRun(
+            backfill: backfill, update: update, place: (file, section, line), lower: resume,
+            done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table))
+        while true {
             if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
-            return true
+            guard try backfillBatch(&run, options: options, progress: progress) else { break }
+            progress(.backfilled(table: backfill.table, rows: run.done))
         }
-        /// One batch in a transaction of its own: `bounds` gives its range from the key the
-        /// last one ended at (nil: the first) and the rows in it, or nil when no row is left.
-        func batch(_ bounds: (String?) throws(MigratorError) -> (StoredValue, StoredValue, Int)?) throws(MigratorError) -> Bool {
-            var finished = false
-            try retryingLocks(file: file, section: section, line: line, relations: [backfill.table], options: options, progress: progress) { () throws(MigratorError) in
-                try database.beginTransaction(timeout: lockTimeout)
-                do throws(MigratorError) {
-                    try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
-                    try online?.markBackfill()
-                    guard let (from, upper, count) = try bounds(lower) else {
-                        finished = true
-                        try database.commit()
-                        return
-                    }
-                    try runBackfillUpdate(update, [from, upper], file: file, section: section, line: line)
-                    if case .text(let end) = upper {
-                        let seconds = Date().timeIntervalSince(runStarted)
-                        let rate: StoredValue = seconds > 0 ? .real(Double(runRows + count) / seconds) : .null
-                        _ = try database.query(
-                            """
-                            UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(end)), backfill_table = \(value: .text(backfill.table)), \
-                            rows_done = \(value: .integer(Int64(done + count))), rows_estimate = \(value: estimate.map { .integer(Int64($0)) } ?? .null), \
-                            rows_per_second = \(value: rate), progress_at = \(value: .text(Self.now())) WHERE schema = \(value: .text(schema))
-                            """)
-                        lower = end
-                    }
+        if backfill.inclusive {
+            try revisitHeldRows(backfill, update: update, file: file, section: section, line: line, options: options, progress: progress)
+        }
+    }
+
+    /// One backfill as it runs: where the next batch starts, and its progress.
+    struct BackfillRun {
+        let backfill: OnlinePhase.Backfill
+        let update: MigrationScriptText
+        let place: (file: String, section: Int, line: Int)
+        /// The key the last batch ended at (nil: none yet).
+        var lower: String?
+        /// Rows done over every run: a resumed one goes on counting.
+        var done: Int
+        /// The server's estimate of the table's rows.
+        let estimate: Int?
+        let started = Date()
+        /// Rows done by this run, for its rate.
+        var runRows = 0
+
+        var table: SQL { SQL.identifier(backfill.table) }
+        var key: SQL { SQL.identifier(backfill.key) }
+    }
+
+    /// One batch in a transaction of its own, from the key the last one ended at; false when no
+    /// row is left.
+    func backfillBatch(_ run: inout BackfillRun, options: Options, progress: (Event) -> Void) throws(MigratorError) -> Bool {
+        var finished = false
+        let (file, section, line) = run.place
+        try retryingLocks(file: file, section: section, line: line, relations: [run.backfill.table], options: options, progress: progress) { () throws(MigratorError) in
+            try database.beginTransaction(timeout: lockTimeout)
+            do throws(MigratorError) {
+                try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
+                try online?.markBackfill()
+                guard let (from, upper, count) = try (run.backfill.inclusive ? inclusiveBatchBounds(run) : exclusiveBatchBounds(run)) else {
+                    finished = true
                     try database.commit()
-                    done += count
-                    runRows += count
-                } catch {
-                    database.rollback()
-                    throw error
+                    return
                 }
+                try runBackfillUpdate(run.update, [from, upper], file: file, section: section, line: line)
+                if case .text(let end) = upper {
+                    try recordBackfillProgress(run, end: end, rows: count)
+                    run.lower = end
+                }
+                try database.commit()
+                run.done += count
+                run.runRows += count
+            } catch {
+                database.rollback()
+                throw error
             }
-            return !finished
         }
-        /// A batch's last key past the rows `range` selects (a whole batch on), and how many rows
-        /// it holds: fewer than a batch at the table's end, counted for the progress.
-        func batchEnd(after range: SQL) throws(MigratorError) -> (end: String, rows: Int)? {
-            let whole = try database.query(
-                "SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(value: .integer(Int64(backfill.batch - 1)))")
-            if case .text(let end)? = whole.first?.first { return (end, backfill.batch) }
-            let rest = try database.query("SELECT CAST(max(\(key)) AS text), count(*) FROM \(table) WHERE \(range)").first
-            guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
-            return (end, Int(rows))
-        }
-        guard backfill.inclusive else {
-            // Files of earlier releases: `$1` the exclusive lower bound, NULL for the first batch.
-            while try notCancelled(),
-                try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
-                    let bound: StoredValue = last.map(StoredValue.text) ?? .null
-                    let after: SQL = "(CAST(\(value: bound) AS \(type)) IS NULL OR \(key) > CAST(\(value: bound) AS \(type)))"
-                    guard let (end, rows) = try batchEnd(after: after) else { return nil }
-                    return (bound, .text(end), rows)
-                })
-            {
-                progress(.backfilled(table: backfill.table, rows: done))
+        return !finished
+    }
+
+    /// The batch's end as the resume key, with the progress `status` shows, in the batch's
+    /// transaction.
+    private func recordBackfillProgress(_ run: BackfillRun, end: String, rows: Int) throws(MigratorError) {
+        let seconds = Date().timeIntervalSince(run.started)
+        let rate: StoredValue = seconds > 0 ? .real(Double(run.runRows + rows) / seconds) : .null
+        _ = try database.query(
+            """
+            UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(end)), backfill_table = \(value: .text(run.backfill.table)), \
+            rows_done = \(value: .integer(Int64(run.done + rows))), rows_estimate = \(value: run.estimate.map { .integer(Int64($0)) } ?? .null), \
+            rows_per_second = \(value: rate), progress_at = \(value: .text(Self.now())) WHERE schema = \(value: .text(schema))
+            """)
+    }
+
+    /// The next range of an inclusive backfill: its first and last keys, two plain bounds read by
+    /// the key's index under any plan, and its rows; nil when no row is left. The first batch's
+    /// start is its own statement, so no predicate has to allow for a missing bound.
+    private func inclusiveBatchBounds(_ run: BackfillRun) throws(MigratorError) -> (StoredValue, StoredValue, Int)? {
+        let (table, key, type) = (run.table, run.key, Self.keyType(run.backfill))
+        let start =
+            if let last = run.lower {
+                try database.query(
+                    "SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) WHERE \(key) > CAST(\(value: .text(last)) AS \(type)) ORDER BY \(key) LIMIT 1")
+            } else {
+                try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1")
             }
-            return
-        }
-        // Each range is its first and last keys: two plain bounds, read by the key's index under
-        // any plan. The first batch's start is its own statement, so no predicate has to allow
-        // for a missing bound.
-        while try notCancelled(),
-            try batch({ (last) throws(MigratorError) -> (StoredValue, StoredValue, Int)? in
-                let start =
-                    if let last {
-                        try database.query(
-                            "SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) WHERE \(key) > CAST(\(value: .text(last)) AS \(type)) ORDER BY \(key) LIMIT 1")
-                    } else {
-                        try database.query("SELECT CAST(\(key) AS text) AS schemagen_batch_start FROM \(table) ORDER BY \(key) LIMIT 1")
-                    }
-                guard case .text(let first)? = start.first?.first else { return nil }
-                guard let (end, rows) = try batchEnd(after: "\(key) >= CAST(\(value: .text(first)) AS \(type))") else { return nil }
-                return (.text(first), .text(end), rows)
-            })
-        {
-            progress(.backfilled(table: backfill.table, rows: done))
-        }
-        try revisitHeldRows(backfill, update: update, file: file, section: section, line: line, options: options, progress: progress)
+        guard case .text(let first)? = start.first?.first else { return nil }
+        guard let (end, rows) = try batchEnd(run, after: "\(key) >= CAST(\(value: .text(first)) AS \(type))") else { return nil }
+        return (.text(first), .text(end), rows)
+    }
+
+    /// The next range of a file of an earlier release: `$1` the exclusive lower bound, NULL for
+    /// the first batch.
+    private func exclusiveBatchBounds(_ run: BackfillRun) throws(MigratorError) -> (StoredValue, StoredValue, Int)? {
+        let (key, type) = (run.key, Self.keyType(run.backfill))
+        let bound: StoredValue = run.lower.map(StoredValue.text) ?? .null
+        let after: SQL = "(CAST(\(value: bound) AS \(type)) IS NULL OR \(key) > CAST(\(value: bound) AS \(type)))"
+        guard let (end, rows) = try batchEnd(run, after: after) else { return nil }
+        return (bound, .text(end), rows)
+    }
+
+    /// A batch's last key past the rows `range` selects (a whole batch on), and how many rows it
+    /// holds: fewer than a batch at the table's end, counted for the progress.
+    private func batchEnd(_ run: BackfillRun, after range: SQL) throws(MigratorError) -> (end: String, rows: Int)? {
+        let (table, key, batch) = (run.table, run.key, run.backfill.batch)
+        let whole = try database.query(
+            "SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(value: .integer(Int64(batch - 1)))")
+        if case .text(let end)? = whole.first?.first { return (end, batch) }
+        let rest = try database.query("SELECT CAST(max(\(key)) AS text), count(*) FROM \(table) WHERE \(range)").first
+        guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
+        return (end, Int(rows))
     }
 
     /// The rows a skipping backfill passed by, because apps held them: written now that they may

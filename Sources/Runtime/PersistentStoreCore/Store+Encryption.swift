@@ -184,30 +184,7 @@ extension Store {
         for (position, cipher) in plan.deterministic {
             values[position] = try seal(values[position], cipher, rowKey: [])
         }
-        // The stored row this write would update: by primary key, then by each unique value.
-        var clauses: [SQL] = []
-        let keyValues = plan.keyPositions.map { $0.map { values[$0] } ?? .null }
-        if !keyValues.contains(.null) {
-            clauses.append("(\(Self.condition(entity.primaryKey, keyValues)))")
-        }
-        for target in plan.uniqueTargets {
-            let targetValues = target.map { values[$0] }
-            guard !targetValues.contains(.null) else { continue }
-            clauses.append("(\(Self.condition(target.map { columns[$0] }, targetValues)))")
-        }
-        let condition = SQL.list(clauses, separator: " OR ")
-        if !plan.files.isEmpty, !clauses.isEmpty {
-            try removeOnCommit(try externalNames(of: entity, where: condition), of: entity)
-        }
-        var rowKey = keyValues
-        var stored: [Int: StoredValue] = [:]
-        if !clauses.isEmpty, !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
-            let selected = SQL.identifiers(entity.primaryKey + plan.randomized.map(\.column))
-            if let existing = try query("SELECT \(selected) FROM \(identifier: entity.table) WHERE \(condition) LIMIT 1").first {
-                rowKey = Array(existing.prefix(entity.primaryKey.count))
-                for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[entity.primaryKey.count + offset] }
-            }
-        }
+        var (rowKey, stored) = try storedRow(entity, plan, columns: columns, values: values)
         var choseKey = false
         if entity.hasImplicitKey, rowKey == [.null], !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
             let next = try nextImplicitKey(entity)
@@ -233,21 +210,58 @@ extension Store {
             }
         }
         for (position, column, cipher) in plan.files {
-            let at = position + shift
-            var value = values[at]
-            if let cipher {
-                let bytes: [UInt8]
-                switch value {
-                case .blob(let data): bytes = data
-                case .text(let text): bytes = Array(text.utf8)
-                default: continue
-                }
-                sealedInTransaction = true
-                do { value = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
-            }
-            values[at] = try storeExternalValue(value, entity, column)
+            values[position + shift] = try storeExternalValue(values[position + shift], entity, column, sealedBy: cipher, rowKey: rowKey)
         }
         return choseKey
+    }
+
+    /// The stored row this write would update, found by primary key, then by each unique value:
+    /// its key (the row's own where none is stored), and its randomized values by position, for
+    /// a value written back unchanged to keep its ciphertext. The external files the write
+    /// replaces are removed when it commits.
+    private func storedRow(_ entity: EntityDescriptor, _ plan: RowPlan, columns: [String], values: [StoredValue]) throws(StoreError) -> (key: [StoredValue], values: [Int: StoredValue]) {
+        var clauses: [SQL] = []
+        let keyValues = plan.keyPositions.map { $0.map { values[$0] } ?? .null }
+        if !keyValues.contains(.null) {
+            clauses.append("(\(Self.condition(entity.primaryKey, keyValues)))")
+        }
+        for target in plan.uniqueTargets {
+            let targetValues = target.map { values[$0] }
+            guard !targetValues.contains(.null) else { continue }
+            clauses.append("(\(Self.condition(target.map { columns[$0] }, targetValues)))")
+        }
+        let condition = SQL.list(clauses, separator: " OR ")
+        if !plan.files.isEmpty, !clauses.isEmpty {
+            try removeOnCommit(try externalNames(of: entity, where: condition), of: entity)
+        }
+        var rowKey = keyValues
+        var stored: [Int: StoredValue] = [:]
+        if !clauses.isEmpty, !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
+            let selected = SQL.identifiers(entity.primaryKey + plan.randomized.map(\.column))
+            if let existing = try query("SELECT \(selected) FROM \(identifier: entity.table) WHERE \(condition) LIMIT 1").first {
+                rowKey = Array(existing.prefix(entity.primaryKey.count))
+                for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[entity.primaryKey.count + offset] }
+            }
+        }
+        return (rowKey, stored)
+    }
+
+    /// An external value written to its file, sealed first when its column is encrypted; the
+    /// file's name, for the row. A value of another kind than bytes or text is kept as it is.
+    private func storeExternalValue(
+        _ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealedBy cipher: FieldCipher?, rowKey: [StoredValue]
+    ) throws(StoreError) -> StoredValue {
+        guard let cipher else { return try storeExternalValue(value, entity, column) }
+        let bytes: [UInt8]
+        switch value {
+        case .blob(let data): bytes = data
+        case .text(let text): bytes = Array(text.utf8)
+        default: return value
+        }
+        sealedInTransaction = true
+        let sealed: StoredValue
+        do { sealed = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
+        return try storeExternalValue(sealed, entity, column)
     }
 
     private func seal(_ value: StoredValue, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {

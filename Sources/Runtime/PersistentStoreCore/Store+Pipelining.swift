@@ -21,7 +21,6 @@ extension Store {
         guard probe != nil, let pipelining = abilities.pipelining else { return false }
         let write = directWrite(first)
         guard write.isPlain else { return false }
-        let entity = write.entity
         // A server that loads rows in bulk takes large chunks through a staging table; the
         // rest are pipelined a batch at a time.
         let chunk = abilities.staging != nil ? Self.stagingBatch : Self.pipelineBatch
@@ -30,60 +29,11 @@ extension Store {
         rows.reserveCapacity(chunk)
         while start < models.endIndex {
             let end = min(start + chunk, models.endIndex)
-            rows.removeAll(keepingCapacity: true)
-            var statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)] = []
-            statements.reserveCapacity(end - start)
-            for index in start..<end {
-                let encoded: [StoredValue]
-                do {
-                    guard let values = try models[index].encodeStored() else { throw StoreError.coding("\(M.self) has no row codec") }
-                    encoded = values
-                } catch let error as StoreError {
-                    throw error
-                } catch {
-                    throw .coding("\(error)")
-                }
-                rows.append(encoded)
-                // Without an implicit key the database assigns one: bound from the second value.
-                if entity.hasImplicitKey, encoded.first == .null {
-                    statements.append((write.withoutKey.upsert, encoded.dropFirst()))
-                } else {
-                    statements.append((write.withKey.upsert, encoded[...]))
-                }
-            }
-            var results: [[[StoredValue]]] = []
-            // Rows whose upsert may need another conflict target (a key given, and other unique
-            // values) go one by one: a conflict must not abort the batch.
-            let stepwise = statements.contains { $0.statement == write.withKey.upsert } && !write.withKey.alternatives.isEmpty
-            do {
-                if stepwise {
-                    for statement in statements {
-                        let step = statement.statement == write.withKey.upsert ? write.withKey : write.withoutKey
-                        results.append(try upsertOnEachTarget(step, statement.arguments))
-                    }
-                } else if let staged = try stagedUpsert(write, statements) {
-                    results = staged
-                } else {
-                    for batch in stride(from: 0, to: statements.count, by: Self.pipelineBatch) {
-                        results += try pipelining.pipeline(Array(statements[batch..<min(batch + Self.pipelineBatch, statements.count)]))
-                    }
-                }
-            } catch {
-                throw .database(error)
-            }
+            let statements = try upsertStatements(models[start..<end], write, rows: &rows)
+            let results: [[[StoredValue]]]
+            do { results = try runUpserts(statements, write, pipelining) } catch { throw .database(error) }
             for (offset, index) in (start..<end).enumerated() {
-                var key: Int64?
-                if entity.hasImplicitKey {
-                    if case .integer(let id)? = results[offset].first?.first {
-                        key = id
-                    } else {
-                        // DO NOTHING wrote nothing and returned no key: the stored row has it.
-                        let bound = statements[offset].arguments.startIndex == 0
-                        let columns = bound ? write.columns[...] : write.columns.dropFirst()
-                        let boundKey: Int64? = if bound, case .integer(let id)? = rows[offset].first { id } else { nil }
-                        do { key = try storedRowID(entity, columns: columns, statements[offset].arguments) ?? boundKey } catch { throw .database(error) }
-                    }
-                }
+                let key = try upsertedKey(write, results[offset], statement: statements[offset], row: rows[offset])
                 if let form = write.storedForm {
                     form.apply(to: &models[index], key: key)
                 } else {
@@ -95,6 +45,69 @@ extension Store {
             start = end
         }
         return true
+    }
+
+    /// Each model's upsert with its values, and (in `rows`) its encoded row. Without an implicit
+    /// key the database assigns one: its values are bound from the second.
+    private func upsertStatements<M: PersistentModel>(_ models: ArraySlice<M>, _ write: DirectWrite<M>, rows: inout [[StoredValue]]) throws(StoreError) -> [(
+        statement: RenderedSQL, arguments: ArraySlice<StoredValue>
+    )] {
+        rows.removeAll(keepingCapacity: true)
+        var statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)] = []
+        statements.reserveCapacity(models.count)
+        for model in models {
+            let encoded: [StoredValue]
+            do {
+                guard let values = try model.encodeStored() else { throw StoreError.coding("\(M.self) has no row codec") }
+                encoded = values
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .coding("\(error)")
+            }
+            rows.append(encoded)
+            if write.entity.hasImplicitKey, encoded.first == .null {
+                statements.append((write.withoutKey.upsert, encoded.dropFirst()))
+            } else {
+                statements.append((write.withKey.upsert, encoded[...]))
+            }
+        }
+        return statements
+    }
+
+    /// Runs a chunk's upserts: staged where the server stages rows, else pipelined a batch at a
+    /// time; rows whose upsert may need another conflict target (a key given, and other unique
+    /// values) go one by one, since a conflict must not abort the batch.
+    private func runUpserts<M: PersistentModel>(
+        _ statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)], _ write: DirectWrite<M>, _ pipelining: any StatementPipelining
+    ) throws(DatabaseFailure) -> [[[StoredValue]]] {
+        if statements.contains(where: { $0.statement == write.withKey.upsert }) && !write.withKey.alternatives.isEmpty {
+            var results: [[[StoredValue]]] = []
+            for statement in statements {
+                let step = statement.statement == write.withKey.upsert ? write.withKey : write.withoutKey
+                results.append(try upsertOnEachTarget(step, statement.arguments))
+            }
+            return results
+        }
+        if let staged = try stagedUpsert(write, statements) { return staged }
+        var results: [[[StoredValue]]] = []
+        for batch in stride(from: 0, to: statements.count, by: Self.pipelineBatch) {
+            results += try pipelining.pipeline(Array(statements[batch..<min(batch + Self.pipelineBatch, statements.count)]))
+        }
+        return results
+    }
+
+    /// The implicit key an upsert gave its row, or nil for an entity without one. DO NOTHING
+    /// writes nothing and returns no key: then the stored row has it.
+    private func upsertedKey<M: PersistentModel>(
+        _ write: DirectWrite<M>, _ result: [[StoredValue]], statement: (statement: RenderedSQL, arguments: ArraySlice<StoredValue>), row: [StoredValue]
+    ) throws(StoreError) -> Int64? {
+        guard write.entity.hasImplicitKey else { return nil }
+        if case .integer(let id)? = result.first?.first { return id }
+        let bound = statement.arguments.startIndex == 0
+        let columns = bound ? write.columns[...] : write.columns.dropFirst()
+        let boundKey: Int64? = if bound, case .integer(let id)? = row.first { id } else { nil }
+        do { return try storedRowID(write.entity, columns: columns, statement.arguments) ?? boundKey } catch { throw .database(error) }
     }
 
     /// The rows of one shape, loaded into a staging table (`BulkRowStaging.stageRows`, COPY on

@@ -98,11 +98,55 @@ public enum Generator {
     ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name)). Do not edit."
-        var notes: [SwiftDataNote] = []
+        let (chain, stages) = swiftDataChain(versions)
+        var notes = stages.flatMap(\.notes)
+        var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
+        let modifiers = VersionHashModifiers.modifiers(versions)
+        for entry in chain {
+            var version = SwiftDataVersion(
+                schema: entry.schema, addedDefaults: entry.addedDefaults, deploymentTarget: deploymentTarget,
+                hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor)
+            let scope = version.scope(header: header)
+            notes += version.notes
+            scoped.append((.version, version.enumName, .object(scope)))
+        }
+        let plan = swiftDataPlanScope(current, chain: chain, stages: stages, header: header, typeAliases: typeAliases, notes: &notes)
+        scoped.append((.schema, current.name, .object(plan)))
+        var files: [String: (template: String, contents: String)] = [:]
+        for output in templates.outputs {
+            guard let template = templates.templates[output.name] else { continue }
+            for item in scoped where item.scope == output.scope {
+                let contents: String
+                do {
+                    contents = normalize(try template.render(item.data, partials: templates.templates, escaping: .none))
+                } catch {
+                    throw .template(error)
+                }
+                guard !contents.isEmpty else { continue }
+                let path = "\(current.name)/\(item.name)\(output.fileSuffix)"
+                if let existing = files[path] { throw .collision(path: path, first: existing.template, second: output.name) }
+                files[path] = (output.name, contents)
+            }
+        }
+        let sorted = files.map { GeneratedFile(path: $0.key, contents: $0.value.contents, isUserOwned: GeneratedFile.isUserOwned(template: $0.value.template)) }
+            .sorted { $0.path < $1.path }
+        // What every version says alike is reported once, for its newest version.
+        var seen: Set<String> = []
+        // A stage's own work is said for each stage that needs it.
+        let distinct = notes.sorted { $0.version > $1.version }.filter { note in
+            seen.insert(note.subject + "\u{0}" + note.message + (note.isIncompleteStage ? "\u{0}\(note.version)" : "")).inserted
+        }.reversed()
+        return (sorted, Array(distinct))
+    }
+
+    /// One version of the chain a SwiftData migration plan lists.
+    typealias SwiftDataChainLink = (schema: Schema, minor: Int, addedDefaults: [String: String])
+
+    /// The chain the plan lists: each version as its models say it, with the step a type change
+    /// needs between two of them (`SwiftDataTypeChangeSplit`), and the stages between them.
+    static func swiftDataChain(_ versions: [Schema]) -> (chain: [SwiftDataChainLink], stages: [SwiftDataStage]) {
         var stages: [SwiftDataStage] = []
-        // The chain the plan lists: each version as its models say it, with the step a type
-        // change needs between two of them (`SwiftDataTypeChangeSplit`).
-        var chain: [(schema: Schema, minor: Int, addedDefaults: [String: String])] = versions.first.map { [($0, 0, [:])] } ?? []
+        var chain: [SwiftDataChainLink] = versions.first.map { [($0, 0, [:])] } ?? []
         // An attribute that renamed a type change's copy keeps the copy's name as its renaming
         // identifier in every later version: Core Data matches properties by that identifier,
         // so dropping it would make the next step see a new attribute and lose the values.
@@ -114,35 +158,32 @@ public enum Generator {
                 }
             }
             let old = chain[chain.count - 1].schema
-            if let split = SwiftDataTypeChangeSplit(from: old, to: new) {
-                var first = SwiftDataStage(from: old, to: split.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1)
-                for copy in split.copies { first.fillConverted(copy.copy, from: copy.source, of: copy.entity, final: copy.final) }
-                let second = SwiftDataStage(from: split.intermediate, to: split.final, fromMinor: 1, filled: split.filled)
-                stages += [first, second]
-                chain.append((split.intermediate, 1, first.addedDefaults))
-                chain.append((split.final, 0, second.addedDefaults))
-                for entity in split.final.entities {
-                    for attribute in entity.attributes where split.copies.contains(where: { $0.copy.name == attribute.renamedFrom && $0.final.name == attribute.name }) {
-                        identifiers["\(entity.name).\(attribute.name)"] = attribute.renamedFrom
-                    }
-                }
-            } else {
+            guard let split = SwiftDataTypeChangeSplit(from: old, to: new) else {
                 let stage = SwiftDataStage(from: old, to: new, fromMinor: chain[chain.count - 1].minor)
                 stages.append(stage)
                 chain.append((new, 0, stage.addedDefaults))
+                continue
+            }
+            var first = SwiftDataStage(from: old, to: split.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1)
+            for copy in split.copies { first.fillConverted(copy.copy, from: copy.source, of: copy.entity, final: copy.final) }
+            let second = SwiftDataStage(from: split.intermediate, to: split.final, fromMinor: 1, filled: split.filled)
+            stages += [first, second]
+            chain.append((split.intermediate, 1, first.addedDefaults))
+            chain.append((split.final, 0, second.addedDefaults))
+            for entity in split.final.entities {
+                for attribute in entity.attributes where split.copies.contains(where: { $0.copy.name == attribute.renamedFrom && $0.final.name == attribute.name }) {
+                    identifiers["\(entity.name).\(attribute.name)"] = attribute.renamedFrom
+                }
             }
         }
-        notes += stages.flatMap(\.notes)
-        var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
-        let modifiers = VersionHashModifiers.modifiers(versions)
-        for entry in chain {
-            var version = SwiftDataVersion(
-                schema: entry.schema, addedDefaults: entry.addedDefaults, deploymentTarget: deploymentTarget,
-                hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor)
-            let scope = version.scope(header: header)
-            notes += version.notes
-            scoped.append((.version, version.enumName, .object(scope)))
-        }
+        return (chain, stages)
+    }
+
+    /// The migration plan's template data (scope `schema`): the chain, its stages and the current
+    /// version's typealiases, noting a typealias that hides a platform type.
+    static func swiftDataPlanScope(
+        _ current: Schema, chain: [SwiftDataChainLink], stages: [SwiftDataStage], header: String, typeAliases: SwiftDataTypeAliases, notes: inout [SwiftDataNote]
+    ) -> [String: MustacheValue] {
         let currentVersion = SwiftDataVersion(schema: current)
         var plan: [String: MustacheValue] = [
             "header": .string(header),
@@ -175,32 +216,7 @@ public enum Generator {
         }
         plan["typeAliases"] = .array(aliases)
         plan["hasTypeAliases"] = .bool(!aliases.isEmpty)
-        scoped.append((.schema, current.name, .object(plan)))
-        var files: [String: (template: String, contents: String)] = [:]
-        for output in templates.outputs {
-            guard let template = templates.templates[output.name] else { continue }
-            for item in scoped where item.scope == output.scope {
-                let contents: String
-                do {
-                    contents = normalize(try template.render(item.data, partials: templates.templates, escaping: .none))
-                } catch {
-                    throw .template(error)
-                }
-                guard !contents.isEmpty else { continue }
-                let path = "\(current.name)/\(item.name)\(output.fileSuffix)"
-                if let existing = files[path] { throw .collision(path: path, first: existing.template, second: output.name) }
-                files[path] = (output.name, contents)
-            }
-        }
-        let sorted = files.map { GeneratedFile(path: $0.key, contents: $0.value.contents, isUserOwned: GeneratedFile.isUserOwned(template: $0.value.template)) }
-            .sorted { $0.path < $1.path }
-        // What every version says alike is reported once, for its newest version.
-        var seen: Set<String> = []
-        // A stage's own work is said for each stage that needs it.
-        let distinct = notes.sorted { $0.version > $1.version }.filter { note in
-            seen.insert(note.subject + "\u{0}" + note.message + (note.isIncompleteStage ? "\u{0}\(note.version)" : "")).inserted
-        }.reversed()
-        return (sorted, Array(distinct))
+        return plan
     }
 
     /// No trailing whitespace on any line, no runs of blank lines, exactly one final newline;

@@ -348,39 +348,7 @@ struct SwiftDataStage {
     /// A renamed entity: SwiftData sees a removed entity and a new one, so the stage keeps each
     /// object's attribute values and inserts them as the new entity's objects.
     private mutating func carryRenamedEntity(_ before: Entity, _ after: Entity) {
-        var kept: [(old: Attribute, new: Attribute)] = []
-        for attribute in after.attributes where !attribute.isTransient {
-            if let previous = before.attribute(named: attribute.name) ?? attribute.renamedFrom.flatMap({ before.attribute(named: $0) }),
-                SwiftSyntax.typeName(previous.type) == SwiftSyntax.typeName(attribute.type), !(previous.isOptional && !attribute.isOptional)
-            {
-                kept.append((previous, attribute))
-            } else if !attribute.isOptional && attribute.defaultValue == nil {
-                note(after.name, "\(after.name) renames \(before.name), but \(after.name).\(attribute.name) has no value in \(before.name) and no default, so its objects cannot be carried")
-                return
-            }
-        }
-        // Links to objects of entities kept under their name are carried by those objects'
-        // identities, which survive the stage; the new object is linked to the same ones.
-        var links: [(relationship: Relationship, previous: Relationship)] = []
-        var unlinked: [String] = []
-        for relationship in after.relationships {
-            let previous = before.relationship(named: relationship.name) ?? relationship.renamedFrom.flatMap { before.relationship(named: $0) }
-            guard let previous, previous.target == relationship.target, relationship.target != after.name, previous.target != before.name,
-                old.entity(named: relationship.target) != nil, previous.isToMany == relationship.isToMany
-            else {
-                if !relationship.isToMany && !relationship.isOptional {
-                    note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' has no link in \(before.name) the carried objects can be given")
-                    return
-                }
-                unlinked.append(relationship.name)
-                continue
-            }
-            if !relationship.isToMany && !relationship.isOptional {
-                note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' must be given when an object is made; make it optional for the step")
-                return
-            }
-            links.append((relationship, previous))
-        }
+        guard let kept = carriedAttributes(before, after), let (links, unlinked) = carriedLinks(before, after) else { return }
         explain(
             "Custom: the entity \(before.name) becomes \(after.name); willMigrate keeps each object's values\(links.isEmpty ? "" : " and links"), didMigrate inserts them as \(after.name) objects.")
         if !unlinked.isEmpty {
@@ -397,8 +365,66 @@ struct SwiftDataStage {
         // The old objects' identities only pair their values with their links, inside the stage.
         carriers.append("let \(carrier) = \(carrierType)<PersistentIdentifier, \(kept.isEmpty ? "Void" : tupleType)>()")
         let tuple = kept.count == 1 ? "object.\(SwiftSyntax.identifier(kept[0].old.name))" : "(" + kept.map { "object.\(SwiftSyntax.identifier($0.old.name))" }.joined(separator: ", ") + ")"
+        let (linkLoop, relinks) = carryLinks(links, of: after)
+        willMigrate += Self.batched(oldType(before.name)) { _ in ["\(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)"] + linkLoop }
+        let arguments = kept.enumerated().map { index, pair in "\(SwiftSyntax.identifier(pair.new.name)): \(kept.count == 1 ? "values" : "values.\(index)")" }
+        let made = "\(newType(after.name))(\(arguments.joined(separator: ", ")))"
+        let values = kept.isEmpty ? "_" : "values"
+        if relinks.isEmpty {
+            didMigrate += ["for (_, \(values)) in \(carrier).entries {", "    context.insert(\(made))", "}"]
+        } else {
+            didMigrate += ["for (model, \(values)) in \(carrier).entries {", "    let inserted = \(made)", "    context.insert(inserted)"] + relinks + ["}"]
+        }
+    }
+
+    /// The attributes a renamed entity's objects carry, old and new; nil (noted) when a required
+    /// one has neither a value in the old entity nor a default.
+    private mutating func carriedAttributes(_ before: Entity, _ after: Entity) -> [(old: Attribute, new: Attribute)]? {
+        var kept: [(old: Attribute, new: Attribute)] = []
+        for attribute in after.attributes where !attribute.isTransient {
+            if let previous = before.attribute(named: attribute.name) ?? attribute.renamedFrom.flatMap({ before.attribute(named: $0) }),
+                SwiftSyntax.typeName(previous.type) == SwiftSyntax.typeName(attribute.type), !(previous.isOptional && !attribute.isOptional)
+            {
+                kept.append((previous, attribute))
+            } else if !attribute.isOptional && attribute.defaultValue == nil {
+                note(after.name, "\(after.name) renames \(before.name), but \(after.name).\(attribute.name) has no value in \(before.name) and no default, so its objects cannot be carried")
+                return nil
+            }
+        }
+        return kept
+    }
+
+    /// The links a renamed entity's objects carry: to objects of entities kept under their name,
+    /// by those objects' identities, which survive the stage. Also the relationships that start
+    /// empty; nil (noted) when a required one cannot be given.
+    private mutating func carriedLinks(_ before: Entity, _ after: Entity) -> (links: [(relationship: Relationship, previous: Relationship)], unlinked: [String])? {
+        var links: [(relationship: Relationship, previous: Relationship)] = []
+        var unlinked: [String] = []
+        for relationship in after.relationships {
+            let previous = before.relationship(named: relationship.name) ?? relationship.renamedFrom.flatMap { before.relationship(named: $0) }
+            guard let previous, previous.target == relationship.target, relationship.target != after.name, previous.target != before.name,
+                old.entity(named: relationship.target) != nil, previous.isToMany == relationship.isToMany
+            else {
+                if !relationship.isToMany && !relationship.isOptional {
+                    note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' has no link in \(before.name) the carried objects can be given")
+                    return nil
+                }
+                unlinked.append(relationship.name)
+                continue
+            }
+            if !relationship.isToMany && !relationship.isOptional {
+                note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' must be given when an object is made; make it optional for the step")
+                return nil
+            }
+            links.append((relationship, previous))
+        }
+        return (links, unlinked)
+    }
+
+    /// For each carried link: its carrier, the lines willMigrate's loop keeps it with, and the
+    /// lines that link an inserted object again in didMigrate, after the linked objects' lookups.
+    private mutating func carryLinks(_ links: [(relationship: Relationship, previous: Relationship)], of after: Entity) -> (loop: [String], relinks: [String]) {
         var loop: [String] = []
-        loop += ["\(carrier).keep(\(kept.isEmpty ? "()" : tuple), for: object.persistentModelID)"]
         var relinks: [String] = []
         var lookups: [String: String] = [:]
         for (relationship, previous) in links {
@@ -430,21 +456,13 @@ struct SwiftDataStage {
                 ]
             }
         }
-        willMigrate += Self.batched(oldType(before.name)) { _ in loop }
         for (target, lookup) in lookups.sorted(by: { $0.key < $1.key }) {
             let key = carryKey(of: target).expression
             didMigrate += [
                 "let \(lookup) = Dictionary(try context.fetch(FetchDescriptor<\(newType(target))>()).map { ($0.\(key), $0) }, uniquingKeysWith: { first, _ in first })"
             ]
         }
-        let arguments = kept.enumerated().map { index, pair in "\(SwiftSyntax.identifier(pair.new.name)): \(kept.count == 1 ? "values" : "values.\(index)")" }
-        let made = "\(newType(after.name))(\(arguments.joined(separator: ", ")))"
-        let values = kept.isEmpty ? "_" : "values"
-        if relinks.isEmpty {
-            didMigrate += ["for (_, \(values)) in \(carrier).entries {", "    context.insert(\(made))", "}"]
-        } else {
-            didMigrate += ["for (model, \(values)) in \(carrier).entries {", "    let inserted = \(made)", "    context.insert(inserted)"] + relinks + ["}"]
-        }
+        return (loop, relinks)
     }
 
     // MARK: - Template data

@@ -62,11 +62,68 @@ enum Token: Equatable {
 /// Parses a command's arguments against its `CommandSpec`.
 public enum ArgumentParser {
     public static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
-        let options = spec.allOptions
-        var result = ParsedArguments()
-        var tokens = Token.tokenize(arguments)[...]
+        var parsing = Parsing(options: spec.allOptions, tokens: Token.tokenize(arguments)[...])
+        while let token = parsing.tokens.popFirst() {
+            switch token {
+            case .terminator:
+                continue
+            case .value(let value):
+                parsing.result.arguments.append(value)
+            case .long(let name, let attached, let original):
+                try parsing.long(name, attached: attached, original: original)
+            case .short(let letters, let original):
+                try parsing.short(letters, original: original)
+            }
+        }
+        let result = parsing.result
+        // `--help` wins over missing or extra arguments.
+        if result.flag("help") { return result }
+        let required = spec.arguments.filter(\.isRequired)
+        if result.arguments.count < required.count {
+            throw UsageError("missing argument <\(required[result.arguments.count].name)>")
+        }
+        if !spec.arguments.contains(where: \.isVariadic), result.arguments.count > spec.arguments.count {
+            throw UsageError("unexpected argument '\(result.arguments[spec.arguments.count])'")
+        }
+        return result
+    }
 
-        func record(_ option: OptionSpec, value: String?, shown: String) throws(UsageError) {
+    /// The arguments left to read, and what was read so far.
+    private struct Parsing {
+        let options: [OptionSpec]
+        var tokens: ArraySlice<Token>
+        var result = ParsedArguments()
+
+        /// `--name`, `--name=value` or `--name value`.
+        mutating func long(_ name: String, attached: String?, original: String) throws(UsageError) {
+            guard let option = options.first(where: { $0.long == name }) else {
+                let hint = Suggestion.hint(for: "--" + name, in: options.map { "--" + $0.long })
+                throw UsageError("unknown option '\(original)'\(hint)")
+            }
+            if option.takesValue {
+                try record(option, value: try takeValue(for: option, attached: attached, shown: "--\(name)"), shown: "--\(name)")
+            } else {
+                if attached != nil { throw UsageError("option '--\(name)' takes no value") }
+                try record(option, value: nil, shown: "--\(name)")
+            }
+        }
+
+        /// `-abc` (three flags), or `-ovalue`, `-o value` for an option that takes a value.
+        mutating func short(_ letters: [Character], original: String) throws(UsageError) {
+            for (index, letter) in letters.enumerated() {
+                guard let option = options.first(where: { $0.short == letter }) else {
+                    throw UsageError("unknown option '-\(letter)'" + (letters.count > 1 ? " in '\(original)'" : ""))
+                }
+                if option.takesValue {
+                    let rest = index + 1 < letters.count ? String(letters[(index + 1)...]) : nil
+                    try record(option, value: try takeValue(for: option, attached: rest, shown: "-\(letter)"), shown: "-\(letter)")
+                    return
+                }
+                try record(option, value: nil, shown: "-\(letter)")
+            }
+        }
+
+        mutating func record(_ option: OptionSpec, value: String?, shown: String) throws(UsageError) {
             guard let value else {
                 result.flags.insert(option.long)
                 return
@@ -83,7 +140,7 @@ public enum ArgumentParser {
         /// The option's value: attached, or the next token if that is a plain value, or a
         /// `-word` that is one of the option's allowed values or none of the command's options
         /// (`--sort -distance`).
-        func takeValue(for option: OptionSpec, attached: String?, shown: String) throws(UsageError) -> String {
+        mutating func takeValue(for option: OptionSpec, attached: String?, shown: String) throws(UsageError) -> String {
             if let attached { return attached }
             if case .value(let next)? = tokens.first {
                 tokens.removeFirst()
@@ -97,51 +154,5 @@ public enum ArgumentParser {
             }
             throw UsageError("missing value for '\(shown)' (expected <\(option.valueName ?? "VALUE")>)")
         }
-
-        while let token = tokens.popFirst() {
-            switch token {
-            case .terminator:
-                continue
-            case .value(let value):
-                result.arguments.append(value)
-            case .long(let name, let attached, let original):
-                guard let option = options.first(where: { $0.long == name }) else {
-                    let hint = Suggestion.hint(for: "--" + name, in: options.map { "--" + $0.long })
-                    throw UsageError("unknown option '\(original)'\(hint)")
-                }
-                if option.takesValue {
-                    try record(option, value: try takeValue(for: option, attached: attached, shown: "--\(name)"), shown: "--\(name)")
-                } else {
-                    if attached != nil { throw UsageError("option '--\(name)' takes no value") }
-                    try record(option, value: nil, shown: "--\(name)")
-                }
-            case .short(let letters, let original):
-                var index = 0
-                while index < letters.count {
-                    let letter = letters[index]
-                    guard let option = options.first(where: { $0.short == letter }) else {
-                        throw UsageError("unknown option '-\(letter)'" + (letters.count > 1 ? " in '\(original)'" : ""))
-                    }
-                    if option.takesValue {
-                        let rest = index + 1 < letters.count ? String(letters[(index + 1)...]) : nil
-                        try record(option, value: try takeValue(for: option, attached: rest, shown: "-\(letter)"), shown: "-\(letter)")
-                        break
-                    }
-                    try record(option, value: nil, shown: "-\(letter)")
-                    index += 1
-                }
-            }
-        }
-
-        // `--help` wins over missing or extra arguments.
-        if result.flag("help") { return result }
-        let required = spec.arguments.filter(\.isRequired)
-        if result.arguments.count < required.count {
-            throw UsageError("missing argument <\(required[result.arguments.count].name)>")
-        }
-        if !spec.arguments.contains(where: \.isVariadic), result.arguments.count > spec.arguments.count {
-            throw UsageError("unexpected argument '\(result.arguments[spec.arguments.count])'")
-        }
-        return result
     }
 }

@@ -129,7 +129,17 @@ private struct OnlinePlanner {
         // version's apps are using, and cannot deadlock with their transactions.
         expand.append(.transaction(text(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true))))
 
-        let changes = SchemaDiffer.diff(from: from, to: to)
+        planChanges(SchemaDiffer.diff(from: from, to: to), steps: steps)
+        assembleExpand()
+        assembleContract(oldSchema: oldSchema!)
+        rollback.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;")))
+        // Undone in the reverse order of expand (a split's rows go back before its table goes).
+        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { .transaction(text($0)) }
+        rollback += rollbackStatements.map { .statement(text($0)) }
+    }
+
+    /// Each change's statements, sorted into the phases' lists.
+    private mutating func planChanges(_ changes: [SchemaChange], steps: [MigrationStep]) {
         // Where each new table's rows are until contract: under the old table's name.
         for case .alterTable(let change) in changes {
             physicalTable[change.to.name] = change.from.name
@@ -156,7 +166,11 @@ private struct OnlinePlanner {
             expandTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: from, to: to))
             rollbackTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
         }
+    }
 
+    /// Expand's sections in order: tables, statements outside transactions, copies, backfills,
+    /// what waits for the backfills, validations, then the new version's views.
+    private mutating func assembleExpand() {
         expand += expandTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
         expand += expandStatements.map { .statement(text($0)) }
         expand += expandCopies
@@ -168,14 +182,17 @@ private struct OnlinePlanner {
         }
         expand += expandValidations.map { .statement(text($0)) }
         expand.append(.transaction(text(newViews() + versionGrants(to, schema: newSchema))))
+    }
 
+    /// Contract's sections in order.
+    private mutating func assembleContract(oldSchema: String) {
         // Contract: the old version's views go first (they read columns about to go). The new
         // version's views stay: they name columns by position, so drops and renames of other
         // columns leave them as they are, and no app of the new version ever misses them.
         // One object per transaction where it can be (a foreign key locks its two tables), so
         // the new version's multi-table transactions never meet a contract holding a lock
         // while it waits for another.
-        contract.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: oldSchema!) CASCADE;")))
+        contract.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: oldSchema) CASCADE;")))
         contract += contractSyncDrops.map { .transaction(text($0)) }
         contract += contractKeys.map { .transaction(text($0)) }
         contract += contractTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
@@ -189,11 +206,6 @@ private struct OnlinePlanner {
             contract.append(.transaction(text(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" })))
         }
         contract += contractStatements.map { .statement(text($0)) }
-
-        rollback.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;")))
-        // Undone in the reverse order of expand (a split's rows go back before its table goes).
-        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { .transaction(text($0)) }
-        rollback += rollbackStatements.map { .statement(text($0)) }
     }
 
     // MARK: - Views

@@ -45,95 +45,109 @@ struct Parser {
         MustacheError(message, template: name, line: line, column: column)
     }
 
-    func tokenize() throws(MustacheError) -> [Token] {
-        var tokens: [Token] = []
+    /// The tags' current delimiters, `{{` and `}}` until a `{{=<% %>=}}` tag changes them.
+    struct Delimiters {
         var open: [Unicode.Scalar] = ["{", "{"]
         var close: [Unicode.Scalar] = ["}", "}"]
+    }
+
+    /// A position in the source: its line, and where that line starts.
+    struct Cursor {
         var index = 0
         var line = 1
         var lineStart = 0
+    }
+
+    func tokenize() throws(MustacheError) -> [Token] {
+        var tokens: [Token] = []
+        var delimiters = Delimiters()
+        var cursor = Cursor()
         var text = String.UnicodeScalarView()
 
         func flushText() {
             if !text.isEmpty { tokens.append(.text(String(text), endsLine: false)) }
             text = String.UnicodeScalarView()
         }
-        func matches(_ delimiter: [Unicode.Scalar], at position: Int) -> Bool {
-            guard position + delimiter.count <= source.count else { return false }
-            for (offset, scalar) in delimiter.enumerated() where source[position + offset] != scalar { return false }
-            return true
-        }
 
-        while index < source.count {
-            if matches(open, at: index) {
+        while cursor.index < source.count {
+            if matches(delimiters.open, at: cursor.index) {
                 flushText()
-                let tagLine = line, tagColumn = index - lineStart + 1
-                var cursor = index + open.count
-                var kind = TagKind.variable(escaped: true)
-                var closing = close
-                if cursor < source.count {
-                    switch source[cursor] {
-                    case "#": kind = .section
-                    case "^": kind = .inverted
-                    case "/": kind = .close
-                    case "!": kind = .comment
-                    case ">": kind = .partial
-                    case "<": kind = .parent
-                    case "$": kind = .block
-                    case "=":
-                        kind = .setDelimiter
-                        closing = ["="] + close
-                    case "&": kind = .variable(escaped: false)
-                    case "{":
-                        kind = .variable(escaped: false)
-                        closing = ["}"] + close
-                    default: cursor -= 1
-                    }
-                    cursor += 1
-                }
-                let contentStart = cursor
-                while cursor < source.count, !matches(closing, at: cursor) {
-                    if source[cursor] == "\n" {
-                        line += 1
-                        lineStart = cursor + 1
-                    }
-                    cursor += 1
-                }
-                guard cursor < source.count else {
-                    throw error("unclosed tag: no '\(String(String.UnicodeScalarView(close)))' after '\(String(String.UnicodeScalarView(open)))'", line: tagLine, column: tagColumn)
-                }
-                var content = String(String.UnicodeScalarView(source[contentStart..<cursor]))
-                index = cursor + closing.count
-                if kind != .comment { content = content.trimmingWhitespace() }
-                if kind == .setDelimiter {
-                    let parts = content.split(whereSeparator: { $0 == " " || $0 == "\t" })
-                    guard parts.count == 2, !parts.contains(where: { $0.contains("=") }) else {
-                        throw error("bad delimiter change '\(content)': write {{=<open> <close>=}} with two delimiters without '=' or spaces", line: tagLine, column: tagColumn)
-                    }
-                    open = Array(parts[0].unicodeScalars)
-                    close = Array(parts[1].unicodeScalars)
-                } else if kind != .comment, content.isEmpty {
-                    throw error("empty tag", line: tagLine, column: tagColumn)
-                } else if kind != .comment, content.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }),
-                    content != "."
-                {
-                    throw error("tag name '\(content)' contains whitespace", line: tagLine, column: tagColumn)
-                }
-                tokens.append(.tag(Tag(kind: kind, content: content, line: tagLine, column: tagColumn)))
+                tokens.append(.tag(try readTag(&cursor, delimiters: &delimiters)))
             } else {
-                let scalar = source[index]
+                let scalar = source[cursor.index]
                 text.append(scalar)
-                index += 1
+                cursor.index += 1
                 if scalar == "\n" {
                     tokens.append(.text(String(text), endsLine: true))
                     text = String.UnicodeScalarView()
-                    line += 1
-                    lineStart = index
+                    cursor.line += 1
+                    cursor.lineStart = cursor.index
                 }
             }
         }
         flushText()
         return tokens
+    }
+
+    private func matches(_ delimiter: [Unicode.Scalar], at position: Int) -> Bool {
+        guard position + delimiter.count <= source.count else { return false }
+        for (offset, scalar) in delimiter.enumerated() where source[position + offset] != scalar { return false }
+        return true
+    }
+
+    /// The tag whose opening delimiter is at the cursor, which moves past its closing one. A
+    /// delimiter change takes effect here.
+    private func readTag(_ cursor: inout Cursor, delimiters: inout Delimiters) throws(MustacheError) -> Tag {
+        let (tagLine, tagColumn) = (cursor.line, cursor.index - cursor.lineStart + 1)
+        var position = cursor.index + delimiters.open.count
+        let (kind, closing, sigil) = tagKind(at: position, close: delimiters.close)
+        position += sigil
+        let contentStart = position
+        while position < source.count, !matches(closing, at: position) {
+            if source[position] == "\n" {
+                cursor.line += 1
+                cursor.lineStart = position + 1
+            }
+            position += 1
+        }
+        guard position < source.count else {
+            let (open, close) = (String(String.UnicodeScalarView(delimiters.open)), String(String.UnicodeScalarView(delimiters.close)))
+            throw error("unclosed tag: no '\(close)' after '\(open)'", line: tagLine, column: tagColumn)
+        }
+        var content = String(String.UnicodeScalarView(source[contentStart..<position]))
+        cursor.index = position + closing.count
+        if kind != .comment { content = content.trimmingWhitespace() }
+        if kind == .setDelimiter {
+            let parts = content.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard parts.count == 2, !parts.contains(where: { $0.contains("=") }) else {
+                throw error("bad delimiter change '\(content)': write {{=<open> <close>=}} with two delimiters without '=' or spaces", line: tagLine, column: tagColumn)
+            }
+            delimiters = Delimiters(open: Array(parts[0].unicodeScalars), close: Array(parts[1].unicodeScalars))
+        } else if kind != .comment, content.isEmpty {
+            throw error("empty tag", line: tagLine, column: tagColumn)
+        } else if kind != .comment, content.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }), content != "." {
+            throw error("tag name '\(content)' contains whitespace", line: tagLine, column: tagColumn)
+        }
+        return Tag(kind: kind, content: content, line: tagLine, column: tagColumn)
+    }
+
+    /// A tag's kind from the sigil after its opening delimiter, the delimiter that closes it, and
+    /// the sigil's length (0 for a plain variable).
+    private func tagKind(at position: Int, close: [Unicode.Scalar]) -> (TagKind, closing: [Unicode.Scalar], sigil: Int) {
+        guard position < source.count else { return (.variable(escaped: true), close, 0) }
+        switch source[position] {
+        case "#": return (.section, close, 1)
+        case "^": return (.inverted, close, 1)
+        case "/": return (.close, close, 1)
+        case "!": return (.comment, close, 1)
+        case ">": return (.partial, close, 1)
+        case "<": return (.parent, close, 1)
+        case "$": return (.block, close, 1)
+        case "=": return (.setDelimiter, ["="] + close, 1)
+        case "&": return (.variable(escaped: false), close, 1)
+        case "{": return (.variable(escaped: false), ["}"] + close, 1)
+        default: return (.variable(escaped: true), close, 0)
+        }
     }
 
     // MARK: - Standalone tag pairs (inheritance)

@@ -65,9 +65,7 @@ public struct ProjectConfig: Equatable, Sendable {
         guard case .document(let root) = YAMLLoader.load(source, diagnostics: &bag) else {
             return (bag.hasErrors ? nil : ProjectConfig(), bag.diagnostics, source)
         }
-        func location(_ node: YAMLNode) -> SourceLocation {
-            SourceLocation(file: path, line: node.start.line, column: node.start.column, length: node.length)
-        }
+        let location = { (node: YAMLNode) in SourceLocation(file: path, line: node.start.line, column: node.start.column, length: node.length) }
         guard let pairs = root.pairs else {
             bag.error(Code.wrongKind, "the config file must be a mapping of \(keys.joined(separator: ", "))", at: location(root))
             return (nil, bag.diagnostics, source)
@@ -75,69 +73,87 @@ public struct ProjectConfig: Equatable, Sendable {
         var config = ProjectConfig()
         for pair in pairs {
             let key = pair.key.scalarText ?? ""
+            let problem: String?
             switch key {
-            case "schemas":
-                if let single = pair.value.stringValue {
-                    config.schemas = [single]
-                } else if let items = pair.value.items, items.allSatisfy({ $0.stringValue != nil }) {
-                    config.schemas = items.compactMap(\.stringValue)
-                } else {
-                    bag.error(Code.wrongKind, "'schemas' expects a path or a list of paths", at: location(pair.value))
-                }
-            case "dialects":
-                let items = pair.value.items ?? (pair.value.stringValue != nil ? [pair.value] : [])
-                let names = items.compactMap(\.stringValue)
-                guard !names.isEmpty, names.count == items.count, names.allSatisfy({ SQLDialectName(rawValue: $0) != nil }) else {
-                    bag.error(Code.wrongKind, "'dialects' expects a list of dialects (\(SQLDialectName.list))", at: location(pair.value))
-                    continue
-                }
-                config.dialects = names
-            case "grants":
-                let entries = (pair.value.pairs ?? []).map { ($0.key.scalarText ?? "", $0.value.stringValue ?? "") }
-                guard pair.value.pairs != nil, entries.allSatisfy({ !$0.0.isEmpty && ["read", "write"].contains($0.1) }) else {
-                    bag.error(Code.wrongKind, "'grants' expects roles and what each may do (read or write), such as {app: write, reporting: read}", at: location(pair.value))
-                    continue
-                }
-                config.grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
-            case "typealiasPrefix":
-                guard let value = pair.value.stringValue, value.isEmpty || value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !(value.first?.isNumber ?? false) else {
-                    bag.error(Code.wrongKind, "'typealiasPrefix' expects the start of a Swift name, such as App", at: location(pair.value))
-                    continue
-                }
-                config.typealiasPrefix = value
-            case "deploymentTarget":
-                let allowed = ["ios17", "ios18", "macos14", "macos15"]
-                guard let value = pair.value.stringValue, allowed.contains(value) else {
-                    bag.error(Code.wrongKind, "'deploymentTarget' expects one of \(allowed.joined(separator: ", ")): the oldest OS the SwiftData models run on", at: location(pair.value))
-                    continue
-                }
-                config.deploymentTarget = value
-            case "online", "allowIncompleteStages", "typealiases":
-                guard let value = pair.value.boolValue else {
-                    bag.error(Code.wrongKind, "'\(key)' expects true or false", at: location(pair.value))
-                    continue
-                }
-                switch key {
-                case "online": config.online = value
-                case "allowIncompleteStages": config.allowIncompleteStages = value
-                default: config.typealiases = value
-                }
-            case "output", "templates", "migrations", "database", "cache":
-                guard let value = pair.value.stringValue else {
-                    bag.error(Code.wrongKind, "'\(key)' expects a path", at: location(pair.value))
-                    continue
-                }
-                switch key {
-                case "output": config.output = value
-                case "templates": config.templates = value
-                case "migrations": config.migrations = value
-                case "cache": config.cache = value
-                default: config.database = value
-                }
+            case "schemas", "dialects", "grants": problem = config.readList(key, pair.value)
+            case "typealiasPrefix", "deploymentTarget": problem = config.readSwiftDataSetting(key, pair.value)
+            case "online", "allowIncompleteStages", "typealiases": problem = config.readSwitch(key, pair.value)
+            case "output", "templates", "migrations", "database", "cache": problem = config.readPath(key, pair.value)
             default:
                 bag.error(Code.unknownKey, "unknown key '\(key)' in the config file\(Suggestion.hint(for: key, in: keys))", at: location(pair.key))
+                continue
             }
+            if let problem { bag.error(Code.wrongKind, problem, at: location(pair.value)) }
         }
         return (bag.hasErrors ? nil : config, bag.diagnostics, source)
+    }
+
+    /// `schemas`, `dialects` or `grants`; what is wrong with the value, if anything.
+    private mutating func readList(_ key: String, _ value: YAMLNode) -> String? {
+        switch key {
+        case "schemas":
+            if let single = value.stringValue {
+                schemas = [single]
+            } else if let items = value.items, items.allSatisfy({ $0.stringValue != nil }) {
+                schemas = items.compactMap(\.stringValue)
+            } else {
+                return "'schemas' expects a path or a list of paths"
+            }
+        case "dialects":
+            let items = value.items ?? (value.stringValue != nil ? [value] : [])
+            let names = items.compactMap(\.stringValue)
+            guard !names.isEmpty, names.count == items.count, names.allSatisfy({ SQLDialectName(rawValue: $0) != nil }) else {
+                return "'dialects' expects a list of dialects (\(SQLDialectName.list))"
+            }
+            dialects = names
+        default:
+            let entries = (value.pairs ?? []).map { ($0.key.scalarText ?? "", $0.value.stringValue ?? "") }
+            guard value.pairs != nil, entries.allSatisfy({ !$0.0.isEmpty && ["read", "write"].contains($0.1) }) else {
+                return "'grants' expects roles and what each may do (read or write), such as {app: write, reporting: read}"
+            }
+            grants = Dictionary(entries, uniquingKeysWith: { _, last in last })
+        }
+        return nil
+    }
+
+    /// `typealiasPrefix` or `deploymentTarget`, for the SwiftData target.
+    private mutating func readSwiftDataSetting(_ key: String, _ value: YAMLNode) -> String? {
+        if key == "typealiasPrefix" {
+            guard let text = value.stringValue, text.isEmpty || text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !(text.first?.isNumber ?? false) else {
+                return "'typealiasPrefix' expects the start of a Swift name, such as App"
+            }
+            typealiasPrefix = text
+            return nil
+        }
+        let allowed = ["ios17", "ios18", "macos14", "macos15"]
+        guard let text = value.stringValue, allowed.contains(text) else {
+            return "'deploymentTarget' expects one of \(allowed.joined(separator: ", ")): the oldest OS the SwiftData models run on"
+        }
+        deploymentTarget = text
+        return nil
+    }
+
+    /// A true-or-false setting.
+    private mutating func readSwitch(_ key: String, _ value: YAMLNode) -> String? {
+        guard let flag = value.boolValue else { return "'\(key)' expects true or false" }
+        switch key {
+        case "online": online = flag
+        case "allowIncompleteStages": allowIncompleteStages = flag
+        default: typealiases = flag
+        }
+        return nil
+    }
+
+    /// A path setting.
+    private mutating func readPath(_ key: String, _ value: YAMLNode) -> String? {
+        guard let path = value.stringValue else { return "'\(key)' expects a path" }
+        switch key {
+        case "output": output = path
+        case "templates": templates = path
+        case "migrations": migrations = path
+        case "cache": cache = path
+        default: database = path
+        }
+        return nil
     }
 }

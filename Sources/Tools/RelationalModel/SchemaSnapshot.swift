@@ -117,7 +117,8 @@ extension MigrationDirectory {
 
     /// The snapshot a migration wrote: the tables after it.
     public func snapshot(of entry: Entry) throws -> SchemaSnapshot {
-        try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(entry.snapshotFile)))
+        guard let bytes = bytes(of: entry.snapshotFile) else { throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path + "/" + entry.snapshotFile]) }
+        return try SchemaSnapshot.decode(Data(bytes))
     }
 }
 

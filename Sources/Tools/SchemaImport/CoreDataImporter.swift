@@ -112,6 +112,9 @@ public enum CoreDataImporter {
 
         init(place: String) { self.place = place }
 
+        /// An element's place, `file:line:column`, for findings.
+        func at(_ element: XMLTree.Element) -> String { "\(place):\(element.line):\(element.column)" }
+
         func entity(named name: String) -> ParsedEntity? { positions[name].map { entities[$0] } }
     }
 
@@ -140,6 +143,32 @@ public enum CoreDataImporter {
     }
 
     static func readModel(_ file: URL, place: String) throws(ImportError) -> ParsedModel {
+        let root = try modelRoot(file, place: place)
+        var model = ParsedModel(place: place)
+        var entities: [ParsedEntity] = []
+        for child in root.children {
+            switch child.name {
+            case "entity":
+                entities.append(try parseEntity(child, model: &model))
+            case "configuration":
+                model.findings.append(
+                    ImportFinding(.warning, at: model.at(child), "configuration '\(child["name"] ?? "")' not imported: a schema is one store; its entities are imported with the others"))
+            case "fetchRequest":
+                model.findings.append(ImportFinding(.warning, at: model.at(child), "fetch request '\(child["name"] ?? "")' not imported: a schema has no stored queries"))
+            case "composite":
+                model.composites.append(child)
+            case "elements":
+                break  // Diagram positions in Xcode's editor: nothing of the model.
+            default:
+                model.findings.append(ImportFinding(.warning, at: model.at(child), "unknown element <\(child.name)> not imported"))
+            }
+        }
+        model.entities = entities
+        return model
+    }
+
+    /// The model file's `<model>` element, its size bounded before it is read.
+    static func modelRoot(_ file: URL, place: String) throws(ImportError) -> XMLTree.Element {
         let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
         guard let size = attributes?[.size] as? NSNumber else {
             let folder = file.deletingLastPathComponent()
@@ -161,77 +190,67 @@ public enum CoreDataImporter {
         guard root.name == "model" else {
             throw ImportError(at: "\(place):\(root.line):\(root.column)", "not a Core Data model: the root element is <\(root.name)>, not <model>")
         }
-        var model = ParsedModel(place: place)
-        var entities: [ParsedEntity] = []
-        func at(_ element: XMLTree.Element) -> String { "\(place):\(element.line):\(element.column)" }
-        for child in root.children {
-            switch child.name {
-            case "entity":
-                guard let name = child["name"], !name.isEmpty else {
-                    throw ImportError(at: at(child), "an <entity> without a name")
+        return root
+    }
+
+    /// One `<entity>`: its members as elements, for the builder to read.
+    static func parseEntity(_ child: XMLTree.Element, model: inout ParsedModel) throws(ImportError) -> ParsedEntity {
+        guard let name = child["name"], !name.isEmpty else {
+            throw ImportError(at: model.at(child), "an <entity> without a name")
+        }
+        var entity = ParsedEntity(element: child, attributes: [], relationships: [], uniques: [], indexes: [])
+        for member in child.children {
+            switch member.name {
+            case "attribute": entity.attributes.append(member)
+            case "relationship": entity.relationships.append(member)
+            case "uniquenessConstraints":
+                for constraint in member.children(named: "uniquenessConstraint") {
+                    entity.uniques.append((constraint.children(named: "constraint").compactMap { $0["value"] }, constraint))
                 }
-                var entity = ParsedEntity(element: child, attributes: [], relationships: [], uniques: [], indexes: [])
-                for member in child.children {
-                    switch member.name {
-                    case "attribute": entity.attributes.append(member)
-                    case "relationship": entity.relationships.append(member)
-                    case "uniquenessConstraints":
-                        for constraint in member.children(named: "uniquenessConstraint") {
-                            entity.uniques.append((constraint.children(named: "constraint").compactMap { $0["value"] }, constraint))
-                        }
-                    case "fetchIndex":
-                        var members: [String] = []
-                        for element in member.children(named: "fetchIndexElement") {
-                            if let property = element["property"], element["type"] ?? "Binary" == "Binary" {
-                                if element["order"] == "descending" {
-                                    model.findings.append(ImportFinding(.warning, at: at(element), "fetch index '\(member["name"] ?? "")' of '\(name)' imported without its descending order"))
-                                }
-                                members.append(property)
-                            } else {
-                                model.findings.append(
-                                    ImportFinding(
-                                        .warning, at: at(element),
-                                        "fetch index '\(member["name"] ?? "")' of '\(name)' not imported: only property elements of type Binary can be expressed (this one is \(element["type"] ?? "an expression"))"
-                                    ))
-                                members = []
-                                break
-                            }
-                        }
-                        if !members.isEmpty { entity.indexes.append((members, member)) }
-                    case "compoundIndexes":
-                        for compound in member.children(named: "compoundIndex") {
-                            let members = compound.children(named: "index").compactMap { $0["value"] }
-                            if !members.isEmpty { entity.indexes.append((members, compound)) }
-                        }
-                    case "fetchedProperty":
-                        model.findings.append(
-                            ImportFinding(.warning, at: at(member), "fetched property '\(member["name"] ?? "")' of '\(name)' not imported: a schema has no stored queries; write it as a query in code")
-                        )
-                    case "userInfo":
-                        // schemagen's own keys say what Core Data cannot (`CoreDataUserInfo`); others are the app's.
-                        entity.userInfo = userInfo(of: child)
-                        let foreign = entity.userInfo.keys.filter { !$0.hasPrefix("schemagen.") }.sorted()
-                        if !foreign.isEmpty {
-                            model.findings.append(ImportFinding(.note, at: at(member), "user info of '\(name)' not imported (\(foreign.joined(separator: ", ")))"))
-                        }
-                    default:
-                        model.findings.append(ImportFinding(.warning, at: at(member), "unknown element <\(member.name)> in entity '\(name)' not imported"))
-                    }
+            case "fetchIndex":
+                let members = fetchIndexMembers(member, entity: name, model: &model)
+                if !members.isEmpty { entity.indexes.append((members, member)) }
+            case "compoundIndexes":
+                for compound in member.children(named: "compoundIndex") {
+                    let members = compound.children(named: "index").compactMap { $0["value"] }
+                    if !members.isEmpty { entity.indexes.append((members, compound)) }
                 }
-                entities.append(entity)
-            case "configuration":
-                model.findings.append(ImportFinding(.warning, at: at(child), "configuration '\(child["name"] ?? "")' not imported: a schema is one store; its entities are imported with the others"))
-            case "fetchRequest":
-                model.findings.append(ImportFinding(.warning, at: at(child), "fetch request '\(child["name"] ?? "")' not imported: a schema has no stored queries"))
-            case "composite":
-                model.composites.append(child)
-            case "elements":
-                break  // Diagram positions in Xcode's editor: nothing of the model.
+            case "fetchedProperty":
+                model.findings.append(
+                    ImportFinding(.warning, at: model.at(member), "fetched property '\(member["name"] ?? "")' of '\(name)' not imported: a schema has no stored queries; write it as a query in code")
+                )
+            case "userInfo":
+                // schemagen's own keys say what Core Data cannot (`CoreDataUserInfo`); others are the app's.
+                entity.userInfo = userInfo(of: child)
+                let foreign = entity.userInfo.keys.filter { !$0.hasPrefix("schemagen.") }.sorted()
+                if !foreign.isEmpty {
+                    model.findings.append(ImportFinding(.note, at: model.at(member), "user info of '\(name)' not imported (\(foreign.joined(separator: ", ")))"))
+                }
             default:
-                model.findings.append(ImportFinding(.warning, at: at(child), "unknown element <\(child.name)> not imported"))
+                model.findings.append(ImportFinding(.warning, at: model.at(member), "unknown element <\(member.name)> in entity '\(name)' not imported"))
             }
         }
-        model.entities = entities
-        return model
+        return entity
+    }
+
+    /// A fetch index's properties; none when one of its elements is an expression, which the
+    /// schema cannot say (warned).
+    static func fetchIndexMembers(_ index: XMLTree.Element, entity name: String, model: inout ParsedModel) -> [String] {
+        var members: [String] = []
+        for element in index.children(named: "fetchIndexElement") {
+            guard let property = element["property"], element["type"] ?? "Binary" == "Binary" else {
+                model.findings.append(
+                    ImportFinding(
+                        .warning, at: model.at(element),
+                        "fetch index '\(index["name"] ?? "")' of '\(name)' not imported: only property elements of type Binary can be expressed (this one is \(element["type"] ?? "an expression"))"
+                    ))
+                return []
+            }
+            if element["order"] == "descending" {
+                model.findings.append(ImportFinding(.warning, at: model.at(element), "fetch index '\(index["name"] ?? "")' of '\(name)' imported without its descending order"))
+            }
+            members.append(property)
+        }
+        return members
     }
 }

@@ -137,88 +137,103 @@ extension CoreDataImporter {
                     ))
             }
             for entity in model.entities {
-                reportUnknownAttributes(entity.element, known: Self.knownEntityAttributes, what: "entity '\(entity.name)'")
-                if entity.isAbstract {
-                    let concrete = concreteDescendants(of: entity.name)
-                    note(
-                        entity.element,
-                        "abstract entity '\(entity.name)' has no table of its own; its members are copied into \(concrete.isEmpty ? "no entity (it has no concrete sub-entities)" : concrete.map { "'\($0)'" }.joined(separator: ", "))"
-                    )
-                    continue
-                }
-                guard let chain = lineage(of: entity) else { continue }
-                if chain.count > 1 {
-                    note(
-                        entity.element,
-                        "entity '\(entity.name)' inherits from '\(chain[chain.count - 2].name)'; the schema has no inheritance, so its inherited members are copied into it and it gets a table of its own"
-                    )
-                }
-                if hasSubentities(entity.name) {
-                    warn(
-                        entity.element,
-                        "entity '\(entity.name)' has sub-entities; Core Data keeps them in one table, the schema gives each its own, so a relationship to '\(entity.name)' reaches only '\(entity.name)' objects"
-                    )
-                }
-                var imported = ImportedEntity(name: entity.name)
-                for ancestor in chain {
-                    for element in ancestor.attributes {
-                        if let attribute = attribute(element, entity: entity.name) { imported.attributes.append(attribute) }
-                    }
-                    for element in ancestor.relationships {
-                        // A relationship declared on an ancestor moves down only from an abstract
-                        // ancestor with this one concrete descendant.
-                        if ancestor.name != entity.name, !(ancestor.isAbstract && concreteDescendants(of: ancestor.name) == [entity.name]) {
-                            warn(
-                                element,
-                                "relationship '\(ancestor.name).\(element["name"] ?? "")' is inherited by several entities; the schema has no inheritance, so it is not imported for '\(entity.name)': declare it on each entity by hand"
-                            )
-                            continue
-                        }
-                        if let relationship = relationship(element, entity: entity.name) { imported.relationships.append(relationship) }
-                    }
-                    for unique in ancestor.uniques where !unique.members.isEmpty {
-                        imported.uniques.append(unique.members)
-                    }
-                    for index in ancestor.indexes where !imported.indexes.contains(index.members) {
-                        imported.indexes.append(index.members)
-                    }
-                }
-                applyEntityInfo(entity.userInfo, to: &imported)
-                imported.coreData = Self.carried(entity.element, info: entity.userInfo, keys: [])
-                if let className = entity.element["representedClassName"], className != entity.name { imported.coreData.attributes["representedClassName"] = className }
-                // No code generation (Manual/None): the app has its own classes, so export adds none.
-                if entity.element["codeGenerationType"] == nil { imported.coreData.attributes["codeGenerationType"] = "" }
-                if let order = entity.userInfo[CoreDataUserInfo.order].map(Self.names) {
-                    imported.attributes = Self.ordered(imported.attributes, by: order, name: \.name)
-                    imported.relationships = Self.ordered(imported.relationships, by: order, name: \.name)
-                }
-                resolveIdentifierAttribute(&imported, element: entity.element)
-                resolveKeyPropertyNames(&imported, element: entity.element)
-                // `unique: true` for a constraint of one attribute.
-                imported.uniques = imported.uniques.filter { members in
-                    guard members != imported.primaryKey else { return false }
-                    if members.count == 1, let position = imported.attributes.firstIndex(where: { $0.name == members[0] }) {
-                        imported.attributes[position].isUnique = true
-                        return false
-                    }
-                    return true
-                }
-                imported.indexes = imported.indexes.filter { members in
-                    if members.count == 1, let position = imported.attributes.firstIndex(where: { $0.name == members[0] }) {
-                        if !imported.attributes[position].isUnique { imported.attributes[position].isIndexed = true }
-                        return false
-                    }
-                    return true
-                }
-                renames(&imported, entity: entity)
-                backfills(&imported, entity: entity, version: version)
-                schema.entities.append(imported)
+                if let imported = entityTable(entity, version: version) { schema.entities.append(imported) }
             }
             if let order = carrier[CoreDataUserInfo.schemaEntities].map(Self.names) { schema.entities = Self.ordered(schema.entities, by: order, name: \.name) }
             if let order = carrier[CoreDataUserInfo.schemaValues].map(Self.names) { schema.values = Self.ordered(schema.values, by: order, name: \.name) }
             if let order = carrier[CoreDataUserInfo.schemaEnums].map(Self.names) { schema.enums = Self.ordered(schema.enums, by: order, name: \.name) }
             settleDeleteRules(&schema)
             return schema
+        }
+
+        /// A concrete entity as the schema's entity, its ancestors' members copied into it; nil
+        /// for an abstract one (noted), which has no table of its own.
+        mutating func entityTable(_ entity: ParsedEntity, version: Int) -> ImportedEntity? {
+            reportUnknownAttributes(entity.element, known: Self.knownEntityAttributes, what: "entity '\(entity.name)'")
+            if entity.isAbstract {
+                let concrete = concreteDescendants(of: entity.name)
+                note(
+                    entity.element,
+                    "abstract entity '\(entity.name)' has no table of its own; its members are copied into \(concrete.isEmpty ? "no entity (it has no concrete sub-entities)" : concrete.map { "'\($0)'" }.joined(separator: ", "))"
+                )
+                return nil
+            }
+            guard let chain = lineage(of: entity) else { return nil }
+            if chain.count > 1 {
+                note(
+                    entity.element,
+                    "entity '\(entity.name)' inherits from '\(chain[chain.count - 2].name)'; the schema has no inheritance, so its inherited members are copied into it and it gets a table of its own"
+                )
+            }
+            if hasSubentities(entity.name) {
+                warn(
+                    entity.element,
+                    "entity '\(entity.name)' has sub-entities; Core Data keeps them in one table, the schema gives each its own, so a relationship to '\(entity.name)' reaches only '\(entity.name)' objects"
+                )
+            }
+            var imported = ImportedEntity(name: entity.name)
+            for ancestor in chain { copyMembers(of: ancestor, into: &imported) }
+            applyEntityInfo(entity.userInfo, to: &imported)
+            imported.coreData = Self.carried(entity.element, info: entity.userInfo, keys: [])
+            if let className = entity.element["representedClassName"], className != entity.name { imported.coreData.attributes["representedClassName"] = className }
+            // No code generation (Manual/None): the app has its own classes, so export adds none.
+            if entity.element["codeGenerationType"] == nil { imported.coreData.attributes["codeGenerationType"] = "" }
+            if let order = entity.userInfo[CoreDataUserInfo.order].map(Self.names) {
+                imported.attributes = Self.ordered(imported.attributes, by: order, name: \.name)
+                imported.relationships = Self.ordered(imported.relationships, by: order, name: \.name)
+            }
+            resolveIdentifierAttribute(&imported, element: entity.element)
+            resolveKeyPropertyNames(&imported, element: entity.element)
+            Self.foldSingleColumnConstraints(&imported)
+            renames(&imported, entity: entity)
+            backfills(&imported, entity: entity, version: version)
+            return imported
+        }
+
+        /// An entity's (or an ancestor's) attributes, relationships, uniqueness constraints and
+        /// indexes, copied into the imported entity.
+        mutating func copyMembers(of ancestor: ParsedEntity, into imported: inout ImportedEntity) {
+            for element in ancestor.attributes {
+                if let attribute = attribute(element, entity: imported.name) { imported.attributes.append(attribute) }
+            }
+            for element in ancestor.relationships {
+                // A relationship declared on an ancestor moves down only from an abstract
+                // ancestor with this one concrete descendant.
+                if ancestor.name != imported.name, !(ancestor.isAbstract && concreteDescendants(of: ancestor.name) == [imported.name]) {
+                    warn(
+                        element,
+                        "relationship '\(ancestor.name).\(element["name"] ?? "")' is inherited by several entities; the schema has no inheritance, so it is not imported for '\(imported.name)': declare it on each entity by hand"
+                    )
+                    continue
+                }
+                if let relationship = relationship(element, entity: imported.name) { imported.relationships.append(relationship) }
+            }
+            for unique in ancestor.uniques where !unique.members.isEmpty {
+                imported.uniques.append(unique.members)
+            }
+            for index in ancestor.indexes where !imported.indexes.contains(index.members) {
+                imported.indexes.append(index.members)
+            }
+        }
+
+        /// A uniqueness constraint or index of one attribute becomes that attribute's `unique:`
+        /// or `indexed:`; the primary key's own constraint goes.
+        static func foldSingleColumnConstraints(_ imported: inout ImportedEntity) {
+            imported.uniques = imported.uniques.filter { members in
+                guard members != imported.primaryKey else { return false }
+                if members.count == 1, let position = imported.attributes.firstIndex(where: { $0.name == members[0] }) {
+                    imported.attributes[position].isUnique = true
+                    return false
+                }
+                return true
+            }
+            imported.indexes = imported.indexes.filter { members in
+                if members.count == 1, let position = imported.attributes.firstIndex(where: { $0.name == members[0] }) {
+                    if !imported.attributes[position].isUnique { imported.attributes[position].isIndexed = true }
+                    return false
+                }
+                return true
+            }
         }
 
         /// What a model element says that the schema language cannot, for `coreData:`: the given
@@ -377,6 +392,30 @@ extension CoreDataImporter {
                 warn(element, "\(what) is Transformable\(custom), stored\(transformer) as archived bytes; imported as Data, so decode it yourself")
             }
             var attribute = ImportedAttribute(name: name, type: type, isOptional: element.flag("optional"))
+            readFlags(element, into: &attribute, info: info, what: what)
+            attribute.defaultValue = info[CoreDataUserInfo.defaultValue].map(ImportedDefault.plain) ?? defaultValue(element, type: type, coreDataType: coreDataType, what: what)
+            attribute.column = info[CoreDataUserInfo.column]
+            attribute.jsonKey = info[CoreDataUserInfo.jsonKey]
+            attribute.backfill = info[CoreDataUserInfo.backfill].map(ImportedDefault.plain)
+            attribute.movedFrom = info[CoreDataUserInfo.movedFrom]
+            attribute.doc = info[CoreDataUserInfo.doc]
+            attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
+            attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
+            attribute.isDateOnly = info[CoreDataUserInfo.dateOnly] == "YES"
+            attribute.coreData = Self.carried(
+                element, info: info, keys: coreDataType == "Transformable" && info[CoreDataUserInfo.type] == nil ? ["attributeType", "valueTransformerName", "customClassName"] : [])
+            if let schemaName = info[CoreDataUserInfo.schemaName], Naming.isIdentifier(schemaName) {
+                // Exported under a Core Data name of its own (`coreData: {name: id}`).
+                attribute.coreData.attributes["name"] = attribute.name
+                attribute.name = schemaName
+            }
+            settleFlags(element, &attribute, what: what)
+            return attribute
+        }
+
+        /// The attribute's Core Data flags, with a warning for each the schema cannot say.
+        mutating func readFlags(_ element: XMLTree.Element, into attribute: inout ImportedAttribute, info: [String: String], what: String) {
+            let type = attribute.type
             attribute.isTransient = element.flag("transient")
             if element.flag("allowsExternalBinaryDataStorage") {
                 if type == "Data" || type == "String" {
@@ -408,22 +447,11 @@ extension CoreDataImporter {
             if element.flag("storedInTruthFile") {
                 warn(element, "\(what) is stored in Core Data's truth file; imported as an ordinary attribute")
             }
-            attribute.defaultValue = info[CoreDataUserInfo.defaultValue].map(ImportedDefault.plain) ?? defaultValue(element, type: type, coreDataType: coreDataType, what: what)
-            attribute.column = info[CoreDataUserInfo.column]
-            attribute.jsonKey = info[CoreDataUserInfo.jsonKey]
-            attribute.backfill = info[CoreDataUserInfo.backfill].map(ImportedDefault.plain)
-            attribute.movedFrom = info[CoreDataUserInfo.movedFrom]
-            attribute.doc = info[CoreDataUserInfo.doc]
-            attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
-            attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
-            attribute.isDateOnly = info[CoreDataUserInfo.dateOnly] == "YES"
-            attribute.coreData = Self.carried(
-                element, info: info, keys: coreDataType == "Transformable" && info[CoreDataUserInfo.type] == nil ? ["attributeType", "valueTransformerName", "customClassName"] : [])
-            if let schemaName = info[CoreDataUserInfo.schemaName], Naming.isIdentifier(schemaName) {
-                // Exported under a Core Data name of its own (`coreData: {name: id}`).
-                attribute.coreData.attributes["name"] = attribute.name
-                attribute.name = schemaName
-            }
+        }
+
+        /// Flags that contradict each other, dropped with a warning: a transient value is never
+        /// stored, and an externally stored one is neither indexed nor kept in history.
+        mutating func settleFlags(_ element: XMLTree.Element, _ attribute: inout ImportedAttribute, what: String) {
             if attribute.isTransient {
                 // Flags that make no sense for a value never stored are errors in the schema.
                 for flag in ["indexed", "allowsExternalBinaryDataStorage", "preservesValueInHistoryOnDeletion"] where element.flag(flag) {
@@ -445,7 +473,6 @@ extension CoreDataImporter {
                 warn(element, "\(what) is stored externally, so it cannot be indexed; indexed dropped")
                 attribute.isIndexed = false
             }
-            return attribute
         }
 
         mutating func defaultValue(_ element: XMLTree.Element, type: String, coreDataType: String, what: String) -> ImportedDefault? {

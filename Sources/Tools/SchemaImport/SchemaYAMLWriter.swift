@@ -19,75 +19,88 @@ public enum SchemaYAMLWriter {
         if let history = schema.history { out += "history: \(history)\n" }
         if let online = schema.online { out += "online: \(online)\n" }
         if schema.cloudKit { out += "cloudKit: true\n" }
-        if !schema.enums.isEmpty {
-            out += "enums:\n"
-            for item in schema.enums {
-                let plain = item.cases.allSatisfy { $0.name == $0.rawValue }
-                if item.rawType != nil || item.doc != nil {
-                    out += "  \(scalar(item.name)):\n"
-                    if let doc = item.doc { out += "    doc: \(quoted(doc))\n" }
-                    if let rawType = item.rawType { out += "    type: \(scalar(rawType))\n" }
-                    let cases = item.cases.map { "\(scalar($0.name)): \(item.rawType == "Int" ? $0.rawValue : quotedIfNeeded($0.rawValue))" }
-                    out += plain && item.rawType == nil ? "    cases: \(list(item.cases.map(\.name)))\n" : "    cases: {\(cases.joined(separator: ", "))}\n"
-                } else if plain {
-                    out += "  \(scalar(item.name)): \(list(item.cases.map(\.name)))\n"
-                } else {
-                    out += "  \(scalar(item.name)):\n    cases: {\(item.cases.map { "\(scalar($0.name)): \(quotedIfNeeded($0.rawValue))" }.joined(separator: ", "))}\n"
-                }
-            }
-        }
-        if !schema.values.isEmpty {
-            out += "values:\n"
-            for value in schema.values {
-                out += "  \(scalar(value.name)):\n"
-                if let doc = value.doc { out += "    doc: \(quoted(doc))\n" }
-                out += "    fields:\n"
-                for field in value.fields {
-                    var options = ["type: \(scalar(field.type))"]
-                    if field.isOptional { options.append("optional: true") }
-                    if let jsonKey = field.jsonKey { options.append("jsonKey: \(scalar(jsonKey))") }
-                    if let doc = field.doc { options.append("doc: \(quoted(doc))") }
-                    if let value = field.defaultValue {
-                        switch value {
-                        case .text(let text): options.append("default: \(quotedIfNeeded(text))")
-                        case .plain(let text): options.append("default: \(text)")
-                        }
-                    }
-                    out += "      \(scalar(field.name)): {\(options.joined(separator: ", "))}\n"
-                }
-            }
-        }
+        if !schema.enums.isEmpty { out += "enums:\n" + enumsYAML(schema.enums) }
+        if !schema.values.isEmpty { out += "values:\n" + valuesYAML(schema.values) }
         out += "entities:\n"
         if schema.entities.isEmpty {
             out.removeLast()
             out += " {}\n"
         }
-        for entity in schema.entities {
-            out += "  \(scalar(entity.name)):\n"
-            var options: [(String, String)] = []
-            if let doc = entity.doc { options.append(("doc", quoted(doc))) }
-            if let table = entity.table { options.append(("table", scalar(table))) }
-            if let renamed = entity.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
-            if !entity.coreData.isEmpty { options.append(("coreData", coreData(entity.coreData))) }
-            for (key, value) in options { out += "    \(key): \(value)\n" }
-            if !entity.attributes.isEmpty {
-                out += "    attributes:\n"
-                let singleKey = entity.primaryKey.count == 1 ? entity.primaryKey[0] : nil
-                for attribute in entity.attributes {
-                    out += "      \(scalar(attribute.name)): \(attributeValue(attribute, isKey: attribute.name == singleKey))\n"
-                }
+        for entity in schema.entities { out += entityYAML(entity) }
+        return out
+    }
+
+    /// The `enums:` section's entries.
+    static func enumsYAML(_ enums: [ImportedEnum]) -> String {
+        var out = ""
+        for item in enums {
+            let plain = item.cases.allSatisfy { $0.name == $0.rawValue }
+            if item.rawType != nil || item.doc != nil {
+                out += "  \(scalar(item.name)):\n"
+                if let doc = item.doc { out += "    doc: \(quoted(doc))\n" }
+                if let rawType = item.rawType { out += "    type: \(scalar(rawType))\n" }
+                let cases = item.cases.map { "\(scalar($0.name)): \(item.rawType == "Int" ? $0.rawValue : quotedIfNeeded($0.rawValue))" }
+                out += plain && item.rawType == nil ? "    cases: \(list(item.cases.map(\.name)))\n" : "    cases: {\(cases.joined(separator: ", "))}\n"
+            } else if plain {
+                out += "  \(scalar(item.name)): \(list(item.cases.map(\.name)))\n"
+            } else {
+                out += "  \(scalar(item.name)):\n    cases: {\(item.cases.map { "\(scalar($0.name)): \(quotedIfNeeded($0.rawValue))" }.joined(separator: ", "))}\n"
             }
-            if !entity.relationships.isEmpty {
-                out += "    relationships:\n"
-                for relationship in entity.relationships {
-                    out += "      \(scalar(relationship.name)): \(relationshipValue(relationship))\n"
-                }
-            }
-            let keyIsOneAttribute = entity.primaryKey.count == 1 && entity.attributes.contains { $0.name == entity.primaryKey[0] }
-            if !entity.primaryKey.isEmpty, !keyIsOneAttribute { out += "    primaryKey: \(list(entity.primaryKey))\n" }
-            if !entity.indexes.isEmpty { out += "    indexes: [\(entity.indexes.map(list).joined(separator: ", "))]\n" }
-            if !entity.uniques.isEmpty { out += "    uniques: [\(entity.uniques.map(list).joined(separator: ", "))]\n" }
         }
+        return out
+    }
+
+    /// The `values:` section's entries.
+    static func valuesYAML(_ values: [ImportedValueType]) -> String {
+        var out = ""
+        for value in values {
+            out += "  \(scalar(value.name)):\n"
+            if let doc = value.doc { out += "    doc: \(quoted(doc))\n" }
+            out += "    fields:\n"
+            for field in value.fields {
+                var options = ["type: \(scalar(field.type))"]
+                if field.isOptional { options.append("optional: true") }
+                if let jsonKey = field.jsonKey { options.append("jsonKey: \(scalar(jsonKey))") }
+                if let doc = field.doc { options.append("doc: \(quoted(doc))") }
+                if let value = field.defaultValue {
+                    switch value {
+                    case .text(let text): options.append("default: \(quotedIfNeeded(text))")
+                    case .plain(let text): options.append("default: \(text)")
+                    }
+                }
+                out += "      \(scalar(field.name)): {\(options.joined(separator: ", "))}\n"
+            }
+        }
+        return out
+    }
+
+    /// One entry of the `entities:` section.
+    static func entityYAML(_ entity: ImportedEntity) -> String {
+        var out = ""
+        out += "  \(scalar(entity.name)):\n"
+        var options: [(String, String)] = []
+        if let doc = entity.doc { options.append(("doc", quoted(doc))) }
+        if let table = entity.table { options.append(("table", scalar(table))) }
+        if let renamed = entity.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
+        if !entity.coreData.isEmpty { options.append(("coreData", coreData(entity.coreData))) }
+        for (key, value) in options { out += "    \(key): \(value)\n" }
+        if !entity.attributes.isEmpty {
+            out += "    attributes:\n"
+            let singleKey = entity.primaryKey.count == 1 ? entity.primaryKey[0] : nil
+            for attribute in entity.attributes {
+                out += "      \(scalar(attribute.name)): \(attributeValue(attribute, isKey: attribute.name == singleKey))\n"
+            }
+        }
+        if !entity.relationships.isEmpty {
+            out += "    relationships:\n"
+            for relationship in entity.relationships {
+                out += "      \(scalar(relationship.name)): \(relationshipValue(relationship))\n"
+            }
+        }
+        let keyIsOneAttribute = entity.primaryKey.count == 1 && entity.attributes.contains { $0.name == entity.primaryKey[0] }
+        if !entity.primaryKey.isEmpty, !keyIsOneAttribute { out += "    primaryKey: \(list(entity.primaryKey))\n" }
+        if !entity.indexes.isEmpty { out += "    indexes: [\(entity.indexes.map(list).joined(separator: ", "))]\n" }
+        if !entity.uniques.isEmpty { out += "    uniques: [\(entity.uniques.map(list).joined(separator: ", "))]\n" }
         return out
     }
 

@@ -77,7 +77,18 @@ public enum SchemaLoader {
 
     /// Loads several files and checks that no two declare the same schema name.
     public static func load(files paths: [String]) -> Result {
-        var files = paths.map { load(file: $0) }
+        load(files: paths, read: { _ in nil })
+    }
+
+    /// The same, taking a file's bytes from `read` where it has them (a caller that read them
+    /// already); a file it has not is read here, with the size limit.
+    ///
+    ///     let loaded = SchemaLoader.load(files: ["Schemas/Shop.yaml"], read: { path in FileManager.default.contents(atPath: path).map { [UInt8]($0) } })
+    public static func load(files paths: [String], read: (String) -> [UInt8]?) -> Result {
+        var files = paths.map { path in
+            guard let bytes = read(path), bytes.count <= maximumFileSize else { return load(file: path) }
+            return load(source: SourceFile(path: path, bytes: bytes))
+        }
         var firstByName: [String: (path: String, location: SourceLocation?)] = [:]
         for index in files.indices {
             guard let schema = files[index].schema else { continue }

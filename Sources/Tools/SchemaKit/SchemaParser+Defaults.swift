@@ -15,123 +15,140 @@ extension SchemaParser {
     }
 
     private mutating func checkValue(_ node: YAMLNode, type: AttributeType, what: some CustomStringConvertible) -> DefaultValue? {
-        func mismatch(_ expected: String, _ parser: inout SchemaParser) -> DefaultValue? {
-            let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
-            parser.error(.invalidDefault, "the default of \(what) must be \(expected), found \(found)", at: node)
-            return nil
-        }
         switch type {
-        case .unresolved:
-            return nil
-        case .array(let element):
-            guard let items = node.items else { return mismatch("a list (e.g. [])", &self) }
-            var result: [DefaultValue] = []
-            for item in items {
-                guard !item.isNull else {
-                    error(.invalidDefault, "array elements in the default of \(what) cannot be null", at: item)
-                    return nil
-                }
-                guard let value = checkValue(item, type: element, what: what) else { return nil }
-                result.append(value)
+        case .unresolved: nil
+        case .array(let element): checkArray(node, element: element, what: what)
+        case .enumeration(let name): checkEnumCase(node, enumName: name, what: what)
+        case .value(let name): checkValueFields(node, valueName: name, what: what)
+        case .scalar(let scalar): checkScalar(node, scalar, what: what)
+        }
+    }
+
+    /// Reports that a default is not the kind of value its type needs; always nil.
+    private mutating func mismatch(_ node: YAMLNode, expected: String, what: some CustomStringConvertible) -> DefaultValue? {
+        let found = node.scalarText.map { "'\($0)'" } ?? node.kindDescription
+        error(.invalidDefault, "the default of \(what) must be \(expected), found \(found)", at: node)
+        return nil
+    }
+
+    private mutating func checkArray(_ node: YAMLNode, element: AttributeType, what: some CustomStringConvertible) -> DefaultValue? {
+        guard let items = node.items else { return mismatch(node, expected: "a list (e.g. [])", what: what) }
+        var result: [DefaultValue] = []
+        for item in items {
+            guard !item.isNull else {
+                error(.invalidDefault, "array elements in the default of \(what) cannot be null", at: item)
+                return nil
             }
-            return .array(result)
-        case .enumeration(let name):
-            guard let index = enumIndexByName[name] else { return nil }
-            let enumType = enums[index].model
-            let caseNames = enumType.cases.map(\.name)
-            guard let text = node.stringValue, node.items == nil else { return mismatch("a case of \(name)", &self) }
-            if caseNames.contains(text) { return .enumCase(text) }
-            let byRaw = enumType.cases.first { c in
-                switch c.rawValue {
-                case .string(let raw): raw == text
-                case .int(let raw): String(raw) == text
-                }
-            }
-            let hint =
-                byRaw.map { "; write the case name '\($0.name)', not its raw value" }
-                ?? Suggestion.hint(for: text, in: caseNames)
-            error(.invalidDefault, "'\(text)' is not a case of \(name) (the default of \(what))\(hint)", at: node)
-            return nil
-        case .value(let name):
-            guard let index = valueIndexByName[name] else { return nil }
-            let valueType = values[index].model
-            guard let pairs = node.pairs else { return mismatch("a mapping of \(name)'s fields", &self) }
-            var given: [String: YAMLNode] = [:]
-            for pair in pairs {
-                let key = pair.key.scalarText ?? ""
-                guard valueType.fields.contains(where: { $0.name == key }) else {
-                    error(.invalidDefault, "\(name) has no field '\(key)' (the default of \(what))\(Suggestion.hint(for: key, in: valueType.fields.map(\.name)))", at: pair.key)
-                    return nil
-                }
-                given[key] = pair.value
-            }
-            var fields: [DefaultValue.Field] = []
-            for field in valueType.fields {
-                if let fieldNode = given[field.name] {
-                    guard let value = checkDefault(fieldNode, type: field.type, isOptional: field.isOptional, what: "field '\(field.name)' in the default of \(what)") else { return nil }
-                    fields.append(.init(name: field.name, value: value))
-                } else if let fallback = field.defaultValue {
-                    fields.append(.init(name: field.name, value: fallback))
-                } else if field.isOptional {
-                    fields.append(.init(name: field.name, value: .null))
-                } else {
-                    error(.invalidDefault, "the default of \(what) lacks \(name)'s required field '\(field.name)'", at: node)
-                    return nil
-                }
-            }
-            return .value(fields)
-        case .scalar(let scalar):
-            guard node.items == nil, node.pairs == nil, let text = node.stringValue else {
-                return mismatch("a single \(scalar.rawValue)", &self)
-            }
-            switch scalar {
-            case .string:
-                return .string(text)
-            case .int, .int8, .int16, .int32, .int64:
-                let range = scalar.integerRange ?? Int64.min...Int64.max
-                if let value = node.integerValue {
-                    guard range.contains(value) else {
-                        error(.invalidDefault, "the default \(value) of \(what) is out of range for \(scalar.rawValue) (\(range.lowerBound)...\(range.upperBound))", at: node)
-                        return nil
-                    }
-                    return .integer(value)
-                }
-                if node.looksLikeInteger {
-                    error(.invalidDefault, "the default '\(text)' of \(what) is out of range for \(scalar.rawValue) (\(range.lowerBound)...\(range.upperBound))", at: node)
-                    return nil
-                }
-                return mismatch("a whole number", &self)
-            case .double, .float:
-                guard let value = node.doubleValue else { return mismatch("a number", &self) }
-                return .double(value)
-            case .bool:
-                guard let value = node.boolValue else {
-                    let hint = ["yes", "no", "on", "off"].contains(text.lowercased()) ? " (YAML 1.2 reads yes/no as text; write true or false)" : ""
-                    error(.invalidDefault, "the default of \(what) must be true or false, found '\(text)'\(hint)", at: node)
-                    return nil
-                }
-                return .bool(value)
-            case .decimal:
-                guard node.scalarText.map(Self.isDecimalLiteral) == true else { return mismatch("a decimal number such as 9.99", &self) }
-                return .decimal(text)
-            case .date:
-                if text == "now", isPlain(node) { return .now }
-                guard Self.isISO8601(text) else {
-                    return mismatch("'now' or an ISO 8601 date such as 2024-01-31 or 2024-01-31T08:00:00Z", &self)
-                }
-                return .date(text)
-            case .uuid:
-                if text == "uuid", isPlain(node) { return .generatedUUID }
-                guard Self.isUUID(text) else { return mismatch("'uuid' (a new one per row) or a UUID such as 0b9e2b9c-3c1e-4a57-9d49-1b7f0e8d9a10", &self) }
-                return .uuid(text)
-            case .url:
-                guard Self.isAbsoluteURL(text) else { return mismatch("an absolute URL such as https://example.com", &self) }
-                return .url(text)
-            case .data:
-                guard Self.isBase64(text) else { return mismatch("base64 text", &self) }
-                return .data(text)
+            guard let value = checkValue(item, type: element, what: what) else { return nil }
+            result.append(value)
+        }
+        return .array(result)
+    }
+
+    private mutating func checkEnumCase(_ node: YAMLNode, enumName name: String, what: some CustomStringConvertible) -> DefaultValue? {
+        guard let index = enumIndexByName[name] else { return nil }
+        let enumType = enums[index].model
+        let caseNames = enumType.cases.map(\.name)
+        guard let text = node.stringValue, node.items == nil else { return mismatch(node, expected: "a case of \(name)", what: what) }
+        if caseNames.contains(text) { return .enumCase(text) }
+        let byRaw = enumType.cases.first { c in
+            switch c.rawValue {
+            case .string(let raw): raw == text
+            case .int(let raw): String(raw) == text
             }
         }
+        let hint =
+            byRaw.map { "; write the case name '\($0.name)', not its raw value" }
+            ?? Suggestion.hint(for: text, in: caseNames)
+        error(.invalidDefault, "'\(text)' is not a case of \(name) (the default of \(what))\(hint)", at: node)
+        return nil
+    }
+
+    private mutating func checkValueFields(_ node: YAMLNode, valueName name: String, what: some CustomStringConvertible) -> DefaultValue? {
+        guard let index = valueIndexByName[name] else { return nil }
+        let valueType = values[index].model
+        guard let pairs = node.pairs else { return mismatch(node, expected: "a mapping of \(name)'s fields", what: what) }
+        var given: [String: YAMLNode] = [:]
+        for pair in pairs {
+            let key = pair.key.scalarText ?? ""
+            guard valueType.fields.contains(where: { $0.name == key }) else {
+                error(.invalidDefault, "\(name) has no field '\(key)' (the default of \(what))\(Suggestion.hint(for: key, in: valueType.fields.map(\.name)))", at: pair.key)
+                return nil
+            }
+            given[key] = pair.value
+        }
+        var fields: [DefaultValue.Field] = []
+        for field in valueType.fields {
+            if let fieldNode = given[field.name] {
+                guard let value = checkDefault(fieldNode, type: field.type, isOptional: field.isOptional, what: "field '\(field.name)' in the default of \(what)") else { return nil }
+                fields.append(.init(name: field.name, value: value))
+            } else if let fallback = field.defaultValue {
+                fields.append(.init(name: field.name, value: fallback))
+            } else if field.isOptional {
+                fields.append(.init(name: field.name, value: .null))
+            } else {
+                error(.invalidDefault, "the default of \(what) lacks \(name)'s required field '\(field.name)'", at: node)
+                return nil
+            }
+        }
+        return .value(fields)
+    }
+
+    private mutating func checkScalar(_ node: YAMLNode, _ scalar: ScalarType, what: some CustomStringConvertible) -> DefaultValue? {
+        guard node.items == nil, node.pairs == nil, let text = node.stringValue else {
+            return mismatch(node, expected: "a single \(scalar.rawValue)", what: what)
+        }
+        switch scalar {
+        case .string:
+            return .string(text)
+        case .int, .int8, .int16, .int32, .int64:
+            return checkInteger(node, text: text, scalar, what: what)
+        case .double, .float:
+            guard let value = node.doubleValue else { return mismatch(node, expected: "a number", what: what) }
+            return .double(value)
+        case .bool:
+            guard let value = node.boolValue else {
+                let hint = ["yes", "no", "on", "off"].contains(text.lowercased()) ? " (YAML 1.2 reads yes/no as text; write true or false)" : ""
+                error(.invalidDefault, "the default of \(what) must be true or false, found '\(text)'\(hint)", at: node)
+                return nil
+            }
+            return .bool(value)
+        case .decimal:
+            guard node.scalarText.map(Self.isDecimalLiteral) == true else { return mismatch(node, expected: "a decimal number such as 9.99", what: what) }
+            return .decimal(text)
+        case .date:
+            if text == "now", isPlain(node) { return .now }
+            guard Self.isISO8601(text) else {
+                return mismatch(node, expected: "'now' or an ISO 8601 date such as 2024-01-31 or 2024-01-31T08:00:00Z", what: what)
+            }
+            return .date(text)
+        case .uuid:
+            if text == "uuid", isPlain(node) { return .generatedUUID }
+            guard Self.isUUID(text) else { return mismatch(node, expected: "'uuid' (a new one per row) or a UUID such as 0b9e2b9c-3c1e-4a57-9d49-1b7f0e8d9a10", what: what) }
+            return .uuid(text)
+        case .url:
+            guard Self.isAbsoluteURL(text) else { return mismatch(node, expected: "an absolute URL such as https://example.com", what: what) }
+            return .url(text)
+        case .data:
+            guard Self.isBase64(text) else { return mismatch(node, expected: "base64 text", what: what) }
+            return .data(text)
+        }
+    }
+
+    private mutating func checkInteger(_ node: YAMLNode, text: String, _ scalar: ScalarType, what: some CustomStringConvertible) -> DefaultValue? {
+        let range = scalar.integerRange ?? Int64.min...Int64.max
+        if let value = node.integerValue {
+            guard range.contains(value) else {
+                error(.invalidDefault, "the default \(value) of \(what) is out of range for \(scalar.rawValue) (\(range.lowerBound)...\(range.upperBound))", at: node)
+                return nil
+            }
+            return .integer(value)
+        }
+        if node.looksLikeInteger {
+            error(.invalidDefault, "the default '\(text)' of \(what) is out of range for \(scalar.rawValue) (\(range.lowerBound)...\(range.upperBound))", at: node)
+            return nil
+        }
+        return mismatch(node, expected: "a whole number", what: what)
     }
 
     private func isPlain(_ node: YAMLNode) -> Bool {

@@ -295,41 +295,67 @@ extension SchemaParser {
     /// Options that make no sense together, or on this type.
     private mutating func checkAttributeOptions(_ parsed: Parsed<Attribute>) {
         let a = parsed.model
+        if a.isTransient { checkTransientOptions(parsed) }
+        if a.usesExternalStorage || a.isSearchable { checkStorageOptions(parsed) }
+        if a.isEncrypted || a.backfill != nil { checkComputedColumnOptions(parsed) }
         let what = Subject("attribute", a.name)
-        func conflict(_ first: String, _ second: String, _ why: String, _ parser: inout SchemaParser) {
-            parser.error(.conflictingOptions, "\(what) cannot be both \(first) and \(second): \(why)", at: parsed.options.keyNode(second) ?? parsed.nameNode)
+        if a.isUnique, a.isIndexed {
+            warning(.redundant, "\(what) is unique, which already indexes it; remove 'indexed'", at: parsed.options.keyNode("indexed") ?? parsed.nameNode)
         }
-        if a.isTransient {
-            let stored: [(Bool, String)] = [
-                (a.isUnique, "unique"), (a.isPrimaryKey, "primaryKey"), (a.isIndexed, "indexed"),
-                (a.isSearchable, "searchable"), (a.usesExternalStorage, "externalStorage"),
-                (a.isEncrypted, "encrypt"), (a.preservesValueOnDeletion, "preserveValueOnDeletion"),
-            ]
-            for (isSet, option) in stored where isSet {
-                conflict("transient", option, "a transient attribute is never stored", &self)
-            }
-            if a.isDateOnly {
-                conflict("transient", "dateOnly", "a transient attribute is never stored, so it has no column type", &self)
-            }
-            if parsed.options.has("column") {
-                error(.conflictingOptions, "\(what) is transient, so it has no column; remove 'column'", at: parsed.options.keyNode("column") ?? parsed.nameNode)
-            }
-            if !a.isOptional, a.defaultValue == nil, !parsed.options.has("default") {
-                error(
-                    .conflictingOptions, "\(what) is transient and required but has no default; a transient value is never stored or decoded, so give it a 'default' or make it optional",
-                    at: parsed.options.keyNode("transient") ?? parsed.nameNode)
-            }
+        if a.isPrimaryKey, a.isUnique {
+            warning(.redundant, "\(what) is the primary key, which is already unique; remove 'unique'", at: parsed.options.keyNode("unique") ?? parsed.nameNode)
         }
+        if a.renamedFrom == a.name {
+            warning(.redundant, "\(what) is 'renamedFrom' its own name; remove 'renamedFrom'", at: parsed.options["renamedFrom"] ?? parsed.nameNode)
+        }
+    }
+
+    /// Reports two options an attribute cannot have both of, at the second.
+    private mutating func conflict(_ parsed: Parsed<Attribute>, _ first: String, _ second: String, _ why: String) {
+        error(.conflictingOptions, "\(Subject("attribute", parsed.model.name)) cannot be both \(first) and \(second): \(why)", at: parsed.options.keyNode(second) ?? parsed.nameNode)
+    }
+
+    /// A transient attribute is never stored: no storage option, column or column type, and a
+    /// required one needs a default.
+    private mutating func checkTransientOptions(_ parsed: Parsed<Attribute>) {
+        let a = parsed.model
+        let what = Subject("attribute", a.name)
+        let stored: [(Bool, String)] = [
+            (a.isUnique, "unique"), (a.isPrimaryKey, "primaryKey"), (a.isIndexed, "indexed"),
+            (a.isSearchable, "searchable"), (a.usesExternalStorage, "externalStorage"),
+            (a.isEncrypted, "encrypt"), (a.preservesValueOnDeletion, "preserveValueOnDeletion"),
+        ]
+        for (isSet, option) in stored where isSet {
+            conflict(parsed, "transient", option, "a transient attribute is never stored")
+        }
+        if a.isDateOnly {
+            conflict(parsed, "transient", "dateOnly", "a transient attribute is never stored, so it has no column type")
+        }
+        if parsed.options.has("column") {
+            error(.conflictingOptions, "\(what) is transient, so it has no column; remove 'column'", at: parsed.options.keyNode("column") ?? parsed.nameNode)
+        }
+        if !a.isOptional, a.defaultValue == nil, !parsed.options.has("default") {
+            error(
+                .conflictingOptions, "\(what) is transient and required but has no default; a transient value is never stored or decoded, so give it a 'default' or make it optional",
+                at: parsed.options.keyNode("transient") ?? parsed.nameNode)
+        }
+    }
+
+    /// External storage and full-text search: each for text (and data) only, and neither with
+    /// what needs the value in the row.
+    private mutating func checkStorageOptions(_ parsed: Parsed<Attribute>) {
+        let a = parsed.model
+        let what = Subject("attribute", a.name)
         if a.usesExternalStorage {
             let elementIsBlob: Bool = if case .scalar(let s) = a.type { s == .data || s == .string } else { false }
             if !elementIsBlob {
                 error(.conflictingOptions, "\(what) has type \(a.type), but 'externalStorage' applies to Data and String only", at: parsed.options.keyNode("externalStorage") ?? parsed.nameNode)
             }
             for (isSet, option) in [(a.isUnique, "unique"), (a.isPrimaryKey, "primaryKey"), (a.isIndexed, "indexed"), (a.isSearchable, "searchable")] where isSet {
-                conflict("externalStorage", option, "its value lives in a file outside the database", &self)
+                conflict(parsed, "externalStorage", option, "its value lives in a file outside the database")
             }
             if a.preservesValueOnDeletion {
-                conflict("externalStorage", "preserveValueOnDeletion", "its file is deleted with the row, so the history could keep only a dangling file name", &self)
+                conflict(parsed, "externalStorage", "preserveValueOnDeletion", "its file is deleted with the row, so the history could keep only a dangling file name")
             }
         }
         if a.isSearchable {
@@ -344,9 +370,16 @@ extension SchemaParser {
                     at: parsed.options.keyNode("searchable") ?? parsed.nameNode)
             }
             if a.isEncrypted {
-                conflict("encrypt", "searchable", "full-text search cannot read ciphertext", &self)
+                conflict(parsed, "encrypt", "searchable", "full-text search cannot read ciphertext")
             }
         }
+    }
+
+    /// Encryption, and a backfill SQL computes: a column that holds what the store writes (a
+    /// ciphertext) cannot be indexed, keyed, kept in clear history or computed by SQL.
+    private mutating func checkComputedColumnOptions(_ parsed: Parsed<Attribute>) {
+        let a = parsed.model
+        let what = Subject("attribute", a.name)
         if a.isEncrypted, !a.isTransient, !a.encryptsDeterministically, a.isUnique || a.isIndexed {
             error(
                 .conflictingOptions,
@@ -354,30 +387,21 @@ extension SchemaParser {
                 at: parsed.options.keyNode("encrypt") ?? parsed.nameNode)
         }
         if a.isEncrypted, !a.isTransient {
-            if a.isPrimaryKey { conflict("encrypt", "primaryKey", "a value is encrypted under its row's key, so the key itself cannot be", &self) }
+            if a.isPrimaryKey { conflict(parsed, "encrypt", "primaryKey", "a value is encrypted under its row's key, so the key itself cannot be") }
             if a.preservesValueOnDeletion {
-                conflict("encrypt", "preserveValueOnDeletion", "the history is not encrypted, so a tombstone would keep the value in clear", &self)
+                conflict(parsed, "encrypt", "preserveValueOnDeletion", "the history is not encrypted, so a tombstone would keep the value in clear")
             }
         }
         if a.backfill != nil {
             if a.isTransient || a.isEncrypted || a.usesExternalStorage {
                 conflict(
-                    a.isTransient ? "transient" : a.isEncrypted ? "encrypt" : "externalStorage", "backfill",
-                    a.isTransient ? "a transient attribute has no column" : "its column holds what the store writes (a ciphertext, a file name), which SQL cannot compute", &self)
+                    parsed, a.isTransient ? "transient" : a.isEncrypted ? "encrypt" : "externalStorage", "backfill",
+                    a.isTransient ? "a transient attribute has no column" : "its column holds what the store writes (a ciphertext, a file name), which SQL cannot compute")
             } else if a.isOptional {
                 warning(
                     .redundant, "\(what) is optional, so existing rows can stay empty and 'backfill' is never used; remove it, or make the attribute required",
                     at: parsed.options.keyNode("backfill") ?? parsed.nameNode)
             }
-        }
-        if a.isUnique, a.isIndexed {
-            warning(.redundant, "\(what) is unique, which already indexes it; remove 'indexed'", at: parsed.options.keyNode("indexed") ?? parsed.nameNode)
-        }
-        if a.isPrimaryKey, a.isUnique {
-            warning(.redundant, "\(what) is the primary key, which is already unique; remove 'unique'", at: parsed.options.keyNode("unique") ?? parsed.nameNode)
-        }
-        if a.renamedFrom == a.name {
-            warning(.redundant, "\(what) is 'renamedFrom' its own name; remove 'renamedFrom'", at: parsed.options["renamedFrom"] ?? parsed.nameNode)
         }
     }
 

@@ -292,90 +292,98 @@ extension SchemaParser {
         for diagnostics in found { self.diagnostics.append(contentsOf: diagnostics) }
     }
 
+    /// Names claimed in one entity, with the node and member that claimed each first.
+    typealias Claims = [String: (node: YAMLNode, claimant: Claimant)]
+
     private mutating func checkMemberNames(of range: Range<Int>) {
-        typealias Claims = [String: (node: YAMLNode, claimant: Claimant)]
         // Emptied, not reallocated, for each entity: most entities are alike in size.
         var properties: Claims = [:], columns: Claims = [:], jsonKeys: Claims = [:]
         var screen = NameScreen()
         for entityIndex in range {
             // Nearly every entity is fine: a cheap screen passes those without the claims below.
             if screen.passes(entities[entityIndex].model) { continue }
-            let name = entities[entityIndex].model.name
-            let attributes = attributeNodes[name] ?? []
-            // The parsed relationships with their nodes, and the resolved ones (links placed).
-            let parsedRelationships = relationshipNodes[name] ?? []
-            let relationships = entities[entityIndex].model.relationships
             properties.removeAll(keepingCapacity: true)
             columns.removeAll(keepingCapacity: true)
             jsonKeys.removeAll(keepingCapacity: true)
+            claimProperties(of: entityIndex, in: &properties)
+            claimColumns(of: entityIndex, properties: properties, in: &columns)
+            claimJSONKeys(of: entityIndex, in: &jsonKeys)
+        }
+    }
 
-            // Swift properties: attributes, relationships and the generated key property of each
-            // to-one. Who claimed a name is described only when another claims it too.
-            func claimProperty(_ property: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
-                if let first = properties[property] {
-                    parser.error(
-                        .nameCollision, "\(claimant) of entity '\(name)' collides with \(first.claimant) (both are Swift property '\(property)')", at: node,
-                        notes: [parser.note("\(first.claimant) declared here", at: first.node)])
-                    return
-                }
-                properties[property] = (node, claimant)
+    /// Swift properties: attributes, relationships and the generated key property of each
+    /// to-one. Who claimed a name is described only when another claims it too.
+    private mutating func claimProperties(of entityIndex: Int, in properties: inout Claims) {
+        let name = entities[entityIndex].model.name
+        func claimProperty(_ property: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
+            if let first = properties[property] {
+                parser.error(
+                    .nameCollision, "\(claimant) of entity '\(name)' collides with \(first.claimant) (both are Swift property '\(property)')", at: node,
+                    notes: [parser.note("\(first.claimant) declared here", at: first.node)])
+                return
             }
-            for attribute in attributes.indices {
-                let attributeName = attributes[attribute].model.name
-                claimProperty(attributeName, attributes[attribute].nameNode, .attribute(attributeName), &self)
+            properties[property] = (node, claimant)
+        }
+        for attribute in attributeNodes[name] ?? [] {
+            claimProperty(attribute.model.name, attribute.nameNode, .attribute(attribute.model.name), &self)
+        }
+        // The resolved relationships (links placed) with their parsed nodes.
+        for (relationship, parsed) in zip(entities[entityIndex].model.relationships, relationshipNodes[name] ?? []) {
+            claimProperty(relationship.name, parsed.nameNode, .relationship(relationship.name), &self)
+            if !relationship.isToMany {
+                claimProperty(Naming.keyProperty(of: relationship.name), parsed.nameNode, .keyProperty(of: relationship.name), &self)
             }
-            for (relationship, parsed) in zip(relationships, parsedRelationships) {
-                claimProperty(relationship.name, parsed.nameNode, .relationship(relationship.name), &self)
-                if !relationship.isToMany {
-                    claimProperty(Naming.keyProperty(of: relationship.name), parsed.nameNode, .keyProperty(of: relationship.name), &self)
-                }
-            }
+        }
+    }
 
-            // Columns, compared case-insensitively as SQL does.
-            func claimColumn(_ column: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
-                let folded = Naming.foldedForComparison(column)
-                if let first = columns[folded] {
-                    parser.error(
-                        .nameCollision, "\(claimant) of entity '\(name)' uses column '\(column)', as does \(first.claimant)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")",
-                        at: node,
-                        notes: [parser.note("\(first.claimant) declared here", at: first.node)])
-                    return
-                }
-                columns[folded] = (node, claimant)
-                if column.utf8.count > Naming.portableIdentifierLength {
-                    parser.warning(.longIdentifier, "column '\(column)' of entity '\(name)' is longer than \(Naming.portableIdentifierLength) bytes; PostgreSQL would truncate it", at: node)
-                }
+    /// Columns, compared case-insensitively as SQL does.
+    private mutating func claimColumns(of entityIndex: Int, properties: Claims, in columns: inout Claims) {
+        let name = entities[entityIndex].model.name
+        func claimColumn(_ column: String, _ node: YAMLNode, _ claimant: Claimant, _ parser: inout SchemaParser) {
+            let folded = Naming.foldedForComparison(column)
+            if let first = columns[folded] {
+                parser.error(
+                    .nameCollision, "\(claimant) of entity '\(name)' uses column '\(column)', as does \(first.claimant)\(column == first.node.scalarText ? "" : "; set 'column' on one of them")",
+                    at: node,
+                    notes: [parser.note("\(first.claimant) declared here", at: first.node)])
+                return
             }
-            // A member named `id` beside the implicit key was reported when the key was resolved.
-            let memberNamedID =
-                properties[Entity.implicitKeyName].map { claim in
-                    if case .keyProperty = claim.claimant { false } else { true }
-                } ?? false
-            if case .implicit = entities[entityIndex].model.primaryKey, !memberNamedID {
-                columns[Entity.implicitKeyName] = (entities[entityIndex].nameNode, .implicitKey)
+            columns[folded] = (node, claimant)
+            if column.utf8.count > Naming.portableIdentifierLength {
+                parser.warning(.longIdentifier, "column '\(column)' of entity '\(name)' is longer than \(Naming.portableIdentifierLength) bytes; PostgreSQL would truncate it", at: node)
             }
-            for attribute in attributes.indices where !attributes[attribute].model.isTransient {
-                let node = attributes[attribute].options.keyNode("column") ?? attributes[attribute].nameNode
-                claimColumn(attributes[attribute].model.columnName, node, .attribute(attributes[attribute].model.name), &self)
+        }
+        // A member named `id` beside the implicit key was reported when the key was resolved.
+        let memberNamedID =
+            properties[Entity.implicitKeyName].map { claim in
+                if case .keyProperty = claim.claimant { false } else { true }
+            } ?? false
+        if case .implicit = entities[entityIndex].model.primaryKey, !memberNamedID {
+            columns[Entity.implicitKeyName] = (entities[entityIndex].nameNode, .implicitKey)
+        }
+        for attribute in attributeNodes[name] ?? [] where !attribute.model.isTransient {
+            let node = attribute.options.keyNode("column") ?? attribute.nameNode
+            claimColumn(attribute.model.columnName, node, .attribute(attribute.model.name), &self)
+        }
+        for (relationship, parsed) in zip(entities[entityIndex].model.relationships, relationshipNodes[name] ?? []) {
+            for column in relationship.foreignKeyColumns {
+                claimColumn(column, parsed.options.keyNode("column") ?? parsed.nameNode, .relationship(relationship.name), &self)
             }
-            for (relationship, parsed) in zip(relationships, parsedRelationships) {
-                for column in relationship.foreignKeyColumns {
-                    claimColumn(column, parsed.options.keyNode("column") ?? parsed.nameNode, .relationship(relationship.name), &self)
-                }
-            }
+        }
+    }
 
-            // JSON keys of the generated Codable conformance.
-            for attribute in attributes.indices {
-                let key = attributes[attribute].model.jsonKey
-                if let first = jsonKeys[key] {
-                    let node = attributes[attribute].options.keyNode("jsonKey") ?? attributes[attribute].nameNode
-                    error(
-                        .nameCollision, "attribute '\(attributes[attribute].model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
-                        notes: [note("\(first.claimant) declared here", at: first.node)])
-                } else {
-                    let node = attributes[attribute].options.keyNode("jsonKey") ?? attributes[attribute].nameNode
-                    jsonKeys[key] = (node, .attribute(attributes[attribute].model.name))
-                }
+    /// JSON keys of the generated Codable conformance.
+    private mutating func claimJSONKeys(of entityIndex: Int, in jsonKeys: inout Claims) {
+        let name = entities[entityIndex].model.name
+        for attribute in attributeNodes[name] ?? [] {
+            let key = attribute.model.jsonKey
+            let node = attribute.options.keyNode("jsonKey") ?? attribute.nameNode
+            if let first = jsonKeys[key] {
+                error(
+                    .nameCollision, "attribute '\(attribute.model.name)' of entity '\(name)' has JSON key '\(key)', as does \(first.claimant)", at: node,
+                    notes: [note("\(first.claimant) declared here", at: first.node)])
+            } else {
+                jsonKeys[key] = (node, .attribute(attribute.model.name))
             }
         }
     }

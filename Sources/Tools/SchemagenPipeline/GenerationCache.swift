@@ -46,7 +46,8 @@ public struct GenerationCache: Codable, Sendable, Equatable {
 
     /// The digest of everything generation reads, or nil when something cannot be read (then
     /// there is no caching, only a full run, which reports the problem properly).
-    public static func inputsDigest(_ configuration: GenerationPipeline.Configuration, schemaFiles: [String]) -> String? {
+    /// Files are read through `files`, so the stages after a stale digest read none again.
+    public static func inputsDigest(_ configuration: GenerationPipeline.Configuration, schemaFiles: [String], files: InputFiles = InputFiles()) -> String? {
         var lines: [String] = ["format \(formatVersion)"]
         guard let executable = Bundle.main.executablePath, let tool = stamp(executable) else { return nil }
         lines.append("tool \(tool.size) \(tool.modified)")
@@ -61,7 +62,7 @@ public struct GenerationCache: Codable, Sendable, Equatable {
         // A missing migrations folder is an input too: its absence.
         let migrations = configuration.migrationsRoot
         inputs += (folderFiles(migrations) ?? []).map { (label: "migration \($0)", path: migrations + "/" + $0) }
-        let digests = inputs.parallelMap { contentDigest($0.path) }
+        let digests = inputs.parallelMap { input in files.bytes(atPath: input.path).map { SHA256.hex($0) } }
         for (input, digest) in zip(inputs, digests) {
             guard let digest else { return nil }
             lines.append("\(input.label) \(digest)")
@@ -128,11 +129,6 @@ public struct GenerationCache: Codable, Sendable, Equatable {
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         #endif
         return (Int64(info.st_size), modified)
-    }
-
-    static func contentDigest(_ path: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return SHA256.hex([UInt8](data))
     }
 
     /// Every file below `folder` by relative path, sorted; nil when it is not a folder.

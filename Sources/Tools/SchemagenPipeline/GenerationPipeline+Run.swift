@@ -1,6 +1,7 @@
 import CodeGeneration
 import Diagnostics
 import Foundation
+import RelationalModel
 import SchemaKit
 
 extension GenerationPipeline {
@@ -64,28 +65,24 @@ extension GenerationPipeline {
     }
 
     private func stages(_ mode: Mode, diagnostics: inout String, clock: inout StageClock) -> Report.Outcome {
-
-        // An unchanged run stops here, saying what the recorded run said.
+        // The schema files, found once; an unchanged run stops here, saying what the recorded
+        // run said. Whatever the digest read, the stages below read from memory.
+        let schemaFiles: [String]
+        switch SchemaDiscovery.files(in: configuration.schemaPaths) {
+        case .failure(let failure): return .stopped(.io("\(failure)"))
+        case .success(let found): schemaFiles = found
+        }
         let usesCache = mode == .write && !configuration.singleFile
         let cacheLocation = GenerationCache.Location(output: configuration.output, cacheFolder: configuration.cacheFolder)
-        let schemaFiles = (try? SchemaDiscovery.files(in: configuration.schemaPaths).get()) ?? []
-        var cacheInputs: String?
-        if usesCache, !schemaFiles.isEmpty {
-            cacheInputs = GenerationCache.inputsDigest(configuration, schemaFiles: schemaFiles)
-            if let inputs = cacheInputs, let cache = GenerationCache.load(cacheLocation), cache.isFresh(output: configuration.output, inputs: inputs) {
-                clock.lap("cache")
-                diagnostics = cache.warnings
-                return .unchangedSinceLastRun(schemaCount: cache.schemaCount)
-            }
+        let cacheInputs = usesCache && !schemaFiles.isEmpty ? GenerationCache.inputsDigest(configuration, schemaFiles: schemaFiles, files: files) : nil
+        if let inputs = cacheInputs, let cache = GenerationCache.load(cacheLocation), cache.isFresh(output: configuration.output, inputs: inputs) {
+            clock.lap("cache")
+            diagnostics = cache.warnings
+            return .unchangedSinceLastRun(schemaCount: cache.schemaCount)
         }
 
         // 1. Load: invalid schemas stop here with the validator's diagnostics.
-        let loaded: SchemaLoader.Result
-        switch load() {
-        case .failure(let failure):
-            return .stopped(failure)
-        case .success(let result): loaded = result
-        }
+        let loaded = load(schemaFiles)
         clock.lap("load")
         let sources = Dictionary(loaded.files.compactMap { file in file.source.map { (file.path, $0) } }, uniquingKeysWith: { first, _ in first })
         let render = DiagnosticRenderer(format: .text, colored: false, sources: { sources[$0] })
@@ -98,8 +95,7 @@ extension GenerationPipeline {
         // 2-3. The relational model, then the migrations it calls for.
         let models = model(loaded.schemas)
         clock.lap("model")
-        let schemaTexts = sources.mapValues { String(decoding: $0.bytes, as: UTF8.self) }
-        let plan = plan(loaded.schemas, models: models, sources: schemaTexts)
+        let plan = plan(loaded.schemas, models: models, sources: sources.mapValues { String(decoding: $0.bytes, as: UTF8.self) })
         clock.lap("plan")
         diagnostics += render.render(plan.diagnostics)
         if plan.hasErrors {
@@ -112,49 +108,57 @@ extension GenerationPipeline {
             clock.lap("write")
             return .migrations(plan.migrations, written: mode.writes)
         }
+        let (outcome, rendered) = renderAndWrite(mode, loaded: loaded, models: models, plan: plan, diagnostics: &diagnostics, render: render, clock: &clock)
+        if usesCache, case .generated = outcome, let rendered {
+            record(cacheLocation, inputs: cacheInputs, schemaFiles: schemaFiles, plan: plan, rendered: rendered, warnings: diagnostics)
+        }
+        return outcome
+    }
 
-        // 4. Render.
+    /// Stages 4 and 5: render every file, compare with what is on disk, then write (or, in
+    /// `check`, only report).
+    private func renderAndWrite(
+        _ mode: Mode, loaded: SchemaLoader.Result, models: [String: SchemaSnapshot], plan: Plan, diagnostics: inout String, render: DiagnosticRenderer, clock: inout StageClock
+    ) -> (outcome: Report.Outcome, rendered: Rendered?) {
         let templateSet: TemplateSet
         switch templates() {
         case .failure(let failure):
-            return .stopped(failure)
+            return (.stopped(failure), nil)
         case .success(let result): templateSet = result
         }
         clock.lap("templates")
         let rendered: Rendered
         switch self.render(loaded, models: models, plan: plan, templates: templateSet) {
         case .failure(let failure):
-            return .stopped(failure)
+            return (.stopped(failure), nil)
         case .success(let result): rendered = result
         }
         clock.lap("render")
         diagnostics += render.render(rendered.diagnostics)
         if rendered.diagnostics.contains(where: { $0.severity == .error }) {
-            return .stopped(.invalid("no code generated: fix the problems above"))
+            return (.stopped(.invalid("no code generated: fix the problems above")), nil)
         }
-
-        // 5. Compare, then write (or only report).
         let changes = compare(rendered)
         clock.lap("compare")
         guard mode == .write else {
-            return .checked(changes, migrations: plan.migrations, fileCount: rendered.files.count)
+            return (.checked(changes, migrations: plan.migrations, fileCount: rendered.files.count), rendered)
         }
         if case .failure(let failure) = sync(rendered, changes) {
-            return .stopped(failure)
+            return (.stopped(failure), nil)
         }
         if case .failure(let failure) = writeMigrations(plan) {
-            return .stopped(failure)
+            return (.stopped(failure), nil)
         }
         clock.lap("write")
-        if usesCache { record(cacheLocation, inputs: cacheInputs, loaded: loaded, plan: plan, rendered: rendered, warnings: diagnostics) }
-        return .generated(changes, migrations: plan.migrations, schemaCount: rendered.schemaCount)
+        return (.generated(changes, migrations: plan.migrations, schemaCount: rendered.schemaCount), rendered)
     }
 
     /// Records the run for the next one to skip if nothing changed. The digest is the one taken
     /// before reading: a schema edited since then no longer matches it, so the next run is a
-    /// full one. Migrations this run wrote are inputs of the next.
-    private func record(_ location: GenerationCache.Location, inputs: String?, loaded: SchemaLoader.Result, plan: Plan, rendered: Rendered, warnings: String) {
-        let inputs = plan.migrations.isEmpty ? inputs : GenerationCache.inputsDigest(configuration, schemaFiles: loaded.files.map(\.path))
+    /// full one. Migrations this run wrote are inputs of the next: their folders, forgotten by
+    /// the write, are read again; nothing else is.
+    private func record(_ location: GenerationCache.Location, inputs: String?, schemaFiles: [String], plan: Plan, rendered: Rendered, warnings: String) {
+        let inputs = plan.migrations.isEmpty ? inputs : GenerationCache.inputsDigest(configuration, schemaFiles: schemaFiles, files: files)
         if let inputs {
             GenerationCache.record(location, inputs: inputs, files: rendered.files.map(\.path), folders: rendered.folders, schemaCount: rendered.schemaCount, warnings: warnings)
         } else {

@@ -116,9 +116,15 @@ public struct GenerationPipeline: Sendable {
     }
 
     public let configuration: Configuration
+    /// Every input the run reads, each read from the disk once and shared by the stages.
+    public let files: InputFiles
 
-    public init(_ configuration: Configuration) {
+    /// A run of `configuration`; `files` keeps what it reads (a new one reads everything afresh).
+    ///
+    ///     let pipeline = GenerationPipeline(.init(schemas: ["Schemas"], output: "Sources/Models"))
+    public init(_ configuration: Configuration, files: InputFiles = InputFiles()) {
         self.configuration = configuration
+        self.files = files
     }
 
     // MARK: - 1. Load
@@ -128,15 +134,20 @@ public struct GenerationPipeline: Sendable {
         switch SchemaDiscovery.files(in: configuration.schemaPaths) {
         case .failure(let failure):
             return .failure(.io("\(failure)"))
-        case .success(let files):
-            var loaded = SchemaLoader.load(files: files)
-            if let grants = configuration.defaultGrants {
-                for index in loaded.files.indices where loaded.files[index].schema != nil && loaded.files[index].schema?.grants == nil {
-                    loaded.files[index].schema?.grants = grants
-                }
-            }
-            return .success(loaded)
+        case .success(let paths):
+            return .success(load(paths))
         }
+    }
+
+    /// The schemas of files already found, each read through `files` (once for the whole run).
+    public func load(_ paths: [String]) -> SchemaLoader.Result {
+        var loaded = SchemaLoader.load(files: paths, read: files.bytes(atPath:))
+        if let grants = configuration.defaultGrants {
+            for index in loaded.files.indices where loaded.files[index].schema != nil && loaded.files[index].schema?.grants == nil {
+                loaded.files[index].schema?.grants = grants
+            }
+        }
+        return loaded
     }
 
     // MARK: - 2. Relational model
@@ -166,7 +177,7 @@ public struct GenerationPipeline: Sendable {
             let dialects = configuration.dialects(of: schema)
             // The first folders were SQLite's: the others number after them.
             let referenceDialect = dialects.contains(.default) ? SQLDialectName.default : dialects[0]
-            let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect)
+            let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: referenceDialect, files: files)
             var findings: [(dialect: SQLDialectName, findings: [Diagnostic])] = []
             // Every dialect's new migration takes the reference's name, whatever its own steps
             // (a change only some engines render, such as grants, would name them apart).
@@ -176,7 +187,7 @@ public struct GenerationPipeline: Sendable {
                     for: schema, model: models[schema.name], root: configuration.migrationsRoot, dialect: dialect,
                     reference: dialect == referenceDialect ? nil : reference,
                     name: configuration.migrationName ?? referenceName, allowDestructive: configuration.allowDestructive, online: configuration.isOnline(schema),
-                    sourceText: sources[schema.sourcePath])
+                    sourceText: sources[schema.sourcePath], files: files)
                 if dialect == referenceDialect, case .pending(let pending) = outcome { referenceName = pending.last?.entry.name }
                 switch outcome {
                 case .upToDate: break
@@ -232,7 +243,7 @@ public struct GenerationPipeline: Sendable {
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
             if configuration.target == .swiftdata {
                 // Every version the migrations recorded, the ones about to be written included.
-                let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema))
+                let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema), files: files)
                 diagnostics += history.diagnostics
                 do {
                     let output = try Generator.generateSwiftData(
@@ -242,7 +253,8 @@ public struct GenerationPipeline: Sendable {
                     let dialects = configuration.dialects(of: schema)
                     let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
                     let released = ReleasedSwiftDataModels(
-                        files: output.files, history: history, schema: schema, directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference),
+                        files: output.files, history: history, schema: schema,
+                        directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference, files: files),
                         allowChanges: configuration.allowReleasedVersionChanges)
                     diagnostics += released.diagnostics
                     releasedRecords += released.records
@@ -265,7 +277,7 @@ public struct GenerationPipeline: Sendable {
             }
             // The generated code embeds every dialect's migrations: the store opens either engine.
             let migrations = PendingMigration.scripts(
-                for: schema, root: configuration.migrationsRoot, pending: plan.migrations.filter { $0.schema.name == schema.name })
+                for: schema, root: configuration.migrationsRoot, pending: plan.migrations.filter { $0.schema.name == schema.name }, files: files)
             do {
                 let model = models[schema.name].map { runtimeModel(schema, $0, plan: plan) }
                 perSchema.append(
@@ -310,7 +322,7 @@ public struct GenerationPipeline: Sendable {
     /// an upsert never names a constraint the database lacks.
     func runtimeModel(_ schema: Schema, _ model: SchemaSnapshot, plan: Plan) -> SchemaSnapshot {
         let dialects = configuration.dialects(of: schema)
-        let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: dialects.contains(.default) ? .default : dialects[0])
+        let reference = PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: dialects.contains(.default) ? .default : dialects[0], files: files)
         // A migration about to be written to the reference folder brings its databases to the
         // schema's model; one written to another dialect's folder (its history planned for the
         // first time, say) changes nothing the reference's databases hold.
@@ -348,7 +360,8 @@ public struct GenerationPipeline: Sendable {
         for record in rendered.releasedRecords {
             do {
                 try Data(record.contents.utf8).write(to: URL(fileURLWithPath: record.directory.path).appendingPathComponent(record.file), options: .atomic)
-                try record.directory.rehash()
+                try record.directory.recordInManifest([(record.file, Array(record.contents.utf8))])
+                files.forget(folder: record.directory.path, files: [record.file, MigrationDirectory.sumFile])
             } catch {
                 return .failure(.io("cannot record \(record.file) in '\(record.directory.path)': \(error.localizedDescription)"))
             }
@@ -362,10 +375,13 @@ public struct GenerationPipeline: Sendable {
         for pending in plan.migrations {
             do {
                 try pending.directory.write(
-                    up: pending.sql.up, down: pending.sql.down, contract: pending.sql.contract, snapshot: pending.migration.to.canonicalJSON(), source: pending.source, as: pending.entry)
+                    up: pending.sql.up, down: pending.sql.down, contract: pending.sql.contract, snapshot: pending.migration.to.canonicalJSON(), source: pending.source, as: pending.entry,
+                    manifest: .addWritten)
             } catch {
                 return .failure(.io("cannot write migration to '\(pending.directory.path)': \(error.localizedDescription)"))
             }
+            // What is read after this (the next run's digest) is the folder as it is now.
+            files.forget(folder: pending.directory.path, files: pending.entry.files + pending.entry.optionalFiles + [MigrationDirectory.sumFile])
             written.append("\(pending.directory.path)/\(pending.entry.prefix)")
         }
         return .success(written)

@@ -49,8 +49,8 @@ public struct PendingMigration: Sendable {
     }
 
     /// A schema's migration folder for a dialect (`MigrationDirectory.folder`).
-    public static func directory(_ schema: String, root: String, dialect: SQLDialectName) -> MigrationDirectory {
-        MigrationDirectory.folder(schema: schema, root: root, dialect: dialect)
+    public static func directory(_ schema: String, root: String, dialect: SQLDialectName, files: any MigrationFileReading = DiskFiles()) -> MigrationDirectory {
+        MigrationDirectory.folder(schema: schema, root: root, dialect: dialect, files: files)
     }
 
     public static func renderer(_ dialect: SQLDialectName) -> any MigrationRenderer { MigrationRenderers.renderer(for: dialect) }
@@ -61,9 +61,10 @@ public struct PendingMigration: Sendable {
     /// from the same snapshots, so every dialect's folder numbers alike.
     public static func plan(
         for schema: Schema, model: SchemaSnapshot? = nil, root: String, dialect: SQLDialectName = .default,
-        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool, online: Bool = false, sourceText: String? = nil
+        reference: MigrationDirectory? = nil, name: String?, allowDestructive: Bool, online: Bool = false, sourceText: String? = nil,
+        files: any MigrationFileReading = DiskFiles()
     ) -> Outcome {
-        let directory = directory(schema.name, root: root, dialect: dialect)
+        let directory = directory(schema.name, root: root, dialect: dialect, files: files)
         let renderer = renderer(dialect)
         let problems = directory.verify()
         if !problems.isEmpty { return .failed(problems) }
@@ -83,7 +84,7 @@ public struct PendingMigration: Sendable {
             for entry in reference.entries() {
                 let snapshot: SchemaSnapshot
                 do {
-                    snapshot = try SchemaSnapshot.decode(Data(contentsOf: URL(fileURLWithPath: reference.path + "/" + entry.snapshotFile)))
+                    snapshot = try reference.snapshot(of: entry)
                 } catch {
                     return unreadable(reference, entry.snapshotFile, error)
                 }
@@ -185,9 +186,9 @@ public struct PendingMigration: Sendable {
     /// The schema's migrations as templates see them: those on disk, then the ones about to be
     /// written, in the default dialect, each with its SQL in every other dialect whose folder
     /// holds it (`MigrationScript.dialects`).
-    public static func scripts(for schema: Schema, root: String, pending: [PendingMigration]) -> [MigrationScript] {
+    public static func scripts(for schema: Schema, root: String, pending: [PendingMigration], files: any MigrationFileReading = DiskFiles()) -> [MigrationScript] {
         func sql(in dialect: SQLDialectName) -> [Int: (name: String, sql: MigrationScript.DialectSQL)] {
-            let directory = directory(schema.name, root: root, dialect: dialect)
+            let directory = directory(schema.name, root: root, dialect: dialect, files: files)
             var found: [Int: (String, MigrationScript.DialectSQL)] = [:]
             for entry in directory.entries() {
                 guard let up = directory.contents(of: entry.upFile), let down = directory.contents(of: entry.downFile) else { continue }

@@ -37,9 +37,9 @@ public struct SchemaHistory: Sendable {
     ///
     ///     let history = SchemaHistory.load(for: schema, root: "Migrations", dialects: [.sqlite])
     ///     for version in history.versions { print(version.schema.version, version.migration?.prefix ?? "not planned yet") }
-    public static func load(for schema: Schema, root: String, dialects: [SQLDialectName]) -> SchemaHistory {
+    public static func load(for schema: Schema, root: String, dialects: [SQLDialectName], files: any MigrationFileReading = DiskFiles()) -> SchemaHistory {
         let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
-        let directory = PendingMigration.directory(schema.name, root: root, dialect: reference)
+        let directory = PendingMigration.directory(schema.name, root: root, dialect: reference, files: files)
         var versions: [Version] = []
         // A folder edited behind its manifest holds versions nobody reviewed: its errors stop the caller.
         var diagnostics: [Diagnostic] = directory.verify()
