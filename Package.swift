@@ -171,6 +171,8 @@ let package = Package(
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // A stand-in test process that starts servers and is then ended by a signal (TestDaemonTests).
+        .executableTarget(name: "test-server-holder", dependencies: ["TestSupport"], path: "Tests/TestServerHolder"),
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics", "TextEscaping"]),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "Diagnostics"]),
         .testTarget(

@@ -7,7 +7,7 @@ import Glibc
 /// A throwaway pgbouncer in front of the shared test server, in transaction pooling mode with
 /// a small pool, as a fleet behind a pooler has it: several clients take turns on two server
 /// connections, so session state (prepared statements, `SET`, LISTEN) does not carry over.
-/// Started on first use, stopped when the test process exits.
+/// Started on first use, in the foreground (not `-d`), owned by a `TestDaemon`.
 public final class Pgbouncer: @unchecked Sendable {
     public static let binary = "/usr/sbin/pgbouncer"
 
@@ -25,14 +25,14 @@ public final class Pgbouncer: @unchecked Sendable {
     /// How many server connections each database gets.
     public let poolSize = 2
     private let folder: URL
+    private let process: TestDaemon
 
     /// The URL of a database through the pooler.
     public func url(database: String) -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
 
     init(server: PostgresServer) throws {
         port = PostgresServer.freePort()
-        folder = server.folder.appendingPathComponent("pgbouncer-\(port)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        folder = try TestDaemon.makeFolder("pgbouncer")
         let config = """
             [databases]
             * = host=127.0.0.1 port=\(server.port)
@@ -47,24 +47,22 @@ public final class Pgbouncer: @unchecked Sendable {
             default_pool_size = \(poolSize)
             max_client_conn = 200
             logfile = \(folder.path)/pgbouncer.log
-            pidfile = \(folder.path)/pgbouncer.pid
             """
         try config.write(to: folder.appendingPathComponent("pgbouncer.ini"), atomically: true, encoding: .utf8)
         try "\"postgres\" \"\"\n".write(to: folder.appendingPathComponent("users.txt"), atomically: true, encoding: .utf8)
         // pgbouncer refuses to run as root: as the server, it runs as `postgres` then.
-        if getuid() == 0 {
-            try PostgresServer.run("/bin/chown", ["-R", "postgres:postgres", folder.path])
-            try PostgresServer.run("/usr/sbin/runuser", ["-u", "postgres", "--", Self.binary, "-d", "-q", folder.path + "/pgbouncer.ini"])
-        } else {
-            try PostgresServer.run(Self.binary, ["-d", "-q", folder.path + "/pgbouncer.ini"])
-        }
+        process = try TestDaemon(Self.binary, ["-q", folder.path + "/pgbouncer.ini"], folder: folder, log: "output.log")
         try waitUntilListening()
-        Self.register(self)
+    }
+
+    deinit {
+        process.stop()
+        TestDaemon.removeFolder(folder)
     }
 
     private func waitUntilListening() throws {
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        while Date() < deadline, process.isRunning {
             let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -77,33 +75,8 @@ public final class Pgbouncer: @unchecked Sendable {
             if connected == 0 { return }
             usleep(50_000)
         }
-        let log = (try? String(contentsOf: folder.appendingPathComponent("pgbouncer.log"), encoding: .utf8)) ?? ""
+        let log = (try? String(contentsOf: folder.appendingPathComponent("pgbouncer.log"), encoding: .utf8)) ?? process.logTail()
+        process.stop()
         throw PostgresServer.ServerError("pgbouncer did not listen on port \(port) within 10 s: \(log.suffix(2000))")
-    }
-
-    /// Stops it (SIGTERM to the pid it wrote).
-    func stop() {
-        guard let text = try? String(contentsOf: folder.appendingPathComponent("pgbouncer.pid"), encoding: .utf8),
-            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else { return }
-        kill(pid, SIGTERM)
-    }
-
-    nonisolated(unsafe) private static var started: [Pgbouncer] = []
-    private static let lock = NSLock()
-
-    private static func register(_ bouncer: Pgbouncer) {
-        lock.lock()
-        defer { lock.unlock() }
-        if started.isEmpty { atexit { Pgbouncer.stopAll() } }
-        started.append(bouncer)
-    }
-
-    private static func stopAll() {
-        lock.lock()
-        let bouncers = started
-        started = []
-        lock.unlock()
-        for bouncer in bouncers { bouncer.stop() }
     }
 }

@@ -4,9 +4,11 @@ import Foundation
 import Glibc
 #endif
 
-/// A throwaway PostgreSQL server for tests: `initdb` into a temporary folder (as the `postgres`
-/// user when the tests run as root), `pg_ctl start` on a free port with a private socket
-/// folder, and `pg_ctl stop` when the test process exits. About a second to start.
+/// A throwaway PostgreSQL server for tests: `initdb` into a folder under `TestDaemon.root` (as
+/// the `postgres` user when the tests run as root), then `postgres` itself in the foreground on a
+/// free port with a private socket folder, owned by a `TestDaemon` (stopped on every path, and
+/// its folder removed after it stopped). About a second to start. A test that starts a server
+/// of its own stops it with `shutdown()` in a `defer`.
 public final class PostgresServer: @unchecked Sendable {
     /// The folder of the server binaries (`initdb`, `pg_ctl`), or nil when PostgreSQL is not installed.
     public static let binaries: String? = {
@@ -44,10 +46,8 @@ public final class PostgresServer: @unchecked Sendable {
     public init(alsoListeningOn extraAddresses: [String] = []) throws {
         self.extraAddresses = extraAddresses
         guard let binaries = Self.binaries else { throw ServerError("PostgreSQL is not installed") }
-        folder = URL(fileURLWithPath: "/tmp/schemagen-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        folder = try TestDaemon.makeFolder("pg")
         asPostgresUser = getuid() == 0
-        if asPostgresUser { try Self.run("/bin/chown", ["postgres:postgres", folder.path]) }
         port = Self.freePort()
         try run(binaries + "/initdb", ["-D", folder.path + "/data", "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"])
         if !extraAddresses.isEmpty {
@@ -60,26 +60,53 @@ public final class PostgresServer: @unchecked Sendable {
             try handle.close()
         }
         try start()
-        Self.register(self)
     }
 
-    /// Starts (or restarts) the server on its port.
+    deinit { shutdown() }
+
+    /// The running postmaster, owned; nil while stopped.
+    private let process = LockedValue<TestDaemon?>(nil)
+
+    /// Starts (or restarts) the server on its port, and waits until it accepts connections.
     public func start() throws {
         guard let binaries = Self.binaries else { return }
-        // The server inherits pg_ctl's output: it goes to nothing, not to a pipe that would then never close.
-        try run(
-            binaries + "/pg_ctl",
+        let daemon = try TestDaemon(
+            binaries + "/postgres",
             [
-                "-D", folder.path + "/data", "-l", folder.path + "/log", "-w", "-t", "30", "-o",
-                "-p \(port) -k \(folder.path) -c listen_addresses=\((["127.0.0.1"] + extraAddresses).joined(separator: ",")) -c fsync=off -c max_connections=200", "start",
-            ], quiet: true)
+                "-D", folder.path + "/data", "-p", "\(port)", "-k", folder.path, "-c", "listen_addresses=\((["127.0.0.1"] + extraAddresses).joined(separator: ","))",
+                "-c", "fsync=off", "-c", "max_connections=200",
+            ], folder: folder, log: "log", asPostgresUser: asPostgresUser, stopSignal: SIGQUIT)
+        process.withLock { $0 = daemon }
+        let deadline = Date().addingTimeInterval(30)
+        while (try? Self.run(binaries + "/pg_isready", ["-q", "-h", "127.0.0.1", "-p", "\(port)"], quiet: true)) == nil {
+            guard daemon.isRunning, Date() < deadline else {
+                daemon.stop()
+                throw ServerError("PostgreSQL did not start on port \(port): \(daemon.logTail())")
+            }
+            usleep(50_000)
+        }
     }
 
     /// Stops the server: `fast` rolls back open transactions and disconnects clients; `immediate`
-    /// is a crash as far as clients can tell.
+    /// is a crash as far as clients can tell; `smart` waits for clients to leave.
     public func stop(mode: String = "fast") {
-        guard let binaries = Self.binaries else { return }
-        try? run(binaries + "/pg_ctl", ["-D", folder.path + "/data", "-m", mode, "-w", "-t", "30", "stop"])
+        let signal: Int32 =
+            switch mode {
+            case "immediate": SIGQUIT
+            case "smart": SIGTERM
+            default: SIGINT
+            }
+        let daemon = process.withLock { current -> TestDaemon? in
+            defer { current = nil }
+            return current
+        }
+        daemon?.stop(signal: signal)
+    }
+
+    /// Stops the server for good and removes its folder.
+    public func shutdown() {
+        stop(mode: "immediate")
+        TestDaemon.removeFolder(folder)
     }
 
     /// A new, empty database; its URL.
@@ -148,28 +175,5 @@ public final class PostgresServer: @unchecked Sendable {
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) } }
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
         return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    // MARK: - Stopping every server when the test process exits
-
-    nonisolated(unsafe) private static var started: [PostgresServer] = []
-    private static let lock = NSLock()
-
-    private static func register(_ server: PostgresServer) {
-        lock.lock()
-        defer { lock.unlock() }
-        if started.isEmpty { atexit { PostgresServer.stopAll() } }
-        started.append(server)
-    }
-
-    private static func stopAll() {
-        lock.lock()
-        let servers = started
-        started = []
-        lock.unlock()
-        for server in servers {
-            server.stop(mode: "immediate")
-            try? FileManager.default.removeItem(at: server.folder)
-        }
     }
 }

@@ -278,7 +278,7 @@ struct PostgresMigrateTests {
     /// run says what happened and completes.
     @Test func aServerKilledMidMigrationResumesCleanly() throws {
         let server = try PostgresServer()
-        defer { server.stop(mode: "immediate") }
+        defer { server.shutdown() }
         let url = try server.createDatabase()
         let migrations = try Self.eventsMigrations()
         #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", migrations.path]).status == 0)

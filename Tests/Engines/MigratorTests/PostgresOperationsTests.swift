@@ -269,7 +269,7 @@ struct PostgresOperationsTests {
     /// the server; without it the failure is immediate and names the option.
     @Test func connectingRetriesWhileTheServerStarts() throws {
         let server = try PostgresServer()
-        defer { server.stop(mode: "immediate") }
+        defer { server.shutdown() }
         let url = try server.createDatabase()
         server.stop()
         let immediate = try Self.migrate.run(["status", "--database", url] + Self.flights)

@@ -181,7 +181,7 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
     @Test(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
     func aServerRestartWhileWatchingLosesAndRepeatsNothing() throws {
         let server = try PostgresServer()
-        defer { server.stop(mode: "immediate") }
+        defer { server.shutdown() }
         let database = try server.createDatabase()
         _ = try Self.run(["list"], database: database)
         let watcher = try Self.watch(database)
@@ -210,7 +210,7 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
         let machine = try NetworkNamespace(subnet: Int(getpid() % 200) + 1)
         defer { machine.remove() }
         let server = try PostgresServer(alsoListeningOn: [machine.hostAddress])
-        defer { server.stop(mode: "immediate") }
+        defer { server.shutdown() }
         let local = try server.createDatabase()
         let remote = local.replacingOccurrences(of: "127.0.0.1", with: machine.hostAddress)
         _ = try Self.run(["list"], database: local)
