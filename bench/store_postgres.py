@@ -6,7 +6,9 @@
   the store writes that many; every row fetched into models);
 - bulk: one insert of 100,000 rows through the store, against plain COPY of the same rows;
 - clients: single-row writes from 8 concurrent clients (a StorePool of 8), against 8 libpq
-  connections on threads writing each row with a prepared INSERT in autocommit.
+  connections on threads writing each row with a prepared INSERT in autocommit; and the same
+  store writes against the store without failover handling (no commit id recorded), for what
+  surviving a failover costs.
 
 Rounds alternate store and baseline (odd rounds in reverse), each on a fresh database; rates
 are medians, and each ratio is the median of the rounds' own ratios."""
@@ -63,6 +65,10 @@ def main():
         ours, theirs = compare(binary, base, ["postgres-clients-store", str(CLIENTS), str(CLIENT_ROWS)],
                                ["postgres-clients-raw", str(CLIENTS), str(CLIENT_ROWS)])
         report(f"store_postgres_{CLIENTS}_clients_single_row_writes", "writes", CLIENT_ROWS, ours, theirs, "libpq_autocommit_inserts")
+        # What waiting out a failover costs: the commit id each write records.
+        ours, theirs = compare(binary, base, ["postgres-clients-store", str(CLIENTS), str(CLIENT_ROWS)],
+                               ["postgres-clients-store-no-failover", str(CLIENTS), str(CLIENT_ROWS)])
+        report(f"store_postgres_{CLIENTS}_clients_failover_safety", "writes", CLIENT_ROWS, ours, theirs, "store_without_failover_handling")
     print(f"# {ROWS} flights (bulk {BULK_ROWS}, clients {CLIENTS} x {CLIENT_ROWS // CLIENTS}), {ROUNDS} alternating rounds, "
           "each on a fresh database (target 0.9 or more for insert, upsert and fetch)", file=sys.stderr)
 

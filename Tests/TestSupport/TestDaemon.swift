@@ -261,14 +261,14 @@ public final class TestDaemon: @unchecked Sendable {
     }
 
     /// A shell in a session of its own, ignoring the signals a terminal sends, that blocks on a
-    /// pipe only the test process holds open. When that process ends, however it ends, the read
+    /// socket only the test process holds open. When that process ends, however it ends, the read
     /// returns, and the shell stops the groups its list names (TERM, then KILL) and removes their
     /// folders.
     private static func startReaper() {
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { return }
-        // The write end stays in this process only: no server may inherit it.
-        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        // Close-on-exec from the start (no window for another thread's spawn to inherit it): the
+        // end kept stays in this process only.
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return }
         let list = reaperList
         let script = """
             trap '' INT TERM HUP

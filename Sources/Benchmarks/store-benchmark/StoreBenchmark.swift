@@ -23,7 +23,8 @@ import SchemaMetadata
 /// through the store or through libpq by hand. `postgres-bulk-store|postgres-bulk-copy ROWS
 /// URL`: one bulk insert through the store, or COPY. `postgres-clients-store|postgres-clients-raw
 /// CLIENTS ROWS URL`: single-row writes from concurrent clients (a `StorePool`, or threads with
-/// a libpq connection each).
+/// a libpq connection each); `postgres-clients-store-no-failover`: the store without waiting out
+/// a failover (`failoverTimeout` zero: no commit id written), for what that safety costs.
 @main
 struct StoreBenchmark {
     static func main() async throws {
@@ -73,14 +74,15 @@ struct StoreBenchmark {
             print(String(format: "insert %.4f", seconds))
             return
         }
-        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-raw"].contains(arguments[1]), let clients = Int(arguments[2]),
+        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-store-no-failover", "postgres-clients-raw"].contains(arguments[1]),
+            let clients = Int(arguments[2]),
             let rows = Int(arguments[3])
         {
             let flights = (0..<rows).map(flight)
             let seconds =
                 arguments[1] == "postgres-clients-raw"
                 ? try PostgresBench.clientsViaLibpq(url: arguments[4], clients: clients, flights)
-                : try await PostgresBench.clientsViaStore(url: arguments[4], clients: clients, flights)
+                : try await PostgresBench.clientsViaStore(url: arguments[4], clients: clients, flights, failover: arguments[1] == "postgres-clients-store")
             print(String(format: "writes %.4f", seconds))
             return
         }
@@ -88,7 +90,7 @@ struct StoreBenchmark {
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
                         .utf8))
             exit(2)
         }

@@ -54,7 +54,9 @@ public enum DatabaseOpener {
         case .postgres(let target):
             let connection: PostgresConnection
             do {
-                connection = try PostgresConnection(target, applicationName: applicationName, retryFor: settings.connectRetry)
+                // A cluster's nodes: the migrator writes, so it wants the primary (read-only
+                // commands too, so that they read what the migrations wrote).
+                connection = try PostgresConnection(ConnectionURL.requiringPrimary(target), applicationName: applicationName, retryFor: settings.connectRetry)
             } catch {
                 throw .cannotConnect(PostgresMigrationDatabase.failure(error, database: location.label))
             }

@@ -36,13 +36,7 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
             guard case .text(let schemaName)? = schemaValue else {
                 throw DatabaseFailure(database: label, message: "the connection has no current schema (search_path) to record changes in", code: nil, kind: .statement)
             }
-            let rowsTable = dialect.quote(schemaName) + "." + dialect.quote(Self.changedRowsTable)
-            try run(
-                """
-                CREATE UNLOGGED TABLE IF NOT EXISTS \(rowsTable) (seq bigserial PRIMARY KEY, xact bigint NOT NULL, tbl text NOT NULL, op text NOT NULL, \
-                old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)
-                """)
-            try run("CREATE INDEX IF NOT EXISTS \(dialect.quote(Self.changedRowsTable + "_xact")) ON \(rowsTable) (xact)")
+            let rowsTable = try createChangedRowsTable(in: schemaName)
             // A function of an earlier release (a session's temporary table) is replaced.
             let current = try rows(
                 "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = to_regnamespace($2)", [.text(Self.triggerFunction), .text(dialect.quote(schemaName))]
@@ -99,6 +93,24 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
         }
         recordedColumns = Dictionary(tables.map { ($0.table, $0.columns.count) }, uniquingKeysWith: { first, _ in first })
         return true
+    }
+
+    /// The table the images go to (unlogged: they live in one transaction), qualified.
+    private func createChangedRowsTable(in schemaName: String) throws(DatabaseFailure) -> String {
+        let rowsTable = dialect.quote(schemaName) + "." + dialect.quote(Self.changedRowsTable)
+        try run(
+            """
+            CREATE UNLOGGED TABLE IF NOT EXISTS \(rowsTable) (seq bigserial PRIMARY KEY, xact bigint NOT NULL, tbl text NOT NULL, op text NOT NULL, \
+            old_rowid bigint, new_rowid bigint, old_row jsonb, new_row jsonb)
+            """)
+        try run("CREATE INDEX IF NOT EXISTS \(dialect.quote(Self.changedRowsTable + "_xact")) ON \(rowsTable) (xact)")
+        // Since PostgreSQL 15 a serial column's sequence is unlogged with its table, and a
+        // standby promoted by a failover reads it back as a damaged page ("bad magic number in
+        // sequence"): the images live in one transaction, but their order must survive.
+        if connection.serverVersion >= 150_000 {
+            try run("ALTER SEQUENCE IF EXISTS \(dialect.quote(schemaName)).\(dialect.quote(Self.changedRowsTable + "_seq_seq")) SET LOGGED")
+        }
+        return rowsTable
     }
 
     func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {

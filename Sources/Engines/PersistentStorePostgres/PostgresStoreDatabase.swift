@@ -12,10 +12,12 @@ import SchemaMetadata
 ///
 /// Statements are prepared once per connection, except behind a transaction pooler.
 ///
-/// A lost connection fails the call in progress. Inside a transaction, every later statement
-/// of it fails too, until the store ends it (the server rolled it back: nothing of it is
-/// written); the next statement outside one connects again.
-final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching {
+/// A lost server (a dropped connection, a shutdown or crash, or a primary demoted to a standby
+/// that turns writes away) fails the call in progress as `.connectionLost`. Inside a
+/// transaction, every later statement of it fails too, until the store ends it (the server
+/// rolled it back, or, past its COMMIT, the store looks the outcome up); the store then
+/// connects again through the URL (`ServerFailover`), to whichever server is primary now.
+final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, ServerFailover {
     private(set) var connection: PostgresConnection
     /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
     private let url: String
@@ -35,7 +37,8 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// Connects, with the session in UTC so dates come back as `...Z` (behind a pooler, the
     /// server's own time zone: `StoredDate` reads any offset).
     init(url: String, settings: PostgresSettings = PostgresSettings()) throws(DatabaseFailure) {
-        self.listenURL = settings.directURL ?? url
+        let url = ConnectionURL.requiringPrimary(url)
+        self.listenURL = ConnectionURL.requiringPrimary(settings.directURL ?? url)
         self.url = url
         transactionPooler = settings.transactionPooler
         connection = try Self.connect(url, sessionSettings: !settings.transactionPooler)
@@ -58,7 +61,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
 
     /// A new session in place of a lost one, with what the old one set up (the change
     /// triggers' session table).
-    private func reconnect() throws(DatabaseFailure) {
+    func reconnect() throws(DatabaseFailure) {
         connection = try Self.connect(url, sessionSettings: !transactionPooler)
         connection.preparesStatements = !transactionPooler
         lost = false
@@ -149,7 +152,48 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     // A server has no file beside which to keep values (no `FileDatabase`: they go in a side
     // table), and a result arrives whole in libpq's default mode (no `SteppedRows`).
 
-    var label: String { connection.label }
+    /// The URL without its password; for a multi-host URL, also the server it reached.
+    var label: String {
+        let server = connection.server
+        return url.contains(",") && !server.isEmpty ? "\(server) (of \(connection.label))" : connection.label
+    }
+
+    // MARK: Failover
+
+    var connectedServer: String { connection.server.isEmpty ? connection.label : connection.server }
+
+    /// The table of commit ids a lost server leaves to look up (logged, so it survives a
+    /// failover with the transactions that wrote it).
+    static let commitsTable = "schemagen_commits"
+    /// Commit ids are kept this long, far past any failover; older ones go now and then.
+    static let commitIdsKept = "1 hour"
+    private var commitsRecorded = 0
+
+    func prepareCommitRecords() throws(DatabaseFailure) {
+        // Created once, under the lock the change triggers take, so two stores opening at once
+        // do not both create it.
+        try run("BEGIN")
+        do throws(DatabaseFailure) {
+            _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
+            try run("CREATE TABLE IF NOT EXISTS \(dialect.quote(Self.commitsTable)) (id text PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now())")
+            try run("COMMIT")
+        } catch {
+            try? run("ROLLBACK")
+            throw error
+        }
+    }
+
+    func recordCommit(_ id: String) throws(DatabaseFailure) {
+        _ = try rows("INSERT INTO \(dialect.quote(Self.commitsTable)) (id) VALUES ($1)", [.text(id)])
+        commitsRecorded += 1
+        if commitsRecorded % 1000 == 0 {
+            _ = try rows("DELETE FROM \(dialect.quote(Self.commitsTable)) WHERE committed_at < now() - interval '\(Self.commitIdsKept)'", [])
+        }
+    }
+
+    func wasCommitted(_ id: String) throws(DatabaseFailure) -> Bool {
+        try integer("SELECT count(*) FROM \(dialect.quote(Self.commitsTable)) WHERE id = $1", values: [.text(id)]) == 1
+    }
 
     private func wrap<T>(_ body: () throws(PostgresError) -> T) throws(DatabaseFailure) -> T {
         if lost {
@@ -163,8 +207,13 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         do {
             return try body()
         } catch {
-            if error.connectionLost { lost = true }
-            throw error.failure(database: label)
+            // A server that cannot go on (gone, shutting down, or demoted and turning writes
+            // away): this session is done, and the store waits for the new primary.
+            guard error.meansServerUnavailable else { throw error.failure(database: label) }
+            lost = true
+            var failure = error.failure(database: label)
+            failure.kind = .connectionLost
+            throw failure
         }
     }
 

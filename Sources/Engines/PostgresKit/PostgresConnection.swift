@@ -57,8 +57,12 @@ public enum SQLState {
     public static let deadlockDetected = "40P01"
     /// A serializable or repeatable-read transaction met a concurrent change.
     public static let serializationFailure = "40001"
-    /// A write in a read-only transaction (or session).
+    /// A write in a read-only transaction (or session): on a standby, or a demoted primary.
     public static let readOnlyTransaction = "25006"
+    /// The server is shutting down (an administrator's or Patroni's fast shutdown).
+    public static let adminShutdown = "57P01"
+    /// The server crashed, and ended every session.
+    public static let crashShutdown = "57P02"
     /// A prepared statement's name the server does not know.
     public static let invalidStatementName = "26000"
 }
@@ -173,6 +177,14 @@ public final class PostgresConnection {
 
     /// Whether the connection is open and libpq reports it healthy (`CONNECTION_OK`); false once libpq has seen it drop.
     public var isConnected: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+    /// The server the connection reached, `host:port` (of a multi-host URL, the one libpq chose).
+    public var server: String {
+        guard let handle else { return "" }
+        let host = PQhost(handle).map { String(cString: $0) } ?? ""
+        let port = PQport(handle).map { String(cString: $0) } ?? ""
+        return port.isEmpty ? host : "\(host):\(port)"
+    }
 
     /// The server's version number, e.g. 150018.
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
@@ -670,4 +682,21 @@ public enum ConnectionURL {
 
     /// The password a target carries, if any (URL user info, or `password=`).
     public static func password(in target: String) -> String? { DatabaseLocation.password(in: target) }
+
+    /// The target with `target_session_attrs=read-write` when it names several hosts and does
+    /// not say which it wants: for those who write (the store, its listener, the migrator), so
+    /// libpq skips the standbys and reaches the primary, wherever it is now.
+    ///
+    ///     ConnectionURL.requiringPrimary("postgres://app@db1,db2/shop")   // "postgres://app@db1,db2/shop?target_session_attrs=read-write"
+    public static func requiringPrimary(_ target: String) -> String {
+        guard !target.contains("target_session_attrs") else { return target }
+        if target.hasPrefix("postgres://") || target.hasPrefix("postgresql://") {
+            let authority = target.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" && $0 != "?" }
+            guard authority.contains(",") else { return target }
+            return target + (target.contains("?") ? "&" : "?") + "target_session_attrs=read-write"
+        }
+        // The keyword form: `host=db1,db2 ...`.
+        guard target.split(separator: " ").contains(where: { ($0.hasPrefix("host=") || $0.hasPrefix("hostaddr=")) && $0.contains(",") }) else { return target }
+        return target + " target_session_attrs=read-write"
+    }
 }

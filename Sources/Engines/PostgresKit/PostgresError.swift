@@ -22,4 +22,15 @@ extension PostgresError {
             }
         return DatabaseFailure(database: database, message: description, code: sqlState, kind: kind)
     }
+
+    /// The session cannot go on against this server, which may have failed over: the connection
+    /// is gone (`08...`), the server shut down or crashed (`57P01`, `57P02`) or is starting
+    /// (`57P03`), or it refuses writes (`25006`: a standby, or a primary since demoted). A new
+    /// connection through the same URL may reach the new primary.
+    public var meansServerUnavailable: Bool {
+        if connectionLost { return true }
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("08")
+            || [SQLState.readOnlyTransaction, SQLState.adminShutdown, SQLState.crashShutdown, SQLState.cannotConnectNow].contains(sqlState)
+    }
 }

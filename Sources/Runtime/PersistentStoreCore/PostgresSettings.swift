@@ -13,6 +13,12 @@ public struct PostgresSettings: Sendable, Hashable {
     /// other connections' commits connects and where opening applies migrations. Nil: the
     /// store's URL.
     public var directURL: String?
+    /// How long a call waits for a writable primary after the store lost its server (a
+    /// failover, a restart) before it fails with `StoreError.noWritablePrimary`. Meanwhile the
+    /// store connects again through its URL (all of a multi-host URL's hosts), runs again what
+    /// had not reached COMMIT, and looks up whether a COMMIT that went unanswered took effect.
+    /// Zero: a lost server fails the call in progress, as before this setting.
+    public var failoverTimeout: Duration = .seconds(60)
 
     /// Direct by default; `transactionPooler` with the server's own URL behind a pgbouncer.
     ///
@@ -20,6 +26,14 @@ public struct PostgresSettings: Sendable, Hashable {
     public init(transactionPooler: Bool = false, directURL: String? = nil) {
         self.transactionPooler = transactionPooler
         self.directURL = directURL
+    }
+
+    /// The same, with how long a lost server is waited for.
+    ///
+    ///     let settings = PostgresSettings(failoverTimeout: .seconds(30))
+    public init(transactionPooler: Bool = false, directURL: String? = nil, failoverTimeout: Duration) {
+        self.init(transactionPooler: transactionPooler, directURL: directURL)
+        self.failoverTimeout = failoverTimeout
     }
 }
 

@@ -52,6 +52,11 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// `Configuration.busyTimeout` ran out: `attempts` tries in all, the last refused with `last`.
     /// Nothing of the operation was written.
     case retriesExhausted(attempts: Int, last: DatabaseFailure)
+    /// The server was lost (a failover, a restart) and no writable primary answered within
+    /// `Configuration.postgres.failoverTimeout`. `outcomeKnown`: the last transaction had not
+    /// reached its COMMIT, so nothing of it was written; false: its COMMIT was sent and not
+    /// answered, and no primary could be asked whether it took effect.
+    case noWritablePrimary(waited: Duration, outcomeKnown: Bool, last: DatabaseFailure)
 
     /// What went wrong and what to do, without secrets.
     public var description: String {
@@ -79,6 +84,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .body(let error): "the transaction's body threw (everything it wrote was rolled back): \(error)"
         case .retriesExhausted(let attempts, let last):
             "gave up after \(attempts) attempt\(attempts == 1 ? "" : "s") within the busy timeout, nothing written; the last one was refused: \(last)"
+        case .noWritablePrimary(let waited, let outcomeKnown, let last):
+            "the cluster has no writable primary: none answered within \(Int(waited.inSeconds.rounded())) s; "
+                + (outcomeKnown
+                    ? "the last transaction had not reached its COMMIT, so nothing of it was written"
+                    : "the last transaction's COMMIT was sent and not answered, so whether it took effect is unknown")
+                + " (\(last.message))"
         }
     }
 
@@ -88,7 +99,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     ///     if error.databaseFailure == .busy { retryLater() }
     public var databaseFailure: DatabaseFailure.Kind? {
         switch self {
-        case .database(let failure), .retriesExhausted(_, let failure): failure.kind
+        case .database(let failure), .retriesExhausted(_, let failure), .noWritablePrimary(_, _, let failure): failure.kind
         default: nil
         }
     }
@@ -218,7 +229,22 @@ public actor Store {
     /// Retries and give-ups since the store opened (`StoreEvent`s, counted).
     ///
     ///     let retries = await store.counters.retries
-    public internal(set) var counters = StoreCounters()
+    public var counters: StoreCounters {
+        guard let failover = failoverRecovery?.counters else { return localCounters }
+        var total = localCounters
+        total.retries += failover.retries
+        total.retriesExhausted += failover.retriesExhausted
+        total.reconnects = failover.reconnects
+        total.outcomeChecks = failover.outcomeChecks
+        return total
+    }
+    /// The retries counted by the store itself (the failover's are counted where it waits).
+    var localCounters = StoreCounters()
+    /// Waits for a new primary where the adapter's server can fail over (`ServerFailover`).
+    let failoverRecovery: FailoverRecovery?
+    /// The open write transaction's commit id, and whether its COMMIT was sent: what a lost
+    /// server leaves to look up.
+    var commitState: (id: String?, sent: Bool, token: Int64?) = (nil, false, nil)
     /// Ciphers of encrypted attributes, by table and column.
     let encryption: [String: [String: FieldCipher]]
     /// The keys of encrypted attributes, when the schema has any.
@@ -241,8 +267,16 @@ public actor Store {
     public init(
         database: any StoreDatabase, migrator: Migrator, schema: SchemaDescriptor, migrations: [EmbeddedMigration], configuration: Configuration = Configuration()
     ) throws(StoreError) {
-        self.database = database
         let abilities = StoreAbilities(database)
+        // A server that can fail over is waited for, outside transactions, by a wrapper.
+        if let server = abilities.failover, configuration.postgres.failoverTimeout > .zero {
+            let recovery = FailoverRecovery(server: server, timeout: configuration.postgres.failoverTimeout.inSeconds, events: configuration.events)
+            failoverRecovery = recovery
+            self.database = FailoverDatabase(database, recovery: recovery)
+        } else {
+            failoverRecovery = nil
+            self.database = database
+        }
         self.abilities = abilities
         self.capabilities = database.dialect.capabilities
         self.path = abilities.file?.filePath
@@ -290,7 +324,12 @@ public actor Store {
         } catch {
             throw .migration("\(error)")
         }
-        do { try database.prepareForUse() } catch { throw .database(error) }
+        do {
+            try database.prepareForUse()
+            try failoverRecovery?.server.prepareCommitRecords()
+        } catch {
+            throw .database(error)
+        }
         try Self.prepareExternalValues(database, inDatabase: abilities.keepsExternalValuesInDatabase, schema: schema)
         if let ring { newestKeyRecorded = try Self.checkKeys(ring, database, schema: schema.name) }
         recorder = try Self.startHistory(
@@ -362,6 +401,7 @@ public actor Store {
         }
         let deadline = Date().addingTimeInterval(busySeconds)
         var attempt = 0
+        var lostServerAt: Date?
         while true {
             attempt += 1
             try beginWrite(serializable: true)
@@ -376,6 +416,18 @@ public actor Store {
                 return result
             } catch {
                 try? endWrite(commit: false)
+                // The server was lost (a failover): wait for the new primary, then run again,
+                // unless the COMMIT went out and took effect.
+                if case .database(let failure) = error, failure.kind == .connectionLost, failoverRecovery != nil {
+                    let start = lostServerAt ?? Date()
+                    lostServerAt = start
+                    let committed = try recoverWrite(after: failure, operation: "transaction", attempt: attempt, since: start)
+                    if committed, case .success(let result) = outcome {
+                        finishCommit()
+                        return result
+                    }
+                    continue
+                }
                 // Rolled back for a conflict with another writer: nothing of it was written.
                 guard case .database(let failure) = error, failure.kind == .busy else { throw error }
                 try retry(after: failure, attempt: attempt, of: "transaction", deadline: deadline)
@@ -396,14 +448,24 @@ public actor Store {
         if depth > 0 || isReading {
             do { return try body(self) } catch { throw StoreError(thrownByBody: error) }
         }
-        do { try database.beginReadTransaction() } catch { throw StoreError.database(error) }
-        isReading = true
-        defer {
+        var attempt = 0
+        var lostServerAt: Date?
+        while true {
+            attempt += 1
+            do { try database.beginReadTransaction() } catch { throw StoreError.database(error) }
+            isReading = true
+            let outcome: Result<T, StoreError>
+            do { outcome = .success(try body(self)) } catch { outcome = .failure(StoreError(thrownByBody: error)) }
             isReading = false
             // Nothing was written: ending the read transaction releases the snapshot.
             try? database.commitTransaction()
+            // A server lost under the read (a failover): read again from the new primary.
+            guard case .failure(.database(let failure)) = outcome, failure.kind == .connectionLost, failoverRecovery != nil else { return try outcome.get() }
+            let start = lostServerAt ?? Date()
+            lostServerAt = start
+            commitState = (nil, false, nil)
+            _ = try recoverWrite(after: failure, operation: "read", attempt: attempt, since: start)
         }
-        do { return try body(self) } catch { throw StoreError(thrownByBody: error) }
     }
 
     /// True inside `read`.
@@ -416,19 +478,33 @@ public actor Store {
     func write<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         guard !isReading else { throw .writeInsideRead("a write") }
         if depth == 0 {
-            try beginWrite()
-            depth += 1
-            let outcome: Result<T, StoreError>
-            do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
-            // Once, whatever happens next: a failed COMMIT must not count the level twice.
-            depth -= 1
-            do throws(StoreError) {
-                let result = try outcome.get()
-                try endWrite(commit: true)
-                return result
-            } catch {
-                try? endWrite(commit: false)
-                throw error
+            var attempt = 0
+            var lostServerAt: Date?
+            while true {
+                attempt += 1
+                try beginWrite()
+                depth += 1
+                let outcome: Result<T, StoreError>
+                do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
+                // Once, whatever happens next: a failed COMMIT must not count the level twice.
+                depth -= 1
+                do throws(StoreError) {
+                    let result = try outcome.get()
+                    try endWrite(commit: true)
+                    return result
+                } catch {
+                    try? endWrite(commit: false)
+                    // A lost server (a failover): wait for the new primary and write again,
+                    // unless the COMMIT went out and took effect.
+                    guard case .database(let failure) = error, failure.kind == .connectionLost, failoverRecovery != nil else { throw error }
+                    let start = lostServerAt ?? Date()
+                    lostServerAt = start
+                    let committed = try recoverWrite(after: failure, operation: "write", attempt: attempt, since: start)
+                    if committed, case .success(let result) = outcome {
+                        finishCommit()
+                        return result
+                    }
+                }
             }
         }
         // Inside a transaction: all of this write, or none of it.
@@ -459,6 +535,7 @@ public actor Store {
         recorder?.discard()
         sealedInTransaction = false
         implicitKeys.removeAll()
+        commitState = (failoverRecovery == nil ? nil : UUID().uuidString, false, nil)
         try retryingWhileBusy("begin") { () throws(DatabaseFailure) in try database.beginWriteTransaction(serializable: serializable) }
     }
 
@@ -482,11 +559,11 @@ public actor Store {
     /// `.retriesExhausted` once `deadline` passed.
     private func retry(after failure: DatabaseFailure, attempt: Int, of operation: String, deadline: Date) throws(StoreError) {
         guard Date() < deadline else {
-            counters.retriesExhausted += 1
+            localCounters.retriesExhausted += 1
             report(StoreEvent(kind: .retriesExhausted, operation: operation, attempt: attempt, failure: failure))
             throw .retriesExhausted(attempts: attempt, last: failure)
         }
-        counters.retries += 1
+        localCounters.retries += 1
         report(StoreEvent(kind: .retry, operation: operation, attempt: attempt, failure: failure))
     }
 
@@ -502,8 +579,14 @@ public actor Store {
             try recordSealingKey()
             do { token = try recorder?.flush(database, abilities, author: configuration.author) } catch { throw .database(error) }
             if let token { try pruneHistory(newest: token) }
+            // The id a lost server leaves to look up on the new primary.
+            if let recovery = failoverRecovery, let id = commitState.id {
+                do { try recovery.server.recordCommit(id) } catch { throw .database(error) }
+            }
             do { try abilities.commitWatching?.announceCommit() } catch { throw .database(error) }
             configuration.beforeCommit?()
+            committingToken = token
+            commitState.sent = true
             // COMMIT may be busy in rollback-journal mode while readers finish; the transaction
             // is still open then, so committing again is safe. Where a failed statement ends the
             // transaction (PostgreSQL), a failed COMMIT rolled it back: it is not retried here
@@ -514,15 +597,27 @@ public actor Store {
                 try retryingWhileBusy("commit") { () throws(DatabaseFailure) in try database.commitTransaction() }
             }
         } catch {
-            // A failed commit rolls back.
+            // A failed commit rolls back (or, past a lost server, is looked up by the caller).
             if database.isInTransaction { try? database.rollbackTransaction() }
             recorder?.discard()
             settleExternalFiles(committed: false)
             throw error
         }
+        finishCommit()
+    }
+
+    /// The history token of the transaction being committed, for `finishWrite`.
+    private var committingToken: Int64? {
+        get { commitState.token }
+        set { commitState.token = newValue }
+    }
+
+    /// What follows a commit: external files kept, the sealing key known recorded, subscribers
+    /// told. Also for a COMMIT that went unanswered and was found committed on the new primary.
+    func finishCommit() {
         settleExternalFiles(committed: true)
         if sealedInTransaction { newestKeyRecorded = true }
-        committed(token: token)
+        self.committed(token: commitState.token)
     }
 
     /// Maps a model's Codable keys to columns: attributes through their `jsonKey`, key

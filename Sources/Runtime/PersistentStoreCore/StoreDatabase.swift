@@ -187,6 +187,7 @@ struct StoreAbilities {
     let historyOrdering: (any HistoryOrdering)?
     let commitWatching: (any CommitWatching)?
     let fullText: (any FullTextSearching)?
+    let failover: (any ServerFailover)?
 
     init(_ database: any StoreDatabase) {
         file = database as? any FileDatabase
@@ -201,6 +202,7 @@ struct StoreAbilities {
         historyOrdering = database as? any HistoryOrdering
         commitWatching = database as? any CommitWatching
         fullText = database as? any FullTextSearching
+        failover = database as? any ServerFailover
     }
 
     /// Whether `externalStorage` values live in a side table of the database rather than in

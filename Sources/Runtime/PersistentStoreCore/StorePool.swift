@@ -74,6 +74,8 @@ public final class StorePool: Sendable {
                 let counted = await store.counters
                 total.retries += counted.retries
                 total.retriesExhausted += counted.retriesExhausted
+                total.reconnects += counted.reconnects
+                total.outcomeChecks += counted.outcomeChecks
             }
             return total
         }

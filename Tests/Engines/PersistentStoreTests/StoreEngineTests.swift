@@ -706,12 +706,14 @@ struct StorePostgresOpeningTests {
 
     /// A write whose COMMIT fails (the connection is cut just before it) leaves the store as it
     /// was: nothing of it is written, and the next writes and transactions each run in a
-    /// transaction of their own (a failed COMMIT once counted the nesting level twice).
+    /// transaction of their own (a failed COMMIT once counted the nesting level twice). With the
+    /// failover handling off: with it on, the store would connect again and run it again
+    /// (`CommitOutcomeTests`).
     @Test func aWriteThatFailsAtCommitLeavesTheStoreUsable() async throws {
         let url = try StoreEngine.postgres.freshURL()
         let armed = Counter()
         let configuration = Store.Configuration(
-            recordsHistory: true,
+            recordsHistory: true, postgres: PostgresSettings(failoverTimeout: .zero),
             beforeCommit: {
                 guard armed.value == 1 else { return }
                 armed.add()
@@ -762,10 +764,14 @@ struct StorePostgresOpeningTests {
 
     /// The store's connection is cut (its backend terminated, as a server restart or a lost
     /// link would): the call in progress fails, a transaction that was open writes nothing, and
-    /// the next call connects again.
+    /// the next call connects again. With the failover handling off (`failoverTimeout` zero);
+    /// with it on, the calls wait and run again (`CommitOutcomeTests`,
+    /// `aTransactionThatLosesItsServerEachTimeGivesUpAfterTheTimeout`).
     @Test func aLostConnectionFailsTheCallInProgressAndTheNextCallReconnects() async throws {
         let url = try StoreEngine.postgres.freshURL()
-        let store = try StoreEngine.postgres.flights(at: url, history: true)
+        let store = try Store.open(
+            url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
+            configuration: .init(recordsHistory: true, postgres: PostgresSettings(failoverTimeout: .zero)))
         let start = try await store.currentHistoryToken()
         try await store.insert(airport("KSFO"))
         @Sendable func cut() throws {

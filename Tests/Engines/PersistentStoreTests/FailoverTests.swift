@@ -1,0 +1,322 @@
+import ExampleModels
+import Foundation
+import PersistentStorePostgres
+import PostgresKit
+import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import PersistentStoreCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Events a store reported, kept for the test to read.
+final class FailoverEvents: @unchecked Sendable {
+    private let lock = NSLock()
+    private var kept: [StoreEvent] = []
+
+    var record: @Sendable (StoreEvent) -> Void { { [self] event in lock.withLock { kept.append(event) } } }
+    var events: [StoreEvent] { lock.withLock { kept } }
+    func count(_ kind: StoreEvent.Kind) -> Int { events.filter { $0.kind == kind }.count }
+}
+
+/// Writes that the dispatch queue's producers make: each a transaction that enqueues a job and
+/// counts it on the queue's counter job (`attempts`), so a write applied twice shows as a
+/// counter ahead of the jobs.
+enum CountedWrites {
+    static let counter = "counter"
+
+    static func open(_ url: String, events: FailoverEvents, failoverTimeout: Duration = .seconds(90), beforeCommit: (@Sendable () -> Void)? = nil) throws -> Store {
+        try Store(
+            url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations,
+            configuration: .init(author: "failover", postgres: PostgresSettings(failoverTimeout: failoverTimeout), beforeCommit: beforeCommit, events: events.record))
+    }
+
+    /// The queue and its counter job.
+    static func prepare(_ store: Store) async throws -> Int64 {
+        let queue = try await store.insert(Queue(name: "failover"))
+        try await store.insert(Job(name: counter, queueID: queue.id!))
+        return queue.id!
+    }
+
+    static func write(_ store: Store, _ name: String, queue: Int64) async throws {
+        try await store.transaction { store in
+            try store.insert(Job(name: name, queueID: queue))
+            let counted = try store.update(Job.self, set: [.increment(\.attempts)], where: #Predicate { $0.name == "counter" })
+            precondition(counted == 1)
+        }
+    }
+
+    /// Every acknowledged job is stored, once, and the counter counted each write once.
+    static func expectWhole(_ store: Store, acknowledged: [String]) async throws {
+        let jobs = try await store.fetch(Job.self)
+        let names = jobs.map(\.name).filter { $0 != counter }
+        #expect(Set(names) == Set(acknowledged), "missing: \(Set(acknowledged).subtracting(names).sorted().prefix(5)), unexpected: \(Set(names).subtracting(acknowledged).sorted().prefix(5))")
+        let attempts = jobs.first { $0.name == counter }?.attempts
+        #expect(attempts == acknowledged.count, "the counter counted \(attempts ?? -1) writes for \(acknowledged.count) acknowledged: a write applied twice or lost")
+    }
+}
+
+/// A COMMIT cut off on one server, through a proxy: whether it took effect is looked up by
+/// the id the transaction wrote, never guessed.
+@Suite(.blocking, .serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct CommitOutcomeTests {
+    func proxied() throws -> (CommitCuttingProxy, String) {
+        let server = try #require(PostgresServer.shared)
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last!)
+        let port = server.port
+        let proxy = try CommitCuttingProxy { port }
+        return (proxy, "postgresql://postgres@127.0.0.1:\(proxy.port)/\(database)")
+    }
+
+    @Test func aCommitWhoseAnswerIsLostCountsAsCommittedAndDoesNotRunAgain() async throws {
+        let (proxy, url) = try proxied()
+        let events = FailoverEvents()
+        let store = try CountedWrites.open(url, events: events)
+        let queue = try await CountedWrites.prepare(store)
+        try await CountedWrites.write(store, "before", queue: queue)
+        proxy.cut = .afterCommit
+        try await CountedWrites.write(store, "cut", queue: queue)
+        #expect(proxy.cuts == 1)
+        try await CountedWrites.write(store, "after", queue: queue)
+        try await CountedWrites.expectWhole(store, acknowledged: ["before", "cut", "after"])
+        let checks = events.events.filter { $0.kind == .outcomeChecked }
+        #expect(checks.count == 1 && checks.first?.committed == true, "\(events.events)")
+        #expect(events.count(.reconnected) == 1)
+        #expect(await store.counters.outcomeChecks == 1)
+    }
+
+    @Test func aCommitThatNeverArrivedRunsAgainOnce() async throws {
+        let (proxy, url) = try proxied()
+        let events = FailoverEvents()
+        let store = try CountedWrites.open(url, events: events)
+        let queue = try await CountedWrites.prepare(store)
+        proxy.cut = .beforeCommit
+        try await CountedWrites.write(store, "cut", queue: queue)
+        #expect(proxy.cuts == 1)
+        try await CountedWrites.expectWhole(store, acknowledged: ["cut"])
+        let checks = events.events.filter { $0.kind == .outcomeChecked }
+        #expect(checks.count == 1 && checks.first?.committed == false, "\(events.events)")
+    }
+
+    /// With no server to reconnect to, the call fails once the failover timeout ran out, saying
+    /// whether the last transaction's outcome is known.
+    @Test func noServerWithinTheTimeoutFailsSayingWhetherTheOutcomeIsKnown() async throws {
+        let (proxy, url) = try proxied()
+        let events = FailoverEvents()
+        let store = try CountedWrites.open(url, events: events, failoverTimeout: .seconds(2))
+        let queue = try await CountedWrites.prepare(store)
+        proxy.cut = .afterCommit
+        proxy.stop()
+        do {
+            try await CountedWrites.write(store, "cut", queue: queue)
+            Issue.record("the write went through with no server to reach")
+        } catch StoreError.noWritablePrimary(_, let outcomeKnown, _) {
+            #expect(!outcomeKnown)
+        }
+        #expect(events.count(.noWritablePrimary) == 1)
+    }
+}
+
+extension CommitOutcomeTests {
+    /// A transaction whose connection is cut each time it runs (its backend terminated from
+    /// inside it) is run again until the failover timeout, then fails: it never committed.
+    @Test func aTransactionThatLosesItsServerEachTimeGivesUpAfterTheTimeout() async throws {
+        let url = try #require(PostgresServer.shared).createDatabase()
+        let events = FailoverEvents()
+        let store = try CountedWrites.open(url, events: events, failoverTimeout: .seconds(2))
+        let queue = try await CountedWrites.prepare(store)
+        let runs = LockedBox(0)
+        let started = Date()
+        do {
+            try await store.transaction { store in
+                runs.value += 1
+                try store.insert(Job(name: "cut-\(runs.value)", queueID: queue))
+                _ = try PostgresConnection(url).query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'schemagen store' AND datname = current_database()")
+            }
+            Issue.record("the transaction went through though its connection was cut each time")
+        } catch StoreError.noWritablePrimary(_, let outcomeKnown, _) {
+            #expect(outcomeKnown, "it never reached its COMMIT")
+        }
+        #expect(runs.value > 1, "it ran again after the first cut")
+        #expect(Date().timeIntervalSince(started) < 30, "it gave up")
+        try await CountedWrites.expectWhole(store, acknowledged: [])
+    }
+}
+
+/// The store on a Patroni cluster whose leader is killed under it: no error reaches the app,
+/// and every acknowledged write is there once.
+@Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
+struct ClusterFailoverTests {
+    @Test func writesGoOnWhileTheLeaderIsKilled() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        defer { try? cluster.restoreKilledNodes() }
+        let url = try cluster.createDatabase()
+        let events = FailoverEvents()
+        let store = try CountedWrites.open(url, events: events)
+        let queue = try await CountedWrites.prepare(store)
+        let killed = LockedBox<PatroniCluster.Node?>(nil)
+        let killer = Thread {
+            usleep(1_000_000)
+            killed.value = try? cluster.killLeader()
+        }
+        killer.start()
+        var acknowledged: [String] = []
+        var writesAfterFailover = 0
+        // Generous: on a loaded machine, a strict synchronous cluster blocks writes until the
+        // remaining standby streams from the new primary.
+        let deadline = Date().addingTimeInterval(300)
+        while writesAfterFailover < 20, Date() < deadline {
+            let name = "job-\(acknowledged.count)"
+            try await CountedWrites.write(store, name, queue: queue)
+            acknowledged.append(name)
+            if events.count(.reconnected) > 0 { writesAfterFailover += 1 }
+        }
+        let old = try #require(killed.value, "the leader was not killed")
+        #expect(writesAfterFailover == 20, "the writes did not go on after the failover: \(events.events)")
+        let reconnected = events.events.filter { $0.kind == .reconnected }
+        #expect(!reconnected.isEmpty && reconnected.allSatisfy { $0.server != "127.0.0.1:\(old.port)" }, "\(reconnected)")
+        try await CountedWrites.expectWhole(store, acknowledged: acknowledged)
+    }
+
+    /// The leader killed just before a COMMIT is sent: the COMMIT meets a dead server, the new
+    /// primary has no trace of it, so it runs again, once.
+    @Test func aCommitSentToAKilledLeaderRunsAgainOnTheNewOne() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        defer { try? cluster.restoreKilledNodes() }
+        let url = try cluster.createDatabase()
+        let events = FailoverEvents()
+        let armed = LockedBox(false)
+        let store = try CountedWrites.open(url, events: events) {
+            guard armed.value else { return }
+            armed.value = false
+            _ = try? cluster.killLeader()
+        }
+        let queue = try await CountedWrites.prepare(store)
+        try await CountedWrites.write(store, "before", queue: queue)
+        armed.value = true
+        try await CountedWrites.write(store, "killed", queue: queue)
+        try await CountedWrites.expectWhole(store, acknowledged: ["before", "killed"])
+        #expect(events.events.contains { $0.kind == .outcomeChecked && $0.committed == false }, "\(events.events)")
+    }
+
+    /// The COMMIT reached the leader, which committed it with its synchronous standby, and the
+    /// answer was lost; then the leader is killed: the new primary has the commit id, so the
+    /// call succeeds without running again.
+    @Test func aCommitWhoseAnswerWasLostIsFoundOnTheNewPrimary() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        defer { try? cluster.restoreKilledNodes() }
+        let url = try cluster.createDatabase()
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let proxy = try CommitCuttingProxy { cluster.leader()?.port }
+        let events = FailoverEvents()
+        let armed = LockedBox(false)
+        let store = try CountedWrites.open("postgresql://postgres@127.0.0.1:\(proxy.port)/\(database)", events: events) {
+            guard armed.value else { return }
+            armed.value = false
+            proxy.cut = .afterCommit
+            // Killed once the commit is answered (and the answer dropped).
+            Thread {
+                while proxy.cuts == 0 { usleep(5_000) }
+                usleep(200_000)
+                _ = try? cluster.killLeader()
+            }.start()
+        }
+        let queue = try await CountedWrites.prepare(store)
+        armed.value = true
+        try await CountedWrites.write(store, "answer-lost", queue: queue)
+        try await CountedWrites.write(store, "after", queue: queue)
+        try await CountedWrites.expectWhole(store, acknowledged: ["answer-lost", "after"])
+        #expect(events.events.contains { $0.kind == .outcomeChecked && $0.committed == true }, "\(events.events)")
+    }
+
+    /// A multi-host URL with a password: messages name the server reached, never the password.
+    @Test func messagesNameTheServerReachedAndNeverThePassword() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        let url = try cluster.createDatabase().replacingOccurrences(of: "postgres@", with: "postgres:s3cret-pw@")
+        let store = try Store(url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations)
+        let leader = try cluster.waitForLeader()
+        _ = try await store.count(Job.self)
+        let label = await store.databaseLabel
+        #expect(label.contains("127.0.0.1:\(leader.port)"), "\(label)")
+        #expect(!label.contains("s3cret-pw"))
+    }
+}
+
+/// The tools and examples take the cluster's multi-host URL (and libpq's keyword form), and
+/// name the server they reached.
+@Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
+struct MultiHostURLTests {
+    static let keys = ["SCHEMAGEN_KEYS": "k1=\(Data(repeating: 7, count: 32).base64EncodedString())", "PATH": "/usr/bin:/bin"]
+
+    @Test func migrateAndImportTakeTheMultiHostURL() throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        let url = try cluster.createDatabase()
+        // Without target_session_attrs: migrate writes, so it reaches the primary anyway.
+        let plain = url.replacingOccurrences(of: "?target_session_attrs=read-write", with: "")
+        let up = try BuiltTool("migrate").run(["up", "--database", plain, "--dir", "Migrations/Dispatch"])
+        #expect(up.status == 0, "\(up.error)")
+        let status = try BuiltTool("migrate").run(["status", "--database", url, "--dir", "Migrations/Dispatch"])
+        #expect(status.status == 0 && status.output.contains("create_dispatch"), "\(status.output)\(status.error)")
+        let folder = temporaryFolder()
+        let imported = try BuiltTool("schemagen").run(["import", "postgres", url, "--name", "Imported", "--output", folder.appendingPathComponent("Imported.yaml").path])
+        #expect(imported.status == 0, "\(imported.error)")
+        #expect(((try? String(contentsOf: folder.appendingPathComponent("Imported.yaml"), encoding: .utf8)) ?? "").contains("Job"))
+    }
+
+    @Test func theKeywordFormWithSeveralHostsOpensTheStoreOnThePrimary() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        let url = try cluster.createDatabase()
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let keyword = "host=\(cluster.nodes.map { _ in "127.0.0.1" }.joined(separator: ",")) port=\(cluster.nodes.map { String($0.port) }.joined(separator: ",")) dbname=\(database) user=postgres"
+        let store = try Store(url: keyword, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations)
+        try await store.insert(Queue(name: "keyword"))
+        let leader = try cluster.waitForLeader()
+        #expect(await store.databaseLabel.contains("127.0.0.1:\(leader.port)"))
+        #expect(try await store.count(Queue.self) == 1)
+    }
+
+    @Test func todoAndFlightsRunThroughTheMultiHostURL() throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        let url = try cluster.createDatabase()
+        let todo = BuiltTool("todo")
+        let added = try todo.run(["add", "Through the cluster", "--database", url], environment: Self.keys)
+        #expect(added.status == 0, "\(added.error)")
+        let listed = try todo.run(["list", "--database", url], environment: Self.keys)
+        #expect(listed.output.contains("Through the cluster"), "\(listed.output)\(listed.error)")
+        let flightsURL = try cluster.createDatabase()
+        let loaded = try BuiltTool("flights").run(["load", "Tests/Fixtures/Flights", "--database", flightsURL])
+        #expect(loaded.status == 0, "\(loaded.error)")
+        let queried = try BuiltTool("flights").run(["query", "--database", flightsURL])
+        #expect(queried.status == 0 && !queried.output.isEmpty, "\(queried.error)")
+    }
+}
+
+/// A value several threads read and write.
+final class LockedBox<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
