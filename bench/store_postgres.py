@@ -8,7 +8,8 @@
 - clients: single-row writes from 8 concurrent clients (a StorePool of 8), against 8 libpq
   connections on threads writing each row with a prepared INSERT in autocommit; and the same
   store writes against the store without failover handling (no commit id recorded), for what
-  surviving a failover costs.
+  surviving a failover costs; and 8 and 32 concurrent writers with history on against history
+  off (history rows written side by side, ordered by transaction id).
 
 Rounds alternate store and baseline (odd rounds in reverse), each on a fresh database; rates
 are medians, and each ratio is the median of the rounds' own ratios."""
@@ -69,6 +70,11 @@ def main():
         ours, theirs = compare(binary, base, ["postgres-clients-store", str(CLIENTS), str(CLIENT_ROWS)],
                                ["postgres-clients-store-no-failover", str(CLIENTS), str(CLIENT_ROWS)])
         report(f"store_postgres_{CLIENTS}_clients_failover_safety", "writes", CLIENT_ROWS, ours, theirs, "store_without_failover_handling")
+        # History on, writers side by side (tokens from transaction ids, no lock), 8 and 32 of them.
+        for clients in (CLIENTS, 4 * CLIENTS):
+            ours, theirs = compare(binary, base, ["postgres-clients-store-history", str(clients), str(CLIENT_ROWS)],
+                                   ["postgres-clients-store", str(clients), str(CLIENT_ROWS)])
+            report(f"store_postgres_{clients}_clients_history_on", "writes", CLIENT_ROWS, ours, theirs, "store_history_off")
     print(f"# {ROWS} flights (bulk {BULK_ROWS}, clients {CLIENTS} x {CLIENT_ROWS // CLIENTS}), {ROUNDS} alternating rounds, "
           "each on a fresh database (target 0.9 or more for insert, upsert and fetch)", file=sys.stderr)
 

@@ -125,11 +125,11 @@ enum PostgresBench {
 
     /// Seconds for `clients` clients to write `flights` between them, one row per call: a
     /// `StorePool` of that size, each client a task.
-    static func clientsViaStore(url: String, clients: Int, _ flights: [Flight], failover: Bool = true) async throws -> Double {
+    static func clientsViaStore(url: String, clients: Int, _ flights: [Flight], failover: Bool = true, history: Bool = false) async throws -> Double {
         _ = try migrated(url)
         let settings = failover ? PostgresSettings() : PostgresSettings(failoverTimeout: .zero)
         let pool = try StorePool(
-            url: url, size: clients, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: false, postgres: settings))
+            url: url, size: clients, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(recordsHistory: history, postgres: settings))
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
             for client in 0..<clients {

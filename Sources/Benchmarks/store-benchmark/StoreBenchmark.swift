@@ -24,7 +24,8 @@ import SchemaMetadata
 /// URL`: one bulk insert through the store, or COPY. `postgres-clients-store|postgres-clients-raw
 /// CLIENTS ROWS URL`: single-row writes from concurrent clients (a `StorePool`, or threads with
 /// a libpq connection each); `postgres-clients-store-no-failover`: the store without waiting out
-/// a failover (`failoverTimeout` zero: no commit id written), for what that safety costs.
+/// a failover (`failoverTimeout` zero: no commit id written), for what that safety costs;
+/// `postgres-clients-store-history`: the store with its history on.
 @main
 struct StoreBenchmark {
     static func main() async throws {
@@ -74,7 +75,7 @@ struct StoreBenchmark {
             print(String(format: "insert %.4f", seconds))
             return
         }
-        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-store-no-failover", "postgres-clients-raw"].contains(arguments[1]),
+        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-store-no-failover", "postgres-clients-store-history", "postgres-clients-raw"].contains(arguments[1]),
             let clients = Int(arguments[2]),
             let rows = Int(arguments[3])
         {
@@ -82,7 +83,9 @@ struct StoreBenchmark {
             let seconds =
                 arguments[1] == "postgres-clients-raw"
                 ? try PostgresBench.clientsViaLibpq(url: arguments[4], clients: clients, flights)
-                : try await PostgresBench.clientsViaStore(url: arguments[4], clients: clients, flights, failover: arguments[1] == "postgres-clients-store")
+                : try await PostgresBench.clientsViaStore(
+                    url: arguments[4], clients: clients, flights, failover: arguments[1] != "postgres-clients-store-no-failover",
+                    history: arguments[1] == "postgres-clients-store-history")
             print(String(format: "writes %.4f", seconds))
             return
         }
@@ -90,7 +93,7 @@ struct StoreBenchmark {
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
                         .utf8))
             exit(2)
         }

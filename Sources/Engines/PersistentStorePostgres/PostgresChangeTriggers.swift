@@ -151,11 +151,66 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
         try run("DELETE FROM \(dialect.quote(Self.changedRowsTable)) WHERE xact = txid_current()")
     }
 
-    /// Tokens come from a sequence when the row is inserted, not when the transaction commits:
-    /// holding this lock until the commit keeps token order and commit order the same, so a
-    /// reader that has seen token N has seen every token below it.
+    /// Where the tokens are ordered (`prepareHistoryOrdering`), writers run side by side: no
+    /// lock. Stores of earlier releases, which take `historyLock` until their commit, still do,
+    /// and their rows get ordered tokens from the column's default. Where the default could not
+    /// be set, tokens come from the sequence, and this lock keeps their order.
     func orderHistoryWrites() throws(DatabaseFailure) {
+        guard !historyTokensOrdered else { return }
         _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.historyLock)])
+    }
+
+    /// Tokens of history rows written since `prepareHistoryOrdering` are 2^62 plus the writing
+    /// transaction's id (`txid_current()`, 64 bits with its epoch), above every token of the
+    /// sequence earlier releases used, so old tokens keep their meaning. A transaction's id is
+    /// taken at its first write, before it commits: every id below the oldest one still
+    /// running (the snapshot's xmin) belongs to a transaction that is over.
+    static let orderedTokenBase: Int64 = 1 << 62
+
+    /// Transaction ids are the server's, shared by its databases: a transaction of another
+    /// database (its backend's `backend_xid`, matched on the low 32 bits) does not hold the
+    /// readers back. Any other running one does, also one whose database is not known (a
+    /// session of a role this one may not see): holding back too long is safe, moving past one
+    /// is not.
+    var settledHistoryBound: SQL? {
+        guard historyTokensOrdered else { return nil }
+        return SQL(
+            verbatim: """
+                (\(Self.orderedTokenBase) + (SELECT coalesce(min(running.x), min(txid_snapshot_xmax(snapshot.s))) \
+                FROM (SELECT txid_current_snapshot() AS s) snapshot LEFT JOIN LATERAL (SELECT x FROM txid_snapshot_xip(snapshot.s) x \
+                WHERE x % 4294967296 NOT IN (SELECT backend_xid::text::bigint FROM pg_stat_activity \
+                WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database())) running ON true))
+                """)
+    }
+
+    /// Sets the token column's default to the ordered tokens, once per database, under the lock
+    /// the triggers are installed under. Stores of earlier releases that still run get them too.
+    /// A table held by others past the lock timeout keeps the ordering lock instead, until the
+    /// next opening.
+    func prepareHistoryOrdering() throws(DatabaseFailure) {
+        let current = try rows(
+            "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token'",
+            []
+        ).first?.first
+        if case .text(let expression)? = current, expression.contains("txid_current") {
+            historyTokensOrdered = true
+            return
+        }
+        try run("BEGIN")
+        do throws(DatabaseFailure) {
+            _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
+            try run("SET LOCAL lock_timeout = '5s'")
+            // The column was an identity column (its own sequence), which takes no default.
+            try run(
+                "ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT (\(Self.orderedTokenBase) + txid_current())")
+            try run("COMMIT")
+            historyTokensOrdered = true
+        } catch  where error.kind == .busy {
+            try? run("ROLLBACK")
+        } catch {
+            try? run("ROLLBACK")
+            throw error
+        }
     }
 
     private static func integer(_ value: StoredValue) -> Int64 {

@@ -28,6 +28,9 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     let dialect: any SQLDialect = PostgresDialect()
     /// How many columns each table recorded by the change triggers has, as they were installed.
     var recordedColumns: [String: Int] = [:]
+    /// Whether history tokens are ordered by transaction id (`prepareHistoryOrdering`), so
+    /// writers need no lock.
+    var historyTokensOrdered = false
 
     /// Where the listener connects (`PostgresSettings.directURL`, else the store's URL).
     let listenURL: String

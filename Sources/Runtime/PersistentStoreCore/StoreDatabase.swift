@@ -143,12 +143,29 @@ public protocol ChangeTriggers: StoreDatabase {
     func discardChangedRows() throws(DatabaseFailure)
 }
 
-/// History tokens that follow commit order only when asked (PostgreSQL assigns a sequence value
-/// when asked, not when committing). Engines whose writers are serialized need nothing.
+/// History tokens a reader can follow without skipping a transaction that commits late, where
+/// writers run side by side (PostgreSQL). Engines whose writers are serialized need nothing.
+///
+/// Either the writers are ordered (`orderHistoryWrites` holds a lock until the commit, as
+/// earlier releases did), or the tokens are: each transaction's token is taken from its
+/// transaction id, and readers read only below `settledHistoryBound`, past which some
+/// transaction may still be running.
 public protocol HistoryOrdering: StoreDatabase {
     /// Called just before a transaction writes its history row, holding what it takes until
-    /// the commit.
+    /// the commit; nothing where the tokens are ordered instead.
     func orderHistoryWrites() throws(DatabaseFailure)
+    /// An SQL expression below which every history token's transaction is over: readers read
+    /// only below it. Nil where the writers are ordered.
+    var settledHistoryBound: SQL? { get }
+    /// Makes the history table give tokens in that order (once, when the store opens).
+    func prepareHistoryOrdering() throws(DatabaseFailure)
+}
+
+extension HistoryOrdering {
+    /// Writers ordered by `orderHistoryWrites`: every token is settled once visible.
+    public var settledHistoryBound: SQL? { nil }
+    /// Nothing to prepare.
+    public func prepareHistoryOrdering() throws(DatabaseFailure) {}
 }
 
 /// Other connections' commits heard as they happen: SQLite's file watcher and `data_version`,

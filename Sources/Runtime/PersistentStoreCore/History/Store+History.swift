@@ -51,6 +51,7 @@ extension Store {
             let history = try database.tableExists("schemagen_history")
             let pruned = try database.tableExists("schemagen_history_pruned")
             if !history || !pruned { try createIfMissing(database, historyTables(database.dialect)) }
+            try abilities.historyOrdering?.prepareHistoryOrdering()
         } catch {
             throw .database(error)
         }
@@ -84,7 +85,7 @@ extension Store {
     /// changed since. Zero before the first transaction.
     public func currentHistoryToken() throws(StoreError) -> HistoryToken {
         try requireHistory()
-        let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: .text(schema.name))")
+        let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: .text(schema.name))\(settledTokens)")
         if case .integer(let token)? = rows.first?.first { return HistoryToken(token) }
         return HistoryToken(try prunedThrough())
     }
@@ -161,11 +162,28 @@ extension Store {
         }
     }
 
+    /// Only the tokens whose transactions are all over, where writers run side by side: a
+    /// reader that moves past a token then never meets a smaller one later.
+    var settledTokens: SQL {
+        guard let bound = abilities.historyOrdering?.settledHistoryBound else { return "" }
+        return " AND token < \(bound)"
+    }
+
+    /// Whether history rows of this schema after `token` are committed but not settled yet (an
+    /// older transaction still runs): a reader comes back for them.
+    func unsettledHistory(after token: Int64) throws(StoreError) -> Bool {
+        guard let bound = abilities.historyOrdering?.settledHistoryBound else { return false }
+        let rows = try query("SELECT count(*) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(token)) AND token >= \(bound)")
+        if case .integer(let count)? = rows.first?.first { return count > 0 }
+        return false
+    }
+
     /// History rows after a token, parsed; `withChanges` false skips the (possibly large)
     /// changes column when only the touched entities matter.
     func readHistory(after: Int64, author: AuthorFilter, limit: Int?, withChanges: Bool) throws(StoreError) -> [HistoryTransaction] {
         let changes: SQL = withChanges ? "changes" : "''"
-        var sql: SQL = "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))"
+        var sql: SQL =
+            "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))\(settledTokens)"
         switch author {
         case .any: break
         case .only(let name): sql += " AND author = \(value: .text(name))"

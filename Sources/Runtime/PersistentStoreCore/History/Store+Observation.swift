@@ -269,6 +269,14 @@ extension Store {
             signalQueries(touched: unknown ? nil : Set(fresh.flatMap(\.entities)))
             if let last = fresh.last { observation.deliveredToken = last.token.value }
             observation.retryPause = 0
+            // Committed rows behind a transaction that still runs (writers run side by side):
+            // read again soon, since that transaction may be no store's and announce nothing.
+            if try unsettledHistory(after: min(observation.deliveredToken, observation.transactionSubscribers.values.map(\.position).min() ?? .max)) {
+                Task { [weak self] in
+                    try? await Task.sleep(for: .milliseconds(100))
+                    await self?.scheduleDelivery()
+                }
+            }
         } catch {
             // The database is out of reach for now (a restarted server, a cut link): nothing is
             // lost, since the history holds it; read it again once the connection is back.
