@@ -27,8 +27,13 @@ CLIENTS = int(os.environ.get("BENCH_PG_CLIENTS", "8"))
 ROUNDS = int(os.environ.get("BENCH_PG_STORE_ROUNDS", "5"))
 
 
+RUNS_STARTED = [0]
+
+
 def run(binary, base, arguments, round_number):
-    database = f"store_{arguments[0].replace('-', '_')}_{round_number}"
+    # A database of its own per run: the same mode runs in several comparisons.
+    RUNS_STARTED[0] += 1
+    database = f"store_{arguments[0].replace('-', '_')}_{round_number}_{RUNS_STARTED[0]}"
     subprocess.run(["psql", f"{base}/postgres", "-q", "-c", f"CREATE DATABASE {database}"], check=True, stdout=subprocess.DEVNULL)
     result = subprocess.run([binary, *arguments, f"{base}/{database}"], capture_output=True, text=True)
     if result.returncode != 0:

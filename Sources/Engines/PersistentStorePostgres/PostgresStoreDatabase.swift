@@ -17,12 +17,23 @@ import SchemaMetadata
 /// transaction, every later statement of it fails too, until the store ends it (the server
 /// rolled it back, or, past its COMMIT, the store looks the outcome up); the store then
 /// connects again through the URL (`ServerFailover`), to whichever server is primary now.
-final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, ServerFailover {
+final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, ServerFailover, ReplicaReading {
     private(set) var connection: PostgresConnection
     /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
     private let url: String
     /// A transaction is open, as the store sees it.
-    private var inTransaction = false
+    var inTransaction = false
+    /// The open transaction is a write transaction (on the primary).
+    private var writing = false
+    /// The open transaction is a read on a standby (`ReplicaReading`).
+    var readingOnReplica = false
+    /// The standbys reads go to, when `PostgresSettings.readURL` names them.
+    let replicas: ReplicaReads?
+    /// How fresh the next reads must be (the store sets it around a call).
+    var readSource: ReadSource = .ownWrites
+    /// Reads go to the standbys only once the store is open: opening reads what its
+    /// migrations just wrote.
+    var replicaReadsEnabled = false
     /// The connection was lost; the next statement outside a transaction connects again.
     private var lost = false
     let dialect: any SQLDialect = PostgresDialect()
@@ -43,6 +54,8 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         let url = ConnectionURL.requiringPrimary(url)
         self.listenURL = ConnectionURL.requiringPrimary(settings.directURL ?? url)
         self.url = url
+        let wait = settings.replicaWait.components
+        replicas = settings.readURL.map { ReplicaReads(url: $0, wait: Double(wait.seconds) + Double(wait.attoseconds) / 1e18) }
         transactionPooler = settings.transactionPooler
         connection = try Self.connect(url, sessionSettings: !settings.transactionPooler)
     }
@@ -81,8 +94,8 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// Per table (as the code names it), the view's mapping onto the table while a migration is
     /// expanded and renames: the table's name and the columns named otherwise.
     private(set) var viewMappings: [String: ViewMapping] = [:]
-    /// The `SET search_path` this session runs, again after a reconnect.
-    private var searchPath: String?
+    /// The `SET search_path` this session runs, again after a reconnect (and on the standby's).
+    private(set) var searchPath: String?
 
     /// Reads the version schema's view mappings (the tables its views read, under which names),
     /// so the change triggers go on the tables. No-op when the schema is not served.
@@ -171,6 +184,8 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// Commit ids are kept this long, far past any failover; older ones go now and then.
     static let commitIdsKept = "1 hour"
     private var commitsRecorded = 0
+    /// The open transaction's commit id, not written yet.
+    private var pendingCommitID: String?
 
     func prepareCommitRecords() throws(DatabaseFailure) {
         // Created once, under the lock the change triggers take, so two stores opening at once
@@ -186,12 +201,21 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         }
     }
 
+    /// Kept until the commit notification goes out, which writes it in the same round trip
+    /// (`announceCommit`); written before COMMIT if it has not.
     func recordCommit(_ id: String) throws(DatabaseFailure) {
-        _ = try rows("INSERT INTO \(dialect.quote(Self.commitsTable)) (id) VALUES ($1)", [.text(id)])
+        pendingCommitID = id
         commitsRecorded += 1
         if commitsRecorded % 1000 == 0 {
             _ = try rows("DELETE FROM \(dialect.quote(Self.commitsTable)) WHERE committed_at < now() - interval '\(Self.commitIdsKept)'", [])
         }
+    }
+
+    /// Writes the pending commit id, if the notification did not.
+    private func writePendingCommitID() throws(DatabaseFailure) {
+        guard let id = pendingCommitID else { return }
+        pendingCommitID = nil
+        _ = try rows("INSERT INTO \(dialect.quote(Self.commitsTable)) (id) VALUES ($1)", [.text(id)])
     }
 
     func wasCommitted(_ id: String) throws(DatabaseFailure) -> Bool {
@@ -234,7 +258,10 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     }
 
     func rows(_ text: String, _ arguments: ArraySlice<StoredValue> = []) throws(DatabaseFailure) -> [[StoredValue]] {
-        try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
+        if let replica = try replicaForRead() {
+            return try onReplica(replica) { () throws(PostgresError) in try replica.query(text, Array(arguments)) }
+        }
+        return try wrap { () throws(PostgresError) in try connection.query(text, Array(arguments)) }
     }
 
     func integer(_ text: String, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
@@ -308,9 +335,16 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         let begin = serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"
         try run(recordedColumns.isEmpty ? begin : "\(begin); SELECT set_config('\(Self.recordingSetting)', 'on', true)")
         inTransaction = true
+        writing = true
     }
 
     func beginReadTransaction() throws(DatabaseFailure) {
+        if let replica = try replicaForRead() {
+            try onReplica(replica) { () throws(PostgresError) in try replica.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
+            inTransaction = true
+            readingOnReplica = true
+            return
+        }
         try run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         inTransaction = true
     }
@@ -321,7 +355,13 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         guard inTransaction else {
             throw DatabaseFailure(database: label, message: "no transaction is open to commit: it was rolled back", code: nil, kind: .statement)
         }
-        defer { inTransaction = false }
+        if readingOnReplica { return try endReplicaTransaction("COMMIT") }
+        try writePendingCommitID()
+        let wrote = writing
+        defer {
+            inTransaction = false
+            writing = false
+        }
         do {
             try run("COMMIT")
         } catch {
@@ -332,10 +372,16 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         if connection.lastCommandTag == "ROLLBACK" {
             throw DatabaseFailure(database: label, message: "the transaction had failed, so COMMIT rolled it back: nothing of it was written", code: nil, kind: .statement)
         }
+        if wrote { noteCommit() }
     }
 
     func rollbackTransaction() throws(DatabaseFailure) {
-        defer { inTransaction = false }
+        if readingOnReplica { return try endReplicaTransaction("ROLLBACK") }
+        pendingCommitID = nil
+        defer {
+            inTransaction = false
+            writing = false
+        }
         // A lost connection's transaction was rolled back by the server.
         if lost { return }
         try run("ROLLBACK")
@@ -391,7 +437,14 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// client and none for eight: a commit's flush to disk is what they wait on, so it was
     /// not kept.)
     func announceCommit() throws(DatabaseFailure) {
-        _ = try rows("SELECT pg_notify($1, '')", [.text(Self.commitChannel)])
+        guard let id = pendingCommitID else {
+            _ = try rows("SELECT pg_notify($1, '')", [.text(Self.commitChannel)])
+            return
+        }
+        // The commit id in the same round trip: a write of failover safety costs no wait.
+        pendingCommitID = nil
+        _ = try rows(
+            "WITH recorded AS (INSERT INTO \(dialect.quote(Self.commitsTable)) (id) VALUES ($2)) SELECT pg_notify($1, '')", [.text(Self.commitChannel), .text(id)])
     }
 
     /// A listener of its own, on its own connection and thread, reconnecting when lost.

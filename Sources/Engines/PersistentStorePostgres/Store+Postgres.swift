@@ -66,6 +66,8 @@ extension Store {
             database: PostgresMigrationDatabase(migrationConnection), schema: schema.name, scripts: scripts, lockTimeoutSeconds: configuration.busyTimeoutSeconds)
         try self.init(database: database, migrator: migrator, schema: schema, migrations: scripts, configuration: configuration)
         do { try database.switchToVersionSchema() } catch { throw .database(error) }
+        // Open, migrated: reads may go to the standbys now.
+        database.replicaReadsEnabled = true
     }
 
     /// The URL without its `pgbouncer=true` query parameter, and whether it had it.

@@ -19,6 +19,15 @@ public struct PostgresSettings: Sendable, Hashable {
     /// had not reached COMMIT, and looks up whether a COMMIT that went unanswered took effect.
     /// Zero: a lost server fails the call in progress, as before this setting.
     public var failoverTimeout: Duration = .seconds(60)
+    /// Standbys to read from (`postgres://app@db2,db3/shop?target_session_attrs=prefer-standby`):
+    /// reads outside write transactions (fetch, count, forEach, search, `read { }`) go there
+    /// once the standby has replayed this store's own writes, or to the primary when it has not
+    /// within `replicaWait`. Writes, transactions and the history that `changes()` and
+    /// `observe` read always go to the primary. Nil: every read goes to the primary.
+    public var readURL: String?
+    /// How long a read waits for a standby to replay this store's last write before it reads
+    /// from the primary instead.
+    public var replicaWait: Duration = .milliseconds(200)
 
     /// Direct by default; `transactionPooler` with the server's own URL behind a pgbouncer.
     ///
@@ -34,6 +43,17 @@ public struct PostgresSettings: Sendable, Hashable {
     public init(transactionPooler: Bool = false, directURL: String? = nil, failoverTimeout: Duration) {
         self.init(transactionPooler: transactionPooler, directURL: directURL)
         self.failoverTimeout = failoverTimeout
+    }
+
+    /// The same, reading from standbys.
+    ///
+    ///     let settings = PostgresSettings(readURL: "postgres://app@db2,db3/shop?target_session_attrs=prefer-standby")
+    public init(
+        transactionPooler: Bool = false, directURL: String? = nil, failoverTimeout: Duration = .seconds(60), readURL: String?, replicaWait: Duration = .milliseconds(200)
+    ) {
+        self.init(transactionPooler: transactionPooler, directURL: directURL, failoverTimeout: failoverTimeout)
+        self.readURL = readURL
+        self.replicaWait = replicaWait
     }
 }
 

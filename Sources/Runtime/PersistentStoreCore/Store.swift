@@ -468,6 +468,24 @@ public actor Store {
         }
     }
 
+    /// `read`, with how fresh its reads must be where the store reads from standbys
+    /// (`PostgresSettings.readURL`): `.anyReplica` skips the wait for this store's own writes,
+    /// `.primary` reads from the primary. Elsewhere the same as `read`.
+    ///
+    ///     let flights = try await store.read(from: .anyReplica) { try $0.count(Flight.self) }
+    public func read<T: Sendable>(from source: ReadSource, _ body: @Sendable (isolated Store) throws -> T) throws(StoreError) -> T {
+        try reading(from: source) { () throws(StoreError) in try read(body) }
+    }
+
+    /// Runs `body` with the adapter's reads as fresh as `source` says, then as they were.
+    func reading<T>(from source: ReadSource, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        guard let replicas = abilities.replicaReading else { return try body() }
+        let before = replicas.readSource
+        replicas.readSource = source
+        defer { replicas.readSource = before }
+        return try body()
+    }
+
     /// True inside `read`.
     private var isReading = false
 

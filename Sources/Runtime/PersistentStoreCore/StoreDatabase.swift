@@ -189,6 +189,27 @@ extension CommitWatching {
     public func announceCommit() throws(DatabaseFailure) {}
 }
 
+/// Reads from standbys (PostgreSQL's `PostgresSettings.readURL`): reads outside write
+/// transactions go to a standby, once it has replayed this store's own writes (read-your-writes),
+/// or to the primary when it has not within the wait. The store says how fresh each call's
+/// reads must be.
+public protocol ReplicaReading: StoreDatabase {
+    /// How fresh the next reads must be; the store sets it around a call and back after.
+    var readSource: ReadSource { get set }
+}
+
+/// How fresh a read must be, where the store reads from standbys (`PostgresSettings.readURL`).
+///
+///     let count = try await store.read(from: .anyReplica) { try $0.count(Flight.self) }
+public enum ReadSource: Sendable, Hashable {
+    /// A standby that has replayed this store's own last write, else the primary (the default).
+    case ownWrites
+    /// Any standby, however far behind: for what may be stale (a dashboard's counts).
+    case anyReplica
+    /// The primary.
+    case primary
+}
+
 /// The abilities of one adapter, looked up once when the store opens: the store asks these, never
 /// the adapter's type.
 struct StoreAbilities {
@@ -205,6 +226,7 @@ struct StoreAbilities {
     let commitWatching: (any CommitWatching)?
     let fullText: (any FullTextSearching)?
     let failover: (any ServerFailover)?
+    let replicaReading: (any ReplicaReading)?
 
     init(_ database: any StoreDatabase) {
         file = database as? any FileDatabase
@@ -220,6 +242,7 @@ struct StoreAbilities {
         commitWatching = database as? any CommitWatching
         fullText = database as? any FullTextSearching
         failover = database as? any ServerFailover
+        replicaReading = database as? any ReplicaReading
     }
 
     /// Whether `externalStorage` values live in a side table of the database rather than in

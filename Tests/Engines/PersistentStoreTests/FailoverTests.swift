@@ -1,4 +1,5 @@
 import ExampleModels
+import FieldEncryption
 import Foundation
 import PersistentStorePostgres
 import PostgresKit
@@ -252,6 +253,100 @@ struct ClusterFailoverTests {
         let label = await store.databaseLabel
         #expect(label.contains("127.0.0.1:\(leader.port)"), "\(label)")
         #expect(!label.contains("s3cret-pw"))
+    }
+}
+
+/// Observers in other processes (`todo watch`) across two failovers: each prints every change
+/// once, in order. The listener follows the primary, and after reconnecting each reads the
+/// history from its token.
+@Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
+struct ObserversAcrossFailoverTests {
+    /// The key of `todo`'s encrypted notes, for the watchers and the writer alike.
+    static let keyByte: UInt8 = 0x2a
+    static let environment = ["SCHEMAGEN_KEYS": "k1=\(Data(repeating: keyByte, count: 32).base64EncodedString())", "PATH": "/usr/bin:/bin"]
+
+    @Test func twoWatchersSeeEveryChangeOnceInOrderAcrossTwoFailovers() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        defer { try? cluster.restoreKilledNodes() }
+        let url = try cluster.createDatabase()
+        let todo = BuiltTool("todo")
+        #expect(try todo.run(["list", "--database", url], environment: Self.environment).status == 0)
+        let watchers = try (0..<2).map { _ in try todo.start(["watch", "--database", url], environment: Self.environment) }
+        defer { for watcher in watchers { kill(watcher.processIdentifier, SIGTERM) } }
+        for watcher in watchers { _ = watcher.read(.error, until: { $0.contains("watching") }, within: 30) }
+        let ring = try KeyRing([(id: "k1", bytes: [UInt8](repeating: Self.keyByte, count: 32))])
+        let writer = try Store(
+            url: url, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: .init(author: "writer", keys: .ring(ring)))
+        var expected: [String] = []
+        func add(_ count: Int, _ label: String) async throws {
+            for index in 0..<count {
+                let item = try await writer.insert(TodoItem(taskName: "\(label) \(index)"))
+                expected.append("+ \(item.id.uuidString.lowercased()) \(item.taskName)")
+            }
+        }
+        try await add(10, "before")
+        cluster.kill(node: try cluster.waitForLeader())
+        try await add(10, "first")
+        // The killed node back as a standby: the next failover has a standby to promote.
+        try cluster.restoreKilledNodes()
+        cluster.kill(node: try cluster.waitForLeader())
+        try await add(10, "second")
+        for watcher in watchers {
+            let seen = watcher.read(until: { TodoProcessLines.lines($0).count >= expected.count }, within: 120)
+            // Anything printed twice would show by now.
+            usleep(1_000_000)
+            kill(watcher.processIdentifier, SIGTERM)
+            let run = watcher.finish()
+            #expect(TodoProcessLines.lines(run.output) == expected, "\(seen)\n\(run.error.suffix(2000))")
+        }
+    }
+}
+
+enum TodoProcessLines {
+    static func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
+}
+
+/// Reads from a standby (`readURL`): a standby that replayed the store's writes answers them;
+/// one whose replay is paused is waited for (`replicaWait`), then the primary answers, so the
+/// store reads its own writes; `.anyReplica` reads the standby as it is.
+@Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
+struct ReplicaReadTests {
+    @Test func readsSeeTheStoresOwnWritesThroughAStandbyWhoseReplayIsPaused() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        let url = try cluster.createDatabase()
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let leader = try cluster.waitForLeader()
+        let standby = try #require(cluster.nodes.first { $0.name != leader.name && cluster.isRunning($0) })
+        let store = try Store(
+            url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations,
+            configuration: .init(postgres: PostgresSettings(readURL: cluster.url(of: standby, database: database), replicaWait: .milliseconds(300))))
+        let queue = try await store.insert(Queue(name: "replicas"))
+        try await store.insert(Job(name: "streamed", queueID: queue.id!))
+        // Replay running: the standby catches up within the wait, and answers.
+        #expect(try await store.count(Job.self) == 1)
+        #expect(try await store.read(from: .anyReplica) { try $0.count(Job.self) } == 1)
+        #expect(cluster.query(standby, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'schemagen store reads'", database: database) == "1")
+        // Replay paused: the standby never has the next write.
+        #expect(cluster.query(standby, "SELECT pg_wal_replay_pause()") != nil)
+        defer { _ = cluster.query(standby, "SELECT pg_wal_replay_resume()") }
+        // The pause is asked for; replay stops at its next record.
+        let pausing = Date().addingTimeInterval(30)
+        while cluster.query(standby, "SELECT pg_get_wal_replay_pause_state()") != "paused", Date() < pausing { usleep(20_000) }
+        try await store.insert(Job(name: "paused", queueID: queue.id!))
+        // The standby, as it is, lacks it; the store's own read has it (from the primary, after
+        // waiting for the standby).
+        #expect(try await store.read(from: .anyReplica) { try $0.count(Job.self) } == 1, "the standby, as it is")
+        #expect(try await store.count(Job.self) == 2, "the store reads its own write")
+        #expect(try await store.read(from: .primary) { try $0.count(Job.self) } == 2)
+        // Replay resumed: the standby catches up, and answers again.
+        _ = cluster.query(standby, "SELECT pg_wal_replay_resume()")
+        let deadline = Date().addingTimeInterval(30)
+        while try await store.read(from: .anyReplica, { try $0.count(Job.self) }) < 2, Date() < deadline { usleep(50_000) }
+        #expect(try await store.read(from: .anyReplica) { try $0.count(Job.self) } == 2)
     }
 }
 

@@ -62,10 +62,11 @@ extension Store {
     ///     }
     public func changes(after token: HistoryToken? = nil, author: AuthorFilter = .any) throws(StoreError) -> AsyncThrowingStream<HistoryTransaction, Error> {
         try requireHistoryForChanges()
+        // "From now" is the primary's now.
         let start: Int64
-        if let token { start = token.value } else { start = try currentHistoryToken().value }
+        if let token { start = token.value } else { start = try reading(from: .primary) { () throws(StoreError) in try currentHistoryToken().value } }
         let (stream, continuation) = AsyncThrowingStream<HistoryTransaction, Error>.makeStream()
-        prepareFirstSubscriber()
+        try? reading(from: .primary) { () throws(StoreError) in prepareFirstSubscriber() }
         let id = observation.nextID
         observation.nextID += 1
         observation.transactionSubscribers[id] = .init(position: start, author: author, continuation: continuation)
@@ -168,9 +169,11 @@ extension Store {
     /// meanwhile are answered by the same rerun.
     static let coalescingInterval: Duration = .milliseconds(10)
 
+    /// Observed queries read from the primary: a standby may not have replayed the commit that
+    /// woke them, and nothing would wake them again.
     private func runObserved<Result>(_ run: (isolated Store) throws(StoreError) -> Result) throws(StoreError) -> Result {
         observation.queryRuns += 1
-        return try run(self)
+        return try reading(from: .primary) { () throws(StoreError) in try run(self) }
     }
 
     /// The first subscriber starts from the present: the newest token and data version.
@@ -221,8 +224,13 @@ extension Store {
         Task { self.deliver() }
     }
 
-    /// Reads what was committed since the last delivery and passes it on.
+    /// Reads what was committed since the last delivery and passes it on, from the primary (a
+    /// standby may not have the commit that woke it yet).
     func deliver() {
+        let replicas = abilities.replicaReading
+        let source = replicas?.readSource
+        replicas?.readSource = .primary
+        defer { if let source { replicas?.readSource = source } }
         observation.deliveryScheduled = false
         observation.watcher?.rearm()
         guard !observation.isEmpty else { return }
