@@ -25,7 +25,8 @@ import SchemaMetadata
 /// CLIENTS ROWS URL`: single-row writes from concurrent clients (a `StorePool`, or threads with
 /// a libpq connection each); `postgres-clients-store-no-failover`: the store without waiting out
 /// a failover (`failoverTimeout` zero: no commit id written), for what that safety costs;
-/// `postgres-clients-store-history`: the store with its history on.
+/// `postgres-clients-store-history`: the store with its history on. `failover-writers WRITERS URL
+/// LOG STOP`: writers on a cluster while `bench/run store-failover` kills its leaders.
 @main
 struct StoreBenchmark {
     static func main() async throws {
@@ -36,6 +37,10 @@ struct StoreBenchmark {
                 ? try await Latency.measurePostgres(mode: arguments[2], count: count, url: arguments[4])
                 : try await Latency.measure(mode: arguments[2], count: count, folder: arguments[4])
             print(latencies.map(String.init).joined(separator: " "))
+            return
+        }
+        if arguments.count == 6, arguments[1] == "failover-writers", let writers = Int(arguments[2]) {
+            try await FailoverWriters.run(writers: writers, url: arguments[3], log: arguments[4], stop: arguments[5])
             return
         }
         if arguments.count == 4, arguments[1] == "latency-writer", let count = Int(arguments[2]) {

@@ -308,6 +308,65 @@ enum TodoProcessLines {
     static func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
 }
 
+/// The job queue of docs/runtime.md ("A job queue") on the cluster: a producer, two workers
+/// claiming and finishing jobs, a watcher following them; the leader is killed halfway. Every
+/// job is done exactly once, and no error reaches the app.
+@Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
+struct JobQueueFailoverTests {
+    @Test func twoWorkersAndAWatcherFinishEveryJobOnceWhileTheLeaderIsKilled() async throws {
+        let lease = try PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        defer { try? cluster.restoreKilledNodes() }
+        let pool = try StorePool(url: try cluster.createDatabase(), size: 4, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations)
+        let jobCount = 200
+        let mail = try await pool.withStore { try await $0.insert(Queue(name: "mail"), onConflict: .ignore) }
+        let mailID = mail.id!
+        let start = try await pool.withStore { try await $0.currentHistoryToken() }
+        let changes = try await pool.changes(after: start)
+        _ = try await pool.withStore { try await $0.insert((0..<jobCount).map { Job(name: "job-\($0)", queueID: mailID) }, onConflict: .ignore) }
+        let killed = LockedBox(false)
+        let done = LockedBox(0)
+        let queued = JobState.queued
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in ["w1", "w2"] {
+                group.addTask {
+                    while true {
+                        let jobs = try await pool.withStore { store in
+                            try await store.claim(
+                                Job.self, where: #Predicate { $0.queueID == mailID && $0.state == queued }, sortBy: [SortDescriptor(\.name)], limit: 5,
+                                set: [.set(\.state, to: .running), .set(\.lockedBy, to: worker), .set(\.lockedAt, to: Date()), .increment(\.attempts)])
+                        }
+                        if jobs.isEmpty { return }
+                        for job in jobs {
+                            let id = job.id!
+                            _ = try await pool.withStore {
+                                try await $0.update(Job.self, set: [.set(\.state, to: .done), .set(\.finishedAt, to: Date())], where: #Predicate { $0.id == id })
+                            }
+                            done.value += 1
+                        }
+                        if done.value >= jobCount / 2, !killed.value {
+                            killed.value = true
+                            cluster.kill(node: try cluster.waitForLeader())
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(killed.value)
+        let jobs = try await pool.withStore { try await $0.fetch(Job.self) }
+        #expect(jobs.count == jobCount)
+        #expect(jobs.allSatisfy { $0.state == .done && $0.attempts == 1 }, "claimed more than once: \(jobs.filter { $0.attempts != 1 }.map(\.name))")
+        // The watcher saw each job finish, once.
+        let written = try await pool.withStore { try await $0.history(after: start).count }
+        let seen = try await collect(changes, count: written, within: 60)
+        #expect(seen.count == written && zip(seen, seen.dropFirst()).allSatisfy { $0.token < $1.token }, "every transaction once, in order")
+        let finished = try seen.flatMap(\.changes).filter { $0.isOf(Job.self) && $0.kind == .update }.filter { try $0.value(\Job.state) == .done }
+        #expect(finished.count == jobCount, "\(finished.count) done updates seen")
+    }
+}
+
 /// Reads from a standby (`readURL`): a standby that replayed the store's writes answers them;
 /// one whose replay is paused is waited for (`replicaWait`), then the primary answers, so the
 /// store reads its own writes; `.anyReplica` reads the standby as it is.
