@@ -41,21 +41,54 @@ public final class PatroniCluster: @unchecked Sendable {
     private static let sharedCluster = LockedValue<PatroniCluster?>(nil)
 
     /// The shared cluster for one test alone: tests that kill its leader and tests that expect
-    /// a primary must not run at once, whichever suites they are in.
+    /// a primary must not run at once, whichever suites they are in. A test waits for its turn
+    /// suspended, not on a thread: cluster tests run on the two `BlockingThreads`, and two of
+    /// them blocked waiting while the test holding the turn waited for a thread deadlocked a
+    /// clean-clone run until CI's time ran out.
     ///
-    ///     let lease = try PatroniCluster.exclusive()
+    ///     let lease = try await PatroniCluster.exclusive()
     ///     defer { lease.release() }
-    public static func exclusive() throws -> Lease {
-        turn.wait()
+    public static func exclusive() async throws -> Lease {
+        await turn.acquire()
         do {
-            return Lease(cluster: try shared())
+            return Lease(cluster: try await offThePool { try shared() })
         } catch {
-            turn.signal()
+            turn.release()
             throw error
         }
     }
 
-    private static let turn = DispatchSemaphore(value: 1)
+    private static let turn = Turn()
+
+    /// A lock awaited without holding a thread: waiters resume in the order they came.
+    final class Turn: Sendable {
+        private let state = LockedValue<(held: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func acquire() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let free = state.withLock { state -> Bool in
+                    if state.held {
+                        state.waiting.append(continuation)
+                        return false
+                    }
+                    state.held = true
+                    return true
+                }
+                if free { continuation.resume() }
+            }
+        }
+
+        func release() {
+            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if state.waiting.isEmpty {
+                    state.held = false
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            next?.resume()
+        }
+    }
 
     /// One test's turn on the shared cluster; the next test's starts at `release` (from any
     /// thread, as async tests move between threads).
@@ -71,7 +104,7 @@ public final class PatroniCluster: @unchecked Sendable {
                 defer { done = true }
                 return !done
             }
-            if first { PatroniCluster.turn.signal() }
+            if first { PatroniCluster.turn.release() }
         }
 
         deinit { release() }

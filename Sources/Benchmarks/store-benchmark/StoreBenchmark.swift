@@ -63,37 +63,7 @@ struct StoreBenchmark {
             print(latencies.map(String.init).joined(separator: " "))
             return
         }
-        if arguments.count == 4, ["postgres-store", "postgres-raw"].contains(arguments[1]), let rows = Int(arguments[2]) {
-            let first = (0..<rows).map(flight)
-            let second = (rows / 2..<rows / 2 + rows).map(flight)
-            let timings =
-                arguments[1] == "postgres-raw"
-                ? try PostgresBench.raw(url: arguments[3], first, second) : try await PostgresBench.viaStore(url: arguments[3], first, second)
-            print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
-            return
-        }
-        if arguments.count == 4, ["postgres-bulk-store", "postgres-bulk-copy"].contains(arguments[1]), let rows = Int(arguments[2]) {
-            let flights = (0..<rows).map(flight)
-            let seconds =
-                arguments[1] == "postgres-bulk-copy"
-                ? try PostgresBench.bulkViaCopy(url: arguments[3], flights) : try await PostgresBench.bulkViaStore(url: arguments[3], flights)
-            print(String(format: "insert %.4f", seconds))
-            return
-        }
-        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-store-no-failover", "postgres-clients-store-history", "postgres-clients-raw"].contains(arguments[1]),
-            let clients = Int(arguments[2]),
-            let rows = Int(arguments[3])
-        {
-            let flights = (0..<rows).map(flight)
-            let seconds =
-                arguments[1] == "postgres-clients-raw"
-                ? try PostgresBench.clientsViaLibpq(url: arguments[4], clients: clients, flights)
-                : try await PostgresBench.clientsViaStore(
-                    url: arguments[4], clients: clients, flights, failover: arguments[1] != "postgres-clients-store-no-failover",
-                    history: arguments[1] == "postgres-clients-store-history")
-            print(String(format: "writes %.4f", seconds))
-            return
-        }
+        if try await runPostgresMode(arguments) { return }
         let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
@@ -112,6 +82,42 @@ struct StoreBenchmark {
             ? try raw(path, first, second, settings: settings)
             : try await viaStore(path, first, second, history: arguments[1] != "store-without-history", settings: settings)
         print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
+    }
+
+    /// The PostgreSQL modes; false when `arguments` name none of them.
+    static func runPostgresMode(_ arguments: [String]) async throws -> Bool {
+        if arguments.count == 4, ["postgres-store", "postgres-raw"].contains(arguments[1]), let rows = Int(arguments[2]) {
+            let first = (0..<rows).map(flight)
+            let second = (rows / 2..<rows / 2 + rows).map(flight)
+            let timings =
+                arguments[1] == "postgres-raw"
+                ? try PostgresBench.raw(url: arguments[3], first, second) : try await PostgresBench.viaStore(url: arguments[3], first, second)
+            print(String(format: "insert %.4f upsert %.4f fetch %.4f", timings.0, timings.1, timings.2))
+            return true
+        }
+        if arguments.count == 4, ["postgres-bulk-store", "postgres-bulk-copy"].contains(arguments[1]), let rows = Int(arguments[2]) {
+            let flights = (0..<rows).map(flight)
+            let seconds =
+                arguments[1] == "postgres-bulk-copy"
+                ? try PostgresBench.bulkViaCopy(url: arguments[3], flights) : try await PostgresBench.bulkViaStore(url: arguments[3], flights)
+            print(String(format: "insert %.4f", seconds))
+            return true
+        }
+        if arguments.count == 5, ["postgres-clients-store", "postgres-clients-store-no-failover", "postgres-clients-store-history", "postgres-clients-raw"].contains(arguments[1]),
+            let clients = Int(arguments[2]),
+            let rows = Int(arguments[3])
+        {
+            let flights = (0..<rows).map(flight)
+            let seconds =
+                arguments[1] == "postgres-clients-raw"
+                ? try PostgresBench.clientsViaLibpq(url: arguments[4], clients: clients, flights)
+                : try await PostgresBench.clientsViaStore(
+                    url: arguments[4], clients: clients, flights, failover: arguments[1] != "postgres-clients-store-no-failover",
+                    history: arguments[1] == "postgres-clients-store-history")
+            print(String(format: "writes %.4f", seconds))
+            return true
+        }
+        return false
     }
 
     static func flight(_ index: Int) -> Flight {

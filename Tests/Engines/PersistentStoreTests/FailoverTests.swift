@@ -154,7 +154,7 @@ extension CommitOutcomeTests {
 @Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
 struct ClusterFailoverTests {
     @Test func writesGoOnWhileTheLeaderIsKilled() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         defer { try? cluster.restoreKilledNodes() }
@@ -189,7 +189,7 @@ struct ClusterFailoverTests {
     /// The leader killed just before a COMMIT is sent: the COMMIT meets a dead server, the new
     /// primary has no trace of it, so it runs again, once.
     @Test func aCommitSentToAKilledLeaderRunsAgainOnTheNewOne() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         defer { try? cluster.restoreKilledNodes() }
@@ -213,7 +213,7 @@ struct ClusterFailoverTests {
     /// answer was lost; then the leader is killed: the new primary has the commit id, so the
     /// call succeeds without running again.
     @Test func aCommitWhoseAnswerWasLostIsFoundOnTheNewPrimary() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         defer { try? cluster.restoreKilledNodes() }
@@ -243,7 +243,7 @@ struct ClusterFailoverTests {
 
     /// A multi-host URL with a password: messages name the server reached, never the password.
     @Test func messagesNameTheServerReachedAndNeverThePassword() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         let url = try cluster.createDatabase().replacingOccurrences(of: "postgres@", with: "postgres:s3cret-pw@")
@@ -266,7 +266,7 @@ struct ObserversAcrossFailoverTests {
     static let environment = ["SCHEMAGEN_KEYS": "k1=\(Data(repeating: keyByte, count: 32).base64EncodedString())", "PATH": "/usr/bin:/bin"]
 
     @Test func twoWatchersSeeEveryChangeOnceInOrderAcrossTwoFailovers() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         defer { try? cluster.restoreKilledNodes() }
@@ -314,7 +314,7 @@ enum TodoProcessLines {
 @Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
 struct JobQueueFailoverTests {
     @Test func twoWorkersAndAWatcherFinishEveryJobOnceWhileTheLeaderIsKilled() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         defer { try? cluster.restoreKilledNodes() }
@@ -373,7 +373,7 @@ struct JobQueueFailoverTests {
 @Suite(.blocking, .serialized, .enabled(if: PatroniCluster.available, Comment(rawValue: PatroniCluster.skipReason)))
 struct ReplicaReadTests {
     @Test func readsSeeTheStoresOwnWritesThroughAStandbyWhoseReplayIsPaused() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         let url = try cluster.createDatabase()
@@ -415,8 +415,8 @@ struct ReplicaReadTests {
 struct MultiHostURLTests {
     static let keys = ["SCHEMAGEN_KEYS": "k1=\(Data(repeating: 7, count: 32).base64EncodedString())", "PATH": "/usr/bin:/bin"]
 
-    @Test func migrateAndImportTakeTheMultiHostURL() throws {
-        let lease = try PatroniCluster.exclusive()
+    @Test func migrateAndImportTakeTheMultiHostURL() async throws {
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         let url = try cluster.createDatabase()
@@ -433,7 +433,7 @@ struct MultiHostURLTests {
     }
 
     @Test func theKeywordFormWithSeveralHostsOpensTheStoreOnThePrimary() async throws {
-        let lease = try PatroniCluster.exclusive()
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         let url = try cluster.createDatabase()
@@ -446,8 +446,8 @@ struct MultiHostURLTests {
         #expect(try await store.count(Queue.self) == 1)
     }
 
-    @Test func todoAndFlightsRunThroughTheMultiHostURL() throws {
-        let lease = try PatroniCluster.exclusive()
+    @Test func todoAndFlightsRunThroughTheMultiHostURL() async throws {
+        let lease = try await PatroniCluster.exclusive()
         defer { lease.release() }
         let cluster = lease.cluster
         let url = try cluster.createDatabase()

@@ -85,10 +85,29 @@ extension Store {
     /// changed since. Zero before the first transaction.
     public func currentHistoryToken() throws(StoreError) -> HistoryToken {
         try requireHistory()
-        let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: .text(schema.name))\(settledTokens)")
-        if case .integer(let token)? = rows.first?.first { return HistoryToken(token) }
+        let schemaName = StoredValue.text(schema.name)
+        guard let bound = abilities.historyOrdering?.settledHistoryBound else {
+            let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: schemaName)")
+            if case .integer(let token)? = rows.first?.first { return HistoryToken(token) }
+            return HistoryToken(try prunedThrough())
+        }
+        var settled: StoredValue = .null
+        for _ in 0..<Self.settledReadAttempts {
+            let rows = try query("SELECT max(token) FILTER (WHERE token < \(bound)), max(token) FROM schemagen_history WHERE schema = \(value: schemaName)")
+            guard let row = rows.first, row.count == 2 else { break }
+            settled = row[0]
+            if row[0] == row[1] { break }
+        }
+        if case .integer(let token) = settled { return HistoryToken(token) }
         return HistoryToken(try prunedThrough())
     }
+
+    /// How often the public readers look where writers run side by side (PostgreSQL): a bound
+    /// read just as another database's transaction ends stays behind for that one read (the
+    /// ended transaction's database is no longer known), so a commit this store made a moment
+    /// ago would be missing; the next look has it. A transaction still running holds every look
+    /// back, as it must.
+    static var settledReadAttempts: Int { 3 }
 
     /// Transactions committed after `token` (all kept ones when nil), oldest first, from every
     /// process that wrote through a store of this schema. Throws `historyPruned` when
@@ -104,7 +123,32 @@ extension Store {
             let pruned = try prunedThrough()
             if after < pruned { throw .historyPruned(after: HistoryToken(after), through: HistoryToken(pruned)) }
         }
-        return try readHistory(after: after, author: author, limit: limit, withChanges: true)
+        var transactions = try readHistory(after: after, author: author, limit: limit, withChanges: true)
+        guard abilities.historyOrdering?.settledHistoryBound != nil else { return transactions }
+        for _ in 1..<Self.settledReadAttempts {
+            let remaining = limit.map { $0 - transactions.count }
+            let last = transactions.last?.token.value ?? after
+            if let remaining, remaining <= 0 { break }
+            guard try historyCommitted(after: last, author: author) else { break }
+            transactions += try readHistory(after: last, author: author, limit: remaining, withChanges: true)
+        }
+        return transactions
+    }
+
+    /// Whether any transaction after `token` is committed, settled or not.
+    private func historyCommitted(after token: Int64, author: AuthorFilter) throws(StoreError) -> Bool {
+        let rows = try query(
+            "SELECT count(*) FROM (SELECT 1 FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(token))\(condition(author)) LIMIT 1) newer")
+        if case .integer(let count)? = rows.first?.first { return count > 0 }
+        return false
+    }
+
+    private func condition(_ author: AuthorFilter) -> SQL {
+        switch author {
+        case .any: ""
+        case .only(let name): " AND author = \(value: .text(name))"
+        case .excluding(let name): " AND (author IS NULL OR author <> \(value: .text(name)))"
+        }
     }
 
     /// Deletes the transactions before `token`; returns how many. Readers still behind it get
@@ -183,12 +227,7 @@ extension Store {
     func readHistory(after: Int64, author: AuthorFilter, limit: Int?, withChanges: Bool) throws(StoreError) -> [HistoryTransaction] {
         let changes: SQL = withChanges ? "changes" : "''"
         var sql: SQL =
-            "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))\(settledTokens)"
-        switch author {
-        case .any: break
-        case .only(let name): sql += " AND author = \(value: .text(name))"
-        case .excluding(let name): sql += " AND (author IS NULL OR author <> \(value: .text(name)))"
-        }
+            "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))\(settledTokens)\(condition(author))"
         sql += " ORDER BY token\(page(limit: limit, offset: 0))"
         var transactions: [HistoryTransaction] = []
         for row in try query(sql) {
