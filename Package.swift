@@ -223,7 +223,7 @@ let package = Package(
             name: "MigratorTests",
             dependencies: [
                 "DatabaseLocation", "todo", "flights", "schemagen", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "MigrateCLI", "MigrationPlanner", "MigrationFiles",
-                "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport",
+                "RelationalModel", "SchemaKit", "SchemaMetadata", "SQLiteKit", "PostgresKit", "migrate", "SQLDialects", "TestSupport", "ProjectConfig",
             ]),
         .testTarget(
             name: "SchemaImportTests",

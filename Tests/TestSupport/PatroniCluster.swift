@@ -265,6 +265,14 @@ public final class PatroniCluster: @unchecked Sendable {
         throw TestDaemonError("the standbys did not all stream within \(timeout) s")
     }
 
+    /// Turns Patroni's maintenance mode on or off (`patronictl pause/resume --wait`). Patroni
+    /// resumes a standby's paused WAL replay at every loop (PostgreSQL 14 and later) unless it
+    /// is in maintenance mode, so a test that pauses replay for longer than a loop turns it on,
+    /// and off again: in maintenance mode Patroni fails nothing over.
+    public func setMaintenance(_ on: Bool) throws {
+        _ = try PostgresServer.run("/usr/bin/patronictl", ["-c", nodes[0].config, on ? "pause" : "resume", "--wait"])
+    }
+
     /// Whether a node's Patroni runs.
     public func isRunning(_ node: Node) -> Bool {
         patroniProcesses.withLock { $0[node.name]?.isRunning ?? false }

@@ -8,7 +8,7 @@ import SchemaMetadata
 /// A PostgreSQL database: DDL is transactional, and concurrent migrators are kept apart by a
 /// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
 /// history may live in a schema of its own.
-public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating, ColumnRetyping {
+public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating, ColumnRetyping, ReplicationMonitoring {
     /// The connection migrations run on (and hold the advisory lock with).
     public let connection: PostgresConnection
     /// PostgreSQL's dialect.
@@ -280,4 +280,33 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
         ((try? query(sql, arguments)) ?? []).compactMap { if case .text(let text)? = $0.first { text } else { nil } }
     }
 
+    // MARK: ReplicationMonitoring
+
+    /// The server the connection reached, `host:port`.
+    public var server: String { connection.server }
+
+    /// The primary's WAL position and its physical standbys (`pg_stat_replication` rows whose
+    /// sender serves no database: logical subscribers are not standbys), positions in bytes.
+    public func replicationSnapshot() throws(MigratorError) -> ReplicationSnapshot {
+        let rows = try query(
+            """
+            SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, coalesce(nullif(r.application_name, ''), host(r.client_addr), r.pid::text), \
+            r.state, pg_wal_lsn_diff(r.replay_lsn, '0/0')::bigint, extract(epoch FROM r.replay_lag)::float8 \
+            FROM (SELECT 1) one LEFT JOIN pg_stat_replication r ON r.pid IN (SELECT pid FROM pg_stat_activity WHERE datname IS NULL) ORDER BY 2
+            """, [])
+        guard case .integer(let position)? = rows.first?.first else { return ReplicationSnapshot(position: 0, standbys: []) }
+        let standbys = rows.compactMap { row -> ReplicationSnapshot.Standby? in
+            guard row.count == 5, case .text(let name) = row[1] else { return nil }
+            let state = if case .text(let state) = row[2] { state } else { "unknown" }
+            let replayed: Int64? = if case .integer(let value) = row[3] { value } else { nil }
+            let lag: Double? =
+                switch row[4] {
+                case .real(let value): value
+                case .integer(let value): Double(value)
+                default: nil
+                }
+            return ReplicationSnapshot.Standby(name: name, state: state, replayed: replayed, serverLag: lag)
+        }
+        return ReplicationSnapshot(position: position, standbys: standbys)
+    }
 }

@@ -46,6 +46,9 @@ extension Migrator {
         /// when none does: the phase was interrupted, and the same command resumes it. Read by
         /// `onlineProgress()` only.
         public var runningInBackend: Int? = nil
+        /// What the run is waiting for before its next backfill batch, when it waits ("waiting:
+        /// pg3 replay lag 2.4 s > 1.0 s"). Meaningful while `runningInBackend` is set.
+        public var waiting: String? = nil
     }
 
     /// How far a backfill has come, as its last batch recorded it.
@@ -83,8 +86,9 @@ extension Migrator {
         guard online != nil, let columns = try database.columns(of: Self.onlineTable, schema: historySchema) else { return nil }
         // A table of an earlier release has no progress columns until a phase runs again.
         let progress = Self.progressColumns.allSatisfy(columns.contains) ? ", " + Self.progressColumns.joined(separator: ", ") : ""
+        let waiting = columns.contains("waiting") ? ", waiting" : ""
         let rows = try database.query(
-            "SELECT version, phase, section, resume_key, started_at\(SQL(verbatim: progress)) FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
+            "SELECT version, phase, section, resume_key, started_at\(SQL(verbatim: progress + waiting)) FROM \(onlineTableSQL) WHERE schema = \(value: .text(schema))")
         guard let row = rows.first, case .integer(let version) = row[0], case .text(let phase) = row[1], case .integer(let section) = row[2],
             case .text(let started) = row[4], let kind = OnlineState.Phase(rawValue: phase)
         else { return nil }
@@ -100,6 +104,7 @@ extension Migrator {
                 }
             state.backfill = BackfillProgress(table: table, rowsDone: done, rowsEstimate: integer(8), rowsPerSecond: rate, updatedAt: updated)
         }
+        if !waiting.isEmpty { state.waiting = text(progress.isEmpty ? 5 : 5 + Self.progressColumns.count) }
         return state
     }
 
@@ -410,7 +415,7 @@ extension Migrator {
             );
             """)
         // Added after the first release: tables it made get them here.
-        let added = zip(Self.progressColumns, [StorageKind.text, .text, .integer, .integer, .real, .text])
+        let added = zip(Self.progressColumns + ["waiting"], [StorageKind.text, .text, .integer, .integer, .real, .text, .text])
         let existing = try database.columns(of: Self.onlineTable, schema: historySchema) ?? []
         for (column, kind) in added where !existing.contains(column) {
             try database.execute("ALTER TABLE \(onlineTableSQL) ADD COLUMN \(identifier: column) \(type: kind, in: dialect);")
@@ -601,10 +606,14 @@ extension Migrator {
         let recorded = resume == nil ? nil : try onlineState()?.backfill
         var run = BackfillRun(
             backfill: backfill, update: update, place: (file, section, line), lower: resume,
-            done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table))
+            done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table), batch: backfill.batch)
+        var pacer = ReplicationPacer()
         while true {
             if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
+            try paceForReplication(&pacer, options: options, progress: progress)
+            let began = Date()
             guard try backfillBatch(&run, options: options, progress: progress) else { break }
+            run.batch = Self.nextBatchSize(after: run.batch, took: Date().timeIntervalSince(began), options: options, fileBatch: backfill.batch)
             progress(.backfilled(table: backfill.table, rows: run.done))
         }
         if backfill.inclusive {
@@ -626,9 +635,22 @@ extension Migrator {
         let started = Date()
         /// Rows done by this run, for its rate.
         var runRows = 0
+        /// Rows in the next batch: the file's batch at first, then sized to the time target.
+        var batch: Int
 
         var table: SQL { SQL.identifier(backfill.table) }
         var key: SQL { SQL.identifier(backfill.key) }
+    }
+
+    /// The next batch's rows: scaled by how far the last one was from the time target, at most
+    /// halved or doubled at a time (one slow batch, a checkpoint or a lock wait, does not
+    /// swing it), between 100 rows and 100 times the file's batch (at most 100,000). A zero
+    /// target keeps the file's batch.
+    static func nextBatchSize(after batch: Int, took seconds: Double, options: Options, fileBatch: Int) -> Int {
+        guard options.batchTargetMilliseconds > 0, seconds > 0 else { return batch }
+        let scale = min(2, max(0.5, Double(options.batchTargetMilliseconds) / 1000 / seconds))
+        let ceiling = max(fileBatch, min(100_000, fileBatch * 100))
+        return min(ceiling, max(min(100, fileBatch), Int(Double(batch) * scale)))
     }
 
     /// One batch in a transaction of its own, from the key the last one ended at; false when no
@@ -671,7 +693,7 @@ extension Migrator {
             """
             UPDATE \(onlineTableSQL) SET resume_key = \(value: .text(end)), backfill_table = \(value: .text(run.backfill.table)), \
             rows_done = \(value: .integer(Int64(run.done + rows))), rows_estimate = \(value: run.estimate.map { .integer(Int64($0)) } ?? .null), \
-            rows_per_second = \(value: rate), progress_at = \(value: .text(Self.now())) WHERE schema = \(value: .text(schema))
+            rows_per_second = \(value: rate), progress_at = \(value: .text(Self.now())), waiting = NULL WHERE schema = \(value: .text(schema))
             """)
     }
 
@@ -705,7 +727,7 @@ extension Migrator {
     /// A batch's last key past the rows `range` selects (a whole batch on), and how many rows it
     /// holds: fewer than a batch at the table's end, counted for the progress.
     private func batchEnd(_ run: BackfillRun, after range: SQL) throws(MigratorError) -> (end: String, rows: Int)? {
-        let (table, key, batch) = (run.table, run.key, run.backfill.batch)
+        let (table, key, batch) = (run.table, run.key, run.batch)
         let whole = try database.query(
             "SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(value: .integer(Int64(batch - 1)))")
         if case .text(let end)? = whole.first?.first { return (end, batch) }

@@ -282,6 +282,16 @@ public final class Migrator {
         case rowsHeld(table: String, keys: [String], holders: [String], attempt: Int)
         /// An online migration's phase finished.
         case onlineFinished(MigrationScript, phase: MigrationHeader.OnlinePhaseKind, milliseconds: Int)
+        /// A backfill waits before its next batch for a standby over the lag bound; sent about
+        /// once a second while it waits.
+        case waitingForStandby(ReplicaLagWait)
+        /// A standby stopped streaming (it left `pg_stat_replication`): no longer waited for.
+        case standbyGone(String)
+        /// The role cannot see these standbys' replay positions (it needs `pg_monitor`): they
+        /// are not waited for.
+        case standbyPositionsHidden([String])
+        /// A backfill pauses this long for the WAL budget.
+        case pacingWAL(seconds: Double)
     }
 
     /// Applying (`up`) or reverting (`down`).
@@ -315,15 +325,35 @@ public final class Migrator {
         public var lockTimeoutMilliseconds = 500
         /// Online migrations: how many times a section that could not get its locks is retried.
         public var lockRetries = 20
-        /// Options; off by default, locks waited for 500 ms, 20 retries.
+        /// Backfills on a primary with standbys (PostgreSQL): before each batch, wait while a
+        /// standby's replay lag is over this many milliseconds. 0 never waits.
+        public var maxReplicaLagMilliseconds = 1000
+        /// How long, in seconds, a backfill waits for a lagging standby before it gives up with
+        /// `replicaLagTimeout` (its progress kept); nil waits as long as it takes.
+        public var replicaLagTimeout: Double? = nil
+        /// Backfills on PostgreSQL: pause so that the server's WAL grows by at most this many
+        /// megabytes a second over the run (the app's writes count too); nil does not pace.
+        public var maxWALMegabytesPerSecond: Double? = nil
+        /// Backfills: size each batch so that it takes about this many milliseconds, starting
+        /// from the file's batch; 0 keeps the file's batch.
+        public var batchTargetMilliseconds = 200
+        /// Options; off by default, locks waited for 500 ms, 20 retries; backfills wait for
+        /// standbys more than 1 s behind and aim at 200 ms batches.
         ///
         ///     let options = Migrator.Options(allowDestructive: true, lockTimeoutMilliseconds: 2_000)
-        public init(allowOutOfOrder: Bool = false, allowDestructive: Bool = false, complete: Bool = false, lockTimeoutMilliseconds: Int = 500, lockRetries: Int = 20) {
+        public init(
+            allowOutOfOrder: Bool = false, allowDestructive: Bool = false, complete: Bool = false, lockTimeoutMilliseconds: Int = 500, lockRetries: Int = 20,
+            maxReplicaLagMilliseconds: Int = 1000, replicaLagTimeout: Double? = nil, maxWALMegabytesPerSecond: Double? = nil, batchTargetMilliseconds: Int = 200
+        ) {
             self.allowOutOfOrder = allowOutOfOrder
             self.allowDestructive = allowDestructive
             self.complete = complete
             self.lockTimeoutMilliseconds = lockTimeoutMilliseconds
             self.lockRetries = lockRetries
+            self.maxReplicaLagMilliseconds = maxReplicaLagMilliseconds
+            self.replicaLagTimeout = replicaLagTimeout
+            self.maxWALMegabytesPerSecond = maxWALMegabytesPerSecond
+            self.batchTargetMilliseconds = batchTargetMilliseconds
         }
     }
 

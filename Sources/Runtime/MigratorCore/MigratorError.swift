@@ -65,6 +65,9 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
     case onlineSectionFailed(file: String, section: Int, line: Int, message: String)
     /// A phase file's sections cannot be read.
     case badOnlineFile(file: String, OnlinePhase.ParseError)
+    /// A backfill waited for a lagging standby longer than `replicaLagTimeout`; the batches
+    /// done stay done, and the same command resumes after them.
+    case replicaLagTimeout(ReplicaLagWait)
 
     /// What happened, naming the file, and what to do.
     public var description: String {
@@ -121,6 +124,8 @@ public enum MigratorError: Error, Sendable, CustomStringConvertible {
             "\(file):\(line): section \(section) failed: \(message); the sections before it are done and this one was rolled back (or, outside a transaction, may be half done and runs again): fix the cause and run the same command again to resume"
         case .badOnlineFile(let file, let error):
             "\(file):\(error.line): \(error.message); nothing was run"
+        case .replicaLagTimeout(let wait):
+            "standby \(wait.standby) stayed \(String(format: "%.1f", wait.lag)) s behind (over the \(String(format: "%.1f", wait.bound)) s bound) for \(String(format: "%.0f", wait.waited)) s, so the backfill gave up; the batches done stay done: once the standby catches up (or with a larger --max-replica-lag or --replica-lag-timeout), run the same command again to resume"
         case .failedOutsideTransaction(let file, let statement, let line, let message):
             "\(file):\(line): statement \(statement) failed: \(message); this migration runs outside a transaction (its header says so), so the statements before it stay applied and it is not recorded: repair what they left (an index left INVALID, say), then run again"
         }

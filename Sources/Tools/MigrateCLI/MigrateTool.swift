@@ -216,7 +216,17 @@ public enum MigrateTool {
             "online-lock-timeout", valueName: "ms",
             help: "Online migrations: how long each DDL statement may wait for a lock (and so hold app queries behind it) before it gives up and is retried.",
             defaultValue: "500"),
+        FailoverResume.option,
         .value("lock-retries", valueName: "count", help: "Online migrations: how many times a section that did not get its locks is retried, with growing pauses.", defaultValue: "20"),
+        .value(
+            "max-replica-lag", valueName: "ms",
+            help: "PostgreSQL backfills: before each batch, wait while a standby replays more than this far behind (0: never wait). Config: maxReplicaLag.",
+            defaultValue: "1000"),
+        .value(
+            "replica-lag-timeout", valueName: "seconds",
+            help: "PostgreSQL backfills: give up (exit 1, progress kept) after waiting this long for a lagging standby. Default: wait as long as it takes. Config: replicaLagTimeout."),
+        .value("max-wal-rate", valueName: "MB/s", help: "PostgreSQL backfills: pause so the server's WAL grows at most this fast. Default: off. Config: maxWalRate."),
+        .value("batch-time", valueName: "ms", help: "Backfills: size batches to take about this long (0: the file's batch size).", defaultValue: "200"),
     ]
 
     /// `complete` and `rollback`: the phase `run` makes on every schema's migrator, or with
@@ -227,13 +237,11 @@ public enum MigrateTool {
     ) -> ExitCode {
         guard let options = onlineOptions(arguments, io: io) else { return .usageOrIO }
         let dryRun = arguments.flag("dry-run")
-        let opening = open(arguments, io: io, allSchemas: true, readOnly: dryRun)
-        guard case .success(let (migrators, database)) = opening else { return opening.exitStatus }
-        return runMigrations(migrators, io: io) { () throws(MigratorError) in
+        return FailoverResume.run(arguments, io: io, allSchemas: true, readOnly: dryRun) { (migrators, database, reporter) throws(MigratorError) in
             for migrator in migrators {
                 if dryRun {
                     printPhase(of: migrator, phases: dryRunPhases, file: file, io: io)
-                } else if try run(migrator, options, Reporter(io: io).handle) == nil {
+                } else if try run(migrator, options, reporter.handle) == nil {
                     io.writeOutput("\(database): no online migration of \(migrator.schema) \(nothing).\n")
                 }
             }
@@ -255,10 +263,28 @@ public enum MigrateTool {
 
     static func onlineOptions(_ arguments: ParsedArguments, io: CommandIO) -> Migrator.Options? {
         var options = Migrator.Options()
-        for (name, apply) in [("online-lock-timeout", { options.lockTimeoutMilliseconds = $0 }), ("lock-retries", { options.lockRetries = $0 })] as [(String, (Int) -> Void)] {
+        for (name, apply) in [
+            ("online-lock-timeout", { options.lockTimeoutMilliseconds = $0 }), ("lock-retries", { options.lockRetries = $0 }),
+            ("max-replica-lag", { options.maxReplicaLagMilliseconds = $0 }), ("batch-time", { options.batchTargetMilliseconds = $0 }),
+        ] as [(String, (Int) -> Void)] {
             guard let text = arguments.value(name) else { continue }
             guard let value = Int(text), value >= 0 else {
                 io.writeError("migrate: error: --\(name) expects a whole number, found '\(text)'\n")
+                return nil
+            }
+            apply(value)
+        }
+        // The config file's settings, where no flag gives them.
+        let config = config(arguments, io: io) ?? ProjectConfig()
+        if arguments.value("max-replica-lag") == nil, let lag = config.maxReplicaLag { options.maxReplicaLagMilliseconds = Int(lag) }
+        options.replicaLagTimeout = config.replicaLagTimeout
+        options.maxWALMegabytesPerSecond = config.maxWalRate.flatMap { $0 > 0 ? $0 : nil }
+        for (name, apply) in [
+            ("replica-lag-timeout", { options.replicaLagTimeout = $0 }), ("max-wal-rate", { options.maxWALMegabytesPerSecond = $0 > 0 ? $0 : nil }),
+        ] as [(String, (Double) -> Void)] {
+            guard let text = arguments.value(name) else { continue }
+            guard let value = Double(text), value >= 0, value.isFinite else {
+                io.writeError("migrate: error: --\(name) expects a number, found '\(text)'\n")
                 return nil
             }
             apply(value)
@@ -289,6 +315,7 @@ public enum MigrateTool {
         func handle(_ event: Migrator.Event) {
             switch event {
             case .started(let script, let direction, _):
+                (lastScript, lastVersion) = (script.label, script.version)
                 current = "\(direction == .up ? "applying" : "reverting") \(script.label)"
                 draw("")
             case .statement(let index, let total):
@@ -311,6 +338,7 @@ public enum MigrateTool {
             case .skipped(let script):
                 io.writeOutput("skipped \(script.label) (another migrator ran it)\n")
             case .onlineSection(let script, let phase, let index, let total):
+                (lastScript, lastVersion) = ("\(script.label) (\(phase.rawValue), section \(index))", script.version)
                 current = "\(phase.rawValue) \(script.label)"
                 statement = "section \(index) of \(total)"
                 if io.outputIsTerminal { draw(statement, force: true) } else { io.writeOutput("\(current): \(statement)\n") }
@@ -330,6 +358,16 @@ public enum MigrateTool {
                 io.writeOutput(
                     "note: the backfill of \(table) is done but for \(keys.count == 20 ? "20 or more rows" : "\(keys.count) row\(keys.count == 1 ? "" : "s")") apps hold locked (\(keys.prefix(5).joined(separator: ", ")))\(holders.isEmpty ? "" : ", by \(holders.joined(separator: "; "))"); trying them again (\(attempt))\n"
                 )
+            case .waitingForStandby(let wait):
+                if io.outputIsTerminal { draw("\(statement): \(wait)", force: true) } else { io.writeOutput("\(current): \(wait) (\(Int(wait.waited)) s so far)\n") }
+            case .standbyGone(let name):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("note: standby \(name) stopped streaming (it left pg_stat_replication); the backfill no longer waits for it\n")
+            case .standbyPositionsHidden(let names):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("note: this role cannot see the replay positions of \(names.joined(separator: ", ")) (grant it pg_monitor): the backfill does not wait for them\n")
+            case .pacingWAL(let seconds):
+                draw("\(statement): pausing \(String(format: "%.2f", seconds)) s for the WAL budget")
             case .onlineFinished(let script, let phase, let milliseconds):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 let done: String =
@@ -343,6 +381,9 @@ public enum MigrateTool {
         }
 
         private var statement = ""
+        /// The migration last started, for a failover's message.
+        var lastScript: String?
+        var lastVersion: Int?
 
         /// 1234567 as "1,234,567".
         static func grouped(_ number: Int) -> String {
@@ -383,14 +424,15 @@ func target(_ arguments: ParsedArguments, default fallback: Migrator.Target, io:
 
 /// Runs a command's work with SIGINT and SIGTERM turned into a cancellation and reports the
 /// error the same way for every command.
-func runMigrations(_ migrators: [Migrator], io: CommandIO, _ body: () throws(MigratorError) -> Void) -> ExitCode {
+/// `report` sees the error first and says whether to print it (a failover is handled instead).
+func runMigrations(_ migrators: [Migrator], io: CommandIO, report: (MigratorError) -> Bool = { _ in true }, _ body: () throws(MigratorError) -> Void) -> ExitCode {
     guard let cancellation = migrators.first?.cancellation else { return .success }
     return Interrupts.whileRunning(cancellation, io: io) { () -> ExitCode in
         do throws(MigratorError) {
             try body()
             return .success
         } catch {
-            io.writeError("migrate: error: \(MigrateAdvice.message(error))\n")
+            if report(error) { io.writeError("migrate: error: \(MigrateAdvice.message(error))\n") }
             return MigrateTool.exitCode(for: error)
         }
     }

@@ -7,7 +7,7 @@ enum RollbackCommand: Command {
     static let spec = CommandSpec(
         name: "rollback", abstract: "Undo the expand of the online migration in progress, keeping the rows either app version wrote.",
         discussion:
-            "Run before `complete`, once no instance of the new app version is left. Exit status: 0 done (or nothing to roll back), 1 refused or failed, 2 usage or I/O error, 3 locked, 130 or 143 interrupted.",
+            "Run before `complete`, once no instance of the new app version is left. Exit status: 0 done (or nothing to roll back), 1 refused or failed, 2 usage or I/O error, 3 locked, 4 no primary took writes within --failover-timeout after a failover (run it again), 130 or 143 interrupted.",
         options: MigrateTool.common + MigrateTool.online)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {

@@ -14,7 +14,7 @@ enum StatusCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let opening = MigrateTool.open(arguments, io: io, allSchemas: true, readOnly: true)
-        guard case .success(let (migrators, _)) = opening else { return opening.exitStatus }
+        guard case .success(let (migrators, database)) = opening else { return opening.exitStatus }
         var rows: [(schema: String, status: Migrator.Status, attempt: Migrator.Attempt?)] = []
         var orphans: [(schema: String, attempt: Migrator.Attempt)] = []
         var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
@@ -56,6 +56,7 @@ enum StatusCommand: Command {
                     if state.phase != .expanded {
                         online.append("\"state\": \"\(state.runningInBackend == nil ? "interrupted" : "running")\"")
                         if let pid = state.runningInBackend { online.append("\"backendPid\": \(pid)") }
+                        if state.runningInBackend != nil, let waiting = state.waiting { online.append("\"waiting\": \(jsonString(waiting))") }
                     }
                     if let backfill = state.backfill, state.phase == .expand || state.phase == .contract || state.phase == .rollback {
                         let number: (Double?) -> String = { $0.map { String(format: "%.1f", $0) } ?? "null" }
@@ -95,6 +96,9 @@ enum StatusCommand: Command {
         for (schema, attempt) in orphans {
             out += "note: \(schema) migration \(String(format: "%04d", attempt.version)) has no file here; \(describe(attempt))\n"
         }
+        if let snapshot = migrators.first?.replicationSnapshot(), !snapshot.standbys.isEmpty {
+            out += describe(snapshot, primary: migrators.first?.server.map { "\($0) (of \(database))" } ?? database)
+        }
         io.writeOutput(out)
         return .success
     }
@@ -105,7 +109,7 @@ enum StatusCommand: Command {
         var progress = "\(state.section) sections done"
         if let backfill = state.backfill, state.phase != .expanded { progress += "; " + describe(backfill) }
         // The migrator lock's holder tells a phase running now from one a lost run left.
-        let running = state.runningInBackend.map { "RUNNING in backend pid \($0)" }
+        let running = state.runningInBackend.map { "RUNNING in backend pid \($0)" + (state.waiting.map { ", \($0)" } ?? "") }
         switch state.phase {
         case .expand: return "EXPANDING \(since), \(progress); " + (running ?? "INTERRUPTED: `migrate up` resumes it, `migrate rollback` undoes it")
         case .expanded: return "EXPANDED: serving \(names); `migrate complete` once no app of the previous version runs, or `migrate rollback`"
@@ -125,6 +129,23 @@ enum StatusCommand: Command {
         if let rate = backfill.rowsPerSecond { text += ", \(Int(rate.rounded())) rows/s" }
         if let left = backfill.secondsLeft { text += ", about \(Int(left.rounded(.up))) s left" }
         return text + " at \(backfill.updatedAt)"
+    }
+
+    /// The cluster as the primary sees it: one line for the primary, one per standby with its
+    /// state and how far behind it replays (the server's `replay_lag`, and the WAL not yet replayed).
+    static func describe(_ snapshot: ReplicationSnapshot, primary: String) -> String {
+        var text = "primary: \(primary)\n"
+        for standby in snapshot.standbys {
+            var line = "standby \(standby.name): \(standby.state)"
+            if let replayed = standby.replayed {
+                let behind = max(0, snapshot.position - replayed)
+                line += ", replay lag \(String(format: "%.1f", standby.serverLag ?? 0)) s, \(behind < 1024 ? "\(behind) bytes" : "\(behind / 1024) kB") of WAL not replayed"
+            } else {
+                line += ", replay position hidden (the role needs pg_monitor)"
+            }
+            text += line + "\n"
+        }
+        return text
     }
 
     static func describe(_ attempt: Migrator.Attempt) -> String {

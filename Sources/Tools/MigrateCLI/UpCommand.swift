@@ -7,7 +7,7 @@ enum UpCommand: Command {
     static let spec = CommandSpec(
         name: "up", abstract: "Apply pending migrations (all by default).",
         discussion:
-            "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 130 or 143 interrupted by SIGINT or SIGTERM (the migration in progress rolled back).",
+            "Exit status: 0 done, 1 refused or failed (nothing of the failing migration remains), 2 usage or I/O error, 3 locked by another migrator or session (--lock-timeout, --ddl-lock-timeout), 4 the primary went away and no new one took writes within --failover-timeout (run the same command again), 130 or 143 interrupted by SIGINT or SIGTERM (the migration in progress rolled back).",
         options: MigrateTool.common + [
             .value("to", valueName: "version", help: "Apply up to and including this version."),
             .flag("allow-out-of-order", help: "Apply a pending migration numbered below the newest applied one."),
@@ -19,13 +19,11 @@ enum UpCommand: Command {
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         let dryRun = arguments.flag("dry-run")
         guard let chosen = target(arguments, default: .all, io: io) else { return .usageOrIO }
-        let opening = MigrateTool.open(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun)
-        guard case .success(let (migrators, database)) = opening else { return opening.exitStatus }
         guard var options = MigrateTool.onlineOptions(arguments, io: io) else { return .usageOrIO }
         options.allowOutOfOrder = arguments.flag("allow-out-of-order")
         options.complete = arguments.flag("complete")
         options.allowDestructive = arguments.flag("allow-destructive")
-        return runMigrations(migrators, io: io) { () throws(MigratorError) in
+        return FailoverResume.run(arguments, io: io, allSchemas: chosen == .all, readOnly: dryRun) { (migrators, database, reporter) throws(MigratorError) in
             for migrator in migrators {
                 if dryRun {
                     // Every file `up` would run, phase by phase, in order; then why it would stop.
@@ -34,7 +32,7 @@ enum UpCommand: Command {
                     if let stop { io.writeError("migrate: note: \(MigrateAdvice.message(stop))\n") }
                     continue
                 }
-                let applied = try migrator.up(chosen, options: options, progress: MigrateTool.Reporter(io: io).handle)
+                let applied = try migrator.up(chosen, options: options, progress: reporter.handle)
                 if applied.isEmpty { io.writeOutput("\(database) is up to date with \(migrator.schema).\n") }
             }
         }

@@ -40,6 +40,13 @@ public struct ProjectConfig: Equatable, Sendable {
     /// SwiftData stages that cannot do their work alone are warnings, not errors.
     public var allowIncompleteStages: Bool?
     public var typealiasPrefix: String?
+    /// `migrate`'s defaults on a cluster: the replica lag a backfill waits out (milliseconds,
+    /// 0 off), how long it waits (seconds), the WAL budget (MB/s) and how long a run waits for
+    /// a new primary (seconds). Flags override them.
+    public var maxReplicaLag: Double?
+    public var replicaLagTimeout: Double?
+    public var maxWalRate: Double?
+    public var failoverTimeout: Double?
 
     public init() {}
 
@@ -53,6 +60,7 @@ public struct ProjectConfig: Equatable, Sendable {
     }
     static let keys = [
         "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages",
+        "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout",
     ]
 
     /// Reads a config file; problems come back as diagnostics with their line and column.
@@ -79,6 +87,7 @@ public struct ProjectConfig: Equatable, Sendable {
             case "typealiasPrefix", "deploymentTarget": problem = config.readSwiftDataSetting(key, pair.value)
             case "online", "allowIncompleteStages", "typealiases": problem = config.readSwitch(key, pair.value)
             case "output", "templates", "migrations", "database", "cache": problem = config.readPath(key, pair.value)
+            case "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout": problem = config.readNumber(key, pair.value)
             default:
                 bag.error(Code.unknownKey, "unknown key '\(key)' in the config file\(Suggestion.hint(for: key, in: keys))", at: location(pair.key))
                 continue
@@ -140,6 +149,20 @@ public struct ProjectConfig: Equatable, Sendable {
         case "online": online = flag
         case "allowIncompleteStages": allowIncompleteStages = flag
         default: typealiases = flag
+        }
+        return nil
+    }
+
+    /// A number setting, zero or more.
+    private mutating func readNumber(_ key: String, _ value: YAMLNode) -> String? {
+        guard let text = value.stringValue, let number = Double(text), number.isFinite, number >= 0 else {
+            return "'\(key)' expects a number, zero or more"
+        }
+        switch key {
+        case "maxReplicaLag": maxReplicaLag = number
+        case "replicaLagTimeout": replicaLagTimeout = number
+        case "maxWalRate": maxWalRate = number
+        default: failoverTimeout = number
         }
         return nil
     }
