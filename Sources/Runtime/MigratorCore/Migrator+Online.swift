@@ -608,11 +608,13 @@ extension Migrator {
             backfill: backfill, update: update, place: (file, section, line), lower: resume,
             done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table), batch: backfill.batch)
         var pacer = ReplicationPacer()
+        var lastBatchRows = 0
         while true {
             if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }
-            try paceForReplication(&pacer, options: options, progress: progress)
-            let began = Date()
+            if let most = try paceForReplication(&pacer, lastBatchRows: lastBatchRows, options: options, progress: progress) { run.batch = min(run.batch, most) }
+            let (began, doneBefore) = (Date(), run.done)
             guard try backfillBatch(&run, options: options, progress: progress) else { break }
+            lastBatchRows = run.done - doneBefore
             run.batch = Self.nextBatchSize(after: run.batch, took: Date().timeIntervalSince(began), options: options, fileBatch: backfill.batch)
             progress(.backfilled(table: backfill.table, rows: run.done))
         }

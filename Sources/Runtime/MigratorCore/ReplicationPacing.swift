@@ -93,18 +93,28 @@ struct ReplicationPacer {
     var start: (time: Date, position: Int64)?
     /// Whether a role that sees no positions was reported.
     var reportedBlind = false
+    /// Where the WAL stood before the last batch, for its WAL per row.
+    var batchStart: Int64?
 }
 
 extension Migrator {
     /// Before a backfill batch: waits while a standby replays more than `maxReplicaLag` behind,
     /// then while the WAL written since the run started is over `maxWALRate`. Waits between
     /// transactions, holding nothing; gives up past `replicaLagTimeout`.
-    func paceForReplication(_ pacer: inout ReplicationPacer, options: Options, progress: (Event) -> Void) throws(MigratorError) {
-        guard let replication = database as? any ReplicationMonitoring, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return }
+    /// Returns, under a WAL budget, the most rows the next batch may have: as many as the
+    /// budget allows in a batch's time at the last batch's WAL per row (`lastBatchRows` rows),
+    /// so that no single batch runs far over the budget.
+    func paceForReplication(_ pacer: inout ReplicationPacer, lastBatchRows: Int, options: Options, progress: (Event) -> Void) throws(MigratorError) -> Int? {
+        guard let replication = database as? any ReplicationMonitoring, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return nil }
         try waitForStandbys(&pacer, replication, options: options, progress: progress)
-        if let rate = options.maxWALMegabytesPerSecond, rate > 0 {
-            try paceWAL(&pacer, replication, bytesPerSecond: rate * 1_048_576, progress: progress)
-        }
+        guard let rate = options.maxWALMegabytesPerSecond, rate > 0 else { return nil }
+        let bytesPerSecond = rate * 1_048_576
+        let position = try paceWAL(&pacer, replication, bytesPerSecond: bytesPerSecond, progress: progress)
+        defer { pacer.batchStart = position }
+        guard let before = pacer.batchStart, lastBatchRows > 0, position > before else { return nil }
+        let bytesPerRow = Double(position - before) / Double(lastBatchRows)
+        let batchSeconds = options.batchTargetMilliseconds > 0 ? Double(options.batchTargetMilliseconds) / 1000 : 0.2
+        return max(100, Int(bytesPerSecond * batchSeconds / bytesPerRow))
     }
 
     private func waitForStandbys(_ pacer: inout ReplicationPacer, _ replication: any ReplicationMonitoring, options: Options, progress: (Event) -> Void) throws(MigratorError) {
@@ -160,13 +170,14 @@ extension Migrator {
     }
 
     /// Sleeps while the WAL written since the run started is ahead of the budget.
-    private func paceWAL(_ pacer: inout ReplicationPacer, _ replication: any ReplicationMonitoring, bytesPerSecond: Double, progress: (Event) -> Void) throws(MigratorError) {
-        guard let start = pacer.start else { return }
+    /// The WAL position once the run is within budget.
+    private func paceWAL(_ pacer: inout ReplicationPacer, _ replication: any ReplicationMonitoring, bytesPerSecond: Double, progress: (Event) -> Void) throws(MigratorError) -> Int64 {
         while true {
             let position = try replication.replicationSnapshot().position
+            guard let start = pacer.start else { return position }
             let elapsed = Date().timeIntervalSince(start.time)
             let ahead = Double(position - start.position) / bytesPerSecond - elapsed
-            guard ahead > 0.01 else { return }
+            guard ahead > 0.01 else { return position }
             if cancellation.isRequested { throw .interrupted(during: "a pause for the WAL budget; the backfill resumes after the last batch done") }
             progress(.pacingWAL(seconds: ahead))
             usleep(UInt32(min(ahead, 0.25) * 1_000_000))

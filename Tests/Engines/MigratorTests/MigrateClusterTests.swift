@@ -247,3 +247,33 @@ struct MigrateClusterTests {
         #expect(results["resumed"]?.hasPrefix("0 \(Self.rows)") == true, "\(results["resumed"] ?? "")")
     }
 }
+
+/// `--max-wal-rate` on one server: the backfill's WAL over the run stays within the budget.
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct WALBudgetTests {
+    @Test func aBackfillKeepsToItsWALBudget() async throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let (run, written, seconds) = try await offThePool { () throws -> (BuiltTool.Run, Double, Double) in
+            let path = try MigrateClusterTests.migrations()
+            let url = try server.createDatabase()
+            let created = try MigrateClusterTests.migrate.run(["up", "1", "--database", url, "--dir", path])
+            guard created.status == 0 else { throw MigrateClusterTests.ClusterTestError("migrate up 1: \(created.error)") }
+            let connection = try PostgresConnection(url)
+            try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 100000) AS i")
+            func position() throws -> Double {
+                guard case .integer(let bytes)? = try connection.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").first?.first else { return 0 }
+                return Double(bytes)
+            }
+            let before = try position()
+            let started = Date()
+            let run = try MigrateClusterTests.migrate.run(["up", "--database", url, "--dir", path, "--max-wal-rate", "4"])
+            return (run, try position() - before, Date().timeIntervalSince(started))
+        }
+        #expect(run.status == 0, "\(run.error)")
+        // The budget is checked before each batch, so the last batch may run over it: one
+        // batch's WAL (at most 100,000 rows, a few MB here) on top of the budget's share.
+        let megabytes = written / 1_048_576
+        #expect(megabytes > 8, "the backfill wrote too little WAL to be paced: \(megabytes) MB")
+        #expect(megabytes <= 4 * seconds + 8, "\(megabytes) MB of WAL in \(seconds) s, over 4 MB/s")
+    }
+}
