@@ -2,11 +2,13 @@
 """A throwaway Patroni cluster for the benchmarks: etcd and three Patroni nodes (Debian's
 packages, synchronous_mode_strict, ttl 10 s) on free loopback ports, in a folder of its own,
 each process in a session of its own so that `stop` ends it and whatever it started."""
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 from common import free_port
 
@@ -92,14 +94,27 @@ postgresql:
         return primaries[0] if len(primaries) == 1 else None
 
     def wait_whole(self, timeout=180):
-        """Until a leader streams to both standbys, one of them synchronously."""
+        """Until a leader streams to both standbys, one of them synchronously, and Patroni's
+        own record agrees (its `/cluster` shows a sync_standby): with synchronous_mode_strict,
+        Patroni promotes only the standby its DCS names, so a leader killed before that record
+        is written leaves the cluster without one, by design."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             leader = self.leader()
-            if leader and self.query(leader, "SELECT count(*) FILTER (WHERE state = 'streaming') || '|' || count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication") == "2|1":
+            if leader and self.query(leader, "SELECT count(*) FILTER (WHERE state = 'streaming') || '|' || count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication") == "2|1" \
+                    and self.patroni_roles(leader) == ["leader", "replica", "sync_standby"]:
                 return leader
             time.sleep(0.2)
         sys.exit("bench: the Patroni cluster did not become whole")
+
+    def patroni_roles(self, node):
+        """The members' roles as Patroni's REST API reports them (from its DCS), sorted."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{node['rest']}/cluster", timeout=5) as response:
+                members = json.load(response).get("members", [])
+        except (OSError, ValueError):
+            return []
+        return sorted(member.get("role", "") for member in members if member.get("state") in ("running", "streaming"))
 
     def kill(self, node):
         process = self.processes[node["name"]]

@@ -53,6 +53,8 @@ def main():
                 new = cluster.leader()
                 if new and new["name"] != leader["name"]:
                     break
+                if time.time() - killed_at > 120:
+                    sys.exit(f"bench store-failover: no new leader 120 s after killing {leader['name']}")
                 if writers.poll() is not None:
                     sys.exit(f"bench store-failover: the writers stopped: {writers.stderr.read()}")
                 time.sleep(0.05)
@@ -64,7 +66,9 @@ def main():
         open(stop, "w").close()
         error = writers.communicate(timeout=300)[1]
         if writers.returncode != 0:
-            sys.exit(f"bench store-failover: a writer saw an error: {error[-2000:]}")
+            with open("/tmp/store-failover-writers.err", "w") as file:
+                file.write(error)
+            sys.exit(f"bench store-failover: a writer saw an error (all of it in /tmp/store-failover-writers.err): {error[:3000]}")
         acknowledged = {}
         with open(log) as file:
             for line in file:
@@ -76,8 +80,8 @@ def main():
             after = next((when for when in times if when > killed_at), None)
             pauses.append(after - killed_at if after else float("inf"))
         leader = cluster.wait_whole()
-        stored = set(cluster.query(leader, "SELECT name FROM job WHERE name <> 'counter'", "failover").split("\n"))
-        counter = int(cluster.query(leader, "SELECT attempts FROM job WHERE name = 'counter'", "failover"))
+        stored = set(cluster.query(leader, "SELECT name FROM job WHERE name NOT LIKE 'counter-%'", "failover").split("\n"))
+        counter = int(cluster.query(leader, "SELECT sum(attempts) FROM job WHERE name LIKE 'counter-%'", "failover"))
         lost = len(set(acknowledged) - stored)
         # A write applied twice counts twice; one committed but never acknowledged (its caller
         # saw an error) would show as a job the log lacks.

@@ -251,18 +251,31 @@ public final class PatroniCluster: @unchecked Sendable {
         throw TestDaemonError("no\(other == nil ? "" : " new") primary within \(timeout) s: \(nodes.map { "\($0.name): \(logTail($0))" }.joined(separator: "\n"))")
     }
 
-    /// Waits until every running standby streams from the primary, one of them synchronously.
+    /// Waits until every running standby streams from the primary, one of them synchronously,
+    /// and Patroni's own record (its DCS) names that synchronous standby: with
+    /// synchronous_mode_strict Patroni promotes only the standby its DCS names, so a leader
+    /// killed before the record is written leaves the cluster without a leader, by design.
     public func waitUntilAllStream(timeout: Double = 60) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let leader = leader() {
                 let standbys = nodes.filter { $0.name != leader.name && isRunning($0) }.count
                 let streaming = query(leader, "SELECT count(*) FILTER (WHERE state = 'streaming'), count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication")
-                if streaming == "\(standbys)|\(standbys > 0 ? 1 : 0)" { return }
+                if streaming == "\(standbys)|\(standbys > 0 ? 1 : 0)", standbys == 0 || patroniRoles().contains("Sync Standby") { return }
             }
             usleep(200_000)
         }
         throw TestDaemonError("the standbys did not all stream within \(timeout) s")
+    }
+
+    /// The roles of the running members as Patroni's DCS has them (`patronictl list`).
+    func patroniRoles() -> [String] {
+        // Its warnings share the output: the JSON is the bracketed list.
+        guard let text = try? PostgresServer.run("/usr/bin/patronictl", ["-c", nodes[0].config, "list", "-f", "json"]),
+            let start = text.firstIndex(of: "["), let end = text.lastIndex(of: "]"), start < end,
+            let members = try? JSONSerialization.jsonObject(with: Data(text[start...end].utf8)) as? [[String: Any]]
+        else { return [] }
+        return members.filter { ["running", "streaming"].contains($0["State"] as? String ?? "") }.compactMap { $0["Role"] as? String }.sorted()
     }
 
     /// Turns Patroni's maintenance mode on or off (`patronictl pause/resume --wait`). Patroni
