@@ -68,7 +68,8 @@ def main():
         if writers.returncode != 0:
             with open("/tmp/store-failover-writers.err", "w") as file:
                 file.write(error)
-            sys.exit(f"bench store-failover: a writer saw an error (all of it in /tmp/store-failover-writers.err): {error[:3000]}")
+            shutil.copy(log + ".events", "/tmp/store-failover-writers.events")
+            sys.exit(f"bench store-failover: a writer saw an error (all of it in /tmp/store-failover-writers.err, the stores' events in /tmp/store-failover-writers.events): {error[:3000]}")
         acknowledged = {}
         with open(log) as file:
             for line in file:

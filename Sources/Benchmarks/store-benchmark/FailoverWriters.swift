@@ -10,12 +10,15 @@ import PersistentStorePostgres
 enum FailoverWriters {
     static func run(writers: Int, url: String, log: String, stop: String) async throws {
         let settings = PostgresSettings(failoverTimeout: .seconds(180))
+        // Every event the stores report, beside the log: what led to an error, when one comes.
+        _ = FileManager.default.createFile(atPath: log + ".events", contents: nil)
+        let events = LogLines(try FileHandle(forWritingTo: URL(fileURLWithPath: log + ".events")))
         let pool = try StorePool(
             url: url, size: writers, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations,
             // Serializable transactions that conflict (SSI's page-level predicate locks) run
             // again within the busy timeout; commits slow down while the cluster fails over,
             // so the bench allows as long as for the failover itself.
-            configuration: .init(busyTimeout: .seconds(180), author: "failover-bench", postgres: settings))
+            configuration: .init(busyTimeout: .seconds(180), author: "failover-bench", postgres: settings, events: { event in events.append("\(Date().timeIntervalSince1970) \(event)\n") }))
         // A counter per writer: one counter for all would make the writers' transactions
         // conflict with each other (serialization failures), which is not what this measures.
         let (queueID, counters) = try await pool.withStore { store -> (Int64, [Int64]) in

@@ -389,7 +389,10 @@ struct ReplicaReadTests {
         #expect(try await store.count(Job.self) == 1)
         #expect(try await store.read(from: .anyReplica) { try $0.count(Job.self) } == 1)
         #expect(cluster.query(standby, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'schemagen store reads'", database: database) == "1")
-        // Replay paused: the standby never has the next write.
+        // Replay paused: the standby never has the next write. Patroni resumes a paused
+        // replay within a loop (2 s) unless it is in maintenance mode.
+        try cluster.setMaintenance(true)
+        defer { try? cluster.setMaintenance(false) }
         #expect(cluster.query(standby, "SELECT pg_wal_replay_pause()") != nil)
         defer { _ = cluster.query(standby, "SELECT pg_wal_replay_resume()") }
         // The pause is asked for; replay stops at its next record.
