@@ -73,9 +73,9 @@ public enum SwiftDataShim {
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
-        process.waitUntilExit()
+        let status = exitStatus(of: process)
         try handle.close()
-        return Check(status: process.terminationStatus, output: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+        return Check(status: status, output: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
 
     /// Type-checks Swift files (name -> text) that `import SwiftData`, as one module, for a

@@ -142,7 +142,7 @@ public struct BuiltTool: Sendable {
             var open = Set(descriptors)
             var buffer = [UInt8](repeating: 0, count: 65536)
             while !open.isEmpty {
-                let exited = !process.isRunning
+                let exited = !process.isRunning || isZombie(process.processIdentifier)
                 var polls = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
                 let ready = poll(&polls, nfds_t(polls.count), exited ? 0 : 100)
                 if ready <= 0 {
@@ -154,9 +154,9 @@ public struct BuiltTool: Sendable {
                     if count <= 0 { open.remove(entry.fd) } else { streams[entry.fd, default: []] += buffer[0..<count] }
                 }
             }
-            process.waitUntilExit()
+            let status = exitStatus(of: process)
             let out = streams[descriptors[0]] ?? [], err = streams[descriptors[1]] ?? []
-            return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
+            return Run(status: status, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
         }
     }
 }
@@ -174,8 +174,7 @@ public func standardOutput(of executable: String, _ arguments: [String], in fold
     process.standardError = FileHandle.nullDevice
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return (exitStatus(of: process), String(decoding: data, as: UTF8.self))
 }
 
 /// The Swift files under a folder, as paths relative to it, sorted.
@@ -193,8 +192,7 @@ public func runProgram(_ executable: String, _ arguments: [String], in folder: U
     process.standardError = output
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return (exitStatus(of: process), String(decoding: data, as: UTF8.self))
 }
 
 /// A target's source folder, `Sources/<layer>/<target>` (Package.swift groups targets by layer).
@@ -205,4 +203,30 @@ public func sourceFolder(of target: String) -> URL {
         return sources.appendingPathComponent(layer).appendingPathComponent(target)
     }
     return sources.appendingPathComponent(target)
+}
+
+/// Waits for a child started with Foundation's `Process`; its status as `terminationStatus`
+/// gives it (the exit code, or the signal that ended it). Foundation on Linux learns of a
+/// child's exit from SIGCHLD and can miss one when children exit while others launch: a
+/// clean-clone CI run hung on two zombies that `isRunning` still called running. A child that
+/// is a zombie is reaped here instead.
+public func exitStatus(of process: Process) -> Int32 {
+    let pid = process.processIdentifier
+    while process.isRunning {
+        if isZombie(pid) {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let signal = status & 0x7f
+                return signal == 0 ? (status >> 8) & 0xff : signal
+            }
+        }
+        usleep(10_000)
+    }
+    return process.terminationStatus
+}
+
+/// Whether a process has exited and waits to be reaped (`Z` in `/proc/<pid>/stat`).
+func isZombie(_ pid: pid_t) -> Bool {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return false }
+    return text[text.index(after: close)...].trimmingCharacters(in: .whitespaces).first == "Z"
 }

@@ -149,8 +149,7 @@ import Testing
         script.standardInput = FileHandle.nullDevice
         try script.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        script.waitUntilExit()
-        #expect(script.terminationStatus == 0, "\(text)")
+        #expect(exitStatus(of: script) == 0, "\(text)")
         #expect(text.contains("statement 1 of \(statements)"), "\(text)")
         #expect(text.contains("statement \(statements) of \(statements)"), "\(text)")
         #expect(!text.contains(" of 0"), "\(text)")

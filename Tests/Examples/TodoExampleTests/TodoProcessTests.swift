@@ -157,8 +157,7 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
             try process.run()
             return process
         }
-        for writer in writers { writer.waitUntilExit() }
-        #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+        #expect(writers.map { exitStatus(of: $0) }.allSatisfy { $0 == 0 })
         let listed = try Self.run(["list", "--json"], database: database)
         let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [[String: Any]])
         #expect(items.count == 81)
@@ -257,8 +256,7 @@ enum TodoEngine: String, CaseIterable, CustomTestStringConvertible {
             try process.run()
             return process
         }
-        for writer in writers { writer.waitUntilExit() }
-        #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+        #expect(writers.map { exitStatus(of: $0) }.allSatisfy { $0 == 0 })
         let seen = watcher.read(until: { Self.lines($0).count >= 60 }, within: 30)
         usleep(500_000)
         let run = Self.stop(watcher)

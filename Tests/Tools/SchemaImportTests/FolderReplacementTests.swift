@@ -32,7 +32,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/true")
         try process.run()
-        process.waitUntilExit()
+        _ = exitStatus(of: process)
         return process.processIdentifier
     }
 
