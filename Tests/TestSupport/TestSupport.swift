@@ -209,17 +209,13 @@ public func sourceFolder(of target: String) -> URL {
 /// gives it (the exit code, or the signal that ended it). Foundation on Linux learns of a
 /// child's exit from SIGCHLD and can miss one when children exit while others launch: a
 /// clean-clone CI run hung on two zombies that `isRunning` still called running. A child that
-/// is a zombie is reaped here instead.
+/// is a zombie gets Foundation another SIGCHLD, so that it looks at its children again and
+/// reaps it itself (reaping it here instead would free its pid for reuse while Foundation
+/// still holds it, and a later run crashed inside `Process.run`).
 public func exitStatus(of process: Process) -> Int32 {
     let pid = process.processIdentifier
     while process.isRunning {
-        if isZombie(pid) {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                let signal = status & 0x7f
-                return signal == 0 ? (status >> 8) & 0xff : signal
-            }
-        }
+        if isZombie(pid) { kill(getpid(), SIGCHLD) }
         usleep(10_000)
     }
     return process.terminationStatus
