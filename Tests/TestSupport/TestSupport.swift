@@ -105,6 +105,16 @@ public struct BuiltTool: Sendable {
 
         public var processIdentifier: Int32 { process.processIdentifier }
 
+        /// Closes the pipes' read ends once nothing more is read from them. Foundation's
+        /// `Process`, waited for through `isRunning`, is not always released, and keeps its
+        /// pipes open: a suite leaked 1,800 descriptors, and `Process.run` crashed once its
+        /// `/proc/self/fd` listing outgrew glibc's directory buffer (swift-corelibs-foundation
+        /// PR 5472).
+        func closeReadEnds() {
+            try? output.fileHandleForReading.close()
+            try? error.fileHandleForReading.close()
+        }
+
         /// What `read(_:until:)` has read so far, by stream.
         private var received: [Int32: [UInt8]] = [:]
 
@@ -155,6 +165,7 @@ public struct BuiltTool: Sendable {
                 }
             }
             let status = exitStatus(of: process)
+            closeReadEnds()
             let out = streams[descriptors[0]] ?? [], err = streams[descriptors[1]] ?? []
             return Run(status: status, output: String(decoding: out, as: UTF8.self), error: String(decoding: err, as: UTF8.self))
         }
@@ -174,7 +185,16 @@ public func standardOutput(of executable: String, _ arguments: [String], in fold
     process.standardError = FileHandle.nullDevice
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
+    try? output.fileHandleForReading.close()
     return (exitStatus(of: process), String(decoding: data, as: UTF8.self))
+}
+
+/// How many pipe ends this process holds open (`/proc/self/fd`): a test that runs something
+/// many times checks with it that each run closes what it opened.
+public func openPipeCount() -> Int {
+    let folder = "/proc/self/fd"
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+    return entries.filter { ((try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + $0)) ?? "").hasPrefix("pipe:") }.count
 }
 
 /// The Swift files under a folder, as paths relative to it, sorted.
@@ -192,6 +212,7 @@ public func runProgram(_ executable: String, _ arguments: [String], in folder: U
     process.standardError = output
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
+    try? output.fileHandleForReading.close()
     return (exitStatus(of: process), String(decoding: data, as: UTF8.self))
 }
 

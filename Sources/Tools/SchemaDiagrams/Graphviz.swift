@@ -36,8 +36,14 @@ public enum Graphviz {
             }.start()
         }
 
+        private var finished = false
+
+        /// Everything read, once the other end closed (waited for the first time only).
         func bytes() -> Data {
-            done.wait()
+            if !finished {
+                done.wait()
+                finished = true
+            }
             return data
         }
     }
@@ -55,6 +61,14 @@ public enum Graphviz {
         process.standardError = error
         do { try process.run() } catch { throw Failure(message: "cannot run \(executable): \(error.localizedDescription)") }
         let svg = Drain(output.fileHandleForReading), messages = Drain(error.fileHandleForReading)
+        // Closed once both are read to the end: a `Process` is not always released, and would
+        // keep them open for good.
+        defer {
+            _ = svg.bytes()
+            _ = messages.bytes()
+            try? output.fileHandleForReading.close()
+            try? error.fileHandleForReading.close()
+        }
         let text = Data(dot.utf8)
         Thread {
             try? input.fileHandleForWriting.write(contentsOf: text)

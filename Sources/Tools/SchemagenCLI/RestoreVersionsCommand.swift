@@ -128,6 +128,7 @@ public enum RestoreVersionsCommand: Command {
         process.standardError = FileHandle.nullDevice
         do { try process.run() } catch { return nil }
         let data = output.fileHandleForReading.readDataToEndOfFile()
+        try? output.fileHandleForReading.close()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { return nil }
         return String(decoding: data, as: UTF8.self)

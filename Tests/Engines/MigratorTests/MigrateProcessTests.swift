@@ -149,6 +149,7 @@ import Testing
         script.standardInput = FileHandle.nullDevice
         try script.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try? output.fileHandleForReading.close()
         #expect(exitStatus(of: script) == 0, "\(text)")
         #expect(text.contains("statement 1 of \(statements)"), "\(text)")
         #expect(text.contains("statement \(statements) of \(statements)"), "\(text)")

@@ -71,6 +71,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
+        try? output.fileHandleForReading.close()
         #expect(exitStatus(of: process) == 0, "chromium on \(url)")
         return String(decoding: data, as: UTF8.self)
     }

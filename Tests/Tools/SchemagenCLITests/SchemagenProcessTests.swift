@@ -22,6 +22,15 @@ import Testing
         #expect(run.error.isEmpty)
     }
 
+    /// Each run of a tool closes its pipes: a suite that leaked two per run reached 1,800
+    /// descriptors, and `Process.run` then crashed reading `/proc/self/fd` (a Foundation bug).
+    /// Other tests open pipes meanwhile, so the bound is half of what a leak would leave.
+    @Test func runsOfTheToolLeaveNoPipeOpen() throws {
+        let before = openPipeCount()
+        for _ in 0..<60 { #expect(try schemagen(["validate", "Schemas/Notes.yaml"]).status == 0) }
+        #expect(openPipeCount() - before < 60, "pipes open before: \(before), after: \(openPipeCount())")
+    }
+
     @Test func errorsExitWithOneAndPrintCompilerStyleLines() throws {
         let run = try schemagen(["validate", invalid("unknown-keys.yaml")])
         #expect(run.status == 1)
