@@ -7,15 +7,17 @@ import Glibc
 /// A TCP proxy in front of a PostgreSQL server that can cut a connection at its COMMIT, as a
 /// failover does at the worst moment: `.beforeCommit` drops the COMMIT (the server never sees it,
 /// and rolls the transaction back), `.afterCommit` lets it through and drops the server's answer
-/// (the transaction committed, and the client never hears it). It reads the protocol's message
-/// framing from the client, so it knows a simple-query `COMMIT` when one passes. Each new
+/// (the transaction committed, and the client never hears it), and `.beforeStatement(prefix)`
+/// drops the first simple query that starts with `prefix` (a `RELEASE` mid-transaction). It
+/// reads the protocol's message framing from the client, so it knows a simple query's text
+/// when one passes. Each new
 /// connection goes to the server `upstream` names at that moment (the cluster's primary).
 ///
 ///     let proxy = try CommitCuttingProxy { cluster.leader()!.port }
 ///     proxy.cut = .afterCommit                       // the next COMMIT's answer is lost
 ///     let url = "postgresql://postgres@127.0.0.1:\(proxy.port)/db"
 public final class CommitCuttingProxy: @unchecked Sendable {
-    public enum Cut: Sendable { case none, beforeCommit, afterCommit }
+    public enum Cut: Sendable, Equatable { case none, beforeCommit, afterCommit, beforeStatement(String) }
 
     public let port: Int
     private let listener: Int32
@@ -123,7 +125,7 @@ public final class CommitCuttingProxy: @unchecked Sendable {
                 if count <= 0 { return }
                 pending += buffer[0..<count]
                 // Whole messages are forwarded; a COMMIT is the proxy's to cut.
-                while let (length, isCommit) = nextMessage(pending, untyped: untyped > 0) {
+                while let (length, query) = nextMessage(pending, untyped: untyped > 0) {
                     if untyped > 0 {
                         // An SSL request (80877103) is followed by the real startup message.
                         let code = pending.count >= 8 ? Int(pending[4]) << 24 | Int(pending[5]) << 16 | Int(pending[6]) << 8 | Int(pending[7]) : 0
@@ -131,17 +133,26 @@ public final class CommitCuttingProxy: @unchecked Sendable {
                     }
                     let message = Array(pending[0..<length])
                     pending.removeFirst(length)
-                    if isCommit {
+                    if let query {
+                        let isCommit = query == "COMMIT" || query == "COMMIT;"
                         let cut = state.withLock { current -> Cut in
                             let cut = current.cut
-                            if cut != .none {
-                                current.cut = .none
-                                current.cuts += 1
+                            let applies: Bool
+                            switch cut {
+                            case .none: applies = false
+                            case .beforeCommit, .afterCommit: applies = isCommit
+                            case .beforeStatement(let prefix): applies = query.hasPrefix(prefix.uppercased())
                             }
+                            guard applies else { return .none }
+                            current.cut = .none
+                            current.cuts += 1
                             return cut
                         }
-                        if cut == .beforeCommit { return }
-                        if cut == .afterCommit { answersDropped = true }
+                        switch cut {
+                        case .beforeCommit, .beforeStatement: return
+                        case .afterCommit: answersDropped = true
+                        case .none: break
+                        }
                     }
                     guard writeAll(server, message, message.count) else { return }
                 }
@@ -149,17 +160,16 @@ public final class CommitCuttingProxy: @unchecked Sendable {
         }
     }
 
-    /// The length of the first whole message in `bytes`, and whether it is a simple query of
-    /// `COMMIT`; nil until the message is whole.
-    private func nextMessage(_ bytes: [UInt8], untyped: Bool) -> (Int, Bool)? {
+    /// The length of the first whole message in `bytes`, and a simple query's text (trimmed,
+    /// upper-cased); nil until the message is whole.
+    private func nextMessage(_ bytes: [UInt8], untyped: Bool) -> (Int, String?)? {
         let offset = untyped ? 0 : 1
         guard bytes.count >= offset + 4 else { return nil }
         let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
         let total = offset + length
         guard length >= 4, bytes.count >= total else { return nil }
-        guard !untyped, bytes[0] == UInt8(ascii: "Q") else { return (total, false) }
-        let text = String(decoding: bytes[5..<(total - 1)], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).uppercased()
-        return (total, text == "COMMIT" || text == "COMMIT;")
+        guard !untyped, bytes[0] == UInt8(ascii: "Q") else { return (total, nil) }
+        return (total, String(decoding: bytes[5..<(total - 1)], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).uppercased())
     }
 
     private func writeAll(_ socket: Int32, _ bytes: [UInt8], _ count: Int) -> Bool {

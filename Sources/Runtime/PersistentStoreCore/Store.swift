@@ -529,13 +529,16 @@ public actor Store {
         let marks = (recorded: recorder?.mark ?? 0, created: createdFiles.count, removed: removedFiles.count)
         do { try database.execute("SAVEPOINT store_write;") } catch { throw .database(error) }
         depth += 1
+        let outcome: Result<T, StoreError>
+        do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
+        // Once, whatever happens next: a RELEASE that fails (its server lost) must not count the
+        // level twice, or every later transaction's writes would each commit on their own.
+        depth -= 1
         do throws(StoreError) {
-            let result = try body()
-            depth -= 1
+            let result = try outcome.get()
             do { try database.execute("RELEASE store_write;") } catch { throw .database(error) }
             return result
         } catch {
-            depth -= 1
             try? database.execute("ROLLBACK TO store_write;")
             try? database.execute("RELEASE store_write;")
             recorder?.rollback(to: marks.recorded)
