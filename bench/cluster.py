@@ -17,8 +17,16 @@ def as_postgres(command):
     return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + command if os.getuid() == 0 else command
 
 
+def exit_on_signal(number, frame):
+    # Python's default for SIGTERM and SIGHUP ends at once, skipping the `finally` that stops
+    # the cluster: a bench stopped by `timeout` left etcd and three nodes running.
+    sys.exit(128 + number)
+
+
 class Cluster:
     def __init__(self, folder, bin_folder):
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, exit_on_signal)
         self.folder = folder
         self.bin_folder = bin_folder
         self.processes = {}
