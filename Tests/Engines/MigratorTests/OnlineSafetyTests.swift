@@ -101,6 +101,33 @@ struct OnlineSafetyTests {
         }
     }
 
+    // MARK: - The backfill's plan
+
+    /// The server's plan for a generated backfill batch reads the batch's rows by the key's
+    /// index. (Without the range outside its subquery, PostgreSQL joined the locked keys with a
+    /// scan of the whole table, once per batch: the backfill of 1,000,000 rows took 14 s
+    /// instead of 5 s.)
+    @Test func aBackfillBatchReadsItsRowsByTheKeyNotTheWholeTable() throws {
+        let v1 = "schema: Stock\nversion: 1\nentities:\n  Item:\n    attributes:\n      name: String\n      quantity: Int32\n"
+        let v2 = v1.replacingOccurrences(of: "version: 1", with: "version: 2").replacingOccurrences(of: "quantity: Int32", with: "quantity: Int64")
+        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
+            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "stock.yaml", text: yaml)).schema))
+        }
+        let sections = try #require(Migration(from: try snapshot(v1), to: try snapshot(v2), renderer: PostgresRenderer(), online: true).online).expand.sections
+        let update = try #require(sections.compactMap { if case .backfill(_, let update) = $0 { update } else { nil } }.first)
+        let connection = try PostgresConnection(try Self.server().createDatabase())
+        try connection.execute(
+            """
+            CREATE TABLE item (id bigserial PRIMARY KEY, name text NOT NULL, quantity integer NOT NULL, schemagen_2_quantity bigint);
+            INSERT INTO item (name, quantity) SELECT 'item ' || i, i FROM generate_series(1, 100000) AS i;
+            ANALYZE item;
+            """)
+        try connection.execute("PREPARE batch (bigint, bigint) AS \(update.trimmingCharacters(in: CharacterSet(charactersIn: ";\n")))")
+        let plan = try connection.query("EXPLAIN EXECUTE batch (1, 5000)").compactMap { if case .text(let line)? = $0.first { line } else { nil } }.joined(separator: "\n")
+        #expect(!plan.contains("Seq Scan"), "\(plan)")
+        #expect(plan.contains("Index Scan using item_pkey on item"), "\(plan)")
+    }
+
     // MARK: - No implicit contract
 
     @Test func aPlainUpNeverContractsAndTheDryRunListsEveryPhase() throws {

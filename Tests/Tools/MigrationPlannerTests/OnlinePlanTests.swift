@@ -48,6 +48,19 @@ import Testing
         #expect(sqlite.online == nil && sqlite.contractSQL() == nil)
     }
 
+    /// A backfilled table's new indexes come after its backfill (each row the backfill writes
+    /// would otherwise enter every index again), and the backfill's UPDATE bounds its own rows
+    /// by the range too (`OnlineSafetyTests` reads the server's plan for it).
+    @Test func aBackfilledTablesIndexesAreBuiltAfterItsBackfill() throws {
+        let after = Self.base.replacingOccurrences(of: "name: String\n      quantity: Int32", with: "name: {type: String, indexed: true}\n      quantity: Int64")
+        let sections = try #require(try plan(Self.base, after).online).expand.sections
+        let backfill = try #require(sections.firstIndex { if case .backfill = $0 { true } else { false } })
+        let index = try #require(sections.firstIndex { if case .statement(let sql) = $0 { sql.contains("CREATE INDEX CONCURRENTLY") } else { false } })
+        #expect(backfill < index, "\(sections)")
+        guard case .backfill(_, let update) = sections[backfill] else { return }
+        #expect(update.hasPrefix("UPDATE \"item\" SET \"schemagen_2_quantity\" = \"quantity\"::bigint WHERE \"id\" >= $1::bigint AND \"id\" <= $2::bigint AND \"id\" IN (SELECT "), "\(update)")
+    }
+
     @Test func aFirstMigrationCreatesTheTablesAndItsVersionsViewsAndHasNothingToContract() throws {
         let migration = Migration(from: nil, to: SnapshotBuilder.snapshot(of: try schema(Self.base, version: 1)), renderer: PostgresRenderer(), online: true)
         let plan = try #require(migration.online)
