@@ -182,9 +182,10 @@ struct MigrateClusterTests {
             let standby = try #require(cluster.nodes.first { $0.name != leader.name })
             let path = try Self.migrations()
             var results: [String: String] = [:]
-            func pauseReplay() {
-                _ = cluster.query(standby, "SELECT pg_wal_replay_pause()")
-                _ = Self.wait(30) { cluster.query(standby, "SELECT pg_get_wal_replay_pause_state()") == "paused" }
+            func pauseReplay(on node: PatroniCluster.Node? = nil) {
+                let node = node ?? standby
+                _ = cluster.query(node, "SELECT pg_wal_replay_pause()")
+                _ = Self.wait(30) { cluster.query(node, "SELECT pg_get_wal_replay_pause_state()") == "paused" }
             }
             // Patroni would resume replay within a loop otherwise.
             try cluster.setMaintenance(true)
@@ -232,6 +233,25 @@ struct MigrateClusterTests {
             let resumed = try Self.migrate.run(["up", "--database", timeoutURL, "--dir", path])
             results["resumed"] =
                 "\(resumed.status) \(Self.value(timeoutURL, "SELECT count(*) FROM events_v2.events WHERE score = id AND name IS NOT NULL") ?? "none") \(resumed.error)"
+
+            // A standby that stops streaming while the backfill waits for it: said once, then
+            // no longer waited for. The asynchronous one, so that commits never wait for it.
+            let asynchronousName = cluster.query(leader, "SELECT application_name FROM pg_stat_replication WHERE sync_state <> 'sync' LIMIT 1")
+            guard let asynchronous = cluster.nodes.first(where: { $0.name == asynchronousName }) else {
+                throw ClusterTestError("no asynchronous standby: \(asynchronousName ?? "none")")
+            }
+            let goneURL = try Self.loadedDatabase(cluster, path: path)
+            pauseReplay(on: asynchronous)
+            let waitingForGone = try Self.migrate.start(["up", "--database", goneURL, "--dir", path, "--max-replica-lag", "1000", "--batch-time", "50"])
+            let beforeKill = waitingForGone.read(until: { $0.contains("waiting: \(asynchronous.name) replay lag") }, within: 120)
+            cluster.kill(node: asynchronous)
+            let gone = waitingForGone.finish()
+            // `finish` hands back all the output, what `read` saw included.
+            let notes = gone.output.components(separatedBy: "note: standby \(asynchronous.name) stopped streaming").count - 1
+            results["gone"] = "\(gone.status) \(notes) \(Self.value(goneURL, "SELECT phase FROM schemagen_online_migrations") ?? "none")"
+            results["goneOutput"] = "\(beforeKill.count) bytes before the kill; \(gone.output)\(gone.error)"
+            try cluster.setMaintenance(false)
+            try cluster.restoreKilledNodes()
             return results
         }
         let waiting = try #require(results["waiting"])
@@ -245,6 +265,7 @@ struct MigrateClusterTests {
         let timeout = results["timeout"] ?? ""
         #expect(timeout.hasPrefix("1 ") && timeout.contains("run the same command again to resume"), "\(timeout)")
         #expect(results["resumed"]?.hasPrefix("0 \(Self.rows)") == true, "\(results["resumed"] ?? "")")
+        #expect(results["gone"] == "0 1 expanded", "\(results["gone"] ?? "") \(results["goneOutput"] ?? "")")
     }
 }
 
