@@ -65,6 +65,19 @@ def whole(cluster, leader, database):
     return problems
 
 
+def create_database(cluster, leader, name, template=None):
+    """CREATE DATABASE on the leader, then until every node has it: libpq stops at the first
+    host that refuses the connection (a standby that has not replayed it yet) instead of
+    trying the next."""
+    suffix = f" TEMPLATE {template}" if template else ""
+    subprocess.run(["psql", f"postgresql://postgres@127.0.0.1:{leader['port']}/postgres", "-qc", f"CREATE DATABASE {name}{suffix}"], check=True)
+    deadline = time.time() + 60
+    while any(cluster.query(node, f"SELECT count(*) FROM pg_database WHERE datname = '{name}'") != "1" for node in cluster.nodes):
+        if time.time() > deadline:
+            sys.exit(f"bench migrate-failover: database {name} did not reach every node")
+        time.sleep(0.1)
+
+
 def main():
     schemagen, migrate = sys.argv[1], sys.argv[2]
     if not (shutil.which("patroni") and shutil.which("etcd")):
@@ -81,13 +94,13 @@ def main():
         cluster = Cluster(folder, postgres_binaries("migrate-failover"))
         leader = cluster.wait_whole()
         direct = lambda node, database: f"postgresql://postgres@127.0.0.1:{node['port']}/{database}"
-        subprocess.run(["psql", direct(leader, "postgres"), "-qc", "CREATE DATABASE events_template"], check=True)
+        create_database(cluster, leader, "events_template")
         run_checked([migrate, "up", "1", "--database", cluster.url("events_template"), "--dir", directory])
         subprocess.run(["psql", direct(leader, "events_template"), "-qc", f"INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, {ROWS}) AS i"], check=True)
         subprocess.run(["psql", direct(leader, "events_template"), "-qc", "VACUUM ANALYZE events"], check=True)
 
         # How long the migration takes without a kill: the kills fall anywhere in it.
-        subprocess.run(["psql", direct(leader, "postgres"), "-qc", "CREATE DATABASE timing TEMPLATE events_template"], check=True)
+        create_database(cluster, leader, "timing", "events_template")
         start = time.perf_counter()
         run_checked([migrate, "up", "--complete", "--database", cluster.url("timing"), "--dir", directory])
         duration = time.perf_counter() - start
@@ -97,7 +110,7 @@ def main():
         for run in range(KILLS):
             leader = cluster.wait_whole()
             name = f"run_{run}"
-            subprocess.run(["psql", direct(leader, "postgres"), "-qc", f"CREATE DATABASE {name} TEMPLATE events_template"], check=True)
+            create_database(cluster, leader, name, "events_template")
             command = [migrate, "up", "--complete", "--failover-timeout", "120", "--database", cluster.url(name), "--dir", directory]
             first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(random.uniform(0, duration))
