@@ -25,21 +25,8 @@ struct MigrateClusterTests {
     static let rows = 200_000
 
     /// Events: version 1 creates the table; version 2 (online) widens `score` to a double,
-    /// backfilled, and indexes a required `name`; version 3 (ordinary, one transaction) adds a
-    /// column and fills it for every row.
-    static func migrations() throws -> String {
-        let folder = temporaryFolder()
-        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events/postgres").path)
-        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
-            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
-        }
-        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String?\n      score: Int32\n")
-        let v2 = try snapshot(
-            "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, default: unnamed, indexed: true}\n      score: Double\n")
-        try migrations.write(Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), as: .init(number: 1, name: "create"))
-        try migrations.write(Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true), as: .init(number: 2, name: "retype"))
-        return migrations.path
-    }
+    /// backfilled, and indexes a required `name` (the process tests' migrations).
+    static func migrations() throws -> String { try OnlineMigrateProcessTests.onlineMigrations().path }
 
     /// A database on the cluster with version 1 and `rows` events.
     static func loadedDatabase(_ cluster: PatroniCluster, path: String) throws -> String {
