@@ -24,24 +24,11 @@ import time
 
 from cluster import Cluster
 from common import postgres_binaries, run_checked
+from migrate_online import plan
 
 KILLS = int(os.environ.get("BENCH_MIGRATE_KILLS", "20"))
 ROWS = int(os.environ.get("BENCH_MIGRATE_FAILOVER_ROWS", "200000"))
 SEED = int(os.environ.get("BENCH_SEED", "41"))
-
-BODY_V1 = "entities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n"
-BODY_V2 = "entities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n"
-
-
-def plan(schemagen, work):
-    schema = os.path.join(work, "Events.yaml")
-    migrations = os.path.join(work, "Migrations")
-    for version, body in ((1, BODY_V1), (2, BODY_V2)):
-        with open(schema, "w") as file:
-            file.write(f"schema: Events\nversion: {version}\ndialects: [postgres]\nonline: true\n" + body)
-        run_checked([schemagen, "generate", "--migrations-only", "--schema", schema, "--migrations", migrations])
-    return os.path.join(migrations, "Events", "postgres")
-
 
 def whole(cluster, leader, database):
     """What must hold after the migration: every row there and converted, no invalid index,
@@ -90,7 +77,7 @@ def main():
     cluster = None
     by_itself, rerun, unfinished, broken = 0, 0, 0, []
     try:
-        directory = plan(schemagen, work)
+        directory = plan(schemagen, work, online=True)
         cluster = Cluster(folder, postgres_binaries("migrate-failover"))
         leader = cluster.wait_whole()
         direct = lambda node, database: f"postgresql://postgres@127.0.0.1:{node['port']}/{database}"

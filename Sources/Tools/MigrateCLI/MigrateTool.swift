@@ -84,18 +84,12 @@ public enum MigrateTool {
         guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: location.isPostgres) else { return usage }
         var settings = DatabaseOpener.PostgresSettings()
         var lockTimeout = 30.0
-        for (name, apply) in [
+        let timeouts: [(String, (Double) -> Void)] = [
             ("ddl-lock-timeout", { settings.lockTimeout = $0 }), ("connect-retry", { settings.connectRetry = $0 }),
             ("statement-timeout", { settings.statementTimeout = $0 }), ("lock-timeout", { lockTimeout = $0 }),
             ("idle-in-transaction-timeout", { settings.idleInTransactionTimeout = $0 }),
-        ] as [(String, (Double) -> Void)] {
-            guard let text = arguments.value(name) else { continue }
-            guard let value = Double(text), value >= 0, value.isFinite else {
-                io.writeError("migrate: error: --\(name) expects a number of seconds, found '\(text)'\n")
-                return usage
-            }
-            apply(value)
-        }
+        ]
+        guard applyNumbers(timeouts, from: arguments, expecting: "a number of seconds", io: io) else { return usage }
         let database: any MigrationDatabase
         do {
             database = try DatabaseOpener.open(location, readOnly: readOnly, lockWait: lockTimeout, postgres: settings)
@@ -263,33 +257,37 @@ public enum MigrateTool {
 
     static func onlineOptions(_ arguments: ParsedArguments, io: CommandIO) -> Migrator.Options? {
         var options = Migrator.Options()
-        for (name, apply) in [
-            ("online-lock-timeout", { options.lockTimeoutMilliseconds = $0 }), ("lock-retries", { options.lockRetries = $0 }),
-            ("max-replica-lag", { options.maxReplicaLagMilliseconds = $0 }), ("batch-time", { options.batchTargetMilliseconds = $0 }),
-        ] as [(String, (Int) -> Void)] {
-            guard let text = arguments.value(name) else { continue }
-            guard let value = Int(text), value >= 0 else {
-                io.writeError("migrate: error: --\(name) expects a whole number, found '\(text)'\n")
-                return nil
-            }
-            apply(value)
-        }
+        let counts: [(String, (Double) -> Void)] = [
+            ("online-lock-timeout", { options.lockTimeoutMilliseconds = Int($0) }), ("lock-retries", { options.lockRetries = Int($0) }),
+            ("max-replica-lag", { options.maxReplicaLagMilliseconds = Int($0) }), ("batch-time", { options.batchTargetMilliseconds = Int($0) }),
+        ]
+        guard applyNumbers(counts, from: arguments, expecting: "a whole number", wholeNumbers: true, io: io) else { return nil }
         // The config file's settings, where no flag gives them.
         let config = config(arguments, io: io) ?? ProjectConfig()
         if arguments.value("max-replica-lag") == nil, let lag = config.maxReplicaLag { options.maxReplicaLagMilliseconds = Int(lag) }
         options.replicaLagTimeout = config.replicaLagTimeout
         options.maxWALMegabytesPerSecond = config.maxWalRate.flatMap { $0 > 0 ? $0 : nil }
-        for (name, apply) in [
+        let rates: [(String, (Double) -> Void)] = [
             ("replica-lag-timeout", { options.replicaLagTimeout = $0 }), ("max-wal-rate", { options.maxWALMegabytesPerSecond = $0 > 0 ? $0 : nil }),
-        ] as [(String, (Double) -> Void)] {
+        ]
+        guard applyNumbers(rates, from: arguments, expecting: "a number", io: io) else { return nil }
+        return options
+    }
+
+    /// Hands each flag of `flags` given on the command line to its closure, as a number of at
+    /// least 0 (a whole one with `wholeNumbers`); false once one is not, its error written.
+    static func applyNumbers(
+        _ flags: [(String, (Double) -> Void)], from arguments: ParsedArguments, expecting: String, wholeNumbers whole: Bool = false, io: CommandIO
+    ) -> Bool {
+        for (name, apply) in flags {
             guard let text = arguments.value(name) else { continue }
-            guard let value = Double(text), value >= 0, value.isFinite else {
-                io.writeError("migrate: error: --\(name) expects a number, found '\(text)'\n")
-                return nil
+            guard let value = Double(text), value >= 0, value.isFinite, !whole || Int(text) != nil else {
+                io.writeError("migrate: error: --\(name) expects \(expecting), found '\(text)'\n")
+                return false
             }
             apply(value)
         }
-        return options
+        return true
     }
 
     static func exitCode(for error: MigratorError) -> ExitCode {

@@ -60,6 +60,15 @@ import Testing
         #expect(try Self.migrate(["status", "--dir", "Migrations/Todo"], environment: [:]).status == 2, "no database given")
         #expect(try Self.migrate(["up", "--bogus"] + base).status == 2)
         #expect(try Self.migrate(["baseline", "9"] + base).status == 1)
+        // Numbers a flag refuses, each said with the flag and what it expects.
+        for (flag, value, expected) in [
+            ("--lock-timeout", "-1", "a number of seconds"), ("--batch-time", "1.5", "a whole number"), ("--max-wal-rate", "fast", "a number"),
+            ("--max-replica-lag", "-3", "a whole number"), ("--replica-lag-timeout", "inf", "a number"),
+        ] {
+            let refused = try Self.migrate(["up", flag, value] + base)
+            #expect(refused.status == 2, "\(flag) \(value): \(refused.status)")
+            #expect(refused.error.contains("migrate: error: \(flag) expects \(expected), found '\(value)'"), "\(refused.error)")
+        }
     }
 
     @Test func withoutDirEverySchemaSharesTheDatabase() throws {
