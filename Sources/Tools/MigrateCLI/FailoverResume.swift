@@ -78,7 +78,8 @@ enum FailoverResume {
                 return MigrateTool.open(arguments, io: io, allSchemas: allSchemas, readOnly: readOnly)
             }
             usleep(UInt32(pause * 1_000_000))
-            pause = min(pause * 2, 2)
+            // At most half a second: an attempt at a dead host or a standby fails at once.
+            pause = min(pause * 2, 0.5)
         }
         return nil
     }
