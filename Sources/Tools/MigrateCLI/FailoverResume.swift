@@ -78,8 +78,7 @@ enum FailoverResume {
                 return MigrateTool.open(arguments, io: io, allSchemas: allSchemas, readOnly: readOnly)
             }
             usleep(UInt32(pause * 1_000_000))
-            // At most half a second: an attempt at a dead host or a standby fails at once.
-            pause = min(pause * 2, 0.5)
+            pause = min(pause * 2, 2)
         }
         return nil
     }
