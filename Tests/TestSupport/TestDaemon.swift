@@ -247,7 +247,7 @@ public final class TestDaemon: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         var left = entries
         while !left.isEmpty, Date() < deadline {
-            left = left.filter { kill($0.pid, 0) == 0 && !isZombie($0.pid) }
+            left = left.filter { kill($0.pid, 0) == 0 && !reapedAfterExit($0.pid) }
             usleep(20_000)
         }
         for entry in entries { kill(-entry.pid, SIGKILL) }
@@ -255,7 +255,8 @@ public final class TestDaemon: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: reaperList)
     }
 
-    static func isZombie(_ pid: pid_t) -> Bool {
+    /// Reaps `pid` if it has exited (a server this process spawned); whether it had.
+    static func reapedAfterExit(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
         return waitpid(pid, &status, WNOHANG) == pid
     }

@@ -107,7 +107,7 @@ public struct BuiltTool: Sendable {
 
         /// Closes the pipes' read ends once nothing more is read from them. Foundation's
         /// `Process`, waited for through `isRunning`, is not always released, and keeps its
-        /// pipes open: a suite leaked 1,800 descriptors, and `Process.run` crashed once its
+        /// pipes open: a suite leaked 2,500 descriptors, and `Process.run` crashed once its
         /// `/proc/self/fd` listing outgrew glibc's directory buffer (swift-corelibs-foundation
         /// PR 5472).
         func closeReadEnds() {
@@ -174,15 +174,25 @@ public struct BuiltTool: Sendable {
 
 /// Runs a program found on the PATH (`swift`, or a path) in `folder`; its exit status and its
 /// standard output and error together.
+public func runProgram(_ executable: String, _ arguments: [String], in folder: URL) throws -> (status: Int32, output: String) {
+    try capturedOutput(of: executable, arguments, in: folder, withErrors: true)
+}
+
 /// A program's standard output alone (its errors discarded), for output a test parses.
 public func standardOutput(of executable: String, _ arguments: [String], in folder: URL = repositoryRoot) throws -> (status: Int32, output: String) {
+    try capturedOutput(of: executable, arguments, in: folder, withErrors: false)
+}
+
+/// A program run to its end: its exit status and its standard output (its errors too, or
+/// none of them).
+private func capturedOutput(of executable: String, _ arguments: [String], in folder: URL, withErrors: Bool) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [executable] + arguments
     process.currentDirectoryURL = folder
     let output = Pipe()
     process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
+    process.standardError = withErrors ? output : FileHandle.nullDevice
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     try? output.fileHandleForReading.close()
@@ -200,20 +210,6 @@ public func openPipeCount() -> Int {
 /// The Swift files under a folder, as paths relative to it, sorted.
 public func swiftFiles(under folder: String) -> [String] {
     ((FileManager.default.enumerator(atPath: folder)?.allObjects as? [String]) ?? []).filter { $0.hasSuffix(".swift") }.sorted()
-}
-
-public func runProgram(_ executable: String, _ arguments: [String], in folder: URL) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    process.currentDirectoryURL = folder
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    try? output.fileHandleForReading.close()
-    return (exitStatus(of: process), String(decoding: data, as: UTF8.self))
 }
 
 /// A target's source folder, `Sources/<layer>/<target>` (Package.swift groups targets by layer).
