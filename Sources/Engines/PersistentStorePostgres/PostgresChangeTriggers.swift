@@ -22,11 +22,15 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     static let triggerLock: Int64 = 0x7363_6865_6d61_0001
     static let historyLock: Int64 = 0x7363_6865_6d61_0002
 
+    /// Marks the trigger function's current body (each row made into `jsonb` once).
+    static let functionVersion = "schemagen change images v2"
+
     /// The setting a store's write transaction turns on so that its changes are recorded.
     static let recordingSetting = "schemagen.record_changes"
 
     func installChangeTriggers(_ tables: [(table: String, columns: [String])]) throws(DatabaseFailure) -> Bool {
         let function = dialect.quote(Self.triggerFunction)
+        var recorded: [(table: String, physical: String, columns: [(name: String, type: String)])] = []
         // Created once, under a lock, so two stores opening at once do not both create them.
         try run("BEGIN")
         do throws(DatabaseFailure) {
@@ -41,20 +45,24 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
             let current = try rows(
                 "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = to_regnamespace($2)", [.text(Self.triggerFunction), .text(dialect.quote(schemaName))]
             ).first?.first
-            if case .text(let source)? = current, source.contains(Self.recordingSetting) {
+            // Replaced when it is not this release's (`functionVersion`); what it writes is the
+            // same, so stores of earlier releases read it as before.
+            if case .text(let source)? = current, source.contains(Self.functionVersion) {
             } else {
                 try run(
                     """
                     CREATE OR REPLACE FUNCTION \(dialect.quote(schemaName)).\(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
-                    DECLARE key text := TG_ARGV[0];
+                    -- \(Self.functionVersion)
+                    DECLARE key text := TG_ARGV[0]; old_image jsonb; new_image jsonb;
                     BEGIN
                       IF current_setting('\(Self.recordingSetting)', true) = 'on' THEN
+                        IF TG_OP <> 'INSERT' THEN old_image := to_jsonb(OLD); END IF;
+                        IF TG_OP <> 'DELETE' THEN new_image := to_jsonb(NEW); END IF;
                         INSERT INTO \(rowsTable) (xact, tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (
                           txid_current(), TG_TABLE_NAME, lower(TG_OP),
-                          CASE WHEN TG_OP <> 'INSERT' AND key <> '' THEN (to_jsonb(OLD) ->> key)::bigint END,
-                          CASE WHEN TG_OP <> 'DELETE' AND key <> '' THEN (to_jsonb(NEW) ->> key)::bigint END,
-                          CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END,
-                          CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END);
+                          CASE WHEN key <> '' THEN (old_image ->> key)::bigint END,
+                          CASE WHEN key <> '' THEN (new_image ->> key)::bigint END,
+                          old_image, new_image);
                       END IF;
                       IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
                       RETURN NEW;
@@ -73,7 +81,9 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
                 let hasBefore = existing.contains { $0 & 2 != 0 && $0 & 24 != 0 }
                 let hasAfter = existing.contains { $0 & 2 == 0 && $0 & 4 != 0 }
                 // The implicit key (an integer `id`) stands for the row, as SQLite's rowid does.
-                let key = try columns(of: table).contains { $0.name == "id" && ["bigint", "integer", "smallint"].contains($0.type) } ? "id" : ""
+                let tableColumns = try columns(of: table)
+                recorded.append((table, viewMappings[table]?.table ?? table, tableColumns))
+                let key = tableColumns.contains { $0.name == "id" && ["bigint", "integer", "smallint"].contains($0.type) } ? "id" : ""
                 let before = SQLIdentifiers.fitted("schemagen_history_\(table)_change", to: dialect.capabilities.maximumIdentifierBytes)
                 let after = SQLIdentifiers.fitted("schemagen_history_\(table)_insert", to: dialect.capabilities.maximumIdentifierBytes)
                 if !hasBefore {
@@ -92,7 +102,31 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
             throw error
         }
         recordedColumns = Dictionary(tables.map { ($0.table, $0.columns.count) }, uniquingKeysWith: { first, _ in first })
+        recordedColumnTypes = Dictionary(recorded.map { ($0.table, $0.columns) }, uniquingKeysWith: { first, _ in first })
+        drainStatement = recorded.isEmpty ? nil : Self.drainStatement(recorded.map { ($0.physical, $0.table, $0.columns) }, mappedImage: mappedImage)
         return true
+    }
+
+    /// One statement takes every image of the transaction out, whatever tables they are of:
+    /// each comes back as the values of a row of its table (or of the version's view), each
+    /// value cast to text, so that it reads as the same column read directly would
+    /// (`PostgresTextFormat`). A round trip to ask which tables have images first, and one per
+    /// table, cost three of the seven a single-row write with history took.
+    static func drainStatement(
+        _ tables: [(physical: String, table: String, columns: [(name: String, type: String)])], mappedImage: (String, String) -> String
+    ) -> String {
+        let dialect = PostgresDialect()
+        func values(_ image: String) -> String {
+            let cases = tables.map { physical, table, columns in
+                let casts = columns.map { "r.\(dialect.quote($0.name))::text" }
+                return "WHEN \(dialect.literal(physical)) THEN (SELECT ARRAY[\(casts.joined(separator: ", "))]::text[] FROM jsonb_populate_record(NULL::\(dialect.quote(table)), \(mappedImage(image, table))) r)"
+            }
+            return "CASE WHEN \(image) IS NOT NULL THEN CASE tbl \(cases.joined(separator: " ")) END END"
+        }
+        return """
+            DELETE FROM \(dialect.quote(changedRowsTable)) WHERE xact = txid_current() \
+            RETURNING seq, tbl, op, old_rowid, new_rowid, \(values("old_row")), \(values("new_row"))
+            """
     }
 
     /// The table the images go to (unlogged: they live in one transaction), qualified.
@@ -114,35 +148,31 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     }
 
     func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {
+        guard let drainStatement else { return }
         var images: [(seq: Int64, table: String, image: RowImage)] = []
-        let rowsTable = dialect.quote(Self.changedRowsTable)
-        let tables = try rows("SELECT DISTINCT tbl FROM \(rowsTable) WHERE xact = txid_current()", []).compactMap { row -> String? in
-            if case .text(let name) = row[0] { name } else { nil }
-        }
-        for recorded in tables {
-            // The trigger names the table; the code may know it under its view's name.
+        for row in try rows(drainStatement, []) where row.count == 7 {
+            guard case .integer(let seq) = row[0], case .text(let recorded) = row[1], case .text(let op) = row[2] else { continue }
+            // The trigger names the table; the code may know it under its view's name. Images
+            // of a table no longer recorded are dropped with the rest.
             let table = codeTable(forPhysical: recorded)
-            guard let count = recordedColumns[table] else { continue }
-            let type = dialect.quote(table)
-            // Each image back as a row of the table (or of the version's view), typed by its
-            // columns as reads are.
-            let rows = try rows(
-                """
-                DELETE FROM \(rowsTable) WHERE xact = txid_current() AND tbl = $1 \
-                RETURNING seq, op, old_rowid, new_rowid, (jsonb_populate_record(NULL::\(type), \(mappedImage("old_row", table: table)))).*, \
-                (jsonb_populate_record(NULL::\(type), \(mappedImage("new_row", table: table)))).*
-                """, [.text(recorded)])
-            for row in rows where row.count >= 4 + 2 * count {
-                guard case .integer(let seq) = row[0], case .text(let op) = row[1] else { continue }
-                let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
-                let old = operation == .insert ? [] : Array(row[4..<(4 + count)])
-                let new = operation == .delete ? [] : Array(row[(4 + count)..<(4 + 2 * count)])
-                images.append((seq, table, RowImage(operation: operation, oldRowID: Self.integer(row[2]), newRowID: Self.integer(row[3]), oldValues: old, newValues: new)))
+            guard let columns = recordedColumnTypes[table] else { continue }
+            let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
+            let old = operation == .insert ? [] : Self.typedValues(row[5], columns)
+            let new = operation == .delete ? [] : Self.typedValues(row[6], columns)
+            guard old.count == (operation == .insert ? 0 : columns.count), new.count == (operation == .delete ? 0 : columns.count) else {
+                throw DatabaseFailure(
+                    database: label, message: "a recorded change of \(table) could not be read back (\(recorded), change \(seq)): the table's columns changed while this store was open; open it again",
+                    code: nil, kind: .statement)
             }
+            images.append((seq, table, RowImage(operation: operation, oldRowID: Self.integer(row[3]), newRowID: Self.integer(row[4]), oldValues: old, newValues: new)))
         }
         for entry in images.sorted(by: { $0.seq < $1.seq }) { body(entry.table, entry.image) }
-        // Rows of tables no longer recorded would stay: take them out too.
-        if tables.contains(where: { recordedColumns[codeTable(forPhysical: $0)] == nil }) { try discardChangedRows() }
+    }
+
+    /// An image's values, each typed by its column.
+    private static func typedValues(_ array: StoredValue, _ columns: [(name: String, type: String)]) -> [StoredValue] {
+        guard case .text(let literal) = array, let elements = PostgresTextFormat.arrayElements(literal), elements.count == columns.count else { return [] }
+        return zip(elements, columns).map { element, column in element.map { PostgresTextFormat.value($0, dataType: column.type) } ?? .null }
     }
 
     /// Outside a transaction there is nothing: images live and die with their transaction.

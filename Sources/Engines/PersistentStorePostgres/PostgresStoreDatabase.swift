@@ -17,7 +17,7 @@ import SchemaMetadata
 /// transaction, every later statement of it fails too, until the store ends it (the server
 /// rolled it back, or, past its COMMIT, the store looks the outcome up); the store then
 /// connects again through the URL (`ServerFailover`), to whichever server is primary now.
-final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, ServerFailover, ReplicaReading {
+final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, HistoryAnnouncing, ServerFailover, ReplicaReading {
     private(set) var connection: PostgresConnection
     /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
     private let url: String
@@ -39,6 +39,10 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     let dialect: any SQLDialect = PostgresDialect()
     /// How many columns each table recorded by the change triggers has, as they were installed.
     var recordedColumns: [String: Int] = [:]
+    /// Each recorded table's columns with their types, and the statement that reads the
+    /// transaction's images back (`drainChangedRows`), once the triggers are installed.
+    var recordedColumnTypes: [String: [(name: String, type: String)]] = [:]
+    var drainStatement: String?
     /// Whether history tokens are ordered by transaction id (`prepareHistoryOrdering`), so
     /// writers need no lock.
     var historyTokensOrdered = false
@@ -333,7 +337,8 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// rows, in the same round trip (a setting of this transaction only: no session state).
     func beginWriteTransaction(serializable: Bool) throws(DatabaseFailure) {
         let begin = serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"
-        try run(recordedColumns.isEmpty ? begin : "\(begin); SELECT set_config('\(Self.recordingSetting)', 'on', true)")
+        // SET LOCAL, not set_config(): a command is not planned, a SELECT is, every time.
+        try run(recordedColumns.isEmpty ? begin : "\(begin); SET LOCAL \(Self.recordingSetting) = on")
         inTransaction = true
         writing = true
     }
@@ -445,6 +450,22 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         pendingCommitID = nil
         _ = try rows(
             "WITH recorded AS (INSERT INTO \(dialect.quote(Self.commitsTable)) (id) VALUES ($2)) SELECT pg_notify($1, '')", [.text(Self.commitChannel), .text(id)])
+    }
+
+    /// The history row, the commit id and the notification in one statement: a write with
+    /// history waits on one round trip for them, as one without waits on one for the last two.
+    func announceCommit(insertingHistory insert: RenderedSQL, _ arguments: [StoredValue]) throws(DatabaseFailure) -> Int64? {
+        var values = arguments
+        values.append(.text(Self.commitChannel))
+        var statement = "WITH history AS (\(insert.text) RETURNING token)"
+        if let id = pendingCommitID {
+            pendingCommitID = nil
+            values.append(.text(id))
+            statement += ", recorded AS (INSERT INTO \(dialect.quote(Self.commitsTable)) (id) VALUES ($\(values.count)))"
+        }
+        statement += " SELECT (SELECT token FROM history), pg_notify($\(arguments.count + 1), '')"
+        guard case .integer(let token)? = try rows(statement, values[...]).first?.first else { return nil }
+        return token
     }
 
     /// A listener of its own, on its own connection and thread, reconnecting when lost.

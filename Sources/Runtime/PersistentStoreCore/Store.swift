@@ -121,6 +121,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
 /// Persists generated models in a database (SQLite, through `PersistentStoreSQLite`). An actor: every call is safe from any task, and only
 /// Sendable values cross it. Opening applies the migrations embedded in the generated code.
 public actor Store {
+    /// The queue the store's calls run on (`StoreExecutor`).
+    private let executor = StoreExecutor(label: "schemagen.store")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     /// The connection every statement runs on, through its engine's adapter.
     let database: any StoreDatabase
     /// What the adapter can do beyond the core protocol, looked up once.
@@ -598,13 +602,20 @@ public actor Store {
         var token: Int64?
         do throws(StoreError) {
             try recordSealingKey()
-            do { token = try recorder?.flush(database, abilities, author: configuration.author) } catch { throw .database(error) }
-            if let token { try pruneHistory(newest: token) }
             // The id a lost server leaves to look up on the new primary.
             if let recovery = failoverRecovery, let id = commitState.id {
                 do { try recovery.server.recordCommit(id) } catch { throw .database(error) }
             }
-            do { try abilities.commitWatching?.announceCommit() } catch { throw .database(error) }
+            do {
+                var announced = false
+                if let recorder, let row = try recorder.historyRow(author: configuration.author) {
+                    (token, announced) = try recorder.write(row, database, abilities)
+                }
+                if !announced { try abilities.commitWatching?.announceCommit() }
+            } catch {
+                throw .database(error)
+            }
+            if let token { try pruneHistory(newest: token) }
             configuration.beforeCommit?()
             committingToken = token
             commitState.sent = true

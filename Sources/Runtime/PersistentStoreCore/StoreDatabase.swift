@@ -189,6 +189,14 @@ extension CommitWatching {
     public func announceCommit() throws(DatabaseFailure) {}
 }
 
+/// Commit announcements that carry the transaction's history row (PostgreSQL): a write with
+/// history then waits on no more round trips for it than the announcement's own.
+public protocol HistoryAnnouncing: CommitWatching {
+    /// `announceCommit`, running `insert` (the history row's INSERT, without RETURNING, its
+    /// parameters numbered from 1) in the same statement; returns the row's token.
+    func announceCommit(insertingHistory insert: RenderedSQL, _ arguments: [StoredValue]) throws(DatabaseFailure) -> Int64?
+}
+
 /// Reads from standbys (PostgreSQL's `PostgresSettings.readURL`): reads outside write
 /// transactions go to a standby, once it has replayed this store's own writes (read-your-writes),
 /// or to the primary when it has not within the wait. The store says how fresh each call's

@@ -235,24 +235,34 @@ final class ChangeRecorder: RowChangeSink {
     /// Set when changes come from the engine's change triggers instead of a hook.
     var triggers: (any ChangeTriggers)?
 
-    /// Appends the transaction's changes to the history table; returns the new token, or nil when
-    /// nothing changed. Runs inside the transaction, just before COMMIT.
-    func flush(_ database: any StoreDatabase, _ abilities: StoreAbilities, author: String?) throws(DatabaseFailure) -> Int64? {
+    /// The transaction's history row (schema, author, time, entities, changes), with the
+    /// images the change triggers hold taken out; nil when nothing changed. Runs inside the
+    /// transaction, just before COMMIT.
+    func historyRow(author: String?) throws(DatabaseFailure) -> [StoredValue]? {
         try triggers?.drainChangedRows { table, row in record(row, tableNamed: table) }
         guard !pending.isEmpty else { return nil }
         defer { discard() }
         let touched = Set(pending.map(\.entity)).sorted().map { entities[Int($0)] }
-        let text = HistoryCodec.encode(pending, entities: entities, names: names)
-        let values: [StoredValue] = [
-            .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970), .text(HistoryCodec.encodeNames(touched)), .text(text),
+        return [
+            .text(schema), author.map(StoredValue.text) ?? .null, .real(Date().timeIntervalSince1970), .text(HistoryCodec.encodeNames(touched)),
+            .text(HistoryCodec.encode(pending, entities: entities, names: names)),
         ]
+    }
+
+    /// Appends `row` to the history table; returns its token, and whether the commit was
+    /// announced with it (in the same round trip, where the engine can).
+    func write(_ row: [StoredValue], _ database: any StoreDatabase, _ abilities: StoreAbilities) throws(DatabaseFailure) -> (token: Int64?, announced: Bool) {
         try abilities.historyOrdering?.orderHistoryWrites()
-        let insert: SQL = "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(values)))"
+        let insert: SQL = "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(row)))"
+        if let announcing = abilities.commitWatching as? any HistoryAnnouncing {
+            let rendered = insert.statement(for: database.dialect)
+            return (try announcing.announceCommit(insertingHistory: rendered.statement, rendered.arguments), true)
+        }
         if database.dialect.capabilities.lastInsertedKey, let rowIDs = abilities.rowIDs {
             _ = try database.query(insert)
-            return rowIDs.lastInsertedRowID
+            return (rowIDs.lastInsertedRowID, false)
         }
-        guard case .integer(let token)? = try database.query(insert + " RETURNING token").first?.first else { return nil }
-        return token
+        guard case .integer(let token)? = try database.query(insert + " RETURNING token").first?.first else { return (nil, false) }
+        return (token, false)
     }
 }
