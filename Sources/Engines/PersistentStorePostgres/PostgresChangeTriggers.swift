@@ -14,7 +14,7 @@ import SchemaMetadata
 /// inserts after. The images are part of the transaction: a rollback or a savepoint undoes them
 /// with the rows. At commit the store takes them back out (`DELETE ... RETURNING`) through
 /// `jsonb_populate_record`, typed as the table's own rows are read.
-extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
+extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOrdering {
     static let changedRowsTable = "schemagen_changed_rows"
     static let triggerFunction = "schemagen_record_change"
     /// The advisory lock key under which tables get their triggers, and history rows their
@@ -148,9 +148,21 @@ extension PostgresStoreDatabase: ChangeTriggers, HistoryOrdering {
     }
 
     func drainChangedRows(_ body: (String, RowImage) -> Void) throws(DatabaseFailure) {
-        guard let drainStatement else { return }
+        // Read with each statement already, where they stream.
+        guard let drainStatement, imageSink == nil || undrainedImages else { return }
+        try handImages(try rows(drainStatement, []), to: body)
+        undrainedImages = false
+    }
+
+    func streamChangedRows(into sink: ((String, RowImage) -> Void)?) {
+        imageSink = sink
+    }
+
+    /// The drain's rows as images, handed to `body` in the order they were written.
+    func handImages(_ rows: [[StoredValue]], to body: (String, RowImage) -> Void) throws(DatabaseFailure) {
+        guard !rows.isEmpty else { return }
         var images: [(seq: Int64, table: String, image: RowImage)] = []
-        for row in try rows(drainStatement, []) where row.count == 7 {
+        for row in rows where row.count == 7 {
             guard case .integer(let seq) = row[0], case .text(let recorded) = row[1], case .text(let op) = row[2] else { continue }
             // The trigger names the table; the code may know it under its view's name. Images
             // of a table no longer recorded are dropped with the rest.

@@ -43,6 +43,10 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// transaction's images back (`drainChangedRows`), once the triggers are installed.
     var recordedColumnTypes: [String: [(name: String, type: String)]] = [:]
     var drainStatement: String?
+    /// Where each statement's images go once read (the history recorder), while recording.
+    var imageSink: ((String, RowImage) -> Void)?
+    /// Whether a statement since the images were last read may have written some.
+    var undrainedImages = false
     /// Whether history tokens are ordered by transaction id (`prepareHistoryOrdering`), so
     /// writers need no lock.
     var historyTokensOrdered = false
@@ -251,10 +255,17 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     // The store hands over `SQL` or statements rendered from it; the adapter's own statements,
     // in PostgreSQL's words, go to the connection as they are (`run`, `rows`, `integer`).
 
-    func execute(_ script: SQL) throws(DatabaseFailure) { try run(script.rendered(for: dialect).text) }
+    func execute(_ script: SQL) throws(DatabaseFailure) {
+        let text = script.rendered(for: dialect).text
+        // A savepoint's own commands write nothing; rolling back to one may bring back images
+        // read inside it.
+        if !text.hasPrefix("SAVEPOINT"), !text.hasPrefix("RELEASE") { undrainedImages = true }
+        try run(text)
+    }
 
     func query(_ statement: RenderedSQL, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
-        try rows(statement.text, arguments)
+        guard streamsImages else { return try rows(statement.text, arguments) }
+        return try withImagesRead([(statement.text, arguments)]).first ?? []
     }
 
     func run(_ script: String) throws(DatabaseFailure) {
@@ -285,11 +296,29 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
 
     /// A round trip per statement is what bulk writes would wait on: they pipeline.
     func pipeline(_ statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
-        try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.statement.text, $0.arguments) }) }
+        if streamsImages { return try withImagesRead(statements.map { ($0.statement.text, $0.arguments) }) }
+        return try wrap { () throws(PostgresError) in try connection.pipeline(statements.map { ($0.statement.text, $0.arguments) }) }
     }
 
     func firstInteger(_ statement: RenderedSQL, values arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
-        try integer(statement.text, values: arguments)
+        if case .integer(let value)? = try query(statement, arguments).first?.first { return value }
+        return nil
+    }
+
+    /// Whether the store's statements read their images back as they go (`streamChangedRows`).
+    private var streamsImages: Bool { imageSink != nil && drainStatement != nil && inTransaction && writing }
+
+    /// `statements`, with the read of the images they write sent behind them in the same round
+    /// trip; the images go to the sink, the statements' rows are returned.
+    private func withImagesRead(_ statements: [(String, ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
+        guard let drainStatement, let imageSink else { return [] }
+        undrainedImages = true
+        let sent: [(sql: String, arguments: ArraySlice<StoredValue>)] = statements + [(drainStatement, ArraySlice<StoredValue>())]
+        var results = try wrap { () throws(PostgresError) in try connection.pipeline(sent, rowCountOf: statements.count - 1) }
+        guard results.count == statements.count + 1 else { return results }
+        try handImages(results.removeLast(), to: imageSink)
+        undrainedImages = false
+        return results
     }
 
     /// A result read whole, or, for `forEach` (`ownStatement`), through a cursor a batch at a
@@ -339,6 +368,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         let begin = serializable ? "BEGIN ISOLATION LEVEL SERIALIZABLE" : "BEGIN"
         // SET LOCAL, not set_config(): a command is not planned, a SELECT is, every time.
         try run(recordedColumns.isEmpty ? begin : "\(begin); SET LOCAL \(Self.recordingSetting) = on")
+        undrainedImages = false
         inTransaction = true
         writing = true
     }

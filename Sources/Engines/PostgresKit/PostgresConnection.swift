@@ -296,8 +296,11 @@ public final class PostgresConnection {
     /// the end of the pipeline) and is thrown. Inside a transaction the pipeline is part of it.
     /// Batches of a few hundred keep both sides' buffers from filling while neither reads.
     ///
+    /// `changedRowCount` is then the last statement's count, or the count of the statement at
+    /// `rowCountOf`.
+    ///
     ///     let keys = try connection.pipeline(rows.map { ("INSERT INTO t (name) VALUES ($1) RETURNING id", [$0][...]) })
-    public func pipeline(_ statements: [(sql: String, arguments: ArraySlice<StoredValue>)]) throws(PostgresError) -> [[[StoredValue]]] {
+    public func pipeline(_ statements: [(sql: String, arguments: ArraySlice<StoredValue>)], rowCountOf counted: Int? = nil) throws(PostgresError) -> [[[StoredValue]]] {
         guard !statements.isEmpty else { return [] }
         var names: [String?] = []
         names.reserveCapacity(statements.count)
@@ -341,7 +344,9 @@ public final class PostgresConnection {
             if status == PGRES_PIPELINE_SYNC { break }
             switch status {
             case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
-                changedRowCount = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+                if counted == nil || counted == results.count {
+                    changedRowCount = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+                }
                 results.append(Self.rows(of: result))
             case PGRES_PIPELINE_ABORTED:
                 break

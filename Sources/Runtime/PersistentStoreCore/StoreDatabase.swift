@@ -143,6 +143,15 @@ public protocol ChangeTriggers: StoreDatabase {
     func discardChangedRows() throws(DatabaseFailure)
 }
 
+/// Change triggers whose images are read back in the round trip of the statement that wrote
+/// them and handed over at once, as a row-change hook would (PostgreSQL pipelines a read of
+/// them behind each write): at commit there is nothing left to wait for.
+public protocol ChangeImageStreaming: ChangeTriggers {
+    /// Hands the images each statement writes to `sink` from now on, oldest first; nil stops.
+    /// What a statement could not hand over waits for `drainChangedRows`.
+    func streamChangedRows(into sink: ((_ table: String, _ row: RowImage) -> Void)?)
+}
+
 /// History tokens a reader can follow without skipping a transaction that commits late, where
 /// writers run side by side (PostgreSQL). Engines whose writers are serialized need nothing.
 ///
