@@ -72,6 +72,31 @@ struct HistoryOrderTests {
         #expect(Set(names).count == 8 * perWriter && names.count == 8 * perWriter, "each once")
     }
 
+    /// Each write's change images are read back in its own round trip and reach the recorder
+    /// at once, as SQLite's hook hands them over: a write that fails inside the transaction
+    /// takes its images with its savepoint, and the commit finds nothing left to read.
+    @Test func eachWritesImagesReachTheRecorderWithTheWrite() async throws {
+        let url = try #require(PostgresServer.shared).createDatabase()
+        let store = try Self.dispatch(url)
+        let queue = try await store.insert(Queue(name: "images"))
+        let queueID = queue.id!
+        let start = try await store.currentHistoryToken()
+        try await store.transaction { store in
+            _ = try store.insert(Job(name: "kept", queueID: queueID))
+            #expect(store.recorder?.pending.count == 1, "the insert's image arrived with it")
+            #expect(throws: StoreError.self) { _ = try store.insert(Job(name: "orphan", queueID: queueID + 1000)) }
+            #expect(store.recorder?.pending.count == 1, "the failed insert left nothing")
+            _ = try store.delete(Job.self, where: #Predicate { $0.name == "kept" })
+            #expect(store.recorder?.pending.count == 2)
+        }
+        let history = try await store.history(after: start)
+        #expect(history.count == 1)
+        #expect(history.first?.changes.map(\.kind) == [.insert, .delete])
+        #expect(try history.first?.changes.map { try $0.value(\Job.name) } == ["kept", nil])
+        let left = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_changed_rows")
+        #expect(left == [[.integer(0)]], "no image is left behind")
+    }
+
     /// The history table of an earlier release (tokens from its sequence): opening turns its
     /// tokens to ordered ones, and a reader holding an old token reads on from it.
     @Test func anEarlierReleasesHistoryKeepsItsTokens() async throws {
