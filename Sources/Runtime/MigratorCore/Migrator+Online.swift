@@ -505,6 +505,8 @@ extension Migrator {
         options: Options, progress: @escaping (Event) -> Void
     ) throws(MigratorError) {
         guard let online else { return }
+        // One WAL budget and one lag gauge for the phase: its backfills and its index builds.
+        var pacer = ReplicationPacer()
         for (index, section) in phase.sections.enumerated() where index >= state.section {
             if cancellation.isRequested { throw .interrupted(during: "\(kind.rawValue) of \(script.label) before section \(index + 1)") }
             progress(.onlineSection(script, phase: kind, index: index + 1, of: phase.sections.count))
@@ -531,6 +533,10 @@ extension Migrator {
                 // says which sessions it will wait for.
                 let buildsIndex = sql.contains(" CONCURRENTLY ") && !sql.contains("VALIDATE CONSTRAINT")
                 if buildsIndex {
+                    // A build writes its whole index's WAL at once, which cannot be paced within
+                    // it: it starts only once the standbys are within the lag bound and the
+                    // phase's WAL (earlier builds' and backfills' included) is within budget.
+                    _ = try paceForReplication(&pacer, lastBatchRows: 0, options: options, progress: progress)
                     let waitedFor = online.sessionsInTransactions()
                     if !waitedFor.isEmpty { progress(.indexBuildWaits(section: index + 1, sessions: waitedFor)) }
                 }
@@ -541,7 +547,7 @@ extension Migrator {
                 }
                 try advance(to: index + 1)
             case .backfill(let backfill, let update):
-                try runBackfill(backfill, update: update, from: resumeKey, file: file, section: index + 1, line: line, options: options, progress: progress)
+                try runBackfill(backfill, update: update, from: resumeKey, file: file, section: index + 1, line: line, pacer: &pacer, options: options, progress: progress)
                 try advance(to: index + 1)
             }
             resumeKey = nil
@@ -598,8 +604,8 @@ extension Migrator {
     /// resume key, the sync triggers told to let the batch through. An inclusive backfill (what
     /// schemagen writes) skips rows apps hold locked and comes back to them at the end.
     func runBackfill(
-        _ backfill: OnlinePhase.Backfill, update: String, from resume: String?, file: String, section: Int, line: Int, options: Options,
-        progress: (Event) -> Void
+        _ backfill: OnlinePhase.Backfill, update: String, from resume: String?, file: String, section: Int, line: Int, pacer: inout ReplicationPacer,
+        options: Options, progress: (Event) -> Void
     ) throws(MigratorError) {
         let update = MigrationScriptText(update)
         // Progress for `status`: rows done over every run (a resumed one goes on counting).
@@ -607,7 +613,6 @@ extension Migrator {
         var run = BackfillRun(
             backfill: backfill, update: update, place: (file, section, line), lower: resume,
             done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table), batch: backfill.batch)
-        var pacer = ReplicationPacer()
         var lastBatchRows = 0
         while true {
             if cancellation.isRequested { throw .interrupted(during: "the backfill of \(backfill.table) (section \(section)); it resumes after the last batch done") }

@@ -290,7 +290,7 @@ public final class Migrator {
         /// The role cannot see these standbys' replay positions (it needs `pg_monitor`): they
         /// are not waited for.
         case standbyPositionsHidden([String])
-        /// A backfill pauses this long for the WAL budget.
+        /// A backfill batch or an index build waits this long for the WAL budget.
         case pacingWAL(seconds: Double)
     }
 

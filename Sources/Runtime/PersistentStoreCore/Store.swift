@@ -123,6 +123,11 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
 public actor Store {
     /// The queue the store's calls run on (`StoreExecutor`).
     private let executor = StoreExecutor(label: "schemagen.store")
+    /// Where the store's calls run: a serial queue of its own, off Swift's cooperative pool, as
+    /// a call waits on its database without giving its thread back. Swift asks for it; apps do
+    /// not need it.
+    ///
+    ///     let executor = store.unownedExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// The connection every statement runs on, through its engine's adapter.
