@@ -21,17 +21,11 @@ struct OnlineMigrateProcessTests {
     /// Events, planned online: version 2 widens `score` to a double (a replacement column,
     /// backfilled), makes `name` required with a default and indexes it.
     static func onlineMigrations() throws -> MigrationDirectory {
-        let folder = temporaryFolder()
-        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events/postgres").path)
-        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
-            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
-        }
-        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String?\n      score: Int32\n")
-        let v2 = try snapshot(
-            "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, default: unnamed, indexed: true}\n      score: Double\n")
-        try migrations.write(Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), as: .init(number: 1, name: "create"))
-        try migrations.write(Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true), as: .init(number: 2, name: "retype"))
-        return migrations
+        try plannedPostgresMigrations(
+            [
+                "schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String?\n      score: Int32\n",
+                "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, default: unnamed, indexed: true}\n      score: Double\n",
+            ], names: ["create", "retype"], online: true)
     }
 
     static func phase(_ connection: PostgresConnection) throws -> [[StoredValue]] {

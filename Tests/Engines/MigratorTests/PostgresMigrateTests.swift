@@ -31,16 +31,11 @@ struct PostgresMigrateTests {
     /// Two versions of an Events schema planned for PostgreSQL into a temporary folder:
     /// version 2 changes a type (with USING) and adds an index.
     static func eventsMigrations() throws -> MigrationDirectory {
-        let folder = temporaryFolder()
-        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events/postgres").path)
-        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
-            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
-        }
-        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n")
-        let v2 = try snapshot("schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n")
-        try migrations.write(Migration(from: nil, to: v1, renderer: PostgresRenderer()), as: .init(number: 1, name: "create"))
-        try migrations.write(Migration(from: v1, to: v2, renderer: PostgresRenderer()), as: .init(number: 2, name: "retype"))
-        return migrations
+        try plannedPostgresMigrations(
+            [
+                "schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n",
+                "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n",
+            ], names: ["create", "retype"])
     }
 
     static func fill(_ url: String, rows: Int) throws {

@@ -17,17 +17,12 @@ import Testing
 struct WALPacedIndexBuildTests {
     /// Events, version 2 indexing both columns online: two builds after the table is filled.
     static func migrations() throws -> String {
-        let folder = temporaryFolder()
-        let migrations = MigrationDirectory(path: folder.appendingPathComponent("Migrations/Events/postgres").path)
-        func snapshot(_ yaml: String) throws -> SchemaSnapshot {
-            SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "events.yaml", text: yaml)).schema))
-        }
-        let v1 = try snapshot("schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int64\n")
-        let v2 = try snapshot(
-            "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: {type: Int64, indexed: true}\n")
-        try migrations.write(Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), as: .init(number: 1, name: "create"))
-        try migrations.write(Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true), as: .init(number: 2, name: "index"))
-        return migrations.path
+        try plannedPostgresMigrations(
+            [
+                "schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int64\n",
+                "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: {type: Int64, indexed: true}\n",
+            ], names: ["create", "index"], online: true
+        ).path
     }
 
     @Test func aSecondIndexBuildWaitsForTheWALBudget() async throws {

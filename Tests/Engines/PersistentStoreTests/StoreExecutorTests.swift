@@ -8,10 +8,10 @@ import Testing
 
 @testable import PersistentStoreCore
 
-/// A store waits on its server without holding a thread of the executor it was called from:
-/// more stores than that executor has threads all have a call in flight at once. On Swift's
-/// cooperative pool (one thread per core), or on the `.blocking` threads these tests run on
-/// (as many), a store without an executor of its own would have no more.
+/// A store waits on its server without holding a thread of the executor it was called from
+/// (Swift's cooperative pool, one thread per core, in an app): calls started from one thread
+/// all get in flight at once. A store without an executor of its own would run its call on
+/// that thread and hold it until the server answered.
 @Suite(.blocking, .serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct StoreExecutorTests {
     @Test func storesWaitingOnTheServerDoNotHoldTheirCallersThreads() async throws {
@@ -26,13 +26,20 @@ struct StoreExecutorTests {
         // number, and nothing would hang.
         let watched = WatchedWaits(holder: holder, watcher: try PostgresConnection(url))
         let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        let watcher = Thread {
             watched.watch(until: count)
             done.signal()
         }
+        watcher.start()
+        // The calls start on one thread of their own, which the rest of the suite cannot hold
+        // up: a store that kept its caller's thread while waiting would leave one call in flight.
+        let caller = OneThreadExecutor()
+        defer { caller.stop() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for store in stores {
-                group.addTask { try await store.read { store in _ = try store.query("SELECT pg_advisory_lock_shared(4242), pg_advisory_unlock_shared(4242)") } }
+                group.addTask(executorPreference: caller) {
+                    try await store.read { store in _ = try store.query("SELECT pg_advisory_lock_shared(4242), pg_advisory_unlock_shared(4242)") }
+                }
             }
             try await group.waitForAll()
         }
@@ -61,5 +68,45 @@ private final class WatchedWaits: @unchecked Sendable {
             usleep(20_000)
         }
         _ = try? holder.query("SELECT pg_advisory_unlock(4242)")
+    }
+}
+
+/// A task executor of one thread of its own, stopped by `stop()`.
+private final class OneThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    init() {
+        Thread { [self] in work() }.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty, !stopped { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 }
