@@ -118,8 +118,9 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
         let dialect = PostgresDialect()
         func values(_ image: String) -> String {
             let cases = tables.map { physical, table, columns in
-                let casts = columns.map { "r.\(dialect.quote($0.name))::text" }
-                return "WHEN \(dialect.literal(physical)) THEN (SELECT ARRAY[\(casts.joined(separator: ", "))]::text[] FROM jsonb_populate_record(NULL::\(dialect.quote(table)), \(mappedImage(image, table))) r)"
+                let casts = columns.map { "r.\(dialect.quote($0.name))::text" }.joined(separator: ", ")
+                let row = "jsonb_populate_record(NULL::\(dialect.quote(table)), \(mappedImage(image, table)))"
+                return "WHEN \(dialect.literal(physical)) THEN (SELECT ARRAY[\(casts)]::text[] FROM \(row) r)"
             }
             return "CASE WHEN \(image) IS NOT NULL THEN CASE tbl \(cases.joined(separator: " ")) END END"
         }
