@@ -12,8 +12,9 @@ import SchemaMetadata
 /// recording works the same through a transaction-pooling pgbouncer. Updates and deletes are
 /// caught before they happen (so a delete comes before the foreign-key actions it causes),
 /// inserts after. The images are part of the transaction: a rollback or a savepoint undoes them
-/// with the rows. At commit the store takes them back out (`DELETE ... RETURNING`) through
-/// `jsonb_populate_record`, typed as the table's own rows are read.
+/// with the rows. The store takes them back out with each of its statements, by one
+/// `DELETE ... RETURNING` pipelined behind it (`drainStatement`), each value cast to text and
+/// typed as the table's own rows are read (`PostgresTextFormat`).
 extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOrdering {
     static let changedRowsTable = "schemagen_changed_rows"
     static let triggerFunction = "schemagen_record_change"
@@ -101,8 +102,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             try? run("ROLLBACK")
             throw error
         }
-        recordedColumns = Dictionary(tables.map { ($0.table, $0.columns.count) }, uniquingKeysWith: { first, _ in first })
-        recordedColumnTypes = Dictionary(recorded.map { ($0.table, $0.columns) }, uniquingKeysWith: { first, _ in first })
+        recordedColumns = Dictionary(recorded.map { ($0.table, $0.columns) }, uniquingKeysWith: { first, _ in first })
         drainStatement = recorded.isEmpty ? nil : Self.drainStatement(recorded.map { ($0.physical, $0.table, $0.columns) }, mappedImage: mappedImage)
         return true
     }
@@ -168,7 +168,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             // The trigger names the table; the code may know it under its view's name. Images
             // of a table no longer recorded are dropped with the rest.
             let table = codeTable(forPhysical: recorded)
-            guard let columns = recordedColumnTypes[table] else { continue }
+            guard let columns = recordedColumns[table] else { continue }
             let operation: RowChangeOperation = op == "insert" ? .insert : op == "delete" ? .delete : .update
             let old = operation == .insert ? [] : Self.typedValues(row[5], columns)
             let new = operation == .delete ? [] : Self.typedValues(row[6], columns)

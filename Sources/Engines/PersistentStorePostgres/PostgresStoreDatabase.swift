@@ -37,11 +37,9 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     /// The connection was lost; the next statement outside a transaction connects again.
     private var lost = false
     let dialect: any SQLDialect = PostgresDialect()
-    /// How many columns each table recorded by the change triggers has, as they were installed.
-    var recordedColumns: [String: Int] = [:]
-    /// Each recorded table's columns with their types, and the statement that reads the
-    /// transaction's images back (`drainChangedRows`), once the triggers are installed.
-    var recordedColumnTypes: [String: [(name: String, type: String)]] = [:]
+    /// Each table the change triggers record, with its columns and their types, as they were
+    /// installed; and the statement that reads the transaction's images back.
+    var recordedColumns: [String: [(name: String, type: String)]] = [:]
     var drainStatement: String?
     /// Where each statement's images go once read (the history recorder), while recording.
     var imageSink: ((String, RowImage) -> Void)?

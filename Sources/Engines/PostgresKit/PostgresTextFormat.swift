@@ -7,6 +7,8 @@ public enum PostgresTextFormat {
     /// The elements of a one-dimensional array's text output (`{1,"a b",NULL}`), nil for an
     /// element that is NULL; nil when `literal` is not such an array. Quoted elements undo
     /// their backslash escapes; an unquoted `NULL` (any case) is the null element.
+    ///
+    ///     PostgresTextFormat.arrayElements(#"{1,"a b",NULL}"#)   // ["1", "a b", nil]
     public static func arrayElements(_ literal: String) -> [String?]? {
         let bytes = Array(literal.utf8)
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return nil }
@@ -44,6 +46,8 @@ public enum PostgresTextFormat {
     /// A value's text output typed as a column of `dataType` (information_schema's
     /// `data_type`: `bigint`, `timestamp with time zone`, ...) reads, so a value read this way
     /// equals the same value read as a column. A boolean arrives as its text cast (`true`).
+    ///
+    ///     PostgresTextFormat.value("2026-12-01 18:00:00.5+00", dataType: "timestamp with time zone")   // .text("2026-12-01T18:00:00.500Z")
     public static func value(_ text: String, dataType: String) -> StoredValue {
         if dataType == "boolean" { return .integer(text == "t" || text == "true" ? 1 : 0) }
         return PostgresConnection.value(text, type: oid(ofDataType: dataType))
@@ -52,7 +56,6 @@ public enum PostgresTextFormat {
     static func oid(ofDataType dataType: String) -> Oid {
         switch dataType {
         case "timestamp with time zone": 1184
-        case "boolean": 16
         case "bigint": 20
         case "smallint": 21
         case "integer": 23

@@ -149,6 +149,8 @@ public protocol ChangeTriggers: StoreDatabase {
 public protocol ChangeImageStreaming: ChangeTriggers {
     /// Hands the images each statement writes to `sink` from now on, oldest first; nil stops.
     /// What a statement could not hand over waits for `drainChangedRows`.
+    ///
+    ///     adapter.streamChangedRows { table, image in recorder.record(image, tableNamed: table) }
     func streamChangedRows(into sink: ((_ table: String, _ row: RowImage) -> Void)?)
 }
 
@@ -203,6 +205,8 @@ extension CommitWatching {
 public protocol HistoryAnnouncing: CommitWatching {
     /// `announceCommit`, running `insert` (the history row's INSERT, without RETURNING, its
     /// parameters numbered from 1) in the same statement; returns the row's token.
+    ///
+    ///     let token = try adapter.announceCommit(insertingHistory: insert, [.text("Flights"), .null, .real(now), .text(entities), .text(changes)])
     func announceCommit(insertingHistory insert: RenderedSQL, _ arguments: [StoredValue]) throws(DatabaseFailure) -> Int64?
 }
 
@@ -241,6 +245,7 @@ struct StoreAbilities {
     let changeTriggers: (any ChangeTriggers)?
     let historyOrdering: (any HistoryOrdering)?
     let commitWatching: (any CommitWatching)?
+    let historyAnnouncing: (any HistoryAnnouncing)?
     let fullText: (any FullTextSearching)?
     let failover: (any ServerFailover)?
     let replicaReading: (any ReplicaReading)?
@@ -257,6 +262,7 @@ struct StoreAbilities {
         changeTriggers = database as? any ChangeTriggers
         historyOrdering = database as? any HistoryOrdering
         commitWatching = database as? any CommitWatching
+        historyAnnouncing = database as? any HistoryAnnouncing
         fullText = database as? any FullTextSearching
         failover = database as? any ServerFailover
         replicaReading = database as? any ReplicaReading

@@ -254,7 +254,7 @@ final class ChangeRecorder: RowChangeSink {
     func write(_ row: [StoredValue], _ database: any StoreDatabase, _ abilities: StoreAbilities) throws(DatabaseFailure) -> (token: Int64?, announced: Bool) {
         try abilities.historyOrdering?.orderHistoryWrites()
         let insert: SQL = "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(row)))"
-        if let announcing = abilities.commitWatching as? any HistoryAnnouncing {
+        if let announcing = abilities.historyAnnouncing {
             let rendered = insert.statement(for: database.dialect)
             return (try announcing.announceCommit(insertingHistory: rendered.statement, rendered.arguments), true)
         }
