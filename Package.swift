@@ -75,7 +75,7 @@ let package = Package(
         // AES-256-GCM field encryption with per-attribute keys, over libcrypto.
         .target(name: "FieldEncryption", dependencies: ["CCrypto", "SchemaMetadata"]),
         // The store's engine-neutral core: no engine, no C library but libcrypto's cipher.
-        .target(name: "PersistentStoreCore", dependencies: ["DatabaseLocation", "MigratorCore", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption", "TextEscaping"]),
+        .target(name: "PersistentStoreCore", dependencies: ["DatabaseLocation", "MigratorCore", "MigrationFiles", "SQLDialects", "SchemaMetadata", "JSONDocument", "FieldEncryption", "TextEscaping"]),
         .target(
             name: "PersistentStorePostgres",
             dependencies: ["PersistentStoreCore", "DatabaseLocation", "PostgresKit", "MigratorCore", "MigratorPostgres", "MigrationFiles", "SQLDialects", "SchemaMetadata"]),
@@ -239,7 +239,9 @@ let package = Package(
                 "ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata",
                 "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite",
             ]),
-        .testTarget(name: "SchemagenCLITests", dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres"]),
+        .testTarget(
+            name: "SchemagenCLITests",
+            dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SchemaMetadata"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -208,7 +208,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
     /// sequence earlier releases used, so old tokens keep their meaning. A transaction's id is
     /// taken at its first write, before it commits: every id below the oldest one still
     /// running (the snapshot's xmin) belongs to a transaction that is over.
-    static let orderedTokenBase: Int64 = 1 << 62
+    static let orderedTokenBase = StoreTableMigrations.orderedTokenBase
 
     /// Transaction ids are the server's, shared by its databases: a transaction of another
     /// database (its backend's `backend_xid`, matched on the low 32 bits) does not hold the
@@ -244,8 +244,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
             try run("SET LOCAL lock_timeout = '5s'")
             // The column was an identity column (its own sequence), which takes no default.
-            try run(
-                "ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT (\(Self.orderedTokenBase) + txid_current())")
+            try run(StoreTableMigrations.orderHistoryTokens)
             try run("COMMIT")
             historyTokensOrdered = true
         } catch  where error.kind == .busy {

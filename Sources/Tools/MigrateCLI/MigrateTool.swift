@@ -157,7 +157,10 @@ public enum MigrateTool {
         let root = config.migrations ?? "Migrations"
         let folders = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
             var isFolder: ObjCBool = false
-            return FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
+            guard FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder), isFolder.boolValue else { return false }
+            // The store's own migrations (PostgreSQL only) run with every schema's; a command
+            // on one schema names them with --dir.
+            return name != StoreTableMigrations.schema || (postgres && allowSeveral)
         }
         guard folders.count == 1 || (allowSeveral && !folders.isEmpty) else {
             io.writeError(

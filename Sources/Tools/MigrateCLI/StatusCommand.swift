@@ -76,11 +76,12 @@ enum StatusCommand: Command {
             io.writeOutput("[\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "]\n")
             return .success
         }
-        var out = "SCHEMA      VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
+        // The schema column widens for a long name (`SchemagenStore`, the store's own).
+        let schemaWidth = max(10, rows.map(\.schema.count).max() ?? 0) + 2
+        var out = "SCHEMA" + String(repeating: " ", count: schemaWidth - 6) + "VERSION  NAME" + String(repeating: " ", count: 44) + "STATE\n"
         for entry in rows {
             let row = entry.status
-            let schema = entry.schema.count > 10 ? String(entry.schema.prefix(10)) : entry.schema
-            out += schema + String(repeating: " ", count: 12 - schema.count)
+            out += entry.schema + String(repeating: " ", count: schemaWidth - entry.schema.count)
             let name = row.name.count > 46 ? String(row.name.prefix(45)) + "…" : row.name
             let padded = name + String(repeating: " ", count: max(1, 48 - name.count))
             var state: String =

@@ -119,14 +119,17 @@ public enum GenerateCommand: Command {
         case .stopped(let failure):
             return stop(failure, io: io)
         case .migrations(let migrations, let written):
-            if migrations.isEmpty {
+            if migrations.isEmpty, report.storeMigrations.isEmpty {
                 io.writeOutput("Migrations are up to date.\n")
                 return .success
             }
-            io.writeOutput(written ? writtenMigrations(migrations) : missingMigrations(migrations))
+            io.writeOutput(
+                written
+                    ? writtenMigrations(migrations) + writtenStoreMigrations(report.storeMigrations)
+                    : missingMigrations(migrations) + missingStoreMigrations(report.storeMigrations))
             return written ? .success : .failure
         case .checked(let changes, let migrations, let fileCount):
-            if changes.isUpToDate, migrations.isEmpty {
+            if changes.isUpToDate, migrations.isEmpty, report.storeMigrations.isEmpty {
                 io.writeOutput("Generated code in \(output) is up to date (\(VerbalCount.files(fileCount))).\n")
                 return .success
             }
@@ -134,10 +137,11 @@ public enum GenerateCommand: Command {
             for path in changes.missing { text += "missing: \(output)/\(path)\n" }
             for path in changes.stale { text += "stale:   \(output)/\(path)\n" }
             for path in changes.extra { text += "extra:   \(output)/\(path)\n" }
-            io.writeOutput(text + missingMigrations(migrations) + "Generated code or migrations are out of date: run `schemagen generate`.\n")
+            io.writeOutput(
+                text + missingMigrations(migrations) + missingStoreMigrations(report.storeMigrations) + "Generated code or migrations are out of date: run `schemagen generate`.\n")
             return .failure
         case .generated(let changes, let migrations, let schemaCount):
-            var text = writtenMigrations(migrations)
+            var text = writtenMigrations(migrations) + writtenStoreMigrations(report.storeMigrations)
             for path in changes.missing + changes.stale { text += "wrote   \(output)/\(path)\n" }
             for path in changes.extra { text += "deleted \(output)/\(path)\n" }
             text +=
@@ -145,6 +149,15 @@ public enum GenerateCommand: Command {
             io.writeOutput(text)
             return .success
         }
+    }
+
+    /// The runtime store's own migrations (its history tables on PostgreSQL), by path without extension.
+    static func missingStoreMigrations(_ paths: [String]) -> String {
+        paths.map { "missing migration: \($0).up.sql (the store's own tables)\n" }.joined()
+    }
+
+    static func writtenStoreMigrations(_ paths: [String]) -> String {
+        paths.map { "migration \($0) (the store's own tables): review it; `migrate up` applies it with the app's\n" }.joined()
     }
 
     static func missingMigrations(_ migrations: [PendingMigration]) -> String {

@@ -2,6 +2,7 @@ import CommandLineKit
 import Diagnostics
 import MigrationFiles
 import MigrationPlanner
+import SQLDialects
 import SchemaKit
 
 /// `schemagen validate`: checks schema files and reports every problem at once.
@@ -42,6 +43,9 @@ public enum ValidateCommand: Command {
             for (_, folder) in folders { diagnostics += folder.verify() }
             diagnostics += MigrationDirectory.compareNumbering(folders)
         }
+        // The store's own migrations, when generate wrote them, must match their manifest too.
+        let storeFolder = MigrationDirectory.folder(schema: StoreTableMigrations.schema, root: migrationsRoot, dialect: .postgres)
+        if storeFolder.holdsMigrations { diagnostics += storeFolder.verify() }
         if arguments.flag("warnings-as-errors") {
             diagnostics = diagnostics.map { diagnostic in
                 var promoted = diagnostic

@@ -50,6 +50,9 @@ extension GenerationPipeline {
         /// Seconds per stage (`cache`, `load`, `model`, `plan`, `templates`, `render`,
         /// `compare`, `write`), in order.
         public var timings: [(stage: String, seconds: Double)] = []
+        /// The runtime store's own migrations (`Migrations/SchemagenStore/postgres/`, without
+        /// extensions) this run wrote, or in a checking mode, the ones missing.
+        public var storeMigrations: [String] = []
     }
 
     /// Runs the stages in order and stops at the first that fails: the cache check, load,
@@ -60,11 +63,12 @@ extension GenerationPipeline {
     public func run(_ mode: Mode) -> Report {
         var clock = StageClock()
         var diagnostics = ""
-        let outcome = stages(mode, diagnostics: &diagnostics, clock: &clock)
-        return Report(outcome: outcome, diagnostics: diagnostics, timings: clock.laps)
+        var storeMigrations: [String] = []
+        let outcome = stages(mode, diagnostics: &diagnostics, storeMigrations: &storeMigrations, clock: &clock)
+        return Report(outcome: outcome, diagnostics: diagnostics, timings: clock.laps, storeMigrations: storeMigrations)
     }
 
-    private func stages(_ mode: Mode, diagnostics: inout String, clock: inout StageClock) -> Report.Outcome {
+    private func stages(_ mode: Mode, diagnostics: inout String, storeMigrations: inout [String], clock: inout StageClock) -> Report.Outcome {
         // The schema files, found once; an unchanged run stops here, saying what the recorded
         // run said. Whatever the digest read, the stages below read from memory.
         let schemaFiles: [String]
@@ -101,6 +105,9 @@ extension GenerationPipeline {
         if plan.hasErrors {
             return .planningFailed
         }
+        // Written with the other migrations below; a checking run reports them missing.
+        let storeFolder = StoreMigrationFolder.directory(root: configuration.migrationsRoot).path
+        storeMigrations = plan.storeMigrations.map { storeFolder + "/" + $0.entry.prefix }
         if !mode.generatesCode {
             if mode.writes, case .failure(let failure) = writeMigrations(plan) {
                 return .stopped(failure)

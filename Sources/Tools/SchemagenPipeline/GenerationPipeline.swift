@@ -164,6 +164,8 @@ public struct GenerationPipeline: Sendable {
         public var migrations: [PendingMigration] = []
         /// Lint findings and folder problems; any error stops the run.
         public var diagnostics: [Diagnostic] = []
+        /// The runtime store's own migrations the project lacks (`StoreMigrationFolder`).
+        public var storeMigrations: [StoreTableMigrations.Migration] = []
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
 
@@ -200,6 +202,11 @@ public struct GenerationPipeline: Sendable {
                 }
             }
             plan.diagnostics += PendingMigration.merge(findings).flatMap(\.findings)
+        }
+        if !configuration.singleFile, StoreMigrationFolder.isNeeded(schemas, dialects: configuration.dialects(of:)) {
+            let store = StoreMigrationFolder.pending(schemas, root: configuration.migrationsRoot, files: files)
+            plan.storeMigrations = store.missing
+            plan.diagnostics += store.problems
         }
         return plan
     }
@@ -384,6 +391,13 @@ public struct GenerationPipeline: Sendable {
             files.forget(folder: pending.directory.path, files: pending.entry.files + pending.entry.optionalFiles + [MigrationDirectory.sumFile])
             written.append("\(pending.directory.path)/\(pending.entry.prefix)")
         }
+        guard !plan.storeMigrations.isEmpty else { return .success(written) }
+        do {
+            written += try StoreMigrationFolder.write(plan.storeMigrations, root: configuration.migrationsRoot)
+        } catch {
+            return .failure(.io("cannot write the store's migrations to '\(StoreMigrationFolder.directory(root: configuration.migrationsRoot).path)': \(error.localizedDescription)"))
+        }
+        files.forget(folder: StoreMigrationFolder.directory(root: configuration.migrationsRoot).path, files: plan.storeMigrations.flatMap { $0.entry.files } + [MigrationDirectory.sumFile])
         return .success(written)
     }
 }

@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import MigrationFiles
 import PersistentStorePostgres
 import PostgresKit
 import SchemaMetadata
@@ -115,5 +116,27 @@ struct HistoryOrderTests {
         let fromOld = try await reopened.history(after: all[0].token)
         let names = try fromOld.flatMap { transaction in try transaction.changes.map { try $0.value(\Job.name) } }
         #expect(names == ["before", "after"])
+    }
+
+    /// Where the store's migrations ran (`StoreTableMigrations`, as `migrate up` applies them
+    /// from Migrations/SchemagenStore/postgres), opening changes no table: the token's default
+    /// is the migration's own (its catalogue row untouched), and the store reads on from a
+    /// token given before it.
+    @Test func afterTheGeneratedMigrationOpeningChangesNoTable() async throws {
+        let url = try #require(PostgresServer.shared).createDatabase()
+        let connection = try PostgresConnection(url)
+        let (create, order) = (StoreTableMigrations.postgres[0], StoreTableMigrations.postgres[1])
+        try connection.execute(create.up)
+        try connection.execute("INSERT INTO schemagen_history (schema, committed_at, entities, changes) VALUES ('Dispatch', 1, '[]', '[]')")
+        try connection.execute("BEGIN;\n" + order.up + "\nCOMMIT;")
+        let defaultRow = "SELECT xmin::text, pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'schemagen_history'::regclass"
+        let migrated = try connection.query(defaultRow)
+        #expect(migrated.first?.last == .text("('4611686018427387904'::bigint + txid_current())"), "\(migrated)")
+        let store = try Self.dispatch(url)
+        #expect(try connection.query(defaultRow) == migrated, "the store did not alter the table again")
+        let queue = try await store.insert(Queue(name: "after the migration"))
+        let history = try await store.history(after: HistoryToken(1))
+        #expect(history.count == 1 && history[0].token.value > 1 << 62, "\(history.map(\.token))")
+        #expect(try history.first?.changes.map { try $0.value(\Queue.name) } == [queue.name])
     }
 }

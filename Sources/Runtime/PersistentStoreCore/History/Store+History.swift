@@ -1,32 +1,13 @@
 import Foundation
+import MigrationFiles
 import SQLDialects
 import SchemaMetadata
 
 /// The history table: one row per committed transaction of a store, written in that same
-/// transaction. Documented in docs/runtime.md ("The history table").
+/// transaction. Documented in docs/runtime.md ("The history table"). Its tables are
+/// `StoreTableMigrations.historyTables` (SQLite's token is `INTEGER PRIMARY KEY AUTOINCREMENT`,
+/// so a token is never reused after a prune).
 extension Store {
-    /// The history tables in the database's dialect (SQLite's: `token INTEGER PRIMARY KEY
-    /// AUTOINCREMENT`, so a token is never reused after a prune).
-    static func historyTables(_ dialect: any SQLDialect) -> SQL {
-        // Types and the key column are the dialect's own words.
-        let text = SQL(verbatim: dialect.columnType(.text)), real = SQL(verbatim: dialect.columnType(.real))
-        let integer = SQL(verbatim: dialect.columnType(.integer)), token = SQL(verbatim: dialect.generatedKeyColumn("token"))
-        return """
-            CREATE TABLE IF NOT EXISTS schemagen_history (
-                \(token),
-                schema \(text) NOT NULL,
-                author \(text),
-                committed_at \(real) NOT NULL,
-                entities \(text) NOT NULL,
-                changes \(text) NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS schemagen_history_pruned (
-                schema \(text) PRIMARY KEY,
-                through \(integer) NOT NULL
-            );
-            """
-    }
-
     /// Runs `CREATE ... IF NOT EXISTS` where another process may run it at the same moment:
     /// PostgreSQL lets both pass the check, and the one that commits second fails on its
     /// catalogue's unique index. Run again, it finds what the other created.
@@ -50,7 +31,7 @@ extension Store {
         do throws(DatabaseFailure) {
             let history = try database.tableExists("schemagen_history")
             let pruned = try database.tableExists("schemagen_history_pruned")
-            if !history || !pruned { try createIfMissing(database, historyTables(database.dialect)) }
+            if !history || !pruned { try createIfMissing(database, StoreTableMigrations.historyTables(database.dialect)) }
             try abilities.historyOrdering?.prepareHistoryOrdering()
         } catch {
             throw .database(error)
