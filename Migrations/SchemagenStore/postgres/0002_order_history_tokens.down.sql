@@ -8,8 +8,10 @@
 -- foreign-keys: on
 -- loses-data: no
 
--- Nothing to undo: stores of earlier releases read and write ordered tokens too (they keep
--- their lock, and the column's default gives their rows ordered tokens), and going back to
--- the identity column would hand out tokens that stores of this release read out of order.
+-- Does nothing: the column keeps its ordered tokens, and going back to the identity column
+-- would hand out tokens that stores of this release read out of order. Stores of earlier
+-- releases work with ordered tokens (they take their lock, and the column's default gives
+-- their rows ordered tokens), but while stores of this release write, their readers can miss
+-- a transaction that commits late.
 
 SELECT 1;

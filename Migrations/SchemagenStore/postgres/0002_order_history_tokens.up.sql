@@ -12,10 +12,19 @@
 -- their commit: a token is 2^62 plus the id of the transaction that wrote the row, and a reader
 -- only moves past tokens whose transactions have all finished. Tokens given before stay
 -- below every new one, so observers and saved tokens go on where they were.
--- Stores of earlier releases that still run get ordered tokens from this default too, and
--- keep taking their lock. The ALTER holds the table's exclusive lock for an instant; it waits
--- at most 5 s for it (then fails and can be run again) rather than hold the app's history
--- writes behind it.
+-- Where the column already has this default (a store of this release opened the database
+-- first), nothing is done: no lock, no ownership needed. Otherwise the ALTER needs the table's
+-- owner and its exclusive lock: while it waits for that lock (at most --ddl-lock-timeout, 5 s by
+-- default, then it fails and can be run again), every history write and read of the database
+-- queues behind it, and standbys replay the same lock.
 
-SET LOCAL lock_timeout = '5s';
-ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT (4611686018427387904 + txid_current());
+DO $schemagen$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token'
+            AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%'
+    ) THEN
+        ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT (4611686018427387904 + txid_current());
+    END IF;
+END $schemagen$;

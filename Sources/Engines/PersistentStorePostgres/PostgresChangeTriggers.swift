@@ -226,10 +226,14 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
                 """)
     }
 
+    /// SQLSTATE 42501: the role may not do it (here: alter a table it does not own).
+    static let insufficientPrivilege = "42501"
+
     /// Sets the token column's default to the ordered tokens, once per database, under the lock
-    /// the triggers are installed under. Stores of earlier releases that still run get them too.
-    /// A table held by others past the lock timeout keeps the ordering lock instead, until the
-    /// next opening.
+    /// the triggers are installed under, unless `0002_order_history_tokens` did. Stores of
+    /// earlier releases that still run get them too. A table held by others past the lock
+    /// timeout, or one this role may not alter, keeps the ordering lock instead, until the next
+    /// opening.
     func prepareHistoryOrdering() throws(DatabaseFailure) {
         let current = try rows(
             "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token'",
@@ -247,7 +251,9 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             try run(StoreTableMigrations.orderHistoryTokens)
             try run("COMMIT")
             historyTokensOrdered = true
-        } catch  where error.kind == .busy {
+        } catch  where error.kind == .busy || error.code == Self.insufficientPrivilege {
+            // Held past the timeout, or not this role's to alter (the migrations of
+            // Migrations/SchemagenStore make the change as its owner): writers keep the lock.
             try? run("ROLLBACK")
         } catch {
             try? run("ROLLBACK")

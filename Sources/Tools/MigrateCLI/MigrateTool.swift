@@ -155,13 +155,14 @@ public enum MigrateTool {
             return dialectFolder(of: directory, postgres: postgres, io: io).map { [$0] }
         }
         let root = config.migrations ?? "Migrations"
-        let folders = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
+        let found = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted().filter { name in
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isFolder), isFolder.boolValue else { return false }
-            // The store's own migrations (PostgreSQL only) run with every schema's; a command
-            // on one schema names them with --dir.
+            // The store's own migrations (PostgreSQL only) run with every schema's, last, so
+            // one that fails holds back no app schema; a command on one schema names them with --dir.
             return name != StoreTableMigrations.schema || (postgres && allowSeveral)
         }
+        let folders = found.filter { $0 != StoreTableMigrations.schema } + found.filter { $0 == StoreTableMigrations.schema }
         guard folders.count == 1 || (allowSeveral && !folders.isEmpty) else {
             io.writeError(
                 folders.isEmpty

@@ -67,7 +67,7 @@ public enum StoreMigrationFolder {
         var written: [String] = []
         for migration in migrations {
             let snapshot = SchemaSnapshot(schema: StoreTableMigrations.schema, version: migration.entry.number, tables: tables)
-            try folder.write(up: migration.upFile, down: migration.downFile, snapshot: snapshot.canonicalJSON(), as: migration.entry, manifest: .addWritten)
+            try folder.write(up: migration.upText, down: migration.downText, snapshot: snapshot.canonicalJSON(), as: migration.entry, manifest: .addWritten)
             written.append("\(folder.path)/\(migration.entry.prefix)")
         }
         return written

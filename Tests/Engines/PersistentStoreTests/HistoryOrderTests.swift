@@ -139,4 +139,48 @@ struct HistoryOrderTests {
         #expect(history.count == 1 && history[0].token.value > 1 << 62, "\(history.map(\.token))")
         #expect(try history.first?.changes.map { try $0.value(\Queue.name) } == [queue.name])
     }
+
+    /// A store whose role may write the history table but not alter it (another role created
+    /// it, and `0002_order_history_tokens` has not run) opens all the same: its writers keep
+    /// the ordering lock, and what they write is read back in order.
+    @Test func aRoleThatMayNotAlterTheHistoryTableStillOpens() async throws {
+        let server = try #require(PostgresServer.shared)
+        let url = try server.createDatabase()
+        let database = try #require(url.split(separator: "/").last.map(String.init))
+        let role = "history_writer_\(database)"
+        let owner = try PostgresConnection(url)
+        try owner.execute(
+            """
+            CREATE ROLE \(role) LOGIN;
+            GRANT CREATE ON SCHEMA public TO \(role);
+            CREATE TABLE schemagen_history ("token" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, schema text NOT NULL, author text,
+                committed_at double precision NOT NULL, entities text NOT NULL, changes text NOT NULL);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON schemagen_history TO \(role);
+            """)
+        defer { try? owner.execute("DROP OWNED BY \(role); DROP ROLE \(role);") }
+        // The app's tables, migrated by their owner; the role may write them and put triggers on them.
+        _ = try Store(url: url, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations, configuration: .init(recordsHistory: false))
+        try owner.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO \(role); GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \(role);")
+        let asWriter = url.replacingOccurrences(of: "postgres@", with: "\(role)@")
+        let store = try Self.dispatch(asWriter)
+        let queue = try await store.insert(Queue(name: "by a role that does not own the history"))
+        try await store.insert(Job(name: "written", queueID: queue.id!))
+        let history = try await store.history()
+        #expect(history.count == 2 && history.allSatisfy { $0.token.value < 1 << 62 }, "tokens from the identity column: \(history.map(\.token))")
+        let defaultRow = "SELECT count(*) FROM pg_attrdef WHERE adrelid = 'schemagen_history'::regclass"
+        #expect(try owner.query(defaultRow) == [[.integer(0)]], "the table is as it was")
+    }
+}
+
+/// The store's migrations committed beside the examples' are, byte for byte, what the toolkit
+/// writes and the store runs (`generate` never rewrites a file that is there, so a change to
+/// `StoreTableMigrations` would otherwise go unnoticed).
+@Suite struct StoreTableMigrationFilesTests {
+    @Test func theCommittedFilesAreTheToolkitsOwn() throws {
+        let folder = repositoryRoot.appendingPathComponent("Migrations/SchemagenStore/postgres")
+        for migration in StoreTableMigrations.postgres {
+            #expect(try String(contentsOf: folder.appendingPathComponent(migration.entry.upFile), encoding: .utf8) == migration.upText, "\(migration.entry.upFile)")
+            #expect(try String(contentsOf: folder.appendingPathComponent(migration.entry.downFile), encoding: .utf8) == migration.downText, "\(migration.entry.downFile)")
+        }
+    }
 }

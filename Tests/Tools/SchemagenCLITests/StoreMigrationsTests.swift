@@ -77,11 +77,8 @@ import Testing
         let url = try #require(PostgresServer.shared).createDatabase()
         let connection = try PostgresConnection(url)
         try connection.execute(
-            """
-            CREATE TABLE schemagen_history ("token" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, schema text NOT NULL, author text,
-                committed_at double precision NOT NULL, entities text NOT NULL, changes text NOT NULL);
-            INSERT INTO schemagen_history (schema, committed_at, entities, changes) VALUES ('Shop', 1, '[]', '[]'), ('Shop', 2, '[]', '[]');
-            """)
+            Self.earlierHistoryTable
+                + "INSERT INTO schemagen_history (schema, committed_at, entities, changes) VALUES ('Shop', 1, '[]', '[]'), ('Shop', 2, '[]', '[]');")
         let migrate = BuiltTool("migrate")
         let up = try migrate.run(["up", "--database", url], in: folder)
         #expect(up.status == 0, "\(up.error)")
@@ -97,8 +94,48 @@ import Testing
         let status = try migrate.run(["status", "--database", url], in: folder)
         #expect(status.output.contains("SchemagenStore  0002     order_history_tokens"), "\(status.output)")
         // Run again, nothing is left to do; on SQLite the folder is not a schema's.
-        #expect(try migrate.run(["up", "--database", url], in: folder).output.contains("order_history_tokens") == false)
+        let again = try migrate.run(["up", "--database", url], in: folder)
+        #expect(again.status == 0 && !again.output.contains("order_history_tokens"), "\(again.output)\(again.error)")
         let sqlite = try migrate.run(["up", "--database", folder.path + "/app.sqlite"], in: folder)
         #expect(sqlite.status == 0 && !sqlite.output.contains("SchemagenStore") && !sqlite.error.contains("SchemagenStore"), "\(sqlite.output)\(sqlite.error)")
+    }
+
+    static let earlierHistoryTable = """
+        CREATE TABLE schemagen_history ("token" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, schema text NOT NULL, author text,
+            committed_at double precision NOT NULL, entities text NOT NULL, changes text NOT NULL);
+        """
+
+    /// The ordering waits for the table's lock at most `--ddl-lock-timeout`, then fails with exit
+    /// 3 (the history's writes queue behind it meanwhile), keeping 0001; run again once the lock
+    /// is gone, it finishes. Where a store already ordered the tokens, it takes no lock at all.
+    @Test(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+    func theOrderingWaitsBoundedAndSkipsWhatTheStoreDid() throws {
+        let folder = try project(dialects: "postgres")
+        #expect(try runner.schemagen(["generate", "--migrations-only"], in: folder).status == 0)
+        let server = try #require(PostgresServer.shared)
+        let migrate = BuiltTool("migrate")
+        let url = try server.createDatabase()
+        try PostgresConnection(url).execute(Self.earlierHistoryTable)
+        let holder = try PostgresConnection(url)
+        try holder.execute("BEGIN; LOCK TABLE schemagen_history IN ACCESS SHARE MODE;")
+        let held = try migrate.run(["up", "--database", url, "--ddl-lock-timeout", "1"], in: folder)
+        #expect(held.status == 3, "\(held.output)\(held.error)")
+        #expect(held.error.contains("raise --ddl-lock-timeout"), "\(held.error)")
+        let recorded = "SELECT version FROM schemagen_migrations WHERE schema = 'SchemagenStore' ORDER BY version"
+        #expect(try PostgresConnection(url).query(recorded) == [[.integer(1)]])
+        try holder.execute("ROLLBACK")
+        let rerun = try migrate.run(["up", "--database", url, "--ddl-lock-timeout", "1"], in: folder)
+        #expect(rerun.status == 0 && rerun.output.contains("applied  0002_order_history_tokens"), "\(rerun.output)\(rerun.error)")
+
+        // Ordered by a store before the migration ran: applied while the table is held.
+        let ordered = try server.createDatabase()
+        try PostgresConnection(ordered).execute(
+            Self.earlierHistoryTable
+                + "ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT (4611686018427387904 + txid_current());")
+        let reader = try PostgresConnection(ordered)
+        try reader.execute("BEGIN; LOCK TABLE schemagen_history IN ACCESS SHARE MODE;")
+        let skipped = try migrate.run(["up", "--database", ordered, "--ddl-lock-timeout", "1"], in: folder)
+        #expect(skipped.status == 0 && skipped.output.contains("applied  0002_order_history_tokens"), "\(skipped.output)\(skipped.error)")
+        try reader.execute("ROLLBACK")
     }
 }
