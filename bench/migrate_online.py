@@ -11,6 +11,9 @@ median of BENCH_PG_RUNS (3).
   rewrites the table under an exclusive lock). The lower, the better.
 - `total_time`: `migrate up --complete` online against `migrate up` whole: the price of
   staying online (batched backfill, an index built concurrently, validations).
+- `floor_*`: the bare work of each way to make the change online, without a migrator, against
+  the whole migration: rows updated in place (with and without the sync trigger apps' writes
+  need meanwhile), or copied into a new table that is then swapped in (FLOORS below).
 
 Then the same on a Patroni cluster (cluster.py: three nodes, synchronous_mode_strict), through
 its multi-host URL, without the app: the whole migration, the online one throttled by replica
@@ -205,8 +208,25 @@ def single_server(schemagen, migrate):
                 psql(f"{base}/{template}", "VACUUM ANALYZE events")
 
             waits = {"whole": [], "online": []}
-            totals = {"whole": [], "online": []}
+            totals = {"whole": [], "online": [], **{floor: [] for floor in FLOORS}}
+            floors = floor_scripts(work, folders["online"])
             for run in range(RUNS):
+                for floor, (template, script) in floors.items():
+                    name = f"floor_{floor}_{run}"
+                    psql(f"{base}/postgres", f"CREATE DATABASE {name} TEMPLATE template_{template}")
+                    psql(f"{base}/{name}", "CHECKPOINT")
+                    app = App(f"{base}/{name}")
+                    app.start()
+                    time.sleep(0.5)
+                    start = time.perf_counter()
+                    for step in script:
+                        if step.endswith(".sql"):
+                            run_checked(["psql", f"{base}/{name}", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", step])
+                        else:
+                            psql(f"{base}/{name}", step)
+                    totals[floor].append(time.perf_counter() - start)
+                    app.stop()
+                    psql(f"{base}/postgres", f"DROP DATABASE {name} WITH (FORCE)")
                 for side in ("whole", "online"):
                     name = f"run_{side}_{run}"
                     psql(f"{base}/postgres", f"CREATE DATABASE {name} TEMPLATE template_{side}")
@@ -231,13 +251,52 @@ def single_server(schemagen, migrate):
     report_single_server(waits, totals)
 
 
+# The floors of the two ways to change a type online, each the bare work on the same table with
+# no migrator: updating every row in place (a new column, batched UPDATEs, the index built
+# concurrently), the same with the sync trigger the app's writes need meanwhile, and copying
+# into a new table (batched INSERT ... SELECT into a table with the key, the index built
+# concurrently, the tables swapped in one transaction), as pg-osc and gh-ost do.
+FLOORS = ("floor_in_place", "floor_in_place_with_trigger", "floor_copy_and_swap")
+FLOOR_BATCH = 11111
+
+
+def floor_scripts(work, online_folder):
+    def batches(name, template):
+        path = os.path.join(work, name + ".sql")
+        with open(path, "w") as file:
+            for low in range(1, ROWS + 1, FLOOR_BATCH):
+                file.write(template.format(low=low, high=low + FLOOR_BATCH - 1) + "\n")
+        return path
+    expand = next(name for name in os.listdir(online_folder) if name.startswith("0002_") and name.endswith(".up.sql"))
+    with open(os.path.join(online_folder, expand)) as file:
+        sections = file.read().split("-- section: ")
+    trigger = next(section for section in sections if section.startswith("transaction") and "CREATE TRIGGER" in section)
+    trigger_path = os.path.join(work, "sync_trigger.sql")
+    with open(trigger_path, "w") as file:
+        file.write(trigger[len("transaction"):])
+    index = "CREATE INDEX CONCURRENTLY events_name_idx ON events (name)"
+    return {
+        "floor_in_place": ("whole", ["ALTER TABLE events ADD COLUMN score_2 double precision",
+                                     batches("in_place", "UPDATE events SET score_2 = score::double precision WHERE id >= {low} AND id <= {high};"), index]),
+        "floor_in_place_with_trigger": ("online", [trigger_path, batches(
+            "in_place_trigger",
+            "BEGIN; SET LOCAL schemagen.backfill = on; UPDATE events SET schemagen_2_score = score::double precision WHERE id >= {low} AND id <= {high}; COMMIT;"), index]),
+        "floor_copy_and_swap": ("whole", ["CREATE TABLE events_copy (id bigint PRIMARY KEY, name text NOT NULL, score double precision NOT NULL)",
+                                          batches("copy", "INSERT INTO events_copy SELECT id, name, score::double precision FROM events WHERE id >= {low} AND id <= {high};"),
+                                          "CREATE INDEX CONCURRENTLY events_copy_name_idx ON events_copy (name)",
+                                          "BEGIN; LOCK events, events_copy IN ACCESS EXCLUSIVE MODE; DROP TABLE events; ALTER TABLE events_copy RENAME TO events; COMMIT;"]),
+    }
+
+
 def report_single_server(waits, totals):
     online_wait, whole_wait = statistics.median(waits["online"]), statistics.median(waits["whole"])
     online_total, whole_total = statistics.median(totals["online"]), statistics.median(totals["whole"])
     figure(f"migrate_online_longest_app_wait_{ROWS}_rows", online_wait, "s", whole_wait, f"migrate_up_whole({whole_wait:.3f}s)")
     figure(f"migrate_online_total_time_{ROWS}_rows", online_total, "s", whole_total, f"migrate_up_whole({whole_total:.3f}s)")
+    for floor in FLOORS:
+        figure(f"migrate_online_{floor}_{ROWS}_rows", statistics.median(totals[floor]), "s", whole_total, f"migrate_up_whole({whole_total:.3f}s)")
     print(f"# median of {RUNS} alternating runs; longest waits online {[round(x, 3) for x in waits['online']]}, whole {[round(x, 3) for x in waits['whole']]}; "
-          f"totals online {[round(x, 2) for x in totals['online']]}, whole {[round(x, 2) for x in totals['whole']]}", file=sys.stderr)
+          f"totals {({side: [round(x, 2) for x in values] for side, values in totals.items()})}", file=sys.stderr)
 
 
 if __name__ == "__main__":
