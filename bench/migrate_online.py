@@ -213,11 +213,7 @@ def single_server(schemagen, migrate):
             for run in range(RUNS):
                 for floor, (template, script) in floors.items():
                     name = f"floor_{floor}_{run}"
-                    psql(f"{base}/postgres", f"CREATE DATABASE {name} TEMPLATE template_{template}")
-                    psql(f"{base}/{name}", "CHECKPOINT")
-                    app = App(f"{base}/{name}")
-                    app.start()
-                    time.sleep(0.5)
+                    app = copy_with_app(base, name, template)
                     start = time.perf_counter()
                     for step in script:
                         if step.endswith(".sql"):
@@ -229,11 +225,7 @@ def single_server(schemagen, migrate):
                     psql(f"{base}/postgres", f"DROP DATABASE {name} WITH (FORCE)")
                 for side in ("whole", "online"):
                     name = f"run_{side}_{run}"
-                    psql(f"{base}/postgres", f"CREATE DATABASE {name} TEMPLATE template_{side}")
-                    psql(f"{base}/{name}", "CHECKPOINT")
-                    app = App(f"{base}/{name}")
-                    app.start()
-                    time.sleep(0.5)
+                    app = copy_with_app(base, name, side)
                     command = [migrate, "up", "--database", f"{base}/{name}", "--dir", folders[side]] + (["--complete"] if side == "online" else [])
                     start = time.perf_counter()
                     result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -286,6 +278,16 @@ def floor_scripts(work, online_folder):
                                           "CREATE INDEX CONCURRENTLY events_copy_name_idx ON events_copy (name)",
                                           "BEGIN; LOCK events, events_copy IN ACCESS EXCLUSIVE MODE; DROP TABLE events; ALTER TABLE events_copy RENAME TO events; COMMIT;"]),
     }
+
+
+def copy_with_app(base, name, template):
+    """A fresh copy of a template database, checkpointed, with the app already updating rows."""
+    psql(f"{base}/postgres", f"CREATE DATABASE {name} TEMPLATE template_{template}")
+    psql(f"{base}/{name}", "CHECKPOINT")
+    app = App(f"{base}/{name}")
+    app.start()
+    time.sleep(0.5)
+    return app
 
 
 def report_single_server(waits, totals):

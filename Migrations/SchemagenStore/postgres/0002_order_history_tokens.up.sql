@@ -20,11 +20,7 @@
 
 DO $schemagen$
 BEGIN
-    IF NOT EXISTS (
-        SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-        WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token'
-            AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%'
-    ) THEN
+    IF NOT EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token' AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%') THEN
         ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT (4611686018427387904 + txid_current());
     END IF;
 END $schemagen$;

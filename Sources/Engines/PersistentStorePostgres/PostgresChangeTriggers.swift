@@ -235,11 +235,8 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
     /// timeout, or one this role may not alter, keeps the ordering lock instead, until the next
     /// opening.
     func prepareHistoryOrdering() throws(DatabaseFailure) {
-        let current = try rows(
-            "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token'",
-            []
-        ).first?.first
-        if case .text(let expression)? = current, expression.contains("txid_current") {
+        let ordered = try rows("SELECT (\(StoreTableMigrations.historyTokensOrdered))::int", []).first?.first
+        if ordered == .integer(1) {
             historyTokensOrdered = true
             return
         }

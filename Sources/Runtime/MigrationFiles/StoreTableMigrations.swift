@@ -69,6 +69,14 @@ public enum StoreTableMigrations {
     /// The token column's default once tokens are ordered by transaction id.
     public static let orderedTokenDefault = "(\(orderedTokenBase) + txid_current())"
 
+    /// True where the token column already has that default (an SQL condition): the store's
+    /// check at opening and `0002_order_history_tokens`'s, so both skip the change alike.
+    ///
+    ///     SELECT (\(StoreTableMigrations.historyTokensOrdered))::int
+    public static let historyTokensOrdered =
+        "EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+        + "WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token' AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%')"
+
     /// The statement that orders history tokens by transaction id. It takes the table's
     /// exclusive lock for an instant; run again, it changes nothing.
     public static let orderHistoryTokens =
@@ -114,11 +122,7 @@ public enum StoreTableMigrations {
 
                 DO $schemagen$
                 BEGIN
-                    IF NOT EXISTS (
-                        SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-                        WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token'
-                            AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%'
-                    ) THEN
+                    IF NOT \(historyTokensOrdered) THEN
                         \(orderHistoryTokens)
                     END IF;
                 END $schemagen$;

@@ -106,8 +106,7 @@ extension GenerationPipeline {
             return .planningFailed
         }
         // Written with the other migrations below; a checking run reports them missing.
-        let storeFolder = StoreMigrationFolder.directory(root: configuration.migrationsRoot).path
-        storeMigrations = plan.storeMigrations.map { storeFolder + "/" + $0.entry.prefix }
+        storeMigrations = plan.storeMigrations.map { StoreMigrationFolder.path(of: $0, root: configuration.migrationsRoot) }
         if !mode.generatesCode {
             if mode.writes, case .failure(let failure) = writeMigrations(plan) {
                 return .stopped(failure)

@@ -20,17 +20,30 @@ public enum StoreMigrationFolder {
     }
 
     /// The folder under `root`.
+    ///
+    ///     StoreMigrationFolder.directory(root: "Migrations").path   // Migrations/SchemagenStore/postgres
     public static func directory(root: String, files: any MigrationFileReading = DiskFiles()) -> MigrationDirectory {
         MigrationDirectory.folder(schema: StoreTableMigrations.schema, root: root, dialect: .postgres, files: files)
     }
 
+    /// A migration's path in the folder, without its extensions.
+    ///
+    ///     StoreMigrationFolder.path(of: StoreTableMigrations.postgres[0], root: "Migrations")   // .../0001_create_history
+    public static func path(of migration: StoreTableMigrations.Migration, root: String) -> String {
+        directory(root: root).path + "/" + migration.entry.prefix
+    }
+
     /// Whether any of these schemas keeps its history on PostgreSQL.
+    ///
+    ///     StoreMigrationFolder.isNeeded(schemas, dialects: configuration.dialects(of:))
     public static func isNeeded(_ schemas: [Schema], dialects: (Schema) -> [SQLDialectName]) -> Bool {
         schemas.contains { $0.recordsHistory && dialects($0).contains(.postgres) }
     }
 
     /// The migrations the folder lacks, and its problems: a schema of the store's reserved name,
     /// or a number of the folder that names another migration.
+    ///
+    ///     let (missing, problems) = StoreMigrationFolder.pending(schemas, root: "Migrations")
     public static func pending(_ schemas: [Schema], root: String, files: any MigrationFileReading = DiskFiles()) -> (
         missing: [StoreTableMigrations.Migration], problems: [Diagnostic]
     ) {
@@ -62,13 +75,15 @@ public enum StoreMigrationFolder {
 
     /// Writes the migrations into the folder, each with the snapshot of the store's tables; the
     /// path of each written one (without its extensions).
+    ///
+    ///     let written = try StoreMigrationFolder.write(missing, root: "Migrations")
     public static func write(_ migrations: [StoreTableMigrations.Migration], root: String) throws -> [String] {
         let folder = directory(root: root)
         var written: [String] = []
         for migration in migrations {
             let snapshot = SchemaSnapshot(schema: StoreTableMigrations.schema, version: migration.entry.number, tables: tables)
             try folder.write(up: migration.upText, down: migration.downText, snapshot: snapshot.canonicalJSON(), as: migration.entry, manifest: .addWritten)
-            written.append("\(folder.path)/\(migration.entry.prefix)")
+            written.append(path(of: migration, root: root))
         }
         return written
     }
