@@ -10,10 +10,10 @@ median of BENCH_PG_RUNS (3).
   ran online, against the longest while `migrate up` ran the whole migration (its type change
   rewrites the table under an exclusive lock). The lower, the better.
 - `total_time`: `migrate up --complete` online against `migrate up` whole: the price of
-  staying online (batched backfill, an index built concurrently, validations).
+  staying online (a copy filled in batches, an index built concurrently, the swap).
 - `floor_*`: the bare work of each way to make the change online, without a migrator, against
-  the whole migration: rows updated in place (with and without the sync trigger apps' writes
-  need meanwhile), or copied into a new table that is then swapped in (FLOORS below).
+  the whole migration: rows updated in place (as earlier releases did), or copied into a new
+  table that is then swapped in (as schemagen does; FLOORS below).
 
 Then the same on a Patroni cluster (cluster.py: three nodes, synchronous_mode_strict), through
 its multi-host URL, without the app: the whole migration, the online one throttled by replica
@@ -209,7 +209,7 @@ def single_server(schemagen, migrate):
 
             waits = {"whole": [], "online": []}
             totals = {"whole": [], "online": [], **{floor: [] for floor in FLOORS}}
-            floors = floor_scripts(work, folders["online"])
+            floors = floor_scripts(work)
             for run in range(RUNS):
                 for floor, (template, script) in floors.items():
                     name = f"floor_{floor}_{run}"
@@ -244,35 +244,25 @@ def single_server(schemagen, migrate):
 
 
 # The floors of the two ways to change a type online, each the bare work on the same table with
-# no migrator: updating every row in place (a new column, batched UPDATEs, the index built
-# concurrently), the same with the sync trigger the app's writes need meanwhile, and copying
-# into a new table (batched INSERT ... SELECT into a table with the key, the index built
-# concurrently, the tables swapped in one transaction), as pg-osc and gh-ost do.
-FLOORS = ("floor_in_place", "floor_in_place_with_trigger", "floor_copy_and_swap")
+# no migrator, no trigger and no row lock: updating every row in place (a new column, batched
+# UPDATEs, the index built concurrently), which earlier releases did, and copying into a new
+# table (batched INSERT ... SELECT into a table with the key, the index built concurrently, the
+# tables swapped in one transaction), which schemagen does, as pg-osc and gh-ost do.
+FLOORS = ("floor_in_place", "floor_copy_and_swap")
 FLOOR_BATCH = 11111
 
 
-def floor_scripts(work, online_folder):
+def floor_scripts(work):
     def batches(name, template):
         path = os.path.join(work, name + ".sql")
         with open(path, "w") as file:
             for low in range(1, ROWS + 1, FLOOR_BATCH):
                 file.write(template.format(low=low, high=low + FLOOR_BATCH - 1) + "\n")
         return path
-    expand = next(name for name in os.listdir(online_folder) if name.startswith("0002_") and name.endswith(".up.sql"))
-    with open(os.path.join(online_folder, expand)) as file:
-        sections = file.read().split("-- section: ")
-    trigger = next(section for section in sections if section.startswith("transaction") and "CREATE TRIGGER" in section)
-    trigger_path = os.path.join(work, "sync_trigger.sql")
-    with open(trigger_path, "w") as file:
-        file.write(trigger[len("transaction"):])
     index = "CREATE INDEX CONCURRENTLY events_name_idx ON events (name)"
     return {
         "floor_in_place": ("whole", ["ALTER TABLE events ADD COLUMN score_2 double precision",
                                      batches("in_place", "UPDATE events SET score_2 = score::double precision WHERE id >= {low} AND id <= {high};"), index]),
-        "floor_in_place_with_trigger": ("online", [trigger_path, batches(
-            "in_place_trigger",
-            "BEGIN; SET LOCAL schemagen.backfill = on; UPDATE events SET schemagen_2_score = score::double precision WHERE id >= {low} AND id <= {high}; COMMIT;"), index]),
         "floor_copy_and_swap": ("whole", ["CREATE TABLE events_copy (id bigint PRIMARY KEY, name text NOT NULL, score double precision NOT NULL)",
                                           batches("copy", "INSERT INTO events_copy SELECT id, name, score::double precision FROM events WHERE id >= {low} AND id <= {high};"),
                                           "CREATE INDEX CONCURRENTLY events_copy_name_idx ON events_copy (name)",

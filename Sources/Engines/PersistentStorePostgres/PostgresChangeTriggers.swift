@@ -116,11 +116,15 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
         _ tables: [(physical: String, table: String, columns: [(name: String, type: String)])], mappedImage: (String, String) -> String
     ) -> String {
         let dialect = PostgresDialect()
+        let physicalNames = Set(tables.map(\.physical))
         func values(_ image: String) -> String {
-            let cases = tables.map { physical, table, columns in
+            let cases = tables.flatMap { physical, table, columns in
                 let casts = columns.map { "r.\(dialect.quote($0.name))::text" }.joined(separator: ", ")
                 let row = "jsonb_populate_record(NULL::\(dialect.quote(table)), \(mappedImage(image, table)))"
-                return "WHEN \(dialect.literal(physical)) THEN (SELECT ARRAY[\(casts)]::text[] FROM \(row) r)"
+                // A table read through a view under another name (an expanded migration's copy or
+                // rename) takes the view's name at contract: its images are read under either.
+                let names = physical == table || physicalNames.contains(table) ? [physical] : [physical, table]
+                return names.map { "WHEN \(dialect.literal($0)) THEN (SELECT ARRAY[\(casts)]::text[] FROM \(row) r)" }
             }
             return "CASE WHEN \(image) IS NOT NULL THEN CASE tbl \(cases.joined(separator: " ")) END END"
         }

@@ -72,9 +72,25 @@ public struct OnlinePhase: Sendable, Hashable {
         ///     backfill.pendingQuery(in: update)   // SELECT "id" FROM "item" WHERE "id" >= $1 ... AND (...)
         public func pendingQuery(in update: String) -> String? {
             let trimmed = update.trimmingCharacters(in: .whitespacesAndNewlines)
+            if let copied = copyPendingQuery(trimmed) { return copied }
             let suffix = " FOR UPDATE SKIP LOCKED);"
             guard let open = trimmed.range(of: " IN (SELECT "), trimmed.hasSuffix(suffix) else { return nil }
             return String(trimmed[trimmed.index(open.lowerBound, offsetBy: 5)..<trimmed.index(trimmed.endIndex, offsetBy: -suffix.count)])
+        }
+
+        /// The query of the rows a copying backfill (`INSERT INTO copy ... SELECT ... FROM table
+        /// AS schemagen_source WHERE ... FOR SHARE OF schemagen_source SKIP LOCKED;`) still has to
+        /// copy in a range (`$1`, `$2`); nil for any other statement.
+        ///
+        ///     backfill.copyPendingQuery(copy)   // SELECT schemagen_source."id" AS "id" FROM "item" AS schemagen_source WHERE ...
+        public func copyPendingQuery(_ statement: String) -> String? {
+            let statement = statement.trimmingCharacters(in: .whitespacesAndNewlines)
+            let suffix = " FOR SHARE OF schemagen_source SKIP LOCKED;"
+            guard statement.hasPrefix("INSERT INTO "), statement.hasSuffix(suffix), let source = statement.range(of: " AS schemagen_source WHERE "),
+                let from = statement[..<source.lowerBound].range(of: " FROM ", options: .backwards)
+            else { return nil }
+            let key = "\"" + key.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            return "SELECT schemagen_source.\(key) AS \(key)" + statement[from.lowerBound..<statement.index(statement.endIndex, offsetBy: -suffix.count)]
         }
     }
 

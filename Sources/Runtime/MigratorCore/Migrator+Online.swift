@@ -624,7 +624,10 @@ extension Migrator {
             progress(.backfilled(table: backfill.table, rows: run.done))
         }
         if backfill.inclusive {
-            try revisitHeldRows(backfill, update: update, file: file, section: section, line: line, options: options, progress: progress)
+            // A copy that counted its batches from the first comes back only to the ranges where
+            // it passed rows by; anything else reads the whole table again for them.
+            let ranges = resume == nil && backfill.copyPendingQuery(update.text) != nil ? run.passedRanges : nil
+            try revisitHeldRows(backfill, update: update, ranges: ranges, file: file, section: section, line: line, options: options, progress: progress)
         }
     }
 
@@ -644,6 +647,9 @@ extension Migrator {
         var runRows = 0
         /// Rows in the next batch: the file's batch at first, then sized to the time target.
         var batch: Int
+        /// A copy's ranges in which it wrote fewer rows than the range holds: rows apps held, or
+        /// rows the app's writes had copied already.
+        var passedRanges: [[StoredValue]] = []
 
         var table: SQL { SQL.identifier(backfill.table) }
         var key: SQL { SQL.identifier(backfill.key) }
@@ -675,7 +681,12 @@ extension Migrator {
                     try database.commit()
                     return
                 }
-                try runBackfillUpdate(run.update, [from, upper], file: file, section: section, line: line)
+                if run.backfill.copyPendingQuery(run.update.text) != nil {
+                    let written = try runCountedCopy(run.update, [from, upper], file: file, section: section, line: line)
+                    if written < count { run.passedRanges.append([from, upper]) }
+                } else {
+                    try runBackfillUpdate(run.update, [from, upper], file: file, section: section, line: line)
+                }
                 if case .text(let end) = upper {
                     try recordBackfillProgress(run, end: end, rows: count)
                     run.lower = end
@@ -738,7 +749,10 @@ extension Migrator {
         let whole = try database.query(
             "SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(value: .integer(Int64(batch - 1)))")
         if case .text(let end)? = whole.first?.first { return (end, batch) }
-        let rest = try database.query("SELECT CAST(max(\(key)) AS text), count(*) FROM \(table) WHERE \(range)").first
+        // The last key by the index, not `max`, which some key types (uuid) lack.
+        let rest = try database.query(
+            "SELECT (SELECT CAST(\(key) AS text) FROM \(table) WHERE \(range) ORDER BY \(key) DESC LIMIT 1), (SELECT count(*) FROM \(table) WHERE \(range))"
+        ).first
         guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
         return (end, Int(rows))
     }
@@ -748,7 +762,8 @@ extension Migrator {
     /// sessions holding them. When the retries run out, the section fails with them named; the
     /// rest of the table is done, and running the same command again resumes here.
     func revisitHeldRows(
-        _ backfill: OnlinePhase.Backfill, update: MigrationScriptText, file: String, section: Int, line: Int, options: Options, progress: (Event) -> Void
+        _ backfill: OnlinePhase.Backfill, update: MigrationScriptText, ranges: [[StoredValue]]? = nil, file: String, section: Int, line: Int, options: Options,
+        progress: (Event) -> Void
     ) throws(MigratorError) {
         guard let pending = backfill.pendingQuery(in: update.text) else { return }
         let (table, key) = (SQL.identifier(backfill.table), SQL.identifier(backfill.key))
@@ -763,10 +778,18 @@ extension Migrator {
                 do throws(MigratorError) {
                     try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
                     try online?.markBackfill()
-                    let range = try database.query("SELECT CAST(min(\(key)) AS text), CAST(max(\(key)) AS text) FROM \(table)").first ?? []
-                    if range.count == 2, case .text = range[0] {
+                    var whole = ranges ?? []
+                    if ranges == nil {
+                        whole = [
+                            try database.query(
+                                "SELECT (SELECT CAST(\(key) AS text) FROM \(table) ORDER BY \(key) LIMIT 1), (SELECT CAST(\(key) AS text) FROM \(table) ORDER BY \(key) DESC LIMIT 1)"
+                            ).first ?? []
+                        ]
+                    }
+                    held = []
+                    for range in whole where range.count == 2 && range[0] != .null {
                         try runBackfillUpdate(update, range, file: file, section: section, line: line)
-                        held = try database.query(heldRows, arguments: range).compactMap {
+                        held += try database.query(heldRows, arguments: range).compactMap {
                             if case .text(let text)? = $0.first { text } else { nil }
                         }
                     }
@@ -792,10 +815,23 @@ extension Migrator {
         }
     }
 
+    /// One batch of a copy, with the rows it wrote.
+    func runCountedCopy(_ copy: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) -> Int {
+        let statement = copy.text.trimmingCharacters(in: .whitespacesAndNewlines).dropLast()
+        let counted = MigrationScriptText("WITH schemagen_batch AS (\(statement) RETURNING 1) SELECT count(*) FROM schemagen_batch")
+        var written = 0
+        try runBackfillUpdate(counted, bounds, file: file, section: section, line: line) { rows in
+            if case .integer(let count)? = rows.first?.first { written = Int(count) }
+        }
+        return written
+    }
+
     /// One batch's UPDATE; a lock or deadlock it met is retried like a section's.
-    func runBackfillUpdate(_ update: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) {
+    func runBackfillUpdate(
+        _ update: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int, rows: ([[StoredValue]]) -> Void = { _ in }
+    ) throws(MigratorError) {
         do {
-            _ = try database.query(update, arguments: bounds)
+            rows(try database.query(update, arguments: bounds))
         } catch {
             if case .database(let failure) = error, failure.kind == .busy {
                 throw MigratorError.tableLockTimeout(file: file, statement: 1, line: line, message: failure.message)

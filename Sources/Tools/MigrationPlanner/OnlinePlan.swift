@@ -48,7 +48,7 @@ public struct OnlinePlan: Sendable {
     }
 }
 
-private struct OnlinePlanner {
+struct OnlinePlanner {
     let from: SchemaSnapshot?
     let to: SchemaSnapshot
     let renderer = PostgresRenderer()
@@ -59,6 +59,14 @@ private struct OnlinePlanner {
     var refused: [String] = []
     /// Copies of a split's existing rows, batched: after the triggers that keep both places in step.
     var expandCopies: [OnlinePhase.Section] = []
+    /// Tables rebuilt by copying (`OnlineCopy`): new name -> the copy's name until contract.
+    var copiedTables: [String: String] = [:]
+    /// Their batched copies, index builds, and what follows the copies (in a transaction per table).
+    var expandTableCopies: [OnlinePhase.Section] = []
+    var expandCopyIndexes: [SQL] = []
+    var expandAfterCopy: [[SQL]] = []
+    /// Contract: each copy taking its table's place, in a transaction of its own.
+    var contractSwaps: [[SQL]] = []
     /// Contract: a split's triggers, each table's in a transaction of its own.
     var contractSyncDrops: [[SQL]] = []
 
@@ -146,10 +154,13 @@ private struct OnlinePlanner {
             physicalTable[change.to.name] = change.from.name
             physicalColumns[change.to.name] = change.columnSources
         }
+        var splitTables = Set<String>()
+        for case .fillTable(let fill) in changes { splitTables.formUnion([fill.source, fill.target]) }
         for change in changes {
             switch change {
             case .createTable(let table): createTable(table, steps: steps)
             case .dropTable(let table): dropTable(table)
+            case .alterTable(let change) where rebuildsByCopy(change, splitTables: splitTables): copyTable(change)
             case .alterTable(let change): alterTable(change)
             case .fillTable(let fill): splitTable(fill)
             case .grant: break
@@ -166,6 +177,7 @@ private struct OnlinePlanner {
             let physical = SQL.identifier(physicalTable[table] ?? table)
             expandTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: from, to: to))
             rollbackTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
+            if let copy = copiedTables[table] { expandTables.append(PostgresRenderer.grantChange(on: .identifier(copy), role: role, from: from, to: to)) }
         }
     }
 
@@ -183,6 +195,9 @@ private struct OnlinePlanner {
         // otherwise be entered in every index again (the table has no room for HOT updates), and
         // the backfill of 1,000,000 rows measured twice as long.
         expand += expandStatements.filter { backfilled.contains($0.table) }.map { .statement(text($0.statement)) }
+        expand += expandTableCopies
+        expand += expandCopyIndexes.map { .statement(text($0)) }
+        expand += expandAfterCopy.filter { !$0.isEmpty }.map { .transaction(text($0)) }
         for table in Set(expandAfterBackfill.map(\.table)).sorted() {
             expand.append(.transaction(text(expandAfterBackfill.filter { $0.table == table }.map(\.statement))))
         }
@@ -203,10 +218,11 @@ private struct OnlinePlanner {
         contract += contractKeys.map { .transaction(text($0)) }
         contract += contractTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
         contract += contractDrops.map { .transaction(text($0)) }
+        contract += contractSwaps.map { .transaction(text($0)) }
         contract += contractKeysAdded.map { .transaction(text($0)) }
         // The tables now have the new version's names: its views read them as they are.
         let mapped = to.tables.filter { table in
-            physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name }
+            copiedTables[table.name] != nil || physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name }
         }
         if !mapped.isEmpty {
             contract.append(.transaction(text(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" })))
@@ -255,7 +271,10 @@ private struct OnlinePlanner {
     func newViews() -> [SQL] {
         var mapping: [String: (table: String, columns: [(name: String, physical: String)])] = [:]
         for table in to.tables {
-            mapping[table.name] = (physicalTable[table.name] ?? table.name, viewColumns[table.name] ?? table.columns.map { ($0.name, $0.name) })
+            mapping[table.name] = (
+                copiedTables[table.name] ?? physicalTable[table.name] ?? table.name,
+                copiedTables[table.name] != nil ? table.columns.map { ($0.name, $0.name) } : viewColumns[table.name] ?? table.columns.map { ($0.name, $0.name) }
+            )
         }
         var statements: [SQL] = ["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + views(of: to, schema: newSchema, mapping: mapping)
         for (table, defaults) in viewDefaults.sorted(by: { $0.key < $1.key }) {

@@ -149,12 +149,13 @@ struct OnlineMigrateProcessTests {
         var phase: [[StoredValue]]
     }
 
-    /// Holds ACCESS SHARE on `events` (what a long read holds) for `seconds`, while an app reads
-    /// the table in a loop and `migrate up` runs with the given lock budget.
+    /// Holds ROW EXCLUSIVE on `events` (what an open write transaction holds, which the trigger
+    /// expand creates waits for) for `seconds`, while an app reads the table in a loop and
+    /// `migrate up` runs with the given lock budget.
     static func migrate(_ arguments: [String], whileLockHeldFor seconds: Double, url: String, path: String) throws -> LockedRun {
         let holder = Handed(try PostgresConnection(url))
         try holder.value.execute("BEGIN")
-        _ = try holder.value.query("SELECT count(*) FROM events")
+        try holder.value.execute("UPDATE events SET score = score WHERE id = 1")
         let release = Thread {
             Thread.sleep(forTimeInterval: seconds)
             try? holder.value.execute("COMMIT")

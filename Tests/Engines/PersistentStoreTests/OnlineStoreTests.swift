@@ -18,38 +18,49 @@ import Testing
 /// opening the database during the rollout.
 @Suite(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
 struct OnlineStoreTests {
-    /// Todo as its YAML says (version 2 here), and a version 1 whose `taskName` was `taskTitle`.
-    static func migrations() throws -> [EmbeddedMigration] {
+    /// Todo as its YAML says (version 2 here), and a version 1 whose `taskName` was `taskTitle`
+    /// and, `retyped`, whose `isCompleted` was a number (so the table is rebuilt by copying).
+    static func migrations(retyped: Bool) throws -> [EmbeddedMigration] {
+        try Self.migrationsWithContract(retyped: retyped).map { script in
+            EmbeddedMigration(
+                version: script.version, name: script.name, up: "SELECT 1;", down: "SELECT 1;",
+                dialects: ["postgres": .init(up: script.up, down: script.down, contract: script.contract)])
+        }
+    }
+
+    /// Todo's versions 1 and 2 as this suite changes them.
+    static func versions(retyped: Bool) throws -> (SchemaSnapshot, SchemaSnapshot) {
         let yaml = try String(contentsOf: repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"), encoding: .utf8)
         func snapshot(_ text: String) throws -> SchemaSnapshot {
             let loaded = SchemaLoader.load(source: .init(path: "Todo.yaml", text: text))
             return SnapshotBuilder.snapshot(of: try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))"))
         }
         let current = yaml.replacingOccurrences(of: "version: 3", with: "version: 2")
-        let v1 = try snapshot(current.replacingOccurrences(of: "version: 2", with: "version: 1").replacingOccurrences(of: "taskName: {", with: "taskTitle: {"))
+        var first = current.replacingOccurrences(of: "version: 2", with: "version: 1").replacingOccurrences(of: "taskName: {", with: "taskTitle: {")
+        if retyped { first = first.replacingOccurrences(of: "isCompleted: {type: Bool, default: false}", with: "isCompleted: {type: Int32, default: 0}") }
+        let v1 = try snapshot(first)
         let v2 = try snapshot(current.replacingOccurrences(of: "taskName: {", with: "taskName: {renamedFrom: taskTitle, "))
         #expect(v1.table(named: "todo_item")?.column(named: "task_title") != nil)
-        return [Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true)]
-            .enumerated().map { offset, migration in
-                EmbeddedMigration(
-                    version: offset + 1, name: "v\(offset + 1)", up: "SELECT 1;", down: "SELECT 1;",
-                    dialects: ["postgres": .init(up: migration.upSQL(), down: migration.downSQL(), contract: migration.contractSQL())])
-            }
+        #expect((v1.table(named: "todo_item")?.column(named: "is_completed")?.kind == .integer) == retyped)
+        return (v1, v2)
     }
 
-    @Test func theStoreWorksThroughItsVersionsViewsWhileARenameIsExpandedAndAfterItCompletes() async throws {
+    @Test(arguments: [false, true])
+    func theStoreWorksThroughItsVersionsViewsWhileARenameIsExpandedAndAfterItCompletes(retyped: Bool) async throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
         let url = try server.createDatabase()
-        let migrations = try Self.migrations()
+        let migrations = try Self.migrations(retyped: retyped)
         let raw = try PostgresConnection(url)
         // Version 1 is live, with rows its app wrote.
         let first = migrations.prefix(1).compactMap { $0.variant(for: "postgres") }
         try Migrator(database: PostgresMigrationDatabase(raw), schema: "Todo", scripts: first).up()
-        try raw.execute("INSERT INTO todo_item (id, task_title, start_date, is_completed) VALUES (gen_random_uuid(), 'written by version 1', now(), false)")
+        try raw.execute("INSERT INTO todo_item (id, task_title, start_date, is_completed) VALUES (gen_random_uuid(), 'written by version 1', now(), \(retyped ? "0" : "false"))")
+        if retyped { #expect(try raw.query("SELECT count(*) FROM pg_class WHERE relname = 'schemagen_2_todo_item'") == [[.integer(0)]]) }
 
         // The version-2 app opens it: the expand runs, and it reads through todo_v2.
         let store = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(author: "v2", keys: testKeys))
         #expect(try raw.query("SELECT phase FROM schemagen_online_migrations") == [[.text("expanded")]])
+        #expect(try raw.query("SELECT count(*) FROM pg_class WHERE relname = 'schemagen_2_todo_item'") == [[.integer(retyped ? 1 : 0)]], "a type change copies the table")
         #expect(try await store.fetch(TodoItem.self).map(\.taskName) == ["written by version 1"])
         let start = try await store.currentHistoryToken()
         var milk = TodoItem(taskName: "Buy milk")
@@ -72,7 +83,7 @@ struct OnlineStoreTests {
         _ = older
 
         // Complete: the table takes the new names; the open store goes on as before.
-        let full = try Self.migrationsWithContract()
+        let full = try Self.migrationsWithContract(retyped: retyped)
         try Migrator(database: PostgresMigrationDatabase(try PostgresConnection(url)), schema: "Todo", scripts: full).complete()
         #expect(try raw.query("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'todo_item' AND column_name = 'task_name'") == [[.integer(1)]])
         let token = try await store.currentHistoryToken()
@@ -87,12 +98,8 @@ struct OnlineStoreTests {
     }
 
     /// The same migrations with their contract phases, as `migrate complete` reads them.
-    static func migrationsWithContract() throws -> [MigrationScript] {
-        let yaml = try String(contentsOf: repositoryRoot.appendingPathComponent("Schemas/Todo.yaml"), encoding: .utf8)
-        let current = yaml.replacingOccurrences(of: "version: 3", with: "version: 2")
-        func snapshot(_ text: String) throws -> SchemaSnapshot { SnapshotBuilder.snapshot(of: try #require(SchemaLoader.load(source: .init(path: "Todo.yaml", text: text)).schema)) }
-        let v1 = try snapshot(current.replacingOccurrences(of: "version: 2", with: "version: 1").replacingOccurrences(of: "taskName: {", with: "taskTitle: {"))
-        let v2 = try snapshot(current.replacingOccurrences(of: "taskName: {", with: "taskName: {renamedFrom: taskTitle, "))
+    static func migrationsWithContract(retyped: Bool) throws -> [MigrationScript] {
+        let (v1, v2) = try versions(retyped: retyped)
         return [Migration(from: nil, to: v1, renderer: PostgresRenderer(), online: true), Migration(from: v1, to: v2, renderer: PostgresRenderer(), online: true)]
             .enumerated().map { offset, migration in
                 var script = MigrationScript(version: offset + 1, name: "v\(offset + 1)", up: migration.upSQL(), down: migration.downSQL())

@@ -1,0 +1,374 @@
+import MigrationFiles
+import RelationalModel
+import SQLDialects
+
+/// A table whose rows must be rewritten (a column's type changes, or it becomes required) is
+/// rebuilt beside the old one rather than updated in place, as pg-osc and gh-ost do: updating
+/// every row in place writes each row twice (a new version, then vacuum) and runs every write
+/// through a trigger, which measured over 3 times the whole migration on 1,000,000 rows, where
+/// copying measured under 2 times.
+///
+/// Expand creates the new version's table under a temporary name (`schemagen_<version>_<table>`),
+/// with a trigger on the old table that carries the old version's writes across (converted),
+/// copies the rows in batches, builds the indexes concurrently, adds the foreign keys
+/// `NOT VALID` and validates them, adds the trigger that carries the new version's writes back,
+/// and points the new version's views at the copy. Contract swaps it in, in one short
+/// transaction. Rollback drops the copy: the old table has every row either version wrote.
+extension OnlinePlanner {
+    /// The copy's name until contract.
+    static func copyName(_ table: String, version: Int) -> String { PostgresRenderer.identifier("schemagen_\(version)_\(table)") }
+
+    /// Whether `change` is made by copying: a column needs rewriting, the table has one key
+    /// column that keeps its type, and nothing the copy cannot carry both ways changes (an
+    /// enum's values, a key, a split, a column filled by SQL over other columns).
+    func rebuildsByCopy(_ change: TableChange, splitTables: Set<String>) -> Bool {
+        let rewrites = change.changedColumns.contains { was, now in
+            renderer.needsChange(from: was, to: now)
+                && (PostgresRenderer.type(of: was) != PostgresRenderer.type(of: now) || was.isAutoIncrement != now.isAutoIncrement || (was.isNullable && !now.isNullable))
+        }
+        guard rewrites, !change.keyChanged, singleKey(of: change.from.name) != nil, change.to.primaryKey.count == 1 else { return false }
+        guard !splitTables.contains(change.from.name), !splitTables.contains(change.to.name) else { return false }
+        let key = change.to.primaryKey[0]
+        guard let keySource = change.columnSources[key], let oldKey = change.from.column(named: keySource), let newKey = change.to.column(named: key),
+            PostgresRenderer.type(of: oldKey) == PostgresRenderer.type(of: newKey), oldKey.isAutoIncrement == newKey.isAutoIncrement
+        else { return false }
+        if change.changedColumns.contains(where: { $0.from.enumValues != $0.to.enumValues }) { return false }
+        for (was, now) in change.changedColumns where was.isNullable && !now.isNullable && PostgresRenderer.filler(now) == nil { return false }
+        for column in change.addedColumns where !column.isNullable && column.defaultValue == nil {
+            guard case .value? = column.backfill else { return false }
+        }
+        return true
+    }
+
+    /// Expand, contract and rollback of a table rebuilt by copying.
+    mutating func copyTable(_ change: TableChange) {
+        let copy = CopiedTable(change: change, version: to.version, schema: to)
+        copiedTables[change.to.name] = copy.name
+        expandTables.append(copy.creation(grantsFrom: change.from.name) + copy.relaxedOldColumns + copy.forwardTrigger)
+        expandTableCopies.append(
+            .backfill(
+                OnlinePhase.Backfill(table: change.from.name, key: copy.oldKey, type: copy.keyType, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
+                update: text(copy.copyStatement)))
+        expandCopyIndexes += copy.indexBuilds
+        expandAfterCopy.append(copy.constraintsAfterCopy + copy.backwardTrigger)
+        expandValidations += copy.foreignKeyValidations
+        contractSwaps.append(copy.swap)
+        contractStatements.append(copy.inboundKeyValidation)
+        rollbackTables.append(copy.removal)
+    }
+}
+
+/// One table rebuilt by copying: the SQL of each of its steps.
+struct CopiedTable {
+    let change: TableChange
+    let version: Int
+    /// The new version's snapshot (for the copy's foreign keys onto itself).
+    let schema: SchemaSnapshot
+    var old: String { change.from.name }
+    var final: String { change.to.name }
+    var name: String { OnlinePlanner.copyName(final, version: version) }
+    var newKey: String { change.to.primaryKey[0] }
+    var oldKey: String { change.columnSources[newKey] ?? newKey }
+    var keyColumn: ColumnSnapshot? { change.to.column(named: newKey) }
+    var keyType: String { keyColumn.map { PostgresRenderer.type(of: $0) } ?? "bigint" }
+    var function: String { PostgresRenderer.identifier("schemagen_\(version)_\(final)_copy") }
+    var backFunction: String { PostgresRenderer.identifier("schemagen_\(version)_\(final)_copy_back") }
+    var keyName: String { PostgresRenderer.identifier("schemagen_\(version)_\(final)_pkey") }
+    func indexName(_ index: IndexSnapshot) -> String { PostgresRenderer.identifier("schemagen_\(version)_\(index.name)") }
+    func searchIndexName(_ index: IndexSnapshot) -> String { PostgresRenderer.identifier("schemagen_\(version)_\(index.name)_gin") }
+
+    /// The new version's columns the old table's rows fill: each kept column's value, converted
+    /// (or filled, when it becomes required), and each added column's backfill; the other
+    /// added columns take their defaults.
+    var filled: [(column: String, value: (SQL) -> SQL)] {
+        change.to.columns.compactMap { column in
+            guard let source = change.columnSources[column.name], let was = change.from.column(named: source) else {
+                guard column.defaultValue == nil, case .value(let value)? = column.backfill else { return nil }
+                return (column.name, { _ in PostgresRenderer.expression(value, kind: column.kind) })
+            }
+            return (column.name, { row in Self.forward(row + SQL.identifier(source), was: was, now: column) })
+        }
+    }
+
+    /// The old version's columns the new version's writes carry back: each kept column, converted back.
+    var carriedBack: [(column: String, value: (SQL) -> SQL)] {
+        change.to.columns.compactMap { column in
+            guard let source = change.columnSources[column.name], let was = change.from.column(named: source) else { return nil }
+            return (
+                source,
+                { row in
+                    PostgresRenderer.type(of: was) == PostgresRenderer.type(of: column)
+                        ? row + SQL.identifier(column.name) : PostgresRenderer.conversion(row + SQL.identifier(column.name), from: column, to: was)
+                }
+            )
+        }
+    }
+
+    static func forward(_ value: SQL, was: ColumnSnapshot, now: ColumnSnapshot) -> SQL {
+        let converted = PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: was, to: now)
+        guard was.isNullable, !now.isNullable, let filler = PostgresRenderer.filler(now) else { return converted }
+        return "coalesce(\(converted), \(filler))"
+    }
+
+    /// The copy, empty: the new version's columns, its key (under a name of its own until
+    /// contract), checks and comments; the key's values drawn from the old table's sequence
+    /// while both run; the old table's grants.
+    func creation(grantsFrom table: String) -> [SQL] {
+        var lines: [SQL] = change.to.columns.map { column in
+            var column = column
+            column.isAutoIncrement = false
+            if column.name == newKey { column.isNullable = false }
+            return "    \(PostgresRenderer.columnDefinition(column))"
+        }
+        lines.append("    CONSTRAINT \(identifier: keyName) PRIMARY KEY (\(identifier: newKey))")
+        lines += change.to.columns.compactMap { PostgresRenderer.check(final, $0).map { "    \($0)" } }
+        var statements: [SQL] = [
+            SQL(verbatim: SQLComment.line("the new version's \(final) is built beside \(old) and swapped in at contract")),
+            "CREATE TABLE IF NOT EXISTS \(identifier: name) (\n\(SQL.list(lines, separator: ",\n"))\n);",
+        ]
+        // Full-text documents: generated columns, added while the table is empty.
+        for index in change.to.indexes where index.isFullText {
+            statements += PostgresRenderer.createIndex(index, on: name).filter { $0.text(for: PostgresRenderer.dialect).contains("ADD COLUMN") }
+        }
+        if keyColumn?.isAutoIncrement == true {
+            statements.append(
+                "DO $schemagen$ BEGIN EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET DEFAULT nextval(%L::regclass)', \(literal: name), \(literal: newKey), pg_get_serial_sequence(\(literal: SQL.identifier(old).text(for: PostgresRenderer.dialect)), \(literal: oldKey))); END $schemagen$;"
+            )
+        }
+        statements.append(
+            """
+            DO $schemagen$ DECLARE g record; BEGIN
+                FOR g IN SELECT a.privilege_type, a.grantee FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = \(literal: SQL.identifier(table).text(for: PostgresRenderer.dialect))::regclass AND a.grantee <> c.relowner LOOP
+                    EXECUTE format('GRANT %s ON %I TO %s', g.privilege_type, \(literal: name), CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
+                END LOOP;
+            END $schemagen$;
+            """)
+        if let doc = change.to.doc { statements.append("COMMENT ON TABLE \(identifier: name) IS \(literal: doc);") }
+        for column in change.to.columns {
+            if let doc = column.doc { statements.append("COMMENT ON COLUMN \(SQL.identifier(column.name, in: name)) IS \(literal: doc);") }
+        }
+        return statements
+    }
+
+    /// Old columns the new version no longer has, required without a default: optional while
+    /// the new version's rows are carried back without them.
+    var relaxedOldColumns: [SQL] {
+        change.droppedColumns.filter { !$0.isNullable && $0.defaultValue == nil && !$0.isAutoIncrement }.map {
+            "ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: $0.name) DROP NOT NULL;"
+        }
+    }
+
+    /// Runs `body` with the other direction's trigger and the store's change recording off, so
+    /// a carried write comes back neither as a write nor as a second change.
+    static func carrying(_ body: SQL) -> SQL {
+        """
+        IF current_setting('schemagen.copying', true) = 'on' THEN RETURN NULL; END IF;
+            PERFORM set_config('schemagen.copying', 'on', true);
+            PERFORM set_config('schemagen.record_changes', 'off', true);
+            \(body)
+            PERFORM set_config('schemagen.copying', 'off', true);
+            PERFORM set_config('schemagen.record_changes', coalesce(recording, ''), true);
+            RETURN NULL;
+        """
+    }
+
+    /// The old version's writes, carried into the copy. An update reaches only a row already
+    /// copied: a row not copied yet is copied later with its latest values (the batches take
+    /// each row `FOR SHARE`, so an update waits for the batch holding its row, and a batch
+    /// passes a row an update holds, coming back to it at the end).
+    var forwardTrigger: [SQL] {
+        let columns = filled.filter { change.columnSources[$0.column] != nil }
+        let (o, n) = (SQL.identifier(oldKey), SQL.identifier(newKey))
+        let values = SQL.list(columns.map { $0.value("NEW.") })
+        let names = SQL.identifiers(columns.map(\.column))
+        let body: SQL = """
+            IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND NEW.\(o) IS DISTINCT FROM OLD.\(o)) THEN
+                    DELETE FROM \(identifier: name) WHERE \(n) = OLD.\(o);
+                END IF;
+                IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NEW.\(o) IS DISTINCT FROM OLD.\(o)) THEN
+                    INSERT INTO \(identifier: name) (\(names)) VALUES (\(values))
+                    ON CONFLICT (\(n)) DO UPDATE SET \(SQL.list(columns.filter { $0.column != newKey }.map { "\(identifier: $0.column) = excluded.\(identifier: $0.column)" }));
+                ELSIF TG_OP = 'UPDATE' THEN
+                    UPDATE \(identifier: name) SET \(SQL.list(columns.filter { $0.column != newKey }.map { "\(identifier: $0.column) = \($0.value("NEW."))" })) WHERE \(n) = NEW.\(o);
+                END IF;
+            """
+        return trigger(function, on: old, body: body)
+    }
+
+    /// The new version's writes (through its views, on the copy), carried back into the old table.
+    var backwardTrigger: [SQL] {
+        let columns = carriedBack
+        let (o, n) = (SQL.identifier(oldKey), SQL.identifier(newKey))
+        let body: SQL = """
+            IF TG_OP = 'DELETE' THEN
+                    DELETE FROM \(identifier: old) WHERE \(o) = OLD.\(n);
+                ELSIF TG_OP = 'INSERT' THEN
+                    INSERT INTO \(identifier: old) (\(SQL.identifiers(columns.map(\.column)))) VALUES (\(SQL.list(columns.map { $0.value("NEW.") })));
+                ELSE
+                    UPDATE \(identifier: old) SET \(SQL.list(columns.map { "\(identifier: $0.column) = \($0.value("NEW."))" })) WHERE \(o) = OLD.\(n);
+                END IF;
+            """
+        return trigger(backFunction, on: name, body: body)
+    }
+
+    func trigger(_ function: String, on table: String, body: SQL) -> [SQL] {
+        [
+            """
+            CREATE OR REPLACE FUNCTION \(identifier: function)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
+            DECLARE recording text := current_setting('schemagen.record_changes', true);
+            BEGIN
+                \(Self.carrying(body))
+            END $schemagen$;
+            """,
+            "DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: table);",
+            "CREATE TRIGGER \(identifier: function) AFTER INSERT OR UPDATE OR DELETE ON \(identifier: table) FOR EACH ROW EXECUTE FUNCTION \(identifier: function)();",
+        ]
+    }
+
+    /// One batch: the range's rows not in the copy yet, each taken `FOR SHARE` (so an update
+    /// of it waits for the batch, and a delete cannot bring it back), rows apps hold passed by.
+    /// The range bounds the copy's side too, so the check reads a batch of its key's index.
+    var copyStatement: SQL {
+        let type = SQL(verbatim: keyType)
+        let (o, n) = (SQL.identifier(oldKey), SQL.identifier(newKey))
+        let columns = filled
+        return """
+            INSERT INTO \(identifier: name) (\(SQL.identifiers(columns.map(\.column)))) SELECT \(SQL.list(columns.map { $0.value("") })) FROM \(identifier: old) AS schemagen_source \
+            WHERE \(o) >= $1::\(type) AND \(o) <= $2::\(type) AND NOT EXISTS (SELECT FROM \(identifier: name) AS schemagen_copy WHERE schemagen_copy.\(n) = schemagen_source.\(o) \
+            AND schemagen_copy.\(n) >= $1::\(type) AND schemagen_copy.\(n) <= $2::\(type)) FOR SHARE OF schemagen_source SKIP LOCKED;
+            """
+    }
+
+    /// The copy's secondary indexes, built once it is filled (each row is entered once), under
+    /// names of their own until contract; a build killed midway is dropped and built again.
+    var indexBuilds: [SQL] {
+        change.to.indexes.map { index in
+            let indexName = index.isFullText ? searchIndexName(index) : self.indexName(index)
+            let columns: SQL = index.isFullText ? "USING GIN (\(identifier: PostgresRenderer.searchColumn(index)))" : "(\(SQL.identifiers(index.columns)))"
+            return
+                "DROP INDEX CONCURRENTLY IF EXISTS \(identifier: indexName);\nCREATE \(index.isUnique && !index.isFullText ? "UNIQUE " : "")INDEX CONCURRENTLY \(identifier: indexName) ON \(identifier: name) \(columns);"
+        }
+    }
+
+    /// After the copy: unique indexes become constraints, and the foreign keys hold for new
+    /// rows at once (`NOT VALID`), each validated later without blocking writes.
+    var constraintsAfterCopy: [SQL] {
+        var statements: [SQL] = change.to.indexes.filter { $0.isUnique && !$0.isFullText }.map {
+            "ALTER TABLE \(identifier: name) ADD CONSTRAINT \(identifier: indexName($0)) UNIQUE USING INDEX \(identifier: indexName($0));"
+        }
+        statements += change.to.foreignKeys.map { key in
+            var key = key
+            // Onto itself: the copy; onto another table: that table as it is until contract.
+            if key.table == final { key.table = name }
+            return "ALTER TABLE \(identifier: name) ADD CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(final, key)) \(PostgresRenderer.references(key)) NOT VALID;"
+        }
+        return statements
+    }
+
+    var foreignKeyValidations: [SQL] {
+        change.to.foreignKeys.map { "ALTER TABLE \(identifier: name) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(final, $0));" }
+    }
+
+    /// Contract, in one transaction: both triggers go, the foreign keys onto the old table are
+    /// moved onto the copy (`NOT VALID`, validated after), the old table goes, the copy takes
+    /// its name, its key's and indexes' names and the old key sequence's place, and the old
+    /// table's other triggers (the store's change triggers among them) are made again on it.
+    var swap: [SQL] {
+        let oldRelation = SQL.literal(SQL.identifier(old).text(for: PostgresRenderer.dialect))
+        let copyRelation = SQL.literal(SQL.identifier(name).text(for: PostgresRenderer.dialect))
+        var renames: [SQL] = ["ALTER TABLE \(identifier: final) RENAME CONSTRAINT \(identifier: keyName) TO \(identifier: PostgresRenderer.primaryKeyName(final));"]
+        for index in change.to.indexes {
+            if index.isFullText {
+                renames.append("ALTER INDEX \(identifier: searchIndexName(index)) RENAME TO \(identifier: PostgresRenderer.searchIndex(index));")
+            } else if index.isUnique {
+                renames.append("ALTER TABLE \(identifier: final) RENAME CONSTRAINT \(identifier: indexName(index)) TO \(identifier: PostgresRenderer.indexName(index));")
+            } else {
+                renames.append("ALTER INDEX \(identifier: indexName(index)) RENAME TO \(identifier: PostgresRenderer.indexName(index));")
+            }
+        }
+        let autoIncrement = keyColumn?.isAutoIncrement == true
+        // The key's sequence: where the old one was, on a new identity (the old goes with its table).
+        let sequenceTaken: SQL = """
+            EXECUTE format('SELECT last_value, is_called FROM %s', pg_get_serial_sequence(\(oldRelation), \(literal: oldKey))) INTO last_key, key_called;
+                EXECUTE format('ALTER TABLE %I ALTER COLUMN %I DROP DEFAULT', \(literal: name), \(literal: newKey));
+            """
+        let sequenceGiven: SQL = """
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I ADD GENERATED BY DEFAULT AS IDENTITY', \(literal: final), \(literal: newKey));
+                PERFORM setval(pg_get_serial_sequence(\(literal: SQL.identifier(final).text(for: PostgresRenderer.dialect)), \(literal: newKey)), last_key, key_called);
+            """
+        return [
+            SQL(verbatim: SQLComment.line("\(name) takes the place of \(old): writes to either wait for this transaction")),
+            "LOCK TABLE \(identifier: old), \(identifier: name) IN ACCESS EXCLUSIVE MODE;",
+            "DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: old);",
+            "DROP TRIGGER IF EXISTS \(identifier: backFunction) ON \(identifier: name);",
+            "DROP FUNCTION IF EXISTS \(identifier: function)();",
+            "DROP FUNCTION IF EXISTS \(identifier: backFunction)();",
+            """
+            DO $schemagen$ DECLARE
+                -- Trigger definitions name their table qualified.
+                old_name text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = \(oldRelation)::regclass);
+                new_name text := (SELECT format('%I.%I', n.nspname, \(literal: final)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = \(oldRelation)::regclass);
+                triggers text[];
+                keys text[];
+                statement text;
+                last_key bigint;
+                key_called boolean;
+                k record;
+            BEGIN
+                -- The old table's other triggers, but those the copy already has (the store's, made by the new version).
+                triggers := ARRAY(SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t WHERE t.tgrelid = \(oldRelation)::regclass AND NOT t.tgisinternal
+                    AND NOT EXISTS (SELECT FROM pg_trigger c WHERE c.tgrelid = \(copyRelation)::regclass AND NOT c.tgisinternal AND c.tgfoid = t.tgfoid AND c.tgtype = t.tgtype));
+                FOR k IN SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+                    WHERE contype = 'f' AND confrelid = \(oldRelation)::regclass AND conrelid <> \(oldRelation)::regclass LOOP
+                    keys := keys || format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', k.tbl, k.conname, k.def);
+                    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', k.tbl, k.conname);
+                END LOOP;
+                \(autoIncrement ? sequenceTaken : "")
+                EXECUTE format('DROP TABLE %I', \(literal: old));
+                EXECUTE format('ALTER TABLE %I RENAME TO %I', \(literal: name), \(literal: final));
+                \(autoIncrement ? sequenceGiven : "")
+                FOREACH statement IN ARRAY triggers LOOP
+                    IF position(' ON ' || old_name || ' ' IN statement) = 0 THEN RAISE EXCEPTION 'schemagen: cannot move the trigger % onto %', statement, new_name; END IF;
+                    EXECUTE overlay(statement PLACING ' ON ' || new_name || ' ' FROM position(' ON ' || old_name || ' ' IN statement) FOR length(' ON ' || old_name || ' '));
+                END LOOP;
+                FOREACH statement IN ARRAY coalesce(keys, '{}') LOOP
+                    EXECUTE statement;
+                END LOOP;
+            END $schemagen$;
+            """,
+        ] + renames
+    }
+
+    /// After the swap: the foreign keys moved onto the table, validated without blocking writes.
+    var inboundKeyValidation: SQL {
+        """
+        DO $schemagen$ DECLARE k record; BEGIN
+            FOR k IN SELECT conrelid::regclass::text AS tbl, conname FROM pg_constraint WHERE contype = 'f' AND confrelid = \(literal: SQL.identifier(final).text(for: PostgresRenderer.dialect))::regclass AND NOT convalidated LOOP
+                EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', k.tbl, k.conname);
+            END LOOP;
+        END $schemagen$;
+        """
+    }
+
+    /// Rollback: the triggers and the copy go; the old table has every row either version wrote.
+    var removal: [SQL] {
+        var statements: [SQL] = [
+            "DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: old);",
+            "DROP FUNCTION IF EXISTS \(identifier: function)();",
+            "DROP TABLE IF EXISTS \(identifier: name);",
+            "DROP FUNCTION IF EXISTS \(identifier: backFunction)();",
+        ]
+        statements += change.droppedColumns.filter { !$0.isNullable && $0.defaultValue == nil && !$0.isAutoIncrement }.map { column in
+            """
+            DO $schemagen$ BEGIN
+                IF EXISTS (SELECT 1 FROM \(identifier: old) WHERE \(identifier: column.name) IS NULL) THEN
+                    RAISE NOTICE 'schemagen: %.% stays optional: rows written during the rollout lack it', \(SQL.literal(old)), \(SQL.literal(column.name));
+                ELSE
+                    ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: column.name) SET NOT NULL;
+                END IF;
+            END $schemagen$;
+            """
+        }
+        return statements
+    }
+}

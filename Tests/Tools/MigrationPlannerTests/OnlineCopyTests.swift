@@ -1,0 +1,99 @@
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import MigratorCore
+import MigratorPostgres
+import PostgresKit
+import RelationalModel
+import SchemaMetadata
+import TestSupport
+import Testing
+
+/// A type change made by copying the table (`OnlineCopy`), on a real server: both versions'
+/// writes reach both tables while expanded, and contract swaps the copy in with what pointed at
+/// the old table: another table's foreign key, a trigger the schema does not know, the key's
+/// sequence.
+@Suite(.blocking, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct OnlineCopyTests {
+    static let v1 = "entities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n"
+    static let v2 = "entities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n"
+
+    static func rows(_ connection: PostgresConnection, _ relation: String) throws -> [[StoredValue]] {
+        try connection.query("SELECT id, name, round(score::numeric, 1)::text FROM \(relation) ORDER BY id")
+    }
+
+    @Test func bothVersionsWritesReachBothTablesAndContractSwapsTheCopyIn() throws {
+        let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1))
+        let new = SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2))
+        let connection = try PostgresScenarioTests.database()
+        let migrator = OnlineScenarioTests.migrator(connection, old, new)
+        try migrator.up(.version(1))
+        try connection.execute(
+            """
+            INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 3000) AS i;
+            CREATE TABLE attendee (id bigserial PRIMARY KEY, event_id bigint NOT NULL REFERENCES events (id) ON DELETE CASCADE);
+            INSERT INTO attendee (event_id) SELECT i FROM generate_series(1, 3000, 100) AS i;
+            CREATE TABLE audit (event_id bigint);
+            CREATE FUNCTION audit_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (NEW.id); RETURN NULL; END $$;
+            CREATE TRIGGER audited AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION audit_insert();
+            """)
+
+        try migrator.up()
+        #expect(try migrator.onlineState()?.phase == .expanded)
+        #expect(try connection.query("SELECT count(*) FROM schemagen_2_events") == [[.integer(3000)]])
+        // The old version writes the old table; the new version writes the copy, through its views.
+        try connection.execute(
+            """
+            UPDATE events SET score = 41 WHERE id = 1;
+            DELETE FROM events WHERE id = 2;
+            INSERT INTO events (name, score) VALUES ('old version', 7);
+            SET search_path TO s_v2, public;
+            UPDATE events SET score = 2.6 WHERE id = 3;
+            DELETE FROM events WHERE id = 4;
+            INSERT INTO events (name, score) VALUES ('new version', 8.4);
+            RESET search_path;
+            """)
+        let oldView = try Self.rows(connection, "s_v1.events"), newView = try Self.rows(connection, "s_v2.events")
+        #expect(oldView.count == 3000 && newView.count == 3000)
+        #expect(oldView.map { $0.prefix(2) } == newView.map { $0.prefix(2) }, "both versions read the same rows")
+        #expect(try connection.query("SELECT score::text FROM events WHERE id = 3") == [[.text("3")]], "the new version's 2.6, rounded for the old one")
+        #expect(try connection.query("SELECT score::text FROM schemagen_2_events WHERE id = 1") == [[.text("41")]])
+        #expect(try connection.query("SELECT count(*) FROM events WHERE id IN (2, 4)") == [[.integer(0)]])
+
+        try migrator.up(options: .init(complete: true))
+        #expect(try migrator.onlineState() == nil)
+        #expect(try connection.query("SELECT (to_regclass('schemagen_2_events') IS NULL)::int") == [[.integer(1)]])
+        #expect(try Self.rows(connection, "events") == newView, "every row, with the new version's values")
+        #expect(try connection.query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'score'") == [[.text("double precision")]])
+        // The other table's key now refers to the new table, validated; its cascade still works.
+        #expect(try connection.query("SELECT (confrelid = 'events'::regclass AND convalidated)::int FROM pg_constraint WHERE conrelid = 'attendee'::regclass AND contype = 'f'") == [[.integer(1)]])
+        try connection.execute("DELETE FROM events WHERE id = 101")
+        #expect(try connection.query("SELECT count(*) FROM attendee WHERE event_id = 101") == [[.integer(0)]])
+        // The trigger the schema does not know moved with the table; the key goes on from the old sequence.
+        let audited = try connection.query("SELECT count(*) FROM audit")
+        let inserted = try connection.query("INSERT INTO events (name, score) VALUES ('after', 1.5) RETURNING id")
+        #expect(try connection.query("SELECT count(*) FROM audit") != audited, "the moved trigger fires")
+        let highest = try connection.query("SELECT max(id) FROM events WHERE name <> 'after'")
+        if case .integer(let id)? = inserted.first?.first, case .integer(let before)? = highest.first?.first { #expect(id > before) } else { Issue.record("\(inserted) \(highest)") }
+        #expect(try connection.query("SELECT indexname::text FROM pg_indexes WHERE tablename = 'events' ORDER BY 1") == [[.text("events_name_idx")], [.text("events_pkey")]])
+        #expect(try connection.query("SELECT count(*) FROM pg_proc WHERE proname LIKE 'schemagen_2_events_copy%'") == [[.integer(0)]])
+    }
+
+    /// Rollback drops the copy and keeps, in the old table, every row either version wrote.
+    @Test func rollbackKeepsTheRowsBothVersionsWrote() throws {
+        let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1))
+        let new = SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2))
+        let connection = try PostgresScenarioTests.database()
+        let migrator = OnlineScenarioTests.migrator(connection, old, new)
+        try migrator.up(.version(1))
+        try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 500) AS i")
+        try migrator.up()
+        try connection.execute("SET search_path TO s_v2, public; INSERT INTO events (name, score) VALUES ('new version', 3.2); UPDATE events SET score = 9.9 WHERE id = 7; RESET search_path")
+        try migrator.rollback()
+        #expect(try connection.query("SELECT (to_regclass('schemagen_2_events') IS NULL)::int") == [[.integer(1)]])
+        // 1 + ... + 500, row 7's 7 now 10 (9.9 rounded), and the new row's 3 (3.2 rounded).
+        let expectedSum: Int64 = 125_250 - 7 + 10 + 3
+        #expect(try connection.query("SELECT count(*), sum(score) FROM events") == [[.integer(501), .integer(expectedSum)]])
+        #expect(try connection.query("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal") == [[.integer(0)]])
+    }
+}
