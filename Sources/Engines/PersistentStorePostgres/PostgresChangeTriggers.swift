@@ -128,9 +128,15 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             }
             return "CASE WHEN \(image) IS NOT NULL THEN CASE tbl \(cases.joined(separator: " ")) END END"
         }
+        // Until contract, the table under the view's name is another version's (the old table a
+        // copy replaces): its images are that version's, and are passed over.
+        let othersTables = tables.filter { $0.physical != $0.table && !physicalNames.contains($0.table) }.map { physical, table, _ in
+            "(tbl = \(dialect.literal(table)) AND to_regclass(\(dialect.literal(dialect.quote(physical)))) IS NOT NULL)"
+        }
+        let tableName = othersTables.isEmpty ? "tbl" : "CASE WHEN \(othersTables.joined(separator: " OR ")) THEN NULL ELSE tbl END"
         return """
             DELETE FROM \(dialect.quote(changedRowsTable)) WHERE xact = txid_current() \
-            RETURNING seq, tbl, op, old_rowid, new_rowid, \(values("old_row")), \(values("new_row"))
+            RETURNING seq, \(tableName), op, old_rowid, new_rowid, \(values("old_row")), \(values("new_row"))
             """
     }
 

@@ -221,8 +221,9 @@ struct OnlinePlanner {
         contract += contractSwaps.map { .transaction(text($0)) }
         contract += contractKeysAdded.map { .transaction(text($0)) }
         // The tables now have the new version's names: its views read them as they are.
+        // A copied table's comment goes in its swap.
         let mapped = to.tables.filter { table in
-            copiedTables[table.name] != nil || physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name }
+            copiedTables[table.name] == nil && (physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name })
         }
         if !mapped.isEmpty {
             contract.append(.transaction(text(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" })))

@@ -81,6 +81,13 @@ struct OnlineStoreTests {
         // An app of version 1 (its code knows migration 1 only) still opens the database.
         let older = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: Array(migrations.prefix(1)), configuration: .init(keys: testKeys))
         _ = older
+        // Its change triggers are on the old table now; a write of this version carried there
+        // is recorded by them too, and this version's store reads back only its own table's image.
+        let beforeBread = try await store.currentHistoryToken()
+        try await store.insert(TodoItem(taskName: "Buy bread"))
+        let bread = try await store.history(after: beforeBread)
+        #expect(bread.count == 1 && bread.first?.changes.count == 1, "\(bread)")
+        #expect(try bread.first?.changes.first?.value(\TodoItem.taskName) == "Buy bread")
 
         // Complete: the table takes the new names; the open store goes on as before.
         let full = try Self.migrationsWithContract(retyped: retyped)
@@ -91,10 +98,10 @@ struct OnlineStoreTests {
         try await store.insert(milk)
         history = try await store.history(after: token)
         #expect(try history.first?.changes.first?.value(\TodoItem.taskName) == "Buy soy milk")
-        #expect(Set(try await store.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1"])
+        #expect(Set(try await store.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1", "Buy bread"])
         // A store opened now finds no mapping left and works the same.
         let later = try Store.open(url: url, schema: TodoSchema.descriptor, migrations: migrations, configuration: .init(keys: testKeys))
-        #expect(Set(try await later.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1"])
+        #expect(Set(try await later.fetch(TodoItem.self).map(\.taskName)) == ["Buy soy milk", "edited by version 1", "Buy bread"])
     }
 
     /// The same migrations with their contract phases, as `migrate complete` reads them.

@@ -79,6 +79,63 @@ struct OnlineCopyTests {
         #expect(try connection.query("SELECT count(*) FROM pg_proc WHERE proname LIKE 'schemagen_2_events_copy%'") == [[.integer(0)]])
     }
 
+    /// What the two versions write into one row reaches both tables column by column: a value
+    /// one version wrote stays when the other changes another column; a column the new version
+    /// adds (filled by its backfill value for the old version's rows) or makes optional, a key
+    /// the old version changes, a TRUNCATE; and a role that may insert into the table inserts
+    /// through the new version's view, its key drawn from the old table's sequence.
+    @Test func eachVersionsWritesReachTheOtherTableColumnByColumn() throws {
+        let v1 = Self.v1 + "      note: String\n"
+        let v2 = Self.v2 + "      note: String?\n      zone: {type: String, backfill: UTC}\n      sku: String?\n"
+        let connection = try PostgresScenarioTests.database()
+        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(v2, version: 2)))
+        try migrator.up(.version(1))
+        let role = "copy_writer_\(UUID().uuidString.prefix(8).lowercased())"
+        try connection.execute(
+            """
+            INSERT INTO events (name, score, note) SELECT 'event ' || i, i, 'note' FROM generate_series(1, 100) AS i;
+            CREATE ROLE \(role);
+            GRANT SELECT, INSERT ON events TO \(role);
+            """)
+        try migrator.up()
+        try connection.execute(
+            """
+            INSERT INTO events (name, score, note) VALUES ('old version', 1, 'n');
+            SET search_path TO s_v2, public;
+            UPDATE events SET score = 2.6, sku = 'A-1' WHERE id = 1;
+            INSERT INTO events (name, score, note, zone) VALUES ('without a note', 4.4, NULL, 'CET');
+            RESET search_path;
+            UPDATE events SET name = 'renamed by version 1' WHERE id = 1;
+            UPDATE events SET id = 1000 WHERE id = 1;
+            """)
+        #expect(try connection.query("SELECT zone FROM schemagen_2_events WHERE name = 'old version'") == [[.text("UTC")]], "the backfill value for the old version's rows")
+        #expect(try connection.query("SELECT count(*) FROM events WHERE name = 'without a note' AND note IS NULL") == [[.integer(1)]], "optional in the old table too")
+        #expect(
+            try connection.query("SELECT name, score::text, sku FROM schemagen_2_events WHERE id = 1000") == [[.text("renamed by version 1"), .text("2.6"), .text("A-1")]],
+            "the new version's 2.6 and its sku kept through the old version's update of another column and of the key")
+        try connection.execute("GRANT USAGE ON SCHEMA s_v2 TO \(role); GRANT SELECT, INSERT ON s_v2.events TO \(role)")
+        try connection.execute("SET ROLE \(role); INSERT INTO s_v2.events (name, score, note, zone) VALUES ('by the role', 1.0, 'n', 'UTC'); RESET ROLE")
+        #expect(try connection.query("SELECT count(*) FROM events WHERE name = 'by the role'") == [[.integer(1)]])
+        try connection.execute("TRUNCATE events")
+        #expect(try connection.query("SELECT count(*) FROM schemagen_2_events") == [[.integer(0)]])
+        try migrator.rollback()
+        try connection.execute("DROP OWNED BY \(role); DROP ROLE \(role)")
+    }
+
+    /// Expand stops before making anything where the old table has what a copy cannot carry.
+    @Test func rowLevelSecurityStopsExpandWithWhatToDo() throws {
+        let connection = try PostgresScenarioTests.database()
+        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2)))
+        try migrator.up(.version(1))
+        try connection.execute("ALTER TABLE events ENABLE ROW LEVEL SECURITY")
+        #expect {
+            try migrator.up()
+        } throws: { error in
+            "\(error)".contains("has row-level security, which a copy of the table would not carry")
+        }
+        #expect(try connection.query("SELECT (to_regclass('schemagen_2_events') IS NULL)::int") == [[.integer(1)]])
+    }
+
     /// Rollback drops the copy and keeps, in the old table, every row either version wrote.
     @Test func rollbackKeepsTheRowsBothVersionsWrote() throws {
         let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1))
