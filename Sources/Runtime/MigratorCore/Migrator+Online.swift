@@ -749,9 +749,10 @@ extension Migrator {
         let whole = try database.query(
             "SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) LIMIT 1 OFFSET \(value: .integer(Int64(batch - 1)))")
         if case .text(let end)? = whole.first?.first { return (end, batch) }
-        // The last key by the index, not `max`, which some key types (uuid) lack.
+        // The last key by the index, not `max`, which some key types (uuid) lack; the text named
+        // apart from the key, or ORDER BY would sort the text.
         let rest = try database.query(
-            "SELECT (SELECT CAST(\(key) AS text) FROM \(table) WHERE \(range) ORDER BY \(key) DESC LIMIT 1), (SELECT count(*) FROM \(table) WHERE \(range))"
+            "SELECT (SELECT CAST(\(key) AS text) AS schemagen_batch_end FROM \(table) WHERE \(range) ORDER BY \(key) DESC LIMIT 1), (SELECT count(*) FROM \(table) WHERE \(range))"
         ).first
         guard case .text(let end)? = rest?.first, case .integer(let rows)? = rest?.last else { return nil }
         return (end, Int(rows))
@@ -782,7 +783,7 @@ extension Migrator {
                     if ranges == nil {
                         whole = [
                             try database.query(
-                                "SELECT (SELECT CAST(\(key) AS text) FROM \(table) ORDER BY \(key) LIMIT 1), (SELECT CAST(\(key) AS text) FROM \(table) ORDER BY \(key) DESC LIMIT 1)"
+                                "SELECT (SELECT CAST(\(key) AS text) AS schemagen_first FROM \(table) ORDER BY \(key) LIMIT 1), (SELECT CAST(\(key) AS text) AS schemagen_last FROM \(table) ORDER BY \(key) DESC LIMIT 1)"
                             ).first ?? []
                         ]
                     }

@@ -122,6 +122,31 @@ struct OnlineCopyTests {
         try connection.execute("DROP OWNED BY \(role); DROP ROLE \(role)")
     }
 
+    /// A row an app holds while the copy runs is passed by, and copied once free with the value
+    /// the app wrote meanwhile (its update reached no copied row: there was none yet).
+    @Test func aRowHeldWhileTheCopyRunsIsCopiedWithItsLatestValue() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let url = try server.createDatabase()
+        let connection = try PostgresConnection(url)
+        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2)))
+        try migrator.up(.version(1))
+        try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 5000) AS i")
+        let locked = DispatchSemaphore(value: 0)
+        let app = Thread {
+            let holder = try? PostgresConnection(url)
+            try? holder?.execute("BEGIN; SELECT * FROM events WHERE id = 2500 FOR UPDATE")
+            locked.signal()
+            Thread.sleep(forTimeInterval: 1.5)
+            try? holder?.execute("UPDATE events SET score = 777 WHERE id = 2500; COMMIT")
+        }
+        app.start()
+        locked.wait()
+        try migrator.up()
+        while !app.isFinished { usleep(10_000) }
+        #expect(try connection.query("SELECT count(*) FROM schemagen_2_events") == [[.integer(5000)]])
+        #expect(try connection.query("SELECT score::text FROM schemagen_2_events WHERE id = 2500") == [[.text("777")]])
+    }
+
     /// Expand stops before making anything where the old table has what a copy cannot carry.
     @Test func rowLevelSecurityStopsExpandWithWhatToDo() throws {
         let connection = try PostgresScenarioTests.database()
