@@ -52,7 +52,7 @@ extension OnlinePlanner {
                 OnlinePhase.Backfill(table: change.from.name, key: copy.oldKey, type: copy.keyType, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
                 update: text(copy.copyStatement)))
         expandCopyIndexes += copy.indexBuilds + ["ANALYZE \(identifier: copy.name);"]
-        expandAfterCopy.append(copy.constraintsAfterCopy + copy.backwardTrigger)
+        expandAfterCopy.append(copy.constraintsAfterCopy + copy.sequenceGrants + copy.backwardTrigger)
         expandValidations += copy.expandKeys.map { "ALTER TABLE \(identifier: copy.name) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(copy.final, $0));" }
         contractSwaps.append(copy.swap)
         contractStatements += copy.swapKeys.map { "ALTER TABLE \(identifier: copy.final) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(copy.final, $0));" }
@@ -163,11 +163,8 @@ struct CopiedTable {
         if keyColumn?.isAutoIncrement == true {
             statements.append(
                 """
-                DO $schemagen$ DECLARE sequence text := pg_get_serial_sequence(\(relation), \(literal: oldKey)); g record; BEGIN
-                    EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET DEFAULT nextval(%L::regclass)', \(literal: name), \(literal: newKey), sequence);
-                    FOR g IN SELECT DISTINCT a.grantee FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = \(relation)::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner LOOP
-                        EXECUTE format('GRANT USAGE ON SEQUENCE %s TO %s', sequence, CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
-                    END LOOP;
+                DO $schemagen$ BEGIN
+                    EXECUTE format('ALTER TABLE %I ALTER COLUMN %I SET DEFAULT nextval(%L::regclass)', \(literal: name), \(literal: newKey), pg_get_serial_sequence(\(relation), \(literal: oldKey)));
                 END $schemagen$;
                 """)
         }
@@ -186,6 +183,23 @@ struct CopiedTable {
             if let doc = column.doc { statements.append("COMMENT ON COLUMN \(SQL.identifier(column.name, in: name)) IS \(literal: doc);") }
         }
         return statements
+    }
+
+    /// The right to draw keys from the old table's sequence (`nextval`, the copy's default while
+    /// both run) for every role that may insert into the old table, this migration's grants
+    /// included: an identity column never needed it.
+    var sequenceGrants: [SQL] {
+        guard keyColumn?.isAutoIncrement == true else { return [] }
+        let relation = SQL.literal(SQL.identifier(old).text(for: PostgresRenderer.dialect))
+        return [
+            """
+            DO $schemagen$ DECLARE sequence text := pg_get_serial_sequence(\(relation), \(literal: oldKey)); g record; BEGIN
+                FOR g IN SELECT DISTINCT a.grantee FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = \(relation)::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner LOOP
+                    EXECUTE format('GRANT USAGE ON SEQUENCE %s TO %s', sequence, CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
+                END LOOP;
+            END $schemagen$;
+            """
+        ]
     }
 
     /// Old columns the new version may leave empty: those it drops (required without a default)
@@ -214,16 +228,23 @@ struct CopiedTable {
             let source = SQL.identifier(change.columnSources[column.column] ?? column.column)
             return "\(identifier: column.column) = CASE WHEN NEW.\(source) IS DISTINCT FROM OLD.\(source) THEN \(column.value("NEW.")) ELSE \(identifier: column.column) END"
         }
+        let insert: SQL = """
+            INSERT INTO \(identifier: name) (\(SQL.identifiers(inserted.map(\.column)))) VALUES (\(SQL.list(inserted.map { $0.value("NEW.") })))
+                    ON CONFLICT (\(n)) DO UPDATE SET \(SQL.list(kept.map { "\(identifier: $0.column) = excluded.\(identifier: $0.column)" }));
+            """
         let body: SQL = """
             IF TG_OP = 'TRUNCATE' THEN
                     TRUNCATE \(identifier: name);
                 ELSIF TG_OP = 'DELETE' THEN
                     DELETE FROM \(identifier: name) WHERE \(n) = OLD.\(o);
                 ELSIF TG_OP = 'INSERT' THEN
-                    INSERT INTO \(identifier: name) (\(SQL.identifiers(inserted.map(\.column)))) VALUES (\(SQL.list(inserted.map { $0.value("NEW.") })))
-                    ON CONFLICT (\(n)) DO UPDATE SET \(SQL.list(kept.map { "\(identifier: $0.column) = excluded.\(identifier: $0.column)" }));
+                    \(insert)
                 ELSE
                     UPDATE \(identifier: name) SET \(SQL.list(["\(n) = NEW.\(o)"] + changed)) WHERE \(n) = OLD.\(o);
+                    -- A row not copied yet whose key changes may land in a range the copy is done with.
+                    IF NOT FOUND AND NEW.\(o) IS DISTINCT FROM OLD.\(o) THEN
+                        \(insert)
+                    END IF;
                 END IF;
             """
         return trigger(function, on: old, body: body, truncate: true)
@@ -361,6 +382,11 @@ struct CopiedTable {
         renames.append("COMMENT ON VIEW \(SQL.identifier(final, in: newSchema)) IS NULL;")
         let referenced = Set(swapKeys.map(\.table).filter { $0 != final }).sorted()
         let lockReferenced: [SQL] = referenced.map { "LOCK TABLE \(identifier: $0) IN SHARE ROW EXCLUSIVE MODE;" }
+        // A column of the old table under its new name (the version may rename it).
+        let renamedColumns = change.renamedColumns.sorted { $0.from < $1.from }
+        let newColumnName: SQL =
+            renamedColumns.isEmpty
+            ? "a.attname::text" : "CASE a.attname::text \(SQL.list(renamedColumns.map { "WHEN \(literal: $0.from) THEN \(literal: $0.to)" }, separator: " ")) ELSE a.attname::text END"
         let autoIncrement = keyColumn?.isAutoIncrement == true
         // The key's sequence: where the old one was, on a new identity (the old goes with its table).
         let sequenceTaken: SQL = """
@@ -407,9 +433,13 @@ struct CopiedTable {
                 triggers := ARRAY(SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t WHERE t.tgrelid = \(oldRelation)::regclass AND NOT t.tgisinternal
                     AND NOT EXISTS (SELECT FROM pg_trigger c WHERE c.tgrelid = \(copyRelation)::regclass AND NOT c.tgisinternal AND c.tgfoid = t.tgfoid AND c.tgtype = t.tgtype));
                 -- Other tables' keys onto the old table (a partition's copy of its parent's key goes with the parent's).
-                FOR k IN SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
-                    WHERE contype = 'f' AND confrelid = \(oldRelation)::regclass AND conrelid <> \(oldRelation)::regclass AND conparentid = 0 LOOP
-                    keys := keys || format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', k.tbl, k.conname, k.def);
+                -- Each made again onto the table's new name and its columns' new names.
+                FOR k IN SELECT c.conrelid::regclass::text AS tbl, c.conname, pg_get_constraintdef(c.oid) AS def,
+                        (SELECT string_agg(quote_ident(\(newColumnName)), ', ' ORDER BY r.position)
+                            FROM unnest(c.confkey) WITH ORDINALITY AS r(attnum, position) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = r.attnum) AS referenced
+                    FROM pg_constraint c WHERE c.contype = 'f' AND c.confrelid = \(oldRelation)::regclass AND c.conrelid <> \(oldRelation)::regclass AND c.conparentid = 0 LOOP
+                    keys := keys || format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', k.tbl, k.conname,
+                        regexp_replace(k.def, ' REFERENCES .*?\\((.*?)\\)', ' REFERENCES ' || new_name || '(' || k.referenced || ')'));
                     EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', k.tbl, k.conname);
                 END LOOP;
                 \(autoIncrement ? sequenceTaken : "")

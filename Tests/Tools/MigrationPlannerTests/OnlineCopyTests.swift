@@ -147,6 +147,43 @@ struct OnlineCopyTests {
         #expect(try connection.query("SELECT score::text FROM schemagen_2_events WHERE id = 2500") == [[.text("777")]])
     }
 
+    /// A table renamed and retyped in one version: other tables' keys onto it follow it to its
+    /// new name at the swap.
+    @Test func keysOntoARenamedTableFollowItAtTheSwap() throws {
+        let v2 = Self.v2.replacingOccurrences(of: "table: events", with: "table: happenings")
+        let connection = try PostgresScenarioTests.database()
+        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(v2, version: 2)))
+        try migrator.up(.version(1))
+        try connection.execute(
+            """
+            INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 50) AS i;
+            CREATE TABLE attendee (id bigserial PRIMARY KEY, event_id bigint NOT NULL REFERENCES events (id) ON DELETE CASCADE);
+            INSERT INTO attendee (event_id) VALUES (7), (8);
+            """)
+        try migrator.up()
+        #expect(try connection.query("SELECT count(*) FROM schemagen_2_happenings") == [[.integer(50)]])
+        try migrator.up(options: .init(complete: true))
+        #expect(try connection.query("SELECT (confrelid = 'happenings'::regclass AND convalidated)::int FROM pg_constraint WHERE conrelid = 'attendee'::regclass AND contype = 'f'") == [[.integer(1)]])
+        try connection.execute("DELETE FROM happenings WHERE id = 7")
+        #expect(try connection.query("SELECT event_id FROM attendee") == [[.integer(8)]])
+    }
+
+    /// The old version changes the key of a row the copy has not reached: the row reaches the
+    /// copy under its new key at once, wherever the copy is.
+    @Test func aKeyChangedBeforeItsRowIsCopiedReachesTheCopy() throws {
+        let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), new = SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2))
+        let connection = try PostgresScenarioTests.database()
+        try OnlineScenarioTests.migrator(connection, old, new).up(.version(1))
+        try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 10) AS i")
+        // Expand as far as its copy, as `migrate up` runs it.
+        for section in try #require(Migration(from: old, to: new, renderer: PostgresRenderer(), online: true).online).expand.sections {
+            if case .backfill = section { break }
+            if case .transaction(let sql) = section { try connection.execute(sql) }
+        }
+        try connection.execute("UPDATE events SET id = 9000, score = 41 WHERE id = 5")
+        #expect(try connection.query("SELECT id, score::text FROM schemagen_2_events") == [[.integer(9000), .text("41")]])
+    }
+
     /// Expand stops before making anything where the old table has what a copy cannot carry.
     @Test func rowLevelSecurityStopsExpandWithWhatToDo() throws {
         let connection = try PostgresScenarioTests.database()
