@@ -11,8 +11,8 @@ command runs again (at most three times), as its message says to.
 Reports, for the KILLS runs:
 - the runs that finished by themselves, and those a second run of the same command finished;
 - the runs that never finished: must be 0;
-- the runs that lost something: a row missing or not converted, an invalid index left, or the
-  migration not recorded as applied and contracted: must be 0.
+- the runs that lost something: a row missing or not converted, an invalid index left, the
+  copy or its triggers left, or the migration not recorded as applied and contracted: must be 0.
 The cluster and everything it started are stopped at the end, by process group."""
 import os
 import random
@@ -49,6 +49,9 @@ def whole(cluster, leader, database):
     leftovers = cluster.query(leader, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name LIKE 'schemagen_%'", database)
     if leftovers != "0":
         problems.append(f"{leftovers} of the migration's columns left")
+    copies = cluster.query(leader, "SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'schemagen\\_2\\_%') + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'schemagen\\_2\\_%')", database)
+    if copies != "0":
+        problems.append(f"{copies} of the migration's copy, indexes or trigger functions left")
     return problems
 
 

@@ -140,6 +140,8 @@ def on_cluster(schemagen, migrate, folders):
         direct = f"postgresql://postgres@127.0.0.1:{leader['port']}"
         for side, directory in folders.items():
             psql(f"{direct}/postgres", f"CREATE DATABASE cluster_{side}")
+            # libpq stops at a standby that has not replayed the new database yet.
+            caught_up(cluster, leader)
             run_checked([migrate, "up", "1", "--database", cluster.url(f"cluster_{side}"), "--dir", directory])
             psql(f"{direct}/cluster_{side}", f"INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, {ROWS}) AS i")
             psql(f"{direct}/cluster_{side}", "VACUUM ANALYZE events")
