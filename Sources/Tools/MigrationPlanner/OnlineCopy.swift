@@ -485,17 +485,7 @@ struct CopiedTable {
             "DROP TABLE IF EXISTS \(identifier: name);",
             "DROP FUNCTION IF EXISTS \(identifier: backFunction)();",
         ]
-        statements += relaxed.map { column in
-            """
-            DO $schemagen$ BEGIN
-                IF EXISTS (SELECT 1 FROM \(identifier: old) WHERE \(identifier: column) IS NULL) THEN
-                    RAISE NOTICE 'schemagen: %.% stays optional: rows written during the rollout lack it', \(SQL.literal(old)), \(SQL.literal(column));
-                ELSE
-                    ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: column) SET NOT NULL;
-                END IF;
-            END $schemagen$;
-            """
-        }
+        statements += relaxed.map { OnlinePlanner.restoreNotNull(old, $0) }
         return statements
     }
 }

@@ -386,7 +386,7 @@ struct OnlinePlanner {
             if was.isNullable != now.isNullable {
                 // Optional again: the old version never writes NULL, so allowing it changes nothing for it.
                 phases.expanding.append("ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: source) DROP NOT NULL;")
-                phases.rollingBack.append(restoreNotNull(old, source))
+                phases.rollingBack.append(Self.restoreNotNull(old, source))
             }
             if was.enumValues != now.enumValues {
                 enumChange(
@@ -412,7 +412,7 @@ struct OnlinePlanner {
         for column in change.droppedColumns {
             if !column.isNullable, column.defaultValue == nil, !column.isAutoIncrement {
                 phases.expanding.append("ALTER TABLE \(identifier: old) ALTER COLUMN \(identifier: column.name) DROP NOT NULL;")
-                phases.rollingBack.append(restoreNotNull(old, column.name))
+                phases.rollingBack.append(Self.restoreNotNull(old, column.name))
             }
             phases.contracting.append("ALTER TABLE \(identifier: old) DROP COLUMN IF EXISTS \(identifier: column.name);")
         }
@@ -853,7 +853,7 @@ struct OnlinePlanner {
 
     /// NOT NULL again on rollback, unless the new version wrote rows without the value: those
     /// are kept, and the column stays optional (a notice says so).
-    func restoreNotNull(_ table: String, _ column: String) -> SQL {
+    static func restoreNotNull(_ table: String, _ column: String) -> SQL {
         """
         DO $schemagen$ BEGIN
             IF EXISTS (SELECT 1 FROM \(identifier: table) WHERE \(identifier: column) IS NULL) THEN

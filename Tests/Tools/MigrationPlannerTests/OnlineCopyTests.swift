@@ -18,16 +18,20 @@ struct OnlineCopyTests {
     static let v1 = "entities:\n  Event:\n    table: events\n    attributes:\n      name: String\n      score: Int32\n"
     static let v2 = "entities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, indexed: true}\n      score: Double\n"
 
+    /// A fresh database at version 1, with the migrator that takes it to `v2` online.
+    static func atVersion1(_ v1: String = Self.v1, to v2: String = Self.v2, connection: PostgresConnection? = nil) throws -> (PostgresConnection, Migrator) {
+        let connection = try connection ?? PostgresScenarioTests.database()
+        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(v2, version: 2)))
+        try migrator.up(.version(1))
+        return (connection, migrator)
+    }
+
     static func rows(_ connection: PostgresConnection, _ relation: String) throws -> [[StoredValue]] {
         try connection.query("SELECT id, name, round(score::numeric, 1)::text FROM \(relation) ORDER BY id")
     }
 
     @Test func bothVersionsWritesReachBothTablesAndContractSwapsTheCopyIn() throws {
-        let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1))
-        let new = SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2))
-        let connection = try PostgresScenarioTests.database()
-        let migrator = OnlineScenarioTests.migrator(connection, old, new)
-        try migrator.up(.version(1))
+        let (connection, migrator) = try Self.atVersion1()
         try connection.execute(
             """
             INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 3000) AS i;
@@ -87,9 +91,7 @@ struct OnlineCopyTests {
     @Test func eachVersionsWritesReachTheOtherTableColumnByColumn() throws {
         let v1 = Self.v1 + "      note: String\n"
         let v2 = Self.v2 + "      note: String?\n      zone: {type: String, backfill: UTC}\n      sku: String?\n"
-        let connection = try PostgresScenarioTests.database()
-        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(v2, version: 2)))
-        try migrator.up(.version(1))
+        let (connection, migrator) = try Self.atVersion1(v1, to: v2)
         let role = "copy_writer_\(UUID().uuidString.prefix(8).lowercased())"
         try connection.execute(
             """
@@ -127,9 +129,7 @@ struct OnlineCopyTests {
     @Test func aRowHeldWhileTheCopyRunsIsCopiedWithItsLatestValue() throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
         let url = try server.createDatabase()
-        let connection = try PostgresConnection(url)
-        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2)))
-        try migrator.up(.version(1))
+        let (connection, migrator) = try Self.atVersion1(connection: try PostgresConnection(url))
         try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 5000) AS i")
         let locked = DispatchSemaphore(value: 0)
         let app = Thread {
@@ -151,9 +151,7 @@ struct OnlineCopyTests {
     /// new name at the swap.
     @Test func keysOntoARenamedTableFollowItAtTheSwap() throws {
         let v2 = Self.v2.replacingOccurrences(of: "table: events", with: "table: happenings")
-        let connection = try PostgresScenarioTests.database()
-        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(v2, version: 2)))
-        try migrator.up(.version(1))
+        let (connection, migrator) = try Self.atVersion1(to: v2)
         try connection.execute(
             """
             INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 50) AS i;
@@ -172,8 +170,7 @@ struct OnlineCopyTests {
     /// copy under its new key at once, wherever the copy is.
     @Test func aKeyChangedBeforeItsRowIsCopiedReachesTheCopy() throws {
         let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), new = SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2))
-        let connection = try PostgresScenarioTests.database()
-        try OnlineScenarioTests.migrator(connection, old, new).up(.version(1))
+        let (connection, _) = try Self.atVersion1()
         try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 10) AS i")
         // Expand as far as its copy, as `migrate up` runs it.
         for section in try #require(Migration(from: old, to: new, renderer: PostgresRenderer(), online: true).online).expand.sections {
@@ -186,9 +183,7 @@ struct OnlineCopyTests {
 
     /// Expand stops before making anything where the old table has what a copy cannot carry.
     @Test func rowLevelSecurityStopsExpandWithWhatToDo() throws {
-        let connection = try PostgresScenarioTests.database()
-        let migrator = OnlineScenarioTests.migrator(connection, SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1)), SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2)))
-        try migrator.up(.version(1))
+        let (connection, migrator) = try Self.atVersion1()
         try connection.execute("ALTER TABLE events ENABLE ROW LEVEL SECURITY")
         #expect {
             try migrator.up()
@@ -200,11 +195,7 @@ struct OnlineCopyTests {
 
     /// Rollback drops the copy and keeps, in the old table, every row either version wrote.
     @Test func rollbackKeepsTheRowsBothVersionsWrote() throws {
-        let old = SnapshotBuilder.snapshot(of: try schema(Self.v1, version: 1))
-        let new = SnapshotBuilder.snapshot(of: try schema(Self.v2, version: 2))
-        let connection = try PostgresScenarioTests.database()
-        let migrator = OnlineScenarioTests.migrator(connection, old, new)
-        try migrator.up(.version(1))
+        let (connection, migrator) = try Self.atVersion1()
         try connection.execute("INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 500) AS i")
         try migrator.up()
         try connection.execute("SET search_path TO s_v2, public; INSERT INTO events (name, score) VALUES ('new version', 3.2); UPDATE events SET score = 9.9 WHERE id = 7; RESET search_path")
