@@ -116,21 +116,22 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
         _ tables: [(physical: String, table: String, columns: [(name: String, type: String)])], mappedImage: (String, String) -> String
     ) -> String {
         let dialect = PostgresDialect()
+        // A table read through a view under another name (an expanded migration's copy or
+        // rename) takes the view's name at contract: its images are read under either.
         let physicalNames = Set(tables.map(\.physical))
+        let renamedAtContract = tables.filter { $0.physical != $0.table && !physicalNames.contains($0.table) }
         func values(_ image: String) -> String {
             let cases = tables.flatMap { physical, table, columns in
                 let casts = columns.map { "r.\(dialect.quote($0.name))::text" }.joined(separator: ", ")
                 let row = "jsonb_populate_record(NULL::\(dialect.quote(table)), \(mappedImage(image, table)))"
-                // A table read through a view under another name (an expanded migration's copy or
-                // rename) takes the view's name at contract: its images are read under either.
-                let names = physical == table || physicalNames.contains(table) ? [physical] : [physical, table]
+                let names = renamedAtContract.contains { $0.table == table } ? [physical, table] : [physical]
                 return names.map { "WHEN \(dialect.literal($0)) THEN (SELECT ARRAY[\(casts)]::text[] FROM \(row) r)" }
             }
             return "CASE WHEN \(image) IS NOT NULL THEN CASE tbl \(cases.joined(separator: " ")) END END"
         }
         // Until contract, the table under the view's name is another version's (the old table a
         // copy replaces): its images are that version's, and are passed over.
-        let othersTables = tables.filter { $0.physical != $0.table && !physicalNames.contains($0.table) }.map { physical, table, _ in
+        let othersTables = renamedAtContract.map { physical, table, _ in
             "(tbl = \(dialect.literal(table)) AND to_regclass(\(dialect.literal(dialect.quote(physical)))) IS NOT NULL)"
         }
         let tableName = othersTables.isEmpty ? "tbl" : "CASE WHEN \(othersTables.joined(separator: " OR ")) THEN NULL ELSE tbl END"

@@ -611,7 +611,7 @@ extension Migrator {
         // Progress for `status`: rows done over every run (a resumed one goes on counting).
         let recorded = resume == nil ? nil : try onlineState()?.backfill
         var run = BackfillRun(
-            backfill: backfill, update: update, place: (file, section, line), lower: resume,
+            backfill: backfill, update: update, copies: backfill.copyPendingQuery(update.text) != nil, place: (file, section, line), lower: resume,
             done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table), batch: backfill.batch)
         var lastBatchRows = 0
         while true {
@@ -626,7 +626,7 @@ extension Migrator {
         if backfill.inclusive {
             // A copy that counted its batches from the first comes back only to the ranges where
             // it passed rows by; anything else reads the whole table again for them.
-            let ranges = resume == nil && backfill.copyPendingQuery(update.text) != nil ? run.passedRanges : nil
+            let ranges = resume == nil && run.copies ? run.passedRanges : nil
             try revisitHeldRows(backfill, update: update, ranges: ranges, file: file, section: section, line: line, options: options, progress: progress)
         }
     }
@@ -635,6 +635,8 @@ extension Migrator {
     struct BackfillRun {
         let backfill: OnlinePhase.Backfill
         let update: MigrationScriptText
+        /// Whether it copies rows into another table (`INSERT ... SELECT`), counting them.
+        let copies: Bool
         let place: (file: String, section: Int, line: Int)
         /// The key the last batch ended at (nil: none yet).
         var lower: String?
@@ -681,7 +683,7 @@ extension Migrator {
                     try database.commit()
                     return
                 }
-                if run.backfill.copyPendingQuery(run.update.text) != nil {
+                if run.copies {
                     let written = try runCountedCopy(run.update, [from, upper], file: file, section: section, line: line)
                     if written < count { run.passedRanges.append([from, upper]) }
                 } else {
@@ -779,8 +781,11 @@ extension Migrator {
                 do throws(MigratorError) {
                     try online?.setLockTimeout(milliseconds: options.lockTimeoutMilliseconds, local: true)
                     try online?.markBackfill()
-                    var whole = ranges ?? []
-                    if ranges == nil {
+                    let whole: [[StoredValue]]
+                    if let ranges {
+                        whole = ranges
+                    } else {
+                        // The whole table: its first and last keys (named apart from the key, or ORDER BY would sort their text).
                         whole = [
                             try database.query(
                                 "SELECT (SELECT CAST(\(key) AS text) AS schemagen_first FROM \(table) ORDER BY \(key) LIMIT 1), (SELECT CAST(\(key) AS text) AS schemagen_last FROM \(table) ORDER BY \(key) DESC LIMIT 1)"
@@ -820,19 +825,15 @@ extension Migrator {
     func runCountedCopy(_ copy: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) -> Int {
         let statement = copy.text.trimmingCharacters(in: .whitespacesAndNewlines).dropLast()
         let counted = MigrationScriptText("WITH schemagen_batch AS (\(statement) RETURNING 1) SELECT count(*) FROM schemagen_batch")
-        var written = 0
-        try runBackfillUpdate(counted, bounds, file: file, section: section, line: line) { rows in
-            if case .integer(let count)? = rows.first?.first { written = Int(count) }
-        }
-        return written
+        guard case .integer(let written)? = try runBackfillUpdate(counted, bounds, file: file, section: section, line: line).first?.first else { return 0 }
+        return Int(written)
     }
 
     /// One batch's UPDATE; a lock or deadlock it met is retried like a section's.
-    func runBackfillUpdate(
-        _ update: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int, rows: ([[StoredValue]]) -> Void = { _ in }
-    ) throws(MigratorError) {
+    @discardableResult
+    func runBackfillUpdate(_ update: MigrationScriptText, _ bounds: [StoredValue], file: String, section: Int, line: Int) throws(MigratorError) -> [[StoredValue]] {
         do {
-            rows(try database.query(update, arguments: bounds))
+            return try database.query(update, arguments: bounds)
         } catch {
             if case .database(let failure) = error, failure.kind == .busy {
                 throw MigratorError.tableLockTimeout(file: file, statement: 1, line: line, message: failure.message)

@@ -46,16 +46,16 @@ extension OnlinePlanner {
         let planner = self
         let copy = CopiedTable(change: change, version: to.version, newSchema: newSchema, physicalKey: { planner.physical($0, columns: $0.columns) })
         copiedTables[change.to.name] = copy.name
-        expandTables.append(copy.precondition + copy.creation(grantsFrom: change.from.name) + copy.relaxedOldColumns + copy.forwardTrigger)
+        expandTables.append(copy.precondition + copy.creation + copy.relaxedOldColumns + copy.forwardTrigger)
         expandTableCopies.append(
             .backfill(
                 OnlinePhase.Backfill(table: change.from.name, key: copy.oldKey, type: copy.keyType, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
                 update: text(copy.copyStatement)))
         expandCopyIndexes += copy.indexBuilds + ["ANALYZE \(identifier: copy.name);"]
         expandAfterCopy.append(copy.constraintsAfterCopy + copy.sequenceGrants + copy.backwardTrigger)
-        expandValidations += copy.expandKeys.map { "ALTER TABLE \(identifier: copy.name) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(copy.final, $0));" }
+        expandValidations += copy.expandKeys.map { copy.validation(of: $0, on: copy.name) }
         contractSwaps.append(copy.swap)
-        contractStatements += copy.swapKeys.map { "ALTER TABLE \(identifier: copy.final) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(copy.final, $0));" }
+        contractStatements += copy.swapKeys.map { copy.validation(of: $0, on: copy.final) }
         contractStatements.append(copy.inboundKeyValidation)
         rollbackTables.append(copy.removal)
     }
@@ -79,8 +79,20 @@ struct CopiedTable {
     var function: String { PostgresRenderer.identifier("schemagen_\(version)_\(final)_copy") }
     var backFunction: String { PostgresRenderer.identifier("schemagen_\(version)_\(final)_copy_back") }
     var keyName: String { PostgresRenderer.identifier("schemagen_\(version)_\(final)_pkey") }
+    var truncateTrigger: String { PostgresRenderer.identifier(function + "_truncate") }
     func indexName(_ index: IndexSnapshot) -> String { PostgresRenderer.identifier("schemagen_\(version)_\(index.name)") }
     func searchIndexName(_ index: IndexSnapshot) -> String { PostgresRenderer.identifier("schemagen_\(version)_\(index.name)_gin") }
+    /// The tables as text literals of their quoted names, for `::regclass` and `pg_get_serial_sequence`.
+    var oldRelation: SQL { Self.relation(old) }
+    var copyRelation: SQL { Self.relation(name) }
+    var finalRelation: SQL { Self.relation(final) }
+    static func relation(_ table: String) -> SQL { SQL.literal(SQL.identifier(table).text(for: PostgresRenderer.dialect)) }
+    /// A grant's role in `aclexplode` (`g.grantee`) as GRANT names it.
+    static let grantee: SQL = "CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END"
+    /// Validates one of the new version's keys on `table`.
+    func validation(of key: ForeignKeySnapshot, on table: String) -> SQL {
+        "ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(final, key));"
+    }
 
     /// The new version's columns the old table's rows fill: each kept column's value, converted
     /// (or filled, when it becomes required), and each added column's backfill; the other
@@ -91,7 +103,7 @@ struct CopiedTable {
                 guard column.defaultValue == nil, case .value(let value)? = column.backfill else { return nil }
                 return (column.name, { _ in PostgresRenderer.expression(value, kind: column.kind) })
             }
-            return (column.name, { row in Self.forward(row + SQL.identifier(source), was: was, now: column) })
+            return (column.name, { row in PostgresRenderer.carried(row + SQL.identifier(source), from: was, to: column) })
         }
     }
 
@@ -101,25 +113,16 @@ struct CopiedTable {
             guard let source = change.columnSources[column.name], let was = change.from.column(named: source) else { return nil }
             return (
                 source,
-                { row in
-                    PostgresRenderer.type(of: was) == PostgresRenderer.type(of: column)
-                        ? row + SQL.identifier(column.name) : PostgresRenderer.conversion(row + SQL.identifier(column.name), from: column, to: was)
-                }
+                { row in PostgresRenderer.converted(row + SQL.identifier(column.name), from: column, to: was) }
             )
         }
-    }
-
-    static func forward(_ value: SQL, was: ColumnSnapshot, now: ColumnSnapshot) -> SQL {
-        let converted = PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: was, to: now)
-        guard was.isNullable, !now.isNullable, let filler = PostgresRenderer.filler(now) else { return converted }
-        return "coalesce(\(converted), \(filler))"
     }
 
     /// What the copy cannot carry, checked before anything is made, each with what to do: the
     /// old table's row-level security, its publications (logical replication), and a key the
     /// server always generates (the new version's rows are carried back with their keys).
     var precondition: [SQL] {
-        let relation = SQL.literal(SQL.identifier(old).text(for: PostgresRenderer.dialect))
+        let relation = oldRelation
         let advice = "plan this migration without `online: true`, or change the table by hand"
         return [
             """
@@ -142,7 +145,7 @@ struct CopiedTable {
     /// contract), checks and comments; the key's values drawn from the old table's sequence
     /// while both run (with the right to draw them for whoever may insert); the old table's
     /// owner and grants.
-    func creation(grantsFrom table: String) -> [SQL] {
+    var creation: [SQL] {
         var lines: [SQL] = change.to.columns.map { column in
             var column = column
             column.isAutoIncrement = false
@@ -151,14 +154,14 @@ struct CopiedTable {
         }
         lines.append("    CONSTRAINT \(identifier: keyName) PRIMARY KEY (\(identifier: newKey))")
         lines += change.to.columns.compactMap { PostgresRenderer.check(final, $0).map { "    \($0)" } }
-        let relation = SQL.literal(SQL.identifier(table).text(for: PostgresRenderer.dialect))
+        let relation = oldRelation
         var statements: [SQL] = [
             SQL(verbatim: SQLComment.line("the new version's \(final) is built beside \(old) and swapped in at contract")),
             "CREATE TABLE IF NOT EXISTS \(identifier: name) (\n\(SQL.list(lines, separator: ",\n"))\n);",
         ]
         // Full-text documents: generated columns, added while the table is empty.
         for index in change.to.indexes where index.isFullText {
-            statements += PostgresRenderer.createIndex(index, on: name).filter { $0.text(for: PostgresRenderer.dialect).contains("ADD COLUMN") }
+            statements.append(PostgresRenderer.addSearchColumn(index, to: name))
         }
         if keyColumn?.isAutoIncrement == true {
             statements.append(
@@ -173,7 +176,7 @@ struct CopiedTable {
             DO $schemagen$ DECLARE g record; owner text := (SELECT relowner::regrole::text FROM pg_class WHERE oid = \(relation)::regclass); BEGIN
                 IF owner <> current_user::text THEN EXECUTE format('ALTER TABLE %I OWNER TO %s', \(literal: name), owner); END IF;
                 FOR g IN SELECT a.privilege_type, a.grantee, a.is_grantable FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = \(relation)::regclass AND a.grantee <> c.relowner LOOP
-                    EXECUTE format('GRANT %s ON %I TO %s%s', g.privilege_type, \(literal: name), CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+                    EXECUTE format('GRANT %s ON %I TO %s%s', g.privilege_type, \(literal: name), \(Self.grantee),
                         CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
                 END LOOP;
             END $schemagen$;
@@ -190,12 +193,12 @@ struct CopiedTable {
     /// included: an identity column never needed it.
     var sequenceGrants: [SQL] {
         guard keyColumn?.isAutoIncrement == true else { return [] }
-        let relation = SQL.literal(SQL.identifier(old).text(for: PostgresRenderer.dialect))
+        let relation = oldRelation
         return [
             """
             DO $schemagen$ DECLARE sequence text := pg_get_serial_sequence(\(relation), \(literal: oldKey)); g record; BEGIN
                 FOR g IN SELECT DISTINCT a.grantee FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = \(relation)::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner LOOP
-                    EXECUTE format('GRANT USAGE ON SEQUENCE %s TO %s', sequence, CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END);
+                    EXECUTE format('GRANT USAGE ON SEQUENCE %s TO %s', sequence, \(Self.grantee));
                 END LOOP;
             END $schemagen$;
             """
@@ -291,9 +294,8 @@ struct CopiedTable {
             "CREATE TRIGGER \(identifier: function) AFTER INSERT OR UPDATE OR DELETE ON \(identifier: table) FOR EACH ROW EXECUTE FUNCTION \(identifier: function)();",
         ]
         if truncate {
-            let name = PostgresRenderer.identifier(function + "_truncate")
-            statements.append("DROP TRIGGER IF EXISTS \(identifier: name) ON \(identifier: table);")
-            statements.append("CREATE TRIGGER \(identifier: name) AFTER TRUNCATE ON \(identifier: table) FOR EACH STATEMENT EXECUTE FUNCTION \(identifier: function)();")
+            statements.append("DROP TRIGGER IF EXISTS \(identifier: truncateTrigger) ON \(identifier: table);")
+            statements.append("CREATE TRIGGER \(identifier: truncateTrigger) AFTER TRUNCATE ON \(identifier: table) FOR EACH STATEMENT EXECUTE FUNCTION \(identifier: function)();")
         }
         return statements
     }
@@ -361,8 +363,6 @@ struct CopiedTable {
     /// its key's and indexes' names and the old key sequence's place, and the old table's
     /// other triggers (the store's change triggers among them) are made again on it.
     var swap: [SQL] {
-        let oldRelation = SQL.literal(SQL.identifier(old).text(for: PostgresRenderer.dialect))
-        let copyRelation = SQL.literal(SQL.identifier(name).text(for: PostgresRenderer.dialect))
         var renames: [SQL] = ["ALTER TABLE \(identifier: final) RENAME CONSTRAINT \(identifier: keyName) TO \(identifier: PostgresRenderer.primaryKeyName(final));"]
         for index in change.to.indexes {
             if index.isFullText {
@@ -373,11 +373,7 @@ struct CopiedTable {
                 renames.append("ALTER INDEX \(identifier: indexName(index)) RENAME TO \(identifier: PostgresRenderer.indexName(index));")
             }
         }
-        renames += swapKeys.map { key in
-            var target = key
-            if key.table == final { target.table = final }
-            return "ALTER TABLE \(identifier: final) ADD CONSTRAINT \(identifier: PostgresRenderer.foreignKeyName(final, key)) \(PostgresRenderer.references(target)) NOT VALID;"
-        }
+        renames += swapKeys.map { "ALTER TABLE \(identifier: final) ADD \(PostgresRenderer.foreignKey(final, $0)) NOT VALID;" }
         // The new version's view reads the table under its own name from now on.
         renames.append("COMMENT ON VIEW \(SQL.identifier(final, in: newSchema)) IS NULL;")
         let referenced = Set(swapKeys.map(\.table).filter { $0 != final }).sorted()
@@ -395,7 +391,7 @@ struct CopiedTable {
             """
         let sequenceGiven: SQL = """
             EXECUTE format('ALTER TABLE %I ALTER COLUMN %I ADD GENERATED BY DEFAULT AS IDENTITY', \(literal: final), \(literal: newKey));
-                PERFORM setval(pg_get_serial_sequence(\(literal: SQL.identifier(final).text(for: PostgresRenderer.dialect)), \(literal: newKey)), last_key, key_called);
+                PERFORM setval(pg_get_serial_sequence(\(finalRelation), \(literal: newKey)), last_key, key_called);
             """
         return [
             SQL(verbatim: SQLComment.line("\(name) takes the place of \(old): writes to either wait for this transaction")),
@@ -413,7 +409,7 @@ struct CopiedTable {
             "LOCK TABLE \(identifier: name) IN ACCESS EXCLUSIVE MODE;",
             "LOCK TABLE \(identifier: old) IN ACCESS EXCLUSIVE MODE;",
             "DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: old);",
-            "DROP TRIGGER IF EXISTS \(identifier: PostgresRenderer.identifier(function + "_truncate")) ON \(identifier: old);",
+            "DROP TRIGGER IF EXISTS \(identifier: truncateTrigger) ON \(identifier: old);",
             "DROP TRIGGER IF EXISTS \(identifier: backFunction) ON \(identifier: name);",
             "DROP FUNCTION IF EXISTS \(identifier: function)();",
             "DROP FUNCTION IF EXISTS \(identifier: backFunction)();",
@@ -463,7 +459,7 @@ struct CopiedTable {
     var inboundKeyValidation: SQL {
         """
         DO $schemagen$ DECLARE k record; BEGIN
-            FOR k IN SELECT conrelid::regclass::text AS tbl, conname FROM pg_constraint WHERE contype = 'f' AND confrelid = \(literal: SQL.identifier(final).text(for: PostgresRenderer.dialect))::regclass AND NOT convalidated LOOP
+            FOR k IN SELECT conrelid::regclass::text AS tbl, conname FROM pg_constraint WHERE contype = 'f' AND confrelid = \(finalRelation)::regclass AND NOT convalidated LOOP
                 BEGIN
                     EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', k.tbl, k.conname);
                 EXCEPTION WHEN foreign_key_violation THEN
@@ -480,7 +476,7 @@ struct CopiedTable {
     var removal: [SQL] {
         var statements: [SQL] = [
             "DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: old);",
-            "DROP TRIGGER IF EXISTS \(identifier: PostgresRenderer.identifier(function + "_truncate")) ON \(identifier: old);",
+            "DROP TRIGGER IF EXISTS \(identifier: truncateTrigger) ON \(identifier: old);",
             "DROP FUNCTION IF EXISTS \(identifier: function)();",
             "DROP TABLE IF EXISTS \(identifier: name);",
             "DROP FUNCTION IF EXISTS \(identifier: backFunction)();",

@@ -734,14 +734,8 @@ struct OnlinePlanner {
         column.isNullable = true
         column.defaultValue = nil
         column.isAutoIncrement = false
-        let filler = PostgresRenderer.filler(now)
-        func forward(_ value: SQL) -> SQL {
-            let converted = PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: was, to: now)
-            return !now.isNullable && was.isNullable && filler != nil ? "coalesce(\(converted), \(filler!))" : converted
-        }
-        func backward(_ value: SQL) -> SQL {
-            PostgresRenderer.type(of: was) == PostgresRenderer.type(of: now) ? value : PostgresRenderer.conversion(value, from: now, to: was)
-        }
+        func forward(_ value: SQL) -> SQL { PostgresRenderer.carried(value, from: was, to: now) }
+        func backward(_ value: SQL) -> SQL { PostgresRenderer.converted(value, from: now, to: was) }
         let function = PostgresRenderer.identifier("schemagen_\(to.version)_\(table)_\(source)_sync")
         let (o, n): (SQL, SQL) = ("NEW.\(identifier: source)", "NEW.\(identifier: replacement)")
         // A write through the new version's views (its search path names them): the value it
@@ -870,6 +864,19 @@ struct OnlinePlanner {
 private func note(_ text: String) -> [SQL] { [SQL(verbatim: SQLComment.line(text))] }
 
 extension PostgresRenderer {
+    /// A value of a column as `from` holds it, as `to` holds it: converted where the type
+    /// changes (`conversion`), as it is otherwise.
+    static func converted(_ value: SQL, from: ColumnSnapshot, to: ColumnSnapshot) -> SQL {
+        type(of: from) == type(of: to) ? value : conversion(value, from: from, to: to)
+    }
+
+    /// The same, for the version a column becomes required in: a NULL filled (`filler`).
+    static func carried(_ value: SQL, from: ColumnSnapshot, to: ColumnSnapshot) -> SQL {
+        let value = converted(value, from: from, to: to)
+        guard from.isNullable, !to.isNullable, let filler = filler(to) else { return value }
+        return "coalesce(\(value), \(filler))"
+    }
+
     static func withoutDefault(_ column: ColumnSnapshot) -> ColumnSnapshot {
         var column = column
         column.defaultValue = nil

@@ -215,16 +215,18 @@ public struct PostgresRenderer: MigrationRenderer {
         guard index.isFullText else {
             return ["CREATE INDEX \(identifier: indexName(index)) ON \(identifier: table) (\(SQL.identifiers(index.columns)));"]
         }
+        let column = SQL.identifier(searchColumn(index))
+        return [addSearchColumn(index, to: table), "CREATE INDEX \(identifier: searchIndex(index)) ON \(identifier: table) USING GIN (\(column));"]
+    }
+
+    /// A full-text index's document: a generated `tsvector` column.
+    static func addSearchColumn(_ index: IndexSnapshot, to table: String) -> SQL {
         // Text columns make one document; a JSON array of strings adds its strings.
         let json = Set(index.jsonColumns ?? [])
         let texts = index.columns.filter { !json.contains($0) }
         var parts: [SQL] = texts.isEmpty ? [] : ["to_tsvector('simple', \(SQL.list(texts.map { "coalesce(\(identifier: $0), '')" }, separator: " || ' ' || ")))"]
         parts += index.columns.filter(json.contains).map { "jsonb_to_tsvector('simple', coalesce(\(identifier: $0), '[]'::jsonb), '[\"string\"]')" }
-        let column = SQL.identifier(searchColumn(index))
-        return [
-            DDL.alterTable(table, "ADD COLUMN \(column) tsvector GENERATED ALWAYS AS (\(SQL.list(parts, separator: " || "))) STORED;"),
-            "CREATE INDEX \(identifier: searchIndex(index)) ON \(identifier: table) USING GIN (\(column));",
-        ]
+        return DDL.alterTable(table, "ADD COLUMN \(identifier: searchColumn(index)) tsvector GENERATED ALWAYS AS (\(SQL.list(parts, separator: " || "))) STORED;")
     }
 
     /// The GRANT or REVOKE that takes `role` from `from`'s table privileges to `to`'s, on a
