@@ -181,10 +181,11 @@ struct MigrateClusterTests {
                 try? cluster.setMaintenance(false)
             }
 
-            // Throttled: waits, shows it, finishes after the resume.
+            // Throttled: waits, shows it, finishes after the resume. The copy of 200,000 rows takes
+            // under a second on its own: a WAL budget stretches it, so the lag passes the 1 s bound midway.
             let url = try Self.loadedDatabase(cluster, path: path)
             pauseReplay()
-            let running = try Self.migrate.start(["up", "--database", url, "--dir", path, "--max-replica-lag", "200", "--batch-time", "50"])
+            let running = try Self.migrate.start(["up", "--database", url, "--dir", path, "--max-replica-lag", "1000", "--max-wal-rate", "10", "--batch-time", "50"])
             let waiting = running.read(until: { $0.contains("waiting: \(standby.name) replay lag") }, within: 120)
             results["waiting"] = waiting
             let doneAtWait = Self.value(url, "SELECT rows_done FROM schemagen_online_migrations") ?? "?"
@@ -214,7 +215,7 @@ struct MigrateClusterTests {
             // A lag timeout: exit 1, progress kept, the next run resumes and finishes.
             let timeoutURL = try Self.loadedDatabase(cluster, path: path)
             pauseReplay()
-            let gaveUp = try Self.migrate.run(["up", "--database", timeoutURL, "--dir", path, "--replica-lag-timeout", "2", "--max-replica-lag", "200", "--batch-time", "50"])
+            let gaveUp = try Self.migrate.run(["up", "--database", timeoutURL, "--dir", path, "--replica-lag-timeout", "2", "--max-replica-lag", "1000", "--max-wal-rate", "10", "--batch-time", "50"])
             results["timeout"] = "\(gaveUp.status) \(gaveUp.error)"
             _ = cluster.query(standby, "SELECT pg_wal_replay_resume()")
             let resumed = try Self.migrate.run(["up", "--database", timeoutURL, "--dir", path])
@@ -229,7 +230,7 @@ struct MigrateClusterTests {
             }
             let goneURL = try Self.loadedDatabase(cluster, path: path)
             pauseReplay(on: asynchronous)
-            let waitingForGone = try Self.migrate.start(["up", "--database", goneURL, "--dir", path, "--max-replica-lag", "200", "--batch-time", "50"])
+            let waitingForGone = try Self.migrate.start(["up", "--database", goneURL, "--dir", path, "--max-replica-lag", "1000", "--max-wal-rate", "10", "--batch-time", "50"])
             let beforeKill = waitingForGone.read(until: { $0.contains("waiting: \(asynchronous.name) replay lag") }, within: 120)
             cluster.kill(node: asynchronous)
             let gone = waitingForGone.finish()
