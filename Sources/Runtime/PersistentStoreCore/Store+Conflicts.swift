@@ -111,17 +111,12 @@ extension Store {
     private func insertIfAbsent(_ entity: EntityDescriptor, _ pairs: [(column: String, value: StoredValue)]) throws(StoreError) -> [StoredValue]? {
         var names = pairs.map(\.column)
         var values = pairs.map(\.value)
-        try prepareRow(entity, columns: &names, values: &values)
+        let prepared = try prepareRow(entity, columns: &names, values: &values)
         let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
         let returned = try query("INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(names))) VALUES (\(SQL.parameters(values))) ON CONFLICT DO NOTHING\(returning)")
         let inserted = returning == "" ? database.changedRowCount > 0 : !returned.isEmpty
         guard inserted else {
-            let external = Set(Self.externalColumns(of: entity).map(\.column))
-            let written = zip(names, values).compactMap { name, value -> (ColumnDescriptor, String)? in
-                guard external.contains(name), case .text(let file) = value, let column = entity.columns.first(where: { $0.column == name }) else { return nil }
-                return (column, file)
-            }
-            try removeOnCommit(written, of: entity)
+            try removeOnCommit(prepared.writtenExternalValues, of: entity)
             return nil
         }
         if entity.hasImplicitKey {

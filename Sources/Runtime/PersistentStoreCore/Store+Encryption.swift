@@ -158,15 +158,13 @@ extension Store {
     /// when encrypted), putting the file names in the row. The row key that binds ciphertexts
     /// is the stored row's that the write will update (found by primary key or unique value),
     /// or the row's own, or, for an implicit key, the next one, which is then set in the row
-    /// (`columns` gains `id`). A value equal to the stored one keeps its ciphertext, so writing
-    /// a model back unchanged changes nothing.
-    ///
-    /// Answers true when it chose a new implicit key: no stored row can have it, so the write
-    /// needs no conflict clause on the key.
+    /// (`columns` gains `id`). A value equal to the stored one keeps its ciphertext, and an
+    /// external value equal to the stored one keeps its file, so writing a model back unchanged
+    /// changes nothing.
     @discardableResult
-    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue]) throws(StoreError) -> Bool {
+    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue]) throws(StoreError) -> PreparedRow {
         let plan = rowPlan(entity, columns: columns)
-        guard !plan.isEmpty else { return false }
+        guard !plan.isEmpty else { return PreparedRow() }
         // A new row of randomized values only, its implicit key left to the store: nothing to
         // look up, and the key the row is sealed under is the next one.
         if entity.hasImplicitKey, plan.deterministic.isEmpty, plan.files.isEmpty, plan.uniqueTargets.isEmpty,
@@ -178,7 +176,7 @@ extension Store {
             for (position, _, cipher) in plan.randomized {
                 values[position] = try seal(values[position], cipher, rowKey: rowKey)
             }
-            return true
+            return PreparedRow(choseKey: true)
         }
         // Deterministic values first: unique lookups compare their ciphertexts.
         for (position, cipher) in plan.deterministic {
@@ -209,16 +207,37 @@ extension Store {
                 values[at] = try seal(values[at], cipher, rowKey: rowKey)
             }
         }
+        var written: [(ColumnDescriptor, String)] = []
         for (position, column, cipher) in plan.files {
-            values[position + shift] = try storeExternalValue(values[position + shift], entity, column, sealedBy: cipher, rowKey: rowKey)
+            let at = position + shift
+            if case .text(let name)? = stored[position], let bytes = Self.externalBytes(of: values[at]),
+                try externalValue(name, entity, column, holds: bytes, cipher: cipher, rowKey: rowKey)
+            {
+                values[at] = .text(name)
+                continue
+            }
+            if case .text(let name)? = stored[position] { try removeOnCommit([(column, name)], of: entity) }
+            values[at] = try storeExternalValue(values[at], entity, column, sealedBy: cipher, rowKey: rowKey)
+            if case .text(let name) = values[at] { written.append((column, name)) }
         }
-        return choseKey
+        return PreparedRow(choseKey: choseKey, writtenExternalValues: written)
+    }
+
+    /// What `prepareRow` did besides changing the row.
+    struct PreparedRow {
+        /// It chose a new implicit key: no stored row can have it, so the write needs no
+        /// conflict clause on the key.
+        var choseKey = false
+        /// The external values it stored anew (not those kept from the stored row): what an
+        /// insert that ends up writing nothing must remove.
+        var writtenExternalValues: [(ColumnDescriptor, String)] = []
     }
 
     /// The stored row this write would update, found by primary key, then by each unique value:
-    /// its key (the row's own where none is stored), and its randomized values by position, for
-    /// a value written back unchanged to keep its ciphertext. The external files the write
-    /// replaces are removed when it commits.
+    /// its key (the row's own where none is stored), and by position its randomized values, for
+    /// a value written back unchanged to keep its ciphertext, and its external values' names,
+    /// for the same bytes to keep their file. The external values of the other rows the
+    /// condition finds (a write that replaces them) are removed when it commits.
     private func storedRow(_ entity: EntityDescriptor, _ plan: RowPlan, columns: [String], values: [StoredValue]) throws(StoreError) -> (key: [StoredValue], values: [Int: StoredValue]) {
         var clauses: [SQL] = []
         let keyValues = plan.keyPositions.map { $0.map { values[$0] } ?? .null }
@@ -230,18 +249,22 @@ extension Store {
             guard !targetValues.contains(.null) else { continue }
             clauses.append("(\(Self.condition(target.map { columns[$0] }, targetValues)))")
         }
-        let condition = SQL.list(clauses, separator: " OR ")
-        if !plan.files.isEmpty, !clauses.isEmpty {
-            try removeOnCommit(try externalNames(of: entity, where: condition), of: entity)
-        }
         var rowKey = keyValues
         var stored: [Int: StoredValue] = [:]
-        if !clauses.isEmpty, !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
-            let selected = SQL.identifiers(entity.primaryKey + plan.randomized.map(\.column))
-            if let existing = try query("SELECT \(selected) FROM \(identifier: entity.table) WHERE \(condition) LIMIT 1").first {
-                rowKey = Array(existing.prefix(entity.primaryKey.count))
-                for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[entity.primaryKey.count + offset] }
+        guard !clauses.isEmpty, !plan.randomized.isEmpty || !plan.files.isEmpty else { return (rowKey, stored) }
+        let keyCount = entity.primaryKey.count
+        let selected = SQL.identifiers(entity.primaryKey + plan.randomized.map(\.column) + plan.files.map(\.column.column))
+        let found = try query("SELECT \(selected) FROM \(identifier: entity.table) WHERE \(SQL.list(clauses, separator: " OR "))")
+        guard let existing = found.first else { return (rowKey, stored) }
+        rowKey = Array(existing.prefix(keyCount))
+        for (offset, item) in plan.randomized.enumerated() { stored[item.position] = existing[keyCount + offset] }
+        let filesStart = keyCount + plan.randomized.count
+        for (offset, item) in plan.files.enumerated() { stored[item.position] = existing[filesStart + offset] }
+        for other in found.dropFirst() {
+            let names = plan.files.enumerated().compactMap { offset, item -> (ColumnDescriptor, String)? in
+                if case .text(let name) = other[filesStart + offset] { (item.column, name) } else { nil }
             }
+            try removeOnCommit(names, of: entity)
         }
         return (rowKey, stored)
     }
@@ -252,16 +275,11 @@ extension Store {
         _ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealedBy cipher: FieldCipher?, rowKey: [StoredValue]
     ) throws(StoreError) -> StoredValue {
         guard let cipher else { return try storeExternalValue(value, entity, column) }
-        let bytes: [UInt8]
-        switch value {
-        case .blob(let data): bytes = data
-        case .text(let text): bytes = Array(text.utf8)
-        default: return value
-        }
+        guard let bytes = Self.externalBytes(of: value) else { return value }
         sealedInTransaction = true
         let sealed: StoredValue
         do { sealed = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
-        return try storeExternalValue(sealed, entity, column)
+        return try storeExternalValue(sealed, entity, column, sealed: true)
     }
 
     private func seal(_ value: StoredValue, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {
@@ -451,7 +469,7 @@ extension Store {
         let sealed: [UInt8]
         sealedInTransaction = true
         do { sealed = try cipher.seal(bytes: plaintext, rowKey: rowKey) } catch { throw .encryption(error) }
-        let newName = try storeExternalValue(.blob(sealed), entity, column)
+        let newName = try storeExternalValue(.blob(sealed), entity, column, sealed: true)
         try removeOnCommit([(column, name)], of: entity)
         _ = try query("UPDATE \(identifier: entity.table) SET \(identifier: column.column) = \(value: newName) WHERE \(Self.condition(entity.primaryKey, rowKey))")
         return true

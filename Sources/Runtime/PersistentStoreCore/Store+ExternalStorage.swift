@@ -1,4 +1,6 @@
+import FieldEncryption
 import Foundation
+import MigrationFiles
 import SQLDialects
 import SchemaMetadata
 
@@ -24,15 +26,15 @@ extension Store {
         externalFolder.appendingPathComponent(entity.table).appendingPathComponent(column.column).appendingPathComponent(name)
     }
 
-    /// Writes one external value to a file and returns the name the column holds.
-    func storeExternalValue(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor) throws(StoreError) -> StoredValue {
-        let bytes: [UInt8]
-        switch value {
-        case .blob(let data): bytes = data
-        case .text(let text): bytes = Array(text.utf8)
-        default: return value
-        }
-        let name = UUID().uuidString.lowercased()
+    /// Writes one external value to a file and returns the name the column holds. A clear
+    /// value's name starts with its content's digest (`<sha256>-<uuid>`), so writing the same
+    /// bytes back is known unchanged from the name alone; a sealed value's name is a bare UUID,
+    /// since a digest of the plaintext would let anyone confirm a guess. Each name is unique:
+    /// two rows with the same bytes hold two files, and deleting one never touches the other's.
+    func storeExternalValue(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealed: Bool = false) throws(StoreError) -> StoredValue {
+        guard let bytes = Self.externalBytes(of: value) else { return value }
+        let unique = UUID().uuidString.lowercased()
+        let name = sealed ? unique : SHA256.hex(bytes) + "-" + unique
         if abilities.keepsExternalValuesInDatabase {
             _ = try query("INSERT INTO \(identifier: Self.externalValuesTable) (name, data) VALUES (\(value: .text(name)), \(value: .blob(bytes)))")
             return .text(name)
@@ -41,6 +43,33 @@ extension Store {
         try writeDurably(bytes, to: url)
         createdFiles.append(url)
         return .text(name)
+    }
+
+    /// The bytes an external value is stored as, or nil for a value kept in the column itself.
+    static func externalBytes(of value: StoredValue) -> [UInt8]? {
+        switch value {
+        case .blob(let data): data
+        case .text(let text): Array(text.utf8)
+        default: nil
+        }
+    }
+
+    /// Whether the stored external value `name` holds these clear bytes: from the digest that
+    /// leads the name, or, for a name an earlier release wrote (a bare UUID) or a sealed value,
+    /// by reading the stored bytes (opened with `cipher`).
+    func externalValue(_ name: String, _ entity: EntityDescriptor, _ column: ColumnDescriptor, holds bytes: [UInt8], cipher: FieldCipher?, rowKey: [StoredValue]) throws(StoreError) -> Bool {
+        if cipher == nil, let digest = Self.contentDigest(inName: name) { return digest == SHA256.hex(bytes) }
+        guard let stored = try externalBytes(entity, column, name) else { return false }
+        guard let cipher else { return stored == bytes }
+        return (try? cipher.open(bytes: stored, rowKey: rowKey)) == bytes
+    }
+
+    /// The digest that leads a clear value's name (64 hex digits and a dash), if it has one.
+    static func contentDigest(inName name: String) -> Substring? {
+        let utf8 = name.utf8
+        guard utf8.count > 65, utf8[utf8.index(utf8.startIndex, offsetBy: 64)] == UInt8(ascii: "-") else { return nil }
+        let digest = name.prefix(64)
+        return digest.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } ? digest : nil
     }
 
     /// The side table of external values on a server.

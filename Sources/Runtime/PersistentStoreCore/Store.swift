@@ -796,7 +796,7 @@ public actor Store {
                 let entity = write.entity
                 var columns = write.columns
                 var values = stored
-                let choseKey = try prepareRow(entity, columns: &columns, values: &values)
+                let choseKey = try prepareRow(entity, columns: &columns, values: &values).choseKey
                 // An implicit key (the first column) chosen for an encrypted row is the model's key too.
                 if entity.hasImplicitKey, stored.first == .null, columns.count == write.columns.count, values[0] != .null {
                     stored[0] = values[0]

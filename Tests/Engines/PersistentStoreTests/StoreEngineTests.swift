@@ -546,6 +546,72 @@ extension StorePool {
         #expect(try externalValues() == 0)
     }
 
+    /// A car saved 100 times with its photo unchanged (as an app toggling another property does)
+    /// keeps the photo's file and column value: no file written, no `photo` in the history. Two
+    /// cars with the same bytes hold their own files, so deleting one leaves the other readable.
+    @Test(arguments: StoreEngine.available)
+    func anUnchangedExternalValueIsNotWrittenAgain(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations, configuration: .init(recordsHistory: true))
+        func storedNames() async throws -> [StoredValue] {
+            try await store.read { try $0.database.query("SELECT photo FROM car ORDER BY id" as SQL).map { $0[0] } }
+        }
+        func externalValueCount() throws -> Int {
+            switch engine {
+            case .sqlite:
+                let folder = url + ".external/car/photo"
+                return (try? FileManager.default.contentsOfDirectory(atPath: folder))?.count ?? 0
+            case .postgres:
+                guard case .integer(let count)? = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_external_values").first?.first else { return -1 }
+                return Int(count)
+            }
+        }
+        let photo = Data((0..<50_000).map { UInt8($0 % 253) })
+        var car = try await store.insert(Car(vin: "VIN1", make: "Ford", model: "T", photo: photo))
+        let name = try await storedNames()
+        func fileModified() throws -> Date? {
+            guard engine == .sqlite, case .text(let file) = name[0] else { return nil }
+            return try FileManager.default.attributesOfItem(atPath: url + ".external/car/photo/" + file)[.modificationDate] as? Date
+        }
+        let written = try fileModified()
+        let start = try await store.currentHistoryToken()
+        for mileage in 1...100 {
+            car.mileage = Int32(mileage)
+            car = try await store.insert(car)
+        }
+        #expect(try await storedNames() == name, "the column keeps the same name")
+        #expect(try externalValueCount() == 1)
+        #expect(try fileModified() == written, "the file is not written again")
+        let history = try await store.history(after: start)
+        #expect(history.count == 100)
+        #expect(history.allSatisfy { $0.changes.allSatisfy { $0.changedAttributes == ["mileage"] } }, "\(history.first?.changes.first?.changedAttributes ?? [])")
+
+        // Through upsert by the unique VIN, `.update(only:)` and a patch-free bulk insert, too.
+        try await store.insert([car])
+        try await store.insert(car, onConflict: .update(only: [\Car.photo, \Car.mileage]))
+        #expect(try await storedNames() == name)
+
+        // The same bytes in a second car: their own file each; the first car's deletion keeps the
+        // second's.
+        let twin = try await store.insert(Car(vin: "VIN2", make: "Ford", model: "A", photo: photo))
+        let names = try await storedNames()
+        #expect(names.count == 2 && names[0] != names[1])
+        #expect(try externalValueCount() == 2)
+        try await store.delete(car)
+        #expect(try externalValueCount() == 1)
+        #expect(try await store.model(Car.self, key: twin.id!)?.photo == photo)
+
+        // A changed photo is a change: a new value, the old one gone at commit.
+        var changed = twin
+        changed.photo = Data([7, 7, 7])
+        let before = try await store.currentHistoryToken()
+        try await store.insert(changed)
+        #expect(try await storedNames() != [names[1]])
+        #expect(try externalValueCount() == 1)
+        #expect(try await store.history(after: before).first?.changes.first?.changedAttributes == ["photo"])
+        #expect(try await store.model(Car.self, key: twin.id!)?.photo == Data([7, 7, 7]))
+    }
+
     /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,
     /// `YYYY-MM-DD` text on SQLite). A date with a time of day is kept as its day in UTC through
     /// every write path, comes back as the start of that day, and is compared as a day; a row
@@ -612,6 +678,11 @@ extension StorePool {
         let second = try await store.insert(Image(url: URL(string: "https://example.com/grace.png")!, data: Data([9]), ownerID: "u2"))
         #expect(image.id != nil && second.id != nil && image.id != second.id)
         #expect(try await store.model(Image.self, key: image.id!)?.data == bytes)
+        // A sealed external value written back unchanged keeps its file (compared opened).
+        let sealedName = try await store.read { try $0.database.query("SELECT data FROM image WHERE id = \(value: .integer(image.id!))" as SQL) }
+        try await store.insert(image)
+        #expect(try await store.read { try $0.database.query("SELECT data FROM image WHERE id = \(value: .integer(image.id!))" as SQL) } == sealedName)
+        if case .text(let name)? = sealedName.first?.first { #expect(!name.contains("-") || name.count == 36, "a sealed value's name carries no digest") }
         // What the database holds is ciphertext.
         let stored: [[StoredValue]]
         switch engine {
