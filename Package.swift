@@ -8,8 +8,6 @@ let package = Package(
     products: [
         .executable(name: "schemagen", targets: ["schemagen"]),
         .executable(name: "migrate", targets: ["migrate"]),
-        .executable(name: "flights", targets: ["flights"]),
-        .executable(name: "todo", targets: ["todo"]),
         .library(name: "PersistentStore", targets: ["PersistentStore"]),
         .library(name: "PersistentStoreSQLite", targets: ["PersistentStoreSQLite"]),
         .library(name: "PersistentStorePostgres", targets: ["PersistentStorePostgres"]),
@@ -150,6 +148,9 @@ let package = Package(
 
         // MARK: - The flights example: the SwiftData article's app on the command line
         .target(name: "FlightsExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),
+        // Not a product, nor is `todo`: examples of this package, run here with `swift run flights`;
+        // as products they sat in every client's package graph, where a client's own `flights` or
+        // `todo` product collided with them.
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
         .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),

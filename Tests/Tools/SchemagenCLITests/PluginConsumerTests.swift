@@ -110,6 +110,9 @@ import Testing
         try fileManager.createDirectory(at: folder.appendingPathComponent("Server"), withIntermediateDirectories: true)
         try fileManager.createDirectory(at: folder.appendingPathComponent("Sources/DispatchModels"), withIntermediateDirectories: true)
         try fileManager.createDirectory(at: folder.appendingPathComponent("Sources/dispatcher"), withIntermediateDirectories: true)
+        for name in ["todo", "flights"] {
+            try fileManager.createDirectory(at: folder.appendingPathComponent("Sources/\(name)"), withIntermediateDirectories: true)
+        }
         // Named so that SwiftPM's identity of the path dependency (the folder's name) is not
         // the package's name: the manifest names it, as docs/templates.md shows.
         try? fileManager.removeItem(at: folder.appendingPathComponent("SchemaToolkit"))
@@ -125,8 +128,16 @@ import Testing
             let package = Package(
                 name: "LibraryApp",
                 platforms: [.macOS(.v14)],
+                // Its own `todo` and `flights`, named as the toolkit's examples are: the examples
+                // are no products, so these are the only ones of those names in the graph.
+                products: [
+                    .executable(name: "todo", targets: ["todo"]),
+                    .executable(name: "flights", targets: ["flights"]),
+                ],
                 dependencies: [.package(name: "SchemaToolkit", path: "schema-toolkit")],
                 targets: [
+                    .executableTarget(name: "todo"),
+                    .executableTarget(name: "flights"),
                     .target(
                         name: "LibraryModels",
                         dependencies: [.product(name: "SchemaMetadata", package: "SchemaToolkit")],
@@ -164,6 +175,7 @@ import Testing
         try write(String(contentsOf: root.appendingPathComponent("Schemas/Dispatch.yaml"), encoding: .utf8), to: "Server/Dispatch.yaml")
         try write("/// The dispatcher's models, generated into Generated/.\npublic enum DispatchModels {}\n", to: "Sources/DispatchModels/DispatchModels.swift")
         try write(dispatcherProgram, to: "Sources/dispatcher/main.swift")
+        for name in ["todo", "flights"] { try write("print(\"the client's own \(name)\")\n", to: "Sources/\(name)/main.swift") }
         try? fileManager.removeItem(at: folder.appendingPathComponent("Sources/LibraryModels/Migrations"))
     }
 
@@ -251,6 +263,28 @@ import Testing
         #expect(build.output.contains("deprecated") == false, "the previous release's app builds without deprecations:\n\(build.output)")
         let app = try Self.run(".build/debug/journal-app", [database])
         #expect(app.output == "found: 1, tags: travel [portugal]\n", "\(app.output)")
+    }
+
+    /// The toolkit's graph in a client: its libraries, its two tools and its plugins, not its
+    /// examples. A client's own `todo` and `flights` products build as its own.
+    @Test func aClientsOwnTodoAndFlightsProductsAreItsOwn() throws {
+        try Self.writePackage()
+        // A scratch folder of its own: the test run holds the lock on the repository's .build.
+        let described = try Self.run("swift", ["package", "--package-path", "schema-toolkit", "--scratch-path", temporaryFolder().path, "dump-package"])
+        #expect(described.status == 0, "\(described.output)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(described.output.utf8)) as? [String: Any])
+        let products = Set(((manifest["products"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String })
+        #expect(
+            products == [
+                "schemagen", "migrate", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "MigratorSQLite", "MigratorPostgres", "SchemaKit",
+                "SchemaMetadata", "SchemagenPlugin", "SchemagenCommand", "MigrateCommand",
+            ])
+        for name in ["todo", "flights"] {
+            let build = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", name])
+            #expect(build.status == 0, "\(build.output)")
+            let ran = try Self.run(".build/debug/\(name)", [])
+            #expect(ran.output == "the client's own \(name)\n", "\(ran.output)")
+        }
     }
 
     /// The server on PostgreSQL as docs/templates.md shows it: models generated through the
