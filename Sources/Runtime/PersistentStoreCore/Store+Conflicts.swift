@@ -67,64 +67,192 @@ extension Store {
         }
     }
 
-    /// One model under `.ignore` or `.update(only:)`, inside a write. The stored row is looked
-    /// up first; a new row is inserted with `ON CONFLICT DO NOTHING`, so a row another
-    /// connection inserted meanwhile (PostgreSQL; SQLite's write lock excludes it) is never
-    /// overwritten: it is treated as found.
+    /// One model under `.ignore` or `.update(only:)`, inside a write. The model is inserted
+    /// first, in one statement that does nothing where a stored row has its key or a unique
+    /// value; only then is the stored row read. `.update(only:)` is one statement too, an
+    /// upsert that sets those columns and returns the stored row, unless it changes a sealed or
+    /// external value (whose stored value must be read first). A row another connection
+    /// inserted meanwhile (PostgreSQL; SQLite's write lock excludes it) is never overwritten:
+    /// it is treated as found.
     private func insertResolving<M: PersistentModel>(_ model: M, _ policy: OnConflict<M>) throws(StoreError) -> M {
         let entity = M.entity
-        let row: [String: StoredValue]
-        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
-        let pairs = columns(of: entity, row: row)
-        for attempt in 0..<2 {
-            if let key = try storedKey(entity, pairs) {
-                guard let stored = try storedModel(M.self, key: key) else { continue }
-                switch policy.action {
-                case .updateAll, .ignore: return stored
-                case .updateOnly(let columns): return try upsert(try merging(try columns.get(), of: model, into: stored))
-                }
+        var only: Set<String>?
+        if case .updateOnly(let columns) = policy.action {
+            only = try columns.get()
+            if let only, let stored = try upsertOnly(only, of: model) { return stored }
+        }
+        for _ in 0..<2 {
+            if let only {
+                // A stored row first: the update reads its sealed or external values.
+                if let stored = try storedModel(matching: model) { return try upsert(try merging(only, of: model, into: stored)) }
+                if let inserted = try insertNew(model) { return inserted }
+            } else {
+                if let inserted = try insertNew(model) { return inserted }
+                if let stored = try storedModel(matching: model) { return stored }
             }
-            if attempt == 0, let key = try insertIfAbsent(entity, pairs), let stored = try storedModel(M.self, key: key) { return stored }
+            // The row that conflicted was deleted meanwhile (PostgreSQL): once more.
         }
         throw .coding("\(entity.name): the row that conflicted with the insert could not be read back")
     }
 
-    /// The primary key of the stored row with the same primary key or unique value, if any.
+    /// The model's row, as a row codec encodes it (`direct`) or by column through Codable.
+    private struct EncodedRow {
+        var columns: [String]
+        var values: [StoredValue]
+        /// The row codec's values, plain (the model's own).
+        var direct: [StoredValue]?
+        /// The Codable encoding by key, without a row codec.
+        var byKey: [String: StoredValue] = [:]
+    }
+
+    private func encodedRow<M: PersistentModel>(_ model: M) throws(StoreError) -> EncodedRow {
+        do {
+            if let direct = try model.encodeStored() { return EncodedRow(columns: rowColumns(M.entity), values: direct, direct: direct) }
+            let byKey = try RowEncoder.encode(model)
+            let pairs = columns(of: M.entity, row: byKey)
+            return EncodedRow(columns: pairs.map(\.column), values: pairs.map(\.value), byKey: byKey)
+        } catch {
+            throw .coding("\(error)")
+        }
+    }
+
+    /// The row made ready to write as a new row (sealed, its external values stored, an implicit
+    /// key left to the database when none is given or chosen); whether it holds its key.
+    private func newRow(_ entity: EntityDescriptor, _ row: inout EncodedRow) throws(StoreError) -> (prepared: PreparedRow, hasKey: Bool) {
+        let prepared = try prepareRow(entity, columns: &row.columns, values: &row.values, replacing: false)
+        if entity.hasImplicitKey, row.columns.first == "id", row.values[0] == .null {
+            row.columns.removeFirst()
+            row.values.removeFirst()
+        }
+        return (prepared, !entity.hasImplicitKey || row.columns.first == "id")
+    }
+
+    /// The model as stored by a statement that wrote `row`: its implicit key from what the
+    /// statement returned, the given or chosen one, or the engine's last inserted row.
+    private func storedModel<M: PersistentModel>(_ model: M, written row: EncodedRow, returned: [[StoredValue]]) throws(StoreError) -> M {
+        var key: Int64?
+        if M.entity.hasImplicitKey {
+            if row.columns.first == "id", case .integer(let given) = row.values[0] {
+                key = given
+            } else if case .integer(let id)? = returned.first?.first {
+                key = id
+            } else {
+                key = lastInsertedRowID
+            }
+        }
+        if var direct = row.direct {
+            if let form = directWrite(model).storedForm {
+                var written = model
+                form.apply(to: &written, key: key)
+                return written
+            }
+            if let key { direct[0] = .integer(key) }
+            return try decodeDirect(direct, as: M.self)
+        }
+        var byKey = row.byKey
+        if let key { byKey["id"] = .integer(key) }
+        do { return try RowDecoder.decode(M.self, from: byKey) } catch { throw .coding("\(error)") }
+    }
+
+    /// Inserts the model as a new row, in one statement, unless a stored row has its key or a
+    /// unique value: then nothing is written (external values stored for it are removed at
+    /// commit) and the answer is nil. On SQLite the statement is the plain INSERT, whose
+    /// conflict fails that statement alone; where a failed statement aborts the transaction
+    /// (PostgreSQL), INSERT ... ON CONFLICT DO NOTHING RETURNING the key.
+    func insertNew<M: PersistentModel>(_ model: M) throws(StoreError) -> M? {
+        let entity = M.entity
+        var row = try encodedRow(model)
+        let (prepared, hasKey) = try newRow(entity, &row)
+        let statements = upsertSQL(entity, columns: row.columns, hasKey: hasKey)
+        let returned: [[StoredValue]]
+        do {
+            returned = try database.query(statements.insertIfAbsent, row.values[...])
+        } catch {
+            guard error.kind == .uniquenessConflict, !capabilities.failedStatementAbortsTransaction else { throw .database(error) }
+            try removeOnCommit(prepared.writtenExternalValues, of: entity)
+            return nil
+        }
+        if capabilities.failedStatementAbortsTransaction, returned.isEmpty {
+            try removeOnCommit(prepared.writtenExternalValues, of: entity)
+            return nil
+        }
+        return try storedModel(model, written: row, returned: returned)
+    }
+
+    /// `.update(only:)` as one statement: the model inserted, or on a conflict those columns
+    /// set, the stored row returned. Nil, having written nothing, where the columns include a
+    /// sealed (randomized) or external value, or the model has no row codec.
+    private func upsertOnly<M: PersistentModel>(_ only: Set<String>, of model: M) throws(StoreError) -> M? {
+        let entity = M.entity
+        let ciphers = encryption[entity.table] ?? [:]
+        guard !only.contains(where: { entity.isExternal($0) || ciphers[$0].map { $0.mode == .randomized } == true }) else { return nil }
+        var row = try encodedRow(model)
+        guard row.direct != nil else { return nil }
+        let changes = row.columns.contains { only.contains($0) && !entity.primaryKey.contains($0) }
+        let keyGiven = !entity.hasImplicitKey || (row.columns.first == "id" && row.values[0] != .null)
+        guard changes, keyGiven || entity.hasUniqueIndex else {
+            // Nothing of a stored row would change, or no stored row can conflict: an insert if absent.
+            if let inserted = try insertNew(model) { return inserted }
+            return try storedModel(matching: model)
+        }
+        let (prepared, hasKey) = try newRow(entity, &row)
+        guard let statements = updateOnlySQL(entity, columns: row.columns, hasKey: hasKey, only: only) else { throw .coding("\(entity.name): no upsert for .update(only:)") }
+        let returned: [[StoredValue]]
+        do throws(DatabaseFailure) { returned = try upsertOnEachTarget(statements, row.values[...]) } catch { throw .database(error) }
+        guard let stored = returned.first else { throw .coding("\(entity.name): the upsert returned no row") }
+        // External values stored for a new row that turned out to be an update are not kept.
+        let order = rowColumns(entity)
+        let unused = prepared.writtenExternalValues.filter { column, name in
+            order.firstIndex(of: column.column).map { stored[$0] != .text(name) } ?? true
+        }
+        try removeOnCommit(unused, of: entity)
+        return try self.model(fromReturned: stored, as: M.self)
+    }
+
+    /// The upsert of a row shape that sets only `only` on a conflict and returns the stored row
+    /// (`selection`), built once per shape and column set; nil when no column would be set.
+    private func updateOnlySQL(_ entity: EntityDescriptor, columns: [String], hasKey: Bool, only: Set<String>) -> UpsertStatements? {
+        let shape = UpdateOnlyShape(row: UpsertShape(table: entity.table, hasKey: hasKey, columnCount: columns.count), only: only)
+        if let cached = updateOnlyStatements[shape] { return cached }
+        let setting = columns.filter { only.contains($0) && !entity.primaryKey.contains($0) }
+        var targets: [[String]] = hasKey ? [entity.primaryKey] : []
+        targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+        guard !setting.isEmpty, !targets.isEmpty else { return nil }
+        let insert: SQL = "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) VALUES (\(SQL.placeholders(columns.count)))"
+        let returning: SQL = " RETURNING \(SQL.list(rowColumns(entity).map { SQL.identifier($0) }))"
+        func clause(_ target: [String]) -> SQL {
+            let set = setting.filter { !target.contains($0) }
+            // A target made of the set columns themselves: they already hold the values.
+            let assignments = set.isEmpty ? [SQL.identifier(target[0])].map { "\($0) = excluded.\($0)" as SQL } : set.map { "\(identifier: $0) = excluded.\(identifier: $0)" as SQL }
+            return " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(assignments))"
+        }
+        let statements: UpsertStatements
+        if capabilities.failedStatementAbortsTransaction {
+            // One conflict target per statement, the others tried in turn (`upsertOnEachTarget`).
+            var built = UpsertStatements(insert: render(insert), upsert: render(insert + clause(targets[0]) + returning), canConflict: true, insertIfAbsent: render(insert))
+            built.alternatives = targets.dropFirst().map { render(insert + clause($0) + returning) }
+            statements = built
+        } else {
+            var upsert = insert
+            for target in targets { upsert += clause(target) }
+            statements = UpsertStatements(insert: render(insert), upsert: render(upsert + returning), canConflict: true, insertIfAbsent: render(insert))
+        }
+        updateOnlyStatements[shape] = statements
+        return statements
+    }
+
+    /// The stored row with the model's primary key or one of its unique values, as a model.
     /// Deterministically encrypted values are compared as the ciphertexts stored.
-    private func storedKey(_ entity: EntityDescriptor, _ pairs: [(column: String, value: StoredValue)]) throws(StoreError) -> [StoredValue]? {
-        var values = Dictionary(pairs.map { ($0.column, $0.value) }, uniquingKeysWith: { first, _ in first })
+    private func storedModel<M: PersistentModel>(matching model: M) throws(StoreError) -> M? {
+        let entity = M.entity
+        let row: [String: StoredValue]
+        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
+        var values = Dictionary(columns(of: entity, row: row).map { ($0.column, $0.value) }, uniquingKeysWith: { first, _ in first })
         for (column, cipher) in encryption[entity.table] ?? [:] where cipher.mode == .deterministic {
             guard let plain = values[column], plain != .null else { continue }
             do { values[column] = try cipher.seal(plain, rowKey: []) } catch { throw .encryption(error) }
         }
-        let condition = conflictCondition(entity, values: values)
-        return try query("SELECT \(SQL.identifiers(entity.primaryKey)) FROM \(identifier: entity.table) WHERE \(condition) LIMIT 1").first
-    }
-
-    /// The stored model with this primary key.
-    private func storedModel<M: PersistentModel>(_ type: M.Type, key: [StoredValue]) throws(StoreError) -> M? {
-        try rows("SELECT \(selection(M.self)) FROM \(identifier: M.entity.table) WHERE \(Self.condition(M.entity.primaryKey, key)) LIMIT 1", as: M.self).first
-    }
-
-    /// Inserts the row unless its key or a unique value is taken; the new row's primary key,
-    /// or nil when nothing was inserted (what it wrote aside, external values, is undone).
-    private func insertIfAbsent(_ entity: EntityDescriptor, _ pairs: [(column: String, value: StoredValue)]) throws(StoreError) -> [StoredValue]? {
-        var names = pairs.map(\.column)
-        var values = pairs.map(\.value)
-        let prepared = try prepareRow(entity, columns: &names, values: &values)
-        let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
-        let returned = try query("INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(names))) VALUES (\(SQL.parameters(values))) ON CONFLICT DO NOTHING\(returning)")
-        let inserted = returning == "" ? database.changedRowCount > 0 : !returned.isEmpty
-        guard inserted else {
-            try removeOnCommit(prepared.writtenExternalValues, of: entity)
-            return nil
-        }
-        if entity.hasImplicitKey {
-            if let id = returned.first?.first { return [id] }
-            if let at = names.firstIndex(of: "id"), values[at] != .null { return [values[at]] }
-            return [.integer(lastInsertedRowID)]
-        }
-        return entity.primaryKey.map { column in names.firstIndex(of: column).map { values[$0] } ?? .null }
+        return try rows("SELECT \(selection(M.self)) FROM \(identifier: entity.table) WHERE \(conflictCondition(entity, values: values)) LIMIT 1", as: M.self).first
     }
 
     /// The stored model with `columns` taken from `model`: what `.update(only:)` writes.

@@ -161,8 +161,12 @@ extension Store {
     /// (`columns` gains `id`). A value equal to the stored one keeps its ciphertext, and an
     /// external value equal to the stored one keeps its file, so writing a model back unchanged
     /// changes nothing.
+    ///
+    /// `replacing: false` is for a write that never replaces a stored row (an insert that
+    /// does nothing on a conflict): no stored row is looked up, and the row is sealed under its
+    /// own key.
     @discardableResult
-    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue]) throws(StoreError) -> PreparedRow {
+    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue], replacing: Bool = true) throws(StoreError) -> PreparedRow {
         let plan = rowPlan(entity, columns: columns)
         guard !plan.isEmpty else { return PreparedRow() }
         // A new row of randomized values only, its implicit key left to the store: nothing to
@@ -182,7 +186,10 @@ extension Store {
         for (position, cipher) in plan.deterministic {
             values[position] = try seal(values[position], cipher, rowKey: [])
         }
-        var (rowKey, stored) = try storedRow(entity, plan, columns: columns, values: values)
+        var (rowKey, stored) =
+            replacing
+            ? try storedRow(entity, plan, columns: columns, values: values)
+            : (plan.keyPositions.map { $0.map { values[$0] } ?? .null }, [:])
         var choseKey = false
         if entity.hasImplicitKey, rowKey == [.null], !plan.randomized.isEmpty || plan.files.contains(where: { $0.cipher != nil }) {
             let next = try nextImplicitKey(entity)

@@ -13,12 +13,8 @@ extension Store {
     func streamModels<M: PersistentModel>(
         _ query: SQL, as type: M.Type, extraColumns: Int = 0, ownStatement: Bool = false, _ body: (M, [StoredValue]) throws -> Void
     ) throws {
-        let entity = M.entity
-        let order = rowColumns(entity)
-        let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
-        let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
-        let opening = openPlan(entity, columns: order)
-        let keys = M.self is any RowCodable.Type ? nil : RowKeys(entity: entity, columns: order)
+        let opening = openPlan(M.entity, columns: rowColumns(M.entity))
+        let decode = modelDecoder(M.self)
         let (text, arguments) = query.statement(for: database.dialect)
         let handle = { (row: inout [StoredValue]) throws in
             var extras: [StoredValue] = []
@@ -26,12 +22,7 @@ extension Store {
                 extras = Array(row.suffix(extraColumns))
                 row.removeLast(extraColumns)
             }
-            for (column, position) in external {
-                guard case .text(let name) = row[position] else { continue }
-                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
-            }
-            let model = if let keys { try RowDecoder.decode(M.self, row: row, keys: keys) } else { try self.decodeDirect(row, as: M.self) }
-            try body(model, extras)
+            try body(try decode(&row), extras)
         }
         if let opening {
             try forEachOpenedRow(
@@ -39,6 +30,39 @@ extension Store {
                 with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, handle)
         } else {
             try database.forEachRow(text, arguments, ownStatement: ownStatement, handle)
+        }
+    }
+
+    /// What turns a row of `selection(M.self)`, its encrypted values opened, into a model: its
+    /// external values loaded, then decoded.
+    private func modelDecoder<M: PersistentModel>(_ type: M.Type) -> (inout [StoredValue]) throws -> M {
+        let entity = M.entity
+        let order = rowColumns(entity)
+        let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
+        let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
+        let keys = M.self is any RowCodable.Type ? nil : RowKeys(entity: entity, columns: order)
+        return { row in
+            for (column, position) in external {
+                guard case .text(let name) = row[position] else { continue }
+                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+            }
+            return if let keys { try RowDecoder.decode(M.self, row: row, keys: keys) } else { try self.decodeDirect(row, as: M.self) }
+        }
+    }
+
+    /// A model from a row of `selection(M.self)` that a statement returned (`RETURNING`).
+    func model<M: PersistentModel>(fromReturned row: [StoredValue], as type: M.Type) throws(StoreError) -> M {
+        var row = row
+        do {
+            if let opening = openPlan(M.entity, columns: rowColumns(M.entity)) {
+                let sealed = row
+                for position in opening.positions where position < row.count {
+                    row[position] = try openColumn(opening, position, .value(sealed[position]), row: sealed)
+                }
+            }
+            return try modelDecoder(M.self)(&row)
+        } catch {
+            throw Self.readFailure(error)
         }
     }
 

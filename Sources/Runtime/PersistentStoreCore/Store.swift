@@ -157,6 +157,12 @@ public actor Store {
     /// `directWrite`'s plans: a `DirectWrite<M>` by the model type `M`.
     var directWrites: [ObjectIdentifier: AnyObject] = [:]
     var keyLookups: [UpsertShape: [KeyLookup]] = [:]
+    /// `.update(only:)`'s upserts, by row shape and the columns they set.
+    struct UpdateOnlyShape: Hashable {
+        let row: UpsertShape
+        let only: Set<String>
+    }
+    var updateOnlyStatements: [UpdateOnlyShape: UpsertStatements] = [:]
     /// The table whose plain insert last hit a taken key or unique value, and the rows written
     /// to it since: while conflicts are recent, writes go straight to the upsert statement.
     var lastConflict: (table: String, rowsSince: Int)?
@@ -967,6 +973,10 @@ public actor Store {
         let upsert: RenderedSQL
         /// False without a key or unique index to conflict on: then the two are the same.
         let canConflict: Bool
+        /// The insert of a row that may be new: the plain INSERT where a conflict fails that
+        /// statement alone (SQLite), else INSERT ... ON CONFLICT DO NOTHING RETURNING the key,
+        /// which returns no row when the key or a unique value is taken.
+        let insertIfAbsent: RenderedSQL
         /// Where a statement takes one conflict target (PostgreSQL): the upserts on the other
         /// unique keys, tried in turn when `upsert` meets a taken value of another one.
         var alternatives: [RenderedSQL] = []
@@ -991,7 +1001,11 @@ public actor Store {
             targets = Array(targets.prefix(1))
         }
         for target in targets { upsert += conflictClause(target) }
-        var statements = UpsertStatements(insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty)
+        let insertIfAbsent: SQL =
+            capabilities.failedStatementAbortsTransaction
+            ? insert + " ON CONFLICT DO NOTHING RETURNING \(SQL.identifiers(entity.hasImplicitKey ? ["id"] : entity.primaryKey))" : insert + returning
+        var statements = UpsertStatements(
+            insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty, insertIfAbsent: render(insertIfAbsent))
         statements.alternatives = alternatives
         upsertStatements[cacheKey] = statements
         return statements

@@ -612,6 +612,41 @@ extension StorePool {
         #expect(try await store.model(Car.self, key: twin.id!)?.photo == Data([7, 7, 7]))
     }
 
+    /// Insert-if-absent and `.update(only:)` on a model with an external value: the stored value
+    /// stays unless the update names it, and what was written for a row that turned out to be
+    /// stored is not left behind.
+    @Test(arguments: StoreEngine.available)
+    func conflictPoliciesKeepOrReplaceExternalValues(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        func externalValueCount() throws -> Int {
+            switch engine {
+            case .sqlite: return (try? FileManager.default.contentsOfDirectory(atPath: url + ".external/car/photo"))?.count ?? 0
+            case .postgres:
+                guard case .integer(let count)? = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_external_values").first?.first else { return -1 }
+                return Int(count)
+            }
+        }
+        let first = Data(repeating: 1, count: 4_000), second = Data(repeating: 2, count: 4_000)
+        let inserted = try await store.insert(Car(vin: "V1", make: "Ford", model: "T", mileage: 1, photo: first), onConflict: .ignore)
+        #expect(inserted.id != nil && inserted.photo == first)
+        let kept = try await store.insert(Car(vin: "V1", make: "Fiat", model: "500", mileage: 2, photo: second), onConflict: .ignore)
+        #expect(kept.id == inserted.id && kept.make == "Ford" && kept.photo == first)
+        #expect(try externalValueCount() == 1, "the value written for the conflicting row is gone")
+        let mileage = try await store.insert(Car(vin: "V1", make: "Fiat", model: "500", mileage: 9, photo: second), onConflict: .update(only: [\Car.mileage]))
+        #expect(mileage.id == inserted.id && mileage.mileage == 9 && mileage.make == "Ford" && mileage.photo == first)
+        #expect(try externalValueCount() == 1)
+        let photo = try await store.insert(Car(vin: "V1", make: "Fiat", model: "500", mileage: 0, photo: second), onConflict: .update(only: [\Car.photo]))
+        #expect(photo.photo == second && photo.mileage == 9)
+        #expect(try externalValueCount() == 1)
+        #expect(try await store.model(Car.self, key: inserted.id!) == photo)
+        // A new row through `.update(only:)` is inserted whole.
+        let fresh = try await store.insert([Car(vin: "V2", make: "VW", model: "Golf", mileage: 3, photo: first)], onConflict: .update(only: [\Car.mileage]))
+        #expect(fresh[0].id != nil && fresh[0].make == "VW" && fresh[0].photo == first)
+        #expect(try externalValueCount() == 2)
+        #expect(try await store.model(Car.self, key: fresh[0].id!) == fresh[0])
+    }
+
     /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,
     /// `YYYY-MM-DD` text on SQLite). A date with a time of day is kept as its day in UTC through
     /// every write path, comes back as the start of that day, and is compared as a day; a row
