@@ -72,5 +72,51 @@ def main():
           "(target 0.7 or more against the raw API, 0.8 or more for history on against off)", file=sys.stderr)
 
 
+INBOX_ROWS = int(os.environ.get("BENCH_INBOX_ROWS", "20000"))
+INBOX_MODES = ("inbox-raw", "inbox-store", "inbox-store-without-history")
+INBOX_PHASES = ("insert", "ignore", "ignore_stored", "upsert", "update_only", "fetch")
+
+
+def inbox(binary):
+    """The Inbox model (Schemas/Inbox.yaml: a unique Message-ID, two secondary indexes, history on,
+    an external attachment on 1 message in 100), written in transactions of 500 as a sync writes
+    it: ROWS inserted, ROWS more imported with .ignore (all new), the first ROWS imported again
+    with .ignore (all stored), ROWS upserted (half stored), ROWS marked read with
+    .update(only:), everything fetched. Against the raw C API doing the same (attachments
+    written, replaced ones removed, read back) without a history; the store without its history
+    is shown beside it. Rows/s are medians, ratios the medians of each round's own ratio."""
+    samples = {mode: [] for mode in INBOX_MODES}
+    for round_number in range(ROUNDS):
+        for mode in (INBOX_MODES if round_number % 2 == 0 else INBOX_MODES[::-1]):
+            with tempfile.TemporaryDirectory() as folder:
+                read, write = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    os.dup2(write, 1)
+                    os.execv(binary, [binary, mode, str(INBOX_ROWS), folder])
+                os.close(write)
+                output = os.read(read, 4096).decode()
+                os.close(read)
+                _, status = os.waitpid(pid, 0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    sys.exit(f"store-benchmark {mode} failed")
+                parts = output.split()
+                samples[mode].append(dict(zip(parts[0::2], map(float, parts[1::2]))))
+
+    def ratio(ours, theirs, key):
+        return statistics.median(t[key] / o[key] for o, t in zip(samples[ours], samples[theirs]))
+    rows = {"insert": INBOX_ROWS, "ignore": INBOX_ROWS, "ignore_stored": INBOX_ROWS, "upsert": INBOX_ROWS, "update_only": INBOX_ROWS, "fetch": INBOX_ROWS * 5 // 2}
+    for phase in INBOX_PHASES:
+        ours = rows[phase] / statistics.median(s[phase] for s in samples["inbox-store"])
+        theirs = rows[phase] / statistics.median(s[phase] for s in samples["inbox-raw"])
+        without = rows[phase] / statistics.median(s[phase] for s in samples["inbox-store-without-history"])
+        print(f"bench store_{phase}_{INBOX_ROWS}_inbox {ours:.0f} rows/s ratio={ratio('inbox-store', 'inbox-raw', phase):.2f} baseline=raw_c_api_from_swift({theirs:.0f}rows/s)")
+        print(f"bench store_{phase}_without_history_{INBOX_ROWS}_inbox {without:.0f} rows/s ratio={ratio('inbox-store-without-history', 'inbox-raw', phase):.2f} baseline=raw_c_api_from_swift({theirs:.0f}rows/s)")
+    ignore_over_insert = statistics.median(s["ignore"] / s["insert"] for s in samples["inbox-store"])
+    print(f"bench store_ignore_time_over_insert_{INBOX_ROWS}_inbox ratio={ignore_over_insert:.2f} baseline=store_insert_same_round (target 1.2 or less)")
+    print(f"# {INBOX_ROWS} messages, {ROUNDS} alternating rounds (targets: 0.8 or more against the raw API, fetch 0.9)", file=sys.stderr)
+
+
 if __name__ == "__main__":
     main()
+    inbox(sys.argv[1])

@@ -13,6 +13,9 @@ import SchemaMetadata
 /// or not) or through the raw SQLite C API (prepared statements, values bound by hand), printing
 /// the seconds of each phase.
 ///
+/// `store-benchmark inbox-store|inbox-store-without-history|inbox-raw ROWS DIR`: the same on a mail client's messages, with
+/// insert-if-absent and `.update(only:)` (`InboxBench`).
+///
 /// `store-benchmark latency store|poll COUNT DIR`: a child process commits COUNT to-do items,
 /// one transaction each, while this process waits for them: through the store's `changes()`
 /// (file events, data_version, history), or by a raw connection asking `PRAGMA data_version`
@@ -63,12 +66,20 @@ struct StoreBenchmark {
             print(latencies.map(String.init).joined(separator: " "))
             return
         }
+        if arguments.count == 4, ["inbox-store", "inbox-store-without-history", "inbox-raw"].contains(arguments[1]), let rows = Int(arguments[2]) {
+            let path = arguments[3] + "/\(arguments[1]).sqlite"
+            let times =
+                arguments[1] == "inbox-raw"
+                ? try InboxBench.raw(path, rows: rows) : try await InboxBench.viaStore(path, rows: rows, history: arguments[1] == "inbox-store")
+            print(InboxBench.phases.map { String(format: "\($0) %.4f", times[$0] ?? 0) }.joined(separator: " "))
+            return
+        }
         if try await runPostgresMode(arguments) { return }
         let modes = ["store", "store-without-history", "raw", "store-sqlite-defaults", "raw-sqlite-defaults"]
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | inbox-store|inbox-store-without-history|inbox-raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
                         .utf8))
             exit(2)
         }

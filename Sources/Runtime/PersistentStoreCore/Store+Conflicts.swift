@@ -172,7 +172,7 @@ extension Store {
             try removeOnCommit(prepared.writtenExternalValues, of: entity)
             return nil
         }
-        if capabilities.failedStatementAbortsTransaction, returned.isEmpty {
+        if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 {
             try removeOnCommit(prepared.writtenExternalValues, of: entity)
             return nil
         }
@@ -241,18 +241,37 @@ extension Store {
         return statements
     }
 
-    /// The stored row with the model's primary key or one of its unique values, as a model.
-    /// Deterministically encrypted values are compared as the ciphertexts stored.
+    /// The stored row with the model's primary key or one of its unique values, as a model,
+    /// looked up by each in turn (each lookup's statement rendered once). Deterministically
+    /// encrypted values are compared as the ciphertexts stored.
     private func storedModel<M: PersistentModel>(matching model: M) throws(StoreError) -> M? {
         let entity = M.entity
-        let row: [String: StoredValue]
-        do { row = try RowEncoder.encode(model) } catch { throw .coding("\(error)") }
-        var values = Dictionary(columns(of: entity, row: row).map { ($0.column, $0.value) }, uniquingKeysWith: { first, _ in first })
+        let row = try encodedRow(model)
+        var values = row.values
         for (column, cipher) in encryption[entity.table] ?? [:] where cipher.mode == .deterministic {
-            guard let plain = values[column], plain != .null else { continue }
-            do { values[column] = try cipher.seal(plain, rowKey: []) } catch { throw .encryption(error) }
+            guard let at = row.columns.firstIndex(of: column), values[at] != .null else { continue }
+            do { values[at] = try cipher.seal(values[at], rowKey: []) } catch { throw .encryption(error) }
         }
-        return try rows("SELECT \(selection(M.self)) FROM \(identifier: entity.table) WHERE \(conflictCondition(entity, values: values)) LIMIT 1", as: M.self).first
+        for target in [entity.primaryKey] + entity.indexes.filter({ $0.kind == .unique }).map(\.columns) {
+            let positions = target.compactMap { row.columns.firstIndex(of: $0) }
+            guard positions.count == target.count else { continue }
+            let arguments = positions.map { values[$0] }
+            guard !arguments.contains(.null) else { continue }
+            let found: [[StoredValue]]
+            do { found = try database.query(storedModelLookup(M.self, by: target), arguments[...]) } catch { throw .database(error) }
+            if let stored = found.first { return try self.model(fromReturned: stored, as: M.self) }
+        }
+        return nil
+    }
+
+    /// `SELECT <selection> FROM <table> WHERE <target> = ... LIMIT 1`, rendered once per target.
+    private func storedModelLookup<M: PersistentModel>(_ type: M.Type, by target: [String]) -> RenderedSQL {
+        let key = [M.entity.table] + target
+        if let cached = storedModelLookups[key] { return cached }
+        let sql = render(
+            "SELECT \(selection(M.self)) FROM \(identifier: M.entity.table) WHERE \(Self.condition(target, Array(repeating: .null, count: target.count))) LIMIT 1")
+        storedModelLookups[key] = sql
+        return sql
     }
 
     /// The stored model with `columns` taken from `model`: what `.update(only:)` writes.

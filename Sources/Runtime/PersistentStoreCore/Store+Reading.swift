@@ -91,19 +91,38 @@ extension Store {
     /// how many come; `extras` receives each model's extra columns.
     func rows<M: PersistentModel>(_ query: SQL, as type: M.Type, expectedCount: Int = 0, extraColumns: Int = 0, extras: inout [[StoredValue]]) throws(StoreError) -> [M] {
         do {
-            // Models with a generated row codec and no external values decode in a loop compiled
-            // for the model (`decodeStoredRows`), a third faster than through the generic one.
-            if M.self is any RowCodable.Type, extraColumns == 0, Self.externalColumns(of: M.entity).isEmpty {
-                let opening = openPlan(M.entity, columns: rowColumns(M.entity))
+            // Models with a generated row codec decode in a loop compiled for the model
+            // (`decodeStoredRows`), a third faster than through the generic one; external
+            // values are loaded into the row first.
+            if M.self is any RowCodable.Type, extraColumns == 0 {
+                let entity = M.entity
+                let order = rowColumns(entity)
+                let opening = openPlan(entity, columns: order)
+                let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
+                let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
+                let load = { (row: inout [StoredValue]) throws in
+                    for (column, position) in external {
+                        guard case .text(let name) = row[position] else { continue }
+                        row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+                    }
+                }
                 let (text, arguments) = query.statement(for: database.dialect)
                 let decoded = try M.decodeStoredRows(expectedCount: expectedCount) { consume in
                     if let opening {
                         try forEachOpenedRow(
                             text, arguments, ownStatement: false, opening: opening.positions,
                             with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }
-                        ) { row in try consume(row) }
-                    } else {
+                        ) { row in
+                            if !external.isEmpty { try load(&row) }
+                            try consume(row)
+                        }
+                    } else if external.isEmpty {
                         try database.forEachRow(text, arguments, ownStatement: false) { row in try consume(row) }
+                    } else {
+                        try database.forEachRow(text, arguments, ownStatement: false) { row in
+                            try load(&row)
+                            try consume(row)
+                        }
                     }
                 }
                 if let decoded { return decoded }

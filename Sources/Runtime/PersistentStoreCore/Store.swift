@@ -163,6 +163,8 @@ public actor Store {
         let only: Set<String>
     }
     var updateOnlyStatements: [UpdateOnlyShape: UpsertStatements] = [:]
+    /// The stored row by one unique key, as a model: by the table and the key's columns.
+    var storedModelLookups: [[String]: RenderedSQL] = [:]
     /// The table whose plain insert last hit a taken key or unique value, and the rows written
     /// to it since: while conflicts are recent, writes go straight to the upsert statement.
     var lastConflict: (table: String, rowsSince: Int)?
@@ -798,8 +800,15 @@ public actor Store {
                     return written
                 }
             } else {
-                // The row sealed and keyed by `prepareRow`; the model keeps its plain values.
                 let entity = write.entity
+                // A row that is likely new is inserted as one (sealed under its own key, its
+                // external values stored), with no stored row looked up first: only a conflict
+                // sends it down the upsert below.
+                if presumesNewRows(in: entity.table) {
+                    if let inserted = try insertNew(model) { return inserted }
+                    lastConflict = (entity.table, 0)
+                }
+                // The row sealed and keyed by `prepareRow`; the model keeps its plain values.
                 var columns = write.columns
                 var values = stored
                 let choseKey = try prepareRow(entity, columns: &columns, values: &values).choseKey
@@ -874,16 +883,12 @@ public actor Store {
             if case .integer(let id)? = rows.first?.first { return id }
             return try storedRowID(entity, columns: columns, values) ?? boundKey
         }
-        if statements.canConflict {
-            if let conflict = lastConflict, conflict.table == entity.table, conflict.rowsSince < Self.upsertRunLength {
-                lastConflict?.rowsSince += 1
-            } else {
-                do {
-                    _ = try database.query(statements.insert, values)
-                    return entity.hasImplicitKey ? boundKey ?? lastInsertedRowID : nil
-                } catch  where error.kind == .uniquenessConflict {
-                    lastConflict = (entity.table, 0)
-                }
+        if statements.canConflict, presumesNewRows(in: entity.table) {
+            do {
+                _ = try database.query(statements.insert, values)
+                return entity.hasImplicitKey ? boundKey ?? lastInsertedRowID : nil
+            } catch  where error.kind == .uniquenessConflict {
+                lastConflict = (entity.table, 0)
             }
         }
         guard entity.hasImplicitKey else {
@@ -927,6 +932,14 @@ public actor Store {
 
     /// How many writes after a conflict skip the plain insert.
     static let upsertRunLength = 256
+
+    /// Whether a write to `table` tries the plain insert first: no insert into it met a taken
+    /// key or unique value in the last `upsertRunLength` writes. Counts the write when not.
+    func presumesNewRows(in table: String) -> Bool {
+        guard let conflict = lastConflict, conflict.table == table, conflict.rowsSince < Self.upsertRunLength else { return true }
+        lastConflict?.rowsSince += 1
+        return false
+    }
 
     /// The implicit key of the stored row whose key or unique values `values` hold.
     func storedRowID(_ entity: EntityDescriptor, columns: ArraySlice<String>, _ values: ArraySlice<StoredValue>) throws(DatabaseFailure) -> Int64? {
@@ -1003,7 +1016,7 @@ public actor Store {
         for target in targets { upsert += conflictClause(target) }
         let insertIfAbsent: SQL =
             capabilities.failedStatementAbortsTransaction
-            ? insert + " ON CONFLICT DO NOTHING RETURNING \(SQL.identifiers(entity.hasImplicitKey ? ["id"] : entity.primaryKey))" : insert + returning
+            ? insert + " ON CONFLICT DO NOTHING RETURNING \(SQL.identifiers(entity.hasImplicitKey ? ["id"] : entity.primaryKey))" : insert + " ON CONFLICT DO NOTHING" + returning
         var statements = UpsertStatements(
             insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty, insertIfAbsent: render(insertIfAbsent))
         statements.alternatives = alternatives

@@ -16,22 +16,57 @@ public enum TextEscaping {
     /// `json(_:)`, appended to `out` (writers that build one large text).
     public static func appendJSON(_ text: String, to out: inout String) {
         out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += "\\u" + hex(scalar.value, width: 4, uppercase: false)
-                } else {
-                    out.unicodeScalars.append(scalar)
+        // Runs of bytes that need no escape are appended whole (most text is one run): what
+        // needs one is an ASCII byte, so a run's ends are always between scalars.
+        let utf8 = text.utf8
+        var runStart = utf8.startIndex
+        var index = runStart
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                index = utf8.index(after: index)
+                continue
+            }
+            out += Substring(text.unicodeScalars[runStart..<index])
+            switch byte {
+            case UInt8(ascii: "\""): out += "\\\""
+            case UInt8(ascii: "\\"): out += "\\\\"
+            case UInt8(ascii: "\n"): out += "\\n"
+            case UInt8(ascii: "\r"): out += "\\r"
+            case UInt8(ascii: "\t"): out += "\\t"
+            default: out += "\\u" + hex(UInt32(byte), width: 4, uppercase: false)
+            }
+            index = utf8.index(after: index)
+            runStart = index
+        }
+        out += Substring(text.unicodeScalars[runStart..<index])
+        out += "\""
+    }
+
+    /// `json(_:)`, appended to UTF-8 bytes (writers that build their text as bytes, such as the
+    /// store's history rows).
+    public static func appendJSON(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            var runStart = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                default: out.append(contentsOf: ("\\u" + hex(UInt32(byte), width: 4, uppercase: false)).utf8)
                 }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     /// A double-quoted YAML scalar: quotes, backslashes and control characters escaped. Not

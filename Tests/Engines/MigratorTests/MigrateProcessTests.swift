@@ -84,7 +84,7 @@ import Testing
         #expect(up.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == planned)
         let status = try Self.migrate(["status", "--database", database, "--format", "json"])
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]])
-        #expect(Set(rows.compactMap { $0["schema"] as? String }) == ["Dispatch", "Flights", "Garage", "Notes", "Tasks", "Todo", "Users"])
+        #expect(Set(rows.compactMap { $0["schema"] as? String }) == ["Dispatch", "Flights", "Garage", "Inbox", "Notes", "Tasks", "Todo", "Users"])
         #expect(rows.allSatisfy { $0["state"] as? String == "applied" })
         #expect(try Self.migrate(["validate", "--database", database]).status == 0)
         let ambiguous = try Self.migrate(["down", "--database", database])

@@ -18,7 +18,7 @@ import Testing
     @Test func validatesTheExampleSchemasByDefault() throws {
         let run = try schemagen(["validate"])
         #expect(run.status == 0)
-        #expect(run.output == "Checked 7 schema files: no problems.\n")
+        #expect(run.output == "Checked 8 schema files: no problems.\n")
         #expect(run.error.isEmpty)
     }
 
@@ -46,7 +46,7 @@ import Testing
         #expect(run.status == 1)
         #expect(run.output.contains("names.yaml:"))
         #expect(run.output.contains("defaults.yaml:"))
-        #expect(run.output.hasSuffix("Checked 9 schema files: 28 errors and 1 warning in 2 files.\n"))
+        #expect(run.output.hasSuffix("Checked 10 schema files: 28 errors and 1 warning in 2 files.\n"))
     }
 
     @Test func jsonFormatIsMachineReadable() throws {

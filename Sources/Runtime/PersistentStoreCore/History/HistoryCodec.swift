@@ -18,23 +18,28 @@ import TextEscaping
 /// Values are JSON numbers (integers without a decimal point, reals with one), strings,
 /// `null`, `{"blob":"hex"}`, or `{"real":"inf"}` / `{"real":"-inf"}`.
 enum HistoryCodec {
+    /// Written as UTF-8 bytes, one String made at the end: a transaction of a thousand inserts
+    /// writes tens of thousands of names and values.
     static func encode(_ changes: [ChangeRecorder.Change], entities: [String], names: [String]) -> String {
-        var out = "["
-        out.reserveCapacity(64 + changes.count * 12)
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + changes.count * 16)
+        out.append(UInt8(ascii: "["))
         var index = 0
         var firstGroup = true
         while index < changes.count {
             let head = changes[index]
-            if !firstGroup { out += "," }
+            if !firstGroup { out.append(UInt8(ascii: ",")) }
             firstGroup = false
-            out += "{\"entity\":"
+            out.append(contentsOf: #"{"entity":"#.utf8)
             TextEscaping.appendJSON(entities[Int(head.entity)], to: &out)
-            out += ",\"kind\":\"\(head.kind.rawValue)\",\"keys\":["
+            out.append(contentsOf: #","kind":""#.utf8)
+            out.append(contentsOf: head.kind.rawValue.utf8)
+            out.append(contentsOf: #"","keys":["#.utf8)
             if !head.payload.isEmpty || head.kind == .update {
                 writeKey(head.key, to: &out)
-                out += "]"
+                out.append(UInt8(ascii: "]"))
                 writePayload(head, names: names, to: &out)
-                out += "}"
+                out.append(UInt8(ascii: "}"))
                 index += 1
                 continue
             }
@@ -46,7 +51,7 @@ enum HistoryCodec {
             var position = index
             var firstKey = true
             while position < end {
-                if !firstKey { out += "," }
+                if !firstKey { out.append(UInt8(ascii: ",")) }
                 firstKey = false
                 if case .integer(let start) = changes[position].key {
                     var last = start
@@ -56,7 +61,11 @@ enum HistoryCodec {
                         next += 1
                     }
                     if next - position >= 3 {
-                        out += "{\"from\":\(start),\"through\":\(last)}"
+                        out.append(contentsOf: #"{"from":"#.utf8)
+                        writeInteger(start, to: &out)
+                        out.append(contentsOf: #","through":"#.utf8)
+                        writeInteger(last, to: &out)
+                        out.append(UInt8(ascii: "}"))
                         position = next
                         continue
                     }
@@ -64,73 +73,90 @@ enum HistoryCodec {
                 writeKey(changes[position].key, to: &out)
                 position += 1
             }
-            out += "]}"
+            out.append(contentsOf: "]}".utf8)
             index = end
         }
-        out += "]"
-        return out
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private static func writeKey(_ key: ChangeRecorder.Key, to out: inout String) {
+    private static func writeKey(_ key: ChangeRecorder.Key, to out: inout [UInt8]) {
         switch key {
-        case .integer(let value): out += String(value)
+        case .integer(let value): writeInteger(value, to: &out)
         case .values(let values):
             if values.count == 1 {
                 writeValue(values[0], to: &out)
             } else {
-                out += "["
+                out.append(UInt8(ascii: "["))
                 for (offset, value) in values.enumerated() {
-                    if offset > 0 { out += "," }
+                    if offset > 0 { out.append(UInt8(ascii: ",")) }
                     writeValue(value, to: &out)
                 }
-                out += "]"
+                out.append(UInt8(ascii: "]"))
             }
         }
     }
 
-    private static func writePayload(_ change: ChangeRecorder.Change, names: [String], to out: inout String) {
+    private static func writePayload(_ change: ChangeRecorder.Change, names: [String], to out: inout [UInt8]) {
         if change.kind != .delete {
-            out += ",\"changed\":["
+            out.append(contentsOf: #","changed":["#.utf8)
             for (offset, item) in change.payload.enumerated() {
-                if offset > 0 { out += "," }
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
                 TextEscaping.appendJSON(names[Int(item.name)], to: &out)
             }
-            out += "],\"values\":{"
+            out.append(contentsOf: #"],"values":{"#.utf8)
         } else {
-            out += ",\"tombstone\":{"
+            out.append(contentsOf: #","tombstone":{"#.utf8)
         }
         var first = true
         for item in change.payload {
             guard let value = item.value else { continue }
-            if !first { out += "," }
+            if !first { out.append(UInt8(ascii: ",")) }
             first = false
             TextEscaping.appendJSON(names[Int(item.name)], to: &out)
-            out += ":"
+            out.append(UInt8(ascii: ":"))
             writeValue(value, to: &out)
         }
-        out += "}"
+        out.append(UInt8(ascii: "}"))
     }
 
-    static func writeValue(_ value: StoredValue, to out: inout String) {
+    /// An integer's decimal digits, without making a String.
+    static func writeInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value == 0 { return out.append(UInt8(ascii: "0")) }
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        // The magnitude as unsigned: Int64.min has none as an Int64.
+        var magnitude = value.magnitude
+        let start = out.count
+        while magnitude > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        }
+        out[start...].reverse()
+    }
+
+    static func writeValue(_ value: StoredValue, to out: inout [UInt8]) {
         switch value {
-        case .null: out += "null"
-        case .integer(let number): out += String(number)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .integer(let number): writeInteger(number, to: &out)
         case .real(let number):
             if number.isInfinite {
-                out += number > 0 ? "{\"real\":\"inf\"}" : "{\"real\":\"-inf\"}"
+                out.append(contentsOf: (number > 0 ? #"{"real":"inf"}"# : #"{"real":"-inf"}"#).utf8)
             } else if number.isNaN {
-                out += "null"
+                out.append(contentsOf: "null".utf8)
             } else {
                 let text = "\(number)"
-                out += text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? text : text + ".0"
+                out.append(contentsOf: text.utf8)
+                if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) { out.append(contentsOf: ".0".utf8) }
             }
         case .text(let text): TextEscaping.appendJSON(text, to: &out)
         case .blob(let bytes):
-            out += "{\"blob\":\""
+            out.append(contentsOf: #"{"blob":""#.utf8)
+            let digits = Array("0123456789abcdef".utf8)
             for byte in bytes {
-                out += byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0xF)])
             }
-            out += "\"}"
+            out.append(contentsOf: #""}"#.utf8)
         }
     }
 
