@@ -507,6 +507,7 @@ extension Migrator {
         guard let online else { return }
         // One WAL budget and one lag gauge for the phase: its backfills and its index builds.
         var pacer = ReplicationPacer()
+        try startPacing(&pacer, options: options)
         for (index, section) in phase.sections.enumerated() where index >= state.section {
             if cancellation.isRequested { throw .interrupted(during: "\(kind.rawValue) of \(script.label) before section \(index + 1)") }
             progress(.onlineSection(script, phase: kind, index: index + 1, of: phase.sections.count))

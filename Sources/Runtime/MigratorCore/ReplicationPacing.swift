@@ -95,9 +95,41 @@ struct ReplicationPacer {
     var reportedBlind = false
     /// Where the WAL stood before the last batch, for its WAL per row.
     var batchStart: Int64?
+    /// Standbys seen over the lag bound, with the primary's WAL position at that moment: each is
+    /// waited for until it has replayed up to there, whatever a later reading of its lag says
+    /// (the server's `replay_lag` is only as fresh as the standby's last reply).
+    var heldBack: [String: Int64] = [:]
+
+    /// The standbys to wait for, with their lag in seconds: those over `bound` now, and those
+    /// seen over it that have not yet replayed what the primary had written then (a paused
+    /// one never gets there, whatever its last reply said).
+    mutating func standbysOverBound(_ snapshot: ReplicationSnapshot, bound: Double, now: Date) -> [(name: String, lag: Double)] {
+        snapshot.standbys.compactMap { standby -> (String, Double)? in
+            let lag = gauge.lag(of: standby, primaryAt: snapshot.position, now: now)
+            if let lag, lag > bound {
+                if heldBack[standby.name] == nil { heldBack[standby.name] = snapshot.position }
+                return (standby.name, lag)
+            }
+            if let mark = heldBack[standby.name], let replayed = standby.replayed, replayed < mark {
+                return (standby.name, max(lag ?? 0, bound))
+            }
+            heldBack[standby.name] = nil
+            return nil
+        }
+    }
 }
 
 extension Migrator {
+    /// Where a phase's pacing starts: the primary's WAL position noted before its first section,
+    /// so a standby that stopped replaying before the run is measured from the run's start.
+    func startPacing(_ pacer: inout ReplicationPacer, options: Options) throws(MigratorError) {
+        guard let replication = database as? any ReplicationMonitoring, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return }
+        let snapshot = try replication.replicationSnapshot()
+        let now = Date()
+        pacer.gauge.record(snapshot.position, at: now)
+        pacer.start = (now, snapshot.position)
+    }
+
     /// Before a backfill batch: waits while a standby replays more than `maxReplicaLag` behind,
     /// then while the WAL written since the run started is over `maxWALRate`. Waits between
     /// transactions, holding nothing; gives up past `replicaLagTimeout`.
@@ -128,11 +160,8 @@ extension Migrator {
             if pacer.start == nil { pacer.start = (now, snapshot.position) }
             noteStandbyChanges(&pacer, snapshot, progress: progress)
             guard bound > 0 else { return }
-            let lagging = snapshot.standbys.compactMap { standby -> (String, Double)? in
-                guard let lag = pacer.gauge.lag(of: standby, primaryAt: snapshot.position, now: now), lag > bound else { return nil }
-                return (standby.name, lag)
-            }
-            guard let worst = lagging.max(by: { $0.1 < $1.1 }) else {
+            let lagging = pacer.standbysOverBound(snapshot, bound: bound, now: now)
+            guard let worst = lagging.max(by: { $0.lag < $1.lag }) else {
                 if waitingSince != nil { try recordWaiting(nil) }
                 return
             }

@@ -29,7 +29,7 @@ struct MigrateClusterTests {
     static func migrations() throws -> String { try OnlineMigrateProcessTests.onlineMigrations().path }
 
     /// A database on the cluster with version 1 and `rows` events.
-    static func loadedDatabase(_ cluster: PatroniCluster, path: String) throws -> String {
+    static func loadedDatabase(_ cluster: PatroniCluster, path: String, rows: Int = rows) throws -> String {
         let url = try cluster.createDatabase()
         let created = try migrate.run(["up", "1", "--database", url, "--dir", path])
         guard created.status == 0 else { throw ClusterTestError("migrate up 1: \(created.error)") }
@@ -254,6 +254,73 @@ struct MigrateClusterTests {
         #expect(timeout.hasPrefix("1 ") && timeout.contains("run the same command again to resume"), "\(timeout)")
         #expect(results["resumed"]?.hasPrefix("0 \(Self.rows)") == true, "\(results["resumed"] ?? "")")
         #expect(results["gone"] == "0 1 expanded", "\(results["gone"] ?? "") \(results["goneOutput"] ?? "")")
+    }
+}
+
+extension MigrateClusterTests {
+    /// The bound holds however fast the copy runs (no WAL budget slows it): for a standby whose
+    /// replay was paused before `migrate up` started, and for one paused halfway through the
+    /// copy. Once the standby is over the bound, nothing more is copied or built until its replay
+    /// resumes: the run waits, naming it and how long it has waited, then finishes.
+    @Test func theLagBoundHoldsForAStandbyPausedBeforeOrDuringAFastCopy() async throws {
+        let lease = try await PatroniCluster.exclusive()
+        defer { lease.release() }
+        let cluster = lease.cluster
+        let results = try await offThePool { () throws -> [String: String] in
+            try cluster.waitUntilAllStream()
+            let leader = try cluster.waitForLeader()
+            // The asynchronous standby, whose lag no commit waits for.
+            let asynchronousName = cluster.query(leader, "SELECT application_name FROM pg_stat_replication WHERE sync_state <> 'sync' LIMIT 1")
+            let standby = try #require(cluster.nodes.first { $0.name == asynchronousName }, "no asynchronous standby: \(asynchronousName ?? "none")")
+            let path = try Self.migrations()
+            var results: [String: String] = [:]
+            try cluster.setMaintenance(true)
+            defer {
+                _ = cluster.query(standby, "SELECT pg_wal_replay_resume()")
+                try? cluster.setMaintenance(false)
+            }
+            func pauseReplay() {
+                _ = cluster.query(standby, "SELECT pg_wal_replay_pause()")
+                _ = Self.wait(30) { cluster.query(standby, "SELECT pg_get_wal_replay_pause_state()") == "paused" }
+            }
+            /// Rows copied, and the phase, as the run records them.
+            func progress(_ url: String) -> String {
+                "\(Self.value(url, "SELECT rows_done FROM schemagen_online_migrations") ?? "-") \(Self.value(url, "SELECT phase FROM schemagen_online_migrations") ?? "-")"
+            }
+            func heldWhilePaused(_ url: String, _ running: BuiltTool.Running, _ name: String) {
+                let waiting = running.read(until: { $0.contains("waiting: \(standby.name) replay lag") }, within: 120)
+                results["\(name) waiting"] = waiting
+                let first = progress(url)
+                sleep(3)
+                let later = progress(url)
+                results["\(name) held"] = first == later ? "held" : "moved: \(first) -> \(later)"
+                _ = cluster.query(standby, "SELECT pg_wal_replay_resume()")
+                let finished = running.finish()
+                results["\(name) finished"] = "\(finished.status) \(Self.value(url, "SELECT phase FROM schemagen_online_migrations") ?? "none")"
+                results["\(name) output"] = finished.output + finished.error
+            }
+
+            // Paused before the run starts: a million rows, whose copy runs past the bound.
+            let before = try Self.loadedDatabase(cluster, path: path, rows: 1_000_000)
+            pauseReplay()
+            heldWhilePaused(before, try Self.migrate.start(["up", "--complete", "--database", before, "--dir", path, "--max-replica-lag", "1000"]), "before")
+
+            // Paused once the copy has begun: a million rows, so that it runs past the bound.
+            let during = try Self.loadedDatabase(cluster, path: path, rows: 1_000_000)
+            let running = try Self.migrate.start(["up", "--database", during, "--dir", path, "--max-replica-lag", "1000"])
+            _ = Self.wait(60) { (Int(Self.value(during, "SELECT rows_done FROM schemagen_online_migrations") ?? "0") ?? 0) > 0 }
+            pauseReplay()
+            heldWhilePaused(during, running, "during")
+            try cluster.setMaintenance(false)
+            return results
+        }
+        // `--complete` before (nothing left in progress), expand alone during.
+        for (name, finished) in [("before", "0 none"), ("during", "0 expanded")] {
+            #expect(results["\(name) waiting"]?.contains("replay lag") == true, "\(name): the run never waited: \(results["\(name) output"] ?? "")")
+            #expect(results["\(name) held"] == "held", "\(name): the run went on while the standby was over the bound: \(results["\(name) held"] ?? "") \(results["\(name) output"] ?? "")")
+            #expect(results["\(name) finished"] == finished, "\(name): \(results["\(name) finished"] ?? "") \(results["\(name) output"] ?? "")")
+            #expect(results["\(name) output"]?.contains("s so far)") == true, "the wait says how long: \(results["\(name) output"] ?? "")")
+        }
     }
 }
 

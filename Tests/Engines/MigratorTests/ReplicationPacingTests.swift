@@ -35,6 +35,25 @@ struct ReplicationPacingTests {
         #expect(gauge.lag(of: Standby(name: "pg3", state: "streaming", replayed: 100, serverLag: nil), primaryAt: 200, now: start.addingTimeInterval(6)) == 6)
     }
 
+    /// A standby seen over the bound is waited for until it has replayed what the primary had
+    /// written then, even when a later reading of its lag is under the bound (the server's
+    /// `replay_lag` is only as fresh as the standby's last reply).
+    @Test func aStandbyOverTheBoundIsWaitedForUntilItReplaysPastThatMoment() {
+        var pacer = ReplicationPacer()
+        let start = Date(timeIntervalSince1970: 1_000)
+        pacer.gauge.record(100, at: start)
+        func over(_ replayed: Int64, server: Double?, primary: Int64, at second: Double) -> [String] {
+            pacer.gauge.record(primary, at: start.addingTimeInterval(second))
+            let snapshot = ReplicationSnapshot(position: primary, standbys: [Standby(name: "pg3", state: "streaming", replayed: replayed, serverLag: server)])
+            return pacer.standbysOverBound(snapshot, bound: 1, now: start.addingTimeInterval(second)).map(\.name)
+        }
+        #expect(over(90, server: 0.5, primary: 200, at: 0.5) == [], "under the bound")
+        #expect(over(90, server: 1.2, primary: 300, at: 0.9) == ["pg3"], "over it: waited for from here, position 300")
+        #expect(over(90, server: 0.3, primary: 310, at: 1.0) == ["pg3"], "a smaller reading alone does not end the wait: it has not replayed 300")
+        #expect(over(305, server: 0.2, primary: 320, at: 1.1) == [], "replayed past 300 and under the bound: no longer waited for")
+        #expect(over(305, server: 0.2, primary: 330, at: 1.2) == [])
+    }
+
     @Test func batchesAimAtTheTimeTargetWithinBounds() {
         let options = Migrator.Options()
         #expect(Migrator.nextBatchSize(after: 1000, took: 0.1, options: options, fileBatch: 1000) == 2000, "twice as fast as the target: doubled, not more")
