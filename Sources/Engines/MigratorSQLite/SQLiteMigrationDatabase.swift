@@ -7,9 +7,11 @@ import SchemaMetadata
 /// A SQLite file: the migrator's lock is the write lock `BEGIN IMMEDIATE` takes, waiting out
 /// the busy timeout. Tables are rebuilt with foreign keys switched off around them, and row
 /// copies report their progress.
-public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitching, RowCopyProgress {
+public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitching, RowCopyProgress, RebuildCarrying {
     /// The connection migrations run on.
     public let connection: SQLiteConnection
+    /// The rebuilds of the file running now, while their objects are carried.
+    var carry: RebuildCarry?
     /// SQLite's dialect.
     public let dialect: any SQLDialect = SQLiteDialect()
     /// The file's path (or what the opener named it).
@@ -83,7 +85,10 @@ public final class SQLiteMigrationDatabase: MigrationDatabase, ForeignKeySwitchi
     /// Runs a script statement by statement on the connection.
     public func runScript(_ sql: String, shouldStop: () -> Bool, willRun: (Int, Int) -> Void) throws(StatementFailure) {
         do {
-            try connection.executeScript(sql, shouldStop: shouldStop) { position in willRun(position.index, position.line) }
+            try connection.executeScript(sql, shouldStop: shouldStop) { position in
+                carry?.beforeStatement(position.index, line: position.line, on: connection)
+                willRun(position.index, position.line)
+            }
         } catch {
             throw StatementFailure(index: error.position.index, line: error.position.line, message: error.error.message)
         }
@@ -183,5 +188,154 @@ extension Migrator {
     ///     try Migrator(connection: try SQLiteConnection(path: "app.sqlite"), schema: FlightsSchema.name, embedded: FlightsSchema.migrations).up()
     public convenience init(connection: SQLiteConnection, schema: String, embedded: [MigrationScript], lockTimeoutSeconds: Double = 30) {
         self.init(connection: connection, schema: schema, scripts: embedded, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+}
+
+// MARK: - Carrying what was made outside the schema across table rebuilds
+
+extension SQLiteMigrationDatabase {
+    /// Watches the file's statements for its rebuilds: before each statement, the objects
+    /// around a table whose new table does not exist yet are read (so the plan's own drops of
+    /// the schema's indexes come first); once the new table exists they are kept, and the views
+    /// and other tables' triggers that name the table are dropped, or renaming the new table
+    /// would fail on them. After the statements, each kept object the file did not make again
+    /// is made from its own SQL, so `sqlite_schema` holds the same text.
+    public func carryingObjects(around copies: [(from: String, to: String)], file: String, _ body: () throws(MigratorError) -> Void) throws(MigratorError) -> [String] {
+        carry = RebuildCarry(copies: copies)
+        defer { carry = nil }
+        try body()
+        guard let carry else { return [] }
+        if let failure = carry.failure { throw .database(Self.failure(failure, database: label)) }
+        var carried: [String] = []
+        var made: Set<String> = []
+        for (table, objects, position) in carry.kept {
+            for object in objects where made.insert(object.name).inserted {
+                let exists = try query("SELECT 1 FROM sqlite_schema WHERE type = ? AND name = ?", [.text(object.type), .text(object.name)])
+                guard exists.isEmpty else { continue }
+                // A trigger of another table that the file dropped went with that table: the
+                // file's own doing, as it would be without the rebuild.
+                if object.type == "trigger", object.table.caseInsensitiveCompare(table) != .orderedSame, try !tableExists(object.table, schema: nil),
+                    try query("SELECT 1 FROM sqlite_schema WHERE type = 'view' AND name = ?", [.text(object.table)]).isEmpty
+                {
+                    continue
+                }
+                do {
+                    try connection.execute(object.sql)
+                } catch {
+                    throw .statementFailed(
+                        file: file, statement: position.index, line: position.line,
+                        message:
+                            "the rebuild of \(table) drops \(object.description) (made outside the schema), which cannot be made again on the rebuilt table: \(error.message) (\(object.sql.prefix(200))). Drop or change it before migrating, or declare it in the schema"
+                    )
+                }
+                carried.append(object.description)
+            }
+        }
+        return carried
+    }
+}
+
+/// What sits around the tables one file rebuilds, read as its statements run.
+struct RebuildCarry {
+    /// One object of `sqlite_schema`.
+    struct Object {
+        let type: String
+        let name: String
+        let table: String
+        let sql: String
+
+        /// "index audit_idx on orders", "view report".
+        var description: String { type == "view" ? "view \(name)" : "\(type) \(name) on \(table)" }
+    }
+
+    /// Old table and the new table its rebuild fills, not yet begun.
+    private var pending: [(table: String, new: String)]
+    /// By old table: what was around it just before its rebuild began, and that statement.
+    private(set) var kept: [(table: String, objects: [Object], position: (index: Int, line: Int))] = []
+    private var latest: [String: ([Object], (index: Int, line: Int))] = [:]
+    /// A failure of the reads themselves, reported after the statements.
+    private(set) var failure: SQLiteError?
+
+    init(copies: [(from: String, to: String)]) {
+        pending = copies.map { ($0.from, $0.to) }
+    }
+
+    mutating func beforeStatement(_ index: Int, line: Int, on connection: SQLiteConnection) {
+        guard !pending.isEmpty, failure == nil else { return }
+        do {
+            var still: [(table: String, new: String)] = []
+            for (table, new) in pending {
+                let begun = !(try connection.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(new)])).isEmpty
+                if begun, let (objects, position) = latest[table] {
+                    kept.append((table, objects, position))
+                    for object in objects where object.type != "index" && object.table.caseInsensitiveCompare(table) != .orderedSame {
+                        try connection.execute("DROP \(object.type == "view" ? "VIEW" : "TRIGGER") IF EXISTS \(SQLiteDialect().quote(object.name));")
+                    }
+                } else {
+                    latest[table] = (try Self.objects(around: table, on: connection), (index, line))
+                    still.append((table, new))
+                }
+            }
+            pending = still
+        } catch {
+            failure = error
+        }
+    }
+
+    /// The indexes and triggers on `table`, and the views and triggers that name it or such a
+    /// view (a view over the view, a trigger on it), in the order `sqlite_schema` lists them: a
+    /// view after the views it reads. Not the indexes SQLite makes for UNIQUE and PRIMARY KEY
+    /// (they have no SQL).
+    static func objects(around table: String, on connection: SQLiteConnection) throws(SQLiteError) -> [Object] {
+        let rows = try connection.query(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL ORDER BY rowid", [])
+        let all = rows.compactMap { row -> Object? in
+            guard row.count == 4, case .text(let type) = row[0], case .text(let name) = row[1], case .text(let owner) = row[2], case .text(let sql) = row[3] else { return nil }
+            return Object(type: type, name: name, table: owner, sql: sql)
+        }
+        // What the rename would find naming something gone: grown until nothing more is added.
+        var gone: Set<String> = [table.lowercased()]
+        var included: Set<String> = []
+        var grew = true
+        while grew {
+            grew = false
+            for object in all where !included.contains(object.name) {
+                let on = gone.contains(object.table.lowercased())
+                let naming = object.type != "index" && gone.contains { names($0, in: object.sql) }
+                guard on || naming else { continue }
+                included.insert(object.name)
+                if object.type == "view" { gone.insert(object.name.lowercased()) }
+                grew = true
+            }
+        }
+        return all.filter { included.contains($0.name) }
+    }
+
+    /// Whether `sql` names `table` as a table (bare, quoted or bracketed; any case): as an
+    /// identifier that does not follow a dot, unless the dot follows `main` or `temp` (a
+    /// column `new."x"` or `t.x` of the same name is not the table). A superset is harmless: an
+    /// object made again from its own SQL is unchanged.
+    static func names(_ table: String, in sql: String) -> Bool {
+        let text = Array(sql.lowercased().unicodeScalars), name = Array(table.lowercased().unicodeScalars)
+        guard !name.isEmpty, text.count >= name.count else { return false }
+        func isWord(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "_" || scalar == "$" }
+        func isQuote(_ scalar: Unicode.Scalar) -> Bool { scalar == "\"" || scalar == "`" || scalar == "[" || scalar == "]" }
+        for start in 0...(text.count - name.count) where Array(text[start..<(start + name.count)]) == name {
+            let end = start + name.count
+            if start > 0, isWord(text[start - 1]) { continue }
+            if end < text.count, isWord(text[end]) { continue }
+            // What precedes it, past an opening quote and blanks.
+            var before = start - 1
+            if before >= 0, isQuote(text[before]) { before -= 1 }
+            while before >= 0, text[before] == " " || text[before] == "\n" || text[before] == "\t" { before -= 1 }
+            guard before >= 0, text[before] == "." else { return true }
+            var qualifier = before - 1
+            while qualifier >= 0, text[qualifier] == " " || isQuote(text[qualifier]) { qualifier -= 1 }
+            let schemaEnd = qualifier + 1
+            while qualifier >= 0, isWord(text[qualifier]) { qualifier -= 1 }
+            let schema = String(String.UnicodeScalarView(text[(qualifier + 1)..<schemaEnd]))
+            if schema == "main" || schema == "temp" { return true }
+        }
+        return false
     }
 }

@@ -132,6 +132,19 @@ public protocol ForeignKeySwitching: MigrationDatabase {
     func foreignKeyViolations() throws(MigratorError) -> [String]
 }
 
+/// An engine whose table rebuilds drop what sits on the table (SQLite: `DROP TABLE` takes its
+/// indexes and triggers, and renaming the new table refuses views and triggers that name the
+/// missing one). What was made outside the schema is read just before each rebuild and made
+/// again after the file's statements, in its transaction: sqlite.org's procedure, steps 3
+/// and 8.
+public protocol RebuildCarrying: MigrationDatabase {
+    /// Runs `body` (the file's statements) with what sits around each of `copies`' old tables
+    /// (`from`, rebuilt as `to`, the header's row copies) carried across its rebuild. Returns what was made again, as "index audit_idx on
+    /// orders". An object that cannot be made again (it names a column that is gone) fails
+    /// the file with `.statementFailed`, naming it, so its transaction rolls back whole.
+    func carryingObjects(around copies: [(from: String, to: String)], file: String, _ body: () throws(MigratorError) -> Void) throws(MigratorError) -> [String]
+}
+
 /// Row copies reported while a script runs.
 public protocol RowCopyProgress: MigrationDatabase {
     /// `report` gets the table rows are being inserted into and how many so far, or nil for "busy".

@@ -43,6 +43,7 @@ public final class Migrator {
         namespaces = database as? any MigrationNamespaces
         foreignKeys = database as? any ForeignKeySwitching
         rowCopies = database as? any RowCopyProgress
+        carrying = database as? any RebuildCarrying
         online = database as? any OnlineMigrating
     }
 
@@ -51,6 +52,7 @@ public final class Migrator {
     let namespaces: (any MigrationNamespaces)?
     let foreignKeys: (any ForeignKeySwitching)?
     let rowCopies: (any RowCopyProgress)?
+    let carrying: (any RebuildCarrying)?
     /// Online migrations' lock timeouts, search path and backfill flag (PostgreSQL).
     let online: (any OnlineMigrating)?
 
@@ -292,6 +294,9 @@ public final class Migrator {
         case standbyPositionsHidden([String])
         /// A backfill batch or an index build waits this long for the WAL budget.
         case pacingWAL(seconds: Double)
+        /// Objects made outside the schema, carried across a table rebuild: made again on the
+        /// rebuilt table ("index audit_idx on orders", "view report").
+        case carriedAcrossRebuild([String])
     }
 
     /// Applying (`up`) or reverting (`down`).
@@ -742,7 +747,12 @@ public final class Migrator {
                 }
             }
         }
-        if let rowCopies { try rowCopies.countingRows(run) } else { try run() }
+        let counted = { () throws(MigratorError) in
+            if let rowCopies = self.rowCopies { try rowCopies.countingRows(run) } else { try run() }
+        }
+        guard let carrying, !header.rowCopies.isEmpty else { return try counted() }
+        let carried = try carrying.carryingObjects(around: header.rowCopies.map { ($0.from, $0.to) }, file: file, counted)
+        if !carried.isEmpty { progress(.carriedAcrossRebuild(carried)) }
     }
 
     func recordOrForget(_ script: MigrationScript, direction: Direction, milliseconds: Int) throws(MigratorError) {

@@ -370,6 +370,9 @@ public enum MigrateTool {
                 io.writeOutput("note: this role cannot see the replay positions of \(names.joined(separator: ", ")) (grant it pg_monitor): the backfill does not wait for them\n")
             case .pacingWAL(let seconds):
                 draw("\(statement): pausing \(String(format: "%.2f", seconds)) s for the WAL budget")
+            case .carriedAcrossRebuild(let objects):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("note: made again after the table rebuild (made outside the schema): \(objects.joined(separator: ", "))\n")
             case .onlineFinished(let script, let phase, let milliseconds):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 let done: String =
