@@ -8,7 +8,7 @@ import SchemaMetadata
 /// A PostgreSQL database: DDL is transactional, and concurrent migrators are kept apart by a
 /// session advisory lock whose key is derived from the schema's name (`advisoryKey`). The
 /// history may live in a schema of its own.
-public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating, ColumnRetyping, ReplicationMonitoring {
+public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLocking, MigrationNamespaces, OnlineMigrating, ColumnRetyping, ReplicationMonitoring, ServerWarnings {
     /// The connection migrations run on (and hold the advisory lock with).
     public let connection: PostgresConnection
     /// PostgreSQL's dialect.
@@ -221,6 +221,15 @@ public final class PostgresMigrationDatabase: MigrationDatabase, MigrationLockin
     public func markBackfill() throws(MigratorError) {
         try execute("SET LOCAL schemagen.backfill = 'on';")
     }
+
+    /// `schemagen.drop_uncarried`, for the session: what the copy of a table cannot carry is
+    /// dropped with a warning instead of stopping the section.
+    public func dropUncarried(_ allowed: Bool) throws(MigratorError) {
+        try execute("SET schemagen.drop_uncarried = '\(allowed ? "on" : "off")';")
+    }
+
+    /// The server's warnings since the last call.
+    public func takeWarnings() -> [String] { connection.takeWarnings() }
     /// How a session is described: `pid 4242 ('psql', idle in transaction, transaction open 12.3 s)`.
     static let sessionDescription = """
         'pid ' || a.pid::text || ' (' || quote_literal(coalesce(nullif(a.application_name, ''), 'no application_name')) || ', ' \

@@ -70,6 +70,14 @@ public enum SQLState {
 /// One libpq connection. Not shared between threads.
 public final class PostgresConnection {
     private var handle: OpaquePointer?
+    /// The server's warnings since `takeWarnings` last ran (libpq's notice receiver adds them).
+    private let warningBox = WarningBox()
+
+    /// The warnings the server sent (`RAISE WARNING`, say) since the last call, oldest first,
+    /// the password masked. Notices below a warning are not kept.
+    ///
+    ///     for warning in connection.takeWarnings() { log("warning: \(warning)") }
+    public func takeWarnings() -> [String] { warningBox.take().map(scrub) }
     /// libpq's connection, for the extensions of this module (notifications).
     var rawHandle: OpaquePointer? { handle }
     /// The server as messages may name it: the URL without its password.
@@ -124,7 +132,15 @@ public final class PostgresConnection {
             pause = min(pause * 2, 2)
         }
         // Notices (NOTICE: table "x" does not exist, skipping) are not errors: keep them quiet.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Warnings are kept for `takeWarnings`: a program decides whom to tell.
+        PQsetNoticeReceiver(
+            handle,
+            { context, result in
+                guard let context, let result, let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))), String(cString: severity) == "WARNING",
+                    let message = PQresultErrorField(result, Int32(UInt8(ascii: "M")))
+                else { return }
+                Unmanaged<WarningBox>.fromOpaque(context).takeUnretainedValue().append(String(cString: message))
+            }, Unmanaged.passUnretained(warningBox).toOpaque())
         canceller = PostgresCanceller(PQgetCancel(handle))
     }
 
@@ -703,5 +719,20 @@ public enum ConnectionURL {
         // The keyword form: `host=db1,db2 ...`.
         guard target.split(separator: " ").contains(where: { ($0.hasPrefix("host=") || $0.hasPrefix("hostaddr=")) && $0.contains(",") }) else { return target }
         return target + " target_session_attrs=read-write"
+    }
+}
+
+/// The warnings libpq's notice receiver hands over, until they are taken. Only the
+/// connection's own thread touches it (libpq calls the receiver inside the call that got the
+/// warning).
+final class WarningBox {
+    private var warnings: [String] = []
+    func append(_ warning: String) {
+        // Bounded: a loop that warns per row must not grow it without end.
+        if warnings.count < 1_000 { warnings.append(warning) }
+    }
+    func take() -> [String] {
+        defer { warnings.removeAll() }
+        return warnings
     }
 }

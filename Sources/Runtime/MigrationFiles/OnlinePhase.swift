@@ -21,6 +21,9 @@ import Foundation
 /// - `statement`: statements run outside a transaction, one by one (`CREATE INDEX
 ///   CONCURRENTLY`, `VALIDATE CONSTRAINT`); a resumed section runs whole again, so together they
 ///   must be safe to run again (an index build drops an invalid leftover of itself first).
+/// - `check`: a query listing what a table rebuilt by copying carries across (rows of what,
+///   `carry` or `stop`, why); run first, it stops the phase on any `stop` unless the run drops
+///   such objects (`--drop-uncarried`). `status` and `--dry-run` run it to list them.
 /// - `backfill`: one UPDATE run over key ranges of `batch` rows, each batch committed with its
 ///   progress. With `"bounds":"inclusive"` (what schemagen writes), `$1` and `$2` are the range's
 ///   first and last keys, and the rows are taken `FOR UPDATE SKIP LOCKED`: a row an app holds is
@@ -35,6 +38,18 @@ public struct OnlinePhase: Sendable, Hashable {
         case statement(String)
         /// An UPDATE run over key ranges (`$1` exclusive lower bound, `$2` inclusive upper).
         case backfill(Backfill, update: String)
+        /// A query of what a table rebuilt by copying carries across, run before anything else:
+        /// one row per object (what it is, `carry` or `stop`, and why). The migrator reports
+        /// them, and stops the phase on any `stop` unless told to drop those objects.
+        case check(String)
+    }
+
+    /// What a `check` section's query answers, row by row.
+    public enum CheckAction: String, Sendable {
+        /// The object is made again on the rebuilt table.
+        case carry
+        /// The object cannot be made again (it uses a column the version renames or drops, say).
+        case stop
     }
 
     /// A batched UPDATE's table and key, as its directive names them.
@@ -117,6 +132,7 @@ public struct OnlinePhase: Sendable, Hashable {
             case .statement(let sql): Self.marker + "statement\n" + sql
             case .backfill(let backfill, let update):
                 Self.marker + "backfill " + Self.json(backfill) + "\n" + update
+            case .check(let query): Self.marker + "check\n" + query
             }
         }.joined(separator: "\n\n") + (sections.isEmpty ? "" : "\n")
     }
@@ -152,13 +168,14 @@ public struct OnlinePhase: Sendable, Hashable {
             switch current.name {
             case "transaction": sections.append(.transaction(text))
             case "statement": sections.append(.statement(text))
+            case "check": sections.append(.check(text))
             case "backfill":
                 guard let backfill = try? JSONDecoder().decode(Backfill.self, from: Data(current.argument.utf8)), backfill.batch > 0 else {
                     throw ParseError(line: current.line, message: "a backfill section needs {\"table\", \"key\", \"type\", \"batch\"} after 'backfill'")
                 }
                 sections.append(.backfill(backfill, update: text))
             default:
-                throw ParseError(line: current.line, message: "unknown section '\(current.name)'; expected transaction, statement or backfill")
+                throw ParseError(line: current.line, message: "unknown section '\(current.name)'; expected transaction, statement, backfill or check")
             }
         }
         for (offset, line) in sql.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

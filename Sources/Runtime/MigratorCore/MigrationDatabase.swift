@@ -114,11 +114,21 @@ public protocol OnlineMigrating: MigrationDatabase {
     func sessionsHoldingRows(of table: String, key: String, type: String, keys: [String]) -> [String]
     /// The table's row count as the server estimates it, for progress; nil when unknown.
     func estimatedRowCount(of table: String) -> Int?
+    /// Whether this session's sections drop what a table's copy cannot carry (with a
+    /// warning each) instead of stopping: `schemagen.drop_uncarried`, which they read.
+    func dropUncarried(_ allowed: Bool) throws(MigratorError)
 }
 
 extension OnlineMigrating {
     /// No estimate: progress shows rows done only.
     public func estimatedRowCount(of table: String) -> Int? { nil }
+}
+
+/// Warnings the server sends besides results (PostgreSQL's `RAISE WARNING`): the migrator
+/// reports them after each section, so a section's warning is never lost.
+public protocol ServerWarnings: MigrationDatabase {
+    /// The warnings received since the last call, oldest first.
+    func takeWarnings() -> [String]
 }
 
 /// Foreign-key enforcement switched off around a migration that rebuilds tables (SQLite: it

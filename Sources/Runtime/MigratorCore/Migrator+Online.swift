@@ -508,7 +508,11 @@ extension Migrator {
         // One WAL budget and one lag gauge for the phase: its backfills and its index builds.
         var pacer = ReplicationPacer()
         try startPacing(&pacer, options: options)
+        try online.dropUncarried(options.dropUncarried)
+        // The server's warnings, after each section and whatever happens.
+        defer { reportWarnings(progress) }
         for (index, section) in phase.sections.enumerated() where index >= state.section {
+            reportWarnings(progress)
             if cancellation.isRequested { throw .interrupted(during: "\(kind.rawValue) of \(script.label) before section \(index + 1)") }
             progress(.onlineSection(script, phase: kind, index: index + 1, of: phase.sections.count))
             let line = phase.lines.indices.contains(index) ? phase.lines[index] : 1
@@ -550,9 +554,67 @@ extension Migrator {
             case .backfill(let backfill, let update):
                 try runBackfill(backfill, update: update, from: resumeKey, file: file, section: index + 1, line: line, pacer: &pacer, options: options, progress: progress)
                 try advance(to: index + 1)
+            case .check(let query):
+                let found = try carriedObjects(query, file: file, section: index + 1, line: line)
+                let stops = found.filter { $0.action == .stop }.map { "\($0.object): \($0.reason)" }
+                let carried = found.filter { $0.action == .carry }.map { "\($0.object): \($0.reason)" }
+                if !carried.isEmpty { progress(.carrying(carried)) }
+                if !stops.isEmpty {
+                    guard options.dropUncarried else {
+                        throw .onlineSectionFailed(
+                            file: file, section: index + 1, line: line,
+                            message:
+                                "what was made on the table outside the schema cannot all be carried to its copy, and nothing was changed:\n"
+                                + stops.map { "  \($0)" }.joined(separator: "\n")
+                                + "\nchange or drop each first (and make it again after `migrate complete`), or run again with --drop-uncarried to drop them")
+                    }
+                    progress(.droppingUncarried(stops))
+                }
+                try advance(to: index + 1)
             }
             resumeKey = nil
         }
+    }
+
+    /// What a `check` section's query lists: each object, carried or not, and why.
+    public struct CarriedObject: Sendable, Hashable {
+        /// What it is: "index audit_idx on orders".
+        public var object: String
+        /// Whether it is made again on the rebuilt table.
+        public var action: OnlinePhase.CheckAction
+        /// How, or why not.
+        public var reason: String
+    }
+
+    /// Runs a `check` section's query (in a transaction of its own: it only reads).
+    func carriedObjects(_ query: String, file: String, section: Int, line: Int) throws(MigratorError) -> [CarriedObject] {
+        let rows: [[StoredValue]]
+        do {
+            rows = try database.query(MigrationScriptText(query), arguments: [])
+        } catch {
+            throw .onlineSectionFailed(file: file, section: section, line: line, message: "\(error)")
+        }
+        return rows.compactMap { row in
+            guard row.count == 3, case .text(let object) = row[0], case .text(let action) = row[1], let action = OnlinePhase.CheckAction(rawValue: action) else { return nil }
+            let reason = if case .text(let text) = row[2] { text } else { "" }
+            return CarriedObject(object: object, action: action, reason: reason)
+        }
+    }
+
+    /// What the phase's `check` sections list now, for `status` and `--dry-run`: empty where
+    /// the phase rebuilds no table by copying.
+    public func carriedObjects(of phase: OnlinePhase) throws(MigratorError) -> [CarriedObject] {
+        var found: [CarriedObject] = []
+        for (index, section) in phase.sections.enumerated() {
+            guard case .check(let query) = section else { continue }
+            found += try carriedObjects(query, file: "", section: index + 1, line: phase.lines.indices.contains(index) ? phase.lines[index] : 1)
+        }
+        return found
+    }
+
+    /// Hands on the server's warnings as events.
+    func reportWarnings(_ progress: (Event) -> Void) {
+        for warning in warnings?.takeWarnings() ?? [] { progress(.serverWarning(warning)) }
     }
 
     /// Runs `body` again when a statement gave up waiting for a lock (the app held it longer

@@ -44,6 +44,7 @@ public final class Migrator {
         foreignKeys = database as? any ForeignKeySwitching
         rowCopies = database as? any RowCopyProgress
         carrying = database as? any RebuildCarrying
+        warnings = database as? any ServerWarnings
         online = database as? any OnlineMigrating
     }
 
@@ -53,6 +54,7 @@ public final class Migrator {
     let foreignKeys: (any ForeignKeySwitching)?
     let rowCopies: (any RowCopyProgress)?
     let carrying: (any RebuildCarrying)?
+    let warnings: (any ServerWarnings)?
     /// Online migrations' lock timeouts, search path and backfill flag (PostgreSQL).
     let online: (any OnlineMigrating)?
 
@@ -297,6 +299,14 @@ public final class Migrator {
         /// Objects made outside the schema, carried across a table rebuild: made again on the
         /// rebuilt table ("index audit_idx on orders", "view report").
         case carriedAcrossRebuild([String])
+        /// What an online migration's copy of a table will carry across (`check` section), each
+        /// with how: "index audit_idx on orders: built on the copy before its rows".
+        case carrying([String])
+        /// What cannot be carried and is dropped, as `dropUncarried` allows, each with why.
+        case droppingUncarried([String])
+        /// A warning the database server raised while a section ran (a key left NOT VALID, an
+        /// object dropped as `dropUncarried` allows).
+        case serverWarning(String)
     }
 
     /// Applying (`up`) or reverting (`down`).
@@ -342,14 +352,20 @@ public final class Migrator {
         /// Backfills: size each batch so that it takes about this many milliseconds, starting
         /// from the file's batch; 0 keeps the file's batch.
         public var batchTargetMilliseconds = 200
+        /// Online migrations that rebuild a table by copying it: drop, each with a warning,
+        /// what was made on the table outside the schema and cannot be made again on the
+        /// rebuilt one (an index on a column the version drops, say), instead of stopping.
+        public var dropUncarried = false
         /// Options; off by default, locks waited for 500 ms, 20 retries; backfills wait for
         /// standbys more than 1 s behind and aim at 200 ms batches.
         ///
         ///     let options = Migrator.Options(allowDestructive: true, lockTimeoutMilliseconds: 2_000)
         public init(
             allowOutOfOrder: Bool = false, allowDestructive: Bool = false, complete: Bool = false, lockTimeoutMilliseconds: Int = 500, lockRetries: Int = 20,
-            maxReplicaLagMilliseconds: Int = 1000, replicaLagTimeout: Double? = nil, maxWALMegabytesPerSecond: Double? = nil, batchTargetMilliseconds: Int = 200
+            maxReplicaLagMilliseconds: Int = 1000, replicaLagTimeout: Double? = nil, maxWALMegabytesPerSecond: Double? = nil, batchTargetMilliseconds: Int = 200,
+            dropUncarried: Bool = false
         ) {
+            self.dropUncarried = dropUncarried
             self.allowOutOfOrder = allowOutOfOrder
             self.allowDestructive = allowDestructive
             self.complete = complete

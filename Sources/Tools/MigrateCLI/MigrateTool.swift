@@ -216,6 +216,11 @@ public enum MigrateTool {
             defaultValue: "500"),
         FailoverResume.option,
         .value("lock-retries", valueName: "count", help: "Online migrations: how many times a section that did not get its locks is retried, with growing pauses.", defaultValue: "20"),
+        .flag(
+            "drop-uncarried",
+            help:
+                "Online migrations that copy a table: drop, with a warning each, what was made on it outside the schema and cannot be made again on the copy (an index on a column the version drops, say), instead of stopping."
+        ),
         .value(
             "max-replica-lag", valueName: "ms",
             help: "PostgreSQL backfills: before each batch, wait while a standby replays more than this far behind (0: never wait). Config: maxReplicaLag.",
@@ -261,6 +266,7 @@ public enum MigrateTool {
 
     static func onlineOptions(_ arguments: ParsedArguments, io: CommandIO) -> Migrator.Options? {
         var options = Migrator.Options()
+        options.dropUncarried = arguments.flag("drop-uncarried")
         let counts: [(String, (Double) -> Void)] = [
             ("online-lock-timeout", { options.lockTimeoutMilliseconds = Int($0) }), ("lock-retries", { options.lockRetries = Int($0) }),
             ("max-replica-lag", { options.maxReplicaLagMilliseconds = Int($0) }), ("batch-time", { options.batchTargetMilliseconds = Int($0) }),
@@ -370,6 +376,15 @@ public enum MigrateTool {
                 io.writeOutput("note: this role cannot see the replay positions of \(names.joined(separator: ", ")) (grant it pg_monitor): the backfill does not wait for them\n")
             case .pacingWAL(let seconds):
                 draw("\(statement): pausing \(String(format: "%.2f", seconds)) s for the WAL budget")
+            case .carrying(let objects):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeOutput("note: carried to the copy of the table (made outside the schema):\n" + objects.map { "  \($0)\n" }.joined())
+            case .droppingUncarried(let objects):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeError("migrate: warning: dropped, as --drop-uncarried allows (made outside the schema, it cannot be made on the copy):\n" + objects.map { "  \($0)\n" }.joined())
+            case .serverWarning(let message):
+                if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
+                io.writeError("migrate: warning: \(message)\n")
             case .carriedAcrossRebuild(let objects):
                 if io.outputIsTerminal { io.writeOutput("\r\u{1B}[K") }
                 io.writeOutput("note: made again after the table rebuild (made outside the schema): \(objects.joined(separator: ", "))\n")

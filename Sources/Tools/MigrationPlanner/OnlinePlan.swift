@@ -62,6 +62,8 @@ struct OnlinePlanner {
     /// Tables rebuilt by copying (`OnlineCopy`): new name -> the copy's name until contract.
     var copiedTables: [String: String] = [:]
     /// Their batched copies, index builds, and what follows the copies (in a transaction per table).
+    /// The `check` queries of tables rebuilt by copying: what each carries, run first.
+    var expandChecks: [SQL] = []
     var expandTableCopies: [OnlinePhase.Section] = []
     var expandCopyIndexes: [SQL] = []
     var expandAfterCopy: [[SQL]] = []
@@ -185,6 +187,7 @@ struct OnlinePlanner {
     /// backfilled tables, what waits for the backfills, validations, then the new version's views.
     private mutating func assembleExpand() {
         let backfilled = Set(expandBackfills.map(\.table))
+        expand += expandChecks.map { .check(text($0)) }
         expand += expandTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
         expand += expandStatements.filter { !backfilled.contains($0.table) }.map { .statement(text($0.statement)) }
         expand += expandCopies
