@@ -601,8 +601,26 @@ extension Migrator {
         }
     }
 
-    /// What the phase's `check` sections list now, for `status` and `--dry-run`: empty where
-    /// the phase rebuilds no table by copying.
+    /// What each online migration not yet contracted carries across the tables it copies (its
+    /// expand file's `check` sections, run now: they only read), by version, for `status` and
+    /// `--dry-run`; empty on an engine without online migrations.
+    ///
+    ///     for (version, objects) in try migrator.carriedObjects() { print(version, objects.map(\.object)) }
+    public func carriedObjects() throws(MigratorError) -> [(version: Int, objects: [CarriedObject])] {
+        guard online != nil else { return [] }
+        let applied = Set(try history().map(\.version))
+        let state = try onlineState()
+        var found: [(version: Int, objects: [CarriedObject])] = []
+        for script in scripts where !applied.contains(script.version) || (state?.version == script.version && state?.phase != .contract) {
+            guard (try? MigrationHeader.parse(script.up))?.online == .expand, let phase = try? OnlinePhase.parse(script.up) else { continue }
+            let objects = try carriedObjects(of: phase)
+            if !objects.isEmpty { found.append((script.version, objects)) }
+        }
+        return found
+    }
+
+    /// What the phase's `check` sections list now: empty where the phase rebuilds no table by
+    /// copying.
     public func carriedObjects(of phase: OnlinePhase) throws(MigratorError) -> [CarriedObject] {
         var found: [CarriedObject] = []
         for (index, section) in phase.sections.enumerated() {

@@ -18,9 +18,12 @@ enum StatusCommand: Command {
         var rows: [(schema: String, status: Migrator.Status, attempt: Migrator.Attempt?)] = []
         var orphans: [(schema: String, attempt: Migrator.Attempt)] = []
         var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
+        // What the online migrations not yet contracted carry across their table copies.
+        var carried: [String: [Int: [Migrator.CarriedObject]]] = [:]
         do {
             for migrator in migrators {
                 if let state = try migrator.onlineProgress() { online[migrator.schema] = (state, try migrator.servedVersions()) }
+                for (version, objects) in try migrator.carriedObjects() { carried[migrator.schema, default: [:]][version] = objects }
                 let attempts = try migrator.attempts()
                 let statuses = try migrator.status()
                 rows += statuses.map { status in (migrator.schema, status, attempts.last { $0.version == status.version }) }
@@ -66,6 +69,10 @@ enum StatusCommand: Command {
                     }
                     fields.append("\"online\": {" + online.joined(separator: ", ") + "}")
                 }
+                if let objects = carried[entry.schema]?[row.version] {
+                    let items = objects.map { "{\"object\": \(jsonString($0.object)), \"action\": \"\($0.action.rawValue)\", \"reason\": \(jsonString($0.reason))}" }
+                    fields.append("\"carries\": [" + items.joined(separator: ", ") + "]")
+                }
                 if let attempt = entry.attempt {
                     fields.append(
                         "\"attempt\": {\"direction\": \"\(attempt.direction.rawValue)\", \"startedAt\": \(jsonString(attempt.startedAt)), \"state\": \"\(attempt.runningInBackend == nil ? "interrupted" : "running")\"\(attempt.runningInBackend.map { ", \"backendPid\": \($0)" } ?? "")}"
@@ -93,6 +100,12 @@ enum StatusCommand: Command {
             if let attempt = entry.attempt { state += "; " + describe(attempt) }
             if let (online, served) = online[entry.schema], online.version == row.version { state += "; " + describe(online, served: served, schema: entry.schema) }
             out += String(format: "%04d     ", row.version) + padded + state + "\n"
+        }
+        for (schema, versions) in carried.sorted(by: { $0.key < $1.key }) {
+            for (version, objects) in versions.sorted(by: { $0.key < $1.key }) {
+                out += "note: \(schema) \(String(format: "%04d", version)) copies a table; made outside the schema, on it:\n"
+                out += objects.map { "  \($0.action == .carry ? "carried" : "CANNOT BE CARRIED"): \($0.object): \($0.reason)\n" }.joined()
+            }
         }
         for (schema, attempt) in orphans {
             out += "note: \(schema) migration \(String(format: "%04d", attempt.version)) has no file here; \(describe(attempt))\n"

@@ -29,6 +29,11 @@ enum UpCommand: Command {
                     // Every file `up` would run, phase by phase, in order; then why it would stop.
                     let (steps, stop) = try migrator.plannedUpEverywhere(chosen, options: options)
                     for step in steps { io.writeOutput("-- \(step.kind.rawValue): \(step.file)\n\(step.text ?? "")\n") }
+                    // What the expand phases would carry across the tables they copy, as the database is now.
+                    for (version, objects) in try migrator.carriedObjects() where steps.contains(where: { $0.kind == .expand && $0.script.version == version }) {
+                        io.writeOutput("-- \(migrator.schema) \(String(format: "%04d", version)) would carry, made outside the schema:\n")
+                        io.writeOutput(objects.map { "--   \($0.action == .carry ? "carried" : "CANNOT BE CARRIED (stops expand; --drop-uncarried drops it)"): \($0.object): \($0.reason)\n" }.joined())
+                    }
                     if let stop { io.writeError("migrate: note: \(MigrateAdvice.message(stop))\n") }
                     continue
                 }

@@ -28,6 +28,44 @@ struct OnlineMigrateProcessTests {
             ], names: ["create", "retype"], online: true)
     }
 
+    /// `status` and `up --dry-run` list what an online migration's copy of a table carries, and
+    /// what it cannot; `up` stops on the latter, naming it, until `--drop-uncarried`, which
+    /// drops it with a warning on standard error.
+    @Test func statusAndDryRunListWhatACopyCarriesAndTheFlagDropsWhatItCannot() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let path = try Self.onlineMigrations().path
+        let url = try server.createDatabase()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", path]).status == 0)
+        try PostgresConnection(url).execute(
+            """
+            INSERT INTO events (name, score) SELECT 'event ' || i, i FROM generate_series(1, 100) AS i;
+            CREATE INDEX dba_high_scores ON events (score) WHERE score > 10;
+            CREATE VIEW dba_names AS SELECT name FROM events;
+            CREATE FUNCTION dba_count() RETURNS bigint LANGUAGE sql BEGIN ATOMIC SELECT count(*) FROM events; END;
+            """)
+        let status = try Self.migrate.run(["status", "--database", url, "--dir", path])
+        #expect(status.output.contains("note: Events 0002 copies a table; made outside the schema, on it:"), "\(status.output)")
+        #expect(status.output.contains("  carried: index dba_high_scores on events: built on the copy before its rows"), "\(status.output)")
+        #expect(status.output.contains("  CANNOT BE CARRIED: function dba_count(): its body names the table"), "\(status.output)")
+        let json = try Self.migrate.run(["status", "--database", url, "--dir", path, "--format", "json"])
+        #expect(json.output.contains("\"carries\": [{\"object\": \"index dba_high_scores on events\", \"action\": \"carry\""), "\(json.output)")
+        let dryRun = try Self.migrate.run(["up", "--dry-run", "--database", url, "--dir", path])
+        #expect(dryRun.output.contains("-- Events 0002 would carry, made outside the schema:\n--   carried: index dba_high_scores on events"), "\(dryRun.output)")
+
+        let refused = try Self.migrate.run(["up", "--database", url, "--dir", path])
+        #expect(refused.status == 1 && refused.error.contains("function dba_count(): its body names the table") && refused.error.contains("--drop-uncarried"), "\(refused.error)")
+        let connection = try PostgresConnection(url)
+        #expect(try connection.query("SELECT (to_regclass('schemagen_2_events') IS NULL)::int") == [[.integer(1)]])
+
+        let dropped = try Self.migrate.run(["up", "--complete", "--drop-uncarried", "--database", url, "--dir", path])
+        #expect(dropped.status == 0, "\(dropped.output)\(dropped.error)")
+        #expect(dropped.error.contains("migrate: warning: dropped, as --drop-uncarried allows") && dropped.error.contains("function dba_count()"), "\(dropped.error)")
+        #expect(dropped.error.contains("migrate: warning: schemagen: dropped function dba_count()"), "the server's warning reaches stderr: \(dropped.error)")
+        #expect(dropped.output.contains("note: carried to the copy of the table (made outside the schema):"), "\(dropped.output)")
+        #expect(try connection.query("SELECT count(*) FROM pg_class WHERE relname IN ('dba_high_scores', 'dba_names')") == [[.integer(2)]])
+        #expect(try connection.query("SELECT count(*) FROM pg_proc WHERE proname = 'dba_count'") == [[.integer(0)]])
+    }
+
     static func phase(_ connection: PostgresConnection) throws -> [[StoredValue]] {
         try connection.query("SELECT phase FROM schemagen_online_migrations")
     }
