@@ -854,7 +854,7 @@ struct OnlinePlanner {
         """
         DO $schemagen$ BEGIN
             IF EXISTS (SELECT 1 FROM \(identifier: table) WHERE \(identifier: column) IS NULL) THEN
-                RAISE NOTICE 'schemagen: %.% stays optional: rows written during the rollout lack it', \(SQL.literal(table)), \(SQL.literal(column));
+                RAISE WARNING 'schemagen: %.% stays optional: rows written during the rollout lack it', \(SQL.literal(table)), \(SQL.literal(column));
             ELSE
                 ALTER TABLE \(identifier: table) ALTER COLUMN \(identifier: column) SET NOT NULL;
             END IF;
