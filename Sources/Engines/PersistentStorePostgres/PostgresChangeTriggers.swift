@@ -23,8 +23,18 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
     static let triggerLock: Int64 = 0x7363_6865_6d61_0001
     static let historyLock: Int64 = 0x7363_6865_6d61_0002
 
-    /// Marks the trigger function's current body (each row made into `jsonb` once).
-    static let functionVersion = "schemagen change images v2"
+    /// Marks the trigger function's current body (each row made into `jsonb` once; a
+    /// transaction's images flagged in `imagesSetting`). Its source also carries the earlier
+    /// mark, `schemagen change images v2`, so that stores of earlier releases find it current
+    /// and leave it: what it writes is what theirs wrote.
+    static let functionVersion = "schemagen change images v3"
+    static let earlierFunctionVersion = "schemagen change images v2"
+    /// Set (for the transaction) once the trigger wrote an image: the drain reads the images
+    /// table only then, so a transaction that wrote none (the store's own inserts) pays nothing.
+    static let imagesSetting = "schemagen.images"
+    /// The table whose row the statement running now inserts for the store, which records it
+    /// itself: that table's insert trigger passes it by (its `WHEN`).
+    static let ownInsertSetting = "schemagen.own_insert"
 
     /// The setting a store's write transaction turns on so that its changes are recorded.
     static let recordingSetting = "schemagen.record_changes"
@@ -53,10 +63,11 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
                 try run(
                     """
                     CREATE OR REPLACE FUNCTION \(dialect.quote(schemaName)).\(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
-                    -- \(Self.functionVersion)
+                    -- \(Self.functionVersion) (after \(Self.earlierFunctionVersion))
                     DECLARE key text := TG_ARGV[0]; old_image jsonb; new_image jsonb;
                     BEGIN
                       IF current_setting('\(Self.recordingSetting)', true) = 'on' THEN
+                        IF current_setting('\(Self.imagesSetting)', true) IS DISTINCT FROM 'on' THEN PERFORM set_config('\(Self.imagesSetting)', 'on', true); END IF;
                         IF TG_OP <> 'INSERT' THEN old_image := to_jsonb(OLD); END IF;
                         IF TG_OP <> 'DELETE' THEN new_image := to_jsonb(NEW); END IF;
                         INSERT INTO \(rowsTable) (xact, tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (
@@ -80,7 +91,22 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
                 ).compactMap { row -> Int64? in if case .integer(let type) = row[0] { type } else { nil } }
                 // pg_trigger.tgtype: bit 1 BEFORE, 4 INSERT, 8 DELETE, 16 UPDATE.
                 let hasBefore = existing.contains { $0 & 2 != 0 && $0 & 24 != 0 }
-                let hasAfter = existing.contains { $0 & 2 == 0 && $0 & 4 != 0 }
+                // The insert trigger leaves this store's own rows to it when its WHEN names this
+                // table; one of an earlier release (no WHEN) is made again with it, which changes
+                // nothing for stores that do not mark their inserts.
+                let ownMark = "%\(Self.ownInsertSetting)%\(dialect.literal(table))%"
+                let inserts = try rows(
+                    """
+                    SELECT tgname, (tgqual IS NOT NULL)::int, (pg_get_triggerdef(oid) LIKE $3)::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) \
+                    AND tgfoid = to_regprocedure($2) AND tgtype::int & 2 = 0 AND tgtype::int & 4 <> 0
+                    """, [.text(physical), .text(dialect.quote(schemaName) + "." + function + "()"), .text(ownMark)])
+                var hasAfter = !inserts.isEmpty
+                for row in inserts where row.count == 3 && row[1] == .integer(0) {
+                    guard case .text(let name) = row[0] else { continue }
+                    try run("DROP TRIGGER \(dialect.quote(name)) ON \(physical)")
+                    hasAfter = false
+                }
+                if hasAfter, inserts.contains(where: { $0.count == 3 && $0[2] == .integer(1) }) { ownInserts.insert(table) }
                 // The implicit key (an integer `id`) stands for the row, as SQLite's rowid does.
                 let tableColumns = try columns(of: table)
                 recorded.append((table, viewMappings[table]?.table ?? table, tableColumns))
@@ -94,7 +120,12 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
                 }
                 if !hasAfter {
                     try run(
-                        "CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))")
+                        """
+                        CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(physical) FOR EACH ROW \
+                        WHEN (current_setting('\(Self.ownInsertSetting)', true) IS DISTINCT FROM \(dialect.literal(table))) \
+                        EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))
+                        """)
+                    ownInserts.insert(table)
                 }
             }
             try run("COMMIT")
@@ -135,8 +166,10 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             "(tbl = \(dialect.literal(table)) AND to_regclass(\(dialect.literal(dialect.quote(physical)))) IS NOT NULL)"
         }
         let tableName = othersTables.isEmpty ? "tbl" : "CASE WHEN \(othersTables.joined(separator: " OR ")) THEN NULL ELSE tbl END"
+        // Nothing is read until the transaction wrote an image (a one-time filter: the table is
+        // not scanned), which the store's own inserts do not.
         return """
-            DELETE FROM \(dialect.quote(changedRowsTable)) WHERE xact = txid_current() \
+            DELETE FROM \(dialect.quote(changedRowsTable)) WHERE current_setting(\(dialect.literal(imagesSetting)), true) = 'on' AND xact = txid_current() \
             RETURNING seq, \(tableName), op, old_rowid, new_rowid, \(values("old_row")), \(values("new_row"))
             """
     }

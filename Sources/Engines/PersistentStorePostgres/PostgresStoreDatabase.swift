@@ -17,7 +17,7 @@ import SchemaMetadata
 /// transaction, every later statement of it fails too, until the store ends it (the server
 /// rolled it back, or, past its COMMIT, the store looks the outcome up); the store then
 /// connects again through the URL (`ServerFailover`), to whichever server is primary now.
-final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, HistoryAnnouncing, ServerFailover, ReplicaReading {
+final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, HistoryAnnouncing, ServerFailover, ReplicaReading, OwnInsertRecording {
     private(set) var connection: PostgresConnection
     /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
     private let url: String
@@ -45,6 +45,12 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     var imageSink: ((String, RowImage) -> Void)?
     /// Whether a statement since the images were last read may have written some.
     var undrainedImages = false
+    /// The tables whose insert trigger leaves the store's own rows to it (`OwnInsertRecording`).
+    var ownInserts: Set<String> = []
+    var ownInsertTables: Set<String> { ownInserts }
+    /// The table the statements sent now insert the store's own row into, and the implicit
+    /// keys of the rows of it they updated instead (their images read).
+    private var ownInsert: (table: String, updated: Set<Int64>)?
     /// Whether history tokens are ordered by transaction id (`prepareHistoryOrdering`), so
     /// writers need no lock.
     var historyTokensOrdered = false
@@ -311,12 +317,51 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     private func withImagesRead(_ statements: [(String, ArraySlice<StoredValue>)]) throws(DatabaseFailure) -> [[[StoredValue]]] {
         guard let drainStatement, let imageSink else { return [] }
         undrainedImages = true
+        if let own = ownInsert { return try withOwnInsert(statements, into: own.table, drainStatement: drainStatement, imageSink: imageSink) }
         let sent: [(sql: String, arguments: ArraySlice<StoredValue>)] = statements + [(drainStatement, ArraySlice<StoredValue>())]
         var results = try wrap { () throws(PostgresError) in try connection.pipeline(sent, rowCountOf: statements.count - 1) }
         guard results.count == statements.count + 1 else { return results }
         try handImages(results.removeLast(), to: imageSink)
         undrainedImages = false
         return results
+    }
+
+    /// The store's own insert: `table`'s insert trigger passes its row by for these statements
+    /// alone, and behind them, in the same round trip, the setting is put back and the flag
+    /// the trigger sets when it writes an image is read. The images are read (a second round
+    /// trip) only where one was written: a conflict that updated instead, a cascade, another
+    /// trigger's write. Reading them costs a statement whose projection types every column of
+    /// every table; the flag, almost nothing.
+    private func withOwnInsert(
+        _ statements: [(String, ArraySlice<StoredValue>)], into table: String, drainStatement: String, imageSink: (String, RowImage) -> Void
+    ) throws(DatabaseFailure) -> [[[StoredValue]]] {
+        var sent: [(sql: String, arguments: ArraySlice<StoredValue>)] = [("SET LOCAL \(Self.ownInsertSetting) = \(dialect.literal(table))", [])]
+        sent += statements.map { (sql: $0.0, arguments: $0.1) }
+        sent.append(("SELECT set_config(\(dialect.literal(Self.ownInsertSetting)), '', true), current_setting(\(dialect.literal(Self.imagesSetting)), true)", []))
+        var results = try wrap { () throws(PostgresError) in try connection.pipeline(sent, rowCountOf: statements.count) }
+        guard results.count == sent.count else { return results }
+        let flag = results.removeLast().first
+        if flag?.count == 2, flag?[1] == .text("on") {
+            // Read, then unflagged: the next own insert reads only what comes after.
+            let drained = try wrap { () throws(PostgresError) in
+                try connection.pipeline([(drainStatement, []), ("SELECT set_config(\(dialect.literal(Self.imagesSetting)), '', true)", [])])
+            }
+            try handImages(drained.first ?? []) { recorded, image in
+                if recorded == table, image.operation == .update { ownInsert?.updated.insert(image.newRowID) }
+                imageSink(recorded, image)
+            }
+        }
+        undrainedImages = false
+        return Array(results.dropFirst())
+    }
+
+    /// `OwnInsertRecording`: `body`'s statements run with `table`'s row left to the store.
+    func insertingOwnRow<T>(into table: String, _ body: () throws(DatabaseFailure) -> T) throws(DatabaseFailure) -> (result: T, updatedRowIDs: Set<Int64>) {
+        guard streamsImages, ownInserts.contains(table) else { return (try body(), []) }
+        ownInsert = (table, [])
+        defer { ownInsert = nil }
+        let result = try body()
+        return (result, ownInsert?.updated ?? [])
     }
 
     /// A result read whole, or, for `forEach` (`ownStatement`), through a cursor a batch at a

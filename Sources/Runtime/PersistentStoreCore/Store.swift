@@ -877,7 +877,15 @@ public actor Store {
     {
         if capabilities.failedStatementAbortsTransaction {
             // A failed insert would abort the transaction: the upsert runs at once, and returns
-            // the key of the row it wrote (none when it changed nothing).
+            // the key of the row it wrote (none when it changed nothing). Where the history
+            // keeps only an insert's key, the store records its own insert: the trigger leaves
+            // it alone, and no image is written and read back.
+            if let own = abilities.ownInserts, let recorder, !recorder.recordsInsertValues, entity.hasImplicitKey, own.ownInsertTables.contains(entity.table) {
+                let (rows, updated) = try own.insertingOwnRow(into: entity.table) { () throws(DatabaseFailure) in try upsertOnEachTarget(statements, values) }
+                guard case .integer(let id)? = rows.first?.first else { return try storedRowID(entity, columns: columns, values) ?? boundKey }
+                if !updated.contains(id) { recorder.recordOwnInsert(table: entity.table, rowID: id) }
+                return id
+            }
             let rows = try upsertOnEachTarget(statements, values)
             guard entity.hasImplicitKey else { return nil }
             if case .integer(let id)? = rows.first?.first { return id }

@@ -143,6 +143,21 @@ public protocol ChangeTriggers: StoreDatabase {
     func discardChangedRows() throws(DatabaseFailure)
 }
 
+/// Change triggers that leave the row of one of the store's own inserts to the store, which
+/// knows it (PostgreSQL: the insert trigger's `WHEN` reads a setting of the statement's
+/// transaction), so an insert costs no image written and read back. Cascades, other tables'
+/// rows and other triggers' writes are still captured.
+public protocol OwnInsertRecording: ChangeTriggers {
+    /// The tables whose insert trigger leaves the store's own rows to it.
+    var ownInsertTables: Set<String> { get }
+    /// Runs `body`, one statement inserting into `table` (or, on a conflict, updating), with
+    /// its row left to the store. Returns what `body` returned, and the implicit keys of the
+    /// rows of `table` it updated instead (their images were read as usual).
+    ///
+    ///     let (rows, updated) = try adapter.insertingOwnRow(into: "flights") { try adapter.query(upsert, values) }
+    func insertingOwnRow<T>(into table: String, _ body: () throws(DatabaseFailure) -> T) throws(DatabaseFailure) -> (result: T, updatedRowIDs: Set<Int64>)
+}
+
 /// Change triggers whose images are read back in the round trip of the statement that wrote
 /// them and handed over at once, as a row-change hook would (PostgreSQL pipelines a read of
 /// them behind each write): at commit there is nothing left to wait for.
@@ -243,6 +258,7 @@ struct StoreAbilities {
     let keyReservation: (any GeneratedKeyReservation)?
     let rowChangeHook: (any RowChangeHook)?
     let changeTriggers: (any ChangeTriggers)?
+    let ownInserts: (any OwnInsertRecording)?
     let historyOrdering: (any HistoryOrdering)?
     let commitWatching: (any CommitWatching)?
     let historyAnnouncing: (any HistoryAnnouncing)?
@@ -260,6 +276,7 @@ struct StoreAbilities {
         keyReservation = database as? any GeneratedKeyReservation
         rowChangeHook = database as? any RowChangeHook
         changeTriggers = database as? any ChangeTriggers
+        ownInserts = database as? any OwnInsertRecording
         historyOrdering = database as? any HistoryOrdering
         commitWatching = database as? any CommitWatching
         historyAnnouncing = database as? any HistoryAnnouncing

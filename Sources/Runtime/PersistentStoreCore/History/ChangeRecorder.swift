@@ -204,6 +204,16 @@ final class ChangeRecorder: RowChangeSink {
         return payload
     }
 
+    /// An insert of `table`'s row with implicit key `rowID` that the store made itself and no
+    /// trigger captured (`OwnInsertRecording`): recorded as a captured one would be, where
+    /// inserts carry no values.
+    func recordOwnInsert(table name: String, rowID: Int64) {
+        guard !paused, !recordsInsertValues, let index = tables.firstIndex(where: { $0.name == name }), case .entity(let table) = tables[index].role,
+            table.keyPositions.isEmpty
+        else { return }
+        pending.append(Change(entity: Int32(table.entity), kind: .insert, key: .integer(rowID), payload: []))
+    }
+
     private func table(_ pointer: UnsafePointer<CChar>) -> Int? {
         if let lastMatch, lastMatch.pointer == pointer, strcmp(pointer, tables[lastMatch.index].nameBytes) == 0 { return lastMatch.index }
         for (index, table) in tables.enumerated() where strcmp(pointer, table.nameBytes) == 0 {
