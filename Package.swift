@@ -166,7 +166,7 @@ let package = Package(
             name: "store-benchmark",
             dependencies: [
                 "ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite",
-                "PersistentStorePostgres", "PostgresKit",
+                "PersistentStorePostgres", "PostgresKit", "TextEscaping",
             ]),
 
         // MARK: - Tests (folders mirror Sources)

@@ -7,6 +7,7 @@ import PersistentStoreCore
 import PersistentStoreSQLite
 import SQLiteKit
 import SchemaMetadata
+import TextEscaping
 
 #if canImport(Glibc)
 import Glibc
@@ -257,6 +258,45 @@ enum InboxBench {
             sqlite3_reset(select)
             return fetched
         }
+    }
+
+    /// The raw insert phase writing, per transaction, the history row the store would: the
+    /// inserted rows' keys and values as JSON, one `schemagen_history` row (the table made by a
+    /// store opened on the file first). The floor of recording insert values.
+    static func rawWithHistory(_ path: String, rows: Int) async throws -> [String: Double] {
+        _ = try Store(path: path, schema: InboxSchema.descriptor, migrations: InboxSchema.migrations)
+        let inputs = Inputs(rows: rows)
+        let raw = try Raw(path: path)
+        let history = raw.statement("INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES ('Inbox', NULL, ?, '[\"Message\"]', ?)")
+        let names = ["messageID", "mailbox", "sender", "subject", "preview", "receivedAt", "isRead", "isFlagged", "size", "attachment"]
+        let changed = "[" + names.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+        let insert = raw.statement(Raw.insertSQL)
+        var times: [String: Double] = [:]
+        times["insert"] = StoreBenchmark.seconds {
+            for batch in inputs.insert {
+                raw.transaction {
+                    var json = "["
+                    for (offset, message) in batch.enumerated() {
+                        raw.bind(insert, message, attachment: raw.writeAttachment(message.attachment))
+                        sqlite3_step(insert)
+                        sqlite3_reset(insert)
+                        let id = sqlite3_last_insert_rowid(raw.db)
+                        if offset > 0 { json += "," }
+                        json += "{\"entity\":\"Message\",\"kind\":\"insert\",\"keys\":[\(id)],\"changed\":\(changed),\"values\":{"
+                        json += "\"messageID\":" + TextEscaping.json(message.messageID) + ",\"mailbox\":" + TextEscaping.json(message.mailbox)
+                        json += ",\"sender\":" + TextEscaping.json(message.sender) + ",\"subject\":" + TextEscaping.json(message.subject)
+                        json += ",\"preview\":" + TextEscaping.json(message.preview) + ",\"receivedAt\":" + TextEscaping.json(StoreBenchmark.formatDate(message.receivedAt))
+                        json += ",\"isRead\":\(message.isRead ? 1 : 0),\"isFlagged\":\(message.isFlagged ? 1 : 0),\"size\":\(message.size)}}"
+                    }
+                    json += "]"
+                    sqlite3_bind_double(history, 1, Date().timeIntervalSince1970)
+                    StoreBenchmark.bindText(history, 2, json)
+                    sqlite3_step(history)
+                    sqlite3_reset(history)
+                }
+            }
+        }
+        return times
     }
 
     static func raw(_ path: String, rows: Int) throws -> [String: Double] {

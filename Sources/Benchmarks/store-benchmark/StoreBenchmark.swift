@@ -66,11 +66,14 @@ struct StoreBenchmark {
             print(latencies.map(String.init).joined(separator: " "))
             return
         }
-        if arguments.count == 4, ["inbox-store", "inbox-store-without-history", "inbox-raw"].contains(arguments[1]), let rows = Int(arguments[2]) {
+        if arguments.count == 4, ["inbox-store", "inbox-store-without-history", "inbox-raw", "inbox-raw-history"].contains(arguments[1]), let rows = Int(arguments[2]) {
             let path = arguments[3] + "/\(arguments[1]).sqlite"
-            let times =
-                arguments[1] == "inbox-raw"
-                ? try InboxBench.raw(path, rows: rows) : try await InboxBench.viaStore(path, rows: rows, history: arguments[1] == "inbox-store")
+            let times: [String: Double] =
+                switch arguments[1] {
+                case "inbox-raw": try InboxBench.raw(path, rows: rows)
+                case "inbox-raw-history": try await InboxBench.rawWithHistory(path, rows: rows)
+                default: try await InboxBench.viaStore(path, rows: rows, history: arguments[1] == "inbox-store")
+                }
             print(InboxBench.phases.map { String(format: "\($0) %.4f", times[$0] ?? 0) }.joined(separator: " "))
             return
         }
@@ -79,7 +82,7 @@ struct StoreBenchmark {
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | inbox-store|inbox-store-without-history|inbox-raw ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | inbox-store|inbox-store-without-history|inbox-raw|inbox-raw-history ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR\n"
                         .utf8))
             exit(2)
         }
