@@ -17,12 +17,12 @@ ROUNDS = int(os.environ.get("BENCH_STORE_ROUNDS", "7"))
 MODES = ("raw", "store", "store-without-history", "raw-sqlite-defaults", "store-sqlite-defaults")
 
 
-def run(binary, mode, folder):
+def run(binary, mode, folder, rows=None):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.dup2(write, 1)
-        os.execv(binary, [binary, mode, str(ROWS), folder])
+        os.execv(binary, [binary, mode, str(rows or ROWS), folder])
     os.close(write)
     output = os.read(read, 4096).decode()
     os.close(read)
@@ -89,19 +89,7 @@ def inbox(binary):
     for round_number in range(ROUNDS):
         for mode in (INBOX_MODES if round_number % 2 == 0 else INBOX_MODES[::-1]):
             with tempfile.TemporaryDirectory() as folder:
-                read, write = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.dup2(write, 1)
-                    os.execv(binary, [binary, mode, str(INBOX_ROWS), folder])
-                os.close(write)
-                output = os.read(read, 4096).decode()
-                os.close(read)
-                _, status = os.waitpid(pid, 0)
-                if os.waitstatus_to_exitcode(status) != 0:
-                    sys.exit(f"store-benchmark {mode} failed")
-                parts = output.split()
-                samples[mode].append(dict(zip(parts[0::2], map(float, parts[1::2]))))
+                samples[mode].append(run(binary, mode, folder, INBOX_ROWS))
 
     def ratio(ours, theirs, key):
         return statistics.median(t[key] / o[key] for o, t in zip(samples[ours], samples[theirs]))

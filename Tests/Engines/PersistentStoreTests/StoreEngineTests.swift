@@ -45,6 +45,17 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible {
         try Store.open(url: freshURL(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations)
     }
 
+    /// How many external values the database at `url` keeps: Garage's car photos' files beside a
+    /// SQLite file, or the rows of PostgreSQL's side table.
+    func externalValueCount(at url: String) throws -> Int {
+        switch self {
+        case .sqlite: return (try? FileManager.default.contentsOfDirectory(atPath: url + ".external/car/photo"))?.count ?? 0
+        case .postgres:
+            guard case .integer(let count)? = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_external_values").first?.first else { return -1 }
+            return Int(count)
+        }
+    }
+
     func flights(at url: String, history: Bool = false, author: String? = nil) throws -> Store {
         try Store.open(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: .init(author: author, recordsHistory: history))
     }
@@ -556,16 +567,7 @@ extension StorePool {
         func storedNames() async throws -> [StoredValue] {
             try await store.read { try $0.database.query("SELECT photo FROM car ORDER BY id" as SQL).map { $0[0] } }
         }
-        func externalValueCount() throws -> Int {
-            switch engine {
-            case .sqlite:
-                let folder = url + ".external/car/photo"
-                return (try? FileManager.default.contentsOfDirectory(atPath: folder))?.count ?? 0
-            case .postgres:
-                guard case .integer(let count)? = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_external_values").first?.first else { return -1 }
-                return Int(count)
-            }
-        }
+        func externalValueCount() throws -> Int { try engine.externalValueCount(at: url) }
         let photo = Data((0..<50_000).map { UInt8($0 % 253) })
         var car = try await store.insert(Car(vin: "VIN1", make: "Ford", model: "T", photo: photo))
         let name = try await storedNames()
@@ -619,14 +621,7 @@ extension StorePool {
     func conflictPoliciesKeepOrReplaceExternalValues(_ engine: StoreEngine) async throws {
         let url = try engine.freshURL()
         let store = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
-        func externalValueCount() throws -> Int {
-            switch engine {
-            case .sqlite: return (try? FileManager.default.contentsOfDirectory(atPath: url + ".external/car/photo"))?.count ?? 0
-            case .postgres:
-                guard case .integer(let count)? = try PostgresConnection(url).query("SELECT count(*) FROM schemagen_external_values").first?.first else { return -1 }
-                return Int(count)
-            }
-        }
+        func externalValueCount() throws -> Int { try engine.externalValueCount(at: url) }
         let first = Data(repeating: 1, count: 4_000), second = Data(repeating: 2, count: 4_000)
         let inserted = try await store.insert(Car(vin: "V1", make: "Ford", model: "T", mileage: 1, photo: first), onConflict: .ignore)
         #expect(inserted.id != nil && inserted.photo == first)
