@@ -49,7 +49,13 @@ enum InboxBench {
             ignore = batches(rows..<2 * rows)
             ignoreStored = batches(0..<rows, revision: 1)
             upsert = batches(rows * 3 / 2..<rows * 5 / 2, revision: 2)
-            updateOnly = batches(0..<rows, revision: 3).map { $0.map { var read = $0; read.isRead = true; return read } }
+            updateOnly = batches(0..<rows, revision: 3).map { batch in
+                batch.map { message in
+                    var read = message
+                    read.isRead = true
+                    return read
+                }
+            }
         }
     }
 
