@@ -60,11 +60,43 @@ extension Store {
     public func insert<M: PersistentModel>(_ models: [M], onConflict policy: OnConflict<M>) throws(StoreError) -> [M] {
         if case .updateAll = policy.action { return try insert(models) }
         return try write { () throws(StoreError) in
+            if case .ignore = policy.action, models.count > 1, let pipelined = try pipelineIgnoring(models) { return pipelined }
             var stored: [M] = []
             stored.reserveCapacity(models.count)
             for model in models { stored.append(try insertResolving(model, policy)) }
             return stored
         }
+    }
+
+    /// `.ignore` for many models on a server that pipelines: each model's insert-if-absent
+    /// goes out with a batch of others in one round trip, and only the stored rows of those
+    /// that conflicted are read after. Nil, having written nothing, for models without a row
+    /// codec or whose rows need a write of their own first (sealed or external values).
+    private func pipelineIgnoring<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M]? {
+        guard let pipelining = abilities.pipelining, let first = models.first, (try? first.encodeStored()) != nil, directWrite(first).isPlain else { return nil }
+        let entity = M.entity
+        var stored = models
+        for start in stride(from: 0, to: models.count, by: Self.pipelineBatch) {
+            let end = min(start + Self.pipelineBatch, models.count)
+            var rows: [EncodedRow] = []
+            var statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)] = []
+            for model in models[start..<end] {
+                var row = try encodedRow(model)
+                let (_, hasKey) = try newRow(entity, &row)
+                statements.append((upsertSQL(entity, columns: row.columns, hasKey: hasKey).insertIfAbsent, row.values[...]))
+                rows.append(row)
+            }
+            let results: [[[StoredValue]]]
+            do { results = try pipelining.pipeline(statements) } catch { throw .database(error) }
+            for (offset, index) in (start..<end).enumerated() {
+                if let returned = results.indices.contains(offset) ? results[offset] : nil, !returned.isEmpty {
+                    stored[index] = try storedModel(models[index], written: rows[offset], returned: returned)
+                } else {
+                    stored[index] = try insertResolving(models[index], .ignore)
+                }
+            }
+        }
+        return stored
     }
 
     /// One model under `.ignore` or `.update(only:)`, inside a write. The model is inserted
