@@ -52,81 +52,9 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
                 throw DatabaseFailure(database: label, message: "the connection has no current schema (search_path) to record changes in", code: nil, kind: .statement)
             }
             let rowsTable = try createChangedRowsTable(in: schemaName)
-            // A function of an earlier release (a session's temporary table) is replaced.
-            let current = try rows(
-                "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = to_regnamespace($2)", [.text(Self.triggerFunction), .text(dialect.quote(schemaName))]
-            ).first?.first
-            // Replaced when it is not this release's (`functionVersion`); what it writes is the
-            // same, so stores of earlier releases read it as before.
-            if case .text(let source)? = current, source.contains(Self.functionVersion) {
-            } else {
-                try run(
-                    """
-                    CREATE OR REPLACE FUNCTION \(dialect.quote(schemaName)).\(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
-                    -- \(Self.functionVersion) (after \(Self.earlierFunctionVersion))
-                    DECLARE key text := TG_ARGV[0]; old_image jsonb; new_image jsonb;
-                    BEGIN
-                      IF current_setting('\(Self.recordingSetting)', true) = 'on' THEN
-                        IF current_setting('\(Self.imagesSetting)', true) IS DISTINCT FROM 'on' THEN PERFORM set_config('\(Self.imagesSetting)', 'on', true); END IF;
-                        IF TG_OP <> 'INSERT' THEN old_image := to_jsonb(OLD); END IF;
-                        IF TG_OP <> 'DELETE' THEN new_image := to_jsonb(NEW); END IF;
-                        INSERT INTO \(rowsTable) (xact, tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (
-                          txid_current(), TG_TABLE_NAME, lower(TG_OP),
-                          CASE WHEN key <> '' THEN (old_image ->> key)::bigint END,
-                          CASE WHEN key <> '' THEN (new_image ->> key)::bigint END,
-                          old_image, new_image);
-                      END IF;
-                      IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
-                      RETURN NEW;
-                    END $schemagen$
-                    """)
-            }
+            try createTriggerFunction(in: schemaName, writingInto: rowsTable)
             for (table, _) in tables {
-                // On the table itself: a view (an online migration's version) has no row triggers.
-                let physical = physicalTable(table)
-                // Triggers of this function, whatever a store of another version named them.
-                let existing = try rows(
-                    "SELECT tgtype::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) AND tgfoid = to_regprocedure($2)",
-                    [.text(physical), .text(dialect.quote(schemaName) + "." + function + "()")]
-                ).compactMap { row -> Int64? in if case .integer(let type) = row[0] { type } else { nil } }
-                // pg_trigger.tgtype: bit 1 BEFORE, 4 INSERT, 8 DELETE, 16 UPDATE.
-                let hasBefore = existing.contains { $0 & 2 != 0 && $0 & 24 != 0 }
-                // The insert trigger leaves this store's own rows to it when its WHEN names this
-                // table; one of an earlier release (no WHEN) is made again with it, which changes
-                // nothing for stores that do not mark their inserts.
-                let ownMark = "%\(Self.ownInsertSetting)%\(dialect.literal(table))%"
-                let inserts = try rows(
-                    """
-                    SELECT tgname, (tgqual IS NOT NULL)::int, (pg_get_triggerdef(oid) LIKE $3)::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) \
-                    AND tgfoid = to_regprocedure($2) AND tgtype::int & 2 = 0 AND tgtype::int & 4 <> 0
-                    """, [.text(physical), .text(dialect.quote(schemaName) + "." + function + "()"), .text(ownMark)])
-                var hasAfter = !inserts.isEmpty
-                for row in inserts where row.count == 3 && row[1] == .integer(0) {
-                    guard case .text(let name) = row[0] else { continue }
-                    try run("DROP TRIGGER \(dialect.quote(name)) ON \(physical)")
-                    hasAfter = false
-                }
-                if hasAfter, inserts.contains(where: { $0.count == 3 && $0[2] == .integer(1) }) { ownInserts.insert(table) }
-                // The implicit key (an integer `id`) stands for the row, as SQLite's rowid does.
-                let tableColumns = try columns(of: table)
-                recorded.append((table, viewMappings[table]?.table ?? table, tableColumns))
-                let key = tableColumns.contains { $0.name == "id" && ["bigint", "integer", "smallint"].contains($0.type) } ? "id" : ""
-                let before = SQLIdentifiers.fitted("schemagen_history_\(table)_change", to: dialect.capabilities.maximumIdentifierBytes)
-                let after = SQLIdentifiers.fitted("schemagen_history_\(table)_insert", to: dialect.capabilities.maximumIdentifierBytes)
-                if !hasBefore {
-                    try run(
-                        "CREATE TRIGGER \(dialect.quote(before)) BEFORE UPDATE OR DELETE ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))"
-                    )
-                }
-                if !hasAfter {
-                    try run(
-                        """
-                        CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(physical) FOR EACH ROW \
-                        WHEN (current_setting('\(Self.ownInsertSetting)', true) IS DISTINCT FROM \(dialect.literal(table))) \
-                        EXECUTE FUNCTION \(dialect.quote(schemaName)).\(function)(\(dialect.literal(key)))
-                        """)
-                    ownInserts.insert(table)
-                }
+                recorded.append(try installTriggers(on: table, function: dialect.quote(schemaName) + "." + function))
             }
             try run("COMMIT")
         } catch {
@@ -136,6 +64,90 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
         recordedColumns = Dictionary(recorded.map { ($0.table, $0.columns) }, uniquingKeysWith: { first, _ in first })
         drainStatement = recorded.isEmpty ? nil : Self.drainStatement(recorded.map { ($0.physical, $0.table, $0.columns) }, mappedImage: mappedImage)
         return true
+    }
+
+    /// The trigger function, made or replaced where it is not this release's
+    /// (`functionVersion`); what it writes is the same, so stores of earlier releases read it
+    /// as before.
+    private func createTriggerFunction(in schemaName: String, writingInto rowsTable: String) throws(DatabaseFailure) {
+        let function = dialect.quote(Self.triggerFunction)
+        // A function of an earlier release (a session's temporary table) is replaced.
+        let current = try rows(
+            "SELECT prosrc FROM pg_proc WHERE proname = $1 AND pronamespace = to_regnamespace($2)", [.text(Self.triggerFunction), .text(dialect.quote(schemaName))]
+        ).first?.first
+        if case .text(let source)? = current, source.contains(Self.functionVersion) {
+        } else {
+            try run(
+                """
+                CREATE OR REPLACE FUNCTION \(dialect.quote(schemaName)).\(function)() RETURNS trigger LANGUAGE plpgsql AS $schemagen$
+                -- \(Self.functionVersion) (after \(Self.earlierFunctionVersion))
+                DECLARE key text := TG_ARGV[0]; old_image jsonb; new_image jsonb;
+                BEGIN
+                  IF current_setting('\(Self.recordingSetting)', true) = 'on' THEN
+                    IF current_setting('\(Self.imagesSetting)', true) IS DISTINCT FROM 'on' THEN PERFORM set_config('\(Self.imagesSetting)', 'on', true); END IF;
+                    IF TG_OP <> 'INSERT' THEN old_image := to_jsonb(OLD); END IF;
+                    IF TG_OP <> 'DELETE' THEN new_image := to_jsonb(NEW); END IF;
+                    INSERT INTO \(rowsTable) (xact, tbl, op, old_rowid, new_rowid, old_row, new_row) VALUES (
+                      txid_current(), TG_TABLE_NAME, lower(TG_OP),
+                      CASE WHEN key <> '' THEN (old_image ->> key)::bigint END,
+                      CASE WHEN key <> '' THEN (new_image ->> key)::bigint END,
+                      old_image, new_image);
+                  END IF;
+                  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+                  RETURN NEW;
+                END $schemagen$
+                """)
+        }
+    }
+
+    /// One table's two triggers (`function`, qualified), made where they are missing; the
+    /// table's recorded columns.
+    private func installTriggers(on table: String, function: String) throws(DatabaseFailure) -> (table: String, physical: String, columns: [(name: String, type: String)]) {
+        // On the table itself: a view (an online migration's version) has no row triggers.
+        let physical = physicalTable(table)
+        // Triggers of this function, whatever a store of another version named them.
+        let existing = try rows(
+            "SELECT tgtype::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) AND tgfoid = to_regprocedure($2)",
+            [.text(physical), .text(function + "()")]
+        ).compactMap { row -> Int64? in if case .integer(let type) = row[0] { type } else { nil } }
+        // pg_trigger.tgtype: bit 1 BEFORE, 4 INSERT, 8 DELETE, 16 UPDATE.
+        let hasBefore = existing.contains { $0 & 2 != 0 && $0 & 24 != 0 }
+        // The insert trigger leaves this store's own rows to it when its WHEN names this
+        // table; one of an earlier release (no WHEN) is made again with it, which changes
+        // nothing for stores that do not mark their inserts.
+        let ownMark = "%\(Self.ownInsertSetting)%\(dialect.literal(table))%"
+        let inserts = try rows(
+            """
+            SELECT tgname, (tgqual IS NOT NULL)::int, (pg_get_triggerdef(oid) LIKE $3)::int FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass($1) \
+            AND tgfoid = to_regprocedure($2) AND tgtype::int & 2 = 0 AND tgtype::int & 4 <> 0
+            """, [.text(physical), .text(function + "()"), .text(ownMark)])
+        var hasAfter = !inserts.isEmpty
+        for row in inserts where row.count == 3 && row[1] == .integer(0) {
+            guard case .text(let name) = row[0] else { continue }
+            try run("DROP TRIGGER \(dialect.quote(name)) ON \(physical)")
+            hasAfter = false
+        }
+        if hasAfter, inserts.contains(where: { $0.count == 3 && $0[2] == .integer(1) }) { ownInserts.insert(table) }
+        // The implicit key (an integer `id`) stands for the row, as SQLite's rowid does.
+        let tableColumns = try columns(of: table)
+        let key = tableColumns.contains { $0.name == "id" && ["bigint", "integer", "smallint"].contains($0.type) } ? "id" : ""
+        let before = SQLIdentifiers.fitted("schemagen_history_\(table)_change", to: dialect.capabilities.maximumIdentifierBytes)
+        let after = SQLIdentifiers.fitted("schemagen_history_\(table)_insert", to: dialect.capabilities.maximumIdentifierBytes)
+        if !hasBefore {
+            try run(
+                "CREATE TRIGGER \(dialect.quote(before)) BEFORE UPDATE OR DELETE ON \(physical) FOR EACH ROW EXECUTE FUNCTION \(function)(\(dialect.literal(key)))"
+            )
+        }
+        if !hasAfter {
+            try run(
+                """
+                CREATE TRIGGER \(dialect.quote(after)) AFTER INSERT ON \(physical) FOR EACH ROW \
+                WHEN (current_setting('\(Self.ownInsertSetting)', true) IS DISTINCT FROM \(dialect.literal(table))) \
+                EXECUTE FUNCTION \(function)(\(dialect.literal(key)))
+                """)
+            ownInserts.insert(table)
+        }
+        return (table, viewMappings[table]?.table ?? table, tableColumns)
     }
 
     /// One statement takes every image of the transaction out, whatever tables they are of:

@@ -26,13 +26,16 @@ extension CopiedTable {
     /// and foreign keys, enum checks): everything else there, but the toolkit's own
     /// (`schemagen…`), was made outside the schema.
     var schemaMadeNames: SQL {
-        var names = [PostgresRenderer.primaryKeyName(old)]
-        for index in change.from.indexes {
-            names.append(index.isFullText ? PostgresRenderer.searchIndex(index) : PostgresRenderer.indexName(index))
+        var names = [PostgresRenderer.primaryKeyName(old), PostgresRenderer.primaryKeyName(final)]
+        // The new version's names too: a hand-made object it adopts under the same name is its own.
+        for (table, snapshot) in [(old, change.from), (final, change.to)] {
+            for index in snapshot.indexes {
+                names.append(index.isFullText ? PostgresRenderer.searchIndex(index) : PostgresRenderer.indexName(index))
+            }
+            names += snapshot.foreignKeys.map { PostgresRenderer.foreignKeyName(table, $0) }
+            names += snapshot.columns.filter { $0.enumValues != nil }.map { PostgresRenderer.checkName(table, $0.name) }
         }
-        names += change.from.foreignKeys.map { PostgresRenderer.foreignKeyName(old, $0) }
-        names += change.from.columns.filter { $0.enumValues != nil }.map { PostgresRenderer.checkName(old, $0.name) }
-        return Self.textArray(names)
+        return Self.textArray(Array(Set(names)).sorted())
     }
 
     /// The old table's columns this version renames or drops: what uses them cannot be
@@ -85,12 +88,84 @@ extension CopiedTable {
         """
     }
 
+    /// What else depends on the old table, its rows' type or its key sequence, and cannot follow
+    /// it (a function taking its rows, another table's policy or default, a column of its
+    /// type): rows of `what`. Not views, rules and functions with a SQL body (listed on their
+    /// own), foreign keys (moved), the table's and the copy's own defaults.
+    var otherDependents: SQL {
+        """
+        SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) AS what FROM pg_depend d
+                WHERE d.deptype = 'n' AND ((d.refclassid = 'pg_class'::regclass AND (d.refobjid = \(oldRelation)::regclass OR d.refobjid IN (
+                        SELECT s.objid FROM pg_depend s JOIN pg_class q ON q.oid = s.objid AND q.relkind = 'S'
+                        WHERE s.classid = 'pg_class'::regclass AND s.refclassid = 'pg_class'::regclass AND s.refobjid = \(oldRelation)::regclass)))
+                    OR (d.refclassid = 'pg_type'::regclass AND d.refobjid IN (SELECT t.oid FROM pg_type t WHERE t.typrelid = \(oldRelation)::regclass
+                        OR t.typelem IN (SELECT e.oid FROM pg_type e WHERE e.typrelid = \(oldRelation)::regclass))))
+                AND d.classid NOT IN ('pg_rewrite'::regclass, 'pg_constraint'::regclass, 'pg_type'::regclass)
+                AND NOT (d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_class'::regclass)
+                AND NOT (d.classid = 'pg_class'::regclass AND d.objid IN (\(oldRelation)::regclass, coalesce(to_regclass(\(copyRelation)), 0)))
+                AND NOT (d.classid = 'pg_attrdef'::regclass AND EXISTS (SELECT FROM pg_attrdef f WHERE f.oid = d.objid
+                    AND f.adrelid IN (\(oldRelation)::regclass, coalesce(to_regclass(\(copyRelation)), 0))))
+                -- The table's own triggers, policies, publication entries, statistics and indexes: carried, or listed on their own.
+                AND NOT (d.classid = 'pg_trigger'::regclass AND EXISTS (SELECT FROM pg_trigger t WHERE t.oid = d.objid AND t.tgrelid = \(oldRelation)::regclass))
+                AND NOT (d.classid = 'pg_policy'::regclass AND EXISTS (SELECT FROM pg_policy p WHERE p.oid = d.objid AND p.polrelid = \(oldRelation)::regclass))
+                AND NOT (d.classid = 'pg_publication_rel'::regclass AND EXISTS (SELECT FROM pg_publication_rel p WHERE p.oid = d.objid AND p.prrelid = \(oldRelation)::regclass))
+                AND NOT (d.classid = 'pg_statistic_ext'::regclass AND EXISTS (SELECT FROM pg_statistic_ext t WHERE t.oid = d.objid AND t.stxrelid = \(oldRelation)::regclass))
+                AND NOT (d.classid = 'pg_class'::regclass AND EXISTS (SELECT FROM pg_index x WHERE x.indexrelid = d.objid AND x.indrelid = \(oldRelation)::regclass))
+        """
+    }
+
+    /// At the swap, before what was made during the rollout is carried: the copy made to match
+    /// the old table as it is now. Its policies are dropped (made again from the old table's),
+    /// and so are carried indexes and constraints whose source is gone or changed; its table
+    /// and column privileges and its owner are those of the old table now.
+    var reconcileCopy: SQL {
+        let made = schemaMadeNames
+        return """
+            DO $schemagen$ DECLARE
+                old_table regclass := to_regclass(\(oldRelation));
+                copy_table regclass := to_regclass(\(copyRelation));
+                r record;
+                g record;
+                owner regrole;
+            BEGIN
+                IF old_table IS NULL OR copy_table IS NULL THEN RETURN; END IF;
+                FOR r IN SELECT polname FROM pg_policy WHERE polrelid = copy_table LOOP
+                    EXECUTE format('DROP POLICY %I ON %s', r.polname, copy_table);
+                END LOOP;
+                FOR r IN SELECT format('%I.%I', n.nspname, i.relname) AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_namespace n ON n.oid = i.relnamespace
+                    WHERE x.indrelid = copy_table AND i.relname LIKE \(literal: "schemagen_\(version)_i%")
+                    AND NOT EXISTS (SELECT FROM pg_index o WHERE o.indrelid = old_table AND \(carriedName("i", "o.indexrelid")) = i.relname) LOOP
+                    EXECUTE format('DROP INDEX %s', r.name);
+                END LOOP;
+                FOR r IN SELECT k.conname FROM pg_constraint k WHERE k.conrelid = copy_table AND k.contype IN ('c', 'u', 'x') AND NOT (k.conname = ANY(\(made)))
+                    AND (k.conname LIKE \(literal: "schemagen_\(version)_c%") AND NOT EXISTS (SELECT FROM pg_constraint o WHERE o.conrelid = old_table AND \(carriedName("c", "o.oid")) = k.conname)
+                        OR k.conname NOT LIKE 'schemagen%' AND NOT EXISTS (SELECT FROM pg_constraint o WHERE o.conrelid = old_table AND o.conname = k.conname
+                            AND pg_get_constraintdef(o.oid) = pg_get_constraintdef(k.oid))) LOOP
+                    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', copy_table, r.conname);
+                END LOOP;
+                owner := (SELECT relowner::regrole FROM pg_class WHERE oid = old_table);
+                IF owner <> (SELECT relowner::regrole FROM pg_class WHERE oid = copy_table) THEN EXECUTE format('ALTER TABLE %s OWNER TO %s', copy_table, owner); END IF;
+                FOR g IN SELECT DISTINCT a.grantee FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = copy_table AND a.grantee <> c.relowner LOOP
+                    EXECUTE format('REVOKE ALL ON %s FROM %s', copy_table, \(Self.grantee));
+                END LOOP;
+                FOR g IN SELECT a.privilege_type, a.grantee, a.is_grantable FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = old_table AND a.grantee <> c.relowner LOOP
+                    EXECUTE format('GRANT %s ON %s TO %s%s', g.privilege_type, copy_table, \(Self.grantee), CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+                END LOOP;
+                FOR g IN SELECT DISTINCT a.attname, x.grantee FROM pg_attribute a, aclexplode(a.attacl) x WHERE a.attrelid = copy_table AND a.attacl IS NOT NULL LOOP
+                    EXECUTE format('REVOKE ALL (%I) ON %s FROM %s', g.attname, copy_table, \(Self.grantee));
+                END LOOP;
+            END $schemagen$;
+            """
+    }
+
     /// Why a view reading the table cannot be made again over the new one, or NULL.
     func viewProblem(_ view: SQL) -> SQL {
         let renamed: SQL = old != final ? "WHEN true THEN \(literal: "it reads \(old) by name, which this version renames to \(final)") " : ""
         return """
             CASE \(renamed)WHEN EXISTS (SELECT FROM pg_rewrite r WHERE r.ev_class = \(view) AND \(usesChangedColumn("'pg_rewrite'::regclass", "r.oid"))) \
-            THEN 'it uses a column this version renames or drops' END
+            THEN 'it uses a column this version renames or drops' \
+            WHEN NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = \(view)), 'USAGE') \
+            THEN 'the migrating role does not own it, so it cannot drop it and make it again' END
             """
     }
 
@@ -154,8 +229,8 @@ extension CopiedTable {
                 FROM (\(dependentViews)) v
             UNION ALL
             SELECT 12, format('publication %I', p.pubname),
-                CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = r.prrelid AND a.attnum = ANY(r.prattrs) AND a.attname = ANY(\(changedColumns))) THEN 'stop' ELSE 'carry' END,
-                CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = r.prrelid AND a.attnum = ANY(r.prattrs) AND a.attname = ANY(\(changedColumns))) THEN 'its column list has a column this version renames or drops'
+                \(action(usesChangedColumn("'pg_publication_rel'::regclass", "r.oid"))),
+                CASE WHEN \(usesChangedColumn("'pg_publication_rel'::regclass", "r.oid")) THEN 'its column list or row filter has a column this version renames or drops'
                     ELSE 'the table added to it again at contract' END
                 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE r.prrelid = \(SQL(verbatim: table))
             UNION ALL
@@ -170,6 +245,9 @@ extension CopiedTable {
             SELECT 15, format('rule %I on %s', r.rulename, r.ev_class::regclass), 'stop', 'a rule cannot be carried: drop it before `migrate complete` and make it again after'
                 FROM pg_rewrite r WHERE r.rulename <> '_RETURN' AND (r.ev_class = \(SQL(verbatim: table)) OR EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_rewrite'::regclass
                     AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass AND d.refobjid = \(SQL(verbatim: table))))
+            UNION ALL
+            SELECT 16, o.what, 'stop', 'it depends on the table (its rows'' type, its key sequence or the table itself), which the copy replaces at contract: drop it before `migrate complete` and make it again after'
+                FROM (\(otherDependents)) o
             ) found WHERE to_regclass(\(oldRelation)) IS NOT NULL ORDER BY sort, object;
             """
     }
@@ -224,7 +302,7 @@ extension CopiedTable {
                     FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid LEFT JOIN pg_tablespace ts ON ts.oid = i.reltablespace
                     LEFT JOIN pg_constraint k ON k.conindid = x.indexrelid AND k.conrelid = x.indrelid
                     WHERE x.indrelid = old_table AND (k.oid IS NULL OR k.contype = 'u') AND NOT (i.relname = ANY(\(made))) AND i.relname NOT LIKE 'schemagen%'
-                    AND NOT \(usesChangedColumn("'pg_class'::regclass", "x.indexrelid")) LOOP
+                    AND NOT CASE WHEN k.oid IS NULL THEN \(usesChangedColumn("'pg_class'::regclass", "x.indexrelid")) ELSE \(usesChangedColumn("'pg_constraint'::regclass", "k.oid")) END LOOP
                     target := CASE WHEN r.constraint_oid IS NULL THEN \(carriedName("i", "r.indexrelid")) ELSE \(carriedName("c", "r.constraint_oid")) END;
                     CONTINUE WHEN to_regclass(format('%I.%I', copy_schema, target)) IS NOT NULL
                         OR EXISTS (SELECT FROM pg_constraint WHERE conrelid = copy_table AND conname = target);
@@ -257,8 +335,10 @@ extension CopiedTable {
                     CONTINUE WHEN EXISTS (SELECT FROM pg_constraint WHERE conrelid = copy_table AND conname = target);
                     definition := r.def;
                     IF r.spcname IS NOT NULL THEN
-                        definition := CASE WHEN position(' WHERE (' IN definition) > 0
-                            THEN overlay(definition PLACING ' USING INDEX TABLESPACE ' || quote_ident(r.spcname) || ' WHERE (' FROM position(' WHERE (' IN definition) FOR 8)
+                        -- Before its WHERE, DEFERRABLE or INITIALLY clause, whichever comes first.
+                        at := (SELECT min(p) FROM unnest(ARRAY[position(' WHERE (' IN definition), position(' DEFERRABLE' IN definition), position(' INITIALLY' IN definition)]) p WHERE p > 0);
+                        definition := CASE WHEN at IS NOT NULL
+                            THEN overlay(definition PLACING ' USING INDEX TABLESPACE ' || quote_ident(r.spcname) || ' ' FROM at FOR 1)
                             ELSE definition || ' USING INDEX TABLESPACE ' || quote_ident(r.spcname) END;
                     END IF;
                     EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', copy_table, target, definition);
@@ -287,18 +367,38 @@ extension CopiedTable {
         let made = schemaMadeNames
         let dropping = "current_setting('schemagen.drop_uncarried', true) = 'on'"
         return """
-            -- What would keep the old table from being dropped and cannot follow it.
+            -- What would keep the old table from being dropped, or goes with it, and cannot follow
+                -- it: each stops the swap, or is dropped with a warning.
                 FOR item IN SELECT format('function %s', d.objid::regprocedure) AS what, format('DROP FUNCTION %s', d.objid::regprocedure) AS statement
                         FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_class'::regclass AND d.refobjid = \(oldRelation)::regclass
                     UNION ALL
                     SELECT format('rule %I on %s', r.rulename, r.ev_class::regclass), format('DROP RULE %I ON %s', r.rulename, r.ev_class::regclass)
                         FROM pg_rewrite r WHERE r.rulename <> '_RETURN' AND r.ev_class <> \(oldRelation)::regclass AND EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_rewrite'::regclass
-                            AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass AND d.refobjid = \(oldRelation)::regclass) LOOP
+                            AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass AND d.refobjid = \(oldRelation)::regclass)
+                    UNION ALL
+                    SELECT format('index %I (it uses a column this version renames or drops)', i.relname), NULL FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+                        LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid AND con.conrelid = x.indrelid
+                        WHERE x.indrelid = \(oldRelation)::regclass AND NOT (i.relname = ANY(\(made))) AND i.relname NOT LIKE 'schemagen%'
+                        AND CASE WHEN con.oid IS NULL THEN \(usesChangedColumn("'pg_class'::regclass", "x.indexrelid")) ELSE \(usesChangedColumn("'pg_constraint'::regclass", "con.oid")) END
+                    UNION ALL
+                    SELECT format('constraint %I (it uses a column this version renames or drops)', con.conname), NULL FROM pg_constraint con
+                        WHERE con.conrelid = \(oldRelation)::regclass AND con.contype IN ('c', 'x', 'f') AND NOT (con.conname = ANY(\(made))) AND con.conname NOT LIKE 'schemagen%'
+                        AND \(usesChangedColumn("'pg_constraint'::regclass", "con.oid"))
+                    UNION ALL
+                    SELECT format('policy %I (it uses a column this version renames or drops)', p.polname), NULL FROM pg_policy p
+                        WHERE p.polrelid = \(oldRelation)::regclass AND \(usesChangedColumn("'pg_policy'::regclass", "p.oid"))
+                    UNION ALL
+                    SELECT format('statistics %I (it uses a column this version renames or drops)', st.stxname), NULL FROM pg_statistic_ext st
+                        WHERE st.stxrelid = \(oldRelation)::regclass AND \(usesChangedColumn("'pg_statistic_ext'::regclass", "st.oid"))
+                    UNION ALL
+                    SELECT format('the table in publication %I (its column list or row filter uses a column this version renames or drops)', p.pubname), NULL
+                        FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE r.prrelid = \(oldRelation)::regclass
+                        AND \(usesChangedColumn("'pg_publication_rel'::regclass", "r.oid")) LOOP
                     IF NOT \(SQL(verbatim: dropping)) THEN
                         RAISE EXCEPTION 'schemagen: % depends on % and cannot follow it to the new table: drop it, run `migrate complete` again, then make it again (or pass --drop-uncarried to drop it)', item.what, \(oldRelation);
                     END IF;
                     RAISE WARNING 'schemagen: dropped % (it depends on %, and cannot follow it to the new table), as --drop-uncarried allows', item.what, \(oldRelation);
-                    EXECUTE item.statement;
+                    IF item.statement IS NOT NULL THEN EXECUTE item.statement; END IF;
                 END LOOP;
                 -- Views reading the table, and views reading those: made again in this order after the swap, dropped now the other way.
                 FOR item IN SELECT v.*, \(viewProblem("v.oid")) AS problem, pg_get_viewdef(v.oid) AS def, cl.reloptions, cl.relowner, cl.relacl, ts.spcname, cl.relispopulated, am.amname
@@ -312,10 +412,12 @@ extension CopiedTable {
                         RAISE WARNING 'schemagen: dropped view % (%), as --drop-uncarried allows', item.name, item.problem;
                         CONTINUE;
                     END IF;
+                    -- A materialized view is made empty and refilled by REFRESH once it has its owner,
+                    -- which runs its query as that owner (its row-level security, its privileges).
                     remade := remade || CASE WHEN item.relkind = 'm' THEN
-                            format('CREATE MATERIALIZED VIEW %s%s%s%s AS %s WITH %sDATA', item.name, CASE WHEN item.amname IS NOT NULL AND item.amname <> 'heap' THEN ' USING ' || quote_ident(item.amname) ELSE '' END,
+                            format('CREATE MATERIALIZED VIEW %s%s%s%s AS %s WITH NO DATA', item.name, CASE WHEN item.amname IS NOT NULL AND item.amname <> 'heap' THEN ' USING ' || quote_ident(item.amname) ELSE '' END,
                                 CASE WHEN item.reloptions IS NOT NULL THEN ' WITH (' || array_to_string(item.reloptions, ', ') || ')' ELSE '' END,
-                                CASE WHEN item.spcname IS NOT NULL THEN ' TABLESPACE ' || quote_ident(item.spcname) ELSE '' END, rtrim(item.def, '; '), CASE WHEN item.relispopulated THEN '' ELSE 'NO ' END)
+                                CASE WHEN item.spcname IS NOT NULL THEN ' TABLESPACE ' || quote_ident(item.spcname) ELSE '' END, rtrim(item.def, '; '))
                         ELSE format('CREATE VIEW %s%s AS %s', item.name, CASE WHEN item.reloptions IS NOT NULL THEN ' WITH (' || array_to_string(item.reloptions, ', ') || ')' ELSE '' END, rtrim(item.def, '; ')) END;
                     IF item.relowner::regrole::text <> current_user::text THEN
                         remade := remade || format('ALTER %s %s OWNER TO %s', CASE WHEN item.relkind = 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END, item.name, item.relowner::regrole);
@@ -332,9 +434,18 @@ extension CopiedTable {
                     remade := remade || ARRAY(SELECT pg_get_indexdef(x.indexrelid) FROM pg_index x WHERE x.indrelid = item.oid ORDER BY x.indexrelid);
                     remade := remade || ARRAY(SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t WHERE t.tgrelid = item.oid AND NOT t.tgisinternal ORDER BY t.oid);
                     remade := remade || ARRAY(SELECT pg_get_ruledef(r.oid) FROM pg_rewrite r WHERE r.ev_class = item.oid AND r.rulename <> '_RETURN' ORDER BY r.oid);
+                    IF item.relkind = 'm' AND item.relispopulated THEN remade := remade || format('REFRESH MATERIALIZED VIEW %s', item.name); END IF;
                 END LOOP;
                 FOR item IN SELECT * FROM (\(dependentViews)) v ORDER BY v.depth DESC, v.name LOOP
                     EXECUTE format('DROP %s %s', CASE WHEN item.relkind = 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END, item.name);
+                END LOOP;
+                -- Anything else that depends on the table, its rows' type or its key sequence.
+                FOR item IN \(otherDependents) LOOP
+                    IF NOT \(SQL(verbatim: dropping)) THEN
+                        RAISE EXCEPTION 'schemagen: % depends on % (the table, its rows'' type or its key sequence) and cannot follow it to the new table: drop it, run `migrate complete` again, then make it again (or pass --drop-uncarried to drop it)', item.what, \(oldRelation);
+                    END IF;
+                    RAISE WARNING 'schemagen: dropped % (it depends on %, and cannot follow it to the new table), as --drop-uncarried allows', item.what, \(oldRelation);
+                    dropping_dependents := true;
                 END LOOP;
                 -- The copy's carried indexes and constraints take their names.
                 after_rename := after_rename || ARRAY(SELECT format('ALTER INDEX %I.%I RENAME TO %I', n.nspname, \(carriedName("i", "x.indexrelid")), i.relname)
@@ -349,7 +460,7 @@ extension CopiedTable {
                             WHERE a.attrelid = r.prrelid AND a.attnum = ANY(r.prattrs)) || ')' ELSE '' END,
                         coalesce(' WHERE (' || pg_get_expr(r.prqual, r.prrelid) || ')', ''))
                     FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid WHERE r.prrelid = \(oldRelation)::regclass
-                    AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = r.prrelid AND a.attnum = ANY(r.prattrs) AND a.attname = ANY(\(changedColumns))));
+                    AND NOT \(usesChangedColumn("'pg_publication_rel'::regclass", "r.oid")));
                 after_rename := after_rename || ARRAY(SELECT pg_get_statisticsobjdef(s.oid) FROM pg_statistic_ext s
                     WHERE s.stxrelid = \(oldRelation)::regclass AND NOT \(usesChangedColumn("'pg_statistic_ext'::regclass", "s.oid")));
                 after_rename := after_rename || ARRAY(SELECT format('ALTER TABLE %s REPLICA IDENTITY %s', new_name, CASE c.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
@@ -359,7 +470,6 @@ extension CopiedTable {
                     FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = \(oldRelation)::regclass AND x.indisclustered);
                 after_rename := after_rename || ARRAY(SELECT format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', new_name) FROM pg_class WHERE oid = \(oldRelation)::regclass AND relrowsecurity);
                 after_rename := after_rename || ARRAY(SELECT format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', new_name) FROM pg_class WHERE oid = \(oldRelation)::regclass AND relforcerowsecurity);
-                \(keyColumn?.isAutoIncrement == true ? sequenceOptions : "")
                 -- CHECK constraints that were NOT VALID (rows break them): onto the new table as they were.
                 after_rename := after_rename || ARRAY(SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s', new_name, con.conname, pg_get_constraintdef(con.oid))
                     FROM pg_constraint con WHERE con.conrelid = \(oldRelation)::regclass AND con.contype = 'c' AND NOT con.convalidated AND NOT (con.conname = ANY(\(made)))
@@ -370,16 +480,6 @@ extension CopiedTable {
                     FROM pg_constraint con WHERE con.conrelid = \(oldRelation)::regclass AND con.contype = 'f' AND NOT (con.conname = ANY(\(made))) AND con.conname NOT LIKE 'schemagen%'
                     AND NOT \(usesChangedColumn("'pg_constraint'::regclass", "con.oid")));
             """
-    }
-
-    /// The key sequence's options (increment, bounds, cache, cycle), for the new identity.
-    var sequenceOptions: SQL {
-        """
-        after_rename := after_rename || ARRAY(SELECT format('ALTER TABLE %s ALTER COLUMN %I SET INCREMENT BY %s SET MINVALUE %s SET MAXVALUE %s SET CACHE %s SET %sCYCLE', new_name, \(literal: newKey),
-                    s.seqincrement, s.seqmin, s.seqmax, s.seqcache, CASE WHEN s.seqcycle THEN '' ELSE 'NO ' END)
-                FROM pg_sequence s WHERE s.seqrelid = to_regclass(pg_get_serial_sequence(\(oldRelation), \(literal: oldKey)))
-                AND (s.seqincrement <> 1 OR s.seqmin <> 1 OR s.seqmax <> 9223372036854775807 OR s.seqcache <> 1 OR s.seqcycle));
-        """
     }
 
     /// The swap's part after the table has its name: what `carryBeforeDrop` kept, made again;

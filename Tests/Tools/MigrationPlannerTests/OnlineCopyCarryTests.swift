@@ -134,6 +134,46 @@ struct OnlineCopyCarryTests {
         #expect(warnings.allSatisfy { $0.contains("wal_level is insufficient") }, "\(warnings)")
     }
 
+    /// What a DBA changes on the old table during the rollout is what the swap carries: a CHECK
+    /// dropped stays dropped, an index made is there, a policy altered has its new definition, a
+    /// grant made holds; the table clustered on its key, and a descending key sequence with its
+    /// privileges, follow it.
+    @Test func whatChangesDuringTheRolloutIsWhatTheSwapCarries() throws {
+        let (connection, migrator) = try OnlineCopyTests.atVersion1(Self.v1, to: Self.v2)
+        try connection.execute(
+            """
+            DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'carry_reporter') THEN CREATE ROLE carry_reporter; END IF; END $$;
+            ALTER TABLE orders ALTER COLUMN id SET INCREMENT BY -1 SET MINVALUE -1000000;
+            INSERT INTO orders (customer, total_cents, region) SELECT 'c' || i, 500 + i, 'eu' FROM generate_series(1, 300) AS i;
+            ALTER TABLE orders ADD CONSTRAINT dba_positive CHECK (total_cents > 0);
+            ALTER TABLE orders ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY dba_region ON orders FOR SELECT TO carry_reporter USING (region = 'eu');
+            GRANT USAGE ON SEQUENCE orders_id_seq TO carry_reporter;
+            CLUSTER orders USING orders_pkey;
+            """)
+        try migrator.up()
+        try connection.execute(
+            """
+            ALTER TABLE orders DROP CONSTRAINT dba_positive;
+            CREATE INDEX dba_late ON orders (region);
+            ALTER POLICY dba_region ON orders USING (region = 'us');
+            GRANT SELECT ON orders TO carry_reporter;
+            INSERT INTO orders (customer, total_cents, region) VALUES ('late', 5, 'us');
+            """)
+        try migrator.up(options: .init(allowDestructive: true, complete: true))
+        #expect(try migrator.onlineState() == nil)
+        #expect(try connection.query("SELECT count(*) FROM pg_constraint WHERE conrelid = 'orders'::regclass AND conname = 'dba_positive'") == [[.integer(0)]])
+        #expect(try connection.query("SELECT pg_get_indexdef('dba_late'::regclass)") == [[.text("CREATE INDEX dba_late ON public.orders USING btree (region)")]])
+        #expect(try connection.query("SELECT pg_get_expr(polqual, polrelid) FROM pg_policy WHERE polrelid = 'orders'::regclass") == [[.text("(region = 'us'::text)")]])
+        #expect(try connection.query("SELECT has_table_privilege('carry_reporter', 'orders', 'SELECT')::int") == [[.integer(1)]])
+        #expect(try connection.query("SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = 'orders'::regclass AND x.indisclustered") == [[.text("orders_pkey")]])
+        #expect(
+            try connection.query("SELECT seqincrement::int, seqmin::int FROM pg_sequence WHERE seqrelid = pg_get_serial_sequence('orders', 'id')::regclass") == [[.integer(-1), .integer(-1_000_000)]])
+        #expect(try connection.query("SELECT has_sequence_privilege('carry_reporter', pg_get_serial_sequence('orders', 'id'), 'USAGE')::int") == [[.integer(1)]])
+        let next = try connection.query("INSERT INTO orders (customer, total_cents) VALUES ('after', 1) RETURNING id")
+        #expect(try connection.query("SELECT (min(id) = \(next[0][0]))::int FROM orders") == [[.integer(1)]], "the descending key goes on downward")
+    }
+
     /// What uses a column the version drops, or keeps the old table from being dropped, stops
     /// expand before anything is made, each listed with what to do; `--drop-uncarried` drops
     /// them with a warning each, and the rest is carried.
@@ -146,6 +186,9 @@ struct OnlineCopyCarryTests {
             CREATE INDEX dba_kept ON orders (customer);
             CREATE VIEW dba_notes AS SELECT id, note FROM orders;
             CREATE FUNCTION dba_total() RETURNS bigint LANGUAGE sql BEGIN ATOMIC SELECT sum(total_cents) FROM orders; END;
+            ALTER TABLE orders ADD CONSTRAINT dba_note_unique UNIQUE (note);
+            CREATE PUBLICATION dba_noted FOR TABLE orders WHERE (note IS NOT NULL);
+            CREATE FUNCTION dba_label(o orders) RETURNS text LANGUAGE sql AS 'SELECT o.customer';
             """)
         #expect {
             try migrator.up()
@@ -154,6 +197,9 @@ struct OnlineCopyCarryTests {
             return text.contains("index dba_noted on orders: it uses a column this version renames or drops")
                 && text.contains("view public.dba_notes: it uses a column this version renames or drops")
                 && text.contains("function dba_total(): its body names the table")
+                && text.contains("unique constraint dba_note_unique on orders: it uses a column this version renames or drops")
+                && text.contains("publication dba_noted: its column list or row filter has a column this version renames or drops")
+                && text.contains("function dba_label(orders): it depends on the table (its rows' type")
                 && text.contains("--drop-uncarried") && !text.contains("dba_kept")
         }
         #expect(try connection.query("SELECT (to_regclass('schemagen_2_orders') IS NULL)::int") == [[.integer(1)]], "nothing was made")
@@ -161,11 +207,13 @@ struct OnlineCopyCarryTests {
         var events: [Migrator.Event] = []
         try migrator.up(options: .init(dropUncarried: true)) { events.append($0) }
         let dropped = events.compactMap { if case .droppingUncarried(let objects) = $0 { objects } else { nil } }.flatMap { $0 }
-        #expect(dropped.count == 3, "\(dropped)")
+        #expect(dropped.count == 6, "\(dropped)")
         try migrator.up(options: .init(allowDestructive: true, complete: true, dropUncarried: true)) { events.append($0) }
         let warnings = events.compactMap { if case .serverWarning(let text) = $0 { text } else { nil } }
         #expect(warnings.contains { $0.contains("dropped function dba_total()") } && warnings.contains { $0.contains("dropped view public.dba_notes") }, "\(warnings)")
-        #expect(try connection.query("SELECT count(*) FROM pg_class WHERE relname IN ('dba_noted', 'dba_notes')") == [[.integer(0)]])
+        #expect(try connection.query("SELECT count(*) FROM pg_class WHERE relname IN ('dba_noted', 'dba_notes', 'dba_note_unique')") == [[.integer(0)]])
+        #expect(try connection.query("SELECT count(*) FROM pg_publication_rel WHERE prrelid = 'orders'::regclass") == [[.integer(0)]])
+        #expect(warnings.contains { $0.contains("dropped function dba_label(orders)") }, "\(warnings)")
         #expect(try connection.query("SELECT count(*) FROM pg_class WHERE relname = 'dba_kept'") == [[.integer(1)]])
     }
 }
