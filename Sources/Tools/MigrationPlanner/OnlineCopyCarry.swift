@@ -117,7 +117,8 @@ extension CopiedTable {
     /// At the swap, before what was made during the rollout is carried: the copy made to match
     /// the old table as it is now. Its policies are dropped (made again from the old table's),
     /// and so are carried indexes and constraints whose source is gone or changed; its table
-    /// and column privileges and its owner are those of the old table now.
+    /// and column privileges and its owner are those of the old table now. Carried names are
+    /// matched whole (`schemagen_<N>_i<oid>`): the plan's own temporary names share the prefix.
     var reconcileCopy: SQL {
         let made = schemaMadeNames
         return """
@@ -133,12 +134,12 @@ extension CopiedTable {
                     EXECUTE format('DROP POLICY %I ON %s', r.polname, copy_table);
                 END LOOP;
                 FOR r IN SELECT format('%I.%I', n.nspname, i.relname) AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_namespace n ON n.oid = i.relnamespace
-                    WHERE x.indrelid = copy_table AND i.relname LIKE \(literal: "schemagen_\(version)_i%")
+                    WHERE x.indrelid = copy_table AND i.relname ~ \(literal: "^schemagen_\(version)_i[0-9]+$")
                     AND NOT EXISTS (SELECT FROM pg_index o WHERE o.indrelid = old_table AND \(carriedName("i", "o.indexrelid")) = i.relname) LOOP
                     EXECUTE format('DROP INDEX %s', r.name);
                 END LOOP;
                 FOR r IN SELECT k.conname FROM pg_constraint k WHERE k.conrelid = copy_table AND k.contype IN ('c', 'u', 'x') AND NOT (k.conname = ANY(\(made)))
-                    AND (k.conname LIKE \(literal: "schemagen_\(version)_c%") AND NOT EXISTS (SELECT FROM pg_constraint o WHERE o.conrelid = old_table AND \(carriedName("c", "o.oid")) = k.conname)
+                    AND (k.conname ~ \(literal: "^schemagen_\(version)_c[0-9]+$") AND NOT EXISTS (SELECT FROM pg_constraint o WHERE o.conrelid = old_table AND \(carriedName("c", "o.oid")) = k.conname)
                         OR k.conname NOT LIKE 'schemagen%' AND NOT EXISTS (SELECT FROM pg_constraint o WHERE o.conrelid = old_table AND o.conname = k.conname
                             AND pg_get_constraintdef(o.oid) = pg_get_constraintdef(k.oid))) LOOP
                     EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', copy_table, r.conname);
