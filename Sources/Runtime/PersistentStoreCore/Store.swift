@@ -143,6 +143,8 @@ public actor Store {
     /// Where `externalStorage` values are kept: beside the database, or a temporary folder for
     /// an in-memory store.
     public let externalFolder: URL
+    /// `externalFolder`'s path, kept as text: each external value read joins names onto it.
+    let externalFolderPath: String
     /// External files written, and marked for removal, in the open transaction.
     var createdFiles: [URL] = []
     var removedFiles: [URL] = []
@@ -306,6 +308,7 @@ public actor Store {
         self.externalFolder =
             path.map { URL(fileURLWithPath: $0 + ".external") }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString).external")
+        externalFolderPath = externalFolder.path
         do {
             // Migrations newer than every one this code embeds: the app is older than its
             // database (another, newer app migrated it), which restoring files cannot fix.

@@ -614,6 +614,22 @@ extension StorePool {
         #expect(try await store.model(Car.self, key: twin.id!)?.photo == Data([7, 7, 7]))
     }
 
+    /// A row changed outside the store to name a file outside its folder is refused with the
+    /// reason: the file is neither read by a fetch nor removed by the row's delete.
+    @Test func anExternalNameWithAFolderPartIsRefused() async throws {
+        let url = storePath()
+        let store = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let car = try await store.insert(Car(vin: "V1", make: "Ford", model: "T", photo: Data([1, 2, 3])))
+        // Photos are in `<database>.external/car/photo`: three folders up is the database's own.
+        let victim = URL(fileURLWithPath: url).deletingLastPathComponent().appendingPathComponent("victim").path
+        #expect(FileManager.default.createFile(atPath: victim, contents: Data("keep me".utf8)))
+        try await store.transaction { store in _ = try store.database.query("UPDATE car SET photo = '../../../victim'" as SQL) }
+        await #expect { _ = try await store.fetch(Car.self) } throws: { "\($0)".contains("not an external file's name") }
+        await #expect { try await store.delete(car) } throws: { "\($0)".contains("not an external file's name") }
+        #expect(FileManager.default.contents(atPath: victim) == Data("keep me".utf8))
+        #expect(try await store.count(Car.self) == 1, "the refused delete changed nothing")
+    }
+
     /// Insert-if-absent and `.update(only:)` on a model with an external value: the stored value
     /// stays unless the update names it, and what was written for a row that turned out to be
     /// stored is not left behind.
