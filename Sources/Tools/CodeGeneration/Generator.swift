@@ -92,9 +92,13 @@ public enum Generator {
     /// version's typealiases (scope `schema`), with what SwiftData cannot say.
     ///
     ///     let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: "Shop.yaml", templates: try .defaults(for: .swiftdata))
+    ///
+    /// `declaredRenamingIdentifiers`: `originalName:` as each version's `renamedFrom` says it, as
+    /// earlier releases wrote it, instead of the name each property had first
+    /// (`RenamingIdentifiers`); for recognising their released output.
     public static func generateSwiftData(
         versions: [Schema], sourceFile: String, templates: TemplateSet, deploymentTarget: DeploymentTarget = .default,
-        typeAliases: SwiftDataTypeAliases = .plain
+        typeAliases: SwiftDataTypeAliases = .plain, declaredRenamingIdentifiers: Bool = false
     ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name)). Do not edit."
@@ -102,10 +106,19 @@ public enum Generator {
         var notes = stages.flatMap(\.notes)
         var scoped: [(scope: TemplateSet.Scope, name: String, data: MustacheValue)] = []
         let modifiers = VersionHashModifiers.modifiers(versions)
-        for entry in chain {
+        // Over the chain the plan lists, the steps schemagen inserts included.
+        let renaming = RenamingIdentifiers.chain(chain.map(\.schema))
+        notes += renaming.clashes.map { clash in
+            SwiftDataNote(
+                version: clash.version, subject: clash.second,
+                message: "shares the renaming identifier '\(clash.identifier)' with \(clash.first), so SwiftData could move one's stored values into the other; rename one of them",
+                location: clash.location)
+        }
+        for (entry, identifiers) in zip(chain, renaming.identifiers) {
             var version = SwiftDataVersion(
                 schema: entry.schema, addedDefaults: entry.addedDefaults, deploymentTarget: deploymentTarget,
-                hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor)
+                hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor,
+                identifiers: declaredRenamingIdentifiers ? RenamingIdentifiers(entry.schema) : identifiers)
             let scope = version.scope(header: header)
             notes += version.notes
             scoped.append((.version, version.enumName, .object(scope)))

@@ -35,13 +35,16 @@ struct SwiftDataVersion {
     /// 1 for the step schemagen inserts after a version whose successor changes a type
     /// (`Schema.Version(3, 1, 0)`, `FlightsSchemaV3_1`); 0 for the schema's own versions.
     let minor: Int
+    /// `originalName:` of each property: the name of its first version (`RenamingIdentifiers`).
+    let identifiers: RenamingIdentifiers
     private(set) var notes: [SwiftDataNote] = []
 
     init(
         schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default,
-        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0
+        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0, identifiers: RenamingIdentifiers? = nil
     ) {
         self.minor = minor
+        self.identifiers = identifiers ?? RenamingIdentifiers(schema)
         self.schema = schema
         self.addedDefaults = addedDefaults
         self.deploymentTarget = deploymentTarget
@@ -200,7 +203,7 @@ struct SwiftDataVersion {
             note(subject, message, at: attribute.location)
         }
         var arguments = options
-        if let original = attribute.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
+        if let original = identifiers.member(attribute.name, of: entity.name) { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
         if let modifier = hashModifier, modifier.entity == entity.name, modifier.attribute == attribute.name, !attribute.isTransient {
             // The version hashes as the one before it would: this tells them apart.
             arguments.append("hashModifier: \(SwiftSyntax.stringLiteral(modifier.value))")
@@ -240,7 +243,7 @@ struct SwiftDataVersion {
             if let minimum = relationship.minCount, minimum > 0 { arguments.append("minimumModelCount: \(minimum)") }
             if let maximum = relationship.maxCount { arguments.append("maximumModelCount: \(maximum)") }
         }
-        if let original = relationship.renamedFrom { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
+        if let original = identifiers.member(relationship.name, of: entity.name) { arguments.append("originalName: \(SwiftSyntax.stringLiteral(original))") }
         if let inverse = relationship.inverse, namesInverse(relationship, of: entity) {
             arguments.append("inverse: \\\(SwiftSyntax.identifier(relationship.target)).\(SwiftSyntax.identifier(inverse))")
         }

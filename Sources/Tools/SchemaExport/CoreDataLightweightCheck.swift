@@ -10,10 +10,12 @@ public enum CoreDataLightweightCheck {
     public enum Code: String, DiagnosticCode {
         /// The step between two versions needs a mapping model (`.xcmappingmodel`).
         case needsMappingModel = "coredata-needs-mapping-model"
+        /// Two elements of one version share a renaming identifier (`RenamingIdentifiers`).
+        case identifierClash = "coredata-renaming-identifier-clash"
     }
 
     /// A warning per change that needs a mapping model, at the attribute's line in the newer
-    /// version.
+    /// version, and per renaming identifier two elements share.
     ///
     ///     let warnings = CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: "Flights")
     public static func findings(_ versions: [Schema], bundle: String) -> [Diagnostic] {
@@ -43,6 +45,14 @@ public enum CoreDataLightweightCheck {
                     }
                 }
             }
+        }
+        for clash in RenamingIdentifiers.chain(versions).clashes {
+            findings.append(
+                Diagnostic(
+                    .warning, code: Code.identifierClash,
+                    message:
+                        "\(clash.second) shares the renaming identifier '\(clash.identifier)' with \(clash.first) in '\(bundle) \(clash.version)', so Core Data could move one's stored values into the other; rename one of them",
+                    at: clash.location))
         }
         return findings
     }

@@ -259,8 +259,11 @@ public struct GenerationPipeline: Sendable {
                     perSchema.append((schema, result.path, output.files))
                     let dialects = configuration.dialects(of: schema)
                     let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
+                    let declared = try Generator.generateSwiftData(
+                        versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
+                        typeAliases: configuration.typeAliases, declaredRenamingIdentifiers: true)
                     let released = ReleasedSwiftDataModels(
-                        files: output.files, history: history, schema: schema,
+                        files: output.files, declaredIdentifierFiles: declared.files, history: history, schema: schema,
                         directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference, files: files),
                         allowChanges: configuration.allowReleasedVersionChanges)
                     diagnostics += released.diagnostics

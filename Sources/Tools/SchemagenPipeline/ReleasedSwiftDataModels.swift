@@ -11,6 +11,11 @@ import SchemaKit
 /// that would write one differently (a newer schemagen's templates, another deployment target)
 /// stops with an error naming the file, unless changes are allowed. The generated header, which
 /// names the newest version, is not part of the digest.
+///
+/// A file that differs from its record only in `originalName:` arguments, as earlier releases
+/// wrote them from `renamedFrom` alone, is unchanged: renaming identifiers are outside the
+/// version hash, so devices' stores open the same, and the carried ones
+/// (`RenamingIdentifiers`) are what lets them migrate across renames.
 struct ReleasedSwiftDataModels {
     enum Code: String, DiagnosticCode {
         /// A released version's models would change.
@@ -21,8 +26,13 @@ struct ReleasedSwiftDataModels {
     var diagnostics: [Diagnostic] = []
     var records: [(directory: MigrationDirectory, file: String, contents: String)] = []
 
-    init(files: [GeneratedFile], history: SchemaHistory, schema: Schema, directory: MigrationDirectory, allowChanges: Bool) {
-        let byName = Dictionary(files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) }, uniquingKeysWith: { first, _ in first })
+    /// `declaredIdentifierFiles`: the same files with `originalName:` as earlier releases wrote it.
+    init(files: [GeneratedFile], declaredIdentifierFiles: [GeneratedFile], history: SchemaHistory, schema: Schema, directory: MigrationDirectory, allowChanges: Bool) {
+        func byFileName(_ files: [GeneratedFile]) -> [String: String] {
+            Dictionary(files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) }, uniquingKeysWith: { first, _ in first })
+        }
+        let byName = byFileName(files)
+        let declared = byFileName(declaredIdentifierFiles)
         var previous: Int?
         for version in history.versions {
             defer { previous = version.schema.version }
@@ -43,7 +53,10 @@ struct ReleasedSwiftDataModels {
                     let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
                     return parts.count == 2 ? (parts[0], parts[1]) : nil
                 }, uniquingKeysWith: { first, _ in first })
-            let changed = digests.filter { listed[$0.0] != nil && listed[$0.0] != $0.1 }.map(\.0)
+            let changed = digests.filter { name, digest in
+                guard let recorded = listed[name], recorded != digest else { return false }
+                return declared[name].map(Self.digest) != recorded
+            }.map(\.0)
             guard !changed.isEmpty else { continue }
             let at = SourceLocation(file: directory.path + "/" + file, line: 1, column: 1)
             let message =

@@ -12,11 +12,16 @@ import Testing
 /// A schema's history as migrations: each fixture version written as the schema, then planned
 /// (`generate --migrations-only`), as a project would over four releases.
 func plannedHistory(_ versions: [String], name: String, dialects: [SQLDialectName] = [.sqlite]) throws -> URL {
+    try plannedHistory(texts: versions.map { try String(contentsOf: repositoryRoot.appendingPathComponent($0), encoding: .utf8) }, name: name, dialects: dialects)
+}
+
+/// The same, from each version's text.
+func plannedHistory(texts: [String], name: String, dialects: [SQLDialectName] = [.sqlite]) throws -> URL {
     let project = temporaryFolder()
     let schemas = project.appendingPathComponent("Schemas")
     try FileManager.default.createDirectory(at: schemas, withIntermediateDirectories: true)
-    for version in versions {
-        try FileManager.default.copyItem(at: repositoryRoot.appendingPathComponent(version), to: schemas.appendingPathComponent("\(name).yaml.new"))
+    for version in texts {
+        try version.write(to: schemas.appendingPathComponent("\(name).yaml.new"), atomically: true, encoding: .utf8)
         _ = try? FileManager.default.removeItem(at: schemas.appendingPathComponent("\(name).yaml"))
         try FileManager.default.moveItem(at: schemas.appendingPathComponent("\(name).yaml.new"), to: schemas.appendingPathComponent("\(name).yaml"))
         let pipeline = GenerationPipeline(
@@ -25,7 +30,7 @@ func plannedHistory(_ versions: [String], name: String, dialects: [SQLDialectNam
                 allowDestructive: true, dialects: dialects))
         let report = pipeline.run(.migrationsOnly)
         guard case .migrations(let written, true) = report.outcome, written.count == 1 else {
-            throw SwiftDataTargetFailure(description: "planning \(version) wrote no migration: \(report.diagnostics)")
+            throw SwiftDataTargetFailure(description: "planning \(version.prefix(200)) wrote no migration: \(report.diagnostics)")
         }
     }
     return project

@@ -65,6 +65,43 @@ import Testing
         }
     }
 
+    /// The renaming identifier of each entity and property of one model (`elementID`, or the
+    /// older `renamingIdentifier`), by `Entity` or `Entity.member`.
+    static func renamingIdentifiers(_ contents: String) throws -> [String: String] {
+        guard case .success(let root) = XMLTree.parse(Array(contents.utf8)) else { throw Failure(description: "not XML") }
+        var found: [String: String] = [:]
+        for entity in root.children(named: "entity") {
+            let name = entity["name"] ?? "-"
+            if let identifier = entity["elementID"] ?? entity["renamingIdentifier"] { found[name] = identifier }
+            for member in entity.children(named: "attribute") + entity.children(named: "relationship") {
+                if let identifier = member["elementID"] ?? member["renamingIdentifier"] { found["\(name).\(member["name"] ?? "-")"] = identifier }
+            }
+        }
+        return found
+    }
+
+    /// The bundle imported with its history and exported whole again says every renaming
+    /// identifier the original does, in every version (Mastodon's `Status.visibilityRaw` says
+    /// `visibility` from version 3 on).
+    @Test(arguments: bundles)
+    func everyVersionKeepsItsRenamingIdentifiers(_ bundle: String) throws {
+        let path = ImportFixtures.folder.appendingPathComponent("CoreData/\(bundle)").path
+        let versions = try CoreDataImporter.importBundle(at: path, history: true)
+        let schemas = try versions.map { version in
+            let text = SchemaYAMLWriter.yaml(version.result.schema)
+            return try #require(SchemaLoader.load(source: SourceFile(path: "\(version.name).yaml", bytes: Array(text.utf8))).schema)
+        }
+        let exported = CoreDataExporter.bundle(schemas, name: "Export")
+        var seen = 0
+        for (version, schema) in zip(versions, schemas) {
+            let original = try Self.renamingIdentifiers(try String(contentsOfFile: path + "/\(version.name).xcdatamodel/contents", encoding: .utf8))
+            let contents = try #require(exported.first { $0.path == "\(CoreDataExporter.versionName(schema, bundle: "Export")).xcdatamodel/contents" }?.contents)
+            #expect(try Self.renamingIdentifiers(contents) == original, "\(bundle) \(version.name)")
+            seen += original.count
+        }
+        if bundle.hasPrefix("Mastodon") { #expect(seen == 7, "visibilityRaw in versions 3 to 9") }
+    }
+
     /// The cases the iOS developer found lost, said one by one on Mastodon's newest version: `id`
     /// is `identifier` in the schema and `id` again in the model, Nullify stays Nullify where the
     /// store's own rule is deny, a required to-many stays required, a Transformable keeps its
