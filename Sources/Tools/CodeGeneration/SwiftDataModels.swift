@@ -248,7 +248,9 @@ struct SwiftDataVersion {
             arguments.append("inverse: \\\(SwiftSyntax.identifier(relationship.target)).\(SwiftSyntax.identifier(inverse))")
         }
         let target = SwiftSyntax.identifier(relationship.target)
-        let type = relationship.isToMany ? "[\(target)] = []" : target + (relationship.isOptional ? "?" : "")
+        // CloudKit needs every relationship optional, to-many ones included (Apple's "Creating a
+        // Core Data Model for CloudKit"); elsewhere an empty array reads better than nil.
+        let type = relationship.isToMany ? "[\(target)]\(schema.cloudKit ? "?" : "") = []" : target + (relationship.isOptional ? "?" : "")
         return [
             "docLines": .lines(SwiftSyntax.docLines(relationship.doc)),
             "comments": .lines([]),

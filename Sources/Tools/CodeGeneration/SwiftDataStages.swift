@@ -438,11 +438,13 @@ struct SwiftDataStage {
             let missing = "throw \(errorType)(description: \"no \(relationship.target) \\(key) after the stage for a \(after.name)'s \(relationship.name)\")"
             if relationship.isToMany {
                 carriers.append("let \(linkCarrier) = \(carrierType)<PersistentIdentifier, [\(key.type)]>()")
-                loop += ["\(linkCarrier).keep(object.\(oldName).map(\\.\(key.expression)), for: object.persistentModelID)"]
+                // CloudKit schemas declare to-many relationships optional.
+                let oldObjects = old.cloudKit ? "(object.\(oldName) ?? [])" : "object.\(oldName)"
+                loop += ["\(linkCarrier).keep(\(oldObjects).map(\\.\(key.expression)), for: object.persistentModelID)"]
                 relinks += [
                     "    for key in \(linkCarrier).value(for: model) ?? [] {",
                     "        guard let related = \(lookup)[key] else { \(missing) }",
-                    "        inserted.\(newName).append(related)",
+                    new.cloudKit ? "        inserted.\(newName) = (inserted.\(newName) ?? []) + [related]" : "        inserted.\(newName).append(related)",
                     "    }",
                 ]
             } else {

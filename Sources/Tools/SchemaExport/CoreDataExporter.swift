@@ -196,7 +196,11 @@ public enum CoreDataExporter {
             attributes.append(("valueTransformerName", "NSSecureUnarchiveFromData"))
             attributes.append(("customClassName", attribute.type.description))
         }
-        if let value = attribute.defaultValue, let coreData = coreDataDefault(value, type: attribute.type, in: schema) { attributes.append(coreData) }
+        if let value = attribute.defaultValue, let coreData = coreDataDefault(value, type: attribute.type, in: schema) {
+            attributes.append(coreData)
+        } else if let placeholder = cloudKitPlaceholder(attribute, in: schema) {
+            attributes.append(placeholder)
+        }
         if ["Integer 16", "Integer 32", "Integer 64", "Double", "Float", "Boolean"].contains(type.coreData) { attributes.append(("usesScalarValueType", "YES")) }
         if attribute.usesExternalStorage { attributes.append(("allowsExternalBinaryDataStorage", "YES")) }
         if attribute.preservesValueOnDeletion { attributes.append(("preservesValueInHistoryOnDeletion", "YES")) }
@@ -228,6 +232,20 @@ public enum CoreDataExporter {
         }
         guard !info.isEmpty else { return indent + element("attribute", attributes) + "\n" }
         return indent + element("attribute", attributes, close: false) + "\n" + userInfo(info, indent: indent + "    ") + indent + "</attribute>\n"
+    }
+
+    /// CloudKit refuses a model whose required attribute has no default, and a default computed
+    /// when an object is made (`now`, `uuid`) has no Core Data spelling: a `cloudKit: true`
+    /// schema's model holds a fixed one instead, as SwiftData's own model holds the value its
+    /// initializer gave once (`= .now`). The app sets the real value when it makes an object
+    /// (export warns: `CoreDataLightweightCheck`).
+    static func cloudKitPlaceholder(_ attribute: ExportedAttribute, in schema: Schema) -> (String, String)? {
+        guard schema.cloudKit, !attribute.isOptional, !attribute.isTransient else { return nil }
+        switch attribute.defaultValue {
+        case .now: return ("defaultDateTimeInterval", "0")
+        case .generatedUUID: return ("defaultValueString", "00000000-0000-0000-0000-000000000000")
+        default: return nil
+        }
     }
 
     /// A default as Core Data spells it, where it can: numbers, text, flags, UUIDs, URLs,

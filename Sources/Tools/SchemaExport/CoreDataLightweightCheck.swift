@@ -12,6 +12,8 @@ public enum CoreDataLightweightCheck {
         case needsMappingModel = "coredata-needs-mapping-model"
         /// Two elements of one version share a renaming identifier (`RenamingIdentifiers`).
         case identifierClash = "coredata-renaming-identifier-clash"
+        /// A CloudKit model holds a fixed default where the schema's is computed (`now`, `uuid`).
+        case placeholderDefault = "coredata-placeholder-default"
     }
 
     /// A warning per change that needs a mapping model, at the attribute's line in the newer
@@ -43,6 +45,20 @@ public enum CoreDataLightweightCheck {
                     } else if previous.isOptional, !attribute.isOptional, attribute.defaultValue == nil {
                         warn("it becomes required without a default")
                     }
+                }
+            }
+        }
+        if let newest = versions.last {
+            for entity in newest.entities {
+                for attribute in entity.attributes {
+                    guard let placeholder = CoreDataExporter.cloudKitPlaceholder(ExportedAttribute(attribute), in: newest) else { continue }
+                    let shown = placeholder.0 == "defaultDateTimeInterval" ? "2001-01-01T00:00:00Z" : placeholder.1
+                    findings.append(
+                        Diagnostic(
+                            .warning, code: Code.placeholderDefault,
+                            message:
+                                "\(entity.name).\(attribute.name): CloudKit needs a default in the model, and Core Data cannot compute one when an object is made, so the model's default is \(shown); set the real value in the app (awakeFromInsert, or where it makes the object)",
+                            at: attribute.location ?? entity.location))
                 }
             }
         }

@@ -248,6 +248,22 @@ func swiftDataOutput(
         #expect(warning.severity == .warning && warning.location?.file.hasSuffix("Users.yaml") == true && (warning.location?.line ?? 1) > 1)
     }
 
+    /// CloudKit needs every relationship optional, to-many ones too (Apple's "Creating a Core
+    /// Data Model for CloudKit"): a `cloudKit: true` schema declares them `[T]? = []`; others keep
+    /// `[T] = []`. Both type-check.
+    @Test func cloudKitSchemasDeclareToManyRelationshipsOptional() async throws {
+        let migrations = repositoryRoot.appendingPathComponent("Migrations").path
+        let notes = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Notes.yaml").path, migrations: migrations)
+        let model = try #require(notes.files.first { $0.path.hasSuffix("NotesSchemaV1.swift") }?.contents)
+        #expect(model.contains("var notes: [Note]? = []"), "\(model)")
+        #expect(model.contains("var folder: Folder?"))
+        let library = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Tests/Fixtures/LibraryHistory/v1.yaml").path, migrations: temporaryFolder().path)
+        #expect(library.files.contains { $0.contents.contains("var books: [Book] = []") })
+        let files = Dictionary(uniqueKeysWithValues: notes.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: true) }
+        #expect(check.passed, "\(check.output)")
+    }
+
     /// A table split carries each phone by the customer's unique `code`, which the inferred step
     /// keeps, not by `persistentModelID`, whose stability across a stage Apple does not document;
     /// a phone whose customer is gone fails the stage.

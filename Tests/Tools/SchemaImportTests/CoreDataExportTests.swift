@@ -138,6 +138,35 @@ import Testing
         #expect(back[3].entity(named: "Book")?.relationship(named: "author")?.renamedFrom == "writer")
     }
 
+    /// CloudKit refuses a model with a required attribute that has no default. Notes'
+    /// `createdAt` defaults to `now`, which Core Data cannot compute: its model holds 2001-01-01
+    /// (as SwiftData's holds the value `= .now` gave once), with a warning at the attribute;
+    /// every required attribute of the exported model has a default.
+    @Test func cloudKitModelsGiveEveryRequiredAttributeADefault() throws {
+        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Notes.yaml").path).schema)
+        let contents = CoreDataExporter.model(schema)
+        guard case .success(let root) = XMLTree.parse(Array(contents.utf8)) else {
+            Issue.record("not XML")
+            return
+        }
+        var required = 0
+        for entity in root.children(named: "entity") {
+            for attribute in entity.children(named: "attribute") where attribute["optional"] != "YES" && attribute["transient"] != "YES" {
+                required += 1
+                #expect(attribute["defaultValueString"] != nil || attribute["defaultDateTimeInterval"] != nil, "\(entity["name"] ?? "").\(attribute["name"] ?? "") has no default")
+            }
+        }
+        #expect(required >= 4)
+        #expect(contents.contains("<attribute name=\"createdAt\" attributeType=\"Date\" defaultDateTimeInterval=\"0\""), "\(contents)")
+        let warning = try #require(CoreDataLightweightCheck.findings([schema], bundle: "Notes").first { $0.code == "coredata-placeholder-default" })
+        #expect(warning.message.contains("Note.createdAt") && warning.message.contains("2001-01-01") && warning.location?.line != nil)
+
+        // Outside CloudKit a required attribute may go without a model default: the app sets it.
+        let plain = try #require(SchemaLoader.load(source: SourceFile(path: "Log.yaml", text: "schema: Log\nversion: 1\nentities:\n  Line:\n    attributes:\n      at: {type: Date, default: now}\n")).schema)
+        #expect(!CoreDataExporter.model(plain).contains("defaultDateTimeInterval"))
+        #expect(CoreDataLightweightCheck.findings([plain], bundle: "Log").isEmpty)
+    }
+
     /// Literal backfills come back as written, text quoted where YAML would read it otherwise.
     @Test func literalBackfillsRoundTrip() throws {
         let texts = [
