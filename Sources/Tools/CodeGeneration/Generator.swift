@@ -93,12 +93,11 @@ public enum Generator {
     ///
     ///     let output = try Generator.generateSwiftData(versions: history.versions.map(\.schema), sourceFile: "Shop.yaml", templates: try .defaults(for: .swiftdata))
     ///
-    /// `declaredRenamingIdentifiers`: `originalName:` as each version's `renamedFrom` says it, as
-    /// earlier releases wrote it, instead of the name each property had first
-    /// (`RenamingIdentifiers`); for recognising their released output.
+    /// `earlierForms`: what earlier releases wrote differently, for recognising their released
+    /// output (`SwiftDataEarlierForms`).
     public static func generateSwiftData(
         versions: [Schema], sourceFile: String, templates: TemplateSet, deploymentTarget: DeploymentTarget = .default,
-        typeAliases: SwiftDataTypeAliases = .plain, declaredRenamingIdentifiers: Bool = false
+        typeAliases: SwiftDataTypeAliases = .plain, earlierForms: SwiftDataEarlierForms = []
     ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name)). Do not edit."
@@ -118,7 +117,8 @@ public enum Generator {
             var version = SwiftDataVersion(
                 schema: entry.schema, addedDefaults: entry.addedDefaults, deploymentTarget: deploymentTarget,
                 hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor,
-                identifiers: declaredRenamingIdentifiers ? RenamingIdentifiers(entry.schema) : identifiers)
+                identifiers: earlierForms.contains(.declaredRenamingIdentifiers) ? RenamingIdentifiers(entry.schema) : identifiers,
+                optionalToMany: entry.schema.cloudKit && !earlierForms.contains(.requiredToManyUnderCloudKit))
             let scope = version.scope(header: header)
             notes += version.notes
             scoped.append((.version, version.enumName, .object(scope)))
@@ -151,6 +151,9 @@ public enum Generator {
         }.reversed()
         return (sorted, Array(distinct))
     }
+
+    /// All combinations of `SwiftDataEarlierForms`, none first.
+    public static let everyEarlierForm: [SwiftDataEarlierForms] = [[], [.declaredRenamingIdentifiers], [.requiredToManyUnderCloudKit], [.declaredRenamingIdentifiers, .requiredToManyUnderCloudKit]]
 
     /// One version of the chain a SwiftData migration plan lists.
     typealias SwiftDataChainLink = (schema: Schema, minor: Int, addedDefaults: [String: String])

@@ -19,6 +19,17 @@ public struct SwiftDataNote: Sendable, Hashable {
     public var isIncompleteStage = false
 }
 
+/// What earlier releases wrote differently in SwiftData models, each generated again on request
+/// to recognise a released version they wrote (`ReleasedSwiftDataModels`).
+public struct SwiftDataEarlierForms: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// `originalName:` from each version's `renamedFrom` alone (`RenamingIdentifiers(_:)`).
+    public static let declaredRenamingIdentifiers = SwiftDataEarlierForms(rawValue: 1)
+    /// To-many relationships `[T] = []` in a `cloudKit: true` schema, where they are `[T]? = []` now.
+    public static let requiredToManyUnderCloudKit = SwiftDataEarlierForms(rawValue: 2)
+}
+
 /// One schema version as SwiftData models: the lines the `swiftdata/` templates arrange.
 /// Values logic-less templates cannot work out (attribute macros, declarations, initializers,
 /// `#Unique` and `#Index` lists) arrive ready-made.
@@ -37,13 +48,16 @@ struct SwiftDataVersion {
     let minor: Int
     /// `originalName:` of each property: the name of its first version (`RenamingIdentifiers`).
     let identifiers: RenamingIdentifiers
+    /// To-many relationships declared `[T]? = []`, as CloudKit needs.
+    let optionalToMany: Bool
     private(set) var notes: [SwiftDataNote] = []
 
     init(
         schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default,
-        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0, identifiers: RenamingIdentifiers? = nil
+        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0, identifiers: RenamingIdentifiers? = nil, optionalToMany: Bool? = nil
     ) {
         self.minor = minor
+        self.optionalToMany = optionalToMany ?? schema.cloudKit
         self.identifiers = identifiers ?? RenamingIdentifiers(schema)
         self.schema = schema
         self.addedDefaults = addedDefaults
@@ -250,7 +264,7 @@ struct SwiftDataVersion {
         let target = SwiftSyntax.identifier(relationship.target)
         // CloudKit needs every relationship optional, to-many ones included (Apple's "Creating a
         // Core Data Model for CloudKit"); elsewhere an empty array reads better than nil.
-        let type = relationship.isToMany ? "[\(target)]\(schema.cloudKit ? "?" : "") = []" : target + (relationship.isOptional ? "?" : "")
+        let type = relationship.isToMany ? "[\(target)]\(optionalToMany ? "?" : "") = []" : target + (relationship.isOptional ? "?" : "")
         return [
             "docLines": .lines(SwiftSyntax.docLines(relationship.doc)),
             "comments": .lines([]),

@@ -253,19 +253,26 @@ public struct GenerationPipeline: Sendable {
                 let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema), files: files)
                 diagnostics += history.diagnostics
                 do {
+                    let versions = history.versions.map(\.schema)
                     let output = try Generator.generateSwiftData(
-                        versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
+                        versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
                         typeAliases: configuration.typeAliases)
-                    perSchema.append((schema, result.path, output.files))
                     let dialects = configuration.dialects(of: schema)
                     let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
-                    let declared = try Generator.generateSwiftData(
-                        versions: history.versions.map(\.schema), sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
-                        typeAliases: configuration.typeAliases, declaredRenamingIdentifiers: true)
                     let released = ReleasedSwiftDataModels(
-                        files: output.files, declaredIdentifierFiles: declared.files, history: history, schema: schema,
+                        files: output.files,
+                        otherForms: { form in
+                            (try? Generator.generateSwiftData(
+                                versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: form.target, typeAliases: configuration.typeAliases,
+                                earlierForms: form.earlier))?.files ?? []
+                        }, history: history, schema: schema,
                         directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference, files: files),
                         allowChanges: configuration.allowReleasedVersionChanges)
+                    // Released versions keep the form they were recorded in.
+                    let written = output.files.map { file in
+                        released.kept[URL(fileURLWithPath: file.path).lastPathComponent].map { GeneratedFile(path: file.path, contents: $0, isUserOwned: file.isUserOwned) } ?? file
+                    }
+                    perSchema.append((schema, result.path, written))
                     diagnostics += released.diagnostics
                     releasedRecords += released.records
                     diagnostics += output.notes.map { note in

@@ -12,27 +12,57 @@ import SchemaKit
 /// stops with an error naming the file, unless changes are allowed. The generated header, which
 /// names the newest version, is not part of the digest.
 ///
-/// A file that differs from its record only in `originalName:` arguments, as earlier releases
-/// wrote them from `renamedFrom` alone, is unchanged: renaming identifiers are outside the
-/// version hash, so devices' stores open the same, and the carried ones
-/// (`RenamingIdentifiers`) are what lets them migrate across renames.
+/// A released version that another deployment target or an earlier release's form
+/// (`SwiftDataEarlierForms`) wrote keeps that output: raising the target, or a newer
+/// schemagen, changes only the versions not released yet. Renaming identifiers are the
+/// exception: they are outside the version hash, so devices' stores open the same, and the
+/// carried ones (`RenamingIdentifiers`) are what lets them migrate across renames, so a version
+/// whose record has earlier ones is written with the carried ones.
 struct ReleasedSwiftDataModels {
     enum Code: String, DiagnosticCode {
         /// A released version's models would change.
         case changed = "swiftdata-released-version-changed"
     }
 
+    /// One way to write the models: a deployment target and earlier forms.
+    struct Form: Hashable {
+        var target: DeploymentTarget
+        var earlier: SwiftDataEarlierForms
+    }
+
     /// Problems, and the records to write (a first run, or changes allowed).
     var diagnostics: [Diagnostic] = []
     var records: [(directory: MigrationDirectory, file: String, contents: String)] = []
+    /// Released versions' files as they were recorded, by file name, to write instead of the new text.
+    var kept: [String: String] = [:]
 
-    /// `declaredIdentifierFiles`: the same files with `originalName:` as earlier releases wrote it.
-    init(files: [GeneratedFile], declaredIdentifierFiles: [GeneratedFile], history: SchemaHistory, schema: Schema, directory: MigrationDirectory, allowChanges: Bool) {
+    /// `otherForms` generates the same files in another form, asked only for a version whose
+    /// files differ from their record.
+    init(
+        files: [GeneratedFile], otherForms: (Form) -> [GeneratedFile], history: SchemaHistory, schema: Schema, directory: MigrationDirectory, allowChanges: Bool
+    ) {
         func byFileName(_ files: [GeneratedFile]) -> [String: String] {
             Dictionary(files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) }, uniquingKeysWith: { first, _ in first })
         }
         let byName = byFileName(files)
-        let declared = byFileName(declaredIdentifierFiles)
+        var forms: [Form: [String: String]] = [:]
+        func form(_ form: Form) -> [String: String] {
+            if let made = forms[form] { return made }
+            let made = byFileName(otherForms(form))
+            forms[form] = made
+            return made
+        }
+        /// The text a released file is written with: the form its record matches, with the
+        /// carried renaming identifiers; nil when no form matches.
+        func released(_ name: String, recorded: String) -> String? {
+            for target in DeploymentTarget.allCases {
+                for earlier in Generator.everyEarlierForm {
+                    guard let text = form(Form(target: target, earlier: earlier))[name], Self.digest(text) == recorded else { continue }
+                    return form(Form(target: target, earlier: earlier.subtracting(.declaredRenamingIdentifiers)))[name]
+                }
+            }
+            return nil
+        }
         var previous: Int?
         for version in history.versions {
             defer { previous = version.schema.version }
@@ -53,10 +83,15 @@ struct ReleasedSwiftDataModels {
                     let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
                     return parts.count == 2 ? (parts[0], parts[1]) : nil
                 }, uniquingKeysWith: { first, _ in first })
-            let changed = digests.filter { name, digest in
-                guard let recorded = listed[name], recorded != digest else { return false }
-                return declared[name].map(Self.digest) != recorded
-            }.map(\.0)
+            var changed: [String] = []
+            for (name, digest) in digests {
+                guard let recorded = listed[name], recorded != digest else { continue }
+                if !allowChanges, let text = released(name, recorded: recorded) {
+                    if text != byName[name] { kept[name] = text }
+                    continue
+                }
+                changed.append(name)
+            }
             guard !changed.isEmpty else { continue }
             let at = SourceLocation(file: directory.path + "/" + file, line: 1, column: 1)
             let message =

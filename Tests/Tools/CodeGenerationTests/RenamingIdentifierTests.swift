@@ -171,7 +171,7 @@ import Testing
         }
         // Version 3's record as an earlier release wrote it: `originalName: "rack"`.
         let earlier = try Generator.generateSwiftData(
-            versions: try Self.versions(), sourceFile: "Library.yaml", templates: try TemplateSet.defaults(for: .swiftdata), declaredRenamingIdentifiers: true)
+            versions: try Self.versions(), sourceFile: "Library.yaml", templates: try TemplateSet.defaults(for: .swiftdata), earlierForms: [.declaredRenamingIdentifiers])
         let old = try #require(earlier.files.first { $0.path.hasSuffix("/LibrarySchemaV3.swift") }?.contents)
         #expect(old.contains("originalName: \"rack\""))
         let entry = MigrationDirectory(path: folder.path).entries()[2]

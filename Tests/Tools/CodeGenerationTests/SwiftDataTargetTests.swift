@@ -43,12 +43,13 @@ struct SwiftDataTargetFailure: Error, CustomStringConvertible {
 /// The SwiftData target's files and warnings for the schemas at `schemas`, with the
 /// migrations under `migrations`.
 func swiftDataOutput(
-    schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default, typeAliases: SwiftDataTypeAliases = .plain
+    schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default, typeAliases: SwiftDataTypeAliases = .plain,
+    allowReleasedVersionChanges: Bool = false
 ) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
     let pipeline = GenerationPipeline(
         .init(
             schemas: [schemas], output: temporaryFolder().path, migrations: migrations, allowDestructive: true, target: .swiftdata, deploymentTarget: deploymentTarget,
-            typeAliases: typeAliases))
+            typeAliases: typeAliases, allowReleasedVersionChanges: allowReleasedVersionChanges))
     let loaded = try pipeline.load().get()
     let models = pipeline.model(loaded.schemas)
     let plan = pipeline.plan(loaded.schemas, models: models)
@@ -251,9 +252,9 @@ func swiftDataOutput(
     /// CloudKit needs every relationship optional, to-many ones too (Apple's "Creating a Core
     /// Data Model for CloudKit"): a `cloudKit: true` schema declares them `[T]? = []`; others keep
     /// `[T] = []`. Both type-check.
+    /// The repository's Notes, whose version 1 was recorded before, keeps `[Note] = []` there.
     @Test func cloudKitSchemasDeclareToManyRelationshipsOptional() async throws {
-        let migrations = repositoryRoot.appendingPathComponent("Migrations").path
-        let notes = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Notes.yaml").path, migrations: migrations)
+        let notes = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Notes.yaml").path, migrations: temporaryFolder().path)
         let model = try #require(notes.files.first { $0.path.hasSuffix("NotesSchemaV1.swift") }?.contents)
         #expect(model.contains("var notes: [Note]? = []"), "\(model)")
         #expect(model.contains("var folder: Folder?"))
@@ -262,6 +263,10 @@ func swiftDataOutput(
         let files = Dictionary(uniqueKeysWithValues: notes.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
         let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: true) }
         #expect(check.passed, "\(check.output)")
+
+        let released = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Notes.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)
+        #expect(!released.warnings.contains { $0.severity == .error }, "\(released.warnings.map(\.message))")
+        #expect(released.files.first { $0.path.hasSuffix("NotesSchemaV1.swift") }?.contents.contains("var notes: [Note] = []") == true)
     }
 
     /// A table split carries each phone by the customer's unique `code`, which the inferred step
@@ -295,7 +300,8 @@ func swiftDataOutput(
     @Test func theDeploymentTargetDecidesTheConstraintMacros() async throws {
         let schemas = repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations = repositoryRoot.appendingPathComponent("Migrations").path
         let old = try swiftDataOutput(schemas: schemas, migrations: migrations, deploymentTarget: .ios17)
-        let new = try swiftDataOutput(schemas: schemas, migrations: migrations, deploymentTarget: .ios18)
+        // As if no version had shipped: released ones keep their recorded target otherwise.
+        let new = try swiftDataOutput(schemas: schemas, migrations: migrations, deploymentTarget: .ios18, allowReleasedVersionChanges: true)
         @Sendable func files(_ output: (files: [GeneratedFile], warnings: [Diagnostic])) -> [String: String] {
             Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
         }
@@ -310,6 +316,58 @@ func swiftDataOutput(
         let newFiles = files(new)
         let check = try await offThePool { try SwiftDataShim.typecheck(newFiles, beforeIOS18: true) }
         #expect(!check.passed && check.output.contains("is iOS 18 and macOS 15 API"), "\(check.output)")
+    }
+
+    /// Raising the deployment target is routine: the versions released at iOS 17 keep their
+    /// recorded output (no `#Index`), with no error, and a version planned after it gets the
+    /// macros.
+    @Test func raisingTheDeploymentTargetChangesOnlyNewVersions() throws {
+        let project = try plannedHistory((1...2).map { "Tests/Fixtures/LibraryHistory/v\($0).yaml" }, name: "Library")
+        let migrations = project.appendingPathComponent("Migrations")
+        func run(_ target: DeploymentTarget) -> GenerationPipeline.Report {
+            GenerationPipeline(
+                .init(
+                    schemas: [project.appendingPathComponent("Schemas").path], output: project.appendingPathComponent("AppModels").path,
+                    migrations: migrations.path, cacheFolder: temporaryFolder().path, target: .swiftdata, deploymentTarget: target, allowIncompleteStages: true)
+            ).run(.write)
+        }
+        func file(_ version: Int) throws -> String {
+            try String(contentsOf: project.appendingPathComponent("AppModels/Library/LibrarySchemaV\(version).swift"), encoding: .utf8)
+        }
+        guard case .generated = run(.ios17).outcome else {
+            Issue.record("the first run generates")
+            return
+        }
+        let releasedV2 = try file(2)
+        #expect(!releasedV2.contains("#Index<"))
+        let raised = run(.ios18)
+        guard case .generated = raised.outcome else {
+            Issue.record("raising the target generates, got \(raised.outcome): \(raised.diagnostics)")
+            return
+        }
+        #expect(!raised.diagnostics.contains("swiftdata-released-version-changed"), "\(raised.diagnostics)")
+        #expect(try file(2) == releasedV2, "version 2 keeps its iOS 17 output")
+
+        // Version 3 is planned after the target was raised.
+        try FileManager.default.removeItem(at: project.appendingPathComponent("Schemas/Library.yaml"))
+        try FileManager.default.copyItem(
+            at: repositoryRoot.appendingPathComponent("Tests/Fixtures/LibraryHistory/v3.yaml"), to: project.appendingPathComponent("Schemas/Library.yaml"))
+        let planned = GenerationPipeline(
+            .init(
+                schemas: [project.appendingPathComponent("Schemas").path], output: project.appendingPathComponent("Generated").path, migrations: migrations.path,
+                allowDestructive: true)
+        ).run(.migrationsOnly)
+        guard case .migrations = planned.outcome else {
+            Issue.record("version 3 is planned, got \(planned.outcome)")
+            return
+        }
+        guard case .generated = run(.ios18).outcome else {
+            Issue.record("version 3 generates")
+            return
+        }
+        let third = try file(3)
+        #expect(third.contains("#Index<Book>"), "\(third)")
+        #expect(try file(2) == releasedV2)
     }
 
     /// The generated code can fail the check: a misspelled option in it is refused.
@@ -329,7 +387,8 @@ func swiftDataOutput(
     /// what SwiftData can infer or the data work it needs.
     @Test func flightsHistoryBecomesAVersionChain() throws {
         let output = try swiftDataOutput(
-            schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path, deploymentTarget: .ios18)
+            schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path, deploymentTarget: .ios18,
+            allowReleasedVersionChanges: true)
         let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
         for version in 1...5 {
             let file = try #require(files["FlightsSchemaV\(version).swift"])
