@@ -31,6 +31,8 @@ public struct ProjectConfig: Equatable, Sendable {
     /// Roles and their access (`read` or `write`) to every table, for schemas that do not say
     /// (`grants: {app: write}`): `role -> access`.
     public var grants: [String: String]?
+    /// What `generate` writes when `--target` is not given: `store` (the default) or `swiftdata`.
+    public var target: String?
     /// The oldest OS `generate --target swiftdata` writes for: ios17 (the default), ios18,
     /// macos14 or macos15.
     public var deploymentTarget: String?
@@ -59,7 +61,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case unknownKey = "unknown-key"
     }
     static let keys = [
-        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages",
+        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "target", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages",
         "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout",
     ]
 
@@ -84,7 +86,7 @@ public struct ProjectConfig: Equatable, Sendable {
             let problem: String?
             switch key {
             case "schemas", "dialects", "grants": problem = config.readList(key, pair.value)
-            case "typealiasPrefix", "deploymentTarget": problem = config.readSwiftDataSetting(key, pair.value)
+            case "typealiasPrefix", "deploymentTarget", "target": problem = config.readSwiftDataSetting(key, pair.value)
             case "online", "allowIncompleteStages", "typealiases": problem = config.readSwitch(key, pair.value)
             case "output", "templates", "migrations", "database", "cache": problem = config.readPath(key, pair.value)
             case "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout": problem = config.readNumber(key, pair.value)
@@ -125,8 +127,15 @@ public struct ProjectConfig: Equatable, Sendable {
         return nil
     }
 
-    /// `typealiasPrefix` or `deploymentTarget`, for the SwiftData target.
+    /// `typealiasPrefix`, `deploymentTarget` or `target`, which choose and shape the SwiftData target.
     private mutating func readSwiftDataSetting(_ key: String, _ value: YAMLNode) -> String? {
+        if key == "target" {
+            guard let text = value.stringValue, ["store", "swiftdata"].contains(text) else {
+                return "'target' expects store or swiftdata: what generate writes when --target is not given"
+            }
+            target = text
+            return nil
+        }
         if key == "typealiasPrefix" {
             guard let text = value.stringValue, text.isEmpty || text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !(text.first?.isNumber ?? false) else {
                 return "'typealiasPrefix' expects the start of a Swift name, such as App"

@@ -34,8 +34,9 @@ public enum GenerateCommand: Command {
             .value("templates", short: "t", valueName: "dir", help: "Templates that replace or add to the target's defaults."),
             .value(
                 "target", valueName: "target",
-                help: "What the built-in templates produce: store (the store's model structs) or swiftdata (SwiftData models, one VersionedSchema per committed version, and their migration plan).",
-                allowed: TemplateSet.Target.allCases.map(\.rawValue), defaultValue: TemplateSet.Target.store.rawValue),
+                help:
+                    "What the built-in templates produce: store (the store's model structs) or swiftdata (SwiftData models, one VersionedSchema per committed version, and their migration plan). Default: the config's target, else store.",
+                allowed: TemplateSet.Target.allCases.map(\.rawValue)),
             .value(
                 "deployment-target", valueName: "os",
                 help:
@@ -76,6 +77,27 @@ public enum GenerateCommand: Command {
         return arguments.value("typealiases") == "on" ? .plain : nil
     }
 
+    /// `--target`, else the config's `target`, else the store's models.
+    static func target(_ arguments: ParsedArguments, config: ProjectConfig) -> TemplateSet.Target {
+        (arguments.value("target") ?? config.target).flatMap(TemplateSet.Target.init) ?? .store
+    }
+
+    /// The command that brings the checked output up to date: `generate` with the options that
+    /// shape it, as this run was given them.
+    static func rerun(_ arguments: ParsedArguments) -> String {
+        var command = "schemagen generate"
+        for option in ["schema", "output", "templates", "migrations", "target", "deployment-target", "typealias-prefix", "typealiases"] {
+            for value in arguments.values(option) { command += " --\(option) \(shellWord(value))" }
+        }
+        return command
+    }
+
+    /// The value as one shell word: bare when it is plain, else in single quotes.
+    static func shellWord(_ value: String) -> String {
+        if !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || "-_./=:@".contains($0) }) { return value }
+        return "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     public static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
         if let prefix = arguments.value("typealias-prefix"), !prefix.isEmpty, prefix.first?.isNumber == true || !prefix.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             io.writeError("schemagen: error: --typealias-prefix '\(prefix)' is not the start of a Swift name; use letters, digits and _, such as App\n")
@@ -89,7 +111,7 @@ public enum GenerateCommand: Command {
                 migrations: arguments.value("migrations"), migrationName: arguments.value("name"),
                 allowDestructive: arguments.flag("allow-destructive"), singleFile: arguments.flag("single-file"),
                 dialects: arguments.values("dialect").isEmpty ? nil : arguments.values("dialect").compactMap(SQLDialectName.init),
-                cacheFolder: arguments.value("cache-dir"), target: arguments.value("target").flatMap(TemplateSet.Target.init) ?? .store,
+                cacheFolder: arguments.value("cache-dir"), target: target(arguments, config: config),
                 deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init),
                 typeAliases: typeAliases(arguments),
                 allowIncompleteStages: arguments.flag("allow-incomplete-stages") ? true : nil,
@@ -138,7 +160,7 @@ public enum GenerateCommand: Command {
             for path in changes.stale { text += "stale:   \(output)/\(path)\n" }
             for path in changes.extra { text += "extra:   \(output)/\(path)\n" }
             io.writeOutput(
-                text + missingMigrations(migrations) + missingStoreMigrations(report.storeMigrations) + "Generated code or migrations are out of date: run `schemagen generate`.\n")
+                text + missingMigrations(migrations) + missingStoreMigrations(report.storeMigrations) + "Generated code or migrations are out of date: run `\(rerun(arguments))`.\n")
             return .failure
         case .generated(let changes, let migrations, let schemaCount):
             var text = writtenMigrations(migrations) + writtenStoreMigrations(report.storeMigrations)

@@ -34,7 +34,7 @@ import Testing
                 missing: \(output.path)/Todo/Todo+Migrations.swift
                 stale:   \(output.path)/Todo/TodoItem.swift
                 extra:   \(output.path)/Todo/Old.swift
-                Generated code or migrations are out of date: run `schemagen generate`.
+                Generated code or migrations are out of date: run `schemagen generate --schema Schemas/Todo.yaml --output \(output.path)`.
 
                 """)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("Todo/Todo+Migrations.swift").path), "--check writes nothing")
@@ -120,6 +120,18 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Models/Tasks/Task.swift").path))
         #expect(try runner.schemagen(["generate", "--output", "Other"], in: folder).status == 0)
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Other/Tasks/TaskList.swift").path))
+
+        // `target:` chooses SwiftData without the flag; `--check` names the flags that shape the output.
+        try "schemas: [Schemas]\noutput: Models\ntarget: swiftdata\n".write(to: folder.appendingPathComponent(".schemagen.yaml"), atomically: true, encoding: .utf8)
+        let swiftData = try runner.schemagen(["generate"], in: folder)
+        #expect(swiftData.status == 0, "\(swiftData.error)")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Models/Tasks/TasksSchemaV3.swift").path), "\(swiftData.output)")
+        #expect(try runner.schemagen(["generate", "--check"], in: folder).status == 0)
+        let drift = try runner.schemagen(["generate", "--target", "swiftdata", "--output", "Elsewhere", "--check"], in: folder)
+        #expect(drift.status == 1 && drift.output.contains("run `schemagen generate --output Elsewhere --target swiftdata`"), "\(drift.output)")
+        try "target: coredata\n".write(to: folder.appendingPathComponent(".schemagen.yaml"), atomically: true, encoding: .utf8)
+        let wrongTarget = try runner.schemagen(["generate"], in: folder)
+        #expect(wrongTarget.status == 1 && wrongTarget.error.contains("'target' expects store or swiftdata"), "\(wrongTarget.error)")
 
         try "schemas: [Schemas]\noutpt: Models\n".write(to: folder.appendingPathComponent(".schemagen.yaml"), atomically: true, encoding: .utf8)
         let bad = try runner.schemagen(["generate"], in: folder)
