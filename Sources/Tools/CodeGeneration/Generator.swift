@@ -97,7 +97,7 @@ public enum Generator {
     /// output (`SwiftDataEarlierForms`).
     public static func generateSwiftData(
         versions: [Schema], sourceFile: String, templates: TemplateSet, deploymentTarget: DeploymentTarget = .default,
-        typeAliases: SwiftDataTypeAliases = .plain, earlierForms: SwiftDataEarlierForms = []
+        typeAliases: SwiftDataTypeAliases = .sparingPlatformNames, earlierForms: SwiftDataEarlierForms = []
     ) throws(Failure) -> (files: [GeneratedFile], notes: [SwiftDataNote]) {
         guard let current = versions.last else { return ([], []) }
         let header = "\(TemplateContext.headerPrefix) from \(sourceFile) (schema \(current.name)). Do not edit."
@@ -219,7 +219,18 @@ public enum Generator {
         plan["typeNames"] = .lines(types.map { SwiftSyntax.identifier($0.0) })
         var aliases: [MustacheValue] = []
         for (name, location) in types {
-            guard let alias = typeAliases.alias(of: name) else { continue }
+            guard let alias = typeAliases.alias(of: name) else {
+                if typeAliases == .sparingPlatformNames, let framework = PlatformTypeNames.owner(of: name) {
+                    let qualified = SwiftDataVersion.enumName(current) + "." + SwiftSyntax.identifier(name)
+                    notes.append(
+                        SwiftDataNote(
+                            version: current.version, subject: name,
+                            message:
+                                "no typealias '\(name)': it would hide \(framework)'s \(name) wherever the module is imported; the app names \(qualified), or generate with --typealias-prefix (App\(name)), or with --typealiases on to write it anyway",
+                            location: location))
+                }
+                continue
+            }
             aliases.append(.object(["alias": .string(SwiftSyntax.identifier(alias)), "name": .string(SwiftSyntax.identifier(name))]))
             if let framework = PlatformTypeNames.owner(of: alias) {
                 notes.append(

@@ -53,7 +53,10 @@ enum PlatformTypeNames {
 ///
 ///     GenerationPipeline.Configuration(target: .swiftdata, typeAliases: .prefixed("App"))   // typealias AppNote = ...
 public enum SwiftDataTypeAliases: Sendable, Hashable {
-    /// `typealias Note = NotesSchemaV2.Note`.
+    /// `typealias Note = NotesSchemaV2.Note`, except for a name that would hide a type of Swift,
+    /// Foundation, SwiftUI or SwiftData (`Task`, `Color`): the default.
+    case sparingPlatformNames
+    /// `typealias Note = NotesSchemaV2.Note` for every type, `Task` and `Color` included.
     case plain
     /// `typealias AppNote = NotesSchemaV2.Note`.
     case prefixed(String)
@@ -63,6 +66,7 @@ public enum SwiftDataTypeAliases: Sendable, Hashable {
     /// The alias of a type, or nil when none is written.
     func alias(of name: String) -> String? {
         switch self {
+        case .sparingPlatformNames: PlatformTypeNames.owner(of: name) == nil ? name : nil
         case .plain: name
         case .prefixed(let prefix): prefix + name
         case .none: nil
@@ -72,6 +76,7 @@ public enum SwiftDataTypeAliases: Sendable, Hashable {
     /// For the cache's digest and messages: `plain`, `prefix:App`, `none`.
     public var description: String {
         switch self {
+        case .sparingPlatformNames: "sparing"
         case .plain: "plain"
         case .prefixed(let prefix): "prefix:\(prefix)"
         case .none: "none"

@@ -44,7 +44,8 @@ public enum GenerateCommand: Command {
                 allowed: DeploymentTarget.allCases.map(\.rawValue)),
             .value(
                 "typealiases", valueName: "on|off",
-                help: "With --target swiftdata: whether the newest version's types get typealiases of their own names (default on, or the config's typealiases).",
+                help:
+                    "With --target swiftdata: whether the newest version's types get typealiases of their own names. Default: each one except a name that would hide a type of Swift, Foundation, SwiftUI or SwiftData (Task, Color), with a warning; on writes those too (or the config's typealiases).",
                 allowed: ["on", "off"]),
             .value(
                 "typealias-prefix", valueName: "prefix",

@@ -68,8 +68,10 @@ public struct GenerationPipeline: Sendable {
                 self.typeAliases = .none
             } else if let prefix = config.typealiasPrefix, !prefix.isEmpty {
                 self.typeAliases = .prefixed(prefix)
-            } else {
+            } else if config.typealiases == true {
                 self.typeAliases = .plain
+            } else {
+                self.typeAliases = .sparingPlatformNames
             }
             self.deploymentTarget = deploymentTarget ?? config.deploymentTarget.flatMap(DeploymentTarget.init) ?? .default
             self.cacheFolder = cacheFolder ?? config.cache ?? Self.defaultCacheFolder

@@ -43,7 +43,7 @@ struct SwiftDataTargetFailure: Error, CustomStringConvertible {
 /// The SwiftData target's files and warnings for the schemas at `schemas`, with the
 /// migrations under `migrations`.
 func swiftDataOutput(
-    schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default, typeAliases: SwiftDataTypeAliases = .plain,
+    schemas: String, migrations: String, deploymentTarget: DeploymentTarget = .default, typeAliases: SwiftDataTypeAliases = .sparingPlatformNames,
     allowReleasedVersionChanges: Bool = false
 ) throws -> (files: [GeneratedFile], warnings: [Diagnostic]) {
     let pipeline = GenerationPipeline(
@@ -109,16 +109,25 @@ func swiftDataOutput(
         #expect(bundle.first { $0.path == "Library 3.xcdatamodel/contents" }?.contents.contains("versionHashModifier") == false)
     }
 
-    /// Tasks' `Task` typealias hides Swift's `Task`: `Task { }` in the app's module stops
-    /// compiling, as the shim shows. It is warned about at the entity's line; a prefix (or no
-    /// typealiases) keeps Swift's.
+    /// Tasks' `Task` typealias would hide Swift's `Task`: `Task { }` in the app's module stops
+    /// compiling, as the shim shows. By default it is not written, with a warning at the entity's
+    /// line; `--typealiases on` writes it, warned; a prefix (or no typealiases) keeps Swift's.
     @Test func typealiasesThatHidePlatformTypesAreWarnedAndCanBePrefixed() async throws {
         let schema = repositoryRoot.appendingPathComponent("Schemas/Tasks.yaml").path, migrations = repositoryRoot.appendingPathComponent("Migrations").path
         let usesSwiftsTask = "func refresh() { Task { print(\"refreshed\") } }\n"
         @Sendable func files(_ output: (files: [GeneratedFile], warnings: [Diagnostic])) -> [String: String] {
             Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
         }
-        let plain = try swiftDataOutput(schemas: schema, migrations: migrations)
+        let sparing = try swiftDataOutput(schemas: schema, migrations: migrations)
+        let aliases = try #require(files(sparing)["Tasks.swift"])
+        #expect(!aliases.contains("typealias Task =") && aliases.contains("public typealias TaskList = TasksSchemaV3.TaskList"), "\(aliases)")
+        let skipped = try #require(sparing.warnings.first { $0.message.contains("no typealias 'Task': it would hide Swift's Task") }, "\(sparing.warnings.map(\.message))")
+        #expect(skipped.message.contains("the app names TasksSchemaV3.Task") && skipped.location?.line != nil)
+        let sparingFiles = files(sparing).merging(["App.swift": usesSwiftsTask + "func named(_ list: TaskList, _ task: TasksSchemaV3.Task) {}\n"]) { a, _ in a }
+        let spared = try await offThePool { try SwiftDataShim.typecheck(sparingFiles, beforeIOS18: true) }
+        #expect(spared.passed, "\(spared.output)")
+
+        let plain = try swiftDataOutput(schemas: schema, migrations: migrations, typeAliases: .plain)
         let warning = try #require(plain.warnings.first { $0.message.contains("the typealias 'Task' hides Swift's Task") }, "\(plain.warnings.map(\.message))")
         let location = try #require(warning.location)
         let lines = try String(contentsOfFile: schema, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
