@@ -19,21 +19,43 @@ public enum CoreDataExporter {
     /// The files of a bundle, by path inside it: `Shop 2.xcdatamodel/contents`, `.xccurrentversion`.
     ///
     ///     for file in CoreDataExporter.bundle(history.versions.map(\.schema), name: "Shop") { write(file.contents, to: "Shop.xcdatamodeld/" + file.path) }
-    public static func bundle(_ versions: [Schema], name: String) -> [(path: String, contents: String)] {
+    ///
+    /// `folderNames`: the folders a bundle being written over already gives versions
+    /// (`existingFolderNames`), kept so the Xcode project's references to them hold.
+    public static func bundle(_ versions: [Schema], name: String, folderNames: [Int: String] = [:]) -> [(path: String, contents: String)] {
         var files: [(String, String)] = []
         let modifiers = VersionHashModifiers.modifiers(versions)
         let identifiers = RenamingIdentifiers.chain(versions).identifiers
         for (schema, identifiers) in zip(versions, identifiers) {
-            files.append(("\(versionName(schema, bundle: name)).xcdatamodel/contents", model(schema, hashModifier: modifiers[schema.version], identifiers: identifiers)))
+            files.append(
+                ("\(versionName(schema, bundle: name, folderNames: folderNames)).xcdatamodel/contents", model(schema, hashModifier: modifiers[schema.version], identifiers: identifiers)))
         }
         if let current = versions.last {
-            files.append((".xccurrentversion", currentVersionPlist("\(versionName(current, bundle: name)).xcdatamodel")))
+            files.append((".xccurrentversion", currentVersionPlist("\(versionName(current, bundle: name, folderNames: folderNames)).xcdatamodel")))
         }
         return files
     }
 
-    /// `Shop 3`: Xcode orders versions by name, numbers compared as numbers.
-    public static func versionName(_ schema: Schema, bundle: String) -> String { "\(bundle) \(schema.version)" }
+    /// As Xcode names versions: `Shop` for version 1, the model a bundle starts with, then
+    /// `Shop 2`, `Shop 3` (ordered by name, numbers compared as numbers); a name in
+    /// `folderNames` where the bundle already has one.
+    public static func versionName(_ schema: Schema, bundle: String, folderNames: [Int: String] = [:]) -> String {
+        folderNames[schema.version] ?? (schema.version == 1 ? bundle : "\(bundle) \(schema.version)")
+    }
+
+    /// The version each model folder of an existing bundle holds (its
+    /// `userDefinedModelVersionIdentifier`), by version: empty when there is no bundle.
+    public static func existingFolderNames(of bundle: String) -> [Int: String] {
+        var names: [Int: String] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: bundle)) ?? [] where entry.hasSuffix(".xcdatamodel") {
+            guard let text = FileManager.default.contents(atPath: bundle + "/" + entry + "/contents").flatMap({ String(data: $0, encoding: .utf8) }),
+                let start = text.range(of: "userDefinedModelVersionIdentifier=\""),
+                let version = Int(text[start.upperBound...].prefix { $0 != "\"" })
+            else { continue }
+            names[version] = String(entry.dropLast(".xcdatamodel".count))
+        }
+        return names
+    }
 
     static func currentVersionPlist(_ folder: String) -> String {
         """
@@ -101,18 +123,21 @@ public enum CoreDataExporter {
         var out = "    " + element("entity", attributes, close: false) + "\n"
         // Members under the names the model gives them (`coreData: {name: id}`).
         func modelName(_ member: String) -> String { entity.attribute(named: member)?.coreData?.attributes["name"] ?? member }
-        for attribute in xcodeOrder(entity.attributes, by: \.name) {
+        // Sorted as Xcode sorts them: by the names the model gives them.
+        let attributeOrder = xcodeOrder(entity.attributes) { $0.coreData?.attributes["name"] ?? $0.name }
+        let relationshipOrder = xcodeOrder(entity.relationships) { $0.coreData?.attributes["name"] ?? $0.name }
+        for attribute in attributeOrder {
             var exported = ExportedAttribute(attribute)
             exported.renamingIdentifier = identifiers.member(attribute.name, of: entity.name)
             if hashModifier?.attribute == attribute.name { exported.versionHashModifier = hashModifier?.value }
             out += self.attribute(exported, in: schema, indent: "        ")
         }
-        for relationship in xcodeOrder(entity.relationships, by: \.name) {
+        for relationship in relationshipOrder {
             out += self.relationship(relationship, of: entity, in: schema, identifier: identifiers.member(relationship.name, of: entity.name))
         }
         var info: [(String, String)] = []
         let members = entity.attributes.map(\.name) + entity.relationships.map(\.name)
-        let saved = xcodeOrder(entity.attributes, by: \.name).map(\.name) + xcodeOrder(entity.relationships, by: \.name).map(\.name)
+        let saved = attributeOrder.map(\.name) + relationshipOrder.map(\.name)
         if members != saved { info.append((CoreDataUserInfo.order, members.joined(separator: ", "))) }
         if entity.tableName != Naming.defaultName(of: entity.name) { info.append((CoreDataUserInfo.table, entity.tableName)) }
         if let doc = entity.doc { info.append((CoreDataUserInfo.doc, doc)) }
@@ -326,8 +351,9 @@ public enum CoreDataExporter {
                 attributes.append((key, value))
             }
         }
-        // An empty code generation type is Manual/None: Xcode writes no attribute.
-        attributes.removeAll { $0.0 == "codeGenerationType" && $0.1.isEmpty }
+        // An empty code generation type is Manual/None: Xcode writes no attribute. Nor does it
+        // write `optional="NO"`, the default (a required to-many relationship).
+        attributes.removeAll { ($0.0 == "codeGenerationType" && $0.1.isEmpty) || ($0.0 == "optional" && $0.1 == "NO") }
         // A given Transformable keeps only the transformer and class the model gave, none derived.
         if settings.attributes["attributeType"] == "Transformable" {
             attributes.removeAll { ["customClassName", "valueTransformerName"].contains($0.0) && settings.attributes[$0.0] == nil }

@@ -14,6 +14,8 @@ public enum CoreDataLightweightCheck {
         case identifierClash = "coredata-renaming-identifier-clash"
         /// A CloudKit model holds a fixed default where the schema's is computed (`now`, `uuid`).
         case placeholderDefault = "coredata-placeholder-default"
+        /// A value type exported as a composite attribute, which Core Data has from iOS 17.
+        case compositeNeedsIOS17 = "coredata-composite-ios17"
     }
 
     /// A warning per change that needs a mapping model, at the attribute's line in the newer
@@ -51,6 +53,14 @@ public enum CoreDataLightweightCheck {
         if let newest = versions.last {
             for entity in newest.entities {
                 for attribute in entity.attributes {
+                    if let composite = CoreDataType.of(attribute.type, in: newest).composite {
+                        findings.append(
+                            Diagnostic(
+                                .warning, code: Code.compositeNeedsIOS17,
+                                message:
+                                    "\(entity.name).\(attribute.name) is the value type \(composite), exported as a composite attribute, which Core Data has from iOS 17 and macOS 14 only; for an app that supports earlier systems, make its fields attributes of their own or store it as Data",
+                                at: attribute.location ?? entity.location))
+                    }
                     guard let placeholder = CoreDataExporter.cloudKitPlaceholder(ExportedAttribute(attribute), in: newest) else { continue }
                     let shown = placeholder.0 == "defaultDateTimeInterval" ? "2001-01-01T00:00:00Z" : placeholder.1
                     findings.append(

@@ -59,7 +59,9 @@ public enum ExportCommand: Command {
             return .failure
         }
         let bundleName = URL(fileURLWithPath: output).deletingPathExtension().lastPathComponent
-        let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName)
+        // Versions the bundle already has keep their folders: the Xcode project refers to them.
+        let folderNames = CoreDataExporter.existingFolderNames(of: output)
+        let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName, folderNames: folderNames)
         io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: bundleName)))
         do {
             let recovery = try replaceBundle(at: output, with: files)
@@ -71,7 +73,7 @@ public enum ExportCommand: Command {
             io.writeError("\(output): error: \(error)\n")
             return .usageOrIO
         }
-        let names = history.versions.map { CoreDataExporter.versionName($0.schema, bundle: bundleName) }
+        let names = history.versions.map { CoreDataExporter.versionName($0.schema, bundle: bundleName, folderNames: folderNames) }
         io.writeError("wrote \(output): \(VerbalCount.count(names.count, "version")) (\(names.joined(separator: ", "))), current \(names.last ?? "none")\n")
         return .success
     }

@@ -167,6 +167,31 @@ import Testing
         #expect(CoreDataLightweightCheck.findings([plain], bundle: "Log").isEmpty)
     }
 
+    /// Xcode sorts properties by the names the model gives them: an attribute whose Core Data
+    /// name differs from the schema's (`serial` is `zid` in the model) goes where Xcode would
+    /// put it, so a re-save in Xcode moves nothing; the schema's order comes back on import.
+    @Test func propertiesAreSortedByTheirCoreDataNames() throws {
+        let text = "schema: Shelf\nversion: 1\nentities:\n  Book:\n    attributes:\n      serial: {type: String, coreData: {name: zid}}\n      title: String\n"
+        let schema = try #require(SchemaLoader.load(source: SourceFile(path: "Shelf.yaml", text: text)).schema)
+        let contents = CoreDataExporter.model(schema)
+        let title = try #require(contents.range(of: "<attribute name=\"title\""))
+        let zid = try #require(contents.range(of: "<attribute name=\"zid\""))
+        #expect(title.lowerBound < zid.lowerBound, "\(contents)")
+        let back = try roundTrip([schema], name: "Shelf")
+        #expect(back.first?.entity(named: "Book")?.attributes.map(\.name) == ["serial", "title"])
+    }
+
+    /// A value type is a composite attribute, which Core Data has from iOS 17: export says so at
+    /// the attribute, for apps that support earlier systems.
+    @Test func compositesAreWarnedAsIOS17() throws {
+        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Users.yaml").path).schema)
+        #expect(CoreDataExporter.model(schema).contains("composite=\"ImageSize\""))
+        let warning = try #require(CoreDataLightweightCheck.findings([schema], bundle: "Users").first { $0.code == "coredata-composite-ios17" })
+        #expect(warning.message.contains("ImageSize") && warning.message.contains("iOS 17") && warning.location?.line != nil)
+        let plain = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Todo.yaml").path).schema)
+        #expect(!CoreDataLightweightCheck.findings([plain], bundle: "Todo").contains { $0.code == "coredata-composite-ios17" })
+    }
+
     /// Literal backfills come back as written, text quoted where YAML would read it otherwise.
     @Test func literalBackfillsRoundTrip() throws {
         let texts = [
@@ -318,9 +343,17 @@ import Testing
         let schemagen = ImportFixtures.schemagen
         let export = try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", bundle])
         #expect(export.status == 0, "\(export.error)")
-        #expect(export.error.contains("3 versions (Tasks 1, Tasks 2, Tasks 3), current Tasks 3"), "\(export.error)")
+        // Named as Xcode names them: the first version without a number.
+        #expect(export.error.contains("3 versions (Tasks, Tasks 2, Tasks 3), current Tasks 3"), "\(export.error)")
+        #expect(FileManager.default.fileExists(atPath: bundle + "/Tasks.xcdatamodel/contents"))
         let current = try String(contentsOfFile: bundle + "/.xccurrentversion", encoding: .utf8)
         #expect(current.contains("<string>Tasks 3.xcdatamodel</string>"))
+        // A bundle whose folders are named otherwise (as an earlier release wrote them, `Tasks 1`)
+        // keeps them: the Xcode project refers to them.
+        try FileManager.default.moveItem(atPath: bundle + "/Tasks.xcdatamodel", toPath: bundle + "/Tasks 1.xcdatamodel")
+        let kept = try schemagen.run(["export", "coredata", "--schema", "Schemas/Tasks.yaml", "-o", bundle])
+        #expect(kept.status == 0 && kept.error.contains("3 versions (Tasks 1, Tasks 2, Tasks 3)"), "\(kept.error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: bundle).sorted() == [".xccurrentversion", "Tasks 1.xcdatamodel", "Tasks 2.xcdatamodel", "Tasks 3.xcdatamodel"])
         // Again, over what a killed run left beside it: that is cleared and said.
         let killed = folder.appendingPathComponent(".Tasks.xcdatamodeld.\(try FolderReplacementTests.deadProcessID()).new")
         try FileManager.default.createDirectory(at: killed, withIntermediateDirectories: true)

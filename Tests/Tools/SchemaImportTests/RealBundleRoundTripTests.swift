@@ -116,6 +116,9 @@ import Testing
         let original = try String(contentsOfFile: mastodon + "/CoreData 9.xcdatamodel/contents", encoding: .utf8)
         func count(_ needle: String, in text: String) -> Int { text.components(separatedBy: needle).count - 1 }
         #expect(count("deletionRule=\"Nullify\"", in: exported) == count("deletionRule=\"Nullify\"", in: original))
+        // A required to-many says so by leaving `optional` out, as Xcode writes it.
+        #expect(!exported.contains("optional=\"NO\"") && !original.contains("optional=\"NO\""))
+        #expect(count("toMany=\"YES\"", in: exported) == count("toMany=\"YES\"", in: original))
         #expect(count("<attribute name=\"id\" ", in: exported) == count("<attribute name=\"id\" ", in: original))
         #expect(count("representedClassName=\"CoreDataStack.", in: exported) == count("representedClassName=\"CoreDataStack.", in: original))
 
