@@ -118,7 +118,8 @@ public enum Generator {
                 schema: entry.schema, addedDefaults: entry.addedDefaults, deploymentTarget: deploymentTarget,
                 hashModifier: entry.minor == 0 ? modifiers[entry.schema.version] : nil, minor: entry.minor,
                 identifiers: earlierForms.contains(.declaredRenamingIdentifiers) ? RenamingIdentifiers(entry.schema) : identifiers,
-                optionalToMany: entry.schema.cloudKit && !earlierForms.contains(.requiredToManyUnderCloudKit))
+                optionalToMany: entry.schema.cloudKit && !earlierForms.contains(.requiredToManyUnderCloudKit),
+                uniquesOfAttributesOnly: earlierForms.contains(.uniquesOfAttributesOnly))
             let scope = version.scope(header: header)
             notes += version.notes
             scoped.append((.version, version.enumName, .object(scope)))
@@ -153,7 +154,12 @@ public enum Generator {
     }
 
     /// All combinations of `SwiftDataEarlierForms`, none first.
-    public static let everyEarlierForm: [SwiftDataEarlierForms] = [[], [.declaredRenamingIdentifiers], [.requiredToManyUnderCloudKit], [.declaredRenamingIdentifiers, .requiredToManyUnderCloudKit]]
+    public static let everyEarlierForm: [SwiftDataEarlierForms] = {
+        let each: [SwiftDataEarlierForms] = [.declaredRenamingIdentifiers, .requiredToManyUnderCloudKit, .uniquesOfAttributesOnly]
+        return (0..<(1 << each.count)).map { mask in
+            each.indices.filter { mask & (1 << $0) != 0 }.reduce(into: SwiftDataEarlierForms()) { $0.formUnion(each[$1]) }
+        }
+    }()
 
     /// One version of the chain a SwiftData migration plan lists.
     typealias SwiftDataChainLink = (schema: Schema, minor: Int, addedDefaults: [String: String])

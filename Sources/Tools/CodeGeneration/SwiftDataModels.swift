@@ -28,6 +28,8 @@ public struct SwiftDataEarlierForms: OptionSet, Sendable, Hashable {
     public static let declaredRenamingIdentifiers = SwiftDataEarlierForms(rawValue: 1)
     /// To-many relationships `[T] = []` in a `cloudKit: true` schema, where they are `[T]? = []` now.
     public static let requiredToManyUnderCloudKit = SwiftDataEarlierForms(rawValue: 2)
+    /// A unique constraint naming a relationship left out, where `#Unique` takes to-one ones now.
+    public static let uniquesOfAttributesOnly = SwiftDataEarlierForms(rawValue: 4)
 }
 
 /// One schema version as SwiftData models: the lines the `swiftdata/` templates arrange.
@@ -50,13 +52,17 @@ struct SwiftDataVersion {
     let identifiers: RenamingIdentifiers
     /// To-many relationships declared `[T]? = []`, as CloudKit needs.
     let optionalToMany: Bool
+    /// `#Unique` over attributes only, as earlier releases wrote it.
+    let uniquesOfAttributesOnly: Bool
     private(set) var notes: [SwiftDataNote] = []
 
     init(
         schema: Schema, addedDefaults: [String: String] = [:], deploymentTarget: DeploymentTarget = .default,
-        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0, identifiers: RenamingIdentifiers? = nil, optionalToMany: Bool? = nil
+        hashModifier: VersionHashModifiers.Modifier? = nil, minor: Int = 0, identifiers: RenamingIdentifiers? = nil, optionalToMany: Bool? = nil,
+        uniquesOfAttributesOnly: Bool = false
     ) {
         self.minor = minor
+        self.uniquesOfAttributesOnly = uniquesOfAttributesOnly
         self.optionalToMany = optionalToMany ?? schema.cloudKit
         self.identifiers = identifiers ?? RenamingIdentifiers(schema)
         self.schema = schema
@@ -115,11 +121,16 @@ struct SwiftDataVersion {
         var macros: [String] = []
         var comments: [String] = []
         func keyPaths(_ members: [String]) -> String { "[" + members.map { "\\.\(SwiftSyntax.identifier($0))" }.joined(separator: ", ") + "]" }
-        func attributesOnly(_ members: [String], what: String) -> Bool {
-            let relationships = members.filter { entity.relationship(named: $0) != nil }
+        /// `#Index` takes attributes; `#Unique` also relationships that reference a single model
+        /// (Apple's `Unique`), so a to-many one leaves the list out.
+        func macroTakes(_ members: [String], what: String) -> Bool {
+            let isUnique = what != "index"
+            let relationships = members.filter { name in entity.relationship(named: name).map { !isUnique || $0.isToMany || uniquesOfAttributesOnly } ?? false }
             guard relationships.isEmpty else {
                 let message =
-                    "the \(what) [\(members.joined(separator: ", "))] includes the relationship \(relationships.map { "'\($0)'" }.joined(separator: ", ")); SwiftData's #\(what == "index" ? "Index" : "Unique") takes attributes only, so it is left out"
+                    isUnique && !uniquesOfAttributesOnly
+                    ? "the \(what) [\(members.joined(separator: ", "))] includes the to-many relationship \(relationships.map { "'\($0)'" }.joined(separator: ", ")); SwiftData's #Unique takes attributes and relationships to one model only, so it is left out"
+                    : "the \(what) [\(members.joined(separator: ", "))] includes the relationship \(relationships.map { "'\($0)'" }.joined(separator: ", ")); SwiftData's #\(isUnique ? "Unique" : "Index") takes attributes only, so it is left out"
                 comments.append("// No SwiftData equivalent: \(message).")
                 note(entity.name, message, at: entity.location)
                 return false
@@ -137,18 +148,18 @@ struct SwiftDataVersion {
         }
         var uniques = entity.uniques
         if case .members(let members) = entity.primaryKey, members.count > 1 { uniques.insert(members, at: 0) }
-        let uniqueLists = uniques.filter { attributesOnly($0, what: "unique constraint") }
+        let uniqueLists = uniques.filter { macroTakes($0, what: "unique constraint") }
         if deploymentTarget.hasConstraintMacros {
             if !uniqueLists.isEmpty {
                 macros.append("#Unique<\(SwiftSyntax.identifier(entity.name))>(\(uniqueLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")
             }
         } else {
             // A list of one attribute is `@Attribute(.unique)`, which iOS 17 has.
-            beforeConstraintMacros(uniqueLists.filter { $0.count > 1 }, macro: "Unique", what: "unique constraint")
+            beforeConstraintMacros(uniqueLists.filter { $0.count > 1 || entity.relationship(named: $0[0]) != nil }, macro: "Unique", what: "unique constraint")
         }
         var indexes = entity.attributes.filter { $0.isIndexed && !$0.isUnique }.map { [$0.name] }
         indexes += entity.indexes
-        let indexLists = indexes.filter { attributesOnly($0, what: "index") }
+        let indexLists = indexes.filter { macroTakes($0, what: "index") }
         if deploymentTarget.hasConstraintMacros {
             if !indexLists.isEmpty {
                 macros.append("#Index<\(SwiftSyntax.identifier(entity.name))>(\(indexLists.map(keyPaths).joined(separator: ", ")))  // iOS 18")

@@ -145,7 +145,9 @@ public enum CoreDataExporter {
         // Core Data constrains and indexes attributes; lists that name a relationship travel as text.
         func namesRelationship(_ members: [String]) -> Bool { members.contains { entity.relationship(named: $0) != nil } }
         var uniques = entity.attributes.filter { $0.isUnique || ($0.isPrimaryKey && entity.primaryKeyColumns.count == 1) }.map { [$0.name] }
-        uniques += entity.uniques.filter { !namesRelationship($0) }
+        // A declared primary key is unique, as SwiftData's output makes it (`.unique`, `#Unique`).
+        if case .members(let members) = entity.primaryKey, !namesRelationship(members), !uniques.contains(members) { uniques.append(members) }
+        uniques += entity.uniques.filter { !namesRelationship($0) && !uniques.contains($0) }
         let relationshipUniques = entity.uniques.filter(namesRelationship)
         if !relationshipUniques.isEmpty { info.append((CoreDataUserInfo.uniques, relationshipUniques.map { $0.joined(separator: ", ") }.joined(separator: "; "))) }
         let relationshipIndexes = entity.indexes.filter(namesRelationship)

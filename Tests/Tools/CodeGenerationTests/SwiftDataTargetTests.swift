@@ -379,6 +379,23 @@ func swiftDataOutput(
         #expect(try file(2) == releasedV2)
     }
 
+    /// Apple's `Unique` takes relationships that reference a single model: Garage's unique
+    /// [car, day] and [make, model, owner] are `#Unique` at iOS 18 (before it, comments and
+    /// warnings), and the models type-check.
+    @Test func uniqueConstraintsOverToOneRelationshipsAreKeptAtIOS18() async throws {
+        let schema = repositoryRoot.appendingPathComponent("Schemas/Garage.yaml").path
+        let output = try swiftDataOutput(schemas: schema, migrations: temporaryFolder().path, deploymentTarget: .ios18)
+        let files = Dictionary(uniqueKeysWithValues: output.files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) })
+        let model = try #require(files.first { $0.key.hasPrefix("GarageSchemaV") }?.value)
+        #expect(model.contains("#Unique<ServiceVisit>([\\.car, \\.day])"), "\(model)")
+        #expect(model.contains("#Unique<Car>([\\.make, \\.model, \\.owner])"))
+        #expect(!output.warnings.contains { $0.message.contains("#Unique takes") }, "\(output.warnings.map(\.message))")
+        let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: false) }
+        #expect(check.passed, "\(check.output)")
+        let older = try swiftDataOutput(schemas: schema, migrations: temporaryFolder().path, deploymentTarget: .ios17)
+        #expect(older.warnings.contains { $0.message.contains("the unique constraint [car, day] needs #Unique, which is iOS 18") })
+    }
+
     /// The generated code can fail the check: a misspelled option in it is refused.
     @Test func aMisspelledOptionInGeneratedCodeFails() async throws {
         let output = try swiftDataOutput(schemas: repositoryRoot.appendingPathComponent("Schemas/Flights.yaml").path, migrations: repositoryRoot.appendingPathComponent("Migrations").path)

@@ -181,6 +181,21 @@ import Testing
         #expect(back.first?.entity(named: "Book")?.attributes.map(\.name) == ["serial", "title"])
     }
 
+    /// A declared primary key is unique in Core Data too, as SwiftData's output makes it:
+    /// Users' `primaryKey: [identifier]` is a uniqueness constraint beside `email`'s.
+    @Test func aDeclaredPrimaryKeyIsAUniquenessConstraint() throws {
+        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Users.yaml").path).schema)
+        let contents = CoreDataExporter.model(schema)
+        guard case .success(let root) = XMLTree.parse(Array(contents.utf8)) else {
+            Issue.record("not XML")
+            return
+        }
+        let user = try #require(root.children(named: "entity").first { $0["name"] == "User" })
+        let constraints = user.children(named: "uniquenessConstraints").flatMap { $0.children(named: "uniquenessConstraint") }
+            .map { $0.children(named: "constraint").compactMap { $0["value"] } }
+        #expect(constraints.contains(["identifier"]) && constraints.contains(["email"]), "\(constraints)")
+    }
+
     /// A value type is a composite attribute, which Core Data has from iOS 17: export says so at
     /// the attribute, for apps that support earlier systems.
     @Test func compositesAreWarnedAsIOS17() throws {
@@ -402,7 +417,7 @@ import Testing
         let arguments = ["generate", "--target", "swiftdata", "-o", output, "--schema", "Schemas/Garage.yaml", "--cache-dir", folder.appendingPathComponent("cache").path]
         let run = try ImportFixtures.schemagen.run(arguments)
         #expect(run.status == 0, "\(run.error)")
-        #expect(run.error.contains("warning: version 2, Car: the unique constraint [make, model, owner] includes the relationship 'owner'"), "\(run.error)")
+        #expect(run.error.contains("warning: version 2, Car: the unique constraint [make, model, owner] needs #Unique, which is iOS 18"), "\(run.error)")
         #expect(run.error.contains("warning: version 2, Mechanic.hiredOn: 'dateOnly' is not enforced"), "\(run.error)")
         #expect(run.error.contains("[swiftdata-no-equivalent]"))
         for file in ["Garage/GarageSchemaV1.swift", "Garage/GarageSchemaV2.swift", "Garage/Garage.swift", "Garage/Garage+MigrationPlan.swift"] {
