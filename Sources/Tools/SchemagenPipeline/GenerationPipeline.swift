@@ -242,6 +242,46 @@ public struct GenerationPipeline: Sendable {
         var releasedRecords: [(directory: MigrationDirectory, file: String, contents: String)] = []
     }
 
+    /// A schema's SwiftData files for every version its migrations recorded (the ones about to be
+    /// written included), released versions as they were recorded, with what SwiftData cannot say.
+    func renderSwiftData(_ schema: Schema, sourceFile: String, templates: TemplateSet) throws -> (
+        files: [GeneratedFile], diagnostics: [Diagnostic], releasedRecords: [(directory: MigrationDirectory, file: String, contents: String)]
+    ) {
+        let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema), files: files)
+        let versions = history.versions.map(\.schema)
+        let output = try Generator.generateSwiftData(
+            versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget, typeAliases: configuration.typeAliases)
+        let dialects = configuration.dialects(of: schema)
+        let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
+        let released = ReleasedSwiftDataModels(
+            files: output.files,
+            otherForms: { form in
+                (try? Generator.generateSwiftData(
+                    versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: form.target, typeAliases: configuration.typeAliases,
+                    earlierForms: form.earlier))?.files ?? []
+            }, history: history, schema: schema,
+            directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference, files: files),
+            allowChanges: configuration.allowReleasedVersionChanges)
+        // Released versions keep the form they were recorded in.
+        let written = output.files.map { file in
+            released.kept[URL(fileURLWithPath: file.path).lastPathComponent].map { GeneratedFile(path: file.path, contents: $0, isUserOwned: file.isUserOwned) } ?? file
+        }
+        var diagnostics = history.diagnostics + released.diagnostics
+        diagnostics += output.notes.map { note in
+            let at = note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+            guard note.isIncompleteStage else {
+                return Diagnostic(.warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)", at: at)
+            }
+            let hooks = "\(schema.name)+MigrationPlan+Custom.swift"
+            return Diagnostic(
+                configuration.allowIncompleteStages ? .warning : .error, code: SwiftDataCode.incompleteStage,
+                message:
+                    "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once), then generate with --allow-incomplete-stages",
+                at: at)
+        }
+        return (written, diagnostics, released.records)
+    }
+
     /// Every output file, with the migrations each schema's code embeds (the new ones included).
     public func render(_ loaded: SchemaLoader.Result, models: [String: SchemaSnapshot], plan: Plan, templates: TemplateSet) -> Result<Rendered, Failure> {
         var perSchema: [(schema: Schema, file: String, files: [GeneratedFile])] = []
@@ -251,44 +291,11 @@ public struct GenerationPipeline: Sendable {
             guard let schema = result.schema else { continue }
             let sourceFile = URL(fileURLWithPath: result.path).lastPathComponent
             if configuration.target == .swiftdata {
-                // Every version the migrations recorded, the ones about to be written included.
-                let history = SchemaHistory.load(for: schema, root: configuration.migrationsRoot, dialects: configuration.dialects(of: schema), files: files)
-                diagnostics += history.diagnostics
                 do {
-                    let versions = history.versions.map(\.schema)
-                    let output = try Generator.generateSwiftData(
-                        versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: configuration.deploymentTarget,
-                        typeAliases: configuration.typeAliases)
-                    let dialects = configuration.dialects(of: schema)
-                    let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
-                    let released = ReleasedSwiftDataModels(
-                        files: output.files,
-                        otherForms: { form in
-                            (try? Generator.generateSwiftData(
-                                versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: form.target, typeAliases: configuration.typeAliases,
-                                earlierForms: form.earlier))?.files ?? []
-                        }, history: history, schema: schema,
-                        directory: PendingMigration.directory(schema.name, root: configuration.migrationsRoot, dialect: reference, files: files),
-                        allowChanges: configuration.allowReleasedVersionChanges)
-                    // Released versions keep the form they were recorded in.
-                    let written = output.files.map { file in
-                        released.kept[URL(fileURLWithPath: file.path).lastPathComponent].map { GeneratedFile(path: file.path, contents: $0, isUserOwned: file.isUserOwned) } ?? file
-                    }
-                    perSchema.append((schema, result.path, written))
-                    diagnostics += released.diagnostics
-                    releasedRecords += released.records
-                    diagnostics += output.notes.map { note in
-                        let at = note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)
-                        guard note.isIncompleteStage else {
-                            return Diagnostic(.warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)", at: at)
-                        }
-                        let hooks = "\(schema.name)+MigrationPlan+Custom.swift"
-                        return Diagnostic(
-                            configuration.allowIncompleteStages ? .warning : .error, code: SwiftDataCode.incompleteStage,
-                            message:
-                                "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once), then generate with --allow-incomplete-stages",
-                            at: at)
-                    }
+                    let rendered = try renderSwiftData(schema, sourceFile: sourceFile, templates: templates)
+                    perSchema.append((schema, result.path, rendered.files))
+                    diagnostics += rendered.diagnostics
+                    releasedRecords += rendered.releasedRecords
                 } catch {
                     return .failure(.invalid("\(error)"))
                 }
