@@ -162,7 +162,8 @@ import Testing
         #expect(warning.message.contains("Note.createdAt") && warning.message.contains("2001-01-01") && warning.location?.line != nil)
 
         // Outside CloudKit a required attribute may go without a model default: the app sets it.
-        let plain = try #require(SchemaLoader.load(source: SourceFile(path: "Log.yaml", text: "schema: Log\nversion: 1\nentities:\n  Line:\n    attributes:\n      at: {type: Date, default: now}\n")).schema)
+        let plain = try #require(
+            SchemaLoader.load(source: SourceFile(path: "Log.yaml", text: "schema: Log\nversion: 1\nentities:\n  Line:\n    attributes:\n      at: {type: Date, default: now}\n")).schema)
         #expect(!CoreDataExporter.model(plain).contains("defaultDateTimeInterval"))
         #expect(CoreDataLightweightCheck.findings([plain], bundle: "Log").isEmpty)
     }
