@@ -57,10 +57,6 @@ struct SwiftDataStage {
         notes.append(note)
     }
 
-    /// Work the stage cannot do alone: its handlers call the plan's hooks, which the user's
-    /// `<Schema>MigrationPlan+Custom.swift` implements.
-    var needsHooks: Bool { notes.contains(where: \.isIncompleteStage) }
-
     /// Where the new version declares `Entity.member` (or the entity).
     func location(of subject: String) -> SourceLocation? {
         let parts = subject.split(separator: ".", maxSplits: 1).map(String.init)
@@ -471,9 +467,12 @@ struct SwiftDataStage {
 
     var value: MustacheValue {
         var lines: [String] = []
-        // The user's hooks run first in willMigrate and last in didMigrate.
-        let willMigrate = needsHooks ? ["try \(new.name)MigrationPlan.willMigrate(from: \(old.version), context: context)"] + self.willMigrate : self.willMigrate
-        let didMigrate = needsHooks ? self.didMigrate + ["try \(new.name)MigrationPlan.didMigrate(to: \(new.version), context: context)"] : self.didMigrate
+        // The user's hooks run in every stage, first in willMigrate and last in didMigrate, so
+        // what the user writes there runs whatever the stage is. A type change's two stages
+        // call them once: from the old version, then into the new one.
+        let plan = "\(new.name)MigrationPlan"
+        let willMigrate = (fromMinor == 0 ? ["try \(plan).willMigrate(from: \(old.version), context: context)"] : []) + self.willMigrate
+        let didMigrate = self.didMigrate + (toMinor == 0 ? ["try \(plan).didMigrate(to: \(new.version), context: context)"] : [])
         if !willMigrate.isEmpty || !didMigrate.isEmpty {
             lines += carriers
             lines.append("\(carriers.isEmpty ? "" : "return ").custom(")
