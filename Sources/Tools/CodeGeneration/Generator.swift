@@ -181,6 +181,16 @@ public enum Generator {
             }
             let old = chain[chain.count - 1].schema
             guard let split = SwiftDataTypeChangeSplit(from: old, to: new) else {
+                if let added = SwiftDataNewRequiredSplit(from: old, to: new) {
+                    // The user's willMigrate hook fills the new attributes on the step's models,
+                    // where they exist: the hooks run in the second stage only.
+                    let first = SwiftDataStage(from: old, to: added.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1, hooks: (false, false))
+                    let second = SwiftDataStage(from: added.intermediate, to: new, fromMinor: 1, userFilled: added.added, hooks: (true, true))
+                    stages += [first, second]
+                    chain.append((added.intermediate, 1, first.addedDefaults))
+                    chain.append((new, 0, second.addedDefaults))
+                    continue
+                }
                 let stage = SwiftDataStage(from: old, to: new, fromMinor: chain[chain.count - 1].minor)
                 stages.append(stage)
                 chain.append((new, 0, stage.addedDefaults))
@@ -220,6 +230,7 @@ public enum Generator {
             "stageNames": .string(stages.map(\.name).joined(separator: ", ")),
             "stages": .listed(stages.map(\.value)),
             "usesCarriers": .bool(stages.contains { !$0.carriers.isEmpty }),
+            "usesError": .bool(stages.contains { !$0.carriers.isEmpty || $0.usesError }),
         ]
         let types = current.entities.map { ($0.name, $0.location) } + current.enums.map { ($0.name, $0.location) } + current.values.map { ($0.name, $0.location) }
         plan["typeNames"] = .lines(types.map { SwiftSyntax.identifier($0.0) })

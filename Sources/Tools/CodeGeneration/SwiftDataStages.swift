@@ -24,6 +24,8 @@ struct SwiftDataStage {
     /// Backfills declared as defaults in the new version's models, by `Entity.attribute`.
     private(set) var addedDefaults: [String: String] = [:]
     private(set) var notes: [SwiftDataNote] = []
+    /// The stage throws the plan's error type (`<Schema>MigrationError`).
+    private(set) var usesError = false
 
     var isCustom: Bool { !willMigrate.isEmpty || !didMigrate.isEmpty }
     var name: String { "migrateV\(label(old.version, fromMinor))toV\(label(new.version, toMinor))" }
@@ -36,15 +38,28 @@ struct SwiftDataStage {
     /// Attributes an intermediate step filled with converted values (`Entity.attribute`): every
     /// object has one, so making them required needs no fill.
     let filled: Set<String>
+    /// Attributes an intermediate step added optional for the user to fill in the plan's
+    /// `willMigrate` hook (`SwiftDataNewRequiredSplit`), by `Entity.attribute`.
+    let userFilled: Set<String>
+    /// Whether the stage calls the plan's `willMigrate` and `didMigrate` hooks: once per
+    /// version step, however many stages the step takes.
+    let callsWillMigrateHook: Bool
+    let callsDidMigrateHook: Bool
 
     private func label(_ version: Int, _ minor: Int) -> String { minor == 0 ? String(version) : "\(version)_\(minor)" }
 
-    init(from old: Schema, to new: Schema, fromMinor: Int = 0, toMinor: Int = 0, filled: Set<String> = []) {
+    init(
+        from old: Schema, to new: Schema, fromMinor: Int = 0, toMinor: Int = 0, filled: Set<String> = [], userFilled: Set<String> = [],
+        hooks: (willMigrate: Bool, didMigrate: Bool)? = nil
+    ) {
         self.old = old
         self.new = new
         self.fromMinor = fromMinor
         self.toMinor = toMinor
         self.filled = filled
+        self.userFilled = userFilled
+        self.callsWillMigrateHook = hooks?.willMigrate ?? (fromMinor == 0)
+        self.callsDidMigrateHook = hooks?.didMigrate ?? (toMinor == 0)
         plan()
     }
 
@@ -189,7 +204,24 @@ struct SwiftDataStage {
     private mutating func fillRequired(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
         let subject = "\(entity.name).\(attribute.name)"
         guard let value = fillValue(attribute) else {
-            note(subject, "\(subject) becomes required without a default or literal backfill, so objects without a value make the migration fail; fill them in willMigrate")
+            let models = SwiftDataVersion.enumName(old, minor: fromMinor)
+            if userFilled.contains("\(entity.name).\(previous.name)") {
+                explain("Custom: \(subject) is new and required without a default; the step before added it optional, willMigrate(from: \(old.version)) of the plan's hooks fills it on \(models)'s models, and this stage checks every object has one.")
+                note(
+                    subject,
+                    "\(subject) is new and required without a default, so existing objects have no value for it; fill it in willMigrate(from: \(old.version)) of the plan's hooks, on \(models).\(entity.name), where it is optional (the stage checks every object has one), or give it a default or a literal backfill")
+            } else {
+                note(subject, "\(subject) becomes required without a default or literal backfill, so objects without a value make the migration fail; fill them in willMigrate(from: \(old.version)) of the plan's hooks (the stage checks every object has one)")
+            }
+            // An object left without a value fails the stage with what to do, before the
+            // inferred step fails with Core Data's own error.
+            let property = SwiftSyntax.identifier(previous.name)
+            usesError = true
+            willMigrate += [
+                "for object in try context.fetch(FetchDescriptor<\(oldType(entity.name))>()) where object.\(property) == nil {",
+                "    throw \(errorType)(description: \"a \(entity.name) has no \(attribute.name), which version \(new.version) requires: fill it in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")",
+                "}",
+            ]
             return
         }
         explain("Custom: \(subject) becomes required; willMigrate fills objects that lack it with \(value) first, or the inferred step would fail on them.")
@@ -471,8 +503,8 @@ struct SwiftDataStage {
         // what the user writes there runs whatever the stage is. A type change's two stages
         // call them once: from the old version, then into the new one.
         let plan = "\(new.name)MigrationPlan"
-        let willMigrate = (fromMinor == 0 ? ["try \(plan).willMigrate(from: \(old.version), context: context)"] : []) + self.willMigrate
-        let didMigrate = self.didMigrate + (toMinor == 0 ? ["try \(plan).didMigrate(to: \(new.version), context: context)"] : [])
+        let willMigrate = (callsWillMigrateHook ? ["try \(plan).willMigrate(from: \(old.version), context: context)"] : []) + self.willMigrate
+        let didMigrate = self.didMigrate + (callsDidMigrateHook ? ["try \(plan).didMigrate(to: \(new.version), context: context)"] : [])
         if !willMigrate.isEmpty || !didMigrate.isEmpty {
             lines += carriers
             lines.append("\(carriers.isEmpty ? "" : "return ").custom(")
@@ -558,5 +590,43 @@ struct SwiftDataTypeChangeSplit {
         self.final = final
         self.copies = copies
         self.filled = filled
+    }
+}
+
+/// A step that adds a required attribute with no default or literal backfill to an entity that
+/// has objects, split in two: SwiftData's inferred step cannot give existing objects a value,
+/// and the old version's models in `willMigrate` do not have the attribute yet. First
+/// `intermediate`, the old version with each such attribute added optional (an inferred step),
+/// then the new version, whose stage runs the plan's `willMigrate` hook on the intermediate's
+/// models, where the user fills them, and checks every object has a value before the inferred
+/// step makes them required.
+struct SwiftDataNewRequiredSplit {
+    let intermediate: Schema
+    /// The attributes the user fills, `Entity.attribute` (the intermediate's names).
+    let added: Set<String>
+
+    init?(from old: Schema, to new: Schema) {
+        var intermediate = old
+        var added: Set<String> = []
+        for entity in new.entities {
+            guard let before = old.entity(named: entity.name) ?? entity.renamedFrom.flatMap(old.entity(named:)),
+                let beforeIndex = intermediate.entities.firstIndex(where: { $0.name == before.name })
+            else { continue }
+            for attribute in entity.attributes where !attribute.isTransient && !attribute.isOptional && attribute.defaultValue == nil && attribute.movedFrom == nil {
+                guard attribute.renamedFrom.flatMap(before.attribute(named:)) == nil, before.attribute(named: attribute.name) == nil else { continue }
+                if case .value? = attribute.backfill { continue }
+                var optional = attribute
+                optional.isOptional = true
+                optional.backfill = nil
+                optional.renamedFrom = nil
+                optional.doc = nil
+                (optional.isUnique, optional.isPrimaryKey, optional.isIndexed, optional.isSearchable) = (false, false, false, false)
+                intermediate.entities[beforeIndex].attributes.append(optional)
+                added.insert("\(before.name).\(attribute.name)")
+            }
+        }
+        guard !added.isEmpty else { return nil }
+        self.intermediate = intermediate
+        self.added = added
     }
 }

@@ -142,6 +142,9 @@ extension GenerationPipeline {
         clock.lap("render")
         diagnostics += render.render(rendered.diagnostics)
         if rendered.diagnostics.contains(where: { $0.severity == .error }) {
+            if mode == .write, let written = writeHooksForIncompleteStages(rendered) {
+                diagnostics += written
+            }
             return (.stopped(.invalid("no code generated: fix the problems above")), nil)
         }
         let changes = compare(rendered)
@@ -157,6 +160,20 @@ extension GenerationPipeline {
         }
         clock.lap("write")
         return (.generated(changes, migrations: plan.migrations, schemaCount: rendered.schemaCount), rendered)
+    }
+
+    /// When the only errors are stages that cannot do their work alone, the file their work goes
+    /// in (`<Schema>+MigrationPlan+Custom.swift`, the user's) is written now if it is missing, so
+    /// the errors name a file that exists. Nothing else is written. A note per file written.
+    private func writeHooksForIncompleteStages(_ rendered: Rendered) -> String? {
+        let errors = rendered.diagnostics.filter { $0.severity == .error }
+        guard errors.allSatisfy({ $0.has(SwiftDataCode.incompleteStage) }) else { return nil }
+        let hooks = rendered.files.filter(\.isUserOwned)
+        // Compared within no schema folder, so nothing counts as extra: only what is missing.
+        var missing = compare(Rendered(files: hooks, folders: [], schemaCount: 0))
+        missing.stale = []
+        guard !missing.missing.isEmpty, (try? GeneratedFileSync(outputFolder: configuration.output).apply(missing, files: hooks)) != nil else { return nil }
+        return missing.missing.map { "\(configuration.output)/\($0): note: written for the stages' work (yours from now on)\n" }.joined()
     }
 
     /// Records the run for the next one to skip if nothing changed. The digest is the one taken

@@ -168,7 +168,10 @@ func swiftDataOutput(
         }
         #expect(refused.diagnostics.contains("error: version 3, ChecklistItem.position: the stage into version 3 cannot do its work alone"), "\(refused.diagnostics)")
         #expect(refused.diagnostics.contains("[swiftdata-incomplete-stage]") && refused.diagnostics.contains("Tasks.yaml:"))
-        #expect(!FileManager.default.fileExists(atPath: output + "/Tasks"), "nothing written")
+        // The file the error names exists: only it is written, for the user's work.
+        #expect(refused.diagnostics.contains("fill it in willMigrate(from: 2) of the plan's hooks, on TasksSchemaV2_1.ChecklistItem, where it is optional"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output + "/Tasks") == ["Tasks+MigrationPlan+Custom.swift"])
+        #expect(refused.diagnostics.contains("Tasks+MigrationPlan+Custom.swift: note: written for the stages' work"))
 
         let allowed = pipeline(allow: true).run(.write)
         guard case .generated = allowed.outcome else {
@@ -178,6 +181,17 @@ func swiftDataOutput(
         #expect(allowed.diagnostics.contains("warning: version 3, ChecklistItem.position: the stage into version 3 cannot do its work alone"))
         let plan = try String(contentsOfFile: output + "/Tasks/Tasks+MigrationPlan.swift", encoding: .utf8)
         #expect(plan.contains("try TasksMigrationPlan.willMigrate(from: 2, context: context)") && plan.contains("try TasksMigrationPlan.didMigrate(to: 3, context: context)"))
+        // A new required attribute goes through version 2.1, where it is optional: the hook fills
+        // it on those models, and the stage checks before the inferred step requires it.
+        #expect(plan.contains("[TasksSchemaV1.self, TasksSchemaV2.self, TasksSchemaV2_1.self, TasksSchemaV3.self]"))
+        #expect(plan.contains(".lightweight(fromVersion: TasksSchemaV2.self, toVersion: TasksSchemaV2_1.self)"))
+        #expect(
+            plan.contains(
+                "fromVersion: TasksSchemaV2_1.self, toVersion: TasksSchemaV3.self,\n            willMigrate: { context in\n                try TasksMigrationPlan.willMigrate(from: 2, context: context)\n                for object in try context.fetch(FetchDescriptor<TasksSchemaV2_1.ChecklistItem>()) where object.position == nil {\n                    throw TasksMigrationError("
+            ), "\(plan)")
+        #expect(plan.components(separatedBy: "TasksMigrationPlan.willMigrate(from: 2,").count == 2, "once per version step")
+        let intermediate = try String(contentsOfFile: output + "/Tasks/TasksSchemaV2_1.swift", encoding: .utf8)
+        #expect(intermediate.contains("Schema.Version(2, 1, 0)") && intermediate.contains("public var position: Int?"))
         let hooks = output + "/Tasks/Tasks+MigrationPlan+Custom.swift"
         #expect(try String(contentsOfFile: hooks, encoding: .utf8).contains("extension TasksMigrationPlan: TasksMigrationHooks {"))
         let mine = "import SwiftData\n\nextension TasksMigrationPlan: TasksMigrationHooks {\n    static func willMigrate(from version: Int, context: ModelContext) throws {}\n}\n"
