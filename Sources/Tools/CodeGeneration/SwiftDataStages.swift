@@ -206,12 +206,18 @@ struct SwiftDataStage {
         guard let value = fillValue(attribute) else {
             let models = SwiftDataVersion.enumName(old, minor: fromMinor)
             if userFilled.contains("\(entity.name).\(previous.name)") {
-                explain("Custom: \(subject) is new and required without a default; the step before added it optional, willMigrate(from: \(old.version)) of the plan's hooks fills it on \(models)'s models, and this stage checks every object has one.")
+                explain(
+                    "Custom: \(subject) is new and required without a default; the step before added it optional, willMigrate(from: \(old.version)) of the plan's hooks fills it on \(models)'s models, and this stage checks every object has one."
+                )
                 note(
                     subject,
-                    "\(subject) is new and required without a default, so existing objects have no value for it; fill it in willMigrate(from: \(old.version)) of the plan's hooks, on \(models).\(entity.name), where it is optional (the stage checks every object has one), or give it a default or a literal backfill")
+                    "\(subject) is new and required without a default, so existing objects have no value for it; fill it in willMigrate(from: \(old.version)) of the plan's hooks, on \(models).\(entity.name), where it is optional (the stage checks every object has one), or give it a default or a literal backfill"
+                )
             } else {
-                note(subject, "\(subject) becomes required without a default or literal backfill, so objects without a value make the migration fail; fill them in willMigrate(from: \(old.version)) of the plan's hooks (the stage checks every object has one)")
+                note(
+                    subject,
+                    "\(subject) becomes required without a default or literal backfill, so objects without a value make the migration fail; fill them in willMigrate(from: \(old.version)) of the plan's hooks (the stage checks every object has one)"
+                )
             }
             // An object left without a value fails the stage with what to do, before the
             // inferred step fails with Core Data's own error.

@@ -453,9 +453,15 @@ func swiftDataOutput(
         #expect(plan.contains("[FlightsSchemaV1.self, FlightsSchemaV2.self, FlightsSchemaV3.self, FlightsSchemaV3_1.self, FlightsSchemaV4.self, FlightsSchemaV5.self]"))
         #expect(plan.contains("fromVersion: FlightsSchemaV1.self, toVersion: FlightsSchemaV2.self,"))
         #expect(plan.contains("fromVersion: FlightsSchemaV2.self, toVersion: FlightsSchemaV3.self,"))
-        #expect(plan.contains("fromVersion: FlightsSchemaV3.self, toVersion: FlightsSchemaV3_1.self,\n            willMigrate: { context in\n                try FlightsMigrationPlan.willMigrate(from: 3, context: context)"))
+        #expect(
+            plan.contains(
+                "fromVersion: FlightsSchemaV3.self, toVersion: FlightsSchemaV3_1.self,\n            willMigrate: { context in\n                try FlightsMigrationPlan.willMigrate(from: 3, context: context)"
+            ))
         // Every stage calls the user's hooks, once per version step: a lightweight step too.
-        #expect(plan.contains("fromVersion: FlightsSchemaV1.self, toVersion: FlightsSchemaV2.self,\n            willMigrate: { context in\n                try FlightsMigrationPlan.willMigrate(from: 1, context: context)"))
+        #expect(
+            plan.contains(
+                "fromVersion: FlightsSchemaV1.self, toVersion: FlightsSchemaV2.self,\n            willMigrate: { context in\n                try FlightsMigrationPlan.willMigrate(from: 1, context: context)"
+            ))
         #expect(plan.contains("try FlightsMigrationPlan.didMigrate(to: 2, context: context)"))
         #expect(plan.components(separatedBy: "FlightsMigrationPlan.willMigrate(from: 3,").count == 2 && plan.components(separatedBy: "FlightsMigrationPlan.didMigrate(to: 4,").count == 2)
         #expect(!plan.contains(".lightweight("))
