@@ -11,8 +11,9 @@ import Darwin
 /// Listens on a notification channel (`LISTEN`) with a connection of its own, on a thread of its
 /// own, and calls `onNotify` for each notification that arrives. A connection that is lost (a
 /// restarted server, a cut link) is made again with growing pauses; `onNotify` is also called
-/// after every (re)connection, since what was sent meanwhile is unknown, so the listener's user
-/// catches up from its own record (the store's history, by token).
+/// after every (re)connection, and after every failed attempt, since what was sent meanwhile is
+/// unknown: the listener's user catches up from its own record (the store's history, by token),
+/// every few seconds at most while no connection listens.
 ///
 ///     let listener = PostgresListener(target: url, channel: "schemagen_commits") { wake() }
 ///     defer { listener.stop() }
@@ -82,6 +83,8 @@ public final class PostgresListener: @unchecked Sendable {
                 (try? connection.execute("LISTEN \(PostgresDialect().quote(channel))")) != nil,
                 let socket = connection.socket
             else {
+                // No one listens: the user looks for itself, as often as attempts are made.
+                onNotify()
                 if wait(pause).stopped { return }
                 pause = min(pause * 2, 2)
                 continue
