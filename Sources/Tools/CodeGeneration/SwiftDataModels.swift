@@ -32,6 +32,26 @@ public struct SwiftDataEarlierForms: OptionSet, Sendable, Hashable {
     public static let uniquesOfAttributesOnly = SwiftDataEarlierForms(rawValue: 4)
 }
 
+/// Which unique lists a version's SwiftData models enforce, for telling when a later version
+/// starts enforcing one its predecessor's models did not.
+public enum SwiftDataUniqueness {
+    /// The unique lists of more than one member, or naming a relationship, that an entity's
+    /// model enforces with `#Unique` for `target` in `earlier` forms: a model without them (iOS
+    /// 17, or an earlier release's form) holds duplicates that the next model refuses.
+    public static func enforcedLists(_ entity: Entity, target: DeploymentTarget, earlier: SwiftDataEarlierForms) -> Set<[String]> {
+        guard target.hasConstraintMacros else { return [] }
+        var uniques = entity.uniques
+        if case .members(let members) = entity.primaryKey, members.count > 1 { uniques.insert(members, at: 0) }
+        return Set(
+            uniques.filter { members in
+                members.allSatisfy { name in
+                    guard let relationship = entity.relationship(named: name) else { return true }
+                    return !relationship.isToMany && !earlier.contains(.uniquesOfAttributesOnly)
+                }
+            })
+    }
+}
+
 /// One schema version as SwiftData models: the lines the `swiftdata/` templates arrange.
 /// Values logic-less templates cannot work out (attribute macros, declarations, initializers,
 /// `#Unique` and `#Index` lists) arrive ready-made.

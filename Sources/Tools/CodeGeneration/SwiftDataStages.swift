@@ -223,11 +223,12 @@ struct SwiftDataStage {
             // inferred step fails with Core Data's own error.
             let property = SwiftSyntax.identifier(previous.name)
             usesError = true
-            willMigrate += [
-                "for object in try context.fetch(FetchDescriptor<\(oldType(entity.name))>()) where object.\(property) == nil {",
-                "    throw \(errorType)(description: \"a \(entity.name) has no \(attribute.name), which version \(new.version) requires: fill it in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")",
-                "}",
-            ]
+            // A batch at a time, as the other loops: a large store is never held whole.
+            let missing =
+                "throw \(errorType)(description: \"a \(entity.name) has no \(attribute.name), which version \(new.version) requires: fill it in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")"
+            // In a scope of its own: the stage's other loops declare the same names.
+            willMigrate +=
+                ["do {"] + Self.batched(oldType(entity.name), sortedBy: sortKey(of: entity.name)) { object in ["if \(object).\(property) == nil { \(missing) }"] }.map { "    " + $0 } + ["}"]
             return
         }
         explain("Custom: \(subject) becomes required; willMigrate fills objects that lack it with \(value) first, or the inferred step would fail on them.")

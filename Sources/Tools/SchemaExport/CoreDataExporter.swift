@@ -23,6 +23,7 @@ public enum CoreDataExporter {
     /// `folderNames`: the folders a bundle being written over already gives versions
     /// (`existingFolderNames`), kept so the Xcode project's references to them hold.
     public static func bundle(_ versions: [Schema], name: String, folderNames: [Int: String] = [:]) -> [(path: String, contents: String)] {
+        let folderNames = usableFolderNames(folderNames, versions: versions, bundle: name)
         var files: [(String, String)] = []
         let modifiers = VersionHashModifiers.modifiers(versions)
         let identifiers = RenamingIdentifiers.chain(versions).identifiers
@@ -44,17 +45,25 @@ public enum CoreDataExporter {
     }
 
     /// The version each model folder of an existing bundle holds (its
-    /// `userDefinedModelVersionIdentifier`), by version: empty when there is no bundle.
+    /// `userDefinedModelVersionIdentifier`), by version: empty when there is no bundle. Xcode's
+    /// "Add Model Version" copies the identifier, so a version two folders claim is left out.
     public static func existingFolderNames(of bundle: String) -> [Int: String] {
-        var names: [Int: String] = [:]
+        var claims: [Int: [String]] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: bundle)) ?? [] where entry.hasSuffix(".xcdatamodel") {
             guard let text = FileManager.default.contents(atPath: bundle + "/" + entry + "/contents").flatMap({ String(data: $0, encoding: .utf8) }),
                 let start = text.range(of: "userDefinedModelVersionIdentifier=\""),
                 let version = Int(text[start.upperBound...].prefix { $0 != "\"" })
             else { continue }
-            names[version] = String(entry.dropLast(".xcdatamodel".count))
+            claims[version, default: []].append(String(entry.dropLast(".xcdatamodel".count)))
         }
-        return names
+        return claims.compactMapValues { $0.count == 1 ? $0[0] : nil }
+    }
+
+    /// `folderNames` where every version still gets a folder of its own; none of them otherwise
+    /// (a folder that holds another version than its name says), so no version overwrites another.
+    public static func usableFolderNames(_ folderNames: [Int: String], versions: [Schema], bundle: String) -> [Int: String] {
+        let names = versions.map { versionName($0, bundle: bundle, folderNames: folderNames) }
+        return Set(names).count == names.count ? folderNames : [:]
     }
 
     static func currentVersionPlist(_ folder: String) -> String {
@@ -145,9 +154,10 @@ public enum CoreDataExporter {
         // Core Data constrains and indexes attributes; lists that name a relationship travel as text.
         func namesRelationship(_ members: [String]) -> Bool { members.contains { entity.relationship(named: $0) != nil } }
         var uniques = entity.attributes.filter { $0.isUnique || ($0.isPrimaryKey && entity.primaryKeyColumns.count == 1) }.map { [$0.name] }
-        // A declared primary key is unique, as SwiftData's output makes it (`.unique`, `#Unique`).
-        if case .members(let members) = entity.primaryKey, !namesRelationship(members), !uniques.contains(members) { uniques.append(members) }
-        uniques += entity.uniques.filter { !namesRelationship($0) && !uniques.contains($0) }
+        // Uniqueness constraints are part of the entity's version hash (Apple's
+        // `uniquenessConstraints`): what earlier exports wrote stays as it was, so a declared key
+        // of several members is user info only, as before.
+        uniques += entity.uniques.filter { !namesRelationship($0) }
         let relationshipUniques = entity.uniques.filter(namesRelationship)
         if !relationshipUniques.isEmpty { info.append((CoreDataUserInfo.uniques, relationshipUniques.map { $0.joined(separator: ", ") }.joined(separator: "; "))) }
         let relationshipIndexes = entity.indexes.filter(namesRelationship)

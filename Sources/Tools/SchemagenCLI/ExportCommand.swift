@@ -73,7 +73,8 @@ public enum ExportCommand: Command {
             io.writeError("\(output): error: \(error)\n")
             return .usageOrIO
         }
-        let names = history.versions.map { CoreDataExporter.versionName($0.schema, bundle: bundleName, folderNames: folderNames) }
+        let written = CoreDataExporter.usableFolderNames(folderNames, versions: history.versions.map(\.schema), bundle: bundleName)
+        let names = history.versions.map { CoreDataExporter.versionName($0.schema, bundle: bundleName, folderNames: written) }
         io.writeError("wrote \(output): \(VerbalCount.count(names.count, "version")) (\(names.joined(separator: ", "))), current \(names.last ?? "none")\n")
         return .success
     }

@@ -254,7 +254,7 @@ public struct GenerationPipeline: Sendable {
         let dialects = configuration.dialects(of: schema)
         let reference = dialects.contains(.default) || dialects.isEmpty ? SQLDialectName.default : dialects[0]
         let released = ReleasedSwiftDataModels(
-            files: output.files,
+            files: output.files, target: configuration.deploymentTarget,
             otherForms: { form in
                 (try? Generator.generateSwiftData(
                     versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: form.target, typeAliases: configuration.typeAliases,
@@ -267,6 +267,7 @@ public struct GenerationPipeline: Sendable {
             released.kept[URL(fileURLWithPath: file.path).lastPathComponent].map { GeneratedFile(path: file.path, contents: $0, isUserOwned: file.isUserOwned) } ?? file
         }
         var diagnostics = history.diagnostics + released.diagnostics
+        diagnostics += newlyEnforcedUniques(versions, schema: schema, keptForms: released.keptForms)
         diagnostics += output.notes.map { note in
             let at = note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)
             guard note.isIncompleteStage else {
@@ -280,6 +281,33 @@ public struct GenerationPipeline: Sendable {
                 at: at)
         }
         return (written, diagnostics, released.records)
+    }
+
+    /// A version whose models enforce a unique list its predecessor's models did not (a new
+    /// `uniques:` list, the deployment target raised to iOS 18 after a release, `#Unique` now
+    /// taking a relationship): objects that share a value make the migration fail, so it is an
+    /// incomplete stage, as a newly unique attribute is.
+    func newlyEnforcedUniques(_ versions: [Schema], schema: Schema, keptForms: [String: ReleasedSwiftDataModels.Form]) -> [Diagnostic] {
+        func form(_ version: Schema) -> ReleasedSwiftDataModels.Form {
+            keptForms["\(schema.name)SchemaV\(version.version).swift"] ?? .init(target: configuration.deploymentTarget, earlier: [])
+        }
+        var diagnostics: [Diagnostic] = []
+        for (old, new) in zip(versions, versions.dropFirst()) {
+            let (before, after) = (form(old), form(new))
+            for entity in new.entities {
+                guard let previous = old.entity(named: entity.name) ?? entity.renamedFrom.flatMap(old.entity(named:)) else { continue }
+                let had = SwiftDataUniqueness.enforcedLists(previous, target: before.target, earlier: before.earlier)
+                for members in SwiftDataUniqueness.enforcedLists(entity, target: after.target, earlier: after.earlier).subtracting(had).sorted(by: { $0.joined() < $1.joined() }) {
+                    diagnostics.append(
+                        Diagnostic(
+                            configuration.allowIncompleteStages ? .warning : .error, code: SwiftDataCode.incompleteStage,
+                            message:
+                                "version \(new.version), \(entity.name): the stage into version \(new.version) cannot do its work alone: its models enforce the unique constraint [\(members.joined(separator: ", "))] (#Unique), which version \(old.version)'s models do not, so objects that share a value make the migration fail; remove the duplicates in willMigrate(from: \(old.version)) of \(schema.name)+MigrationPlan+Custom.swift, then generate with --allow-incomplete-stages",
+                            at: entity.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)))
+                }
+            }
+        }
+        return diagnostics
     }
 
     /// Every output file, with the migrations each schema's code embeds (the new ones included).

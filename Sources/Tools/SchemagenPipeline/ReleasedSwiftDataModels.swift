@@ -35,11 +35,16 @@ struct ReleasedSwiftDataModels {
     var records: [(directory: MigrationDirectory, file: String, contents: String)] = []
     /// Released versions' files as they were recorded, by file name, to write instead of the new text.
     var kept: [String: String] = [:]
+    /// The form each released file in another form was recorded in, by file name.
+    var keptForms: [String: Form] = [:]
 
     /// `otherForms` generates the same files in another form, asked only for a version whose
-    /// files differ from their record.
+    /// files differ from their record. `target` is this run's: a form that uses API it lacks
+    /// (`#Unique` and `#Index` when lowered from iOS 18 to 17) is no way out, since the app
+    /// would not compile.
     init(
-        files: [GeneratedFile], otherForms: (Form) -> [GeneratedFile], history: SchemaHistory, schema: Schema, directory: MigrationDirectory, allowChanges: Bool
+        files: [GeneratedFile], target: DeploymentTarget, otherForms: (Form) -> [GeneratedFile], history: SchemaHistory, schema: Schema, directory: MigrationDirectory,
+        allowChanges: Bool
     ) {
         func byFileName(_ files: [GeneratedFile]) -> [String: String] {
             Dictionary(files.map { (URL(fileURLWithPath: $0.path).lastPathComponent, $0.contents) }, uniquingKeysWith: { first, _ in first })
@@ -55,10 +60,11 @@ struct ReleasedSwiftDataModels {
         /// The text a released file is written with: the form its record matches, with the
         /// carried renaming identifiers; nil when no form matches.
         func released(_ name: String, recorded: String) -> String? {
-            for target in DeploymentTarget.allCases {
+            for recordedTarget in DeploymentTarget.allCases where target.hasConstraintMacros || !recordedTarget.hasConstraintMacros {
                 for earlier in Generator.everyEarlierForm {
-                    guard let text = form(Form(target: target, earlier: earlier))[name], Self.digest(text) == recorded else { continue }
-                    return form(Form(target: target, earlier: earlier.subtracting(.declaredRenamingIdentifiers)))[name]
+                    guard let text = form(Form(target: recordedTarget, earlier: earlier))[name], Self.digest(text) == recorded else { continue }
+                    keptForms[name] = Form(target: recordedTarget, earlier: earlier)
+                    return form(Form(target: recordedTarget, earlier: earlier.subtracting(.declaredRenamingIdentifiers)))[name]
                 }
             }
             return nil

@@ -187,8 +187,9 @@ func swiftDataOutput(
         #expect(plan.contains(".lightweight(fromVersion: TasksSchemaV2.self, toVersion: TasksSchemaV2_1.self)"))
         #expect(
             plan.contains(
-                "fromVersion: TasksSchemaV2_1.self, toVersion: TasksSchemaV3.self,\n            willMigrate: { context in\n                try TasksMigrationPlan.willMigrate(from: 2, context: context)\n                for object in try context.fetch(FetchDescriptor<TasksSchemaV2_1.ChecklistItem>()) where object.position == nil {\n                    throw TasksMigrationError("
+                "fromVersion: TasksSchemaV2_1.self, toVersion: TasksSchemaV3.self,\n            willMigrate: { context in\n                try TasksMigrationPlan.willMigrate(from: 2, context: context)\n                do {\n                    var offset = 0\n                    while true {\n                        var descriptor = FetchDescriptor<TasksSchemaV2_1.ChecklistItem>()"
             ), "\(plan)")
+        #expect(plan.contains("if object.position == nil { throw TasksMigrationError(description: \"a ChecklistItem has no position, which version 3 requires"))
         #expect(plan.components(separatedBy: "TasksMigrationPlan.willMigrate(from: 2,").count == 2, "once per version step")
         let intermediate = try String(contentsOfFile: output + "/Tasks/TasksSchemaV2_1.swift", encoding: .utf8)
         #expect(intermediate.contains("Schema.Version(2, 1, 0)") && intermediate.contains("public var position: Int?"))
@@ -408,6 +409,57 @@ func swiftDataOutput(
         #expect(check.passed, "\(check.output)")
         let older = try swiftDataOutput(schemas: schema, migrations: temporaryFolder().path, deploymentTarget: .ios17)
         #expect(older.warnings.contains { $0.message.contains("the unique constraint [car, day] needs #Unique, which is iOS 18") })
+    }
+
+    /// A unique list that version 1's iOS 17 models left out is enforced by version 2's iOS 18
+    /// `#Unique`: objects that share a value would fail the migration, so generate says so, as it
+    /// does for a newly unique attribute. Lowering the target under a released iOS 18 version is
+    /// refused: its kept `#Unique` would not compile for iOS 17.
+    @Test func uniquesFirstEnforcedAfterRaisingTheTargetAreIncompleteStages() throws {
+        let v1 = "schema: Shelf\nversion: 1\nentities:\n  Book:\n    attributes:\n      title: String\n      shelf: String\n    uniques: [[title, shelf]]\n"
+        let project = try plannedHistory(texts: [v1], name: "Shelf")
+        let migrations = project.appendingPathComponent("Migrations")
+        func run(_ target: DeploymentTarget, allow: Bool = false) -> GenerationPipeline.Report {
+            GenerationPipeline(
+                .init(
+                    schemas: [project.appendingPathComponent("Schemas").path], output: project.appendingPathComponent("AppModels").path,
+                    migrations: migrations.path, cacheFolder: temporaryFolder().path, target: .swiftdata, deploymentTarget: target, allowIncompleteStages: allow)
+            ).run(.write)
+        }
+        guard case .generated = run(.ios17).outcome else {
+            Issue.record("version 1 generates at iOS 17")
+            return
+        }
+        let v2 = v1.replacingOccurrences(of: "version: 1", with: "version: 2").replacingOccurrences(of: "      shelf: String\n", with: "      shelf: String\n      note: String?\n")
+        try v2.write(to: project.appendingPathComponent("Schemas/Shelf.yaml"), atomically: true, encoding: .utf8)
+        let planned = GenerationPipeline(
+            .init(schemas: [project.appendingPathComponent("Schemas").path], output: temporaryFolder().path, migrations: migrations.path, allowDestructive: true)
+        ).run(.migrationsOnly)
+        guard case .migrations = planned.outcome else {
+            Issue.record("version 2 is planned, got \(planned.outcome)")
+            return
+        }
+        let raised = run(.ios18)
+        guard case .stopped = raised.outcome else {
+            Issue.record("the newly enforced unique list stops generate, got \(raised.outcome)")
+            return
+        }
+        #expect(
+            raised.diagnostics.contains(
+                "version 2, Book: the stage into version 2 cannot do its work alone: its models enforce the unique constraint [title, shelf] (#Unique), which version 1's models do not"),
+            "\(raised.diagnostics)")
+        guard case .generated = run(.ios18, allow: true).outcome else {
+            Issue.record("allowed, it generates")
+            return
+        }
+
+        // Released at iOS 18 with #Unique: iOS 17 cannot keep it, and cannot change it silently.
+        let lowered = run(.ios17)
+        guard case .stopped = lowered.outcome else {
+            Issue.record("lowering the target under a released iOS 18 version stops generate, got \(lowered.outcome)")
+            return
+        }
+        #expect(lowered.diagnostics.contains("ShelfSchemaV2.swift, the models of released version 2, would change"), "\(lowered.diagnostics)")
     }
 
     /// The generated code can fail the check: a misspelled option in it is refused.

@@ -182,19 +182,29 @@ import Testing
         #expect(back.first?.entity(named: "Book")?.attributes.map(\.name) == ["serial", "title"])
     }
 
-    /// A declared primary key is unique in Core Data too, as SwiftData's output makes it:
-    /// Users' `primaryKey: [identifier]` is a uniqueness constraint beside `email`'s.
-    @Test func aDeclaredPrimaryKeyIsAUniquenessConstraint() throws {
-        let schema = try #require(SchemaLoader.load(file: repositoryRoot.appendingPathComponent("Schemas/Users.yaml").path).schema)
-        let contents = CoreDataExporter.model(schema)
-        guard case .success(let root) = XMLTree.parse(Array(contents.utf8)) else {
-            Issue.record("not XML")
-            return
+    /// Folders an existing bundle gives versions are kept only where each version keeps a
+    /// folder of its own: Xcode's "Add Model Version" copies `userDefinedModelVersionIdentifier`,
+    /// so two folders may claim one version, and a folder may hold another version than its name.
+    @Test func existingFolderNamesNeverMakeTwoVersionsShareAFolder() throws {
+        let versions = try (1...3).map { version in
+            try #require(SchemaLoader.load(source: SourceFile(path: "Shelf.yaml", text: "schema: Shelf\nversion: \(version)\nentities:\n  Book:\n    attributes:\n      title: String\n")).schema)
         }
-        let user = try #require(root.children(named: "entity").first { $0["name"] == "User" })
-        let constraints = user.children(named: "uniquenessConstraints").flatMap { $0.children(named: "uniquenessConstraint") }
-            .map { $0.children(named: "constraint").compactMap { $0["value"] } }
-        #expect(constraints.contains(["identifier"]) && constraints.contains(["email"]), "\(constraints)")
+        let bundle = temporaryFolder().appendingPathComponent("Shelf.xcdatamodeld")
+        func folder(_ name: String, holding version: Int) throws {
+            let url = bundle.appendingPathComponent("\(name).xcdatamodel")
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try Data("<model userDefinedModelVersionIdentifier=\"\(version)\"/>".utf8).write(to: url.appendingPathComponent("contents"))
+        }
+        try folder("Shelf 1", holding: 1)
+        try folder("Shelf 2", holding: 2)
+        try folder("Shelf copy", holding: 2)
+        let names = CoreDataExporter.existingFolderNames(of: bundle.path)
+        #expect(names == [1: "Shelf 1"], "version 2 is claimed twice: \(names)")
+        let paths = CoreDataExporter.bundle(versions, name: "Shelf", folderNames: names).map(\.path).sorted()
+        #expect(paths == [".xccurrentversion", "Shelf 1.xcdatamodel/contents", "Shelf 2.xcdatamodel/contents", "Shelf 3.xcdatamodel/contents"])
+        // `Shelf` holds version 3, where version 1 would go by default: the defaults are used.
+        let clash = CoreDataExporter.bundle(versions, name: "Shelf", folderNames: [3: "Shelf"]).map(\.path)
+        #expect(Set(clash).count == clash.count && clash.contains("Shelf.xcdatamodel/contents") && clash.contains("Shelf 3.xcdatamodel/contents"), "\(clash)")
     }
 
     /// A value type is a composite attribute, which Core Data has from iOS 17: export says so at
