@@ -2,10 +2,12 @@
 ///
 /// A model's version hash covers, per Apple's "Understanding Versions", each entity's name and
 /// each property's: for an attribute its name, optionality, transience, read-only flag and type;
-/// for a relationship its destination, counts, delete rule and inverse. A version that changes
-/// only what lies outside (`.unique`, `.allowsCloudEncryption`, `.preserveValueOnDeletion`,
-/// `.spotlight`, a default, a transient attribute, which SwiftData does not model at all) hashes
-/// as the version before it: SwiftData refuses a plan with two equal version checksums, and Core
+/// for a relationship its destination, counts, delete rule and inverse. Apple's
+/// `uniquenessConstraints` page adds an entity's uniqueness constraints; they are left out of
+/// `inputs` here, which only adds a modifier where one was not needed. A version that changes
+/// only what lies outside (`.allowsCloudEncryption`, `.preserveValueOnDeletion`, `.spotlight`, a
+/// default, a transient attribute, which SwiftData does not model at all) hashes as the version
+/// before it: SwiftData refuses a plan with two equal version checksums, and Core
 /// Data takes the two for one model. Such a version gets a modifier on one attribute, derived
 /// from its version number, so every version's hash differs from all earlier ones'.
 ///

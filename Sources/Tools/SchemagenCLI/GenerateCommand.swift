@@ -87,9 +87,10 @@ public enum GenerateCommand: Command {
     /// shape it, as this run was given them.
     static func rerun(_ arguments: ParsedArguments) -> String {
         var command = "schemagen generate"
-        for option in ["schema", "output", "templates", "migrations", "target", "deployment-target", "typealias-prefix", "typealiases"] {
+        for option in ["schema", "output", "templates", "migrations", "dialect", "target", "deployment-target", "typealias-prefix", "typealiases"] {
             for value in arguments.values(option) { command += " --\(option) \(shellWord(value))" }
         }
+        for flag in ["single-file", "allow-incomplete-stages"] where arguments.flag(flag) { command += " --\(flag)" }
         return command
     }
 
