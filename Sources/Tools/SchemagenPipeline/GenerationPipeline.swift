@@ -268,7 +268,20 @@ public struct GenerationPipeline: Sendable {
         }
         var diagnostics = history.diagnostics + released.diagnostics
         diagnostics += newlyEnforcedUniques(versions, schema: schema, keptForms: released.keptForms)
-        diagnostics += output.notes.map { note in
+        // What a kept version's models cannot say is what its kept file says; the stages (the
+        // plan is never kept) are this run's.
+        var keptVersions: [Int: ReleasedSwiftDataModels.Form] = [:]
+        for version in versions {
+            if let form = released.keptForms["\(schema.name)SchemaV\(version.version).swift"] { keptVersions[version.version] = form }
+        }
+        var notes = output.notes.filter { $0.isIncompleteStage || keptVersions[$0.version] == nil }
+        for form in Set(keptVersions.values) {
+            let kept = try Generator.generateSwiftData(
+                versions: versions, sourceFile: sourceFile, templates: templates, deploymentTarget: form.target, typeAliases: configuration.typeAliases,
+                earlierForms: form.earlier)
+            notes += kept.notes.filter { !$0.isIncompleteStage && keptVersions[$0.version] == form }
+        }
+        diagnostics += notes.map { note in
             let at = note.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)
             guard note.isIncompleteStage else {
                 return Diagnostic(.warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)", at: at)
