@@ -24,6 +24,7 @@ public enum CoreDataLightweightCheck {
     ///     let warnings = CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: "Flights")
     public static func findings(_ versions: [Schema], bundle: String) -> [Diagnostic] {
         var findings: [Diagnostic] = []
+        func add(_ code: Code, _ message: String, at location: SourceLocation?) { findings.append(Diagnostic(.warning, code: code, message: message, at: location)) }
         for (old, new) in zip(versions, versions.dropFirst()) {
             let step = "'\(CoreDataExporter.versionName(old, bundle: bundle))' to '\(CoreDataExporter.versionName(new, bundle: bundle))'"
             for entity in new.entities {
@@ -54,31 +55,25 @@ public enum CoreDataLightweightCheck {
             for entity in newest.entities {
                 for attribute in entity.attributes {
                     if let composite = CoreDataType.of(attribute.type, in: newest).composite {
-                        findings.append(
-                            Diagnostic(
-                                .warning, code: Code.compositeNeedsIOS17,
-                                message:
-                                    "\(entity.name).\(attribute.name) is the value type \(composite), exported as a composite attribute, which Core Data has from iOS 17 and macOS 14 only; for an app that supports earlier systems, make its fields attributes of their own or store it as Data",
-                                at: attribute.location ?? entity.location))
+                        add(
+                            .compositeNeedsIOS17,
+                            "\(entity.name).\(attribute.name) is the value type \(composite), exported as a composite attribute, which Core Data has from iOS 17 and macOS 14 only; for an app that supports earlier systems, make its fields attributes of their own or store it as Data",
+                            at: attribute.location ?? entity.location)
                     }
                     guard let placeholder = CoreDataExporter.cloudKitPlaceholder(ExportedAttribute(attribute), in: newest) else { continue }
                     let shown = placeholder.0 == "defaultDateTimeInterval" ? "2001-01-01T00:00:00Z" : placeholder.1
-                    findings.append(
-                        Diagnostic(
-                            .warning, code: Code.placeholderDefault,
-                            message:
-                                "\(entity.name).\(attribute.name): CloudKit needs a default in the model, and Core Data cannot compute one when an object is made, so the model's default is \(shown); set the real value in the app (awakeFromInsert, or where it makes the object)",
-                            at: attribute.location ?? entity.location))
+                    add(
+                        .placeholderDefault,
+                        "\(entity.name).\(attribute.name): CloudKit needs a default in the model, and Core Data cannot compute one when an object is made, so the model's default is \(shown); set the real value in the app (awakeFromInsert, or where it makes the object)",
+                        at: attribute.location ?? entity.location)
                 }
             }
         }
         for clash in RenamingIdentifiers.chain(versions).clashes {
-            findings.append(
-                Diagnostic(
-                    .warning, code: Code.identifierClash,
-                    message:
-                        "\(clash.second) shares the renaming identifier '\(clash.identifier)' with \(clash.first) in '\(bundle) \(clash.version)', so Core Data could move one's stored values into the other; rename one of them",
-                    at: clash.location))
+            add(
+                .identifierClash,
+                "\(clash.second) shares the renaming identifier '\(clash.identifier)' with \(clash.first) in '\(bundle) \(clash.version)', so Core Data could move one's stored values into the other; rename one of them",
+                at: clash.location)
         }
         return findings
     }
