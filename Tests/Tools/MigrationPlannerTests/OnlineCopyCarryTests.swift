@@ -38,7 +38,7 @@ struct OnlineCopyCarryTests {
     /// What the DBA made by hand, as the issue lists it, and more.
     static let handMade = """
         CREATE EXTENSION IF NOT EXISTS btree_gist;
-        DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'carry_reporter') THEN CREATE ROLE carry_reporter; END IF; END $$;
+        DO $$ BEGIN CREATE ROLE carry_reporter; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
         CREATE TABLE regions (code text PRIMARY KEY);
         INSERT INTO regions VALUES ('eu'), ('us');
         CREATE INDEX dba_big_orders ON orders (customer) INCLUDE (region) WITH (fillfactor = 70) WHERE total_cents > 1000;
@@ -142,7 +142,7 @@ struct OnlineCopyCarryTests {
         let (connection, migrator) = try OnlineCopyTests.atVersion1(Self.v1, to: Self.v2)
         try connection.execute(
             """
-            DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'carry_reporter') THEN CREATE ROLE carry_reporter; END IF; END $$;
+            DO $$ BEGIN CREATE ROLE carry_reporter; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
             ALTER TABLE orders ALTER COLUMN id SET INCREMENT BY -1 SET MINVALUE -1000000;
             INSERT INTO orders (customer, total_cents, region) SELECT 'c' || i, 500 + i, 'eu' FROM generate_series(1, 300) AS i;
             ALTER TABLE orders ADD CONSTRAINT dba_positive CHECK (total_cents > 0);
