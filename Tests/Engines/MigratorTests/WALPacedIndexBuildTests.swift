@@ -37,7 +37,7 @@ struct WALPacedIndexBuildTests {
             _ = try Migrator(database: PostgresMigrationDatabase(connection), schema: "Events", scripts: scripts).up(.version(1))
             try connection.execute("INSERT INTO events (name, score) SELECT md5(i::text), i FROM generate_series(1, 200000) AS i")
             var options = Migrator.Options()
-            options.maxWALMegabytesPerSecond = 4
+            options.maxWALMegabytesPerSecond = 1
             let seen = EventLog()
             _ = try Migrator(database: PostgresMigrationDatabase(try PostgresConnection(url)), schema: "Events", scripts: scripts).up(options: options) { event in
                 switch event {
@@ -50,7 +50,7 @@ struct WALPacedIndexBuildTests {
             guard case .integer(let built)? = indexes.first?.first else { return seen.events + ["valid indexes unknown"] }
             return seen.events + ["valid indexes \(built)"]
         }
-        // Each build's WAL (an index of 200,000 rows: several MB) is seconds of a 4 MB/s
+        // Each build's WAL (an index of 200,000 rows: several MB) is seconds of a 1 MB/s
         // budget: the section after the first build starts with a wait.
         let sections = events.enumerated().filter { $0.element.hasPrefix("section") }.map(\.offset)
         let pacedAfterFirstSection = sections.first.map { first in events[(first + 1)...].contains("paced") } ?? false
