@@ -165,7 +165,7 @@ public enum Generator {
     typealias SwiftDataChainLink = (schema: Schema, minor: Int, addedDefaults: [String: String])
 
     /// The chain the plan lists: each version as its models say it, with the step a type change
-    /// needs between two of them (`SwiftDataTypeChangeSplit`), and the stages between them.
+    /// needs between two of them (`SwiftDataIntermediateStep`), and the stages between them.
     static func swiftDataChain(_ versions: [Schema]) -> (chain: [SwiftDataChainLink], stages: [SwiftDataStage]) {
         var stages: [SwiftDataStage] = []
         var chain: [SwiftDataChainLink] = versions.first.map { [($0, 0, [:])] } ?? []
@@ -180,30 +180,24 @@ public enum Generator {
                 }
             }
             let old = chain[chain.count - 1].schema
-            guard let split = SwiftDataTypeChangeSplit(from: old, to: new) else {
-                if let added = SwiftDataNewRequiredSplit(from: old, to: new) {
-                    // The user's willMigrate hook fills the new attributes on the step's models,
-                    // where they exist: the hooks run in the second stage only.
-                    let first = SwiftDataStage(from: old, to: added.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1, hooks: (false, false))
-                    let second = SwiftDataStage(from: added.intermediate, to: new, fromMinor: 1, userFilled: added.added, hooks: (true, true))
-                    stages += [first, second]
-                    chain.append((added.intermediate, 1, first.addedDefaults))
-                    chain.append((new, 0, second.addedDefaults))
-                    continue
-                }
+            guard let step = SwiftDataIntermediateStep(from: old, to: new) else {
                 let stage = SwiftDataStage(from: old, to: new, fromMinor: chain[chain.count - 1].minor)
                 stages.append(stage)
                 chain.append((new, 0, stage.addedDefaults))
                 continue
             }
-            var first = SwiftDataStage(from: old, to: split.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1)
-            for copy in split.copies { first.fillConverted(copy.copy, from: copy.source, of: copy.entity, final: copy.final) }
-            let second = SwiftDataStage(from: split.intermediate, to: split.final, fromMinor: 1, filled: split.filled)
+            // Values the user fills exist only on the intermediate's models: the plan's hooks
+            // then run in the second stage, else around the step as usual.
+            let hooksInSecond = !step.userFilled.isEmpty
+            var first = SwiftDataStage(
+                from: old, to: step.intermediate, fromMinor: chain[chain.count - 1].minor, toMinor: 1, hooks: (!hooksInSecond, false))
+            for copy in step.copies { first.fillConverted(copy.copy, from: copy.source, of: copy.entity, final: copy.final) }
+            let second = SwiftDataStage(from: step.intermediate, to: step.final, fromMinor: 1, filled: step.filled, userFilled: step.userFilled, hooks: (hooksInSecond, true))
             stages += [first, second]
-            chain.append((split.intermediate, 1, first.addedDefaults))
-            chain.append((split.final, 0, second.addedDefaults))
-            for entity in split.final.entities {
-                for attribute in entity.attributes where split.copies.contains(where: { $0.copy.name == attribute.renamedFrom && $0.final.name == attribute.name }) {
+            chain.append((step.intermediate, 1, first.addedDefaults))
+            chain.append((step.final, 0, second.addedDefaults))
+            for entity in step.final.entities {
+                for attribute in entity.attributes where step.copies.contains(where: { $0.copy.name == attribute.renamedFrom && $0.final.name == attribute.name }) {
                     identifiers["\(entity.name).\(attribute.name)"] = attribute.renamedFrom
                 }
             }
@@ -231,6 +225,12 @@ public enum Generator {
             "stages": .listed(stages.map(\.value)),
             "usesCarriers": .bool(stages.contains { !$0.carriers.isEmpty }),
             "usesError": .bool(stages.contains { !$0.carriers.isEmpty || $0.usesError }),
+            // What the user's hooks must do, as #warning texts in the hooks file written once.
+            "hasWorkToDo": .bool(stages.contains { $0.notes.contains(where: \.isIncompleteStage) }),
+            "workToDo": .lines(
+                stages.flatMap(\.notes).filter(\.isIncompleteStage).map { note in
+                    SwiftSyntax.stringLiteral("version \(note.version), \(note.subject): \(note.message)")
+                }),
         ]
         let types = current.entities.map { ($0.name, $0.location) } + current.enums.map { ($0.name, $0.location) } + current.values.map { ($0.name, $0.location) }
         plan["typeNames"] = .lines(types.map { SwiftSyntax.identifier($0.0) })

@@ -100,6 +100,10 @@ struct SwiftDataStage {
                 carryRenamedEntity(before, entity)
             } else {
                 explain("Lightweight: adds the entity \(entity.name).")
+                if let owner = movedInPlace(into: entity) {
+                    fillSplit(entity, from: owner)
+                    continue
+                }
                 for attribute in entity.attributes {
                     guard let moved = attribute.movedFrom, let source = old.entity(named: moved.entity), let sourceAttribute = source.attribute(named: moved.attribute) else { continue }
                     carrySplit(attribute, of: entity, from: sourceAttribute, of: source)
@@ -145,13 +149,14 @@ struct SwiftDataStage {
             } else if !previous.isOptional && attribute.isOptional {
                 explain("Lightweight: \(subject) becomes optional.")
             }
-            if attribute.isUnique && !previous.isUnique {
-                note(subject, "\(subject) becomes unique, and objects that share a value make the migration fail; remove the duplicates in willMigrate(from: \(old.version)) of the plan's hooks")
-            }
+            if attribute.isUnique && !previous.isUnique { checkUnique(previous, becoming: attribute, of: before) }
         }
         for attribute in before.attributes where !attribute.isTransient && !matched.contains(attribute.name) {
             let movedAway = new.entities.contains { entity in entity.attributes.contains { $0.movedFromText == "\(before.name).\(attribute.name)" } }
-            if !movedAway { explain("Lightweight: removes \(before.name).\(attribute.name) and its values.") }
+            explain(
+                movedAway
+                    ? "Lightweight: removes \(before.name).\(attribute.name), whose values are now in the entity it moved into."
+                    : "Lightweight: removes \(before.name).\(attribute.name) and its values.")
         }
         var matchedRelationships: Set<String> = []
         for relationship in after.relationships {
@@ -226,14 +231,12 @@ struct SwiftDataStage {
             // A batch at a time, as the other loops: a large store is never held whole.
             let missing =
                 "throw \(errorType)(description: \"a \(entity.name) has no \(attribute.name), which version \(new.version) requires: fill it in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")"
-            // In a scope of its own: the stage's other loops declare the same names.
-            willMigrate +=
-                ["do {"] + Self.batched(oldType(entity.name), sortedBy: sortKey(of: entity.name)) { object in ["if \(object).\(property) == nil { \(missing) }"] }.map { "    " + $0 } + ["}"]
+            willMigrate += Self.batched(oldType(entity.name)) { object in ["if \(object).\(property) == nil { \(missing) }"] }
             return
         }
         explain("Custom: \(subject) becomes required; willMigrate fills objects that lack it with \(value) first, or the inferred step would fail on them.")
         let property = SwiftSyntax.identifier(previous.name)
-        willMigrate += Self.batched(oldType(entity.name), sortedBy: sortKey(of: entity.name)) { object in ["if \(object).\(property) == nil { \(object).\(property) = \(value) }"] }
+        willMigrate += Self.batched(oldType(entity.name)) { object in ["if \(object).\(property) == nil { \(object).\(property) = \(value) }"] }
     }
 
     private mutating func carryConverted(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
@@ -263,33 +266,23 @@ struct SwiftDataStage {
             "Custom: \(entity.name).\(final.name) changes type from \(source.type) to \(copy.type); this step adds \(copy.name) beside it and didMigrate fills it with each value converted, the next renames it \(final.name)."
         )
         let property = SwiftSyntax.identifier(copy.name), old = SwiftSyntax.identifier(source.name)
-        didMigrate += Self.batched(newType(entity.name), sortedBy: sortKey(of: entity.name)) { object in
+        didMigrate += Self.batched(newType(entity.name)) { object in
             source.isOptional
                 ? ["if let value = \(object).\(old) { \(object).\(property) = \(converted.expression) }"]
                 : ["let value = \(object).\(old)", "\(object).\(property) = \(converted.expression)"]
         }
     }
 
-    /// A loop over every object of a model, fetched a batch at a time so a large store is not
-    /// held in memory at once, saving after each batch; in the order of `sortKey` (a unique
-    /// attribute), so the pages do not overlap, else in the store's own order.
-    static func batched(_ model: String, sortedBy sortKey: String? = nil, _ body: (String) -> [String]) -> [String] {
-        [
-            "var offset = 0",
-            "while true {",
-            "    var descriptor = FetchDescriptor<\(model)>()",
-        ] + (sortKey.map { ["    descriptor.sortBy = [SortDescriptor(\\.\($0))]"] } ?? []) + [
-            "    descriptor.fetchLimit = 500",
-            "    descriptor.fetchOffset = offset",
-            "    let batch = try context.fetch(descriptor)",
-            "    if batch.isEmpty { break }",
-            "    for object in batch {",
-        ] + body("object").map { "        " + $0 } + [
-            "    }",
-            "    try context.save()",
-            "    offset += batch.count",
-            "}",
-        ]
+    /// A loop over every object of a model, a batch at a time so a large store is not held in
+    /// memory at once, saving after each batch. `fetch(_:batchSize:)` (iOS 17) fixes the list of
+    /// objects when it runs and brings them in as they are reached, so the loop sees each object
+    /// once whatever it changes; pages by `fetchOffset` would need an order no change can move.
+    static func batched(_ model: String, _ body: (String) -> [String]) -> [String] {
+        ["for (index, object) in try context.fetch(FetchDescriptor<\(model)>(), batchSize: 500).enumerated() {"]
+            + body("object").map { "    " + $0 } + [
+                "    if index % 500 == 499 { try context.save() }",
+                "}",
+            ]
     }
 
     /// What identifies an entity's objects on both sides of the stage: a required unique
@@ -316,7 +309,7 @@ struct SwiftDataStage {
         let key = carryKey(of: entity)
         carriers.append("let \(carrier) = \(carrierType)<\(key.type), \(SwiftSyntax.typeName(attribute.type))>()")
         let old = SwiftSyntax.identifier(attribute.name)
-        willMigrate += Self.batched(oldType(entity), sortedBy: sortKey(of: entity)) { object in
+        willMigrate += Self.batched(oldType(entity)) { object in
             attribute.isOptional
                 ? ["if let value = \(object).\(old) { \(carrier).keep(value, for: \(object).\(key.expression)) }"]
                 : ["\(carrier).keep(\(object).\(old), for: \(object).\(key.expression))"]
@@ -324,16 +317,88 @@ struct SwiftDataStage {
         return (carrier, key.expression)
     }
 
-    /// The unique attribute pages of an entity's objects are sorted by, when it has one whose
-    /// type sorts (text, numbers, dates).
-    func sortKey(of entity: String) -> String? {
-        let key = carryKey(of: entity)
-        let sortable = ["String", "Int", "Int8", "Int16", "Int32", "Int64", "Double", "Float", "Date"]
-        return key.expression != "persistentModelID" && sortable.contains(key.type) ? key.expression : nil
-    }
-
     /// The error a custom stage throws when a carried value finds no object to go to.
     var errorType: String { "\(new.name)MigrationError" }
+
+    /// The entity a new entity's moved attributes come from, when this stage's new models still
+    /// have them there (the intermediate step of `SwiftDataIntermediateStep`).
+    private func movedInPlace(into entity: Entity) -> Entity? {
+        let moved = entity.attributes.filter { $0.movedFrom != nil }
+        guard let ownerName = moved.first?.movedFrom?.entity, old.entity(named: ownerName) != nil, let owner = new.entity(named: ownerName),
+            moved.allSatisfy({ $0.movedFrom?.entity == ownerName && owner.attribute(named: $0.movedFrom!.attribute) != nil }),
+            entity.relationships.contains(where: { !$0.isToMany && $0.target == ownerName })
+        else { return nil }
+        return owner
+    }
+
+    /// An attribute that becomes unique: objects that share a value make the inferred step
+    /// fail with Core Data's own error, so `willMigrate` looks for them first, after the user's
+    /// hook had its chance to remove them, and stops with one that says what to do. The value
+    /// is not in the message: it may be a secret (an encrypted attribute).
+    private mutating func checkUnique(_ previous: Attribute, becoming attribute: Attribute, of entity: Entity) {
+        let subject = "\(entity.name).\(attribute.name)"
+        guard case .scalar = previous.type else {
+            note(subject, "\(subject) becomes unique, and objects that share a value make the migration fail; remove the duplicates in willMigrate(from: \(old.version)) of the plan's hooks")
+            return
+        }
+        explain(
+            "Custom: \(subject) becomes unique; willMigrate stops the migration with what to do when two objects share a value (remove the duplicates in willMigrate(from: \(old.version)) of the plan's hooks), which the inferred step would fail on.")
+        usesError = true
+        let seen = "seen" + carrierName([entity.name, previous.name]).dropFirst("carried".count)
+        let property = SwiftSyntax.identifier(previous.name)
+        let shared =
+            "throw \(errorType)(description: \"two \(entity.name) objects share a value of \(previous.name), which version \(new.version) makes unique: remove or change the duplicates in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")"
+        willMigrate += ["var \(seen) = Set<\(SwiftSyntax.typeName(previous.type))>()"]
+        willMigrate += Self.batched(oldType(entity.name)) { object in
+            previous.isOptional
+                ? ["if let value = \(object).\(property), !\(seen).insert(value).inserted { \(shared) }"]
+                : ["if !\(seen).insert(\(object).\(property)).inserted { \(shared) }"]
+        }
+    }
+
+    /// The intermediate step of a split: the new entity and the attributes it takes both exist
+    /// on this stage's new models, so `didMigrate` makes one object per owner that has a value,
+    /// linked to it; the next stage drops the old attributes.
+    private mutating func fillSplit(_ entity: Entity, from owner: Entity) {
+        guard let link = entity.relationships.first(where: { !$0.isToMany && $0.target == owner.name }) else { return }
+        var bindings: [String] = []
+        var anyValue: [String] = []
+        var arguments: [String] = []
+        for attribute in entity.attributes where !attribute.isTransient {
+            guard let moved = attribute.movedFrom, let source = owner.attribute(named: moved.attribute) else { continue }
+            let read = "object.\(SwiftSyntax.identifier(source.name))"
+            let sameType = SwiftSyntax.typeName(source.type) == SwiftSyntax.typeName(attribute.type)
+            let converted = sameType ? nil : Self.conversion("$0", from: source.type, to: attribute.type)
+            guard sameType || (converted != nil && (!converted!.failable || attribute.isOptional)) else {
+                note("\(entity.name).\(attribute.name)", "\(entity.name).\(attribute.name) moves from \(owner.name).\(source.name) with a type that has no conversion")
+                return
+            }
+            let value: String
+            if !source.isOptional {
+                value = converted == nil ? read : Self.conversion(read, from: source.type, to: attribute.type)!.expression
+            } else if attribute.isOptional {
+                anyValue.append("\(read) != nil")
+                value = converted.map { "\(read).\($0.failable ? "flatMap" : "map") { \($0.expression) }" } ?? read
+            } else {
+                // A required attribute from an optional one: only owners with a value get an object.
+                let name = "moved\(bindings.count)"
+                bindings.append("let \(name) = \(read)")
+                value = converted == nil ? name : Self.conversion(name, from: source.type, to: attribute.type)!.expression
+            }
+            arguments.append("\(SwiftSyntax.identifier(attribute.name)): \(value)")
+        }
+        arguments.append("\(SwiftSyntax.identifier(link.name)): object")
+        let insert = "context.insert(\(newType(entity.name))(\(arguments.joined(separator: ", "))))"
+        let sources = entity.attributes.compactMap(\.movedFrom).map { "\(owner.name).\($0.attribute)" }.joined(separator: ", ")
+        explain(
+            "Custom: \(sources) move\(sources.contains(",") ? "" : "s") into the new entity \(entity.name); this step adds it beside them and didMigrate makes a \(entity.name) for each \(owner.name) with a value, linked to it; the next step removes the old attributes."
+        )
+        didMigrate += Self.batched(newType(owner.name)) { _ in
+            if !bindings.isEmpty { return ["if \(bindings.joined(separator: ", ")) {", "    \(insert)", "}"] }
+            if anyValue.count == arguments.count - 1 { return ["if \(anyValue.joined(separator: " || ")) {", "    \(insert)", "}"] }
+            return [insert]
+        }
+    }
 
     /// Values of an attribute that moved into a new entity (a split): kept per owner, then
     /// inserted as the new entity's objects linked to their owner.
@@ -635,5 +700,81 @@ struct SwiftDataNewRequiredSplit {
         guard !added.isEmpty else { return nil }
         self.intermediate = intermediate
         self.added = added
+    }
+}
+
+/// A version step the inferred migration cannot take with handlers alone, through an
+/// intermediate version (as Apple describes staged migrations: each stage one kind of change).
+/// The intermediate is the old version with what the step needs beside it:
+/// - a copy of each attribute that changes type, in its new type (`SwiftDataTypeChangeSplit`);
+/// - each new required attribute without a default or literal backfill, optional, for the
+///   plan's `willMigrate` hook to fill (`SwiftDataNewRequiredSplit`);
+/// - each new entity that attributes move into, linked to the entity they come from, so the
+///   first stage's `didMigrate` makes its objects from values on the same models, with no
+///   identity carried across an inferred step.
+/// The second stage is then the inferred step from the intermediate to the new version, with
+/// the checks that every required value is there.
+struct SwiftDataIntermediateStep {
+    let intermediate: Schema
+    let final: Schema
+    let copies: [(entity: Entity, source: Attribute, copy: Attribute, final: Attribute)]
+    /// Copies every object has a value in (`Entity.copy`).
+    let filled: Set<String>
+    /// Attributes the user fills in the plan's `willMigrate` hook (`Entity.attribute`): the
+    /// hooks then run in the second stage, where those attributes exist.
+    let userFilled: Set<String>
+    /// New entities the intermediate adds for moved attributes.
+    let splitEntities: Set<String>
+
+    init?(from old: Schema, to new: Schema) {
+        let typeChange = SwiftDataTypeChangeSplit(from: old, to: new)
+        var intermediate = typeChange?.intermediate ?? old
+        let final = typeChange?.final ?? new
+        let added = SwiftDataNewRequiredSplit(from: intermediate, to: final)
+        intermediate = added?.intermediate ?? intermediate
+        let splitEntities = Self.addSplitEntities(to: &intermediate, old: old, final: final)
+        guard typeChange != nil || added != nil || !splitEntities.isEmpty else { return nil }
+        self.intermediate = intermediate
+        self.final = final
+        self.copies = typeChange?.copies ?? []
+        self.filled = typeChange?.filled ?? []
+        self.userFilled = added?.added ?? []
+        self.splitEntities = splitEntities
+    }
+
+    /// Adds to `intermediate` each new entity of `final` that attributes move into from one
+    /// old entity, as `final` declares it but with only its link to that entity (and the link's
+    /// inverse on it); the names of those added. An entity is left to the stage's own carrying
+    /// (`SwiftDataStage.carrySplit`, which says why it cannot) when its objects cannot be made
+    /// from the old entity's values alone, or a name would clash in the intermediate.
+    static func addSplitEntities(to intermediate: inout Schema, old: Schema, final: Schema) -> Set<String> {
+        var added: Set<String> = []
+        for entity in final.entities where old.entity(named: entity.name) == nil && entity.renamedFrom.flatMap(old.entity(named:)) == nil {
+            let moved = entity.attributes.filter { !$0.isTransient && $0.movedFrom != nil }
+            guard let ownerName = moved.first?.movedFrom?.entity, moved.allSatisfy({ $0.movedFrom?.entity == ownerName }),
+                let ownerIndex = intermediate.entities.firstIndex(where: { $0.name == ownerName }), final.entity(named: ownerName) != nil,
+                intermediate.entity(named: entity.name) == nil,
+                let link = entity.relationships.first(where: { !$0.isToMany && $0.target == ownerName })
+            else { continue }
+            let owner = intermediate.entities[ownerIndex]
+            guard moved.allSatisfy({ attribute in owner.attribute(named: attribute.movedFrom!.attribute).map { !$0.isTransient } ?? false }) else { continue }
+            // Every other required member must come without a value from the old entity.
+            let others = entity.attributes.filter { $0.movedFrom == nil && !$0.isTransient }
+            guard others.allSatisfy({ $0.isOptional || $0.defaultValue != nil }),
+                entity.relationships.allSatisfy({ $0.name == link.name || $0.isToMany || $0.isOptional })
+            else { continue }
+            let inverse = final.entity(named: ownerName)?.relationships.first { $0.target == entity.name && ($0.name == link.inverse || $0.inverse == link.name) }
+            if let inverse, owner.attribute(named: inverse.name) != nil || owner.relationship(named: inverse.name) != nil { continue }
+            var split = entity
+            split.relationships = [link]
+            let members = Set(split.attributes.map(\.name) + [link.name])
+            split.indexes = split.indexes.filter { $0.allSatisfy(members.contains) }
+            split.uniques = split.uniques.filter { $0.allSatisfy(members.contains) }
+            if case .members(let keys) = split.primaryKey, !keys.allSatisfy(members.contains) { split.primaryKey = .implicit }
+            intermediate.entities.append(split)
+            if let inverse { intermediate.entities[ownerIndex].relationships.append(inverse) }
+            added.insert(entity.name)
+        }
+        return added
     }
 }

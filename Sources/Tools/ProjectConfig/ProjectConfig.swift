@@ -39,8 +39,11 @@ public struct ProjectConfig: Equatable, Sendable {
     /// Whether the SwiftData output names the newest version's types by typealiases (true by
     /// default), and what starts each alias (`typealiasPrefix: App` -> `AppTask`).
     public var typealiases: Bool?
-    /// SwiftData stages that cannot do their work alone are warnings, not errors.
+    /// SwiftData stages that cannot do their work alone are warnings (the default since they
+    /// check at run time and write no data that is not there); kept for earlier configs.
     public var allowIncompleteStages: Bool?
+    /// SwiftData stages that cannot do their work alone are errors (`strictStages: true`).
+    public var strictStages: Bool?
     public var typealiasPrefix: String?
     /// `migrate`'s defaults on a cluster: the replica lag a backfill waits out (milliseconds,
     /// 0 off), how long it waits (seconds), the WAL budget (MB/s) and how long a run waits for
@@ -61,7 +64,7 @@ public struct ProjectConfig: Equatable, Sendable {
         case unknownKey = "unknown-key"
     }
     static let keys = [
-        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "target", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages",
+        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "target", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages", "strictStages",
         "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout",
     ]
 
@@ -87,7 +90,7 @@ public struct ProjectConfig: Equatable, Sendable {
             switch key {
             case "schemas", "dialects", "grants": problem = config.readList(key, pair.value)
             case "typealiasPrefix", "deploymentTarget", "target": problem = config.readSwiftDataSetting(key, pair.value)
-            case "online", "allowIncompleteStages", "typealiases": problem = config.readSwitch(key, pair.value)
+            case "online", "allowIncompleteStages", "strictStages", "typealiases": problem = config.readSwitch(key, pair.value)
             case "output", "templates", "migrations", "database", "cache": problem = config.readPath(key, pair.value)
             case "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout": problem = config.readNumber(key, pair.value)
             default:
@@ -157,6 +160,7 @@ public struct ProjectConfig: Equatable, Sendable {
         switch key {
         case "online": online = flag
         case "allowIncompleteStages": allowIncompleteStages = flag
+        case "strictStages": strictStages = flag
         default: typealiases = flag
         }
         return nil

@@ -51,8 +51,10 @@ public enum GenerateCommand: Command {
                 "typealias-prefix", valueName: "prefix",
                 help: "With --target swiftdata: start each typealias with this (App: AppTask = TasksSchemaV3.Task), so none hides Swift's, SwiftUI's or SwiftData's types."),
             .flag(
-                "allow-incomplete-stages",
-                help: "With --target swiftdata: generate even where a stage cannot do its work alone (its work is then yours, in <Schema>MigrationPlan+Custom.swift)."),
+                "strict-stages",
+                help:
+                    "With --target swiftdata: fail where a stage cannot do its work alone. By default that is a warning: its work is yours, in <Schema>+MigrationPlan+Custom.swift, and the stage checks at run time that it was done."),
+            .flag("allow-incomplete-stages", help: "Undoes --strict-stages and the config's strictStages (what earlier releases needed; now the default)."),
             .flag(
                 "allow-released-version-changes",
                 help: "With --target swiftdata: let a released version's models change (recorded in its migration's .swiftdata.sum); only before any device has that version."),
@@ -90,7 +92,7 @@ public enum GenerateCommand: Command {
         for option in ["schema", "output", "templates", "migrations", "dialect", "target", "deployment-target", "typealias-prefix", "typealiases"] {
             for value in arguments.values(option) { command += " --\(option) \(shellWord(value))" }
         }
-        for flag in ["single-file", "allow-incomplete-stages"] where arguments.flag(flag) { command += " --\(flag)" }
+        for flag in ["single-file", "strict-stages", "allow-incomplete-stages"] where arguments.flag(flag) { command += " --\(flag)" }
         return command
     }
 
@@ -117,7 +119,8 @@ public enum GenerateCommand: Command {
                 deploymentTarget: arguments.value("deployment-target").flatMap(DeploymentTarget.init),
                 typeAliases: typeAliases(arguments),
                 allowIncompleteStages: arguments.flag("allow-incomplete-stages") ? true : nil,
-                allowReleasedVersionChanges: arguments.flag("allow-released-version-changes")))
+                allowReleasedVersionChanges: arguments.flag("allow-released-version-changes"),
+                strictStages: arguments.flag("strict-stages") ? true : nil))
         let check = arguments.flag("check")
         let mode: GenerationPipeline.Mode =
             arguments.flag("migrations-only") ? (check ? .checkMigrationsOnly : .migrationsOnly) : (check ? .check : .write)

@@ -154,7 +154,7 @@ extension GenerationPipeline.Configuration {
             schemaPaths.joined(separator: ","), "named=\(schemasWereNamed)", output, templatesFolder ?? "-", migrationsRoot,
             migrationName ?? "-", "destructive=\(allowDestructive)", "single=\(singleFile)",
             (dialects ?? []).map(\.rawValue).joined(separator: ","), defaultDialects.map(\.rawValue).joined(separator: ","), "online=\(onlineByDefault)", "target=\(target.rawValue)",
-            "deployment=\(deploymentTarget.rawValue)", "aliases=\(typeAliases.description)", "incomplete=\(allowIncompleteStages)", "released=\(allowReleasedVersionChanges)",
+            "deployment=\(deploymentTarget.rawValue)", "aliases=\(typeAliases.description)", "incomplete=\(allowIncompleteStages)", "strict=\(strictStages)", "released=\(allowReleasedVersionChanges)",
         ].joined(separator: "|")
     }
 }

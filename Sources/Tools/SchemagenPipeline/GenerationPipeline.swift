@@ -42,9 +42,15 @@ public struct GenerationPipeline: Sendable {
         /// A released SwiftData version's models may change (`--allow-released-version-changes`):
         /// the change is a warning and is recorded.
         public var allowReleasedVersionChanges: Bool
-        /// Stages that cannot do their work alone are warnings, not errors
-        /// (`--allow-incomplete-stages`, `allowIncompleteStages:`): their work is in the hooks.
+        /// Stages that cannot do their work alone are warnings, not errors, even with
+        /// `strictStages` (`--allow-incomplete-stages`, `allowIncompleteStages:`).
         public var allowIncompleteStages: Bool
+        /// Stages that cannot do their work alone are errors (`--strict-stages`,
+        /// `strictStages:`). By default they are warnings: their work goes in the plan's hooks,
+        /// and the stage checks at run time that it was done before SwiftData's inferred step.
+        public var strictStages: Bool
+        /// How a stage that cannot do its work alone is reported.
+        var incompleteStageSeverity: Severity { strictStages && !allowIncompleteStages ? .error : .warning }
         /// The SwiftData typealiases of the newest version's types (`--typealiases`,
         /// `--typealias-prefix`; `typealiases:`, `typealiasPrefix:`).
         public var typeAliases: SwiftDataTypeAliases
@@ -57,11 +63,12 @@ public struct GenerationPipeline: Sendable {
             migrations: String? = nil, migrationName: String? = nil, allowDestructive: Bool = false, singleFile: Bool = false,
             dialects: [SQLDialectName]? = nil, cacheFolder: String? = nil, target: TemplateSet.Target = .store,
             deploymentTarget: DeploymentTarget? = nil, typeAliases: SwiftDataTypeAliases? = nil, allowIncompleteStages: Bool? = nil,
-            allowReleasedVersionChanges: Bool = false
+            allowReleasedVersionChanges: Bool = false, strictStages: Bool? = nil
         ) {
             self.target = target
             self.allowReleasedVersionChanges = allowReleasedVersionChanges
             self.allowIncompleteStages = allowIncompleteStages ?? config.allowIncompleteStages ?? false
+            self.strictStages = strictStages ?? config.strictStages ?? false
             if let typeAliases {
                 self.typeAliases = typeAliases
             } else if config.typealiases == false {
@@ -288,9 +295,9 @@ public struct GenerationPipeline: Sendable {
             }
             let hooks = "\(schema.name)+MigrationPlan+Custom.swift"
             return Diagnostic(
-                configuration.allowIncompleteStages ? .warning : .error, code: SwiftDataCode.incompleteStage,
+                configuration.incompleteStageSeverity, code: SwiftDataCode.incompleteStage,
                 message:
-                    "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once), then generate with --allow-incomplete-stages",
+                    "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once, with a #warning per stage to do)",
                 at: at)
         }
         return (written, diagnostics, released.records)
@@ -313,9 +320,9 @@ public struct GenerationPipeline: Sendable {
                 for members in SwiftDataUniqueness.enforcedLists(entity, target: after.target, earlier: after.earlier).subtracting(had).sorted(by: { $0.joined() < $1.joined() }) {
                     diagnostics.append(
                         Diagnostic(
-                            configuration.allowIncompleteStages ? .warning : .error, code: SwiftDataCode.incompleteStage,
+                            configuration.incompleteStageSeverity, code: SwiftDataCode.incompleteStage,
                             message:
-                                "version \(new.version), \(entity.name): the stage into version \(new.version) cannot do its work alone: its models enforce the unique constraint [\(members.joined(separator: ", "))] (#Unique), which version \(old.version)'s models do not, so objects that share a value make the migration fail; remove the duplicates in willMigrate(from: \(old.version)) of \(schema.name)+MigrationPlan+Custom.swift, then generate with --allow-incomplete-stages",
+                                "version \(new.version), \(entity.name): the stage into version \(new.version) cannot do its work alone: its models enforce the unique constraint [\(members.joined(separator: ", "))] (#Unique), which version \(old.version)'s models do not, so objects that share a value make the migration fail; remove the duplicates in willMigrate(from: \(old.version)) of \(schema.name)+MigrationPlan+Custom.swift",
                             at: entity.location ?? SourceLocation(file: schema.sourcePath, line: 1, column: 1)))
                 }
             }
@@ -379,7 +386,7 @@ public struct GenerationPipeline: Sendable {
     public enum SwiftDataCode: String, DiagnosticCode {
         /// The schema says something SwiftData cannot: the file says so in a comment.
         case noEquivalent = "swiftdata-no-equivalent"
-        /// A stage that cannot do its work alone (an error unless `--allow-incomplete-stages`).
+        /// A stage that cannot do its work alone (an error with `--strict-stages`).
         case incompleteStage = "swiftdata-incomplete-stage"
     }
 

@@ -157,8 +157,18 @@ public final class ModelContext {
     public func insert<T: PersistentModel>(_ model: T) {}
     public func delete<T: PersistentModel>(_ model: T) {}
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] { [] }
+    /// documentation/swiftdata/modelcontext/fetch(_:batchsize:)
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws -> FetchResultsCollection<T> { FetchResultsCollection() }
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int { 0 }
     public func save() throws {}
+}
+
+/// documentation/swiftdata/fetchresultscollection: a random-access collection whose
+/// models are fetched a batch at a time as they are reached.
+public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { 0 }
+    public subscript(position: Int) -> Element { fatalError("the shim holds no models") }
 }
 
 /// documentation/swiftdata/fetchdescriptor
