@@ -22,14 +22,22 @@ public enum CoreDataExporter {
     ///
     /// `folderNames`: the folders a bundle being written over already gives versions
     /// (`existingFolderNames`), kept so the Xcode project's references to them hold.
-    public static func bundle(_ versions: [Schema], name: String, folderNames: [Int: String] = [:]) -> [(path: String, contents: String)] {
+    /// `keptUniqueness`: the uniqueness constraints that bundle's versions declare, by version
+    /// and entity (`CoreDataImporter.uniquenessConstraints(inBundle:)`); they are in the version
+    /// hash, so a version the bundle has keeps them (`keyConstraint`).
+    public static func bundle(
+        _ versions: [Schema], name: String, folderNames: [Int: String] = [:], keptUniqueness: [Int: [String: [[String]]]] = [:]
+    ) -> [(path: String, contents: String)] {
         let folderNames = usableFolderNames(folderNames, versions: versions, bundle: name)
         var files: [(String, String)] = []
         let modifiers = VersionHashModifiers.modifiers(versions)
         let identifiers = RenamingIdentifiers.chain(versions).identifiers
         for (schema, identifiers) in zip(versions, identifiers) {
             files.append(
-                ("\(versionName(schema, bundle: name, folderNames: folderNames)).xcdatamodel/contents", model(schema, hashModifier: modifiers[schema.version], identifiers: identifiers)))
+                (
+                    "\(versionName(schema, bundle: name, folderNames: folderNames)).xcdatamodel/contents",
+                    model(schema, hashModifier: modifiers[schema.version], identifiers: identifiers, keptUniqueness: keptUniqueness[schema.version])
+                ))
         }
         if let current = versions.last {
             files.append((".xccurrentversion", currentVersionPlist("\(versionName(current, bundle: name, folderNames: folderNames)).xcdatamodel")))
@@ -86,7 +94,11 @@ public enum CoreDataExporter {
     /// earlier version that hashes the same (`VersionHashModifiers`, which `bundle` applies), and
     /// `identifiers` are the renaming identifiers the versions before it give it
     /// (`RenamingIdentifiers.chain`, which `bundle` applies; by default the schema's `renamedFrom`).
-    public static func model(_ schema: Schema, hashModifier: VersionHashModifiers.Modifier? = nil, identifiers: RenamingIdentifiers? = nil) -> String {
+    /// `keptUniqueness`: the constraints the version already has in the bundle written over, by
+    /// entity, nil for a version it does not have (`keyConstraint`).
+    public static func model(
+        _ schema: Schema, hashModifier: VersionHashModifiers.Modifier? = nil, identifiers: RenamingIdentifiers? = nil, keptUniqueness: [String: [[String]]]? = nil
+    ) -> String {
         let identifiers = identifiers ?? RenamingIdentifiers(schema)
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
         out +=
@@ -99,7 +111,8 @@ public enum CoreDataExporter {
         let carrier = schema.entities.first?.name
         for entity in xcodeOrder(schema.entities, by: \.name) {
             out += self.entity(
-                entity, in: schema, carriesSchema: entity.name == carrier, hashModifier: hashModifier?.entity == entity.name ? hashModifier : nil, identifiers: identifiers)
+                entity, in: schema, carriesSchema: entity.name == carrier, hashModifier: hashModifier?.entity == entity.name ? hashModifier : nil, identifiers: identifiers,
+                constrainsKey: keyConstraint(entity, kept: keptUniqueness))
         }
         for valueType in xcodeOrder(schema.values, by: \.name) {
             out += "    <composite name=\"\(TextEscaping.xml(valueType.name))\">\n"
@@ -122,7 +135,31 @@ public enum CoreDataExporter {
         }
     }
 
-    static func entity(_ entity: Entity, in schema: Schema, carriesSchema: Bool, hashModifier: VersionHashModifiers.Modifier?, identifiers: RenamingIdentifiers) -> String {
+    /// Whether an entity's one-attribute primary key is a uniqueness constraint in the model, as
+    /// `@Attribute(.unique)` makes it in SwiftData: in a version the bundle written over does not
+    /// have yet, always; in one it has, only where it already is, since the constraints are in the
+    /// version hash and a changed hash would stop stores of that version from opening (exports
+    /// before this one did not write it). False for keys of several members, which stay user info.
+    public static func keyConstraint(_ entity: Entity, kept: [String: [[String]]]?) -> Bool {
+        guard case .members(let members) = entity.primaryKey, members.count == 1, let key = entity.attribute(named: members[0]) else { return false }
+        guard let kept else { return true }
+        return kept[entity.name]?.contains([key.coreData?.attributes["name"] ?? key.name]) ?? false
+    }
+
+    /// The uniqueness constraints an entity's model declares, in the schema's member names:
+    /// unique attributes, the key where `constrainsKey`, and unique lists of attributes.
+    public static func uniquenessConstraints(_ entity: Entity, constrainsKey: Bool) -> [[String]] {
+        var uniques = entity.attributes.filter { $0.isUnique || ($0.isPrimaryKey && entity.primaryKeyColumns.count == 1) }.map { [$0.name] }
+        if constrainsKey, case .members(let members) = entity.primaryKey, !uniques.contains(members) { uniques.append(members) }
+        // Uniqueness constraints are part of the entity's version hash (Apple's
+        // `uniquenessConstraints`): a declared key of several members is user info only, as
+        // earlier exports wrote it; lists that name a relationship travel as text.
+        return uniques + entity.uniques.filter { members in !members.contains { entity.relationship(named: $0) != nil } }
+    }
+
+    static func entity(
+        _ entity: Entity, in schema: Schema, carriesSchema: Bool, hashModifier: VersionHashModifiers.Modifier?, identifiers: RenamingIdentifiers, constrainsKey: Bool
+    ) -> String {
         // Classes are generated by Xcode ("Class Definition"), as for a new entity; SwiftData
         // models come from `schemagen generate --target swiftdata` instead.
         var attributes: [(String, String)] = [("name", entity.name), ("representedClassName", entity.name)]
@@ -153,11 +190,7 @@ public enum CoreDataExporter {
         if case .members(let members) = entity.primaryKey { info.append((CoreDataUserInfo.primaryKey, members.joined(separator: ", "))) }
         // Core Data constrains and indexes attributes; lists that name a relationship travel as text.
         func namesRelationship(_ members: [String]) -> Bool { members.contains { entity.relationship(named: $0) != nil } }
-        var uniques = entity.attributes.filter { $0.isUnique || ($0.isPrimaryKey && entity.primaryKeyColumns.count == 1) }.map { [$0.name] }
-        // Uniqueness constraints are part of the entity's version hash (Apple's
-        // `uniquenessConstraints`): what earlier exports wrote stays as it was, so a declared key
-        // of several members is user info only, as before.
-        uniques += entity.uniques.filter { !namesRelationship($0) }
+        let uniques = uniquenessConstraints(entity, constrainsKey: constrainsKey)
         let relationshipUniques = entity.uniques.filter(namesRelationship)
         if !relationshipUniques.isEmpty { info.append((CoreDataUserInfo.uniques, relationshipUniques.map { $0.joined(separator: ", ") }.joined(separator: "; "))) }
         let relationshipIndexes = entity.indexes.filter(namesRelationship)

@@ -16,19 +16,30 @@ public enum CoreDataLightweightCheck {
         case placeholderDefault = "coredata-placeholder-default"
         /// A value type exported as a composite attribute, which Core Data has from iOS 17.
         case compositeNeedsIOS17 = "coredata-composite-ios17"
+        /// A version's model constrains values its predecessor's did not: duplicates fail the step.
+        case newUniquenessConstraint = "coredata-new-uniqueness-constraint"
     }
 
     /// A warning per change that needs a mapping model, at the attribute's line in the newer
     /// version, and per renaming identifier two elements share.
     ///
+    /// `keptUniqueness`: the constraints of the bundle written over, as `CoreDataExporter.bundle`
+    /// takes them, so the constraints compared are the ones the models declare.
+    ///
     ///     let warnings = CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: "Flights")
-    public static func findings(_ versions: [Schema], bundle: String) -> [Diagnostic] {
+    public static func findings(_ versions: [Schema], bundle: String, keptUniqueness: [Int: [String: [[String]]]] = [:]) -> [Diagnostic] {
         var findings: [Diagnostic] = []
         func add(_ code: Code, _ message: String, at location: SourceLocation?) { findings.append(Diagnostic(.warning, code: code, message: message, at: location)) }
         for (old, new) in zip(versions, versions.dropFirst()) {
             let step = "'\(CoreDataExporter.versionName(old, bundle: bundle))' to '\(CoreDataExporter.versionName(new, bundle: bundle))'"
             for entity in new.entities {
                 guard let before = old.entity(named: entity.name) ?? entity.renamedFrom.flatMap(old.entity(named:)) else { continue }
+                for members in newConstraints(before, entity, old: old, new: new, keptUniqueness: keptUniqueness) {
+                    add(
+                        .newUniquenessConstraint,
+                        "\(entity.name): the uniqueness constraint [\(members.joined(separator: ", "))] is new in the step from \(step); objects that share a value make the lightweight migration fail, so remove the duplicates before the app opens the store with the new model",
+                        at: members.count == 1 ? entity.attribute(named: members[0])?.location ?? entity.location : entity.location)
+                }
                 for attribute in entity.attributes where !attribute.isTransient {
                     let subject = "\(entity.name).\(attribute.name)"
                     func warn(_ why: String) {
@@ -76,5 +87,15 @@ public enum CoreDataLightweightCheck {
                 at: clash.location)
         }
         return findings
+    }
+
+    /// The constraints `after`'s model declares that `before`'s did not, in `after`'s names (a
+    /// renamed attribute keeps its constraint).
+    static func newConstraints(_ before: Entity, _ after: Entity, old: Schema, new: Schema, keptUniqueness: [Int: [String: [[String]]]]) -> [[String]] {
+        let was = CoreDataExporter.uniquenessConstraints(before, constrainsKey: CoreDataExporter.keyConstraint(before, kept: keptUniqueness[old.version]))
+        let renamed = Dictionary(after.attributes.compactMap { attribute in attribute.renamedFrom.map { ($0, attribute.name) } }, uniquingKeysWith: { first, _ in first })
+        let had = Set(was.map { members in Set(members.map { renamed[$0] ?? $0 }) })
+        let now = CoreDataExporter.uniquenessConstraints(after, constrainsKey: CoreDataExporter.keyConstraint(after, kept: keptUniqueness[new.version]))
+        return now.filter { !had.contains(Set($0)) }
     }
 }

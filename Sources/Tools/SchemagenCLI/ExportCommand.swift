@@ -3,6 +3,7 @@ import Diagnostics
 import Foundation
 import ProjectConfig
 import SchemaExport
+import SchemaImport
 import SchemaKit
 import SchemagenPipeline
 
@@ -61,8 +62,12 @@ public enum ExportCommand: Command {
         let bundleName = URL(fileURLWithPath: output).deletingPathExtension().lastPathComponent
         // Versions the bundle already has keep their folders: the Xcode project refers to them.
         let folderNames = CoreDataExporter.existingFolderNames(of: output)
-        let files = CoreDataExporter.bundle(history.versions.map(\.schema), name: bundleName, folderNames: folderNames)
-        io.writeError(DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(CoreDataLightweightCheck.findings(history.versions.map(\.schema), bundle: bundleName)))
+        // Its versions' uniqueness constraints too: they are in the version hashes.
+        let kept = CoreDataImporter.uniquenessConstraints(inBundle: output)
+        let versions = history.versions.map(\.schema)
+        let files = CoreDataExporter.bundle(versions, name: bundleName, folderNames: folderNames, keptUniqueness: kept)
+        io.writeError(
+            DiagnosticRenderer(format: .text, colored: false, sources: { _ in nil }).render(CoreDataLightweightCheck.findings(versions, bundle: bundleName, keptUniqueness: kept)))
         do {
             let recovery = try replaceBundle(at: output, with: files)
             if recovery.restored { io.writeError("\(output): note: put back the bundle an interrupted export had moved aside\n") }

@@ -207,6 +207,47 @@ import Testing
         #expect(Set(clash).count == clash.count && clash.contains("Shelf.xcdatamodel/contents") && clash.contains("Shelf 3.xcdatamodel/contents"), "\(clash)")
     }
 
+    /// A one-attribute primary key is a uniqueness constraint, as `@Attribute(.unique)` makes it
+    /// in SwiftData. Constraints are in the version hash, so over a bundle whose versions lack it
+    /// (what earlier exports wrote) those versions keep their hash, the next version adds it, and
+    /// the step says that duplicates would fail it.
+    @Test func aOneAttributeKeyIsConstrainedWhereNoShippedHashChanges() throws {
+        let versions = try (1...2).map { version in
+            try #require(
+                SchemaLoader.load(
+                    source: SourceFile(
+                        path: "Crew.yaml", text: "schema: Crew\nversion: \(version)\nentities:\n  Member:\n    primaryKey: [badge]\n    attributes:\n      badge: String\n      name: String\n"
+                            + (version == 2 ? "      rank: String?\n" : ""))
+                ).schema)
+        }
+        let bundle = temporaryFolder().appendingPathComponent("Crew.xcdatamodeld")
+        func write(_ files: [(path: String, contents: String)]) throws {
+            for file in files {
+                let url = bundle.appendingPathComponent(file.path)
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(file.contents.utf8).write(to: url)
+            }
+        }
+        let key = "<constraint value=\"badge\"/>"
+        let fresh = CoreDataExporter.bundle(versions, name: "Crew")
+        #expect(fresh.filter { $0.path.hasSuffix("/contents") }.allSatisfy { $0.contents.contains(key) }, "\(fresh)")
+        #expect(!CoreDataLightweightCheck.findings(versions, bundle: "Crew").contains { $0.code == "coredata-new-uniqueness-constraint" })
+
+        // Version 1 as an earlier export wrote it: no constraint.
+        try write(
+            CoreDataExporter.bundle([versions[0]], name: "Crew").map { file in
+                (file.path, file.contents.replacingOccurrences(of: "        <uniquenessConstraints>\n            <uniquenessConstraint>\n                \(key)\n            </uniquenessConstraint>\n        </uniquenessConstraints>\n", with: ""))
+            })
+        let kept = CoreDataImporter.uniquenessConstraints(inBundle: bundle.path)
+        #expect(kept == [1: ["Member": []]], "\(kept)")
+        let over = Dictionary(uniqueKeysWithValues: CoreDataExporter.bundle(versions, name: "Crew", folderNames: CoreDataExporter.existingFolderNames(of: bundle.path), keptUniqueness: kept).map { ($0.path, $0.contents) })
+        #expect(over["Crew.xcdatamodel/contents"]?.contains(key) == false, "the shipped version keeps its hash")
+        #expect(over["Crew 2.xcdatamodel/contents"]?.contains(key) == true)
+        let warning = try #require(CoreDataLightweightCheck.findings(versions, bundle: "Crew", keptUniqueness: kept).first { $0.code == "coredata-new-uniqueness-constraint" })
+        #expect(warning.message.contains("[badge] is new in the step from 'Crew' to 'Crew 2'"), "\(warning.message)")
+        #expect(warning.location?.line == 7)
+    }
+
     /// A value type is a composite attribute, which Core Data has from iOS 17: export says so at
     /// the attribute, for apps that support earlier systems.
     @Test func compositesAreWarnedAsIOS17() throws {
