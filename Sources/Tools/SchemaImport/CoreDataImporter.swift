@@ -70,7 +70,66 @@ public enum CoreDataImporter {
             previous = model
             previousFolder = folder
         }
+        keepRenamingIdentifiers(&versions, models: models.map(\.model))
         return versions
+    }
+
+    /// Keeps each element's renaming identifier as the model says it where the export of the
+    /// imported versions would say another (`RenamingIdentifiers.chain` over the renames the
+    /// import found): one that no rename inside the bundle explains (given in the bundle's first
+    /// version, say, for a version no longer in it), or one the model does not carry on. It goes
+    /// in `coreData: {elementID: …}`, which export writes as given. Apple's rule is to keep the
+    /// identifier a property already has: stores of versions outside the bundle match by it.
+    static func keepRenamingIdentifiers(_ versions: inout [Version], models: [ParsedModel]) {
+        func modelName(_ name: String, _ coreData: CoreDataSettings) -> String { coreData.attributes["name"] ?? name }
+        func shape(_ schema: ImportedSchema) -> RenamingIdentifiers.VersionShape {
+            RenamingIdentifiers.VersionShape(
+                version: schema.version,
+                entities: schema.entities.map { entity in
+                    .init(
+                        entity: .init(name: entity.name, renamedFrom: entity.renamedFrom, given: entity.coreData.attributes["elementID"]),
+                        attributes: entity.attributes.map { .init(name: $0.name, renamedFrom: $0.renamedFrom, given: $0.coreData.attributes["elementID"]) },
+                        relationships: entity.relationships.map { .init(name: $0.name, renamedFrom: $0.renamedFrom, given: $0.coreData.attributes["elementID"]) })
+                })
+        }
+        for index in versions.indices where index < models.count {
+            // What export derives for this version, from the versions before as now kept.
+            let derived = RenamingIdentifiers.chain(shapes: versions[...index].map { shape($0.result.schema) }).identifiers[index]
+            let model = models[index]
+            var schema = versions[index].result.schema
+            for entityIndex in schema.entities.indices {
+                let entity = schema.entities[entityIndex]
+                guard let parsed = model.entity(named: modelName(entity.name, entity.coreData)) else { continue }
+                /// The model's identifier where export would write another (nil: none to keep).
+                func kept(_ element: XMLTree.Element?, name: String, derived: String?) -> String? {
+                    guard let element else { return nil }
+                    let given = SchemaBuilder.renamingIdentifier(element) ?? name
+                    return given == (derived ?? name) ? nil : given
+                }
+                if entity.coreData.attributes["elementID"] == nil,
+                    let identifier = kept(parsed.element, name: modelName(entity.name, entity.coreData), derived: derived.entity(entity.name))
+                {
+                    schema.entities[entityIndex].coreData.attributes["elementID"] = identifier
+                }
+                for position in entity.attributes.indices {
+                    let attribute = entity.attributes[position], name = modelName(attribute.name, attribute.coreData)
+                    guard attribute.coreData.attributes["elementID"] == nil else { continue }
+                    let element = parsed.attributes.first { $0["name"] == name }
+                    if let identifier = kept(element, name: name, derived: derived.member(attribute.name, of: entity.name)) {
+                        schema.entities[entityIndex].attributes[position].coreData.attributes["elementID"] = identifier
+                    }
+                }
+                for position in entity.relationships.indices {
+                    let relationship = entity.relationships[position], name = modelName(relationship.name, relationship.coreData)
+                    guard relationship.coreData.attributes["elementID"] == nil else { continue }
+                    let element = parsed.relationships.first { $0["name"] == name }
+                    if let identifier = kept(element, name: name, derived: derived.member(relationship.name, of: entity.name)) {
+                        schema.entities[entityIndex].relationships[position].coreData.attributes["elementID"] = identifier
+                    }
+                }
+            }
+            versions[index].result.schema = schema
+        }
     }
 
     /// Xcode's order of versions: by name without `.xcdatamodel`, numbers compared as numbers

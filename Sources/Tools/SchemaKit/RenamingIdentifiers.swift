@@ -43,48 +43,108 @@ public struct RenamingIdentifiers: Sendable, Hashable {
 
     init() {}
 
+    /// What the chain reads of one version: its number, and each entity's and member's name,
+    /// `renamedFrom` and place. Importers that hold no `Schema` describe their versions so.
+    public struct VersionShape: Sendable {
+        public struct Element: Sendable {
+            public var name: String
+            public var renamedFrom: String?
+            /// An identifier given as it is (`coreData: {elementID: …}`, what an imported model
+            /// said): it wins over the derived one, and later versions carry it on.
+            public var given: String?
+            public var location: SourceLocation?
+            public init(name: String, renamedFrom: String?, given: String? = nil, location: SourceLocation? = nil) {
+                self.name = name
+                self.renamedFrom = renamedFrom
+                self.given = given
+                self.location = location
+            }
+        }
+        public struct EntityShape: Sendable {
+            public var entity: Element
+            public var attributes: [Element]
+            public var relationships: [Element]
+            public init(entity: Element, attributes: [Element], relationships: [Element]) {
+                self.entity = entity
+                self.attributes = attributes
+                self.relationships = relationships
+            }
+        }
+        public var version: Int
+        public var entities: [EntityShape]
+        public init(version: Int, entities: [EntityShape]) {
+            self.version = version
+            self.entities = entities
+        }
+
+        public init(_ schema: Schema) {
+            self.version = schema.version
+            self.entities = schema.entities.map { entity in
+                EntityShape(
+                    entity: Element(name: entity.name, renamedFrom: entity.renamedFrom, given: entity.coreData?.attributes["elementID"], location: entity.location),
+                    attributes: entity.attributes.map {
+                        Element(name: $0.name, renamedFrom: $0.renamedFrom, given: $0.coreData?.attributes["elementID"], location: $0.location)
+                    },
+                    relationships: entity.relationships.map {
+                        Element(name: $0.name, renamedFrom: $0.renamedFrom, given: $0.coreData?.attributes["elementID"], location: $0.location)
+                    })
+            }
+        }
+
+        func entity(named name: String) -> EntityShape? { entities.first { $0.entity.name == name } }
+    }
+
     /// Each version's identifiers, oldest first, each element keeping its predecessor's. The
     /// predecessor is the element its `renamedFrom` names in the version before, else the one
     /// of the same name there. Clashes are listed, newest version last.
     ///
     ///     let (identifiers, clashes) = RenamingIdentifiers.chain(history.versions.map(\.schema))
     public static func chain(_ versions: [Schema]) -> (identifiers: [RenamingIdentifiers], clashes: [Clash]) {
+        chain(shapes: versions.map(VersionShape.init))
+    }
+
+    /// The chain over versions described by their shapes.
+    public static func chain(shapes versions: [VersionShape]) -> (identifiers: [RenamingIdentifiers], clashes: [Clash]) {
         var result: [RenamingIdentifiers] = []
         var clashes: [Clash] = []
-        var previous: (schema: Schema, identifiers: RenamingIdentifiers)?
-        for schema in versions {
+        var previous: (shape: VersionShape, identifiers: RenamingIdentifiers)?
+        for shape in versions {
             var identifiers = RenamingIdentifiers()
             var entityOwners: [String: String] = [:]
-            for entity in schema.entities {
+            for entity in shape.entities {
+                let name = entity.entity.name
                 let before = previous.flatMap { previous in
-                    entity.renamedFrom.flatMap(previous.schema.entity(named:)) ?? previous.schema.entity(named: entity.name)
+                    entity.entity.renamedFrom.flatMap(previous.shape.entity(named:)) ?? previous.shape.entity(named: name)
                 }
-                let entityIdentifier = before.map { previous!.identifiers.entities[$0.name] ?? $0.name } ?? entity.renamedFrom ?? entity.name
-                if entityIdentifier != entity.name { identifiers.entities[entity.name] = entityIdentifier }
-                if let owner = entityOwners.updateValue(entity.name, forKey: entityIdentifier) {
-                    clashes.append(Clash(version: schema.version, first: owner, second: entity.name, identifier: entityIdentifier, location: entity.location))
+                let entityIdentifier =
+                    entity.entity.given ?? before.map { previous!.identifiers.entities[$0.entity.name] ?? $0.entity.name } ?? entity.entity.renamedFrom ?? name
+                if entityIdentifier != name { identifiers.entities[name] = entityIdentifier }
+                if let owner = entityOwners.updateValue(name, forKey: entityIdentifier) {
+                    clashes.append(Clash(version: shape.version, first: owner, second: name, identifier: entityIdentifier, location: entity.entity.location))
                 }
                 var memberOwners: [String: String] = [:]
-                func carry(_ name: String, renamedFrom: String?, existedBefore: (String) -> Bool, location: SourceLocation?) {
-                    var identifier = renamedFrom ?? name
-                    if let before, let previous {
-                        let predecessor = renamedFrom.flatMap { existedBefore($0) ? $0 : nil } ?? (existedBefore(name) ? name : nil)
-                        if let predecessor { identifier = previous.identifiers.members[before.name + "." + predecessor] ?? predecessor }
+                func carry(_ member: VersionShape.Element, existedBefore: (String) -> Bool) {
+                    var identifier = member.renamedFrom ?? member.name
+                    if let given = member.given {
+                        identifier = given
+                    } else if let before, let previous {
+                        let predecessor = member.renamedFrom.flatMap { existedBefore($0) ? $0 : nil } ?? (existedBefore(member.name) ? member.name : nil)
+                        if let predecessor { identifier = previous.identifiers.members[before.entity.name + "." + predecessor] ?? predecessor }
                     }
-                    if identifier != name { identifiers.members[entity.name + "." + name] = identifier }
-                    if let owner = memberOwners.updateValue(name, forKey: identifier) {
-                        clashes.append(Clash(version: schema.version, first: "\(entity.name).\(owner)", second: "\(entity.name).\(name)", identifier: identifier, location: location))
+                    if identifier != member.name { identifiers.members[name + "." + member.name] = identifier }
+                    if let owner = memberOwners.updateValue(member.name, forKey: identifier) {
+                        clashes.append(Clash(version: shape.version, first: "\(name).\(owner)", second: "\(name).\(member.name)", identifier: identifier, location: member.location))
                     }
                 }
                 for attribute in entity.attributes {
-                    carry(attribute.name, renamedFrom: attribute.renamedFrom, existedBefore: { before?.attribute(named: $0) != nil }, location: attribute.location)
+                    carry(attribute, existedBefore: { candidate in before?.attributes.contains { $0.name == candidate } ?? false })
                 }
                 for relationship in entity.relationships {
-                    carry(relationship.name, renamedFrom: relationship.renamedFrom, existedBefore: { before?.relationship(named: $0) != nil }, location: relationship.location)
+                    carry(relationship, existedBefore: { candidate in before?.relationships.contains { $0.name == candidate } ?? false })
                 }
             }
             result.append(identifiers)
-            previous = (schema, identifiers)
+            previous = (shape, identifiers)
         }
         return (result, clashes)
     }

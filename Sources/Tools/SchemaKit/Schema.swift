@@ -306,9 +306,11 @@ public struct CoreDataSettings: Sendable, Hashable {
     /// The model attributes each element may carry.
     /// `codeGenerationType` empty: Xcode generates no class (Manual/None), as apps that write
     /// their own `NSManagedObject` subclasses set it.
-    public static let entityKeys = ["representedClassName", "versionHashModifier", "codeGenerationType"]
-    public static let attributeKeys = ["name", "attributeType", "valueTransformerName", "customClassName", "versionHashModifier"]
-    public static let relationshipKeys = ["optional", "deletionRule", "ordered", "versionHashModifier"]
+    /// `elementID`: a renaming identifier given as it is, which later versions carry on
+    /// (`RenamingIdentifiers`), as `import coredata` keeps one no rename in the bundle explains.
+    public static let entityKeys = ["representedClassName", "versionHashModifier", "codeGenerationType", "elementID"]
+    public static let attributeKeys = ["name", "attributeType", "valueTransformerName", "customClassName", "versionHashModifier", "elementID"]
+    public static let relationshipKeys = ["optional", "deletionRule", "ordered", "versionHashModifier", "elementID"]
 }
 
 /// The value a migration writes into existing rows (`backfill:`): a literal checked against the

@@ -207,6 +207,38 @@ import Testing
         #expect(Set(clash).count == clash.count && clash.contains("Shelf.xcdatamodel/contents") && clash.contains("Shelf 3.xcdatamodel/contents"), "\(clash)")
     }
 
+    /// A renaming identifier no rename inside the bundle explains (the first version's, naming a
+    /// version no longer shipped; one a later version changed by hand) is kept as the model says
+    /// it, in `coreData: {elementID: …}`, and later versions carry it on; SwiftData's
+    /// `originalName:` says the same.
+    @Test func identifiersNoRenameExplainsAreKept() throws {
+        let bundle = temporaryFolder().appendingPathComponent("Shelf.xcdatamodeld")
+        func version(_ folder: String, _ number: Int, _ members: String) throws {
+            let url = bundle.appendingPathComponent("\(folder).xcdatamodel")
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            let model =
+                "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<model type=\"com.apple.IDECoreDataModeler.DataModel\" documentVersion=\"1.0\" minimumToolsVersion=\"Automatic\" sourceLanguage=\"Swift\" userDefinedModelVersionIdentifier=\"\(number)\">\n"
+                + "    <entity name=\"Book\" representedClassName=\"Book\" elementID=\"Volume\" syncable=\"YES\" codeGenerationType=\"class\">\n\(members)    </entity>\n</model>\n"
+            try Data(model.utf8).write(to: url.appendingPathComponent("contents"))
+        }
+        try version("Shelf", 1, "        <attribute name=\"title\" optional=\"YES\" attributeType=\"String\" elementID=\"name\"/>\n")
+        try version(
+            "Shelf 2", 2,
+            "        <attribute name=\"heading\" optional=\"YES\" attributeType=\"String\" elementID=\"name\"/>\n        <attribute name=\"pages\" optional=\"YES\" attributeType=\"Integer 64\" usesScalarValueType=\"YES\" elementID=\"leaves\"/>\n"
+        )
+        let imported = try CoreDataImporter.importBundle(at: bundle.path, name: "Shelf", history: true)
+        let texts = imported.map { SchemaYAMLWriter.yaml($0.result.schema) }
+        #expect(texts[0].contains("coreData: {elementID: Volume}") && texts[0].contains("title: {type: String?, coreData: {elementID: name}}"), "\(texts[0])")
+        #expect(texts[1].contains("heading: {type: String?, renamedFrom: title}") && texts[1].contains("coreData: {elementID: leaves}"), "\(texts[1])")
+        let versions = try texts.map { text in try #require(SchemaLoader.load(source: SourceFile(path: "Shelf.yaml", text: text)).schema, "\(text)") }
+        let exported = Dictionary(uniqueKeysWithValues: CoreDataExporter.bundle(versions, name: "Shelf").map { ($0.path, $0.contents) })
+        let second = try #require(exported["Shelf 2.xcdatamodel/contents"])
+        #expect(second.contains("<entity name=\"Book\" representedClassName=\"Book\" elementID=\"Volume\""), "\(second)")
+        #expect(second.contains("<attribute name=\"heading\" optional=\"YES\" attributeType=\"String\" elementID=\"name\"/>"), "\(second)")
+        #expect(second.contains("elementID=\"leaves\""))
+        #expect(RenamingIdentifiers.chain(versions).identifiers[1].member("heading", of: "Book") == "name", "SwiftData's originalName says the same")
+    }
+
     /// A one-attribute primary key is a uniqueness constraint, as `@Attribute(.unique)` makes it
     /// in SwiftData. Constraints are in the version hash, so over a bundle whose versions lack it
     /// (what earlier exports wrote) those versions keep their hash, the next version adds it, and
