@@ -225,11 +225,17 @@ public enum Generator {
             "stages": .listed(stages.map(\.value)),
             "usesCarriers": .bool(stages.contains { !$0.carriers.isEmpty }),
             "usesError": .bool(stages.contains { !$0.carriers.isEmpty || $0.usesError }),
-            // What the user's hooks must do, as #warning texts in the hooks file written once.
-            "hasWorkToDo": .bool(stages.contains { $0.notes.contains(where: \.isIncompleteStage) }),
-            "workToDo": .lines(
-                stages.flatMap(\.notes).filter(\.isIncompleteStage).map { note in
-                    SwiftSyntax.stringLiteral("version \(note.version), \(note.subject): \(note.message)")
+            // Work only the app can do: required hooks whose deprecated defaults warn until written.
+            "requirements": .listed(
+                stages.flatMap(\.requirements).map { requirement in
+                    .object([
+                        "name": .string(requirement.name),
+                        "docLines": .lines(SwiftSyntax.docLines(requirement.doc)),
+                        "docText": .string(requirement.doc),
+                        "deprecation": .string(
+                            SwiftSyntax.stringLiteral(
+                                "write \(requirement.name)(context:) in \(current.name)+MigrationPlan+Custom.swift: until then the migration stops on a store that has such objects")),
+                    ])
                 }),
         ]
         let types = current.entities.map { ($0.name, $0.location) } + current.enums.map { ($0.name, $0.location) } + current.values.map { ($0.name, $0.location) }

@@ -17,6 +17,18 @@ public struct SwiftDataNote: Sendable, Hashable {
     /// constraint refuses): `generate` fails unless told to allow it, and the work goes in the
     /// plan's hooks.
     public var isIncompleteStage = false
+    /// An incomplete stage that would drop values without a word (a split or a renamed entity
+    /// it cannot carry, a type with no conversion): an error unless allowed, where the other
+    /// incomplete stages check at run time or fail with Core Data's own error.
+    public var losesData = false
+}
+
+/// Work only the app can do that a stage needs (`fill<Entity><Attribute>(context:)`): a hooks
+/// requirement whose default implementation does nothing and is deprecated, so every build
+/// warns until `<Schema>+MigrationPlan+Custom.swift` implements it; the stage checks the work.
+public struct SwiftDataHookRequirement: Sendable, Hashable {
+    public var name: String
+    public var doc: String
 }
 
 /// What earlier releases wrote differently in SwiftData models, each generated again on request
@@ -43,7 +55,8 @@ public enum SwiftDataUniqueness {
         var uniques = entity.uniques
         if case .members(let members) = entity.primaryKey, members.count > 1 { uniques.insert(members, at: 0) }
         return Set(
-            uniques.filter { members in
+            // One attribute alone is `@Attribute(.unique)` at every target: its stage checks it.
+            uniques.filter { members in members.count > 1 || entity.relationship(named: members[0]) != nil }.filter { members in
                 members.allSatisfy { name in
                     guard let relationship = entity.relationship(named: name) else { return true }
                     return !relationship.isToMany && !earlier.contains(.uniquesOfAttributesOnly)

@@ -24,6 +24,8 @@ struct SwiftDataStage {
     /// Backfills declared as defaults in the new version's models, by `Entity.attribute`.
     private(set) var addedDefaults: [String: String] = [:]
     private(set) var notes: [SwiftDataNote] = []
+    /// Hooks requirements the stage calls (`SwiftDataHookRequirement`).
+    private(set) var requirements: [SwiftDataHookRequirement] = []
     /// The stage throws the plan's error type (`<Schema>MigrationError`).
     private(set) var usesError = false
 
@@ -65,10 +67,11 @@ struct SwiftDataStage {
 
     private mutating func explain(_ text: String) { comments.append("// \(text)") }
 
-    private mutating func note(_ subject: String, _ message: String) {
+    private mutating func note(_ subject: String, _ message: String, losesData: Bool = false) {
         comments.append("// Not migrated by this stage: \(message).")
         var note = SwiftDataNote(version: new.version, subject: subject, message: message, location: location(of: subject))
         note.isIncompleteStage = true
+        note.losesData = losesData
         notes.append(note)
     }
 
@@ -149,7 +152,7 @@ struct SwiftDataStage {
             } else if !previous.isOptional && attribute.isOptional {
                 explain("Lightweight: \(subject) becomes optional.")
             }
-            if attribute.isUnique && !previous.isUnique { checkUnique(previous, becoming: attribute, of: before) }
+            if Self.isUniqueAlone(attribute, in: after) && !Self.isUniqueAlone(previous, in: before) { checkUnique(previous, becoming: attribute, of: before) }
         }
         for attribute in before.attributes where !attribute.isTransient && !matched.contains(attribute.name) {
             let movedAway = new.entities.contains { entity in entity.attributes.contains { $0.movedFromText == "\(before.name).\(attribute.name)" } }
@@ -210,27 +213,28 @@ struct SwiftDataStage {
         let subject = "\(entity.name).\(attribute.name)"
         guard let value = fillValue(attribute) else {
             let models = SwiftDataVersion.enumName(old, minor: fromMinor)
-            if userFilled.contains("\(entity.name).\(previous.name)") {
-                explain(
-                    "Custom: \(subject) is new and required without a default; the step before added it optional, willMigrate(from: \(old.version)) of the plan's hooks fills it on \(models)'s models, and this stage checks every object has one."
-                )
-                note(
-                    subject,
-                    "\(subject) is new and required without a default, so existing objects have no value for it; fill it in willMigrate(from: \(old.version)) of the plan's hooks, on \(models).\(entity.name), where it is optional (the stage checks every object has one), or give it a default or a literal backfill"
-                )
-            } else {
-                note(
-                    subject,
-                    "\(subject) becomes required without a default or literal backfill, so objects without a value make the migration fail; fill them in willMigrate(from: \(old.version)) of the plan's hooks (the stage checks every object has one)"
-                )
-            }
+            let fill = "fill" + [entity.name, attribute.name].map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+            let where_ = userFilled.contains("\(entity.name).\(previous.name)") ? ", where the step before added it optional" : ""
+            explain(
+                "Custom: \(subject) becomes required without a default or literal backfill; \(fill)(context:) of the plan's hooks gives it a value on \(models)'s models\(where_), and this stage checks every object has one."
+            )
+            note(
+                subject,
+                "\(subject) \(userFilled.contains("\(entity.name).\(previous.name)") ? "is new and required" : "becomes required") without a default or literal backfill, so existing objects have no value for it; write \(fill)(context:) in \(new.name)+MigrationPlan+Custom.swift to give every \(models).\(entity.name) one (the stage checks, and every build warns until it is written), or give it a default or a literal backfill"
+            )
+            requirements.append(
+                SwiftDataHookRequirement(
+                    name: fill,
+                    doc:
+                        "Gives every \(models).\(entity.name) a \(previous.name): version \(new.version) requires it, and it has no default. Runs in the stage into version \(new.version), after willMigrate(from: \(old.version)); the stage then checks every object has one."
+                ))
             // An object left without a value fails the stage with what to do, before the
             // inferred step fails with Core Data's own error.
             let property = SwiftSyntax.identifier(previous.name)
             usesError = true
-            // A batch at a time, as the other loops: a large store is never held whole.
             let missing =
-                "throw \(errorType)(description: \"a \(entity.name) has no \(attribute.name), which version \(new.version) requires: fill it in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")"
+                "throw \(errorType)(description: \"a \(entity.name) has no \(attribute.name), which version \(new.version) requires: write \(fill)(context:) in \(new.name)+MigrationPlan+Custom.swift\")"
+            willMigrate += ["try \(new.name)MigrationPlan.\(fill)(context: context)"]
             willMigrate += Self.batched(oldType(entity.name)) { object in ["if \(object).\(property) == nil { \(missing) }"] }
             return
         }
@@ -242,7 +246,7 @@ struct SwiftDataStage {
     private mutating func carryConverted(_ previous: Attribute, _ attribute: Attribute, of entity: Entity) {
         let subject = "\(entity.name).\(attribute.name)"
         guard let converted = Self.conversion("value", from: previous.type, to: attribute.type) else {
-            note(subject, "\(subject) changes type from \(previous.type) to \(attribute.type), which has no conversion; its values are not carried")
+            note(subject, "\(subject) changes type from \(previous.type) to \(attribute.type), which has no conversion; its values are not carried", losesData: true)
             return
         }
         explain("Custom: \(subject) changes type from \(previous.type) to \(attribute.type); willMigrate keeps each value, didMigrate stores it converted.")
@@ -331,6 +335,12 @@ struct SwiftDataStage {
         return owner
     }
 
+    /// Whether the models make the attribute unique on its own (`@Attribute(.unique)`): `unique`,
+    /// a one-attribute key, or a one-attribute unique list.
+    static func isUniqueAlone(_ attribute: Attribute, in entity: Entity) -> Bool {
+        attribute.isUnique || entity.primaryKey == .members([attribute.name]) || entity.uniques.contains([attribute.name])
+    }
+
     /// An attribute that becomes unique: objects that share a value make the inferred step
     /// fail with Core Data's own error, so `willMigrate` looks for them first, after the user's
     /// hook had its chance to remove them, and stops with one that says what to do. The value
@@ -342,7 +352,8 @@ struct SwiftDataStage {
             return
         }
         explain(
-            "Custom: \(subject) becomes unique; willMigrate stops the migration with what to do when two objects share a value (remove the duplicates in willMigrate(from: \(old.version)) of the plan's hooks), which the inferred step would fail on.")
+            "Custom: \(subject) becomes unique; willMigrate stops the migration with what to do when two objects share a value (remove the duplicates in willMigrate(from: \(old.version)) of the plan's hooks), which the inferred step would fail on."
+        )
         usesError = true
         let seen = "seen" + carrierName([entity.name, previous.name]).dropFirst("carried".count)
         let property = SwiftSyntax.identifier(previous.name)
@@ -370,7 +381,7 @@ struct SwiftDataStage {
             let sameType = SwiftSyntax.typeName(source.type) == SwiftSyntax.typeName(attribute.type)
             let converted = sameType ? nil : Self.conversion("$0", from: source.type, to: attribute.type)
             guard sameType || (converted != nil && (!converted!.failable || attribute.isOptional)) else {
-                note("\(entity.name).\(attribute.name)", "\(entity.name).\(attribute.name) moves from \(owner.name).\(source.name) with a type that has no conversion")
+                note("\(entity.name).\(attribute.name)", "\(entity.name).\(attribute.name) moves from \(owner.name).\(source.name) with a type that has no conversion", losesData: true)
                 return
             }
             let value: String
@@ -393,8 +404,15 @@ struct SwiftDataStage {
         explain(
             "Custom: \(sources) move\(sources.contains(",") ? "" : "s") into the new entity \(entity.name); this step adds it beside them and didMigrate makes a \(entity.name) for each \(owner.name) with a value, linked to it; the next step removes the old attributes."
         )
+        // An owner whose values cannot all move (a required one is empty) stops the stage, unless
+        // it has no value to move at all: nothing is dropped without a word.
+        let optionalSources = entity.attributes.compactMap(\.movedFrom).compactMap { owner.attribute(named: $0.attribute) }.filter(\.isOptional)
+        let anySource = optionalSources.map { "object.\(SwiftSyntax.identifier($0.name)) != nil" }.joined(separator: " || ")
+        let stranded =
+            "throw \(errorType)(description: \"a \(owner.name) has values to move into \(entity.name) but not the required ones, so they would be lost: give them in willMigrate(from: \(old.version)) of \(new.name)+MigrationPlan+Custom.swift\")"
+        if !bindings.isEmpty { usesError = true }
         didMigrate += Self.batched(newType(owner.name)) { _ in
-            if !bindings.isEmpty { return ["if \(bindings.joined(separator: ", ")) {", "    \(insert)", "}"] }
+            if !bindings.isEmpty { return ["if \(bindings.joined(separator: ", ")) {", "    \(insert)", "} else if \(anySource) {", "    \(stranded)", "}"] }
             if anyValue.count == arguments.count - 1 { return ["if \(anyValue.joined(separator: " || ")) {", "    \(insert)", "}"] }
             return [insert]
         }
@@ -405,7 +423,7 @@ struct SwiftDataStage {
     private mutating func carrySplit(_ attribute: Attribute, of entity: Entity, from source: Attribute, of owner: Entity) {
         let subject = "\(entity.name).\(attribute.name)"
         guard let link = entity.relationships.first(where: { !$0.isToMany && $0.target == owner.name }), new.entity(named: owner.name) != nil else {
-            note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name) has no to-one relationship to \(owner.name) to link the new objects by")
+            note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name) has no to-one relationship to \(owner.name) to link the new objects by", losesData: true)
             return
         }
         var arguments: [String] = []
@@ -414,12 +432,12 @@ struct SwiftDataStage {
                 let converted = Self.conversion("value", from: source.type, to: other.type)
                 let value = SwiftSyntax.typeName(source.type) == SwiftSyntax.typeName(other.type) ? "value" : converted.flatMap { $0.failable ? nil : $0.expression }
                 guard let value else {
-                    note(subject, "\(subject) moves from \(owner.name).\(source.name) with a type that has no conversion")
+                    note(subject, "\(subject) moves from \(owner.name).\(source.name) with a type that has no conversion", losesData: true)
                     return
                 }
                 arguments.append("\(SwiftSyntax.identifier(other.name)): \(value)")
             } else if !other.isOptional && other.defaultValue == nil {
-                note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name).\(other.name) is required and has no default, so the new objects cannot be made")
+                note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name).\(other.name) is required and has no default, so the new objects cannot be made", losesData: true)
                 return
             }
         }
@@ -427,7 +445,7 @@ struct SwiftDataStage {
             if relationship.name == link.name {
                 arguments.append("\(SwiftSyntax.identifier(link.name)): object")
             } else if !relationship.isOptional {
-                note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name).\(relationship.name) is required, so the new objects cannot be made")
+                note(subject, "\(subject) moves from \(owner.name).\(source.name), but \(entity.name).\(relationship.name) is required, so the new objects cannot be made", losesData: true)
                 return
             }
         }
@@ -487,7 +505,9 @@ struct SwiftDataStage {
             {
                 kept.append((previous, attribute))
             } else if !attribute.isOptional && attribute.defaultValue == nil {
-                note(after.name, "\(after.name) renames \(before.name), but \(after.name).\(attribute.name) has no value in \(before.name) and no default, so its objects cannot be carried")
+                note(
+                    after.name, "\(after.name) renames \(before.name), but \(after.name).\(attribute.name) has no value in \(before.name) and no default, so its objects cannot be carried",
+                    losesData: true)
                 return nil
             }
         }
@@ -506,14 +526,18 @@ struct SwiftDataStage {
                 old.entity(named: relationship.target) != nil, previous.isToMany == relationship.isToMany
             else {
                 if !relationship.isToMany && !relationship.isOptional {
-                    note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' has no link in \(before.name) the carried objects can be given")
+                    note(
+                        after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' has no link in \(before.name) the carried objects can be given",
+                        losesData: true)
                     return nil
                 }
                 unlinked.append(relationship.name)
                 continue
             }
             if !relationship.isToMany && !relationship.isOptional {
-                note(after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' must be given when an object is made; make it optional for the step")
+                note(
+                    after.name, "\(after.name) renames \(before.name), but its required relationship '\(relationship.name)' must be given when an object is made; make it optional for the step",
+                    losesData: true)
                 return nil
             }
             links.append((relationship, previous))
@@ -767,10 +791,13 @@ struct SwiftDataIntermediateStep {
             if let inverse, owner.attribute(named: inverse.name) != nil || owner.relationship(named: inverse.name) != nil { continue }
             var split = entity
             split.relationships = [link]
+            // Unique only in the next step, which checks for duplicates first: here an insert
+            // with a taken value would quietly update the object that has it (SwiftData's upsert).
+            for index in split.attributes.indices { (split.attributes[index].isUnique, split.attributes[index].isPrimaryKey) = (false, false) }
+            split.uniques = []
+            split.primaryKey = .implicit
             let members = Set(split.attributes.map(\.name) + [link.name])
             split.indexes = split.indexes.filter { $0.allSatisfy(members.contains) }
-            split.uniques = split.uniques.filter { $0.allSatisfy(members.contains) }
-            if case .members(let keys) = split.primaryKey, !keys.allSatisfy(members.contains) { split.primaryKey = .implicit }
             intermediate.entities.append(split)
             if let inverse { intermediate.entities[ownerIndex].relationships.append(inverse) }
             added.insert(entity.name)

@@ -64,7 +64,8 @@ public struct ProjectConfig: Equatable, Sendable {
         case unknownKey = "unknown-key"
     }
     static let keys = [
-        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "target", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages", "strictStages",
+        "schemas", "output", "templates", "migrations", "database", "dialects", "cache", "online", "grants", "target", "deploymentTarget", "typealiases", "typealiasPrefix", "allowIncompleteStages",
+        "strictStages",
         "maxReplicaLag", "replicaLagTimeout", "maxWalRate", "failoverTimeout",
     ]
 

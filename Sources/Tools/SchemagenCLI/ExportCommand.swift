@@ -64,6 +64,11 @@ public enum ExportCommand: Command {
         let folderNames = CoreDataExporter.existingFolderNames(of: output)
         // Its versions' uniqueness constraints too: they are in the version hashes.
         let kept = CoreDataImporter.uniquenessConstraints(inBundle: output)
+        if kept.isEmpty, history.versions.count > 1, history.versions.contains(where: { version in version.schema.entities.contains { CoreDataExporter.keyConstraint($0, kept: nil) } }) {
+            io.writeError(
+                "\(output): note: no bundle here, so every version gets its one-attribute keys' uniqueness constraints, which are in the version hash; if these versions shipped from an earlier export, export over that bundle instead, or the stores of those versions will not open\n"
+            )
+        }
         let versions = history.versions.map(\.schema)
         let files = CoreDataExporter.bundle(versions, name: bundleName, folderNames: folderNames, keptUniqueness: kept)
         io.writeError(

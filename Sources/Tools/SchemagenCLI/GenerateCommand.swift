@@ -53,7 +53,8 @@ public enum GenerateCommand: Command {
             .flag(
                 "strict-stages",
                 help:
-                    "With --target swiftdata: fail where a stage cannot do its work alone. By default that is a warning: its work is yours, in <Schema>+MigrationPlan+Custom.swift, and the stage checks at run time that it was done."),
+                    "With --target swiftdata: fail where a stage cannot do its work alone. By default that is a warning: its work is yours, in <Schema>+MigrationPlan+Custom.swift, and the stage checks at run time that it was done."
+            ),
             .flag("allow-incomplete-stages", help: "Undoes --strict-stages and the config's strictStages (what earlier releases needed; now the default)."),
             .flag(
                 "allow-released-version-changes",

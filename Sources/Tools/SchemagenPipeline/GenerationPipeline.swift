@@ -47,7 +47,9 @@ public struct GenerationPipeline: Sendable {
         public var allowIncompleteStages: Bool
         /// Stages that cannot do their work alone are errors (`--strict-stages`,
         /// `strictStages:`). By default they are warnings: their work goes in the plan's hooks,
-        /// and the stage checks at run time that it was done before SwiftData's inferred step.
+        /// and the stage checks at run time that it was done before SwiftData's inferred step,
+        /// or the inferred step fails with Core Data's error. One that would drop values
+        /// (`SwiftDataNote.losesData`) is an error unless `allowIncompleteStages`.
         public var strictStages: Bool
         /// How a stage that cannot do its work alone is reported.
         var incompleteStageSeverity: Severity { strictStages && !allowIncompleteStages ? .error : .warning }
@@ -294,10 +296,13 @@ public struct GenerationPipeline: Sendable {
                 return Diagnostic(.warning, code: SwiftDataCode.noEquivalent, message: "version \(note.version), \(note.subject): \(note.message)", at: at)
             }
             let hooks = "\(schema.name)+MigrationPlan+Custom.swift"
+            // Values dropped without a word stop generate, whatever else is allowed.
+            let severity: Severity = note.losesData ? (configuration.allowIncompleteStages ? .warning : .error) : configuration.incompleteStageSeverity
+            let after = note.losesData ? "; its values would be lost, so generate stops unless --allow-incomplete-stages" : ""
             return Diagnostic(
-                configuration.incompleteStageSeverity, code: SwiftDataCode.incompleteStage,
+                severity, code: SwiftDataCode.incompleteStage,
                 message:
-                    "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once, with a #warning per stage to do)",
+                    "version \(note.version), \(note.subject): the stage into version \(note.version) cannot do its work alone: \(note.message). Write it in \(hooks) (yours; generate writes it once)\(after)",
                 at: at)
         }
         return (written, diagnostics, released.records)

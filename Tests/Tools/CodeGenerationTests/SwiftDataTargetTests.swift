@@ -149,10 +149,10 @@ func swiftDataOutput(
 
     /// A stage that cannot do its work alone (Tasks' version 3 adds a required
     /// `ChecklistItem.position` without a default) is a warning at the attribute's line, and an
-    /// error only with `strictStages`; the stage calls the plan's hooks and checks that their
-    /// work was done, and `Tasks+MigrationPlan+Custom.swift` is written once for them, with a
-    /// `#warning` per stage to do, the user's from then on: a second run neither replaces nor
-    /// deletes it.
+    /// error only with `strictStages`. The stage calls the hooks requirement
+    /// `fillChecklistItemPosition(context:)`, whose deprecated default makes every build warn
+    /// until the user writes it, then checks the work was done; `Tasks+MigrationPlan+Custom.swift`
+    /// is written once, the user's from then on: a second run neither replaces nor deletes it.
     @Test func incompleteStagesAreWarningsWithTheirWorkInTheUsersHooks() async throws {
         let output = temporaryFolder().path
         func pipeline(strict: Bool = false, allow: Bool? = nil) -> GenerationPipeline {
@@ -170,7 +170,7 @@ func swiftDataOutput(
         #expect(refused.diagnostics.contains("error: version 3, ChecklistItem.position: the stage into version 3 cannot do its work alone"), "\(refused.diagnostics)")
         #expect(refused.diagnostics.contains("[swiftdata-incomplete-stage]") && refused.diagnostics.contains("Tasks.yaml:"))
         // The file the error names exists: only it is written, for the user's work.
-        #expect(refused.diagnostics.contains("fill it in willMigrate(from: 2) of the plan's hooks, on TasksSchemaV2_1.ChecklistItem, where it is optional"))
+        #expect(refused.diagnostics.contains("write fillChecklistItemPosition(context:) in Tasks+MigrationPlan+Custom.swift to give every TasksSchemaV2_1.ChecklistItem one"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: output + "/Tasks") == ["Tasks+MigrationPlan+Custom.swift"])
         #expect(refused.diagnostics.contains("Tasks+MigrationPlan+Custom.swift: note: written for the stages' work"))
         guard case .generated = pipeline(strict: true, allow: true).run(.write).outcome else {
@@ -192,17 +192,21 @@ func swiftDataOutput(
         #expect(plan.contains("[TasksSchemaV1.self, TasksSchemaV2.self, TasksSchemaV2_1.self, TasksSchemaV3.self]"))
         #expect(
             plan.contains(
-                "fromVersion: TasksSchemaV2_1.self, toVersion: TasksSchemaV3.self,\n            willMigrate: { context in\n                try TasksMigrationPlan.willMigrate(from: 2, context: context)\n                for (index, object) in try context.fetch(FetchDescriptor<TasksSchemaV2_1.ChecklistItem>(), batchSize: 500).enumerated() {"
+                "fromVersion: TasksSchemaV2_1.self, toVersion: TasksSchemaV3.self,\n            willMigrate: { context in\n                try TasksMigrationPlan.willMigrate(from: 2, context: context)\n                try TasksMigrationPlan.fillChecklistItemPosition(context: context)\n                for (index, object) in try context.fetch(FetchDescriptor<TasksSchemaV2_1.ChecklistItem>(), batchSize: 500).enumerated() {"
             ), "\(plan)")
-        #expect(plan.contains("if object.position == nil { throw TasksMigrationError(description: \"a ChecklistItem has no position, which version 3 requires"))
+        #expect(
+            plan.contains(
+                "if object.position == nil { throw TasksMigrationError(description: \"a ChecklistItem has no position, which version 3 requires: write fillChecklistItemPosition(context:) in Tasks+MigrationPlan+Custom.swift\") }"
+            ))
+        #expect(plan.contains("    static func fillChecklistItemPosition(context: ModelContext) throws\n}"), "a requirement of the hooks")
+        #expect(plan.contains("    @available(*, deprecated, message: \"write fillChecklistItemPosition(context:) in Tasks+MigrationPlan+Custom.swift"))
         #expect(plan.components(separatedBy: "TasksMigrationPlan.willMigrate(from: 2,").count == 2, "once per version step")
         let intermediate = try String(contentsOfFile: output + "/Tasks/TasksSchemaV2_1.swift", encoding: .utf8)
         #expect(intermediate.contains("Schema.Version(2, 1, 0)") && intermediate.contains("public var position: Int?"))
         let hooks = output + "/Tasks/Tasks+MigrationPlan+Custom.swift"
         let written = try String(contentsOfFile: hooks, encoding: .utf8)
         #expect(written.contains("extension TasksMigrationPlan: TasksMigrationHooks {"))
-        #expect(written.contains("#warning(\"version 3, ChecklistItem.position: ChecklistItem.position is new and required without a default"), "\(written)")
-        #expect(written.components(separatedBy: "#warning(").count == 2, "one per stage to do")
+        #expect(written.contains("    // static func fillChecklistItemPosition(context: ModelContext) throws {"), "\(written)")
         let mine = "import SwiftData\n\nextension TasksMigrationPlan: TasksMigrationHooks {\n    static func willMigrate(from version: Int, context: ModelContext) throws {}\n}\n"
         try mine.write(toFile: hooks, atomically: true, encoding: .utf8)
         _ = pipeline().run(.write)
@@ -213,6 +217,42 @@ func swiftDataOutput(
         let generated = files
         let check = try await offThePool { try SwiftDataShim.typecheck(generated, beforeIOS18: true) }
         #expect(check.passed, "\(check.output)")
+        #expect(check.output.contains("fillChecklistItemPosition") && check.output.contains("deprecated"), "the build warns until it is written: \(check.output)")
+        // Written, the warning goes.
+        var done = generated
+        done["Tasks+MigrationPlan+Custom.swift"] =
+            "import SwiftData\n\nextension TasksMigrationPlan: TasksMigrationHooks {\n    static func fillChecklistItemPosition(context: ModelContext) throws {}\n}\n"
+        let written2 = done
+        let quiet = try await offThePool { try SwiftDataShim.typecheck(written2, beforeIOS18: true) }
+        #expect(quiet.passed && !quiet.output.contains("deprecated"), "\(quiet.output)")
+    }
+
+    /// A stage that would drop values without a word (a type with no conversion) stops generate
+    /// even without `strictStages`, unless incomplete stages are allowed; one whose check guards
+    /// it (a value to fill) does not.
+    @Test func aStageThatWouldLoseValuesStopsGenerate() throws {
+        let project = try plannedHistory(
+            texts: [
+                "schema: Blob\nversion: 1\nentities:\n  Item:\n    attributes:\n      payload: Data\n",
+                "schema: Blob\nversion: 2\nentities:\n  Item:\n    attributes:\n      payload: Int64\n",
+            ], name: "Blob")
+        func run(allow: Bool?) -> GenerationPipeline.Report {
+            GenerationPipeline(
+                .init(
+                    schemas: [project.appendingPathComponent("Schemas").path], output: temporaryFolder().path, migrations: project.appendingPathComponent("Migrations").path,
+                    cacheFolder: temporaryFolder().path, target: .swiftdata, allowIncompleteStages: allow)
+            ).run(.write)
+        }
+        let stopped = run(allow: nil)
+        guard case .stopped = stopped.outcome else {
+            Issue.record("expected a stop, got \(stopped.outcome)")
+            return
+        }
+        #expect(stopped.diagnostics.contains("error: version 2, Item.payload:") && stopped.diagnostics.contains("its values would be lost"), "\(stopped.diagnostics)")
+        guard case .generated = run(allow: true).outcome else {
+            Issue.record("allowed, it generates")
+            return
+        }
     }
 
     /// The first run on each example, before any version is recorded as released, generates
@@ -356,7 +396,7 @@ func swiftDataOutput(
         let v1 = "schema: Shop\nversion: 1\nentities:\n  Customer:\n    attributes:\n      name: String\n      phone: String?\n      fax: String?\n"
         let v2 =
             "schema: Shop\nversion: 2\nentities:\n  Customer:\n    attributes:\n      name: String\n    relationships:\n      contact: {to: Contact?, inverse: customer, deleteRule: cascade}\n"
-            + "  Contact:\n    attributes:\n      phone: {type: String, movedFrom: Customer.phone}\n      fax: {type: String?, movedFrom: Customer.fax}\n    relationships:\n      customer: {to: Customer, inverse: contact}\n"
+            + "  Contact:\n    attributes:\n      phone: {type: String, unique: true, movedFrom: Customer.phone}\n      fax: {type: String?, movedFrom: Customer.fax}\n    relationships:\n      customer: {to: Customer, inverse: contact}\n"
         let versions = try [v1, v2].map { text in
             try #require(
                 SchemaLoader.load(source: SourceFile(path: "Shop.yaml", text: text)).schema, "\(SchemaLoader.load(source: SourceFile(path: "Shop.yaml", text: text)).diagnostics.map(\.message))")
@@ -367,12 +407,18 @@ func swiftDataOutput(
         #expect(plan.contains("[ShopSchemaV1.self, ShopSchemaV1_1.self, ShopSchemaV2.self]"), "\(plan)")
         #expect(plan.contains("for (index, object) in try context.fetch(FetchDescriptor<ShopSchemaV1_1.Customer>(), batchSize: 500).enumerated() {"))
         // One contact per customer with a phone (required), holding both values.
-        #expect(plan.contains("if let moved0 = object.phone {\n                        context.insert(ShopSchemaV1_1.Contact(phone: moved0, fax: object.fax, customer: object))"), "\(plan)")
+        #expect(
+            plan.contains(
+                "if let moved0 = object.phone {\n                        context.insert(ShopSchemaV1_1.Contact(phone: moved0, fax: object.fax, customer: object))\n                    } else if object.phone != nil || object.fax != nil {\n                        throw ShopMigrationError(description: \"a Customer has values to move into Contact but not the required ones, so they would be lost"
+            ), "\(plan)")
         #expect(plan.contains("// Lightweight: removes Customer.phone, whose values are now in the entity it moved into."))
         #expect(!plan.contains("persistentModelID") && !plan.contains("fetchOffset") && !plan.contains("CarriedValues"))
         let intermediate = try #require(files["ShopSchemaV1_1.swift"])
         #expect(intermediate.contains("public var phone: String?") && intermediate.contains("public final class Contact"), "\(intermediate)")
         #expect(intermediate.contains("public var contact: Contact?"))
+        // Unique only after the step that checks: an insert of a taken value would be an upsert.
+        #expect(!intermediate.contains("@Attribute(.unique)"), "\(intermediate)")
+        #expect(plan.contains("var seenContactPhone = Set<String>()") && plan.contains("FetchDescriptor<ShopSchemaV1_1.Contact>()"), "\(plan)")
         #expect(output.notes.filter(\.isIncompleteStage).isEmpty, "\(output.notes.map(\.message))")
         let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: true) }
         #expect(check.passed, "\(check.output)")
@@ -395,7 +441,9 @@ func swiftDataOutput(
         let second = try #require(plan.range(of: "fromVersion: StockSchemaV1_1.self, toVersion: StockSchemaV2.self"))
         let hook = try #require(plan.range(of: "try StockMigrationPlan.willMigrate(from: 1, context: context)"))
         #expect(hook.lowerBound > second.lowerBound, "the hook runs where code exists")
-        #expect(plan.contains("if object.code == nil { throw StockMigrationError(description: \"an Item has no code") || plan.contains("if object.code == nil { throw StockMigrationError(description: \"a Item has no code"), "\(plan)")
+        #expect(
+            plan.contains("if object.code == nil { throw StockMigrationError(description: \"an Item has no code")
+                || plan.contains("if object.code == nil { throw StockMigrationError(description: \"a Item has no code"), "\(plan)")
         #expect(plan.components(separatedBy: "StockMigrationPlan.willMigrate(from: 1,").count == 2)
         let check = try await offThePool { try SwiftDataShim.typecheck(files, beforeIOS18: true) }
         #expect(check.passed, "\(check.output)")
@@ -416,6 +464,18 @@ func swiftDataOutput(
         let hook = try #require(plan.range(of: "try UsersMigrationPlan.willMigrate(from: 2"))
         #expect(plan.range(of: "var seenUserEmail")!.lowerBound > hook.lowerBound, "the user's hook removes duplicates first")
         #expect(!output.warnings.contains { $0.code == "swiftdata-incomplete-stage" }, "\(output.warnings.map(\.message))")
+        // A one-attribute unique list or key is `.unique` too, and checked the same way.
+        for uniqueness in ["    uniques: [[code]]\n", "    primaryKey: [code]\n"] {
+            let v1 = "schema: Stock\nversion: 1\nentities:\n  Item:\n    attributes:\n      code: String\n"
+            let versions = try [v1, v1.replacingOccurrences(of: "version: 1", with: "version: 2") + uniqueness].map { text in
+                try #require(SchemaLoader.load(source: SourceFile(path: "Stock.yaml", text: text)).schema)
+            }
+            let plan = try #require(
+                Generator.generateSwiftData(versions: versions, sourceFile: "Stock.yaml", templates: try TemplateSet.defaults(for: .swiftdata)).files.first {
+                    $0.path.hasSuffix("Stock+MigrationPlan.swift")
+                }?.contents)
+            #expect(plan.contains("if !seenItemCode.insert(object.code).inserted { throw StockMigrationError("), "\(uniqueness): \(plan)")
+        }
     }
 
     /// iOS 17 has no `#Unique` or `#Index`: a one-attribute unique list becomes

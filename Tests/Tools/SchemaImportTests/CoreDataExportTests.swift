@@ -248,7 +248,8 @@ import Testing
             try #require(
                 SchemaLoader.load(
                     source: SourceFile(
-                        path: "Crew.yaml", text: "schema: Crew\nversion: \(version)\nentities:\n  Member:\n    primaryKey: [badge]\n    attributes:\n      badge: String\n      name: String\n"
+                        path: "Crew.yaml",
+                        text: "schema: Crew\nversion: \(version)\nentities:\n  Member:\n    primaryKey: [badge]\n    attributes:\n      badge: String\n      name: String\n"
                             + (version == 2 ? "      rank: String?\n" : ""))
                 ).schema)
         }
@@ -268,11 +269,19 @@ import Testing
         // Version 1 as an earlier export wrote it: no constraint.
         try write(
             CoreDataExporter.bundle([versions[0]], name: "Crew").map { file in
-                (file.path, file.contents.replacingOccurrences(of: "        <uniquenessConstraints>\n            <uniquenessConstraint>\n                \(key)\n            </uniquenessConstraint>\n        </uniquenessConstraints>\n", with: ""))
+                (
+                    file.path,
+                    file.contents.replacingOccurrences(
+                        of: "        <uniquenessConstraints>\n            <uniquenessConstraint>\n                \(key)\n            </uniquenessConstraint>\n        </uniquenessConstraints>\n",
+                        with: "")
+                )
             })
         let kept = CoreDataImporter.uniquenessConstraints(inBundle: bundle.path)
         #expect(kept == [1: ["Member": []]], "\(kept)")
-        let over = Dictionary(uniqueKeysWithValues: CoreDataExporter.bundle(versions, name: "Crew", folderNames: CoreDataExporter.existingFolderNames(of: bundle.path), keptUniqueness: kept).map { ($0.path, $0.contents) })
+        let over = Dictionary(
+            uniqueKeysWithValues: CoreDataExporter.bundle(versions, name: "Crew", folderNames: CoreDataExporter.existingFolderNames(of: bundle.path), keptUniqueness: kept).map {
+                ($0.path, $0.contents)
+            })
         #expect(over["Crew.xcdatamodel/contents"]?.contains(key) == false, "the shipped version keeps its hash")
         #expect(over["Crew 2.xcdatamodel/contents"]?.contains(key) == true)
         let warning = try #require(CoreDataLightweightCheck.findings(versions, bundle: "Crew", keptUniqueness: kept).first { $0.code == "coredata-new-uniqueness-constraint" })
