@@ -50,6 +50,8 @@ let package = Package(
         .target(name: "YAMLReader", dependencies: ["CYAML", "Diagnostics"]),
         .target(name: "SchemaKit", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects", "TextEscaping"]),
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
+        // A small HTTP/1.1 server over sockets, for local tools (the studio).
+        .target(name: "HTTPServer"),
         .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
         .target(name: "Mustache", dependencies: ["TextEscaping"]),
         // The runtime: what an application links. No YAML, no templates, no planner.
@@ -240,6 +242,7 @@ let package = Package(
                 "ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata",
                 "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite",
             ]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
             name: "SchemagenCLITests",
             dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SchemaMetadata"]),
@@ -253,6 +256,7 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
     package.targets.append(contentsOf: [
         .executableTarget(name: "SchemaFuzz", dependencies: ["SchemaKit"]),
         .executableTarget(name: "PlannerFuzz", dependencies: ["SchemaKit", "MigrationPlanner", "RelationalModel", "SQLiteKit"]),
+        .executableTarget(name: "HTTPFuzz", dependencies: ["HTTPServer"]),
     ])
 }
 
@@ -263,20 +267,20 @@ let layers: [String: [String]] = [
     "Runtime": ["TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [
-        "YAMLReader", "SchemaKit", "CommandLineKit", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
+        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
         "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates",
     ],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks", "dispatcher"],
     "Benchmarks": ["store-benchmark"],
-    "Fuzzers": ["SchemaFuzz", "PlannerFuzz"],
+    "Fuzzers": ["SchemaFuzz", "PlannerFuzz", "HTTPFuzz"],
 ]
 // Tests follow the same layers (plus `Project`: the docs and the test helpers' own tests).
 let testLayers: [String: [String]] = [
     "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests"],
     "Engines": ["SQLiteKitTests", "MigratorTests", "PersistentStoreTests"],
     "Tools": [
-        "CommandLineKitTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",
+        "CommandLineKitTests", "HTTPServerTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",
         "SchemaDiagramsTests", "SchemagenPipelineTests", "SchemagenCLITests",
     ],
     "Examples": ["ExampleModelsTests", "FlightsExampleTests", "TodoExampleTests"],
