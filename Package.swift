@@ -193,7 +193,7 @@ let package = Package(
             name: "ExampleModelsTests",
             dependencies: [
                 "ExampleModels", "SchemaMetadata", "PluginExample", "MigratorCore", "MigratorSQLite", "SQLiteKit", "PersistentStoreCore", "PersistentStoreSQLite", "MigratorPostgres", "PostgresKit",
-                "TestSupport",
+                "TestSupport", "SchemaKit", "SchemagenPipeline",
             ]),
         .testTarget(name: "SchemagenPipelineTests", dependencies: ["SchemagenPipeline", "CodeGeneration", "TestSupport"]),
         .testTarget(

@@ -62,26 +62,33 @@ extension TemplateContext {
         }
     }
 
-    /// The attribute's `ColumnDescriptor.attribute(...)` expression: only what differs from
-    /// the defaults is written, so metadata stays a line per attribute.
+    /// The attribute's `ColumnDescriptor.attribute(...)` expression, printed from the value
+    /// `schemaDescriptor` holds: only what differs from the defaults is written, so metadata
+    /// stays a line per attribute.
     func metadataColumn(_ attribute: Attribute, in parts: EntityParts, column: ColumnSnapshot?) -> String {
-        var arguments = [
-            SwiftSyntax.stringLiteral(attribute.name), "." + (column?.kind ?? SnapshotBuilder.kind(of: attribute, in: schema)).rawValue,
-            SwiftSyntax.stringLiteral(SwiftSyntax.typeName(attribute.type)),
+        let metadata = columnMetadata(attribute, in: parts, column: column)
+        var arguments = [SwiftSyntax.stringLiteral(metadata.property), "." + metadata.storage.rawValue, SwiftSyntax.stringLiteral(metadata.swiftType)]
+        if let column = metadata.column { arguments.append("column: " + SwiftSyntax.stringLiteral(column)) }
+        if let jsonKey = metadata.jsonKey { arguments.append("jsonKey: " + SwiftSyntax.stringLiteral(jsonKey)) }
+        let names: [(ColumnDescriptor.Flags, String)] = [
+            (.optional, ".optional"), (.primaryKey, ".primaryKey"), (.unique, ".unique"), (.indexed, ".indexed"), (.searchable, ".searchable"),
+            (.externalStorage, ".externalStorage"), (.encrypted, ".encrypted"), (.deterministic, ".deterministic"), (.preservesValueOnDeletion, ".preservesValueOnDeletion"),
         ]
-        if attribute.columnName != attribute.name { arguments.append("column: " + SwiftSyntax.stringLiteral(attribute.columnName)) }
-        if attribute.jsonKey != attribute.name { arguments.append("jsonKey: " + SwiftSyntax.stringLiteral(attribute.jsonKey)) }
-        let flags: [(Bool, String)] = [
-            (attribute.isOptional, ".optional"), (isKeyMember(attribute.name, of: parts.entity), ".primaryKey"), (attribute.isUnique, ".unique"),
-            (attribute.isIndexed, ".indexed"), (attribute.isSearchable, ".searchable"), (attribute.usesExternalStorage, ".externalStorage"),
-            (attribute.isEncrypted && !attribute.encryptsDeterministically, ".encrypted"), (attribute.encryptsDeterministically, ".deterministic"),
-            (attribute.preservesValueOnDeletion, ".preservesValueOnDeletion"),
-        ]
-        let set = flags.filter(\.0).map(\.1)
+        let set = names.filter { metadata.flags.contains($0.0) }.map(\.1)
         if !set.isEmpty { arguments.append("[" + set.joined(separator: ", ") + "]") }
-        if let renamed = attribute.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
-        if let column, column.defaultValue != nil { arguments.append("default: " + metadataDefault(column)) }
+        if let renamed = metadata.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
+        if let value = metadata.defaultValue { arguments.append("default: " + Self.literal(value)) }
         return call(".attribute", arguments, indent: 12)
+    }
+
+    /// A default as Swift source.
+    static func literal(_ value: DefaultValueDescriptor) -> String {
+        switch value {
+        case .null: ".null"
+        case .now: ".now"
+        case .generatedUUID: ".generatedUUID"
+        case .literal(let text): ".literal(\(SwiftSyntax.stringLiteral(text)))"
+        }
     }
 
     func isKeyMember(_ name: String, of entity: Entity) -> Bool {
@@ -92,13 +99,7 @@ extension TemplateContext {
     /// A Swift expression of `DefaultValueDescriptor?` for the metadata file, from the relational
     /// model's column default.
     func metadataDefault(_ column: ColumnSnapshot) -> String {
-        guard let value = column.defaultValue else { return "nil" }
-        switch value {
-        case .null: return ".null"
-        case .now: return ".now"
-        case .uuid: return ".generatedUUID"
-        default: return ".literal(\(SwiftSyntax.stringLiteral(value.canonicalText(kind: column.kind))))"
-        }
+        defaultDescriptor(column).map(Self.literal) ?? "nil"
     }
 
     // MARK: - Relationships
@@ -160,23 +161,25 @@ extension TemplateContext {
         ])
     }
 
-    /// The relationship's `RelationshipDescriptor(...)` expression, defaults left out.
+    /// The relationship's `RelationshipDescriptor(...)` expression, printed from the value
+    /// `schemaDescriptor` holds, defaults left out.
     func metadataRelationship(_ relationship: Relationship, storesKey: Bool) -> String {
+        let value = relationshipDescriptor(relationship, storesKey: storesKey)
         func literals(_ names: [String]) -> String { "[" + names.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]" }
-        var arguments = ["name: " + SwiftSyntax.stringLiteral(relationship.name), "target: " + SwiftSyntax.stringLiteral(relationship.target)]
-        if relationship.isToMany { arguments.append("isToMany: true") }
-        if relationship.isOptional { arguments.append("isOptional: true") }
-        if let inverse = relationship.inverse { arguments.append("inverse: " + SwiftSyntax.stringLiteral(inverse)) }
-        if relationship.deleteRule != .nullify { arguments.append("deleteRule: .\(relationship.deleteRule.rawValue)") }
-        if let minimum = relationship.minCount { arguments.append("minCount: \(minimum)") }
-        if let maximum = relationship.maxCount { arguments.append("maxCount: \(maximum)") }
-        if !relationship.foreignKeyColumns.isEmpty { arguments.append("foreignKeyColumns: " + literals(relationship.foreignKeyColumns)) }
-        if let joinTable = relationship.joinTableName { arguments.append("joinTable: " + SwiftSyntax.stringLiteral(joinTable)) }
-        if let renamed = relationship.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
-        if storesKey { arguments.append("keyProperty: " + SwiftSyntax.stringLiteral(Naming.keyProperty(of: relationship.name))) }
-        if relationship.joinTableName != nil {
-            arguments.append("joinColumns: " + literals(relationship.joinColumns))
-            arguments.append("joinTargetColumns: " + literals(relationship.joinTargetColumns))
+        var arguments = ["name: " + SwiftSyntax.stringLiteral(value.name), "target: " + SwiftSyntax.stringLiteral(value.target)]
+        if value.isToMany { arguments.append("isToMany: true") }
+        if value.isOptional { arguments.append("isOptional: true") }
+        if let inverse = value.inverse { arguments.append("inverse: " + SwiftSyntax.stringLiteral(inverse)) }
+        if value.deleteRule != .nullify { arguments.append("deleteRule: .\(value.deleteRule.rawValue)") }
+        if let minimum = value.minCount { arguments.append("minCount: \(minimum)") }
+        if let maximum = value.maxCount { arguments.append("maxCount: \(maximum)") }
+        if !value.foreignKeyColumns.isEmpty { arguments.append("foreignKeyColumns: " + literals(value.foreignKeyColumns)) }
+        if let joinTable = value.joinTable { arguments.append("joinTable: " + SwiftSyntax.stringLiteral(joinTable)) }
+        if let renamed = value.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
+        if let keyProperty = value.keyProperty { arguments.append("keyProperty: " + SwiftSyntax.stringLiteral(keyProperty)) }
+        if value.joinTable != nil {
+            arguments.append("joinColumns: " + literals(value.joinColumns))
+            arguments.append("joinTargetColumns: " + literals(value.joinTargetColumns))
         }
         return call("RelationshipDescriptor", arguments, indent: 12)
     }

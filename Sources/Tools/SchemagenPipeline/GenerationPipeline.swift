@@ -8,6 +8,7 @@ import ProjectConfig
 import RelationalModel
 import SQLDialects
 import SchemaKit
+import SchemaMetadata
 
 /// `schemagen generate` as a library: configuration -> load -> relational model -> plan ->
 /// render -> sync. Each stage takes the values the one before returned and returns values; only
@@ -408,6 +409,16 @@ public struct GenerationPipeline: Sendable {
         guard !plan.migrations.contains(where: { $0.schema.name == schema.name && $0.directory.path == reference.path }) else { return model }
         guard let latest = try? reference.latestSnapshot() else { return model }
         return latest.databaseModel(of: model)
+    }
+
+    /// The schema's runtime metadata as generated code declares it (`TemplateContext.schemaDescriptor`)
+    /// over the database its committed migrations make: for tools that open a store without
+    /// compiled models (the studio).
+    ///
+    ///     let descriptor = pipeline.storeDescriptor(schema)
+    public func storeDescriptor(_ schema: Schema) -> SchemaDescriptor {
+        let model = runtimeModel(schema, self.model([schema])[schema.name] ?? SnapshotBuilder.snapshot(of: schema), plan: Plan())
+        return TemplateContext(schema: schema, model: model, sourceFile: URL(fileURLWithPath: schema.sourcePath).lastPathComponent).schemaDescriptor
     }
 
     /// One schema's files as one: the first header kept, the others' header lines dropped.

@@ -1,0 +1,81 @@
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+
+/// The schema's runtime metadata as values: what the generated `<Schema>Schema` metadata file
+/// declares, for tools that open a store without compiled models (the studio). The metadata
+/// file's column and relationship lines are printed from these same values, so the two cannot
+/// differ.
+extension TemplateContext {
+    /// The schema's descriptor, as the generated metadata's `descriptor` holds it.
+    ///
+    ///     let descriptor = TemplateContext(schema: schema, sourceFile: "Flights.yaml").schemaDescriptor
+    public var schemaDescriptor: SchemaDescriptor {
+        SchemaDescriptor(
+            name: schema.name, version: schema.version, recordsHistory: schema.recordsHistory, recordsInsertValues: schema.recordsInsertValues,
+            entities: schema.entities.map(entityDescriptor))
+    }
+
+    func entityDescriptor(_ entity: Entity) -> EntityDescriptor {
+        let parts = EntityParts(entity, table: table(forEntity: entity.name))
+        return EntityDescriptor(
+            name: entity.name, table: entity.tableName, renamedFrom: entity.renamedFrom, primaryKey: entity.primaryKeyColumns, hasImplicitKey: parts.hasImplicitKey,
+            columns: parts.stored.map { attribute in columnMetadata(attribute, in: parts, column: parts.table?.columns.first { $0.name == attribute.columnName }).descriptor },
+            relationships: entity.relationships.map { relationshipDescriptor($0, storesKey: !$0.isToMany && !$0.foreignKeyColumns.isEmpty) },
+            indexes: (parts.table?.indexes ?? []).map { index in
+                IndexDescriptor(name: index.name, columns: index.columns, kind: index.isFullText ? .fullText : index.isUnique ? .unique : .plain)
+            })
+    }
+
+    /// An attribute's column in the compact form metadata writes (`ColumnDescriptor.attribute`).
+    struct ColumnMetadata {
+        var property: String
+        var storage: StorageKind
+        var swiftType: String
+        var column: String?
+        var jsonKey: String?
+        var flags: ColumnDescriptor.Flags
+        var renamedFrom: String?
+        var defaultValue: DefaultValueDescriptor?
+
+        var descriptor: ColumnDescriptor {
+            .attribute(property, storage, swiftType, column: column, jsonKey: jsonKey, flags, renamedFrom: renamedFrom, default: defaultValue)
+        }
+    }
+
+    func columnMetadata(_ attribute: Attribute, in parts: EntityParts, column: ColumnSnapshot?) -> ColumnMetadata {
+        var flags: ColumnDescriptor.Flags = []
+        if attribute.isOptional { flags.insert(.optional) }
+        if isKeyMember(attribute.name, of: parts.entity) { flags.insert(.primaryKey) }
+        if attribute.isUnique { flags.insert(.unique) }
+        if attribute.isIndexed { flags.insert(.indexed) }
+        if attribute.isSearchable { flags.insert(.searchable) }
+        if attribute.usesExternalStorage { flags.insert(.externalStorage) }
+        if attribute.isEncrypted && !attribute.encryptsDeterministically { flags.insert(.encrypted) }
+        if attribute.encryptsDeterministically { flags.insert(.deterministic) }
+        if attribute.preservesValueOnDeletion { flags.insert(.preservesValueOnDeletion) }
+        return ColumnMetadata(
+            property: attribute.name, storage: column?.kind ?? SnapshotBuilder.kind(of: attribute, in: schema), swiftType: SwiftSyntax.typeName(attribute.type),
+            column: attribute.columnName != attribute.name ? attribute.columnName : nil, jsonKey: attribute.jsonKey != attribute.name ? attribute.jsonKey : nil,
+            flags: flags, renamedFrom: attribute.renamedFrom, defaultValue: column.flatMap(defaultDescriptor))
+    }
+
+    /// The column default as a descriptor, from the relational model's.
+    func defaultDescriptor(_ column: ColumnSnapshot) -> DefaultValueDescriptor? {
+        guard let value = column.defaultValue else { return nil }
+        switch value {
+        case .null: return .null
+        case .now: return .now
+        case .uuid: return .generatedUUID
+        default: return .literal(value.canonicalText(kind: column.kind))
+        }
+    }
+
+    func relationshipDescriptor(_ relationship: Relationship, storesKey: Bool) -> RelationshipDescriptor {
+        RelationshipDescriptor(
+            name: relationship.name, target: relationship.target, isToMany: relationship.isToMany, isOptional: relationship.isOptional, inverse: relationship.inverse,
+            deleteRule: DeleteRule(rawValue: relationship.deleteRule.rawValue) ?? .nullify, minCount: relationship.minCount, maxCount: relationship.maxCount,
+            foreignKeyColumns: relationship.foreignKeyColumns, joinTable: relationship.joinTableName, renamedFrom: relationship.renamedFrom,
+            keyProperty: storesKey ? Naming.keyProperty(of: relationship.name) : nil, joinColumns: relationship.joinColumns, joinTargetColumns: relationship.joinTargetColumns)
+    }
+}
