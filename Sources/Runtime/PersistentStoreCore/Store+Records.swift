@@ -1,0 +1,241 @@
+import SQLDialects
+import SchemaMetadata
+
+/// One record of an entity known only at run time, as a tool without compiled models reads it
+/// (the studio): a stored value per column, read through the store's own row pipeline, so
+/// encrypted values are opened and external values loaded as a model's would be.
+public struct StoredRecord: Sendable, Hashable {
+    /// The table's columns, in `EntityDescriptor.recordColumns` order.
+    public let columns: [String]
+    /// The values, one per column, in the same order.
+    public let values: [StoredValue]
+
+    /// The value of a column, nil when the entity has no such column.
+    public subscript(column: String) -> StoredValue? {
+        columns.firstIndex(of: column).map { values[$0] }
+    }
+}
+
+/// A condition on one column of a record, which the store renders itself: a tool never writes
+/// SQL text.
+public struct RecordFilter: Sendable, Hashable {
+    /// What the column's value must be.
+    public enum Condition: Sendable, Hashable {
+        /// Equal to the value.
+        case equals(StoredValue)
+        /// Text that contains this, ignoring ASCII case.
+        case contains(String)
+        /// At least `lower` and at most `upper`, each bound left out when nil.
+        case between(lower: StoredValue?, upper: StoredValue?)
+        /// Empty (NULL).
+        case isNull
+        /// Not empty.
+        case isNotNull
+    }
+
+    /// The column's name in the table: `icao`, `route_distance`.
+    public var column: String
+    /// What its value must be.
+    public var condition: Condition
+
+    /// A condition on a column.
+    ///
+    ///     let filter = RecordFilter("name", .contains("intl"))
+    public init(_ column: String, _ condition: Condition) {
+        self.column = column
+        self.condition = condition
+    }
+}
+
+/// The order of a list of records: one column, then the key, so the order is total.
+public struct RecordOrder: Sendable, Hashable {
+    /// The column's name in the table.
+    public var column: String
+    /// Smallest first (nil first); false for largest first (nil last).
+    public var ascending: Bool
+
+    /// An order by a column.
+    ///
+    ///     let newest = RecordOrder("scheduled_off", ascending: false)
+    public init(_ column: String, ascending: Bool = true) {
+        self.column = column
+        self.ascending = ascending
+    }
+}
+
+/// Where the next page of records starts (keyset pagination): the last record's value of the
+/// order's column, then its key. A page deep in a large table costs what the first one does.
+public struct RecordCursor: Sendable, Hashable {
+    /// The order column's value, then the key's, of the last record of a page.
+    public var values: [StoredValue]
+
+    /// A cursor from values a page gave (`records(...).next`), kept between requests.
+    ///
+    ///     let cursor = RecordCursor(values: [.text("Oakland"), .integer(42)])
+    public init(values: [StoredValue]) { self.values = values }
+}
+
+extension EntityDescriptor {
+    /// Every column of the entity's table a record holds: `rowColumns`, then the columns of
+    /// keys of several columns, which models hold as one value.
+    public var recordColumns: [String] {
+        let row = rowColumns
+        return row + relationships.flatMap(\.foreignKeyColumns).filter { !row.contains($0) }
+    }
+}
+
+extension Store {
+    /// A page of an entity's records, filtered and ordered, starting after `cursor`; and the
+    /// cursor of the next page, nil on the last one. Memory holds one page.
+    ///
+    ///     let page = try await store.records(of: entity, where: [RecordFilter("code", .contains("AL"))], orderedBy: RecordOrder("name"), limit: 100)
+    public func records(
+        of entity: EntityDescriptor, where filters: [RecordFilter] = [], orderedBy order: RecordOrder? = nil, after cursor: RecordCursor? = nil, limit: Int
+    ) throws(StoreError) -> (records: [StoredRecord], next: RecordCursor?) {
+        let entity = try knownEntity(entity)
+        let columns = entity.recordColumns
+        let sort = try recordSort(entity, order)
+        var conditions = try filters.map { filter throws(StoreError) in try filterCondition(filter, of: entity) }
+        if let cursor {
+            guard cursor.values.count == sort.count else { throw .notSupported("a cursor of \(cursor.values.count) values for an order of \(sort.count) columns") }
+            conditions.append(Self.after(zip(sort, cursor.values).map { ($0.column, $0.ascending, $1) }))
+        }
+        let condition: SQL = conditions.isEmpty ? "" : " WHERE " + SQL.list(conditions, separator: " AND ")
+        let nullsFirst = database.dialect.capabilities.nullsSortLast
+        let terms = sort.map { term -> SQL in
+            let direction: SQL = term.ascending ? "" : " DESC"
+            // Nil sorts first going up, as the store orders models (and SQLite orders NULL).
+            let nulls: SQL = nullsFirst && term.nullable ? (term.ascending ? " NULLS FIRST" : " NULLS LAST") : ""
+            return "\(identifier: term.column)\(direction)\(nulls)"
+        }
+        let sql: SQL =
+            "SELECT \(SQL.identifiers(columns)) FROM \(identifier: entity.table)\(condition) ORDER BY \(SQL.list(terms)) LIMIT \(value: .integer(Int64(max(0, limit) + 1)))"
+        var records: [StoredRecord] = []
+        do {
+            try streamRecords(sql, of: entity, columns: columns) { records.append($0) }
+        } catch {
+            throw Self.readFailure(error)
+        }
+        guard records.count > max(0, limit) else { return (records, nil) }
+        records.removeLast()
+        let last = records[records.count - 1]
+        return (records, RecordCursor(values: sort.map { last[$0.column] ?? .null }))
+    }
+
+    /// How many records of an entity match the filters.
+    public func countRecords(of entity: EntityDescriptor, where filters: [RecordFilter] = []) throws(StoreError) -> Int {
+        let entity = try knownEntity(entity)
+        let conditions = try filters.map { filter throws(StoreError) in try filterCondition(filter, of: entity) }
+        let condition: SQL = conditions.isEmpty ? "" : " WHERE " + SQL.list(conditions, separator: " AND ")
+        guard case .integer(let count)? = try query("SELECT count(*) FROM \(identifier: entity.table)\(condition)").first?.first else { return 0 }
+        return Int(count)
+    }
+
+    /// Each record a query of `columns` selects, through the row pipeline models use: encrypted
+    /// values opened, external values loaded.
+    private func streamRecords(_ sql: SQL, of entity: EntityDescriptor, columns: [String], _ body: (StoredRecord) throws -> Void) throws {
+        let opening = openPlan(entity, columns: columns)
+        let external = Self.externalColumns(of: entity).compactMap { column in columns.firstIndex(of: column.column).map { (column, $0) } }
+        let keyPositions = entity.primaryKey.map { key in columns.firstIndex(of: key) }
+        let (text, arguments) = sql.statement(for: database.dialect)
+        let handle = { (row: inout [StoredValue]) throws in
+            for (column, position) in external {
+                guard case .text(let name) = row[position] else { continue }
+                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+            }
+            try body(StoredRecord(columns: columns, values: row))
+        }
+        if let opening {
+            try forEachOpenedRow(
+                text, arguments, ownStatement: false, opening: opening.positions,
+                with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, handle)
+        } else {
+            try database.forEachRow(text, arguments, ownStatement: false, handle)
+        }
+    }
+
+    // MARK: - Rendering
+
+    /// The store's own descriptor of the entity: a tool's copy must name a table it knows.
+    private func knownEntity(_ entity: EntityDescriptor) throws(StoreError) -> EntityDescriptor {
+        guard let known = schema.entity(forTable: entity.table) else { throw .unknownEntity(entity.name) }
+        return known
+    }
+
+    private struct SortTerm {
+        var column: String
+        var ascending: Bool
+        var nullable: Bool
+    }
+
+    /// The order's column, then the key's (ascending), without repeats.
+    private func recordSort(_ entity: EntityDescriptor, _ order: RecordOrder?) throws(StoreError) -> [SortTerm] {
+        var terms: [SortTerm] = []
+        if let order {
+            let column = try recordColumn(order.column, of: entity, for: "sort by")
+            if column.isEncrypted && !column.encryptsDeterministically {
+                throw .notSupported("\(entity.name).\(column.property) is encrypted, so the database cannot sort by it")
+            }
+            terms.append(SortTerm(column: column.column, ascending: order.ascending, nullable: column.isOptional))
+        }
+        for key in entity.primaryKey where !terms.contains(where: { $0.column == key }) {
+            terms.append(SortTerm(column: key, ascending: true, nullable: false))
+        }
+        return terms
+    }
+
+    /// A column of the entity by column name; a foreign key column counts as a plain column.
+    private func recordColumn(_ name: String, of entity: EntityDescriptor, for use: String) throws(StoreError) -> ColumnDescriptor {
+        if let column = entity.columns.first(where: { $0.column == name }) { return column }
+        if entity.recordColumns.contains(name) {
+            let isKey = entity.primaryKey.contains(name)
+            let relationship = entity.relationships.first { $0.foreignKeyColumns.contains(name) }
+            return ColumnDescriptor(property: name, column: name, storage: .integer, swiftType: "Int64", isOptional: !isKey && (relationship?.isOptional ?? false), isPrimaryKey: isKey)
+        }
+        throw .notSupported("\(entity.name) has no column '\(name)' to \(use)")
+    }
+
+    private func filterCondition(_ filter: RecordFilter, of entity: EntityDescriptor) throws(StoreError) -> SQL {
+        let column = try recordColumn(filter.column, of: entity, for: "filter by")
+        let name: SQL = .identifier(column.column)
+        if column.isEncrypted || column.usesExternalStorage {
+            switch filter.condition {
+            case .isNull: return "\(name) IS NULL"
+            case .isNotNull: return "\(name) IS NOT NULL"
+            default:
+                throw .notSupported("\(entity.name).\(column.property) is \(column.isEncrypted ? "encrypted" : "kept in files"), so the database can only tell whether it is empty")
+            }
+        }
+        switch filter.condition {
+        case .equals(.null), .isNull: return "\(name) IS NULL"
+        case .isNotNull: return "\(name) IS NOT NULL"
+        case .equals(let value): return "\(name) = \(value: value)"
+        case .contains(let text):
+            // LIKE's wildcards in the text are matched as themselves.
+            let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+            return "lower(CAST(\(name) AS TEXT)) LIKE \(value: .text("%" + escaped.lowercased() + "%")) ESCAPE '\\'"
+        case .between(let lower, let upper):
+            var parts: [SQL] = []
+            if let lower { parts.append("\(name) >= \(value: lower)") }
+            if let upper { parts.append("\(name) <= \(value: upper)") }
+            return parts.isEmpty ? "1 = 1" : "(" + SQL.list(parts, separator: " AND ") + ")"
+        }
+    }
+
+    /// Rows after the cursor in the order: lexicographic over the terms, NULL first going up and
+    /// last going down, as the ORDER BY puts it.
+    private static func after(_ terms: [(column: String, ascending: Bool, value: StoredValue)]) -> SQL {
+        guard let first = terms.first else { return "1 = 0" }
+        let name: SQL = .identifier(first.column)
+        let later: SQL
+        let same: SQL
+        switch (first.ascending, first.value) {
+        case (true, .null): (later, same) = ("\(name) IS NOT NULL", "\(name) IS NULL")
+        case (true, let value): (later, same) = ("\(name) > \(value: value)", "\(name) = \(value: value)")
+        case (false, .null): (later, same) = ("1 = 0", "\(name) IS NULL")
+        case (false, let value): (later, same) = ("(\(name) < \(value: value) OR \(name) IS NULL)", "\(name) = \(value: value)")
+        }
+        guard terms.count > 1 else { return "(\(later))" }
+        return "(\(later) OR (\(same) AND \(after(Array(terms.dropFirst())))))"
+    }
+}

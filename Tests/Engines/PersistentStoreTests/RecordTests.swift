@@ -1,0 +1,100 @@
+import ExampleModels
+import Foundation
+import SchemaMetadata
+import TestSupport
+import Testing
+
+@testable import PersistentStoreCore
+
+/// Records of entities known only at run time (what the studio reads): the same rows models
+/// read, through the same pipeline, with filters, order and keyset pages the store renders.
+@Suite(.serialized) struct RecordTests {
+    @Test(arguments: StoreEngine.available)
+    func recordsPageFilterAndSortAsTheStoreSays(_ engine: StoreEngine) async throws {
+        let store = try engine.flights()
+        let airports = try #require(FlightsSchema.descriptor.entity(named: "Airport"))
+        var inserted: [Airport] = []
+        for index in 0..<25 {
+            inserted.append(try await store.insert(airport(String(format: "K%03d", index), index % 2 == 0 ? "Even \(index)" : "Odd \(index)")))
+        }
+        #expect(try await store.countRecords(of: airports) == 25)
+        #expect(try await store.countRecords(of: airports, where: [RecordFilter("name", .contains("even"))]) == 13)
+        // Pages of 10 by name, descending, each after the last one's cursor: every record once.
+        var seen: [String] = []
+        var cursor: RecordCursor?
+        var pages = 0
+        repeat {
+            let page = try await store.records(of: airports, orderedBy: RecordOrder("name", ascending: false), after: cursor, limit: 10)
+            seen += page.records.compactMap { record in if case .text(let name)? = record["name"] { name } else { nil } }
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 10
+        #expect(pages == 3 && seen.count == 25 && Set(seen).count == 25, "\(seen)")
+        #expect(seen == seen.sorted(by: >), "in the order asked")
+        let typed = try await store.fetch(Airport.self, sortBy: [SortDescriptor(\.name, order: .reverse)]).map(\.name)
+        #expect(seen == typed, "the order the typed API gives")
+        // Filters: equals, a range, null checks; a LIKE wildcard matches only itself.
+        let k007 = try await store.records(of: airports, where: [RecordFilter("icao", .equals(.text("K007")))], limit: 5).records
+        #expect(k007.count == 1 && k007.first?["id"] == .integer(inserted[7].id!))
+        let range = try await store.records(of: airports, where: [RecordFilter("icao", .between(lower: .text("K010"), upper: .text("K012")))], limit: 50)
+        #expect(range.records.count == 3 && range.next == nil)
+        #expect(try await store.countRecords(of: airports, where: [RecordFilter("name", .contains("%"))]) == 0)
+        #expect(try await store.countRecords(of: airports, where: [RecordFilter("icao", .isNotNull)]) == 25)
+        // A column the entity lacks, or an entity the store does not know, is refused.
+        await #expect(throws: StoreError.self) { _ = try await store.records(of: airports, where: [RecordFilter("nope", .isNull)], limit: 1) }
+        let stranger = EntityDescriptor(name: "Stranger", table: "strangers", primaryKey: ["id"], hasImplicitKey: true, columns: [], relationships: [], indexes: [])
+        await #expect(throws: StoreError.self) { _ = try await store.countRecords(of: stranger) }
+    }
+
+    /// Encrypted values come opened, external values loaded, as models get them; an encrypted
+    /// column cannot be searched or sorted by the database, and says so.
+    @Test(arguments: StoreEngine.available)
+    func encryptedAndExternalValuesReadAsModelsReadThem(_ engine: StoreEngine) async throws {
+        let todo = try engine.store(TodoSchema.descriptor, TodoSchema.migrations)
+        let item = try await todo.insert(TodoItem(taskName: "pay", notes: "the code is 4711"))
+        let items = try #require(TodoSchema.descriptor.entity(named: "TodoItem"))
+        let record = try #require(try await todo.records(of: items, limit: 5).records.first)
+        #expect(record["notes"] == .text("the code is 4711") && record["task_name"] == .text("pay"), "\(record)")
+        await #expect(throws: StoreError.self) { _ = try await todo.records(of: items, where: [RecordFilter("notes", .contains("4711"))], limit: 5) }
+        await #expect(throws: StoreError.self) { _ = try await todo.records(of: items, orderedBy: RecordOrder("notes"), limit: 5) }
+        #expect(try await todo.countRecords(of: items, where: [RecordFilter("notes", .isNotNull)]) == 1)
+        _ = item
+
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
+        let owner = try await garage.insert(Person(name: "Ann"))
+        _ = try await garage.insert(Car(vin: "V1", make: "Ford", model: "T", photo: Data([9, 8, 7]), ownerID: owner.id))
+        let cars = try #require(GarageSchema.descriptor.entity(named: "Car"))
+        let car = try #require(try await garage.records(of: cars, limit: 5).records.first)
+        #expect(car["photo"] == .blob([9, 8, 7]), "\(car)")
+        #expect(car["owner_id"] == .integer(owner.id!))
+    }
+
+    /// A page deep in the table is found by its cursor, not by skipping rows: the last page of
+    /// 2,000 rows, reached from the cursor, holds exactly the rows after it.
+    @Test func aCursorReachesTheRowsAfterItWithNullsInTheOrder() async throws {
+        let store = try StoreEngine.sqlite.flights()
+        let flights = try #require(FlightsSchema.descriptor.entity(named: "Flight"))
+        let origin = try await store.insert(airport("KSFO"))
+        // Some distances are nil: they sort first going up and last going down.
+        try await store.insert(
+            (0..<2000).map { index in
+                var made = flight("F\(index)", origin: origin.id, distance: index)
+                if index % 7 == 0 { made.routeDistance = nil }
+                return made
+            })
+        for ascending in [true, false] {
+            var all: [StoredRecord] = []
+            var cursor: RecordCursor?
+            repeat {
+                let page = try await store.records(of: flights, orderedBy: RecordOrder("route_distance", ascending: ascending), after: cursor, limit: 333)
+                all += page.records
+                cursor = page.next
+            } while cursor != nil
+            #expect(all.count == 2000 && Set(all.map { $0["id"] }).count == 2000, "ascending \(ascending): \(all.count)")
+            let distances = all.map { $0["route_distance"] ?? .null }
+            let nulls = distances.filter { $0 == .null }.count
+            #expect(nulls == 286)
+            #expect(ascending ? distances.prefix(nulls).allSatisfy { $0 == .null } : distances.suffix(nulls).allSatisfy { $0 == .null })
+        }
+    }
+}
