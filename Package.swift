@@ -52,6 +52,8 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Diagnostics"]),
         // A small HTTP/1.1 server over sockets, for local tools (the studio).
         .target(name: "HTTPServer"),
+        // `schemagen studio`'s web app: pages over an open store, for data as the schema names it.
+        .target(name: "Studio", dependencies: ["HTTPServer", "PersistentStoreCore", "SchemaKit", "SchemaMetadata", "TextEscaping"]),
         .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
         .target(name: "Mustache", dependencies: ["TextEscaping"]),
         // The runtime: what an application links. No YAML, no templates, no planner.
@@ -106,7 +108,8 @@ let package = Package(
             name: "SchemagenCLI",
             dependencies: [
                 "DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig",
-                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects", "TextEscaping",
+                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects", "TextEscaping", "Studio", "HTTPServer", "Migrator", "MigratorCore", "PersistentStoreCore",
+                "PersistentStoreSQLite", "PersistentStorePostgres", "SchemaMetadata",
             ]),
 
         // MARK: - Maintenance tool: rewrites CodeGeneration/EmbeddedTemplates.swift from Templates/
@@ -243,6 +246,7 @@ let package = Package(
                 "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite",
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "StudioTests", dependencies: ["schemagen", "migrate", "flights", "todo", "SQLiteKit", "TestSupport"]),
         .testTarget(
             name: "SchemagenCLITests",
             dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SchemaMetadata"]),
@@ -267,7 +271,7 @@ let layers: [String: [String]] = [
     "Runtime": ["TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [
-        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
+        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "Studio", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
         "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates",
     ],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
@@ -280,7 +284,7 @@ let testLayers: [String: [String]] = [
     "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests"],
     "Engines": ["SQLiteKitTests", "MigratorTests", "PersistentStoreTests"],
     "Tools": [
-        "CommandLineKitTests", "HTTPServerTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",
+        "CommandLineKitTests", "HTTPServerTests", "StudioTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",
         "SchemaDiagramsTests", "SchemagenPipelineTests", "SchemagenCLITests",
     ],
     "Examples": ["ExampleModelsTests", "FlightsExampleTests", "TodoExampleTests"],

@@ -14,6 +14,7 @@ public enum Schemagen {
                 RestoreVersionsCommand.self,
                 DiagramCommand.self,
                 DocsCommand.self,
+                StudioCommand.self,
             ])
     }
 

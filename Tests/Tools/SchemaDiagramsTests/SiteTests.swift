@@ -18,11 +18,7 @@ import Testing
         return loaded.schemas
     }
 
-    /// Chromium on the PATH, or nil.
-    static let chromium: String? = ["chromium", "chromium-browser", "google-chrome"].lazy.compactMap { name in
-        (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":").map { "\($0)/\(name)" }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-    }.first
+    static let chromium = HeadlessChromium.path
 
     @Test func theSiteHoldsEveryEntityTypeAndMigrationAndIsDeterministic() throws {
         let migrations = repositoryRoot.appendingPathComponent("Migrations").path
@@ -60,20 +56,9 @@ import Testing
 
     /// Runs chromium headless on a page; its DOM after the scripts ran.
     static func dom(_ url: String, screenshot: String? = nil) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        let profile = temporaryFolder().path
-        var arguments = ["90", chromium!, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)"]
-        if let screenshot { arguments += ["--screenshot=\(screenshot)", "--window-size=1280,1400"] } else { arguments.append("--dump-dom") }
-        process.arguments = arguments + [url]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        try? output.fileHandleForReading.close()
-        #expect(exitStatus(of: process) == 0, "chromium on \(url)")
-        return String(decoding: data, as: UTF8.self)
+        let run = try HeadlessChromium.run(url, screenshot: screenshot)
+        #expect(run.status == 0, "chromium on \(url)")
+        return run.dom
     }
 
     static func matches(_ pattern: String, in text: String) -> [[String]] {

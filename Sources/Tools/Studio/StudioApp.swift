@@ -1,0 +1,341 @@
+import Foundation
+import HTTPServer
+import PersistentStoreCore
+import SchemaKit
+import SchemaMetadata
+import TextEscaping
+
+/// The studio's web app: answers each request of the local server, after checking its token.
+/// Pages are plain HTML with a stylesheet, all made here; every read goes through the store.
+///
+/// Routes: `/` the schemas and entities; `/e/<Schema>/<Entity>` a list of records (filters,
+/// order and pages in the query); `/r/<Schema>/<Entity>?k.<column>=<value>` one record;
+/// `/style.css`.
+public final class StudioApp: Sendable {
+    public let catalog: StudioCatalog
+    /// The secret every request carries, in the URL the studio prints or in its cookie.
+    public let token: String
+    static let cookie = "schemagen_studio"
+
+    public init(catalog: StudioCatalog, token: String) {
+        self.catalog = catalog
+        self.token = token
+    }
+
+    /// A random token: 32 bytes from the system's generator, as hex.
+    public static func newToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    // MARK: - Requests
+
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return page("Not allowed", status: .methodNotAllowed, "<p>The studio answers GET only.</p>", extraHeaders: [("Allow", "GET, HEAD")])
+        }
+        // The stylesheet holds no data: the page that asks for the token is styled too.
+        if request.path == "/style.css" {
+            return HTTPResponse(headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "no-store")], body: .bytes(Array(StudioStyle.css.utf8)))
+        }
+        if let given = request.queryValue("token") {
+            guard Self.same(given, token) else { return unauthorized() }
+            // The token moves into a cookie, and the address bar loses it.
+            let rest = request.query.filter { $0.name != "token" }
+            let location = request.path + (rest.isEmpty ? "" : "?" + rest.map { Self.percent($0.name) + "=" + Self.percent($0.value) }.joined(separator: "&"))
+            return HTTPResponse(
+                status: .seeOther,
+                headers: [("Location", location), ("Set-Cookie", "\(Self.cookie)=\(token); HttpOnly; SameSite=Strict; Path=/"), ("Cache-Control", "no-store")])
+        }
+        guard let cookie = request.cookie(Self.cookie), Self.same(cookie, token) else { return unauthorized() }
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        do {
+            switch parts.first {
+            case nil: return try home()
+            case "e" where parts.count == 3: return try list(schema: parts[1], entity: parts[2], request: request)
+            case "r" where parts.count == 3: return try record(schema: parts[1], entity: parts[2], request: request)
+            default: return notFound("No page at \(request.path).")
+            }
+        } catch let failure as StudioFailure {
+            return page("Cannot show this", status: failure.status, "<p>\(TextEscaping.html(failure.message))</p>")
+        } catch {
+            return page("Cannot show this", status: .internalServerError, "<p>\(TextEscaping.html(Self.describe(error)))</p>")
+        }
+    }
+
+    /// Equal tokens, compared in time that does not depend on where they differ.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let (left, right) = (Array(a.utf8), Array(b.utf8))
+        guard left.count == right.count else { return false }
+        return zip(left, right).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    private func unauthorized() -> HTTPResponse {
+        page(
+            "Token needed", status: .unauthorized,
+            "<p>Open the studio with the address it printed when it started: it holds the token (<code>?token=…</code>).</p>", title: "Studio")
+    }
+
+    private func notFound(_ message: String) -> HTTPResponse { page("Not found", status: .notFound, "<p>\(TextEscaping.html(message))</p>") }
+
+    // MARK: - Pages
+
+    private func home() throws -> HTTPResponse {
+        var body = ""
+        for entry in catalog.entries {
+            let schema = entry.schema
+            body += "<section aria-labelledby=\"s-\(html(schema.name))\"><h2 id=\"s-\(html(schema.name))\">\(html(schema.name))</h2>\n"
+            body += "<p>Version \(schema.version)"
+            if entry.newestVersion != schema.version {
+                body +=
+                    " <strong class=\"warn\">(the schema file is at version \(entry.newestVersion); this database has not been migrated to it, so it is shown as version \(schema.version) and read-only)</strong>"
+            }
+            body += ". Migrations applied: \(entry.migrations.applied.map(String.init).joined(separator: ", ").ifEmpty("none"))"
+            body += "; pending: \(entry.migrations.pending.map(String.init).joined(separator: ", ").ifEmpty("none"))"
+            if !entry.migrations.servedVersions.isEmpty { body += "; online versions served: \(entry.migrations.servedVersions.map(String.init).joined(separator: ", "))" }
+            body += ".</p>\n"
+            if entry.encryptionLocked { body += "<p class=\"warn\">Encrypted attributes are locked: start the studio with <code>--key-file</code> to read them.</p>\n" }
+            body += "<table><thead><tr><th scope=\"col\">Entity</th><th scope=\"col\">Records</th><th scope=\"col\">About</th></tr></thead><tbody>\n"
+            for entity in entry.descriptor.entities {
+                let count = try blocking { try await entry.store.countRecords(of: entity) }
+                let doc = schema.entity(named: entity.name)?.doc ?? ""
+                body += "<tr><td><a href=\"/e/\(path(schema.name))/\(path(entity.name))\">\(html(entity.name))</a></td><td class=\"number\">\(count)</td><td>\(html(doc))</td></tr>\n"
+            }
+            body += "</tbody></table></section>\n"
+        }
+        return page("Studio", body)
+    }
+
+    /// A page of an entity's records, as the query filters, orders and pages them.
+    private func list(schema schemaName: String, entity entityName: String, request: HTTPRequest) throws -> HTTPResponse {
+        let (entry, entity) = try locate(schemaName, entityName)
+        let model = entry.schema.entity(named: entity.name)
+        let columns = StudioColumns(entity: entity, model: model, entry: entry)
+        var filters: [RecordFilter] = []
+        var shownFilters: [(column: String, op: String, value: String)] = []
+        for column in columns.filterable {
+            guard let op = request.queryValue("op." + column.column), !op.isEmpty else { continue }
+            let text = request.queryValue("v." + column.column) ?? ""
+            shownFilters.append((column.column, op, text))
+            filters.append(try filter(op, text, column: column, entry: entry, model: model))
+        }
+        let sortColumn = request.queryValue("sort").flatMap { name in columns.sortable.first { $0.column == name } }
+        let ascending = request.queryValue("dir") != "desc"
+        let order = sortColumn.map { RecordOrder($0.column, ascending: ascending) }
+        let limit = min(max(Int(request.queryValue("limit") ?? "") ?? 50, 1), 1000)
+        var cursor: RecordCursor?
+        if let after = request.queryValue("after"), !after.isEmpty {
+            guard let decoded = CursorText.decode(after) else { throw StudioFailure(.badRequest, "the page link is damaged; start from the first page") }
+            cursor = decoded
+        }
+        let (chosen, start) = (filters, cursor)
+        let (records, next, total, matching) = try blocking {
+            let page = try await entry.store.records(of: entity, where: chosen, orderedBy: order, after: start, limit: limit)
+            let total = try await entry.store.countRecords(of: entity)
+            let matching = chosen.isEmpty ? total : try await entry.store.countRecords(of: entity, where: chosen)
+            return (page.records, page.next, total, matching)
+        }
+        var body = "<p><a href=\"/\">All entities</a> · \(html(entry.schema.name)) version \(entry.schema.version)</p>\n"
+        if let doc = model?.doc { body += "<p>\(html(doc))</p>\n" }
+        body += "<p role=\"status\">\(matching == total ? "\(total) records" : "\(matching) of \(total) records match")</p>\n"
+        body += filterForm(columns: columns, shown: shownFilters, sort: sortColumn?.column, ascending: ascending, entry: entry, entity: entity)
+        body += "<div class=\"scroll\"><table class=\"records\"><thead><tr>"
+        for column in columns.shown {
+            let name = columns.label(column)
+            if columns.sortable.contains(where: { $0.column == column.column }) {
+                let next = sortColumn?.column == column.column && ascending ? "desc" : "asc"
+                let state = sortColumn?.column == column.column ? (ascending ? "ascending" : "descending") : "none"
+                let link = listLink(entry, entity, filters: shownFilters, sort: column.column, dir: next)
+                body += "<th scope=\"col\" aria-sort=\"\(state)\"><a href=\"\(html(link))\">\(html(name))</a></th>"
+            } else {
+                body += "<th scope=\"col\">\(html(name))</th>"
+            }
+        }
+        for relationship in columns.toMany { body += "<th scope=\"col\">\(html(relationship.name))</th>" }
+        body += "</tr></thead><tbody>\n"
+        for record in records {
+            body += "<tr>"
+            for (index, column) in columns.shown.enumerated() {
+                let value = record[column.column] ?? .null
+                var cell = columns.cell(value, column: column)
+                if index == 0, let link = recordLink(entry, entity, record) { cell = "<a href=\"\(html(link))\">\(cell)</a>" }
+                body += "<td>\(cell)</td>"
+            }
+            for relationship in columns.toMany {
+                body += "<td>\(toManyLink(entry, entity, relationship, record).map { "<a href=\"\(html($0))\">\(html(relationship.target)) list</a>" } ?? "")</td>"
+            }
+            body += "</tr>\n"
+        }
+        body += "</tbody></table></div>\n<nav aria-label=\"pages\"><p>"
+        if cursor != nil { body += "<a href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc")))\">First page</a> " }
+        if let next {
+            body +=
+                "<a rel=\"next\" href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc", after: CursorText.encode(next))))\">Next page</a>"
+        }
+        body += "</p></nav>\n"
+        return page(entity.name, body)
+    }
+
+    /// One record: every property, and its relationships as links.
+    private func record(schema schemaName: String, entity entityName: String, request: HTTPRequest) throws -> HTTPResponse {
+        let (entry, entity) = try locate(schemaName, entityName)
+        let model = entry.schema.entity(named: entity.name)
+        let columns = StudioColumns(entity: entity, model: model, entry: entry)
+        var filters: [RecordFilter] = []
+        for key in entity.primaryKey {
+            guard let text = request.queryValue("k." + key), let column = columns.column(named: key),
+                let value = StudioValues.stored(text, column: column, attribute: columns.attribute(of: column), schema: entry.schema)
+            else { throw StudioFailure(.badRequest, "the link does not give the record's key (\(entity.primaryKey.joined(separator: ", ")))") }
+            filters.append(RecordFilter(key, .equals(value)))
+        }
+        let keys = filters
+        guard let found = try blocking({ try await entry.store.records(of: entity, where: keys, limit: 1).records.first }) else {
+            return notFound("No \(entity.name) has that key; it may have been deleted.")
+        }
+        var body = "<p><a href=\"/\">All entities</a> · <a href=\"\(html(listLink(entry, entity, filters: [], sort: nil, dir: "asc")))\">\(html(entity.name)) list</a></p>\n<dl>\n"
+        for column in columns.shown {
+            body += "<dt>\(html(columns.label(column)))</dt><dd>\(columns.cell(found[column.column] ?? .null, column: column))</dd>\n"
+        }
+        for relationship in columns.toMany {
+            if let link = toManyLink(entry, entity, relationship, found) { body += "<dt>\(html(relationship.name))</dt><dd><a href=\"\(html(link))\">\(html(relationship.target)) list</a></dd>\n" }
+        }
+        body += "</dl>\n"
+        return page("\(entity.name)", body)
+    }
+
+    // MARK: - Pieces
+
+    private func locate(_ schemaName: String, _ entityName: String) throws -> (StudioCatalog.Entry, EntityDescriptor) {
+        guard let entry = catalog.entry(named: schemaName) else { throw StudioFailure(.notFound, "No schema named \(schemaName).") }
+        guard let entity = entry.descriptor.entity(named: entityName) else { throw StudioFailure(.notFound, "\(schemaName) has no entity named \(entityName).") }
+        return (entry, entity)
+    }
+
+    private func filter(_ op: String, _ text: String, column: ColumnDescriptor, entry: StudioCatalog.Entry, model: Entity?) throws -> RecordFilter {
+        let attribute = model?.attributes.first { $0.columnName == column.column }
+        func value(_ text: String) throws -> StoredValue {
+            guard let value = StudioValues.stored(text, column: column, attribute: attribute, schema: entry.schema) else {
+                throw StudioFailure(.badRequest, "'\(text)' is not a value of \(attribute?.name ?? column.column) (\(column.swiftType))")
+            }
+            return value
+        }
+        switch op {
+        case "eq": return RecordFilter(column.column, .equals(try value(text)))
+        case "contains": return RecordFilter(column.column, .contains(text))
+        case "null": return RecordFilter(column.column, .isNull)
+        case "notnull": return RecordFilter(column.column, .isNotNull)
+        case "range":
+            let bounds = text.components(separatedBy: "..")
+            guard bounds.count == 2 else { throw StudioFailure(.badRequest, "a range is written low..high (either may be left out)") }
+            return RecordFilter(column.column, .between(lower: bounds[0].isEmpty ? nil : try value(bounds[0]), upper: bounds[1].isEmpty ? nil : try value(bounds[1])))
+        default: throw StudioFailure(.badRequest, "'\(op)' is not a filter (eq, contains, range, null, notnull)")
+        }
+    }
+
+    private func filterForm(columns: StudioColumns, shown: [(column: String, op: String, value: String)], sort: String?, ascending: Bool, entry: StudioCatalog.Entry, entity: EntityDescriptor)
+        -> String
+    {
+        var form = "<details\(shown.isEmpty ? "" : " open")><summary>Filter</summary><form method=\"get\" action=\"/e/\(path(entry.schema.name))/\(path(entity.name))\">\n"
+        if let sort { form += "<input type=\"hidden\" name=\"sort\" value=\"\(html(sort))\"><input type=\"hidden\" name=\"dir\" value=\"\(ascending ? "asc" : "desc")\">\n" }
+        for column in columns.filterable {
+            let current = shown.first { $0.column == column.column }
+            let id = "f-" + column.column
+            form += "<div class=\"filter\"><label for=\"\(html(id))-op\">\(html(columns.label(column)))</label> <select id=\"\(html(id))-op\" name=\"op.\(html(column.column))\">"
+            for (value, label) in [("", "any"), ("eq", "equals"), ("contains", "contains"), ("range", "range a..b"), ("null", "is nil"), ("notnull", "is not nil")] {
+                form += "<option value=\"\(value)\"\(current?.op == value ? " selected" : "")>\(label)</option>"
+            }
+            form +=
+                "</select> <label class=\"hidden\" for=\"\(html(id))\">value of \(html(columns.label(column)))</label><input id=\"\(html(id))\" name=\"v.\(html(column.column))\" value=\"\(html(current?.value ?? ""))\"></div>\n"
+        }
+        form += "<button type=\"submit\">Apply</button> <a href=\"/e/\(path(entry.schema.name))/\(path(entity.name))\">Clear</a></form></details>\n"
+        return form
+    }
+
+    private func listLink(
+        _ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, filters: [(column: String, op: String, value: String)], sort: String?, dir: String, after: String? = nil
+    ) -> String {
+        var query: [(String, String)] = filters.flatMap { [("op." + $0.column, $0.op), ("v." + $0.column, $0.value)] }
+        if let sort { query += [("sort", sort), ("dir", dir)] }
+        if let after { query.append(("after", after)) }
+        return "/e/\(path(entry.schema.name))/\(path(entity.name))" + (query.isEmpty ? "" : "?" + query.map { Self.percent($0.0) + "=" + Self.percent($0.1) }.joined(separator: "&"))
+    }
+
+    private func recordLink(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord) -> String? {
+        let keys = entity.primaryKey.map { ($0, record[$0] ?? .null) }
+        guard !keys.contains(where: { $0.1 == .null }) else { return nil }
+        return "/r/\(path(entry.schema.name))/\(path(entity.name))?" + keys.map { "k." + Self.percent($0.0) + "=" + Self.percent(StudioValues.plain($0.1)) }.joined(separator: "&")
+    }
+
+    /// The list of the target's records that point at this one, where the target holds the key.
+    private func toManyLink(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ relationship: RelationshipDescriptor, _ record: StoredRecord) -> String? {
+        guard let target = entry.descriptor.entity(named: relationship.target), entity.primaryKey.count == 1, let key = record[entity.primaryKey[0]], key != .null,
+            let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1
+        else { return nil }
+        return listLink(entry, target, filters: [(inverse.foreignKeyColumns[0], "eq", StudioValues.plain(key))], sort: nil, dir: "asc")
+    }
+
+    private func page(_ heading: String, status: HTTPStatus = .ok, _ body: String, title: String? = nil, extraHeaders: [(name: String, value: String)] = []) -> HTTPResponse {
+        let text = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(html(title ?? "\(heading) · Studio"))</title><link rel="stylesheet" href="/style.css"></head>
+            <body><header><p class="where">Studio · \(html(catalog.databaseLabel))\(catalog.readOnly ? " · read-only" : "")</p><h1>\(html(heading))</h1></header>
+            <main>
+            \(body)
+            </main></body></html>
+
+            """
+        let headers: [(name: String, value: String)] =
+            [
+                ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store"),
+                ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'"),
+                ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+            ] + extraHeaders
+        return HTTPResponse(status: status, headers: headers, body: .bytes(Array(text.utf8)))
+    }
+
+    private func html(_ text: String) -> String { TextEscaping.html(text) }
+    private func path(_ text: String) -> String { Self.percent(text) }
+
+    /// Percent-encoded for a URL's path segment or query.
+    static func percent(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    /// An error as a page says it: the store's own words.
+    static func describe(_ error: any Error) -> String { "\(error)" }
+}
+
+/// A page that cannot be shown, and the status that says why.
+struct StudioFailure: Error {
+    let status: HTTPStatus
+    let message: String
+
+    init(_ status: HTTPStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+}
+
+/// Runs the store's async call on this connection's thread and waits for it: the server's
+/// threads are its own, not the concurrency pool's, so waiting holds no pool thread.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}
+
+extension String {
+    func ifEmpty(_ replacement: String) -> String { isEmpty ? replacement : self }
+}

@@ -1,0 +1,31 @@
+/// The studio's stylesheet, in the binary: no build step, no network.
+enum StudioStyle {
+    static let css = """
+        :root { color-scheme: light dark; --line: #8884; --accent: #2563eb; }
+        body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 96rem; padding: 0 1.25rem 3rem; }
+        header { border-bottom: 1px solid var(--line); margin-bottom: 1rem; }
+        .where { color: #888; margin: .75rem 0 0; font-size: .9em; }
+        h1 { margin: .25rem 0 .75rem; font-size: 1.5rem; }
+        table { border-collapse: collapse; margin: .5rem 0 1rem; }
+        th, td { border-bottom: 1px solid var(--line); padding: .3rem .6rem; text-align: left; vertical-align: top; }
+        th a { text-decoration: none; }
+        th[aria-sort="ascending"] a::after { content: " ▲"; }
+        th[aria-sort="descending"] a::after { content: " ▼"; }
+        td.number { text-align: right; font-variant-numeric: tabular-nums; }
+        td time { white-space: nowrap; }
+        .scroll { overflow-x: auto; }
+        .null { color: #999; font-style: italic; }
+        .locked { color: #b45309; }
+        .warn { color: #b45309; }
+        .enum { font-family: ui-monospace, monospace; }
+        img.preview { max-height: 3rem; max-width: 6rem; vertical-align: middle; }
+        a:focus, button:focus, select:focus, input:focus, summary:focus { outline: 2px solid var(--accent); outline-offset: 2px; }
+        .filter { margin: .25rem 0; }
+        .filter label:first-child { display: inline-block; min-width: 10rem; }
+        .hidden { position: absolute; left: -10000px; }
+        dl { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; }
+        dt { font-weight: 600; }
+        dd { margin: 0; }
+        nav a { margin-right: 1rem; }
+        """
+}

@@ -1,0 +1,200 @@
+import Foundation
+import SQLiteKit
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `schemagen studio` as a person meets it: started on the example database the README's first
+/// command makes, reached with curl and a real browser, stopped with a signal.
+final class StudioProcess {
+    let running: BuiltTool.Running
+    /// The address it printed, token included.
+    let address: String
+    /// The address without the token.
+    let base: String
+    let startup: String
+
+    init(_ arguments: [String], environment: [String: String]? = nil) throws {
+        running = try BuiltTool("schemagen").start(["studio"] + arguments, environment: environment)
+        startup = running.read(until: { $0.contains("Stop with ^C") }, within: 60)
+        guard let line = startup.split(separator: "\n").first(where: { $0.hasPrefix("Studio: ") }) else {
+            kill(running.processIdentifier, SIGKILL)
+            let run = running.finish()
+            throw StudioTestFailure(description: "the studio did not start: \(startup) \(run.error)")
+        }
+        address = String(line.dropFirst("Studio: ".count))
+        base = address.components(separatedBy: "/?token=")[0]
+    }
+
+    /// Stops it with a signal; what it printed, and its exit status.
+    func stop(_ signal: Int32 = SIGTERM) -> BuiltTool.Run {
+        kill(running.processIdentifier, signal)
+        return running.finish()
+    }
+
+    deinit {
+        if running.process.isRunning {
+            kill(running.processIdentifier, SIGKILL)
+            _ = running.finish()
+        }
+    }
+}
+
+struct StudioTestFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs curl; its status line's code and its body (`--cookie-jar` keeps the token's cookie).
+func curl(_ url: String, jar: String? = nil) throws -> (code: Int, body: String) {
+    var arguments = ["--silent", "--show-error", "--max-time", "20", "--location", "--write-out", "\n%{http_code}"]
+    if let jar { arguments += ["--cookie-jar", jar, "--cookie", jar] }
+    let run = try runProgram("/usr/bin/curl", arguments + [url], in: temporaryFolder())
+    let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false)
+    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+}
+
+/// The example database: every schema migrated, and the flights dataset loaded by `flights`.
+func exampleDatabase() throws -> String {
+    let path = temporaryFolder().appendingPathComponent("examples.sqlite").path
+    let up = try BuiltTool("migrate").run(["up", "--database", path])
+    guard up.status == 0 else { throw StudioTestFailure(description: "migrate up: \(up.error)") }
+    let load = try BuiltTool("flights").run(["load", "Tests/Fixtures/Flights", "--database", path])
+    guard load.status == 0 else { throw StudioTestFailure(description: "flights load: \(load.error)") }
+    return path
+}
+
+/// Every match of a pattern's first group.
+func captures(_ pattern: String, in text: String) -> [String] {
+    let regex = try! NSRegularExpression(pattern: pattern)
+    return regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { match in
+        Range(match.range(at: 1), in: text).map { String(text[$0]) }
+    }
+}
+
+@Suite(.serialized) struct StudioTests {
+    /// The newcomer's path: the README's database, the printed address, the flights.
+    @Test func aNewcomerBrowsesTheFlightsWithTheToken() throws {
+        let database = try exampleDatabase()
+        let studio = try StudioProcess(["--database", database])
+        #expect(studio.startup.contains("Flights v5"), "\(studio.startup)")
+        // No token, a wrong one: 401 and no data.
+        let none = try curl(studio.base + "/e/Flights/Airport")
+        #expect(none.code == 401 && !none.body.contains("KSFO"), "\(none)")
+        let wrong = try curl(studio.base + "/?token=0000")
+        #expect(wrong.code == 401)
+        // The printed address sets the cookie; later pages need only that.
+        let jar = temporaryFolder().appendingPathComponent("cookies").path
+        let home = try curl(studio.address, jar: jar)
+        #expect(home.code == 200 && home.body.contains(">Flights</h2>"), "\(home.body.prefix(500))")
+        let connection = try SQLiteConnection(path: database, readOnly: true)
+        func count(_ sql: String) throws -> Int {
+            guard case .integer(let value)? = try connection.query(sql).first?.first else { return -1 }
+            return Int(value)
+        }
+        for (entity, table) in [("Airport", "airports"), ("Airline", "airlines"), ("Flight", "flights")] {
+            #expect(home.body.contains("<a href=\"/e/Flights/\(entity)\">\(entity)</a></td><td class=\"number\">\(try count("SELECT count(*) FROM \(table)"))</td>"), "\(entity)")
+        }
+        // Sorted by distance, longest first, ten a page: the cursor links reach every flight once.
+        var idents: [String] = []
+        var page = "/e/Flights/Flight?sort=route_distance&dir=desc&limit=10"
+        var pages = 0
+        while pages < 10 {
+            let list = try curl(studio.base + page, jar: jar)
+            #expect(list.code == 200 && list.body.contains("aria-sort=\"descending\""))
+            idents += captures("<tr><td><a href=\"/r/Flights/Flight\\?k\\.id=\\d+\">\\d+</a></td><td>([^<]*)</td>", in: list.body)
+            pages += 1
+            guard let next = captures("rel=\"next\" href=\"([^\"]*)\"", in: list.body).first else { break }
+            page = next.replacingOccurrences(of: "&amp;", with: "&")
+        }
+        #expect(idents.count == (try count("SELECT count(*) FROM flights")) && Set(idents).count == idents.count, "\(idents)")
+        // A filter, as the store runs it.
+        let united = try curl(studio.base + "/e/Flights/Flight?op.ident=contains&v.ident=ua", jar: jar)
+        let expected = try count("SELECT count(*) FROM flights WHERE lower(ident) LIKE '%ua%'")
+        #expect(united.body.contains("\(expected) of \(try count("SELECT count(*) FROM flights")) records match"), "\(united.body.prefix(300))")
+        let bad = try curl(studio.base + "/e/Flights/Flight?op.route_distance=eq&v.route_distance=far", jar: jar)
+        #expect(bad.code == 400 && bad.body.contains("&#39;far&#39; is not a value of routeDistance"), "\(bad.body)")
+        // A relationship both ways: a flight's origin is its airport's page, whose flights list
+        // holds that flight.
+        guard case .integer(let flightID)? = try connection.query("SELECT id FROM flights WHERE origin_id IS NOT NULL LIMIT 1").first?.first,
+            case .integer(let originID)? = try connection.query("SELECT origin_id FROM flights WHERE id = \(flightID)").first?.first,
+            case .text(let icao)? = try connection.query("SELECT icao FROM airports WHERE id = \(originID)").first?.first
+        else {
+            Issue.record("the dataset has a flight with an origin")
+            return
+        }
+        let flight = try curl(studio.base + "/r/Flights/Flight?k.id=\(flightID)", jar: jar)
+        let originLink = try #require(captures("<a href=\"(/r/Flights/Airport\\?k\\.id=\(originID))\" title=\"Airport\">", in: flight.body).first, "\(flight.body)")
+        let airport = try curl(studio.base + originLink, jar: jar)
+        #expect(airport.body.contains(icao))
+        let flightsLink = try #require(captures("<dt>flightsFrom</dt><dd><a href=\"([^\"]*)\">", in: airport.body).first, "\(airport.body)").replacingOccurrences(of: "&amp;", with: "&")
+        let fromThere = try curl(studio.base + flightsLink, jar: jar)
+        let departing = try count("SELECT count(*) FROM flights WHERE origin_id = \(originID)")
+        #expect(fromThere.body.contains("\(departing) of"), "\(fromThere.body.prefix(400))")
+        #expect(fromThere.body.contains("/r/Flights/Flight?k.id=\(flightID)\""))
+
+        let stopped = studio.stop(SIGTERM)
+        #expect(stopped.status == 0 && stopped.error.contains("studio stopped (SIGTERM)"), "\(stopped.error)")
+    }
+
+    /// A real browser: the printed address, followed through the cookie redirect, shows the
+    /// entities; a page without the token shows none. The list is saved as a picture.
+    @Test(.enabled(if: HeadlessChromium.path != nil, Comment(rawValue: HeadlessChromium.skipReason)))
+    func aBrowserOpensThePrintedAddress() throws {
+        let database = try exampleDatabase()
+        let studio = try StudioProcess(["--database", database])
+        defer { _ = studio.stop(SIGINT) }
+        let home = try HeadlessChromium.run(studio.address)
+        #expect(home.status == 0 && home.dom.contains("<a href=\"/e/Flights/Flight\">Flight</a>"), "\(home.dom.prefix(600))")
+        let denied = try HeadlessChromium.run(studio.base + "/e/Flights/Airport")
+        #expect(denied.dom.contains("Token needed") && !denied.dom.contains("KSFO"))
+        let picture = temporaryFolder().appendingPathComponent("studio-flights.png").path
+        let shot = try HeadlessChromium.run(studio.address.replacingOccurrences(of: "/?token=", with: "/e/Flights/Flight?sort=route_distance&dir=desc&token="), screenshot: picture)
+        #expect(shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)))?.starts(with: [0x89, 0x50, 0x4E, 0x47]) == true)
+    }
+
+    /// A database with none of a schema's migrations is not guessed at: the studio names the
+    /// command that adopts it, and with nothing to show does not start.
+    @Test func aDatabaseWithoutOurHistoryIsRefusedWithTheAdoptingCommand() throws {
+        let empty = temporaryFolder().appendingPathComponent("empty.sqlite").path
+        let connection = try SQLiteConnection(path: empty)
+        try connection.execute("CREATE TABLE airports (id INTEGER PRIMARY KEY, icao TEXT)")
+        let run = try BuiltTool("schemagen").run(["studio", "--database", empty, "--schema", "Schemas/Flights.yaml"])
+        #expect(run.status == 1, "\(run.error)")
+        #expect(run.error.contains("migrate baseline 5 --dir Migrations/Flights"), "\(run.error)")
+        let missing = try BuiltTool("schemagen").run(["studio", "--database", empty + ".nope"])
+        #expect(missing.status == 2 && missing.error.contains("does not exist"), "\(missing.error)")
+    }
+
+    /// A database behind its schema is read at its own version, with that version's recorded
+    /// schema, and says so; encrypted values are locked without the key and read with it.
+    @Test func anOlderDatabaseIsShownAtItsVersionAndEncryptedValuesNeedTheKey() throws {
+        let folder = temporaryFolder()
+        let older = folder.appendingPathComponent("todo2.sqlite").path
+        #expect(try BuiltTool("migrate").run(["up", "--database", older, "--dir", "Migrations/Todo", "--to", "2"]).status == 0)
+        let behind = try StudioProcess(["--database", older, "--schema", "Schemas/Todo.yaml"])
+        let jar = folder.appendingPathComponent("jar").path
+        let home = try curl(behind.address, jar: jar)
+        #expect(home.body.contains("Version 2 <strong class=\"warn\">(the schema file is at version 3"), "\(home.body.prefix(800))")
+        let columns = try curl(behind.base + "/e/Todo/TodoItem", jar: jar)
+        #expect(columns.body.contains(">dueDate</a>") && !columns.body.contains(">notes</a>") && !columns.body.contains(">notes<"), "version 2 has no notes")
+        _ = behind.stop()
+
+        let current = folder.appendingPathComponent("todo.sqlite").path
+        let key = "k1=" + Data((0..<32).map { UInt8($0) }).base64EncodedString()
+        #expect(try BuiltTool("todo").run(["add", "pay", "rent", "--notes", "the code is 4711", "--database", current], environment: ["SCHEMAGEN_KEYS": key]).status == 0)
+        let locked = try StudioProcess(["--database", current, "--schema", "Schemas/Todo.yaml"], environment: [:])
+        let lockedList = try curl(locked.address.replacingOccurrences(of: "/?token=", with: "/e/Todo/TodoItem?token="), jar: folder.appendingPathComponent("jar2").path)
+        #expect(lockedList.body.contains("locked") && !lockedList.body.contains("4711") && lockedList.body.contains("pay rent"), "\(lockedList.body.suffix(800))")
+        _ = locked.stop()
+        let keyFile = folder.appendingPathComponent("keys").path
+        try Data(key.utf8).write(to: URL(fileURLWithPath: keyFile))
+        chmod(keyFile, 0o600)
+        let opened = try StudioProcess(["--database", current, "--schema", "Schemas/Todo.yaml", "--key-file", keyFile], environment: [:])
+        let openedList = try curl(opened.address.replacingOccurrences(of: "/?token=", with: "/e/Todo/TodoItem?token="), jar: folder.appendingPathComponent("jar3").path)
+        #expect(openedList.body.contains("the code is 4711"), "\(openedList.body.suffix(800))")
+        _ = opened.stop()
+    }
+}
