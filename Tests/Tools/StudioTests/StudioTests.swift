@@ -155,6 +155,37 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)))?.starts(with: [0x89, 0x50, 0x4E, 0x47]) == true)
     }
 
+    /// The same pages on PostgreSQL, and the URL's password in no output and no page.
+    @Test(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+    func theFlightsOnPostgreSQLWithoutThePasswordAnywhere() throws {
+        let plain = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        // The test server trusts every connection: any password is accepted, and must not show.
+        let url = plain.replacingOccurrences(of: "postgresql://postgres@", with: "postgresql://postgres:Sup3rSecretPw@")
+        let up = try BuiltTool("migrate").run(["up", "--database", url, "--dir", "Migrations/Flights"])
+        #expect(up.status == 0, "\(up.error)")
+        let load = try BuiltTool("flights").run(["load", "Tests/Fixtures/Flights", "--database", url])
+        #expect(load.status == 0, "\(load.error)")
+        let studio = try StudioProcess(["--database", url, "--schema", "Schemas/Flights.yaml"])
+        let jar = temporaryFolder().appendingPathComponent("jar").path
+        let home = try curl(studio.address, jar: jar)
+        #expect(home.body.contains("<a href=\"/e/Flights/Flight\">Flight</a></td><td class=\"number\">30</td>"), "\(home.body.prefix(600))")
+        var idents: [String] = []
+        var page = "/e/Flights/Flight?sort=route_distance&dir=desc&limit=7"
+        for _ in 0..<10 {
+            let list = try curl(studio.base + page, jar: jar)
+            #expect(!list.body.contains("Sup3rSecretPw"))
+            idents += captures("<tr><td><a href=\"/r/Flights/Flight\\?k\\.id=\\d+\">\\d+</a></td><td>([^<]*)</td>", in: list.body)
+            guard let next = captures("rel=\"next\" href=\"([^\"]*)\"", in: list.body).first else { break }
+            page = next.replacingOccurrences(of: "&amp;", with: "&")
+        }
+        #expect(idents.count == 30 && Set(idents).count == 30, "\(idents)")
+        let united = try curl(studio.base + "/e/Flights/Flight?op.ident=contains&v.ident=UA", jar: jar)
+        #expect(united.body.contains(" of 30 records match"), "\(united.body.prefix(400))")
+        let stopped = studio.stop(SIGINT)
+        #expect(stopped.status == 0)
+        for text in [studio.startup, stopped.output, stopped.error, home.body] { #expect(!text.contains("Sup3rSecretPw"), "\(text.prefix(300))") }
+    }
+
     /// A database with none of a schema's migrations is not guessed at: the studio names the
     /// command that adopts it, and with nothing to show does not start.
     @Test func aDatabaseWithoutOurHistoryIsRefusedWithTheAdoptingCommand() throws {
