@@ -54,6 +54,7 @@ public final class StudioApp: Sendable {
             case nil: return try home()
             case "e" where parts.count == 3: return try list(schema: parts[1], entity: parts[2], request: request)
             case "r" where parts.count == 3: return try record(schema: parts[1], entity: parts[2], request: request)
+            case "x" where parts.count == 3: return try export(schema: parts[1], file: parts[2], request: request)
             default: return notFound("No page at \(request.path).")
             }
         } catch let failure as StudioFailure {
@@ -111,16 +112,7 @@ public final class StudioApp: Sendable {
         let (entry, entity) = try locate(schemaName, entityName)
         let model = entry.schema.entity(named: entity.name)
         let columns = StudioColumns(entity: entity, model: model, entry: entry)
-        var filters: [RecordFilter] = []
-        var shownFilters: [(column: String, op: String, value: String)] = []
-        for column in columns.filterable {
-            guard let op = request.queryValue("op." + column.column), !op.isEmpty else { continue }
-            let text = request.queryValue("v." + column.column) ?? ""
-            shownFilters.append((column.column, op, text))
-            filters.append(try filter(op, text, column: column, entry: entry, model: model))
-        }
-        let sortColumn = request.queryValue("sort").flatMap { name in columns.sortable.first { $0.column == name } }
-        let ascending = request.queryValue("dir") != "desc"
+        let (filters, shownFilters, sortColumn, ascending) = try listQuery(request, columns: columns, entry: entry, model: model)
         let order = sortColumn.map { RecordOrder($0.column, ascending: ascending) }
         let limit = min(max(Int(request.queryValue("limit") ?? "") ?? 50, 1), 1000)
         var cursor: RecordCursor?
@@ -167,6 +159,10 @@ public final class StudioApp: Sendable {
             body += "</tr>\n"
         }
         body += "</tbody></table></div>\n<nav aria-label=\"pages\"><p>"
+        let exportQuery =
+            listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?" + $0 } ?? ""
+        body +=
+            "Export this list as <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).csv" + exportQuery))\">CSV</a> or <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).json" + exportQuery))\">JSON</a>. "
         if cursor != nil { body += "<a href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc")))\">First page</a> " }
         if let next {
             body +=
@@ -201,6 +197,66 @@ public final class StudioApp: Sendable {
         }
         body += "</dl>\n"
         return page("\(entity.name)", body)
+    }
+
+    /// The filters, sort column and direction a list's query gives.
+    private func listQuery(_ request: HTTPRequest, columns: StudioColumns, entry: StudioCatalog.Entry, model: Entity?) throws -> (
+        filters: [RecordFilter], shown: [(column: String, op: String, value: String)], sort: ColumnDescriptor?, ascending: Bool
+    ) {
+        var filters: [RecordFilter] = []
+        var shown: [(column: String, op: String, value: String)] = []
+        for column in columns.filterable {
+            guard let op = request.queryValue("op." + column.column), !op.isEmpty else { continue }
+            let text = request.queryValue("v." + column.column) ?? ""
+            shown.append((column.column, op, text))
+            filters.append(try filter(op, text, column: column, entry: entry, model: model))
+        }
+        let sort = request.queryValue("sort").flatMap { name in columns.sortable.first { $0.column == name } }
+        return (filters, shown, sort, request.queryValue("dir") != "desc")
+    }
+
+    /// The whole list as filtered and sorted, as CSV or JSON, written a page at a time as it is
+    /// read: memory holds one page however long the list.
+    private func export(schema schemaName: String, file: String, request: HTTPRequest) throws -> HTTPResponse {
+        let format = file.hasSuffix(".csv") ? "csv" : file.hasSuffix(".json") ? "json" : ""
+        guard !format.isEmpty else { throw StudioFailure(.notFound, "An export is .csv or .json.") }
+        let (entry, entity) = try locate(schemaName, String(file.dropLast(format.count + 1)))
+        let model = entry.schema.entity(named: entity.name)
+        let columns = StudioColumns(entity: entity, model: model, entry: entry)
+        let (filters, _, sort, ascending) = try listQuery(request, columns: columns, entry: entry, model: model)
+        let order = sort.map { RecordOrder($0.column, ascending: ascending) }
+        let shown = columns.shown
+        let labels = shown.map(columns.label)
+        let locked = shown.map { columns.isEncrypted($0) && entry.encryptionLocked }
+        let store = entry.store
+        let type = format == "csv" ? "text/csv; charset=utf-8" : "application/json"
+        let headers: [(name: String, value: String)] = [
+            ("Content-Type", type), ("Cache-Control", "no-store"), ("Content-Disposition", "attachment; filename=\"\(entity.name).\(format)\""),
+        ]
+        return HTTPResponse(
+            headers: headers,
+            body: .stream { writer in
+                var cursor: RecordCursor?
+                var first = true
+                try writer.write(format == "csv" ? StudioExport.csvLine(labels) : "[")
+                repeat {
+                    let start = cursor
+                    let page = try blocking { try await store.records(of: entity, where: filters, orderedBy: order, after: start, limit: 1000) }
+                    var chunk = ""
+                    for record in page.records {
+                        let values = zip(shown, locked).map { column, isLocked in isLocked ? StoredValue.null : record[column.column] ?? .null }
+                        if format == "csv" {
+                            chunk += StudioExport.csvLine(values.map(StudioValues.plain))
+                        } else {
+                            chunk += (first ? "\n" : ",\n") + StudioExport.jsonObject(labels, values, shown)
+                            first = false
+                        }
+                    }
+                    try writer.write(chunk)
+                    cursor = page.next
+                } while cursor != nil
+                if format == "json" { try writer.write("\n]\n") }
+            })
     }
 
     // MARK: - Pieces

@@ -136,3 +136,32 @@ enum CursorText {
         return values.isEmpty ? nil : RecordCursor(values: values)
     }
 }
+
+/// Lines of an export: CSV as RFC 4180 writes it, JSON objects keyed by the schema's names.
+enum StudioExport {
+    /// One CSV record: fields with a comma, quote or line break quoted, quotes doubled; CRLF.
+    static func csvLine(_ fields: [String]) -> String {
+        fields.map { field in
+            field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) ? "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : field
+        }.joined(separator: ",") + "\r\n"
+    }
+
+    /// One record as a JSON object: numbers as numbers, booleans as booleans, bytes as base64.
+    static func jsonObject(_ labels: [String], _ values: [StoredValue], _ columns: [ColumnDescriptor]) -> String {
+        let members = zip(labels, zip(values, columns)).map { label, pair -> String in
+            let (value, column) = pair
+            let json: String
+            switch (value, column.storage) {
+            case (.null, _): json = "null"
+            case (.integer(let number), .boolean): json = number == 0 ? "false" : "true"
+            case (.text(let text), .boolean): json = text == "t" || text == "true" ? "true" : "false"
+            case (.integer(let number), _): json = String(number)
+            case (.real(let number), _): json = number.isFinite ? String(number) : "null"
+            case (.text(let text), _): json = TextEscaping.json(text)
+            case (.blob(let bytes), _): json = TextEscaping.json(Data(bytes).base64EncodedString())
+            }
+            return TextEscaping.json(label) + ":" + json
+        }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+}

@@ -135,6 +135,15 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(fromThere.body.contains("\(departing) of"), "\(fromThere.body.prefix(400))")
         #expect(fromThere.body.contains("/r/Flights/Flight?k.id=\(flightID)\""))
 
+        // The list as filtered and sorted, exported whole: CSV and JSON.
+        let csv = try curl(studio.base + "/x/Flights/Flight.csv?op.ident=contains&v.ident=ua&sort=ident&dir=asc", jar: jar)
+        let lines = csv.body.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(csv.code == 200 && lines.count == expected + 1 && lines.first?.hasPrefix("id,ident,") == true, "\(csv.body.prefix(400))")
+        let json = try curl(studio.base + "/x/Flights/Flight.json?op.ident=contains&v.ident=ua&sort=ident&dir=asc", jar: jar)
+        let objects = try #require(try JSONSerialization.jsonObject(with: Data(json.body.utf8)) as? [[String: Any]], "\(json.body.prefix(300))")
+        #expect(objects.count == expected && objects.map { $0["ident"] as? String ?? "" } == objects.map { $0["ident"] as? String ?? "" }.sorted())
+        #expect(objects.first?["id"] is Int, "numbers stay numbers")
+
         let stopped = studio.stop(SIGTERM)
         #expect(stopped.status == 0 && stopped.error.contains("studio stopped (SIGTERM)"), "\(stopped.error)")
     }
