@@ -159,9 +159,14 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(home.status == 0 && home.dom.contains("<a href=\"/e/Flights/Flight\">Flight</a>"), "\(home.dom.prefix(600))")
         let denied = try HeadlessChromium.run(studio.base + "/e/Flights/Airport")
         #expect(denied.dom.contains("Token needed") && !denied.dom.contains("KSFO"))
-        let picture = temporaryFolder().appendingPathComponent("studio-flights.png").path
-        let shot = try HeadlessChromium.run(studio.address.replacingOccurrences(of: "/?token=", with: "/e/Flights/Flight?sort=route_distance&dir=desc&token="), screenshot: picture)
-        #expect(shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)))?.starts(with: [0x89, 0x50, 0x4E, 0x47]) == true)
+        // The pictures in docs/studio.md come from here: with SCHEMAGEN_STUDIO_SCREENSHOTS set
+        // to a folder (never in CI, which must not write into the work tree), they go there.
+        let folder = ProcessInfo.processInfo.environment["SCHEMAGEN_STUDIO_SCREENSHOTS"].map { URL(fileURLWithPath: $0) } ?? temporaryFolder()
+        for (name, path) in [("studio-home.png", "/?token="), ("studio-flights.png", "/e/Flights/Flight?sort=route_distance&dir=desc&limit=12&token=")] {
+            let picture = folder.appendingPathComponent(name).path
+            let shot = try HeadlessChromium.run(studio.address.replacingOccurrences(of: "/?token=", with: path), screenshot: picture, windowSize: "1280,760")
+            #expect(shot.status == 0 && (try? Data(contentsOf: URL(fileURLWithPath: picture)))?.starts(with: [0x89, 0x50, 0x4E, 0x47]) == true)
+        }
     }
 
     /// The same pages on PostgreSQL, and the URL's password in no output and no page.
