@@ -38,6 +38,9 @@ public final class StudioApp: Sendable {
         if request.path == "/style.css" {
             return HTTPResponse(headers: [("Content-Type", "text/css; charset=utf-8"), ("Cache-Control", "no-store")], body: .bytes(Array(StudioStyle.css.utf8)))
         }
+        if request.path == "/studio.js" {
+            return HTTPResponse(headers: [("Content-Type", "text/javascript; charset=utf-8"), ("Cache-Control", "no-store")], body: .bytes(Array(StudioStyle.script.utf8)))
+        }
         if let given = request.queryValue("token") {
             guard Self.same(given, token) else { return unauthorized() }
             // The token moves into a cookie, and the address bar loses it.
@@ -55,6 +58,9 @@ public final class StudioApp: Sendable {
             case "e" where parts.count == 3: return try list(schema: parts[1], entity: parts[2], request: request)
             case "r" where parts.count == 3: return try record(schema: parts[1], entity: parts[2], request: request)
             case "x" where parts.count == 3: return try export(schema: parts[1], file: parts[2], request: request)
+            case "events" where parts.count == 1:
+                let catalog = self.catalog
+                return .eventStream { writer in try StudioLive.events(catalog, writer: writer) }
             default: return notFound("No page at \(request.path).")
             }
         } catch let failure as StudioFailure {
@@ -104,7 +110,7 @@ public final class StudioApp: Sendable {
             }
             body += "</tbody></table></section>\n"
         }
-        return page("Studio", body)
+        return page("Studio", body, live: (nil, nil))
     }
 
     /// A page of an entity's records, as the query filters, orders and pages them.
@@ -169,7 +175,7 @@ public final class StudioApp: Sendable {
                 "<a rel=\"next\" href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc", after: CursorText.encode(next))))\">Next page</a>"
         }
         body += "</p></nav>\n"
-        return page(entity.name, body)
+        return page(entity.name, body, live: (entry.schema.name, entity.name))
     }
 
     /// One record: every property, and its relationships as links.
@@ -196,7 +202,8 @@ public final class StudioApp: Sendable {
             if let link = toManyLink(entry, entity, relationship, found) { body += "<dt>\(html(relationship.name))</dt><dd><a href=\"\(html(link))\">\(html(relationship.target)) list</a></dd>\n" }
         }
         body += "</dl>\n"
-        return page("\(entity.name)", body)
+        body += historySection(entry, entity, found, columns: columns)
+        return page("\(entity.name)", body, live: (entry.schema.name, entity.name))
     }
 
     /// The filters, sort column and direction a list's query gives.
@@ -257,6 +264,33 @@ public final class StudioApp: Sendable {
                 } while cursor != nil
                 if format == "json" { try writer.write("\n]\n") }
             })
+    }
+
+    /// A record's history: who changed what, and when, newest first.
+    private func historySection(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord, columns: StudioColumns) -> String {
+        let key = entity.primaryKey.map { record[$0] ?? .null }
+        var out = "<section aria-labelledby=\"history\"><h2 id=\"history\">History</h2>\n"
+        let changes: [(HistoryTransaction, HistoryChange)]?
+        do {
+            changes = try StudioLive.changes(of: entity.name, key: key, in: entry.store)
+        } catch {
+            return out + "<p>The history cannot be read: \(html(Self.describe(error)))</p></section>\n"
+        }
+        guard let changes else { return out + "<p>\(html(entry.schema.name)) keeps no history (<code>history: false</code>).</p></section>\n" }
+        guard !changes.isEmpty else { return out + "<p>No change of this record is in the kept history.</p></section>\n" }
+        out += "<table><thead><tr><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th><th scope=\"col\">Values</th></tr></thead><tbody>\n"
+        let formatter = ISO8601DateFormatter()
+        for (transaction, change) in changes {
+            let values = change.changedAttributes.map { name -> String in
+                guard let value = change.values[name] else { return html(name) }
+                let column = entity.columns.first { $0.property == name }
+                let shown = column.map { columns.cell(value, column: $0) } ?? html(StudioValues.plain(value))
+                return "\(html(name)) = \(shown)"
+            }
+            out +=
+                "<tr><td><time>\(formatter.string(from: transaction.date))</time></td><td>\(html(transaction.author ?? "unknown"))</td><td>\(change.kind.rawValue)</td><td>\(values.joined(separator: "<br>"))</td></tr>\n"
+        }
+        return out + "</tbody></table></section>\n"
     }
 
     // MARK: - Pieces
@@ -330,12 +364,21 @@ public final class StudioApp: Sendable {
         return listLink(entry, target, filters: [(inverse.foreignKeyColumns[0], "eq", StudioValues.plain(key))], sort: nil, dir: "asc")
     }
 
-    private func page(_ heading: String, status: HTTPStatus = .ok, _ body: String, title: String? = nil, extraHeaders: [(name: String, value: String)] = []) -> HTTPResponse {
+    /// A whole page. `live`: the schema and entity whose commits refresh it (nil for any); a
+    /// page without it (an error, the token page) is not refreshed.
+    private func page(
+        _ heading: String, status: HTTPStatus = .ok, _ body: String, title: String? = nil, extraHeaders: [(name: String, value: String)] = [],
+        live: (schema: String?, entity: String?)? = nil
+    ) -> HTTPResponse {
+        let data = live.map { live in
+            (live.schema.map { " data-schema=\"\(html($0))\"" } ?? "") + (live.entity.map { " data-entity=\"\(html($0))\"" } ?? "")
+        }
+        let script = data == nil ? "" : "<script src=\"/studio.js\" defer></script>"
         let text = """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(html(title ?? "\(heading) · Studio"))</title><link rel="stylesheet" href="/style.css"></head>
-            <body><header><p class="where">Studio · \(html(catalog.databaseLabel))\(catalog.readOnly ? " · read-only" : "")</p><h1>\(html(heading))</h1></header>
+            <title>\(html(title ?? "\(heading) · Studio"))</title><link rel="stylesheet" href="/style.css">\(script)</head>
+            <body\(data ?? "")><header><p class="where">Studio · \(html(catalog.databaseLabel))\(catalog.readOnly ? " · read-only" : "")</p><h1>\(html(heading))</h1><p id="live" role="status" aria-live="polite"></p></header>
             <main>
             \(body)
             </main></body></html>

@@ -1,5 +1,38 @@
-/// The studio's stylesheet, in the binary: no build step, no network.
+/// The studio's stylesheet and script, in the binary: no build step, no network.
 enum StudioStyle {
+    /// Live pages: when a commit touches what the page shows, the page is fetched again and its
+    /// main part replaced, unless a form field has the focus (then it says so instead).
+    static let script = """
+        (() => {
+          if (!window.EventSource) return;
+          const schema = document.body.dataset.schema, entity = document.body.dataset.entity;
+          const status = document.getElementById('live');
+          let busy = false;
+          new EventSource('/events').addEventListener('change', async (event) => {
+            const change = JSON.parse(event.data);
+            if (schema && change.schema !== schema) return;
+            if (entity && !change.entities.includes(entity)) return;
+            const focused = document.activeElement;
+            if (focused && focused.closest('form')) {
+              status.textContent = change.entities.join(', ') + ' changed; reload to see it.';
+              return;
+            }
+            if (busy) return;
+            busy = true;
+            try {
+              const response = await fetch(location.href, { credentials: 'same-origin', cache: 'no-store' });
+              if (!response.ok) return;
+              const page = new DOMParser().parseFromString(await response.text(), 'text/html');
+              const main = page.querySelector('main');
+              if (main) document.querySelector('main').replaceWith(main);
+              status.textContent = 'Updated at ' + new Date().toLocaleTimeString() + ': ' + change.entities.join(', ') + ' changed.';
+            } finally {
+              busy = false;
+            }
+          });
+        })();
+        """
+
     static let css = """
         :root { color-scheme: light dark; --line: #8884; --accent: #2563eb; }
         body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 96rem; padding: 0 1.25rem 3rem; }

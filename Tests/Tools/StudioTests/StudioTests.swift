@@ -200,6 +200,40 @@ func captures(_ pattern: String, in text: String) -> [String] {
         for text in [studio.startup, stopped.output, stopped.error, home.body] { #expect(!text.contains("Sup3rSecretPw"), "\(text.prefix(300))") }
     }
 
+    /// A page follows the store's change feed: a write from another process shows in the open
+    /// page without a reload, within a second or two. A record's page shows its history.
+    @Test(.enabled(if: HeadlessChromium.path != nil, Comment(rawValue: HeadlessChromium.skipReason)))
+    func anOpenPageShowsAnotherProcesssWriteAndARecordItsHistory() throws {
+        let folder = temporaryFolder()
+        let database = folder.appendingPathComponent("todo.sqlite").path
+        let keys = ["SCHEMAGEN_KEYS": "k1=" + Data((0..<32).map { UInt8($0) }).base64EncodedString()]
+        let added = try BuiltTool("todo").run(["add", "pay", "rent", "--database", database], environment: keys)
+        let id = added.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(added.status == 0 && id.count == 36, "\(added.error)")
+        #expect(try BuiltTool("todo").run(["done", String(id.prefix(8)), "--database", database, "--author", "alice"], environment: keys).status == 0)
+        let studio = try StudioProcess(["--database", database, "--schema", "Schemas/Todo.yaml"], environment: keys)
+        defer { _ = studio.stop() }
+        let browser = try ChromiumSession(opening: studio.address.replacingOccurrences(of: "/?token=", with: "/e/Todo/TodoItem?token="))
+        defer { browser.close() }
+        let loaded = try browser.wait(until: "document.body && document.body.innerText.includes('pay rent')")
+        let first = try browser.html()
+        #expect(loaded, "\(first.prefix(500))")
+        let written = Date()
+        #expect(try BuiltTool("todo").run(["add", "water", "the", "plants", "--database", database], environment: keys).status == 0)
+        let arrived = try browser.wait(until: "document.body.innerText.includes('water the plants')", within: 10)
+        let after = try browser.html()
+        #expect(arrived, "\(after.suffix(1500))")
+        #expect(Date().timeIntervalSince(written) < 5)
+        #expect(try browser.evaluate("document.getElementById('live').textContent") as? String ?? "" != "", "the change is announced")
+        // The record's history: the insert by `todo`, the update by alice.
+        let jar = folder.appendingPathComponent("jar").path
+        _ = try curl(studio.address, jar: jar)
+        let record = try curl(studio.base + "/r/Todo/TodoItem?k.id=\(id)", jar: jar)
+        let history = try #require(record.body.components(separatedBy: "id=\"history\"").last)
+        #expect(history.contains("<td>alice</td><td>update</td><td>isCompleted = true"), "\(history)")
+        #expect(history.contains("<td>todo</td><td>insert</td>"))
+    }
+
     /// A database with none of a schema's migrations is not guessed at: the studio names the
     /// command that adopts it, and with nothing to show does not start.
     @Test func aDatabaseWithoutOurHistoryIsRefusedWithTheAdoptingCommand() throws {

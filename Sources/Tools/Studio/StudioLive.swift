@@ -1,0 +1,83 @@
+import Foundation
+import HTTPServer
+import PersistentStoreCore
+import SchemaMetadata
+import TextEscaping
+
+/// What the pages need of the store's history: a record's changes, and a feed of commits for
+/// live pages (server-sent events), from this process and every other one writing to the
+/// database.
+enum StudioLive {
+    /// The newest changes of one record, newest first, at most `limit`, read a thousand
+    /// transactions at a time from the start of the kept history. Nil when the schema keeps none.
+    static func changes(of entity: String, key: [StoredValue], in store: Store, limit: Int = 100) throws -> [(HistoryTransaction, HistoryChange)]? {
+        try blocking {
+            var found: [(HistoryTransaction, HistoryChange)] = []
+            var after: HistoryToken?
+            while true {
+                let page: [HistoryTransaction]
+                do {
+                    page = try await store.history(after: after, limit: 1000)
+                } catch let error as StoreError {
+                    if case .historyDisabled = error { return nil }
+                    throw error
+                }
+                for transaction in page {
+                    for change in transaction.changes where change.entity == entity && change.key == key { found.append((transaction, change)) }
+                }
+                if found.count > limit { found.removeFirst(found.count - limit) }
+                guard let last = page.last, page.count == 1000 else { break }
+                after = last.token
+            }
+            return Array(found.reversed())
+        }
+    }
+
+    /// Streams each commit of any entry's schema as a `change` event (`{"schema":…,"entities":[…]}`)
+    /// until the client goes; a comment every 15 seconds finds one that left without a word.
+    static func events(_ catalog: StudioCatalog, writer: HTTPBodyWriter) throws {
+        let queue = EventQueue()
+        var tasks: [Task<Void, Never>] = []
+        for entry in catalog.entries {
+            let store = entry.store
+            let schema = entry.schema.name
+            tasks.append(
+                Task {
+                    do {
+                        for try await transaction in try await store.changes() {
+                            queue.push(schema: schema, entities: transaction.entities, token: transaction.token)
+                        }
+                    } catch {
+                        // History off for this schema, or the store closed: nothing to follow.
+                    }
+                })
+        }
+        defer { for task in tasks { task.cancel() } }
+        try writer.sendComment("connected")
+        while true {
+            if let event = queue.pop(waiting: 15) {
+                try writer.sendEvent(event, event: "change")
+            } else {
+                try writer.sendComment("alive")
+            }
+        }
+    }
+
+    /// Events from the stores' tasks to the connection's thread.
+    final class EventQueue: @unchecked Sendable {
+        private let lock = NSLock()
+        private let available = DispatchSemaphore(value: 0)
+        private var events: [String] = []
+
+        func push(schema: String, entities: [String], token: HistoryToken) {
+            let json = "{\"schema\":\(TextEscaping.json(schema)),\"entities\":[\(entities.map(TextEscaping.json).joined(separator: ","))],\"token\":\(token.value)}"
+            lock.withLock { events.append(json) }
+            available.signal()
+        }
+
+        func pop(waiting seconds: Double) -> String? {
+            guard available.wait(timeout: .now() + seconds) == .success else { return nil }
+            return lock.withLock { events.isEmpty ? nil : events.removeFirst() }
+        }
+    }
+}
