@@ -122,6 +122,42 @@ extension Store {
         return (records, RecordCursor(values: sort.map { last[$0.column] ?? .null }))
     }
 
+    /// Records whose searchable attributes match `query`, best first (SQLite's bm25,
+    /// PostgreSQL's `ts_rank`), narrowed by the filters: the full-text search models get
+    /// (`search(_:_:)`), as records. At most `limit`; a search has no further pages.
+    ///
+    ///     let found = try await store.searchRecords(of: items, .words("call plumber"), limit: 50)
+    public func searchRecords(of entity: EntityDescriptor, _ query: SearchQuery, where filters: [RecordFilter] = [], limit: Int = 50) throws(StoreError) -> [StoredRecord] {
+        let entity = try knownEntity(entity)
+        guard let engine = abilities.fullText else {
+            throw .unsupportedPredicate("this store's engine (\(database.dialect.name)) has no full-text search")
+        }
+        if case .words(let words) = query.form, words.isEmpty { return [] }
+        let indexes = entity.indexes.filter { $0.kind == .fullText }
+        guard !indexes.isEmpty else { throw .unsupportedPredicate("\(entity.name) has no searchable attribute; mark one 'searchable: true' in the schema") }
+        let statement = engine.fullTextSearch(query, in: entity, indexes: indexes, excerpts: nil)
+        let conditions = try filters.map { filter throws(StoreError) in try filterCondition(filter, of: entity, qualified: true) }
+        let condition: SQL = conditions.isEmpty ? "" : " WHERE " + SQL.list(conditions, separator: " AND ")
+        let columns = entity.recordColumns
+        let table = entity.table
+        let sql: SQL = """
+            SELECT \(SQL.list(columns.map { "\(identifier: table).\(identifier: $0)" })) \
+            FROM \(identifier: table) JOIN (\(statement.found)) AS found ON \(statement.joinCondition)\(condition) \
+            ORDER BY \(statement.ordering) LIMIT \(value: .integer(Int64(max(0, limit))))
+            """
+        var records: [StoredRecord] = []
+        do {
+            try streamRecords(sql, of: entity, columns: columns) { records.append($0) }
+        } catch {
+            let failure = Self.readFailure(error)
+            if case .database(let database) = failure, database.kind == .statement, case .engineSyntax(let text) = query.form {
+                throw .unsupportedPredicate("the \(engine.searchSyntaxName) query '\(text)' is not valid: \(database.message); search with .words(_:) for plain words")
+            }
+            throw failure
+        }
+        return records
+    }
+
     /// How many records of an entity match the filters.
     public func countRecords(of entity: EntityDescriptor, where filters: [RecordFilter] = []) throws(StoreError) -> Int {
         let entity = try knownEntity(entity)
@@ -195,9 +231,9 @@ extension Store {
         throw .notSupported("\(entity.name) has no column '\(name)' to \(use)")
     }
 
-    private func filterCondition(_ filter: RecordFilter, of entity: EntityDescriptor) throws(StoreError) -> SQL {
+    private func filterCondition(_ filter: RecordFilter, of entity: EntityDescriptor, qualified: Bool = false) throws(StoreError) -> SQL {
         let column = try recordColumn(filter.column, of: entity, for: "filter by")
-        let name: SQL = .identifier(column.column)
+        let name: SQL = qualified ? "\(identifier: entity.table).\(identifier: column.column)" : .identifier(column.column)
         if column.isEncrypted || column.usesExternalStorage {
             switch filter.condition {
             case .isNull: return "\(name) IS NULL"

@@ -127,15 +127,30 @@ public final class StudioApp: Sendable {
             cursor = decoded
         }
         let (chosen, start) = (filters, cursor)
+        let searchable = entity.indexes.contains { $0.kind == .fullText }
+        let words = searchable ? (request.queryValue("q") ?? "").trimmingCharacters(in: .whitespaces) : ""
         let (records, next, total, matching) = try blocking {
-            let page = try await entry.store.records(of: entity, where: chosen, orderedBy: order, after: start, limit: limit)
             let total = try await entry.store.countRecords(of: entity)
+            if !words.isEmpty {
+                // Best matches first: a search is one page, in the engine's order.
+                let found = try await entry.store.searchRecords(of: entity, .words(words), where: chosen, limit: limit)
+                return (found, nil as RecordCursor?, total, found.count)
+            }
+            let page = try await entry.store.records(of: entity, where: chosen, orderedBy: order, after: start, limit: limit)
             let matching = chosen.isEmpty ? total : try await entry.store.countRecords(of: entity, where: chosen)
             return (page.records, page.next, total, matching)
         }
         var body = "<p><a href=\"/\">All entities</a> · \(html(entry.schema.name)) version \(entry.schema.version)</p>\n"
         if let doc = model?.doc { body += "<p>\(html(doc))</p>\n" }
-        body += "<p role=\"status\">\(matching == total ? "\(total) records" : "\(matching) of \(total) records match")</p>\n"
+        if searchable {
+            body += "<form method=\"get\" action=\"/e/\(path(entry.schema.name))/\(path(entity.name))\" role=\"search\"><label for=\"q\">Search</label> "
+            body += "<input id=\"q\" name=\"q\" type=\"search\" value=\"\(html(words))\"> <button type=\"submit\">Search</button></form>\n"
+        }
+        if words.isEmpty {
+            body += "<p>\(matching == total ? "\(total) records" : "\(matching) of \(total) records match")</p>\n"
+        } else {
+            body += "<p>\(matching) best matches for “\(html(words))”, best first (at most \(limit)); <a href=\"/e/\(path(entry.schema.name))/\(path(entity.name))\">all records</a></p>\n"
+        }
         body += filterForm(columns: columns, shown: shownFilters, sort: sortColumn?.column, ascending: ascending, entry: entry, entity: entity)
         body += "<div class=\"scroll\"><table class=\"records\"><thead><tr>"
         for column in columns.shown {

@@ -60,6 +60,14 @@ import Testing
         #expect(try await todo.countRecords(of: items, where: [RecordFilter("notes", .isNotNull)]) == 1)
         _ = item
 
+        // Full-text search, as models get it, narrowed by a filter.
+        _ = try await todo.insert(TodoItem(taskName: "call the plumber"))
+        _ = try await todo.insert(TodoItem(taskName: "plumber invoice", isCompleted: true))
+        let found = try await todo.searchRecords(of: items, .words("plumber"))
+        #expect(Set(found.compactMap { if case .text(let name)? = $0["task_name"] { name } else { nil } }) == ["call the plumber", "plumber invoice"])
+        let open = try await todo.searchRecords(of: items, .words("plumber"), where: [RecordFilter("is_completed", .equals(.integer(0)))])
+        #expect(open.count == 1 && open.first?["task_name"] == .text("call the plumber"), "\(open)")
+
         let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
         let owner = try await garage.insert(Person(name: "Ann"))
         _ = try await garage.insert(Car(vin: "V1", make: "Ford", model: "T", photo: Data([9, 8, 7]), ownerID: owner.id))

@@ -232,6 +232,10 @@ func captures(_ pattern: String, in text: String) -> [String] {
         let history = try #require(record.body.components(separatedBy: "id=\"history\"").last)
         #expect(history.contains("<td>alice</td><td>update</td><td>isCompleted = true"), "\(history)")
         #expect(history.contains("<td>todo</td><td>insert</td>"))
+        // Searchable attributes get a search box; the store's full-text search answers it.
+        let search = try curl(studio.base + "/e/Todo/TodoItem?q=plants", jar: jar)
+        #expect(search.body.contains("<label for=\"q\">Search</label>") && search.body.contains("1 best matches for “plants”"), "\(search.body.prefix(1200))")
+        #expect(search.body.contains("water the plants") && !search.body.contains("pay rent"))
     }
 
     /// A database with none of a schema's migrations is not guessed at: the studio names the
