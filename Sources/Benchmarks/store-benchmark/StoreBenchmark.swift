@@ -16,6 +16,9 @@ import SchemaMetadata
 /// `store-benchmark inbox-store|inbox-store-without-history|inbox-raw ROWS DIR`: the same on a mail client's messages, with
 /// insert-if-absent and `.update(only:)` (`InboxBench`).
 ///
+/// `store-benchmark records store|raw ROWS REPEATS DIR`: the studio's record pages, first and
+/// deep (`RecordPages`).
+///
 /// `store-benchmark latency store|poll COUNT DIR`: a child process commits COUNT to-do items,
 /// one transaction each, while this process waits for them: through the store's `changes()`
 /// (file events, data_version, history), or by a raw connection asking `PRAGMA data_version`
@@ -59,6 +62,11 @@ struct StoreBenchmark {
                 default: try await EncryptionAndSearch.notes(arguments[2], rows: rows, folder: arguments[4], bodyBytes: bodyBytes)
                 }
             print(String(format: "insert %.4f fetch %.4f", timings.insert, timings.fetch))
+            return
+        }
+        if arguments.count == 6, arguments[1] == "records", let rows = Int(arguments[3]), let repeats = Int(arguments[4]) {
+            let timings = try await RecordPages.measure(arguments[2], rows: rows, repeats: repeats, folder: arguments[5])
+            print(timings.map { "\($0.first) \($0.deep)" }.joined(separator: "\n"))
             return
         }
         if arguments.count == 6, arguments[1] == "search", let rows = Int(arguments[3]), let queries = Int(arguments[4]) {

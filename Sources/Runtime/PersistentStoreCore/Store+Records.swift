@@ -47,7 +47,8 @@ public struct RecordFilter: Sendable, Hashable {
     }
 }
 
-/// The order of a list of records: one column, then the key, so the order is total.
+/// The order of a list of records: one column, then the key in the same direction, so the order
+/// is total and one index (the column's, which holds the key) gives it.
 public struct RecordOrder: Sendable, Hashable {
     /// The column's name in the table.
     public var column: String
@@ -95,26 +96,26 @@ extension Store {
         let entity = try knownEntity(entity)
         let columns = entity.recordColumns
         let sort = try recordSort(entity, order)
-        var conditions = try filters.map { filter throws(StoreError) in try filterCondition(filter, of: entity) }
-        if let cursor {
-            guard cursor.values.count == sort.count else { throw .notSupported("a cursor of \(cursor.values.count) values for an order of \(sort.count) columns") }
-            conditions.append(Self.after(zip(sort, cursor.values).map { ($0.column, $0.ascending, $1) }))
+        let filtering = try filters.map { filter throws(StoreError) in try filterCondition(filter, of: entity) }
+        if let cursor, cursor.values.count != sort.count {
+            throw .notSupported("a cursor of \(cursor.values.count) values for an order of \(sort.count) columns")
         }
-        let condition: SQL = conditions.isEmpty ? "" : " WHERE " + SQL.list(conditions, separator: " AND ")
-        let nullsFirst = database.dialect.capabilities.nullsSortLast
-        let terms = sort.map { term -> SQL in
-            let direction: SQL = term.ascending ? "" : " DESC"
-            // Nil sorts first going up, as the store orders models (and SQLite orders NULL).
-            let nulls: SQL = nullsFirst && term.nullable ? (term.ascending ? " NULLS FIRST" : " NULLS LAST") : ""
-            return "\(identifier: term.column)\(direction)\(nulls)"
-        }
-        let sql: SQL =
-            "SELECT \(SQL.identifiers(columns)) FROM \(identifier: entity.table)\(condition) ORDER BY \(SQL.list(terms)) LIMIT \(value: .integer(Int64(max(0, limit) + 1)))"
+        let wanted = max(0, limit) + 1
         var records: [StoredRecord] = []
-        do {
-            try streamRecords(sql, of: entity, columns: columns) { records.append($0) }
-        } catch {
-            throw Self.readFailure(error)
+        // Each segment is one statement whose order an index can give and whose start an index
+        // can seek to (a row value compared with the cursor's): a deep page costs what the first
+        // does. A nullable order column is two segments, its NULLs on their own, first going up
+        // and last going down.
+        for segment in Self.segments(sort, after: cursor?.values) where records.count < wanted {
+            let conditions = filtering + segment.conditions
+            let condition: SQL = conditions.isEmpty ? "" : " WHERE " + SQL.list(conditions, separator: " AND ")
+            let sql: SQL =
+                "SELECT \(SQL.identifiers(columns)) FROM \(identifier: entity.table)\(condition) ORDER BY \(SQL.list(segment.order)) LIMIT \(value: .integer(Int64(wanted - records.count)))"
+            do {
+                try streamRecords(sql, of: entity, columns: columns) { records.append($0) }
+            } catch {
+                throw Self.readFailure(error)
+            }
         }
         guard records.count > max(0, limit) else { return (records, nil) }
         records.removeLast()
@@ -122,6 +123,38 @@ extension Store {
         return (records, RecordCursor(values: sort.map { last[$0.column] ?? .null }))
     }
 
+    /// The statements a page reads in turn: conditions and order of each.
+    private static func segments(_ sort: [SortTerm], after cursor: [StoredValue]?) -> [(conditions: [SQL], order: [SQL])] {
+        guard let first = sort.first else { return [] }
+        let ascending = first.ascending
+        let direction: SQL = ascending ? "" : " DESC"
+        let comparison: SQL = ascending ? ">" : "<"
+        /// The rows after `values` of `terms` in the order: a row value compared with them.
+        func seek(_ terms: [SortTerm], _ values: [StoredValue]) -> SQL {
+            guard terms.count > 1 else { return "\(identifier: terms[0].column) \(comparison) \(value: values[0])" }
+            return "(\(SQL.identifiers(terms.map(\.column)))) \(comparison) (\(SQL.parameters(values)))"
+        }
+        let order = sort.map { "\(identifier: $0.column)\(direction)" as SQL }
+        guard first.nullable else {
+            return [(cursor.map { [seek(sort, $0)] } ?? [], order)]
+        }
+        let column: SQL = .identifier(first.column)
+        let keys = Array(sort.dropFirst())
+        let keyOrder = Array(order.dropFirst())
+        var nulls: (conditions: [SQL], order: [SQL]) = (["\(column) IS NULL"], keyOrder)
+        var values: (conditions: [SQL], order: [SQL]) = (["\(column) IS NOT NULL"], order)
+        if let cursor {
+            if cursor[0] == .null {
+                nulls.conditions.append(seek(keys, Array(cursor.dropFirst())))
+                // Going down, NULLs come last: after one of them only NULLs are left.
+                return ascending ? [nulls, values] : [nulls]
+            }
+            values.conditions.append(seek(sort, cursor))
+            // Going up, NULLs came first: after a value none is left.
+            return ascending ? [values] : [values, nulls]
+        }
+        return ascending ? [nulls, values] : [values, nulls]
+    }
     /// Records whose searchable attributes match `query`, best first (SQLite's bm25,
     /// PostgreSQL's `ts_rank`), narrowed by the filters: the full-text search models get
     /// (`search(_:_:)`), as records. At most `limit`; a search has no further pages.
@@ -214,8 +247,11 @@ extension Store {
             }
             terms.append(SortTerm(column: column.column, ascending: order.ascending, nullable: column.isOptional))
         }
+        // The key breaks ties, in the order's direction: one index (the column's, which holds
+        // the key) gives the whole order.
+        let ascending = order?.ascending ?? true
         for key in entity.primaryKey where !terms.contains(where: { $0.column == key }) {
-            terms.append(SortTerm(column: key, ascending: true, nullable: false))
+            terms.append(SortTerm(column: key, ascending: ascending, nullable: false))
         }
         return terms
     }
@@ -256,22 +292,5 @@ extension Store {
             if let upper { parts.append("\(name) <= \(value: upper)") }
             return parts.isEmpty ? "1 = 1" : "(" + SQL.list(parts, separator: " AND ") + ")"
         }
-    }
-
-    /// Rows after the cursor in the order: lexicographic over the terms, NULL first going up and
-    /// last going down, as the ORDER BY puts it.
-    private static func after(_ terms: [(column: String, ascending: Bool, value: StoredValue)]) -> SQL {
-        guard let first = terms.first else { return "1 = 0" }
-        let name: SQL = .identifier(first.column)
-        let later: SQL
-        let same: SQL
-        switch (first.ascending, first.value) {
-        case (true, .null): (later, same) = ("\(name) IS NOT NULL", "\(name) IS NULL")
-        case (true, let value): (later, same) = ("\(name) > \(value: value)", "\(name) = \(value: value)")
-        case (false, .null): (later, same) = ("1 = 0", "\(name) IS NULL")
-        case (false, let value): (later, same) = ("(\(name) < \(value: value) OR \(name) IS NULL)", "\(name) = \(value: value)")
-        }
-        guard terms.count > 1 else { return "(\(later))" }
-        return "(\(later) OR (\(same) AND \(after(Array(terms.dropFirst())))))"
     }
 }

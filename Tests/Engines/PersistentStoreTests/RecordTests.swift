@@ -77,6 +77,31 @@ import Testing
         #expect(car["owner_id"] == .integer(owner.id!))
     }
 
+    /// A key of two columns (a car's visit on a day) pages as a row value: every record once,
+    /// in key order, going up and down.
+    @Test(arguments: StoreEngine.available)
+    func aKeyOfTwoColumnsPagesEveryRecordOnce(_ engine: StoreEngine) async throws {
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
+        let owner = try await garage.insert(Person(name: "Ann"))
+        var cars: [Int64] = []
+        for index in 0..<3 { cars.append(try await garage.insert(Car(vin: "V\(index)", make: "Ford", model: "T\(index)", ownerID: owner.id)).id!) }
+        let day = 86_400.0
+        try await garage.insert(cars.flatMap { car in (0..<4).map { ServiceVisit(day: Date(timeIntervalSince1970: 1_700_000_000 + Double($0) * day), carID: car) } })
+        let visits = try #require(GarageSchema.descriptor.entity(named: "ServiceVisit"))
+        for ascending in [true, false] {
+            var keys: [[StoredValue]] = []
+            var cursor: RecordCursor?
+            repeat {
+                let page = try await garage.records(of: visits, orderedBy: ascending ? nil : RecordOrder("car_id", ascending: false), after: cursor, limit: 5)
+                keys += page.records.map { [$0["car_id"] ?? .null, $0["day"] ?? .null] }
+                cursor = page.next
+            } while cursor != nil
+            #expect(keys.count == 12 && Set(keys).count == 12, "\(keys)")
+            let cars = keys.map { $0[0] }
+            #expect(ascending ? cars == cars.sorted(by: { "\($0)" < "\($1)" }) : cars == cars.sorted(by: { "\($0)" > "\($1)" }))
+        }
+    }
+
     /// A page deep in the table is found by its cursor, not by skipping rows: the last page of
     /// 2,000 rows, reached from the cursor, holds exactly the rows after it.
     @Test func aCursorReachesTheRowsAfterItWithNullsInTheOrder() async throws {
