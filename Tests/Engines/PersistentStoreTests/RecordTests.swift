@@ -1,5 +1,6 @@
 import ExampleModels
 import Foundation
+import SQLDialects
 import SchemaMetadata
 import TestSupport
 import Testing
@@ -75,6 +76,66 @@ import Testing
         let car = try #require(try await garage.records(of: cars, limit: 5).records.first)
         #expect(car["photo"] == .blob([9, 8, 7]), "\(car)")
         #expect(car["owner_id"] == .integer(owner.id!))
+    }
+
+    /// Edits through the store's paths: an update recorded in the history under the store's
+    /// author and refused when the record changed meanwhile, an encrypted value sealed as a
+    /// model's would be, an insert with a key the database gives, and a delete whose rules are
+    /// shown first and applied (a deny refuses).
+    @Test(arguments: StoreEngine.available)
+    func recordsAreEditedThroughTheStore(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try engine.flights(at: url, history: true, author: "studio")
+        let airports = try #require(FlightsSchema.descriptor.entity(named: "Airport"))
+        let sfo = try await store.insert(airport("KSFO", "San Francisco"))
+        _ = try await store.insert(flight("UA1", origin: sfo.id))
+        let shown = try #require(try await store.records(of: airports, limit: 1).records.first)
+        guard case .updated(let written) = try await store.updateRecord(of: airports, key: [.integer(sfo.id!)], set: ["name": .text("SFO Intl")], expecting: shown) else {
+            Issue.record("the update was not written")
+            return
+        }
+        #expect(written["name"] == .text("SFO Intl"))
+        #expect(try await store.model(Airport.self, key: sfo.id!)?.name == "SFO Intl")
+        let history = try await store.history()
+        let change = try #require(history.last?.changes.first)
+        #expect(history.last?.author == "studio" && change.kind == .update && change.changedAttributes == ["name"], "\(history)")
+        // The form still shows the old record: refused, with the record as it is now.
+        guard case .changedMeanwhile(let current) = try await store.updateRecord(of: airports, key: [.integer(sfo.id!)], set: ["name": .text("Mine")], expecting: shown) else {
+            Issue.record("a stale edit was written")
+            return
+        }
+        #expect(current["name"] == .text("SFO Intl"))
+        #expect(try await store.updateRecord(of: airports, key: [.integer(999_999)], set: ["name": .text("x")]) == .missing)
+        await #expect(throws: StoreError.self) { _ = try await store.updateRecord(of: airports, key: [.integer(sfo.id!)], set: ["id": .integer(5)]) }
+        // Unique values stay unique.
+        let lax = try await store.insertRecord(of: airports, values: ["icao": .text("KLAX"), "name": .text("Los Angeles")])
+        guard case .integer(let laxID)? = lax["id"] else {
+            Issue.record("the inserted airport has no key: \(lax)")
+            return
+        }
+        #expect(try await store.model(Airport.self, key: laxID)?.icao == "KLAX")
+        await #expect(throws: StoreError.self) { _ = try await store.insertRecord(of: airports, values: ["icao": .text("KLAX"), "name": .text("again")]) }
+        // Deleting an airport nullifies its flights' origin.
+        let effects = try await store.deleteEffects(of: airports, key: [.integer(sfo.id!)])
+        #expect(effects.contains(RecordDeleteEffect(relationship: "flightsFrom", target: "Flight", count: 1, rule: .nullify)), "\(effects)")
+        #expect(try await store.deleteRecord(of: airports, key: [.integer(sfo.id!)]))
+        #expect(try await store.fetch(Flight.self).first?.originID == nil)
+        #expect(try await store.deleteRecord(of: airports, key: [.integer(sfo.id!)]) == false)
+
+        let todo = try engine.store(TodoSchema.descriptor, TodoSchema.migrations)
+        let item = try await todo.insert(TodoItem(taskName: "pay", notes: "old secret"))
+        let items = try #require(TodoSchema.descriptor.entity(named: "TodoItem"))
+        _ = try await todo.updateRecord(of: items, key: [.text(item.id.uuidString.lowercased())], set: ["notes": .text("new secret")])
+        #expect(try await todo.model(TodoItem.self, key: item.id)?.notes == "new secret")
+        let sealed = try await todo.read { store in try store.database.query("SELECT notes FROM todo_item" as SQL) }
+        #expect(!"\(sealed)".contains("new secret"), "sealed at rest")
+
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
+        let owner = try await garage.insert(Person(name: "Ann"))
+        _ = try await garage.insert(Car(vin: "V1", make: "Ford", model: "T", ownerID: owner.id))
+        let people = try #require(GarageSchema.descriptor.entity(named: "Person"))
+        #expect(try await garage.deleteEffects(of: people, key: [.integer(owner.id!)]).contains { $0.rule == .deny && $0.count == 1 })
+        await #expect(throws: StoreError.self) { try await garage.deleteRecord(of: people, key: [.integer(owner.id!)]) }
     }
 
     /// A key of two columns (a car's visit on a day) pages as a row value: every record once,
