@@ -73,6 +73,12 @@ public final class ChromiumSession {
         Glibc.close(answers)
     }
 
+    /// Runs JavaScript that navigates (a click on a submit button, `location.href = …`) once this
+    /// call has returned, so the answer is not lost with the page.
+    public func act(_ script: String) throws {
+        _ = try evaluate("setTimeout(() => { \(script) }, 0); true")
+    }
+
     /// The value of a JavaScript expression in the page (its result by value).
     public func evaluate(_ expression: String) throws -> Any? {
         let answer = try send("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true])
@@ -87,7 +93,8 @@ public final class ChromiumSession {
     public func wait(until condition: String, within seconds: Double = 10) throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if try evaluate("Boolean(\(condition))") as? Bool == true { return true }
+            // While the page navigates, its context is gone for a moment: asked again.
+            if (try? evaluate("Boolean(\(condition))")) as? Bool == true { return true }
             usleep(100_000)
         }
         return false

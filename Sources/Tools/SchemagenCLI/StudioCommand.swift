@@ -27,7 +27,7 @@ public enum StudioCommand: Command {
         name: "studio",
         abstract: "Browse a database's data as its schemas describe it, in the browser.",
         discussion: """
-            schemagen studio [--database PATH|URL] [--schema PATH]... [--port N] [--host ADDRESS] [--key-file FILE] [--open]
+            schemagen studio [--database PATH|URL] [--schema PATH]... [--port N] [--host ADDRESS] [--key-file FILE] [--read-only] [--allow-writes] [--open]
 
             Starts a web app on this machine (127.0.0.1, a free port unless --port) and prints its
             address with a random access token; every request needs that token, which the first
@@ -35,9 +35,11 @@ public enum StudioCommand: Command {
             history says it is at, with that version's recorded schema, through the runtime store.
             A database with none of a schema's migrations is left out with the command that adopts
             it (migrate baseline); with none at all, the studio does not start. Encrypted attributes
-            show as locked without --key-file (or SCHEMAGEN_KEYS). ^C or SIGTERM stops it. The
-            studio writes nothing in this release. Exit status: 0 stopped, 1 no schema of the
-            database could be opened, 2 usage error or a port that cannot be listened on.
+            show as locked without --key-file (or SCHEMAGEN_KEYS). Records can be edited, inserted
+            and deleted through the store (recorded in the history as 'studio'), unless
+            --read-only, on PostgreSQL unless --allow-writes. ^C or SIGTERM stops it. Exit status:
+            0 stopped, 1 no schema of the database could be opened, 2 usage error or a port that
+            cannot be listened on.
             """,
         options: [
             .value("database", valueName: "path|url", help: "The SQLite file or postgres:// URL (default: DATABASE_URL, else the config's database)."),
@@ -46,7 +48,8 @@ public enum StudioCommand: Command {
             .value("port", valueName: "n", help: "The port to listen on (default: a free one)."),
             .value("host", valueName: "address", help: "The address to listen on (default 127.0.0.1: this machine only)."),
             .value("key-file", valueName: "file", help: "The key file of encrypted attributes (as Store.Configuration.keys reads it)."),
-            .flag("read-only", help: "Refuse every edit (what this release does anyway)."),
+            .flag("read-only", help: "Refuse every edit."),
+            .flag("allow-writes", help: "Let a PostgreSQL database be edited (SQLite files are editable unless --read-only)."),
             .flag("open", help: "Open the address in the browser (xdg-open)."),
             .value("config", valueName: "file", help: "A config file with defaults.", defaultValue: ProjectConfig.defaultFile),
         ])
@@ -81,7 +84,10 @@ public enum StudioCommand: Command {
         let catalog: StudioCatalog
         switch StudioOpening.open(location, schemas: schemas, root: root, keyFile: arguments.value("key-file"), io: io) {
         case .success(let entries):
-            catalog = StudioCatalog(entries: entries, databaseLabel: location.label, readOnly: true)
+            let reason: String? =
+                arguments.flag("read-only")
+                ? "started with --read-only" : location.isPostgres && !arguments.flag("allow-writes") ? "a PostgreSQL database is read-only unless --allow-writes" : nil
+            catalog = StudioCatalog(entries: entries, databaseLabel: location.label, readOnly: reason != nil, readOnlyReason: reason)
         case .failure(let failure):
             return failure.code
         }

@@ -31,8 +31,8 @@ public final class StudioApp: Sendable {
     // MARK: - Requests
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return page("Not allowed", status: .methodNotAllowed, "<p>The studio answers GET only.</p>", extraHeaders: [("Allow", "GET, HEAD")])
+        guard ["GET", "HEAD", "POST"].contains(request.method) else {
+            return page("Not allowed", status: .methodNotAllowed, "<p>The studio answers GET and POST only.</p>", extraHeaders: [("Allow", "GET, HEAD, POST")])
         }
         // The stylesheet holds no data: the page that asks for the token is styled too.
         if request.path == "/style.css" {
@@ -53,11 +53,22 @@ public final class StudioApp: Sendable {
         guard let cookie = request.cookie(Self.cookie), Self.same(cookie, token) else { return unauthorized() }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         do {
+            if request.method == "POST" {
+                // A form of this studio's pages only: another site's page cannot post here (the
+                // cookie is SameSite=Strict too).
+                if let origin = request.header("Origin"), let host = request.header("Host"), origin != "http://\(host)" {
+                    throw StudioFailure(.forbidden, "a form from \(origin) cannot write here")
+                }
+                guard parts.count == 3 else { return notFound("No form at \(request.path).") }
+                return try submit(parts[0], schema: parts[1], entity: parts[2], request: request)
+            }
             switch parts.first {
             case nil: return try home()
             case "e" where parts.count == 3: return try list(schema: parts[1], entity: parts[2], request: request)
             case "r" where parts.count == 3: return try record(schema: parts[1], entity: parts[2], request: request)
             case "x" where parts.count == 3: return try export(schema: parts[1], file: parts[2], request: request)
+            case "d" where parts.count == 3: return try deletePage(schema: parts[1], entity: parts[2], request: request)
+            case "n" where parts.count == 3: return try newPage(schema: parts[1], entity: parts[2], request: request)
             case "events" where parts.count == 1:
                 let catalog = self.catalog
                 return .eventStream { writer in try StudioLive.events(catalog, writer: writer) }
@@ -83,7 +94,7 @@ public final class StudioApp: Sendable {
             "<p>Open the studio with the address it printed when it started: it holds the token (<code>?token=…</code>).</p>", title: "Studio")
     }
 
-    private func notFound(_ message: String) -> HTTPResponse { page("Not found", status: .notFound, "<p>\(TextEscaping.html(message))</p>") }
+    func notFound(_ message: String) -> HTTPResponse { page("Not found", status: .notFound, "<p>\(TextEscaping.html(message))</p>") }
 
     // MARK: - Pages
 
@@ -184,6 +195,7 @@ public final class StudioApp: Sendable {
             listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?" + $0 } ?? ""
         body +=
             "Export this list as <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).csv" + exportQuery))\">CSV</a> or <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).json" + exportQuery))\">JSON</a>. "
+        if readOnlyReason(entry) == nil { body += "<a href=\"/n/\(path(entry.schema.name))/\(path(entity.name))\">New \(html(entity.name))</a> " }
         if cursor != nil { body += "<a href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc")))\">First page</a> " }
         if let next {
             body +=
@@ -198,18 +210,13 @@ public final class StudioApp: Sendable {
         let (entry, entity) = try locate(schemaName, entityName)
         let model = entry.schema.entity(named: entity.name)
         let columns = StudioColumns(entity: entity, model: model, entry: entry)
-        var filters: [RecordFilter] = []
-        for key in entity.primaryKey {
-            guard let text = request.queryValue("k." + key), let column = columns.column(named: key),
-                let value = StudioValues.stored(text, column: column, attribute: columns.attribute(of: column), schema: entry.schema)
-            else { throw StudioFailure(.badRequest, "the link does not give the record's key (\(entity.primaryKey.joined(separator: ", ")))") }
-            filters.append(RecordFilter(key, .equals(value)))
-        }
-        let keys = filters
-        guard let found = try blocking({ try await entry.store.records(of: entity, where: keys, limit: 1).records.first }) else {
+        let key = try recordKey(request, entity: entity, columns: columns, entry: entry)
+        guard let found = try current(entry, entity, key) else {
             return notFound("No \(entity.name) has that key; it may have been deleted.")
         }
-        var body = "<p><a href=\"/\">All entities</a> · <a href=\"\(html(listLink(entry, entity, filters: [], sort: nil, dir: "asc")))\">\(html(entity.name)) list</a></p>\n<dl>\n"
+        var body = "<p><a href=\"/\">All entities</a> · <a href=\"\(html(listLink(entry, entity, filters: [], sort: nil, dir: "asc")))\">\(html(entity.name)) list</a></p>\n"
+        if request.queryValue("notice") == "saved" { body += "<p class=\"notice\" role=\"status\">Saved.</p>\n" }
+        body += "<dl>\n"
         for column in columns.shown {
             body += "<dt>\(html(columns.label(column)))</dt><dd>\(columns.cell(found[column.column] ?? .null, column: column))</dd>\n"
         }
@@ -217,6 +224,7 @@ public final class StudioApp: Sendable {
             if let link = toManyLink(entry, entity, relationship, found) { body += "<dt>\(html(relationship.name))</dt><dd><a href=\"\(html(link))\">\(html(relationship.target)) list</a></dd>\n" }
         }
         body += "</dl>\n"
+        body += editSection(entry, entity, found, columns: columns)
         body += historySection(entry, entity, found, columns: columns)
         return page("\(entity.name)", body, live: (entry.schema.name, entity.name))
     }
@@ -310,7 +318,7 @@ public final class StudioApp: Sendable {
 
     // MARK: - Pieces
 
-    private func locate(_ schemaName: String, _ entityName: String) throws -> (StudioCatalog.Entry, EntityDescriptor) {
+    func locate(_ schemaName: String, _ entityName: String) throws -> (StudioCatalog.Entry, EntityDescriptor) {
         guard let entry = catalog.entry(named: schemaName) else { throw StudioFailure(.notFound, "No schema named \(schemaName).") }
         guard let entity = entry.descriptor.entity(named: entityName) else { throw StudioFailure(.notFound, "\(schemaName) has no entity named \(entityName).") }
         return (entry, entity)
@@ -356,7 +364,7 @@ public final class StudioApp: Sendable {
         return form
     }
 
-    private func listLink(
+    func listLink(
         _ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, filters: [(column: String, op: String, value: String)], sort: String?, dir: String, after: String? = nil
     ) -> String {
         var query: [(String, String)] = filters.flatMap { [("op." + $0.column, $0.op), ("v." + $0.column, $0.value)] }
@@ -365,7 +373,7 @@ public final class StudioApp: Sendable {
         return "/e/\(path(entry.schema.name))/\(path(entity.name))" + (query.isEmpty ? "" : "?" + query.map { Self.percent($0.0) + "=" + Self.percent($0.1) }.joined(separator: "&"))
     }
 
-    private func recordLink(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord) -> String? {
+    func recordLink(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord) -> String? {
         let keys = entity.primaryKey.map { ($0, record[$0] ?? .null) }
         guard !keys.contains(where: { $0.1 == .null }) else { return nil }
         return "/r/\(path(entry.schema.name))/\(path(entity.name))?" + keys.map { "k." + Self.percent($0.0) + "=" + Self.percent(StudioValues.plain($0.1)) }.joined(separator: "&")
@@ -381,7 +389,7 @@ public final class StudioApp: Sendable {
 
     /// A whole page. `live`: the schema and entity whose commits refresh it (nil for any); a
     /// page without it (an error, the token page) is not refreshed.
-    private func page(
+    func page(
         _ heading: String, status: HTTPStatus = .ok, _ body: String, title: String? = nil, extraHeaders: [(name: String, value: String)] = [],
         live: (schema: String?, entity: String?)? = nil
     ) -> HTTPResponse {
@@ -403,13 +411,13 @@ public final class StudioApp: Sendable {
             [
                 ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store"),
                 ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'"),
-                ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+                ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "same-origin"),
             ] + extraHeaders
         return HTTPResponse(status: status, headers: headers, body: .bytes(Array(text.utf8)))
     }
 
-    private func html(_ text: String) -> String { TextEscaping.html(text) }
-    private func path(_ text: String) -> String { Self.percent(text) }
+    func html(_ text: String) -> String { TextEscaping.html(text) }
+    func path(_ text: String) -> String { Self.percent(text) }
 
     /// Percent-encoded for a URL's path segment or query.
     static func percent(_ text: String) -> String {

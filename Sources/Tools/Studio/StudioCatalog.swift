@@ -48,11 +48,14 @@ public struct StudioCatalog: Sendable {
     /// Edits are refused (`--read-only`, a PostgreSQL URL without `--allow-writes`, a locked key,
     /// or a database behind its schema).
     public var readOnly: Bool
+    /// Why, when it is read-only as a whole.
+    public var readOnlyReason: String?
 
-    public init(entries: [Entry], databaseLabel: String, readOnly: Bool) {
+    public init(entries: [Entry], databaseLabel: String, readOnly: Bool, readOnlyReason: String? = nil) {
         self.entries = entries
         self.databaseLabel = databaseLabel
         self.readOnly = readOnly
+        self.readOnlyReason = readOnlyReason
     }
 
     func entry(named name: String) -> Entry? { entries.first { $0.schema.name == name } }

@@ -4,6 +4,11 @@ enum StudioStyle {
     /// main part replaced, unless a form field has the focus (then it says so instead).
     static let script = """
         (() => {
+          // Typing into a field clears its nil box.
+          document.addEventListener('input', (event) => {
+            const box = event.target.id && document.getElementById(event.target.id + '-nil');
+            if (box) box.checked = false;
+          });
           if (!window.EventSource) return;
           const schema = document.body.dataset.schema, entity = document.body.dataset.entity;
           const status = document.getElementById('live');
@@ -50,6 +55,9 @@ enum StudioStyle {
         .null { color: #999; font-style: italic; }
         .locked { color: #b45309; }
         .warn { color: #b45309; }
+        .notice { color: #15803d; }
+        .note, .type { color: #888; }
+        tr.differs td { background: #fde68a55; }
         .enum { font-family: ui-monospace, monospace; }
         img.preview { max-height: 3rem; max-width: 6rem; vertical-align: middle; }
         a:focus, button:focus, select:focus, input:focus, summary:focus { outline: 2px solid var(--accent); outline-offset: 2px; }

@@ -66,6 +66,12 @@ func exampleDatabase() throws -> String {
     return path
 }
 
+/// Waits for a condition (JavaScript) in the page; an issue with the page when it never holds.
+func expectPage(_ browser: ChromiumSession, _ condition: String, within seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    guard try !browser.wait(until: condition, within: seconds) else { return }
+    Issue.record("the page never had \(condition): \(try browser.html().suffix(1500))", sourceLocation: sourceLocation)
+}
+
 /// Every match of a pattern's first group.
 func captures(_ pattern: String, in text: String) -> [String] {
     let regex = try! NSRegularExpression(pattern: pattern)
@@ -236,6 +242,85 @@ func captures(_ pattern: String, in text: String) -> [String] {
         let search = try curl(studio.base + "/e/Todo/TodoItem?q=plants", jar: jar)
         #expect(search.body.contains("<label for=\"q\">Search</label>") && search.body.contains("1 best matches for “plants”"), "\(search.body.prefix(1200))")
         #expect(search.body.contains("water the plants") && !search.body.contains("pay rent"))
+    }
+
+    /// Edits in the browser go through the store: a saved value is in the database and in the
+    /// history under `studio`; a save over a record someone else changed since is refused with
+    /// both values; a delete shows its rules first; an insert takes the form's values. Read-only
+    /// mode and a wrong token refuse writes.
+    @Test(.enabled(if: HeadlessChromium.path != nil, Comment(rawValue: HeadlessChromium.skipReason)))
+    func editsInTheBrowserGoThroughTheStore() throws {
+        let database = try exampleDatabase()
+        let connection = try SQLiteConnection(path: database, readOnly: true)
+        func text(_ sql: String) throws -> String? { if case .text(let value)? = try connection.query(sql).first?.first { value } else { nil } }
+        func number(_ sql: String) throws -> Int64? { if case .integer(let value)? = try connection.query(sql).first?.first { value } else { nil } }
+        guard let airport = try number("SELECT origin_id FROM flights WHERE origin_id IS NOT NULL GROUP BY origin_id ORDER BY count(*) DESC LIMIT 1") else {
+            Issue.record("an airport with flights")
+            return
+        }
+        let departing = try number("SELECT count(*) FROM flights WHERE origin_id = \(airport)") ?? 0
+        let studio = try StudioProcess(["--database", database, "--schema", "Schemas/Flights.yaml"])
+        defer { _ = studio.stop() }
+        let recordPath = "/r/Flights/Airport?k.id=\(airport)&token="
+        let browser = try ChromiumSession(opening: studio.address.replacingOccurrences(of: "/?token=", with: recordPath.replacingOccurrences(of: "&token=", with: "&token=")))
+        defer { browser.close() }
+        try expectPage(browser, "document.getElementById('c-name') !== null")
+        try browser.act("document.getElementById('c-name').value = 'Edited in a browser'; document.querySelector('#edit ~ form button[type=submit]').click()")
+        try expectPage(browser, "document.body.innerText.includes('Saved.')")
+        #expect(try text("SELECT name FROM airports WHERE id = \(airport)") == "Edited in a browser")
+        try expectPage(browser, "document.body.innerText.includes('studio') && document.body.innerText.includes('name = Edited in a browser')")
+        // Someone else saves while the person is in the form (so the page is not refreshed
+        // under them, it only says that something changed): their form is now stale.
+        try browser.evaluate("document.getElementById('c-name').focus(); true")
+        let jar = temporaryFolder().appendingPathComponent("jar").path
+        _ = try curl(studio.address, jar: jar)
+        let page = try curl(studio.base + "/r/Flights/Airport?k.id=\(airport)", jar: jar)
+        let version = try #require(captures("name=\"version\" value=\"([^\"]*)\"", in: page.body).first)
+        let other = try runProgram(
+            "/usr/bin/curl",
+            [
+                "--silent", "--cookie", jar, "--write-out", "%{http_code}", "--output", "/dev/null", "--data-urlencode", "version=\(version)", "--data-urlencode", "c.name=Someone else",
+                studio.base + "/r/Flights/Airport?k.id=\(airport)",
+            ], in: temporaryFolder())
+        #expect(other.output == "303", "\(other.output)")
+        try expectPage(browser, "document.getElementById('live').textContent.includes('reload to see it')")
+        try browser.act("document.getElementById('c-name').value = 'My late edit'; document.querySelector('#edit ~ form button[type=submit]').click()")
+        try expectPage(browser, "document.body.innerText.includes('Changed meanwhile')")
+        let conflict = try browser.html()
+        #expect(conflict.contains("My late edit") && conflict.contains("Someone else"))
+        #expect(try text("SELECT name FROM airports WHERE id = \(airport)") == "Someone else")
+        // A delete says what its rules will do, then does it.
+        try browser.act("location.href = document.querySelector('a[href^=\"/d/\"]').getAttribute('href')")
+        try expectPage(browser, "document.body.innerText.includes('kept, their link cleared (nullify)')")
+        #expect(try browser.html().contains("<td class=\"number\">\(departing) Flight</td>"))
+        try browser.act("document.querySelector('form button[type=submit]').click()")
+        try expectPage(browser, "location.pathname === '/e/Flights/Airport'")
+        #expect(try number("SELECT count(*) FROM airports WHERE id = \(airport)") == 0)
+        #expect(try number("SELECT count(*) FROM flights WHERE origin_id IS NULL") ?? 0 >= departing)
+        // A new airport from the form.
+        try browser.act("location.href = '/n/Flights/Airport'")
+        try expectPage(browser, "document.getElementById('c-icao') !== null")
+        try browser.act("document.getElementById('c-icao').value = 'KNEW'; document.getElementById('c-name').value = 'New Field'; document.querySelector('form button[type=submit]').click()")
+        try expectPage(browser, "document.body.innerText.includes('Saved.')")
+        #expect(try text("SELECT name FROM airports WHERE icao = 'KNEW'") == "New Field")
+        // A wrong token writes nothing.
+        let forged = try runProgram(
+            "/usr/bin/curl",
+            ["--silent", "--write-out", "%{http_code}", "--output", "/dev/null", "--cookie", "schemagen_studio=nope", "--data", "c.name=x", studio.base + "/r/Flights/Airport?k.id=1"],
+            in: temporaryFolder())
+        #expect(forged.output == "401")
+
+        let readOnly = try StudioProcess(["--database", database, "--schema", "Schemas/Flights.yaml", "--read-only"])
+        defer { _ = readOnly.stop() }
+        let readOnlyJar = temporaryFolder().appendingPathComponent("jar").path
+        _ = try curl(readOnly.address, jar: readOnlyJar)
+        let kept = try number("SELECT min(id) FROM airports") ?? 0
+        let shown = try curl(readOnly.base + "/r/Flights/Airport?k.id=\(kept)", jar: readOnlyJar)
+        #expect(shown.body.contains("Read-only: started with --read-only") && !shown.body.contains("name=\"version\""))
+        let refused = try runProgram(
+            "/usr/bin/curl", ["--silent", "--cookie", readOnlyJar, "--write-out", "%{http_code}", "--output", "/dev/null", "--data", "c.name=x", readOnly.base + "/r/Flights/Airport?k.id=\(kept)"],
+            in: temporaryFolder())
+        #expect(refused.output == "403")
     }
 
     /// A database with none of a schema's migrations is not guessed at: the studio names the
