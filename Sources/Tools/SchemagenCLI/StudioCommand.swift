@@ -14,6 +14,7 @@ import ProjectConfig
 import SQLDialects
 import SchemaKit
 import SchemaMetadata
+import SchemaSite
 import SchemagenPipeline
 import Studio
 
@@ -87,7 +88,11 @@ public enum StudioCommand: Command {
             let reason: String? =
                 arguments.flag("read-only")
                 ? "started with --read-only" : location.isPostgres && !arguments.flag("allow-writes") ? "a PostgreSQL database is read-only unless --allow-writes" : nil
-            catalog = StudioCatalog(entries: entries, databaseLabel: location.label, readOnly: reason != nil, readOnlyReason: reason)
+            // The schema site, for each entity's diagram and docs (plain layout: no Graphviz wait).
+            let site = (try? Site.files(for: schemas, migrations: root, layout: .plain)) ?? []
+            catalog = StudioCatalog(
+                entries: entries, databaseLabel: location.label, readOnly: reason != nil, readOnlyReason: reason,
+                site: Dictionary(site.map { ($0.path, $0.contents) }, uniquingKeysWith: { first, _ in first }))
         case .failure(let failure):
             return failure.code
         }

@@ -67,6 +67,7 @@ public final class StudioApp: Sendable {
             case "e" where parts.count == 3: return try list(schema: parts[1], entity: parts[2], request: request)
             case "r" where parts.count == 3: return try record(schema: parts[1], entity: parts[2], request: request)
             case "x" where parts.count == 3: return try export(schema: parts[1], file: parts[2], request: request)
+            case "site" where parts.count == 2: return sitePage(parts[1])
             case "d" where parts.count == 3: return try deletePage(schema: parts[1], entity: parts[2], request: request)
             case "n" where parts.count == 3: return try newPage(schema: parts[1], entity: parts[2], request: request)
             case "events" where parts.count == 1:
@@ -113,11 +114,12 @@ public final class StudioApp: Sendable {
             if !entry.migrations.servedVersions.isEmpty { body += "; online versions served: \(entry.migrations.servedVersions.map(String.init).joined(separator: ", "))" }
             body += ".</p>\n"
             if entry.encryptionLocked { body += "<p class=\"warn\">Encrypted attributes are locked: start the studio with <code>--key-file</code> to read them.</p>\n" }
-            body += "<table><thead><tr><th scope=\"col\">Entity</th><th scope=\"col\">Records</th><th scope=\"col\">About</th></tr></thead><tbody>\n"
+            body += "<table><thead><tr><th scope=\"col\">Entity</th><th scope=\"col\">Records</th><th scope=\"col\">About</th><th scope=\"col\">Docs</th></tr></thead><tbody>\n"
             for entity in entry.descriptor.entities {
                 let count = try blocking { try await entry.store.countRecords(of: entity) }
                 let doc = schema.entity(named: entity.name)?.doc ?? ""
-                body += "<tr><td><a href=\"/e/\(path(schema.name))/\(path(entity.name))\">\(html(entity.name))</a></td><td class=\"number\">\(count)</td><td>\(html(doc))</td></tr>\n"
+                let docs = siteLink(schema.name, entity.name).map { "<a href=\"\(html($0))\" aria-label=\"\(html(entity.name)) in the schema site\">diagram and docs</a>" } ?? ""
+                body += "<tr><td><a href=\"/e/\(path(schema.name))/\(path(entity.name))\">\(html(entity.name))</a></td><td class=\"number\">\(count)</td><td>\(html(doc))</td><td>\(docs)</td></tr>\n"
             }
             body += "</tbody></table></section>\n"
         }
@@ -151,7 +153,9 @@ public final class StudioApp: Sendable {
             let matching = chosen.isEmpty ? total : try await entry.store.countRecords(of: entity, where: chosen)
             return (page.records, page.next, total, matching)
         }
-        var body = "<p><a href=\"/\">All entities</a> · \(html(entry.schema.name)) version \(entry.schema.version)</p>\n"
+        var body = "<p><a href=\"/\">All entities</a> · \(html(entry.schema.name)) version \(entry.schema.version)"
+        if let docs = siteLink(entry.schema.name, entity.name) { body += " · <a href=\"\(html(docs))\">diagram and docs</a>" }
+        body += "</p>\n"
         if let doc = model?.doc { body += "<p>\(html(doc))</p>\n" }
         if searchable {
             body += "<form method=\"get\" action=\"/e/\(path(entry.schema.name))/\(path(entity.name))\" role=\"search\"><label for=\"q\">Search</label> "
@@ -287,6 +291,23 @@ public final class StudioApp: Sendable {
                 } while cursor != nil
                 if format == "json" { try writer.write("\n]\n") }
             })
+    }
+
+    /// Where the schema site describes an entity, when it is served.
+    func siteLink(_ schema: String, _ entity: String) -> String? {
+        catalog.site["\(schema).html"] == nil ? nil : "/site/\(Self.percent(schema)).html#entity-\(Self.percent(entity))"
+    }
+
+    /// A file of the schema site. Its pages draw diagrams with inline styles, which the site's
+    /// own policy allows; nothing else differs.
+    private func sitePage(_ name: String) -> HTTPResponse {
+        guard let contents = catalog.site[name] else { return notFound("The schema site has no \(name).") }
+        let type = name.hasSuffix(".css") ? "text/css" : name.hasSuffix(".js") ? "text/javascript" : "text/html"
+        return HTTPResponse(
+            headers: [
+                ("Content-Type", "\(type); charset=utf-8"), ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+                ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'"),
+            ], body: .bytes(Array(contents.utf8)))
     }
 
     /// A record's history: who changed what, and when, newest first.

@@ -50,12 +50,16 @@ public struct StudioCatalog: Sendable {
     public var readOnly: Bool
     /// Why, when it is read-only as a whole.
     public var readOnlyReason: String?
+    /// The schema site (`schemagen docs`) by path, served under `/site/`: each entity's
+    /// diagram and docs, linked from its pages.
+    public var site: [String: String]
 
-    public init(entries: [Entry], databaseLabel: String, readOnly: Bool, readOnlyReason: String? = nil) {
+    public init(entries: [Entry], databaseLabel: String, readOnly: Bool, readOnlyReason: String? = nil, site: [String: String] = [:]) {
         self.entries = entries
         self.databaseLabel = databaseLabel
         self.readOnly = readOnly
         self.readOnlyReason = readOnlyReason
+        self.site = site
     }
 
     func entry(named name: String) -> Entry? { entries.first { $0.schema.name == name } }

@@ -103,6 +103,10 @@ func captures(_ pattern: String, in text: String) -> [String] {
         for (entity, table) in [("Airport", "airports"), ("Airline", "airlines"), ("Flight", "flights")] {
             #expect(home.body.contains("<a href=\"/e/Flights/\(entity)\">\(entity)</a></td><td class=\"number\">\(try count("SELECT count(*) FROM \(table)"))</td>"), "\(entity)")
         }
+        // Each entity links to its diagram and docs in the schema site, served by the studio.
+        let docs = try #require(captures("<a href=\"(/site/Flights\\.html#entity-Flight)\"", in: home.body).first, "\(home.body.prefix(2000))")
+        let site = try curl(studio.base + docs, jar: jar)
+        #expect(site.code == 200 && site.body.contains("id=\"entity-Flight\""), "\(site.body.prefix(300))")
         // Sorted by distance, longest first, ten a page: the cursor links reach every flight once.
         var idents: [String] = []
         var page = "/e/Flights/Flight?sort=route_distance&dir=desc&limit=10"
