@@ -229,10 +229,27 @@ public func sourceFolder(of target: String) -> URL {
 /// is a zombie gets Foundation another SIGCHLD, so that it looks at its children again and
 /// reaps it itself (reaping it here instead would free its pid for reuse while Foundation
 /// still holds it, and a later run crashed inside `Process.run`).
+///
+/// A zombie that ten seconds of nudges do not get reaped is reaped here after all, and its status
+/// decoded from `waitpid`: a clean-clone CI run hung 30 minutes on one, its first child, which
+/// Foundation never learned of (its SIGCHLD source was not set up yet, it seems). The pid's
+/// reuse, the risk above, needs the system to go round all its pids first.
 public func exitStatus(of process: Process) -> Int32 {
     let pid = process.processIdentifier
+    var zombieSince: Date?
     while process.isRunning {
-        if isZombie(pid) { kill(getpid(), SIGCHLD) }
+        if isZombie(pid) {
+            kill(getpid(), SIGCHLD)
+            let since = zombieSince ?? Date()
+            zombieSince = since
+            if Date().timeIntervalSince(since) > 10 {
+                var status: Int32 = 0
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    // WIFEXITED: the exit code; else the signal, as terminationStatus gives it.
+                    return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+                }
+            }
+        }
         usleep(10_000)
     }
     return process.terminationStatus
