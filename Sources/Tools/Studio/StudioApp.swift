@@ -194,7 +194,9 @@ public final class StudioApp: Sendable {
             }
             body += "</tr>\n"
         }
-        body += "</tbody></table></div>\n<nav aria-label=\"pages\"><p>"
+        body += "</tbody></table></div>\n"
+        if cursor == nil, shownFilters.isEmpty, words.isEmpty { body += deletedSection(entry, entity) }
+        body += "<nav aria-label=\"pages\"><p>"
         let exportQuery =
             listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?" + $0 } ?? ""
         body +=
@@ -291,6 +293,21 @@ public final class StudioApp: Sendable {
                 } while cursor != nil
                 if format == "json" { try writer.write("\n]\n") }
             })
+    }
+
+    /// The entity's deleted records the history keeps: when, by whom, the key, and the values
+    /// kept after deletion (`preserveValueOnDeletion`).
+    private func deletedSection(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor) -> String {
+        guard let deleted = try? StudioLive.deletions(of: entity.name, in: entry.store), !deleted.isEmpty else { return "" }
+        var out = "<details><summary>Recently deleted (\(deleted.count))</summary><table><thead><tr><th scope=\"col\">When</th><th scope=\"col\">Who</th>"
+        out += "<th scope=\"col\">Key</th><th scope=\"col\">Kept values</th></tr></thead><tbody>\n"
+        let formatter = ISO8601DateFormatter()
+        for (transaction, change) in deleted {
+            let key = change.key.map { html(StudioValues.plain($0)) }.joined(separator: ", ")
+            let kept = (change.tombstone ?? [:]).sorted { $0.key < $1.key }.map { "\(html($0.key)) = \(html(StudioValues.plain($0.value)))" }.joined(separator: "<br>")
+            out += "<tr><td><time>\(formatter.string(from: transaction.date))</time></td><td>\(html(transaction.author ?? "unknown"))</td><td>\(key)</td><td>\(kept)</td></tr>\n"
+        }
+        return out + "</tbody></table></details>\n"
     }
 
     /// Where the schema site describes an entity, when it is served.

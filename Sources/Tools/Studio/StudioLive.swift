@@ -8,9 +8,21 @@ import TextEscaping
 /// live pages (server-sent events), from this process and every other one writing to the
 /// database.
 enum StudioLive {
-    /// The newest changes of one record, newest first, at most `limit`, read a thousand
-    /// transactions at a time from the start of the kept history. Nil when the schema keeps none.
+    /// The newest changes of one record, newest first, at most `limit`. Nil when the schema
+    /// keeps no history.
     static func changes(of entity: String, key: [StoredValue], in store: Store, limit: Int = 100) throws -> [(HistoryTransaction, HistoryChange)]? {
+        try changes(in: store, limit: limit) { $0.entity == entity && $0.key == key }
+    }
+
+    /// The newest deletions of an entity's records, with the values they kept
+    /// (`preserveValueOnDeletion`), newest first. Nil when the schema keeps no history.
+    static func deletions(of entity: String, in store: Store, limit: Int = 20) throws -> [(HistoryTransaction, HistoryChange)]? {
+        try changes(in: store, limit: limit) { $0.entity == entity && $0.kind == .delete }
+    }
+
+    /// The newest changes that `matching` keeps, newest first, at most `limit`, read a thousand
+    /// transactions at a time from the start of the kept history.
+    static func changes(in store: Store, limit: Int, matching: @escaping @Sendable (HistoryChange) -> Bool) throws -> [(HistoryTransaction, HistoryChange)]? {
         try blocking {
             var found: [(HistoryTransaction, HistoryChange)] = []
             var after: HistoryToken?
@@ -23,7 +35,7 @@ enum StudioLive {
                     throw error
                 }
                 for transaction in page {
-                    for change in transaction.changes where change.entity == entity && change.key == key { found.append((transaction, change)) }
+                    for change in transaction.changes where matching(change) { found.append((transaction, change)) }
                 }
                 if found.count > limit { found.removeFirst(found.count - limit) }
                 guard let last = page.last, page.count == 1000 else { break }
