@@ -24,12 +24,31 @@ extension Store {
             }
             try body(try decode(&row), extras)
         }
-        if let opening {
-            try forEachOpenedRow(
-                text, arguments, ownStatement: ownStatement, opening: opening.positions,
-                with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, handle)
-        } else {
-            try database.forEachRow(text, arguments, ownStatement: ownStatement, handle)
+        try forEachRow(text, arguments, ownStatement: ownStatement, opening: opening, handle)
+    }
+
+    /// `database.forEachRow`, with the columns of `opening` opened first (`forEachOpenedRow`)
+    /// when there are any.
+    func forEachRow(
+        _ text: RenderedSQL, _ arguments: [StoredValue], ownStatement: Bool, opening: OpenPlan?, _ body: (inout [StoredValue]) throws -> Void
+    ) throws {
+        guard let opening else { return try database.forEachRow(text, arguments, ownStatement: ownStatement, body) }
+        try forEachOpenedRow(
+            text, arguments, ownStatement: ownStatement, opening: opening.positions,
+            with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, body)
+    }
+
+    /// What loads a row's external values (stored as file names) in place, for rows of
+    /// `columns`; nil when the entity keeps none there.
+    func externalLoader(_ entity: EntityDescriptor, columns: [String]) -> ((inout [StoredValue]) throws -> Void)? {
+        let external = Self.externalColumns(of: entity).compactMap { column in columns.firstIndex(of: column.column).map { (column, $0) } }
+        guard !external.isEmpty else { return nil }
+        let keyPositions = entity.primaryKey.map { key in columns.firstIndex(of: key) }
+        return { row in
+            for (column, position) in external {
+                guard case .text(let name) = row[position] else { continue }
+                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+            }
         }
     }
 
@@ -38,14 +57,10 @@ extension Store {
     private func modelDecoder<M: PersistentModel>(_ type: M.Type) -> (inout [StoredValue]) throws -> M {
         let entity = M.entity
         let order = rowColumns(entity)
-        let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
-        let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
+        let load = externalLoader(entity, columns: order)
         let keys = M.self is any RowCodable.Type ? nil : RowKeys(entity: entity, columns: order)
         return { row in
-            for (column, position) in external {
-                guard case .text(let name) = row[position] else { continue }
-                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
-            }
+            try load?(&row)
             return if let keys { try RowDecoder.decode(M.self, row: row, keys: keys) } else { try self.decodeDirect(row, as: M.self) }
         }
     }
@@ -98,29 +113,15 @@ extension Store {
                 let entity = M.entity
                 let order = rowColumns(entity)
                 let opening = openPlan(entity, columns: order)
-                let external = Self.externalColumns(of: entity).compactMap { column in order.firstIndex(of: column.column).map { (column, $0) } }
-                let keyPositions = entity.primaryKey.map { key in order.firstIndex(of: key) }
-                let load = { (row: inout [StoredValue]) throws in
-                    for (column, position) in external {
-                        guard case .text(let name) = row[position] else { continue }
-                        row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
-                    }
-                }
+                let load = externalLoader(entity, columns: order)
                 let (text, arguments) = query.statement(for: database.dialect)
                 let decoded = try M.decodeStoredRows(expectedCount: expectedCount) { consume in
-                    if let opening {
-                        try forEachOpenedRow(
-                            text, arguments, ownStatement: false, opening: opening.positions,
-                            with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }
-                        ) { row in
-                            if !external.isEmpty { try load(&row) }
-                            try consume(row)
-                        }
-                    } else if external.isEmpty {
+                    // The plain case stays a bare loop: it is most reads.
+                    if opening == nil && load == nil {
                         try database.forEachRow(text, arguments, ownStatement: false) { row in try consume(row) }
                     } else {
-                        try database.forEachRow(text, arguments, ownStatement: false) { row in
-                            try load(&row)
+                        try forEachRow(text, arguments, ownStatement: false, opening: opening) { row in
+                            try load?(&row)
                             try consume(row)
                         }
                     }

@@ -203,23 +203,11 @@ extension Store {
     /// Each record a query of `columns` selects, through the row pipeline models use: encrypted
     /// values opened, external values loaded.
     private func streamRecords(_ sql: SQL, of entity: EntityDescriptor, columns: [String], _ body: (StoredRecord) throws -> Void) throws {
-        let opening = openPlan(entity, columns: columns)
-        let external = Self.externalColumns(of: entity).compactMap { column in columns.firstIndex(of: column.column).map { (column, $0) } }
-        let keyPositions = entity.primaryKey.map { key in columns.firstIndex(of: key) }
+        let load = externalLoader(entity, columns: columns)
         let (text, arguments) = sql.statement(for: database.dialect)
-        let handle = { (row: inout [StoredValue]) throws in
-            for (column, position) in external {
-                guard case .text(let name) = row[position] else { continue }
-                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
-            }
+        try forEachRow(text, arguments, ownStatement: false, opening: openPlan(entity, columns: columns)) { row in
+            try load?(&row)
             try body(StoredRecord(columns: columns, values: row))
-        }
-        if let opening {
-            try forEachOpenedRow(
-                text, arguments, ownStatement: false, opening: opening.positions,
-                with: { position, content, row throws(StoreError) in try openColumn(opening, position, content, row: row) }, handle)
-        } else {
-            try database.forEachRow(text, arguments, ownStatement: false, handle)
         }
     }
 

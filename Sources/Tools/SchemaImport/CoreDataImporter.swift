@@ -111,19 +111,19 @@ public enum CoreDataImporter {
                 {
                     schema.entities[entityIndex].coreData.attributes["elementID"] = identifier
                 }
-                for position in entity.attributes.indices {
-                    let attribute = entity.attributes[position], name = modelName(attribute.name, attribute.coreData)
-                    guard attribute.coreData.attributes["elementID"] == nil else { continue }
-                    let element = parsed.attributes.first { $0["name"] == name }
-                    if let identifier = kept(element, name: name, derived: derived.member(attribute.name, of: entity.name)) {
+                /// The identifier a member keeps, for members named `name` in the model.
+                func member(_ memberName: String, _ coreData: CoreDataSettings, among elements: [XMLTree.Element]) -> String? {
+                    guard coreData.attributes["elementID"] == nil else { return nil }
+                    let name = modelName(memberName, coreData)
+                    return kept(elements.first { $0["name"] == name }, name: name, derived: derived.member(memberName, of: entity.name))
+                }
+                for (position, attribute) in entity.attributes.enumerated() {
+                    if let identifier = member(attribute.name, attribute.coreData, among: parsed.attributes) {
                         schema.entities[entityIndex].attributes[position].coreData.attributes["elementID"] = identifier
                     }
                 }
-                for position in entity.relationships.indices {
-                    let relationship = entity.relationships[position], name = modelName(relationship.name, relationship.coreData)
-                    guard relationship.coreData.attributes["elementID"] == nil else { continue }
-                    let element = parsed.relationships.first { $0["name"] == name }
-                    if let identifier = kept(element, name: name, derived: derived.member(relationship.name, of: entity.name)) {
+                for (position, relationship) in entity.relationships.enumerated() {
+                    if let identifier = member(relationship.name, relationship.coreData, among: parsed.relationships) {
                         schema.entities[entityIndex].relationships[position].coreData.attributes["elementID"] = identifier
                     }
                 }
