@@ -31,9 +31,13 @@ public struct RecordFilter: Sendable, Hashable {
         case isNull
         /// Not empty.
         case isNotNull
+        /// Linked to the target's record with this key, through the many-to-many relationship
+        /// `column` names (a relationship of the entity, not a column): `RecordFilter.linked(through:to:)`.
+        case linked(to: StoredValue)
     }
 
-    /// The column's name in the table: `icao`, `route_distance`.
+    /// The column's name in the table: `icao`, `route_distance`; for `.linked(to:)`, the
+    /// relationship's name.
     public var column: String
     /// What its value must be.
     public var condition: Condition
@@ -44,6 +48,14 @@ public struct RecordFilter: Sendable, Hashable {
     public init(_ column: String, _ condition: Condition) {
         self.column = column
         self.condition = condition
+    }
+
+    /// The records linked to one record of the target through a many-to-many relationship (its
+    /// join table): a car's mechanics, as a list of mechanics.
+    ///
+    ///     let carsMechanics = RecordFilter.linked(through: "cars", to: .integer(carID))
+    public static func linked(through relationship: String, to key: StoredValue) -> RecordFilter {
+        RecordFilter(relationship, .linked(to: key))
     }
 }
 
@@ -256,6 +268,7 @@ extension Store {
     }
 
     private func filterCondition(_ filter: RecordFilter, of entity: EntityDescriptor, qualified: Bool = false) throws(StoreError) -> SQL {
+        if case .linked(let key) = filter.condition { return try linkCondition(filter.column, key, of: entity, qualified: qualified) }
         let column = try recordColumn(filter.column, of: entity, for: "filter by")
         let name: SQL = qualified ? "\(identifier: entity.table).\(identifier: column.column)" : .identifier(column.column)
         if column.isEncrypted || column.usesExternalStorage {
@@ -267,6 +280,7 @@ extension Store {
             }
         }
         switch filter.condition {
+        case .linked(let key): return try linkCondition(filter.column, key, of: entity, qualified: qualified)
         case .equals(.null), .isNull: return "\(name) IS NULL"
         case .isNotNull: return "\(name) IS NOT NULL"
         case .equals(let value): return "\(name) = \(value: value)"
@@ -280,5 +294,16 @@ extension Store {
             if let upper { parts.append("\(name) <= \(value: upper)") }
             return parts.isEmpty ? "1 = 1" : "(" + SQL.list(parts, separator: " AND ") + ")"
         }
+    }
+
+    /// The entity's records whose key the join table pairs with `key`: a condition on the key,
+    /// so it narrows a page, a count or a search alike.
+    private func linkCondition(_ name: String, _ key: StoredValue, of entity: EntityDescriptor, qualified: Bool) throws(StoreError) -> SQL {
+        guard let relationship = entity.relationship(named: name) else { throw .notSupported("\(entity.name) has no relationship '\(name)' to filter by") }
+        guard let joinTable = relationship.joinTable, relationship.joinColumns.count == 1, relationship.joinTargetColumns.count == 1, entity.primaryKey.count == 1 else {
+            throw .notSupported("\(entity.name).\(name) is not a many-to-many relationship over one key column; filter by its key column instead")
+        }
+        let keyColumn: SQL = qualified ? "\(identifier: entity.table).\(identifier: entity.primaryKey[0])" : .identifier(entity.primaryKey[0])
+        return "\(keyColumn) IN (SELECT \(identifier: relationship.joinColumns[0]) FROM \(identifier: joinTable) WHERE \(identifier: relationship.joinTargetColumns[0]) = \(value: key))"
     }
 }

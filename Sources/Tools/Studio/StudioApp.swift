@@ -72,7 +72,8 @@ public final class StudioApp: Sendable {
             case "n" where parts.count == 3: return try newPage(schema: parts[1], entity: parts[2], request: request)
             case "events" where parts.count == 1:
                 let catalog = self.catalog
-                return .eventStream { writer in try StudioLive.events(catalog, writer: writer) }
+                let since = StudioLive.since(request.queryValue("since") ?? "")
+                return .eventStream { writer in try StudioLive.events(catalog, since: since, writer: writer) }
             default: return notFound("No page at \(request.path).")
             }
         } catch let failure as StudioFailure {
@@ -100,6 +101,7 @@ public final class StudioApp: Sendable {
     // MARK: - Pages
 
     private func home() throws -> HTTPResponse {
+        let since = StudioLive.positions(catalog, schema: nil)
         var body = ""
         for entry in catalog.entries {
             let schema = entry.schema
@@ -123,17 +125,20 @@ public final class StudioApp: Sendable {
             }
             body += "</tbody></table></section>\n"
         }
-        return page("Studio", body, live: (nil, nil))
+        return page("Studio", body, live: StudioLive.View(schema: nil, entity: nil, since: since))
     }
 
     /// A page of an entity's records, as the query filters, orders and pages them.
     private func list(schema schemaName: String, entity entityName: String, request: HTTPRequest) throws -> HTTPResponse {
         let (entry, entity) = try locate(schemaName, entityName)
+        let since = StudioLive.positions(catalog, schema: entry.schema.name)
         let model = entry.schema.entity(named: entity.name)
         let columns = StudioColumns(entity: entity, model: model, entry: entry)
         let (filters, shownFilters, sortColumn, ascending) = try listQuery(request, columns: columns, entry: entry, model: model)
         let order = sortColumn.map { RecordOrder($0.column, ascending: ascending) }
-        let limit = min(max(Int(request.queryValue("limit") ?? "") ?? 50, 1), 1000)
+        let limit = min(max(Int(request.queryValue("limit") ?? "") ?? Self.defaultPageSize, 1), 1000)
+        // A page size the person chose stays with the sort and page links.
+        let pageSize = limit == Self.defaultPageSize ? nil : limit
         var cursor: RecordCursor?
         if let after = request.queryValue("after"), !after.isEmpty {
             guard let decoded = CursorText.decode(after) else { throw StudioFailure(.badRequest, "the page link is damaged; start from the first page") }
@@ -166,6 +171,13 @@ public final class StudioApp: Sendable {
         } else {
             body += "<p>\(matching) best matches for “\(html(words))”, best first (at most \(limit)); <a href=\"/e/\(path(entry.schema.name))/\(path(entity.name))\">all records</a></p>\n"
         }
+        for link in shownFilters where link.op == Self.linkedFilter {
+            guard let relationship = entity.relationship(named: link.column), let target = entry.descriptor.entity(named: relationship.target) else { continue }
+            let record = "/r/\(path(entry.schema.name))/\(path(target.name))?k.\(Self.percent(target.primaryKey[0]))=\(Self.percent(link.value))"
+            let others = shownFilters.filter { $0.column != link.column }
+            body += "<p>Only those linked to <a href=\"\(html(record))\">\(html(target.name)) \(html(link.value))</a> through \(html(relationship.name)). "
+            body += "<a href=\"\(html(listLink(entry, entity, filters: others, sort: sortColumn?.column, dir: ascending ? "asc" : "desc")))\">Without this link</a></p>\n"
+        }
         body += filterForm(columns: columns, shown: shownFilters, sort: sortColumn?.column, ascending: ascending, entry: entry, entity: entity)
         body += "<div class=\"scroll\"><table class=\"records\"><thead><tr>"
         for column in columns.shown {
@@ -173,7 +185,7 @@ public final class StudioApp: Sendable {
             if columns.sortable.contains(where: { $0.column == column.column }) {
                 let next = sortColumn?.column == column.column && ascending ? "desc" : "asc"
                 let state = sortColumn?.column == column.column ? (ascending ? "ascending" : "descending") : "none"
-                let link = listLink(entry, entity, filters: shownFilters, sort: column.column, dir: next)
+                let link = listLink(entry, entity, filters: shownFilters, sort: column.column, dir: next, limit: pageSize)
                 body += "<th scope=\"col\" aria-sort=\"\(state)\"><a href=\"\(html(link))\">\(html(name))</a></th>"
             } else {
                 body += "<th scope=\"col\">\(html(name))</th>"
@@ -202,18 +214,19 @@ public final class StudioApp: Sendable {
         body +=
             "Export this list as <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).csv" + exportQuery))\">CSV</a> or <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).json" + exportQuery))\">JSON</a>. "
         if readOnlyReason(entry) == nil { body += "<a href=\"/n/\(path(entry.schema.name))/\(path(entity.name))\">New \(html(entity.name))</a> " }
-        if cursor != nil { body += "<a href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc")))\">First page</a> " }
+        if cursor != nil { body += "<a href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc", limit: pageSize)))\">First page</a> " }
         if let next {
             body +=
-                "<a rel=\"next\" href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc", after: CursorText.encode(next))))\">Next page</a>"
+                "<a rel=\"next\" href=\"\(html(listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc", limit: pageSize, after: CursorText.encode(next))))\">Next page</a>"
         }
         body += "</p></nav>\n"
-        return page(entity.name, body, live: (entry.schema.name, entity.name))
+        return page(entity.name, body, live: StudioLive.View(schema: entry.schema.name, entity: entity.name, since: since))
     }
 
     /// One record: every property, and its relationships as links.
     private func record(schema schemaName: String, entity entityName: String, request: HTTPRequest) throws -> HTTPResponse {
         let (entry, entity) = try locate(schemaName, entityName)
+        let since = StudioLive.positions(catalog, schema: entry.schema.name)
         let model = entry.schema.entity(named: entity.name)
         let columns = StudioColumns(entity: entity, model: model, entry: entry)
         let key = try recordKey(request, entity: entity, columns: columns, entry: entry)
@@ -232,7 +245,7 @@ public final class StudioApp: Sendable {
         body += "</dl>\n"
         body += editSection(entry, entity, found, columns: columns)
         body += historySection(entry, entity, found, columns: columns)
-        return page("\(entity.name)", body, live: (entry.schema.name, entity.name))
+        return page("\(entity.name)", body, live: StudioLive.View(schema: entry.schema.name, entity: entity.name, since: since))
     }
 
     /// The filters, sort column and direction a list's query gives.
@@ -246,6 +259,16 @@ public final class StudioApp: Sendable {
             let text = request.queryValue("v." + column.column) ?? ""
             shown.append((column.column, op, text))
             filters.append(try filter(op, text, column: column, entry: entry, model: model))
+        }
+        for relationship in columns.linkable {
+            guard request.queryValue("op." + relationship.name) == Self.linkedFilter else { continue }
+            let text = request.queryValue("v." + relationship.name) ?? ""
+            guard let target = entry.descriptor.entity(named: relationship.target), target.primaryKey.count == 1,
+                let keyColumn = StudioColumns(entity: target, model: nil, entry: entry).column(named: target.primaryKey[0]),
+                let key = StudioValues.stored(text, column: keyColumn, attribute: nil, schema: entry.schema)
+            else { throw StudioFailure(.badRequest, "'\(text)' is not a key of \(relationship.target)") }
+            shown.append((relationship.name, Self.linkedFilter, text))
+            filters.append(.linked(through: relationship.name, to: key))
         }
         let sort = request.queryValue("sort").flatMap { name in columns.sortable.first { $0.column == name } }
         return (filters, shown, sort, request.queryValue("dir") != "desc")
@@ -388,6 +411,10 @@ public final class StudioApp: Sendable {
     {
         var form = "<details\(shown.isEmpty ? "" : " open")><summary>Filter</summary><form method=\"get\" action=\"/e/\(path(entry.schema.name))/\(path(entity.name))\">\n"
         if let sort { form += "<input type=\"hidden\" name=\"sort\" value=\"\(html(sort))\"><input type=\"hidden\" name=\"dir\" value=\"\(ascending ? "asc" : "desc")\">\n" }
+        // A link's filter has no field of its own: it stays while the others change.
+        for link in shown where link.op == Self.linkedFilter {
+            form += "<input type=\"hidden\" name=\"op.\(html(link.column))\" value=\"\(Self.linkedFilter)\"><input type=\"hidden\" name=\"v.\(html(link.column))\" value=\"\(html(link.value))\">\n"
+        }
         for column in columns.filterable {
             let current = shown.first { $0.column == column.column }
             let id = "f-" + column.column
@@ -403,10 +430,12 @@ public final class StudioApp: Sendable {
     }
 
     func listLink(
-        _ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, filters: [(column: String, op: String, value: String)], sort: String?, dir: String, after: String? = nil
+        _ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, filters: [(column: String, op: String, value: String)], sort: String?, dir: String, limit: Int? = nil,
+        after: String? = nil
     ) -> String {
         var query: [(String, String)] = filters.flatMap { [("op." + $0.column, $0.op), ("v." + $0.column, $0.value)] }
         if let sort { query += [("sort", sort), ("dir", dir)] }
+        if let limit { query.append(("limit", String(limit))) }
         if let after { query.append(("after", after)) }
         return "/e/\(path(entry.schema.name))/\(path(entity.name))" + (query.isEmpty ? "" : "?" + query.map { Self.percent($0.0) + "=" + Self.percent($0.1) }.joined(separator: "&"))
     }
@@ -417,22 +446,34 @@ public final class StudioApp: Sendable {
         return "/r/\(path(entry.schema.name))/\(path(entity.name))?" + keys.map { "k." + Self.percent($0.0) + "=" + Self.percent(StudioValues.plain($0.1)) }.joined(separator: "&")
     }
 
-    /// The list of the target's records that point at this one, where the target holds the key.
+    /// The list of the target's records linked to this one: those holding its key, or, for a
+    /// many-to-many relationship, those its join table pairs with it (the target's side of the link).
     private func toManyLink(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ relationship: RelationshipDescriptor, _ record: StoredRecord) -> String? {
-        guard let target = entry.descriptor.entity(named: relationship.target), entity.primaryKey.count == 1, let key = record[entity.primaryKey[0]], key != .null,
-            let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1
-        else { return nil }
+        guard let target = entry.descriptor.entity(named: relationship.target), entity.primaryKey.count == 1, let key = record[entity.primaryKey[0]], key != .null else { return nil }
+        if let joinTable = relationship.joinTable {
+            let side = target.relationships.first { $0.joinTable == joinTable && $0.target == entity.name && $0.joinTargetColumns == relationship.joinColumns }
+            guard let side else { return nil }
+            return listLink(entry, target, filters: [(side.name, Self.linkedFilter, StudioValues.plain(key))], sort: nil, dir: "asc")
+        }
+        guard let inverse = relationship.inverse.flatMap(target.relationship(named:)), inverse.foreignKeyColumns.count == 1 else { return nil }
         return listLink(entry, target, filters: [(inverse.foreignKeyColumns[0], "eq", StudioValues.plain(key))], sort: nil, dir: "asc")
     }
 
-    /// A whole page. `live`: the schema and entity whose commits refresh it (nil for any); a
-    /// page without it (an error, the token page) is not refreshed.
+    /// Records a list page shows unless its address says otherwise.
+    static let defaultPageSize = 50
+
+    /// A list filter's operator that names a many-to-many relationship instead of a column.
+    static let linkedFilter = "linked"
+
+    /// A whole page. `live`: what commits refresh it, and where its data was read; a page
+    /// without it (an error, the token page) is not refreshed.
     func page(
         _ heading: String, status: HTTPStatus = .ok, _ body: String, title: String? = nil, extraHeaders: [(name: String, value: String)] = [],
-        live: (schema: String?, entity: String?)? = nil
+        live: StudioLive.View? = nil
     ) -> HTTPResponse {
         let data = live.map { live in
             (live.schema.map { " data-schema=\"\(html($0))\"" } ?? "") + (live.entity.map { " data-entity=\"\(html($0))\"" } ?? "")
+                + " data-since=\"\(html(StudioLive.sinceText(live.since)))\""
         }
         let script = data == nil ? "" : "<script src=\"/studio.js\" defer></script>"
         let text = """

@@ -11,8 +11,11 @@ struct StudioColumns {
     let entry: StudioCatalog.Entry
     /// Every column of a record, as `recordColumns` orders them.
     let shown: [ColumnDescriptor]
-    /// To-many relationships whose target holds the key: a link to the target's list.
+    /// To-many relationships: a link to the target's list of linked records.
     let toMany: [RelationshipDescriptor]
+    /// Many-to-many relationships over one key column: a list can be narrowed to the records
+    /// linked to one of the target's.
+    let linkable: [RelationshipDescriptor]
 
     init(entity: EntityDescriptor, model: Entity?, entry: StudioCatalog.Entry) {
         self.entity = entity
@@ -27,6 +30,7 @@ struct StudioColumns {
                 isPrimaryKey: isKey)
         }
         toMany = entity.relationships.filter(\.isToMany)
+        linkable = entity.relationships.filter { $0.joinTable != nil && $0.joinColumns.count == 1 && $0.joinTargetColumns.count == 1 }
     }
 
     func column(named name: String) -> ColumnDescriptor? { shown.first { $0.column == name } }

@@ -45,22 +45,66 @@ enum StudioLive {
         }
     }
 
-    /// Streams each commit of any entry's schema as a `change` event (`{"schema":…,"entities":[…]}`)
-    /// until the client goes; a comment every 15 seconds finds one that left without a word.
-    static func events(_ catalog: StudioCatalog, writer: HTTPBodyWriter) throws {
+    /// What a live page follows: the commits of its schema (any, when nil) that touch its entity
+    /// (any, when nil), after the history position each schema had when the page read its data.
+    struct View {
+        var schema: String?
+        var entity: String?
+        var since: [String: HistoryToken]
+    }
+
+    /// Each schema's newest history position (of `schema` alone, when given), read before a
+    /// page reads its data: a commit after it reaches the page even if it lands before the
+    /// page's event stream connects. Schemas without history have none.
+    static func positions(_ catalog: StudioCatalog, schema: String?) -> [String: HistoryToken] {
+        var positions: [String: HistoryToken] = [:]
+        for entry in catalog.entries where schema == nil || entry.schema.name == schema {
+            if let token = try? blocking({ try await entry.store.currentHistoryToken() }) { positions[entry.schema.name] = token }
+        }
+        return positions
+    }
+
+    /// Positions as a page carries them to `/events?since=`: `Flights:120,Garage:7`.
+    static func sinceText(_ positions: [String: HistoryToken]) -> String {
+        positions.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value.value)" }.joined(separator: ",")
+    }
+
+    /// The positions of `sinceText`; a part that is not a schema and a number is left out, and
+    /// its schema followed from now.
+    static func since(_ text: String) -> [String: HistoryToken] {
+        var positions: [String: HistoryToken] = [:]
+        for part in text.split(separator: ",") {
+            let pieces = part.split(separator: ":")
+            guard pieces.count == 2, let value = Int64(pieces[1]), value >= 0 else { continue }
+            positions[String(pieces[0])] = HistoryToken(value)
+        }
+        return positions
+    }
+
+    /// Streams each commit of any entry's schema as a `change` event (`{"schema":…,"entities":[…]}`),
+    /// after the position `since` gives for it (from now without one), until the client goes; a
+    /// comment every 15 seconds finds one that left without a word.
+    static func events(_ catalog: StudioCatalog, since: [String: HistoryToken], writer: HTTPBodyWriter) throws {
         let queue = EventQueue()
         var tasks: [Task<Void, Never>] = []
         for entry in catalog.entries {
             let store = entry.store
             let schema = entry.schema.name
+            let start = since[schema]
             tasks.append(
                 Task {
-                    do {
-                        for try await transaction in try await store.changes() {
-                            queue.push(schema: schema, entities: transaction.entities, token: transaction.token)
+                    // A position the history no longer holds (pruned) is followed from now.
+                    for after in start == nil ? [nil] : [start, nil] {
+                        do {
+                            for try await transaction in try await store.changes(after: after) {
+                                queue.push(schema: schema, entities: transaction.entities, token: transaction.token)
+                            }
+                            return
+                        } catch {
+                            // History off for this schema, or the store closed: nothing to follow.
+                            if case .historyPruned? = error as? StoreError { continue }
+                            return
                         }
-                    } catch {
-                        // History off for this schema, or the store closed: nothing to follow.
                     }
                 })
         }

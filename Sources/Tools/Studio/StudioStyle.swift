@@ -12,8 +12,28 @@ enum StudioStyle {
           if (!window.EventSource) return;
           const schema = document.body.dataset.schema, entity = document.body.dataset.entity;
           const status = document.getElementById('live');
-          let busy = false;
-          new EventSource('/events').addEventListener('change', async (event) => {
+          // A commit during a refresh refreshes again after it: the page ends up with both.
+          let busy = false, again = false;
+          const refresh = async (change) => {
+            if (busy) { again = true; return; }
+            busy = true;
+            try {
+              do {
+                again = false;
+                const response = await fetch(location.href, { credentials: 'same-origin', cache: 'no-store' });
+                if (!response.ok) return;
+                const page = new DOMParser().parseFromString(await response.text(), 'text/html');
+                const main = page.querySelector('main');
+                if (main) document.querySelector('main').replaceWith(main);
+              } while (again);
+              status.textContent = 'Updated at ' + new Date().toLocaleTimeString() + ': ' + change.entities.join(', ') + ' changed.';
+            } finally {
+              busy = false;
+            }
+          };
+          // From where the page's data was read: a commit before the stream connects still arrives.
+          const since = document.body.dataset.since || '';
+          new EventSource('/events?since=' + encodeURIComponent(since)).addEventListener('change', async (event) => {
             const change = JSON.parse(event.data);
             if (schema && change.schema !== schema) return;
             if (entity && !change.entities.includes(entity)) return;
@@ -22,18 +42,7 @@ enum StudioStyle {
               status.textContent = change.entities.join(', ') + ' changed; reload to see it.';
               return;
             }
-            if (busy) return;
-            busy = true;
-            try {
-              const response = await fetch(location.href, { credentials: 'same-origin', cache: 'no-store' });
-              if (!response.ok) return;
-              const page = new DOMParser().parseFromString(await response.text(), 'text/html');
-              const main = page.querySelector('main');
-              if (main) document.querySelector('main').replaceWith(main);
-              status.textContent = 'Updated at ' + new Date().toLocaleTimeString() + ': ' + change.entities.join(', ') + ' changed.';
-            } finally {
-              busy = false;
-            }
+            await refresh(change);
           });
         })();
         """

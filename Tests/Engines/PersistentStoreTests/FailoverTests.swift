@@ -457,6 +457,15 @@ struct MultiHostURLTests {
         let imported = try BuiltTool("schemagen").run(["import", "postgres", url, "--name", "Imported", "--output", folder.appendingPathComponent("Imported.yaml").path])
         #expect(imported.status == 0, "\(imported.error)")
         #expect(((try? String(contentsOf: folder.appendingPathComponent("Imported.yaml"), encoding: .utf8)) ?? "").contains("Job"))
+        // The studio reads the cluster's primary through the same URL.
+        let studio = try BuiltTool("schemagen").start(["studio", "--database", plain, "--schema", "Schemas/Dispatch.yaml"])
+        let startup = studio.read(until: { $0.contains("Stop with ^C") }, within: 60)
+        let address = try #require(startup.split(separator: "\n").first { $0.hasPrefix("Studio: ") }.map { String($0.dropFirst("Studio: ".count)) }, "\(startup)")
+        let home = try runProgram("/usr/bin/curl", ["--silent", "--location", "--cookie-jar", folder.appendingPathComponent("jar").path, address], in: folder)
+        kill(studio.processIdentifier, SIGTERM)
+        let stopped = studio.finish()
+        #expect(home.output.contains("<a href=\"/e/Dispatch/Job\">Job</a>"), "\(home.output.prefix(600))")
+        #expect(stopped.status == 0, "\(stopped.error)")
     }
 
     @Test func theKeywordFormWithSeveralHostsOpensTheStoreOnThePrimary() async throws {

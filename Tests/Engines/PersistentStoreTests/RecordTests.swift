@@ -138,6 +138,34 @@ import Testing
         await #expect(throws: StoreError.self) { try await garage.deleteRecord(of: people, key: [.integer(owner.id!)]) }
     }
 
+    /// A many-to-many relationship narrows a list to the records its join table links to one
+    /// record, from either side; a page, a count and a search honour it alike.
+    @Test(arguments: StoreEngine.available)
+    func aManyToManyLinkNarrowsTheTargetsList(_ engine: StoreEngine) async throws {
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
+        let owner = try await garage.insert(Person(name: "Ann"))
+        let civic = try await garage.insert(Car(vin: "C1", make: "Honda", model: "Civic", ownerID: owner.id))
+        let golf = try await garage.insert(Car(vin: "G1", make: "VW", model: "Golf", ownerID: owner.id))
+        let ada = try await garage.insert(Mechanic(name: "Ada"))
+        let bob = try await garage.insert(Mechanic(name: "Bob"))
+        _ = try await garage.insert(Mechanic(name: "Cy"))
+        try await garage.link(Car.mechanics, civic, ada)
+        try await garage.link(Car.mechanics, golf, ada)
+        try await garage.link(Car.mechanics, golf, bob)
+        let mechanics = try #require(GarageSchema.descriptor.entity(named: "Mechanic"))
+        let cars = try #require(GarageSchema.descriptor.entity(named: "Car"))
+        func names(_ records: [StoredRecord]) -> [String] { records.compactMap { if case .text(let name)? = $0["name"] { name } else { nil } } }
+        let golfs = try await garage.records(of: mechanics, where: [.linked(through: "cars", to: .integer(golf.id!))], orderedBy: RecordOrder("name"), limit: 10)
+        #expect(names(golfs.records) == ["Ada", "Bob"] && golfs.next == nil)
+        let civics = try await garage.records(of: mechanics, where: [.linked(through: "cars", to: .integer(civic.id!)), RecordFilter("name", .contains("b"))], limit: 10)
+        #expect(civics.records.isEmpty)
+        #expect(try await garage.countRecords(of: cars, where: [.linked(through: "mechanics", to: .integer(ada.id!))]) == 2)
+        #expect(try await garage.countRecords(of: cars, where: [.linked(through: "mechanics", to: .integer(bob.id!))]) == 1)
+        // A relationship a join table does not hold, or none at all, is refused by name.
+        await #expect(throws: StoreError.self) { _ = try await garage.countRecords(of: cars, where: [.linked(through: "owner", to: .integer(owner.id!))]) }
+        await #expect(throws: StoreError.self) { _ = try await garage.countRecords(of: cars, where: [.linked(through: "drivers", to: .integer(1))]) }
+    }
+
     /// A key of two columns (a car's visit on a day) pages as a row value: every record once,
     /// in key order, going up and down.
     @Test(arguments: StoreEngine.available)

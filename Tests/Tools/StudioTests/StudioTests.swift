@@ -210,6 +210,132 @@ func captures(_ pattern: String, in text: String) -> [String] {
         for text in [studio.startup, stopped.output, stopped.error, home.body] { #expect(!text.contains("Sup3rSecretPw"), "\(text.prefix(300))") }
     }
 
+    /// The browser on PostgreSQL, through a multi-host URL whose first host is down: the token,
+    /// a filter, a sort and its next page, a relationship both ways (a to-one and a
+    /// many-to-many), an edit found in the database and in the history, another process's
+    /// write arriving live, a stale edit refused; without `--allow-writes`, read-only.
+    @Test(.enabled(if: PostgresServer.available && HeadlessChromium.path != nil, Comment(rawValue: PostgresServer.skipReason + " / " + HeadlessChromium.skipReason)))
+    func theBrowserOnPostgreSQLThroughAMultiHostURL() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let plain = try server.createDatabase()
+        for dir in ["Migrations/Flights", "Migrations/Garage"] {
+            let up = try BuiltTool("migrate").run(["up", "--database", plain, "--dir", dir])
+            #expect(up.status == 0, "\(up.error)")
+        }
+        #expect(try BuiltTool("flights").run(["load", "Tests/Fixtures/Flights", "--database", plain]).status == 0)
+        func value(_ sql: String) throws -> String {
+            try runProgram("/usr/bin/psql", [plain, "-tAX", "-v", "ON_ERROR_STOP=1", "-c", sql], in: temporaryFolder()).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        _ = try value(
+            """
+            INSERT INTO people (id, full_name) VALUES (1, 'Ann');
+            INSERT INTO car (id, vin, make, model, owner_id) VALUES (1, 'V1', 'Ford', 'T', 1), (2, 'V2', 'Fiat', '500', 1);
+            INSERT INTO mechanic (id, name) VALUES (1, 'Bo'), (2, 'Cy'), (3, 'Di');
+            INSERT INTO car_mechanics VALUES (1, 1), (1, 2), (2, 3)
+            """)
+        // Port 1 refuses at once: libpq goes on to the next host, as on a cluster whose first node is down.
+        let url = plain.replacingOccurrences(of: "postgresql://postgres@127.0.0.1:", with: "postgresql://postgres:Sup3rSecretPw@127.0.0.1:1,127.0.0.1:")
+        let schemas = ["--schema", "Schemas/Flights.yaml", "--schema", "Schemas/Garage.yaml"]
+        let studio = try StudioProcess(["--database", url, "--allow-writes"] + schemas)
+        defer { _ = studio.stop() }
+        #expect(!studio.startup.contains("Sup3rSecretPw"), "\(studio.startup)")
+        let browser = try ChromiumSession(opening: studio.address)
+        defer { browser.close() }
+        try expectPage(browser, "document.querySelector('a[href=\"/e/Flights/Flight\"]') !== null")
+        try browser.act("location.href = '/e/Flights/Flight?limit=10'")
+        try expectPage(browser, "document.body.innerText.includes('30 records')")
+        // A sort by clicking its heading, then the next page by its link.
+        try browser.act("document.querySelector('th a[href*=\"sort=route_distance\"]').click()")
+        try expectPage(browser, "document.querySelector('th[aria-sort=\"ascending\"]') !== null")
+        let firstPage = try browser.evaluate("[...document.querySelectorAll('table.records tbody tr')].map(r => r.cells[0].innerText).join(',')") as? String ?? ""
+        try browser.act("document.querySelector('a[rel=next]').click()")
+        try expectPage(browser, "location.search.includes('after=')")
+        let secondPage = try browser.evaluate("[...document.querySelectorAll('table.records tbody tr')].map(r => r.cells[0].innerText).join(',')") as? String ?? ""
+        #expect(!firstPage.isEmpty && !secondPage.isEmpty && Set(firstPage.split(separator: ",")).isDisjoint(with: secondPage.split(separator: ",")), "\(firstPage) / \(secondPage)")
+        let shortest = try value(
+            "SELECT string_agg(id::text, ',' ORDER BY route_distance NULLS FIRST, id) FROM (SELECT id, route_distance FROM flights ORDER BY route_distance NULLS FIRST, id LIMIT 10) AS first")
+        #expect(firstPage == shortest, "\(firstPage) / \(shortest)")
+        // A filter from the form.
+        try browser.act(
+            "document.querySelector('details').open = true; document.getElementById('f-ident-op').value = 'contains'; document.getElementById('f-ident').value = 'ua'; document.querySelector('details form button[type=submit]').click()"
+        )
+        let united = try value("SELECT count(*) FROM flights WHERE ident ILIKE '%ua%'")
+        try expectPage(browser, "document.body.innerText.includes('\(united) of 30 records match')")
+        // A to-one link and back through the to-many list.
+        let flightID = try value("SELECT id FROM flights WHERE origin_id IS NOT NULL ORDER BY id LIMIT 1")
+        let originID = try value("SELECT origin_id FROM flights WHERE id = \(flightID)")
+        try browser.act("location.href = '/r/Flights/Flight?k.id=\(flightID)'")
+        try expectPage(browser, "document.querySelector('a[title=Airport]') !== null")
+        try browser.act("document.querySelector('a[title=Airport]').click()")
+        try expectPage(browser, "location.pathname === '/r/Flights/Airport' && location.search === '?k.id=\(originID)'")
+        try browser.act("[...document.querySelectorAll('dt')].find(d => d.textContent === 'flightsFrom').nextElementSibling.querySelector('a').click()")
+        try expectPage(browser, "location.pathname === '/e/Flights/Flight' && document.querySelector('a[href=\"/r/Flights/Flight?k.id=\(flightID)\"]') !== null")
+        #expect(try browser.html().contains("\(try value("SELECT count(*) FROM flights WHERE origin_id = \(originID)")) of 30 records match"))
+        // A many-to-many link, both ways: a car's mechanics, and one mechanic's cars.
+        try browser.act("location.href = '/r/Garage/Car?k.id=1'")
+        try expectPage(browser, "document.body.innerText.includes('Mechanic list')")
+        try browser.act("[...document.querySelectorAll('dt')].find(d => d.textContent === 'mechanics').nextElementSibling.querySelector('a').click()")
+        try expectPage(browser, "document.body.innerText.includes('Only those linked to Car 1')")
+        let mechanics = try browser.evaluate("[...document.querySelectorAll('table.records tbody tr')].map(r => r.cells[1].innerText).join(',')") as? String
+        #expect(mechanics == "Bo,Cy", "\(String(describing: mechanics))")
+        try browser.act("document.querySelector('a[href=\"/r/Garage/Mechanic?k.id=2\"]').click()")
+        try expectPage(browser, "document.body.innerText.includes('Car list')")
+        try browser.act("[...document.querySelectorAll('dt')].find(d => d.textContent === 'cars').nextElementSibling.querySelector('a').click()")
+        try expectPage(browser, "document.body.innerText.includes('Only those linked to Mechanic 2') && document.body.innerText.includes('1 of 2 records match')")
+        // An edit, in the database and in the history under `studio`.
+        let airport = try value("SELECT min(id) FROM airports")
+        try browser.act("location.href = '/r/Flights/Airport?k.id=\(airport)'")
+        try expectPage(browser, "document.getElementById('c-name') !== null")
+        try browser.act("document.getElementById('c-name').value = 'Edited on the server'; document.querySelector('#edit ~ form button[type=submit]').click()")
+        try expectPage(browser, "document.body.innerText.includes('Saved.') && document.body.innerText.includes('name = Edited on the server')")
+        #expect(try value("SELECT name FROM airports WHERE id = \(airport)") == "Edited on the server")
+        #expect(try browser.html().contains("<td>studio</td><td>update</td>"))
+        // Another process's write arrives in the open list; then, with the form focused, a
+        // save over that change is refused showing both values.
+        let other = try StudioProcess(["--database", url, "--allow-writes"] + schemas)
+        defer { _ = other.stop() }
+        let jar = temporaryFolder().appendingPathComponent("jar").path
+        _ = try curl(other.address, jar: jar)
+        func post(_ name: String, to key: String) throws -> String {
+            let page = try curl(other.base + "/r/Flights/Airport?k.id=\(key)", jar: jar)
+            let version = try #require(captures("name=\"version\" value=\"([^\"]*)\"", in: page.body).first)
+            return try runProgram(
+                "/usr/bin/curl",
+                [
+                    "--silent", "--cookie", jar, "--write-out", "%{http_code}", "--output", "/dev/null", "--data-urlencode", "version=\(version)", "--data-urlencode", "c.name=\(name)",
+                    other.base + "/r/Flights/Airport?k.id=\(key)",
+                ],
+                in: temporaryFolder()
+            ).output
+        }
+        try browser.act("location.href = '/e/Flights/Airport?limit=100'")
+        try expectPage(browser, "document.body.innerText.includes('Edited on the server')")
+        #expect(try post("Renamed by another process", to: airport) == "303")
+        try expectPage(browser, "document.body.innerText.includes('Renamed by another process')", within: 5)
+        try browser.act("location.href = '/r/Flights/Airport?k.id=\(airport)'")
+        try expectPage(browser, "document.getElementById('c-name') !== null")
+        try browser.evaluate("document.getElementById('c-name').focus(); true")
+        #expect(try post("Someone else", to: airport) == "303")
+        try expectPage(browser, "document.getElementById('live').textContent.includes('reload to see it')")
+        try browser.act("document.getElementById('c-name').value = 'My late edit'; document.querySelector('#edit ~ form button[type=submit]').click()")
+        try expectPage(browser, "document.body.innerText.includes('Changed meanwhile')")
+        #expect(try browser.html().contains("Someone else"))
+        #expect(try value("SELECT name FROM airports WHERE id = \(airport)") == "Someone else")
+        // Without --allow-writes a URL is read-only; a wrong token sees nothing.
+        let readOnly = try StudioProcess(["--database", url] + schemas)
+        defer { _ = readOnly.stop() }
+        let readOnlyJar = temporaryFolder().appendingPathComponent("jar").path
+        _ = try curl(readOnly.address, jar: readOnlyJar)
+        let shown = try curl(readOnly.base + "/r/Flights/Airport?k.id=\(airport)", jar: readOnlyJar)
+        #expect(shown.body.contains("Read-only") && !shown.body.contains("name=\"version\""), "\(shown.body.suffix(600))")
+        let refused = try runProgram(
+            "/usr/bin/curl", ["--silent", "--cookie", readOnlyJar, "--write-out", "%{http_code}", "--output", "/dev/null", "--data", "c.name=x", readOnly.base + "/r/Flights/Airport?k.id=\(airport)"],
+            in: temporaryFolder())
+        #expect(refused.output == "403")
+        let wrong = try HeadlessChromium.run(readOnly.base + "/e/Flights/Airport?token=0000")
+        #expect(wrong.dom.contains("Token needed") && !wrong.dom.contains("Someone else"), "\(wrong.dom.prefix(400))")
+    }
+
     /// A page follows the store's change feed: a write from another process shows in the open
     /// page without a reload, within a second or two. A record's page shows its history.
     @Test(.enabled(if: HeadlessChromium.path != nil, Comment(rawValue: HeadlessChromium.skipReason)))
@@ -242,8 +368,16 @@ func captures(_ pattern: String, in text: String) -> [String] {
         let history = try #require(record.body.components(separatedBy: "id=\"history\"").last)
         #expect(history.contains("<td>alice</td><td>update</td><td>isCompleted = true"), "\(history)")
         #expect(history.contains("<td>todo</td><td>insert</td>"))
+        // A page carries where its data was read; a commit after that and before the page's
+        // event stream connects still reaches it.
+        let before = try curl(studio.base + "/e/Todo/TodoItem", jar: jar)
+        let since = try #require(captures("data-since=\"([^\"]*)\"", in: before.body).first, "\(before.body.prefix(400))")
+        #expect(since.hasPrefix("Todo:"), "\(since)")
         // A deleted record stays in the list's history, with the values it kept.
         #expect(try BuiltTool("todo").run(["remove", String(id.prefix(8)), "--database", database, "--author", "bob"], environment: keys).status == 0)
+        let late = try runProgram(
+            "/usr/bin/curl", ["--silent", "--max-time", "3", "--cookie", jar, studio.base + "/events?since=" + since.replacingOccurrences(of: ":", with: "%3A")], in: folder)
+        #expect(late.output.contains("event: change\ndata: {\"schema\":\"Todo\",\"entities\":[\"TodoItem\"]"), "\(late.output)")
         let list = try curl(studio.base + "/e/Todo/TodoItem", jar: jar)
         #expect(list.body.contains("<summary>Recently deleted (1)</summary>") && list.body.contains("<td>bob</td><td>\(id)</td><td>taskName = pay rent</td>"), "\(list.body.suffix(1200))")
         // Searchable attributes get a search box; the store's full-text search answers it.
