@@ -36,7 +36,8 @@ extension Store {
             case .sqlite(let path): return path
             case .postgres(let connection):
                 throw StoreError.unsupportedDatabase(
-                    "'\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; this release's store opens SQLite files only (`migrate` applies the PostgreSQL migrations)")
+                    "'\(DatabaseLocation.postgres(connection: connection).label)' is a PostgreSQL server; `Store(path:)` opens SQLite files: open it with `Store(url:)` (import PersistentStorePostgres)"
+                )
             }
         } catch let error as StoreError {
             throw error

@@ -136,11 +136,9 @@ public enum MigrationStep: Sendable, Hashable {
 /// planner from the dialect's declared capabilities, not asked of the renderer.
 public protocol MigrationRenderer: Sendable {
     var dialect: any SQLDialect { get }
-    /// The statements of one step, each ending in `;`, built as `SQL`. A renderer implements
-    /// this or `sql(for:)`; each has a default in terms of the other.
+    /// The statements of one step, each ending in `;`, built as `SQL` (`sql(for:)` renders
+    /// them as this dialect's text).
     func statements(for step: MigrationStep) -> [SQL]
-    /// The statements of one step as this dialect's text.
-    func sql(for step: MigrationStep) -> [String]
     /// The column's type as this database names it (from the dialect's type table, with the
     /// widths it keeps), for SQL, messages and comments.
     func typeName(_ column: ColumnSnapshot) -> String
@@ -153,10 +151,10 @@ public protocol MigrationRenderer: Sendable {
 }
 
 extension MigrationRenderer {
+    /// The statements of one step as this dialect's text.
+    ///
+    ///     SQLiteRenderer().sql(for: step)   // ["ALTER TABLE \"item\" ADD COLUMN \"sku\" TEXT;"]
     public func sql(for step: MigrationStep) -> [String] { statements(for: step).map { $0.text(for: dialect) } }
-
-    /// For a renderer written before `statements(for:)`: its text, as the program wrote it.
-    public func statements(for step: MigrationStep) -> [SQL] { sql(for: step).map(SQL.init(verbatim:)) }
 
     public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan? { nil }
 }
