@@ -5,16 +5,21 @@ import Foundation
 /// order and records each one it finishes, so a killed run resumes at the section it was in.
 ///
 /// ```
-/// -- section: transaction
+/// -- section: transaction {"relations":["item","schemagen_2_quantity"]}
 /// ALTER TABLE "item" ADD COLUMN "schemagen_2_quantity" bigint;
 ///
-/// -- section: statement
+/// -- section: statement {"concurrently":true,"relations":["item_name_index","item","name"]}
 /// DROP INDEX CONCURRENTLY IF EXISTS "item_name_index";
 /// CREATE INDEX CONCURRENTLY "item_name_index" ON "item" ("name");
 ///
-/// -- section: backfill {"batch":1000,"bounds":"inclusive","key":"id","table":"item","type":"bigint"}
+/// -- section: backfill {"batch":1000,"bounds":"inclusive","key":"id","pending":"SELECT \"id\" FROM ...","table":"item","type":"bigint"}
 /// UPDATE "item" SET "schemagen_2_quantity" = "quantity" WHERE "id" IN (SELECT "id" FROM "item" WHERE "id" >= $1::bigint AND "id" <= $2::bigint AND ("schemagen_2_quantity" IS DISTINCT FROM "quantity") FOR UPDATE SKIP LOCKED);
 /// ```
+///
+/// What the migrator needs to know of a section is written on its `-- section:` line as JSON
+/// (`SectionFacts`, and a backfill's `pending` query and `copies`), so it never reads the SQL to
+/// find out. Files written before the facts were (no JSON after `transaction` or `statement`)
+/// get them from `SectionFacts.ofEarlierFile(_:)` when read.
 ///
 /// - `transaction`: the statements run in one transaction (a short lock timeout, retried with
 ///   backoff when a lock is not granted in time).
@@ -33,15 +38,67 @@ public struct OnlinePhase: Sendable, Hashable {
     /// One section of a phase.
     public enum Section: Sendable, Hashable {
         /// Statements run in one transaction.
-        case transaction(String)
+        case transaction(String, SectionFacts)
         /// Statements run outside a transaction, one by one; the section, run again whole, is safe.
-        case statement(String)
-        /// An UPDATE run over key ranges (`$1` exclusive lower bound, `$2` inclusive upper).
+        case statement(String, SectionFacts)
+        /// An UPDATE (or a copy's INSERT) run over key ranges (`$1`, `$2`).
         case backfill(Backfill, update: String)
         /// A query of what a table rebuilt by copying carries across, run before anything else:
         /// one row per object (what it is, `carry` or `stop`, and why). The migrator reports
         /// them, and stops the phase on any `stop` unless told to drop those objects.
         case check(String)
+    }
+
+    /// What the migrator needs to know of a `transaction` or `statement` section, written by
+    /// the planner that made its statements.
+    public struct SectionFacts: Codable, Sendable, Hashable {
+        /// Every name the statements quote (tables, views, indexes, columns): when a lock wait
+        /// runs out, the sessions holding locks on these are named.
+        public var relations: [String]
+        /// Whether a statement builds or drops an index concurrently: it runs with no lock
+        /// timeout (which would abandon it midway), waits for every open transaction, and starts
+        /// only within the replication lag and WAL budgets.
+        public var concurrently: Bool
+
+        /// Facts of a section's statements.
+        ///
+        ///     OnlinePhase.SectionFacts(relations: ["item", "item_name_index"], concurrently: true)
+        public init(relations: [String], concurrently: Bool = false) {
+            self.relations = relations
+            self.concurrently = concurrently
+        }
+
+        enum CodingKeys: String, CodingKey { case relations, concurrently }
+
+        /// Facts from a section line's JSON; a name list or flag left out is empty or false.
+        ///
+        ///     let facts = try JSONDecoder().decode(OnlinePhase.SectionFacts.self, from: Data(#"{"relations":["item"]}"#.utf8))
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            relations = try container.decodeIfPresent([String].self, forKey: .relations) ?? []
+            concurrently = try container.decodeIfPresent(Bool.self, forKey: .concurrently) ?? false
+        }
+
+        /// The section line's JSON: `concurrently` only when true.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            if concurrently { try container.encode(true, forKey: .concurrently) }
+            try container.encode(relations, forKey: .relations)
+        }
+
+        /// The facts of a section of a file written before sections carried them, read from its
+        /// SQL as the migrator of those releases read it: every double-quoted name, and an index
+        /// built or dropped `CONCURRENTLY` (a `VALIDATE CONSTRAINT` is not).
+        ///
+        ///     OnlinePhase.SectionFacts.ofEarlierFile(#"CREATE INDEX CONCURRENTLY "i" ON "t" ("c");"#).concurrently   // true
+        public static func ofEarlierFile(_ sql: String) -> SectionFacts {
+            var names: [String] = []
+            for match in sql.matches(of: /"((?:[^"]|"")+)"/) {
+                let name = String(match.1).replacingOccurrences(of: "\"\"", with: "\"")
+                if !names.contains(name) { names.append(name) }
+            }
+            return SectionFacts(relations: names, concurrently: sql.contains(" CONCURRENTLY ") && !sql.contains("VALIDATE CONSTRAINT"))
+        }
     }
 
     /// What a `check` section's query answers, row by row.
@@ -65,24 +122,45 @@ public struct OnlinePhase: Sendable, Hashable {
         /// `inclusive`: the UPDATE takes each range's first and last keys and skips locked rows;
         /// nil for the exclusive lower bound of files written before.
         public var bounds: String?
+        /// The query of the keys a range (`$1`, `$2`) still has to write, without row locks: the
+        /// rows passed by because an app held them are looked for with it at the end. Nil when
+        /// the statement takes no row locks.
+        public var pending: String?
+        /// Whether the statement copies rows into another table (`INSERT ... SELECT`), counted
+        /// as it goes, rather than updating them in place.
+        public var copies: Bool?
 
         /// Whether the UPDATE takes inclusive bounds (and skips locked rows).
         public var inclusive: Bool { bounds == "inclusive" }
 
         /// A backfill of `table` by `key` (of PostgreSQL type `type`), `batch` rows at a time.
         ///
-        ///     OnlinePhase.Backfill(table: "item", key: "id", type: "bigint", batch: 1000, bounds: "inclusive")
-        public init(table: String, key: String, type: String, batch: Int, bounds: String? = nil) {
+        ///     OnlinePhase.Backfill(table: "item", key: "id", type: "bigint", batch: 1000, bounds: "inclusive", pending: pendingQuery)
+        public init(table: String, key: String, type: String, batch: Int, bounds: String? = nil, pending: String? = nil, copies: Bool? = nil) {
             self.table = table
             self.key = key
             self.type = type
             self.batch = batch
             self.bounds = bounds
+            self.pending = pending
+            self.copies = copies
         }
 
-        /// The query of the rows an inclusive backfill's UPDATE still has to write in a range
-        /// (`$1`, `$2`): its subquery without the row locks. Nil for an UPDATE not shaped as
-        /// schemagen writes it (`... WHERE "key" IN (SELECT ... FOR UPDATE SKIP LOCKED);`).
+        /// This backfill with the facts a file written before them leaves out, read from its
+        /// statement as the migrator of those releases read it.
+        func withFactsOfEarlierFile(_ statement: String) -> Backfill {
+            guard pending == nil, copies == nil else { return self }
+            var known = self
+            let copying = copyPendingQuery(statement)
+            known.pending = copying ?? pendingQuery(in: statement)
+            known.copies = copying != nil
+            return known
+        }
+
+        /// For files written before backfills carried `pending`: the query of the rows an
+        /// inclusive backfill's UPDATE still has to write in a range (`$1`, `$2`), its subquery
+        /// without the row locks. Nil for an UPDATE not shaped as schemagen wrote it (`... WHERE
+        /// "key" IN (SELECT ... FOR UPDATE SKIP LOCKED);`).
         ///
         ///     backfill.pendingQuery(in: update)   // SELECT "id" FROM "item" WHERE "id" >= $1 ... AND (...)
         public func pendingQuery(in update: String) -> String? {
@@ -93,7 +171,8 @@ public struct OnlinePhase: Sendable, Hashable {
             return String(trimmed[trimmed.index(open.lowerBound, offsetBy: 5)..<trimmed.index(trimmed.endIndex, offsetBy: -suffix.count)])
         }
 
-        /// The query of the rows a copying backfill (`INSERT INTO copy ... SELECT ... FROM table
+        /// For files written before backfills carried `pending`: the query of the rows a copying
+        /// backfill (`INSERT INTO copy ... SELECT ... FROM table
         /// AS schemagen_source WHERE ... FOR SHARE OF schemagen_source SKIP LOCKED;`) still has to
         /// copy in a range (`$1`, `$2`); nil for any other statement.
         ///
@@ -128,8 +207,8 @@ public struct OnlinePhase: Sendable, Hashable {
     public var text: String {
         sections.map { section in
             switch section {
-            case .transaction(let sql): Self.marker + "transaction\n" + sql
-            case .statement(let sql): Self.marker + "statement\n" + sql
+            case .transaction(let sql, let facts): Self.marker + "transaction " + Self.json(facts) + "\n" + sql
+            case .statement(let sql, let facts): Self.marker + "statement " + Self.json(facts) + "\n" + sql
             case .backfill(let backfill, let update):
                 Self.marker + "backfill " + Self.json(backfill) + "\n" + update
             case .check(let query): Self.marker + "check\n" + query
@@ -137,10 +216,20 @@ public struct OnlinePhase: Sendable, Hashable {
         }.joined(separator: "\n\n") + (sections.isEmpty ? "" : "\n")
     }
 
-    static func json(_ backfill: Backfill) -> String {
+    static func json(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(backfill)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// A section line's facts: the JSON after its kind, or, in a file written before sections
+    /// carried them, what its SQL says.
+    static func facts(_ argument: Substring, sql: String, line: Int) throws(ParseError) -> SectionFacts {
+        guard !argument.allSatisfy(\.isWhitespace) else { return .ofEarlierFile(sql) }
+        guard let facts = try? JSONDecoder().decode(SectionFacts.self, from: Data(argument.utf8)) else {
+            throw ParseError(line: line, message: "the facts after the section's kind are not {\"relations\": [...], \"concurrently\": true|false}")
+        }
+        return facts
     }
 
     /// A section line the migrator cannot accept.
@@ -166,14 +255,14 @@ public struct OnlinePhase: Sendable, Hashable {
             lines.append(current.line + 1 + body.prefix { $0.allSatisfy(\.isWhitespace) }.count)
             let text = body.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
             switch current.name {
-            case "transaction": sections.append(.transaction(text))
-            case "statement": sections.append(.statement(text))
+            case "transaction": sections.append(.transaction(text, try facts(current.argument, sql: text, line: current.line)))
+            case "statement": sections.append(.statement(text, try facts(current.argument, sql: text, line: current.line)))
             case "check": sections.append(.check(text))
             case "backfill":
                 guard let backfill = try? JSONDecoder().decode(Backfill.self, from: Data(current.argument.utf8)), backfill.batch > 0 else {
                     throw ParseError(line: current.line, message: "a backfill section needs {\"table\", \"key\", \"type\", \"batch\"} after 'backfill'")
                 }
-                sections.append(.backfill(backfill, update: text))
+                sections.append(.backfill(backfill.withFactsOfEarlierFile(text), update: text))
             default:
                 throw ParseError(line: current.line, message: "unknown section '\(current.name)'; expected transaction, statement, backfill or check")
             }

@@ -517,8 +517,8 @@ extension Migrator {
             progress(.onlineSection(script, phase: kind, index: index + 1, of: phase.sections.count))
             let line = phase.lines.indices.contains(index) ? phase.lines[index] : 1
             switch section {
-            case .transaction(let sql):
-                try retryingLocks(file: file, section: index + 1, line: line, relations: Self.relations(in: sql), options: options, progress: progress) {
+            case .transaction(let sql, let facts):
+                try retryingLocks(file: file, section: index + 1, line: line, relations: facts.relations, options: options, progress: progress) {
                     () throws(MigratorError) in
                     try database.beginTransaction(timeout: lockTimeout)
                     do throws(MigratorError) {
@@ -531,12 +531,12 @@ extension Migrator {
                         throw error
                     }
                 }
-            case .statement(let sql):
+            case .statement(let sql, let facts):
                 // An index build's locks never block app writes, but it waits for every
                 // transaction open when it starts and, at the end, for every older snapshot (a
                 // pg_dump's): it runs without a lock timeout, which would abandon it midway, and
                 // says which sessions it will wait for.
-                let buildsIndex = sql.contains(" CONCURRENTLY ") && !sql.contains("VALIDATE CONSTRAINT")
+                let buildsIndex = facts.concurrently
                 if buildsIndex {
                     // A build writes its whole index's WAL at once, which cannot be paced within
                     // it: it starts only once the standbys are within the lag bound and the
@@ -545,7 +545,7 @@ extension Migrator {
                     let waitedFor = online.sessionsInTransactions()
                     if !waitedFor.isEmpty { progress(.indexBuildWaits(section: index + 1, sessions: waitedFor)) }
                 }
-                try retryingLocks(file: file, section: index + 1, line: line, relations: Self.relations(in: sql), options: options, progress: progress) {
+                try retryingLocks(file: file, section: index + 1, line: line, relations: facts.relations, options: options, progress: progress) {
                     () throws(MigratorError) in
                     try online.setLockTimeout(milliseconds: buildsIndex ? 0 : options.lockTimeoutMilliseconds, local: false)
                     try runSectionScript(sql, file: file, section: index + 1, line: line)
@@ -671,16 +671,6 @@ extension Migrator {
         }
     }
 
-    /// The tables and views a section's SQL names (its quoted identifiers), for messages.
-    static func relations(in sql: String) -> [String] {
-        var names: [String] = []
-        for match in sql.matches(of: /"((?:[^"]|"")+)"/) {
-            let name = String(match.1).replacingOccurrences(of: "\"\"", with: "\"")
-            if !names.contains(name) { names.append(name) }
-        }
-        return names
-    }
-
     /// A backfill in key ranges of `batch` rows, each committed with the range's end as the
     /// resume key, the sync triggers told to let the batch through. An inclusive backfill (what
     /// schemagen writes) skips rows apps hold locked and comes back to them at the end.
@@ -692,7 +682,7 @@ extension Migrator {
         // Progress for `status`: rows done over every run (a resumed one goes on counting).
         let recorded = resume == nil ? nil : try onlineState()?.backfill
         var run = BackfillRun(
-            backfill: backfill, update: update, copies: backfill.copyPendingQuery(update.text) != nil, place: (file, section, line), lower: resume,
+            backfill: backfill, update: update, copies: backfill.copies ?? false, place: (file, section, line), lower: resume,
             done: recorded?.table == backfill.table ? recorded?.rowsDone ?? 0 : 0, estimate: online?.estimatedRowCount(of: backfill.table), batch: backfill.batch)
         var lastBatchRows = 0
         while true {
@@ -849,7 +839,7 @@ extension Migrator {
         _ backfill: OnlinePhase.Backfill, update: MigrationScriptText, ranges: [[StoredValue]]? = nil, file: String, section: Int, line: Int, options: Options,
         progress: (Event) -> Void
     ) throws(MigratorError) {
-        guard let pending = backfill.pendingQuery(in: update.text) else { return }
+        guard let pending = backfill.pending else { return }
         let (table, key) = (SQL.identifier(backfill.table), SQL.identifier(backfill.key))
         // The file's subquery keeps its own `$1` and `$2`, the range bound below.
         let heldRows = MigrationScriptText(

@@ -102,6 +102,16 @@ public struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomS
     /// Whether the fragment says nothing.
     public var isEmpty: Bool { pieces.isEmpty }
 
+    /// The names the fragment quotes (`\(identifier:)`), in order, each once: what a statement
+    /// locks is among them.
+    ///
+    ///     ("ALTER TABLE \(identifier: "item") ADD \(identifier: "sku") text;" as SQL).identifierNames   // ["item", "sku"]
+    public var identifierNames: [String] {
+        var names: [String] = []
+        for case .identifier(let name) in pieces where !names.contains(name) { names.append(name) }
+        return names
+    }
+
     /// The values bound to the fragment's parameters, in order.
     public var arguments: [StoredValue] {
         pieces.compactMap { if case .parameter(let value) = $0 { value } else { nil } }

@@ -51,15 +51,17 @@ extension OnlinePlanner {
         expandTables.append(copy.precondition + copy.creation + [copy.carryOntoCopy] + copy.relaxedOldColumns + copy.forwardTrigger)
         expandTableCopies.append(
             .backfill(
-                OnlinePhase.Backfill(table: change.from.name, key: copy.oldKey, type: copy.keyType, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
+                OnlinePhase.Backfill(
+                    table: change.from.name, key: copy.oldKey, type: copy.keyType, batch: OnlinePlan.backfillBatch, bounds: "inclusive", pending: text(copy.pendingCopies),
+                    copies: true),
                 update: text(copy.copyStatement)))
-        expandCopyIndexes += copy.indexBuilds + ["ANALYZE \(identifier: copy.name);"]
+        expandCopyIndexes += copy.indexBuilds.map(OutsideStatement.concurrently) + [.validation("ANALYZE \(identifier: copy.name);")]
         expandAfterCopy.append(copy.constraintsAfterCopy + copy.sequenceGrants + copy.backwardTrigger)
         expandValidations += copy.expandKeys.map { copy.validation(of: $0, on: copy.name) }
         contractSwaps.append(copy.swap)
-        contractStatements += copy.swapKeys.map { copy.validation(of: $0, on: copy.final) }
-        contractStatements.append(copy.inboundKeyValidation)
-        contractStatements.append(copy.outboundKeyValidation)
+        contractStatements += copy.swapKeys.map { .validation(copy.validation(of: $0, on: copy.final)) }
+        contractStatements.append(.validation(copy.inboundKeyValidation))
+        contractStatements.append(.validation(copy.outboundKeyValidation))
         rollbackTables.append(copy.removal)
     }
 }
@@ -316,13 +318,26 @@ struct CopiedTable {
     /// of it waits for the batch, and a delete cannot bring it back), rows apps hold passed by.
     /// The range bounds the copy's side too, so the check reads a batch of its key's index.
     var copyStatement: SQL {
+        let columns = filled
+        return
+            "INSERT INTO \(identifier: name) (\(SQL.identifiers(columns.map(\.column)))) SELECT \(SQL.list(columns.map { $0.value("") })) \(uncopiedRows) FOR SHARE OF schemagen_source SKIP LOCKED;"
+    }
+
+    /// The keys of a range's rows not copied yet, without row locks: the rows the copy passed
+    /// by (an app held them) are looked for with it at the end.
+    var pendingCopies: SQL {
+        let o = SQL.identifier(oldKey)
+        return "SELECT schemagen_source.\(o) AS \(o) \(uncopiedRows)"
+    }
+
+    /// `FROM` the old table's rows in the range (`$1`, `$2`) that the copy does not hold yet.
+    private var uncopiedRows: SQL {
         let type = SQL(verbatim: keyType)
         let (o, n) = (SQL.identifier(oldKey), SQL.identifier(newKey))
-        let columns = filled
         return """
-            INSERT INTO \(identifier: name) (\(SQL.identifiers(columns.map(\.column)))) SELECT \(SQL.list(columns.map { $0.value("") })) FROM \(identifier: old) AS schemagen_source \
+            FROM \(identifier: old) AS schemagen_source \
             WHERE \(o) >= $1::\(type) AND \(o) <= $2::\(type) AND NOT EXISTS (SELECT FROM \(identifier: name) AS schemagen_copy WHERE schemagen_copy.\(n) = schemagen_source.\(o) \
-            AND schemagen_copy.\(n) >= $1::\(type) AND schemagen_copy.\(n) <= $2::\(type)) FOR SHARE OF schemagen_source SKIP LOCKED;
+            AND schemagen_copy.\(n) >= $1::\(type) AND schemagen_copy.\(n) <= $2::\(type))
             """
     }
 

@@ -48,6 +48,18 @@ public struct OnlinePlan: Sendable {
     }
 }
 
+/// A statement an online phase runs outside a transaction: whether it works on an index
+/// concurrently is said where it is made, not read back from its text.
+struct OutsideStatement {
+    var sql: SQL
+    /// It builds or drops an index `CONCURRENTLY`.
+    var concurrently: Bool
+
+    static func concurrently(_ sql: SQL) -> OutsideStatement { OutsideStatement(sql: sql, concurrently: true) }
+    /// `VALIDATE CONSTRAINT`, `ANALYZE`: an ordinary statement.
+    static func validation(_ sql: SQL) -> OutsideStatement { OutsideStatement(sql: sql, concurrently: false) }
+}
+
 struct OnlinePlanner {
     let from: SchemaSnapshot?
     let to: SchemaSnapshot
@@ -65,7 +77,7 @@ struct OnlinePlanner {
     /// The `check` queries of tables rebuilt by copying: what each carries, run first.
     var expandChecks: [SQL] = []
     var expandTableCopies: [OnlinePhase.Section] = []
-    var expandCopyIndexes: [SQL] = []
+    var expandCopyIndexes: [OutsideStatement] = []
     var expandAfterCopy: [[SQL]] = []
     /// Contract: each copy taking its table's place, in a transaction of its own.
     var contractSwaps: [[SQL]] = []
@@ -91,11 +103,11 @@ struct OnlinePlanner {
     /// Foreign keys that replace one on the same columns (another delete rule), added once every
     /// table has its new name.
     var contractKeysAdded: [SQL] = []
-    var contractStatements: [SQL] = []
+    var contractStatements: [OutsideStatement] = []
     var rollbackTables: [[SQL]] = []
     /// The current table's sync triggers, dropped first in its contract.
     var contractTriggers: [SQL] = []
-    var rollbackStatements: [SQL] = []
+    var rollbackStatements: [OutsideStatement] = []
     /// New-version column -> the physical column its view reads, per new table name.
     var viewColumns: [String: [(name: String, physical: String)]] = [:]
     var viewDefaults: [String: [(column: String, value: SQL)]] = [:]
@@ -122,6 +134,25 @@ struct OnlinePlanner {
     func text(_ statements: [SQL]) -> String { DDL.script(statements, for: PostgresRenderer.dialect) }
     func text(_ statement: SQL) -> String { statement.text(for: PostgresRenderer.dialect) }
 
+    /// Statements run in one transaction, with the names they quote for the migrator.
+    func transaction(_ statements: [SQL]) -> OnlinePhase.Section {
+        .transaction(text(statements), OnlinePhase.SectionFacts(relations: Self.names(statements)))
+    }
+    func transaction(_ statement: SQL) -> OnlinePhase.Section {
+        .transaction(text(statement), OnlinePhase.SectionFacts(relations: statement.identifierNames))
+    }
+
+    /// A statement run outside a transaction, with what the migrator must know of it.
+    func statement(_ statement: OutsideStatement) -> OnlinePhase.Section {
+        .statement(text(statement.sql), OnlinePhase.SectionFacts(relations: statement.sql.identifierNames, concurrently: statement.concurrently))
+    }
+
+    static func names(_ statements: [SQL]) -> [String] {
+        var names: [String] = []
+        for name in statements.flatMap(\.identifierNames) where !names.contains(name) { names.append(name) }
+        return names
+    }
+
     var oldSchema: String? { from.map { VersionSchema.name(schema: $0.schema, version: $0.version) } }
     var newSchema: String { VersionSchema.name(schema: to.schema, version: to.version) }
 
@@ -130,23 +161,23 @@ struct OnlinePlanner {
             // A first migration: the tables as usual, on an empty database, and its views.
             let created = steps.flatMap { renderer.statements(for: $0) }
             for table in to.tables { physicalTable[table.name] = table.name }
-            expand.append(.transaction(text(created + views(of: to, schema: newSchema, mapping: nil) + versionGrants(to, schema: newSchema))))
-            rollback.append(.transaction(text(["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.statements(for: $0) })))
+            expand.append(transaction(created + views(of: to, schema: newSchema, mapping: nil) + versionGrants(to, schema: newSchema)))
+            rollback.append(transaction(["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.statements(for: $0) }))
             return
         }
         // The old version's views, for a database whose schema turned online at this version.
         // Each is created only where it is missing: an existing view (the usual case, made by the
         // migration before) is left alone, so this section takes no lock on views the old
         // version's apps are using, and cannot deadlock with their transactions.
-        expand.append(.transaction(text(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true))))
+        expand.append(transaction(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true)))
 
         planChanges(SchemaDiffer.diff(from: from, to: to), steps: steps)
         assembleExpand()
         assembleContract(oldSchema: oldSchema!)
-        rollback.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;")))
+        rollback.append(transaction("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"))
         // Undone in the reverse order of expand (a split's rows go back before its table goes).
-        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { .transaction(text($0)) }
-        rollback += rollbackStatements.map { .statement(text($0)) }
+        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { transaction($0) }
+        rollback += rollbackStatements.map { statement($0) }
     }
 
     /// Each change's statements, sorted into the phases' lists.
@@ -188,8 +219,8 @@ struct OnlinePlanner {
     private mutating func assembleExpand() {
         let backfilled = Set(expandBackfills.map(\.table))
         expand += expandChecks.map { .check(text($0)) }
-        expand += expandTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
-        expand += expandStatements.filter { !backfilled.contains($0.table) }.map { .statement(text($0.statement)) }
+        expand += expandTables.filter { !$0.isEmpty }.map { transaction($0) }
+        expand += expandStatements.filter { !backfilled.contains($0.table) }.map { statement(.concurrently($0.statement)) }
         expand += expandCopies
         expand += expandBackfills.map { backfill in
             self.backfill(table: backfill.table, key: backfill.key, set: SQL.list(backfill.set), where: SQL.list(backfill.conditions, separator: " OR "))
@@ -197,15 +228,15 @@ struct OnlinePlanner {
         // A backfilled table's indexes are built after its backfill: each row it rewrites would
         // otherwise be entered in every index again (the table has no room for HOT updates), and
         // the backfill of 1,000,000 rows measured twice as long.
-        expand += expandStatements.filter { backfilled.contains($0.table) }.map { .statement(text($0.statement)) }
+        expand += expandStatements.filter { backfilled.contains($0.table) }.map { statement(.concurrently($0.statement)) }
         expand += expandTableCopies
-        expand += expandCopyIndexes.map { .statement(text($0)) }
-        expand += expandAfterCopy.filter { !$0.isEmpty }.map { .transaction(text($0)) }
+        expand += expandCopyIndexes.map { statement($0) }
+        expand += expandAfterCopy.filter { !$0.isEmpty }.map { transaction($0) }
         for table in Set(expandAfterBackfill.map(\.table)).sorted() {
-            expand.append(.transaction(text(expandAfterBackfill.filter { $0.table == table }.map(\.statement))))
+            expand.append(transaction(expandAfterBackfill.filter { $0.table == table }.map(\.statement)))
         }
-        expand += expandValidations.map { .statement(text($0)) }
-        expand.append(.transaction(text(newViews() + versionGrants(to, schema: newSchema))))
+        expand += expandValidations.map { statement(.validation($0)) }
+        expand.append(transaction(newViews() + versionGrants(to, schema: newSchema)))
     }
 
     /// Contract's sections in order.
@@ -216,22 +247,22 @@ struct OnlinePlanner {
         // One object per transaction where it can be (a foreign key locks its two tables), so
         // the new version's multi-table transactions never meet a contract holding a lock
         // while it waits for another.
-        contract.append(.transaction(text("DROP SCHEMA IF EXISTS \(identifier: oldSchema) CASCADE;")))
-        contract += contractSyncDrops.map { .transaction(text($0)) }
-        contract += contractKeys.map { .transaction(text($0)) }
-        contract += contractTables.filter { !$0.isEmpty }.map { .transaction(text($0)) }
-        contract += contractDrops.map { .transaction(text($0)) }
-        contract += contractSwaps.map { .transaction(text($0)) }
-        contract += contractKeysAdded.map { .transaction(text($0)) }
+        contract.append(transaction("DROP SCHEMA IF EXISTS \(identifier: oldSchema) CASCADE;"))
+        contract += contractSyncDrops.map { transaction($0) }
+        contract += contractKeys.map { transaction($0) }
+        contract += contractTables.filter { !$0.isEmpty }.map { transaction($0) }
+        contract += contractDrops.map { transaction($0) }
+        contract += contractSwaps.map { transaction($0) }
+        contract += contractKeysAdded.map { transaction($0) }
         // The tables now have the new version's names: its views read them as they are.
         // A copied table's comment goes in its swap.
         let mapped = to.tables.filter { table in
             copiedTables[table.name] == nil && (physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name })
         }
         if !mapped.isEmpty {
-            contract.append(.transaction(text(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" })))
+            contract.append(transaction(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" }))
         }
-        contract += contractStatements.map { .statement(text($0)) }
+        contract += contractStatements.map { statement($0) }
     }
 
     // MARK: - Views
@@ -455,7 +486,7 @@ struct OnlinePlanner {
             // Another delete rule on the same columns: the old version's rule holds until contract.
             let name = PostgresRenderer.foreignKeyName(new, key)
             contractKeysAdded.append("ALTER TABLE \(identifier: new) ADD \(PostgresRenderer.foreignKey(new, key)) NOT VALID;")
-            contractStatements.append("ALTER TABLE \(identifier: new) VALIDATE CONSTRAINT \(identifier: name);")
+            contractStatements.append(.validation("ALTER TABLE \(identifier: new) VALIDATE CONSTRAINT \(identifier: name);"))
         }
         for key in change.to.foreignKeys where !kept.contains(key) && !renamedOld.contains(where: { $0.1 == key.columns }) {
             // Added NOT VALID (checked for new rows at once, without scanning), validated later.
@@ -492,7 +523,7 @@ struct OnlinePlanner {
             } else if index.isUnique {
                 phases.contracting.insert("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.indexName(index));", at: 0)
             } else {
-                contractStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: PostgresRenderer.indexName(index));")
+                contractStatements.append(.concurrently("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: PostgresRenderer.indexName(index));"))
             }
         }
         for index in change.addedIndexes {
@@ -517,7 +548,7 @@ struct OnlinePlanner {
                 expandAfterBackfill.append((old, "ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: name) UNIQUE USING INDEX \(identifier: name);"))
                 phases.rollingBack.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: name);")
             }
-            rollbackStatements.append("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);")
+            rollbackStatements.append(.concurrently("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);"))
         }
         for comment in change.changedComments {
             phases.contractAfterRename += renderer.statements(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
@@ -602,7 +633,7 @@ struct OnlinePlanner {
         let filter = SQL.list(pairs.map { "\($0.source) IS NOT NULL" }, separator: " OR ")
         expandCopies.append(
             .backfill(
-                OnlinePhase.Backfill(table: fill.source, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
+                OnlinePhase.Backfill(table: fill.source, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive", copies: false),
                 update:
                     text(
                         "INSERT INTO \(targetTable) (\(SQL.list(link + pairs.map(\.target)))) SELECT \(SQL.list([sourceKey] + pairs.map(\.source))) FROM \(source) WHERE \(sourceKey) >= $1::\(keyType) AND \(sourceKey) <= $2::\(keyType) AND (\(filter)) ON CONFLICT (\(SQL.list(link))) DO NOTHING;"
@@ -719,9 +750,11 @@ struct OnlinePlanner {
         let range: SQL = "\(k) >= $1::\(type) AND \(k) <= $2::\(type)"
         // The range outside the subquery too: without it the planner joins the locked keys with
         // a scan of the whole table, once per batch.
+        // The rows a range still needs, without the row locks: looked for again at the end.
+        let pending: SQL = "SELECT \(k) FROM \(identifier: table) WHERE \(range) AND (\(condition))"
         return .backfill(
-            OnlinePhase.Backfill(table: table, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive"),
-            update: text("UPDATE \(identifier: table) SET \(set) WHERE \(range) AND \(k) IN (SELECT \(k) FROM \(identifier: table) WHERE \(range) AND (\(condition)) FOR UPDATE SKIP LOCKED);"))
+            OnlinePhase.Backfill(table: table, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive", pending: text(pending), copies: false),
+            update: text("UPDATE \(identifier: table) SET \(set) WHERE \(range) AND \(k) IN (\(pending) FOR UPDATE SKIP LOCKED);"))
     }
 
     /// The column beside `source`: its values converted by a trigger on every write through
@@ -826,7 +859,7 @@ struct OnlinePlanner {
             oldColumn.name = column
             let undo = swap(table, oldColumn)
             rollingBack += undo.statements
-            rollbackStatements += undo.validations
+            rollbackStatements += undo.validations.map(OutsideStatement.validation)
             return
         }
         if now.enumValues != nil {
@@ -840,12 +873,12 @@ struct OnlinePlanner {
         oldColumn.name = column
         let undo = swap(table, oldColumn)
         rollingBack += undo.statements
-        rollbackStatements += undo.validations
+        rollbackStatements += undo.validations.map(OutsideStatement.validation)
         var final = now
         final.name = finalName
         let narrow = swap(newTable, final)
         contracting += narrow.statements
-        contractStatements += narrow.validations
+        contractStatements += narrow.validations.map(OutsideStatement.validation)
     }
 
     /// NOT NULL again on rollback, unless the new version wrote rows without the value: those

@@ -107,7 +107,7 @@ struct OnlineSafetyTests {
     static func runUntilTheBackfill(_ sections: [OnlinePhase.Section], on connection: PostgresConnection) throws {
         for section in sections {
             if case .backfill = section { return }
-            if case .transaction(let sql) = section { try connection.execute(sql) }
+            if case .transaction(let sql, _) = section { try connection.execute(sql) }
         }
     }
 

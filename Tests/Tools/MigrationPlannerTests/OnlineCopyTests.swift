@@ -175,7 +175,7 @@ struct OnlineCopyTests {
         // Expand as far as its copy, as `migrate up` runs it.
         for section in try #require(Migration(from: old, to: new, renderer: PostgresRenderer(), online: true).online).expand.sections {
             if case .backfill = section { break }
-            if case .transaction(let sql) = section { try connection.execute(sql) }
+            if case .transaction(let sql, _) = section { try connection.execute(sql) }
         }
         try connection.execute("UPDATE events SET id = 9000, score = 41 WHERE id = 5")
         #expect(try connection.query("SELECT id, score::text FROM schemagen_2_events") == [[.integer(9000), .text("41")]])

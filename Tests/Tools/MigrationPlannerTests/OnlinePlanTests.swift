@@ -55,7 +55,7 @@ import Testing
         let after = Self.base.replacingOccurrences(of: "name: String\n      quantity: Int32", with: "name: {type: String, indexed: true}\n      quantity: Int64")
         let sections = try #require(try plan(Self.base, after).online).expand.sections
         let backfill = try #require(sections.firstIndex { if case .backfill = $0 { true } else { false } })
-        let index = try #require(sections.firstIndex { if case .statement(let sql) = $0 { sql.contains("CREATE INDEX CONCURRENTLY") } else { false } })
+        let index = try #require(sections.firstIndex { if case .statement(let sql, _) = $0 { sql.contains("CREATE INDEX CONCURRENTLY") } else { false } })
         #expect(backfill < index, "\(sections)")
         guard case .backfill(_, let update) = sections[backfill] else { return }
         #expect(
@@ -89,7 +89,7 @@ import Testing
         #expect(expand.contains("INSERT INTO \"item\" (\"id\", \"name\", \"quantity\") VALUES (NEW.\"id\", NEW.\"title\", NEW.\"quantity\"::integer);"), "the new version's rows carried back")
         #expect(expand.contains("CREATE VIEW \"s_v2\".\"item\" AS SELECT \"id\", \"title\", \"quantity\" FROM \"schemagen_2_item\";"))
         let sections = plan.expand.sections
-        let backward = try #require(sections.firstIndex { if case .transaction(let sql) = $0 { sql.contains("CREATE TRIGGER \"schemagen_2_item_copy_back\"") } else { false } })
+        let backward = try #require(sections.firstIndex { if case .transaction(let sql, _) = $0 { sql.contains("CREATE TRIGGER \"schemagen_2_item_copy_back\"") } else { false } })
         let copy = try #require(sections.firstIndex { if case .backfill(let backfill, _) = $0 { backfill.table == "item" } else { false } })
         #expect(copy < backward, "copied rows never fire the trigger that carries the new version's writes back")
         #expect(contract.contains("EXECUTE format('ALTER TABLE %I RENAME TO %I', 'schemagen_2_item', 'item');"))
@@ -156,9 +156,47 @@ import Testing
         #expect(failure("-- section: vacuum\nVACUUM;\n")?.contains("line 1: unknown section 'vacuum'") == true)
         #expect(failure("-- section: backfill {\"table\": \"t\"}\nUPDATE t SET a = 1;\n")?.contains("needs {\"table\", \"key\", \"type\", \"batch\"}") == true)
         #expect(failure("-- section: backfill {\"table\":\"t\",\"key\":\"id\",\"type\":\"bigint\",\"batch\":0}\nUPDATE t SET a = 1;\n") != nil, "a batch of no rows never ends")
-        let phase = try OnlinePhase.parse("-- header\n\n-- section: transaction\n\nSELECT 1;\n-- section: statement\nSELECT 2;\n")
-        #expect(phase.sections == [.transaction("SELECT 1;"), .statement("SELECT 2;")])
+        #expect(failure("-- section: statement {\"relations\": 3}\nSELECT 1;\n")?.contains("line 1: the facts after the section's kind") == true)
+        // A file written before sections carried their facts: they are read from its SQL.
+        let phase = try OnlinePhase.parse("-- header\n\n-- section: transaction\n\nSELECT 1;\n-- section: statement\nCREATE INDEX CONCURRENTLY \"i\" ON \"t\" (\"c\");\n")
+        #expect(
+            phase.sections == [
+                .transaction("SELECT 1;", .init(relations: [])), .statement("CREATE INDEX CONCURRENTLY \"i\" ON \"t\" (\"c\");", .init(relations: ["i", "t", "c"], concurrently: true)),
+            ])
         #expect(phase.lines == [5, 7])
+    }
+
+    /// The facts the planner writes on each section line say what the migrator of earlier
+    /// releases read from the SQL: the same index work done concurrently, the same pending-rows
+    /// query, the same copies; and the names it quotes, less those inside string constants.
+    @Test func sectionFactsSayWhatTheSQLSays() throws {
+        let before = Self.base + "  Tag:\n    attributes:\n      title: String\n"
+        let after =
+            Self.base.replacingOccurrences(of: "name: String\n      quantity: Int32", with: "label: {type: String, renamedFrom: name, indexed: true}\n      quantity: Int64")
+            + "  Tag:\n    attributes:\n      title: String\n      made: {type: Date, default: now}\n      code: {type: UUID, default: uuid, unique: true}\n"
+        let migration = try plan(before, after)
+        let online = try #require(migration.online)
+        var kinds: Set<String> = []
+        for section in online.expand.sections + online.contract.sections + online.rollback.sections {
+            switch section {
+            case .transaction(let sql, let facts), .statement(let sql, let facts):
+                let earlier = OnlinePhase.SectionFacts.ofEarlierFile(sql)
+                #expect(facts.concurrently == earlier.concurrently, "\(sql)")
+                #expect(Set(facts.relations).isSubset(of: earlier.relations), "\(facts.relations) / \(earlier.relations)")
+                if facts.concurrently { kinds.insert("concurrently") }
+            case .backfill(let backfill, let update):
+                var bare = backfill
+                (bare.pending, bare.copies) = (nil, nil)
+                let earlier = try #require(try OnlinePhase.parse("-- section: backfill \(String(decoding: try JSONEncoder().encode(bare), as: UTF8.self))\n\(update)").sections.first)
+                guard case .backfill(let read, _) = earlier else { continue }
+                #expect(read.pending == backfill.pending && read.copies == backfill.copies, "\(update)")
+                kinds.insert(backfill.copies == true ? "copy" : "update")
+            case .check: kinds.insert("check")
+            }
+        }
+        #expect(kinds == ["concurrently", "copy", "update", "check"], "\(kinds)")
+        // And they come back from the file as they were written.
+        #expect(try OnlinePhase.parse(migration.upSQL()).sections == online.expand.sections)
     }
 
     @Test func generateWritesTheContractFileAndTheManifestGuardsIt() throws {
