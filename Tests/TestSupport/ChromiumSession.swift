@@ -51,6 +51,7 @@ public final class ChromiumSession {
         let attached = try send("Target.attachToTarget", ["targetId": targetID, "flatten": true])
         guard let session = (attached["result"] as? [String: Any])?["sessionId"] as? String else { throw Failure(description: "no session: \(attached)") }
         self.session = session
+        _ = firstTab
     }
 
     deinit { close() }
@@ -72,6 +73,23 @@ public final class ChromiumSession {
         Glibc.close(commands)
         Glibc.close(answers)
     }
+
+    /// Opens `url` in another tab of the same browser (sharing its cookies and workers); its
+    /// name for `switchTo(_:)`. Commands go on to the current tab until then.
+    public func openTab(_ url: String) throws -> String {
+        let target = try send("Target.createTarget", ["url": url])
+        guard let targetID = (target["result"] as? [String: Any])?["targetId"] as? String else { throw Failure(description: "no tab: \(target)") }
+        let attached = try send("Target.attachToTarget", ["targetId": targetID, "flatten": true])
+        guard let tab = (attached["result"] as? [String: Any])?["sessionId"] as? String else { throw Failure(description: "no session: \(attached)") }
+        return tab
+    }
+
+    /// The tab `evaluate`, `act` and `wait` work in from now on: one `openTab(_:)` named, or
+    /// the first one (`firstTab`).
+    public func switchTo(_ tab: String) { session = tab }
+
+    /// The tab opened with the session.
+    public private(set) lazy var firstTab: String = session ?? ""
 
     /// Runs JavaScript that navigates (a click on a submit button, `location.href = …`) once this
     /// call has returned, so the answer is not lost with the page.

@@ -468,7 +468,7 @@ extension SQLiteError {
             case .interrupted: .interrupted
             default: nil
             }
-        return DatabaseFailure(database: database ?? fallback, message: description, code: primary.name, kind: kind)
+        return DatabaseFailure(database: database ?? fallback, message: description, code: primary.name, kind: kind, summary: message)
     }
 }
 

@@ -130,14 +130,17 @@ public enum DatabaseLocation: Sendable, Hashable {
     // MARK: - Passwords
 
     /// `scheme://user:secret@host/db` as `scheme://user:***@host/db`, and the value of every
-    /// `password=` (in a URL's query or a keyword string, quoted or not) as `***`.
+    /// `password=` and `sslpassword=` (libpq's client key passphrase; in a URL's query or a
+    /// keyword string, quoted or not) as `***`.
     public static func redacted(_ text: String) -> String {
         var out = text
         if let range = userInfoPasswordRange(in: out) { out.replaceSubrange(range, with: "***") }
         var searchStart = out.startIndex
         while let found = out.range(of: "password", options: .caseInsensitive, range: searchStart..<out.endIndex) {
             // Only a key: at the start, or after a space, `?` or `&`; then optional spaces and `=`.
-            let before = found.lowerBound == out.startIndex ? nil : out[out.index(before: found.lowerBound)]
+            var keyStart = found.lowerBound
+            if let ssl = out.index(keyStart, offsetBy: -3, limitedBy: out.startIndex), out[ssl..<keyStart].lowercased() == "ssl" { keyStart = ssl }
+            let before = keyStart == out.startIndex ? nil : out[out.index(before: keyStart)]
             var cursor = found.upperBound
             while cursor < out.endIndex, out[cursor] == " " { cursor = out.index(after: cursor) }
             guard before == nil || before == " " || before == "?" || before == "&", cursor < out.endIndex, out[cursor] == "=" else {

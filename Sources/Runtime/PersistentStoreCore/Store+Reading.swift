@@ -40,14 +40,23 @@ extension Store {
 
     /// What loads a row's external values (stored as file names) in place, for rows of
     /// `columns`; nil when the entity keeps none there.
-    func externalLoader(_ entity: EntityDescriptor, columns: [String]) -> ((inout [StoredValue]) throws -> Void)? {
+    /// With `unreadable`, a value that cannot be loaded (its file missing or not what the row
+    /// says) is nil and reported there with its position, instead of failing the row: a tool
+    /// shows such a row, and the row can still be fixed or deleted.
+    func externalLoader(_ entity: EntityDescriptor, columns: [String], unreadable: ((Int, String) -> Void)? = nil) -> ((inout [StoredValue]) throws -> Void)? {
         let external = Self.externalColumns(of: entity).compactMap { column in columns.firstIndex(of: column.column).map { (column, $0) } }
         guard !external.isEmpty else { return nil }
         let keyPositions = entity.primaryKey.map { key in columns.firstIndex(of: key) }
         return { row in
             for (column, position) in external {
                 guard case .text(let name) = row[position] else { continue }
-                row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+                do {
+                    row[position] = try self.loadExternalValue(name, column, of: entity, rowKey: keyPositions.map { $0.map { row[$0] } ?? .null })
+                } catch {
+                    guard let unreadable else { throw error }
+                    row[position] = .null
+                    unreadable(position, "\(error)")
+                }
             }
         }
     }

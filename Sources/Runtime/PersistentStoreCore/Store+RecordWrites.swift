@@ -1,3 +1,4 @@
+import Foundation
 import SQLDialects
 import SchemaMetadata
 
@@ -15,6 +16,8 @@ public enum RecordUpdate: Sendable, Hashable {
 /// What deleting a record would do to the records its relationships reach, by its delete
 /// rules, before anything is deleted.
 public struct RecordDeleteEffect: Sendable, Hashable {
+    /// The entity whose relationship it is: the deleted record's, or one a cascade reaches.
+    public let source: String
     /// The relationship, as the schema names it.
     public let relationship: String
     /// The related entity.
@@ -40,9 +43,11 @@ extension Store {
         let entity = try writableEntity(entity)
         guard key.count == entity.primaryKey.count else { throw .notSupported("\(entity.name)'s key has \(entity.primaryKey.count) columns, not \(key.count)") }
         let names = changes.keys.sorted()
+        var changes = changes
         for name in names {
             guard entity.recordColumns.contains(name) else { throw .notSupported("\(entity.name) has no column '\(name)'") }
             guard !entity.primaryKey.contains(name) else { throw .notSupported("\(entity.name)'s key (\(name)) cannot change; insert a new record instead") }
+            changes[name] = try Self.checkedValue(changes[name]!, column: name, of: entity)
         }
         return try write { () throws(StoreError) -> RecordUpdate in
             guard let current = try record(of: entity, key: key) else { return .missing }
@@ -70,7 +75,11 @@ extension Store {
     public func insertRecord(of entity: EntityDescriptor, values given: [String: StoredValue]) throws(StoreError) -> StoredRecord {
         let entity = try writableEntity(entity)
         let names = given.keys.sorted()
-        for name in names where !entity.recordColumns.contains(name) { throw .notSupported("\(entity.name) has no column '\(name)'") }
+        var given = given
+        for name in names {
+            guard entity.recordColumns.contains(name) else { throw .notSupported("\(entity.name) has no column '\(name)'") }
+            given[name] = try Self.checkedValue(given[name]!, column: name, of: entity)
+        }
         return try write { () throws(StoreError) -> StoredRecord in
             var columns = names
             var values = names.map { given[$0]! }
@@ -121,13 +130,121 @@ extension Store {
     ///     for effect in try await store.deleteEffects(of: airports, key: [.integer(7)]) { print(effect.relationship, effect.rule, effect.count) }
     public func deleteEffects(of entity: EntityDescriptor, key: [StoredValue]) throws(StoreError) -> [RecordDeleteEffect] {
         let entity = try knownRecordEntity(entity)
-        return try entity.relationships.map { relationship throws(StoreError) -> RecordDeleteEffect in
-            let (target, keys) = try relatedKeys(of: entity, key: key, via: relationship)
-            return RecordDeleteEffect(relationship: relationship.name, target: target.name, count: keys.count, rule: relationship.deleteRule)
+        // Walked as `deleteRow` walks it: cascades followed to the records they delete, each
+        // record once; a nullify or no-action only where the other side holds the link (a
+        // to-one this record holds is dropped with the record and changes nothing there).
+        var reached: [(source: String, relationship: RelationshipDescriptor, target: String, keys: Set<[StoredValue]>)] = []
+        var visited: Set<String> = []
+        func walk(_ entity: EntityDescriptor, _ key: [StoredValue]) throws(StoreError) {
+            guard visited.insert("\(entity.name)|\(key)").inserted else { return }
+            for relationship in entity.relationships {
+                if relationship.deleteRule != .deny, relationship.deleteRule != .cascade, !relationship.foreignKeyColumns.isEmpty { continue }
+                let (target, keys) = try relatedKeys(of: entity, key: key, via: relationship)
+                if let index = reached.firstIndex(where: { $0.source == entity.name && $0.relationship.name == relationship.name }) {
+                    reached[index].keys.formUnion(keys)
+                } else {
+                    reached.append((entity.name, relationship, target.name, Set(keys)))
+                }
+                if relationship.deleteRule == .cascade {
+                    for key in keys { try walk(target, key) }
+                }
+            }
         }
+        try walk(entity, key)
+        return reached.map { RecordDeleteEffect(source: $0.source, relationship: $0.relationship.name, target: $0.target, count: $0.keys.count, rule: $0.relationship.deleteRule) }
     }
 
     // MARK: - Helpers
+
+    /// A value for a column as the schema types it, in the form the store writes it (a date as
+    /// its UTC text with milliseconds, a day as `YYYY-MM-DD`, a UUID in lowercase), or
+    /// `StoreError.invalidValue` naming the column and what it takes: a tool without compiled
+    /// models cannot write what the app then fails to read.
+    static func checkedValue(_ value: StoredValue, column name: String, of entity: EntityDescriptor) throws(StoreError) -> StoredValue {
+        guard let column = entity.columns.first(where: { $0.column == name }) else {
+            // A foreign key column: the key's type is the database's to check.
+            return value
+        }
+        func refuse(_ expected: String) -> StoreError {
+            .invalidValue("\(entity.name).\(column.property) takes \(expected), not \(value)")
+        }
+        if value == .null {
+            guard column.isOptional else { throw .invalidValue("\(entity.name).\(column.property) is required (\(column.swiftType)); it cannot be nil") }
+            return value
+        }
+        if column.isEncrypted {
+            // Stored sealed (bytes); written as the value it seals.
+            switch (column.swiftType, value) {
+            case ("String", .text), ("Data", .blob): return value
+            case ("String", _): throw refuse("text")
+            case ("Data", _): throw refuse("bytes")
+            default: return value
+            }
+        }
+        switch column.storage {
+        case .integer:
+            guard case .integer(let number) = value else { throw refuse("a whole number") }
+            if let range = integerRange(column.swiftType), !range.contains(number) { throw refuse("a whole number from \(range.lowerBound) to \(range.upperBound) (\(column.swiftType))") }
+            return value
+        case .real:
+            switch value {
+            case .real(let number) where number.isFinite: return value
+            case .integer(let number): return .real(Double(number))
+            default: throw refuse("a finite number")
+            }
+        case .boolean:
+            guard case .integer(let number) = value, number == 0 || number == 1 else { throw refuse("true or false") }
+            return value
+        case .date:
+            guard case .text(let text) = value, let date = StoredDate.date(text) else { throw refuse("a date (ISO 8601: 2024-03-01T09:30:00Z)") }
+            return .text(StoredDate.text(date))
+        case .day:
+            guard case .text(let text) = value, let date = StoredDate.date(text) else { throw refuse("a day (2024-03-01)") }
+            // `2024-02-30` must not become March the first.
+            if text.utf8.count == 10, StoredDate.day(date) != text { throw refuse("a day of the calendar (2024-03-01)") }
+            return .text(StoredDate.day(date))
+        case .uuid:
+            guard case .text(let text) = value, let uuid = UUID(uuidString: text) else { throw refuse("a UUID") }
+            return .text(uuid.uuidString.lowercased())
+        case .url:
+            guard case .text(let text) = value, !text.isEmpty, URL(string: text) != nil else { throw refuse("a URL") }
+            return value
+        case .decimal:
+            let text: String
+            switch value {
+            case .text(let given): text = given.trimmingCharacters(in: .whitespaces)
+            case .integer(let number): text = String(number)
+            case .real(let number) where number.isFinite: text = String(number)
+            default: throw refuse("a decimal number")
+            }
+            guard text.wholeMatch(of: /[-+]?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/) != nil, Decimal(string: text) != nil else { throw refuse("a decimal number (12.50)") }
+            return .text(text)
+        case .json:
+            guard case .text(let text) = value, (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil else {
+                throw refuse("JSON (\(column.swiftType))")
+            }
+            return value
+        case .text:
+            guard case .text = value else { throw refuse("text") }
+            return value
+        case .blob:
+            guard case .blob = value else { throw refuse("bytes") }
+            return value
+        }
+    }
+
+    /// The values a Swift integer type holds, where narrower than the column's 64 bits.
+    private static func integerRange(_ swiftType: String) -> ClosedRange<Int64>? {
+        switch swiftType {
+        case "Int8": Int64(Int8.min)...Int64(Int8.max)
+        case "Int16": Int64(Int16.min)...Int64(Int16.max)
+        case "Int32": Int64(Int32.min)...Int64(Int32.max)
+        case "UInt8": 0...Int64(UInt8.max)
+        case "UInt16": 0...Int64(UInt16.max)
+        case "UInt32": 0...Int64(UInt32.max)
+        default: nil
+        }
+    }
 
     /// The record with this key, read through the row pipeline.
     private func record(of entity: EntityDescriptor, key: [StoredValue]) throws(StoreError) -> StoredRecord? {

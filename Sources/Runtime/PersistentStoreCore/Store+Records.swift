@@ -9,6 +9,18 @@ public struct StoredRecord: Sendable, Hashable {
     public let columns: [String]
     /// The values, one per column, in the same order.
     public let values: [StoredValue]
+    /// Columns whose value could not be read (an external file missing or not what the row
+    /// names), with why: their value here is nil. Empty for a whole record.
+    public let unreadable: [String: String]
+
+    /// A record of these columns and values.
+    ///
+    ///     let record = StoredRecord(columns: ["id", "name"], values: [.integer(1), .text("Oakland")])
+    public init(columns: [String], values: [StoredValue], unreadable: [String: String] = [:]) {
+        self.columns = columns
+        self.values = values
+        self.unreadable = unreadable
+    }
 
     /// The value of a column, nil when the entity has no such column.
     public subscript(column: String) -> StoredValue? {
@@ -215,11 +227,13 @@ extension Store {
     /// Each record a query of `columns` selects, through the row pipeline models use: encrypted
     /// values opened, external values loaded.
     private func streamRecords(_ sql: SQL, of entity: EntityDescriptor, columns: [String], _ body: (StoredRecord) throws -> Void) throws {
-        let load = externalLoader(entity, columns: columns)
+        var unreadable: [String: String] = [:]
+        let load = externalLoader(entity, columns: columns) { position, reason in unreadable[columns[position]] = reason }
         let (text, arguments) = sql.statement(for: database.dialect)
         try forEachRow(text, arguments, ownStatement: false, opening: openPlan(entity, columns: columns)) { row in
+            unreadable = [:]
             try load?(&row)
-            try body(StoredRecord(columns: columns, values: row))
+            try body(StoredRecord(columns: columns, values: row, unreadable: unreadable))
         }
     }
 
@@ -279,19 +293,22 @@ extension Store {
                 throw .notSupported("\(entity.name).\(column.property) is \(column.isEncrypted ? "encrypted" : "kept in files"), so the database can only tell whether it is empty")
             }
         }
+        // A value in the form the column stores it (a date as its UTC text with milliseconds),
+        // or refused: a comparison of text that is no date would just match nothing.
+        func stored(_ value: StoredValue) throws(StoreError) -> StoredValue { try Self.checkedValue(value, column: column.column, of: entity) }
         switch filter.condition {
         case .linked(let key): return try linkCondition(filter.column, key, of: entity, qualified: qualified)
         case .equals(.null), .isNull: return "\(name) IS NULL"
         case .isNotNull: return "\(name) IS NOT NULL"
-        case .equals(let value): return "\(name) = \(value: value)"
+        case .equals(let value): return "\(name) = \(value: try stored(value))"
         case .contains(let text):
             // LIKE's wildcards in the text are matched as themselves.
             let escaped = text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
             return "lower(CAST(\(name) AS TEXT)) LIKE \(value: .text("%" + escaped.lowercased() + "%")) ESCAPE '\\'"
         case .between(let lower, let upper):
             var parts: [SQL] = []
-            if let lower { parts.append("\(name) >= \(value: lower)") }
-            if let upper { parts.append("\(name) <= \(value: upper)") }
+            if let lower { parts.append("\(name) >= \(value: try stored(lower))") }
+            if let upper { parts.append("\(name) <= \(value: try stored(upper))") }
             return parts.isEmpty ? "1 = 1" : "(" + SQL.list(parts, separator: " AND ") + ")"
         }
     }

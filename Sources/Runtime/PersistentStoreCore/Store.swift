@@ -16,6 +16,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case externalFile(String)
     /// A stored value does not fit the model's property, or a model cannot be encoded.
     case coding(String)
+    /// A value given for a record's column is not one the schema allows there (the record
+    /// writes of tools without compiled models): what column, and what it takes.
+    case invalidValue(String)
     /// The model's entity is not in the store's schema.
     case unknownEntity(String)
     /// A delete rule `deny` blocked a delete.
@@ -69,6 +72,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .database(let error): "database error: \(error)"
         case .externalFile(let message): "external storage: \(message)"
         case .coding(let message): "cannot map a model to its row: \(message)"
+        case .invalidValue(let message): message
         case .unknownEntity(let name): "\(name) is not part of this store's schema"
         case .deleteDenied(let message): "delete refused: \(message)"
         case .unsupportedPredicate(let message): message

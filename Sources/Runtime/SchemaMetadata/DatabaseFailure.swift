@@ -31,6 +31,9 @@ public struct DatabaseFailure: Error, Sendable, Equatable, CustomStringConvertib
     public var code: String?
     /// The failure's kind, when it is one callers act on.
     public var kind: Kind?
+    /// The engine's message alone, without the database's name or the statement, where the
+    /// adapter keeps them apart: what a page shows a person. Nil: `message` is all there is.
+    public var summary: String?
 
     /// The connection to a server was lost: whatever was in progress was rolled back.
     public var connectionLost: Bool { kind == .connectionLost }
@@ -38,11 +41,12 @@ public struct DatabaseFailure: Error, Sendable, Equatable, CustomStringConvertib
     /// A failure an adapter translated from its engine's error.
     ///
     ///     DatabaseFailure(database: "app.sqlite", message: "database is locked", code: "SQLITE_BUSY", kind: .busy)
-    public init(database: String, message: String, code: String?, kind: Kind? = nil) {
+    public init(database: String, message: String, code: String?, kind: Kind? = nil, summary: String? = nil) {
         self.database = database
         self.message = message
         self.code = code
         self.kind = kind
+        self.summary = summary
     }
 
     /// The message, after the database's name.

@@ -88,11 +88,17 @@ public struct HTTPResponse: Sendable {
 public final class HTTPBodyWriter: @unchecked Sendable {
     private let send: ([UInt8]) throws -> Void
     private let chunked: Bool
+    private let stopping: () -> Bool
 
-    init(chunked: Bool, send: @escaping ([UInt8]) throws -> Void) {
+    init(chunked: Bool, stopping: @escaping () -> Bool = { false }, send: @escaping ([UInt8]) throws -> Void) {
         self.chunked = chunked
+        self.stopping = stopping
         self.send = send
     }
+
+    /// Whether the server is stopping: a stream that waits for something to send checks this
+    /// between waits and ends, so stopping is not held up by the wait.
+    public var serverIsStopping: Bool { stopping() }
 
     /// Sends bytes now; throws `HTTPServerError.clientGone` once the client has closed.
     public func write(_ bytes: [UInt8]) throws {

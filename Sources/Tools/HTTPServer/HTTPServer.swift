@@ -245,7 +245,7 @@ struct HTTPConnection {
             case .stream(let write):
                 try sendAll(response.head(keepAlive: keepAlive, version: request.version))
                 if headOnly { return keepAlive }
-                let writer = HTTPBodyWriter(chunked: request.version == .http11) { bytes in
+                let writer = HTTPBodyWriter(chunked: request.version == .http11, stopping: { server.isStopping }) { bytes in
                     guard !server.isStopping else { throw HTTPServerError.clientGone }
                     try sendAll(bytes)
                 }

@@ -15,11 +15,14 @@ public final class StudioApp: Sendable {
     public let catalog: StudioCatalog
     /// The secret every request carries, in the URL the studio prints or in its cookie.
     public let token: String
-    static let cookie = "schemagen_studio"
+    /// The cookie's name, its own each run: cookies are shared by every port of a host, so two
+    /// studios open at once would otherwise overwrite each other's.
+    let cookie: String
 
     public init(catalog: StudioCatalog, token: String) {
         self.catalog = catalog
         self.token = token
+        cookie = "schemagen_studio_" + String(Self.newToken().prefix(8))
     }
 
     /// A random token: 32 bytes from the system's generator, as hex.
@@ -41,16 +44,21 @@ public final class StudioApp: Sendable {
         if request.path == "/studio.js" {
             return HTTPResponse(headers: [("Content-Type", "text/javascript; charset=utf-8"), ("Cache-Control", "no-store")], body: .bytes(Array(StudioStyle.script.utf8)))
         }
+        if request.path == "/studio-worker.js" {
+            return HTTPResponse(headers: [("Content-Type", "text/javascript; charset=utf-8"), ("Cache-Control", "no-store")], body: .bytes(Array(StudioStyle.worker.utf8)))
+        }
         if let given = request.queryValue("token") {
             guard Self.same(given, token) else { return unauthorized() }
             // The token moves into a cookie, and the address bar loses it.
             let rest = request.query.filter { $0.name != "token" }
-            let location = request.path + (rest.isEmpty ? "" : "?" + rest.map { Self.percent($0.name) + "=" + Self.percent($0.value) }.joined(separator: "&"))
+            // Always a path of this server: `//host` or `/\host` would send the browser elsewhere.
+            let path = "/" + request.path.drop { $0 == "/" || $0 == "\\" }
+            let location = path + (rest.isEmpty ? "" : "?" + rest.map { Self.percent($0.name) + "=" + Self.percent($0.value) }.joined(separator: "&"))
             return HTTPResponse(
                 status: .seeOther,
-                headers: [("Location", location), ("Set-Cookie", "\(Self.cookie)=\(token); HttpOnly; SameSite=Strict; Path=/"), ("Cache-Control", "no-store")])
+                headers: [("Location", location), ("Set-Cookie", "\(cookie)=\(token); HttpOnly; SameSite=Strict; Path=/"), ("Cache-Control", "no-store")])
         }
-        guard let cookie = request.cookie(Self.cookie), Self.same(cookie, token) else { return unauthorized() }
+        guard let given = request.cookie(cookie), Self.same(given, token) else { return unauthorized() }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         do {
             if request.method == "POST" {
@@ -72,12 +80,17 @@ public final class StudioApp: Sendable {
             case "n" where parts.count == 3: return try newPage(schema: parts[1], entity: parts[2], request: request)
             case "events" where parts.count == 1:
                 let catalog = self.catalog
-                let since = StudioLive.since(request.queryValue("since") ?? "")
+                // A reconnecting stream says the last event it had (its id: every schema's position).
+                let since = StudioLive.since(request.queryValue("since") ?? "").merging(StudioLive.since(request.header("Last-Event-ID") ?? "")) {
+                    HistoryToken(max($0.value, $1.value))
+                }
                 return .eventStream { writer in try StudioLive.events(catalog, since: since, writer: writer) }
             default: return notFound("No page at \(request.path).")
             }
         } catch let failure as StudioFailure {
             return page("Cannot show this", status: failure.status, "<p>\(TextEscaping.html(failure.message))</p>")
+        } catch let error as StoreError where Self.isRequestMistake(error) {
+            return page("Cannot show this", status: .badRequest, "<p>\(TextEscaping.html("\(error)"))</p>")
         } catch {
             return page("Cannot show this", status: .internalServerError, "<p>\(TextEscaping.html(Self.describe(error)))</p>")
         }
@@ -196,8 +209,7 @@ public final class StudioApp: Sendable {
         for record in records {
             body += "<tr>"
             for (index, column) in columns.shown.enumerated() {
-                let value = record[column.column] ?? .null
-                var cell = columns.cell(value, column: column)
+                var cell = columns.cell(of: record, column: column)
                 if index == 0, let link = recordLink(entry, entity, record) { cell = "<a href=\"\(html(link))\">\(cell)</a>" }
                 body += "<td>\(cell)</td>"
             }
@@ -209,8 +221,10 @@ public final class StudioApp: Sendable {
         body += "</tbody></table></div>\n"
         if cursor == nil, shownFilters.isEmpty, words.isEmpty { body += deletedSection(entry, entity) }
         body += "<nav aria-label=\"pages\"><p>"
-        let exportQuery =
+        var exportQuery =
             listLink(entry, entity, filters: shownFilters, sort: sortColumn?.column, dir: ascending ? "asc" : "desc").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?" + $0 } ?? ""
+        // A search exports its matches, best first (up to `searchExportLimit`).
+        if !words.isEmpty { exportQuery += (exportQuery.isEmpty ? "?" : "&") + "q=" + Self.percent(words) }
         body +=
             "Export this list as <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).csv" + exportQuery))\">CSV</a> or <a href=\"\(html("/x/\(path(entry.schema.name))/\(path(entity.name)).json" + exportQuery))\">JSON</a>. "
         if readOnlyReason(entry) == nil { body += "<a href=\"/n/\(path(entry.schema.name))/\(path(entity.name))\">New \(html(entity.name))</a> " }
@@ -231,13 +245,19 @@ public final class StudioApp: Sendable {
         let columns = StudioColumns(entity: entity, model: model, entry: entry)
         let key = try recordKey(request, entity: entity, columns: columns, entry: entry)
         guard let found = try current(entry, entity, key) else {
-            return notFound("No \(entity.name) has that key; it may have been deleted.")
+            // A deleted record is still in the history: its page says so and shows what it kept.
+            let changes = (try? StudioLive.changes(of: entity.name, key: key, in: entry.store)) ?? nil
+            guard let changes, changes.contains(where: { $0.1.kind == .delete }) else { return notFound("No \(entity.name) has that key; it may have been deleted.") }
+            let history = historySection(entry, entity, StoredRecord(columns: entity.primaryKey, values: key), columns: columns)
+            return page(
+                "\(entity.name) (deleted)", status: .notFound,
+                "<p class=\"warn\">This \(html(entity.name)) was deleted; its history follows.</p>\n" + history, live: StudioLive.View(schema: entry.schema.name, entity: entity.name, since: since))
         }
         var body = "<p><a href=\"/\">All entities</a> · <a href=\"\(html(listLink(entry, entity, filters: [], sort: nil, dir: "asc")))\">\(html(entity.name)) list</a></p>\n"
         if request.queryValue("notice") == "saved" { body += "<p class=\"notice\" role=\"status\">Saved.</p>\n" }
         body += "<dl>\n"
         for column in columns.shown {
-            body += "<dt>\(html(columns.label(column)))</dt><dd>\(columns.cell(found[column.column] ?? .null, column: column))</dd>\n"
+            body += "<dt>\(html(columns.label(column)))</dt><dd>\(columns.cell(of: found, column: column))</dd>\n"
         }
         for relationship in columns.toMany {
             if let link = toManyLink(entry, entity, relationship, found) { body += "<dt>\(html(relationship.name))</dt><dd><a href=\"\(html(link))\">\(html(relationship.target)) list</a></dd>\n" }
@@ -284,6 +304,8 @@ public final class StudioApp: Sendable {
         let columns = StudioColumns(entity: entity, model: model, entry: entry)
         let (filters, _, sort, ascending) = try listQuery(request, columns: columns, entry: entry, model: model)
         let order = sort.map { RecordOrder($0.column, ascending: ascending) }
+        let searchable = entity.indexes.contains { $0.kind == .fullText }
+        let words = searchable ? (request.queryValue("q") ?? "").trimmingCharacters(in: .whitespaces) : ""
         let shown = columns.shown
         let labels = shown.map(columns.label)
         let locked = shown.map { columns.isEncrypted($0) && entry.encryptionLocked }
@@ -300,10 +322,18 @@ public final class StudioApp: Sendable {
                 try writer.write(format == "csv" ? StudioExport.csvLine(labels) : "[")
                 repeat {
                     let start = cursor
-                    let page = try blocking { try await store.records(of: entity, where: filters, orderedBy: order, after: start, limit: 1000) }
+                    let page = try blocking {
+                        if !words.isEmpty {
+                            return (records: try await store.searchRecords(of: entity, .words(words), where: filters, limit: Self.searchExportLimit), next: nil as RecordCursor?)
+                        }
+                        return try await store.records(of: entity, where: filters, orderedBy: order, after: start, limit: 1000)
+                    }
                     var chunk = ""
                     for record in page.records {
-                        let values = zip(shown, locked).map { column, isLocked in isLocked ? StoredValue.null : record[column.column] ?? .null }
+                        // Locked and unreadable values are empty: an export never holds what the page would not show.
+                        let values = zip(shown, locked).map { column, isLocked in
+                            isLocked || record.unreadable[column.column] != nil ? StoredValue.null : record[column.column] ?? .null
+                        }
                         if format == "csv" {
                             chunk += StudioExport.csvLine(values.map(StudioValues.plain))
                         } else {
@@ -393,7 +423,10 @@ public final class StudioApp: Sendable {
             }
             return value
         }
+        // A day on a column of moments means the whole day, in UTC.
+        let wholeDay = column.storage == .date && text.utf8.count == 10 && StoredDate.date(text) != nil
         switch op {
+        case "eq" where wholeDay: return RecordFilter(column.column, .between(lower: .text(text + "T00:00:00.000Z"), upper: .text(text + "T23:59:59.999Z")))
         case "eq": return RecordFilter(column.column, .equals(try value(text)))
         case "contains": return RecordFilter(column.column, .contains(text))
         case "null": return RecordFilter(column.column, .isNull)
@@ -401,7 +434,12 @@ public final class StudioApp: Sendable {
         case "range":
             let bounds = text.components(separatedBy: "..")
             guard bounds.count == 2 else { throw StudioFailure(.badRequest, "a range is written low..high (either may be left out)") }
-            return RecordFilter(column.column, .between(lower: bounds[0].isEmpty ? nil : try value(bounds[0]), upper: bounds[1].isEmpty ? nil : try value(bounds[1])))
+            func bound(_ text: String, endOfDay: Bool) throws -> StoredValue? {
+                if text.isEmpty { return nil }
+                if column.storage == .date, text.utf8.count == 10, StoredDate.date(text) != nil { return .text(text + (endOfDay ? "T23:59:59.999Z" : "T00:00:00.000Z")) }
+                return try value(text)
+            }
+            return RecordFilter(column.column, .between(lower: try bound(bounds[0], endOfDay: false), upper: try bound(bounds[1], endOfDay: true)))
         default: throw StudioFailure(.badRequest, "'\(op)' is not a filter (eq, contains, range, null, notnull)")
         }
     }
@@ -459,6 +497,9 @@ public final class StudioApp: Sendable {
         return listLink(entry, target, filters: [(inverse.foreignKeyColumns[0], "eq", StudioValues.plain(key))], sort: nil, dir: "asc")
     }
 
+    /// The most matches a search's export holds, best first.
+    static let searchExportLimit = 10_000
+
     /// Records a list page shows unless its address says otherwise.
     static let defaultPageSize = 50
 
@@ -506,7 +547,23 @@ public final class StudioApp: Sendable {
     }
 
     /// An error as a page says it: the store's own words.
-    static func describe(_ error: any Error) -> String { "\(error)" }
+    /// An error as a page says it: the database's own message for what it refused (a taken
+    /// unique value, a key no record has), without the statement.
+    static func describe(_ error: any Error) -> String {
+        if case .database(let failure)? = error as? StoreError, failure.kind == .uniquenessConflict || failure.kind == .constraint {
+            return "the database refused it: \(failure.summary ?? failure.message)"
+        }
+        return "\(error)"
+    }
+
+    /// The store refused what the address asked (a value of the wrong type, a page link for
+    /// another order): the request's mistake, not the server's.
+    static func isRequestMistake(_ error: StoreError) -> Bool {
+        switch error {
+        case .invalidValue, .notSupported, .unsupportedPredicate: true
+        default: false
+        }
+    }
 }
 
 /// A page that cannot be shown, and the status that says why.

@@ -55,6 +55,14 @@ struct StudioColumns {
     /// Columns the database can order by.
     var sortable: [ColumnDescriptor] { filterable }
 
+    /// A record's value as a table cell; one the store could not read says why.
+    func cell(of record: StoredRecord, column: ColumnDescriptor) -> String {
+        if let reason = record.unreadable[column.column] {
+            return "<span class=\"warn\" title=\"\(TextEscaping.html(reason))\">unreadable: \(TextEscaping.html(reason))</span>"
+        }
+        return cell(record[column.column] ?? .null, column: column)
+    }
+
     /// The value as a table cell: a foreign key links to its record.
     func cell(_ value: StoredValue, column: ColumnDescriptor) -> String {
         let locked = isEncrypted(column) && entry.encryptionLocked

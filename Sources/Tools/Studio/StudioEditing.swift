@@ -46,13 +46,18 @@ extension StudioApp {
         return String(hash, radix: 16)
     }
 
-    /// Columns a form edits: not the key (except a new record's own), not bytes, not files.
+    /// Columns a form edits: not the key (except a new record's own), not bytes, not files. An
+    /// encrypted text is edited as its text (the store seals it; without the key nothing is
+    /// editable at all).
     func editable(_ columns: StudioColumns, entity: EntityDescriptor, includingKey: Bool) -> [ColumnDescriptor] {
         columns.shown.filter { column in
             if entity.primaryKey.contains(column.column) { return includingKey && !entity.hasImplicitKey }
-            return column.storage != .blob && !column.usesExternalStorage
+            return (column.storage != .blob || Self.isEncryptedText(column)) && !column.usesExternalStorage
         }
     }
+
+    /// An encrypted `String`: stored as sealed bytes, written and read as text.
+    static func isEncryptedText(_ column: ColumnDescriptor) -> Bool { column.isEncrypted && column.swiftType == "String" }
 
     /// One labelled field of a form: a menu for enum cases and Booleans, a text field else; an
     /// optional column gets a nil box.
@@ -94,14 +99,19 @@ extension StudioApp {
         return StudioValues.plain(value)
     }
 
-    /// The edit form and the delete link of a record page, or why there are none.
-    func editSection(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord, columns: StudioColumns) -> String {
+    /// The edit form and the delete link of a record page, or why there are none. `typed`: a
+    /// refused form's fields (`c.<column>`, `nil.<column>`), shown again instead of the record's.
+    func editSection(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord, columns: StudioColumns, typed: [String: String]? = nil) -> String {
         if let reason = readOnlyReason(entry) { return "<p class=\"note\">Read-only: \(html(reason)).</p>\n" }
         guard let link = recordLink(entry, entity, record) else { return "" }
         let query = link.split(separator: "?", maxSplits: 1).last.map(String.init) ?? ""
         var out = "<section aria-labelledby=\"edit\"><h2 id=\"edit\">Edit</h2><form method=\"post\" action=\"\(html("/r/\(path(entry.schema.name))/\(path(entity.name))?\(query)"))\">\n"
         out += "<input type=\"hidden\" name=\"version\" value=\"\(Self.version(record))\">\n"
         for column in editable(columns, entity: entity, includingKey: false) {
+            if let typed, let text = typed["c." + column.column] {
+                out += field(column, columns: columns, entry: entry, text: text, isNil: typed["nil." + column.column] != nil)
+                continue
+            }
             let value = record[column.column] ?? .null
             out += field(column, columns: columns, entry: entry, text: fieldText(value, column: column, columns: columns, entry: entry), isNil: value == .null)
         }
@@ -135,7 +145,9 @@ extension StudioApp {
                     case .deny: "they stop the delete (deny): delete or unlink them first"
                     case .noAction: "kept as they are (no action)"
                     }
-                body += "<tr><td>\(html(effect.relationship))</td><td class=\"number\">\(effect.count) \(html(effect.target))</td><td>\(what)</td></tr>\n"
+                // A rule further down a cascade is named with the entity it belongs to.
+                let name = effect.source == entity.name ? effect.relationship : "\(effect.source).\(effect.relationship)"
+                body += "<tr><td>\(html(name))</td><td class=\"number\">\(effect.count) \(html(effect.target))</td><td>\(what)</td></tr>\n"
             }
             body += "</tbody></table>\n"
         }
@@ -201,7 +213,7 @@ extension StudioApp {
             if text.isEmpty, fillDefaults {
                 switch column.defaultValue {
                 case .generatedUUID?: values[column.column] = .text(UUID().uuidString.lowercased())
-                case .now?: values[column.column] = .text(ISO8601DateFormatter.studio.string(from: Date()))
+                case .now?: values[column.column] = .text(column.storage == .day ? StoredDate.day(Date()) : StoredDate.text(Date()))
                 case .some: continue
                 case nil: break
                 }
@@ -214,6 +226,10 @@ extension StudioApp {
                     continue
                 }
                 throw StudioFailure(.unprocessableContent, "\(label) needs a value (\(column.swiftType))\(column.isOptional ? ", or tick nil" : "")")
+            }
+            if Self.isEncryptedText(column) {
+                values[column.column] = .text(text)
+                continue
             }
             guard let value = StudioValues.stored(text, column: column, attribute: columns.attribute(of: column), schema: entry.schema) else {
                 throw StudioFailure(.unprocessableContent, "'\(text)' is not a value of \(label) (\(column.swiftType))")
@@ -231,11 +247,20 @@ extension StudioApp {
     private func save(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, columns: StudioColumns, form: [String: String], request: HTTPRequest) throws -> HTTPResponse {
         let key = try recordKey(request, entity: entity, columns: columns, entry: entry)
         guard let shown = try current(entry, entity, key) else { return notFound("No \(entity.name) has that key; it was deleted meanwhile.") }
-        let given = try values(form, editable(columns, entity: entity, includingKey: false), columns: columns, entry: entry, fillDefaults: false)
-        // The form showed an older version: someone else wrote since.
-        guard form["version"] == Self.version(shown) else { return conflict(entry, entity, columns: columns, given: given, current: shown) }
-        let changes = given.filter { shown[$0.key] != $0.value }
-        let outcome = try blocking { try await entry.store.updateRecord(of: entity, key: key, set: changes, expecting: shown) }
+        let given: [String: StoredValue]
+        let outcome: RecordUpdate
+        do {
+            given = try values(form, editable(columns, entity: entity, includingKey: false), columns: columns, entry: entry, fillDefaults: false)
+            // The form showed an older version: someone else wrote since.
+            guard form["version"] == Self.version(shown) else { return conflict(entry, entity, columns: columns, given: given, current: shown) }
+            let changes = given.filter { shown[$0.key] != $0.value }
+            outcome = try blocking { try await entry.store.updateRecord(of: entity, key: key, set: changes, expecting: shown) }
+        } catch let failure as StudioFailure {
+            return refused(entry, entity, columns: columns, form: form, current: shown, reason: failure.message)
+        } catch let error as StoreError {
+            // A value of the wrong type, a taken unique value, a key no record has: the form again, as typed.
+            return refused(entry, entity, columns: columns, form: form, current: shown, reason: Self.describe(error))
+        }
         switch outcome {
         case .updated(let record):
             let link = recordLink(entry, entity, record) ?? "/"
@@ -243,6 +268,15 @@ extension StudioApp {
         case .changedMeanwhile(let current): return conflict(entry, entity, columns: columns, given: given, current: current)
         case .missing: return notFound("No \(entity.name) has that key; it was deleted meanwhile.")
         }
+    }
+
+    /// A save the store or the schema refused: why, and the form again as it was typed.
+    private func refused(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, columns: StudioColumns, form: [String: String], current: StoredRecord, reason: String)
+        -> HTTPResponse
+    {
+        var body = "<p class=\"warn\" role=\"alert\">Not saved: \(html(reason))</p>\n"
+        body += editSection(entry, entity, current, columns: columns, typed: form)
+        return page("Not saved", status: .unprocessableContent, body)
     }
 
     /// The save refused: what the person typed beside what is stored now, and the form again
@@ -286,16 +320,7 @@ extension StudioApp {
         } catch let failure as StudioFailure {
             return try newPage(schema: entry.schema.name, entity: entity.name, request: request, given: echoed, problem: failure.message)
         } catch let error as StoreError {
-            return try newPage(schema: entry.schema.name, entity: entity.name, request: request, given: echoed, problem: "Not inserted: \(error)")
+            return try newPage(schema: entry.schema.name, entity: entity.name, request: request, given: echoed, problem: "Not inserted: \(Self.describe(error))")
         }
-    }
-}
-
-extension ISO8601DateFormatter {
-    /// Dates as the store writes them: UTC with milliseconds.
-    static var studio: ISO8601DateFormatter {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
     }
 }

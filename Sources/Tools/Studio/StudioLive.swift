@@ -8,40 +8,48 @@ import TextEscaping
 /// live pages (server-sent events), from this process and every other one writing to the
 /// database.
 enum StudioLive {
-    /// The newest changes of one record, newest first, at most `limit`. Nil when the schema
-    /// keeps no history.
+    /// The newest changes of one record, newest first, at most `limit`, from the entity's
+    /// latest `StudioLive.lookBack` transactions. Nil when the schema keeps no history.
     static func changes(of entity: String, key: [StoredValue], in store: Store, limit: Int = 100) throws -> [(HistoryTransaction, HistoryChange)]? {
-        try changes(in: store, limit: limit) { $0.entity == entity && $0.key == key }
+        try changes(touching: entity, in: store, limit: limit) { $0.entity == entity && $0.key == key }
     }
 
     /// The newest deletions of an entity's records, with the values they kept
-    /// (`preserveValueOnDeletion`), newest first. Nil when the schema keeps no history.
+    /// (`preserveValueOnDeletion`), newest first, from its latest `lookBack` transactions. Nil
+    /// when the schema keeps no history.
     static func deletions(of entity: String, in store: Store, limit: Int = 20) throws -> [(HistoryTransaction, HistoryChange)]? {
-        try changes(in: store, limit: limit) { $0.entity == entity && $0.kind == .delete }
+        try changes(touching: entity, in: store, limit: limit) { $0.entity == entity && $0.kind == .delete }
     }
 
-    /// The newest changes that `matching` keeps, newest first, at most `limit`, read a thousand
-    /// transactions at a time from the start of the kept history.
-    static func changes(in store: Store, limit: Int, matching: @escaping @Sendable (HistoryChange) -> Bool) throws -> [(HistoryTransaction, HistoryChange)]? {
+    /// How many of an entity's transactions a page reads back through, newest first: a page
+    /// costs the same however long the history is.
+    static let lookBack = 5000
+
+    /// The newest changes that `matching` keeps among the transactions that touched `entity`,
+    /// newest first, at most `limit`: read back from now, 500 transactions at a time.
+    static func changes(touching entity: String, in store: Store, limit: Int, matching: @escaping @Sendable (HistoryChange) -> Bool) throws -> [(
+        HistoryTransaction, HistoryChange
+    )]? {
         try blocking {
             var found: [(HistoryTransaction, HistoryChange)] = []
-            var after: HistoryToken?
-            while true {
+            var before: HistoryToken?
+            var read = 0
+            while found.count < limit, read < lookBack {
                 let page: [HistoryTransaction]
                 do {
-                    page = try await store.history(after: after, limit: 1000)
+                    page = try await store.recentHistory(before: before, touching: entity, limit: 500)
                 } catch let error as StoreError {
                     if case .historyDisabled = error { return nil }
                     throw error
                 }
                 for transaction in page {
-                    for change in transaction.changes where matching(change) { found.append((transaction, change)) }
+                    for change in transaction.changes.reversed() where matching(change) { found.append((transaction, change)) }
                 }
-                if found.count > limit { found.removeFirst(found.count - limit) }
-                guard let last = page.last, page.count == 1000 else { break }
-                after = last.token
+                read += page.count
+                guard let last = page.last, page.count == 500 else { break }
+                before = last.token
             }
-            return Array(found.reversed())
+            return Array(found.prefix(limit))
         }
     }
 
@@ -110,11 +118,22 @@ enum StudioLive {
         }
         defer { for task in tasks { task.cancel() } }
         try writer.sendComment("connected")
-        while true {
-            if let event = queue.pop(waiting: 15) {
-                try writer.sendEvent(event, event: "change")
+        // Each event's id is every schema's position after it: a stream that reconnects
+        // (Last-Event-ID) goes on from there, neither missing nor repeating.
+        var positions = since
+        // Waits of a second: a stopping server is noticed within one.
+        var quiet = 0
+        while !writer.serverIsStopping {
+            if let event = queue.pop(waiting: 1) {
+                positions[event.schema] = event.token
+                try writer.sendEvent(event.json, event: "change", id: sinceText(positions))
+                quiet = 0
             } else {
-                try writer.sendComment("alive")
+                quiet += 1
+                if quiet >= 15 {
+                    try writer.sendComment("alive")
+                    quiet = 0
+                }
             }
         }
     }
@@ -123,15 +142,15 @@ enum StudioLive {
     final class EventQueue: @unchecked Sendable {
         private let lock = NSLock()
         private let available = DispatchSemaphore(value: 0)
-        private var events: [String] = []
+        private var events: [(schema: String, token: HistoryToken, json: String)] = []
 
         func push(schema: String, entities: [String], token: HistoryToken) {
             let json = "{\"schema\":\(TextEscaping.json(schema)),\"entities\":[\(entities.map(TextEscaping.json).joined(separator: ","))],\"token\":\(token.value)}"
-            lock.withLock { events.append(json) }
+            lock.withLock { events.append((schema, token, json)) }
             available.signal()
         }
 
-        func pop(waiting seconds: Double) -> String? {
+        func pop(waiting seconds: Double) -> (schema: String, token: HistoryToken, json: String)? {
             guard available.wait(timeout: .now() + seconds) == .success else { return nil }
             return lock.withLock { events.isEmpty ? nil : events.removeFirst() }
         }

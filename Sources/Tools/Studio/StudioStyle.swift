@@ -26,25 +26,69 @@ enum StudioStyle {
                 const main = page.querySelector('main');
                 if (main) document.querySelector('main').replaceWith(main);
               } while (again);
-              status.textContent = 'Updated at ' + new Date().toLocaleTimeString() + ': ' + change.entities.join(', ') + ' changed.';
+              status.textContent = 'Updated at ' + new Date().toLocaleTimeString() + ': ' + (change.entities.join(', ') || 'records') + ' changed.';
             } finally {
               busy = false;
             }
           };
-          // From where the page's data was read: a commit before the stream connects still arrives.
-          const since = document.body.dataset.since || '';
-          new EventSource('/events?since=' + encodeURIComponent(since)).addEventListener('change', async (event) => {
-            const change = JSON.parse(event.data);
+          const onChange = async (change) => {
             if (schema && change.schema !== schema) return;
-            if (entity && !change.entities.includes(entity)) return;
+            // A change passed before this page joined the stream names no entities: refresh.
+            if (entity && !change.missed && !change.entities.includes(entity)) return;
             const focused = document.activeElement;
             if (focused && focused.closest('form')) {
-              status.textContent = change.entities.join(', ') + ' changed; reload to see it.';
+              status.textContent = (change.entities.join(', ') || 'Records') + ' changed; reload to see it.';
               return;
             }
             await refresh(change);
-          });
+          };
+          // From where the page's data was read: a commit before the stream connects still arrives.
+          const since = document.body.dataset.since || '';
+          // One stream for every open page (a shared worker): a browser opens at most six
+          // connections to a host, and a stream per page would starve the seventh tab.
+          if (window.SharedWorker) {
+            const worker = new SharedWorker('/studio-worker.js');
+            worker.port.onmessage = (event) => onChange(event.data);
+            worker.port.start();
+            worker.port.postMessage({ since });
+          } else {
+            new EventSource('/events?since=' + encodeURIComponent(since)).addEventListener('change', (event) => onChange(JSON.parse(event.data)));
+          }
         })();
+        """
+
+    /// The shared worker behind every open page: one event stream, each change passed to every
+    /// page. A page that connects later says where its data was read; if the stream has
+    /// already passed that point for its schema, the page is told to refresh.
+    static let worker = """
+        const ports = [];
+        const newest = {};
+        let source = null;
+        const parse = (text) => Object.fromEntries(text.split(',').filter((part) => part.includes(':')).map((part) => {
+          const [schema, token] = part.split(':');
+          return [schema, Number(token)];
+        }));
+        onconnect = (event) => {
+          const port = event.ports[0];
+          port.onmessage = (message) => {
+            const since = parse(message.data.since || '');
+            if (!source) {
+              Object.assign(newest, since);
+              source = new EventSource('/events?since=' + encodeURIComponent(message.data.since || ''));
+              source.addEventListener('change', (change) => {
+                const data = JSON.parse(change.data);
+                newest[data.schema] = Math.max(newest[data.schema] || 0, data.token);
+                for (const each of ports) each.postMessage(data);
+              });
+            } else {
+              for (const schema of Object.keys(newest)) {
+                if (schema in since && newest[schema] > since[schema]) port.postMessage({ schema, entities: [], token: newest[schema], missed: true });
+              }
+            }
+            ports.push(port);
+          };
+          port.start();
+        };
         """
 
     static let css = """

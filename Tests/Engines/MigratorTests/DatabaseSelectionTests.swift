@@ -53,6 +53,8 @@ import Testing
         #expect(DatabaseLocation.redacted("postgres://app:\(Self.secret)@h:5432/db?sslmode=require") == "postgres://app:***@h:5432/db?sslmode=require")
         #expect(DatabaseLocation.redacted("postgres://app@h/db?password=\(Self.secret)&sslmode=disable") == "postgres://app@h/db?password=***&sslmode=disable")
         #expect(DatabaseLocation.redacted("host=h password = '\(Self.secret) with \\' quote' dbname=x") == "host=h password = *** dbname=x")
+        #expect(DatabaseLocation.redacted("postgres://bob@h/db?password=\(Self.secret)&sslpassword=\(Self.secret)") == "postgres://bob@h/db?password=***&sslpassword=***")
+        #expect(DatabaseLocation.redacted("host=h sslpassword=\(Self.secret)") == "host=h sslpassword=***")
         #expect(DatabaseLocation.redacted("host=h PASSWORD=\(Self.secret)") == "host=h PASSWORD=***")
         #expect(DatabaseLocation.redacted("host=h dbname=mypassword=x") == "host=h dbname=mypassword=x", "only a key named password is masked")
         #expect(DatabaseLocation.password(in: "host=h password='a \\'b' x=1") == "a 'b")

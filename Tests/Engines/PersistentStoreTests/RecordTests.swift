@@ -1,6 +1,7 @@
 import ExampleModels
 import Foundation
 import SQLDialects
+import SQLiteKit
 import SchemaMetadata
 import TestSupport
 import Testing
@@ -117,7 +118,7 @@ import Testing
         await #expect(throws: StoreError.self) { _ = try await store.insertRecord(of: airports, values: ["icao": .text("KLAX"), "name": .text("again")]) }
         // Deleting an airport nullifies its flights' origin.
         let effects = try await store.deleteEffects(of: airports, key: [.integer(sfo.id!)])
-        #expect(effects.contains(RecordDeleteEffect(relationship: "flightsFrom", target: "Flight", count: 1, rule: .nullify)), "\(effects)")
+        #expect(effects.contains(RecordDeleteEffect(source: "Airport", relationship: "flightsFrom", target: "Flight", count: 1, rule: .nullify)), "\(effects)")
         #expect(try await store.deleteRecord(of: airports, key: [.integer(sfo.id!)]))
         #expect(try await store.fetch(Flight.self).first?.originID == nil)
         #expect(try await store.deleteRecord(of: airports, key: [.integer(sfo.id!)]) == false)
@@ -164,6 +165,100 @@ import Testing
         // A relationship a join table does not hold, or none at all, is refused by name.
         await #expect(throws: StoreError.self) { _ = try await garage.countRecords(of: cars, where: [.linked(through: "owner", to: .integer(owner.id!))]) }
         await #expect(throws: StoreError.self) { _ = try await garage.countRecords(of: cars, where: [.linked(through: "drivers", to: .integer(1))]) }
+    }
+
+    /// A record write takes only what the schema's type allows, in the form the store keeps it:
+    /// a date normalised to its stored text, a day checked against the calendar, a number within
+    /// its width, a required value present; anything else is refused naming the property.
+    @Test(arguments: StoreEngine.available)
+    func recordWritesAreCheckedAsTheSchemaTypesThem(_ engine: StoreEngine) async throws {
+        let store = try engine.flights(at: try engine.freshURL())
+        let flights = try #require(FlightsSchema.descriptor.entity(named: "Flight"))
+        let added = try await store.insertRecord(of: flights, values: ["ident": .text("UA1"), "status": .text("Scheduled"), "actual_off": .text("2024-03-01T06:37:00Z")])
+        #expect(added["actual_off"] == .text("2024-03-01T06:37:00.000Z") || engine != .sqlite, "\(added)")
+        let key = [added["id"] ?? .null]
+        for (column, value) in [("actual_off", StoredValue.text("garbage")), ("ident", .null), ("route_distance", .text("far"))] {
+            await #expect(throws: StoreError.self, "\(column) = \(value)") { _ = try await store.updateRecord(of: flights, key: key, set: [column: value]) }
+        }
+        let refusal = await #expect(throws: StoreError.self) { _ = try await store.updateRecord(of: flights, key: key, set: ["actual_off": .text("soon")]) }
+        #expect("\(refusal.map { "\($0)" } ?? "")".contains("Flight.actualOff takes a date"), "\(String(describing: refusal))")
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
+        let cars = try #require(GarageSchema.descriptor.entity(named: "Car"))
+        let mechanics = try #require(GarageSchema.descriptor.entity(named: "Mechanic"))
+        await #expect(throws: StoreError.self) {
+            _ = try await garage.insertRecord(of: cars, values: ["vin": .text("V"), "make": .text("M"), "model": .text("T"), "mileage": .integer(5_000_000_000)])
+        }
+        await #expect(throws: StoreError.self) { _ = try await garage.insertRecord(of: mechanics, values: ["name": .text("Ada"), "hired_on": .text("2024-02-30")]) }
+        let ada = try await garage.insertRecord(of: mechanics, values: ["name": .text("Ada"), "hired_on": .text("2024-02-28T23:30:00Z")])
+        #expect(ada["hired_on"] == .text("2024-02-28"), "\(ada)")
+        // A filter's value is read the same way: a date in another spelling finds the record.
+        #expect(try await store.countRecords(of: flights, where: [RecordFilter("actual_off", .equals(.text("2024-03-01T06:37:00+00:00")))]) == 1)
+        await #expect(throws: StoreError.self) { _ = try await store.countRecords(of: flights, where: [RecordFilter("actual_off", .equals(.text("yesterday")))]) }
+    }
+
+    /// What a delete will do is what it does: a cascade is followed to the records it reaches
+    /// and their own rules, a link this record holds is not an effect on its target, and a
+    /// many-to-many link is removed, not its target.
+    @Test(arguments: StoreEngine.available)
+    func deleteEffectsFollowCascadesAndNameOnlyWhatChanges(_ engine: StoreEngine) async throws {
+        let tasks = try engine.store(TasksSchema.descriptor, TasksSchema.migrations)
+        let list = try await tasks.insert(TaskList(name: "home"))
+        let first = try await tasks.insert(Task(name: "paint", listID: list.id!))
+        let second = try await tasks.insert(Task(name: "sand", listID: list.id!))
+        for (task, count) in [(first, 3), (second, 2)] {
+            for position in 0..<count { _ = try await tasks.insert(ChecklistItem(title: "step \(position)", position: position, taskID: task.id!)) }
+        }
+        let lists = try #require(TasksSchema.descriptor.entity(named: "TaskList"))
+        let effects = try await tasks.deleteEffects(of: lists, key: [.integer(list.id!)])
+        #expect(effects.contains { $0.source == "TaskList" && $0.relationship == "tasks" && $0.count == 2 && $0.rule == .cascade }, "\(effects)")
+        #expect(effects.contains { $0.source == "Task" && $0.relationship == "checklist" && $0.count == 5 && $0.rule == .cascade }, "\(effects)")
+        #expect(!effects.contains { $0.relationship == "list" || $0.relationship == "task" }, "a link the deleted record holds changes nothing: \(effects)")
+
+        let garage = try engine.store(GarageSchema.descriptor, GarageSchema.migrations)
+        let owner = try await garage.insert(Person(name: "Ann"))
+        let car = try await garage.insert(Car(vin: "C1", make: "Honda", model: "Civic", ownerID: owner.id))
+        let ada = try await garage.insert(Mechanic(name: "Ada"))
+        try await garage.link(Car.mechanics, car, ada)
+        let cars = try #require(GarageSchema.descriptor.entity(named: "Car"))
+        let carEffects = try await garage.deleteEffects(of: cars, key: [.integer(car.id!)])
+        #expect(!carEffects.contains { $0.relationship == "owner" }, "\(carEffects)")
+        #expect(carEffects.contains { $0.relationship == "mechanics" && $0.count == 1 && $0.rule == .nullify }, "\(carEffects)")
+    }
+
+    /// A record whose external file is gone reads with that value nil and the reason, instead
+    /// of failing its page; it can still be deleted.
+    @Test func aRecordWhoseExternalFileIsMissingStillReads() async throws {
+        let url = try StoreEngine.sqlite.freshURL()
+        let garage = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let owner = try await garage.insert(Person(name: "Ann"))
+        let car = try await garage.insert(Car(vin: "V1", make: "Ford", model: "T", photo: Data(repeating: 7, count: 200_000), ownerID: owner.id))
+        _ = try await garage.insert(Car(vin: "V2", make: "Ford", model: "A", ownerID: owner.id))
+        try SQLiteConnection(path: url).execute("UPDATE car SET photo = 'nonexistent-file' WHERE id = \(car.id!)")
+        let cars = try #require(GarageSchema.descriptor.entity(named: "Car"))
+        let page = try await garage.records(of: cars, limit: 10).records
+        #expect(page.count == 2)
+        let broken = try #require(page.first { $0["vin"] == .text("V1") })
+        #expect(broken["photo"] == .null && broken.unreadable["photo"] != nil, "\(broken)")
+        #expect(page.first { $0["vin"] == .text("V2") }?.unreadable.isEmpty == true)
+        #expect(try await garage.deleteRecord(of: cars, key: [.integer(car.id!)]))
+    }
+
+    /// `recentHistory` reads back from now, newest first, only the transactions that touched
+    /// an entity when asked: a tool shows a record's latest changes without the whole history.
+    @Test(arguments: StoreEngine.available)
+    func recentHistoryReadsBackFromNow(_ engine: StoreEngine) async throws {
+        let store = try engine.flights(at: try engine.freshURL(), history: true)
+        let airport = try await store.insert(airport("KSFO", "San Francisco"))
+        for index in 0..<30 { _ = try await store.insert(flight("UA\(index)", origin: airport.id)) }
+        let airports = try #require(FlightsSchema.descriptor.entity(named: "Airport"))
+        _ = try await store.updateRecord(of: airports, key: [.integer(airport.id!)], set: ["name": .text("SFO")])
+        let latest = try await store.recentHistory(touching: "Airport", limit: 5)
+        #expect(latest.count == 2 && latest[0].token.value > latest[1].token.value, "\(latest.map(\.token))")
+        #expect(latest.allSatisfy { $0.entities.contains("Airport") })
+        let flights = try await store.recentHistory(touching: "Flight", limit: 10)
+        #expect(flights.count == 10)
+        let older = try await store.recentHistory(before: flights.last!.token, touching: "Flight", limit: 100)
+        #expect(older.count == 20 && older.allSatisfy { $0.token.value < flights.last!.token.value })
     }
 
     /// A key of two columns (a car's visit on a day) pages as a row value: every record once,

@@ -361,6 +361,17 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(arrived, "\(after.suffix(1500))")
         #expect(Date().timeIntervalSince(written) < 5)
         #expect(try browser.evaluate("document.getElementById('live').textContent") as? String ?? "" != "", "the change is announced")
+        // Nine tabs open on the studio: each loads (the pages share one event stream; a
+        // browser opens six connections to a host), and a write arrives in the last one.
+        var tabs: [String] = []
+        for _ in 0..<8 { tabs.append(try browser.openTab(studio.base + "/e/Todo/TodoItem")) }
+        for tab in tabs {
+            browser.switchTo(tab)
+            try expectPage(browser, "document.body && document.body.innerText.includes('water the plants')")
+        }
+        #expect(try BuiltTool("todo").run(["add", "feed", "the", "cat", "--database", database], environment: keys).status == 0)
+        try expectPage(browser, "document.body.innerText.includes('feed the cat')")
+        browser.switchTo(browser.firstTab)
         // The record's history: the insert by `todo`, the update by alice.
         let jar = folder.appendingPathComponent("jar").path
         _ = try curl(studio.address, jar: jar)
@@ -377,9 +388,12 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(try BuiltTool("todo").run(["remove", String(id.prefix(8)), "--database", database, "--author", "bob"], environment: keys).status == 0)
         let late = try runProgram(
             "/usr/bin/curl", ["--silent", "--max-time", "3", "--cookie", jar, studio.base + "/events?since=" + since.replacingOccurrences(of: ":", with: "%3A")], in: folder)
-        #expect(late.output.contains("event: change\ndata: {\"schema\":\"Todo\",\"entities\":[\"TodoItem\"]"), "\(late.output)")
+        #expect(late.output.contains("event: change\nid: Todo:") && late.output.contains("data: {\"schema\":\"Todo\",\"entities\":[\"TodoItem\"]"), "\(late.output)")
         let list = try curl(studio.base + "/e/Todo/TodoItem", jar: jar)
         #expect(list.body.contains("<summary>Recently deleted (1)</summary>") && list.body.contains("<td>bob</td><td>\(id)</td><td>taskName = pay rent</td>"), "\(list.body.suffix(1200))")
+        // Its own page says it was deleted, and shows its history.
+        let tombstone = try curl(studio.base + "/r/Todo/TodoItem?k.id=\(id)", jar: jar)
+        #expect(tombstone.code == 404 && tombstone.body.contains("was deleted") && tombstone.body.contains("<td>bob</td><td>delete</td>"), "\(tombstone.body.suffix(1200))")
         // Searchable attributes get a search box; the store's full-text search answers it.
         let search = try curl(studio.base + "/e/Todo/TodoItem?q=plants", jar: jar)
         #expect(search.body.contains("<label for=\"q\">Search</label>") && search.body.contains("1 best matches for “plants”"), "\(search.body.prefix(1200))")
@@ -463,6 +477,114 @@ func captures(_ pattern: String, in text: String) -> [String] {
             "/usr/bin/curl", ["--silent", "--cookie", readOnlyJar, "--write-out", "%{http_code}", "--output", "/dev/null", "--data", "c.name=x", readOnly.base + "/r/Flights/Airport?k.id=\(kept)"],
             in: temporaryFolder())
         #expect(refused.output == "403")
+    }
+
+    /// What a support engineer meets on a real database: a refused edit says why and keeps
+    /// what was typed (a wrong date, a number too wide, a day not on the calendar, a taken
+    /// unique value); a row whose file is gone still shows and can be deleted; dates filter as
+    /// dates; a damaged page link is the request's mistake; the token's redirect stays on the
+    /// studio; a search exports its matches; stopping does not wait for an open live page.
+    @Test func refusalsMissingFilesAndDatesAsASupportEngineerMeetsThem() throws {
+        let database = try exampleDatabase()
+        let connection = try SQLiteConnection(path: database)
+        func text(_ sql: String) throws -> String? { if case .text(let value)? = try connection.query(sql).first?.first { value } else { nil } }
+        func number(_ sql: String) throws -> Int64? { if case .integer(let value)? = try connection.query(sql).first?.first { value } else { nil } }
+        try connection.execute(
+            """
+            INSERT INTO people (id, full_name) VALUES (1, 'Ann');
+            INSERT INTO car (id, vin, make, model, owner_id, photo) VALUES (1, 'V1', 'Ford', 'T', 1, 'nonexistent-file'), (2, 'V2', 'Fiat', '500', 1, NULL);
+            INSERT INTO mechanic (id, name, hired_on) VALUES (1, 'Bo', '2024-01-02')
+            """)
+        let studio = try StudioProcess(["--database", database])
+        let jar = temporaryFolder().appendingPathComponent("jar").path
+        _ = try curl(studio.address, jar: jar)
+        /// Posts a record's form with `fields` over what its page shows; the status and body.
+        func save(_ path: String, _ fields: [(String, String)]) throws -> (code: Int, body: String) {
+            let page = try curl(studio.base + path, jar: jar)
+            let version = try #require(captures("name=\"version\" value=\"([^\"]*)\"", in: page.body).first, "\(page.body.suffix(800))")
+            let run = try runProgram(
+                "/usr/bin/curl",
+                ["--silent", "--cookie", jar, "--write-out", "\n%{http_code}", "--data-urlencode", "version=\(version)"] + fields.flatMap { ["--data-urlencode", "\($0.0)=\($0.1)"] } + [
+                    studio.base + path
+                ],
+                in: temporaryFolder())
+            let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false)
+            return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+        }
+        let flight = try #require(try number("SELECT id FROM flights ORDER BY id LIMIT 1"))
+        let before = try text("SELECT actual_off FROM flights WHERE id = \(flight)")
+        let garbage = try save("/r/Flights/Flight?k.id=\(flight)", [("c.actual_off", "garbage")])
+        #expect(garbage.code == 422 && garbage.body.contains("Flight.actualOff takes a date") && garbage.body.contains("value=\"garbage\""), "\(garbage.body.suffix(1500))")
+        #expect(try text("SELECT actual_off FROM flights WHERE id = \(flight)") == before)
+        #expect(try save("/r/Flights/Flight?k.id=\(flight)", [("c.actual_off", "2024-03-01T06:37:00Z")]).code == 303)
+        #expect(try text("SELECT actual_off FROM flights WHERE id = \(flight)") == "2024-03-01T06:37:00.000Z")
+        let taken = try #require(try text("SELECT ident FROM flights WHERE id <> \(flight) LIMIT 1"))
+        let duplicate = try save("/r/Flights/Flight?k.id=\(flight)", [("c.ident", taken)])
+        #expect(duplicate.code == 422 && duplicate.body.contains("the database refused it") && !duplicate.body.contains("UPDATE "), "\(duplicate.body.suffix(1200))")
+        #expect(try save("/r/Garage/Car?k.id=2", [("c.mileage", "5000000000")]).body.contains("Car.mileage takes a whole number from -2147483648 to 2147483647"))
+        #expect(try save("/r/Garage/Mechanic?k.id=1", [("c.hired_on", "2024-02-30")]).code == 422)
+        #expect(try text("SELECT hired_on FROM mechanic WHERE id = 1") == "2024-01-02")
+
+        // Dates filter as dates: another spelling of the moment, and a whole day.
+        let moment = try curl(studio.base + "/e/Flights/Flight?op.actual_off=eq&v.actual_off=2024-03-01T06:37:00%2B00:00", jar: jar)
+        #expect(moment.body.contains("1 of "), "\(moment.body.prefix(600))")
+        let day = try curl(studio.base + "/e/Flights/Flight?op.actual_off=range&v.actual_off=2024-03-01..2024-03-01", jar: jar)
+        let onThatDay = try number("SELECT count(*) FROM flights WHERE actual_off LIKE '2024-03-01%'") ?? -1
+        #expect(day.body.contains("\(onThatDay) of "), "\(day.body.prefix(600))")
+        #expect(try curl(studio.base + "/e/Flights/Flight?op.actual_off=eq&v.actual_off=notadate", jar: jar).code == 400)
+        #expect(try curl(studio.base + "/e/Flights/Flight?after=i1&sort=ident", jar: jar).code == 400)
+
+        // A car whose photo file is gone: listed, said so, deleted.
+        let cars = try curl(studio.base + "/e/Garage/Car", jar: jar)
+        #expect(cars.code == 200 && cars.body.contains("unreadable: ") && cars.body.contains(">V2<"), "\(cars.body.suffix(1500))")
+        let preview = try curl(studio.base + "/d/Garage/Car?k.id=1", jar: jar)
+        #expect(preview.code == 200 && !preview.body.contains(">owner<"), "a link the car holds is no effect on its owner: \(preview.body.suffix(800))")
+        let version = try #require(captures("name=\"version\" value=\"([^\"]*)\"", in: preview.body).first)
+        let deleted = try runProgram(
+            "/usr/bin/curl", ["--silent", "--cookie", jar, "--write-out", "%{http_code}", "--output", "/dev/null", "--data", "version=\(version)", studio.base + "/d/Garage/Car?k.id=1"],
+            in: temporaryFolder())
+        let remaining = try number("SELECT count(*) FROM car WHERE id = 1")
+        #expect(deleted.output == "303" && remaining == 0)
+
+        // The token's redirect never leaves the studio.
+        let token = try #require(studio.address.components(separatedBy: "token=").last)
+        let redirect = try runProgram("/usr/bin/curl", ["--silent", "--include", "--output", "-", studio.base + "/%2F%2Fevil.example?token=\(token)"], in: temporaryFolder())
+        #expect(redirect.output.contains("Location: /evil.example\r\n"), "\(redirect.output.prefix(400))")
+
+        // A search exports its matches.
+        let searched = try curl(studio.base + "/e/Flights/Airport?q=intl", jar: jar)
+        let exportLink = try #require(captures("href=\"(/x/Flights/Airport\\.csv[^\"]*)\"", in: searched.body).first).replacingOccurrences(of: "&amp;", with: "&")
+        #expect(exportLink.contains("q=intl"), "\(exportLink)")
+        let matches = captures("(\\d+) best matches", in: searched.body).first.flatMap { Int($0) } ?? -1
+        let csv = try curl(studio.base + exportLink, jar: jar)
+        #expect(csv.body.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == matches + 1, "\(matches): \(csv.body.prefix(300))")
+
+        // A live page open does not hold up stopping.
+        let events = Process()
+        events.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        events.arguments = ["--silent", "--no-buffer", "--max-time", "30", "--cookie", jar, studio.base + "/events"]
+        events.standardOutput = FileHandle.nullDevice
+        try events.run()
+        defer { if events.isRunning { events.terminate() } }
+        Thread.sleep(forTimeInterval: 1)
+        let stopping = Date()
+        let stopped = studio.stop(SIGTERM)
+        #expect(stopped.status == 0 && Date().timeIntervalSince(stopping) < 5, "\(Date().timeIntervalSince(stopping)) s")
+    }
+
+    /// Two studios at once keep their own cookies: opening the second does not sign the
+    /// browser out of the first.
+    @Test func twoStudiosAtOnceKeepTheirOwnCookies() throws {
+        let database = try exampleDatabase()
+        let first = try StudioProcess(["--database", database, "--schema", "Schemas/Flights.yaml"])
+        let second = try StudioProcess(["--database", database, "--schema", "Schemas/Flights.yaml"])
+        let jar = temporaryFolder().appendingPathComponent("jar").path
+        #expect(try curl(first.address, jar: jar).code == 200)
+        #expect(try curl(second.address, jar: jar).code == 200)
+        #expect(try curl(first.base + "/e/Flights/Airport", jar: jar).code == 200)
+        #expect(try curl(second.base + "/e/Flights/Airport", jar: jar).code == 200)
+        _ = first.stop()
+        _ = second.stop()
     }
 
     /// A database with none of a schema's migrations is not guessed at: the studio names the

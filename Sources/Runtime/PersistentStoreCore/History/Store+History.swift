@@ -211,6 +211,29 @@ extension Store {
         var sql: SQL =
             "SELECT token, author, committed_at, entities, \(changes) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(after))\(settledTokens)\(condition(author))"
         sql += " ORDER BY token\(page(limit: limit, offset: 0))"
+        return try historyTransactions(sql, withChanges: withChanges)
+    }
+
+    /// The newest transactions before `token` (all kept ones when nil), newest first, at most
+    /// `limit`; only those that changed `entity`, when given. A tool that shows one record's
+    /// recent changes reads back from now this way, without reading the whole history.
+    ///
+    ///     let latest = try await store.recentHistory(touching: "Flight", limit: 200)
+    public func recentHistory(before token: HistoryToken? = nil, touching entity: String? = nil, limit: Int) throws(StoreError) -> [HistoryTransaction] {
+        try requireHistory()
+        var sql: SQL = "SELECT token, author, committed_at, entities, changes FROM schemagen_history WHERE schema = \(value: .text(schema.name))\(settledTokens)"
+        if let token { sql += " AND token < \(value: .integer(token.value))" }
+        // The names column is the JSON array `HistoryCodec.encodeNames` writes; the match is
+        // confirmed on the decoded names below.
+        if let entity { sql += " AND entities LIKE \(value: .text("%" + HistoryCodec.encodeNames([entity]).dropFirst().dropLast() + "%"))" }
+        sql += " ORDER BY token DESC\(page(limit: limit, offset: 0))"
+        let transactions = try historyTransactions(sql, withChanges: true)
+        guard let entity else { return transactions }
+        return transactions.filter { $0.entities.contains(entity) }
+    }
+
+    /// History rows (token, author, committed_at, entities, changes) as transactions.
+    private func historyTransactions(_ sql: SQL, withChanges: Bool) throws(StoreError) -> [HistoryTransaction] {
         var transactions: [HistoryTransaction] = []
         for row in try query(sql) {
             guard row.count == 5, case .integer(let token) = row[0] else { continue }
