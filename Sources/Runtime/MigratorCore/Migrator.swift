@@ -46,6 +46,8 @@ public final class Migrator {
         carrying = database as? any RebuildCarrying
         warnings = database as? any ServerWarnings
         online = database as? any OnlineMigrating
+        replication = database as? any ReplicationMonitoring
+        retyping = database as? any ColumnRetyping
     }
 
     // The database's abilities, looked up once.
@@ -57,6 +59,10 @@ public final class Migrator {
     let warnings: (any ServerWarnings)?
     /// Online migrations' lock timeouts, search path and backfill flag (PostgreSQL).
     let online: (any OnlineMigrating)?
+    /// The primary's WAL position and its standbys' replay (PostgreSQL).
+    let replication: (any ReplicationMonitoring)?
+    /// A column's declared type read and changed (PostgreSQL).
+    let retyping: (any ColumnRetyping)?
 
     /// Where PostgreSQL keeps the history tables unless told otherwise.
     public static let defaultHistorySchema = "public"
@@ -120,7 +126,7 @@ public final class Migrator {
         }
         // Timestamps that have a type of their own were text in an earlier release.
         let (timestampType, textType) = (dialect.columnType(.date), dialect.columnType(.text))
-        if timestampType != textType, let retyping = database as? any ColumnRetyping,
+        if timestampType != textType, let retyping,
             try retyping.declaredType(of: "applied_at", in: Self.historyTable, schema: historySchema) == textType
         {
             try retyping.retype("applied_at", of: Self.historyTable, schema: historySchema, to: timestampType)

@@ -123,7 +123,7 @@ extension Migrator {
     /// Where a phase's pacing starts: the primary's WAL position noted before its first section,
     /// so a standby that stopped replaying before the run is measured from the run's start.
     func startPacing(_ pacer: inout ReplicationPacer, options: Options) throws(MigratorError) {
-        guard let replication = database as? any ReplicationMonitoring, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return }
+        guard let replication, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return }
         let snapshot = try replication.replicationSnapshot()
         let now = Date()
         pacer.gauge.record(snapshot.position, at: now)
@@ -137,7 +137,7 @@ extension Migrator {
     /// budget allows in a batch's time at the last batch's WAL per row (`lastBatchRows` rows),
     /// so that no single batch runs far over the budget.
     func paceForReplication(_ pacer: inout ReplicationPacer, lastBatchRows: Int, options: Options, progress: (Event) -> Void) throws(MigratorError) -> Int? {
-        guard let replication = database as? any ReplicationMonitoring, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return nil }
+        guard let replication, options.maxReplicaLagMilliseconds > 0 || options.maxWALMegabytesPerSecond != nil else { return nil }
         try waitForStandbys(&pacer, replication, options: options, progress: progress)
         guard let rate = options.maxWALMegabytesPerSecond, rate > 0 else { return nil }
         let bytesPerSecond = rate * 1_048_576
@@ -242,7 +242,7 @@ extension Migrator {
     /// After a failed run, true means the failure was the migration's own. Engines without
     /// standbys always take writes.
     public func databaseTakesWrites() -> Bool {
-        guard let replication = database as? any ReplicationMonitoring else { return true }
+        guard let replication else { return true }
         database.rollback()
         // pg_current_wal_lsn() fails on a standby ("recovery is in progress").
         return (try? replication.replicationSnapshot()) != nil
@@ -253,9 +253,9 @@ extension Migrator {
     /// The primary's WAL position and its standbys, for `status`; nil on an engine without
     /// standbys, or when the server cannot say.
     public func replicationSnapshot() -> ReplicationSnapshot? {
-        (database as? any ReplicationMonitoring).flatMap { try? $0.replicationSnapshot() }
+        replication.flatMap { try? $0.replicationSnapshot() }
     }
 
     /// The server the connection reached (`host:port`), on an engine with standbys.
-    public var server: String? { (database as? any ReplicationMonitoring)?.server }
+    public var server: String? { replication?.server }
 }

@@ -21,6 +21,28 @@ public enum KeySource: Sendable {
 /// Encrypted attributes in the store: values are sealed just before they are written and
 /// opened as rows are read, so models, predicates' values and the API only ever see plaintext.
 /// docs/runtime.md ("Encrypted attributes") has the format and the threat model.
+extension KeySource {
+    /// Reads the keys once, to say before any store opens whether they can be read: a file
+    /// missing, readable by others than its owner, or not `id=base64` lines; an environment
+    /// variable unset or malformed. `StoreError.missingKey` says which and why.
+    ///
+    ///     try KeySource.file("/etc/app/keys").check()
+    public func check() throws(StoreError) {
+        do {
+            switch self {
+            case .environment(let variable):
+                if try KeyRing.fromEnvironment(variable) == nil { throw StoreError.missingKey("\(variable) is not set") }
+            case .file(let path): _ = try KeyRing.fromFile(path)
+            case .ring: break
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .missingKey("the keys cannot be read: \(error)")
+        }
+    }
+}
+
 extension Store {
     /// The ciphers of a schema's encrypted attributes, by table and column; empty when it has none.
     static func ciphers(for schema: SchemaDescriptor, keys: KeySource) throws(StoreError) -> (ring: KeyRing?, ciphers: [String: [String: FieldCipher]]) {

@@ -258,6 +258,7 @@ struct StoreAbilities {
     let keyReservation: (any GeneratedKeyReservation)?
     let rowChangeHook: (any RowChangeHook)?
     let changeTriggers: (any ChangeTriggers)?
+    let changeImages: (any ChangeImageStreaming)?
     let ownInserts: (any OwnInsertRecording)?
     let historyOrdering: (any HistoryOrdering)?
     let commitWatching: (any CommitWatching)?
@@ -276,6 +277,7 @@ struct StoreAbilities {
         keyReservation = database as? any GeneratedKeyReservation
         rowChangeHook = database as? any RowChangeHook
         changeTriggers = database as? any ChangeTriggers
+        changeImages = database as? any ChangeImageStreaming
         ownInserts = database as? any OwnInsertRecording
         historyOrdering = database as? any HistoryOrdering
         commitWatching = database as? any CommitWatching

@@ -168,6 +168,15 @@ enum StudioOpening {
     }
 
     static func open(_ location: DatabaseLocation, schemas: [Schema], root: String, keyFile: String?, io: CommandIO) -> Result<[StudioCatalog.Entry], Failure> {
+        // A key file asked for and not readable is the command's mistake: said before anything opens.
+        if let keyFile {
+            do {
+                try KeySource.file(keyFile).check()
+            } catch {
+                io.writeError("schemagen: error: --key-file \(keyFile): \(error)\n")
+                return .failure(Failure(code: .usageOrIO))
+            }
+        }
         let database: any MigrationDatabase
         do {
             database = try DatabaseOpener.open(location, readOnly: true)

@@ -332,10 +332,11 @@ public final class StudioApp: Sendable {
                     for record in page.records {
                         // Locked and unreadable values are empty: an export never holds what the page would not show.
                         let values = zip(shown, locked).map { column, isLocked in
-                            isLocked || record.unreadable[column.column] != nil ? StoredValue.null : record[column.column] ?? .null
+                            isLocked || record.unreadable[column.column] != nil
+                                ? StoredValue.null : StudioValues.exported(record[column.column] ?? .null, attribute: columns.attribute(of: column), schema: entry.schema)
                         }
                         if format == "csv" {
-                            chunk += StudioExport.csvLine(values.map(StudioValues.plain))
+                            chunk += StudioExport.csvLine(zip(values, shown).map { StudioValues.csvField($0, column: $1) })
                         } else {
                             chunk += (first ? "\n" : ",\n") + StudioExport.jsonObject(labels, values, shown)
                             first = false

@@ -28,6 +28,23 @@ enum StudioValues {
         }
     }
 
+    /// A value as an export writes it: an enum's case by name, as the pages show it.
+    static func exported(_ value: StoredValue, attribute: Attribute?, schema: Schema) -> StoredValue {
+        guard let attribute, case .enumeration(let name) = attribute.type, let type = schema.enumType(named: name),
+            let match = type.cases.first(where: { stored($0.rawValue) == value })
+        else { return value }
+        return .text(match.name)
+    }
+
+    /// A CSV field: Booleans as `true` and `false`, as JSON writes them; the rest as `plain`.
+    static func csvField(_ value: StoredValue, column: ColumnDescriptor) -> String {
+        switch (column.storage, value) {
+        case (.boolean, .integer(let number)): number == 0 ? "false" : "true"
+        case (.boolean, .text(let text)): text == "t" || text == "true" ? "true" : "false"
+        default: plain(value)
+        }
+    }
+
     /// An enum case's raw value as the store keeps it.
     static func stored(_ raw: EnumType.RawValue) -> StoredValue {
         switch raw {

@@ -391,6 +391,10 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(late.output.contains("event: change\nid: Todo:") && late.output.contains("data: {\"schema\":\"Todo\",\"entities\":[\"TodoItem\"]"), "\(late.output)")
         let list = try curl(studio.base + "/e/Todo/TodoItem", jar: jar)
         #expect(list.body.contains("<summary>Recently deleted (1)</summary>") && list.body.contains("<td>bob</td><td>\(id)</td><td>taskName = pay rent</td>"), "\(list.body.suffix(1200))")
+        // An export writes Booleans as words and enum values by their case names, as the page shows them.
+        let exported = try curl(studio.base + "/x/Todo/TodoItem.csv", jar: jar)
+        let plants = try #require(exported.body.components(separatedBy: "\r\n").first { $0.contains("water the plants") }, "\(exported.body)")
+        #expect(plants.contains(",false"), "\(plants)")
         // Its own page says it was deleted, and shows its history.
         let tombstone = try curl(studio.base + "/r/Todo/TodoItem?k.id=\(id)", jar: jar)
         #expect(tombstone.code == 404 && tombstone.body.contains("was deleted") && tombstone.body.contains("<td>bob</td><td>delete</td>"), "\(tombstone.body.suffix(1200))")
@@ -623,6 +627,10 @@ func captures(_ pattern: String, in text: String) -> [String] {
         _ = locked.stop()
         let keyFile = folder.appendingPathComponent("keys").path
         try Data(key.utf8).write(to: URL(fileURLWithPath: keyFile))
+        // Readable by others: refused before anything opens, naming the file.
+        chmod(keyFile, 0o644)
+        let exposed = try BuiltTool("schemagen").run(["studio", "--database", current, "--schema", "Schemas/Todo.yaml", "--key-file", keyFile], environment: [:])
+        #expect(exposed.status == 2 && exposed.error.contains("--key-file \(keyFile)"), "\(exposed.error)")
         chmod(keyFile, 0o600)
         let opened = try StudioProcess(["--database", current, "--schema", "Schemas/Todo.yaml", "--key-file", keyFile], environment: [:])
         let openedList = try curl(opened.address.replacingOccurrences(of: "/?token=", with: "/e/Todo/TodoItem?token="), jar: folder.appendingPathComponent("jar3").path)

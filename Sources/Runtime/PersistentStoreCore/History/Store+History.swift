@@ -51,7 +51,7 @@ extension Store {
                 throw .database(error as? DatabaseFailure ?? DatabaseFailure(database: database.label, message: "\(error)", code: nil))
             }
             recorder.triggers = triggers
-            (triggers as? any ChangeImageStreaming)?.streamChangedRows { [unowned recorder] table, row in recorder.record(row, tableNamed: table) }
+            abilities.changeImages?.streamChangedRows { [unowned recorder] table, row in recorder.record(row, tableNamed: table) }
         }
         return recorder
     }
