@@ -145,7 +145,7 @@ enum StudioLive {
         private var events: [(schema: String, token: HistoryToken, json: String)] = []
 
         func push(schema: String, entities: [String], token: HistoryToken) {
-            let json = "{\"schema\":\(TextEscaping.json(schema)),\"entities\":[\(entities.map(TextEscaping.json).joined(separator: ","))],\"token\":\(token.value)}"
+            let json = "{\"schema\":\(TextEscaping.json(schema)),\"entities\":[\(entities.map(TextEscaping.json).joined(separator: ","))],\"token\":\"\(token.value)\"}"
             lock.withLock { events.append((schema, token, json)) }
             available.signal()
         }

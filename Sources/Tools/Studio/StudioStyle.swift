@@ -64,9 +64,10 @@ enum StudioStyle {
         const ports = [];
         const newest = {};
         let source = null;
-        const parse = (text) => Object.fromEntries(text.split(',').filter((part) => part.includes(':')).map((part) => {
+        // Tokens are 64-bit: compared as BigInt (a Number is exact only to 2^53).
+        const parse = (text) => Object.fromEntries(text.split(',').filter((part) => /^[^:]+:[0-9]+$/.test(part)).map((part) => {
           const [schema, token] = part.split(':');
-          return [schema, Number(token)];
+          return [schema, BigInt(token)];
         }));
         onconnect = (event) => {
           const port = event.ports[0];
@@ -77,12 +78,13 @@ enum StudioStyle {
               source = new EventSource('/events?since=' + encodeURIComponent(message.data.since || ''));
               source.addEventListener('change', (change) => {
                 const data = JSON.parse(change.data);
-                newest[data.schema] = Math.max(newest[data.schema] || 0, data.token);
+                const token = BigInt(data.token);
+                if (!(data.schema in newest) || token > newest[data.schema]) newest[data.schema] = token;
                 for (const each of ports) each.postMessage(data);
               });
             } else {
               for (const schema of Object.keys(newest)) {
-                if (schema in since && newest[schema] > since[schema]) port.postMessage({ schema, entities: [], token: newest[schema], missed: true });
+                if (schema in since && newest[schema] > since[schema]) port.postMessage({ schema, entities: [], token: String(newest[schema]), missed: true });
               }
             }
             ports.push(port);

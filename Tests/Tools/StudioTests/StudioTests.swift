@@ -210,10 +210,8 @@ func captures(_ pattern: String, in text: String) -> [String] {
         for text in [studio.startup, stopped.output, stopped.error, home.body] { #expect(!text.contains("Sup3rSecretPw"), "\(text.prefix(300))") }
     }
 
-    /// The browser on PostgreSQL, through a multi-host URL whose first host is down: the token,
-    /// a filter, a sort and its next page, a relationship both ways (a to-one and a
-    /// many-to-many), an edit found in the database and in the history, another process's
-    /// write arriving live, a stale edit refused; without `--allow-writes`, read-only.
+    /// The browser on PostgreSQL, through a multi-host URL whose first host is down (and no
+    /// password anywhere on the pages), and on SQLite: the same walk through.
     @Test(.enabled(if: PostgresServer.available && HeadlessChromium.path != nil, Comment(rawValue: PostgresServer.skipReason + " / " + HeadlessChromium.skipReason)))
     func theBrowserOnPostgreSQLThroughAMultiHostURL() throws {
         let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
@@ -223,9 +221,40 @@ func captures(_ pattern: String, in text: String) -> [String] {
             #expect(up.status == 0, "\(up.error)")
         }
         #expect(try BuiltTool("flights").run(["load", "Tests/Fixtures/Flights", "--database", plain]).status == 0)
-        func value(_ sql: String) throws -> String {
+        // Port 1 refuses at once: libpq goes on to the next host, as on a cluster whose first node is down.
+        let url = plain.replacingOccurrences(of: "postgresql://postgres@127.0.0.1:", with: "postgresql://postgres:Sup3rSecretPw@127.0.0.1:1,127.0.0.1:")
+        try walkThrough(database: url, writable: ["--allow-writes"], readOnly: [], isPostgres: true) { sql in
             try runProgram("/usr/bin/psql", [plain, "-tAX", "-v", "ON_ERROR_STOP=1", "-c", sql], in: temporaryFolder()).output.trimmingCharacters(in: .whitespacesAndNewlines)
         }
+    }
+
+    @Test(.enabled(if: HeadlessChromium.path != nil, Comment(rawValue: HeadlessChromium.skipReason)))
+    func theBrowserOnSQLite() throws {
+        let database = try exampleDatabase()
+        let connection = try SQLiteConnection(path: database)
+        try walkThrough(database: database, writable: [], readOnly: ["--read-only"], isPostgres: false) { sql in
+            guard !sql.contains(";") else {
+                try connection.execute(sql)
+                return ""
+            }
+            return try connection.query(sql).first?.first.map(StudioTests.text) ?? ""
+        }
+    }
+
+    static func text(_ value: SQLiteValue) -> String {
+        switch value {
+        case .null: ""
+        case .integer(let number): String(number)
+        case .real(let number): String(number)
+        case .text(let text): text
+        case .blob(let bytes): "\(bytes.count) bytes"
+        }
+    }
+
+    /// The token, a filter, a sort and its next page, a relationship both ways (a to-one and a
+    /// many-to-many), an edit found in the database and in the history, another process's
+    /// write arriving live, a stale edit refused; read-only, and a wrong token.
+    func walkThrough(database url: String, writable: [String], readOnly: [String], isPostgres: Bool, value: (String) throws -> String) throws {
         _ = try value(
             """
             INSERT INTO people (id, full_name) VALUES (1, 'Ann');
@@ -233,10 +262,8 @@ func captures(_ pattern: String, in text: String) -> [String] {
             INSERT INTO mechanic (id, name) VALUES (1, 'Bo'), (2, 'Cy'), (3, 'Di');
             INSERT INTO car_mechanics VALUES (1, 1), (1, 2), (2, 3)
             """)
-        // Port 1 refuses at once: libpq goes on to the next host, as on a cluster whose first node is down.
-        let url = plain.replacingOccurrences(of: "postgresql://postgres@127.0.0.1:", with: "postgresql://postgres:Sup3rSecretPw@127.0.0.1:1,127.0.0.1:")
         let schemas = ["--schema", "Schemas/Flights.yaml", "--schema", "Schemas/Garage.yaml"]
-        let studio = try StudioProcess(["--database", url, "--allow-writes"] + schemas)
+        let studio = try StudioProcess(["--database", url] + writable + schemas)
         defer { _ = studio.stop() }
         #expect(!studio.startup.contains("Sup3rSecretPw"), "\(studio.startup)")
         let browser = try ChromiumSession(opening: studio.address)
@@ -252,14 +279,17 @@ func captures(_ pattern: String, in text: String) -> [String] {
         try expectPage(browser, "location.search.includes('after=')")
         let secondPage = try browser.evaluate("[...document.querySelectorAll('table.records tbody tr')].map(r => r.cells[0].innerText).join(',')") as? String ?? ""
         #expect(!firstPage.isEmpty && !secondPage.isEmpty && Set(firstPage.split(separator: ",")).isDisjoint(with: secondPage.split(separator: ",")), "\(firstPage) / \(secondPage)")
-        let shortest = try value(
-            "SELECT string_agg(id::text, ',' ORDER BY route_distance NULLS FIRST, id) FROM (SELECT id, route_distance FROM flights ORDER BY route_distance NULLS FIRST, id LIMIT 10) AS first")
+        let shortest =
+            isPostgres
+            ? try value(
+                "SELECT string_agg(id::text, ',' ORDER BY route_distance NULLS FIRST, id) FROM (SELECT id, route_distance FROM flights ORDER BY route_distance NULLS FIRST, id LIMIT 10) AS first")
+            : try value("SELECT group_concat(id, ',') FROM (SELECT id FROM flights ORDER BY route_distance NULLS FIRST, id LIMIT 10)")
         #expect(firstPage == shortest, "\(firstPage) / \(shortest)")
         // A filter from the form.
         try browser.act(
             "document.querySelector('details').open = true; document.getElementById('f-ident-op').value = 'contains'; document.getElementById('f-ident').value = 'ua'; document.querySelector('details form button[type=submit]').click()"
         )
-        let united = try value("SELECT count(*) FROM flights WHERE ident ILIKE '%ua%'")
+        let united = try value("SELECT count(*) FROM flights WHERE lower(ident) LIKE '%ua%'")
         try expectPage(browser, "document.body.innerText.includes('\(united) of 30 records match')")
         // A to-one link and back through the to-many list.
         let flightID = try value("SELECT id FROM flights WHERE origin_id IS NOT NULL ORDER BY id LIMIT 1")
@@ -292,7 +322,7 @@ func captures(_ pattern: String, in text: String) -> [String] {
         #expect(try browser.html().contains("<td>studio</td><td>update</td>"))
         // Another process's write arrives in the open list; then, with the form focused, a
         // save over that change is refused showing both values.
-        let other = try StudioProcess(["--database", url, "--allow-writes"] + schemas)
+        let other = try StudioProcess(["--database", url] + writable + schemas)
         defer { _ = other.stop() }
         let jar = temporaryFolder().appendingPathComponent("jar").path
         _ = try curl(other.address, jar: jar)
@@ -309,7 +339,7 @@ func captures(_ pattern: String, in text: String) -> [String] {
             ).output
         }
         try browser.act("location.href = '/e/Flights/Airport?limit=100'")
-        try expectPage(browser, "document.body.innerText.includes('Edited on the server')")
+        try expectPage(browser, "location.pathname === '/e/Flights/Airport' && document.body.innerText.includes('Edited on the server')")
         #expect(try post("Renamed by another process", to: airport) == "303")
         try expectPage(browser, "document.body.innerText.includes('Renamed by another process')", within: 5)
         try browser.act("location.href = '/r/Flights/Airport?k.id=\(airport)'")
@@ -321,8 +351,8 @@ func captures(_ pattern: String, in text: String) -> [String] {
         try expectPage(browser, "document.body.innerText.includes('Changed meanwhile')")
         #expect(try browser.html().contains("Someone else"))
         #expect(try value("SELECT name FROM airports WHERE id = \(airport)") == "Someone else")
-        // Without --allow-writes a URL is read-only; a wrong token sees nothing.
-        let readOnly = try StudioProcess(["--database", url] + schemas)
+        // Read-only (a URL without --allow-writes); a wrong token sees nothing.
+        let readOnly = try StudioProcess(["--database", url] + readOnly + schemas)
         defer { _ = readOnly.stop() }
         let readOnlyJar = temporaryFolder().appendingPathComponent("jar").path
         _ = try curl(readOnly.address, jar: readOnlyJar)
