@@ -120,7 +120,7 @@ let package = Package(
         .target(
             name: "MigrateCLI",
             dependencies: [
-                "DatabaseLocation", "Diagnostics", "Migrator", "MigratorCore", "MigratorPostgres", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig",
+                "DatabaseLocation", "Diagnostics", "Migrator", "MigratorCore", "MigrationFiles", "CommandLineKit", "SQLiteKit", "PostgresKit", "ProjectConfig",
                 "SQLDialects", "SchemaMetadata", "RelationalModel", "SchemaImport", "TextEscaping",
             ]),
         .executableTarget(name: "migrate", dependencies: ["MigrateCLI"]),

@@ -24,7 +24,14 @@ enum BaselineCommand: Command {
         // column of the version) passes: a database lacking some is refused whatever the flag.
         let differences: [ShapeDifference]
         do {
-            differences = (try? migrator.pendingBaseline(version)) == nil ? [] : try BaselineCheck.differences(migrator, version: version) ?? []
+            // The location found again as `openOne` found it (which reported any mistake in it).
+            if (try? migrator.pendingBaseline(version)) != nil,
+                let location = MigrateTool.config(arguments, io: io).flatMap({ MigrateTool.databaseLocation(arguments, config: $0, io: io) })
+            {
+                differences = try BaselineCheck.differences(migrator, version: version, location: location) ?? []
+            } else {
+                differences = []
+            }
         } catch {
             io.writeError("migrate: error: cannot compare \(database) with version \(version): \(error)\n")
             return .usageOrIO

@@ -66,4 +66,31 @@ import Testing
             #expect(unused.isEmpty, "\(target.name) declares \(unused.sorted()) but imports none of them")
         }
     }
+
+    /// docs/architecture.md's module table is Package.swift in words: every module, executable
+    /// and plugin has a row, and the row's last column names exactly the targets it depends
+    /// on (system libraries say so in words). A new dependency the table does not show fails.
+    @Test func theArchitectureTableListsEachTargetsDependencies() throws {
+        let targets = try Self.targets()
+        let names = Set(targets.map(\.name))
+        let guide = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        var rows: [String: Set<String>] = [:]
+        for line in guide.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 5 else { continue }
+            let named = cells[1].matches(of: /`([^`]+)`/).map { String($0.1) }.filter(names.contains)
+            let listed = Set(cells[cells.count - 2].matches(of: /`([^`]+)`/).map { String($0.1) })
+            for name in named { rows[name] = listed }
+        }
+        for target in targets where ["regular", "executable", "plugin", "system"].contains(target.kind) {
+            guard let listed = rows[target.name] else {
+                Issue.record("docs/architecture.md has no row for \(target.name)")
+                continue
+            }
+            let declared = target.dependencies.intersection(names)
+            #expect(
+                listed == declared,
+                "docs/architecture.md's row for \(target.name): only in the docs \(listed.subtracting(declared).sorted()), only in Package.swift \(declared.subtracting(listed).sorted())")
+        }
+    }
 }

@@ -66,6 +66,21 @@ import Testing
         }
     }
 
+    /// The command-line tools and the studio reach engines through `DatabaseOpener` and the
+    /// stores' own initialisers: none casts to, or names, an adapter's type.
+    @Test func theToolsNeverNameAnAdapter() throws {
+        for target in ["SchemagenCLI", "MigrateCLI", "Studio", "SchemagenPipeline"] {
+            let folder = sourceFolder(of: target).path
+            for file in swiftFiles(under: folder) {
+                let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
+                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+                for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
+                    #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
+                }
+            }
+        }
+    }
+
     /// A predicate becomes `SQL` fragments as it is translated: values travel inside the
     /// fragments, so nothing marks a parameter in text, re-parses text into SQL or takes a bound
     /// value back off a list.
