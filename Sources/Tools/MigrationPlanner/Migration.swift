@@ -59,9 +59,15 @@ public struct Migration: Sendable {
         self.from = from
         self.to = to
         self.renderer = renderer
-        self.steps = MigrationPlanner.steps(for: SchemaDiffer.diff(from: from, to: to), renderer: renderer)
-        if online { self.online = renderer.onlinePlan(from: from, to: to, steps: steps) }
+        // Diffed once: the steps, the online plan, the lint and the migration's name all read these.
+        self.changes = SchemaDiffer.diff(from: from, to: to)
+        self.steps = MigrationPlanner.steps(for: changes, renderer: renderer)
+        if online { self.online = renderer.onlinePlan(from: from, to: to, changes: changes, steps: steps) }
     }
+
+    /// What changed between the two snapshots, as the differ found it: diffed once, when the
+    /// migration is planned.
+    public let changes: [SchemaChange]
 
     /// The up migration's SQL, with the header that tells the migrator how to run it.
     public func upSQL() -> String {

@@ -34,7 +34,7 @@ public enum MigrationLint {
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
         guard let old = migration.from else { return [] }
-        let changes = SchemaDiffer.diff(from: old, to: migration.to)
+        let changes = migration.changes
         var lint = DestructiveLint(migration: migration, old: old, schema: schema, allowDestructive: allowDestructive, changes: changes)
         for change in changes {
             switch change {

@@ -145,9 +145,10 @@ public protocol MigrationRenderer: Sendable {
     /// Whether the database must act on a kept column's change: what its DDL writes of the
     /// column changed (SQLite's column types hold neither widths nor enum values).
     func needsChange(from: ColumnSnapshot, to: ColumnSnapshot) -> Bool
-    /// The migration's expand and contract phases, for databases that plan them (PostgreSQL);
-    /// nil where a migration is always applied whole.
-    func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan?
+    /// The migration's expand and contract phases, for databases that plan them (PostgreSQL),
+    /// from the migration's changes (diffed once) and steps; nil where a migration is always
+    /// applied whole.
+    func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, changes: [SchemaChange], steps: [MigrationStep]) -> OnlinePlan?
 }
 
 extension MigrationRenderer {
@@ -156,7 +157,7 @@ extension MigrationRenderer {
     ///     SQLiteRenderer().sql(for: step)   // ["ALTER TABLE \"item\" ADD COLUMN \"sku\" TEXT;"]
     public func sql(for step: MigrationStep) -> [String] { statements(for: step).map { $0.text(for: dialect) } }
 
-    public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan? { nil }
+    public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, changes: [SchemaChange], steps: [MigrationStep]) -> OnlinePlan? { nil }
 }
 
 /// Turns changes into ordered steps for a dialect's capabilities.

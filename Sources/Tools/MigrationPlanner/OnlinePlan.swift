@@ -31,15 +31,26 @@ public struct OnlinePlan: Sendable {
     public static let backfillBatch = 1000
 
     /// Plans `from` -> `to` (a first migration, from nil, creates the tables and the first
-    /// version's views).
-    public init(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) {
+    /// version's views) from the migration's `changes` (the differ's, diffed once by
+    /// `Migration`) and its `steps`.
+    ///
+    ///     let plan = OnlinePlan(from: v1, to: v2, changes: migration.changes, steps: migration.steps)
+    public init(from: SchemaSnapshot?, to: SchemaSnapshot, changes: [SchemaChange], steps: [MigrationStep]) {
         var planner = OnlinePlanner(from: from, to: to)
-        planner.plan(steps: steps)
+        planner.plan(changes: changes, steps: steps)
         expand = OnlinePhase(sections: planner.expand)
         contract = OnlinePhase(sections: planner.contract)
         rollback = OnlinePhase(sections: planner.rollback)
         offline = planner.offline
         refused = planner.refused
+    }
+
+    /// Plans `from` -> `to`, diffing the two again.
+    ///
+    ///     let plan = OnlinePlan(from: v1, to: v2, steps: steps)
+    @available(*, deprecated, message: "use init(from:to:changes:steps:) with Migration.changes: the diff is made once")
+    public init(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) {
+        self.init(from: from, to: to, changes: SchemaDiffer.diff(from: from, to: to), steps: steps)
     }
 
     /// The physical name of the column that replaces `column` while version `version` expands.
@@ -156,7 +167,7 @@ struct OnlinePlanner {
     var oldSchema: String? { from.map { VersionSchema.name(schema: $0.schema, version: $0.version) } }
     var newSchema: String { VersionSchema.name(schema: to.schema, version: to.version) }
 
-    mutating func plan(steps: [MigrationStep]) {
+    mutating func plan(changes: [SchemaChange], steps: [MigrationStep]) {
         guard let from else {
             // A first migration: the tables as usual, on an empty database, and its views.
             let created = steps.flatMap { renderer.statements(for: $0) }
@@ -171,7 +182,7 @@ struct OnlinePlanner {
         // version's apps are using, and cannot deadlock with their transactions.
         expand.append(transaction(views(of: from, schema: oldSchema!, mapping: nil, onlyWhereMissing: true)))
 
-        planChanges(SchemaDiffer.diff(from: from, to: to), steps: steps)
+        planChanges(changes, steps: steps)
         assembleExpand()
         assembleContract(oldSchema: oldSchema!)
         rollback.append(transaction("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"))

@@ -19,8 +19,8 @@ public struct PostgresRenderer: MigrationRenderer {
 
     public func typeName(_ column: ColumnSnapshot) -> String { Self.type(of: column) }
 
-    public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, steps: [MigrationStep]) -> OnlinePlan? {
-        OnlinePlan(from: from, to: to, steps: steps)
+    public func onlinePlan(from: SchemaSnapshot?, to: SchemaSnapshot, changes: [SchemaChange], steps: [MigrationStep]) -> OnlinePlan? {
+        OnlinePlan(from: from, to: to, changes: changes, steps: steps)
     }
 
     /// Enum values are a CHECK constraint of their own.

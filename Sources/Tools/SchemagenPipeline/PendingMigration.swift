@@ -220,7 +220,7 @@ public struct PendingMigration: Sendable {
         }
         guard let first = meaningful.first ?? migration.steps.first else {
             // Grants, which only some engines render, name the migration in every dialect.
-            let roles = SchemaDiffer.diff(from: migration.from, to: migration.to).compactMap { if case .grant(nil, let role, _, _) = $0 { role } else { nil } }
+            let roles = migration.changes.compactMap { if case .grant(nil, let role, _, _) = $0 { role } else { nil } }
             return roles.isEmpty ? "v\(schema.version)" : "grant_" + roles.joined(separator: "_")
         }
         let name: String =

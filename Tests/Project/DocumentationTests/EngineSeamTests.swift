@@ -81,6 +81,22 @@ import Testing
         }
     }
 
+    /// Two snapshots are diffed once per migration (`Migration.changes`): the steps, the online
+    /// plan, the lint and the migration's name read that one list, so they cannot disagree.
+    @Test func aMigrationIsDiffedOnce() throws {
+        var callers: [String] = []
+        for target in ["MigrationPlanner", "SchemagenPipeline", "SchemagenCLI", "SchemaSite", "CodeGeneration"] {
+            let folder = sourceFolder(of: target).path
+            for file in swiftFiles(under: folder) {
+                let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
+                let code = text.components(separatedBy: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+                for (number, line) in code.enumerated() where line.contains("SchemaDiffer.diff(") { callers.append("\(target)/\(file):\(number + 1)") }
+            }
+        }
+        // Migration's own, and the deprecated OnlinePlan initialiser kept for earlier callers.
+        #expect(callers.count == 2 && callers.allSatisfy { $0.contains("Migration.swift") || $0.contains("OnlinePlan.swift") }, "\(callers)")
+    }
+
     /// A predicate becomes `SQL` fragments as it is translated: values travel inside the
     /// fragments, so nothing marks a parameter in text, re-parses text into SQL or takes a bound
     /// value back off a list.
