@@ -84,10 +84,10 @@ extension Store {
         let update: SQL = "UPDATE \(identifier: entity.table) SET \(changes) WHERE (\(keys)) IN (\(picked))"
         return try write { () throws(StoreError) -> [M] in
             if capabilities.updatesInsideWith {
-                return try rows("WITH claimed AS (\(update) RETURNING \(selection(M.self))) SELECT \(selection(M.self)) FROM claimed\(order)", as: M.self)
+                return try rows("WITH claimed AS (\(update + database.dialect.returning(selection(M.self)))) SELECT \(selection(M.self)) FROM claimed\(order)", as: M.self)
             }
             // One writer at a time holds the lock: the keys updated, then their rows in order.
-            let claimed = try query(update + " RETURNING \(keys)")
+            let claimed = try query(update + database.dialect.returning(keys))
             guard !claimed.isEmpty else { return [] }
             return try rows("SELECT \(selection(M.self)) FROM \(identifier: entity.table) WHERE (\(keys)) IN (\(Self.rowValues(claimed)))\(order)", as: M.self)
         }

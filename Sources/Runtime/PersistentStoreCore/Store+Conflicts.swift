@@ -251,12 +251,13 @@ extension Store {
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
         guard !setting.isEmpty, !targets.isEmpty else { return nil }
         let insert: SQL = "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) VALUES (\(SQL.placeholders(columns.count)))"
-        let returning: SQL = " RETURNING \(SQL.list(rowColumns(entity).map { SQL.identifier($0) }))"
+        let dialect = database.dialect
+        let returning = dialect.returning(SQL.list(rowColumns(entity).map { SQL.identifier($0) }))
         func clause(_ target: [String]) -> SQL {
             let set = setting.filter { !target.contains($0) }
             // A target made of the set columns themselves: they already hold the values.
-            let assignments = set.isEmpty ? [SQL.identifier(target[0])].map { "\($0) = excluded.\($0)" as SQL } : set.map { "\(identifier: $0) = excluded.\(identifier: $0)" as SQL }
-            return " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(assignments))"
+            let assignments = (set.isEmpty ? [target[0]] : set).map { "\(identifier: $0) = \(dialect.proposed($0))" as SQL }
+            return dialect.onConflict(target, set: assignments)
         }
         let statements: UpsertStatements
         if capabilities.failedStatementAbortsTransaction {

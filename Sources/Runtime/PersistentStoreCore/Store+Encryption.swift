@@ -123,7 +123,8 @@ extension Store {
             try database.execute(Self.keyCheckTable(dialect))
             let key = ring.newest
             let check = StoredValue.blob(try ring.checkValue(of: key))
-            _ = try database.query("INSERT INTO schemagen_key_check (key_id, check_value) VALUES (\(value: .text(key.id)), \(value: check)) ON CONFLICT (key_id) DO NOTHING" as SQL)
+            _ = try database.query(
+                "INSERT INTO schemagen_key_check (key_id, check_value) VALUES (\(value: .text(key.id)), \(value: check))" + database.dialect.onConflict(["key_id"], set: nil))
             guard try database.query("SELECT check_value FROM schemagen_key_check WHERE key_id = \(value: .text(key.id))" as SQL).first?.first == check else {
                 throw StoreError.missingKey(
                     "key '\(key.id)' is not the key this database's values were encrypted with under that id (another process recorded it); pass the right key (or give a new key a new id)")

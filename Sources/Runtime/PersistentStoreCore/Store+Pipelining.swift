@@ -140,9 +140,9 @@ extension Store {
             else { return nil }
         }
         let stage = try staging.stageRows(statements.map(\.arguments), columns: columns, like: entity.table)
-        let conflict = Self.conflictClause(target, entity: entity, columns: columns)
+        let conflict = Self.conflictClause(target, entity: entity, columns: columns, dialect: database.dialect)
         let returnsKeys = entity.hasImplicitKey && !keyed
-        let returning: SQL = returnsKeys ? " RETURNING \(identifier: "id"), \(SQL.identifiers(target))" : ""
+        let returning: SQL = returnsKeys ? database.dialect.returning("\(identifier: "id"), \(SQL.identifiers(target))") : ""
         let insert: SQL =
             "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) SELECT \(SQL.identifiers(columns)) FROM \(identifier: stage)" + conflict + returning
         let returned = try database.query(insert)

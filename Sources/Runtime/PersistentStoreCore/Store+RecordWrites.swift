@@ -95,8 +95,8 @@ extension Store {
             }
             let sql: SQL =
                 columns.isEmpty
-                ? "INSERT INTO \(identifier: entity.table) DEFAULT VALUES RETURNING \(SQL.identifiers(entity.primaryKey))"
-                : "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) VALUES (\(SQL.parameters(values))) RETURNING \(SQL.identifiers(entity.primaryKey))"
+                ? "INSERT INTO \(identifier: entity.table) DEFAULT VALUES" + database.dialect.returning(SQL.identifiers(entity.primaryKey))
+                : "INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) VALUES (\(SQL.parameters(values)))" + database.dialect.returning(SQL.identifiers(entity.primaryKey))
             let returned: [[StoredValue]]
             do throws(DatabaseFailure) {
                 returned = try database.query(sql)

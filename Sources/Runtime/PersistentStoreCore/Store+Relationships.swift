@@ -97,7 +97,7 @@ extension Store {
             if let joinTable = relationship.joinTable {
                 let columns = relationship.joinColumns + relationship.joinTargetColumns
                 if linked {
-                    _ = try query("INSERT INTO \(identifier: joinTable) (\(SQL.identifiers(columns))) VALUES (\(SQL.parameters(sourceKey + targetKey))) ON CONFLICT DO NOTHING")
+                    _ = try query("INSERT INTO \(identifier: joinTable) (\(SQL.identifiers(columns))) VALUES (\(SQL.parameters(sourceKey + targetKey)))" + database.dialect.onConflict(nil, set: nil))
                 } else {
                     _ = try query("DELETE FROM \(identifier: joinTable) WHERE \(Self.condition(columns, sourceKey + targetKey))")
                 }

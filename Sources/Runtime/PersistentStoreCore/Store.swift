@@ -1018,9 +1018,10 @@ public actor Store {
         var upsert = insert
         var targets: [[String]] = hasKey ? [entity.primaryKey] : []
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
-        func conflictClause(_ target: [String]) -> SQL { Self.conflictClause(target, entity: entity, columns: columns) }
+        let dialect = database.dialect
+        func conflictClause(_ target: [String]) -> SQL { Self.conflictClause(target, entity: entity, columns: columns, dialect: dialect) }
         // Without a connection that reports the key its insert gave, the statement returns it.
-        let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? " RETURNING \(identifier: "id")" : ""
+        let returning: SQL = entity.hasImplicitKey && !capabilities.lastInsertedKey ? dialect.returning(.identifier("id")) : ""
         var alternatives: [RenderedSQL] = []
         if capabilities.failedStatementAbortsTransaction {
             // PostgreSQL takes one conflict target per statement: the key when the row has one,
@@ -1031,7 +1032,8 @@ public actor Store {
         for target in targets { upsert += conflictClause(target) }
         let insertIfAbsent: SQL =
             capabilities.failedStatementAbortsTransaction
-            ? insert + " ON CONFLICT DO NOTHING RETURNING \(SQL.identifiers(entity.hasImplicitKey ? ["id"] : entity.primaryKey))" : insert + " ON CONFLICT DO NOTHING" + returning
+            ? insert + dialect.onConflict(nil, set: nil) + dialect.returning(SQL.identifiers(entity.hasImplicitKey ? ["id"] : entity.primaryKey))
+            : insert + dialect.onConflict(nil, set: nil) + returning
         var statements = UpsertStatements(
             insert: render(insert + returning), upsert: render(upsert + returning), canConflict: !targets.isEmpty, insertIfAbsent: render(insertIfAbsent))
         statements.alternatives = alternatives
@@ -1042,10 +1044,9 @@ public actor Store {
     /// ` ON CONFLICT (target) DO UPDATE SET` every written column but the key and the target's
     /// (they already hold the written values: setting them again would only make SQLite rewrite
     /// the indexes that hold them), or `DO NOTHING` when none is left.
-    static func conflictClause(_ target: [String], entity: EntityDescriptor, columns: some Collection<String>) -> SQL {
+    static func conflictClause(_ target: [String], entity: EntityDescriptor, columns: some Collection<String>, dialect: any SQLDialect) -> SQL {
         let changing = columns.filter { !entity.primaryKey.contains($0) && !target.contains($0) }
-        if changing.isEmpty { return " ON CONFLICT (\(SQL.identifiers(target))) DO NOTHING" }
-        return " ON CONFLICT (\(SQL.identifiers(target))) DO UPDATE SET \(SQL.list(changing.map { "\(identifier: $0) = excluded.\(identifier: $0)" }))"
+        return dialect.onConflict(target, set: changing.isEmpty ? nil : changing.map { "\(identifier: $0) = \(dialect.proposed($0))" })
     }
 
     /// A WHERE clause matching the stored row an upsert of `row` would replace.

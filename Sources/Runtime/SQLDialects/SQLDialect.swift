@@ -24,6 +24,33 @@ public protocol SQLDialect: Sendable {
     func greatest(_ a: SQL, _ b: SQL) -> SQL
     /// A column definition for a key the database generates, increasing, never reused.
     func generatedKeyColumn(_ name: String) -> String
+    /// What an INSERT ends with for a row whose key or unique value (`target`; any, when nil)
+    /// is already taken: skip the row (`assignments` nil), or update the stored row with them
+    /// (`proposed(_:)` names the value the insert brought).
+    func onConflict(_ target: [String]?, set assignments: [SQL]?) -> SQL
+    /// In `onConflict`'s assignments, the value the insert proposed for `column`.
+    func proposed(_ column: String) -> SQL
+    /// What an INSERT, UPDATE or DELETE ends with to give back `columns` of the rows it wrote.
+    func returning(_ columns: SQL) -> SQL
+}
+
+/// The upsert and `RETURNING` clauses SQLite (3.35 and later) and PostgreSQL spell alike: each
+/// dialect says it spells them so, and a dialect that does not spells its own.
+public enum SharedClauses {
+    /// ` ON CONFLICT ("key") DO UPDATE SET ...`, ` ON CONFLICT ("key") DO NOTHING`, or ` ON CONFLICT DO NOTHING`.
+    ///
+    ///     SharedClauses.onConflict(["id"], set: nil)   // ON CONFLICT ("id") DO NOTHING
+    public static func onConflict(_ target: [String]?, set assignments: [SQL]?) -> SQL {
+        let on: SQL = target.map { " ON CONFLICT (\(SQL.identifiers($0)))" } ?? " ON CONFLICT"
+        guard let assignments, !assignments.isEmpty else { return on + " DO NOTHING" }
+        return on + " DO UPDATE SET \(SQL.list(assignments))"
+    }
+
+    /// `excluded."column"`.
+    public static func proposed(_ column: String) -> SQL { "excluded.\(identifier: column)" }
+
+    /// ` RETURNING columns`.
+    public static func returning(_ columns: SQL) -> SQL { " RETURNING \(columns)" }
 }
 
 extension SQLDialect {
@@ -205,6 +232,12 @@ public struct SQLiteDialect: SQLDialect {
     public func greatest(_ a: SQL, _ b: SQL) -> SQL { "max(\(a), \(b))" }
     /// `"name" INTEGER PRIMARY KEY AUTOINCREMENT`: an alias of the rowid that never reuses a deleted row's key.
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) INTEGER PRIMARY KEY AUTOINCREMENT" }
+    /// `ON CONFLICT ... DO UPDATE SET` / `DO NOTHING`, as `SharedClauses` spells it.
+    public func onConflict(_ target: [String]?, set assignments: [SQL]?) -> SQL { SharedClauses.onConflict(target, set: assignments) }
+    /// `excluded."column"`.
+    public func proposed(_ column: String) -> SQL { SharedClauses.proposed(column) }
+    /// ` RETURNING columns`.
+    public func returning(_ columns: SQL) -> SQL { SharedClauses.returning(columns) }
 
     /// STRICT tables allow INTEGER, REAL, TEXT, BLOB and ANY: dates, days, UUIDs, URLs and
     /// decimals are kept as text (decimals exactly), booleans as 0 and 1.
@@ -260,6 +293,12 @@ public struct PostgresDialect: SQLDialect {
     public func greatest(_ a: SQL, _ b: SQL) -> SQL { "greatest(\(a), \(b))" }
     /// `"name" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY`: an identity column the database fills, increasing.
     public func generatedKeyColumn(_ name: String) -> String { "\(quote(name)) bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
+    /// `ON CONFLICT ... DO UPDATE SET` / `DO NOTHING`, as `SharedClauses` spells it.
+    public func onConflict(_ target: [String]?, set assignments: [SQL]?) -> SQL { SharedClauses.onConflict(target, set: assignments) }
+    /// `excluded."column"`.
+    public func proposed(_ column: String) -> SQL { SharedClauses.proposed(column) }
+    /// ` RETURNING columns`.
+    public func returning(_ columns: SQL) -> SQL { SharedClauses.returning(columns) }
 
     /// The column type at full width: `bigint` for integers, `double precision` for reals.
     public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }

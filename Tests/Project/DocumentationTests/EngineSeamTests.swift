@@ -173,6 +173,13 @@ import Testing
                 for word in engineWords {
                     #expect(!code.contains(word), "\(target)/\(file) writes engine SQL (\(word)); it belongs in the engine's adapter")
                 }
+                // Upserts and RETURNING are the dialect's to spell (`SQLDialect.onConflict`,
+                // `proposed`, `returning`), even where today's engines spell them alike.
+                if target == "PersistentStoreCore" {
+                    for clause in ["ON CONFLICT", "RETURNING", "excluded."] {
+                        #expect(!code.contains(clause), "\(target)/\(file) spells \(clause); ask the dialect")
+                    }
+                }
             }
         }
     }

@@ -272,7 +272,7 @@ final class ChangeRecorder: RowChangeSink {
             _ = try database.query(insert)
             return (rowIDs.lastInsertedRowID, false)
         }
-        guard case .integer(let token)? = try database.query(insert + " RETURNING token").first?.first else { return (nil, false) }
+        guard case .integer(let token)? = try database.query(insert + database.dialect.returning("token")).first?.first else { return (nil, false) }
         return (token, false)
     }
 }

@@ -151,11 +151,10 @@ extension Store {
         guard case .integer(let through)? = newest.first?.first else { return 0 }
         _ = try query("DELETE FROM schemagen_history WHERE schema = \(value: schemaName) AND token <= \(value: .integer(through))")
         let deleted = database.changedRowCount
+        let dialect = database.dialect
+        let newer: SQL = "through = \(dialect.greatest("schemagen_history_pruned.through", dialect.proposed("through")))"
         _ = try query(
-            """
-            INSERT INTO schemagen_history_pruned (schema, through) VALUES (\(value: schemaName), \(value: .integer(through)))
-            ON CONFLICT (schema) DO UPDATE SET through = \(database.dialect.greatest("schemagen_history_pruned.through", "excluded.through"))
-            """)
+            "INSERT INTO schemagen_history_pruned (schema, through) VALUES (\(value: schemaName), \(value: .integer(through)))" + dialect.onConflict(["schema"], set: [newer]))
         return deleted
     }
 
