@@ -9,8 +9,13 @@ import SQLiteKit
 /// Opens a database for `migrate`: a SQLite file or a PostgreSQL server, as `DatabaseLocation`
 /// parsed it. The one place that knows both engines' adapters.
 public enum DatabaseOpener {
+    /// The earlier name of `MigrationSessionSettings`, which shared its name with the store's
+    /// `PostgresSettings`.
+    @available(*, deprecated, renamed: "MigrationSessionSettings")
+    public typealias PostgresSettings = MigrationSessionSettings
+
     /// Session settings for PostgreSQL migrations, in seconds.
-    public struct PostgresSettings: Sendable {
+    public struct MigrationSessionSettings: Sendable {
         /// `lock_timeout`: how long a statement may wait for a table lock. 0 turns it off.
         public var lockTimeout: Double
         /// `statement_timeout`, when set; otherwise 0 (none) for the migrator's session, so a
@@ -31,7 +36,7 @@ public enum DatabaseOpener {
         /// Settings with a 5-second `lock_timeout`, no `statement_timeout` and no connection retry
         /// unless given; the idle-in-transaction timeout starts at its default.
         ///
-        ///     let settings = DatabaseOpener.PostgresSettings(lockTimeout: 2, statementTimeout: 600, connectRetry: 30)
+        ///     let settings = DatabaseOpener.MigrationSessionSettings(lockTimeout: 2, statementTimeout: 600, connectRetry: 30)
         public init(lockTimeout: Double = defaultLockTimeout, statementTimeout: Double? = nil, connectRetry: Double = 0) {
             self.lockTimeout = lockTimeout
             self.statementTimeout = statementTimeout
@@ -48,7 +53,7 @@ public enum DatabaseOpener {
     /// `lockWait` is how long a SQLite statement waits for another connection's lock.
     public static func open(
         _ location: DatabaseLocation, readOnly: Bool = false, lockWait: Double = 30,
-        postgres settings: PostgresSettings = PostgresSettings()
+        postgres settings: MigrationSessionSettings = MigrationSessionSettings()
     ) throws(MigratorError) -> any MigrationDatabase {
         switch location {
         case .postgres(let target):

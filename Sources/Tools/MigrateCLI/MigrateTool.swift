@@ -82,7 +82,7 @@ public enum MigrateTool {
             let location = databaseLocation(arguments, config: config, io: io)
         else { return usage }
         guard let directories = directoryPaths(arguments, config: config, io: io, allowSeveral: allSchemas, postgres: location.isPostgres) else { return usage }
-        var settings = DatabaseOpener.PostgresSettings()
+        var settings = DatabaseOpener.MigrationSessionSettings()
         var lockTimeout = 30.0
         let timeouts: [(String, (Double) -> Void)] = [
             ("ddl-lock-timeout", { settings.lockTimeout = $0 }), ("connect-retry", { settings.connectRetry = $0 }),
