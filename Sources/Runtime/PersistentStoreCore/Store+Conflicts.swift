@@ -73,7 +73,7 @@ extension Store {
     /// that conflicted are read after. Nil, having written nothing, for models without a row
     /// codec or whose rows need a write of their own first (sealed or external values).
     private func pipelineIgnoring<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M]? {
-        guard let pipelining = abilities.pipelining, let first = models.first, (try? first.encodeStored()) != nil, directWrite(first).isPlain else { return nil }
+        guard let pipelining = abilities.server.pipelining, let first = models.first, (try? first.encodeStored()) != nil, directWrite(first).isPlain else { return nil }
         let entity = M.entity
         var stored = models
         for start in stride(from: 0, to: models.count, by: Self.pipelineBatch) {

@@ -323,7 +323,7 @@ extension Store {
         // An engine that hands out keys (PostgreSQL's sequences) reserves each one, so a row
         // written without its key later cannot be given the same.
         do {
-            if let reserved = try abilities.keyReservation?.reserveGeneratedKey(of: entity.table) { return reserved }
+            if let reserved = try abilities.bulk.keyReservation?.reserveGeneratedKey(of: entity.table) { return reserved }
         } catch {
             throw .database(error)
         }

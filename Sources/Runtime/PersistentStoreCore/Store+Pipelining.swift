@@ -18,12 +18,12 @@ extension Store {
         guard let first = models.first else { return true }
         let probe: [StoredValue]?
         do { probe = try first.encodeStored() } catch { throw .coding("\(error)") }
-        guard probe != nil, let pipelining = abilities.pipelining else { return false }
+        guard probe != nil, let pipelining = abilities.server.pipelining else { return false }
         let write = directWrite(first)
         guard write.isPlain else { return false }
         // A server that loads rows in bulk takes large chunks through a staging table; the
         // rest are pipelined a batch at a time.
-        let chunk = abilities.staging != nil ? Self.stagingBatch : Self.pipelineBatch
+        let chunk = abilities.bulk.staging != nil ? Self.stagingBatch : Self.pipelineBatch
         var start = models.startIndex
         var rows: [[StoredValue]] = []
         rows.reserveCapacity(chunk)
@@ -119,7 +119,7 @@ extension Store {
     func stagedUpsert<M: PersistentModel>(_ write: DirectWrite<M>, _ statements: [(statement: RenderedSQL, arguments: ArraySlice<StoredValue>)]) throws(DatabaseFailure)
         -> [[[StoredValue]]]?
     {
-        guard let staging = abilities.staging, statements.count >= Self.stagingThreshold, let first = statements.first else { return nil }
+        guard let staging = abilities.bulk.staging, statements.count >= Self.stagingThreshold, let first = statements.first else { return nil }
         guard statements.allSatisfy({ $0.statement == first.statement }) else { return nil }
         let entity = write.entity
         let keyed = first.statement == write.withKey.upsert

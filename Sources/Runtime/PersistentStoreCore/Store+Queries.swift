@@ -61,7 +61,7 @@ extension Store {
         // Fetching a whole table from an engine that steps through rows (SQLite): counting it
         // first (cheap) saves regrowing a large array. A server's rows arrive whole, and a count
         // would cost a round trip and a second scan.
-        let expected = predicate == nil && limit == nil && abilities.steppedRows ? max(0, try count(M.self) - offset) : 0
+        let expected = predicate == nil && limit == nil && abilities.bulk.steppedRows ? max(0, try count(M.self) - offset) : 0
         return try rows(sql, as: M.self, expectedCount: expected)
     }
 

@@ -97,7 +97,7 @@ extension Store {
         with open: (_ column: Int, _ content: BorrowedValue, _ row: [StoredValue]) throws -> StoredValue,
         _ body: (inout [StoredValue]) throws -> Void
     ) throws {
-        if let borrowed = abilities.borrowedColumns {
+        if let borrowed = abilities.bulk.borrowedColumns {
             return try borrowed.forEachRow(text, arguments, ownStatement: ownStatement, opening: columns, with: open, body)
         }
         try database.forEachRow(text, arguments, ownStatement: ownStatement) { row in

@@ -139,7 +139,7 @@ public actor Store {
     /// What the adapter can do beyond the core protocol, looked up once.
     let abilities: StoreAbilities
     /// The implicit key the last insert gave, where the engine reports one (`InsertedRowIDs`).
-    var lastInsertedRowID: Int64 { abilities.rowIDs?.lastInsertedRowID ?? 0 }
+    var lastInsertedRowID: Int64 { abilities.bulk.rowIDs?.lastInsertedRowID ?? 0 }
     /// Its dialect's capabilities, read once: the write path asks per row.
     let capabilities: DialectCapabilities
     /// The schema the store was opened with.
@@ -292,7 +292,7 @@ public actor Store {
     ) throws(StoreError) {
         let abilities = StoreAbilities(database)
         // A server that can fail over is waited for, outside transactions, by a wrapper.
-        if let server = abilities.failover, configuration.postgres.failoverTimeout > .zero {
+        if let server = abilities.server.failover, configuration.postgres.failoverTimeout > .zero {
             let recovery = FailoverRecovery(server: server, timeout: configuration.postgres.failoverTimeout.inSeconds, events: configuration.events)
             failoverRecovery = recovery
             self.database = FailoverDatabase(database, recovery: recovery)
@@ -394,7 +394,7 @@ public actor Store {
     }
 
     private func upsertInPlace<M: PersistentModel>(_ models: inout [M]) throws(StoreError) {
-        if abilities.pipelining != nil, models.count > 1, try pipelineUpserts(&models) { return }
+        if abilities.server.pipelining != nil, models.count > 1, try pipelineUpserts(&models) { return }
         for index in models.indices { models[index] = try upsert(models[index]) }
     }
 
@@ -503,7 +503,7 @@ public actor Store {
 
     /// Runs `body` with the adapter's reads as fresh as `source` says, then as they were.
     func reading<T>(from source: ReadSource, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        guard let replicas = abilities.replicaReading else { return try body() }
+        guard let replicas = abilities.server.replicaReading else { return try body() }
         let before = replicas.readSource
         replicas.readSource = source
         defer { replicas.readSource = before }
@@ -631,7 +631,7 @@ public actor Store {
                 if let recorder, let row = try recorder.historyRow(author: configuration.author) {
                     (token, announced) = try recorder.write(row, database, abilities)
                 }
-                if !announced { try abilities.commitWatching?.announceCommit() }
+                if !announced { try abilities.history.commitWatching?.announceCommit() }
             } catch {
                 throw .database(error)
             }
@@ -887,7 +887,7 @@ public actor Store {
             // the key of the row it wrote (none when it changed nothing). Where the history
             // keeps only an insert's key, the store records its own insert: the trigger leaves
             // it alone, and no image is written and read back.
-            if let own = abilities.ownInserts, let recorder, !recorder.recordsInsertValues, entity.hasImplicitKey, own.ownInsertTables.contains(entity.table) {
+            if let own = abilities.history.ownInserts, let recorder, !recorder.recordsInsertValues, entity.hasImplicitKey, own.ownInsertTables.contains(entity.table) {
                 let (rows, updated) = try own.insertingOwnRow(into: entity.table) { () throws(DatabaseFailure) in try upsertOnEachTarget(statements, values) }
                 guard case .integer(let id)? = rows.first?.first else { return try storedRowID(entity, columns: columns, values) ?? boundKey }
                 if !updated.contains(id) { recorder.recordOwnInsert(table: entity.table, rowID: id) }
@@ -914,7 +914,7 @@ public actor Store {
             _ = try database.query(statements.upsert, values)
             return boundKey ?? lastInsertedRowID
         }
-        abilities.rowIDs?.lastInsertedRowID = 0
+        abilities.bulk.rowIDs?.lastInsertedRowID = 0
         _ = try database.query(statements.upsert, values)
         let inserted = lastInsertedRowID
         if inserted != 0 { return inserted }
@@ -931,7 +931,7 @@ public actor Store {
         let tries = [statements.upsert] + statements.alternatives
         for sql in tries.dropLast() {
             do {
-                if let pipelining = abilities.pipelining {
+                if let pipelining = abilities.server.pipelining {
                     return try pipelining.pipeline([(render("SAVEPOINT store_upsert"), []), (sql, values), (render("RELEASE store_upsert"), [])])[1]
                 }
                 try database.execute("SAVEPOINT store_upsert")

@@ -246,45 +246,54 @@ public enum ReadSource: Sendable, Hashable {
     case primary
 }
 
-/// The abilities of one adapter, looked up once when the store opens: the store asks these, never
-/// the adapter's type.
+/// The abilities of one adapter, looked up once when the store opens, in groups by what they
+/// serve: the store asks these, never the adapter's type.
 struct StoreAbilities {
+    /// How the history is captured and ordered, and how other connections' commits are heard.
+    struct History {
+        let rowChangeHook: (any RowChangeHook)?
+        let changeTriggers: (any ChangeTriggers)?
+        let changeImages: (any ChangeImageStreaming)?
+        let ownInserts: (any OwnInsertRecording)?
+        let ordering: (any HistoryOrdering)?
+        let commitWatching: (any CommitWatching)?
+        let announcing: (any HistoryAnnouncing)?
+    }
+
+    /// A server's: failing over, reading from standbys, pipelining statements.
+    struct Server {
+        let failover: (any ServerFailover)?
+        let replicaReading: (any ReplicaReading)?
+        let pipelining: (any StatementPipelining)?
+    }
+
+    /// Many rows at once: staged copies, reserved keys, the last insert's key, rows stepped
+    /// through, values read where the engine holds them.
+    struct Bulk {
+        let staging: (any BulkRowStaging)?
+        let keyReservation: (any GeneratedKeyReservation)?
+        let rowIDs: (any InsertedRowIDs)?
+        let steppedRows: Bool
+        let borrowedColumns: (any BorrowedColumns)?
+    }
+
     let file: (any FileDatabase)?
-    let borrowedColumns: (any BorrowedColumns)?
-    let steppedRows: Bool
-    let rowIDs: (any InsertedRowIDs)?
-    let pipelining: (any StatementPipelining)?
-    let staging: (any BulkRowStaging)?
-    let keyReservation: (any GeneratedKeyReservation)?
-    let rowChangeHook: (any RowChangeHook)?
-    let changeTriggers: (any ChangeTriggers)?
-    let changeImages: (any ChangeImageStreaming)?
-    let ownInserts: (any OwnInsertRecording)?
-    let historyOrdering: (any HistoryOrdering)?
-    let commitWatching: (any CommitWatching)?
-    let historyAnnouncing: (any HistoryAnnouncing)?
     let fullText: (any FullTextSearching)?
-    let failover: (any ServerFailover)?
-    let replicaReading: (any ReplicaReading)?
+    let history: History
+    let server: Server
+    let bulk: Bulk
 
     init(_ database: any StoreDatabase) {
         file = database as? any FileDatabase
-        borrowedColumns = database as? any BorrowedColumns
-        steppedRows = database is any SteppedRows
-        rowIDs = database as? any InsertedRowIDs
-        pipelining = database as? any StatementPipelining
-        staging = database as? any BulkRowStaging
-        keyReservation = database as? any GeneratedKeyReservation
-        rowChangeHook = database as? any RowChangeHook
-        changeTriggers = database as? any ChangeTriggers
-        changeImages = database as? any ChangeImageStreaming
-        ownInserts = database as? any OwnInsertRecording
-        historyOrdering = database as? any HistoryOrdering
-        commitWatching = database as? any CommitWatching
-        historyAnnouncing = database as? any HistoryAnnouncing
         fullText = database as? any FullTextSearching
-        failover = database as? any ServerFailover
-        replicaReading = database as? any ReplicaReading
+        history = History(
+            rowChangeHook: database as? any RowChangeHook, changeTriggers: database as? any ChangeTriggers, changeImages: database as? any ChangeImageStreaming,
+            ownInserts: database as? any OwnInsertRecording, ordering: database as? any HistoryOrdering, commitWatching: database as? any CommitWatching,
+            announcing: database as? any HistoryAnnouncing)
+        server = Server(failover: database as? any ServerFailover, replicaReading: database as? any ReplicaReading, pipelining: database as? any StatementPipelining)
+        bulk = Bulk(
+            staging: database as? any BulkRowStaging, keyReservation: database as? any GeneratedKeyReservation, rowIDs: database as? any InsertedRowIDs,
+            steppedRows: database is any SteppedRows, borrowedColumns: database as? any BorrowedColumns)
     }
 
     /// Whether `externalStorage` values live in a side table of the database rather than in

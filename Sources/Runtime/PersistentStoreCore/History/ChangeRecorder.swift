@@ -262,13 +262,13 @@ final class ChangeRecorder: RowChangeSink {
     /// Appends `row` to the history table; returns its token, and whether the commit was
     /// announced with it (in the same round trip, where the engine can).
     func write(_ row: [StoredValue], _ database: any StoreDatabase, _ abilities: StoreAbilities) throws(DatabaseFailure) -> (token: Int64?, announced: Bool) {
-        try abilities.historyOrdering?.orderHistoryWrites()
+        try abilities.history.ordering?.orderHistoryWrites()
         let insert: SQL = "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES (\(SQL.parameters(row)))"
-        if let announcing = abilities.historyAnnouncing {
+        if let announcing = abilities.history.announcing {
             let rendered = insert.statement(for: database.dialect)
             return (try announcing.announceCommit(insertingHistory: rendered.statement, rendered.arguments), true)
         }
-        if database.dialect.capabilities.lastInsertedKey, let rowIDs = abilities.rowIDs {
+        if database.dialect.capabilities.lastInsertedKey, let rowIDs = abilities.bulk.rowIDs {
             _ = try database.query(insert)
             return (rowIDs.lastInsertedRowID, false)
         }

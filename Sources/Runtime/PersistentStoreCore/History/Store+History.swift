@@ -32,15 +32,15 @@ extension Store {
             let history = try database.tableExists("schemagen_history")
             let pruned = try database.tableExists("schemagen_history_pruned")
             if !history || !pruned { try createIfMissing(database, StoreTableMigrations.historyTables(database.dialect)) }
-            try abilities.historyOrdering?.prepareHistoryOrdering()
+            try abilities.history.ordering?.prepareHistoryOrdering()
         } catch {
             throw .database(error)
         }
         let recorder = try ChangeRecorder(schema: schema, database: database)
-        if withTriggers || abilities.rowChangeHook?.observeRowChanges(into: recorder) != true {
+        if withTriggers || abilities.history.rowChangeHook?.observeRowChanges(into: recorder) != true {
             let refusal = StoreError.notSupported(
                 "\(database.dialect.name) records no row changes here: open the store with `Configuration(recordsHistory: false)`, or set `history: false` in the schema")
-            guard let triggers = abilities.changeTriggers else { throw refusal }
+            guard let triggers = abilities.history.changeTriggers else { throw refusal }
             var tables: [(table: String, columns: [String])] = []
             for name in recorder.tableNames { tables.append((name, try ChangeRecorder.columns(of: name, database).map(\.name))) }
             do {
@@ -51,7 +51,7 @@ extension Store {
                 throw .database(error as? DatabaseFailure ?? DatabaseFailure(database: database.label, message: "\(error)", code: nil))
             }
             recorder.triggers = triggers
-            abilities.changeImages?.streamChangedRows { [unowned recorder] table, row in recorder.record(row, tableNamed: table) }
+            abilities.history.changeImages?.streamChangedRows { [unowned recorder] table, row in recorder.record(row, tableNamed: table) }
         }
         return recorder
     }
@@ -68,7 +68,7 @@ extension Store {
     public func currentHistoryToken() throws(StoreError) -> HistoryToken {
         try requireHistory()
         let schemaName = StoredValue.text(schema.name)
-        guard let bound = abilities.historyOrdering?.settledHistoryBound else {
+        guard let bound = abilities.history.ordering?.settledHistoryBound else {
             let rows = try query("SELECT max(token) FROM schemagen_history WHERE schema = \(value: schemaName)")
             if case .integer(let token)? = rows.first?.first { return HistoryToken(token) }
             return HistoryToken(try prunedThrough())
@@ -106,7 +106,7 @@ extension Store {
             if after < pruned { throw .historyPruned(after: HistoryToken(after), through: HistoryToken(pruned)) }
         }
         var transactions = try readHistory(after: after, author: author, limit: limit, withChanges: true)
-        guard abilities.historyOrdering?.settledHistoryBound != nil else { return transactions }
+        guard abilities.history.ordering?.settledHistoryBound != nil else { return transactions }
         for _ in 1..<Self.settledReadAttempts {
             let remaining = limit.map { $0 - transactions.count }
             let last = transactions.last?.token.value ?? after
@@ -190,14 +190,14 @@ extension Store {
     /// Only the tokens whose transactions are all over, where writers run side by side: a
     /// reader that moves past a token then never meets a smaller one later.
     var settledTokens: SQL {
-        guard let bound = abilities.historyOrdering?.settledHistoryBound else { return "" }
+        guard let bound = abilities.history.ordering?.settledHistoryBound else { return "" }
         return " AND token < \(bound)"
     }
 
     /// Whether history rows of this schema after `token` are committed but not settled yet (an
     /// older transaction still runs): a reader comes back for them.
     func unsettledHistory(after token: Int64) throws(StoreError) -> Bool {
-        guard let bound = abilities.historyOrdering?.settledHistoryBound else { return false }
+        guard let bound = abilities.history.ordering?.settledHistoryBound else { return false }
         let rows = try query("SELECT count(*) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(token)) AND token >= \(bound)")
         if case .integer(let count)? = rows.first?.first { return count > 0 }
         return false

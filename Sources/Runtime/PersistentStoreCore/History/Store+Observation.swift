@@ -180,7 +180,7 @@ extension Store {
     private func prepareFirstSubscriber() {
         guard observation.isEmpty else { return }
         observation.deliveredToken = recordsHistory ? ((try? currentHistoryToken().value) ?? 0) : 0
-        observation.dataVersion = abilities.commitWatching?.commitCounter() ?? 0
+        observation.dataVersion = abilities.history.commitWatching?.commitCounter() ?? 0
         observation.unseenLocalCommit = false
     }
 
@@ -200,7 +200,7 @@ extension Store {
     /// Watches the file for commits of other connections; an in-memory database has none.
     private func startWatching() {
         guard observation.watcher == nil else { return }
-        observation.watcher = abilities.commitWatching?.watchCommits { [weak self] in
+        observation.watcher = abilities.history.commitWatching?.watchCommits { [weak self] in
             Task { await self?.watcherWoke() }
         }
     }
@@ -227,7 +227,7 @@ extension Store {
     /// Reads what was committed since the last delivery and passes it on, from the primary (a
     /// standby may not have the commit that woke it yet).
     func deliver() {
-        let replicas = abilities.replicaReading
+        let replicas = abilities.server.replicaReading
         let source = replicas?.readSource
         replicas?.readSource = .primary
         defer { if let source { replicas?.readSource = source } }
@@ -236,7 +236,7 @@ extension Store {
         guard !observation.isEmpty else { return }
         observation.deliveries += 1
         var external = false
-        if let version = abilities.commitWatching?.commitCounter() {
+        if let version = abilities.history.commitWatching?.commitCounter() {
             if version != observation.dataVersion {
                 observation.dataVersion = version
                 external = true
