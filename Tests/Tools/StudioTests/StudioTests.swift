@@ -273,10 +273,11 @@ func captures(_ pattern: String, in text: String) -> [String] {
         try expectPage(browser, "document.body.innerText.includes('30 records')")
         // A sort by clicking its heading, then the next page by its link.
         try browser.act("document.querySelector('th a[href*=\"sort=route_distance\"]').click()")
-        try expectPage(browser, "document.querySelector('th[aria-sort=\"ascending\"]') !== null")
+        // The whole page, not a URL or heading that arrived before the table did.
+        try expectPage(browser, "document.readyState === 'complete' && document.querySelector('th[aria-sort=\"ascending\"]') !== null")
         let firstPage = try browser.evaluate("[...document.querySelectorAll('table.records tbody tr')].map(r => r.cells[0].innerText).join(',')") as? String ?? ""
         try browser.act("document.querySelector('a[rel=next]').click()")
-        try expectPage(browser, "location.search.includes('after=')")
+        try expectPage(browser, "location.search.includes('after=') && document.readyState === 'complete' && document.querySelectorAll('table.records tbody tr').length > 0")
         let secondPage = try browser.evaluate("[...document.querySelectorAll('table.records tbody tr')].map(r => r.cells[0].innerText).join(',')") as? String ?? ""
         #expect(!firstPage.isEmpty && !secondPage.isEmpty && Set(firstPage.split(separator: ",")).isDisjoint(with: secondPage.split(separator: ",")), "\(firstPage) / \(secondPage)")
         let shortest =
@@ -297,9 +298,9 @@ func captures(_ pattern: String, in text: String) -> [String] {
         try browser.act("location.href = '/r/Flights/Flight?k.id=\(flightID)'")
         try expectPage(browser, "document.querySelector('a[title=Airport]') !== null")
         try browser.act("document.querySelector('a[title=Airport]').click()")
-        try expectPage(browser, "location.pathname === '/r/Flights/Airport' && location.search === '?k.id=\(originID)'")
+        try expectPage(browser, "document.readyState === 'complete' && location.pathname === '/r/Flights/Airport' && location.search === '?k.id=\(originID)'")
         try browser.act("[...document.querySelectorAll('dt')].find(d => d.textContent === 'flightsFrom').nextElementSibling.querySelector('a').click()")
-        try expectPage(browser, "location.pathname === '/e/Flights/Flight' && document.querySelector('a[href=\"/r/Flights/Flight?k.id=\(flightID)\"]') !== null")
+        try expectPage(browser, "document.readyState === 'complete' && location.pathname === '/e/Flights/Flight' && document.querySelector('a[href=\"/r/Flights/Flight?k.id=\(flightID)\"]') !== null")
         #expect(try browser.html().contains("\(try value("SELECT count(*) FROM flights WHERE origin_id = \(originID)")) of 30 records match"))
         // A many-to-many link, both ways: a car's mechanics, and one mechanic's cars.
         try browser.act("location.href = '/r/Garage/Car?k.id=1'")
@@ -339,7 +340,7 @@ func captures(_ pattern: String, in text: String) -> [String] {
             ).output
         }
         try browser.act("location.href = '/e/Flights/Airport?limit=100'")
-        try expectPage(browser, "location.pathname === '/e/Flights/Airport' && document.body.innerText.includes('Edited on the server')")
+        try expectPage(browser, "document.readyState === 'complete' && location.pathname === '/e/Flights/Airport' && document.body.innerText.includes('Edited on the server')")
         #expect(try post("Renamed by another process", to: airport) == "303")
         try expectPage(browser, "document.body.innerText.includes('Renamed by another process')", within: 5)
         try browser.act("location.href = '/r/Flights/Airport?k.id=\(airport)'")
@@ -484,7 +485,7 @@ func captures(_ pattern: String, in text: String) -> [String] {
         try expectPage(browser, "document.body.innerText.includes('kept, their link cleared (nullify)')")
         #expect(try browser.html().contains("<td class=\"number\">\(departing) Flight</td>"))
         try browser.act("document.querySelector('form button[type=submit]').click()")
-        try expectPage(browser, "location.pathname === '/e/Flights/Airport'")
+        try expectPage(browser, "document.readyState === 'complete' && location.pathname === '/e/Flights/Airport'")
         #expect(try number("SELECT count(*) FROM airports WHERE id = \(airport)") == 0)
         #expect(try number("SELECT count(*) FROM flights WHERE origin_id IS NULL") ?? 0 >= departing)
         // A new airport from the form.
