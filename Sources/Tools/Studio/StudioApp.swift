@@ -248,7 +248,7 @@ public final class StudioApp: Sendable {
             // A deleted record is still in the history: its page says so and shows what it kept.
             let changes = (try? StudioLive.changes(of: entity.name, key: key, in: entry.store)) ?? nil
             guard let changes, changes.contains(where: { $0.1.kind == .delete }) else { return notFound("No \(entity.name) has that key; it may have been deleted.") }
-            let history = historySection(entry, entity, StoredRecord(columns: entity.primaryKey, values: key), columns: columns)
+            let history = historySection(entry, entity, StoredRecord(columns: entity.primaryKey, values: key), columns: columns, read: changes)
             return page(
                 "\(entity.name) (deleted)", status: .notFound,
                 "<p class=\"warn\">This \(html(entity.name)) was deleted; its history follows.</p>\n" + history, live: StudioLive.View(schema: entry.schema.name, entity: entity.name, since: since))
@@ -382,12 +382,15 @@ public final class StudioApp: Sendable {
     }
 
     /// A record's history: who changed what, and when, newest first.
-    private func historySection(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord, columns: StudioColumns) -> String {
+    /// `read`: the record's changes when the caller has already read them.
+    private func historySection(
+        _ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ record: StoredRecord, columns: StudioColumns, read: [(HistoryTransaction, HistoryChange)]? = nil
+    ) -> String {
         let key = entity.primaryKey.map { record[$0] ?? .null }
         var out = "<section aria-labelledby=\"history\"><h2 id=\"history\">History</h2>\n"
         let changes: [(HistoryTransaction, HistoryChange)]?
         do {
-            changes = try StudioLive.changes(of: entity.name, key: key, in: entry.store)
+            changes = try read ?? StudioLive.changes(of: entity.name, key: key, in: entry.store)
         } catch {
             return out + "<p>The history cannot be read: \(html(Self.describe(error)))</p></section>\n"
         }

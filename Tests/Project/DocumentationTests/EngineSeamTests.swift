@@ -23,6 +23,11 @@ import Testing
         return found
     }
 
+    /// A source file's lines without its comment lines: a doc comment may show what code may not.
+    static func codeLines(_ path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+    }
+
     @Test func theStoresAdapterIsASmallCorePlusAbilities() throws {
         let core = try Self.requirements(of: "StoreDatabase", in: "StoreDatabase.swift", target: "PersistentStoreCore")
         #expect(core.count <= 16, "StoreDatabase has \(core.count) requirements; what only some engines do belongs in an ability protocol:\n\(core.joined(separator: "\n"))")
@@ -52,8 +57,7 @@ import Testing
             let folder = sourceFolder(of: target).path
             for file in swiftFiles(under: folder) {
                 // Code only: a doc comment may show an adapter in use.
-                let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
-                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+                let code = try Self.codeLines(folder + "/" + file).joined(separator: "\n")
                 for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
                     #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
                 }
@@ -79,8 +83,7 @@ import Testing
         for target in targets {
             let folder = sourceFolder(of: target).path
             for file in swiftFiles(under: folder) {
-                let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
-                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+                let code = try Self.codeLines(folder + "/" + file).joined(separator: "\n")
                 for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
                     #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
                 }
@@ -95,8 +98,7 @@ import Testing
         for target in ["MigrationPlanner", "SchemagenPipeline", "SchemagenCLI", "SchemaSite", "CodeGeneration"] {
             let folder = sourceFolder(of: target).path
             for file in swiftFiles(under: folder) {
-                let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
-                let code = text.components(separatedBy: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+                let code = try Self.codeLines(folder + "/" + file)
                 for (number, line) in code.enumerated() where line.contains("SchemaDiffer.diff(") { callers.append("\(target)/\(file):\(number + 1)") }
             }
         }
@@ -168,8 +170,7 @@ import Testing
             let files = swiftFiles(under: folder)
             #expect(!files.isEmpty, "\(target): no sources found")
             for file in files {
-                let code = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).components(separatedBy: "\n")
-                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+                let code = try Self.codeLines(folder + "/" + file).joined(separator: "\n")
                 for word in engineWords {
                     #expect(!code.contains(word), "\(target)/\(file) writes engine SQL (\(word)); it belongs in the engine's adapter")
                 }
