@@ -243,7 +243,7 @@ let package = Package(
             name: "DocumentationTests",
             dependencies: [
                 "ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata",
-                "FieldEncryption", "migrate", "TestSupport", "PersistentStoreSQLite",
+                "FieldEncryption", "migrate", "schemagen", "flights", "todo", "TestSupport", "PersistentStoreSQLite",
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "StudioTests", dependencies: ["schemagen", "migrate", "flights", "todo", "SQLiteKit", "TestSupport"]),

@@ -136,6 +136,10 @@ public struct CommandLineTool {
                 io.writeOutput(help())
                 return .success
             }
+            if arguments[1] == "--markdown" {
+                io.writeOutput(CommandReference.document(self))
+                return .success
+            }
             guard let command = command(named: arguments[1]) else {
                 return usageError(UsageError("unknown command '\(arguments[1])'\(commandHint(arguments[1]))"), usage: rootUsage, io: io)
             }
@@ -182,7 +186,7 @@ public struct CommandLineTool {
         out += HelpFormatter.table(commands.map { ($0.spec.name, $0.spec.abstract) })
         out += "\nOPTIONS:\n"
         out += HelpFormatter.table([("-h, --help", "Show this help."), ("--version", "Show the version.")])
-        out += "\nSee '\(name) help <command>' for a command's options.\n"
+        out += "\nSee '\(name) help <command>' for a command's options ('\(name) help --markdown': all of them, as docs/commands.md shows them).\n"
         return out
     }
 }
