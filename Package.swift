@@ -173,6 +173,10 @@ let package = Package(
                 "ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite",
                 "PersistentStorePostgres", "PostgresKit", "TextEscaping",
             ]),
+        // The benchmark figures the docs show, kept in bench/figures.json, and the pages written from them.
+        .target(name: "BenchmarkFigures"),
+        // Records a bench/run output's figures and writes them into the docs (`bench/run --record`).
+        .executableTarget(name: "bench-record", dependencies: ["BenchmarkFigures"]),
 
         // MARK: - Tests (folders mirror Sources)
         // Shared helpers: the repository root, temporary paths, seeded randomness, built tools.
@@ -243,7 +247,7 @@ let package = Package(
             name: "DocumentationTests",
             dependencies: [
                 "ExampleModels", "PersistentStore", "PersistentStoreCore", "Migrator", "MigratorCore", "MigratorSQLite", "MigratorPostgres", "PostgresKit", "SQLiteKit", "SchemaMetadata",
-                "FieldEncryption", "migrate", "schemagen", "flights", "todo", "TestSupport", "PersistentStoreSQLite",
+                "FieldEncryption", "migrate", "schemagen", "flights", "todo", "TestSupport", "PersistentStoreSQLite", "BenchmarkFigures",
             ]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "StudioTests", dependencies: ["schemagen", "migrate", "flights", "todo", "SQLiteKit", "TestSupport"]),
@@ -276,7 +280,7 @@ let layers: [String: [String]] = [
     ],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
     "Examples": ["ExampleModels", "PluginExample", "FlightsExample", "flights", "TodoExample", "todo", "bookmarks", "dispatcher"],
-    "Benchmarks": ["store-benchmark"],
+    "Benchmarks": ["store-benchmark", "BenchmarkFigures", "bench-record"],
     "Fuzzers": ["SchemaFuzz", "PlannerFuzz", "HTTPFuzz"],
 ]
 // Tests follow the same layers (plus `Project`: the docs and the test helpers' own tests).

@@ -9,7 +9,7 @@ import PersistentStorePostgres
 public enum FlightsTool {
     public static var tool: CommandLineTool {
         CommandLineTool(
-            name: "flights", version: "0.1.0", abstract: "Load FlightAware-shaped JSON into a store and query it.",
+            name: "flights", version: "0.2.0", abstract: "Load FlightAware-shaped JSON into a store and query it.",
             commands: [LoadCommand.self, QueryCommand.self])
     }
 

@@ -12,7 +12,7 @@ import SchemaMetadata
 public enum TodoTool {
     public static var tool: CommandLineTool {
         CommandLineTool(
-            name: "todo", version: "0.1.0", abstract: "A to-do list shared by several processes, with live changes and history.",
+            name: "todo", version: "0.2.0", abstract: "A to-do list shared by several processes, with live changes and history.",
             commands: [
                 AddCommand.self, DoneCommand.self, RemoveCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
                 WatchCommand.self, HistoryCommand.self, RekeyCommand.self,

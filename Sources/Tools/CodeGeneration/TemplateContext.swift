@@ -28,7 +28,7 @@ public struct TemplateContext: Sendable {
         self.sourceFile = sourceFile
         self.entityIndex = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.tableIndex = Dictionary(self.model.tables.enumerated().compactMap { index, table in table.entity.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
-        self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.1.0"]]
+        self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.2.0"]]
         self.cachedRoot["hasMigrations"] = .bool(!migrations.isEmpty)
         // Lazy: the scripts' literals (megabytes for a large schema) are escaped by the one
         // template that embeds them, while the other files render.

@@ -23,7 +23,7 @@ import Darwin
 public enum MigrateTool {
     public static var tool: CommandLineTool {
         CommandLineTool(
-            name: "migrate", version: "0.1.0",
+            name: "migrate", version: "0.2.0",
             abstract: "Apply, revert and inspect a schema's SQL migrations on a SQLite file or a PostgreSQL database.",
             commands: [
                 UpCommand.self, CompleteCommand.self, RollbackCommand.self, DownCommand.self, StatusCommand.self, ValidateMigrationsCommand.self, RedoCommand.self, BaselineCommand.self,

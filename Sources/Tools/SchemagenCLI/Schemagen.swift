@@ -2,7 +2,7 @@ import CommandLineKit
 
 /// The `schemagen` tool: its commands, as the executable and the tests run them.
 public enum Schemagen {
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
 
     public static var tool: CommandLineTool {
         CommandLineTool(

@@ -127,7 +127,7 @@ import Testing
         #expect(help.output.contains("-f, --format <format>"))
         let version = try schemagen(["--version"])
         #expect(version.status == 0)
-        #expect(version.output == "schemagen 0.1.0\n")
+        #expect(version.output == "schemagen 0.2.0\n")
         let root = try schemagen(["--help"])
         #expect(root.output.contains("validate"))
     }
