@@ -5,11 +5,22 @@ public enum CommandReference {
     public static func opening(_ command: String) -> String { "<!-- generated from `\(command) --help`: do not edit -->" }
     public static let closing = "<!-- end of generated text -->"
 
-    /// One command's block: a heading, its usage, arguments, options and discussion.
+    /// One command's block: a heading, its usage, what it does, its arguments and options.
     public static func block(_ spec: CommandSpec, toolName: String) -> String {
         var lines = [opening("\(toolName) \(spec.name)"), "", "### `\(toolName) \(spec.name)`", ""]
         lines += wrapped(escaped(spec.abstract))
         lines += ["", "```", spec.usage(toolName: toolName), "```", ""]
+        // What it does, as a manual page says it before the options.
+        if let discussion = spec.discussion {
+            // Paragraphs are split by a blank line; a single line break is a space.
+            for paragraph in discussion.split(separator: "\n\n") {
+                lines += wrapped(escaped(String(paragraph).replacing("\n", with: " ")))
+                lines.append("")
+            }
+            if discussion.contains("Exit status") {
+                lines += ["What to do when it fails: [troubleshooting](troubleshooting.md).", ""]
+            }
+        }
         if !spec.arguments.isEmpty {
             lines.append("Arguments:")
             lines.append("")
@@ -18,7 +29,8 @@ public enum CommandReference {
             }
             lines.append("")
         }
-        lines.append("Options:")
+        // A heading of their own: an options list can run for dozens of lines.
+        lines.append("#### Options of `\(toolName) \(spec.name)`")
         lines.append("")
         for option in spec.allOptions {
             var names = option.short.map { "`-\($0)`, " } ?? ""
@@ -28,16 +40,6 @@ public enum CommandReference {
             if let value = option.defaultValue { help += " Default: `\(value)`." }
             if option.isRepeatable { help += " May be repeated." }
             lines += wrapped("\(names): \(help)", bullet: true)
-        }
-        if let discussion = spec.discussion {
-            // Paragraphs are split by a blank line; a single line break is a space.
-            for paragraph in discussion.split(separator: "\n\n") {
-                lines.append("")
-                lines += wrapped(escaped(String(paragraph).replacing("\n", with: " ")))
-            }
-            if discussion.contains("Exit status") {
-                lines += ["", "What to do when it fails: [troubleshooting](troubleshooting.md)."]
-            }
         }
         lines += ["", closing]
         return lines.joined(separator: "\n")
