@@ -257,7 +257,13 @@ public final class PatroniCluster: @unchecked Sendable {
     /// killed before the record is written leaves the cluster without a leader, by design.
     public func waitUntilAllStream(timeout: Double = 60) throws {
         let deadline = Date().addingTimeInterval(timeout)
+        var healAt: Date? = Date().addingTimeInterval(timeout / 2)
         while Date() < deadline {
+            // Half the time gone: a standby that cannot start is cloned again, once.
+            if let due = healAt, Date() > due {
+                healAt = nil
+                reinitializeStandbysThatCannotStart()
+            }
             if let leader = leader() {
                 let standbys = nodes.filter { $0.name != leader.name && isRunning($0) }.count
                 let streaming = query(leader, "SELECT count(*) FILTER (WHERE state = 'streaming'), count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication")
@@ -266,6 +272,23 @@ public final class PatroniCluster: @unchecked Sendable {
             usleep(200_000)
         }
         throw TestDaemonError("the standbys did not all stream within \(timeout) s")
+    }
+
+    /// Clones again from the leader (`patronictl reinit`) each standby whose Patroni runs but
+    /// whose server does not answer, as an operator does with a node that cannot rejoin: after a
+    /// leader is killed, a standby can hold WAL of a timeline the new leader's history does not
+    /// have, and then fails every start ("WAL location ... belongs to timeline 7, but previous
+    /// recovered WAL file came from timeline 8"). Under synchronous_mode_strict the leader's
+    /// commits wait for a synchronous standby meanwhile. The nodes reinitialized.
+    @discardableResult
+    public func reinitializeStandbysThatCannotStart() -> [String] {
+        guard let leader = leader() else { return [] }
+        var reinitialized: [String] = []
+        for node in nodes where node.name != leader.name && isRunning(node) && query(node, "SELECT 1") == nil {
+            _ = try? PostgresServer.run("/usr/bin/patronictl", ["-c", node.config, "reinit", "schemagen-test", node.name, "--force", "--wait"])
+            reinitialized.append(node.name)
+        }
+        return reinitialized
     }
 
     /// The roles of the running members as Patroni's DCS has them (`patronictl list`).

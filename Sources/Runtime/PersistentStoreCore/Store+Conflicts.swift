@@ -245,7 +245,7 @@ extension Store {
     /// (`selection`), built once per shape and column set; nil when no column would be set.
     private func updateOnlySQL(_ entity: EntityDescriptor, columns: [String], hasKey: Bool, only: Set<String>) -> UpsertStatements? {
         let shape = UpdateOnlyShape(row: UpsertShape(table: entity.table, hasKey: hasKey, columnCount: columns.count), only: only)
-        if let cached = updateOnlyStatements[shape] { return cached }
+        if let cached = self.statements.updateOnly[shape] { return cached }
         let setting = columns.filter { only.contains($0) && !entity.primaryKey.contains($0) }
         var targets: [[String]] = hasKey ? [entity.primaryKey] : []
         targets += entity.indexes.filter { $0.kind == .unique }.map(\.columns)
@@ -270,7 +270,7 @@ extension Store {
             for target in targets { upsert += clause(target) }
             statements = UpsertStatements(insert: render(insert), upsert: render(upsert + returning), canConflict: true, insertIfAbsent: render(insert))
         }
-        updateOnlyStatements[shape] = statements
+        self.statements.updateOnly[shape] = statements
         return statements
     }
 
@@ -300,10 +300,10 @@ extension Store {
     /// `SELECT <selection> FROM <table> WHERE <target> = ... LIMIT 1`, rendered once per target.
     private func storedModelLookup<M: PersistentModel>(_ type: M.Type, by target: [String]) -> RenderedSQL {
         let key = [M.entity.table] + target
-        if let cached = storedModelLookups[key] { return cached }
+        if let cached = self.statements.storedModelLookups[key] { return cached }
         let sql = render(
             "SELECT \(selection(M.self)) FROM \(identifier: M.entity.table) WHERE \(Self.condition(target, Array(repeating: .null, count: target.count))) LIMIT 1")
-        storedModelLookups[key] = sql
+        self.statements.storedModelLookups[key] = sql
         return sql
     }
 

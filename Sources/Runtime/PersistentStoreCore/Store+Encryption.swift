@@ -117,7 +117,7 @@ extension Store {
     /// Records the newest key's check value in the transaction that first writes a value under
     /// it; another process that recorded other bytes under that id first makes this write fail.
     func recordSealingKey() throws(StoreError) {
-        guard sealedInTransaction, !newestKeyRecorded, let ring = keyRing else { return }
+        guard sealing.sealedInTransaction, !sealing.newestKeyRecorded, let ring = keyRing else { return }
         do {
             let dialect = database.dialect
             try database.execute(Self.keyCheckTable(dialect))
@@ -154,7 +154,7 @@ extension Store {
     }
 
     func rowPlan(_ entity: EntityDescriptor, columns: [String]) -> RowPlan {
-        if let cached = rowPlans[entity.table], cached.columns == columns { return cached }
+        if let cached = self.statements.rowPlans[entity.table], cached.columns == columns { return cached }
         let ciphers = encryption[entity.table] ?? [:]
         let position = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         var deterministic: [(Int, FieldCipher)] = [], randomized: [(Int, String, FieldCipher)] = [], files: [(Int, ColumnDescriptor, FieldCipher?)] = []
@@ -173,7 +173,7 @@ extension Store {
         let plan = RowPlan(
             columns: columns, deterministic: deterministic, randomized: randomized, files: files,
             keyPositions: entity.primaryKey.map { position[$0] }, uniqueTargets: unique)
-        rowPlans[entity.table] = plan
+        self.statements.rowPlans[entity.table] = plan
         return plan
     }
 
@@ -224,8 +224,8 @@ extension Store {
                 columns.insert("id", at: 0)
                 values.insert(.integer(next), at: 0)
             }
-        } else if entity.hasImplicitKey, case .integer(let given) = rowKey[0], let next = implicitKeys[entity.table], given >= next {
-            implicitKeys[entity.table] = given + 1
+        } else if entity.hasImplicitKey, case .integer(let given) = rowKey[0], let next = sealing.implicitKeys[entity.table], given >= next {
+            sealing.implicitKeys[entity.table] = given + 1
         }
         // Positions moved by one if `id` was put in front.
         let shift = columns.count - plan.columns.count
@@ -306,14 +306,14 @@ extension Store {
     ) throws(StoreError) -> StoredValue {
         guard let cipher else { return try storeExternalValue(value, entity, column) }
         guard let bytes = Self.externalBytes(of: value) else { return value }
-        sealedInTransaction = true
+        sealing.sealedInTransaction = true
         let sealed: StoredValue
         do { sealed = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
         return try storeExternalValue(sealed, entity, column, sealed: true)
     }
 
     private func seal(_ value: StoredValue, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {
-        sealedInTransaction = true
+        sealing.sealedInTransaction = true
         do { return try cipher.seal(value, rowKey: rowKey) } catch { throw .encryption(error) }
     }
 
@@ -328,15 +328,15 @@ extension Store {
             throw .database(error)
         }
         // Counted on from the first in this transaction: bulk inserts ask once.
-        if let index = implicitKeys.index(forKey: entity.table) {
-            let next = implicitKeys.values[index]
-            implicitKeys.values[index] = next + 1
+        if let index = sealing.implicitKeys.index(forKey: entity.table) {
+            let next = sealing.implicitKeys.values[index]
+            sealing.implicitKeys.values[index] = next + 1
             return next
         }
         var highest: Int64 = 0
         if case .integer(let value)? = try query("SELECT max(\(identifier: "id")) FROM \(identifier: entity.table)").first?.first { highest = value }
         do { highest = max(highest, try database.highestGeneratedKey(of: entity.table)) } catch { throw .database(error) }
-        implicitKeys[entity.table] = highest + 2
+        sealing.implicitKeys[entity.table] = highest + 2
         return highest + 1
     }
 
@@ -497,7 +497,7 @@ extension Store {
             do { plaintext = try cipher.open(bytes: bytes, rowKey: rowKey) } catch { throw .encryption(error) }
         }
         let sealed: [UInt8]
-        sealedInTransaction = true
+        sealing.sealedInTransaction = true
         do { sealed = try cipher.seal(bytes: plaintext, rowKey: rowKey) } catch { throw .encryption(error) }
         let newName = try storeExternalValue(.blob(sealed), entity, column, sealed: true)
         try removeOnCommit([(column, name)], of: entity)

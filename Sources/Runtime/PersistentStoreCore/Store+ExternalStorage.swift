@@ -47,7 +47,7 @@ extension Store {
         }
         let url = externalFile(entity, column, name)
         try writeDurably(bytes, to: url)
-        createdFiles.append(url)
+        files.created.append(url)
         return .text(name)
     }
 
@@ -145,7 +145,7 @@ extension Store {
             return
         }
         for (column, name) in names { try Self.checkExternalName(name, entity, column) }
-        removedFiles += names.map { externalFile(entity, $0.0, $0.1) }
+        files.removed += names.map { externalFile(entity, $0.0, $0.1) }
     }
 
     /// The contents of an external value's file, in place of its name.
@@ -157,9 +157,9 @@ extension Store {
 
     /// After a commit, removes replaced and deleted files; after a rollback, the new ones.
     func settleExternalFiles(committed: Bool) {
-        for url in committed ? removedFiles : createdFiles { try? FileManager.default.removeItem(at: url) }
-        createdFiles.removeAll()
-        removedFiles.removeAll()
+        for url in committed ? files.removed : files.created { try? FileManager.default.removeItem(at: url) }
+        files.created.removeAll()
+        files.removed.removeAll()
     }
 }
 

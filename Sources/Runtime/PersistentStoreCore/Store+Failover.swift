@@ -201,12 +201,12 @@ extension Store {
     /// when its COMMIT was sent and the new primary has its id, counts as committed (true).
     func recoverWrite(after failure: DatabaseFailure, operation: String, attempt: Int, since start: Date) throws(StoreError) -> Bool {
         guard let recovery = failoverRecovery else { throw .database(failure) }
-        let outcomeUnknown = commitState.sent
+        let outcomeUnknown = self.commit.outcomeUnknown
         recovery.report(StoreEvent(kind: .failoverRetry, operation: operation, attempt: attempt, failure: failure, server: recovery.server.connectedServer))
         if let gaveUp = recovery.reconnect(after: failure, operation: operation, since: start) {
             throw .noWritablePrimary(waited: .seconds(recovery.timeout), outcomeKnown: !outcomeUnknown, last: gaveUp)
         }
-        guard outcomeUnknown, let id = commitState.id else { return false }
+        guard outcomeUnknown, let id = self.commit.sentID else { return false }
         // The COMMIT went out and no answer came back: the new primary has the id if, and only
         // if, it committed (synchronous replication keeps every acknowledged commit).
         let committed: Bool

@@ -86,7 +86,7 @@ struct MigrateClusterTests {
             throw ClusterTestError("the point to kill the leader at never came: \(running.finish())")
         }
         try cluster.killLeader()
-        let first = running.finish()
+        let first = finishing(running, on: cluster)
         let second = first.status == 0 ? nil : try migrate.run(command + ["--database", url, "--connect-retry", "60"])
         try cluster.restoreKilledNodes()
         return Outcome(
@@ -95,6 +95,26 @@ struct MigrateClusterTests {
             invalidIndexes: value(url, "SELECT count(*) FROM pg_index WHERE NOT indisvalid"),
             history: value(url, "SELECT string_agg(version::text, ',' ORDER BY version) FROM schemagen_migrations"),
             phase: value(url, "SELECT coalesce(string_agg(phase, ','), '') FROM schemagen_online_migrations"))
+    }
+
+    /// Waits for a `migrate` that runs through a failover. While it runs, a standby left unable
+    /// to start by the kill is cloned again (every 30 s), as its operator would, since under
+    /// synchronous_mode_strict a commit waits for a synchronous standby; past `timeout` the
+    /// process is killed, so a test fails instead of waiting for ever.
+    static func finishing(_ running: BuiltTool.Running, on cluster: PatroniCluster, timeout: Double = 300) -> BuiltTool.Run {
+        let deadline = Date().addingTimeInterval(timeout)
+        var nextCheck = Date().addingTimeInterval(30)
+        while running.process.isRunning, Date() < deadline {
+            // Reading drains its output meanwhile, so a full pipe cannot hold it.
+            _ = running.read(.output, until: { _ in false }, within: 0.5)
+            _ = running.read(.error, until: { _ in false }, within: 0.1)
+            if Date() > nextCheck {
+                cluster.reinitializeStandbysThatCannotStart()
+                nextCheck = Date().addingTimeInterval(30)
+            }
+        }
+        if running.process.isRunning { kill(running.processIdentifier, SIGKILL) }
+        return running.finish()
     }
 
     @Test func aBackfillGoesOnFromItsLastBatchOnTheNewPrimary() async throws {

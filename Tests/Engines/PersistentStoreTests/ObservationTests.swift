@@ -115,19 +115,19 @@ func eventually(within seconds: Double = 30, _ condition: () async throws -> Boo
         #expect(await eventually { await results.items.last?.map(\.icao) == ["KSEA", "KSFO"] })
         // A commit to another table does not wake the query: once its delivery has read the
         // commit (the delivered token reaches it), no query was woken.
-        #expect(await eventually { await store.observation.queryRuns >= 2 })
-        let runs = await store.observation.queryRuns
-        let wakeUps = await store.observation.queryWakeUps
+        #expect(await eventually { await store.observation.counts.queryRuns >= 2 })
+        let runs = await store.observation.counts.queryRuns
+        let wakeUps = await store.observation.counts.queryWakeUps
         try await store.insert(Airline(code: "UAL", name: "United"))
         let token = try await store.currentHistoryToken().value
         #expect(await eventually { await store.observation.deliveredToken >= token })
-        #expect(await store.observation.queryWakeUps == wakeUps)
+        #expect(await store.observation.counts.queryWakeUps == wakeUps)
         // Nothing runs while nothing changes: the watcher's fallback tick (every second) delivers,
         // asks SQLite's data_version, finds it unchanged and wakes nothing.
-        let deliveries = await store.observation.deliveries
-        #expect(await eventually { await store.observation.deliveries >= deliveries + 2 })
-        #expect(await store.observation.queryWakeUps == wakeUps)
-        #expect(await store.observation.queryRuns == runs)
+        let deliveries = await store.observation.counts.deliveries
+        #expect(await eventually { await store.observation.counts.deliveries >= deliveries + 2 })
+        #expect(await store.observation.counts.queryWakeUps == wakeUps)
+        #expect(await store.observation.counts.queryRuns == runs)
         // Cancelling ends the observation and stops the watcher.
         task.cancel()
         #expect(await eventually { await store.subscriberCount == 0 })
@@ -151,7 +151,7 @@ func eventually(within seconds: Double = 30, _ condition: () async throws -> Boo
         // Reruns wait 10 ms for more commits, so how many coalesce depends on the machine's
         // load (under 50 alone, 56 once with the whole suite running): at most one per two
         // commits shows they do.
-        let runs = await store.observation.queryRuns
+        let runs = await store.observation.counts.queryRuns
         #expect(runs < 100, "reruns coalesced: \(runs)")
     }
 
@@ -212,7 +212,7 @@ func eventually(within seconds: Double = 30, _ condition: () async throws -> Boo
         let delivered = await eventually(within: 30) { await changes.items.count == 1 }
         // Said in full when it fails: it has failed under the whole suite's load, never alone.
         let state =
-            "stream failure: \(await changes.failure ?? "none"), finished: \(await changes.finished), deliveries: \(await store.observation.deliveries), yielded: \(await store.observation.transactionsYielded), newest token read: \(await store.observation.newestTokenRead), history tokens: \(try await store.history().map(\.token.value)), subscribers: \(await store.subscriberCount), history: \(try await store.history().count) rows"
+            "stream failure: \(await changes.failure ?? "none"), finished: \(await changes.finished), deliveries: \(await store.observation.counts.deliveries), yielded: \(await store.observation.counts.transactionsYielded), newest token read: \(await store.observation.counts.newestTokenRead), history tokens: \(try await store.history().map(\.token.value)), subscribers: \(await store.subscriberCount), history: \(try await store.history().count) rows"
         #expect(delivered, "\(state)")
         #expect(await store.observation.watcher == nil)
     }

@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func theServerGuideListsEveryStoreError() throws {
-        let declared = try Self.cases(of: "StoreError", in: "Sources/Runtime/PersistentStoreCore/Store.swift")
+        let declared = try Self.cases(of: "StoreError", in: "Sources/Runtime/PersistentStoreCore/StoreError.swift")
         #expect(declared.count >= 20 && declared.contains("noWritablePrimary"), "\(declared)")
         let listed = try Self.listed(in: "docs/server.md")
         #expect(Set(declared).subtracting(listed).isEmpty, "docs/server.md does not list: \(Set(declared).subtracting(listed).sorted())")

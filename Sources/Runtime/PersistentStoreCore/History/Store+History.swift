@@ -171,9 +171,9 @@ extension Store {
         case .forever:
             return
         case .transactions(let count):
-            observation.commitsSincePrune += 1
-            guard observation.commitsSincePrune >= max(1, count / 100) else { return }
-            observation.commitsSincePrune = 0
+            observation.retention.commitsSincePrune += 1
+            guard observation.retention.commitsSincePrune >= max(1, count / 100) else { return }
+            observation.retention.commitsSincePrune = 0
             let boundary = try query(
                 "SELECT token FROM schemagen_history WHERE schema = \(value: .text(schema.name)) ORDER BY token DESC LIMIT 1 OFFSET \(value: .integer(Int64(max(0, count))))")
             guard case .integer(let oldestDropped)? = boundary.first?.first else { return }
@@ -181,8 +181,8 @@ extension Store {
         case .age(let age):
             let now = Date()
             let limit = age.inSeconds
-            guard now.timeIntervalSince(observation.lastAgePrune) >= min(1, limit / 100) else { return }
-            observation.lastAgePrune = now
+            guard now.timeIntervalSince(observation.retention.lastAgePrune) >= min(1, limit / 100) else { return }
+            observation.retention.lastAgePrune = now
             _ = try prune(where: "committed_at < \(value: .real(now.timeIntervalSince1970 - limit))")
         }
     }

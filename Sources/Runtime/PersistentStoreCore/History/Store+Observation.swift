@@ -15,9 +15,34 @@ struct ObservationState {
         let signal: AsyncStream<Void>.Continuation
     }
 
-    var transactionSubscribers: [Int: TransactionSubscriber] = [:]
-    var querySubscribers: [Int: QuerySubscriber] = [:]
-    var nextID = 0
+    /// Who listens: `changes()` streams and observed queries, by id.
+    struct Subscribers {
+        var transactions: [Int: TransactionSubscriber] = [:]
+        var queries: [Int: QuerySubscriber] = [:]
+        var nextID = 0
+    }
+
+    /// How many times observed queries ran, were woken to run, and deliveries happened: for
+    /// tests that check nothing runs while nothing changes (a delivery wakes queries before it
+    /// returns, so after it a test can tell that none was woken).
+    struct Counts {
+        var queryRuns = 0
+        var queryWakeUps = 0
+        var deliveries = 0
+        /// Transactions handed to `changes()` streams, and the newest token a delivery read.
+        var transactionsYielded = 0
+        var newestTokenRead: Int64 = 0
+    }
+
+    /// Retention bookkeeping (see `pruneHistory`).
+    struct Retention {
+        var commitsSincePrune = 0
+        var lastAgePrune = Date.distantPast
+    }
+
+    var subscribers = Subscribers()
+    var counts = Counts()
+    var retention = Retention()
     /// The newest history token query subscribers have been told about.
     var deliveredToken: Int64 = 0
     /// `PRAGMA data_version` when last looked at: a different value means another connection
@@ -33,20 +58,8 @@ struct ObservationState {
     /// How long delivery waits before trying again after the database could not be reached
     /// (grows to 2 s; 0 after a delivery that worked).
     var retryPause = 0.0
-    // Retention bookkeeping (see `pruneHistory`).
-    var commitsSincePrune = 0
-    var lastAgePrune = Date.distantPast
-    /// How many times observed queries ran, were woken to run, and deliveries happened: for
-    /// tests that check nothing runs while nothing changes (a delivery wakes queries before it
-    /// returns, so after it a test can tell that none was woken).
-    var queryRuns = 0
-    var queryWakeUps = 0
-    var deliveries = 0
-    /// Transactions handed to `changes()` streams, and the newest token a delivery read.
-    var transactionsYielded = 0
-    var newestTokenRead: Int64 = 0
 
-    var isEmpty: Bool { transactionSubscribers.isEmpty && querySubscribers.isEmpty }
+    var isEmpty: Bool { subscribers.transactions.isEmpty && subscribers.queries.isEmpty }
 }
 
 /// Observing changes: `changes()` streams committed transactions, `observe` reruns a query after
@@ -67,9 +80,9 @@ extension Store {
         if let token { start = token.value } else { start = try reading(from: .primary) { () throws(StoreError) in try currentHistoryToken().value } }
         let (stream, continuation) = AsyncThrowingStream<HistoryTransaction, Error>.makeStream()
         try? reading(from: .primary) { () throws(StoreError) in prepareFirstSubscriber() }
-        let id = observation.nextID
-        observation.nextID += 1
-        observation.transactionSubscribers[id] = .init(position: start, author: author, continuation: continuation)
+        let id = observation.subscribers.nextID
+        observation.subscribers.nextID += 1
+        observation.subscribers.transactions[id] = .init(position: start, author: author, continuation: continuation)
         continuation.onTermination = { [weak self] _ in
             Task { await self?.removeSubscriber(id) }
         }
@@ -124,9 +137,9 @@ extension Store {
         let (output, continuation) = AsyncThrowingStream<Result, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let (signals, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         prepareFirstSubscriber()
-        let id = observation.nextID
-        observation.nextID += 1
-        observation.querySubscribers[id] = .init(entities: entities, signal: signal)
+        let id = observation.subscribers.nextID
+        observation.subscribers.nextID += 1
+        observation.subscribers.queries[id] = .init(entities: entities, signal: signal)
         signal.yield()
         let task = Task { [self] in
             var first = true
@@ -172,7 +185,7 @@ extension Store {
     /// Observed queries read from the primary: a standby may not have replayed the commit that
     /// woke them, and nothing would wake them again.
     private func runObserved<Result>(_ run: (isolated Store) throws(StoreError) -> Result) throws(StoreError) -> Result {
-        observation.queryRuns += 1
+        observation.counts.queryRuns += 1
         return try reading(from: .primary) { () throws(StoreError) in try run(self) }
     }
 
@@ -185,9 +198,9 @@ extension Store {
     }
 
     func removeSubscriber(_ id: Int) {
-        observation.transactionSubscribers[id] = nil
-        observation.querySubscribers[id]?.signal.finish()
-        observation.querySubscribers[id] = nil
+        observation.subscribers.transactions[id] = nil
+        observation.subscribers.queries[id]?.signal.finish()
+        observation.subscribers.queries[id] = nil
         if observation.isEmpty {
             observation.watcher?.stop()
             observation.watcher = nil
@@ -195,7 +208,7 @@ extension Store {
     }
 
     /// Subscribers now listening; for tests.
-    var subscriberCount: Int { observation.transactionSubscribers.count + observation.querySubscribers.count }
+    var subscriberCount: Int { observation.subscribers.transactions.count + observation.subscribers.queries.count }
 
     /// Watches the file for commits of other connections; an in-memory database has none.
     private func startWatching() {
@@ -234,7 +247,7 @@ extension Store {
         observation.deliveryScheduled = false
         observation.watcher?.rearm()
         guard !observation.isEmpty else { return }
-        observation.deliveries += 1
+        observation.counts.deliveries += 1
         var external = false
         if let version = abilities.history.commitWatching?.commitCounter() {
             if version != observation.dataVersion {
@@ -254,22 +267,22 @@ extension Store {
         }
         do {
             let pruned = try prunedThrough()
-            let positions = observation.transactionSubscribers.values.map(\.position)
+            let positions = observation.subscribers.transactions.values.map(\.position)
             let from = min(observation.deliveredToken, positions.min() ?? .max)
             let rows = try readHistory(after: from, author: .any, limit: nil, withChanges: !positions.isEmpty)
-            for (id, subscriber) in observation.transactionSubscribers {
+            for (id, subscriber) in observation.subscribers.transactions {
                 if subscriber.position < pruned {
                     subscriber.continuation.finish(throwing: StoreError.historyPruned(after: HistoryToken(subscriber.position), through: HistoryToken(pruned)))
-                    observation.transactionSubscribers[id] = nil
+                    observation.subscribers.transactions[id] = nil
                     continue
                 }
                 for row in rows where row.token.value > subscriber.position && subscriber.author.admits(row.author) {
                     subscriber.continuation.yield(row)
-                    observation.transactionsYielded += 1
+                    observation.counts.transactionsYielded += 1
                 }
-                if let last = rows.last { observation.transactionSubscribers[id]?.position = max(subscriber.position, last.token.value) }
+                if let last = rows.last { observation.subscribers.transactions[id]?.position = max(subscriber.position, last.token.value) }
             }
-            if let last = rows.last { observation.newestTokenRead = max(observation.newestTokenRead, last.token.value) }
+            if let last = rows.last { observation.counts.newestTokenRead = max(observation.counts.newestTokenRead, last.token.value) }
             let fresh = rows.filter { $0.token.value > observation.deliveredToken }
             // Written without a store (the sqlite3 shell, a migration), or history was pruned
             // past us: what changed is unknown, so every query reruns.
@@ -279,7 +292,7 @@ extension Store {
             observation.retryPause = 0
             // Committed rows behind a transaction that still runs (writers run side by side):
             // read again soon, since that transaction may be no store's and announce nothing.
-            if try unsettledHistory(after: min(observation.deliveredToken, observation.transactionSubscribers.values.map(\.position).min() ?? .max)) {
+            if try unsettledHistory(after: min(observation.deliveredToken, observation.subscribers.transactions.values.map(\.position).min() ?? .max)) {
                 Task { [weak self] in
                     try? await Task.sleep(for: .milliseconds(100))
                     await self?.scheduleDelivery()
@@ -297,8 +310,8 @@ extension Store {
                 }
                 return
             }
-            for (_, subscriber) in observation.transactionSubscribers { subscriber.continuation.finish(throwing: error) }
-            observation.transactionSubscribers.removeAll()
+            for (_, subscriber) in observation.subscribers.transactions { subscriber.continuation.finish(throwing: error) }
+            observation.subscribers.transactions.removeAll()
             signalQueries(touched: nil)
         }
         if observation.isEmpty {
@@ -309,9 +322,9 @@ extension Store {
 
     /// Wakes the queries that read a touched entity (all of them when `touched` is nil).
     private func signalQueries(touched: Set<String>?) {
-        for subscriber in observation.querySubscribers.values {
+        for subscriber in observation.subscribers.queries.values {
             if let touched, let entities = subscriber.entities, entities.isDisjoint(with: touched) { continue }
-            observation.queryWakeUps += 1
+            observation.counts.queryWakeUps += 1
             subscriber.signal.yield()
         }
     }
