@@ -47,22 +47,22 @@ extension OnlinePlanner {
         let copy = CopiedTable(
             change: change, version: to.version, oldSchema: oldSchema ?? "", newSchema: newSchema, physicalKey: { planner.physical($0, columns: $0.columns) })
         copiedTables[change.to.name] = copy.name
-        expandChecks.append(copy.carryCheck)
-        expandTables.append(copy.precondition + copy.creation + [copy.carryOntoCopy] + copy.relaxedOldColumns + copy.forwardTrigger)
-        expandTableCopies.append(
+        toExpand.copyChecks.append(copy.carryCheck)
+        toExpand.tables.append(copy.precondition + copy.creation + [copy.carryOntoCopy] + copy.relaxedOldColumns + copy.forwardTrigger)
+        toExpand.tableCopies.append(
             .backfill(
                 OnlinePhase.Backfill(
                     table: change.from.name, key: copy.oldKey, type: copy.keyType, batch: OnlinePlan.backfillBatch, bounds: "inclusive", pending: text(copy.pendingCopies),
                     copies: true),
                 update: text(copy.copyStatement)))
-        expandCopyIndexes += copy.indexBuilds.map(OutsideStatement.concurrently) + [.validation("ANALYZE \(identifier: copy.name);")]
-        expandAfterCopy.append(copy.constraintsAfterCopy + copy.sequenceGrants + copy.backwardTrigger)
-        expandValidations += copy.expandKeys.map { copy.validation(of: $0, on: copy.name) }
-        contractSwaps.append(copy.swap)
-        contractStatements += copy.swapKeys.map { .validation(copy.validation(of: $0, on: copy.final)) }
-        contractStatements.append(.validation(copy.inboundKeyValidation))
-        contractStatements.append(.validation(copy.outboundKeyValidation))
-        rollbackTables.append(copy.removal)
+        toExpand.copyIndexes += copy.indexBuilds.map(OutsideStatement.concurrently) + [.validation("ANALYZE \(identifier: copy.name);")]
+        toExpand.afterCopy.append(copy.constraintsAfterCopy + copy.sequenceGrants + copy.backwardTrigger)
+        toExpand.validations += copy.expandKeys.map { copy.validation(of: $0, on: copy.name) }
+        toContract.swaps.append(copy.swap)
+        toContract.statements += copy.swapKeys.map { .validation(copy.validation(of: $0, on: copy.final)) }
+        toContract.statements.append(.validation(copy.inboundKeyValidation))
+        toContract.statements.append(.validation(copy.outboundKeyValidation))
+        toRollBack.tables.append(copy.removal)
     }
 }
 

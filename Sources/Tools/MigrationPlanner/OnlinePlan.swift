@@ -80,58 +80,21 @@ struct OnlinePlanner {
     var rollback: [OnlinePhase.Section] = []
     var offline: [String] = []
     var refused: [String] = []
-    /// Copies of a split's existing rows, batched: after the triggers that keep both places in step.
-    var expandCopies: [OnlinePhase.Section] = []
     /// Tables rebuilt by copying (`OnlineCopy`): new name -> the copy's name until contract.
     var copiedTables: [String: String] = [:]
-    /// Their batched copies, index builds, and what follows the copies (in a transaction per table).
-    /// The `check` queries of tables rebuilt by copying: what each carries, run first.
-    var expandChecks: [SQL] = []
-    var expandTableCopies: [OnlinePhase.Section] = []
-    var expandCopyIndexes: [OutsideStatement] = []
-    var expandAfterCopy: [[SQL]] = []
-    /// Contract: each copy taking its table's place, in a transaction of its own.
-    var contractSwaps: [[SQL]] = []
-    /// Contract: a split's triggers, each table's in a transaction of its own.
-    var contractSyncDrops: [[SQL]] = []
-
-    // Expand, in order: each table's changes in a transaction of their own (so no lock waits
-    // behind another table's), then index builds and validations, then backfills, then the
-    // new version's views.
-    var expandTables: [[SQL]] = []
-    /// Index builds (`CONCURRENTLY`, outside transactions), by the table they index.
-    var expandStatements: [(table: String, statement: SQL)] = []
-    /// Backfills, one UPDATE per table (its assignments together, so each row is written once).
-    var expandBackfills: [(table: String, key: (name: String, type: String), set: [SQL], conditions: [SQL])] = []
-    /// Statements after the backfills, by the table they lock: each table's in a transaction of
-    /// its own, tables by name, so no transaction holds one table's lock while waiting for another's.
-    var expandAfterBackfill: [(table: String, statement: SQL)] = []
-    var expandValidations: [SQL] = []
-    /// Contract: foreign keys first, then each table, then dropped tables, then statements.
-    var contractKeys: [SQL] = []
-    var contractTables: [[SQL]] = []
-    var contractDrops: [SQL] = []
-    /// Foreign keys that replace one on the same columns (another delete rule), added once every
-    /// table has its new name.
-    var contractKeysAdded: [SQL] = []
-    var contractStatements: [OutsideStatement] = []
-    var rollbackTables: [[SQL]] = []
-    /// The current table's sync triggers, dropped first in its contract.
-    var contractTriggers: [SQL] = []
-    var rollbackStatements: [OutsideStatement] = []
-    /// New-version column -> the physical column its view reads, per new table name.
-    var viewColumns: [String: [(name: String, physical: String)]] = [:]
-    var viewDefaults: [String: [(column: String, value: SQL)]] = [:]
-    /// The physical table each new table's view reads.
-    var physicalTable: [String: String] = [:]
-    /// New column -> physical column, per new table name (kept tables).
-    var physicalColumns: [String: [String: String]] = [:]
+    /// What the changes put into each phase, kept by kind until the phases are assembled in
+    /// their order (`OnlinePhaseLists`).
+    var toExpand = ExpandLists()
+    var toContract = ContractLists()
+    var toRollBack = RollbackLists()
+    /// How each new table's view reads the physical tables until contract.
+    var views = ViewSources()
 
     /// A foreign key of a new table as the physical tables hold it until contract.
     func physical(_ key: ForeignKeySnapshot, columns: [String]) -> ForeignKeySnapshot {
         var key = key
-        key.referencedColumns = key.referencedColumns.map { physicalColumns[key.table]?[$0] ?? $0 }
-        key.table = physicalTable[key.table] ?? key.table
+        key.referencedColumns = key.referencedColumns.map { views.physicalColumns[key.table]?[$0] ?? $0 }
+        key.table = views.physicalTable[key.table] ?? key.table
         key.columns = columns
         return key
     }
@@ -171,7 +134,7 @@ struct OnlinePlanner {
         guard let from else {
             // A first migration: the tables as usual, on an empty database, and its views.
             let created = steps.flatMap { renderer.statements(for: $0) }
-            for table in to.tables { physicalTable[table.name] = table.name }
+            for table in to.tables { views.physicalTable[table.name] = table.name }
             expand.append(transaction(created + views(of: to, schema: newSchema, mapping: nil) + versionGrants(to, schema: newSchema)))
             rollback.append(transaction(["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + steps.reversed().map(\.reversed).flatMap { renderer.statements(for: $0) }))
             return
@@ -187,16 +150,16 @@ struct OnlinePlanner {
         assembleContract(oldSchema: oldSchema!)
         rollback.append(transaction("DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"))
         // Undone in the reverse order of expand (a split's rows go back before its table goes).
-        rollback += rollbackTables.reversed().filter { !$0.isEmpty }.map { transaction($0) }
-        rollback += rollbackStatements.map { statement($0) }
+        rollback += toRollBack.tables.reversed().filter { !$0.isEmpty }.map { transaction($0) }
+        rollback += toRollBack.statements.map { statement($0) }
     }
 
     /// Each change's statements, sorted into the phases' lists.
     private mutating func planChanges(_ changes: [SchemaChange], steps: [MigrationStep]) {
         // Where each new table's rows are until contract: under the old table's name.
         for case .alterTable(let change) in changes {
-            physicalTable[change.to.name] = change.from.name
-            physicalColumns[change.to.name] = change.columnSources
+            views.physicalTable[change.to.name] = change.from.name
+            views.physicalColumns[change.to.name] = change.columnSources
         }
         var splitTables = Set<String>()
         for case .fillTable(let fill) in changes { splitTables.formUnion([fill.source, fill.target]) }
@@ -210,43 +173,43 @@ struct OnlinePlanner {
             case .grant: break
             }
         }
-        for table in to.tables where physicalTable[table.name] == nil { physicalTable[table.name] = table.name }
+        for table in to.tables where views.physicalTable[table.name] == nil { views.physicalTable[table.name] = table.name }
         // Grants follow the tables' physical names; a dropped table's go with it at contract.
         for case .grant(let table, let role, let from, let to) in changes {
             guard let table else {
-                expandTables.append(renderer.statements(for: .grant(table: nil, role: role, from: from, to: to)))
+                toExpand.tables.append(renderer.statements(for: .grant(table: nil, role: role, from: from, to: to)))
                 continue
             }
             guard self.to.table(named: table) != nil else { continue }
-            let physical = SQL.identifier(physicalTable[table] ?? table)
-            expandTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: from, to: to))
-            rollbackTables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
-            if let copy = copiedTables[table] { expandTables.append(PostgresRenderer.grantChange(on: .identifier(copy), role: role, from: from, to: to)) }
+            let physical = SQL.identifier(views.physicalTable[table] ?? table)
+            toExpand.tables.append(PostgresRenderer.grantChange(on: physical, role: role, from: from, to: to))
+            toRollBack.tables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
+            if let copy = copiedTables[table] { toExpand.tables.append(PostgresRenderer.grantChange(on: .identifier(copy), role: role, from: from, to: to)) }
         }
     }
 
     /// Expand's sections in order: tables, index builds, copies, backfills, the index builds of
     /// backfilled tables, what waits for the backfills, validations, then the new version's views.
     private mutating func assembleExpand() {
-        let backfilled = Set(expandBackfills.map(\.table))
-        expand += expandChecks.map { .check(text($0)) }
-        expand += expandTables.filter { !$0.isEmpty }.map { transaction($0) }
-        expand += expandStatements.filter { !backfilled.contains($0.table) }.map { statement(.concurrently($0.statement)) }
-        expand += expandCopies
-        expand += expandBackfills.map { backfill in
+        let backfilled = Set(toExpand.backfills.map(\.table))
+        expand += toExpand.copyChecks.map { .check(text($0)) }
+        expand += toExpand.tables.filter { !$0.isEmpty }.map { transaction($0) }
+        expand += toExpand.indexBuilds.filter { !backfilled.contains($0.table) }.map { statement(.concurrently($0.statement)) }
+        expand += toExpand.splitCopies
+        expand += toExpand.backfills.map { backfill in
             self.backfill(table: backfill.table, key: backfill.key, set: SQL.list(backfill.set), where: SQL.list(backfill.conditions, separator: " OR "))
         }
         // A backfilled table's indexes are built after its backfill: each row it rewrites would
         // otherwise be entered in every index again (the table has no room for HOT updates), and
         // the backfill of 1,000,000 rows measured twice as long.
-        expand += expandStatements.filter { backfilled.contains($0.table) }.map { statement(.concurrently($0.statement)) }
-        expand += expandTableCopies
-        expand += expandCopyIndexes.map { statement($0) }
-        expand += expandAfterCopy.filter { !$0.isEmpty }.map { transaction($0) }
-        for table in Set(expandAfterBackfill.map(\.table)).sorted() {
-            expand.append(transaction(expandAfterBackfill.filter { $0.table == table }.map(\.statement)))
+        expand += toExpand.indexBuilds.filter { backfilled.contains($0.table) }.map { statement(.concurrently($0.statement)) }
+        expand += toExpand.tableCopies
+        expand += toExpand.copyIndexes.map { statement($0) }
+        expand += toExpand.afterCopy.filter { !$0.isEmpty }.map { transaction($0) }
+        for table in Set(toExpand.afterBackfill.map(\.table)).sorted() {
+            expand.append(transaction(toExpand.afterBackfill.filter { $0.table == table }.map(\.statement)))
         }
-        expand += expandValidations.map { statement(.validation($0)) }
+        expand += toExpand.validations.map { statement(.validation($0)) }
         expand.append(transaction(newViews() + versionGrants(to, schema: newSchema)))
     }
 
@@ -259,21 +222,21 @@ struct OnlinePlanner {
         // the new version's multi-table transactions never meet a contract holding a lock
         // while it waits for another.
         contract.append(transaction("DROP SCHEMA IF EXISTS \(identifier: oldSchema) CASCADE;"))
-        contract += contractSyncDrops.map { transaction($0) }
-        contract += contractKeys.map { transaction($0) }
-        contract += contractTables.filter { !$0.isEmpty }.map { transaction($0) }
-        contract += contractDrops.map { transaction($0) }
-        contract += contractSwaps.map { transaction($0) }
-        contract += contractKeysAdded.map { transaction($0) }
+        contract += toContract.syncDrops.map { transaction($0) }
+        contract += toContract.keys.map { transaction($0) }
+        contract += toContract.tables.filter { !$0.isEmpty }.map { transaction($0) }
+        contract += toContract.drops.map { transaction($0) }
+        contract += toContract.swaps.map { transaction($0) }
+        contract += toContract.keysAdded.map { transaction($0) }
         // The tables now have the new version's names: its views read them as they are.
         // A copied table's comment goes in its swap.
         let mapped = to.tables.filter { table in
-            copiedTables[table.name] == nil && (physicalTable[table.name] != table.name || (viewColumns[table.name] ?? []).contains { $0.physical != $0.name })
+            copiedTables[table.name] == nil && (views.physicalTable[table.name] != table.name || (views.columns[table.name] ?? []).contains { $0.physical != $0.name })
         }
         if !mapped.isEmpty {
             contract.append(transaction(mapped.map { "COMMENT ON VIEW \(SQL.identifier($0.name, in: newSchema)) IS NULL;" }))
         }
-        contract += contractStatements.map { statement($0) }
+        contract += toContract.statements.map { statement($0) }
     }
 
     // MARK: - Views
@@ -318,12 +281,12 @@ struct OnlinePlanner {
         var mapping: [String: (table: String, columns: [(name: String, physical: String)])] = [:]
         for table in to.tables {
             mapping[table.name] = (
-                copiedTables[table.name] ?? physicalTable[table.name] ?? table.name,
-                copiedTables[table.name] != nil ? table.columns.map { ($0.name, $0.name) } : viewColumns[table.name] ?? table.columns.map { ($0.name, $0.name) }
+                copiedTables[table.name] ?? views.physicalTable[table.name] ?? table.name,
+                copiedTables[table.name] != nil ? table.columns.map { ($0.name, $0.name) } : views.columns[table.name] ?? table.columns.map { ($0.name, $0.name) }
             )
         }
         var statements: [SQL] = ["DROP SCHEMA IF EXISTS \(identifier: newSchema) CASCADE;"] + views(of: to, schema: newSchema, mapping: mapping)
-        for (table, defaults) in viewDefaults.sorted(by: { $0.key < $1.key }) {
+        for (table, defaults) in views.defaults.sorted(by: { $0.key < $1.key }) {
             statements += defaults.map { "ALTER VIEW \(SQL.identifier(table, in: newSchema)) ALTER COLUMN \(identifier: $0.column) SET DEFAULT \($0.value);" }
         }
         // Where a view reads other names, it says which (`ViewMapping`): the store records
@@ -356,15 +319,15 @@ struct OnlinePlanner {
             if case .comment(let name, _, _, _) = step, name == table.name { return renderer.statements(for: step) }
             return nil
         }.flatMap { $0 }
-        expandTables.append(statements)
-        rollbackTables.append(["DROP TABLE IF EXISTS \(identifier: table.name) CASCADE;"])
+        toExpand.tables.append(statements)
+        toRollBack.tables.append(["DROP TABLE IF EXISTS \(identifier: table.name) CASCADE;"])
     }
 
     mutating func dropTable(_ table: TableSnapshot) {
         // The old version keeps using it until contract. A required column the new version
         // does not know stays writable by it: nothing writes it through the new version.
-        contractKeys += table.foreignKeys.map { "ALTER TABLE \(identifier: table.name) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.foreignKeyName(table.name, $0));" }
-        contractDrops.append("DROP TABLE IF EXISTS \(identifier: table.name);")
+        toContract.keys += table.foreignKeys.map { "ALTER TABLE \(identifier: table.name) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.foreignKeyName(table.name, $0));" }
+        toContract.drops.append("DROP TABLE IF EXISTS \(identifier: table.name);")
     }
 
     mutating func alterTable(_ change: TableChange) {
@@ -373,10 +336,10 @@ struct OnlinePlanner {
         dropAndRenameColumns(change, &phases)
         alterKeys(change, &phases)
         alterIndexes(change, &phases)
-        expandTables.append(phases.expanding)
-        contractTables.append(contractTriggers + phases.contracting + phases.contractAfterRename)
-        contractTriggers = []
-        rollbackTables.append(phases.rollingBack)
+        toExpand.tables.append(phases.expanding)
+        toContract.tables.append(toContract.triggers + phases.contracting + phases.contractAfterRename)
+        toContract.triggers = []
+        toRollBack.tables.append(phases.rollingBack)
     }
 
     /// The statements one table's change adds to each phase, gathered as `alterTable` goes.
@@ -443,8 +406,8 @@ struct OnlinePlanner {
                 phases.contractAfterRename.append("ALTER TABLE \(identifier: new) ALTER COLUMN \(identifier: column.name) \(value.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT");")
             }
         }
-        viewColumns[new] = columns
-        if !defaults.isEmpty { viewDefaults[new] = defaults }
+        views.columns[new] = columns
+        if !defaults.isEmpty { views.defaults[new] = defaults }
 
     }
 
@@ -491,13 +454,13 @@ struct OnlinePlanner {
             renamedOld.contains { $0.1 == key.columns && $0.0.table == key.table && $0.0.referencedColumns == key.referencedColumns && $0.0.onDelete == key.onDelete }
         }
         for (key, mapped) in renamedOld where !kept.contains(where: { $0.columns == mapped && $0.table == key.table }) {
-            contractKeys.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.foreignKeyName(old, key));")
+            toContract.keys.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.foreignKeyName(old, key));")
         }
         for key in change.to.foreignKeys where !kept.contains(key) && renamedOld.contains(where: { $0.1 == key.columns }) {
             // Another delete rule on the same columns: the old version's rule holds until contract.
             let name = PostgresRenderer.foreignKeyName(new, key)
-            contractKeysAdded.append("ALTER TABLE \(identifier: new) ADD \(PostgresRenderer.foreignKey(new, key)) NOT VALID;")
-            contractStatements.append(.validation("ALTER TABLE \(identifier: new) VALIDATE CONSTRAINT \(identifier: name);"))
+            toContract.keysAdded.append("ALTER TABLE \(identifier: new) ADD \(PostgresRenderer.foreignKey(new, key)) NOT VALID;")
+            toContract.statements.append(.validation("ALTER TABLE \(identifier: new) VALIDATE CONSTRAINT \(identifier: name);"))
         }
         for key in change.to.foreignKeys where !kept.contains(key) && !renamedOld.contains(where: { $0.1 == key.columns }) {
             // Added NOT VALID (checked for new rows at once, without scanning), validated later.
@@ -506,7 +469,7 @@ struct OnlinePlanner {
             phases.expanding.append(
                 "ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: name) FOREIGN KEY (\(SQL.identifiers(physicalKey.columns))) REFERENCES \(identifier: physicalKey.table) (\(SQL.identifiers(key.referencedColumns))) ON DELETE \(SQL(verbatim: key.onDelete.rawValue)) NOT VALID;"
             )
-            expandValidations.append("ALTER TABLE \(identifier: old) VALIDATE CONSTRAINT \(identifier: name);")
+            toExpand.validations.append("ALTER TABLE \(identifier: old) VALIDATE CONSTRAINT \(identifier: name);")
             phases.rollingBack.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: name);")
         }
         if change.keyChanged {
@@ -534,32 +497,32 @@ struct OnlinePlanner {
             } else if index.isUnique {
                 phases.contracting.insert("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: PostgresRenderer.indexName(index));", at: 0)
             } else {
-                contractStatements.append(.concurrently("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: PostgresRenderer.indexName(index));"))
+                toContract.statements.append(.concurrently("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: PostgresRenderer.indexName(index));"))
             }
         }
         for index in change.addedIndexes {
-            let physicalColumns = index.columns.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column }
+            let indexedColumns = index.columns.map { column in change.columnSources[column].map { phases.replaced[$0] ?? $0 } ?? column }
             let name = PostgresRenderer.indexName(index)
             if index.isFullText {
                 offline.append("\(new): a new full-text index adds a generated column, which rewrites the table")
                 var physical = index
-                physical.columns = physicalColumns
+                physical.columns = indexedColumns
                 phases.expanding += note("not online: a generated column rewrites the table") + renderer.statements(for: .createIndex(table: old, physical))
                 phases.rollingBack += renderer.statements(for: .dropIndex(table: old, physical))
                 continue
             }
             // A build that was killed or failed leaves an invalid index behind: the section drops it
             // first, so resuming it (which runs the whole section again) builds it afresh.
-            expandStatements.append(
+            toExpand.indexBuilds.append(
                 (
                     old,
-                    "DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);\nCREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(identifier: name) ON \(identifier: old) (\(SQL.identifiers(physicalColumns)));"
+                    "DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);\nCREATE \(index.isUnique ? "UNIQUE " : "")INDEX CONCURRENTLY \(identifier: name) ON \(identifier: old) (\(SQL.identifiers(indexedColumns)));"
                 ))
             if index.isUnique {
-                expandAfterBackfill.append((old, "ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: name) UNIQUE USING INDEX \(identifier: name);"))
+                toExpand.afterBackfill.append((old, "ALTER TABLE \(identifier: old) ADD CONSTRAINT \(identifier: name) UNIQUE USING INDEX \(identifier: name);"))
                 phases.rollingBack.append("ALTER TABLE \(identifier: old) DROP CONSTRAINT IF EXISTS \(identifier: name);")
             }
-            rollbackStatements.append(.concurrently("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);"))
+            toRollBack.statements.append(.concurrently("DROP INDEX CONCURRENTLY IF EXISTS \(identifier: name);"))
         }
         for comment in change.changedComments {
             phases.contractAfterRename += renderer.statements(for: .comment(table: new, column: comment.column, from: comment.from, to: comment.to))
@@ -605,7 +568,7 @@ struct OnlinePlanner {
         // writing has (a version's views come first in it). Nested writes (the other
         // direction's, a cascade) and backfill batches carry nothing back.
         let guardClause: SQL = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
-        expandTables.append(
+        toExpand.tables.append(
             note(
                 "the old version's writes of \(fill.sourceColumns.joined(separator: ", ")) reach \(fill.target), and the new version's come back, by these triggers; creating them takes each table's lock briefly, within the lock budget, and then each write also locks the row it copies to"
             ) + [
@@ -642,7 +605,7 @@ struct OnlinePlanner {
             ])
         // Existing rows in batches of the source's key; a row a trigger wrote first is newer.
         let filter = SQL.list(pairs.map { "\($0.source) IS NOT NULL" }, separator: " OR ")
-        expandCopies.append(
+        toExpand.splitCopies.append(
             .backfill(
                 OnlinePhase.Backfill(table: fill.source, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive", copies: false),
                 update:
@@ -655,10 +618,10 @@ struct OnlinePlanner {
             "DROP TRIGGER IF EXISTS \(identifier: toSource) ON \(targetTable);", "DROP FUNCTION IF EXISTS \(identifier: toSource)();",
         ]
         // Contract: the triggers go before the moved columns do (one table's at a time).
-        contractSyncDrops += [Array(drops[..<2]), Array(drops[2...])]
+        toContract.syncDrops += [Array(drops[..<2]), Array(drops[2...])]
         // Rollback: both places agree, so nothing is copied back; the target table goes.
-        rollbackTables.append(Array(drops[2...]))
-        rollbackTables.append(Array(drops[..<2]))
+        toRollBack.tables.append(Array(drops[2...]))
+        toRollBack.tables.append(Array(drops[..<2]))
     }
 
     // MARK: - Columns
@@ -671,7 +634,7 @@ struct OnlinePlanner {
         defer {
             if let check {
                 expanding.append("ALTER TABLE \(identifier: table) ADD \(check);")
-                expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, column.name));")
+                toExpand.validations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, column.name));")
             }
         }
         if column.isAutoIncrement {
@@ -714,8 +677,8 @@ struct OnlinePlanner {
     mutating func requireLater(table: String, column: String, newTable: String, expanding: inout [SQL], contracting: inout [SQL]) {
         let check = notNullCheck(table, column)
         // After the backfills: a NOT VALID check still applies to every row a batch updates.
-        expandAfterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD CONSTRAINT \(identifier: check) CHECK (\(identifier: column) IS NOT NULL) NOT VALID;"))
-        expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: check);")
+        toExpand.afterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD CONSTRAINT \(identifier: check) CHECK (\(identifier: column) IS NOT NULL) NOT VALID;"))
+        toExpand.validations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: check);")
         contracting.append("ALTER TABLE \(identifier: newTable) ALTER COLUMN \(identifier: column) SET NOT NULL;")
         contracting.append("ALTER TABLE \(identifier: newTable) DROP CONSTRAINT IF EXISTS \(identifier: check);")
     }
@@ -743,11 +706,11 @@ struct OnlinePlanner {
     }
 
     mutating func addBackfill(table: String, key: (name: String, type: String), set: SQL, where condition: SQL) {
-        if let index = expandBackfills.firstIndex(where: { $0.table == table }) {
-            expandBackfills[index].set.append(set)
-            expandBackfills[index].conditions.append(condition)
+        if let index = toExpand.backfills.firstIndex(where: { $0.table == table }) {
+            toExpand.backfills[index].set.append(set)
+            toExpand.backfills[index].conditions.append(condition)
         } else {
-            expandBackfills.append((table, key, [set], [condition]))
+            toExpand.backfills.append((table, key, [set], [condition]))
         }
     }
 
@@ -811,8 +774,8 @@ struct OnlinePlanner {
             requireReplacement(table: table, replacement: replacement, expanding: &expanding)
         }
         if let check = PostgresRenderer.check(table, column) {
-            expandAfterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD \(check) NOT VALID;"))
-            expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, replacement));")
+            toExpand.afterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD \(check) NOT VALID;"))
+            toExpand.validations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: PostgresRenderer.checkName(table, replacement));")
         }
         if let key = singleKey(of: table) {
             addBackfill(
@@ -823,8 +786,8 @@ struct OnlinePlanner {
         rollingBack.append("ALTER TABLE \(identifier: table) DROP COLUMN IF EXISTS \(identifier: replacement);")
         // Contract: the trigger before anything else, then (after the replacement took the
         // final name) its constraints.
-        contractTriggers.append("DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: table);")
-        contractTriggers.append("DROP FUNCTION IF EXISTS \(identifier: function)();")
+        toContract.triggers.append("DROP TRIGGER IF EXISTS \(identifier: function) ON \(identifier: table);")
+        toContract.triggers.append("DROP FUNCTION IF EXISTS \(identifier: function)();")
         if !now.isNullable {
             contracting.append("ALTER TABLE \(identifier: newTable) ALTER COLUMN \(identifier: finalName) SET NOT NULL;")
             contracting.append("ALTER TABLE \(identifier: newTable) DROP CONSTRAINT IF EXISTS \(identifier: notNullCheck(table, replacement));")
@@ -841,8 +804,8 @@ struct OnlinePlanner {
 
     mutating func requireReplacement(table: String, replacement: String, expanding: inout [SQL]) {
         let check = notNullCheck(table, replacement)
-        expandAfterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD CONSTRAINT \(identifier: check) CHECK (\(identifier: replacement) IS NOT NULL) NOT VALID;"))
-        expandValidations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: check);")
+        toExpand.afterBackfill.append((table, "ALTER TABLE \(identifier: table) ADD CONSTRAINT \(identifier: check) CHECK (\(identifier: replacement) IS NOT NULL) NOT VALID;"))
+        toExpand.validations.append("ALTER TABLE \(identifier: table) VALIDATE CONSTRAINT \(identifier: check);")
     }
 
     /// Allowed values: while both versions write, the column accepts either version's values;
@@ -865,18 +828,18 @@ struct OnlinePlanner {
             // Only values added: the new version's check is the union, nothing left to narrow.
             let (statements, validations) = swap(table, union)
             expanding += statements
-            expandValidations += validations
+            toExpand.validations += validations
             var oldColumn = was
             oldColumn.name = column
             let undo = swap(table, oldColumn)
             rollingBack += undo.statements
-            rollbackStatements += undo.validations.map(OutsideStatement.validation)
+            toRollBack.statements += undo.validations.map(OutsideStatement.validation)
             return
         }
         if now.enumValues != nil {
             let (statements, validations) = swap(table, union)
             expanding += statements
-            expandValidations += validations
+            toExpand.validations += validations
         } else {
             expanding.append("ALTER TABLE \(identifier: table) DROP CONSTRAINT IF EXISTS \(identifier: name);")
         }
@@ -884,12 +847,12 @@ struct OnlinePlanner {
         oldColumn.name = column
         let undo = swap(table, oldColumn)
         rollingBack += undo.statements
-        rollbackStatements += undo.validations.map(OutsideStatement.validation)
+        toRollBack.statements += undo.validations.map(OutsideStatement.validation)
         var final = now
         final.name = finalName
         let narrow = swap(newTable, final)
         contracting += narrow.statements
-        contractStatements += narrow.validations.map(OutsideStatement.validation)
+        toContract.statements += narrow.validations.map(OutsideStatement.validation)
     }
 
     /// NOT NULL again on rollback, unless the new version wrote rows without the value: those

@@ -58,6 +58,16 @@ import Testing
         #expect(store != nil && store!.properties.contains("commit") && store!.properties.count <= 10, "\(String(describing: store))")
     }
 
+    /// The online planner holds what its changes put into each phase as one value per phase,
+    /// not as twenty lists any of its functions may append to.
+    @Test func theOnlinePlannerHoldsOneValuePerPhase() throws {
+        let folder = sourceFolder(of: "MigrationPlanner").path
+        let planner = try Self.mutableProperties(in: folder + "/OnlinePlan.swift").first { $0.type == "OnlinePlanner" }
+        let properties = try #require(planner?.properties)
+        #expect(properties.count <= 10, "OnlinePlanner has \(properties.count) mutable stored properties: \(properties)")
+        #expect(properties.contains("toExpand") && properties.contains("toContract") && properties.contains("toRollBack"))
+    }
+
     /// The scan sees what it should: stored properties count, computed ones and statics do not.
     @Test func theScanCountsStoredPropertiesOnly() throws {
         let file = temporaryFolder().appendingPathComponent("Sample.swift")

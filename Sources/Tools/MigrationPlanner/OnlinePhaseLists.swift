@@ -1,0 +1,65 @@
+import MigrationFiles
+import SQLDialects
+
+// What the online planner's changes put into each phase, kept by kind until the phases are
+// assembled in the order they run (`OnlinePlanner.plan`): each phase's lists in a type of its
+// own, so the planner holds three values instead of twenty lists.
+
+/// Expand, in order: the copies' checks, each table's changes in a transaction of its own (so
+/// no lock waits behind another table's), then index builds and validations, then backfills,
+/// then the new version's views.
+struct ExpandLists {
+    /// Each table's changes, in a transaction of its own.
+    var tables: [[SQL]] = []
+    /// Index builds (`CONCURRENTLY`, outside transactions), by the table they index.
+    var indexBuilds: [(table: String, statement: SQL)] = []
+    /// Backfills, one UPDATE per table (its assignments together, so each row is written once).
+    var backfills: [(table: String, key: (name: String, type: String), set: [SQL], conditions: [SQL])] = []
+    /// Statements after the backfills, by the table they lock: each table's in a transaction of
+    /// its own, tables by name, so no transaction holds one table's lock while waiting for another's.
+    var afterBackfill: [(table: String, statement: SQL)] = []
+    var validations: [SQL] = []
+    /// Copies of a split's existing rows, batched: after the triggers that keep both places in step.
+    var splitCopies: [OnlinePhase.Section] = []
+    /// The `check` queries of tables rebuilt by copying: what each carries, run first.
+    var copyChecks: [SQL] = []
+    /// Tables rebuilt by copying: their batched copies, index builds, and what follows the
+    /// copies (in a transaction per table).
+    var tableCopies: [OnlinePhase.Section] = []
+    var copyIndexes: [OutsideStatement] = []
+    var afterCopy: [[SQL]] = []
+}
+
+/// Contract, in order: foreign keys first, then each table, then dropped tables, then statements.
+struct ContractLists {
+    var keys: [SQL] = []
+    var tables: [[SQL]] = []
+    var drops: [SQL] = []
+    /// Foreign keys that replace one on the same columns (another delete rule), added once every
+    /// table has its new name.
+    var keysAdded: [SQL] = []
+    var statements: [OutsideStatement] = []
+    /// The current table's sync triggers, dropped first in its contract.
+    var triggers: [SQL] = []
+    /// Each copy taking its table's place, in a transaction of its own.
+    var swaps: [[SQL]] = []
+    /// A split's triggers, each table's in a transaction of its own.
+    var syncDrops: [[SQL]] = []
+}
+
+/// Rollback: each table's undoing in a transaction of its own, then statements outside one.
+struct RollbackLists {
+    var tables: [[SQL]] = []
+    var statements: [OutsideStatement] = []
+}
+
+/// How each new table's view reads the physical tables until contract.
+struct ViewSources {
+    /// New-version column -> the physical column its view reads, per new table name.
+    var columns: [String: [(name: String, physical: String)]] = [:]
+    var defaults: [String: [(column: String, value: SQL)]] = [:]
+    /// The physical table each new table's view reads.
+    var physicalTable: [String: String] = [:]
+    /// New column -> physical column, per new table name (kept tables).
+    var physicalColumns: [String: [String: String]] = [:]
+}
