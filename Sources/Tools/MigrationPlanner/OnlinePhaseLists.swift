@@ -3,7 +3,7 @@ import SQLDialects
 
 // What the online planner's changes put into each phase, kept by kind until the phases are
 // assembled in the order they run (`OnlinePlanner.plan`): each phase's lists in a type of its
-// own, so the planner holds three values instead of twenty lists.
+// own. Each change plans into lists of its own, which `join` adds to the migration's.
 
 /// Expand, in order: the copies' checks, each table's changes in a transaction of its own (so
 /// no lock waits behind another table's), then index builds and validations, then backfills,
@@ -28,6 +28,28 @@ struct ExpandLists {
     var tableCopies: [OnlinePhase.Section] = []
     var copyIndexes: [OutsideStatement] = []
     var afterCopy: [[SQL]] = []
+
+    /// A change's lists joined after the others': each list in order, and a backfill of a
+    /// table that already has one joined into it, so each row is written once.
+    mutating func join(_ other: ExpandLists) {
+        tables += other.tables
+        indexBuilds += other.indexBuilds
+        for backfill in other.backfills {
+            if let index = backfills.firstIndex(where: { $0.table == backfill.table }) {
+                backfills[index].set += backfill.set
+                backfills[index].conditions += backfill.conditions
+            } else {
+                backfills.append(backfill)
+            }
+        }
+        afterBackfill += other.afterBackfill
+        validations += other.validations
+        splitCopies += other.splitCopies
+        copyChecks += other.copyChecks
+        tableCopies += other.tableCopies
+        copyIndexes += other.copyIndexes
+        afterCopy += other.afterCopy
+    }
 }
 
 /// Contract, in order: foreign keys first, then each table, then dropped tables, then statements.
@@ -45,12 +67,30 @@ struct ContractLists {
     var swaps: [[SQL]] = []
     /// A split's triggers, each table's in a transaction of its own.
     var syncDrops: [[SQL]] = []
+
+    /// A change's lists joined after the others'.
+    mutating func join(_ other: ContractLists) {
+        keys += other.keys
+        tables += other.tables
+        drops += other.drops
+        keysAdded += other.keysAdded
+        statements += other.statements
+        triggers += other.triggers
+        swaps += other.swaps
+        syncDrops += other.syncDrops
+    }
 }
 
 /// Rollback: each table's undoing in a transaction of its own, then statements outside one.
 struct RollbackLists {
     var tables: [[SQL]] = []
     var statements: [OutsideStatement] = []
+
+    /// A change's lists joined after the others'.
+    mutating func join(_ other: RollbackLists) {
+        tables += other.tables
+        statements += other.statements
+    }
 }
 
 /// How each new table's view reads the physical tables until contract.

@@ -164,14 +164,19 @@ struct OnlinePlanner {
         var splitTables = Set<String>()
         for case .fillTable(let fill) in changes { splitTables.formUnion([fill.source, fill.target]) }
         for change in changes {
-            switch change {
-            case .createTable(let table): createTable(table, steps: steps)
-            case .dropTable(let table): dropTable(table)
-            case .alterTable(let change) where rebuildsByCopy(change, splitTables: splitTables): copyTable(change)
-            case .alterTable(let change): alterTable(change)
-            case .fillTable(let fill): splitTable(fill)
-            case .grant: break
+            let pieces = phasePieces {
+                switch change {
+                case .createTable(let table): $0.createTable(table, steps: steps)
+                case .dropTable(let table): $0.dropTable(table)
+                case .alterTable(let change) where $0.rebuildsByCopy(change, splitTables: splitTables): $0.copyTable(change)
+                case .alterTable(let change): $0.alterTable(change)
+                case .fillTable(let fill): $0.splitTable(fill)
+                case .grant: break
+                }
             }
+            toExpand.join(pieces.expand)
+            toContract.join(pieces.contract)
+            toRollBack.join(pieces.rollback)
         }
         for table in to.tables where views.physicalTable[table.name] == nil { views.physicalTable[table.name] = table.name }
         // Grants follow the tables' physical names; a dropped table's go with it at contract.
@@ -186,6 +191,18 @@ struct OnlinePlanner {
             toRollBack.tables.append(PostgresRenderer.grantChange(on: physical, role: role, from: to, to: from))
             if let copy = copiedTables[table] { toExpand.tables.append(PostgresRenderer.grantChange(on: .identifier(copy), role: role, from: from, to: to)) }
         }
+    }
+
+    /// What one change puts into each phase, as values: `plan` runs on lists of the change's
+    /// own, which then join the migration's (`ExpandLists.join`), so no change appends to what
+    /// another planned. What the planner learns about tables and views carries over.
+    private mutating func phasePieces(_ plan: (inout OnlinePlanner) -> Void) -> (expand: ExpandLists, contract: ContractLists, rollback: RollbackLists) {
+        let migration = (toExpand, toContract, toRollBack)
+        (toExpand, toContract, toRollBack) = (ExpandLists(), ContractLists(), RollbackLists())
+        plan(&self)
+        let pieces = (expand: toExpand, contract: toContract, rollback: toRollBack)
+        (toExpand, toContract, toRollBack) = migration
+        return pieces
     }
 
     /// Expand's sections in order: tables, index builds, copies, backfills, the index builds of
