@@ -69,6 +69,9 @@ public struct FigureRecord: Codable, Equatable, Sendable {
         public let description: String
     }
 
+    /// The record in `bench/figures.json`'s bytes, or a `Problem` saying why not.
+    ///
+    ///     let record = try FigureRecord.read(Data(contentsOf: URL(fileURLWithPath: "bench/figures.json")))
     public static func read(_ data: Data) throws -> FigureRecord {
         do {
             return try JSONDecoder().decode(FigureRecord.self, from: data)
@@ -77,6 +80,9 @@ public struct FigureRecord: Codable, Equatable, Sendable {
         }
     }
 
+    /// The record as `bench/figures.json` keeps it: sorted keys, pretty-printed.
+    ///
+    ///     try record.encoded().write(to: URL(fileURLWithPath: "bench/figures.json"))
     public func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -115,6 +121,8 @@ public struct FigureRecord: Codable, Equatable, Sendable {
 
     /// The record with a run's figures in: each line updates the figure of its `bench` name
     /// (value, ratio, commit and day). Lines that no figure names are returned, to be described.
+    ///
+    ///     let unnamed = record.record(output, commit: "d4a4572", date: "2026-12-06")
     public mutating func record(_ output: String, commit: String, date: String) -> [BenchLine] {
         var unmatched: [BenchLine] = []
         for line in output.split(separator: "\n").compactMap({ BenchLine(String($0)) }) {
@@ -136,10 +144,14 @@ public struct FigureRecord: Codable, Equatable, Sendable {
     // MARK: - Writing the documents
 
     /// The comments around a generated block.
+    ///
+    ///     let start = page.range(of: FigureRecord.opening("figures"))
     public static func opening(_ block: String) -> String { "<!-- \(block): written by bench/run --record from bench/figures.json; do not edit -->" }
     public static let closing = "<!-- end of the figures -->"
 
     /// docs/benchmarks.md's block: each benchmark under its heading, each figure one fact a line.
+    ///
+    ///     let page = try FigureRecord.splice(page, block: "figures", with: record.figuresBlock())
     public func figuresBlock() -> String {
         var lines: [String] = []
         for group in groups {
@@ -165,6 +177,8 @@ public struct FigureRecord: Codable, Equatable, Sendable {
     }
 
     /// The README's excerpt: a table of the headline ratios.
+    ///
+    ///     let readme = try FigureRecord.splice(readme, block: "headline figures", with: record.headlinesBlock())
     public func headlinesBlock() throws -> String {
         var lines = ["| benchmark | ratio | to what, same run | measured at |", "|---|---|---|---|"]
         for headline in headlines {
@@ -181,6 +195,8 @@ public struct FigureRecord: Codable, Equatable, Sendable {
     static func times(_ ratio: String) -> String { Double(ratio) != nil ? ratio + "x" : ratio }
 
     /// `document` with the text between `name`'s opening and the closing comment replaced.
+    ///
+    ///     let written = try FigureRecord.splice(page, block: "figures", with: record.figuresBlock())
     public static func splice(_ document: String, block name: String, with content: String) throws -> String {
         let open = opening(name)
         guard let start = document.range(of: open), let end = document.range(of: closing, range: start.upperBound..<document.endIndex) else {
@@ -190,6 +206,8 @@ public struct FigureRecord: Codable, Equatable, Sendable {
     }
 
     /// The text between `name`'s comments, as `splice` writes it.
+    ///
+    ///     let shown = FigureRecord.block(page, named: "figures")
     public static func block(_ document: String, named name: String) -> String? {
         guard let start = document.range(of: opening(name)), let end = document.range(of: closing, range: start.upperBound..<document.endIndex) else { return nil }
         return String(document[start.upperBound..<end.lowerBound])

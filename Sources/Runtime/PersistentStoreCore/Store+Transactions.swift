@@ -35,36 +35,61 @@ extension Store {
         var lostServerAt: Date?
         while true {
             attempt += 1
-            try beginWrite(serializable: true)
-            depth += 1
-            let outcome: Result<T, StoreError>
-            do { outcome = .success(try body(self)) } catch { outcome = .failure(StoreError(thrownByBody: error)) }
-            // Once, whatever happens next: a failed COMMIT must not count the level twice.
-            depth -= 1
-            do throws(StoreError) {
-                let result = try outcome.get()
-                try endWrite(commit: true)
-                return result
-            } catch {
-                try? endWrite(commit: false)
-                // The server was lost (a failover): wait for the new primary, then run again,
-                // unless the COMMIT went out and took effect.
-                if case .database(let failure) = error, failure.kind == .connectionLost, failoverRecovery != nil {
-                    let start = lostServerAt ?? Date()
-                    lostServerAt = start
-                    let committed = try recoverWrite(after: failure, operation: "transaction", attempt: attempt, since: start)
-                    if committed, case .success(let result) = outcome {
-                        finishCommit()
-                        return result
-                    }
-                    continue
-                }
-                // Rolled back for a conflict with another writer: nothing of it was written.
-                guard case .database(let failure) = error, failure.kind == .busy else { throw error }
-                try retry(after: failure, attempt: attempt, of: "transaction", deadline: deadline)
-                usleep(UInt32(min(50, attempt * 2)) * 1000 + UInt32.random(in: 0..<1000))
+            let tried = try writeOnce(serializable: true) { () throws(StoreError) -> T in
+                do { return try body(self) } catch { throw StoreError(thrownByBody: error) }
             }
+            if case .committed(let result) = tried { return result }
+            guard case .failed(let error, let outcome) = tried else { continue }
+            // The server was lost (a failover): wait for the new primary, then run again,
+            // unless the COMMIT went out and took effect.
+            if case .database(let failure) = error, failure.kind == .connectionLost, failoverRecovery != nil {
+                if let result = try recoverLostWrite(failure, outcome, operation: "transaction", attempt: attempt, lostServerAt: &lostServerAt) { return result }
+                continue
+            }
+            // Rolled back for a conflict with another writer: nothing of it was written.
+            guard case .database(let failure) = error, failure.kind == .busy else { throw error }
+            try retry(after: failure, attempt: attempt, of: "transaction", deadline: deadline)
+            usleep(UInt32(min(50, attempt * 2)) * 1000 + UInt32.random(in: 0..<1000))
         }
+    }
+
+    /// One try of the outermost write: begin, run `body`, commit (or roll back).
+    enum WriteTry<T> {
+        case committed(T)
+        /// It failed with `error`; `outcome` is what the body gave, for a COMMIT that went out
+        /// unanswered and is found committed on a new primary.
+        case failed(StoreError, outcome: Result<T, StoreError>)
+    }
+
+    /// Begins the write transaction, runs `body` in it, and commits; a failure to begin is thrown.
+    private func writeOnce<T>(serializable: Bool, _ body: () throws(StoreError) -> T) throws(StoreError) -> WriteTry<T> {
+        try beginWrite(serializable: serializable)
+        depth += 1
+        let outcome: Result<T, StoreError>
+        do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
+        // Once, whatever happens next: a failed COMMIT must not count the level twice.
+        depth -= 1
+        do throws(StoreError) {
+            let result = try outcome.get()
+            try endWrite(commit: true)
+            return .committed(result)
+        } catch {
+            try? endWrite(commit: false)
+            return .failed(error, outcome: outcome)
+        }
+    }
+
+    /// After a write lost its server: waits for the new primary; the body's result when the
+    /// COMMIT went out and took effect there, or nil to run the write again.
+    private func recoverLostWrite<T>(
+        _ failure: DatabaseFailure, _ outcome: Result<T, StoreError>, operation: String, attempt: Int, lostServerAt: inout Date?
+    ) throws(StoreError) -> T? {
+        let start = lostServerAt ?? Date()
+        lostServerAt = start
+        let committed = try recoverWrite(after: failure, operation: operation, attempt: attempt, since: start)
+        guard committed, case .success(let result) = outcome else { return nil }
+        finishCommit()
+        return result
     }
 
     /// Runs `body` against one consistent snapshot of the database without taking the write
@@ -124,28 +149,14 @@ extension Store {
             var lostServerAt: Date?
             while true {
                 attempt += 1
-                try beginWrite()
-                depth += 1
-                let outcome: Result<T, StoreError>
-                do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
-                // Once, whatever happens next: a failed COMMIT must not count the level twice.
-                depth -= 1
-                do throws(StoreError) {
-                    let result = try outcome.get()
-                    try endWrite(commit: true)
+                switch try writeOnce(serializable: false, body) {
+                case .committed(let result):
                     return result
-                } catch {
-                    try? endWrite(commit: false)
+                case .failed(let error, let outcome):
                     // A lost server (a failover): wait for the new primary and write again,
                     // unless the COMMIT went out and took effect.
                     guard case .database(let failure) = error, failure.kind == .connectionLost, failoverRecovery != nil else { throw error }
-                    let start = lostServerAt ?? Date()
-                    lostServerAt = start
-                    let committed = try recoverWrite(after: failure, operation: "write", attempt: attempt, since: start)
-                    if committed, case .success(let result) = outcome {
-                        finishCommit()
-                        return result
-                    }
+                    if let result = try recoverLostWrite(failure, outcome, operation: "write", attempt: attempt, lostServerAt: &lostServerAt) { return result }
                 }
             }
         }

@@ -2,10 +2,14 @@
 /// so docs/commands.md cannot drift from what the tools accept (`<tool> help --markdown`).
 public enum CommandReference {
     /// The comment lines that open and close a generated block in a document.
+    ///
+    ///     let start = document.range(of: CommandReference.opening("migrate up"))
     public static func opening(_ command: String) -> String { "<!-- generated from `\(command) --help`: do not edit -->" }
     public static let closing = "<!-- end of generated text -->"
 
     /// One command's block: a heading, its usage, what it does, its arguments and options.
+    ///
+    ///     let markdown = CommandReference.block(UpCommand.spec, toolName: "migrate")
     public static func block(_ spec: CommandSpec, toolName: String) -> String {
         var lines = [opening("\(toolName) \(spec.name)"), "", "### `\(toolName) \(spec.name)`", ""]
         lines += wrapped(escaped(spec.abstract))
@@ -45,7 +49,10 @@ public enum CommandReference {
         return lines.joined(separator: "\n")
     }
 
-    /// Every command's block, in the tool's order, separated by blank lines.
+    /// Every command's block, in the tool's order, separated by blank lines: what
+    /// `<tool> help --markdown` prints.
+    ///
+    ///     print(CommandReference.document(MigrateTool.tool))
     public static func document(_ tool: CommandLineTool) -> String {
         tool.commands.map { block($0.spec, toolName: tool.name) }.joined(separator: "\n\n") + "\n"
     }
