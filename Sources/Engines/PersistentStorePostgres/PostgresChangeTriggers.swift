@@ -264,7 +264,8 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
     /// sequence earlier releases used, so old tokens keep their meaning. A transaction's id is
     /// taken at its first write, before it commits: every id below the oldest one still
     /// running (the snapshot's xmin) belongs to a transaction that is over.
-    static let orderedTokenBase = StoreTableMigrations.orderedTokenBase
+    static let ordering = PostgresDialect().historyTokenOrdering!
+    static let orderedTokenBase = ordering.base
 
     /// Transaction ids are the server's, shared by its databases: a transaction of another
     /// database (its backend's `backend_xid`, matched on the low 32 bits) does not hold the
@@ -291,7 +292,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
     /// timeout, or one this role may not alter, keeps the ordering lock instead, until the next
     /// opening.
     func prepareHistoryOrdering() throws(DatabaseFailure) {
-        let ordered = try rows("SELECT (\(StoreTableMigrations.historyTokensOrdered))::int", []).first?.first
+        let ordered = try rows("SELECT (\(Self.ordering.isInPlace))::int", []).first?.first
         if ordered == .integer(1) {
             historyTokensOrdered = true
             return
@@ -301,7 +302,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
             _ = try rows("SELECT pg_advisory_xact_lock($1)", [.integer(Self.triggerLock)])
             try run("SET LOCAL lock_timeout = '5s'")
             // The column was an identity column (its own sequence), which takes no default.
-            try run(StoreTableMigrations.orderHistoryTokens)
+            try run(Self.ordering.setInPlace)
             try run("COMMIT")
             historyTokensOrdered = true
         } catch  where error.kind == .busy || error.code == Self.insufficientPrivilege {

@@ -62,25 +62,24 @@ public enum StoreTableMigrations {
             """
     }
 
-    /// Ordered history tokens start here: 2^62 plus the writing transaction's id, above every
-    /// token the identity column gave before, so old tokens keep their meaning.
-    public static let orderedTokenBase: Int64 = 1 << 62
+    /// PostgreSQL's ordering of history tokens by transaction id, which `0002_order_history_tokens` sets.
+    static let postgresOrdering = PostgresDialect().historyTokenOrdering!
+
+    /// Ordered history tokens start here.
+    @available(*, deprecated, renamed: "HistoryTokenOrdering.base", message: "use PostgresDialect().historyTokenOrdering?.base")
+    public static var orderedTokenBase: Int64 { postgresOrdering.base }
 
     /// The token column's default once tokens are ordered by transaction id.
-    public static let orderedTokenDefault = "(\(orderedTokenBase) + txid_current())"
+    @available(*, deprecated, renamed: "HistoryTokenOrdering.columnDefault", message: "use PostgresDialect().historyTokenOrdering?.columnDefault")
+    public static var orderedTokenDefault: String { postgresOrdering.columnDefault }
 
-    /// True where the token column already has that default (an SQL condition): the store's
-    /// check at opening and `0002_order_history_tokens`'s, so both skip the change alike.
-    ///
-    ///     SELECT (\(StoreTableMigrations.historyTokensOrdered))::int
-    public static let historyTokensOrdered =
-        "EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
-        + "WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token' AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%')"
+    /// True where the token column already has that default (an SQL condition).
+    @available(*, deprecated, renamed: "HistoryTokenOrdering.isInPlace", message: "use PostgresDialect().historyTokenOrdering?.isInPlace")
+    public static var historyTokensOrdered: String { postgresOrdering.isInPlace }
 
-    /// The statement that orders history tokens by transaction id. It takes the table's
-    /// exclusive lock for an instant; run again, it changes nothing.
-    public static let orderHistoryTokens =
-        "ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT \(orderedTokenDefault);"
+    /// The statement that orders history tokens by transaction id.
+    @available(*, deprecated, renamed: "HistoryTokenOrdering.setInPlace", message: "use PostgresDialect().historyTokenOrdering?.setInPlace")
+    public static var orderHistoryTokens: String { postgresOrdering.setInPlace }
 
     /// The migrations, in order.
     public static let postgres: [Migration] = [
@@ -122,8 +121,8 @@ public enum StoreTableMigrations {
 
                 DO $schemagen$
                 BEGIN
-                    IF NOT \(historyTokensOrdered) THEN
-                        \(orderHistoryTokens)
+                    IF NOT \(postgresOrdering.isInPlace) THEN
+                        \(postgresOrdering.setInPlace)
                     END IF;
                 END $schemagen$;
 

@@ -32,6 +32,39 @@ public protocol SQLDialect: Sendable {
     func proposed(_ column: String) -> SQL
     /// What an INSERT, UPDATE or DELETE ends with to give back `columns` of the rows it wrote.
     func returning(_ columns: SQL) -> SQL
+    /// How history tokens follow commit order where transactions write side by side; nil
+    /// where writers take turns, so a plain increasing key is already in commit order.
+    var historyTokenOrdering: HistoryTokenOrdering? { get }
+}
+
+extension SQLDialect {
+    /// Writers take turns: the history's generated key is in commit order.
+    public var historyTokenOrdering: HistoryTokenOrdering? { nil }
+}
+
+/// How a dialect whose transactions write side by side gives history rows tokens in commit
+/// order: a column default from the writing transaction, the check that the column has it, and
+/// the statement that sets it. The history tables' migrations and the store's opening both use
+/// these, so both skip the change alike.
+public struct HistoryTokenOrdering: Sendable, Hashable {
+    /// Ordered tokens start here, above every token the history's key gave before.
+    public let base: Int64
+    /// The token column's default: the base plus the writing transaction's id.
+    public let columnDefault: String
+    /// An SQL condition, true where the token column already has that default.
+    public let isInPlace: String
+    /// The statement that gives the token column that default; run again, it changes nothing.
+    public let setInPlace: String
+
+    /// The ordering these statements make.
+    ///
+    ///     let ordering = HistoryTokenOrdering(base: 1 << 62, columnDefault: "(... + txid_current())", isInPlace: "...", setInPlace: "ALTER TABLE ...")
+    public init(base: Int64, columnDefault: String, isInPlace: String, setInPlace: String) {
+        self.base = base
+        self.columnDefault = columnDefault
+        self.isInPlace = isInPlace
+        self.setInPlace = setInPlace
+    }
 }
 
 /// The upsert and `RETURNING` clauses SQLite (3.35 and later) and PostgreSQL spell alike: each
@@ -299,6 +332,18 @@ public struct PostgresDialect: SQLDialect {
     public func proposed(_ column: String) -> SQL { SharedClauses.proposed(column) }
     /// ` RETURNING columns`.
     public func returning(_ columns: SQL) -> SQL { SharedClauses.returning(columns) }
+
+    /// Tokens are 2^62 plus the writing transaction's id (`txid_current()`, 64 bits with its
+    /// epoch), above every token of the identity column earlier releases used.
+    public var historyTokenOrdering: HistoryTokenOrdering? {
+        let base: Int64 = 1 << 62
+        let columnDefault = "(\(base) + txid_current())"
+        return HistoryTokenOrdering(
+            base: base, columnDefault: columnDefault,
+            isInPlace: "EXISTS (SELECT 1 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+                + "WHERE d.adrelid = to_regclass('schemagen_history') AND a.attname = 'token' AND pg_get_expr(d.adbin, d.adrelid) LIKE '%txid_current()%')",
+            setInPlace: "ALTER TABLE schemagen_history ALTER COLUMN token DROP IDENTITY IF EXISTS, ALTER COLUMN token SET DEFAULT \(columnDefault);")
+    }
 
     /// The column type at full width: `bigint` for integers, `double precision` for reals.
     public func columnType(_ kind: StorageKind) -> String { columnType(kind, bits: nil) }

@@ -184,4 +184,22 @@ import Testing
             }
         }
     }
+
+    /// How history tokens follow commit order is the dialect's to spell
+    /// (`SQLDialect.historyTokenOrdering`): the store's tables' migrations and the store core
+    /// ask for it, and no other Runtime module reads a catalogue or a transaction id.
+    @Test func historyTokenSQLIsTheDialects() throws {
+        let words = ["txid_", "pg_attrdef", "pg_attribute", "pg_get_expr", "pg_advisory"]
+        for target in ["MigrationFiles", "PersistentStoreCore", "MigratorCore", "SchemaMetadata"] {
+            let folder = sourceFolder(of: target).path
+            for file in swiftFiles(under: folder) {
+                let code = try Self.codeLines(folder + "/" + file).joined(separator: "\n")
+                for word in words {
+                    #expect(!code.contains(word), "\(target)/\(file) spells \(word); it is the dialect's (historyTokenOrdering) or the adapter's")
+                }
+            }
+        }
+        let dialects = try String(contentsOf: sourceFolder(of: "SQLDialects").appendingPathComponent("SQLDialect.swift"), encoding: .utf8)
+        #expect(dialects.contains("public var historyTokenOrdering: HistoryTokenOrdering?") && dialects.contains("txid_current()"))
+    }
 }

@@ -2,28 +2,53 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Code written from the previous release's docs keeps compiling: every Swift block of README.md
-/// and docs/ as they were at c4d148e (Tests/Fixtures/PreviousRelease) type-checks against
-/// today's modules, imported as those docs imported them: `PersistentStore` without naming an
-/// engine, `Migrator` with `SQLiteKit`. Deprecation warnings are expected; an error fails.
+/// Code written from the previous releases' docs keeps compiling: every Swift block of
+/// README.md and docs/ as they were at each release (Tests/Fixtures/PreviousRelease for 0.1.0,
+/// c4d148e; Tests/Fixtures/PreviousRelease-0.2.0 for 0.2.0, 3e986f0) type-checks against
+/// today's modules, imported as those docs imported them: 0.1.0's `PersistentStore` without
+/// naming an engine, `Migrator` with `SQLiteKit`; 0.2.0's with both engines' adapters.
+/// Deprecation warnings are expected; an error fails.
 @Suite(.blocking) struct PreviousReleaseTests {
-    static let folder = repositoryRoot.appendingPathComponent("Tests/Fixtures/PreviousRelease/snippets")
+    /// One release's blocks and the modules its docs were checked with.
+    struct Release: Sendable {
+        let name: String
+        let folder: URL
+        let imports: [String]
+        let blocks: Int
 
-    static let snippets: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".snippet") }.sorted()
+        var snippets: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".snippet") }.sorted() }
+    }
 
-    /// What the snippets of that release were checked with: no engine module among them.
-    static let imports = ["Foundation", "ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "SchemaMetadata", "FieldEncryption"]
+    static let releases = [
+        Release(
+            name: "0.1.0", folder: repositoryRoot.appendingPathComponent("Tests/Fixtures/PreviousRelease/snippets"),
+            imports: ["Foundation", "ExampleModels", "PersistentStore", "Migrator", "SQLiteKit", "SchemaMetadata", "FieldEncryption"], blocks: 23),
+        Release(
+            name: "0.2.0", folder: repositoryRoot.appendingPathComponent("Tests/Fixtures/PreviousRelease-0.2.0/snippets"),
+            imports: [
+                "Foundation", "ExampleModels", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "SQLiteKit", "SchemaMetadata",
+                "FieldEncryption",
+            ], blocks: 44),
+    ]
 
-    @Test func theFixtureHoldsThatReleasesBlocks() {
-        #expect(Self.snippets.count == 23, "\(Self.snippets)")
+    /// Each block, named with its release.
+    static let snippets: [String] = releases.flatMap { release in release.snippets.map { "\(release.name)/\($0)" } }
+
+    @Test func theFixturesHoldThoseReleasesBlocks() {
+        for release in Self.releases {
+            #expect(release.snippets.count == release.blocks, "\(release.name): \(release.snippets)")
+        }
     }
 
     @Test(arguments: snippets)
     func aBlockOfThePreviousDocsStillCompiles(_ name: String) async throws {
-        let code = try String(contentsOf: Self.folder.appendingPathComponent(name), encoding: .utf8)
+        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+        let release = try #require(Self.releases.first { $0.name == parts[0] })
+        let code = try String(contentsOf: release.folder.appendingPathComponent(parts[1]), encoding: .utf8)
         let lines = code.components(separatedBy: "\n")
-        let lifted = lines.filter { $0.hasPrefix("import ") }.map { String($0.dropFirst("import ".count)) }
-        let modules = (Self.imports + lifted).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        // A client's own models modules (`import JournalModels`) are stood in for, as today's docs' are.
+        let lifted = lines.filter { $0.hasPrefix("import ") }.map { String($0.dropFirst("import ".count)) }.filter { !$0.hasSuffix("Models") }
+        let modules = (release.imports + lifted).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
         let source =
             modules.map { "import \($0)" }.joined(separator: "\n") + "\n\n" + SnippetCompilationTests.prelude
             + "func snippet() async throws {\n\(SnippetCompilationTests.locals)\n    do {\n"
