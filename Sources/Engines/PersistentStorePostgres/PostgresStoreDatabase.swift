@@ -69,6 +69,7 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         let wait = settings.replicaWait.components
         replicas = settings.readURL.map { ReplicaReads(url: $0, wait: Double(wait.seconds) + Double(wait.attoseconds) / 1e18) }
         transactionPooler = settings.transactionPooler
+        failoverTimeout = settings.failoverTimeout
         connection = try Self.connect(url, sessionSettings: !settings.transactionPooler)
     }
 
@@ -189,6 +190,8 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
     // MARK: Failover
 
     var connectedServer: String { connection.server.isEmpty ? connection.label : connection.server }
+    /// `PostgresSettings.failoverTimeout`.
+    let failoverTimeout: Duration
 
     /// The table of commit ids a lost server leaves to look up (logged, so it survives a
     /// failover with the transactions that wrote it).

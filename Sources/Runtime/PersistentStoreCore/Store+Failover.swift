@@ -10,6 +10,9 @@ import SchemaMetadata
 public protocol ServerFailover: StoreDatabase {
     /// The server the connection reached, as messages name it (`db2:5432`).
     var connectedServer: String { get }
+    /// How long a call waits for a writable primary after the server was lost; zero: it fails
+    /// at once (PostgreSQL's `PostgresSettings.failoverTimeout`).
+    var failoverTimeout: Duration { get }
     /// One attempt to connect again, to a server that takes writes; throws when none answers.
     func reconnect() throws(DatabaseFailure)
     /// Makes sure the table of commit ids exists (once, when the store opens).

@@ -65,10 +65,9 @@ public actor Store {
         package var recordsWithTriggers = false
         /// Where the keys of `encrypt` attributes come from (read only when the schema has one).
         public var keys: KeySource = .default
-        /// How SQLite keeps the file (docs/runtime.md, "SQLite settings").
-        public var sqlite: SQLiteSettings = .applicationStore
-        /// How the store talks to PostgreSQL: directly, or through a transaction pooler.
-        public var postgres: PostgresSettings = PostgresSettings()
+        /// Each engine's settings, set through its adapter's property (`sqlite`, `postgres`) or
+        /// `self[engine:]`; an engine without an entry uses its standard settings.
+        var engineSettings: [SQLDialectName: any StoreEngineSettings] = [:]
         /// Whether opening applies pending migrations (the default) or only checks that there
         /// are none.
         public var migrations: OpeningMigrations = .apply
@@ -77,20 +76,18 @@ public actor Store {
         /// actor, synchronously: keep it quick (count, or hand the event to a logger).
         public var events: (@Sendable (StoreEvent) -> Void)?
 
-        /// Options for opening a store; every one has a default.
+        /// Options for opening a store; every one has a default. Each engine's adapter adds the
+        /// same initializer with its settings (`sqlite:`, `postgres:`).
         ///
         ///     let configuration = Store.Configuration(busyTimeout: .seconds(10), author: "widget", migrations: .verify)
         public init(
             busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
-            historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings = .applicationStore,
-            postgres: PostgresSettings = PostgresSettings(), migrations: OpeningMigrations = .apply, beforeCommit: (@Sendable () -> Void)? = nil,
-            events: (@Sendable (StoreEvent) -> Void)? = nil
+            historyRetention: HistoryRetention = .forever, keys: KeySource = .default, migrations: OpeningMigrations = .apply,
+            beforeCommit: (@Sendable () -> Void)? = nil, events: (@Sendable (StoreEvent) -> Void)? = nil
         ) {
             self.events = events
             self.busyTimeout = busyTimeout
             self.keys = keys
-            self.sqlite = sqlite
-            self.postgres = postgres
             self.migrations = migrations
             self.author = author
             self.recordsHistory = recordsHistory
@@ -149,8 +146,8 @@ public actor Store {
     ) throws(StoreError) {
         let abilities = StoreAbilities(database)
         // A server that can fail over is waited for, outside transactions, by a wrapper.
-        if let server = abilities.server.failover, configuration.postgres.failoverTimeout > .zero {
-            let recovery = FailoverRecovery(server: server, timeout: configuration.postgres.failoverTimeout.inSeconds, events: configuration.events)
+        if let server = abilities.server.failover, server.failoverTimeout > .zero {
+            let recovery = FailoverRecovery(server: server, timeout: server.failoverTimeout.inSeconds, events: configuration.events)
             failoverRecovery = recovery
             self.database = FailoverDatabase(database, recovery: recovery)
         } else {

@@ -83,6 +83,19 @@ import Testing
             configuration: .init(sqlite: SQLiteSettings(synchronous: .full, cacheSize: 8 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)))
         #expect(try await Self.pragmas(custom) == [.text("wal"), .integer(2), .integer(-8192), .integer(0), .integer(0)])
     }
+
+    /// The adapter's settings are kept by engine: the property, the initializer's label and
+    /// `[engine:]` are one value, and the store opens with what was set through any of them.
+    @Test func settingsSetAsAPropertyReachTheStore() async throws {
+        var configuration = Store.Configuration(author: "app")
+        #expect(configuration.sqlite == .applicationStore, "unset: the engine's standard settings")
+        configuration.sqlite.cacheSize = 4 << 20
+        configuration[engine: SQLiteSettings.self].synchronous = .extra
+        #expect(configuration.sqlite.cacheSize == 4 << 20 && configuration.sqlite.synchronous == .extra)
+        #expect(Store.Configuration(sqlite: .sqliteDefaults)[engine: SQLiteSettings.self] == .sqliteDefaults)
+        let store = try Store(path: storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: configuration)
+        #expect(try await Self.pragmas(store) == [.text("wal"), .integer(3), .integer(-4096), .integer(2), .integer(268_435_456)])
+    }
 }
 
 extension Store {

@@ -61,6 +61,10 @@ import Testing
                 for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
                     #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
                 }
+                // Each engine's settings are its adapter's (`StoreEngineSettings`).
+                for settings in ["SQLiteSettings", "PostgresSettings"] {
+                    #expect(!code.contains(settings), "\(target)/\(file) names \(settings); engine settings live in the engine's adapter")
+                }
                 // An engine's catalogue and its error codes are the adapter's to read.
                 for catalogue in ["information_schema", "pg_catalog", "pg_class", "pg_namespace", "sqlite_schema", "sqlite_master"] {
                     #expect(!code.contains(catalogue), "\(target)/\(file) reads \(catalogue)")
@@ -86,6 +90,10 @@ import Testing
                 let code = try Self.codeLines(folder + "/" + file).joined(separator: "\n")
                 for adapter in ["SQLiteStoreDatabase", "PostgresStoreDatabase", "SQLiteMigrationDatabase", "PostgresMigrationDatabase"] {
                     #expect(!code.contains(adapter), "\(target)/\(file) names \(adapter)")
+                }
+                // Each engine's settings are its adapter's (`StoreEngineSettings`).
+                for settings in ["SQLiteSettings", "PostgresSettings"] {
+                    #expect(!code.contains(settings), "\(target)/\(file) names \(settings); engine settings live in the engine's adapter")
                 }
             }
         }

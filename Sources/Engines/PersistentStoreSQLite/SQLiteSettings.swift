@@ -1,3 +1,6 @@
+import PersistentStoreCore
+import SQLDialects
+
 /// How the store has SQLite keep its file: the settings an application store wants, each
 /// overridable at open. docs/runtime.md ("SQLite settings") gives each one's trade-off. The
 /// PRAGMAs that apply them are SQLite's adapter's (`pragmas(inMemory:)`, in `PersistentStoreSQLite`).
@@ -40,4 +43,33 @@ public struct SQLiteSettings: Sendable, Hashable {
 
     /// SQLite's own defaults as Debian builds it (WAL aside): FULL, 2 MiB, files, no mapping.
     public static let sqliteDefaults = SQLiteSettings(synchronous: .full, cacheSize: 2 << 20, temporaryStorageInMemory: false, memoryMapSize: 0)
+}
+
+extension SQLiteSettings: StoreEngineSettings {
+    /// SQLite files.
+    public static var engine: SQLDialectName { .sqlite }
+    /// The application store's settings (`applicationStore`).
+    public static var standard: SQLiteSettings { .applicationStore }
+}
+
+extension Store.Configuration {
+    /// How SQLite keeps the file (docs/runtime.md, "SQLite settings"): `SQLiteSettings.applicationStore` unless set.
+    public var sqlite: SQLiteSettings {
+        get { self[engine: SQLiteSettings.self] }
+        set { self[engine: SQLiteSettings.self] = newValue }
+    }
+
+    /// Options for opening a store, with SQLite's settings; every other one has a default.
+    ///
+    ///     let configuration = Store.Configuration(author: "app", sqlite: .sqliteDefaults)
+    public init(
+        busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
+        historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings, migrations: OpeningMigrations = .apply,
+        beforeCommit: (@Sendable () -> Void)? = nil, events: (@Sendable (StoreEvent) -> Void)? = nil
+    ) {
+        self.init(
+            busyTimeout: busyTimeout, author: author, recordsHistory: recordsHistory, historyRetention: historyRetention, keys: keys, migrations: migrations,
+            beforeCommit: beforeCommit, events: events)
+        self.sqlite = sqlite
+    }
 }

@@ -1,3 +1,6 @@
+import PersistentStoreCore
+import SQLDialects
+
 /// How the store talks to a PostgreSQL server: directly (the default), or through a
 /// transaction-pooling pgbouncer. docs/runtime.md ("Connections") explains each setting.
 ///
@@ -57,14 +60,31 @@ public struct PostgresSettings: Sendable, Hashable {
     }
 }
 
-/// What opening a store does with migrations the database has not applied yet.
-///
-///     let store = try Store(url: url, schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations,
-///                           configuration: Store.Configuration(migrations: .verify))
-public enum OpeningMigrations: Sendable, Hashable {
-    /// Applies them, under the migrator's lock (the default: one process, or the first of many).
-    case apply
-    /// Applies nothing: opening fails with `StoreError.migration` naming the pending ones. For
-    /// fleets that migrate as a deploy step (`migrate up`) before the new code starts.
-    case verify
+extension PostgresSettings: StoreEngineSettings {
+    /// PostgreSQL servers.
+    public static var engine: SQLDialectName { .postgres }
+    /// A direct connection, a 60-second failover wait, every read on the primary.
+    public static var standard: PostgresSettings { PostgresSettings() }
+}
+
+extension Store.Configuration {
+    /// How the store talks to PostgreSQL: directly, or through a transaction pooler; `PostgresSettings()` unless set.
+    public var postgres: PostgresSettings {
+        get { self[engine: PostgresSettings.self] }
+        set { self[engine: PostgresSettings.self] = newValue }
+    }
+
+    /// Options for opening a store, with PostgreSQL's settings; every other one has a default.
+    ///
+    ///     let configuration = Store.Configuration(author: "api", postgres: PostgresSettings(failoverTimeout: .seconds(30)))
+    public init(
+        busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
+        historyRetention: HistoryRetention = .forever, keys: KeySource = .default, postgres: PostgresSettings, migrations: OpeningMigrations = .apply,
+        beforeCommit: (@Sendable () -> Void)? = nil, events: (@Sendable (StoreEvent) -> Void)? = nil
+    ) {
+        self.init(
+            busyTimeout: busyTimeout, author: author, recordsHistory: recordsHistory, historyRetention: historyRetention, keys: keys, migrations: migrations,
+            beforeCommit: beforeCommit, events: events)
+        self.postgres = postgres
+    }
 }
