@@ -284,16 +284,10 @@ public enum CoreDataExporter {
             info.append((CoreDataUserInfo.derivedHashModifier, "YES"))
         }
         if type.readsBackAs != attribute.type.description { info.append((CoreDataUserInfo.type, attribute.type.description)) }
-        if attribute.columnName != Naming.defaultName(of: attribute.name) { info.append((CoreDataUserInfo.column, attribute.columnName)) }
-        if let value = attribute.defaultValue { info.append((CoreDataUserInfo.defaultValue, yaml(value))) }
-        if attribute.isEncrypted { info.append((CoreDataUserInfo.encrypt, attribute.encryptsDeterministically ? "deterministic" : "true")) }
-        if let precision = attribute.precision { info.append((CoreDataUserInfo.precision, String(precision))) }
-        if let scale = attribute.scale { info.append((CoreDataUserInfo.scale, String(scale))) }
-        if attribute.isDateOnly { info.append((CoreDataUserInfo.dateOnly, "YES")) }
-        if attribute.jsonKey != attribute.name { info.append((CoreDataUserInfo.jsonKey, attribute.jsonKey)) }
-        if let backfill = attribute.backfill { info.append((CoreDataUserInfo.backfill, yaml(backfill))) }
-        if let movedFrom = attribute.movedFromText { info.append((CoreDataUserInfo.movedFrom, movedFrom)) }
-        if let doc = attribute.doc { info.append((CoreDataUserInfo.doc, doc)) }
+        // What Core Data cannot say of the attribute, as the schema's options table spells it.
+        for option in AttributeOption.coreDataUserInfoOrder {
+            if let key = option.coreDataUserInfoKey, let text = option.coreDataUserInfo(of: attribute.attribute) { info.append((key, text)) }
+        }
         if let settings = attribute.coreData {
             // A Core Data name of its own: the schema's travels in user info.
             if let name = settings.attributes["name"], name != attribute.name { info.append((CoreDataUserInfo.schemaName, attribute.name)) }
@@ -426,94 +420,31 @@ public enum CoreDataExporter {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
-
-    /// A default as the schema language writes it, for `schemagen.default`.
-    /// A backfill as the schema writes it: the literal, or a flow mapping of dialects to SQL.
-    static func yaml(_ backfill: Backfill) -> String {
-        switch backfill {
-        case .value(let value): return yaml(value)
-        case .sql(let expressions):
-            let pairs = expressions.map { "\($0.key.rawValue): \(TextEscaping.yaml($0.value))" }.sorted()
-            return "{" + pairs.joined(separator: ", ") + "}"
-        }
-    }
-
-    static func yaml(_ value: DefaultValue) -> String {
-        switch value {
-        case .null: return "null"
-        case .string(let text), .date(let text), .uuid(let text), .url(let text), .data(let text): return TextEscaping.yaml(text)
-        case .integer(let number): return String(number)
-        case .double(let number): return String(number)
-        case .bool(let flag): return flag ? "true" : "false"
-        case .decimal(let text): return text
-        case .now: return "now"
-        case .generatedUUID: return "uuid"
-        case .enumCase(let name): return name
-        case .array(let items): return "[" + items.map(yaml).joined(separator: ", ") + "]"
-        case .value(let fields): return "{" + fields.map { "\($0.name): \(yaml($0.value))" }.joined(separator: ", ") + "}"
-        }
-    }
 }
 
-/// What the exporter writes of an entity's attribute or a value type's field.
+/// What the exporter writes of an entity's attribute or a value type's field: the attribute,
+/// with what only the export knows of it.
+@dynamicMemberLookup
 struct ExportedAttribute {
-    var name: String
-    var type: AttributeType
-    var isOptional: Bool
-    var defaultValue: DefaultValue?
-    var isUnique = false
-    var isTransient = false
-    var usesExternalStorage = false
-    var preservesValueOnDeletion = false
-    var isIndexed = false
-    var isSearchable = false
-    var isEncrypted = false
-    var encryptsDeterministically = false
+    var attribute: Attribute
     /// `elementID`: the name of this attribute's first version (`RenamingIdentifiers`).
     var renamingIdentifier: String?
-    var columnName: String
-    var jsonKey: String
-    var doc: String?
-    var precision: Int?
-    var scale: Int?
-    var isDateOnly = false
     var versionHashModifier: String?
-    var coreData: CoreDataSettings?
-    var backfill: Backfill?
-    var movedFromText: String?
 
     init(_ attribute: Attribute) {
-        name = attribute.name
-        type = attribute.type
-        isOptional = attribute.isOptional
-        defaultValue = attribute.defaultValue
-        isUnique = attribute.isUnique
-        isTransient = attribute.isTransient
-        usesExternalStorage = attribute.usesExternalStorage
-        preservesValueOnDeletion = attribute.preservesValueOnDeletion
-        isIndexed = attribute.isIndexed
-        isSearchable = attribute.isSearchable
-        isEncrypted = attribute.isEncrypted
-        encryptsDeterministically = attribute.encryptsDeterministically
+        self.attribute = attribute
         renamingIdentifier = attribute.renamedFrom
-        columnName = attribute.columnName
-        jsonKey = attribute.jsonKey
-        doc = attribute.doc
-        precision = attribute.precision
-        scale = attribute.scale
-        isDateOnly = attribute.isDateOnly
-        coreData = attribute.coreData
-        backfill = attribute.backfill
-        movedFromText = attribute.movedFromText
     }
 
+    /// A value type's field, as an attribute with no options but its own.
     init(_ field: ValueType.Field) {
-        name = field.name
-        type = field.type
-        isOptional = field.isOptional
-        defaultValue = field.defaultValue
-        columnName = Naming.defaultName(of: field.name)
-        jsonKey = field.jsonKey
-        doc = field.doc
+        var attribute = Attribute(name: field.name, type: field.type, isOptional: field.isOptional)
+        attribute.defaultValue = field.defaultValue
+        attribute.jsonKey = field.jsonKey
+        attribute.doc = field.doc
+        self.init(attribute)
+        renamingIdentifier = nil
     }
+
+    subscript<Value>(dynamicMember path: KeyPath<Attribute, Value>) -> Value { attribute[keyPath: path] }
 }

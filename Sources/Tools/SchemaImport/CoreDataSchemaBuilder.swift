@@ -393,15 +393,13 @@ extension CoreDataImporter {
             }
             var attribute = ImportedAttribute(name: name, type: type, isOptional: element.flag("optional"))
             readFlags(element, into: &attribute, info: info, what: what)
-            attribute.defaultValue = info[CoreDataUserInfo.defaultValue].map(ImportedDefault.plain) ?? defaultValue(element, type: type, coreDataType: coreDataType, what: what)
-            attribute.column = info[CoreDataUserInfo.column]
-            attribute.jsonKey = info[CoreDataUserInfo.jsonKey]
-            attribute.backfill = info[CoreDataUserInfo.backfill].map(ImportedDefault.plain)
-            attribute.movedFrom = info[CoreDataUserInfo.movedFrom]
-            attribute.doc = info[CoreDataUserInfo.doc]
-            attribute.precision = info[CoreDataUserInfo.precision].flatMap { Int($0) }
-            attribute.scale = info[CoreDataUserInfo.scale].flatMap { Int($0) }
-            attribute.isDateOnly = info[CoreDataUserInfo.dateOnly] == "YES"
+            // What export carried in user info, as the schema wrote it: the parser checks it
+            // when the written schema is read.
+            for option in AttributeOption.coreDataUserInfoOrder {
+                guard let key = option.coreDataUserInfoKey, let text = info[key] else { continue }
+                attribute.options[option] = option.documentValue(fromCoreDataUserInfo: text)
+            }
+            if attribute.defaultValue == nil { attribute.defaultValue = defaultValue(element, type: type, coreDataType: coreDataType, what: what) }
             attribute.coreData = Self.carried(
                 element, info: info, keys: coreDataType == "Transformable" && info[CoreDataUserInfo.type] == nil ? ["attributeType", "valueTransformerName", "customClassName"] : [])
             if let schemaName = info[CoreDataUserInfo.schemaName], Naming.isIdentifier(schemaName) {
@@ -439,9 +437,7 @@ extension CoreDataImporter {
             for (key, label) in [("minValueString", "minimum"), ("maxValueString", "maximum"), ("regularExpressionString", "pattern")] {
                 if let value = element[key] { warn(element, "\(what) has a validation \(label) (\(value)), which the schema language does not express") }
             }
-            if let encrypt = info[CoreDataUserInfo.encrypt] {
-                attribute.encrypt = encrypt
-            } else if element.flag("allowsCloudEncryption") {
+            if info[CoreDataUserInfo.encrypt] == nil, element.flag("allowsCloudEncryption") {
                 note(element, "\(what) is encrypted in CloudKit; the schema's `encrypt` option encrypts at rest in the store, which is not set for you")
             }
             if element.flag("storedInTruthFile") {

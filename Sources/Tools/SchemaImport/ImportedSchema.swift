@@ -81,54 +81,120 @@ public struct ImportedEntity: Sendable, Equatable {
     public var memberNames: [String] { attributes.map(\.name) + relationships.map(\.name) }
 }
 
+/// An attribute as an importer found it: its options as the schema file will write them
+/// (`AttributeOption`, the schema language's one table of them), read and checked by the parser
+/// when the written schema is loaded. The named properties read and set the same options.
 public struct ImportedAttribute: Sendable, Equatable {
     public var name: String
     /// The type as the schema language writes it, without `?`: `String`, `Decimal`.
     public var type: String
     public var isOptional: Bool
-    public var defaultValue: ImportedDefault?
-    public var isUnique = false
-    public var isIndexed = false
-    /// Full-text indexed (Core Data's "Index in Spotlight").
-    public var isSearchable = false
-    public var isTransient = false
-    public var usesExternalStorage = false
-    public var preservesValueOnDeletion = false
-    /// The column, when it differs from the name in snake_case.
-    public var column: String?
-    public var renamedFrom: String?
-    public var doc: String?
-    /// What fills existing rows where a version makes the attribute required without a default:
-    /// a literal, or (from an exported bundle) the schema's own spelling, SQL per dialect too.
-    public var backfill: ImportedDefault?
-    /// `Entity.attribute` whose values a table split moved here (from an exported bundle).
-    public var movedFrom: String?
-    /// For decimals: `numeric(precision, scale)`.
-    public var precision: Int?
-    public var scale: Int?
-    /// For dates: kept as the calendar day (`dateOnly: true`, a `date` column).
-    public var isDateOnly = false
+    /// Every option that is set, by the table's key: written in the table's order.
+    public var options: [AttributeOption: OptionValue] = [:]
     /// `coreData:`: what a real model says of it that the language cannot (a Transformable, a
     /// Core Data name, user info).
     public var coreData = CoreDataSettings()
-    /// `encrypt:` as written (`true`, `deterministic`); nil when not encrypted.
-    public var encrypt: String?
-    /// The JSON key, when it differs from the name.
-    public var jsonKey: String?
 
     public init(name: String, type: String, isOptional: Bool) {
         self.name = name
         self.type = type
         self.isOptional = isOptional
     }
+
+    /// A yes-or-no option.
+    public subscript(flag option: AttributeOption) -> Bool {
+        get { options[option] != nil }
+        set { options[option] = newValue ? .plain("true") : nil }
+    }
+
+    /// A name or text option, as given.
+    public subscript(text option: AttributeOption) -> String? {
+        get { options[option]?.content }
+        set { options[option] = newValue.map(OptionValue.text) }
+    }
+
+    public var isUnique: Bool {
+        get { self[flag: .unique] }
+        set { self[flag: .unique] = newValue }
+    }
+    public var isIndexed: Bool {
+        get { self[flag: .indexed] }
+        set { self[flag: .indexed] = newValue }
+    }
+    /// Full-text indexed (Core Data's "Index in Spotlight").
+    public var isSearchable: Bool {
+        get { self[flag: .searchable] }
+        set { self[flag: .searchable] = newValue }
+    }
+    public var isTransient: Bool {
+        get { self[flag: .transient] }
+        set { self[flag: .transient] = newValue }
+    }
+    public var usesExternalStorage: Bool {
+        get { self[flag: .externalStorage] }
+        set { self[flag: .externalStorage] = newValue }
+    }
+    public var preservesValueOnDeletion: Bool {
+        get { self[flag: .preserveValueOnDeletion] }
+        set { self[flag: .preserveValueOnDeletion] = newValue }
+    }
+    /// For dates: kept as the calendar day (`dateOnly: true`, a `date` column).
+    public var isDateOnly: Bool {
+        get { self[flag: .dateOnly] }
+        set { self[flag: .dateOnly] = newValue }
+    }
+    public var defaultValue: ImportedDefault? {
+        get { options[.default] }
+        set { options[.default] = newValue }
+    }
+    /// What fills existing rows where a version makes the attribute required without a default:
+    /// a literal, or (from an exported bundle) the schema's own spelling, SQL per dialect too.
+    public var backfill: ImportedDefault? {
+        get { options[.backfill] }
+        set { options[.backfill] = newValue }
+    }
+    /// For decimals: `numeric(precision, scale)`.
+    public var precision: Int? {
+        get { options[.precision].flatMap { Int($0.content) } }
+        set { options[.precision] = newValue.map { .plain(String($0)) } }
+    }
+    public var scale: Int? {
+        get { options[.scale].flatMap { Int($0.content) } }
+        set { options[.scale] = newValue.map { .plain(String($0)) } }
+    }
+    /// `encrypt:` as written (`true`, `deterministic`); nil when not encrypted.
+    public var encrypt: String? {
+        get { options[.encrypt]?.content }
+        set { options[.encrypt] = newValue.map(OptionValue.plain) }
+    }
+    /// The column, when it differs from the name in snake_case.
+    public var column: String? {
+        get { self[text: .column] }
+        set { self[text: .column] = newValue }
+    }
+    /// The JSON key, when it differs from the name.
+    public var jsonKey: String? {
+        get { self[text: .jsonKey] }
+        set { self[text: .jsonKey] = newValue }
+    }
+    public var renamedFrom: String? {
+        get { self[text: .renamedFrom] }
+        set { self[text: .renamedFrom] = newValue }
+    }
+    /// `Entity.attribute` whose values a table split moved here (from an exported bundle).
+    public var movedFrom: String? {
+        get { self[text: .movedFrom] }
+        set { self[text: .movedFrom] = newValue }
+    }
+    public var doc: String? {
+        get { self[text: .doc] }
+        set { self[text: .doc] = newValue }
+    }
 }
 
-/// A default as YAML should spell it: text is quoted when it could be read as something else.
-public enum ImportedDefault: Sendable, Equatable {
-    case text(String)
-    /// A number, boolean or keyword (`now`, `uuid`) written plain.
-    case plain(String)
-}
+/// A default as YAML should spell it: text is quoted when it could be read as something else,
+/// a number, boolean or keyword (`now`, `uuid`) written plain.
+public typealias ImportedDefault = OptionValue
 
 public struct ImportedRelationship: Sendable, Equatable {
     public enum DeleteRule: String, Sendable {

@@ -104,53 +104,51 @@ public enum SchemaYAMLWriter {
         return out
     }
 
+    /// The attribute's type, then each option it sets, in `AttributeOption`'s order and spelling.
     static func attributeValue(_ attribute: ImportedAttribute, isKey: Bool) -> String {
         let type = attribute.type + (attribute.isOptional ? "?" : "")
         var options: [(String, String)] = []
-        if isKey { options.append(("primaryKey", "true")) }
-        if attribute.isUnique { options.append(("unique", "true")) }
-        if attribute.isIndexed { options.append(("indexed", "true")) }
-        if attribute.isSearchable { options.append(("searchable", "true")) }
-        if let value = attribute.defaultValue {
-            switch value {
-            case .text(let text): options.append(("default", quotedIfNeeded(text)))
-            case .plain(let text): options.append(("default", text))
+        for option in AttributeOption.allCases {
+            switch option {
+            case .primaryKey: if isKey { options.append((option.key, "true")) }
+            case .coreData: if !attribute.coreData.isEmpty { options.append((option.key, coreData(attribute.coreData))) }
+            default:
+                guard let value = attribute.options[option] else { continue }
+                options.append((option.key, yaml(value, spelled: option.spelling)))
             }
         }
-        if let value = attribute.backfill {
-            switch value {
-            case .text(let text): options.append(("backfill", quotedIfNeeded(text)))
-            case .plain(let text): options.append(("backfill", text))
-            }
-        }
-        if let precision = attribute.precision { options.append(("precision", String(precision))) }
-        if let scale = attribute.scale { options.append(("scale", String(scale))) }
-        if attribute.isDateOnly { options.append(("dateOnly", "true")) }
-        if attribute.isTransient { options.append(("transient", "true")) }
-        if attribute.usesExternalStorage { options.append(("externalStorage", "true")) }
-        if attribute.preservesValueOnDeletion { options.append(("preserveValueOnDeletion", "true")) }
-        if let encrypt = attribute.encrypt { options.append(("encrypt", encrypt)) }
-        if let column = attribute.column { options.append(("column", scalar(column))) }
-        if let jsonKey = attribute.jsonKey { options.append(("jsonKey", scalar(jsonKey))) }
-        if let renamed = attribute.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
-        if let movedFrom = attribute.movedFrom { options.append(("movedFrom", scalar(movedFrom))) }
-        if let doc = attribute.doc { options.append(("doc", quoted(doc))) }
-        if !attribute.coreData.isEmpty { options.append(("coreData", coreData(attribute.coreData))) }
         guard !options.isEmpty else { return scalar(type) }
         return "{type: \(scalar(type)), " + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"
     }
 
+    /// An option's value in YAML: as given when plain, else quoted as its spelling needs.
+    static func yaml(_ value: OptionValue, spelled spelling: AttributeOption.Spelling) -> String {
+        guard case .text(let text) = value else { return value.content }
+        switch spelling {
+        case .name: return scalar(text)
+        case .prose: return quoted(text)
+        case .flag, .plain, .text, .structured: return quotedIfNeeded(text)
+        }
+    }
+
     static func relationshipValue(_ relationship: ImportedRelationship) -> String {
         let target = relationship.isToMany ? "[\(relationship.target)]" : relationship.target + (relationship.isOptional ? "?" : "")
-        var options: [(String, String)] = [("to", scalar(target))]
-        if let inverse = relationship.inverse { options.append(("inverse", scalar(inverse))) }
-        if relationship.deleteRule != .nullify { options.append(("deleteRule", relationship.deleteRule.rawValue)) }
-        if let minCount = relationship.minCount { options.append(("minCount", String(minCount))) }
-        if let maxCount = relationship.maxCount { options.append(("maxCount", String(maxCount))) }
-        if let column = relationship.column { options.append(("column", scalar(column))) }
-        if let renamed = relationship.renamedFrom { options.append(("renamedFrom", scalar(renamed))) }
-        if let doc = relationship.doc { options.append(("doc", quoted(doc))) }
-        if !relationship.coreData.isEmpty { options.append(("coreData", coreData(relationship.coreData))) }
+        var options: [(String, String)] = []
+        for option in RelationshipOption.allCases {
+            let value: String? =
+                switch option {
+                case .to: scalar(target)
+                case .inverse: relationship.inverse.map(scalar)
+                case .deleteRule: relationship.deleteRule != .nullify ? relationship.deleteRule.rawValue : nil
+                case .minCount: relationship.minCount.map(String.init)
+                case .maxCount: relationship.maxCount.map(String.init)
+                case .column: relationship.column.map(scalar)
+                case .renamedFrom: relationship.renamedFrom.map(scalar)
+                case .doc: relationship.doc.map(quoted)
+                case .coreData: relationship.coreData.isEmpty ? nil : coreData(relationship.coreData)
+                }
+            if let value { options.append((option.key, value)) }
+        }
         return "{" + options.map { "\($0): \($1)" }.joined(separator: ", ") + "}"
     }
 

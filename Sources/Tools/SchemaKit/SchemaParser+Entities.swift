@@ -11,12 +11,9 @@ import Darwin
 /// Reads entities with their attributes and relationships, and checks what one entity alone decides.
 extension SchemaParser {
     static let entityKeys = ["attributes", "relationships", "indexes", "uniques", "primaryKey", "table", "renamedFrom", "doc", "coreData"]
-    static let attributeKeys = [
-        "type", "optional", "default", "unique", "primaryKey", "transient", "externalStorage", "encrypt",
-        "preserveValueOnDeletion", "indexed", "searchable", "renamedFrom", "column", "jsonKey", "doc", "precision", "scale", "movedFrom", "backfill",
-        "dateOnly", "coreData",
-    ]
-    static let relationshipKeys = ["to", "inverse", "deleteRule", "minCount", "maxCount", "renamedFrom", "column", "doc", "coreData"]
+    /// The schema language's one table of attribute options.
+    static let attributeKeys = AttributeOption.allCases.map(\.key)
+    static let relationshipKeys = RelationshipOption.allCases.map(\.key)
 
     /// Entities are read independently of each other, so a large schema's are read in slices on
     /// the machine's cores, each by a copy of this parser; their results join in document order.

@@ -314,6 +314,75 @@ import Testing
         expectSameTables(versions, try roundTrip(versions, name: "Shelf"))
     }
 
+    /// Every option of the schema language's table (`AttributeOption`) comes back as written
+    /// through export and import: the writer, the user info and the reader all follow the
+    /// table, so an option added to it is carried without code of its own there. The schema
+    /// below must use every option: a new one fails this test until it is added here.
+    @Test func everyAttributeOptionOfTheTableRoundTrips() throws {
+        let texts = [
+            "schema: Shelf\nversion: 1\nentities:\n  Book:\n    attributes:\n      isbn: String\n      name: String\n"
+                + "  Reader:\n    attributes:\n      street: String?\n",
+            """
+            schema: Shelf
+            version: 2
+            entities:
+              Book:
+                attributes:
+                  isbn: {type: String, unique: true, column: isbn_code, jsonKey: ISBN, doc: "The book's ISBN: 13 digits."}
+                  title: {type: String, searchable: true, default: "yes", renamedFrom: name}
+                  price: {type: Decimal, optional: true, precision: 12, scale: 2}
+                  published: {type: Date?, dateOnly: true, indexed: true}
+                  cover: {type: Data?, externalStorage: true}
+                  notes: {type: String?, preserveValueOnDeletion: true}
+                  secret: {type: String?, encrypt: deterministic}
+                  draft: {type: String?, transient: true}
+                  copies: {type: Int, backfill: 1}
+              Shelf:
+                attributes:
+                  code: {type: String, primaryKey: true, coreData: {versionHashModifier: v2}}
+              Reader:
+                attributes:
+                  name: {type: String, default: ""}
+                relationships:
+                  address: {to: Address?, inverse: reader, deleteRule: cascade}
+              Address:
+                attributes:
+                  street: {type: String?, movedFrom: Reader.street}
+                relationships:
+                  reader: {to: Reader, inverse: address}
+
+            """,
+        ]
+        let used = Set(texts[1].matches(of: #/([A-Za-z]+): /#).map { String($0.output.1) })
+        let unused = AttributeOption.allCases.map(\.key).filter { !used.contains($0) }
+        #expect(unused.isEmpty, "add an attribute using \(unused) to this schema")
+        let versions = try texts.enumerated().map { index, text in
+            let loaded = SchemaLoader.load(source: SourceFile(path: "v\(index + 1).yaml", text: text))
+            return try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))")
+        }
+        let back = try roundTrip(versions, name: "Shelf")
+        func attributes(_ schema: Schema) -> [String: Attribute] {
+            var found: [String: Attribute] = [:]
+            for entity in schema.entities {
+                for var attribute in entity.attributes {
+                    attribute.location = nil
+                    found["\(entity.name).\(attribute.name)"] = attribute
+                }
+            }
+            return found
+        }
+        let written = attributes(versions[1]), read = attributes(back[1])
+        #expect(written.keys.sorted() == read.keys.sorted())
+        for (name, attribute) in written.sorted(by: { $0.key < $1.key }) {
+            #expect(read[name] == attribute, "\(name) came back as \(String(describing: read[name]))")
+        }
+        for option in AttributeOption.coreDataUserInfoOrder {
+            let key = try #require(option.coreDataUserInfoKey)
+            #expect(key.hasPrefix("schemagen.") && key != CoreDataUserInfo.type && key != CoreDataUserInfo.schemaName)
+        }
+        #expect(AttributeOption.default.coreDataUserInfoKey == CoreDataUserInfo.defaultValue && AttributeOption.dateOnly.coreDataUserInfoKey == CoreDataUserInfo.dateOnly)
+    }
+
     /// What the bundle says in Core Data's own terms, as Xcode reads it.
     @Test func theBundleSaysWhatCoreDataCan() throws {
         let schemas = try ["Garage", "Tasks", "Todo", "Users"].map { name in
