@@ -49,6 +49,15 @@ extension TemplateContext {
         case .isIndexed: return .bool(attribute.isIndexed)
         case .isSearchable: return .bool(attribute.isSearchable)
         case .isDateOnly: return .bool(attribute.isDateOnly)
+        case .options:
+            // Every option the attribute sets, by its schema key, from the options table: a new
+            // option reaches templates without a field of its own.
+            var options: [String: MustacheValue] = [:]
+            for option in AttributeOption.allCases {
+                guard let value = option.value(of: attribute) else { continue }
+                options[option.key] = option.spelling == .flag ? .bool(true) : .string(value)
+            }
+            return .object(options)
         case .renamedFrom: return optional(attribute.renamedFrom)
         case .renamedFromLiteral: return .string(attribute.renamedFrom.map(SwiftSyntax.stringLiteral) ?? "nil")
         case .doc: return optional(attribute.doc)
@@ -189,7 +198,7 @@ extension TemplateContext {
 enum AttributeField: Int, CaseIterable {
     case name, swiftName, nameLiteral, swiftType, swiftBaseType, column, columnLiteral, jsonKey, jsonKeyLiteral
     case hasCustomJSONKey, isOptional, isUnique, isPrimaryKey, isTransient, isStored, usesExternalStorage, isEncrypted
-    case encryptsDeterministically, preservesValueOnDeletion, isIndexed, isSearchable, isDateOnly, renamedFrom, renamedFromLiteral
+    case encryptsDeterministically, preservesValueOnDeletion, isIndexed, isSearchable, isDateOnly, options, renamedFrom, renamedFromLiteral
     case doc, docLines, hasDefault, defaultValue, initDefault, storage, metadataDefault, metadataColumn
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })

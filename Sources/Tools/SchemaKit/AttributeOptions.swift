@@ -56,22 +56,42 @@ public enum AttributeOption: String, CaseIterable, Sendable, Hashable {
     /// option not carried there.
     public var coreDataUserInfoKey: String? { Self.coreDataUserInfoOrder.contains(self) ? "schemagen." + rawValue : nil }
 
-    /// Its user info text for an attribute, as the schema language writes the value (a flag as
-    /// `YES`, as Core Data writes its own); nil where the attribute has the option's default.
-    public func coreDataUserInfo(of attribute: Attribute) -> String? {
-        switch self {
-        case .column: attribute.columnName != Naming.defaultName(of: attribute.name) ? attribute.columnName : nil
+    /// Its value for an attribute, as the schema file writes it (a flag as `true`, a default as
+    /// its literal, a doc as its text); nil where the attribute has the option's default. The
+    /// one place each option is read from an `Attribute`: Core Data export and the templates'
+    /// `options` read it here.
+    public func value(of attribute: Attribute) -> String? {
+        func flag(_ isSet: Bool) -> String? { isSet ? "true" : nil }
+        return switch self {
+        case .type: attribute.type.description
+        case .optional: flag(attribute.isOptional)
+        case .primaryKey: flag(attribute.isPrimaryKey)
+        case .unique: flag(attribute.isUnique)
+        case .indexed: flag(attribute.isIndexed)
+        case .searchable: flag(attribute.isSearchable)
         case .default: attribute.defaultValue?.yamlText
-        case .encrypt: attribute.isEncrypted ? (attribute.encryptsDeterministically ? "deterministic" : "true") : nil
+        case .backfill: attribute.backfill?.yamlText
         case .precision: attribute.precision.map(String.init)
         case .scale: attribute.scale.map(String.init)
-        case .dateOnly: attribute.isDateOnly ? "YES" : nil
+        case .dateOnly: flag(attribute.isDateOnly)
+        case .transient: flag(attribute.isTransient)
+        case .externalStorage: flag(attribute.usesExternalStorage)
+        case .preserveValueOnDeletion: flag(attribute.preservesValueOnDeletion)
+        case .encrypt: attribute.isEncrypted ? (attribute.encryptsDeterministically ? "deterministic" : "true") : nil
+        case .column: attribute.columnName != Naming.defaultName(of: attribute.name) ? attribute.columnName : nil
         case .jsonKey: attribute.jsonKey != attribute.name ? attribute.jsonKey : nil
-        case .backfill: attribute.backfill?.yamlText
+        case .renamedFrom: attribute.renamedFrom
         case .movedFrom: attribute.movedFromText
         case .doc: attribute.doc
-        case .type, .optional, .primaryKey, .unique, .indexed, .searchable, .transient, .externalStorage, .preserveValueOnDeletion, .renamedFrom, .coreData: nil
+        case .coreData: nil
         }
+    }
+
+    /// Its user info text for an attribute (`value(of:)`, a flag as `YES`, as Core Data writes
+    /// its own); nil where the option is not carried in user info or has its default.
+    public func coreDataUserInfo(of attribute: Attribute) -> String? {
+        guard coreDataUserInfoKey != nil, let value = value(of: attribute) else { return nil }
+        return spelling == .flag ? "YES" : value
     }
 
     /// The value an import reads back from that user info text, as the schema file writes it:
