@@ -313,6 +313,24 @@ import Testing
         #expect(!CoreDataLightweightCheck.findings([plain], bundle: "Todo").contains { $0.code == "coredata-composite-ios17" })
     }
 
+    /// The schema the language reference opens with comes back through Core Data with every
+    /// option of every attribute as written: an option it shows is carried.
+    @Test func theLanguageReferencesSchemaRoundTrips() throws {
+        let markdown = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/schema-language.md"), encoding: .utf8)
+        let start = try #require(markdown.range(of: "```yaml\n"))
+        let end = try #require(markdown.range(of: "```", range: start.upperBound..<markdown.endIndex))
+        let schema = try #require(SchemaLoader.load(source: SourceFile(path: "schema-language.md", text: String(markdown[start.upperBound..<end.lowerBound]))).schema)
+        let back = try roundTrip([schema], name: schema.name)
+        let written = Self.attributes(schema), read = Self.attributes(try #require(back.first))
+        #expect(written.keys.sorted() == read.keys.sorted())
+        for (member, attribute) in written.sorted(by: { $0.key < $1.key }) {
+            guard let other = read[member] else { continue }
+            for option in AttributeOption.allCases where !Self.respelled.contains(option) && option.value(of: other) != option.value(of: attribute) {
+                Issue.record("\(member).\(option.key) came back as \(option.value(of: other) ?? "nil"), written as \(option.value(of: attribute) ?? "nil")")
+            }
+        }
+    }
+
     /// Options that may come back in another spelling of the same thing: an entity's key or a
     /// one-column index as the attribute's flag, a rename as its renaming identifier
     /// (`coreData: {elementID: ...}`). The tables and the renames tests check what they mean.
