@@ -296,10 +296,12 @@ func captures(_ pattern: String, in text: String) -> [String] {
         let flightID = try value("SELECT id FROM flights WHERE origin_id IS NOT NULL ORDER BY id LIMIT 1")
         let originID = try value("SELECT origin_id FROM flights WHERE id = \(flightID)")
         try browser.act("location.href = '/r/Flights/Flight?k.id=\(flightID)'")
-        try expectPage(browser, "document.querySelector('a[title=Airport]') !== null")
-        try browser.act("document.querySelector('a[title=Airport]').click()")
+        try expectPage(browser, "document.readyState === 'complete' && document.querySelector('a[title=Airport]') !== null")
+        // Followed by its address, not a click: a live refresh of the page (another write
+        // committing) can replace the element between finding and clicking it.
+        try browser.act("location.href = document.querySelector('a[title=Airport]').href")
         try expectPage(browser, "document.readyState === 'complete' && location.pathname === '/r/Flights/Airport' && location.search === '?k.id=\(originID)'")
-        try browser.act("[...document.querySelectorAll('dt')].find(d => d.textContent === 'flightsFrom').nextElementSibling.querySelector('a').click()")
+        try browser.act("location.href = [...document.querySelectorAll('dt')].find(d => d.textContent === 'flightsFrom').nextElementSibling.querySelector('a').href")
         try expectPage(browser, "document.readyState === 'complete' && location.pathname === '/e/Flights/Flight' && document.querySelector('a[href=\"/r/Flights/Flight?k.id=\(flightID)\"]') !== null")
         #expect(try browser.html().contains("\(try value("SELECT count(*) FROM flights WHERE origin_id = \(originID)")) of 30 records match"))
         // A many-to-many link, both ways: a car's mechanics, and one mechanic's cars.
