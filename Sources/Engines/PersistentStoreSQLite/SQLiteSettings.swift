@@ -72,4 +72,19 @@ extension Store.Configuration {
             beforeCommit: beforeCommit, events: events)
         self.sqlite = sqlite
     }
+
+    /// Options with SQLite's settings and another engine's (`postgres: PostgresSettings(...)`),
+    /// for an app that opens either engine, as the one initializer of earlier releases took them.
+    ///
+    ///     let configuration = Store.Configuration(author: "app", sqlite: .applicationStore, postgres: PostgresSettings(failoverTimeout: .seconds(30)))
+    public init<Other: StoreEngineSettings>(
+        busyTimeout: Duration = .seconds(5), author: String? = nil, recordsHistory: Bool? = nil,
+        historyRetention: HistoryRetention = .forever, keys: KeySource = .default, sqlite: SQLiteSettings, postgres: Other,
+        migrations: OpeningMigrations = .apply, beforeCommit: (@Sendable () -> Void)? = nil, events: (@Sendable (StoreEvent) -> Void)? = nil
+    ) {
+        self.init(
+            busyTimeout: busyTimeout, author: author, recordsHistory: recordsHistory, historyRetention: historyRetention, keys: keys, sqlite: sqlite,
+            migrations: migrations, beforeCommit: beforeCommit, events: events)
+        self[engine: Other.self] = postgres
+    }
 }

@@ -66,19 +66,19 @@ public enum StoreTableMigrations {
     static let postgresOrdering = PostgresDialect().historyTokenOrdering!
 
     /// Ordered history tokens start here.
-    @available(*, deprecated, renamed: "HistoryTokenOrdering.base", message: "use PostgresDialect().historyTokenOrdering?.base")
+    @available(*, deprecated, message: "use PostgresDialect().historyTokenOrdering?.base")
     public static var orderedTokenBase: Int64 { postgresOrdering.base }
 
     /// The token column's default once tokens are ordered by transaction id.
-    @available(*, deprecated, renamed: "HistoryTokenOrdering.columnDefault", message: "use PostgresDialect().historyTokenOrdering?.columnDefault")
+    @available(*, deprecated, message: "use PostgresDialect().historyTokenOrdering?.columnDefault")
     public static var orderedTokenDefault: String { postgresOrdering.columnDefault }
 
     /// True where the token column already has that default (an SQL condition).
-    @available(*, deprecated, renamed: "HistoryTokenOrdering.isInPlace", message: "use PostgresDialect().historyTokenOrdering?.isInPlace")
+    @available(*, deprecated, message: "use PostgresDialect().historyTokenOrdering?.isInPlace")
     public static var historyTokensOrdered: String { postgresOrdering.isInPlace }
 
     /// The statement that orders history tokens by transaction id.
-    @available(*, deprecated, renamed: "HistoryTokenOrdering.setInPlace", message: "use PostgresDialect().historyTokenOrdering?.setInPlace")
+    @available(*, deprecated, message: "use PostgresDialect().historyTokenOrdering?.setInPlace")
     public static var orderHistoryTokens: String { postgresOrdering.setInPlace }
 
     /// The migrations, in order.

@@ -24,6 +24,11 @@ public protocol ServerFailover: StoreDatabase {
     func wasCommitted(_ id: String) throws(DatabaseFailure) -> Bool
 }
 
+extension ServerFailover {
+    /// An adapter that does not say waits a minute, as every store did before adapters said.
+    public var failoverTimeout: Duration { .seconds(60) }
+}
+
 /// Waits for a writable primary after the store lost its server, reporting and counting what it
 /// does. Shared by the store and its `FailoverDatabase`, from the store's actor.
 final class FailoverRecovery: @unchecked Sendable {

@@ -17,7 +17,12 @@ public protocol StoreEngineSettings: Sendable {
 extension Store.Configuration {
     /// The settings of one engine: those set, else the engine's standard ones.
     public subscript<Settings: StoreEngineSettings>(engine settings: Settings.Type) -> Settings {
-        get { engineSettings[Settings.engine] as? Settings ?? Settings.standard }
+        get {
+            guard let stored = engineSettings[Settings.engine] else { return Settings.standard }
+            // Two settings types for one engine would lose the app's values here.
+            assert(stored is Settings, "\(type(of: stored)) and \(Settings.self) both claim \(Settings.engine)")
+            return stored as? Settings ?? Settings.standard
+        }
         set { engineSettings[Settings.engine] = newValue }
     }
 }

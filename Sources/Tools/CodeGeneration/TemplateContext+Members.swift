@@ -55,7 +55,7 @@ extension TemplateContext {
             var options: [String: MustacheValue] = [:]
             for option in AttributeOption.allCases {
                 guard let value = option.value(of: attribute) else { continue }
-                options[option.key] = option.spelling == .flag ? .bool(true) : .string(value)
+                options[option.key] = option.isYesOrNo ? .bool(true) : .string(value)
             }
             return .object(options)
         case .renamedFrom: return optional(attribute.renamedFrom)

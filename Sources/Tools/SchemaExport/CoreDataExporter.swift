@@ -233,6 +233,7 @@ public enum CoreDataExporter {
         }
         if let online = schema.online { info.append((CoreDataUserInfo.schemaOnline, online ? "true" : "false")) }
         if schema.cloudKit { info.append((CoreDataUserInfo.schemaCloudKit, "true")) }
+        if let sync = schema.sync { info.append((CoreDataUserInfo.schemaSync, sync.yamlText)) }
         for enumType in schema.enums {
             var object: [String: Any] = [
                 "type": enumType.rawType.rawValue,

@@ -310,6 +310,7 @@ extension CoreDataImporter {
             schema.history = info[CoreDataUserInfo.schemaHistory]
             schema.online = info[CoreDataUserInfo.schemaOnline].map { $0 == "true" }
             schema.cloudKit = info[CoreDataUserInfo.schemaCloudKit] == "true"
+            schema.sync = info[CoreDataUserInfo.schemaSync]
             for (key, text) in info.sorted(by: { $0.key < $1.key }) {
                 if key.hasPrefix(CoreDataUserInfo.enumPrefix) {
                     let name = String(key.dropFirst(CoreDataUserInfo.enumPrefix.count))

@@ -14,6 +14,8 @@ public struct ImportedSchema: Sendable, Equatable {
     public var online: Bool? = nil
     /// `cloudKit: true` (from an exported bundle).
     public var cloudKit = false
+    /// `sync:` as written, on one line (from an exported bundle); nil when it does not sync.
+    public var sync: String? = nil
     /// Enumerations: PostgreSQL's enum types and CHECK (column IN (...)) lists.
     public var enums: [ImportedEnum] = []
     /// Value types (stored as JSON): Core Data's composite attributes.
@@ -103,7 +105,7 @@ public struct ImportedAttribute: Sendable, Equatable {
 
     /// A yes-or-no option.
     public subscript(flag option: AttributeOption) -> Bool {
-        get { options[option] != nil }
+        get { options[option]?.content == "true" }
         set { options[option] = newValue ? .plain("true") : nil }
     }
 

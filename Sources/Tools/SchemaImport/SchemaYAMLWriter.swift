@@ -19,6 +19,7 @@ public enum SchemaYAMLWriter {
         if let history = schema.history { out += "history: \(history)\n" }
         if let online = schema.online { out += "online: \(online)\n" }
         if schema.cloudKit { out += "cloudKit: true\n" }
+        if let sync = schema.sync { out += "sync: \(sync)\n" }
         if !schema.enums.isEmpty { out += "enums:\n" + enumsYAML(schema.enums) }
         if !schema.values.isEmpty { out += "values:\n" + valuesYAML(schema.values) }
         out += "entities:\n"
@@ -113,7 +114,8 @@ public enum SchemaYAMLWriter {
             case .primaryKey: if isKey { options.append((option.key, "true")) }
             case .coreData: if !attribute.coreData.isEmpty { options.append((option.key, coreData(attribute.coreData))) }
             default:
-                guard let value = attribute.options[option] else { continue }
+                // `type` and `optional` make the type; a structured value set in `options` has no other place.
+                guard option.spelling != .structured, let value = attribute.options[option] else { continue }
                 options.append((option.key, yaml(value, spelled: option.spelling)))
             }
         }

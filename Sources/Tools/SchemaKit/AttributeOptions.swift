@@ -47,6 +47,10 @@ public enum AttributeOption: String, CaseIterable, Sendable, Hashable {
         }
     }
 
+    /// Whether its value is yes or no: the flags, and `optional` and `primaryKey` (which the
+    /// writer folds into the type and the entity's key).
+    public var isYesOrNo: Bool { spelling == .flag || self == .optional || self == .primaryKey }
+
     /// The options an exported Core Data model carries in `userInfo`, in the order export writes
     /// them: those Core Data has no attribute of its own for (it has `transient`,
     /// `allowsExternalBinaryDataStorage`, `indexed`, ...). Import reads them back.

@@ -37,6 +37,8 @@ public enum CoreDataUserInfo {
     public static let schemaHistory = "schemagen.schema.history"
     public static let schemaOnline = "schemagen.schema.online"
     public static let schemaCloudKit = "schemagen.schema.cloudKit"
+    /// `sync:` as the schema writes it, on one line (`SyncDeclaration.yamlText`).
+    public static let schemaSync = "schemagen.schema.sync"
     /// `schemagen.enum.Priority`: `{"type": "Int", "cases": [["low", "0"], ...], "doc": ...}`.
     public static let enumPrefix = "schemagen.enum."
     /// `schemagen.valueDoc.Color`: a value type's doc (a composite has no user info).

@@ -30,6 +30,9 @@ public struct Schema: Sendable, Hashable {
     /// Synced with CloudKit on Apple devices (`cloudKit: true`): the schema keeps CloudKit's
     /// rules, which the loader checks.
     public var cloudKit: Bool = false
+    /// The entities that sync between devices and a server, with each one's scope and
+    /// conflict policy (`sync:`); nil when the schema does not sync.
+    public var sync: SyncDeclaration? = nil
     /// The file it was loaded from, as shown in diagnostics.
     public var sourcePath: String
 

@@ -36,5 +36,7 @@ public enum SchemaDiagnosticCode: String, DiagnosticCode {
     case emptyEntity = "empty-entity"
     // Platforms
     case cloudKit = "cloudkit"
+    /// A schema's `sync:` breaks a rule that sync between devices and a server needs.
+    case sync = "sync"
 
 }

@@ -71,7 +71,7 @@ struct SchemaParser: Sendable {
     /// `relationshipNodes`).
     var relationshipIndexByName: [String: [String: Int]] = [:]
 
-    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "grants", "cloudKit", "enums", "values", "entities"]
+    static let rootKeys = ["schema", "version", "doc", "dialects", "history", "online", "grants", "cloudKit", "sync", "enums", "values", "entities"]
 
     init(file: String) {
         self.file = file
@@ -242,6 +242,7 @@ struct SchemaParser: Sendable {
         parseEntities(keyed["entities"])
         validate()
         if cloudKit { checkCloudKitRules() }
+        let sync = keyed["sync"].flatMap { parseSync($0) }
         if !recordsHistory, let historyNode = keyed["history"] {
             let preserved = entities.flatMap { entity in
                 entity.model.attributes.filter(\.preservesValueOnDeletion).map { "\(entity.model.name).\($0.name)" }
@@ -264,6 +265,7 @@ struct SchemaParser: Sendable {
             online: online,
             grants: grants,
             cloudKit: cloudKit,
+            sync: sync,
             sourcePath: file)
     }
 

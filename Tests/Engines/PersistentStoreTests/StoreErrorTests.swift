@@ -93,6 +93,9 @@ import Testing
         configuration[engine: SQLiteSettings.self].synchronous = .extra
         #expect(configuration.sqlite.cacheSize == 4 << 20 && configuration.sqlite.synchronous == .extra)
         #expect(Store.Configuration(sqlite: .sqliteDefaults)[engine: SQLiteSettings.self] == .sqliteDefaults)
+        // Both engines' settings in one call, as earlier releases' initializer took them.
+        let both = Store.Configuration(author: "app", sqlite: .sqliteDefaults, postgres: PostgresSettings(failoverTimeout: .seconds(30)))
+        #expect(both.sqlite == .sqliteDefaults && both.postgres.failoverTimeout == .seconds(30) && both.author == "app")
         let store = try Store(path: storePath(), schema: FlightsSchema.descriptor, migrations: FlightsSchema.migrations, configuration: configuration)
         #expect(try await Self.pragmas(store) == [.text("wal"), .integer(3), .integer(-4096), .integer(2), .integer(268_435_456)])
     }

@@ -15,6 +15,8 @@ import Testing
         let folder: URL
         let imports: [String]
         let blocks: Int
+        /// Whether a block that imports modules itself is checked with those alone.
+        var ownImportsOnly = false
 
         var snippets: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".snippet") }.sorted() }
     }
@@ -28,7 +30,7 @@ import Testing
             imports: [
                 "Foundation", "ExampleModels", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "SQLiteKit", "SchemaMetadata",
                 "FieldEncryption",
-            ], blocks: 44),
+            ], blocks: 44, ownImportsOnly: true),
     ]
 
     /// Each block, named with its release.
@@ -48,7 +50,10 @@ import Testing
         let lines = code.components(separatedBy: "\n")
         // A client's own models modules (`import JournalModels`) are stood in for, as today's docs' are.
         let lifted = lines.filter { $0.hasPrefix("import ") }.map { String($0.dropFirst("import ".count)) }.filter { !$0.hasSuffix("Models") }
-        let modules = (release.imports + lifted).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        // A block that names its modules gets those alone (with what the context needs), as an
+        // app built from it would: one that imports one engine's adapter sees only that engine.
+        let base = release.ownImportsOnly && !lifted.isEmpty ? ["Foundation", "ExampleModels", "SchemaMetadata", "PersistentStoreCore"] : release.imports
+        let modules = (base + lifted).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
         let source =
             modules.map { "import \($0)" }.joined(separator: "\n") + "\n\n" + SnippetCompilationTests.prelude
             + "func snippet() async throws {\n\(SnippetCompilationTests.locals)\n    do {\n"

@@ -321,6 +321,7 @@ import Testing
         let end = try #require(markdown.range(of: "```", range: start.upperBound..<markdown.endIndex))
         let schema = try #require(SchemaLoader.load(source: SourceFile(path: "schema-language.md", text: String(markdown[start.upperBound..<end.lowerBound]))).schema)
         let back = try roundTrip([schema], name: schema.name)
+        #expect(schema.sync != nil && back.first?.sync == schema.sync, "the sync block comes back as written")
         let written = Self.attributes(schema), read = Self.attributes(try #require(back.first))
         #expect(written.keys.sorted() == read.keys.sorted())
         for (member, attribute) in written.sorted(by: { $0.key < $1.key }) {

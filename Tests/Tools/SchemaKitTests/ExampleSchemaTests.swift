@@ -79,6 +79,35 @@ import YAMLReader
         }
     }
 
+    /// Every option an example or the language reference writes reaches the attribute it is
+    /// written on (`AttributeOption.value(of:)`): a key the parser accepts but never reads fails
+    /// here.
+    @Test func everyOptionWrittenIsRead() throws {
+        let texts = try Self.files.map { try String(contentsOfFile: $0, encoding: .utf8) } + [try Self.languageReferenceSchema()]
+        var checked: Set<String> = []
+        for text in texts {
+            var bag = DiagnosticBag()
+            let result = SchemaLoader.load(source: SourceFile(path: "schema.yaml", text: text))
+            let schema = try #require(result.schema, "\(result.diagnostics.map(\.message))")
+            guard case .document(let root) = YAMLLoader.load(SourceFile(path: "schema.yaml", text: text), diagnostics: &bag) else { continue }
+            let entities = root.pairs?.first { $0.key.scalarText == "entities" }?.value.pairs ?? []
+            for entityPair in entities {
+                let entity = try #require(schema.entity(named: entityPair.key.scalarText ?? ""))
+                let attributes = entityPair.value.pairs?.first { $0.key.scalarText == "attributes" }?.value.pairs ?? []
+                for attributePair in attributes {
+                    let attribute = try #require(entity.attribute(named: attributePair.key.scalarText ?? ""))
+                    for option in attributePair.value.pairs ?? [] {
+                        guard let key = option.key.scalarText, let known = AttributeOption(rawValue: key), known != .coreData, option.value.scalarText != "false" else { continue }
+                        #expect(known.value(of: attribute) != nil, "\(entity.name).\(attribute.name) writes '\(key)', which the attribute does not hold")
+                        checked.insert(key)
+                    }
+                }
+            }
+        }
+        let unchecked = Set(AttributeOption.allCases.map(\.key)).subtracting(checked).subtracting(["coreData"])
+        #expect(unchecked.isEmpty, "no attribute writes \(unchecked.sorted()) for this check to read")
+    }
+
     @Test func theLanguageReferenceOpensWithAValidSchema() throws {
         let result = load(try Self.languageReferenceSchema(), name: "schema-language.md")
         #expect(result.diagnostics.isEmpty, "\(renderText(result))")

@@ -1,0 +1,110 @@
+import Diagnostics
+import TestSupport
+import Testing
+
+@testable import SchemaKit
+
+/// `sync:`: each synced entity's scope, conflict policy and counters are read, and what sync
+/// needs of the schema is checked, each rule broken reported at its line.
+@Suite struct SyncDeclarationTests {
+    static let lists = """
+        schema: Lists
+        version: 1
+        entities:
+          List:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              owner: String
+            relationships:
+              items: {to: "[Item]", inverse: list, deleteRule: cascade}
+          Item:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              title: String
+              likes: {type: Int, default: 0}
+            relationships:
+              list: {to: List, inverse: items}
+          Category:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              name: String
+
+        """
+
+    func load(_ text: String) -> (schema: Schema?, found: [String]) {
+        let result = SchemaLoader.load(source: SourceFile(path: "Lists.yaml", text: text))
+        return (result.schema, result.diagnostics.map { "\($0.location?.line ?? 0):\($0.location?.column ?? 0) \($0.code)" })
+    }
+
+    @Test func scopesPoliciesAndCountersAreRead() throws {
+        let text =
+            Self.lists + """
+                sync:
+                  List: {scope: owner == $user}
+                  Item: {scope: list.owner == $user, conflicts: serverWins, counters: [likes]}
+                  Category: {scope: all}
+
+                """
+        let (schema, found) = load(text)
+        #expect(found.isEmpty, "\(found)")
+        let sync = try #require(schema?.sync)
+        #expect(sync.entities.map(\.entity) == ["List", "Item", "Category"])
+        #expect(sync.entity(named: "List")?.scope == .user(path: ["owner"]))
+        let item = try #require(sync.entity(named: "Item"))
+        #expect(item.scope == .user(path: ["list", "owner"]) && item.conflicts == .serverWins && item.counters == ["likes"])
+        #expect(sync.entity(named: "Category")?.scope == .all && sync.entity(named: "List")?.conflicts == .lastWriterWins)
+        #expect(sync.yamlText == "{List: {scope: \"owner == $user\"}, Item: {scope: \"list.owner == $user\", conflicts: serverWins, counters: [likes]}, Category: {scope: \"all\"}}")
+        #expect(load(Self.lists).schema?.sync == nil, "no sync block: nothing syncs")
+    }
+
+    /// The database's integer key cannot be made on a device offline, and a String key made on
+    /// two devices may collide: only a UUID key syncs.
+    @Test func aSyncedEntityNeedsAKeyADeviceCanMake() {
+        let text = """
+            schema: S
+            version: 1
+            entities:
+              Note:
+                attributes:
+                  owner: String
+              Tag:
+                attributes:
+                  code: {type: String, primaryKey: true}
+                  owner: String
+            sync:
+              Note: {scope: owner == $user}
+              Tag: {scope: owner == $user}
+
+            """
+        #expect(load(text).found == ["12:3 sync", "13:3 sync"])
+    }
+
+    /// A device holds only what syncs: a link to a record it never gets is refused, at the
+    /// relationship.
+    @Test func aRelationshipToAnEntityThatDoesNotSyncIsRefused() {
+        let text =
+            Self.lists + """
+                sync:
+                  Item: {scope: list.owner == $user}
+
+                """
+        #expect(load(text).found == ["16:7 sync"])
+    }
+
+    @Test func eachMistakeIsReportedAtItsPlace() {
+        let text =
+            Self.lists + """
+                sync:
+                  List: {}
+                  Item: {scope: list.keeper == $user, conflicts: newest, counters: [title, gone]}
+                  Category: {scope: name != $user}
+                  Shelf: {scope: all}
+
+                """
+        #expect(
+            load(text).found == [
+                "22:3 missing-key", "23:17 unknown-member", "23:50 invalid-value", "23:69 invalid-value", "23:76 unknown-member", "24:21 invalid-value",
+                "25:3 unknown-entity",
+            ])
+    }
+}
