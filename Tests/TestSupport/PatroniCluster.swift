@@ -230,7 +230,10 @@ public final class PatroniCluster: @unchecked Sendable {
 
     /// What one SQL statement prints on a node (`psql -At`), or nil when the node does not answer.
     public func query(_ node: Node, _ sql: String, database: String = "postgres") -> String? {
-        try? PostgresServer.run("/usr/bin/psql", [url(of: node, database: database), "-At", "-v", "ON_ERROR_STOP=1", "-c", sql], quiet: false)
+        // A bounded connect: a node that accepts and never answers must not hang the run.
+        let target = url(of: node, database: database)
+        let bounded = target + (target.contains("?") ? "&" : "?") + "connect_timeout=10"
+        return try? PostgresServer.run("/usr/bin/psql", [bounded, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql], quiet: false)
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

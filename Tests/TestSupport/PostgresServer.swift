@@ -2,6 +2,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// A throwaway PostgreSQL server for tests: `initdb` into a folder under `TestDaemon.root` (as
@@ -163,8 +164,20 @@ public final class PostgresServer: @unchecked Sendable {
         return text
     }
 
-    /// A port nothing listens on now: bound, read back, released.
+    /// A port nothing listens on now and this process has not handed out before: bound, read
+    /// back, released. The kernel can give a port back again once it is released, and two of a
+    /// cluster's servers on one port (a node's PostgreSQL and another's REST API) hung a run.
     static func freePort() -> Int {
+        while true {
+            let port = unusedPort()
+            let isNew = handedOut.withLock { ports in ports.insert(port).inserted }
+            if isNew { return port }
+        }
+    }
+
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    private static func unusedPort() -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()
