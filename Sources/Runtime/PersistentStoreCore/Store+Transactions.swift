@@ -64,11 +64,7 @@ extension Store {
     /// Begins the write transaction, runs `body` in it, and commits; a failure to begin is thrown.
     private func writeOnce<T>(serializable: Bool, _ body: () throws(StoreError) -> T) throws(StoreError) -> WriteTry<T> {
         try beginWrite(serializable: serializable)
-        depth += 1
-        let outcome: Result<T, StoreError>
-        do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
-        // Once, whatever happens next: a failed COMMIT must not count the level twice.
-        depth -= 1
+        let outcome = oneLevelDeeper(body)
         do throws(StoreError) {
             let result = try outcome.get()
             try endWrite(commit: true)
@@ -77,6 +73,15 @@ extension Store {
             try? endWrite(commit: false)
             return .failed(error, outcome: outcome)
         }
+    }
+
+    /// `body`'s outcome, run one transaction level deeper. The level is left here, once,
+    /// whatever happens next: a COMMIT or RELEASE that fails (its server lost) must not count
+    /// it twice, or every later transaction's writes would each commit on their own.
+    private func oneLevelDeeper<T>(_ body: () throws(StoreError) -> T) -> Result<T, StoreError> {
+        depth += 1
+        defer { depth -= 1 }
+        do throws(StoreError) { return .success(try body()) } catch { return .failure(error) }
     }
 
     /// After a write lost its server: waits for the new primary; the body's result when the
@@ -163,12 +168,7 @@ extension Store {
         // Inside a transaction: all of this write, or none of it.
         let marks = (recorded: recorder?.mark ?? 0, created: files.created.count, removed: files.removed.count)
         do { try database.execute("SAVEPOINT store_write;") } catch { throw .database(error) }
-        depth += 1
-        let outcome: Result<T, StoreError>
-        do throws(StoreError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
-        // Once, whatever happens next: a RELEASE that fails (its server lost) must not count the
-        // level twice, or every later transaction's writes would each commit on their own.
-        depth -= 1
+        let outcome = oneLevelDeeper(body)
         do throws(StoreError) {
             let result = try outcome.get()
             do { try database.execute("RELEASE store_write;") } catch { throw .database(error) }
