@@ -59,6 +59,8 @@ let package = Package(
         // The runtime: what an application links. No YAML, no templates, no planner.
         .target(name: "SchemaMetadata"),
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
+        // Sync's clocks and conflict rules: what devices and the server both merge by.
+        .target(name: "SyncCore", dependencies: ["SchemaMetadata"]),
         // JSON text with line and column kept: the flights loader's input, the store's history.
         .target(name: "JSONDocument", dependencies: ["TextEscaping"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
@@ -184,6 +186,7 @@ let package = Package(
         // A stand-in test process that starts servers and is then ended by a signal (TestDaemonTests).
         .executableTarget(name: "test-server-holder", dependencies: ["TestSupport"], path: "Tests/TestServerHolder"),
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics", "TextEscaping"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "SchemaMetadata"]),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "Diagnostics"]),
         .testTarget(
             name: "SchemaKitTests",
@@ -272,7 +275,7 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 
 let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
-    "Runtime": ["TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore"],
+    "Runtime": ["TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore", "SyncCore"],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [
         "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "Studio", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
@@ -285,7 +288,7 @@ let layers: [String: [String]] = [
 ]
 // Tests follow the same layers (plus `Project`: the docs and the test helpers' own tests).
 let testLayers: [String: [String]] = [
-    "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests"],
+    "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests", "SyncCoreTests"],
     "Engines": ["SQLiteKitTests", "MigratorTests", "PersistentStoreTests"],
     "Tools": [
         "CommandLineKitTests", "HTTPServerTests", "StudioTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",

@@ -1,0 +1,173 @@
+import SchemaMetadata
+
+/// How concurrent changes to one synced entity are settled, as its `sync:` entry declares.
+public struct SyncRules: Sendable, Hashable {
+    /// Who wins when two nodes changed the same attribute.
+    public enum Conflicts: String, Sendable, Hashable {
+        /// The later change wins, attribute by attribute, by its clock.
+        case lastWriterWins
+        /// The server's value stands: a device's change applies only to the value it had seen.
+        case serverWins
+    }
+
+    /// The policy for the entity's attributes.
+    public var conflicts: Conflicts
+    /// Integer attributes whose changes add up instead of replacing each other.
+    public var counters: Set<String>
+
+    /// Rules of a policy and counters.
+    ///
+    ///     let rules = SyncRules(conflicts: .lastWriterWins, counters: ["likes"])
+    public init(conflicts: Conflicts = .lastWriterWins, counters: Set<String> = []) {
+        self.conflicts = conflicts
+        self.counters = counters
+    }
+}
+
+/// One node's changes to one record, as it sends them: each changed attribute's value with its
+/// clock, each counter's running total of the node's own increments, and a delete's clock.
+public struct SyncChange: Sendable, Hashable {
+    /// The attribute values, by attribute name.
+    public var values: [String: StoredValue]
+    /// Each value's clock, by attribute name: every key of `values` has one.
+    public var clocks: [String: SyncClock]
+    /// For `serverWins` entities: the clock of the value each change was made over, as the node
+    /// last saw it (absent when it had seen none).
+    public var seen: [String: SyncClock]
+    /// Counters: the sum of every increment this node ever made to each, with the clock of its
+    /// latest. Totals, not deltas, so that a change sent twice counts once.
+    public var counters: [String: CounterTotal]
+    /// When the record was deleted by this node, if it was.
+    public var deleted: SyncClock?
+
+    /// A change of values, counters and a delete.
+    ///
+    ///     let change = SyncChange(values: ["title": .text("Milk")], clocks: ["title": clock])
+    public init(
+        values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], seen: [String: SyncClock] = [:], counters: [String: CounterTotal] = [:],
+        deleted: SyncClock? = nil
+    ) {
+        self.values = values
+        self.clocks = clocks
+        self.seen = seen
+        self.counters = counters
+        self.deleted = deleted
+    }
+}
+
+/// A node's own contribution to a counter: everything it ever added, as of a clock.
+public struct CounterTotal: Sendable, Hashable {
+    /// The sum of the node's increments.
+    public var total: Int64
+    /// The clock of the node's latest increment.
+    public var clock: SyncClock
+
+    /// A total as of a clock.
+    ///
+    ///     let likes = CounterTotal(total: 3, clock: clock)
+    public init(total: Int64, clock: SyncClock) {
+        self.total = total
+        self.clock = clock
+    }
+}
+
+/// What merging a change did.
+public struct SyncMergeOutcome: Sendable, Hashable {
+    /// The attributes whose value the change set.
+    public var applied: Set<String> = []
+    /// The attributes whose change lost: to a later clock, or (`serverWins`) to a value the
+    /// node had not seen; also a counter sent as a plain value, a value without its clock, and
+    /// a total for an attribute that is no counter. The record's values for them are what the
+    /// node must take.
+    public var lost: Set<String> = []
+    /// The counters whose value changed.
+    public var counted: Set<String> = []
+    /// Whether the record's being deleted changed (deleted, or brought back by a later change).
+    public var deletionChanged = false
+
+    /// Whether the change altered the record at all.
+    public var changedRecord: Bool { !applied.isEmpty || !counted.isEmpty || deletionChanged }
+}
+
+/// One synced record's state, the same wherever it is kept: each attribute's value with the
+/// clock that set it, each node's counter totals, and the clock of its latest delete. Merging
+/// the same changes in any order, any number of times, gives the same record (for
+/// `lastWriterWins` and counters), which is what makes devices converge.
+public struct SyncRecord: Sendable, Hashable {
+    /// The values, by attribute name.
+    public private(set) var values: [String: StoredValue] = [:]
+    /// The clock of each value, by attribute name.
+    public private(set) var clocks: [String: SyncClock] = [:]
+    /// Each counter's totals, by counter, then by node.
+    public private(set) var counterTotals: [String: [String: CounterTotal]] = [:]
+    /// The clock of the latest delete, kept as the record's tombstone.
+    public private(set) var deleted: SyncClock?
+
+    /// An empty record: nothing known of it yet.
+    public init() {}
+
+    /// The latest clock of anything but the delete: a change made after the delete brings the
+    /// record back.
+    public var latestChange: SyncClock? {
+        let counterClocks = counterTotals.values.flatMap { $0.values.map(\.clock) }
+        return (Array(clocks.values) + counterClocks).max()
+    }
+
+    /// Whether the record is deleted: a delete wins over changes made before it and loses to
+    /// one made after it.
+    public var isDeleted: Bool {
+        guard let deleted else { return false }
+        guard let latest = latestChange else { return true }
+        return deleted > latest
+    }
+
+    /// A counter's value: the sum of every node's total.
+    public func counter(_ name: String) -> Int64 {
+        counterTotals[name, default: [:]].values.reduce(0) { $0 &+ $1.total }
+    }
+
+    /// Merges a node's change under `rules`, keeping for each attribute the value with the
+    /// later clock, for each node's counter the later total, and the later delete.
+    /// `fromServer`: the server's own write, which `serverWins` never holds back.
+    ///
+    ///     let outcome = record.merge(change, rules: rules)
+    @discardableResult
+    public mutating func merge(_ change: SyncChange, rules: SyncRules, fromServer: Bool = false) -> SyncMergeOutcome {
+        let wasDeleted = isDeleted
+        var outcome = SyncMergeOutcome()
+        for (attribute, value) in change.values {
+            // A counter set as a plain value, or a value without its clock, cannot be merged:
+            // it is reported as lost, never dropped unseen.
+            guard !rules.counters.contains(attribute), let clock = change.clocks[attribute] else {
+                outcome.lost.insert(attribute)
+                continue
+            }
+            let stored = clocks[attribute]
+            if rules.conflicts == .serverWins, !fromServer, let stored, stored != change.seen[attribute], stored != clock {
+                // The node changed a value it had not seen: the server's stands.
+                outcome.lost.insert(attribute)
+                continue
+            }
+            if let stored, stored >= clock {
+                if stored != clock { outcome.lost.insert(attribute) }
+                continue
+            }
+            values[attribute] = value
+            clocks[attribute] = clock
+            outcome.applied.insert(attribute)
+        }
+        for (counter, incoming) in change.counters {
+            guard rules.counters.contains(counter) else {
+                outcome.lost.insert(counter)
+                continue
+            }
+            let node = incoming.clock.node
+            if let stored = counterTotals[counter]?[node], stored.clock >= incoming.clock { continue }
+            counterTotals[counter, default: [:]][node] = incoming
+            outcome.counted.insert(counter)
+        }
+        if let incoming = change.deleted, deleted.map({ incoming > $0 }) ?? true { deleted = incoming }
+        outcome.deletionChanged = wasDeleted != isDeleted
+        return outcome
+    }
+}
