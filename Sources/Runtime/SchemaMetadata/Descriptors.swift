@@ -49,6 +49,8 @@ public struct EntityDescriptor: Sendable, Hashable {
     public let relationships: [RelationshipDescriptor]
     /// Indexes of its table: plain, unique and full-text.
     public let indexes: [IndexDescriptor]
+    /// How it syncs between devices and a server (the schema's `sync:`); nil when it does not.
+    public let sync: SyncDescriptor?
 
     /// An entity as generated metadata writes it (one `static let` per entity).
     ///
@@ -56,7 +58,7 @@ public struct EntityDescriptor: Sendable, Hashable {
     ///                                    columns: [.attribute("code", .text, "String", [.unique])], relationships: [], indexes: [])
     public init(
         name: String, table: String, renamedFrom: String? = nil, primaryKey: [String], hasImplicitKey: Bool,
-        columns: [ColumnDescriptor], relationships: [RelationshipDescriptor], indexes: [IndexDescriptor]
+        columns: [ColumnDescriptor], relationships: [RelationshipDescriptor], indexes: [IndexDescriptor], sync: SyncDescriptor? = nil
     ) {
         self.name = name
         self.table = table
@@ -66,6 +68,7 @@ public struct EntityDescriptor: Sendable, Hashable {
         self.columns = columns
         self.relationships = relationships
         self.indexes = indexes
+        self.sync = sync
     }
 
     /// The column of a Swift property, or nil (transient properties have none).

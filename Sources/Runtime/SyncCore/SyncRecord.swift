@@ -2,13 +2,8 @@ import SchemaMetadata
 
 /// How concurrent changes to one synced entity are settled, as its `sync:` entry declares.
 public struct SyncRules: Sendable, Hashable {
-    /// Who wins when two nodes changed the same attribute.
-    public enum Conflicts: String, Sendable, Hashable {
-        /// The later change wins, attribute by attribute, by its clock.
-        case lastWriterWins
-        /// The server's value stands: a device's change applies only to the value it had seen.
-        case serverWins
-    }
+    /// Who wins when two nodes changed the same attribute: the schema's own policies.
+    public typealias Conflicts = SyncDescriptor.Conflicts
 
     /// The policy for the entity's attributes.
     public var conflicts: Conflicts
@@ -21,6 +16,13 @@ public struct SyncRules: Sendable, Hashable {
     public init(conflicts: Conflicts = .lastWriterWins, counters: Set<String> = []) {
         self.conflicts = conflicts
         self.counters = counters
+    }
+
+    /// The rules an entity's generated metadata declares.
+    ///
+    ///     let rules = SyncRules(TodoSchema.descriptor.entity(named: "TodoItem")!.sync!)
+    public init(_ declared: SyncDescriptor) {
+        self.init(conflicts: declared.conflicts, counters: Set(declared.counters))
     }
 }
 
@@ -105,6 +107,20 @@ public struct SyncRecord: Sendable, Hashable {
 
     /// An empty record: nothing known of it yet.
     public init() {}
+
+    /// A record as it was kept or sent; nil when a value has no clock or a clock no value, or a
+    /// counter total is filed under a node other than its clock's.
+    ///
+    ///     let record = SyncRecord(values: ["title": .text("Milk")], clocks: ["title": clock])
+    public init?(
+        values: [String: StoredValue], clocks: [String: SyncClock], counterTotals: [String: [String: CounterTotal]] = [:], deleted: SyncClock? = nil
+    ) {
+        guard Set(values.keys) == Set(clocks.keys), counterTotals.values.allSatisfy({ $0.allSatisfy { node, total in total.clock.node == node } }) else { return nil }
+        self.values = values
+        self.clocks = clocks
+        self.counterTotals = counterTotals
+        self.deleted = deleted
+    }
 
     /// The latest clock of anything but the delete: a change made after the delete brings the
     /// record back.

@@ -24,7 +24,33 @@ extension TemplateContext {
             relationships: entity.relationships.map { relationshipDescriptor($0, storesKey: !$0.isToMany && !$0.foreignKeyColumns.isEmpty) },
             indexes: (parts.table?.indexes ?? []).map { index in
                 IndexDescriptor(name: index.name, columns: index.columns, kind: index.isFullText ? .fullText : index.isUnique ? .unique : .plain)
-            })
+            }, sync: syncDescriptor(entity))
+    }
+
+    /// How the entity syncs, from the schema's `sync:`; nil when it does not.
+    func syncDescriptor(_ entity: Entity) -> SyncDescriptor? {
+        guard let synced = schema.sync?.entity(named: entity.name) else { return nil }
+        let scope: SyncDescriptor.Scope =
+            switch synced.scope {
+            case .all: .all
+            case .user(let path): .user(path: path)
+            }
+        return SyncDescriptor(scope: scope, conflicts: synced.conflicts == .serverWins ? .serverWins : .lastWriterWins, counters: synced.counters)
+    }
+
+    /// The entity's sync declaration as generated metadata spells it:
+    /// `SyncDescriptor(scope: .user(path: ["owner"]))`; nil when it does not sync.
+    func syncLiteral(of entity: Entity) -> String? {
+        guard let sync = syncDescriptor(entity) else { return nil }
+        let scope =
+            switch sync.scope {
+            case .all: ".all"
+            case .user(let path): ".user(path: [" + path.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "])"
+            }
+        var arguments = ["scope: " + scope]
+        if sync.conflicts != .lastWriterWins { arguments.append("conflicts: ." + sync.conflicts.rawValue) }
+        if !sync.counters.isEmpty { arguments.append("counters: [" + sync.counters.map(SwiftSyntax.stringLiteral).joined(separator: ", ") + "]") }
+        return "SyncDescriptor(" + arguments.joined(separator: ", ") + ")"
     }
 
     /// An attribute's column in the compact form metadata writes (`ColumnDescriptor.attribute`).

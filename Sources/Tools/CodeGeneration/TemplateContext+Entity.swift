@@ -84,6 +84,8 @@ extension TemplateContext {
         case .joinedKeyPathsWrapped: return .string(wrapped(joinedMembers(parts).map { "\\." + $0.property }, indent: 16, trailingComma: true))
         case .hasRelationships: return .bool(!parts.entity.relationships.isEmpty)
         case .hasIndexes: return .bool(!(parts.table?.indexes ?? []).isEmpty)
+        case .isSynced: return .bool(schema.sync?.entity(named: entity.name) != nil)
+        case .syncLiteral: return optional(syncLiteral(of: entity))
         case .joinedDeclarationsWrapped:
             return .string(wrapped(joinedMembers(parts).enumerated().map { ($0.offset == 0 ? "public let " : "") + $0.element.declaration }, indent: 8, continuation: 4))
         case .codingKeysWrapped:
@@ -269,7 +271,7 @@ enum EntityField: Int, CaseIterable {
     case primaryKey, codingKeys, initParameters, isRowCodable, joinedMembers
     case rowValues, rowArguments, rowCount, columnKeyPaths
     case rowValuesWrapped, rowArgumentsWrapped, columnKeyPathsWrapped, joinedKeyPathsWrapped, joinedDeclarationsWrapped
-    case codingKeysWrapped, initParametersWrapped, indexes, hasRelationships, hasIndexes
+    case codingKeysWrapped, initParametersWrapped, indexes, hasRelationships, hasIndexes, isSynced, syncLiteral
 
     static let names = MustacheFieldNames(allCases.map { "\($0)" })
 }

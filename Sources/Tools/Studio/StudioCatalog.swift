@@ -80,7 +80,7 @@ extension SchemaDescriptor {
                             property: column.property, column: column.column, jsonKey: column.jsonKey, storage: .blob, swiftType: column.swiftType, isOptional: column.isOptional,
                             isPrimaryKey: column.isPrimaryKey, isUnique: column.isUnique, isIndexed: column.isIndexed, isSearchable: false,
                             usesExternalStorage: column.usesExternalStorage, preservesValueOnDeletion: column.preservesValueOnDeletion, renamedFrom: column.renamedFrom)
-                    }, relationships: entity.relationships, indexes: entity.indexes)
+                    }, relationships: entity.relationships, indexes: entity.indexes, sync: entity.sync)
             })
     }
 

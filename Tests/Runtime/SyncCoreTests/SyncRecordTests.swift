@@ -142,3 +142,12 @@ import Testing
         #expect(!outcome.changedRecord && record == SyncRecord())
     }
 }
+
+/// The rules come from what generated metadata declares.
+@Suite struct SyncRulesTests {
+    @Test func rulesFollowTheDeclaration() {
+        let rules = SyncRules(SyncDescriptor(scope: .user(path: ["list", "owner"]), conflicts: .serverWins, counters: ["likes", "views"]))
+        #expect(rules == SyncRules(conflicts: .serverWins, counters: ["likes", "views"]))
+        #expect(SyncRules(SyncDescriptor(scope: .all)) == SyncRules())
+    }
+}

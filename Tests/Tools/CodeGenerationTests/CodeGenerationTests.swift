@@ -81,6 +81,56 @@ func loadSchema(_ name: String) throws -> Schema {
     }
 }
 
+/// The `sync:` block reaches the generated metadata, as the same values the runtime reads.
+@Suite struct SyncMetadataTests {
+    @Test func eachSyncedEntityCarriesItsDeclaration() throws {
+        let yaml = """
+            schema: Lists
+            version: 1
+            entities:
+              Person:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                  name: String
+                relationships:
+                  lists: {to: "[List]", inverse: owner, deleteRule: cascade}
+              List:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                  title: String
+                relationships:
+                  owner: {to: Person, inverse: lists}
+                  items: {to: "[Item]", inverse: list, deleteRule: cascade}
+              Item:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                  text: String
+                  likes: {type: Int, default: 0}
+                relationships:
+                  list: {to: List, inverse: items}
+              Local:
+                attributes:
+                  note: String
+            sync:
+              Person: {scope: all, conflicts: serverWins}
+              List: {scope: owner.name == $user}
+              Item: {scope: list.owner.name == $user, counters: [likes]}
+            """
+        let loaded = SchemaLoader.load(source: .init(path: "lists.yaml", text: yaml))
+        let schema = try #require(loaded.schema, "\(loaded.diagnostics)")
+        let descriptor = TemplateContext(schema: schema, sourceFile: "lists.yaml").schemaDescriptor
+        #expect(descriptor.entity(named: "Person")?.sync == SyncDescriptor(scope: .all, conflicts: .serverWins))
+        #expect(descriptor.entity(named: "List")?.sync == SyncDescriptor(scope: .user(path: ["owner", "name"])))
+        #expect(descriptor.entity(named: "Item")?.sync == SyncDescriptor(scope: .user(path: ["list", "owner", "name"]), counters: ["likes"]))
+        #expect(descriptor.entity(named: "Local")?.sync == nil)
+        let files = try Generator.generate(schema: schema, sourceFile: "lists.yaml", templates: try TemplateSet.defaults())
+        let metadata = try #require(files.first { $0.path.hasSuffix("+Metadata.swift") }?.contents)
+        #expect(metadata.contains(#"], sync: SyncDescriptor(scope: .user(path: ["list", "owner", "name"]), counters: ["likes"]))"#), "\(metadata)")
+        #expect(metadata.contains("sync: SyncDescriptor(scope: .all, conflicts: .serverWins))"))
+        #expect(metadata.components(separatedBy: "sync: ").count == 4, "one declaration per synced entity, none for Local")
+    }
+}
+
 @Suite struct TemplateOverrideTests {
     @Test func aUserFolderOverridesOneBlockAndOnePartialAndAddsATemplate() throws {
         let folder = temporaryFolder()

@@ -51,6 +51,7 @@ import Testing
 
         """
 
+    /// Its `Note` syncs: the generated metadata's sync declaration must compile in the client.
     static let journalSchema = """
         schema: Journal
         version: 1
@@ -60,6 +61,14 @@ import Testing
               title: String
               body: {type: String, searchable: true}
               tags: {type: "[String]", default: [], searchable: true}
+          Note:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              owner: String
+              text: String
+              likes: {type: Int, default: 0}
+        sync:
+          Note: {scope: owner == $user, counters: [likes]}
 
         """
 
