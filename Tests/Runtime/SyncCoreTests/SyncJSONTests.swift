@@ -1,0 +1,105 @@
+import Foundation
+import SchemaMetadata
+import SyncCore
+import Testing
+
+/// Sync messages read back as they were written, and a message that is not one is refused
+/// saying where, never crashing the reader.
+@Suite struct SyncJSONTests {
+    static func clock(_ milliseconds: Int64, _ node: String = "ipad-7") -> SyncClock { SyncClock(milliseconds: milliseconds, counter: 3, node: node) }
+
+    static let everyKindOfValue: [String: StoredValue] = [
+        "nothing": .null, "count": .integer(.min), "big": .integer(.max), "ratio": .real(-0.1), "far": .real(.infinity),
+        "title": .text("Oat \"milk\" — 2 l\n\\"), "empty": .text(""), "photo": .blob([0, 255, 7]), "none": .blob([]),
+    ]
+
+    static var push: SyncPush {
+        let values = everyKindOfValue
+        let change = SyncChange(
+            values: values, clocks: values.mapValues { _ in clock(10) }, seen: ["title": clock(5, "server")],
+            counters: ["likes": CounterTotal(total: -4, clock: clock(11))], deleted: clock(12))
+        return SyncPush(
+            device: "ipad-7", schemaVersion: 3, sequence: 42,
+            changes: [SyncRecordChange(entity: "TodoItem", key: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", change: change), SyncRecordChange(entity: "TodoList", key: "k", change: SyncChange())])
+    }
+
+    @Test func everyMessageReadsBackAsWritten() throws {
+        #expect(try SyncJSON.decode(SyncPush.self, from: SyncJSON.encode(Self.push)) == Self.push)
+        var record = SyncRecord()
+        for change in Self.push.changes { record.merge(change.change, rules: SyncRules(counters: ["likes"])) }
+        let current = SyncRecordState(entity: "TodoItem", key: "k1", record: record)
+        let answer = SyncPushAnswer(
+            acknowledged: 42, rejected: [SyncRejection(entity: "TodoItem", key: "k1", attributes: ["title"], reason: .conflict, current: record)], clock: Self.clock(20, "server"))
+        #expect(try SyncJSON.decode(SyncPushAnswer.self, from: SyncJSON.encode(answer)) == answer)
+        let pull = SyncPull(device: "ipad-7", schemaVersion: 1, after: nil, limit: 500)
+        #expect(try SyncJSON.decode(SyncPull.self, from: SyncJSON.encode(pull)) == pull)
+        let page = SyncPullAnswer(records: [current, SyncRecordState(entity: "TodoList", key: "k2", record: SyncRecord())], next: "4711", hasMore: true, clock: Self.clock(21, "server"))
+        #expect(try SyncJSON.decode(SyncPullAnswer.self, from: SyncJSON.encode(page)) == page)
+        #expect(try SyncJSON.encode(Self.push) == SyncJSON.encode(Self.push), "equal messages are equal bytes")
+        let text = String(decoding: try SyncJSON.encode(pull), as: UTF8.self)
+        #expect(text == #"{"message":{"device":"ipad-7","limit":500,"schemaVersion":1},"protocol":1}"#)
+    }
+
+    /// The message `json` spells, or the error reading it gives.
+    func reading<Message: SyncMessage>(_ type: Message.Type, _ json: String, limits: SyncJSON.Limits = .init()) -> String {
+        do {
+            return "read: \(try SyncJSON.decode(type, from: Array(json.utf8), limits: limits))"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func aMessageThatIsNotOneSaysWhereAndWhy() {
+        let change = #"{"values":{"title":{"text":"Milk"}},"clocks":{"title":"001796069700125-00000002-ipad-7"}}"#
+        func push(_ changes: String, sequence: String = "1") -> String {
+            #"{"protocol":1,"message":{"device":"d","schemaVersion":1,"sequence":\#(sequence),"changes":[\#(changes)]}}"#
+        }
+        #expect(reading(SyncPush.self, push(#"{"entity":"Item","key":"k","change":\#(change)}"#)).hasPrefix("read: "))
+        #expect(
+            reading(SyncPush.self, push(#"{"entity":"Item","key":"k","change":\#(change)},{"entity":"Item","key":"k","change":{"values":{"a":null},"clocks":{"a":"2024"}}}"#))
+                == "the sync message's message.changes[1].change.clocks.a '2024' is not a sync clock (15 digits, 8 hexadecimal digits, a node: 001796069700125-00000002-server)")
+        #expect(
+            reading(SyncPush.self, push(#"{"entity":"Item","key":"k","change":{"values":{"a":null}}}"#))
+                == "the sync message's message.changes[0].change.clocks must name the same attributes as values, each with its clock")
+        #expect(
+            reading(SyncPush.self, push(#"{"entity":"Item","key":"k","change":{"values":{"a":{"number":3}},"clocks":{"a":"001796069700125-00000002-d"}}}"#))
+                .hasPrefix("the sync message's message.changes[0].change.values.a is not a value"))
+        #expect(reading(SyncPush.self, push(#"{"entity":"","key":"k","change":{}}"#)) == "the sync message's message.changes[0].entity must be 1 to 200 bytes long")
+        #expect(reading(SyncPush.self, push("", sequence: "-1")) == "the sync message's message.sequence must not be negative")
+        #expect(reading(SyncPush.self, push("", sequence: "\"1\"")) == "the sync message's message.sequence is not an integer")
+        #expect(reading(SyncPush.self, #"{"protocol":1,"message":{"schemaVersion":1,"sequence":1,"changes":[]}}"#) == "the sync message's message.device is missing")
+        #expect(reading(SyncPull.self, #"{"protocol":1,"message":{"device":"d","schemaVersion":1,"limit":0}}"#) == "the sync message's message.limit must be at least 1")
+        #expect(
+            reading(SyncPush.self, #"{"protocol":2,"message":{}}"#)
+                == "the sync message's protocol is 2, but this side speaks sync protocol 1: this side is older; update it")
+        #expect(reading(SyncPush.self, #"{"protocol":1,"message":"#) == "the sync message is not JSON")
+        #expect(reading(SyncPush.self, push(""), limits: .init(maximumBytes: 20)) == "the sync message is 83 bytes, over the limit of 20: send fewer changes at a time")
+        let two = push(#"{"entity":"Item","key":"a","change":{}},{"entity":"Item","key":"b","change":{}}"#)
+        #expect(reading(SyncPush.self, two, limits: .init(maximumRecords: 1)) == "the sync message holds 2 records, over the limit of 1")
+    }
+
+    /// Bytes of a valid push changed at random: each either reads as a push or is refused with
+    /// a `SyncMessageError`; none crashes the reader.
+    @Test func damagedMessagesAreRefusedNotFatal() throws {
+        let valid = try SyncJSON.encode(Self.push)
+        var generator = SeededGenerator(seed: 11)
+        var refused = 0
+        for _ in 0..<3_000 {
+            var bytes = valid
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                case 1: bytes.remove(at: position)
+                default: bytes.insert(Array(#"{}[]",:0-9e"#.utf8).randomElement(using: &generator)!, at: position)
+                }
+            }
+            do {
+                _ = try SyncJSON.decode(SyncPush.self, from: bytes)
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(refused > 2_000, "most damaged messages are refused")
+    }
+}
