@@ -13,7 +13,7 @@ import TextEscaping
 import Glibc
 #endif
 
-/// `store-benchmark inbox-store|inbox-store-without-history|inbox-raw ROWS DIR`: a mail client's store (`Schemas/Inbox.yaml`:
+/// `store-benchmark inbox-store|inbox-store-without-history|inbox-raw|inbox-raw-history ROWS DIR`: a mail client's store (`Schemas/Inbox.yaml`:
 /// a unique Message-ID, two secondary indexes, history on, an external attachment on one
 /// message in `attachmentEvery`), written as a sync writes it, in transactions of `batch`
 /// messages: ROWS new messages inserted; ROWS more imported with `.ignore` (all new: an import);
@@ -21,7 +21,8 @@ import Glibc
 /// stored; the first ROWS marked read with `.update(only: [\.isRead])`; everything fetched (the median of five). The
 /// raw side does the same through the SQLite C API, attachments included (a file written with
 /// fsync and renamed, a replaced one removed after the commit, read back for the models it
-/// returns), without history. Prints the seconds of each phase.
+/// returns), without history; `inbox-raw-history` does it writing the history rows the store
+/// writes, as JSON (an update's changed attributes only). Prints the seconds of each phase.
 enum InboxBench {
     static let batch = 500
     static let attachmentEvery = 100
@@ -108,6 +109,10 @@ enum InboxBench {
         var statements: [String: OpaquePointer] = [:]
         var removeAfterCommit: [String] = []
         var models: [Message] = []
+        /// With a history: the statement that writes a transaction's history row, and the
+        /// entries of the transaction under way.
+        var history: OpaquePointer?
+        var entries: [String] = []
 
         init(path: String) throws {
             let setup = try SQLiteConnection(path: path)
@@ -134,10 +139,18 @@ enum InboxBench {
             return prepared!
         }
 
-        /// One transaction; replaced files removed after it commits.
+        /// One transaction, with its history row when there is a history and it changed
+        /// anything; replaced files removed after it commits.
         func transaction(_ body: () -> Void) {
             sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
             body()
+            if let history, !entries.isEmpty {
+                sqlite3_bind_double(history, 1, Date().timeIntervalSince1970)
+                StoreBenchmark.bindText(history, 2, "[" + entries.joined(separator: ",") + "]")
+                sqlite3_step(history)
+                sqlite3_reset(history)
+                entries.removeAll(keepingCapacity: true)
+            }
             sqlite3_exec(db, "COMMIT", nil, nil, nil)
             for name in removeAfterCommit { unlink(folder + "/" + name) }
             removeAfterCommit.removeAll()
@@ -200,9 +213,52 @@ enum InboxBench {
                     sqlite3_step(insert)
                     sqlite3_reset(insert)
                     models.append(written(message))
+                    recordInsert(of: message)
                 }
             }
         }
+
+        /// The history entry of an insert, as the store writes it: the key, the attributes, the
+        /// values (the external attachment listed without its value).
+        func recordInsert(of message: Message) {
+            guard history != nil else { return }
+            var json = "{\"entity\":\"Message\",\"kind\":\"insert\",\"keys\":[\(sqlite3_last_insert_rowid(db))],\"changed\":\(Self.changedNames),\"values\":{"
+            json += "\"messageID\":" + TextEscaping.json(message.messageID) + ",\"mailbox\":" + TextEscaping.json(message.mailbox)
+            json += ",\"sender\":" + TextEscaping.json(message.sender) + ",\"subject\":" + TextEscaping.json(message.subject)
+            json += ",\"preview\":" + TextEscaping.json(message.preview) + ",\"receivedAt\":" + TextEscaping.json(StoreBenchmark.formatDate(message.receivedAt))
+            json += ",\"isRead\":\(message.isRead ? 1 : 0),\"isFlagged\":\(message.isFlagged ? 1 : 0),\"size\":\(message.size)}}"
+            entries.append(json)
+        }
+
+        /// The history entry of an update: the attributes whose values changed, with them.
+        func recordUpdate(id: Int64, changed: [(name: String, json: String)]) {
+            guard history != nil, !changed.isEmpty else { return }
+            let names = changed.map { "\"\($0.name)\"" }.joined(separator: ",")
+            let values = changed.map { "\"\($0.name)\":\($0.json)" }.joined(separator: ",")
+            entries.append("{\"entity\":\"Message\",\"kind\":\"update\",\"keys\":[\(id)],\"changed\":[\(names)],\"values\":{\(values)}}")
+        }
+
+        /// What an upsert of `message` changes of the stored row `select` is on (the external
+        /// attachment compared by presence: the raw side names its files at random).
+        func changes(from select: OpaquePointer, to message: Message) -> [(name: String, json: String)] {
+            func text(_ column: Int32) -> String { String(cString: sqlite3_column_text(select, column)) }
+            var changed: [(name: String, json: String)] = []
+            func compare(_ name: String, _ stored: String, _ new: String) { if stored != new { changed.append((name, TextEscaping.json(new))) } }
+            func compare(_ name: String, _ stored: Int64, _ new: Int64) { if stored != new { changed.append((name, String(new))) } }
+            compare("mailbox", text(2), message.mailbox)
+            compare("sender", text(3), message.sender)
+            compare("subject", text(4), message.subject)
+            compare("preview", text(5), message.preview)
+            compare("receivedAt", text(6), StoreBenchmark.formatDate(message.receivedAt))
+            compare("isRead", sqlite3_column_int64(select, 7), message.isRead ? 1 : 0)
+            compare("isFlagged", sqlite3_column_int64(select, 8), message.isFlagged ? 1 : 0)
+            compare("size", sqlite3_column_int64(select, 9), Int64(message.size))
+            if (sqlite3_column_type(select, 10) == SQLITE_NULL) != (message.attachment == nil) { changed.append(("attachment", "null")) }
+            return changed
+        }
+
+        static let changedNames =
+            "[" + ["messageID", "mailbox", "sender", "subject", "preview", "receivedAt", "isRead", "isFlagged", "size", "attachment"].map { "\"\($0)\"" }.joined(separator: ",") + "]"
 
         /// Insert-if-absent: the stored row read when the insert did nothing.
         func ignore(_ batch: [Message]) {
@@ -216,6 +272,7 @@ enum InboxBench {
                     sqlite3_reset(insert)
                     if sqlite3_changes(db) > 0 {
                         models.append(written(message))
+                        recordInsert(of: message)
                         continue
                     }
                     if let name { removeAfterCommit.append(name) }
@@ -230,18 +287,24 @@ enum InboxBench {
         func upsert(_ batch: [Message]) {
             let upsert = statement(
                 Self.insertSQL + " ON CONFLICT (message_id) DO UPDATE SET " + columns.dropFirst().map { "\"\($0)\" = excluded.\"\($0)\"" }.joined(separator: ", "))
-            let lookup = statement("SELECT id, attachment FROM message WHERE message_id = ?")
+            // With a history, the whole stored row, to record what changed.
+            let lookup = statement(history == nil ? "SELECT id, attachment FROM message WHERE message_id = ?" : Self.selectSQL)
+            let attachmentColumn: Int32 = history == nil ? 1 : 10
             transaction {
                 for message in batch {
                     StoreBenchmark.bindText(lookup, 1, message.messageID)
                     var stored: (id: Int64, attachment: String?)?
+                    var changed: [(name: String, json: String)] = []
                     if sqlite3_step(lookup) == SQLITE_ROW {
-                        stored = (sqlite3_column_int64(lookup, 0), sqlite3_column_type(lookup, 1) == SQLITE_NULL ? nil : String(cString: sqlite3_column_text(lookup, 1)))
+                        let attachment = sqlite3_column_type(lookup, attachmentColumn) == SQLITE_NULL ? nil : String(cString: sqlite3_column_text(lookup, attachmentColumn))
+                        stored = (sqlite3_column_int64(lookup, 0), attachment)
+                        if history != nil { changed = changes(from: lookup, to: message) }
                     }
                     sqlite3_reset(lookup)
                     bind(upsert, message, attachment: writeAttachment(message.attachment))
                     sqlite3_step(upsert)
                     sqlite3_reset(upsert)
+                    if let stored { recordUpdate(id: stored.id, changed: changed) } else { recordInsert(of: message) }
                     if let old = stored?.attachment { removeAfterCommit.append(old) }
                     var model = written(message)
                     if let stored { model.id = stored.id }
@@ -253,12 +316,26 @@ enum InboxBench {
         /// `.update(only: [isRead])`: the upsert sets that column and returns the stored row.
         func updateOnly(_ batch: [Message]) {
             let upsert = statement(Self.insertSQL + " ON CONFLICT (message_id) DO UPDATE SET is_read = excluded.is_read RETURNING \(Self.list)")
+            // With a history, the stored value first, to record it only where it changed.
+            let before = statement("SELECT is_read FROM message WHERE message_id = ?")
             transaction {
                 for message in batch {
+                    var wasRead: Int64?
+                    if history != nil {
+                        StoreBenchmark.bindText(before, 1, message.messageID)
+                        if sqlite3_step(before) == SQLITE_ROW { wasRead = sqlite3_column_int64(before, 0) }
+                        sqlite3_reset(before)
+                    }
                     let name = writeAttachment(message.attachment)
                     bind(upsert, message, attachment: name)
                     if sqlite3_step(upsert) == SQLITE_ROW {
                         let stored = model(upsert)
+                        if let wasRead, let id = stored.id {
+                            let isRead: Int64 = stored.isRead ? 1 : 0
+                            recordUpdate(id: id, changed: isRead == wasRead ? [] : [("isRead", String(isRead))])
+                        } else if history != nil {
+                            entries.append("{\"entity\":\"Message\",\"kind\":\"insert\",\"keys\":[\(stored.id ?? 0)]}")
+                        }
                         if let name, sqlite3_column_type(upsert, 10) == SQLITE_NULL || String(cString: sqlite3_column_text(upsert, 10)) != name { removeAfterCommit.append(name) }
                         models.append(stored)
                     }
@@ -276,48 +353,21 @@ enum InboxBench {
         }
     }
 
-    /// The raw insert phase writing, per transaction, the history row the store would: the
-    /// inserted rows' keys and values as JSON, one `schemagen_history` row (the table made by a
-    /// store opened on the file first). The floor of recording insert values.
+    /// The raw side writing, per transaction, the history row the store would: the changed
+    /// rows' keys, attributes and values as JSON, one `schemagen_history` row (the table made by
+    /// a store opened on the file first), only the attributes whose values changed for an
+    /// update. What recording the changes costs anyone, the store's floor.
     static func rawWithHistory(_ path: String, rows: Int) async throws -> [String: Double] {
         _ = try Store(path: path, schema: InboxSchema.descriptor, migrations: InboxSchema.migrations)
-        let inputs = Inputs(rows: rows)
-        let raw = try Raw(path: path)
-        let history = raw.statement("INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES ('Inbox', NULL, ?, '[\"Message\"]', ?)")
-        let names = ["messageID", "mailbox", "sender", "subject", "preview", "receivedAt", "isRead", "isFlagged", "size", "attachment"]
-        let changed = "[" + names.map { "\"\($0)\"" }.joined(separator: ",") + "]"
-        let insert = raw.statement(Raw.insertSQL)
-        var times: [String: Double] = [:]
-        times["insert"] = StoreBenchmark.seconds {
-            for batch in inputs.insert {
-                raw.transaction {
-                    var json = "["
-                    for (offset, message) in batch.enumerated() {
-                        raw.bind(insert, message, attachment: raw.writeAttachment(message.attachment))
-                        sqlite3_step(insert)
-                        sqlite3_reset(insert)
-                        let id = sqlite3_last_insert_rowid(raw.db)
-                        if offset > 0 { json += "," }
-                        json += "{\"entity\":\"Message\",\"kind\":\"insert\",\"keys\":[\(id)],\"changed\":\(changed),\"values\":{"
-                        json += "\"messageID\":" + TextEscaping.json(message.messageID) + ",\"mailbox\":" + TextEscaping.json(message.mailbox)
-                        json += ",\"sender\":" + TextEscaping.json(message.sender) + ",\"subject\":" + TextEscaping.json(message.subject)
-                        json += ",\"preview\":" + TextEscaping.json(message.preview) + ",\"receivedAt\":" + TextEscaping.json(StoreBenchmark.formatDate(message.receivedAt))
-                        json += ",\"isRead\":\(message.isRead ? 1 : 0),\"isFlagged\":\(message.isFlagged ? 1 : 0),\"size\":\(message.size)}}"
-                    }
-                    json += "]"
-                    sqlite3_bind_double(history, 1, Date().timeIntervalSince1970)
-                    StoreBenchmark.bindText(history, 2, json)
-                    sqlite3_step(history)
-                    sqlite3_reset(history)
-                }
-            }
-        }
-        return times
+        return try raw(path, rows: rows, history: true)
     }
 
-    static func raw(_ path: String, rows: Int) throws -> [String: Double] {
+    static func raw(_ path: String, rows: Int, history: Bool = false) throws -> [String: Double] {
         let inputs = Inputs(rows: rows)
         let raw = try Raw(path: path)
+        if history {
+            raw.history = raw.statement("INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES ('Inbox', NULL, ?, '[\"Message\"]', ?)")
+        }
         var times: [String: Double] = [:]
         times["insert"] = StoreBenchmark.seconds { for batch in inputs.insert { raw.insert(batch) } }
         times["ignore"] = StoreBenchmark.seconds { for batch in inputs.ignore { raw.ignore(batch) } }
