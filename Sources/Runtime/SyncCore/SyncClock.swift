@@ -27,6 +27,7 @@ public struct SyncClock: Comparable, Hashable, Sendable, CustomStringConvertible
         self.node = node
     }
 
+    /// Earlier: by milliseconds, then counter, then node.
     public static func < (left: SyncClock, right: SyncClock) -> Bool {
         (left.milliseconds, left.counter, left.node) < (right.milliseconds, right.counter, right.node)
     }
@@ -51,6 +52,7 @@ public struct SyncClock: Comparable, Hashable, Sendable, CustomStringConvertible
         self.init(milliseconds: milliseconds, counter: counter, node: String(parts[2]))
     }
 
+    /// The clock's text.
     public var description: String { text }
 }
 
@@ -68,6 +70,7 @@ public struct SyncClockError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The most that is accepted, in milliseconds.
     public var allowedMilliseconds: Int64
 
+    /// What was refused, and what to check.
     public var description: String {
         "the clock \(clock) of node '\(clock.node)' is \(aheadMilliseconds) ms ahead of this machine's (at most \(allowedMilliseconds) ms is accepted): "
             + "check the clocks of both machines (NTP)"

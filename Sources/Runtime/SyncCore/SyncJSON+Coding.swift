@@ -6,6 +6,9 @@ import SchemaMetadata
 // and whatever a type requires of itself (a clock for every value) is checked on reading.
 
 extension SyncClock: Codable {
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncClock = try JSONDecoder().decode(SyncClock.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
@@ -16,6 +19,7 @@ extension SyncClock: Codable {
         self = clock
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(text)
@@ -85,11 +89,15 @@ extension [String: WireValue] {
 extension CounterTotal: Codable {
     enum Keys: String, CodingKey { case total, clock }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let counterTotal = try JSONDecoder().decode(CounterTotal.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(total: try container.decode(Int64.self, forKey: .total), clock: try container.decode(SyncClock.self, forKey: .clock))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(total, forKey: .total)
@@ -100,6 +108,9 @@ extension CounterTotal: Codable {
 extension SyncChange: Codable {
     enum Keys: String, CodingKey { case values, clocks, seen, counters, deleted }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncChange = try JSONDecoder().decode(SyncChange.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         let values = try container.decodeIfPresent([String: WireValue].self, forKey: .values)?.stored ?? [:]
@@ -113,6 +124,7 @@ extension SyncChange: Codable {
             deleted: try container.decodeIfPresent(SyncClock.self, forKey: .deleted))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         if !values.isEmpty { try container.encode(values.wire, forKey: .values) }
@@ -126,6 +138,9 @@ extension SyncChange: Codable {
 extension SyncRecord: Codable {
     enum Keys: String, CodingKey { case values, clocks, counters, deleted }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncRecord = try JSONDecoder().decode(SyncRecord.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         let values = try container.decodeIfPresent([String: WireValue].self, forKey: .values)?.stored ?? [:]
@@ -138,6 +153,7 @@ extension SyncRecord: Codable {
         self = record
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         if !values.isEmpty { try container.encode(values.wire, forKey: .values) }
@@ -166,11 +182,15 @@ private func natural<Keys: CodingKey, Number: FixedWidthInteger & Codable>(_ con
 extension SyncRecordChange: Codable {
     enum Keys: String, CodingKey { case entity, key, change }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncRecordChange = try JSONDecoder().decode(SyncRecordChange.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(entity: try named(container, .entity), key: try named(container, .key), change: try container.decode(SyncChange.self, forKey: .change))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(entity, forKey: .entity)
@@ -182,8 +202,12 @@ extension SyncRecordChange: Codable {
 extension SyncPush: SyncMessage {
     enum Keys: String, CodingKey { case device, schemaVersion, sequence, changes }
 
+    /// How many records it holds, for `SyncJSON.Limits`.
     public var recordCount: Int { changes.count }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncPush = try JSONDecoder().decode(SyncPush.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(
@@ -191,6 +215,7 @@ extension SyncPush: SyncMessage {
             sequence: try natural(container, .sequence, as: Int64.self), changes: try container.decode([SyncRecordChange].self, forKey: .changes))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(device, forKey: .device)
@@ -203,11 +228,15 @@ extension SyncPush: SyncMessage {
 extension SyncRecordState: Codable {
     enum Keys: String, CodingKey { case entity, key, record }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncRecordState = try JSONDecoder().decode(SyncRecordState.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(entity: try named(container, .entity), key: try named(container, .key), record: try container.decode(SyncRecord.self, forKey: .record))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(entity, forKey: .entity)
@@ -221,6 +250,9 @@ extension SyncRejection.Reason: Codable {}
 extension SyncRejection: Codable {
     enum Keys: String, CodingKey { case entity, key, attributes, reason, current }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncRejection = try JSONDecoder().decode(SyncRejection.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(
@@ -228,6 +260,7 @@ extension SyncRejection: Codable {
             reason: try container.decode(Reason.self, forKey: .reason), current: try container.decodeIfPresent(SyncRecord.self, forKey: .current))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(entity, forKey: .entity)
@@ -241,8 +274,12 @@ extension SyncRejection: Codable {
 extension SyncPushAnswer: SyncMessage {
     enum Keys: String, CodingKey { case acknowledged, rejected, clock }
 
+    /// How many records it holds, for `SyncJSON.Limits`.
     public var recordCount: Int { rejected.count }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncPushAnswer = try JSONDecoder().decode(SyncPushAnswer.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(
@@ -250,6 +287,7 @@ extension SyncPushAnswer: SyncMessage {
             clock: try container.decode(SyncClock.self, forKey: .clock))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(acknowledged, forKey: .acknowledged)
@@ -261,8 +299,12 @@ extension SyncPushAnswer: SyncMessage {
 extension SyncPull: SyncMessage {
     enum Keys: String, CodingKey { case device, schemaVersion, after, limit }
 
+    /// How many records it holds, for `SyncJSON.Limits`.
     public var recordCount: Int { 0 }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncPull = try JSONDecoder().decode(SyncPull.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         let limit = try container.decode(Int.self, forKey: .limit)
@@ -272,6 +314,7 @@ extension SyncPull: SyncMessage {
             after: try container.decodeIfPresent(String.self, forKey: .after), limit: limit)
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(device, forKey: .device)
@@ -284,8 +327,12 @@ extension SyncPull: SyncMessage {
 extension SyncPullAnswer: SyncMessage {
     enum Keys: String, CodingKey { case records, next, hasMore, clock }
 
+    /// How many records it holds, for `SyncJSON.Limits`.
     public var recordCount: Int { records.count }
 
+    /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
+    ///
+    ///     let syncPullAnswer = try JSONDecoder().decode(SyncPullAnswer.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(
@@ -293,6 +340,7 @@ extension SyncPullAnswer: SyncMessage {
             hasMore: try container.decode(Bool.self, forKey: .hasMore), clock: try container.decode(SyncClock.self, forKey: .clock))
     }
 
+    /// Writes the JSON `SyncJSON` reads.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(records, forKey: .records)

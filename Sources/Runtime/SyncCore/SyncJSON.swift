@@ -139,5 +139,6 @@ public struct SyncMessageError: Error, Sendable, Hashable, CustomStringConvertib
         }
     }
 
+    /// The error as one sentence: where, then what.
     public var description: String { path.isEmpty ? "the sync message \(problem)" : "the sync message's \(path) \(problem)" }
 }

@@ -106,6 +106,8 @@ public struct SyncRecord: Sendable, Hashable {
     public private(set) var deleted: SyncClock?
 
     /// An empty record: nothing known of it yet.
+    ///
+    ///     var record = SyncRecord()
     public init() {}
 
     /// A record as it was kept or sent; nil when a value has no clock or a clock no value, or a
