@@ -78,6 +78,14 @@ import Testing
         #expect(reading(SyncPush.self, two, limits: .init(maximumRecords: 1)) == "the sync message holds 2 records, over the limit of 1")
     }
 
+    /// JSON nested far deeper than any message is refused, not read until the stack runs out.
+    @Test func deeplyNestedJSONIsRefused() {
+        let depth = 200_000
+        let nested = #"{"protocol":1,"message":{"device":"d","schemaVersion":1,"sequence":1,"changes":"# + String(repeating: "[", count: depth)
+            + String(repeating: "]", count: depth) + "}}"
+        #expect(reading(SyncPush.self, nested).hasPrefix("the sync message"))
+    }
+
     /// Bytes of a valid push changed at random: each either reads as a push or is refused with
     /// a `SyncMessageError`; none crashes the reader.
     @Test func damagedMessagesAreRefusedNotFatal() throws {
