@@ -8,17 +8,18 @@ import Foundation
 ///     let clock = SyncClock(milliseconds: 1_796_069_700_125, counter: 0, node: "ipad-7")
 public struct SyncClock: Comparable, Hashable, Sendable, CustomStringConvertible {
     /// Milliseconds since 1970, UTC.
-    public var milliseconds: Int64
+    public fileprivate(set) var milliseconds: Int64
     /// Changes within the same millisecond, counted.
-    public var counter: UInt32
-    /// The device or server that made the change.
-    public var node: String
+    public fileprivate(set) var counter: UInt32
+    /// The device or server that made the change (`isNodeName`).
+    public fileprivate(set) var node: String
 
     /// The largest millisecond a clock holds: 15 digits, the year 33658.
     public static let maximumMilliseconds: Int64 = 999_999_999_999_999
 
     /// A clock of its parts; milliseconds outside 0 through `maximumMilliseconds` are brought
-    /// to the nearer end, so that every clock has a text that sorts.
+    /// to the nearer end. A node that is no node name (`isNodeName`) gives a clock whose text
+    /// does not read back: nodes come from `HybridLogicalClock`, which checks them.
     ///
     ///     let clock = SyncClock(milliseconds: 1_796_069_700_125, counter: 2, node: "server")
     public init(milliseconds: Int64, counter: UInt32, node: String) {
@@ -27,13 +28,26 @@ public struct SyncClock: Comparable, Hashable, Sendable, CustomStringConvertible
         self.node = node
     }
 
-    /// Earlier: by milliseconds, then counter, then node.
-    public static func < (left: SyncClock, right: SyncClock) -> Bool {
-        (left.milliseconds, left.counter, left.node) < (right.milliseconds, right.counter, right.node)
+    /// Whether `node` can name a node: 1 to 64 ASCII letters, digits, `.`, `_`, `:` or `-`,
+    /// so that clocks compare the same as bytes, in Swift and under any database collation
+    /// that orders ASCII by code (PostgreSQL: `COLLATE "C"`).
+    public static func isNodeName(_ node: String) -> Bool {
+        let bytes = node.utf8
+        return (1...64).contains(bytes.count)
+            && bytes.allSatisfy { byte in
+                (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 46 || byte == 95 || byte == 58 || byte == 45
+            }
     }
 
-    /// The clock as text that sorts as clocks do: 15 digits of milliseconds, 8 hexadecimal
-    /// digits of counter, the node (`001796069700125-00000002-server`).
+    /// Earlier: by milliseconds, then counter, then the node's bytes.
+    public static func < (left: SyncClock, right: SyncClock) -> Bool {
+        if left.milliseconds != right.milliseconds { return left.milliseconds < right.milliseconds }
+        if left.counter != right.counter { return left.counter < right.counter }
+        return left.node.utf8.lexicographicallyPrecedes(right.node.utf8)
+    }
+
+    /// The clock as text that sorts as clocks do: 15 digits of milliseconds, 8 lowercase
+    /// hexadecimal digits of counter, the node (`001796069700125-00000002-server`).
     public var text: String {
         let digits = String(milliseconds)
         let counterDigits = String(counter, radix: 16)
@@ -41,39 +55,48 @@ public struct SyncClock: Comparable, Hashable, Sendable, CustomStringConvertible
             + String(repeating: "0", count: 8 - counterDigits.count) + counterDigits + "-" + node
     }
 
-    /// The clock `text` spells, or nil for text that is not one.
+    /// The clock `text` spells exactly as `text` writes it, or nil for text that is not one.
     ///
     ///     let clock = SyncClock(text: "001796069700125-00000002-server")
     public init?(text: String) {
-        let parts = text.split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 15, parts[1].count == 8, !parts[2].isEmpty,
-            parts[0].allSatisfy(\.isASCIIDigit), let milliseconds = Int64(parts[0]), let counter = UInt32(parts[1], radix: 16)
+        let bytes = Array(text.utf8)
+        func isDigit(_ byte: UInt8) -> Bool { (48...57).contains(byte) }
+        func isHex(_ byte: UInt8) -> Bool { isDigit(byte) || (97...102).contains(byte) }
+        guard bytes.count > 25, bytes[15] == 45, bytes[24] == 45, bytes[0..<15].allSatisfy(isDigit), bytes[16..<24].allSatisfy(isHex),
+            let milliseconds = Int64(String(decoding: bytes[0..<15], as: UTF8.self)),
+            let counter = UInt32(String(decoding: bytes[16..<24], as: UTF8.self), radix: 16)
         else { return nil }
-        self.init(milliseconds: milliseconds, counter: counter, node: String(parts[2]))
+        let node = String(decoding: bytes[25...], as: UTF8.self)
+        guard Self.isNodeName(node) else { return nil }
+        self.init(milliseconds: milliseconds, counter: counter, node: node)
     }
 
     /// The clock's text.
     public var description: String { text }
 }
 
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
-}
+/// Why a clock could not be given or taken.
+public enum SyncClockError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A clock from elsewhere too far ahead of this machine's wall clock: the other machine's
+    /// clock is wrong, and taking it would drag every later change with it.
+    case ahead(SyncClock, byMilliseconds: Int64, allowedMilliseconds: Int64)
+    /// A wall clock past the year 33658 (milliseconds passed where microseconds were meant,
+    /// say), or a clock that has run out of counters there.
+    case outOfRange(wallMilliseconds: Int64)
+    /// A node name that is none (`SyncClock.isNodeName`).
+    case badNode(String)
 
-/// A clock that came from elsewhere too far ahead of this one's wall clock to be taken: the
-/// other machine's clock is wrong, and taking it would drag every later change with it.
-public struct SyncClockError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The clock refused.
-    public var clock: SyncClock
-    /// How far ahead of the wall clock it was, in milliseconds.
-    public var aheadMilliseconds: Int64
-    /// The most that is accepted, in milliseconds.
-    public var allowedMilliseconds: Int64
-
-    /// What was refused, and what to check.
+    /// What went wrong, and what to check.
     public var description: String {
-        "the clock \(clock) of node '\(clock.node)' is \(aheadMilliseconds) ms ahead of this machine's (at most \(allowedMilliseconds) ms is accepted): "
-            + "check the clocks of both machines (NTP)"
+        switch self {
+        case .ahead(let clock, let ahead, let allowed):
+            "the clock \(clock) of node '\(clock.node)' is \(ahead) ms ahead of this machine's (at most \(allowed) ms is accepted): "
+                + "check the clocks of both machines (NTP)"
+        case .outOfRange(let wall):
+            "the wall clock \(wall) is past the last millisecond a sync clock holds (\(SyncClock.maximumMilliseconds)): pass milliseconds since 1970"
+        case .badNode(let node):
+            "'\(node.prefix(80))' cannot name a node: use 1 to 64 ASCII letters, digits, '.', '_', ':' or '-'"
+        }
     }
 }
 
@@ -81,8 +104,8 @@ public struct SyncClockError: Error, Sendable, Equatable, CustomStringConvertibl
 /// never goes back, and is always ahead of every clock the node has seen, so a change made
 /// after seeing another is ordered after it even when the wall clocks disagree.
 ///
-///     var clock = HybridLogicalClock(node: "ipad-7")
-///     let stamp = clock.tick(wallMilliseconds: now)
+///     var clock = try HybridLogicalClock(node: "ipad-7")
+///     let stamp = try clock.tick(wallMilliseconds: now)
 public struct HybridLogicalClock: Sendable {
     /// The node this clock stamps changes for.
     public let node: String
@@ -91,59 +114,68 @@ public struct HybridLogicalClock: Sendable {
     /// How far ahead of the wall clock a received clock may be.
     public let maximumDriftMilliseconds: Int64
 
-    /// A clock for `node`, continuing from `latest` when the node kept it (it must never go back).
+    /// A clock for `node`, continuing from `latest` when the node kept it (it must never go
+    /// back); refuses a node that is no node name (`SyncClock.isNodeName`).
     ///
-    ///     var clock = HybridLogicalClock(node: "ipad-7", latest: saved)
-    public init(node: String, latest: SyncClock? = nil, maximumDriftMilliseconds: Int64 = 60_000) {
+    ///     var clock = try HybridLogicalClock(node: "ipad-7", latest: saved)
+    public init(node: String, latest: SyncClock? = nil, maximumDriftMilliseconds: Int64 = 60_000) throws(SyncClockError) {
+        guard SyncClock.isNodeName(node) else { throw .badNode(node) }
         self.node = node
         self.latest = SyncClock(milliseconds: latest?.milliseconds ?? 0, counter: latest?.counter ?? 0, node: node)
-        self.maximumDriftMilliseconds = maximumDriftMilliseconds
+        self.maximumDriftMilliseconds = max(0, maximumDriftMilliseconds)
     }
 
     /// The clock of a change made now on this node.
     ///
-    ///     let stamp = clock.tick(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-    public mutating func tick(wallMilliseconds wall: Int64) -> SyncClock {
+    ///     let stamp = try clock.tick(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+    public mutating func tick(wallMilliseconds wall: Int64) throws(SyncClockError) -> SyncClock {
+        let wall = try checked(wall)
         if wall > latest.milliseconds {
             latest = SyncClock(milliseconds: wall, counter: 0, node: node)
         } else {
-            advanceCounter(from: latest.counter)
+            try advanceCounter(from: latest.counter, wall: wall)
         }
         return latest
     }
 
     /// Takes in a clock seen from another node, so that this node's later changes order after
-    /// it; refuses one too far ahead of the wall clock (`SyncClockError`).
+    /// it; refuses one too far ahead of the wall clock.
     ///
     ///     try clock.receive(pushed, wallMilliseconds: now)
     @discardableResult
     public mutating func receive(_ remote: SyncClock, wallMilliseconds wall: Int64) throws(SyncClockError) -> SyncClock {
+        let wall = try checked(wall)
         let ahead = remote.milliseconds - wall
-        guard ahead <= maximumDriftMilliseconds else {
-            throw SyncClockError(clock: remote, aheadMilliseconds: ahead, allowedMilliseconds: maximumDriftMilliseconds)
-        }
+        guard ahead <= maximumDriftMilliseconds else { throw .ahead(remote, byMilliseconds: ahead, allowedMilliseconds: maximumDriftMilliseconds) }
         let milliseconds = max(latest.milliseconds, remote.milliseconds, wall)
         if milliseconds == latest.milliseconds && milliseconds == remote.milliseconds {
-            latest.milliseconds = milliseconds
-            advanceCounter(from: max(latest.counter, remote.counter))
+            try advanceCounter(from: max(latest.counter, remote.counter), wall: wall)
         } else if milliseconds == latest.milliseconds {
-            advanceCounter(from: latest.counter)
+            try advanceCounter(from: latest.counter, wall: wall)
         } else if milliseconds == remote.milliseconds {
             latest.milliseconds = milliseconds
-            advanceCounter(from: remote.counter)
+            try advanceCounter(from: remote.counter, wall: wall)
         } else {
             latest = SyncClock(milliseconds: milliseconds, counter: 0, node: node)
         }
         return latest
     }
 
+    /// A wall clock a sync clock can hold (0 through `SyncClock.maximumMilliseconds`).
+    private func checked(_ wall: Int64) throws(SyncClockError) -> Int64 {
+        guard wall <= SyncClock.maximumMilliseconds else { throw .outOfRange(wallMilliseconds: wall) }
+        return max(wall, 0)
+    }
+
     /// The counter one past `counter`; past its largest value, the next millisecond instead,
-    /// so the clock still only moves forward.
-    private mutating func advanceCounter(from counter: UInt32) {
-        if counter == .max {
+    /// so the clock still only moves forward (and refuses to, at the last millisecond).
+    private mutating func advanceCounter(from counter: UInt32, wall: Int64) throws(SyncClockError) {
+        if counter < .max {
+            latest = SyncClock(milliseconds: latest.milliseconds, counter: counter + 1, node: node)
+        } else if latest.milliseconds < SyncClock.maximumMilliseconds {
             latest = SyncClock(milliseconds: latest.milliseconds + 1, counter: 0, node: node)
         } else {
-            latest = SyncClock(milliseconds: latest.milliseconds, counter: counter + 1, node: node)
+            throw .outOfRange(wallMilliseconds: wall)
         }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import SchemaMetadata
 
 // How each sync type is spelled in JSON. Values are tagged by kind ({"text": "Milk"},
-// {"integer": 3}, {"real": 1.5}, {"blob": "<base64>"}, null), clocks are their sorting text,
+// {"integer": 3}, {"real": 1.5} (finite), {"blob": "<base64>"}, null), clocks are their sorting text,
 // and whatever a type requires of itself (a clock for every value) is checked on reading.
 
 extension SyncClock: Codable {
@@ -66,6 +66,12 @@ struct WireValue: Codable {
             var container = encoder.container(keyedBy: Keys.self)
             try container.encode(number, forKey: .integer)
         case .real(let number):
+            // SQLite keeps NaN as NULL where PostgreSQL keeps NaN: such a value would not read
+            // the same on both sides.
+            guard number.isFinite else {
+                throw EncodingError.invalidValue(
+                    number, .init(codingPath: encoder.codingPath, debugDescription: "\(number) is not a finite number, which SQLite and PostgreSQL keep differently"))
+            }
             var container = encoder.container(keyedBy: Keys.self)
             try container.encode(number, forKey: .real)
         case .text(let text):

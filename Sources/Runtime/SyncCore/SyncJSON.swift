@@ -31,9 +31,10 @@ public enum SyncJSON {
     public static func encode<Message: SyncMessage>(_ message: Message) throws(SyncMessageError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         do {
             return [UInt8](try encoder.encode(Envelope(message: message)))
+        } catch let EncodingError.invalidValue(_, context) {
+            throw SyncMessageError(path: context.codingPath.map(\.stringValue).joined(separator: "."), problem: "cannot be written: \(context.debugDescription)")
         } catch {
             throw SyncMessageError(path: "", problem: "cannot be written as JSON: \(error)")
         }
@@ -46,7 +47,6 @@ public enum SyncJSON {
             throw SyncMessageError(path: "", problem: "is \(bytes.count) bytes, over the limit of \(limits.maximumBytes): send fewer changes at a time")
         }
         let decoder = JSONDecoder()
-        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         let envelope: Envelope<Message>
         do {
             envelope = try decoder.decode(Envelope<Message>.self, from: Data(bytes))

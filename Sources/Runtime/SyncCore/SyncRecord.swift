@@ -131,17 +131,21 @@ public struct SyncRecord: Sendable, Hashable {
         return (Array(clocks.values) + counterClocks).max()
     }
 
-    /// Whether the record is deleted: a delete wins over changes made before it and loses to
-    /// one made after it.
+    /// Whether the record is deleted: a delete wins over changes made before it, or with the
+    /// same clock (an update and a delete in one transaction), and loses to one made after it.
     public var isDeleted: Bool {
         guard let deleted else { return false }
         guard let latest = latestChange else { return true }
-        return deleted > latest
+        return deleted >= latest
     }
 
-    /// A counter's value: the sum of every node's total.
+    /// A counter's value: the sum of every node's total, held at `Int64`'s bounds rather than
+    /// wrapping past them.
     public func counter(_ name: String) -> Int64 {
-        counterTotals[name, default: [:]].values.reduce(0) { $0 &+ $1.total }
+        counterTotals[name, default: [:]].values.reduce(0) { sum, total in
+            let (added, overflow) = sum.addingReportingOverflow(total.total)
+            return overflow ? (total.total > 0 ? .max : .min) : added
+        }
     }
 
     /// Merges a node's change under `rules`, keeping for each attribute the value with the
@@ -166,8 +170,10 @@ public struct SyncRecord: Sendable, Hashable {
                 outcome.lost.insert(attribute)
                 continue
             }
-            if let stored, stored >= clock {
-                if stored != clock { outcome.lost.insert(attribute) }
+            if let stored, stored > clock || (stored == clock && !Self.precedes(values[attribute] ?? .null, value)) {
+                // Older, or the same clock (one change delivered again, or two that should not
+                // share a clock): the greater value stays, so every replica keeps the same one.
+                if stored != clock || values[attribute] != value { outcome.lost.insert(attribute) }
                 continue
             }
             values[attribute] = value
@@ -180,12 +186,36 @@ public struct SyncRecord: Sendable, Hashable {
                 continue
             }
             let node = incoming.clock.node
-            if let stored = counterTotals[counter]?[node], stored.clock >= incoming.clock { continue }
+            if let stored = counterTotals[counter]?[node], stored.clock > incoming.clock || (stored.clock == incoming.clock && stored.total >= incoming.total) {
+                if stored != incoming { outcome.lost.insert(counter) }
+                continue
+            }
             counterTotals[counter, default: [:]][node] = incoming
             outcome.counted.insert(counter)
         }
         if let incoming = change.deleted, deleted.map({ incoming > $0 }) ?? true { deleted = incoming }
         outcome.deletionChanged = wasDeleted != isDeleted
         return outcome
+    }
+
+    /// A total order of values for breaking ties between equal clocks: by kind (NULL, integer,
+    /// real, text, bytes), then by value (reals by their bits' order, so NaN has a place).
+    static func precedes(_ left: StoredValue, _ right: StoredValue) -> Bool {
+        func rank(_ value: StoredValue) -> Int {
+            switch value {
+            case .null: 0
+            case .integer: 1
+            case .real: 2
+            case .text: 3
+            case .blob: 4
+            }
+        }
+        switch (left, right) {
+        case (.integer(let a), .integer(let b)): return a < b
+        case (.real(let a), .real(let b)): return a.isTotallyOrdered(belowOrEqualTo: b) && a.bitPattern != b.bitPattern
+        case (.text(let a), .text(let b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
+        case (.blob(let a), .blob(let b)): return a.lexicographicallyPrecedes(b)
+        default: return rank(left) < rank(right)
+        }
     }
 }

@@ -9,7 +9,7 @@ import Testing
     static func clock(_ milliseconds: Int64, _ node: String = "ipad-7") -> SyncClock { SyncClock(milliseconds: milliseconds, counter: 3, node: node) }
 
     static let everyKindOfValue: [String: StoredValue] = [
-        "nothing": .null, "count": .integer(.min), "big": .integer(.max), "ratio": .real(-0.1), "far": .real(.infinity),
+        "nothing": .null, "count": .integer(.min), "big": .integer(.max), "ratio": .real(-0.1), "tiny": .real(.leastNonzeroMagnitude),
         "title": .text("Oat \"milk\" — 2 l\n\\"), "empty": .text(""), "photo": .blob([0, 255, 7]), "none": .blob([]),
     ]
 
@@ -78,10 +78,22 @@ import Testing
         #expect(reading(SyncPush.self, two, limits: .init(maximumRecords: 1)) == "the sync message holds 2 records, over the limit of 1")
     }
 
+    @Test func aNumberThatIsNotFiniteIsRefused() {
+        for number in [Double.nan, .infinity, -.infinity] {
+            let change = SyncChange(values: ["ratio": .real(number)], clocks: ["ratio": Self.clock(1)])
+            let push = SyncPush(device: "d", schemaVersion: 1, sequence: 1, changes: [SyncRecordChange(entity: "Item", key: "k", change: change)])
+            #expect { _ = try SyncJSON.encode(push) } throws: { "\($0)".contains("is not a finite number") }
+        }
+        let written =
+            #"{"protocol":1,"message":{"device":"d","schemaVersion":1,"sequence":1,"changes":[{"entity":"Item","key":"k","change":{"values":{"r":{"real":"nan"}},"clocks":{"r":"000000000000001-00000000-d"}}}]}}"#
+        #expect(reading(SyncPush.self, written) == "the sync message's message.changes[0].change.values.r.real is not a number")
+    }
+
     /// JSON nested far deeper than any message is refused, not read until the stack runs out.
     @Test func deeplyNestedJSONIsRefused() {
         let depth = 200_000
-        let nested = #"{"protocol":1,"message":{"device":"d","schemaVersion":1,"sequence":1,"changes":"# + String(repeating: "[", count: depth)
+        let nested =
+            #"{"protocol":1,"message":{"device":"d","schemaVersion":1,"sequence":1,"changes":"# + String(repeating: "[", count: depth)
             + String(repeating: "]", count: depth) + "}}"
         #expect(reading(SyncPush.self, nested).hasPrefix("the sync message"))
     }

@@ -11,7 +11,7 @@ import Testing
     /// Random edits, deletes and counter increments by `nodes` nodes whose wall clocks are
     /// skewed, each node seeing some of the others' changes before making its own.
     static func changes(nodes: Int, count: Int, using generator: inout SeededGenerator) throws -> [SyncChange] {
-        var clocks = (0..<nodes).map { HybridLogicalClock(node: "node-\($0)") }
+        var clocks = try (0..<nodes).map { try HybridLogicalClock(node: "node-\($0)") }
         let skew = (0..<nodes).map { _ in Int64.random(in: -20_000...20_000, using: &generator) }
         var likes = [Int64](repeating: 0, count: nodes)
         var made: [SyncChange] = []
@@ -22,7 +22,7 @@ import Testing
             if let earlier = made.randomElement(using: &generator), let clock = earlier.clocks.values.first ?? earlier.deleted {
                 try clocks[node].receive(clock, wallMilliseconds: wall + skew[node])
             }
-            let clock = clocks[node].tick(wallMilliseconds: wall + skew[node])
+            let clock = try clocks[node].tick(wallMilliseconds: wall + skew[node])
             var change = SyncChange()
             switch Int.random(in: 0..<10, using: &generator) {
             case 0: change.deleted = clock
@@ -61,7 +61,7 @@ import Testing
             }
             likes = totals.values.reduce(0) { $0 + $1.total }
             let latestChange = (Array(latest.values) + totals.values.map(\.clock)).max()
-            isDeleted = deleted.map { delete in latestChange.map { delete > $0 } ?? true } ?? false
+            isDeleted = deleted.map { delete in latestChange.map { delete >= $0 } ?? true } ?? false
         }
 
         init(_ record: SyncRecord) {
@@ -109,6 +109,34 @@ import Testing
         let reviving = record.merge(SyncChange(values: ["isDone": .integer(1)], clocks: ["isDone": clock(30, "a")]), rules: Self.rules)
         #expect(!record.isDeleted && reviving.deletionChanged)
         #expect(record.values == ["title": .text("Milk"), "notes": .text("2 litres"), "isDone": .integer(1)])
+    }
+
+    @Test func equalClocksKeepTheSameValueEverywhere() {
+        let clock = SyncClock(milliseconds: 10, counter: 0, node: "a")
+        let milk = SyncChange(values: ["title": .text("Milk")], clocks: ["title": clock], counters: ["likes": CounterTotal(total: 2, clock: clock)])
+        let oat = SyncChange(values: ["title": .text("Oat milk")], clocks: ["title": clock], counters: ["likes": CounterTotal(total: 5, clock: clock)])
+        var first = SyncRecord()
+        first.merge(milk, rules: Self.rules)
+        let second = first.merge(oat, rules: Self.rules)
+        var other = SyncRecord()
+        other.merge(oat, rules: Self.rules)
+        let losing = other.merge(milk, rules: Self.rules)
+        #expect(first == other && first.values["title"] == .text("Oat milk") && first.counter("likes") == 5)
+        #expect(second.applied == ["title"] && losing.lost == ["title", "likes"], "the value that gave way is reported")
+    }
+
+    @Test func anUpdateAndADeleteWithOneClockLeaveTheRecordDeleted() {
+        let clock = SyncClock(milliseconds: 10, counter: 0, node: "a")
+        var record = SyncRecord()
+        record.merge(SyncChange(values: ["title": .text("Milk")], clocks: ["title": clock], deleted: clock), rules: Self.rules)
+        #expect(record.isDeleted)
+    }
+
+    @Test func aCounterStopsAtItsBounds() {
+        var record = SyncRecord()
+        record.merge(SyncChange(counters: ["likes": CounterTotal(total: .max, clock: SyncClock(milliseconds: 1, counter: 0, node: "a"))]), rules: Self.rules)
+        record.merge(SyncChange(counters: ["likes": CounterTotal(total: 5, clock: SyncClock(milliseconds: 1, counter: 0, node: "b"))]), rules: Self.rules)
+        #expect(record.counter("likes") == .max)
     }
 
     @Test func serverWinsKeepsAValueTheDeviceHadNotSeen() {
