@@ -170,32 +170,65 @@ public struct SyncRecord: Sendable, Hashable {
                 outcome.lost.insert(attribute)
                 continue
             }
-            if let stored, stored > clock || (stored == clock && !Self.precedes(values[attribute] ?? .null, value)) {
-                // Older, or the same clock (one change delivered again, or two that should not
-                // share a clock): the greater value stays, so every replica keeps the same one.
-                if stored != clock || values[attribute] != value { outcome.lost.insert(attribute) }
-                continue
-            }
-            values[attribute] = value
-            clocks[attribute] = clock
-            outcome.applied.insert(attribute)
+            take(value, clock: clock, for: attribute, into: &outcome)
         }
         for (counter, incoming) in change.counters {
             guard rules.counters.contains(counter) else {
                 outcome.lost.insert(counter)
                 continue
             }
-            let node = incoming.clock.node
-            if let stored = counterTotals[counter]?[node], stored.clock > incoming.clock || (stored.clock == incoming.clock && stored.total >= incoming.total) {
-                if stored != incoming { outcome.lost.insert(counter) }
-                continue
-            }
-            counterTotals[counter, default: [:]][node] = incoming
-            outcome.counted.insert(counter)
+            take(incoming, for: counter, into: &outcome)
         }
-        if let incoming = change.deleted, deleted.map({ incoming > $0 }) ?? true { deleted = incoming }
+        if let incoming = change.deleted { takeDelete(incoming) }
         outcome.deletionChanged = wasDeleted != isDeleted
         return outcome
+    }
+
+    /// Merges another replica's record of the same row (a page of a pull): each value, counter
+    /// total and delete as the changes that made them would have been merged, so a device that
+    /// takes the server's record ends as if it had taken the server's changes. `serverWins` is
+    /// the server's to enforce, when it takes pushes: records merge by clock alone.
+    ///
+    ///     let outcome = local.merge(pulled.record)
+    @discardableResult
+    public mutating func merge(_ other: SyncRecord) -> SyncMergeOutcome {
+        let wasDeleted = isDeleted
+        var outcome = SyncMergeOutcome()
+        for (attribute, clock) in other.clocks { take(other.values[attribute] ?? .null, clock: clock, for: attribute, into: &outcome) }
+        for (counter, totals) in other.counterTotals {
+            for total in totals.values { take(total, for: counter, into: &outcome) }
+        }
+        if let incoming = other.deleted { takeDelete(incoming) }
+        outcome.deletionChanged = wasDeleted != isDeleted
+        return outcome
+    }
+
+    /// A value, kept where its clock is later, or the same with a greater value (one change
+    /// delivered again, or two that should not share a clock), so every replica keeps the same.
+    private mutating func take(_ value: StoredValue, clock: SyncClock, for attribute: String, into outcome: inout SyncMergeOutcome) {
+        if let stored = clocks[attribute], stored > clock || (stored == clock && !Self.precedes(values[attribute] ?? .null, value)) {
+            if stored != clock || values[attribute] != value { outcome.lost.insert(attribute) }
+            return
+        }
+        values[attribute] = value
+        clocks[attribute] = clock
+        outcome.applied.insert(attribute)
+    }
+
+    /// A node's counter total, kept where its clock is later, or the same with a greater total.
+    private mutating func take(_ incoming: CounterTotal, for counter: String, into outcome: inout SyncMergeOutcome) {
+        let node = incoming.clock.node
+        if let stored = counterTotals[counter]?[node], stored.clock > incoming.clock || (stored.clock == incoming.clock && stored.total >= incoming.total) {
+            if stored != incoming { outcome.lost.insert(counter) }
+            return
+        }
+        counterTotals[counter, default: [:]][node] = incoming
+        outcome.counted.insert(counter)
+    }
+
+    /// A delete, kept where it is later than the one kept.
+    private mutating func takeDelete(_ incoming: SyncClock) {
+        if deleted.map({ incoming > $0 }) ?? true { deleted = incoming }
     }
 
     /// A total order of values for breaking ties between equal clocks: by kind (NULL, integer,

@@ -86,6 +86,27 @@ import Testing
         }
     }
 
+    /// Replicas that took different changes, merged record into record, end as one replica
+    /// that took them all: a device taking the server's record loses nothing of either.
+    @Test(arguments: 0..<10) func recordsMergeAsTheirChangesWould(seed: UInt64) throws {
+        var generator = SeededGenerator(seed: 100 + seed)
+        let changes = try Self.changes(nodes: 3, count: 40, using: &generator)
+        var all = SyncRecord()
+        var left = SyncRecord()
+        var right = SyncRecord()
+        for change in changes {
+            all.merge(change, rules: Self.rules)
+            if Bool.random(using: &generator) { left.merge(change, rules: Self.rules) } else { right.merge(change, rules: Self.rules) }
+        }
+        var leftThenRight = left
+        leftThenRight.merge(right)
+        var rightThenLeft = right
+        rightThenLeft.merge(left)
+        #expect(leftThenRight == all && rightThenLeft == all)
+        let again = leftThenRight.merge(all)
+        #expect(!again.changedRecord && again.lost.isEmpty, "taking the same record again changes nothing")
+    }
+
     @Test func aChangeMergedTwiceChangesNothingTheSecondTime() {
         let clock = SyncClock(milliseconds: 10, counter: 0, node: "a")
         let change = SyncChange(values: ["title": .text("Milk")], clocks: ["title": clock], counters: ["likes": CounterTotal(total: 2, clock: clock)])
