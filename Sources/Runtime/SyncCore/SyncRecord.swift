@@ -127,8 +127,12 @@ public struct SyncRecord: Sendable, Hashable {
     /// The latest clock of anything but the delete: a change made after the delete brings the
     /// record back.
     public var latestChange: SyncClock? {
-        let counterClocks = counterTotals.values.flatMap { $0.values.map(\.clock) }
-        return (Array(clocks.values) + counterClocks).max()
+        // Read in place: every merge asks twice, and a record's clocks need no copy to compare.
+        var latest = clocks.values.max()
+        for totals in counterTotals.values {
+            for total in totals.values where latest.map({ total.clock > $0 }) ?? true { latest = total.clock }
+        }
+        return latest
     }
 
     /// Whether the record is deleted: a delete wins over changes made before it, or with the

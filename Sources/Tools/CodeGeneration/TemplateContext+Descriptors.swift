@@ -35,7 +35,13 @@ extension TemplateContext {
             case .all: .all
             case .user(let path): .user(path: path)
             }
-        return SyncDescriptor(scope: scope, conflicts: synced.conflicts == .serverWins ? .serverWins : .lastWriterWins, counters: synced.counters)
+        // Exhaustive: a policy the schema language gains must be carried here, not defaulted.
+        let conflicts: SyncDescriptor.Conflicts =
+            switch synced.conflicts {
+            case .lastWriterWins: .lastWriterWins
+            case .serverWins: .serverWins
+            }
+        return SyncDescriptor(scope: scope, conflicts: conflicts, counters: synced.counters)
     }
 
     /// The entity's sync declaration as generated metadata spells it:
