@@ -61,6 +61,7 @@ let package = Package(
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         // Sync's clocks and conflict rules: what devices and the server both merge by.
         .target(name: "SyncCore", dependencies: ["SchemaMetadata"]),
+        .target(name: "SyncServer", dependencies: ["SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
         // JSON text with line and column kept: the flights loader's input, the store's history.
         .target(name: "JSONDocument", dependencies: ["TextEscaping"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
@@ -110,7 +111,8 @@ let package = Package(
             name: "SchemagenCLI",
             dependencies: [
                 "DatabaseLocation", "SchemaKit", "CommandLineKit", "Diagnostics", "CodeGeneration", "Mustache", "MigrationPlanner", "MigrationFiles", "RelationalModel", "ProjectConfig",
-                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects", "TextEscaping", "Studio", "HTTPServer", "Migrator", "MigratorCore", "PersistentStoreCore",
+                "SchemagenPipeline", "SchemaImport", "SchemaExport", "SchemaDiagrams", "SchemaSite", "SQLDialects", "TextEscaping", "Studio", "HTTPServer", "Migrator", "MigratorCore",
+                "PersistentStoreCore",
                 "PersistentStoreSQLite", "PersistentStorePostgres", "SchemaMetadata",
             ]),
 
@@ -228,7 +230,8 @@ let package = Package(
         .testTarget(
             name: "PersistentStoreTests",
             dependencies: [
-                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit",
+                "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SyncCore",
+                "SyncServer",
                 "DatabaseLocation",
                 "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects",
             ]),
@@ -275,10 +278,14 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 
 let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
-    "Runtime": ["TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore", "SyncCore"],
+    "Runtime": [
+        "TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore", "SyncCore",
+        "SyncServer",
+    ],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [
-        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "Studio", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport", "SchemaDiagrams",
+        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "Studio", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport",
+        "SchemaDiagrams",
         "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates",
     ],
     "Plugins": ["SchemagenPlugin", "SchemagenCommand", "MigrateCommand"],
@@ -291,7 +298,8 @@ let testLayers: [String: [String]] = [
     "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests", "SyncCoreTests"],
     "Engines": ["SQLiteKitTests", "MigratorTests", "PersistentStoreTests"],
     "Tools": [
-        "CommandLineKitTests", "HTTPServerTests", "StudioTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests", "SchemaImportTests",
+        "CommandLineKitTests", "HTTPServerTests", "StudioTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests",
+        "SchemaImportTests",
         "SchemaDiagramsTests", "SchemagenPipelineTests", "SchemagenCLITests",
     ],
     "Examples": ["ExampleModelsTests", "FlightsExampleTests", "TodoExampleTests"],

@@ -254,7 +254,7 @@ extension SyncRecordState: Codable {
 extension SyncRejection.Reason: Codable {}
 
 extension SyncRejection: Codable {
-    enum Keys: String, CodingKey { case entity, key, attributes, reason, current }
+    enum Keys: String, CodingKey { case entity, key, attributes, reason, current, detail }
 
     /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
     ///
@@ -263,7 +263,8 @@ extension SyncRejection: Codable {
         let container = try decoder.container(keyedBy: Keys.self)
         self.init(
             entity: try named(container, .entity), key: try named(container, .key), attributes: try container.decodeIfPresent([String].self, forKey: .attributes) ?? [],
-            reason: try container.decode(Reason.self, forKey: .reason), current: try container.decodeIfPresent(SyncRecord.self, forKey: .current))
+            reason: try container.decode(Reason.self, forKey: .reason), current: try container.decodeIfPresent(SyncRecord.self, forKey: .current),
+            detail: try container.decodeIfPresent(String.self, forKey: .detail))
     }
 
     /// Writes the JSON `SyncJSON` reads.
@@ -274,6 +275,7 @@ extension SyncRejection: Codable {
         if !attributes.isEmpty { try container.encode(attributes, forKey: .attributes) }
         try container.encode(reason, forKey: .reason)
         try container.encodeIfPresent(current, forKey: .current)
+        try container.encodeIfPresent(detail, forKey: .detail)
     }
 }
 

@@ -79,6 +79,9 @@ public struct SyncRejection: Sendable, Hashable {
         case scope
         /// The entity does not sync, or the change names what the entity does not have.
         case unknown
+        /// The server cannot take it as sent: a malformed key, a clock of another node or too
+        /// far ahead, a value of the wrong type, a delete a rule denies. `detail` says which.
+        case invalid
     }
 
     /// The entity's name.
@@ -91,16 +94,19 @@ public struct SyncRejection: Sendable, Hashable {
     public var reason: Reason
     /// The server's record, for the device to take; nil when the user may not see it.
     public var current: SyncRecord?
+    /// What exactly was refused, for a developer to read; never another user's data.
+    public var detail: String?
 
     /// A rejection.
     ///
     ///     SyncRejection(entity: "TodoItem", key: key, attributes: ["title"], reason: .conflict, current: record)
-    public init(entity: String, key: String, attributes: [String], reason: Reason, current: SyncRecord?) {
+    public init(entity: String, key: String, attributes: [String], reason: Reason, current: SyncRecord?, detail: String? = nil) {
         self.entity = entity
         self.key = key
         self.attributes = attributes
         self.reason = reason
         self.current = current
+        self.detail = detail
     }
 }
 

@@ -1,0 +1,171 @@
+import Foundation
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+
+/// Applies one device's push inside the server's transaction: each record's change merged into
+/// the server's state by the entity's rules, the merged record written through the store (so
+/// its rules, uniqueness and history apply), and the device's sequence and answer kept.
+struct PushApplier: Sendable {
+    let entities: [String: SyncedEntity]
+    let clock: ServerClock
+    let device: String
+    let user: String
+    let schemaVersion: Int
+
+    func apply(_ push: SyncPush, in store: isolated Store) throws(SyncServerError) -> SyncPushAnswer {
+        let now = Date()
+        let known = try DeviceCheck(device: device, user: user).known(in: store)
+        if let known, push.sequence <= known.sequence {
+            // Applied before (its answer was lost): answered again, not applied again.
+            if push.sequence == known.sequence, let text = known.answer, let answer = try? SyncJSON.decode(SyncPushAnswer.self, from: Array(text.utf8)) {
+                return answer
+            }
+            return SyncPushAnswer(acknowledged: known.sequence, rejected: [], clock: clock.latest)
+        }
+        let records = ServerRecords(clock: clock)
+        var rejected: [SyncRejection] = []
+        for change in push.changes {
+            if let rejection = try apply(change, records, in: store) { rejected.append(rejection) }
+        }
+        let answer = SyncPushAnswer(acknowledged: push.sequence, rejected: rejected, clock: clock.latest)
+        let text: String
+        do { text = String(decoding: try SyncJSON.encode(answer), as: UTF8.self) } catch { throw .store(.coding("the push answer: \(error)")) }
+        let row = SyncDeviceRow(
+            device: device, user: user, schemaVersion: schemaVersion, sequence: push.sequence, answer: text, firstSeen: known?.firstSeen ?? now, lastSeen: now)
+        do { try store.writeSyncDevice(row) } catch { throw .store(error) }
+        return answer
+    }
+
+    /// One record's change; what was not applied as sent comes back as a rejection.
+    private func apply(_ pushed: SyncRecordChange, _ records: ServerRecords, in store: isolated Store) throws(SyncServerError) -> SyncRejection? {
+        func rejection(_ reason: SyncRejection.Reason, _ detail: String) -> SyncRejection { Self.rejection(of: pushed, reason, detail: detail) }
+        guard let entity = entities[pushed.entity] else { return rejection(.unknown, "\(pushed.entity.prefix(80)) is no entity that syncs") }
+        guard let key = SyncedEntity.storedKey(pushed.key) else { return rejection(.invalid, "the key is not a UUID in lowercase") }
+        if let (reason, detail) = problem(with: pushed.change, of: entity) { return rejection(reason, detail) }
+        let record = try records.load(entity, keys: [pushed.key], in: store)[pushed.key] ?? ServerRecord(state: SyncRecord(), row: nil, stateChanged: false)
+        let scope = ScopeCheck(entities: entities, user: user)
+        if let row = record.row, try !scope.holds(entity, entity.fieldValues(of: row), in: store) {
+            return rejection(.scope, "the record belongs to another user")
+        }
+        var merged = record.state
+        let outcome = merged.merge(pushed.change, rules: entity.rules)
+        let conflict =
+            outcome.lost.isEmpty
+            ? nil : Self.rejection(of: pushed, .conflict, attributes: outcome.lost.sorted(), current: merged, detail: "a later change, or the server's, stands")
+        let values = Self.rowValues(of: merged, entity)
+        if !merged.isDeleted, try !scope.holds(entity, values, in: store) { return rejection(.scope, "the change would move the record out of the user's scope") }
+        do throws(StoreError) {
+            if merged.isDeleted {
+                if record.row != nil { try store.deleteRecord(of: entity.descriptor, key: [key]) }
+            } else {
+                try write(values, of: entity, key: key, over: record.row, in: store)
+            }
+        } catch {
+            return Self.refused(error, pushed, before: record)
+        }
+        try records.save(merged, of: entity, key: pushed.key, in: store)
+        return conflict
+    }
+
+    /// A write the store refused, undone on its own (a savepoint): told back without any other
+    /// record's values (a unique value's message would name them).
+    private static func refused(_ error: StoreError, _ pushed: SyncRecordChange, before record: ServerRecord) -> SyncRejection {
+        let current = record.row == nil ? nil : record.state
+        if case .database(let failure) = error, failure.kind == .uniquenessConflict {
+            return rejection(of: pushed, .unique, current: current, detail: "a unique value is held by another record")
+        }
+        if case .deleteDenied = error { return rejection(of: pushed, .invalid, current: current, detail: "a delete rule denies deleting it while related records exist") }
+        return rejection(of: pushed, .invalid, current: current, detail: "the server's store refused it: \(error)")
+    }
+
+    private static func rejection(
+        of pushed: SyncRecordChange, _ reason: SyncRejection.Reason, attributes: [String] = [], current: SyncRecord? = nil, detail: String
+    ) -> SyncRejection {
+        SyncRejection(entity: pushed.entity, key: pushed.key, attributes: attributes, reason: reason, current: current, detail: detail)
+    }
+
+    /// Inserts the record, or updates the columns whose values changed.
+    private func write(_ values: [String: StoredValue], of entity: SyncedEntity, key: StoredValue, over row: StoredRecord?, in store: isolated Store) throws(StoreError) {
+        var columns: [String: StoredValue] = [:]
+        let stored = row.map(entity.fieldValues) ?? [:]
+        for (field, value) in values where row == nil || stored[field] != value {
+            if let column = entity.columns[field] { columns[column] = value }
+        }
+        guard row != nil else {
+            columns[entity.keyColumn] = key
+            _ = try store.insertRecord(of: entity.descriptor, values: columns)
+            return
+        }
+        guard !columns.isEmpty else { return }
+        _ = try store.updateRecord(of: entity.descriptor, key: [key], set: columns)
+    }
+
+    /// The record's values as its row holds them: counters as their sums.
+    static func rowValues(of record: SyncRecord, _ entity: SyncedEntity) -> [String: StoredValue] {
+        var values = record.values
+        for counter in entity.rules.counters where record.counterTotals[counter] != nil { values[counter] = .integer(record.counter(counter)) }
+        return values
+    }
+
+    /// What makes a change unfit to merge: a name the entity does not have, a clock that is not
+    /// this device's, or one too far ahead of the server's.
+    private func problem(with change: SyncChange, of entity: SyncedEntity) -> (SyncRejection.Reason, String)? {
+        let names = Set(change.values.keys).union(change.clocks.keys).union(change.seen.keys).union(change.counters.keys)
+        if let unknown = names.sorted().first(where: { entity.columns[$0] == nil }) {
+            return (.unknown, "\(entity.name) has no attribute or to-one relationship '\(unknown.prefix(80))' that syncs")
+        }
+        let clocks = Array(change.clocks.values) + change.counters.values.map(\.clock) + (change.deleted.map { [$0] } ?? [])
+        for stamp in clocks {
+            guard stamp.node == device else { return (.invalid, "a clock of node '\(stamp.node)', not of the pushing device '\(device)'") }
+            do { try clock.receive(stamp) } catch { return (.invalid, "\(error)") }
+        }
+        return nil
+    }
+}
+
+/// The device's record on the server, checked to be the user's.
+struct DeviceCheck {
+    let device: String
+    let user: String
+
+    func known(in store: isolated Store) throws(SyncServerError) -> SyncDeviceRow? {
+        let known: SyncDeviceRow?
+        do { known = try store.syncDevice(device) } catch { throw .store(error) }
+        if let known, known.user != user { throw .deviceOfAnotherUser(device: device) }
+        return known
+    }
+}
+
+/// Whether a record is in the user's scope: its path of to-one relationships followed through
+/// the store to the attribute compared with the user.
+struct ScopeCheck {
+    let entities: [String: SyncedEntity]
+    let user: String
+
+    /// Nil when a record on the path is gone (the scope cannot be told).
+    func holds(_ entity: SyncedEntity, _ values: [String: StoredValue], in store: isolated Store) throws(SyncServerError) -> Bool {
+        (try owner(entity, values, in: store)) ?? false
+    }
+
+    func owner(_ entity: SyncedEntity, _ values: [String: StoredValue], in store: isolated Store) throws(SyncServerError) -> Bool? {
+        guard case .user(let path) = entity.scope, !path.isEmpty else { return true }
+        var values = values
+        var current = entity
+        for step in path.dropLast() {
+            guard let relationship = current.descriptor.relationships.first(where: { $0.name == step }), let target = entities[relationship.target],
+                let link = values[step], link != .null
+            else { return nil }
+            let found: StoredRecord?
+            do {
+                found = try store.records(of: target.descriptor, where: [RecordFilter(target.keyColumn, .equals(link))], limit: 1).records.first
+            } catch {
+                throw .store(error)
+            }
+            guard let found else { return nil }
+            values = target.fieldValues(of: found)
+            current = target
+        }
+        return sameUser(values[path[path.count - 1]], user)
+    }
+}

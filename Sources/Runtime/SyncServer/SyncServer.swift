@@ -1,0 +1,159 @@
+import Foundation
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+import Synchronization
+
+/// The server side of sync, on a store of the schema (PostgreSQL in production; SQLite works
+/// the same): takes devices' pushes and answers their pulls, for a user the server app has
+/// already authenticated. The app mounts it behind its own sign-in: it decides who the user is,
+/// and this decides what that user may read and write (each entity's `scope`).
+///
+///     let server = try await SyncServer(store: store, schema: TodoSchema.descriptor)
+///     let answer = try await server.push(push, user: signedInUserID)
+///
+/// A push is applied in one transaction with the server's own state, and is idempotent: a push
+/// retried after a lost answer gets the same answer and is applied once. Pulls are answered
+/// from the store's history, so the server app's own writes reach devices too, stamped with the
+/// server's clock.
+public actor SyncServer {
+    /// The store the records live in.
+    public let store: Store
+    /// The schema the store holds, whose synced entities this serves.
+    public let schema: SchemaDescriptor
+    /// The most records one pull answers.
+    public static let maximumPullLimit = 1_000
+
+    let entities: [String: SyncedEntity]
+    /// The synced entities in the schema's order: the order of an initial sync.
+    let ordered: [SyncedEntity]
+    let clock: ServerClock
+
+    /// A server for `schema`'s synced entities in `store`, which must record history; its
+    /// changes are stamped as `node`'s. Creates the tables it keeps its state in where they are
+    /// missing (`StoreTableMigrations.syncTables`).
+    ///
+    ///     let server = try await SyncServer(store: store, schema: TodoSchema.descriptor)
+    public init(store: Store, schema: SchemaDescriptor, node: String = "server", wallClock: @escaping @Sendable () -> Int64 = SyncServer.wallMilliseconds)
+        async throws(SyncServerError)
+    {
+        self.store = store
+        self.schema = schema
+        ordered = schema.entities.compactMap(SyncedEntity.init)
+        entities = Dictionary(ordered.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        guard !ordered.isEmpty else { throw .nothingSynced(schema: schema.name) }
+        guard await store.recordsHistory else { throw .historyOff(schema: schema.name) }
+        do {
+            clock = try ServerClock(node: node, wallClock: wallClock)
+        } catch {
+            throw .badDevice(node)
+        }
+        do { try await store.prepareSyncTables() } catch { throw .store(error) }
+    }
+
+    /// The wall clock in milliseconds since 1970, as clocks count it.
+    ///
+    ///     let now = SyncServer.wallMilliseconds()
+    @Sendable public static func wallMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down)) }
+
+    /// Applies a device's push for `user`, in one transaction, and answers it: the sequence
+    /// acknowledged, and each change not applied as sent, with why and the record as it stands.
+    /// A push whose sequence was applied before is answered as it was then, and not applied again.
+    ///
+    ///     let answer = try await server.push(push, user: "ada")
+    public func push(_ push: SyncPush, user: String) async throws(SyncServerError) -> SyncPushAnswer {
+        guard SyncClock.isNodeName(push.device) else { throw .badDevice(push.device) }
+        guard push.schemaVersion == schema.version else { throw .unservedVersion(device: push.device, version: push.schemaVersion, served: schema.version) }
+        let applier = PushApplier(entities: entities, clock: clock, device: push.device, user: user, schemaVersion: push.schemaVersion)
+        return try await inTransaction { store throws(SyncServerError) in try applier.apply(push, in: store) }
+    }
+
+    /// A page of what changed in `user`'s scope since the pull's cursor: on a new device, every
+    /// record in scope (paged, resumable), then what the history holds after that.
+    ///
+    ///     let page = try await server.pull(SyncPull(device: "ipad-7", schemaVersion: 3, after: saved, limit: 500), user: "ada")
+    public func pull(_ pull: SyncPull, user: String) async throws(SyncServerError) -> SyncPullAnswer {
+        guard SyncClock.isNodeName(pull.device) else { throw .badDevice(pull.device) }
+        guard pull.schemaVersion == schema.version else { throw .unservedVersion(device: pull.device, version: pull.schemaVersion, served: schema.version) }
+        let limit = min(max(pull.limit, 1), Self.maximumPullLimit)
+        let cursor: PullCursor
+        if let text = pull.after {
+            guard let read = PullCursor(text: text, entities: ordered.count) else { throw .badCursor(text) }
+            cursor = read
+        } else {
+            do { cursor = .scan(token: try await store.currentHistoryToken().value, entity: 0, after: nil) } catch { throw .store(error) }
+        }
+        let reader = PullReader(entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion)
+        return try await inTransaction { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+    }
+
+    /// The devices seen, with the user, schema version and last push of each, oldest first.
+    ///
+    ///     for device in try await server.devices() { print(device.device, device.schemaVersion, device.lastSeen) }
+    public func devices() async throws(SyncServerError) -> [SyncDevice] {
+        do { return try await store.syncDevices().map(SyncDevice.init) } catch { throw .store(error) }
+    }
+
+    /// Runs `body` in one store transaction, its own errors kept as they are.
+    private func inTransaction<T: Sendable>(_ body: @escaping @Sendable (isolated Store) throws(SyncServerError) -> T) async throws(SyncServerError) -> T {
+        do {
+            return try await store.transaction { store in try body(store) }
+        } catch {
+            if case .body(let inner) = error, let known = inner as? SyncServerError { throw known }
+            throw .store(error)
+        }
+    }
+}
+
+/// A device as the server last saw it.
+public struct SyncDevice: Sendable, Hashable {
+    /// Its id.
+    public let device: String
+    /// The user it syncs for.
+    public let user: String
+    /// The schema version its app was built with.
+    public let schemaVersion: Int
+    /// The sequence number of its last push applied (0 before its first).
+    public let sequence: Int64
+    /// When the server first saw it.
+    public let firstSeen: Date
+    /// When the server last saw it push or pull.
+    public let lastSeen: Date
+
+    init(_ row: SyncDeviceRow) {
+        device = row.device
+        user = row.user
+        schemaVersion = row.schemaVersion
+        sequence = row.sequence
+        firstSeen = row.firstSeen
+        lastSeen = row.lastSeen
+    }
+}
+
+/// The server's hybrid logical clock, shared by the transactions that stamp changes.
+final class ServerClock: Sendable {
+    private let state: Mutex<HybridLogicalClock>
+    let wallClock: @Sendable () -> Int64
+
+    init(node: String, wallClock: @escaping @Sendable () -> Int64) throws(SyncClockError) {
+        state = Mutex(try HybridLogicalClock(node: node))
+        self.wallClock = wallClock
+    }
+
+    var node: String { state.withLock { $0.node } }
+
+    /// The clock of a change the server makes now.
+    func tick() throws(SyncClockError) -> SyncClock {
+        let wall = wallClock()
+        return try state.withLock { clock throws(SyncClockError) in try clock.tick(wallMilliseconds: wall) }
+    }
+
+    /// Takes in a device's clock; refuses one too far ahead of the server's wall clock.
+    func receive(_ remote: SyncClock) throws(SyncClockError) {
+        let wall = wallClock()
+        _ = try state.withLock { clock throws(SyncClockError) in try clock.receive(remote, wallMilliseconds: wall) }
+    }
+
+    /// The latest clock given or seen.
+    var latest: SyncClock { state.withLock { $0.latest } }
+}

@@ -1,0 +1,50 @@
+import PersistentStoreCore
+import SyncCore
+
+/// Why a sync server refused a whole request (a push or a pull). A single record it cannot take
+/// is no error: it comes back in the answer as a `SyncRejection`.
+public enum SyncServerError: Error, Sendable, CustomStringConvertible {
+    /// The store records no history, which pulls are answered from.
+    case historyOff(schema: String)
+    /// The schema declares no entity that syncs (no `sync:` block).
+    case nothingSynced(schema: String)
+    /// The device named is no node name (`SyncClock.isNodeName`).
+    case badDevice(String)
+    /// The device was first seen with another user: a device id is one user's.
+    case deviceOfAnotherUser(device: String)
+    /// The device was built with a schema version the server does not serve.
+    case unservedVersion(device: String, version: Int, served: Int)
+    /// A pull's cursor is not one this server gave.
+    case badCursor(String)
+    /// The history after the cursor was pruned: the device pulls again from the start (no
+    /// cursor), merging what it has, so nothing unsynced is lost.
+    case cursorExpired(String)
+    /// The server's own clock cannot stamp a change (its wall clock is out of range).
+    case clock(SyncClockError)
+    /// The store failed; nothing of the request was written.
+    case store(StoreError)
+
+    /// What went wrong and what to do, naming what and where; never a user's data.
+    public var description: String {
+        switch self {
+        case .historyOff(let schema):
+            "sync needs the store's history, which pulls are answered from: open \(schema)'s server store with history on (`Configuration(recordsHistory: true)`)"
+        case .nothingSynced(let schema):
+            "schema \(schema) declares no entity that syncs: add a `sync:` block (docs/sync.md)"
+        case .badDevice(let device):
+            "device id '\(device.prefix(80))' is not 1 to 64 ASCII letters, digits, '.', '_', ':' or '-'"
+        case .deviceOfAnotherUser(let device):
+            "device '\(device)' belongs to another user: a device id is one user's; a device that signs in as another user needs a new id"
+        case .unservedVersion(let device, let version, let served):
+            "device '\(device)' was built with schema version \(version); this server serves version \(served) only, so the device must be updated (sync across versions is not built yet)"
+        case .badCursor(let cursor):
+            "the pull's cursor '\(cursor.prefix(80))' is not one this server gave: pull again from the start (no cursor)"
+        case .cursorExpired(let cursor):
+            "the history after the pull's cursor '\(cursor.prefix(80))' was pruned: pull again from the start (no cursor); what the device holds is merged, not lost"
+        case .clock(let error):
+            "the sync server's clock cannot stamp a change: \(error); check the machine's time"
+        case .store(let error):
+            "the sync server's store failed, and nothing of the request was written: \(error)"
+        }
+    }
+}
