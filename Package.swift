@@ -61,7 +61,9 @@ let package = Package(
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         // Sync's clocks and conflict rules: what devices and the server both merge by.
         .target(name: "SyncCore", dependencies: ["SchemaMetadata"]),
-        .target(name: "SyncServer", dependencies: ["SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
+        .target(name: "SyncStorage", dependencies: ["SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
+        .target(name: "SyncServer", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
+        .target(name: "SyncClient", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
         // JSON text with line and column kept: the flights loader's input, the store's history.
         .target(name: "JSONDocument", dependencies: ["TextEscaping"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
@@ -231,8 +233,7 @@ let package = Package(
             name: "PersistentStoreTests",
             dependencies: [
                 "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SyncCore",
-                "SyncServer",
-                "DatabaseLocation",
+                "SyncServer", "SyncClient", "DatabaseLocation",
                 "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects",
             ]),
         .testTarget(
@@ -280,7 +281,7 @@ let layers: [String: [String]] = [
     "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
     "Runtime": [
         "TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore", "SyncCore",
-        "SyncServer",
+        "SyncStorage", "SyncServer", "SyncClient",
     ],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [

@@ -26,6 +26,41 @@ package struct SyncDeviceRow: Sendable, Hashable {
     }
 }
 
+/// A sync client's progress on its device, one row per schema.
+package struct SyncClientRow: Sendable, Hashable {
+    package var device: String
+    /// The newest history token whose local changes were stamped with the device's clock.
+    package var stampedThrough: Int64
+    /// The sequence number of the last push the server acknowledged.
+    package var acknowledged: Int64
+    /// The push sent and not yet acknowledged, as sent: a retry sends it again unchanged.
+    package var outgoing: String?
+    /// Each record in `outgoing` with its pending version then (`entity`, `key`, `version`).
+    package var outgoingVersions: String?
+    /// Where the last pull ended.
+    package var pullCursor: String?
+    /// The device's latest clock, so that it never goes back.
+    package var clock: String?
+    package var lastSync: Date?
+    package var lastError: String?
+
+    package init(device: String) {
+        self.device = device
+        stampedThrough = 0
+        acknowledged = 0
+    }
+}
+
+/// A record changed on the device and not yet acknowledged by the server.
+package struct SyncPendingRow: Sendable, Hashable {
+    package var entity: String
+    package var key: String
+    /// One more each time a local change to it is stamped.
+    package var version: Int64
+    /// For server-wins entities: the clock of each value the device changed, as it had seen it.
+    package var seen: String?
+}
+
 // The sync server's state, in the store's own tables (`StoreTableMigrations.syncTables`), kept
 // per schema and written in the transaction that writes the records, so both commit or neither.
 // `package`: only the toolkit's sync modules read and write it.
@@ -58,13 +93,20 @@ extension Store {
         return states
     }
 
+    /// Runs `body` in one transaction whose history row names `author` instead of the store's:
+    /// a sync client writes what it pulled as `sync`, so that it is never pushed back.
+    package func transaction<T: Sendable>(author: String, _ body: @Sendable (isolated Store) throws -> T) throws(StoreError) -> T {
+        guard depth == 0 else { throw .notSupported("a transaction with its own author inside another transaction") }
+        transactionAuthor = author
+        defer { transactionAuthor = nil }
+        return try transaction(body)
+    }
+
     /// Stores a record's state, inside the transaction that writes the record.
     package func writeSyncState(entity: String, key: String, state: String) throws(StoreError) {
         try requireTransaction("a sync state")
         let values: [StoredValue] = [.text(schema.name), .text(entity), .text(key), .text(state)]
-        _ = try query(
-            "INSERT INTO schemagen_sync_records (schema, entity, record_key, state) VALUES (\(SQL.parameters(values))) ON CONFLICT (schema, entity, record_key) DO UPDATE SET state = excluded.state"
-        )
+        try upsert("schemagen_sync_records", ["schema", "entity", "record_key", "state"], values, key: 3)
     }
 
     /// The device, as last seen; nil before its first push or pull.
@@ -97,13 +139,126 @@ extension Store {
             .text(schema.name), .text(row.device), .text(row.user), .integer(Int64(row.schemaVersion)), .integer(row.sequence), row.answer.map(StoredValue.text) ?? .null,
             .real(row.firstSeen.timeIntervalSince1970), .real(row.lastSeen.timeIntervalSince1970),
         ]
-        _ = try query(
-            """
-            INSERT INTO schemagen_sync_devices (schema, device, user_id, schema_version, sequence, answer, first_seen, last_seen) VALUES (\(SQL.parameters(values)))
-            ON CONFLICT (schema, device) DO UPDATE SET user_id = excluded.user_id, schema_version = excluded.schema_version, sequence = excluded.sequence,
-            answer = excluded.answer, last_seen = excluded.last_seen
-            """
+        // The first sighting stays as it was.
+        try upsert(
+            "schemagen_sync_devices", ["schema", "device", "user_id", "schema_version", "sequence", "answer", "first_seen", "last_seen"], values, key: 2,
+            keeping: ["first_seen"])
+    }
+
+    /// Creates the tables a sync client keeps its progress in, where they are missing.
+    package func prepareSyncClientTables() throws(StoreError) {
+        try prepareSyncTables()
+        let text = database.dialect.columnType(.text), integer = database.dialect.columnType(.integer), real = database.dialect.columnType(.real)
+        do throws(DatabaseFailure) {
+            let client = try database.tableExists("schemagen_sync_client"), pending = try database.tableExists("schemagen_sync_pending")
+            guard !client || !pending else { return }
+            try Self.createIfMissing(
+                database,
+                SQL(
+                    verbatim: """
+                        CREATE TABLE IF NOT EXISTS schemagen_sync_pending (
+                            schema \(text) NOT NULL, entity \(text) NOT NULL, record_key \(text) NOT NULL, version \(integer) NOT NULL, seen \(text),
+                            position \(integer) NOT NULL,
+                            PRIMARY KEY (schema, entity, record_key)
+                        );
+                        CREATE TABLE IF NOT EXISTS schemagen_sync_client (
+                            schema \(text) PRIMARY KEY, device \(text) NOT NULL, stamped_through \(integer) NOT NULL, acknowledged \(integer) NOT NULL,
+                            outgoing \(text), outgoing_versions \(text), pull_cursor \(text), clock \(text), last_sync \(real), last_error \(text)
+                        );
+                        """))
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// The client's progress; nil before its first sync.
+    package func syncClientRow() throws(StoreError) -> SyncClientRow? {
+        let rows = try query(
+            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
         )
+        guard let row = rows.first, row.count == 9, case .text(let device) = row[0], case .integer(let stamped) = row[1], case .integer(let acknowledged) = row[2] else { return nil }
+        func text(_ value: StoredValue) -> String? { if case .text(let text) = value { text } else { nil } }
+        var client = SyncClientRow(device: device)
+        client.stampedThrough = stamped
+        client.acknowledged = acknowledged
+        client.outgoing = text(row[3])
+        client.outgoingVersions = text(row[4])
+        client.pullCursor = text(row[5])
+        client.clock = text(row[6])
+        client.lastSync = row[7] == .null ? nil : Self.date(row[7])
+        client.lastError = text(row[8])
+        return client
+    }
+
+    /// Stores the client's progress, inside the transaction that made it.
+    package func writeSyncClientRow(_ row: SyncClientRow) throws(StoreError) {
+        try requireTransaction("a sync client's progress")
+        func text(_ value: String?) -> StoredValue { value.map(StoredValue.text) ?? .null }
+        let values: [StoredValue] = [
+            .text(schema.name), .text(row.device), .integer(row.stampedThrough), .integer(row.acknowledged), text(row.outgoing), text(row.outgoingVersions), text(row.pullCursor),
+            text(row.clock), row.lastSync.map { .real($0.timeIntervalSince1970) } ?? .null, text(row.lastError),
+        ]
+        try upsert(
+            "schemagen_sync_client",
+            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error"], values, key: 1)
+    }
+
+    /// The records changed on the device and not yet acknowledged, in the order they first changed.
+    package func syncPending(limit: Int? = nil) throws(StoreError) -> [SyncPendingRow] {
+        let bound: SQL = limit.map { " LIMIT \(value: .integer(Int64($0)))" } ?? ""
+        let rows = try query(
+            "SELECT entity, record_key, version, seen FROM schemagen_sync_pending WHERE schema = \(value: .text(schema.name)) ORDER BY position\(bound)")
+        return rows.compactMap { row in
+            guard row.count == 4, case .text(let entity) = row[0], case .text(let key) = row[1], case .integer(let version) = row[2] else { return nil }
+            let seen: String? = if case .text(let seen) = row[3] { seen } else { nil }
+            return SyncPendingRow(entity: entity, key: key, version: version, seen: seen)
+        }
+    }
+
+    /// The seen clocks kept with a record's pending change (server-wins entities); nil when it
+    /// has none or is not pending.
+    package func syncPendingSeen(entity: String, key: String) throws(StoreError) -> String? {
+        let rows = try query(
+            "SELECT seen FROM schemagen_sync_pending WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key))")
+        if case .text(let seen)? = rows.first?.first { return seen }
+        return nil
+    }
+
+    /// How many records are changed on the device and not yet acknowledged.
+    package func syncPendingCount() throws(StoreError) -> Int {
+        let rows = try query("SELECT count(*) FROM schemagen_sync_pending WHERE schema = \(value: .text(schema.name))")
+        if case .integer(let count)? = rows.first?.first { return Int(count) }
+        return 0
+    }
+
+    /// Notes a local change to a record: its version goes up, and its seen clocks are kept.
+    package func markSyncPending(entity: String, key: String, seen: String?) throws(StoreError) {
+        try requireTransaction("a pending sync change")
+        let values: [StoredValue] = [.text(schema.name), .text(entity), .text(key), .integer(1), seen.map(StoredValue.text) ?? .null]
+        // In the order records first changed: a list pushed before the items that point to it.
+        let dialect = database.dialect
+        let assignments: [SQL] = ["version = schemagen_sync_pending.version + 1", "seen = " + dialect.proposed("seen")]
+        _ = try query(
+            "INSERT INTO schemagen_sync_pending (schema, entity, record_key, version, seen, position) VALUES (\(SQL.parameters(values)), (SELECT coalesce(max(position), 0) + 1 FROM schemagen_sync_pending))"
+                + dialect.onConflict(["schema", "entity", "record_key"], set: assignments))
+    }
+
+    /// Forgets a pending change the server acknowledged, unless it changed again since (its
+    /// version moved on).
+    package func clearSyncPending(entity: String, key: String, version: Int64) throws(StoreError) {
+        try requireTransaction("a pending sync change")
+        _ = try query(
+            "DELETE FROM schemagen_sync_pending WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key)) AND version = \(value: .integer(version))"
+        )
+    }
+
+    /// Inserts a row of `table`, or where its first `key` columns are taken, sets the others
+    /// but `keeping` to the values given.
+    private func upsert(_ table: String, _ columns: [String], _ values: [StoredValue], key: Int, keeping: Set<String> = []) throws(StoreError) {
+        let dialect = database.dialect
+        let assignments = columns.dropFirst(key).filter { !keeping.contains($0) }.map { column -> SQL in "\(identifier: column) = " + dialect.proposed(column) }
+        _ = try query(
+            "INSERT INTO \(identifier: table) (\(SQL.identifiers(columns))) VALUES (\(SQL.parameters(values)))" + dialect.onConflict(Array(columns.prefix(key)), set: assignments))
     }
 
     private func requireTransaction(_ what: String) throws(StoreError) {

@@ -239,7 +239,7 @@ extension Store {
             }
             do {
                 var announced = false
-                if let recorder, let row = try recorder.historyRow(author: configuration.author) {
+                if let recorder, let row = try recorder.historyRow(author: transactionAuthor ?? configuration.author) {
                     (token, announced) = try recorder.write(row, database, abilities)
                 }
                 if !announced { try abilities.history.commitWatching?.announceCommit() }

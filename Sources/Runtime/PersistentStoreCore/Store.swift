@@ -134,6 +134,9 @@ public actor Store {
     /// How many writes and transactions are open: the outermost one owns the SQL transaction,
     /// inner ones savepoints.
     var depth = 0
+    /// The author the open transaction's history row names instead of the configured one
+    /// (`transaction(author:_:)`: a sync client's pulled changes).
+    var transactionAuthor: String?
 
     /// Opens a store on a database an engine adapter connected to, and brings it to the
     /// schema's version with `migrator` first. A database whose applied migrations differ from

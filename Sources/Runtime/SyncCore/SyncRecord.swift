@@ -207,6 +207,18 @@ public struct SyncRecord: Sendable, Hashable {
         return outcome
     }
 
+    /// Gives way to `other`'s values and clocks for these attributes, whatever the clocks say:
+    /// a device takes the server's word where the server refused its change (`serverWins`), so
+    /// that its own later clock does not keep a value the server will never take.
+    ///
+    ///     local.adopt(["theme"], from: rejection.current!)
+    public mutating func adopt(_ attributes: Set<String>, from other: SyncRecord) {
+        for attribute in attributes {
+            values[attribute] = other.values[attribute]
+            clocks[attribute] = other.clocks[attribute]
+        }
+    }
+
     /// A value, kept where its clock is later, or the same with a greater value (one change
     /// delivered again, or two that should not share a clock), so every replica keeps the same.
     private mutating func take(_ value: StoredValue, clock: SyncClock, for attribute: String, into outcome: inout SyncMergeOutcome) {

@@ -2,6 +2,7 @@ import Foundation
 import PersistentStoreCore
 import SchemaMetadata
 import SyncCore
+import SyncStorage
 
 /// Where a device's pulls have reached. A new device first scans every record in scope, entity
 /// by entity in key order, from the history token current when it started; then it reads the
@@ -42,7 +43,7 @@ enum PullCursor: Equatable {
 /// stamped first.
 struct PullReader: Sendable {
     let entities: [SyncedEntity]
-    let clock: ServerClock
+    let clock: NodeClock
     let device: String
     let user: String
     let schemaVersion: Int
@@ -93,13 +94,13 @@ struct PullReader: Sendable {
         let keyed = page.records.compactMap { record in record[entity.keyColumn].flatMap(SyncedEntity.keyText).map { ($0, record) } }
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keyed.map(\.0)) } catch { throw .store(error) }
-        let records = ServerRecords(clock: clock)
+        let records = SyncStateRecords(node: clock.node)
         let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user)
         var found: [SyncRecordState] = []
         for (key, row) in keyed {
-            let kept = try states[key].map { text throws(SyncServerError) in try ServerRecords.decode(text, entity: entity.name, key: key) }
-            let record = try records.reconciled(entity, state: kept, row: row)
-            if record.stateChanged { try records.save(record.state, of: entity, key: key, in: store) }
+            let kept = try states[key].map { text throws(SyncServerError) in try served { () throws(SyncStateError) in try SyncStateRecords.decode(text, entity: entity.name, key: key) } }
+            let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept, row: row, stamp: clock.tick) }
+            if record.stateChanged { try served { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) } }
             if try scope.holds(entity, entity.fieldValues(of: row), in: store) { found.append(SyncRecordState(entity: entity.name, key: key, record: record.state)) }
         }
         return (found, page.next == nil ? nil : keyed.last?.0)
@@ -121,16 +122,16 @@ struct PullReader: Sendable {
             guard entities.contains(where: { $0.name == change.entity }), let key = SyncedEntity.keyText(change.key[0]) else { continue }
             if seenKeys.insert(change.entity + "\u{0}" + key).inserted { touched[change.entity, default: []].append(key) }
         }
-        let records = ServerRecords(clock: clock)
+        let records = SyncStateRecords(node: clock.node)
         let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let scope = ScopeCheck(entities: byName, user: user)
         var found: [SyncRecordState] = []
         for entity in entities {
             guard let keys = touched[entity.name] else { continue }
-            let loaded = try records.load(entity, keys: keys, in: store)
+            let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store, stamp: clock.tick) }
             for key in keys {
                 guard let record = loaded[key], record.row != nil || record.state.deleted != nil else { continue }
-                if record.stateChanged { try records.save(record.state, of: entity, key: key, in: store) }
+                if record.stateChanged { try served { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) } }
                 let values = record.row.map(entity.fieldValues) ?? record.state.values
                 // A tombstone whose scope can no longer be told (its parent went too) is sent:
                 // it carries no values, and a device without the record ignores it.

@@ -2,13 +2,14 @@ import Foundation
 import PersistentStoreCore
 import SchemaMetadata
 import SyncCore
+import SyncStorage
 
 /// Applies one device's push inside the server's transaction: each record's change merged into
 /// the server's state by the entity's rules, the merged record written through the store (so
 /// its rules, uniqueness and history apply), and the device's sequence and answer kept.
 struct PushApplier: Sendable {
     let entities: [String: SyncedEntity]
-    let clock: ServerClock
+    let clock: NodeClock
     let device: String
     let user: String
     let schemaVersion: Int
@@ -23,7 +24,7 @@ struct PushApplier: Sendable {
             }
             return SyncPushAnswer(acknowledged: known.sequence, rejected: [], clock: clock.latest)
         }
-        let records = ServerRecords(clock: clock)
+        let records = SyncStateRecords(node: clock.node)
         var rejected: [SyncRejection] = []
         for change in push.changes {
             if let rejection = try apply(change, records, in: store) { rejected.append(rejection) }
@@ -38,12 +39,12 @@ struct PushApplier: Sendable {
     }
 
     /// One record's change; what was not applied as sent comes back as a rejection.
-    private func apply(_ pushed: SyncRecordChange, _ records: ServerRecords, in store: isolated Store) throws(SyncServerError) -> SyncRejection? {
+    private func apply(_ pushed: SyncRecordChange, _ records: SyncStateRecords, in store: isolated Store) throws(SyncServerError) -> SyncRejection? {
         func rejection(_ reason: SyncRejection.Reason, _ detail: String) -> SyncRejection { Self.rejection(of: pushed, reason, detail: detail) }
         guard let entity = entities[pushed.entity] else { return rejection(.unknown, "\(pushed.entity.prefix(80)) is no entity that syncs") }
         guard let key = SyncedEntity.storedKey(pushed.key) else { return rejection(.invalid, "the key is not a UUID in lowercase") }
         if let (reason, detail) = problem(with: pushed.change, of: entity) { return rejection(reason, detail) }
-        let record = try records.load(entity, keys: [pushed.key], in: store)[pushed.key] ?? ServerRecord(state: SyncRecord(), row: nil, stateChanged: false)
+        let record = try served { () throws(SyncStateError) in try records.load(entity, keys: [pushed.key], in: store, stamp: clock.tick) }[pushed.key] ?? SyncedRecord(state: SyncRecord(), row: nil)
         let scope = ScopeCheck(entities: entities, user: user)
         if let row = record.row, try !scope.holds(entity, entity.fieldValues(of: row), in: store) {
             return rejection(.scope, "the record belongs to another user")
@@ -53,24 +54,20 @@ struct PushApplier: Sendable {
         let conflict =
             outcome.lost.isEmpty
             ? nil : Self.rejection(of: pushed, .conflict, attributes: outcome.lost.sorted(), current: merged, detail: "a later change, or the server's, stands")
-        let values = Self.rowValues(of: merged, entity)
+        let values = entity.rowValues(of: merged)
         if !merged.isDeleted, try !scope.holds(entity, values, in: store) { return rejection(.scope, "the change would move the record out of the user's scope") }
         do throws(StoreError) {
-            if merged.isDeleted {
-                if record.row != nil { try store.deleteRecord(of: entity.descriptor, key: [key]) }
-            } else {
-                try write(values, of: entity, key: key, over: record.row, in: store)
-            }
+            try entity.write(merged, key: key, over: record.row, in: store)
         } catch {
             return Self.refused(error, pushed, before: record)
         }
-        try records.save(merged, of: entity, key: pushed.key, in: store)
+        try served { () throws(SyncStateError) in try records.save(merged, of: entity, key: pushed.key, in: store) }
         return conflict
     }
 
     /// A write the store refused, undone on its own (a savepoint): told back without any other
     /// record's values (a unique value's message would name them).
-    private static func refused(_ error: StoreError, _ pushed: SyncRecordChange, before record: ServerRecord) -> SyncRejection {
+    private static func refused(_ error: StoreError, _ pushed: SyncRecordChange, before record: SyncedRecord) -> SyncRejection {
         let current = record.row == nil ? nil : record.state
         if case .database(let failure) = error, failure.kind == .uniquenessConflict {
             return rejection(of: pushed, .unique, current: current, detail: "a unique value is held by another record")
@@ -83,29 +80,6 @@ struct PushApplier: Sendable {
         of pushed: SyncRecordChange, _ reason: SyncRejection.Reason, attributes: [String] = [], current: SyncRecord? = nil, detail: String
     ) -> SyncRejection {
         SyncRejection(entity: pushed.entity, key: pushed.key, attributes: attributes, reason: reason, current: current, detail: detail)
-    }
-
-    /// Inserts the record, or updates the columns whose values changed.
-    private func write(_ values: [String: StoredValue], of entity: SyncedEntity, key: StoredValue, over row: StoredRecord?, in store: isolated Store) throws(StoreError) {
-        var columns: [String: StoredValue] = [:]
-        let stored = row.map(entity.fieldValues) ?? [:]
-        for (field, value) in values where row == nil || stored[field] != value {
-            if let column = entity.columns[field] { columns[column] = value }
-        }
-        guard row != nil else {
-            columns[entity.keyColumn] = key
-            _ = try store.insertRecord(of: entity.descriptor, values: columns)
-            return
-        }
-        guard !columns.isEmpty else { return }
-        _ = try store.updateRecord(of: entity.descriptor, key: [key], set: columns)
-    }
-
-    /// The record's values as its row holds them: counters as their sums.
-    static func rowValues(of record: SyncRecord, _ entity: SyncedEntity) -> [String: StoredValue] {
-        var values = record.values
-        for counter in entity.rules.counters where record.counterTotals[counter] != nil { values[counter] = .integer(record.counter(counter)) }
-        return values
     }
 
     /// What makes a change unfit to merge: a name the entity does not have, a clock that is not
@@ -168,4 +142,10 @@ struct ScopeCheck {
         }
         return sameUser(values[path[path.count - 1]], user)
     }
+}
+
+/// A user id compared with a scope's attribute: text as it is, a UUID in its stored spelling.
+func sameUser(_ value: StoredValue?, _ user: String) -> Bool {
+    guard case .text(let text)? = value else { return false }
+    return text == user || text == user.lowercased() && UUID(uuidString: user) != nil
 }

@@ -2,7 +2,7 @@ import Foundation
 import PersistentStoreCore
 import SchemaMetadata
 import SyncCore
-import Synchronization
+import SyncStorage
 
 /// The server side of sync, on a store of the schema (PostgreSQL in production; SQLite works
 /// the same): takes devices' pushes and answers their pulls, for a user the server app has
@@ -27,7 +27,7 @@ public actor SyncServer {
     let entities: [String: SyncedEntity]
     /// The synced entities in the schema's order: the order of an initial sync.
     let ordered: [SyncedEntity]
-    let clock: ServerClock
+    let clock: NodeClock
 
     /// A server for `schema`'s synced entities in `store`, which must record history; its
     /// changes are stamped as `node`'s. Creates the tables it keeps its state in where they are
@@ -44,7 +44,7 @@ public actor SyncServer {
         guard !ordered.isEmpty else { throw .nothingSynced(schema: schema.name) }
         guard await store.recordsHistory else { throw .historyOff(schema: schema.name) }
         do {
-            clock = try ServerClock(node: node, wallClock: wallClock)
+            clock = try NodeClock(node: node, wallClock: wallClock)
         } catch {
             throw .badDevice(node)
         }
@@ -130,30 +130,33 @@ public struct SyncDevice: Sendable, Hashable {
     }
 }
 
-/// The server's hybrid logical clock, shared by the transactions that stamp changes.
-final class ServerClock: Sendable {
-    private let state: Mutex<HybridLogicalClock>
-    let wallClock: @Sendable () -> Int64
+extension SyncServer {
+    /// A transport that calls this server in the same process, for `user`: tests, previews, and
+    /// a server that is also a client.
+    ///
+    ///     let client = try await SyncClient(store: device, schema: schema, device: "ipad-7", transport: server.transport(for: "ada"))
+    public nonisolated func transport(for user: String) -> any SyncTransport { LocalSyncTransport(server: self, user: user) }
+}
 
-    init(node: String, wallClock: @escaping @Sendable () -> Int64) throws(SyncClockError) {
-        state = Mutex(try HybridLogicalClock(node: node))
-        self.wallClock = wallClock
+/// Calls a server in the same process.
+struct LocalSyncTransport: SyncTransport {
+    let server: SyncServer
+    let user: String
+
+    func push(_ push: SyncPush) async throws -> SyncPushAnswer {
+        do { return try await server.push(push, user: user) } catch { throw Self.told(error) }
     }
 
-    var node: String { state.withLock { $0.node } }
-
-    /// The clock of a change the server makes now.
-    func tick() throws(SyncClockError) -> SyncClock {
-        let wall = wallClock()
-        return try state.withLock { clock throws(SyncClockError) in try clock.tick(wallMilliseconds: wall) }
+    func pull(_ pull: SyncPull) async throws -> SyncPullAnswer {
+        do { return try await server.pull(pull, user: user) } catch { throw Self.told(error) }
     }
 
-    /// Takes in a device's clock; refuses one too far ahead of the server's wall clock.
-    func receive(_ remote: SyncClock) throws(SyncClockError) {
-        let wall = wallClock()
-        _ = try state.withLock { clock throws(SyncClockError) in try clock.receive(remote, wallMilliseconds: wall) }
+    /// The server's error as a device is told it over any transport.
+    static func told(_ error: SyncServerError) -> SyncTransportError {
+        switch error {
+        case .cursorExpired: .cursorExpired
+        case .store: .unreachable(error.description)
+        default: .refused(error.description)
+        }
     }
-
-    /// The latest clock given or seen.
-    var latest: SyncClock { state.withLock { $0.latest } }
 }

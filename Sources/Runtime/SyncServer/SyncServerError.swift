@@ -1,5 +1,6 @@
 import PersistentStoreCore
 import SyncCore
+import SyncStorage
 
 /// Why a sync server refused a whole request (a push or a pull). A single record it cannot take
 /// is no error: it comes back in the answer as a `SyncRejection`.
@@ -45,6 +46,18 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
             "the sync server's clock cannot stamp a change: \(error); check the machine's time"
         case .store(let error):
             "the sync server's store failed, and nothing of the request was written: \(error)"
+        }
+    }
+}
+
+/// Runs `body`, its state errors told as the server's.
+func served<T>(_ body: () throws(SyncStateError) -> T) throws(SyncServerError) -> T {
+    do {
+        return try body()
+    } catch {
+        switch error {
+        case .store(let failure): throw .store(failure)
+        case .clock(let failure): throw .clock(failure)
         }
     }
 }

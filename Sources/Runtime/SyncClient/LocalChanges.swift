@@ -1,0 +1,95 @@
+import Foundation
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+import SyncStorage
+
+/// Stamps the device's own changes with its clock, in the order the history holds them, each at
+/// the time its transaction committed: an edit made offline at ten keeps ten, and loses to a
+/// change another device made at eleven. Runs before anything pulled is merged, in the same
+/// transaction, so a change made before a pull is never stamped after it.
+struct LocalChanges: Sendable {
+    let entities: [SyncedEntity]
+    let clock: NodeClock
+    /// History transactions read at once.
+    static let batch = 500
+
+    /// Stamps what the history holds after the progress's token, and marks those records
+    /// pending; the progress moves past them.
+    func stamp(_ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) {
+        while true {
+            let transactions: [HistoryTransaction]
+            do {
+                transactions = try store.history(after: HistoryToken(progress.stampedThrough), author: .excluding(SyncClient.author), limit: Self.batch)
+            } catch {
+                guard case .historyPruned = error else { throw .store(error) }
+                // Pruned past what was stamped: every row is compared with its state instead.
+                try stampEveryRow(in: store)
+                progress.stampedThrough = try inStore { () throws(StoreError) in try store.currentHistoryToken().value }
+                return
+            }
+            for transaction in transactions {
+                let wall = Int64((transaction.date.timeIntervalSince1970 * 1_000).rounded(.down))
+                var touched: [String: [String]] = [:]
+                for change in transaction.changes where change.key.count == 1 {
+                    if let key = SyncedEntity.keyText(change.key[0]), !(touched[change.entity]?.contains(key) ?? false) { touched[change.entity, default: []].append(key) }
+                }
+                for entity in entities {
+                    guard let keys = touched[entity.name] else { continue }
+                    try stamp(entity, keys: keys, wall: wall, in: store)
+                }
+                progress.stampedThrough = transaction.token.value
+            }
+            if transactions.count < Self.batch { return }
+        }
+    }
+
+    /// Compares every row of every synced entity with its state, stamping what differs now: the
+    /// first sync of a store that already holds records, or one whose history was pruned.
+    func stampEveryRow(in store: isolated Store) throws(SyncClientError) {
+        let wall = clock.wallClock()
+        for entity in entities {
+            var cursor: RecordCursor?
+            repeat {
+                let page = try inStore { () throws(StoreError) in
+                    try store.records(of: entity.descriptor, orderedBy: RecordOrder(entity.keyColumn), after: cursor, limit: Self.batch)
+                }
+                let keys = page.records.compactMap { $0[entity.keyColumn].flatMap(SyncedEntity.keyText) }
+                try stamp(entity, keys: keys, wall: wall, in: store)
+                cursor = page.next
+            } while cursor != nil
+        }
+    }
+
+    /// Stamps these records where they differ from their state, and marks them pending.
+    private func stamp(_ entity: SyncedEntity, keys: [String], wall: Int64, in store: isolated Store) throws(SyncClientError) {
+        let records = SyncStateRecords(node: clock.node)
+        let loaded = try onDevice { () throws(SyncStateError) in
+            try records.load(entity, keys: keys, in: store) { () throws(SyncClockError) in try clock.tick(wallMilliseconds: wall) }
+        }
+        for key in keys {
+            guard let record = loaded[key], record.stateChanged else { continue }
+            try onDevice { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) }
+            var seen: String?
+            if entity.rules.conflicts == .serverWins {
+                // The clock each value had before the device first changed it since its last push.
+                var clocks = Self.decodeSeen(try inStore { () throws(StoreError) in try store.syncPendingSeen(entity: entity.name, key: key) })
+                for case (let field, let before?) in record.stamped where clocks[field] == nil { clocks[field] = before }
+                seen = Self.encodeSeen(clocks)
+            }
+            try inStore { () throws(StoreError) in try store.markSyncPending(entity: entity.name, key: key, seen: seen) }
+        }
+    }
+
+    static func decodeSeen(_ text: String?) -> [String: SyncClock] {
+        guard let text, let object = try? JSONDecoder().decode([String: String].self, from: Data(text.utf8)) else { return [:] }
+        return object.compactMapValues(SyncClock.init(text:))
+    }
+
+    static func encodeSeen(_ clocks: [String: SyncClock]) -> String? {
+        guard !clocks.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(clocks.mapValues(\.text))).map { String(decoding: $0, as: UTF8.self) }
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+import SyncStorage
+
+// A sync: the device's changes pushed (each push kept before it is sent, acknowledged after),
+// then the server's pulled page by page; and the background loop that runs it with backoff.
+extension SyncClient {
+    /// Pushes everything pending, then pulls until the server has nothing more. A sync already
+    /// running is waited for instead of started again.
+    ///
+    ///     try await client.sync()
+    public func sync() async throws(SyncClientError) {
+        if let running {
+            try await running.value.get()
+            return
+        }
+        let task = Task { () -> Result<Void, SyncClientError> in
+            do throws(SyncClientError) {
+                try await self.syncOnce()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        running = task
+        defer { running = nil }
+        try await task.value.get()
+    }
+
+    private func syncOnce() async throws(SyncClientError) {
+        do {
+            try await pushAll()
+            try await pullAll()
+            try await note(error: nil)
+        } catch {
+            try? await note(error: error.description)
+            tell(.failed(error.description))
+            throw error
+        }
+    }
+
+    /// Where the device's sync stands; the app's changes since the last sync are counted.
+    ///
+    ///     let status = try await client.status()   // status.pending, status.lastSync, status.lastError
+    public func status() async throws(SyncClientError) -> SyncStatus {
+        let local = self.local
+        return try await step { store throws(SyncClientError) in
+            var progress = try Self.progress(in: store)
+            try local.stamp(&progress, in: store)
+            try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+            let pending = try inStore { () throws(StoreError) in try store.syncPendingCount() }
+            return SyncStatus(pending: pending, lastSync: progress.lastSync, lastError: progress.lastError, acknowledged: progress.acknowledged)
+        }
+    }
+
+    /// Syncs every `interval` in the background until `stop()`, waiting longer after each failure
+    /// in a row (1, 2, 4 … up to 64 seconds, with jitter) so a server that is down is not
+    /// hammered.
+    ///
+    ///     await client.start(every: .seconds(30))
+    public func start(every interval: Duration = .seconds(30)) {
+        guard background == nil else { return }
+        background = Task { [weak self] in
+            var failures = 0
+            while !Task.isCancelled {
+                guard let client = self else { return }
+                do {
+                    try await client.sync()
+                    failures = 0
+                } catch {
+                    failures += 1
+                }
+                let backoff = Duration.seconds(1 << min(failures - 1, 6)) + .milliseconds(Int.random(in: 0..<500))
+                try? await Task.sleep(for: failures == 0 ? interval : backoff)
+            }
+        }
+    }
+
+    /// Stops the background loop; a sync in progress finishes its current step.
+    ///
+    ///     await client.stop()
+    public func stop() {
+        background?.cancel()
+        background = nil
+    }
+
+    private func pushAll() async throws(SyncClientError) {
+        let (local, outbox, clock) = (self.local, self.outbox, self.clock)
+        while true {
+            let next = try await step { store throws(SyncClientError) -> SyncPush? in
+                var progress = try Self.progress(in: store)
+                try local.stamp(&progress, in: store)
+                let push = try outbox.next(&progress, in: store)
+                progress.clock = clock.latest.text
+                try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+                return push
+            }
+            guard let push = next else { return }
+            let answer: SyncPushAnswer
+            do { answer = try await transport.push(push) } catch { throw .transport("\(error)") }
+            let events = try await step { store throws(SyncClientError) -> [SyncEvent] in
+                var progress = try Self.progress(in: store)
+                try local.stamp(&progress, in: store)
+                let events = try outbox.acknowledge(answer, to: push, &progress, in: store)
+                progress.clock = clock.latest.text
+                try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+                return events
+            }
+            for event in events { tell(event) }
+        }
+    }
+
+    private func pullAll() async throws(SyncClientError) {
+        let (local, inbox, clock) = (self.local, self.inbox, self.clock)
+        while true {
+            let cursor = try await step { store throws(SyncClientError) in try Self.progress(in: store).pullCursor }
+            let page: SyncPullAnswer
+            do {
+                page = try await transport.pull(SyncPull(device: device, schemaVersion: schema.version, after: cursor, limit: pageSize))
+            } catch SyncTransportError.cursorExpired {
+                // The server pruned what followed: start again from the beginning, merging.
+                try await step { store throws(SyncClientError) in
+                    var progress = try Self.progress(in: store)
+                    progress.pullCursor = nil
+                    try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+                }
+                continue
+            } catch {
+                throw .transport("\(error)")
+            }
+            let changed = try await step { store throws(SyncClientError) -> Int in
+                var progress = try Self.progress(in: store)
+                try local.stamp(&progress, in: store)
+                let changed = try inbox.take(page, &progress, in: store)
+                progress.clock = clock.latest.text
+                try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+                return changed
+            }
+            tell(.pulled(records: changed))
+            if !page.hasMore { return }
+        }
+    }
+
+    /// Notes when the sync ended, and how.
+    private func note(error: String?) async throws(SyncClientError) {
+        try await step { store throws(SyncClientError) in
+            var progress = try Self.progress(in: store)
+            if error == nil { progress.lastSync = Date() }
+            progress.lastError = error
+            try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+        }
+    }
+
+    static func progress(in store: isolated Store) throws(SyncClientError) -> SyncClientRow {
+        guard let progress = try inStore({ () throws(StoreError) in try store.syncClientRow() }) else {
+            throw .store(.notSupported("the sync client's progress is missing from the store (schemagen_sync_client): it was deleted outside the client"))
+        }
+        return progress
+    }
+}

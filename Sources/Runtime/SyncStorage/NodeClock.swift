@@ -1,0 +1,36 @@
+import SyncCore
+import Synchronization
+
+/// A node's hybrid logical clock, shared by the transactions that stamp its changes (a store's
+/// transaction body runs on the store's executor, not the node's).
+package final class NodeClock: Sendable {
+    private let state: Mutex<HybridLogicalClock>
+    package let node: String
+    package let wallClock: @Sendable () -> Int64
+
+    package init(node: String, latest: SyncClock? = nil, wallClock: @escaping @Sendable () -> Int64) throws(SyncClockError) {
+        state = Mutex(try HybridLogicalClock(node: node, latest: latest))
+        self.node = node
+        self.wallClock = wallClock
+    }
+
+    /// The clock of a change made now.
+    package func tick() throws(SyncClockError) -> SyncClock {
+        try tick(wallMilliseconds: wallClock())
+    }
+
+    /// The clock of a change made at `wall` (a transaction's commit time): after every clock
+    /// given or seen before, as a change made after them must be.
+    package func tick(wallMilliseconds wall: Int64) throws(SyncClockError) -> SyncClock {
+        try state.withLock { clock throws(SyncClockError) in try clock.tick(wallMilliseconds: wall) }
+    }
+
+    /// Takes in another node's clock; refuses one too far ahead of this node's wall clock.
+    package func receive(_ remote: SyncClock) throws(SyncClockError) {
+        let wall = wallClock()
+        _ = try state.withLock { clock throws(SyncClockError) in try clock.receive(remote, wallMilliseconds: wall) }
+    }
+
+    /// The latest clock given or seen.
+    package var latest: SyncClock { state.withLock { $0.latest } }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+
+/// What the server knows of one synced entity: the names a sync record uses for its values
+/// (attributes, and to-one relationships by the key they hold), the columns behind them, its
+/// rules and its scope.
+package struct SyncedEntity: Sendable {
+    package let descriptor: EntityDescriptor
+    package let rules: SyncRules
+    package let scope: SyncDescriptor.Scope
+    /// The key's column: synced entities have one key, a UUID the device makes.
+    package let keyColumn: String
+    /// Each field's column, by the field's name in sync records.
+    package let columns: [String: String]
+    /// Each column's field name.
+    package let fields: [String: String]
+
+    package var name: String { descriptor.name }
+
+    package init?(_ descriptor: EntityDescriptor) {
+        guard let sync = descriptor.sync, descriptor.primaryKey.count == 1 else { return nil }
+        self.descriptor = descriptor
+        rules = SyncRules(sync)
+        scope = sync.scope
+        keyColumn = descriptor.primaryKey[0]
+        var columns: [String: String] = [:]
+        for column in descriptor.columns where !column.isPrimaryKey { columns[column.property] = column.column }
+        for relationship in descriptor.relationships where !relationship.isToMany && relationship.foreignKeyColumns.count == 1 {
+            columns[relationship.name] = relationship.foreignKeyColumns[0]
+        }
+        self.columns = columns
+        fields = Dictionary(columns.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// A record's values by field name, from its stored columns.
+    package func fieldValues(of record: StoredRecord) -> [String: StoredValue] {
+        var values: [String: StoredValue] = [:]
+        for (column, value) in zip(record.columns, record.values) {
+            if let field = fields[column] { values[field] = value }
+        }
+        return values
+    }
+
+    /// The key's stored value, from its text on the wire: a UUID, spelled as the store spells
+    /// it (lowercase), so that one record has one key.
+    package static func storedKey(_ text: String) -> StoredValue? {
+        guard let uuid = UUID(uuidString: text), uuid.uuidString.lowercased() == text else { return nil }
+        return .text(text)
+    }
+
+    /// The key's text on the wire.
+    package static func keyText(_ value: StoredValue) -> String? {
+        switch value {
+        case .text(let text): text.lowercased()
+        default: nil
+        }
+    }
+
+    /// The record's values as its row holds them: counters as their sums.
+    package func rowValues(of record: SyncRecord) -> [String: StoredValue] {
+        var values = record.values
+        for counter in rules.counters where record.counterTotals[counter] != nil { values[counter] = .integer(record.counter(counter)) }
+        return values
+    }
+
+    /// Makes the row what the record says, through the store (its types, unique values, delete
+    /// rules and history apply): deleted, inserted, or the columns whose values differ updated.
+    package func write(_ record: SyncRecord, key: StoredValue, over row: StoredRecord?, in store: isolated Store) throws(StoreError) {
+        if record.isDeleted {
+            if row != nil { try store.deleteRecord(of: descriptor, key: [key]) }
+            return
+        }
+        var changed: [String: StoredValue] = [:]
+        let stored = row.map(fieldValues) ?? [:]
+        for (field, value) in rowValues(of: record) where row == nil || stored[field] != value {
+            if let column = columns[field] { changed[column] = value }
+        }
+        guard row != nil else {
+            changed[keyColumn] = key
+            _ = try store.insertRecord(of: descriptor, values: changed)
+            return
+        }
+        guard !changed.isEmpty else { return }
+        _ = try store.updateRecord(of: descriptor, key: [key], set: changed)
+    }
+}
