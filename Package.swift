@@ -42,6 +42,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
 
         // MARK: - Libraries, one job each
         // Text made safe in JSON, YAML, XML, HTML and dot: one function per language.
@@ -53,6 +58,7 @@ let package = Package(
         // A small HTTP/1.1 server over sockets, for local tools (the studio).
         .target(name: "HTTPServer"),
         // `schemagen studio`'s web app: pages over an open store, for data as the schema names it.
+        .target(name: "SyncEndpoint", dependencies: ["HTTPServer", "SyncServer", "SyncCore", "Gzip"]),
         .target(name: "Studio", dependencies: ["HTTPServer", "PersistentStoreCore", "SchemaKit", "SchemaMetadata", "TextEscaping"]),
         .target(name: "ProjectConfig", dependencies: ["YAMLReader", "Diagnostics", "SQLDialects"]),
         .target(name: "Mustache", dependencies: ["TextEscaping"]),
@@ -60,10 +66,11 @@ let package = Package(
         .target(name: "SchemaMetadata"),
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         // Sync's clocks and conflict rules: what devices and the server both merge by.
+        .target(name: "Gzip", dependencies: ["CZlib"]),
         .target(name: "SyncCore", dependencies: ["SchemaMetadata"]),
         .target(name: "SyncStorage", dependencies: ["SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
         .target(name: "SyncServer", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
-        .target(name: "SyncClient", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
+        .target(name: "SyncClient", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata", "Gzip"]),
         // JSON text with line and column kept: the flights loader's input, the store's history.
         .target(name: "JSONDocument", dependencies: ["TextEscaping"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SchemaMetadata"]),
@@ -191,6 +198,7 @@ let package = Package(
         .executableTarget(name: "test-server-holder", dependencies: ["TestSupport"], path: "Tests/TestServerHolder"),
         .testTarget(name: "DiagnosticsTests", dependencies: ["Diagnostics", "TextEscaping"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "SchemaMetadata"]),
+        .testTarget(name: "GzipTests", dependencies: ["Gzip", "CZlib"]),
         .testTarget(name: "YAMLReaderTests", dependencies: ["YAMLReader", "Diagnostics"]),
         .testTarget(
             name: "SchemaKitTests",
@@ -233,7 +241,7 @@ let package = Package(
             name: "PersistentStoreTests",
             dependencies: [
                 "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SyncCore",
-                "SyncServer", "SyncClient", "DatabaseLocation",
+                "SyncServer", "SyncClient", "SyncEndpoint", "HTTPServer", "Gzip", "DatabaseLocation",
                 "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects",
             ]),
         .testTarget(
@@ -278,14 +286,16 @@ if ProcessInfo.processInfo.environment["SCHEMAGEN_FUZZ"] != nil {
 // MARK: - Layers: each target's folder is Sources/<layer>/<target> (docs/architecture.md draws them)
 
 let layers: [String: [String]] = [
-    "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite"],
+    "CShims": ["CYAML", "CCrypto", "CPostgreSQL", "CSQLite", "CZlib"],
     "Runtime": [
-        "TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore", "SyncCore",
+        "TextEscaping", "SchemaMetadata", "SQLDialects", "DatabaseLocation", "JSONDocument", "Diagnostics", "FieldEncryption", "MigrationFiles", "MigratorCore", "PersistentStoreCore", "Gzip",
+        "SyncCore",
         "SyncStorage", "SyncServer", "SyncClient",
     ],
     "Engines": ["SQLiteKit", "PostgresKit", "MigratorSQLite", "MigratorPostgres", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "PersistentStore"],
     "Tools": [
-        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "Studio", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport", "SchemaExport",
+        "YAMLReader", "SchemaKit", "CommandLineKit", "HTTPServer", "SyncEndpoint", "Studio", "ProjectConfig", "Mustache", "RelationalModel", "MigrationPlanner", "CodeGeneration", "SchemaImport",
+        "SchemaExport",
         "SchemaDiagrams",
         "SchemaSite", "SchemagenPipeline", "SchemagenCLI", "MigrateCLI", "schemagen", "migrate", "embed-templates",
     ],
@@ -296,7 +306,7 @@ let layers: [String: [String]] = [
 ]
 // Tests follow the same layers (plus `Project`: the docs and the test helpers' own tests).
 let testLayers: [String: [String]] = [
-    "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests", "SyncCoreTests"],
+    "Runtime": ["DiagnosticsTests", "FieldEncryptionTests", "MigrationFilesTests", "SyncCoreTests", "GzipTests"],
     "Engines": ["SQLiteKitTests", "MigratorTests", "PersistentStoreTests"],
     "Tools": [
         "CommandLineKitTests", "HTTPServerTests", "StudioTests", "YAMLReaderTests", "SchemaKitTests", "RelationalModelTests", "MigrationPlannerTests", "MustacheTests", "CodeGenerationTests",

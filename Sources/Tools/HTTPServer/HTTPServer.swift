@@ -277,3 +277,24 @@ struct HTTPConnection {
         }
     }
 }
+
+/// Runs async `body` on the calling connection's thread and waits for it: a handler is called on
+/// a thread of the server's own, not one of the concurrency pool's, so waiting there holds no
+/// pool thread.
+///
+///     let answer = try waitingOnThisThread { try await store.count(Airport.self) }
+public func waitingOnThisThread<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+/// The result a waiting thread reads once the task signalled it.
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}

@@ -131,7 +131,7 @@ public final class StudioApp: Sendable {
             if entry.encryptionLocked { body += "<p class=\"warn\">Encrypted attributes are locked: start the studio with <code>--key-file</code> to read them.</p>\n" }
             body += "<table><thead><tr><th scope=\"col\">Entity</th><th scope=\"col\">Records</th><th scope=\"col\">About</th><th scope=\"col\">Docs</th></tr></thead><tbody>\n"
             for entity in entry.descriptor.entities {
-                let count = try blocking { try await entry.store.countRecords(of: entity) }
+                let count = try waitingOnThisThread { try await entry.store.countRecords(of: entity) }
                 let doc = schema.entity(named: entity.name)?.doc ?? ""
                 let docs = siteLink(schema.name, entity.name).map { "<a href=\"\(html($0))\" aria-label=\"\(html(entity.name)) in the schema site\">diagram and docs</a>" } ?? ""
                 body += "<tr><td><a href=\"/e/\(path(schema.name))/\(path(entity.name))\">\(html(entity.name))</a></td><td class=\"number\">\(count)</td><td>\(html(doc))</td><td>\(docs)</td></tr>\n"
@@ -160,7 +160,7 @@ public final class StudioApp: Sendable {
         let (chosen, start) = (filters, cursor)
         let searchable = entity.indexes.contains { $0.kind == .fullText }
         let words = searchable ? (request.queryValue("q") ?? "").trimmingCharacters(in: .whitespaces) : ""
-        let (records, next, total, matching) = try blocking {
+        let (records, next, total, matching) = try waitingOnThisThread {
             let total = try await entry.store.countRecords(of: entity)
             if !words.isEmpty {
                 // Best matches first: a search is one page, in the engine's order.
@@ -322,7 +322,7 @@ public final class StudioApp: Sendable {
                 try writer.write(format == "csv" ? StudioExport.csvLine(labels) : "[")
                 repeat {
                     let start = cursor
-                    let page = try blocking {
+                    let page = try waitingOnThisThread {
                         if !words.isEmpty {
                             return (records: try await store.searchRecords(of: entity, .words(words), where: filters, limit: Self.searchExportLimit), next: nil as RecordCursor?)
                         }
@@ -579,23 +579,6 @@ struct StudioFailure: Error {
         self.status = status
         self.message = message
     }
-}
-
-/// Runs the store's async call on this connection's thread and waits for it: the server's
-/// threads are its own, not the concurrency pool's, so waiting holds no pool thread.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    return try box.result!.get()
-}
-
-private final class ResultBox<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, any Error>?
 }
 
 extension String {

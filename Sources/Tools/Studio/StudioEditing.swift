@@ -30,7 +30,7 @@ extension StudioApp {
     /// The record as stored now.
     func current(_ entry: StudioCatalog.Entry, _ entity: EntityDescriptor, _ key: [StoredValue]) throws -> StoredRecord? {
         let filters = zip(entity.primaryKey, key).map { RecordFilter($0, .equals($1)) }
-        return try blocking { try await entry.store.records(of: entity, where: filters, limit: 1).records.first }
+        return try waitingOnThisThread { try await entry.store.records(of: entity, where: filters, limit: 1).records.first }
     }
 
     /// A record's version, as its form carries it: a hash of its values (FNV-1a), which any
@@ -129,7 +129,7 @@ extension StudioApp {
         let key = try recordKey(request, entity: entity, columns: columns, entry: entry)
         if let reason = readOnlyReason(entry) { throw StudioFailure(.forbidden, "Read-only: \(reason).") }
         guard let record = try current(entry, entity, key), let link = recordLink(entry, entity, record) else { return notFound("No \(entity.name) has that key.") }
-        let effects = try blocking { try await entry.store.deleteEffects(of: entity, key: key) }
+        let effects = try waitingOnThisThread { try await entry.store.deleteEffects(of: entity, key: key) }
         var body = "<p><a href=\"\(html(link))\">Back to the record</a></p>\n"
         let denied = effects.filter { $0.rule == .deny && $0.count > 0 }
         let reached = effects.filter { $0.count > 0 }
@@ -254,7 +254,7 @@ extension StudioApp {
             // The form showed an older version: someone else wrote since.
             guard form["version"] == Self.version(shown) else { return conflict(entry, entity, columns: columns, given: given, current: shown) }
             let changes = given.filter { shown[$0.key] != $0.value }
-            outcome = try blocking { try await entry.store.updateRecord(of: entity, key: key, set: changes, expecting: shown) }
+            outcome = try waitingOnThisThread { try await entry.store.updateRecord(of: entity, key: key, set: changes, expecting: shown) }
         } catch let failure as StudioFailure {
             return refused(entry, entity, columns: columns, form: form, current: shown, reason: failure.message)
         } catch let error as StoreError {
@@ -302,7 +302,7 @@ extension StudioApp {
             throw StudioFailure(.conflict, "This \(entity.name) was changed since the page was shown; look at it again before deleting it.")
         }
         do {
-            _ = try blocking { try await entry.store.deleteRecord(of: entity, key: key) }
+            _ = try waitingOnThisThread { try await entry.store.deleteRecord(of: entity, key: key) }
         } catch let error as StoreError {
             if case .deleteDenied(let reason) = error { throw StudioFailure(.conflict, "Not deleted: \(reason).") }
             throw error
@@ -314,7 +314,7 @@ extension StudioApp {
         let echoed = Dictionary(form.compactMap { name, value in name.hasPrefix("c.") ? (String(name.dropFirst(2)), value) : nil }, uniquingKeysWith: { a, _ in a })
         do {
             let given = try values(form, editable(columns, entity: entity, includingKey: true), columns: columns, entry: entry, fillDefaults: true)
-            let inserted = try blocking { try await entry.store.insertRecord(of: entity, values: given) }
+            let inserted = try waitingOnThisThread { try await entry.store.insertRecord(of: entity, values: given) }
             let link = recordLink(entry, entity, inserted) ?? "/"
             return HTTPResponse(status: .seeOther, headers: [("Location", link + "&notice=saved")])
         } catch let failure as StudioFailure {

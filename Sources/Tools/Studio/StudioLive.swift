@@ -30,7 +30,7 @@ enum StudioLive {
     static func changes(touching entity: String, in store: Store, limit: Int, matching: @escaping @Sendable (HistoryChange) -> Bool) throws -> [(
         HistoryTransaction, HistoryChange
     )]? {
-        try blocking {
+        try waitingOnThisThread {
             var found: [(HistoryTransaction, HistoryChange)] = []
             var before: HistoryToken?
             var read = 0
@@ -67,7 +67,7 @@ enum StudioLive {
     static func positions(_ catalog: StudioCatalog, schema: String?) -> [String: HistoryToken] {
         var positions: [String: HistoryToken] = [:]
         for entry in catalog.entries where schema == nil || entry.schema.name == schema {
-            if let token = try? blocking({ try await entry.store.currentHistoryToken() }) { positions[entry.schema.name] = token }
+            if let token = try? waitingOnThisThread({ try await entry.store.currentHistoryToken() }) { positions[entry.schema.name] = token }
         }
         return positions
     }
