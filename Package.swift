@@ -171,7 +171,12 @@ let package = Package(
         // `todo` product collided with them.
         .executableTarget(name: "flights", dependencies: ["FlightsExample"]),
         // MARK: - The widget example: one to-do list, several processes, live changes
-        .target(name: "TodoExample", dependencies: ["ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation"]),
+        .target(
+            name: "TodoExample",
+            dependencies: [
+                "ExampleModels", "PersistentStore", "CommandLineKit", "JSONDocument", "SchemaMetadata", "PersistentStorePostgres", "DatabaseLocation", "SyncClient", "SyncCore", "SyncServer",
+                "SyncEndpoint", "HTTPServer",
+            ]),
         .executableTarget(name: "todo", dependencies: ["TodoExample"]),
         // The SQLite-only app: LinkageTests checks that it links no libpq. Not a product: an
         // executable product of a target that applies a build-tool plugin makes SwiftPM build

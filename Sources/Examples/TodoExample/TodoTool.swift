@@ -15,7 +15,7 @@ public enum TodoTool {
             name: "todo", version: "0.2.0", abstract: "A to-do list shared by several processes, with live changes and history.",
             commands: [
                 AddCommand.self, DoneCommand.self, RemoveCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
-                WatchCommand.self, HistoryCommand.self, RekeyCommand.self,
+                WatchCommand.self, HistoryCommand.self, RekeyCommand.self, SyncServerCommand.self, SyncCommand.self,
             ])
     }
 

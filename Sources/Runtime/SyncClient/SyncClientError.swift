@@ -34,7 +34,7 @@ public enum SyncClientError: Error, Sendable, CustomStringConvertible {
         case .otherDevice(let stored, let given):
             "this store already syncs as device '\(stored)', not '\(given)': keep one id per store (a new id would push everything again as another device)"
         case .transport(let message):
-            "the sync server could not be reached or refused the request: \(message); the changes stay pending and the next sync sends them"
+            "\(message); the changes stay pending and the next sync sends them"
         case .badAnswer(let message):
             "the sync server's answer breaks the protocol: \(message)"
         case .clock(let error):

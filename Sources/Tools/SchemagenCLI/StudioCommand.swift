@@ -113,36 +113,10 @@ public enum StudioCommand: Command {
         io.writeOutput("Studio: \(address)\n")
         io.writeOutput("Reading \(location.label): \(catalog.entries.map { "\($0.schema.name) v\($0.schema.version)" }.joined(separator: ", ")). Stop with ^C.\n")
         if arguments.flag("open") { openInBrowser(address, io: io) }
-        let stopped = waitForSignal()
+        let stopped = waitForStopSignal()
         server.stop()
         io.writeError("schemagen: studio stopped (\(stopped == SIGINT ? "SIGINT" : "SIGTERM"))\n")
         return .success
-    }
-
-    /// Blocks until SIGINT or SIGTERM arrives; which one.
-    static func waitForSignal() -> Int32 {
-        let queue = DispatchQueue(label: "schemagen.studio.signals")
-        let arrived = DispatchSemaphore(value: 0)
-        let received = SignalBox()
-        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                received.number = number
-                arrived.signal()
-            }
-            source.resume()
-            return source
-        }
-        arrived.wait()
-        for source in sources { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
-        return queue.sync { received.number }
-    }
-
-    private final class SignalBox: @unchecked Sendable {
-        var number: Int32 = SIGINT
     }
 
     static func openInBrowser(_ address: String, io: CommandIO) {

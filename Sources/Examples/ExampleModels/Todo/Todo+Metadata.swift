@@ -32,5 +32,5 @@ public enum TodoSchema {
         indexes: [
             .plain("todo_item_is_completed_start_date_idx", ["is_completed", "start_date"]),
             .fullText("todo_item_task_name_fts", ["task_name"]),
-        ])
+        ], sync: SyncDescriptor(scope: .all))
 }

@@ -1,0 +1,101 @@
+import CommandLineKit
+import ExampleModels
+import Foundation
+import HTTPServer
+import PersistentStore
+import SyncClient
+import SyncCore
+import SyncEndpoint
+import SyncServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `todo sync-server`: the list's server for devices, over HTTP. Devices sign in with a token
+/// from `TODO_SYNC_TOKENS` (`token=user,...`), kept out of the command line, where `ps` shows it.
+enum SyncServerCommand: Command {
+    static let spec = CommandSpec(
+        name: "sync-server", abstract: "Serve the list to devices that sync with it, until ^C or SIGTERM.",
+        discussion:
+            "Devices sign in with a token from TODO_SYNC_TOKENS (token=user, separated by commas). Prints the address it serves on. Exit status: 0 stopped by a signal; 1 the database or the port failed; 2 usage error.",
+        options: TodoTool.common + [
+            .value("port", valueName: "number", help: "The port to listen on (default 8080; 0 takes a free one)."),
+            .value("host", valueName: "address", help: "The address to listen on (default 127.0.0.1: this machine only)."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let port = Int(arguments.value("port") ?? "8080"), (0...65_535).contains(port) else {
+            io.writeError("todo: error: --port takes a number from 0 to 65535\n")
+            return .usageOrIO
+        }
+        let tokens = Self.tokens(io.environment["TODO_SYNC_TOKENS"] ?? "")
+        guard !tokens.isEmpty else {
+            io.writeError("todo: error: set TODO_SYNC_TOKENS to the devices' tokens (token=user, separated by commas): without one no device can sign in\n")
+            return .usageOrIO
+        }
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
+        return TodoTool.perform(io) {
+            let server = try runToCompletion { try await SyncServer(store: store, schema: TodoSchema.descriptor) }
+            let endpoint = SyncEndpoint(server: server) { request in
+                guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else { return nil }
+                return tokens[String(header.dropFirst("Bearer ".count))]
+            }
+            let http = try HTTPServer(.init(host: arguments.value("host") ?? "127.0.0.1", port: port, limits: SyncEndpoint.limits)) { endpoint.respond(to: $0) }
+            io.writeOutput("serving sync on http://\(arguments.value("host") ?? "127.0.0.1"):\(http.port)/sync\n")
+            let stopped = waitForStopSignal()
+            _ = http.stop()
+            io.writeError("todo: sync server stopped (\(stopped == SIGINT ? "SIGINT" : "SIGTERM"))\n")
+            return .success
+        }
+    }
+
+    /// `token=user,token=user` as a map from token to user; malformed pairs are left out.
+    static func tokens(_ text: String) -> [String: String] {
+        var tokens: [String: String] = [:]
+        for pair in text.split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty { tokens[parts[0]] = parts[1] }
+        }
+        return tokens
+    }
+}
+
+/// `todo sync`: this device's list synced once with a server: its changes pushed, the server's
+/// pulled. The token comes from `TODO_SYNC_TOKEN`.
+enum SyncCommand: Command {
+    static let spec = CommandSpec(
+        name: "sync", abstract: "Sync this device's list with a server once: push its changes, pull the others'.",
+        discussion:
+            "The token comes from TODO_SYNC_TOKEN. A sync cut short (a lost link, a killed process) loses nothing: the next one goes on from where it stopped. Exit status: 0 synced; 1 the server could not be reached or refused, or a database error; 2 usage error.",
+        options: TodoTool.common + [
+            .value("server", valueName: "url", help: "The server's sync address, as `todo sync-server` prints it (default: $TODO_SYNC_SERVER)."),
+            .value("device", valueName: "id", help: "This device's id, kept for the life of its database (default: $TODO_DEVICE)."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
+        guard let address = arguments.value("server") ?? io.environment["TODO_SYNC_SERVER"], let base = URL(string: address), base.scheme == "http" || base.scheme == "https"
+        else {
+            io.writeError("todo: error: give the server's address with --server http://host:port/sync (or $TODO_SYNC_SERVER)\n")
+            return .usageOrIO
+        }
+        guard let device = arguments.value("device") ?? io.environment["TODO_DEVICE"], SyncClock.isNodeName(device) else {
+            io.writeError("todo: error: give this device an id with --device (or $TODO_DEVICE): 1 to 64 letters, digits, '.', '_', ':' or '-'\n")
+            return .usageOrIO
+        }
+        let token = io.environment["TODO_SYNC_TOKEN"] ?? ""
+        let opening = TodoTool.open(arguments, io: io)
+        guard case .success(let store) = opening else { return opening.exitStatus }
+        let transport = HTTPSyncTransport(base: base) { token.isEmpty ? [:] : ["Authorization": "Bearer \(token)"] }
+        return TodoTool.perform(io) {
+            let status = try runToCompletion {
+                let client = try await SyncClient(store: store, schema: TodoSchema.descriptor, device: device, transport: transport)
+                try await client.sync()
+                return try await client.status()
+            }
+            io.writeOutput("synced: \(status.pending) pending, \(status.acknowledged) pushes acknowledged\n")
+            return .success
+        }
+    }
+}
