@@ -189,7 +189,7 @@ let package = Package(
             name: "store-benchmark",
             dependencies: [
                 "ExampleModels", "PersistentStoreCore", "MigratorCore", "MigratorSQLite", "SQLiteKit", "CSQLite", "CCrypto", "SchemaMetadata", "FieldEncryption", "PersistentStoreSQLite",
-                "PersistentStorePostgres", "PostgresKit", "TextEscaping",
+                "PersistentStorePostgres", "PostgresKit", "TextEscaping", "SyncClient", "SyncServer", "SyncEndpoint", "SyncCore", "HTTPServer", "Gzip",
             ]),
         // The benchmark figures the docs show, kept in bench/figures.json, and the pages written from them.
         .target(name: "BenchmarkFigures"),

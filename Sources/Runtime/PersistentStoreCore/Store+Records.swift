@@ -226,7 +226,7 @@ extension Store {
 
     /// Each record a query of `columns` selects, through the row pipeline models use: encrypted
     /// values opened, external values loaded.
-    private func streamRecords(_ sql: SQL, of entity: EntityDescriptor, columns: [String], _ body: (StoredRecord) throws -> Void) throws {
+    func streamRecords(_ sql: SQL, of entity: EntityDescriptor, columns: [String], _ body: (StoredRecord) throws -> Void) throws {
         var unreadable: [String: String] = [:]
         let load = externalLoader(entity, columns: columns) { position, reason in unreadable[columns[position]] = reason }
         let (text, arguments) = sql.statement(for: database.dialect)

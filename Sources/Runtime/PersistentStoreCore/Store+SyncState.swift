@@ -145,6 +145,47 @@ extension Store {
             keeping: ["first_seen"])
     }
 
+    /// A value of an encrypted column sealed as the row's is, for a sync state: a state keeps
+    /// what it last stamped, and an encrypted value stays encrypted at rest there too. Values
+    /// of other columns, and NULL, come back as they are.
+    package func sealForSyncState(_ value: StoredValue, table: String, column: String, key: [StoredValue]) throws(StoreError) -> StoredValue {
+        guard value != .null, let cipher = cipher(table: table, column: column) else { return value }
+        do { return try cipher.seal(value, rowKey: key) } catch { throw .encryption(error) }
+    }
+
+    /// A sealed value of a sync state opened; nil when no key of the ring opens it (the key was
+    /// retired since), so that the field is stamped again from its row.
+    package func openSyncState(_ value: StoredValue, table: String, column: String, key: [StoredValue]) -> StoredValue? {
+        guard value != .null, let cipher = cipher(table: table, column: column) else { return value }
+        return try? cipher.open(value, rowKey: key)
+    }
+
+    /// Sets the seen clocks kept with a pending change (after a push acknowledged: the device
+    /// has now seen its own values).
+    package func setSyncPendingSeen(entity: String, key: String, seen: String?) throws(StoreError) {
+        try requireTransaction("a pending sync change")
+        _ = try query(
+            "UPDATE schemagen_sync_pending SET seen = \(value: seen.map(StoredValue.text) ?? .null) WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key))"
+        )
+    }
+
+    /// Rows of `entity` whose `column` is one of `keys`, read as `records(of:)` reads them
+    /// (encrypted values opened, external ones loaded): a page of a sync at once.
+    package func records(of entity: EntityDescriptor, column: String, in keys: [StoredValue]) throws(StoreError) -> [StoredRecord] {
+        var found: [StoredRecord] = []
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = Array(keys[start..<min(start + 500, keys.count)])
+            let columns = entity.recordColumns
+            let sql: SQL = "SELECT \(SQL.identifiers(columns)) FROM \(identifier: entity.table) WHERE \(identifier: column) IN (\(SQL.parameters(chunk)))"
+            do {
+                try streamRecords(sql, of: entity, columns: columns) { found.append($0) }
+            } catch {
+                throw Self.readFailure(error)
+            }
+        }
+        return found
+    }
+
     /// Creates the tables a sync client keeps its progress in, where they are missing.
     package func prepareSyncClientTables() throws(StoreError) {
         try prepareSyncTables()

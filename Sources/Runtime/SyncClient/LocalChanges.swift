@@ -15,7 +15,9 @@ struct LocalChanges: Sendable {
     static let batch = 500
 
     /// Stamps what the history holds after the progress's token, and marks those records
-    /// pending; the progress moves past them.
+    /// pending; the progress moves past them. Each transaction takes one clock, at its commit
+    /// time, in commit order; each field of a record takes the clock of the last transaction
+    /// that changed it, so an edit made at ten and another at half past keep their own times.
     func stamp(_ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) {
         while true {
             let transactions: [HistoryTransaction]
@@ -28,26 +30,50 @@ struct LocalChanges: Sendable {
                 progress.stampedThrough = try inStore { () throws(StoreError) in try store.currentHistoryToken().value }
                 return
             }
+            var touched: [String: [String: Touch]] = [:]
+            var order: [String: [String]] = [:]
             for transaction in transactions {
+                let changes = transaction.changes.filter { $0.key.count == 1 && names.contains($0.entity) }
+                guard !changes.isEmpty else { continue }
                 let wall = Int64((transaction.date.timeIntervalSince1970 * 1_000).rounded(.down))
-                var touched: [String: [String]] = [:]
-                for change in transaction.changes where change.key.count == 1 {
-                    if let key = SyncedEntity.keyText(change.key[0]), !(touched[change.entity]?.contains(key) ?? false) { touched[change.entity, default: []].append(key) }
+                let stamp: SyncClock
+                do { stamp = try clock.tick(wallMilliseconds: wall) } catch { throw .clock(error) }
+                for change in changes {
+                    guard let key = SyncedEntity.keyText(change.key[0]) else { continue }
+                    if touched[change.entity]?[key] == nil { order[change.entity, default: []].append(key) }
+                    var touch = touched[change.entity]?[key] ?? Touch(last: stamp)
+                    touch.last = stamp
+                    for field in change.changedAttributes { touch.fields[field] = stamp }
+                    touched[change.entity, default: [:]][key] = touch
                 }
-                for entity in entities {
-                    guard let keys = touched[entity.name] else { continue }
-                    try stamp(entity, keys: keys, wall: wall, in: store)
-                }
-                progress.stampedThrough = transaction.token.value
             }
+            for entity in entities {
+                guard let keys = order[entity.name], let touches = touched[entity.name] else { continue }
+                try stamp(entity, keys: keys, in: store) { key in
+                    let touch = touches[key]
+                    return { (field: String?) throws(SyncClockError) -> SyncClock in
+                        guard let touch else { return try clock.tick() }
+                        return field.flatMap { touch.fields[$0] } ?? touch.last
+                    }
+                }
+            }
+            if let last = transactions.last { progress.stampedThrough = last.token.value }
             if transactions.count < Self.batch { return }
         }
     }
 
+    /// The clocks of one record's changes in a batch of transactions.
+    private struct Touch {
+        var last: SyncClock
+        var fields: [String: SyncClock] = [:]
+    }
+
+    private var names: Set<String> { Set(entities.map(\.name)) }
+
     /// Compares every row of every synced entity with its state, stamping what differs now: the
     /// first sync of a store that already holds records, or one whose history was pruned.
     func stampEveryRow(in store: isolated Store) throws(SyncClientError) {
-        let wall = clock.wallClock()
+        let records = SyncStateRecords(clock: clock)
         for entity in entities {
             var cursor: RecordCursor?
             repeat {
@@ -55,18 +81,16 @@ struct LocalChanges: Sendable {
                     try store.records(of: entity.descriptor, orderedBy: RecordOrder(entity.keyColumn), after: cursor, limit: Self.batch)
                 }
                 let keys = page.records.compactMap { $0[entity.keyColumn].flatMap(SyncedEntity.keyText) }
-                try stamp(entity, keys: keys, wall: wall, in: store)
+                try stamp(entity, keys: keys, in: store) { _ in records.now() }
                 cursor = page.next
             } while cursor != nil
         }
     }
 
     /// Stamps these records where they differ from their state, and marks them pending.
-    private func stamp(_ entity: SyncedEntity, keys: [String], wall: Int64, in store: isolated Store) throws(SyncClientError) {
-        let records = SyncStateRecords(node: clock.node)
-        let loaded = try onDevice { () throws(SyncStateError) in
-            try records.load(entity, keys: keys, in: store) { () throws(SyncClockError) in try clock.tick(wallMilliseconds: wall) }
-        }
+    private func stamp(_ entity: SyncedEntity, keys: [String], in store: isolated Store, clocks: (String) -> StampClock) throws(SyncClientError) {
+        let records = SyncStateRecords(clock: clock)
+        let loaded = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store, stamp: clocks) }
         for key in keys {
             guard let record = loaded[key], record.stateChanged else { continue }
             try onDevice { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) }

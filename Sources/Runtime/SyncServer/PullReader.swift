@@ -94,12 +94,12 @@ struct PullReader: Sendable {
         let keyed = page.records.compactMap { record in record[entity.keyColumn].flatMap(SyncedEntity.keyText).map { ($0, record) } }
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keyed.map(\.0)) } catch { throw .store(error) }
-        let records = SyncStateRecords(node: clock.node)
-        let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user)
+        let records = SyncStateRecords(clock: clock)
+        let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user, clock: clock)
         var found: [SyncRecordState] = []
         for (key, row) in keyed {
-            let kept = try states[key].map { text throws(SyncServerError) in try served { () throws(SyncStateError) in try SyncStateRecords.decode(text, entity: entity.name, key: key) } }
-            let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept, row: row, stamp: clock.tick) }
+            let kept = try states[key].map { text throws(SyncServerError) in try served { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) } }
+            let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept, row: row, stamp: records.now()) }
             if record.stateChanged { try served { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) } }
             if try scope.holds(entity, entity.fieldValues(of: row), in: store) { found.append(SyncRecordState(entity: entity.name, key: key, record: record.state)) }
         }
@@ -122,20 +122,20 @@ struct PullReader: Sendable {
             guard entities.contains(where: { $0.name == change.entity }), let key = SyncedEntity.keyText(change.key[0]) else { continue }
             if seenKeys.insert(change.entity + "\u{0}" + key).inserted { touched[change.entity, default: []].append(key) }
         }
-        let records = SyncStateRecords(node: clock.node)
+        let records = SyncStateRecords(clock: clock)
         let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let scope = ScopeCheck(entities: byName, user: user)
+        let scope = ScopeCheck(entities: byName, user: user, clock: clock)
         var found: [SyncRecordState] = []
         for entity in entities {
             guard let keys = touched[entity.name] else { continue }
-            let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store, stamp: clock.tick) }
+            let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store) { _ in records.now() } }
             for key in keys {
                 guard let record = loaded[key], record.row != nil || record.state.deleted != nil else { continue }
                 if record.stateChanged { try served { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) } }
                 let values = record.row.map(entity.fieldValues) ?? record.state.values
-                // A tombstone whose scope can no longer be told (its parent went too) is sent:
-                // it carries no values, and a device without the record ignores it.
-                guard try scope.owner(entity, values, in: store) ?? (record.row == nil) else { continue }
+                // A tombstone's scope is told from the values it kept (and its parent's, kept
+                // in the parent's tombstone); one whose scope cannot be told is not sent.
+                guard try scope.owner(entity, values, in: store) ?? false else { continue }
                 found.append(SyncRecordState(entity: entity.name, key: key, record: record.row == nil ? Self.tombstone(of: record.state) : record.state))
             }
         }

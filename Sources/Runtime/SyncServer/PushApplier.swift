@@ -24,7 +24,8 @@ struct PushApplier: Sendable {
             }
             return SyncPushAnswer(acknowledged: known.sequence, rejected: [], clock: clock.latest)
         }
-        let records = SyncStateRecords(node: clock.node)
+        try refuseClocksAhead(push)
+        let records = SyncStateRecords(clock: clock)
         var rejected: [SyncRejection] = []
         for change in push.changes {
             if let rejection = try apply(change, records, in: store) { rejected.append(rejection) }
@@ -44,9 +45,12 @@ struct PushApplier: Sendable {
         guard let entity = entities[pushed.entity] else { return rejection(.unknown, "\(pushed.entity.prefix(80)) is no entity that syncs") }
         guard let key = SyncedEntity.storedKey(pushed.key) else { return rejection(.invalid, "the key is not a UUID in lowercase") }
         if let (reason, detail) = problem(with: pushed.change, of: entity) { return rejection(reason, detail) }
-        let record = try served { () throws(SyncStateError) in try records.load(entity, keys: [pushed.key], in: store, stamp: clock.tick) }[pushed.key] ?? SyncedRecord(state: SyncRecord(), row: nil)
-        let scope = ScopeCheck(entities: entities, user: user)
-        if let row = record.row, try !scope.holds(entity, entity.fieldValues(of: row), in: store) {
+        let record =
+            try served { () throws(SyncStateError) in try records.load(entity, keys: [pushed.key], in: store) { _ in records.now() } }[pushed.key] ?? SyncedRecord(state: SyncRecord(), row: nil)
+        let scope = ScopeCheck(entities: entities, user: user, clock: clock)
+        // A record that exists, or existed (its tombstone keeps its values), is its owner's.
+        let existing = record.row.map(entity.fieldValues) ?? (record.state.values.isEmpty ? nil : record.state.values)
+        if let existing, try !scope.holds(entity, existing, in: store) {
             return rejection(.scope, "the record belongs to another user")
         }
         var merged = record.state
@@ -73,6 +77,10 @@ struct PushApplier: Sendable {
             return rejection(of: pushed, .unique, current: current, detail: "a unique value is held by another record")
         }
         if case .deleteDenied = error { return rejection(of: pushed, .invalid, current: current, detail: "a delete rule denies deleting it while related records exist") }
+        // The database's own message can hold values of other rows: only its kind is told.
+        if case .database(let failure) = error {
+            return rejection(of: pushed, .invalid, current: current, detail: "a constraint of the server's database refused it (\(failure.kind.map { "\($0)" } ?? "unknown"))")
+        }
         return rejection(of: pushed, .invalid, current: current, detail: "the server's store refused it: \(error)")
     }
 
@@ -80,6 +88,19 @@ struct PushApplier: Sendable {
         of pushed: SyncRecordChange, _ reason: SyncRejection.Reason, attributes: [String] = [], current: SyncRecord? = nil, detail: String
     ) -> SyncRejection {
         SyncRejection(entity: pushed.entity, key: pushed.key, attributes: attributes, reason: reason, current: current, detail: detail)
+    }
+
+    /// A device whose clock runs ahead of the server's by more than the drift allowed is refused
+    /// as a whole, and keeps its changes to send once its clock is right: merged, they would win
+    /// over every change made after them until their time came.
+    private func refuseClocksAhead(_ push: SyncPush) throws(SyncServerError) {
+        let now = clock.wallClock()
+        for change in push.changes where change.change.clocks.values.contains(where: { $0.node == device }) || change.change.deleted?.node == device {
+            let stamps = Array(change.change.clocks.values) + change.change.counters.values.map(\.clock) + (change.change.deleted.map { [$0] } ?? [])
+            if let ahead = stamps.filter({ $0.node == device }).map(\.milliseconds).max(), ahead - now > 60_000 {
+                throw .clockAhead(device: device, byMilliseconds: ahead - now)
+            }
+        }
     }
 
     /// What makes a change unfit to merge: a name the entity does not have, a clock that is not
@@ -116,6 +137,7 @@ struct DeviceCheck {
 struct ScopeCheck {
     let entities: [String: SyncedEntity]
     let user: String
+    let clock: NodeClock
 
     /// Nil when a record on the path is gone (the scope cannot be told).
     func holds(_ entity: SyncedEntity, _ values: [String: StoredValue], in store: isolated Store) throws(SyncServerError) -> Bool {
@@ -136,8 +158,16 @@ struct ScopeCheck {
             } catch {
                 throw .store(error)
             }
-            guard let found else { return nil }
-            values = target.fieldValues(of: found)
+            if let found {
+                values = target.fieldValues(of: found)
+            } else {
+                // Deleted: its tombstone keeps the values it had, its owner among them.
+                guard let key = SyncedEntity.keyText(link) else { return nil }
+                let kept: String?
+                do { kept = try store.syncStates(entity: target.name, keys: [key])[key] } catch { throw .store(error) }
+                guard let kept else { return nil }
+                values = try served { () throws(SyncStateError) in try SyncStateRecords(clock: clock).decode(kept, of: target, key: key, in: store) }.values
+            }
             current = target
         }
         return sameUser(values[path[path.count - 1]], user)

@@ -20,6 +20,9 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
     /// The history after the cursor was pruned: the device pulls again from the start (no
     /// cursor), merging what it has, so nothing unsynced is lost.
     case cursorExpired(String)
+    /// The device's clock runs ahead of the server's by more than a minute: its push is refused
+    /// whole, and it keeps its changes to send once its clock is right.
+    case clockAhead(device: String, byMilliseconds: Int64)
     /// The server's own clock cannot stamp a change (its wall clock is out of range).
     case clock(SyncClockError)
     /// The store failed; nothing of the request was written.
@@ -42,6 +45,8 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
             "the pull's cursor '\(cursor.prefix(80))' is not one this server gave: pull again from the start (no cursor)"
         case .cursorExpired(let cursor):
             "the history after the pull's cursor '\(cursor.prefix(80))' was pruned: pull again from the start (no cursor); what the device holds is merged, not lost"
+        case .clockAhead(let device, let ahead):
+            "device '\(device)' stamps its changes \(ahead / 1_000) s ahead of the server's clock: set the device's time right; its changes wait on it until then"
         case .clock(let error):
             "the sync server's clock cannot stamp a change: \(error); check the machine's time"
         case .store(let error):

@@ -31,6 +31,24 @@ package final class NodeClock: Sendable {
         _ = try state.withLock { clock throws(SyncClockError) in try clock.receive(remote, wallMilliseconds: wall) }
     }
 
+    /// Takes in a clock the node must order after whatever its wall clock says: the server's
+    /// (a device trusts it over its own wall clock), or a value's it stamps over.
+    package func advance(past remote: SyncClock) {
+        state.withLock { clock in
+            guard remote > clock.latest else { return }
+            // Received at the remote's own time, the drift check cannot refuse it.
+            _ = try? clock.receive(remote, wallMilliseconds: remote.milliseconds)
+        }
+    }
+
+    /// The clock a node stamps a change with when the value it changes already has `existing`,
+    /// which is not earlier than `proposed` (a skewed clock): the next one after it.
+    package func after(_ existing: SyncClock, proposed: SyncClock) -> SyncClock {
+        guard existing >= proposed else { return proposed }
+        advance(past: existing)
+        return (try? tick(wallMilliseconds: existing.milliseconds)) ?? proposed
+    }
+
     /// The latest clock given or seen.
     package var latest: SyncClock { state.withLock { $0.latest } }
 }

@@ -27,54 +27,65 @@ package enum SyncStateError: Error {
     case clock(SyncClockError)
 }
 
+/// The clock a write made outside sync is stamped with, by field (nil: a delete).
+package typealias StampClock = (_ field: String?) throws(SyncClockError) -> SyncClock
+
 /// Reads records with their sync state, and stamps what was written without sync: a value that
 /// differs from the state's was written since the state was kept (on the server, by the server
 /// app, psql or a migration; on a device, by the app), so it is this node's change. The state
 /// keeps the values it stamped, which is how such writes are told apart from sync's own,
-/// whoever the writer was.
+/// whoever the writer was. Encrypted values stay sealed in the state, as in the row.
 package struct SyncStateRecords: Sendable {
     /// The node whose changes are stamped.
-    package let node: String
+    package let clock: NodeClock
 
-    package init(node: String) { self.node = node }
+    package init(clock: NodeClock) { self.clock = clock }
 
-    /// The records of `entity` with these keys (wire text), each brought up to date with clocks
-    /// from `stamp`.
-    package func load(_ entity: SyncedEntity, keys: [String], in store: isolated Store, stamp: () throws(SyncClockError) -> SyncClock) throws(SyncStateError)
-        -> [String: SyncedRecord]
-    {
+    /// One clock for every field of a record: a change the node makes now.
+    package func now() -> StampClock {
+        var taken: SyncClock?
+        let clock = self.clock
+        return { (_: String?) throws(SyncClockError) -> SyncClock in
+            if let taken { return taken }
+            let stamp = try clock.tick()
+            taken = stamp
+            return stamp
+        }
+    }
+
+    /// The records of `entity` with these keys (wire text), read in one statement a few hundred
+    /// at a time, each brought up to date with clocks from `stamp(key)`.
+    package func load(_ entity: SyncedEntity, keys: [String], in store: isolated Store, stamp: (String) -> StampClock) throws(SyncStateError) -> [String: SyncedRecord] {
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keys) } catch { throw .store(error) }
+        let rows: [StoredRecord]
+        do { rows = try store.records(of: entity.descriptor, column: entity.keyColumn, in: keys.compactMap(SyncedEntity.storedKey)) } catch { throw .store(error) }
+        var byKey: [String: StoredRecord] = [:]
+        for row in rows {
+            if let key = row[entity.keyColumn].flatMap(SyncedEntity.keyText) { byKey[key] = row }
+        }
         var records: [String: SyncedRecord] = [:]
-        for key in keys where records[key] == nil {
-            guard let stored = SyncedEntity.storedKey(key) else { continue }
-            let row: StoredRecord?
-            do {
-                row = try store.records(of: entity.descriptor, where: [RecordFilter(entity.keyColumn, .equals(stored))], limit: 1).records.first
-            } catch {
-                throw .store(error)
-            }
-            let kept = try states[key].map { text throws(SyncStateError) in try Self.decode(text, entity: entity.name, key: key) }
-            records[key] = try reconciled(entity, state: kept, row: row, stamp: stamp)
+        for key in keys where records[key] == nil && SyncedEntity.storedKey(key) != nil {
+            let kept = try states[key].map { text throws(SyncStateError) in try decode(text, of: entity, key: key, in: store) }
+            records[key] = try reconciled(entity, state: kept, row: byKey[key], stamp: stamp(key))
         }
         return records
     }
 
-    /// The record with what was written outside sync stamped as this node's change.
-    package func reconciled(_ entity: SyncedEntity, state kept: SyncRecord?, row: StoredRecord?, stamp: () throws(SyncClockError) -> SyncClock) throws(SyncStateError)
-        -> SyncedRecord
-    {
+    /// The record with what was written outside sync stamped as this node's change, each field
+    /// after the clock it had (a skewed wall clock never makes a new write lose to an old one).
+    package func reconciled(_ entity: SyncedEntity, state kept: SyncRecord?, row: StoredRecord?, stamp: StampClock) throws(SyncStateError) -> SyncedRecord {
         var state = kept ?? SyncRecord()
-        var clock: SyncClock?
-        func now() throws(SyncStateError) -> SyncClock {
-            if let clock { return clock }
-            do { clock = try stamp() } catch { throw .clock(error) }
-            return clock!
+        func clock(_ field: String?, after existing: SyncClock?) throws(SyncStateError) -> SyncClock {
+            let proposed: SyncClock
+            do { proposed = try stamp(field) } catch { throw .clock(error) }
+            guard let existing else { return proposed }
+            return self.clock.after(existing, proposed: proposed)
         }
         guard let row else {
             // Deleted without sync: a tombstone, so that other nodes delete it too.
             guard kept != nil, !state.isDeleted else { return SyncedRecord(state: state, row: nil) }
-            state.merge(SyncChange(deleted: try now()), rules: entity.rules, fromServer: true)
+            state.merge(SyncChange(deleted: try clock(nil, after: state.latestChange)), rules: entity.rules, fromServer: true)
             return SyncedRecord(state: state, row: nil, stateChanged: true)
         }
         let revived = kept == nil || state.isDeleted
@@ -85,33 +96,57 @@ package struct SyncStateRecords: Sendable {
                 let stored: Int64 = if case .integer(let number) = value { number } else { 0 }
                 let known = state.counter(field)
                 guard stored != known || revived && state.counterTotals[field] == nil else { continue }
-                let own = state.counterTotals[field]?[node]?.total ?? 0
-                change.counters[field] = CounterTotal(total: own &+ (stored &- known), clock: try now())
-                stamped[field] = state.counterTotals[field]?[node]?.clock
+                let own = state.counterTotals[field]?[self.clock.node]
+                change.counters[field] = CounterTotal(total: (own?.total ?? 0) &+ (stored &- known), clock: try clock(field, after: own?.clock))
+                stamped[field] = own?.clock
             } else if revived || state.values[field] != value || state.clocks[field] == nil {
                 change.values[field] = value
-                change.clocks[field] = try now()
+                change.clocks[field] = try clock(field, after: revived ? state.deleted : state.clocks[field])
                 stamped[field] = state.clocks[field]
             }
         }
-        guard clock != nil else { return SyncedRecord(state: state, row: row) }
+        guard !stamped.isEmpty || !change.values.isEmpty || !change.counters.isEmpty else { return SyncedRecord(state: state, row: row) }
         state.merge(change, rules: entity.rules, fromServer: true)
         return SyncedRecord(state: state, row: row, stateChanged: true, stamped: stamped)
     }
 
-    /// Stores a record's state.
+    /// Stores a record's state, its encrypted values sealed as its row's are.
     package func save(_ state: SyncRecord, of entity: SyncedEntity, key: String, in store: isolated Store) throws(SyncStateError) {
+        var sealed = state
+        if !entity.encryptedFields.isEmpty, let stored = SyncedEntity.storedKey(key) {
+            var values = state.values
+            for field in entity.encryptedFields {
+                guard let value = values[field], let column = entity.columns[field] else { continue }
+                do { values[field] = try store.sealForSyncState(value, table: entity.descriptor.table, column: column, key: [stored]) } catch { throw .store(error) }
+            }
+            sealed = SyncRecord(values: values, clocks: state.clocks, counterTotals: state.counterTotals, deleted: state.deleted) ?? state
+        }
         let text: String
-        do { text = String(decoding: try Self.encoder.encode(state), as: UTF8.self) } catch { throw .store(.coding("the sync state of \(entity.name) \(key): \(error)")) }
+        do { text = String(decoding: try Self.encoder.encode(sealed), as: UTF8.self) } catch { throw .store(.coding("the sync state of \(entity.name) \(key): \(error)")) }
         do { try store.writeSyncState(entity: entity.name, key: key, state: text) } catch { throw .store(error) }
     }
 
-    package static func decode(_ text: String, entity: String, key: String) throws(SyncStateError) -> SyncRecord {
+    /// A kept state, its encrypted values opened; one no key opens any more (retired since) is
+    /// left out, so that the field is stamped again from its row.
+    package func decode(_ text: String, of entity: SyncedEntity, key: String, in store: isolated Store) throws(SyncStateError) -> SyncRecord {
+        let state: SyncRecord
         do {
-            return try JSONDecoder().decode(SyncRecord.self, from: Data(text.utf8))
+            state = try JSONDecoder().decode(SyncRecord.self, from: Data(text.utf8))
         } catch {
-            throw .store(.coding("the stored sync state of \(entity) \(key) cannot be read (\(error)); it was changed outside sync"))
+            throw .store(.coding("the stored sync state of \(entity.name) \(key) cannot be read (\(error)); it was changed outside sync"))
         }
+        guard !entity.encryptedFields.isEmpty, let stored = SyncedEntity.storedKey(key) else { return state }
+        var values = state.values, clocks = state.clocks
+        for field in entity.encryptedFields {
+            guard let value = values[field], let column = entity.columns[field] else { continue }
+            if let opened = store.openSyncState(value, table: entity.descriptor.table, column: column, key: [stored]) {
+                values[field] = opened
+            } else {
+                values[field] = nil
+                clocks[field] = nil
+            }
+        }
+        return SyncRecord(values: values, clocks: clocks, counterTotals: state.counterTotals, deleted: state.deleted) ?? state
     }
 
     static let encoder: JSONEncoder = {

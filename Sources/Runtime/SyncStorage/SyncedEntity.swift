@@ -16,6 +16,8 @@ package struct SyncedEntity: Sendable {
     package let columns: [String: String]
     /// Each column's field name.
     package let fields: [String: String]
+    /// The fields whose columns are encrypted: their values stay sealed in a kept state.
+    package let encryptedFields: Set<String>
 
     package var name: String { descriptor.name }
 
@@ -31,6 +33,7 @@ package struct SyncedEntity: Sendable {
             columns[relationship.name] = relationship.foreignKeyColumns[0]
         }
         self.columns = columns
+        encryptedFields = Set(descriptor.columns.filter { $0.isEncrypted && !$0.isPrimaryKey }.map(\.property))
         fields = Dictionary(columns.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -84,5 +87,21 @@ package struct SyncedEntity: Sendable {
         }
         guard !changed.isEmpty else { return }
         _ = try store.updateRecord(of: descriptor, key: [key], set: changed)
+    }
+
+    /// The entities ordered so that each comes after those its to-one relationships point to
+    /// (a list before its items); a cycle keeps the schema's order for what it leaves.
+    package static func parentsFirst(_ entities: [SyncedEntity]) -> [SyncedEntity] {
+        var placed: [SyncedEntity] = []
+        var left = entities.sorted { $0.name < $1.name }
+        while !left.isEmpty {
+            let ready = left.firstIndex { entity in
+                entity.descriptor.relationships.allSatisfy { relationship in
+                    relationship.isToMany || relationship.target == entity.name || !left.contains { $0.name == relationship.target }
+                }
+            }
+            placed.append(left.remove(at: ready ?? 0))
+        }
+        return placed
     }
 }

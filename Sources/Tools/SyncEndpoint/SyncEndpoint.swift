@@ -96,12 +96,13 @@ public struct SyncEndpoint: Sendable {
         case .cursorExpired: Self.error(HTTPStatus(410, "Gone"), "cursorExpired", error.description)
         case .deviceOfAnotherUser: Self.error(.forbidden, "deviceOfAnotherUser", error.description)
         case .unservedVersion: Self.error(.conflict, "unservedVersion", error.description)
+        case .clockAhead: Self.error(.conflict, "clockAhead", error.description)
         case .badDevice, .badCursor: Self.error(.badRequest, "badRequest", error.description)
         case .store, .clock:
             // Passing: the store's connection or a failover. The device tries again later.
             HTTPResponse(
                 status: .serviceUnavailable, headers: [("Content-Type", "application/json"), ("Retry-After", "5")],
-                body: .bytes(errorBody("unavailable", error.description)))
+                body: .bytes(errorBody("unavailable", "the sync server's database is unavailable (a lost connection, a failover); try again")))
         case .historyOff, .nothingSynced: Self.error(.internalServerError, "misconfigured", error.description)
         }
     }
