@@ -10,13 +10,15 @@ import SyncStorage
 /// changes nothing.
 enum PullCursor: Equatable {
     case scan(token: Int64, entity: Int, after: String?)
-    case history(token: Int64)
+    /// After `token`; `skip` records of the next transaction already sent (one transaction
+    /// larger than a page goes in several).
+    case history(token: Int64, skip: Int)
 
-    /// The cursor as the device keeps it: `s.<token>.<entity>[.<key>]` or `h.<token>`.
+    /// The cursor as the device keeps it: `s.<token>.<entity>[.<key>]` or `h.<token>[.<skip>]`.
     var text: String {
         switch self {
         case .scan(let token, let entity, let after): "s.\(token).\(entity)" + (after.map { ".\($0)" } ?? "")
-        case .history(let token): "h.\(token)"
+        case .history(let token, let skip): "h.\(token)" + (skip > 0 ? ".\(skip)" : "")
         }
     }
 
@@ -26,7 +28,10 @@ enum PullCursor: Equatable {
         guard parts.count >= 2, let token = Int64(parts[1]), token >= 0 else { return nil }
         switch parts[0] {
         case "h" where parts.count == 2:
-            self = .history(token: token)
+            self = .history(token: token, skip: 0)
+        case "h" where parts.count == 3:
+            guard let skip = Int(parts[2]), skip > 0 else { return nil }
+            self = .history(token: token, skip: skip)
         case "s" where parts.count >= 3:
             guard let entity = Int(parts[2]), (0...entities).contains(entity) else { return nil }
             let after = parts.count == 4 ? parts[3] : nil
@@ -53,19 +58,24 @@ struct PullReader: Sendable {
         var cursor = start
         var records: [SyncRecordState] = []
         var hasMore = true
-        while records.count < limit, hasMore {
+        // Bounded work per pull: history of other users' records is read at most this many
+        // batches before the page goes back, short, with `hasMore`.
+        var batches = 0
+        while records.count < limit, hasMore, batches < 20 {
+            batches += 1
             switch cursor {
             case .scan(let token, let index, _) where index >= entities.count:
-                cursor = .history(token: token)
+                cursor = .history(token: token, skip: 0)
             case .scan(let token, let index, let after):
                 let (found, next) = try scan(entities[index], after: after, limit: limit - records.count, in: store)
                 records += found
                 cursor = next.map { .scan(token: token, entity: index, after: $0) } ?? .scan(token: token, entity: index + 1, after: nil)
-            case .history(let token):
-                let (found, last, complete) = try changes(after: token, limit: limit - records.count, in: store)
+            case .history(let token, let skip):
+                let (found, next, complete) = try changes(after: token, skipping: skip, limit: limit - records.count, in: store)
                 records += found
-                cursor = .history(token: last)
+                cursor = next
                 hasMore = !complete
+                if found.isEmpty, !complete, next == .history(token: token, skip: skip) { hasMore = false }
             }
         }
         return SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest)
@@ -106,21 +116,49 @@ struct PullReader: Sendable {
         return (found, page.next == nil ? nil : keyed.last?.0)
     }
 
-    /// The records changed in the history's transactions after `token`, up to `limit`
-    /// transactions; the last token read, and whether the history ends there.
-    private func changes(after token: Int64, limit: Int, in store: isolated Store) throws(SyncServerError) -> ([SyncRecordState], Int64, Bool) {
+    /// The records changed in the history's transactions after `token` (past the first `skip`
+    /// of the next one), at most `limit`: whole transactions while they fit, one larger than a
+    /// page in parts. Where the next page starts, and whether the history ends here.
+    private func changes(after token: Int64, skipping skip: Int, limit: Int, in store: isolated Store) throws(SyncServerError) -> ([SyncRecordState], PullCursor, Bool) {
         let transactions: [HistoryTransaction]
         do {
             transactions = try store.history(after: HistoryToken(token), limit: limit)
         } catch {
-            if case .historyPruned = error { throw .cursorExpired(PullCursor.history(token: token).text) }
+            if case .historyPruned = error { throw .cursorExpired(PullCursor.history(token: token, skip: skip).text) }
             throw .store(error)
         }
         var touched: [String: [String]] = [:]
         var seenKeys: Set<String> = []
-        for change in transactions.lazy.flatMap(\.changes) where change.key.count == 1 {
-            guard entities.contains(where: { $0.name == change.entity }), let key = SyncedEntity.keyText(change.key[0]) else { continue }
-            if seenKeys.insert(change.entity + "\u{0}" + key).inserted { touched[change.entity, default: []].append(key) }
+        var picked = 0
+        var cursor = PullCursor.history(token: token, skip: skip)
+        var complete = transactions.count < limit
+        var before = token
+        for (index, transaction) in transactions.enumerated() {
+            var changes: [(entity: String, key: String)] = []
+            var inTransaction: Set<String> = []
+            for change in transaction.changes where change.key.count == 1 && entities.contains(where: { $0.name == change.entity }) {
+                guard let key = SyncedEntity.keyText(change.key[0]), inTransaction.insert(change.entity + "\u{0}" + key).inserted else { continue }
+                changes.append((change.entity, key))
+            }
+            let skipped = index == 0 ? min(skip, changes.count) : 0
+            let fresh = changes.dropFirst(skipped).filter { !seenKeys.contains($0.entity + "\u{0}" + $0.key) }
+            if picked + fresh.count > limit {
+                complete = false
+                // A transaction larger than a page: as much of it as fits, the rest next time.
+                if picked == 0 {
+                    for change in fresh.prefix(limit) { touched[change.entity, default: []].append(change.key) }
+                    picked = limit
+                    cursor = .history(token: before, skip: skipped + limit)
+                }
+                break
+            }
+            for change in fresh {
+                seenKeys.insert(change.entity + "\u{0}" + change.key)
+                touched[change.entity, default: []].append(change.key)
+            }
+            picked += fresh.count
+            before = transaction.token.value
+            cursor = .history(token: before, skip: 0)
         }
         let records = SyncStateRecords(clock: clock)
         let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -139,7 +177,7 @@ struct PullReader: Sendable {
                 found.append(SyncRecordState(entity: entity.name, key: key, record: record.row == nil ? Self.tombstone(of: record.state) : record.state))
             }
         }
-        return (found, transactions.last?.token.value ?? token, transactions.count < limit)
+        return (found, cursor, complete)
     }
 
     /// A deleted record as sent: its delete's clock alone, none of its values.

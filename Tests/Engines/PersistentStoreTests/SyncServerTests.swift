@@ -131,6 +131,33 @@ import Testing
     }
 
     @Test(arguments: StoreEngine.available)
+    func aTransactionLargerThanAPageComesInParts(_ engine: StoreEngine) async throws {
+        let (store, server) = try await Board.server(engine)
+        let ada = Device("ipad-ada", base: SyncServer.wallMilliseconds())
+        let list = Board.key(1)
+        _ = try await server.push(ada.push(1, [ada.change("List", list, ["owner": .text("ada"), "title": .text("Big")])]), user: "ada")
+        let start = try await ada.pullAll(server, user: "ada", limit: 50, keepingCursor: true).cursor
+        // The server app adds 25 cards in one transaction; pages of 10 carry them all, once.
+        try await store.transaction { store in
+            for number in 2..<27 {
+                _ = try store.insertRecord(of: Board.card, values: ["id": .text(Board.key(number)), "title": .text("Card \(number)"), "list_id": .text(list), "likes": .integer(0)])
+            }
+        }
+        var keys: [String] = []
+        var cursor = start
+        var pages = 0
+        for _ in 0..<100 where keys.count < 25 {
+            let page = try await server.pull(SyncPull(device: ada.id, schemaVersion: Board.version, after: cursor, limit: 10), user: "ada")
+            #expect(page.records.count <= 10)
+            keys += page.records.map(\.key)
+            cursor = page.next
+            pages += page.records.isEmpty ? 0 : 1
+            if page.records.isEmpty { try await _Concurrency.Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(keys.count == 25 && Set(keys).count == 25 && pages == 3, "\(pages) pages: \(keys.count) records")
+    }
+
+    @Test(arguments: StoreEngine.available)
     func whatCannotBeAppliedIsToldAndTheRestGoesOn(_ engine: StoreEngine) async throws {
         let (store, server) = try await Board.server(engine)
         let start = SyncServer.wallMilliseconds()
