@@ -101,10 +101,12 @@ public struct SchemaHistory: Sendable {
     }
 
     /// The schema without what no model sees: docs, source positions, the file's path, and the
-    /// settings of its migrations and store (dialects, online, history).
+    /// settings of its migrations, store and sync (dialects, online, history, the `sync:` block,
+    /// which Core Data keeps in user info, outside its version hashes).
     static func modelShape(_ schema: Schema) -> Schema {
         var shape = schema
         shape.doc = nil
+        shape.sync = nil
         shape.sourcePath = ""
         shape.dialects = nil
         shape.online = nil

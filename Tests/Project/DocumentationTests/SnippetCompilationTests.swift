@@ -116,8 +116,8 @@ import Testing
 
     /// Compiler flags for the system-library modules the runtime imports.
     static let systemLibraryFlags: [String] =
-        ["CSQLite", "CCrypto", "CYAML", "CPostgreSQL"].flatMap { ["-I", sourceFolder(of: $0).path] }
-        + (pkgConfig(["--cflags-only-I", "libpq", "sqlite3", "libcrypto", "yaml-0.1"]) ?? "").split(separator: " ").flatMap { ["-Xcc", String($0)] }
+        ["CSQLite", "CCrypto", "CYAML", "CPostgreSQL", "CZlib"].flatMap { ["-I", sourceFolder(of: $0).path] }
+        + (pkgConfig(["--cflags-only-I", "libpq", "sqlite3", "libcrypto", "yaml-0.1", "zlib"]) ?? "").split(separator: " ").flatMap { ["-Xcc", String($0)] }
 
     static func pkgConfig(_ arguments: [String]) -> String? {
         (try? runProgram("pkg-config", arguments, in: repositoryRoot)).flatMap { $0.status == 0 ? $0.output.trimmingCharacters(in: .whitespacesAndNewlines) : nil }
