@@ -161,7 +161,9 @@ extension Migrator {
     public func complete(options: Options = Options(), progress: @escaping (Event) -> Void = { _ in }) throws(MigratorError) -> MigrationScript? {
         guard let state = try onlineState() else { return nil }
         switch state.phase {
-        case .expanded, .contract: return try runContract(state, options: options, progress: progress)
+        case .expanded, .contract:
+            try refuseStrandingDevices(state, options: options)
+            return try runContract(state, options: options, progress: progress)
         case .expand:
             throw .onlineState("migration \(MigratorError.number(state.version)) is still expanding (interrupted at section \(state.section + 1)); finish it with `up` first, or roll it back")
         case .rollback:
@@ -292,6 +294,7 @@ extension Migrator {
             if !options.allowDestructive, let text = script.contract, (try? MigrationHeader.parse(text))?.losesData == true {
                 throw .destructiveContract(file: script.contractFile ?? script.fileName.contractFile)
             }
+            if let newest = (try? script.header(.up))?.toVersion { try refuseStrandingDevices(below: newest, migration: script.version, options: options) }
             return PlannedStep(script: script, kind: .contract)
         }
         for script in try pendingUp(target, options: options) where script.version != inProgress {

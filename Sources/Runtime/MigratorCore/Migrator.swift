@@ -362,6 +362,12 @@ public final class Migrator {
         /// what was made on the table outside the schema and cannot be made again on the
         /// rebuilt one (an index on a column the version drops, say), instead of stopping.
         public var dropUncarried = false
+        /// `complete`: how recently a sync device must have synced through a version the
+        /// contract drops for the contract to be refused (those devices would be stranded).
+        public var deviceRetention: TimeInterval = 30 * 24 * 3_600
+        /// `complete`: contract even when devices synced through the version it drops within
+        /// `deviceRetention`: they cannot sync again until their app is updated.
+        public var strandDevices = false
         /// Options; off by default, locks waited for 500 ms, 20 retries; backfills wait for
         /// standbys more than 1 s behind and aim at 200 ms batches.
         ///

@@ -211,6 +211,10 @@ public enum MigrateTool {
     /// Options of the commands that run online migrations' phases.
     static let online: [OptionSpec] = [
         .value(
+            "device-retention", valueName: "days",
+            help: "complete: refuse to drop a version that sync devices used within this many days (the devices would be stranded).", defaultValue: "30"),
+        .flag("strand-devices", help: "complete: drop the version even so; its devices cannot sync until their app is updated."),
+        .value(
             "online-lock-timeout", valueName: "ms",
             help: "Online migrations: how long each DDL statement may wait for a lock (and so hold app queries behind it) before it gives up and is retried.",
             defaultValue: "500"),
@@ -267,6 +271,7 @@ public enum MigrateTool {
     static func onlineOptions(_ arguments: ParsedArguments, io: CommandIO) -> Migrator.Options? {
         var options = Migrator.Options()
         options.dropUncarried = arguments.flag("drop-uncarried")
+        options.strandDevices = arguments.flag("strand-devices")
         let counts: [(String, (Double) -> Void)] = [
             ("online-lock-timeout", { options.lockTimeoutMilliseconds = Int($0) }), ("lock-retries", { options.lockRetries = Int($0) }),
             ("max-replica-lag", { options.maxReplicaLagMilliseconds = Int($0) }), ("batch-time", { options.batchTargetMilliseconds = Int($0) }),
@@ -279,6 +284,7 @@ public enum MigrateTool {
         options.maxWALMegabytesPerSecond = config.maxWalRate.flatMap { $0 > 0 ? $0 : nil }
         let rates: [(String, (Double) -> Void)] = [
             ("replica-lag-timeout", { options.replicaLagTimeout = $0 }), ("max-wal-rate", { options.maxWALMegabytesPerSecond = $0 > 0 ? $0 : nil }),
+            ("device-retention", { options.deviceRetention = $0 * 86_400 }),
         ]
         guard applyNumbers(rates, from: arguments, expecting: "a number", io: io) else { return nil }
         return options

@@ -20,8 +20,11 @@ enum StatusCommand: Command {
         var online: [String: (state: Migrator.OnlineState, served: [Int])] = [:]
         // What the online migrations not yet contracted carry across their table copies.
         var carried: [String: [Int: [Migrator.CarriedObject]]] = [:]
+        // The devices a sync server saw, by schema.
+        var devices: [String: [Migrator.SyncDevice]] = [:]
         do {
             for migrator in migrators {
+                devices[migrator.schema] = try migrator.syncDevices()
                 if let state = try migrator.onlineProgress() { online[migrator.schema] = (state, try migrator.servedVersions()) }
                 for (version, objects) in try migrator.carriedObjects() { carried[migrator.schema, default: [:]][version] = objects }
                 let attempts = try migrator.attempts()
@@ -101,6 +104,7 @@ enum StatusCommand: Command {
             if let (online, served) = online[entry.schema], online.version == row.version { state += "; " + describe(online, served: served, schema: entry.schema) }
             out += String(format: "%04d     ", row.version) + padded + state + "\n"
         }
+        for (schema, seen) in devices.sorted(by: { $0.key < $1.key }) where !seen.isEmpty { out += describe(seen, schema: schema) }
         for (schema, versions) in carried.sorted(by: { $0.key < $1.key }) {
             for (version, objects) in versions.sorted(by: { $0.key < $1.key }) {
                 out += "note: \(schema) \(String(format: "%04d", version)) copies a table; made outside the schema, on it:\n"
@@ -115,6 +119,17 @@ enum StatusCommand: Command {
         }
         io.writeOutput(out)
         return .success
+    }
+
+    /// `note: Todo sync devices on version 3: laptop (last seen ...), phone (...)`, a line a version.
+    static func describe(_ devices: [Migrator.SyncDevice], schema: String) -> String {
+        let formatter = ISO8601DateFormatter()
+        var out = ""
+        for (version, group) in Dictionary(grouping: devices, by: \.schemaVersion).sorted(by: { $0.key < $1.key }) {
+            let listed = group.prefix(10).map { "\($0.device) (last seen \(formatter.string(from: $0.lastSeen)))" }.joined(separator: ", ")
+            out += "note: \(schema) sync devices on version \(version): \(group.count): \(listed)\(group.count > 10 ? " and \(group.count - 10) more" : "")\n"
+        }
+        return out
     }
 
     static func describe(_ state: Migrator.OnlineState, served: [Int], schema: String) -> String {

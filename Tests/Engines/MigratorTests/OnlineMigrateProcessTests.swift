@@ -3,6 +3,7 @@ import MigrationFiles
 import MigrationPlanner
 import PostgresKit
 import RelationalModel
+import SQLDialects
 import SchemaKit
 import SchemaMetadata
 import TestSupport
@@ -26,6 +27,32 @@ struct OnlineMigrateProcessTests {
                 "schema: Events\nversion: 1\nentities:\n  Event:\n    table: events\n    attributes:\n      name: String?\n      score: Int32\n",
                 "schema: Events\nversion: 2\nentities:\n  Event:\n    table: events\n    attributes:\n      name: {type: String, default: unnamed, indexed: true}\n      score: Double\n",
             ], names: ["create", "retype"], online: true)
+    }
+
+    /// Devices a sync server saw: `status` lists them by version, and `complete` refuses to drop
+    /// a version one of them used within the retention period, naming it, until
+    /// `--strand-devices`; a device not seen for longer strands nobody.
+    @Test func completeRefusesToStrandSyncDevices() throws {
+        let server = try #require(PostgresServer.shared, "the PostgreSQL test server did not start")
+        let path = try Self.onlineMigrations().path
+        let url = try server.createDatabase()
+        #expect(try Self.migrate.run(["up", "1", "--database", url, "--dir", path]).status == 0)
+        let connection = try PostgresConnection(url)
+        let now = Date().timeIntervalSince1970
+        try connection.execute(
+            StoreTableMigrations.syncTables(SQLDialectName.postgres.dialect).statement(for: SQLDialectName.postgres.dialect).statement.text
+                + "INSERT INTO schemagen_sync_devices VALUES ('Events', 'phone-1', 'ada', 1, 5, NULL, \(now - 600), \(now - 60)), ('Events', 'old-tablet', 'bob', 1, 2, NULL, \(now - 9e6), \(now - 8e6));"
+        )
+        #expect(try Self.migrate.run(["up", "--database", url, "--dir", path]).status == 0)
+        let status = try Self.migrate.run(["status", "--database", url, "--dir", path])
+        #expect(status.output.contains("note: Events sync devices on version 1: 2: phone-1 (last seen "), "\(status.output)")
+        let refused = try Self.migrate.run(["complete", "--database", url, "--dir", path])
+        #expect(refused.status == 1 && refused.error.contains("phone-1 (version 1") && refused.error.contains("--strand-devices"), "\(refused.error)")
+        #expect(!refused.error.contains("old-tablet"), "a device not seen for 90 days strands nobody: \(refused.error)")
+        #expect(try connection.query("SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'events_v1'") == [[.integer(1)]], "version 1 still served")
+        let forced = try Self.migrate.run(["complete", "--strand-devices", "--database", url, "--dir", path])
+        #expect(forced.status == 0, "\(forced.error)")
+        #expect(try connection.query("SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'events_v1'") == [[.integer(0)]])
     }
 
     /// `status` and `up --dry-run` list what an online migration's copy of a table carries, and
