@@ -72,6 +72,7 @@ enum SyncCommand: Command {
         options: TodoTool.common + [
             .value("server", valueName: "url", help: "The server's sync address, as `todo sync-server` prints it (default: $TODO_SYNC_SERVER)."),
             .value("device", valueName: "id", help: "This device's id, kept for the life of its database (default: $TODO_DEVICE)."),
+            .value("timeout", valueName: "seconds", help: "How long each request to the server may take (default 30)."),
         ])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -84,10 +85,14 @@ enum SyncCommand: Command {
             io.writeError("todo: error: give this device an id with --device (or $TODO_DEVICE): 1 to 64 letters, digits, '.', '_', ':' or '-'\n")
             return .usageOrIO
         }
+        guard let timeout = Double(arguments.value("timeout") ?? "30"), timeout > 0, timeout.isFinite else {
+            io.writeError("todo: error: --timeout takes a number of seconds above 0\n")
+            return .usageOrIO
+        }
         let token = io.environment["TODO_SYNC_TOKEN"] ?? ""
         let opening = TodoTool.open(arguments, io: io)
         guard case .success(let store) = opening else { return opening.exitStatus }
-        let transport = HTTPSyncTransport(base: base) { token.isEmpty ? [:] : ["Authorization": "Bearer \(token)"] }
+        let transport = HTTPSyncTransport(base: base, timeout: timeout) { token.isEmpty ? [:] : ["Authorization": "Bearer \(token)"] }
         return TodoTool.perform(io) {
             let status = try runToCompletion {
                 let client = try await SyncClient(store: store, schema: TodoSchema.descriptor, device: device, transport: transport)
