@@ -102,6 +102,47 @@ extension Store {
         return try transaction(body)
     }
 
+    /// Inserts new rows of `entity` from column values, several to a statement, inside the
+    /// transaction that pulled them: encrypted values sealed and external ones stored as
+    /// `insertRecord` does, nothing read back. A row the database refuses fails them all.
+    package func insertRecords(of entity: EntityDescriptor, rows: [[String: StoredValue]]) throws(StoreError) {
+        try requireTransaction("pulled rows")
+        guard let entity = schema.entity(forTable: entity.table) else { throw .unknownEntity(entity.name) }
+        var groups: [[String]: [[StoredValue]]] = [:]
+        for row in rows {
+            var columns = row.keys.sorted()
+            var values: [StoredValue] = []
+            for name in columns {
+                guard entity.recordColumns.contains(name) else { throw .notSupported("\(entity.name) has no column '\(name)'") }
+                values.append(try Self.checkedValue(row[name]!, column: name, of: entity))
+            }
+            try prepareRow(entity, columns: &columns, values: &values, replacing: false)
+            groups[columns, default: []].append(values)
+        }
+        for (columns, rows) in groups.sorted(by: { $0.key.joined() < $1.key.joined() }) where !columns.isEmpty {
+            // Under SQLite's 32,766 parameters a statement, and PostgreSQL's 65,535.
+            let perStatement = max(1, 30_000 / columns.count)
+            for start in stride(from: 0, to: rows.count, by: perStatement) {
+                let tuples = rows[start..<min(start + perStatement, rows.count)].map { values -> SQL in "(\(SQL.parameters(values)))" }
+                _ = try query("INSERT INTO \(identifier: entity.table) (\(SQL.identifiers(columns))) VALUES \(SQL.list(tuples))")
+            }
+        }
+    }
+
+    /// Stores several records' states at once, inside the transaction that writes the records.
+    package func writeSyncStates(entity: String, _ states: [(key: String, state: String)]) throws(StoreError) {
+        try requireTransaction("a sync state")
+        let dialect = database.dialect
+        for start in stride(from: 0, to: states.count, by: 500) {
+            let tuples = states[start..<min(start + 500, states.count)].map { item -> SQL in
+                "(\(SQL.parameters([.text(schema.name), .text(entity), .text(item.key), .text(item.state)])))"
+            }
+            _ = try query(
+                "INSERT INTO schemagen_sync_records (schema, entity, record_key, state) VALUES \(SQL.list(tuples))"
+                    + dialect.onConflict(["schema", "entity", "record_key"], set: ["state = " + dialect.proposed("state")]))
+        }
+    }
+
     /// Stores a record's state, inside the transaction that writes the record.
     package func writeSyncState(entity: String, key: String, state: String) throws(StoreError) {
         try requireTransaction("a sync state")

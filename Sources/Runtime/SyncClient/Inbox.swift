@@ -26,23 +26,53 @@ struct Inbox: Sendable {
             let pulled = page.records.filter { $0.entity == entity.name && SyncedEntity.storedKey($0.key) != nil }
             guard !pulled.isEmpty else { continue }
             let local = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: pulled.map(\.key), in: store) { _ in records.now() } }
+            var inserts: [[String: StoredValue]] = []
+            var states: [(key: String, state: SyncRecord)] = []
+            // A record may come twice in a page (a first sync's scan, then the history after
+            // it): taken once, both merged.
+            var order: [String] = []
+            var incoming: [String: SyncRecord] = [:]
             for record in pulled {
-                let mine = local[record.key] ?? SyncedRecord(state: SyncRecord(), row: nil)
+                if incoming[record.key] == nil { order.append(record.key) }
+                var combined = incoming[record.key] ?? SyncRecord()
+                combined.merge(record.record)
+                incoming[record.key] = combined
+            }
+            for name in order {
+                let mine = local[name] ?? SyncedRecord(state: SyncRecord(), row: nil)
                 var merged = mine.state
-                merged.merge(record.record)
+                merged.merge(incoming[name]!)
                 let rowMatches = (mine.row == nil) == merged.isDeleted
                 guard merged != mine.state || !rowMatches else { continue }
-                do {
-                    try entity.write(merged, key: SyncedEntity.storedKey(record.key)!, over: mine.row, in: store)
-                } catch {
-                    // Nothing of this page is kept: the next sync takes it again, once the cause is gone.
-                    throw .store(.notSupported("the pulled \(record.entity) \(record.key) cannot be written on this device (\(error)); the page is taken again at the next sync"))
+                let key = SyncedEntity.storedKey(name)!
+                if mine.row == nil, !merged.isDeleted {
+                    // New here (a first sync is all new): inserted with the others, a few
+                    // statements a page.
+                    inserts.append(entity.rowColumns(of: merged, key: key))
+                } else {
+                    try write(merged, of: entity, key: key, over: mine.row, name, in: store)
                 }
-                try onDevice { () throws(SyncStateError) in try records.save(merged, of: entity, key: record.key, in: store) }
+                states.append((name, merged))
                 changed += 1
             }
+            do {
+                try store.insertRecords(of: entity.descriptor, rows: inserts)
+            } catch {
+                throw .store(.notSupported("the pulled \(entity.name) records cannot be written on this device (\(error)); the page is taken again at the next sync"))
+            }
+            try onDevice { () throws(SyncStateError) in try records.save(states, of: entity, in: store) }
         }
         progress.pullCursor = page.next
         return changed
+    }
+
+    /// Writes one record that was here before: updated or deleted.
+    private func write(_ merged: SyncRecord, of entity: SyncedEntity, key: StoredValue, over row: StoredRecord?, _ name: String, in store: isolated Store) throws(SyncClientError) {
+        do {
+            try entity.write(merged, key: key, over: row, in: store)
+        } catch {
+            // Nothing of this page is kept: the next sync takes it again, once the cause is gone.
+            throw .store(.notSupported("the pulled \(entity.name) \(name) cannot be written on this device (\(error)); the page is taken again at the next sync"))
+        }
     }
 }

@@ -107,12 +107,14 @@ struct PullReader: Sendable {
         let records = SyncStateRecords(clock: clock)
         let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user, clock: clock)
         var found: [SyncRecordState] = []
+        var stamped: [(key: String, state: SyncRecord)] = []
         for (key, row) in keyed {
             let kept = try states[key].map { text throws(SyncServerError) in try served { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) } }
             let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept, row: row, stamp: records.now()) }
-            if record.stateChanged { try served { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) } }
+            if record.stateChanged { stamped.append((key, record.state)) }
             if try scope.holds(entity, entity.fieldValues(of: row), in: store) { found.append(SyncRecordState(entity: entity.name, key: key, record: record.state)) }
         }
+        try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
         return (found, page.next == nil ? nil : keyed.last?.0)
     }
 
@@ -167,9 +169,10 @@ struct PullReader: Sendable {
         for entity in entities {
             guard let keys = touched[entity.name] else { continue }
             let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store) { _ in records.now() } }
+            let stamped = keys.compactMap { key in loaded[key].flatMap { $0.stateChanged ? (key, $0.state) : nil } }
+            try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
             for key in keys {
                 guard let record = loaded[key], record.row != nil || record.state.deleted != nil else { continue }
-                if record.stateChanged { try served { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) } }
                 let values = record.row.map(entity.fieldValues) ?? record.state.values
                 // A tombstone's scope is told from the values it kept (and its parent's, kept
                 // in the parent's tombstone); one whose scope cannot be told is not sent.

@@ -112,6 +112,19 @@ package struct SyncStateRecords: Sendable {
 
     /// Stores a record's state, its encrypted values sealed as its row's are.
     package func save(_ state: SyncRecord, of entity: SyncedEntity, key: String, in store: isolated Store) throws(SyncStateError) {
+        let text = try encoded(state, of: entity, key: key, in: store)
+        do { try store.writeSyncState(entity: entity.name, key: key, state: text) } catch { throw .store(error) }
+    }
+
+    /// Stores several records' states in a few statements (a pulled page).
+    package func save(_ states: [(key: String, state: SyncRecord)], of entity: SyncedEntity, in store: isolated Store) throws(SyncStateError) {
+        var texts: [(key: String, state: String)] = []
+        for (key, state) in states { texts.append((key, try encoded(state, of: entity, key: key, in: store))) }
+        do { try store.writeSyncStates(entity: entity.name, texts) } catch { throw .store(error) }
+    }
+
+    /// A state as it is kept: JSON, its encrypted values sealed.
+    private func encoded(_ state: SyncRecord, of entity: SyncedEntity, key: String, in store: isolated Store) throws(SyncStateError) -> String {
         var sealed = state
         if !entity.encryptedFields.isEmpty, let stored = SyncedEntity.storedKey(key) {
             var values = state.values
@@ -121,9 +134,7 @@ package struct SyncStateRecords: Sendable {
             }
             sealed = SyncRecord(values: values, clocks: state.clocks, counterTotals: state.counterTotals, deleted: state.deleted) ?? state
         }
-        let text: String
-        do { text = String(decoding: try Self.encoder.encode(sealed), as: UTF8.self) } catch { throw .store(.coding("the sync state of \(entity.name) \(key): \(error)")) }
-        do { try store.writeSyncState(entity: entity.name, key: key, state: text) } catch { throw .store(error) }
+        do { return String(decoding: try Self.encoder.encode(sealed), as: UTF8.self) } catch { throw .store(.coding("the sync state of \(entity.name) \(key): \(error)")) }
     }
 
     /// A kept state, its encrypted values opened; one no key opens any more (retired since) is

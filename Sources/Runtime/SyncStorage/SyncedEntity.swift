@@ -68,6 +68,15 @@ package struct SyncedEntity: Sendable {
         return values
     }
 
+    /// A new row's column values from a record: its key, and each field's column.
+    package func rowColumns(of record: SyncRecord, key: StoredValue) -> [String: StoredValue] {
+        var row: [String: StoredValue] = [keyColumn: key]
+        for (field, value) in rowValues(of: record) {
+            if let column = columns[field] { row[column] = value }
+        }
+        return row
+    }
+
     /// Makes the row what the record says, through the store (its types, unique values, delete
     /// rules and history apply): deleted, inserted, or the columns whose values differ updated.
     package func write(_ record: SyncRecord, key: StoredValue, over row: StoredRecord?, in store: isolated Store) throws(StoreError) {
