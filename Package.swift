@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "SQLDialects", dependencies: ["SchemaMetadata"]),
         // Sync's clocks and conflict rules: what devices and the server both merge by.
         .target(name: "Gzip", dependencies: ["CZlib"]),
-        .target(name: "SyncCore", dependencies: ["SchemaMetadata"]),
+        .target(name: "SyncCore", dependencies: ["SchemaMetadata", "TextEscaping", "JSONDocument"]),
         .target(name: "SyncStorage", dependencies: ["SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
         .target(name: "SyncServer", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata"]),
         .target(name: "SyncClient", dependencies: ["SyncStorage", "SyncCore", "PersistentStoreCore", "SchemaMetadata", "Gzip"]),

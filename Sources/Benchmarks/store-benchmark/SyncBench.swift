@@ -70,16 +70,23 @@ enum SyncBench {
         _ = try open(folder + "/empty.sqlite")
     }
 
-    /// An endpoint serving `store` on a free port.
+    /// An endpoint serving `store` on a free port, counting the bytes of its answers.
     final class Serving: Sendable {
         let http: HTTPServer
         let base: URL
+        let sentBytes: @Sendable () -> Int
 
         init(_ store: Store) async throws {
             let server = try await SyncServer(store: store, schema: TodoSchema.descriptor)
             let endpoint = SyncEndpoint(server: server) { $0.header("Authorization") == "Bearer \(SyncBench.token)" ? "bench" : nil }
-            http = try HTTPServer(.init(limits: SyncEndpoint.limits, maxConnections: 256)) { endpoint.respond(to: $0) }
+            let sent = Mutex(0)
+            http = try HTTPServer(.init(limits: SyncEndpoint.limits, maxConnections: 256)) { request in
+                let response = endpoint.respond(to: request)
+                if case .bytes(let body) = response.body { sent.withLock { $0 += body.count } }
+                return response
+            }
             base = URL(string: "http://127.0.0.1:\(http.port)/sync")!
+            self.sentBytes = { sent.withLock { $0 } }
         }
 
         func client(_ store: Store, device: String, transport: (any SyncTransport)? = nil) async throws -> SyncClient {
@@ -94,12 +101,12 @@ enum SyncBench {
         let device = folder + "/device-\(UUID().uuidString).sqlite"
         try FileManager.default.copyItem(atPath: folder + "/empty.sqlite", toPath: device)
         let store = try open(device)
-        let counting = CountingTransport(HTTPSyncTransport(base: serving.base) { ["Authorization": "Bearer \(SyncBench.token)"] })
-        let client = try await serving.client(store, device: "new-device", transport: counting)
+        let client = try await serving.client(store, device: "new-device")
+        let before = serving.sentBytes()
         let start = DispatchTime.now().uptimeNanoseconds
         try await client.sync()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return (seconds, try await store.count(TodoItem.self), counting.bytes)
+        return (seconds, try await store.count(TodoItem.self), serving.sentBytes() - before)
     }
 
     static func push(rows: Int, changes: Int, folder: String) async throws -> Double {

@@ -234,6 +234,8 @@ public struct JSONParser {
 
     private mutating func string() throws(JSONSyntaxError) -> String {
         index += 1
+        let start = index
+        var escaped = false
         var scalars = String.UnicodeScalarView()
         var runStart = index
         func flushRun() {
@@ -243,6 +245,11 @@ public struct JSONParser {
             guard index < bytes.count else { throw error("unterminated string: add a closing '\"'") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                // Most strings have no escape: their bytes (checked UTF-8) are the string.
+                guard escaped else {
+                    index += 1
+                    return String(decoding: bytes[start..<index - 1], as: UTF8.self)
+                }
                 flushRun()
                 index += 1
                 return String(scalars)
@@ -259,6 +266,7 @@ public struct JSONParser {
                 index += 1
                 continue
             }
+            escaped = true
             flushRun()
             index += 1
             guard index < bytes.count else { throw error("unterminated string: add a closing '\"'") }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONDocument
 import SchemaMetadata
 
 /// The sync messages as JSON, and read back with limits. A message that is not one says where
@@ -28,16 +29,43 @@ public enum SyncJSON {
     }
 
     /// The message as compact JSON, with sorted keys so equal messages are equal bytes.
+    ///
+    ///     let body = try SyncJSON.encode(push)
     public static func encode<Message: SyncMessage>(_ message: Message) throws(SyncMessageError) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        do {
-            return [UInt8](try encoder.encode(Envelope(message: message)))
-        } catch let EncodingError.invalidValue(_, context) {
-            throw SyncMessageError(path: context.codingPath.map(\.stringValue).joined(separator: "."), problem: "cannot be written: \(context.debugDescription)")
-        } catch {
-            throw SyncMessageError(path: "", problem: "cannot be written as JSON: \(error)")
+        var writer = SyncJSONWriter(capacity: 1_024)
+        try writer.envelope { (writer: inout SyncJSONWriter) throws(SyncMessageError) in
+            switch message {
+            case let push as SyncPush: try writer.push(push)
+            case let answer as SyncPushAnswer: try writer.pushAnswer(answer)
+            case let pull as SyncPull: writer.pull(pull)
+            case let answer as SyncPullAnswer: try writer.pullAnswer(answer)
+            default: throw SyncMessageError(path: "", problem: "\(Message.self) is no message of the sync protocol")
+            }
         }
+        return writer.bytes
+    }
+
+    /// A record from its JSON (a record's state as a node keeps it).
+    ///
+    ///     let record = try SyncJSON.decode(record: Array(text.utf8))
+    package static func decode(record bytes: [UInt8]) throws(SyncMessageError) -> SyncRecord {
+        if let node = try? JSONParser.parse(bytes), let record = SyncJSONReader.record(node) { return record }
+        do {
+            return try JSONDecoder().decode(SyncRecord.self, from: Data(bytes))
+        } catch let error as DecodingError {
+            throw SyncMessageError(error)
+        } catch {
+            throw SyncMessageError(path: "", problem: "is not JSON: \(error)")
+        }
+    }
+
+    /// A record as JSON, as messages spell it: a record's state as a node keeps it.
+    ///
+    ///     let text = try SyncJSON.encode(record: record)
+    package static func encode(record: SyncRecord) throws(SyncMessageError) -> [UInt8] {
+        var writer = SyncJSONWriter()
+        try writer.record(record)
+        return writer.bytes
     }
 
     /// The message `bytes` hold; refuses one over `limits`, of another protocol version, or not
@@ -45,6 +73,14 @@ public enum SyncJSON {
     public static func decode<Message: SyncMessage>(_ type: Message.Type, from bytes: [UInt8], limits: Limits = Limits()) throws(SyncMessageError) -> Message {
         guard bytes.count <= limits.maximumBytes else {
             throw SyncMessageError(path: "", problem: "is \(bytes.count) bytes, over the limit of \(limits.maximumBytes): send fewer changes at a time")
+        }
+        // The large messages (a push, a page) read fast when well formed; anything else, and
+        // anything the fast reader does not take, is read by the decoders that say what is wrong.
+        if let message = SyncJSONReader.read(type, from: bytes) {
+            if message.recordCount > limits.maximumRecords {
+                throw SyncMessageError(path: "", problem: "holds \(message.recordCount) records, over the limit of \(limits.maximumRecords)")
+            }
+            return message
         }
         let decoder = JSONDecoder()
         let envelope: Envelope<Message>

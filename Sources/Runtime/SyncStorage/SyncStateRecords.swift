@@ -134,7 +134,7 @@ package struct SyncStateRecords: Sendable {
             }
             sealed = SyncRecord(values: values, clocks: state.clocks, counterTotals: state.counterTotals, deleted: state.deleted) ?? state
         }
-        do { return String(decoding: try Self.encoder.encode(sealed), as: UTF8.self) } catch { throw .store(.coding("the sync state of \(entity.name) \(key): \(error)")) }
+        do { return String(decoding: try SyncJSON.encode(record: sealed), as: UTF8.self) } catch { throw .store(.coding("the sync state of \(entity.name) \(key): \(error)")) }
     }
 
     /// A kept state, its encrypted values opened; one no key opens any more (retired since) is
@@ -142,7 +142,7 @@ package struct SyncStateRecords: Sendable {
     package func decode(_ text: String, of entity: SyncedEntity, key: String, in store: isolated Store) throws(SyncStateError) -> SyncRecord {
         let state: SyncRecord
         do {
-            state = try JSONDecoder().decode(SyncRecord.self, from: Data(text.utf8))
+            state = try SyncJSON.decode(record: Array(text.utf8))
         } catch {
             throw .store(.coding("the stored sync state of \(entity.name) \(key) cannot be read (\(error)); it was changed outside sync"))
         }
@@ -159,10 +159,4 @@ package struct SyncStateRecords: Sendable {
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: state.counterTotals, deleted: state.deleted) ?? state
     }
-
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
 }

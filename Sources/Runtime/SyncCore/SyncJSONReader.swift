@@ -1,0 +1,148 @@
+import Foundation
+import JSONDocument
+import SchemaMetadata
+
+/// Reads well-formed sync JSON fast, from a parsed tree: nil for anything it does not take as it
+/// is, and then the Codable decoders read it again, to take what they take and to say exactly
+/// where and why what they refuse is wrong. So this reader checks all that they check, and may
+/// leave to them what it does not know.
+enum SyncJSONReader {
+    typealias Members = [(key: String, value: JSONNode)]
+
+    static func object(_ node: JSONNode?) -> [String: JSONNode]? {
+        guard case .object(let members)? = node?.value else { return nil }
+        var map: [String: JSONNode] = [:]
+        map.reserveCapacity(members.count)
+        for (key, value) in members {
+            // A key given twice: the Codable reader decides which one counts.
+            guard map.updateValue(value, forKey: key) == nil else { return nil }
+        }
+        return map
+    }
+
+    static func string(_ node: JSONNode?) -> String? {
+        if case .string(let text)? = node?.value { return text }
+        return nil
+    }
+
+    /// 1 to 200 bytes, as names and keys are.
+    static func named(_ node: JSONNode?) -> String? {
+        guard let text = string(node), !text.isEmpty, text.utf8.count <= 200 else { return nil }
+        return text
+    }
+
+    static func integer<Number: FixedWidthInteger>(_ node: JSONNode?, as type: Number.Type) -> Number? {
+        guard case .number(let text)? = node?.value else { return nil }
+        return Number(text)
+    }
+
+    static func natural<Number: FixedWidthInteger>(_ node: JSONNode?, as type: Number.Type) -> Number? {
+        guard let number = integer(node, as: type), number >= 0 else { return nil }
+        return number
+    }
+
+    static func clock(_ node: JSONNode?) -> SyncClock? { string(node).flatMap(SyncClock.init(text:)) }
+
+    static func value(_ node: JSONNode) -> StoredValue? {
+        if case .null = node.value { return .null }
+        guard case .object(let members) = node.value, members.count == 1, let (kind, inner) = members.first else { return nil }
+        switch kind {
+        case "integer": return integer(inner, as: Int64.self).map(StoredValue.integer)
+        case "real":
+            guard case .number(let text) = inner.value, let number = Double(text), number.isFinite else { return nil }
+            return .real(number)
+        case "text": return string(inner).map(StoredValue.text)
+        case "blob": return string(inner).flatMap { Data(base64Encoded: $0) }.map { .blob([UInt8]($0)) }
+        default: return nil
+        }
+    }
+
+    /// A map of `read`'s values; an absent one is empty.
+    static func map<Value>(_ node: JSONNode?, _ read: (JSONNode) -> Value?) -> [String: Value]? {
+        guard let node else { return [:] }
+        guard let members = object(node) else { return nil }
+        var map: [String: Value] = [:]
+        map.reserveCapacity(members.count)
+        for (key, value) in members {
+            guard let read = read(value) else { return nil }
+            map[key] = read
+        }
+        return map
+    }
+
+    static func list<Element>(_ node: JSONNode?, _ read: (JSONNode) -> Element?) -> [Element]? {
+        guard case .array(let elements)? = node?.value else { return nil }
+        var list: [Element] = []
+        list.reserveCapacity(elements.count)
+        for element in elements {
+            guard let read = read(element) else { return nil }
+            list.append(read)
+        }
+        return list
+    }
+
+    static func total(_ node: JSONNode) -> CounterTotal? {
+        guard let members = object(node), let total = integer(members["total"], as: Int64.self), let clock = clock(members["clock"]) else { return nil }
+        return CounterTotal(total: total, clock: clock)
+    }
+
+    /// An optional clock: absent or null is none.
+    static func optionalClock(_ node: JSONNode?) -> SyncClock?? {
+        guard let node, node.value != .null else { return .some(nil) }
+        return clock(node).map { .some($0) }
+    }
+
+    static func record(_ node: JSONNode) -> SyncRecord? {
+        guard let members = object(node), let values = map(members["values"], value), let clocks = map(members["clocks"], clock),
+            let counters = map(members["counters"], { map($0, total) }), let deleted = optionalClock(members["deleted"])
+        else { return nil }
+        return SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: deleted)
+    }
+
+    static func change(_ node: JSONNode) -> SyncChange? {
+        guard let members = object(node), let values = map(members["values"], value), let clocks = map(members["clocks"], clock),
+            Set(values.keys) == Set(clocks.keys), let seen = map(members["seen"], clock), let counters = map(members["counters"], total),
+            let deleted = optionalClock(members["deleted"])
+        else { return nil }
+        return SyncChange(values: values, clocks: clocks, seen: seen, counters: counters, deleted: deleted)
+    }
+
+    /// The message of an envelope of this protocol version.
+    static func message(_ bytes: [UInt8]) -> [String: JSONNode]? {
+        guard let root = try? JSONParser.parse(bytes), let envelope = object(root), integer(envelope["protocol"], as: Int.self) == SyncJSON.protocolVersion else { return nil }
+        return object(envelope["message"])
+    }
+
+    static func push(_ message: [String: JSONNode]) -> SyncPush? {
+        guard let device = named(message["device"]), let version = natural(message["schemaVersion"], as: Int.self), let sequence = natural(message["sequence"], as: Int64.self),
+            let changes = list(
+                message["changes"],
+                { node -> SyncRecordChange? in
+                    guard let members = object(node), let entity = named(members["entity"]), let key = named(members["key"]), let change = members["change"].flatMap(change)
+                    else { return nil }
+                    return SyncRecordChange(entity: entity, key: key, change: change)
+                })
+        else { return nil }
+        return SyncPush(device: device, schemaVersion: version, sequence: sequence, changes: changes)
+    }
+
+    static func pullAnswer(_ message: [String: JSONNode]) -> SyncPullAnswer? {
+        guard case .bool(let hasMore)? = message["hasMore"]?.value, let next = string(message["next"]), let clock = clock(message["clock"]),
+            let records = list(
+                message["records"],
+                { node -> SyncRecordState? in
+                    guard let members = object(node), let entity = named(members["entity"]), let key = named(members["key"]), let record = members["record"].flatMap(record)
+                    else { return nil }
+                    return SyncRecordState(entity: entity, key: key, record: record)
+                })
+        else { return nil }
+        return SyncPullAnswer(records: records, next: next, hasMore: hasMore, clock: clock)
+    }
+
+    /// A message of `type` read fast, or nil to leave it to the Codable decoders.
+    static func read<Message: SyncMessage>(_ type: Message.Type, from bytes: [UInt8]) -> Message? {
+        guard Message.self == SyncPush.self || Message.self == SyncPullAnswer.self, let message = message(bytes) else { return nil }
+        if Message.self == SyncPush.self { return push(message) as? Message }
+        return pullAnswer(message) as? Message
+    }
+}
