@@ -30,11 +30,12 @@ struct SyncFailoverTests {
             killed.value = try? cluster.killLeader()
         }
         killer.start()
-        var cards = 0, likes: Int64 = 0, failures: [String] = []
+        var cards = 0, likes: Int64 = 0, failures: [String] = [], afterKill = 0
         let deadline = Date().addingTimeInterval(300)
         // Each round the iPad adds a card and likes the first one; a sync the failover cuts
-        // short is tried again.
-        while cards < 40, Date() < deadline {
+        // short is tried again. Rounds go on until 20 came after the kill.
+        while afterKill < 20, Date() < deadline {
+            if killed.value != nil { afterKill += 1 }
             cards += 1
             likes += 1
             _ = try await ipad.store.insertRecord(
