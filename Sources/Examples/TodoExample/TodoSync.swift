@@ -42,7 +42,17 @@ enum SyncServerCommand: Command {
                 guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else { return nil }
                 return tokens[String(header.dropFirst("Bearer ".count))]
             }
-            let http = try HTTPServer(.init(host: arguments.value("host") ?? "127.0.0.1", port: port, limits: SyncEndpoint.limits)) { endpoint.respond(to: $0) }
+            // For tests that kill the server at the worst moment: a push applied and committed,
+            // its answer not yet sent.
+            let pause = io.environment["TODO_PAUSE_AFTER_PUSH"].flatMap(Double.init)
+            let http = try HTTPServer(.init(host: arguments.value("host") ?? "127.0.0.1", port: port, limits: SyncEndpoint.limits)) { request in
+                let response = endpoint.respond(to: request)
+                if let pause, request.path.hasSuffix("/push") {
+                    io.writeError("todo: push applied, answer paused\n")
+                    Thread.sleep(forTimeInterval: pause)
+                }
+                return response
+            }
             io.writeOutput("serving sync on http://\(arguments.value("host") ?? "127.0.0.1"):\(http.port)/sync\n")
             let stopped = waitForStopSignal()
             _ = http.stop()
@@ -73,6 +83,7 @@ enum SyncCommand: Command {
             .value("server", valueName: "url", help: "The server's sync address, as `todo sync-server` prints it (default: $TODO_SYNC_SERVER)."),
             .value("device", valueName: "id", help: "This device's id, kept for the life of its database (default: $TODO_DEVICE)."),
             .value("timeout", valueName: "seconds", help: "How long each request to the server may take (default 30)."),
+            .value("page-size", valueName: "records", help: "Records a pull asks for at a time (default 500; the server gives at most 1,000)."),
         ])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -89,13 +100,17 @@ enum SyncCommand: Command {
             io.writeError("todo: error: --timeout takes a number of seconds above 0\n")
             return .usageOrIO
         }
+        guard let pageSize = Int(arguments.value("page-size") ?? "500"), pageSize > 0 else {
+            io.writeError("todo: error: --page-size takes a whole number above 0\n")
+            return .usageOrIO
+        }
         let token = io.environment["TODO_SYNC_TOKEN"] ?? ""
         let opening = TodoTool.open(arguments, io: io)
         guard case .success(let store) = opening else { return opening.exitStatus }
         let transport = HTTPSyncTransport(base: base, timeout: timeout) { token.isEmpty ? [:] : ["Authorization": "Bearer \(token)"] }
         return TodoTool.perform(io) {
             let status = try runToCompletion {
-                let client = try await SyncClient(store: store, schema: TodoSchema.descriptor, device: device, transport: transport)
+                let client = try await SyncClient(store: store, schema: TodoSchema.descriptor, device: device, transport: transport, pageSize: pageSize)
                 try await client.sync()
                 return try await client.status()
             }

@@ -12,9 +12,9 @@ import Glibc
     static let tokens = ["TODO_SYNC_TOKENS": "token-ada=ada"]
 
     /// Starts `todo sync-server` on `database` and waits for its address.
-    static func serve(_ database: String) throws -> (BuiltTool.Running, String) {
+    static func serve(_ database: String, environment extra: [String: String] = [:]) throws -> (BuiltTool.Running, String) {
         let server = try TodoProcessTests.todo.start(
-            ["sync-server", "--database", database, "--port", "0"], environment: TodoProcessTests.environment.merging(tokens) { $1 })
+            ["sync-server", "--database", database, "--port", "0"], environment: TodoProcessTests.environment.merging(tokens) { $1 }.merging(extra) { $1 })
         let line = server.read(.output, until: { $0.contains("/sync\n") })
         let address = try #require(line.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }, "\(line)")
         #expect(address.hasPrefix("http://127.0.0.1:"), "\(line)")
@@ -76,5 +76,56 @@ import Glibc
         let stopped = TodoProcessTests.stop(server)
         running = false
         #expect(stopped.status == 0 && stopped.error.contains("stopped (SIGTERM)"), "\(stopped.error)")
+    }
+
+    /// The server is killed after it applied and committed a push, before its answer went out:
+    /// the device's sync fails, and the next one, to the server started again, is answered as
+    /// the push was, and nothing is applied twice.
+    @Test(arguments: TodoEngine.available)
+    func aServerKilledBetweenApplyingAPushAndAnsweringItAppliesItOnce(_ engine: TodoEngine) throws {
+        let serverDatabase = try engine.freshDatabase()
+        let (paused, address) = try Self.serve(serverDatabase, environment: ["TODO_PAUSE_AFTER_PUSH": "60"])
+        let laptop = temporaryPath("laptop.sqlite")
+        _ = try TodoProcessTests.add("buy milk", database: laptop)
+        let syncing = try TodoProcessTests.todo.start(
+            ["sync", "--server", address, "--device", "laptop", "--database", laptop], environment: TodoProcessTests.environment.merging(["TODO_SYNC_TOKEN": "token-ada"]) { $1 })
+        let said = paused.read(.error, until: { $0.contains("answer paused") }, within: 30)
+        #expect(said.contains("answer paused"), "\(said)")
+        kill(paused.processIdentifier, SIGKILL)
+        _ = paused.finish()
+        let cut = syncing.finish()
+        #expect(cut.status == 1, "\(cut.output)\(cut.error)")
+        var (server, again) = try Self.serve(serverDatabase)
+        defer { _ = TodoProcessTests.stop(server) }
+        let retried = try Self.sync(laptop, device: "laptop", server: again)
+        #expect(retried.status == 0 && retried.output.contains("0 pending, 1 pushes acknowledged"), "\(retried.output)\(retried.error)")
+        #expect(try Self.items(serverDatabase).count == 1)
+        _ = TodoProcessTests.stop(server)
+        (server, again) = try Self.serve(serverDatabase)
+        #expect(try Self.sync(temporaryPath("phone.sqlite"), device: "phone", server: again).status == 0)
+    }
+
+    /// A new device killed mid-pull keeps the whole pages it took, and its next sync goes on from
+    /// the last one.
+    @Test func aDeviceKilledMidPullKeepsWholePagesAndGoesOn() throws {
+        let serverDatabase = try TodoEngine.sqlite.freshDatabase()
+        for index in 0..<30 { _ = try TodoProcessTests.add("item \(index)", database: serverDatabase) }
+        let (server, address) = try Self.serve(serverDatabase)
+        defer { _ = TodoProcessTests.stop(server) }
+        let phone = temporaryPath("phone.sqlite")
+        let environment = TodoProcessTests.environment.merging(["TODO_SYNC_TOKEN": "token-ada", "TODO_PAUSE_BEFORE_COMMIT": "0.3"]) { $1 }
+        let syncing = try TodoProcessTests.todo.start(["sync", "--server", address, "--device", "phone", "--page-size", "5", "--database", phone], environment: environment)
+        var taken = 0
+        let deadline = Date().addingTimeInterval(60)
+        while taken < 10, Date() < deadline {
+            usleep(100_000)
+            taken = (try? Self.items(phone).count) ?? 0
+        }
+        kill(syncing.processIdentifier, SIGKILL)
+        _ = syncing.finish()
+        let kept = try Self.items(phone).count
+        #expect(kept >= 10 && kept < 30 && kept % 5 == 0, "whole pages of five: \(kept)")
+        #expect(try Self.sync(phone, device: "phone", server: address).status == 0)
+        #expect(try Self.items(phone) == Self.items(serverDatabase))
     }
 }
