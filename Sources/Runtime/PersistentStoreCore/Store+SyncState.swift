@@ -143,6 +143,23 @@ extension Store {
         }
     }
 
+    /// Kept states of `entity` whose row is gone, after the key `after`, in key order: where a
+    /// device that starts over learns what was deleted meanwhile.
+    package func syncStatesWithoutRows(of entity: EntityDescriptor, keyColumn: String, after: String?, limit: Int) throws(StoreError) -> [(key: String, state: String)] {
+        let from: SQL = after.map { " AND s.record_key > \(value: .text($0))" } ?? ""
+        let rows = try query(
+            """
+            SELECT s.record_key, s.state FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name)) AND s.entity = \(value: .text(entity.name))\(from)
+            AND NOT EXISTS (SELECT 1 FROM \(identifier: entity.table) t WHERE CAST(t.\(identifier: keyColumn) AS TEXT) = s.record_key)
+            ORDER BY s.record_key LIMIT \(value: .integer(Int64(max(1, limit))))
+            """
+        )
+        return rows.compactMap { row in
+            guard row.count == 2, case .text(let key) = row[0], case .text(let state) = row[1] else { return nil }
+            return (key, state)
+        }
+    }
+
     /// Stores a record's state, inside the transaction that writes the record.
     package func writeSyncState(entity: String, key: String, state: String) throws(StoreError) {
         try requireTransaction("a sync state")

@@ -10,6 +10,9 @@ import SyncStorage
 /// changes nothing.
 enum PullCursor: Equatable {
     case scan(token: Int64, entity: Int, after: String?)
+    /// A device that pulled before and starts over (its history pruned): the tombstones of
+    /// records deleted meanwhile, entity by entity, after the live records.
+    case tombstones(token: Int64, entity: Int, after: String?)
     /// After `token`; `skip` records of the next transaction already sent (one transaction
     /// larger than a page goes in several).
     case history(token: Int64, skip: Int)
@@ -18,6 +21,7 @@ enum PullCursor: Equatable {
     var text: String {
         switch self {
         case .scan(let token, let entity, let after): "s.\(token).\(entity)" + (after.map { ".\($0)" } ?? "")
+        case .tombstones(let token, let entity, let after): "t.\(token).\(entity)" + (after.map { ".\($0)" } ?? "")
         case .history(let token, let skip): "h.\(token)" + (skip > 0 ? ".\(skip)" : "")
         }
     }
@@ -32,11 +36,11 @@ enum PullCursor: Equatable {
         case "h" where parts.count == 3:
             guard let skip = Int(parts[2]), skip > 0 else { return nil }
             self = .history(token: token, skip: skip)
-        case "s" where parts.count >= 3:
+        case "s" where parts.count >= 3, "t" where parts.count >= 3:
             guard let entity = Int(parts[2]), (0...entities).contains(entity) else { return nil }
             let after = parts.count == 4 ? parts[3] : nil
             if let after, SyncedEntity.storedKey(after) == nil { return nil }
-            self = .scan(token: token, entity: entity, after: after)
+            self = parts[0] == "s" ? .scan(token: token, entity: entity, after: after) : .tombstones(token: token, entity: entity, after: after)
         default:
             return nil
         }
@@ -54,7 +58,7 @@ struct PullReader: Sendable {
     let schemaVersion: Int
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
-        try seen(in: store)
+        let returning = try seen(in: store)
         var cursor = start
         var records: [SyncRecordState] = []
         var hasMore = true
@@ -65,7 +69,13 @@ struct PullReader: Sendable {
             batches += 1
             switch cursor {
             case .scan(let token, let index, _) where index >= entities.count:
+                cursor = returning ? .tombstones(token: token, entity: 0, after: nil) : .history(token: token, skip: 0)
+            case .tombstones(let token, let index, _) where index >= entities.count:
                 cursor = .history(token: token, skip: 0)
+            case .tombstones(let token, let index, let after):
+                let (found, next) = try tombstones(entities[index], after: after, limit: limit - records.count, in: store)
+                records += found
+                cursor = next.map { .tombstones(token: token, entity: index, after: $0) } ?? .tombstones(token: token, entity: index + 1, after: nil)
             case .scan(let token, let index, let after):
                 let (found, next) = try scan(entities[index], after: after, limit: limit - records.count, in: store)
                 records += found
@@ -81,14 +91,37 @@ struct PullReader: Sendable {
         return SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest)
     }
 
-    /// Notes the device as seen now (the user checked), keeping its last push.
-    private func seen(in store: isolated Store) throws(SyncServerError) {
+    /// Notes the device as seen now (the user checked), keeping its last push; whether it was
+    /// seen before.
+    private func seen(in store: isolated Store) throws(SyncServerError) -> Bool {
         let known = try DeviceCheck(device: device, user: user).known(in: store)
         let now = Date()
         let row = SyncDeviceRow(
             device: device, user: user, schemaVersion: schemaVersion, sequence: known?.sequence ?? 0, answer: known?.answer, firstSeen: known?.firstSeen ?? now,
             lastSeen: now)
         do { try store.writeSyncDevice(row) } catch { throw .store(error) }
+        return known != nil
+    }
+
+    /// Up to `limit` of the entity's tombstones (records deleted, whose state is kept) after the
+    /// key `after`, in the user's scope, in key order; and the last key read, nil when none
+    /// follow.
+    private func tombstones(_ entity: SyncedEntity, after: String?, limit: Int, in store: isolated Store) throws(SyncServerError) -> ([SyncRecordState], String?) {
+        let kept: [(key: String, state: String)]
+        do { kept = try store.syncStatesWithoutRows(of: entity.descriptor, keyColumn: entity.keyColumn, after: after, limit: limit) } catch { throw .store(error) }
+        let records = SyncStateRecords(clock: clock)
+        let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: kept.map(\.key), in: store) { _ in records.now() } }
+        // Deleted outside sync and not read since: stamped now.
+        let stamped = kept.compactMap { item in loaded[item.key].flatMap { $0.stateChanged ? (item.key, $0.state) : nil } }
+        try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
+        let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user, clock: clock)
+        var found: [SyncRecordState] = []
+        for (key, _) in kept {
+            guard let record = loaded[key], record.row == nil, record.state.isDeleted else { continue }
+            guard try scope.owner(entity, record.state.values, in: store) ?? false else { continue }
+            found.append(SyncRecordState(entity: entity.name, key: key, record: Self.tombstone(of: record.state)))
+        }
+        return (found, kept.count < limit ? nil : kept.last?.key)
     }
 
     /// Up to `limit` of the entity's records after the key `after`, in key order; and the last

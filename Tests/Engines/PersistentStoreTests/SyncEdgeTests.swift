@@ -107,6 +107,30 @@ import Testing
         #expect(try await ada.store.countRecords(of: Board.card) == 0)
     }
 
+    @Test(arguments: StoreEngine.available)
+    func aDeviceWhoseHistoryWasPrunedLearnsWhatWasDeletedMeanwhile(_ engine: StoreEngine) async throws {
+        let (serverStore, server) = try await Board.server(engine)
+        let ipad = try await Phone.open(server, "ipad-ada"), phone = try await Phone.open(server, "phone-ada")
+        let list = Board.key(1), card = Board.key(2)
+        _ = try await ipad.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Home")])
+        _ = try await ipad.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(list), "likes": .integer(0)])
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.store.countRecords(of: Board.card) == 1
+        }
+        // The server app deletes the card, and the history up to it is pruned: the phone's
+        // cursor no longer holds, and it starts over.
+        _ = try await serverStore.deleteRecord(of: Board.card, key: [.text(card)])
+        _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["title": .text("Home, renamed")])
+        _ = try await serverStore.deleteHistory(before: try await serverStore.currentHistoryToken())
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.store.countRecords(of: Board.card) == 0
+        }
+        #expect(try await phone.store.records(of: Board.list, limit: 1).records.first?["title"] == .text("Home, renamed"))
+    }
+
     @Test func encryptedValuesStayEncryptedInTheSyncState() async throws {
         let serverPath = temporaryPath("todo-server.sqlite"), devicePath = temporaryPath("todo-device.sqlite"), otherPath = temporaryPath("todo-other.sqlite")
         func open(_ path: String) throws -> Store {
