@@ -17,13 +17,13 @@ extension Migrator {
     }
 
     /// The devices a sync server of this database has seen for this schema, most recent first;
-    /// none where no sync server ever ran.
+    /// none where no sync server ever ran. (A row whose id starts with `#` is the server's own.)
     ///
     ///     for device in try migrator.syncDevices() { print(device.device, device.schemaVersion, device.lastSeen) }
     public func syncDevices() throws(MigratorError) -> [SyncDevice] {
         guard try database.tableExists("schemagen_sync_devices", schema: nil) else { return [] }
         let rows = try database.query(
-            "SELECT device, schema_version, last_seen FROM \(database.qualifiedName("schemagen_sync_devices", schema: nil)) WHERE schema = \(value: .text(schema)) ORDER BY last_seen DESC, device"
+            "SELECT device, schema_version, last_seen FROM \(database.qualifiedName("schemagen_sync_devices", schema: nil)) WHERE schema = \(value: .text(schema)) AND device NOT LIKE '#%' ORDER BY last_seen DESC, device"
         )
         return rows.compactMap { row in
             guard row.count == 3, case .text(let device) = row[0], case .integer(let version) = row[1] else { return nil }

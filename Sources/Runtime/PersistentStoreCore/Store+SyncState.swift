@@ -174,7 +174,23 @@ extension Store {
 
     /// Every device seen, oldest first.
     package func syncDevices() throws(StoreError) -> [SyncDeviceRow] {
-        try syncDevices(where: "")
+        try syncDevices(where: " AND device <> \(value: .text(Self.serverClockRow))")
+    }
+
+    /// The row that keeps a sync server's latest clock beside its devices: `#` starts no device
+    /// id (they are node names), so none can take it.
+    package static let serverClockRow = "#server-clock"
+
+    /// The sync server's latest clock as kept, so that it never goes back across a restart,
+    /// whatever the machine's clock did meanwhile; nil before the first.
+    package func syncServerClock() throws(StoreError) -> String? {
+        try syncDevice(Self.serverClockRow)?.answer
+    }
+
+    /// Keeps the sync server's latest clock, inside the transaction that stamped with it.
+    package func writeSyncServerClock(_ clock: String) throws(StoreError) {
+        let now = Date()
+        try writeSyncDevice(SyncDeviceRow(device: Self.serverClockRow, user: "", schemaVersion: 0, sequence: 0, answer: clock, firstSeen: now, lastSeen: now))
     }
 
     private func syncDevices(where condition: SQL) throws(StoreError) -> [SyncDeviceRow] {

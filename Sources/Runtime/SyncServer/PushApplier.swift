@@ -94,7 +94,7 @@ struct PushApplier: Sendable {
     /// as a whole, and keeps its changes to send once its clock is right: merged, they would win
     /// over every change made after them until their time came.
     private func refuseClocksAhead(_ push: SyncPush) throws(SyncServerError) {
-        let now = clock.wallClock()
+        let now = clock.now
         for change in push.changes where change.change.clocks.values.contains(where: { $0.node == device }) || change.change.deleted?.node == device {
             let stamps = Array(change.change.clocks.values) + change.change.counters.values.map(\.clock) + (change.change.deleted.map { [$0] } ?? [])
             if let ahead = stamps.filter({ $0.node == device }).map(\.milliseconds).max(), ahead - now > 60_000 {

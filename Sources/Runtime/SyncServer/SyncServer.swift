@@ -43,12 +43,16 @@ public actor SyncServer {
         entities = Dictionary(ordered.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         guard !ordered.isEmpty else { throw .nothingSynced(schema: schema.name) }
         guard await store.recordsHistory else { throw .historyOff(schema: schema.name) }
+        do { try await store.prepareSyncTables() } catch { throw .store(error) }
+        // The clock goes on from the latest it gave before a restart, even when the machine's
+        // clock went back meanwhile.
+        let kept: String?
+        do { kept = try await store.syncServerClock() } catch { throw .store(error) }
         do {
-            clock = try NodeClock(node: node, wallClock: wallClock)
+            clock = try NodeClock(node: node, latest: kept.flatMap(SyncClock.init(text:)), wallClock: wallClock)
         } catch {
             throw .badDevice(node)
         }
-        do { try await store.prepareSyncTables() } catch { throw .store(error) }
     }
 
     /// The wall clock in milliseconds since 1970, as clocks count it.
@@ -96,8 +100,14 @@ public actor SyncServer {
 
     /// Runs `body` in one store transaction, its own errors kept as they are.
     private func inTransaction<T: Sendable>(_ body: @escaping @Sendable (isolated Store) throws(SyncServerError) -> T) async throws(SyncServerError) -> T {
+        let clock = self.clock
         do {
-            return try await store.transaction { store in try body(store) }
+            return try await store.transaction { store in
+                let result = try body(store)
+                // What was stamped in this transaction is kept with it.
+                try store.writeSyncServerClock(clock.latest.text)
+                return result
+            }
         } catch {
             if case .body(let inner) = error, let known = inner as? SyncServerError { throw known }
             throw .store(error)

@@ -25,11 +25,16 @@ package final class NodeClock: Sendable {
         try state.withLock { clock throws(SyncClockError) in try clock.tick(wallMilliseconds: wall) }
     }
 
-    /// Takes in another node's clock; refuses one too far ahead of this node's wall clock.
+    /// Takes in another node's clock; refuses one too far ahead of the time as this node knows
+    /// it: its wall clock, or its latest clock where that is later (a wall clock that went back).
     package func receive(_ remote: SyncClock) throws(SyncClockError) {
         let wall = wallClock()
-        _ = try state.withLock { clock throws(SyncClockError) in try clock.receive(remote, wallMilliseconds: wall) }
+        _ = try state.withLock { clock throws(SyncClockError) in try clock.receive(remote, wallMilliseconds: max(wall, clock.latest.milliseconds)) }
     }
+
+    /// The time as this node knows it, in milliseconds: its wall clock, or its latest clock
+    /// where that is later.
+    package var now: Int64 { max(wallClock(), latest.milliseconds) }
 
     /// Takes in a clock the node must order after whatever its wall clock says: the server's
     /// (a device trusts it over its own wall clock), or a value's it stamps over.

@@ -131,6 +131,25 @@ import Testing
     }
 
     @Test(arguments: StoreEngine.available)
+    func theServersClockNeverGoesBackAcrossARestart(_ engine: StoreEngine) async throws {
+        let (store, first) = try await Board.server(engine)
+        let ada = Device("ipad-ada", base: SyncServer.wallMilliseconds())
+        let list = Board.key(1), card = Board.key(2)
+        _ = try await first.push(ada.push(1, [ada.change("List", list, ["owner": .text("ada"), "title": .text("Home")])]), user: "ada")
+        let cursor = try await ada.pullAll(first, user: "ada", limit: 50, keepingCursor: true).cursor
+        // Started again on a machine whose clock went back an hour, the server app adds a card.
+        let second = try await SyncServer(store: store, schema: Board.schema, wallClock: { SyncServer.wallMilliseconds() - 3_600_000 })
+        _ = try await store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Added now"), "list_id": .text(list), "likes": .integer(0)])
+        let pulled = try await ada.pull(second, user: "ada", after: cursor) { $0.contains { $0.key == card } }
+        let stamp = try #require(pulled.records.last { $0.key == card }?.record.clocks["title"])
+        #expect(stamp.milliseconds >= ada.base, "stamped after what the server gave before its restart: \(stamp)")
+        // A change the device made half an hour ago, offline, loses to the card added now.
+        let stale = try await second.push(ada.push(2, [ada.change("Card", card, ["title": .text("Half an hour ago")], at: -1_800_000)]), user: "ada")
+        #expect(stale.rejected.map(\.reason) == [.conflict], "\(stale.rejected)")
+        #expect(try await second.devices().map(\.device) == ["ipad-ada"], "the server's own row is no device")
+    }
+
+    @Test(arguments: StoreEngine.available)
     func aTransactionLargerThanAPageComesInParts(_ engine: StoreEngine) async throws {
         let (store, server) = try await Board.server(engine)
         let ada = Device("ipad-ada", base: SyncServer.wallMilliseconds())
