@@ -111,62 +111,61 @@ struct SyncJSONWriter {
         raw("}")
     }
 
+    /// `"name":` inside an object, after a comma unless nothing came before (`first`).
+    private mutating func member(_ name: StaticString, _ first: inout Bool) {
+        key(name, first: first)
+        first = false
+    }
+
+    /// The members a record and a change share: `clocks`, then (after the caller's `counters`)
+    /// `deleted`, and last `values`; each left out when empty.
+    private mutating func clocksMember(_ clocks: [String: SyncClock], _ first: inout Bool) throws(SyncMessageError) {
+        guard !clocks.isEmpty else { return }
+        member("clocks", &first)
+        try map(clocks) { writer, clock throws(SyncMessageError) in writer.clock(clock) }
+    }
+
+    private mutating func deletedMember(_ deleted: SyncClock?, _ first: inout Bool) {
+        guard let deleted else { return }
+        member("deleted", &first)
+        clock(deleted)
+    }
+
+    private mutating func valuesMember(_ values: [String: StoredValue], _ first: inout Bool) throws(SyncMessageError) {
+        guard !values.isEmpty else { return }
+        member("values", &first)
+        path.append("values")
+        try map(values) { writer, value throws(SyncMessageError) in try writer.value(value) }
+        path.removeLast()
+    }
+
     mutating func record(_ record: SyncRecord) throws(SyncMessageError) {
         var first = true
         bytes.append(UInt8(ascii: "{"))
-        if !record.clocks.isEmpty {
-            key("clocks", first: first)
-            first = false
-            try map(record.clocks) { writer, clock throws(SyncMessageError) in writer.clock(clock) }
-        }
+        try clocksMember(record.clocks, &first)
         if !record.counterTotals.isEmpty {
-            key("counters", first: first)
-            first = false
+            member("counters", &first)
             try map(record.counterTotals) { writer, totals throws(SyncMessageError) in try writer.map(totals) { writer, total throws(SyncMessageError) in writer.total(total) } }
         }
-        if let deleted = record.deleted {
-            key("deleted", first: first)
-            first = false
-            clock(deleted)
-        }
-        if !record.values.isEmpty {
-            key("values", first: first)
-            path.append("values")
-            try map(record.values) { writer, value throws(SyncMessageError) in try writer.value(value) }
-            path.removeLast()
-        }
+        deletedMember(record.deleted, &first)
+        try valuesMember(record.values, &first)
         bytes.append(UInt8(ascii: "}"))
     }
 
     mutating func change(_ change: SyncChange) throws(SyncMessageError) {
         var first = true
         bytes.append(UInt8(ascii: "{"))
-        if !change.clocks.isEmpty {
-            key("clocks", first: first)
-            first = false
-            try map(change.clocks) { writer, clock throws(SyncMessageError) in writer.clock(clock) }
-        }
+        try clocksMember(change.clocks, &first)
         if !change.counters.isEmpty {
-            key("counters", first: first)
-            first = false
+            member("counters", &first)
             try map(change.counters) { writer, total throws(SyncMessageError) in writer.total(total) }
         }
-        if let deleted = change.deleted {
-            key("deleted", first: first)
-            first = false
-            clock(deleted)
-        }
+        deletedMember(change.deleted, &first)
         if !change.seen.isEmpty {
-            key("seen", first: first)
-            first = false
+            member("seen", &first)
             try map(change.seen) { writer, clock throws(SyncMessageError) in writer.clock(clock) }
         }
-        if !change.values.isEmpty {
-            key("values", first: first)
-            path.append("values")
-            try map(change.values) { writer, value throws(SyncMessageError) in try writer.value(value) }
-            path.removeLast()
-        }
+        try valuesMember(change.values, &first)
         bytes.append(UInt8(ascii: "}"))
     }
 
@@ -219,20 +218,17 @@ struct SyncJSONWriter {
         bytes.append(UInt8(ascii: "{"))
         var first = true
         if !rejection.attributes.isEmpty {
-            key("attributes", first: true)
-            first = false
+            member("attributes", &first)
             try list(rejection.attributes, named: "attributes") { writer, name throws(SyncMessageError) in writer.string(name) }
         }
         if let current = rejection.current {
-            key("current", first: first)
-            first = false
+            member("current", &first)
             path.append("current")
             try record(current)
             path.removeLast()
         }
         if let detail = rejection.detail {
-            key("detail", first: first)
-            first = false
+            member("detail", &first)
             string(detail)
         }
         key("entity", first: first)

@@ -114,7 +114,7 @@ struct PullReader: Sendable {
         // Deleted outside sync and not read since: stamped now.
         let stamped = kept.compactMap { item in loaded[item.key].flatMap { $0.stateChanged ? (item.key, $0.state) : nil } }
         try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
-        let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user, clock: clock)
+        let scope = scopeCheck
         var found: [SyncRecordState] = []
         for (key, _) in kept {
             guard let record = loaded[key], record.row == nil, record.state.isDeleted else { continue }
@@ -138,7 +138,7 @@ struct PullReader: Sendable {
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keyed.map(\.0)) } catch { throw .store(error) }
         let records = SyncStateRecords(clock: clock)
-        let scope = ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user, clock: clock)
+        let scope = scopeCheck
         var found: [SyncRecordState] = []
         var stamped: [(key: String, state: SyncRecord)] = []
         for (key, row) in keyed {
@@ -196,8 +196,7 @@ struct PullReader: Sendable {
             cursor = .history(token: before, skip: 0)
         }
         let records = SyncStateRecords(clock: clock)
-        let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let scope = ScopeCheck(entities: byName, user: user, clock: clock)
+        let scope = scopeCheck
         var found: [SyncRecordState] = []
         for entity in entities {
             guard let keys = touched[entity.name] else { continue }
@@ -214,6 +213,11 @@ struct PullReader: Sendable {
             }
         }
         return (found, cursor, complete)
+    }
+
+    /// Whether records are the user's, for every read of this pull.
+    private var scopeCheck: ScopeCheck {
+        ScopeCheck(entities: Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }), user: user, clock: clock)
     }
 
     /// A deleted record as sent: its delete's clock alone, none of its values.
