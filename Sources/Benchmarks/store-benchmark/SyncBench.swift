@@ -101,7 +101,8 @@ enum SyncBench {
         let device = folder + "/device-\(UUID().uuidString).sqlite"
         try FileManager.default.copyItem(atPath: folder + "/empty.sqlite", toPath: device)
         let store = try open(device)
-        let client = try await serving.client(store, device: "new-device")
+        // A device the server has not seen: each run is a new one.
+        let client = try await serving.client(store, device: "new-\(UUID().uuidString.prefix(8).lowercased())")
         let before = serving.sentBytes()
         let start = DispatchTime.now().uptimeNanoseconds
         try await client.sync()

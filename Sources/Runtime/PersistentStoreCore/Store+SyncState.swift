@@ -147,10 +147,14 @@ extension Store {
     /// device that starts over learns what was deleted meanwhile.
     package func syncStatesWithoutRows(of entity: EntityDescriptor, keyColumn: String, after: String?, limit: Int) throws(StoreError) -> [(key: String, state: String)] {
         let from: SQL = after.map { " AND s.record_key > \(value: .text($0))" } ?? ""
+        // The state's key cast to the key column's type, so that each look-up takes the key's
+        // index (a cast of the column would read the whole table for every state).
+        let storage = entity.columns.first { $0.column == keyColumn }?.storage ?? .text
+        let keyType = SQL(verbatim: database.dialect.columnType(storage))
         let rows = try query(
             """
             SELECT s.record_key, s.state FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name)) AND s.entity = \(value: .text(entity.name))\(from)
-            AND NOT EXISTS (SELECT 1 FROM \(identifier: entity.table) t WHERE CAST(t.\(identifier: keyColumn) AS TEXT) = s.record_key)
+            AND NOT EXISTS (SELECT 1 FROM \(identifier: entity.table) t WHERE t.\(identifier: keyColumn) = CAST(s.record_key AS \(keyType)))
             ORDER BY s.record_key LIMIT \(value: .integer(Int64(max(1, limit))))
             """
         )
