@@ -247,7 +247,7 @@ let package = Package(
             dependencies: [
                 "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SyncCore",
                 "SyncServer", "SyncClient", "SyncEndpoint", "HTTPServer", "Gzip", "DatabaseLocation",
-                "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects",
+                "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects", "CodeGeneration",
             ]),
         .testTarget(
             name: "MigratorTests",

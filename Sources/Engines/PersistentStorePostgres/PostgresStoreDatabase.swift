@@ -17,7 +17,9 @@ import SchemaMetadata
 /// transaction, every later statement of it fails too, until the store ends it (the server
 /// rolled it back, or, past its COMMIT, the store looks the outcome up); the store then
 /// connects again through the URL (`ServerFailover`), to whichever server is primary now.
-final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, HistoryAnnouncing, ServerFailover, ReplicaReading, OwnInsertRecording {
+final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowStaging, GeneratedKeyReservation, CommitWatching, HistoryAnnouncing, ServerFailover, ReplicaReading, OwnInsertRecording,
+    VersionedSearchPath
+{
     private(set) var connection: PostgresConnection
     /// The URL connected to, for reconnecting (never shown: `label` is its redacted form).
     private let url: String
@@ -146,6 +148,20 @@ final class PostgresStoreDatabase: StoreDatabase, StatementPipelining, BulkRowSt
         let statement = "SET search_path TO \(dialect.quote(versionSchema)), \(dialect.quote(tableSchema))"
         try run(statement)
         searchPath = statement
+    }
+
+    /// Runs `script` with the tables' schema alone on the search path (a table created now
+    /// belongs there, not among the views), then sets the version's path again.
+    func executeInTableSchema(_ script: SQL) throws(DatabaseFailure) {
+        guard let searchPath, let tableSchema else { return try execute(script) }
+        try run("SET search_path TO \(dialect.quote(tableSchema))")
+        do {
+            try execute(script)
+        } catch {
+            try? run(searchPath)
+            throw error
+        }
+        try run(searchPath)
     }
 
     /// A relation by name, for `to_regclass`: in the version's schema of views first (once

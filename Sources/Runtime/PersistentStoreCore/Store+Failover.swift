@@ -109,7 +109,7 @@ final class FailoverRecovery: @unchecked Sendable {
 /// transaction (a read, a BEGIN) that meets a lost server waits for the new primary and runs
 /// again, so no error reaches the app; inside a transaction the failure goes up to the store,
 /// which runs the whole transaction again (or, past its COMMIT, checks the outcome).
-final class FailoverDatabase: StoreDatabase {
+final class FailoverDatabase: StoreDatabase, VersionedSearchPath {
     let inner: any StoreDatabase
     let recovery: FailoverRecovery
 
@@ -139,6 +139,13 @@ final class FailoverDatabase: StoreDatabase {
     }
 
     func execute(_ script: SQL) throws(DatabaseFailure) { try surviving("statement") { () throws(DatabaseFailure) in try inner.execute(script) } }
+
+    /// As the adapter runs it, where it reads through a version's views (`VersionedSearchPath`).
+    func executeInTableSchema(_ script: SQL) throws(DatabaseFailure) {
+        try surviving("statement") { () throws(DatabaseFailure) in
+            if let versioned = inner as? any VersionedSearchPath { try versioned.executeInTableSchema(script) } else { try inner.execute(script) }
+        }
+    }
 
     func query(_ statement: RenderedSQL, _ arguments: ArraySlice<StoredValue>) throws(DatabaseFailure) -> [[StoredValue]] {
         try surviving("query") { () throws(DatabaseFailure) in try inner.query(statement, arguments) }

@@ -43,6 +43,9 @@ package struct SyncClientRow: Sendable, Hashable {
     package var clock: String?
     package var lastSync: Date?
     package var lastError: String?
+    /// The schema version the device's states are kept in: the version of the app that last
+    /// synced (nil: before the first sync, or a store of an earlier build).
+    package var schemaVersion: Int?
 
     package init(device: String) {
         self.device = device
@@ -77,14 +80,16 @@ extension Store {
     }
 
     /// The stored states of these records of `entity`, by key; a record without one is missing.
-    package func syncStates(entity: String, keys: [String]) throws(StoreError) -> [String: String] {
+    /// States are kept per schema version, in that version's names (`version`: the store's own
+    /// unless given): each version served reads its rows through its own views.
+    package func syncStates(entity: String, keys: [String], version: Int? = nil) throws(StoreError) -> [String: String] {
         guard !keys.isEmpty else { return [:] }
         var states: [String: String] = [:]
         // In chunks: a statement's parameters are bounded (SQLite's default is 32,766).
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
             let rows = try query(
-                "SELECT record_key, state FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
+                "SELECT record_key, state FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(version ?? schema.version))) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
             )
             for row in rows {
                 if case .text(let key) = row[0], case .text(let state) = row[1] { states[key] = state }
@@ -130,22 +135,24 @@ extension Store {
     }
 
     /// Stores several records' states at once, inside the transaction that writes the records.
-    package func writeSyncStates(entity: String, _ states: [(key: String, state: String)]) throws(StoreError) {
+    package func writeSyncStates(entity: String, _ states: [(key: String, state: String)], version: Int? = nil) throws(StoreError) {
         try requireTransaction("a sync state")
         let dialect = database.dialect
         for start in stride(from: 0, to: states.count, by: 500) {
             let tuples = states[start..<min(start + 500, states.count)].map { item -> SQL in
-                "(\(SQL.parameters([.text(schema.name), .text(entity), .text(item.key), .text(item.state)])))"
+                "(\(SQL.parameters([.text(schema.name), .integer(Int64(version ?? schema.version)), .text(entity), .text(item.key), .text(item.state)])))"
             }
             _ = try query(
-                "INSERT INTO schemagen_sync_records (schema, entity, record_key, state) VALUES \(SQL.list(tuples))"
-                    + dialect.onConflict(["schema", "entity", "record_key"], set: ["state = " + dialect.proposed("state")]))
+                "INSERT INTO schemagen_sync_records (schema, schema_version, entity, record_key, state) VALUES \(SQL.list(tuples))"
+                    + dialect.onConflict(["schema", "schema_version", "entity", "record_key"], set: ["state = " + dialect.proposed("state")]))
         }
     }
 
     /// Kept states of `entity` whose row is gone, after the key `after`, in key order: where a
     /// device that starts over learns what was deleted meanwhile.
-    package func syncStatesWithoutRows(of entity: EntityDescriptor, keyColumn: String, after: String?, limit: Int) throws(StoreError) -> [(key: String, state: String)] {
+    package func syncStatesWithoutRows(
+        of entity: EntityDescriptor, keyColumn: String, after: String?, limit: Int, version: Int? = nil, entityName: String? = nil
+    ) throws(StoreError) -> [(key: String, state: String)] {
         let from: SQL = after.map { " AND s.record_key > \(value: .text($0))" } ?? ""
         // The state's key cast to the key column's type, so that each look-up takes the key's
         // index (a cast of the column would read the whole table for every state).
@@ -153,7 +160,8 @@ extension Store {
         let keyType = SQL(verbatim: database.dialect.columnType(storage))
         let rows = try query(
             """
-            SELECT s.record_key, s.state FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name)) AND s.entity = \(value: .text(entity.name))\(from)
+            SELECT s.record_key, s.state FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name))
+            AND s.schema_version = \(value: .integer(Int64(version ?? schema.version))) AND s.entity = \(value: .text(entityName ?? entity.name))\(from)
             AND NOT EXISTS (SELECT 1 FROM \(identifier: entity.table) t WHERE t.\(identifier: keyColumn) = CAST(s.record_key AS \(keyType)))
             ORDER BY s.record_key LIMIT \(value: .integer(Int64(max(1, limit))))
             """
@@ -167,8 +175,15 @@ extension Store {
     /// Stores a record's state, inside the transaction that writes the record.
     package func writeSyncState(entity: String, key: String, state: String) throws(StoreError) {
         try requireTransaction("a sync state")
-        let values: [StoredValue] = [.text(schema.name), .text(entity), .text(key), .text(state)]
-        try upsert("schemagen_sync_records", ["schema", "entity", "record_key", "state"], values, key: 3)
+        let values: [StoredValue] = [.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(state)]
+        try upsert("schemagen_sync_records", ["schema", "schema_version", "entity", "record_key", "state"], values, key: 4)
+    }
+
+    /// Removes every state kept in `version`'s names: a device's, once it has carried them to
+    /// the version its app was updated to.
+    package func deleteSyncStates(version: Int) throws(StoreError) {
+        try requireTransaction("sync states")
+        _ = try query("DELETE FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(version)))")
     }
 
     /// The device, as last seen; nil before its first push or pull.
@@ -282,7 +297,8 @@ extension Store {
                         );
                         CREATE TABLE IF NOT EXISTS schemagen_sync_client (
                             schema \(text) PRIMARY KEY, device \(text) NOT NULL, stamped_through \(integer) NOT NULL, acknowledged \(integer) NOT NULL,
-                            outgoing \(text), outgoing_versions \(text), pull_cursor \(text), clock \(text), last_sync \(real), last_error \(text)
+                            outgoing \(text), outgoing_versions \(text), pull_cursor \(text), clock \(text), last_sync \(real), last_error \(text),
+                            schema_version \(integer)
                         );
                         """))
         } catch {
@@ -293,9 +309,9 @@ extension Store {
     /// The client's progress; nil before its first sync.
     package func syncClientRow() throws(StoreError) -> SyncClientRow? {
         let rows = try query(
-            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
+            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error, schema_version FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
         )
-        guard let row = rows.first, row.count == 9, case .text(let device) = row[0], case .integer(let stamped) = row[1], case .integer(let acknowledged) = row[2] else { return nil }
+        guard let row = rows.first, row.count == 10, case .text(let device) = row[0], case .integer(let stamped) = row[1], case .integer(let acknowledged) = row[2] else { return nil }
         func text(_ value: StoredValue) -> String? { if case .text(let text) = value { text } else { nil } }
         var client = SyncClientRow(device: device)
         client.stampedThrough = stamped
@@ -306,6 +322,7 @@ extension Store {
         client.clock = text(row[6])
         client.lastSync = row[7] == .null ? nil : Self.date(row[7])
         client.lastError = text(row[8])
+        if case .integer(let version) = row[9] { client.schemaVersion = Int(version) }
         return client
     }
 
@@ -316,10 +333,12 @@ extension Store {
         let values: [StoredValue] = [
             .text(schema.name), .text(row.device), .integer(row.stampedThrough), .integer(row.acknowledged), text(row.outgoing), text(row.outgoingVersions), text(row.pullCursor),
             text(row.clock), row.lastSync.map { .real($0.timeIntervalSince1970) } ?? .null, text(row.lastError),
+            row.schemaVersion.map { .integer(Int64($0)) } ?? .null,
         ]
         try upsert(
             "schemagen_sync_client",
-            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error"], values, key: 1)
+            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error", "schema_version"], values,
+            key: 1)
     }
 
     /// The records changed on the device and not yet acknowledged, in the order they first changed.
@@ -369,6 +388,13 @@ extension Store {
         _ = try query(
             "DELETE FROM schemagen_sync_pending WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key)) AND version = \(value: .integer(version))"
         )
+    }
+
+    /// Files the pending changes of an entity under its new name: the app was updated to a
+    /// version that renamed it.
+    package func renameSyncPending(entity: String, to name: String) throws(StoreError) {
+        try requireTransaction("a pending sync change")
+        _ = try query("UPDATE schemagen_sync_pending SET entity = \(value: .text(name)) WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity))")
     }
 
     /// Inserts a row of `table`, or where its first `key` columns are taken, sets the others

@@ -194,6 +194,17 @@ extension HistoryOrdering {
     public func prepareHistoryOrdering() throws(DatabaseFailure) {}
 }
 
+/// A session that reads and writes through a schema of views (an online migration's version
+/// schema, on PostgreSQL), the store's own tables in the tables' schema behind it. A table the
+/// store creates once the session reads through views (a sync server's state) goes there, not
+/// among the views, which a contract drops.
+public protocol VersionedSearchPath: StoreDatabase {
+    /// Runs `script` with the tables' schema alone on the search path, then puts the path back.
+    ///
+    ///     try adapter.executeInTableSchema("CREATE TABLE IF NOT EXISTS schemagen_sync_records (...)")
+    func executeInTableSchema(_ script: SQL) throws(DatabaseFailure)
+}
+
 /// Other connections' commits heard as they happen: SQLite's file watcher and `data_version`,
 /// PostgreSQL's LISTEN/NOTIFY. Without it, `changes()` and `observe` see this store's own
 /// commits only.

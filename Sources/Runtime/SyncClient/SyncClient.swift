@@ -70,7 +70,11 @@ public actor SyncClient {
         outbox = Outbox(entities: byName, clock: clock, device: device, schemaVersion: schema.version)
         inbox = Inbox(entities: byName, clock: clock)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1_000))
-        if progress == nil { try await begin() }
+        if let progress {
+            if progress.schemaVersion.map({ $0 < schema.version }) ?? true { try await update(from: progress.schemaVersion) }
+        } else {
+            try await begin()
+        }
     }
 
     /// The wall clock in milliseconds since 1970, as clocks count it.
@@ -95,11 +99,35 @@ public actor SyncClient {
     /// The first sync of this store: what it already holds is stamped as the device's, and its
     /// history from here on is what the device changes.
     private func begin() async throws(SyncClientError) {
-        let (local, device, clock) = (self.local, self.device, self.clock)
+        let (local, device, clock, version) = (self.local, self.device, self.clock, schema.version)
         try await step { store throws(SyncClientError) in
             var progress = SyncClientRow(device: device)
             progress.stampedThrough = try inStore { () throws(StoreError) in try store.currentHistoryToken().value }
             try local.stampEveryRow(in: store)
+            progress.clock = clock.latest.text
+            progress.schemaVersion = version
+            try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+        }
+    }
+
+    /// The first sync since the app was updated to this schema version (its store migrated as
+    /// it opened): the states are carried to the new names, what the app changed and did not
+    /// push is stamped and pending (it goes in this version's shape), and the next pull starts
+    /// over, so the attributes and entities new in this version arrive for the records the device
+    /// holds. Nothing is reset and nothing unsynced is dropped. `earlier` is nil for a store
+    /// whose progress predates versions being kept: its states are this version's already.
+    private func update(from earlier: Int?) async throws(SyncClientError) {
+        let (local, clock, version) = (self.local, self.clock, schema.version)
+        let update = AppUpdate(entities: local.entities, clock: clock)
+        try await step { store throws(SyncClientError) in
+            var progress = try Self.progress(in: store)
+            if let earlier {
+                try update.carry(from: earlier, &progress, in: store)
+                try local.stampEveryRow(in: store)
+                progress.stampedThrough = try inStore { () throws(StoreError) in try store.currentHistoryToken().value }
+                progress.pullCursor = nil
+            }
+            progress.schemaVersion = version
             progress.clock = clock.latest.text
             try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
         }

@@ -56,6 +56,8 @@ struct PullReader: Sendable {
     let device: String
     let user: String
     let schemaVersion: Int
+    /// The states the server's other version keeps, for records without one in this version.
+    let seeds: (any SyncStateSeeds)?
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
         let returning = try seen(in: store)
@@ -109,7 +111,7 @@ struct PullReader: Sendable {
     private func tombstones(_ entity: SyncedEntity, after: String?, limit: Int, in store: isolated Store) throws(SyncServerError) -> ([SyncRecordState], String?) {
         let kept: [(key: String, state: String)]
         do { kept = try store.syncStatesWithoutRows(of: entity.descriptor, keyColumn: entity.keyColumn, after: after, limit: limit) } catch { throw .store(error) }
-        let records = SyncStateRecords(clock: clock)
+        let records = SyncStateRecords(clock: clock, seeds: seeds)
         let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: kept.map(\.key), in: store) { _ in records.now() } }
         // Deleted outside sync and not read since: stamped now.
         let stamped = kept.compactMap { item in loaded[item.key].flatMap { $0.stateChanged ? (item.key, $0.state) : nil } }
@@ -137,13 +139,14 @@ struct PullReader: Sendable {
         let keyed = page.records.compactMap { record in record[entity.keyColumn].flatMap(SyncedEntity.keyText).map { ($0, record) } }
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keyed.map(\.0)) } catch { throw .store(error) }
-        let records = SyncStateRecords(clock: clock)
+        let records = SyncStateRecords(clock: clock, seeds: seeds)
         let scope = scopeCheck
         var found: [SyncRecordState] = []
         var stamped: [(key: String, state: SyncRecord)] = []
+        let rows = Dictionary(keyed, uniquingKeysWith: { first, _ in first })
+        let kept = try served { () throws(SyncStateError) in try records.kept(entity, states: states, rows: rows, keys: keyed.map(\.0), in: store) }
         for (key, row) in keyed {
-            let kept = try states[key].map { text throws(SyncServerError) in try served { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) } }
-            let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept, row: row, stamp: records.now()) }
+            let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept[key], row: row, stamp: records.now()) }
             if record.stateChanged { stamped.append((key, record.state)) }
             if try scope.holds(entity, entity.fieldValues(of: row), in: store) { found.append(SyncRecordState(entity: entity.name, key: key, record: record.state)) }
         }
@@ -195,7 +198,7 @@ struct PullReader: Sendable {
             before = transaction.token.value
             cursor = .history(token: before, skip: 0)
         }
-        let records = SyncStateRecords(clock: clock)
+        let records = SyncStateRecords(clock: clock, seeds: seeds)
         let scope = scopeCheck
         var found: [SyncRecordState] = []
         for entity in entities {

@@ -13,6 +13,8 @@ struct PushApplier: Sendable {
     let device: String
     let user: String
     let schemaVersion: Int
+    /// The states the server's other version keeps, for records without one in this version.
+    let seeds: (any SyncStateSeeds)?
 
     func apply(_ push: SyncPush, in store: isolated Store) throws(SyncServerError) -> SyncPushAnswer {
         let now = Date()
@@ -25,7 +27,7 @@ struct PushApplier: Sendable {
             return SyncPushAnswer(acknowledged: known.sequence, rejected: [], clock: clock.latest)
         }
         try refuseClocksAhead(push)
-        let records = SyncStateRecords(clock: clock)
+        let records = SyncStateRecords(clock: clock, seeds: seeds)
         var rejected: [SyncRejection] = []
         for change in push.changes {
             if let rejection = try apply(change, records, in: store) { rejected.append(rejection) }

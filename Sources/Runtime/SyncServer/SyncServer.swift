@@ -17,16 +17,15 @@ import SyncStorage
 /// from the store's history, so the server app's own writes reach devices too, stamped with the
 /// server's clock.
 public actor SyncServer {
-    /// The store the records live in.
+    /// The store of the newest version served.
     public let store: Store
-    /// The schema the store holds, whose synced entities this serves.
+    /// The newest schema version served.
     public let schema: SchemaDescriptor
     /// The most records one pull answers.
     public static let maximumPullLimit = 1_000
 
-    let entities: [String: SyncedEntity]
-    /// The synced entities in the schema's order: the order of an initial sync.
-    let ordered: [SyncedEntity]
+    /// Each version served, by number.
+    let served: [Int: ServedVersion]
     let clock: NodeClock
 
     /// A server for `schema`'s synced entities in `store`, which must record history; its
@@ -37,22 +36,39 @@ public actor SyncServer {
     public init(store: Store, schema: SchemaDescriptor, node: String = "server", wallClock: @escaping @Sendable () -> Int64 = SyncServer.wallMilliseconds)
         async throws(SyncServerError)
     {
-        self.store = store
-        self.schema = schema
-        ordered = schema.entities.compactMap(SyncedEntity.init)
-        entities = Dictionary(ordered.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        guard !ordered.isEmpty else { throw .nothingSynced(schema: schema.name) }
-        guard await store.recordsHistory else { throw .historyOff(schema: schema.name) }
-        do { try await store.prepareSyncTables() } catch { throw .store(error) }
+        try await self.init(versions: [Version(store: store, schema: schema)], node: node, wallClock: wallClock)
+    }
+
+    /// A server for devices of several versions of one schema at once, each through its own
+    /// store: while an online migration is expanded, the version before it and its own are
+    /// both served, each version's store opened with that version's generated code (so it
+    /// reads and writes through its version's views, `todo_v1`). A device pushes and pulls in
+    /// the version its app was built with.
+    ///
+    ///     let server = try await SyncServer(versions: [.init(store: v1Store, schema: TodoSchemaV1.descriptor),
+    ///                                                  .init(store: v2Store, schema: TodoSchema.descriptor)])
+    public init(versions: [Version], node: String = "server", wallClock: @escaping @Sendable () -> Int64 = SyncServer.wallMilliseconds) async throws(SyncServerError) {
+        let sorted = versions.sorted { $0.schema.version < $1.schema.version }
+        guard let newest = sorted.last else { throw .badVersions("no version given") }
+        guard Set(sorted.map(\.schema.version)).count == sorted.count else { throw .badVersions("a version is given twice") }
+        guard sorted.allSatisfy({ $0.schema.name == newest.schema.name }) else { throw .badVersions("the versions are of different schemas: \(sorted.map(\.schema.name))") }
+        for version in sorted {
+            guard version.schema.entities.contains(where: { SyncedEntity($0) != nil }) else { throw .nothingSynced(schema: version.schema.name) }
+            guard await version.store.recordsHistory else { throw .historyOff(schema: version.schema.name) }
+            do { try await version.store.prepareSyncTables() } catch { throw .store(error) }
+        }
+        store = newest.store
+        schema = newest.schema
         // The clock goes on from the latest it gave before a restart, even when the machine's
         // clock went back meanwhile.
         let kept: String?
-        do { kept = try await store.syncServerClock() } catch { throw .store(error) }
+        do { kept = try await newest.store.syncServerClock() } catch { throw .store(error) }
         do {
             clock = try NodeClock(node: node, latest: kept.flatMap(SyncClock.init(text:)), wallClock: wallClock)
         } catch {
             throw .badDevice(node)
         }
+        served = ServedVersion.all(sorted, clock: clock)
     }
 
     /// The wall clock in milliseconds since 1970, as clocks count it.
@@ -67,9 +83,9 @@ public actor SyncServer {
     ///     let answer = try await server.push(push, user: "ada")
     public func push(_ push: SyncPush, user: String) async throws(SyncServerError) -> SyncPushAnswer {
         guard SyncClock.isNodeName(push.device) else { throw .badDevice(push.device) }
-        guard push.schemaVersion == schema.version else { throw .unservedVersion(device: push.device, version: push.schemaVersion, served: schema.version) }
-        let applier = PushApplier(entities: entities, clock: clock, device: push.device, user: user, schemaVersion: push.schemaVersion)
-        return try await inTransaction { store throws(SyncServerError) in try applier.apply(push, in: store) }
+        let version = try version(push.schemaVersion, of: push.device)
+        let applier = PushApplier(entities: version.entities, clock: clock, device: push.device, user: user, schemaVersion: push.schemaVersion, seeds: version.seeds)
+        return try await inTransaction(version.store) { store throws(SyncServerError) in try applier.apply(push, in: store) }
     }
 
     /// A page of what changed in `user`'s scope since the pull's cursor: on a new device, every
@@ -78,17 +94,18 @@ public actor SyncServer {
     ///     let page = try await server.pull(SyncPull(device: "ipad-7", schemaVersion: 3, after: saved, limit: 500), user: "ada")
     public func pull(_ pull: SyncPull, user: String) async throws(SyncServerError) -> SyncPullAnswer {
         guard SyncClock.isNodeName(pull.device) else { throw .badDevice(pull.device) }
-        guard pull.schemaVersion == schema.version else { throw .unservedVersion(device: pull.device, version: pull.schemaVersion, served: schema.version) }
+        let version = try version(pull.schemaVersion, of: pull.device)
+        let ordered = version.ordered
         let limit = min(max(pull.limit, 1), Self.maximumPullLimit)
         let cursor: PullCursor
         if let text = pull.after {
             guard let read = PullCursor(text: text, entities: ordered.count) else { throw .badCursor(text) }
             cursor = read
         } else {
-            do { cursor = .scan(token: try await store.currentHistoryToken().value, entity: 0, after: nil) } catch { throw .store(error) }
+            do { cursor = .scan(token: try await version.store.currentHistoryToken().value, entity: 0, after: nil) } catch { throw .store(error) }
         }
-        let reader = PullReader(entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion)
-        return try await inTransaction { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+        let reader = PullReader(entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds)
+        return try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
     }
 
     /// The devices seen, with the user, schema version and last push of each, oldest first.
@@ -98,8 +115,19 @@ public actor SyncServer {
         do { return try await store.syncDevices().map(SyncDevice.init) } catch { throw .store(error) }
     }
 
-    /// Runs `body` in one store transaction, its own errors kept as they are.
-    private func inTransaction<T: Sendable>(_ body: @escaping @Sendable (isolated Store) throws(SyncServerError) -> T) async throws(SyncServerError) -> T {
+    /// The versions served, oldest first.
+    ///
+    ///     let versions = await server.versions   // [1, 2] while 0002 is expanded
+    public var versions: [Int] { served.keys.sorted() }
+
+    /// The version a device was built with, when it is served.
+    private func version(_ number: Int, of device: String) throws(SyncServerError) -> ServedVersion {
+        guard let version = served[number] else { throw .unservedVersion(device: device, version: number, served: versions) }
+        return version
+    }
+
+    /// Runs `body` in one transaction of `store`, its own errors kept as they are.
+    private func inTransaction<T: Sendable>(_ store: Store, _ body: @escaping @Sendable (isolated Store) throws(SyncServerError) -> T) async throws(SyncServerError) -> T {
         let clock = self.clock
         do {
             return try await store.transaction { store in

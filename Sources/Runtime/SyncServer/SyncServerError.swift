@@ -13,8 +13,11 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
     case badDevice(String)
     /// The device was first seen with another user: a device id is one user's.
     case deviceOfAnotherUser(device: String)
-    /// The device was built with a schema version the server does not serve.
-    case unservedVersion(device: String, version: Int, served: Int)
+    /// The device was built with a schema version the server does not serve (`served`, oldest
+    /// first).
+    case unservedVersion(device: String, version: Int, served: [Int])
+    /// The versions given to serve are not versions of one schema, each once.
+    case badVersions(String)
     /// A pull's cursor is not one this server gave.
     case badCursor(String)
     /// The history after the cursor was pruned: the device pulls again from the start (no
@@ -40,7 +43,11 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
         case .deviceOfAnotherUser(let device):
             "device '\(device)' belongs to another user: a device id is one user's; a device that signs in as another user needs a new id"
         case .unservedVersion(let device, let version, let served):
-            "device '\(device)' was built with schema version \(version); this server serves version \(served) only, so the device must be updated (sync across versions is not built yet)"
+            "device '\(device)' was built with schema version \(version); this server serves "
+                + (served.count == 1 ? "version \(served[0])" : "versions " + served.map(String.init).joined(separator: " and "))
+                + (version < served[0] ? ", so the app on the device must be updated (its unsynced changes stay on it until then)" : ": deploy the server of version \(version) first")
+        case .badVersions(let problem):
+            "the sync server cannot serve these versions: \(problem)"
         case .badCursor(let cursor):
             "the pull's cursor '\(cursor.prefix(80))' is not one this server gave: pull again from the start (no cursor)"
         case .cursorExpired(let cursor):

@@ -38,8 +38,13 @@ package typealias StampClock = (_ field: String?) throws(SyncClockError) -> Sync
 package struct SyncStateRecords: Sendable {
     /// The node whose changes are stamped.
     package let clock: NodeClock
+    /// Where a record without a state in this version finds the clocks another version kept.
+    package let seeds: (any SyncStateSeeds)?
 
-    package init(clock: NodeClock) { self.clock = clock }
+    package init(clock: NodeClock, seeds: (any SyncStateSeeds)? = nil) {
+        self.clock = clock
+        self.seeds = seeds
+    }
 
     /// One clock for every field of a record: a change the node makes now.
     package func now() -> StampClock {
@@ -64,12 +69,42 @@ package struct SyncStateRecords: Sendable {
         for row in rows {
             if let key = row[entity.keyColumn].flatMap(SyncedEntity.keyText) { byKey[key] = row }
         }
+        let kept = try kept(entity, states: states, rows: byKey, keys: keys, in: store)
         var records: [String: SyncedRecord] = [:]
         for key in keys where records[key] == nil && SyncedEntity.storedKey(key) != nil {
-            let kept = try states[key].map { text throws(SyncStateError) in try decode(text, of: entity, key: key, in: store) }
-            records[key] = try reconciled(entity, state: kept, row: byKey[key], stamp: stamp(key))
+            records[key] = try reconciled(entity, state: kept[key], row: byKey[key], stamp: stamp(key))
         }
         return records
+    }
+
+    /// The kept states of these records (`states`, as stored), decoded; a record with none in
+    /// this version takes the clocks another version kept for it (`seeds`), its values as its
+    /// row holds them now, so that what it kept there is not stamped again as new here.
+    package func kept(
+        _ entity: SyncedEntity, states: [String: String], rows: [String: StoredRecord], keys: [String], in store: isolated Store
+    ) throws(SyncStateError) -> [String: SyncRecord] {
+        var kept: [String: SyncRecord] = [:]
+        for (key, text) in states { kept[key] = try decode(text, of: entity, key: key, in: store) }
+        let missing = keys.filter { kept[$0] == nil && SyncedEntity.storedKey($0) != nil }
+        guard let seeds, !missing.isEmpty else { return kept }
+        for (key, other) in try seeds.states(of: entity, keys: missing, in: store) {
+            kept[key] = Self.seeded(other, row: rows[key].map(entity.fieldValues), counters: entity.rules.counters)
+        }
+        return kept
+    }
+
+    /// Another version's state in this version's names, with the row's values in place of its
+    /// own (they may be of another type there); a field it had no clock for takes its latest.
+    static func seeded(_ other: SyncRecord, row: [String: StoredValue]?, counters: Set<String>) -> SyncRecord {
+        guard let row else { return other }
+        var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:]
+        let latest = other.latestChange ?? other.deleted
+        for (field, value) in row where !counters.contains(field) {
+            guard let clock = other.clocks[field] ?? latest else { continue }
+            values[field] = value
+            clocks[field] = clock
+        }
+        return SyncRecord(values: values, clocks: clocks, counterTotals: other.counterTotals, deleted: other.deleted) ?? other
     }
 
     /// The record with what was written outside sync stamped as this node's change, each field
@@ -84,6 +119,7 @@ package struct SyncStateRecords: Sendable {
         }
         guard let row else {
             // Deleted without sync: a tombstone, so that other nodes delete it too.
+            // (A state seeded from another version is kept as it is, its tombstone with it.)
             guard kept != nil, !state.isDeleted else { return SyncedRecord(state: state, row: nil) }
             state.merge(SyncChange(deleted: try clock(nil, after: state.latestChange)), rules: entity.rules, fromServer: true)
             return SyncedRecord(state: state, row: nil, stateChanged: true)
@@ -159,4 +195,13 @@ package struct SyncStateRecords: Sendable {
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: state.counterTotals, deleted: state.deleted) ?? state
     }
+}
+
+/// The states other schema versions kept for records, in one version's names: a server serving
+/// two versions at once keeps one state per version (each reads its rows through its own
+/// views), and a record first read in one takes the clocks the other kept.
+package protocol SyncStateSeeds: Sendable {
+    /// The states kept in another version for these records of `entity` (some may have none),
+    /// their fields, counters and tombstone under `entity`'s names.
+    func states(of entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncStateError) -> [String: SyncRecord]
 }

@@ -103,7 +103,7 @@ public struct SyncEndpoint: Sendable {
             HTTPResponse(
                 status: .serviceUnavailable, headers: [("Content-Type", "application/json"), ("Retry-After", "5")],
                 body: .bytes(errorBody("unavailable", "the sync server's database is unavailable (a lost connection, a failover); try again")))
-        case .historyOff, .nothingSynced: Self.error(.internalServerError, "misconfigured", error.description)
+        case .historyOff, .nothingSynced, .badVersions: Self.error(.internalServerError, "misconfigured", error.description)
         }
     }
 

@@ -15,7 +15,11 @@ extension Store {
         var attempt = 0
         while true {
             do {
-                try database.execute(sql)
+                if let versioned = database as? any VersionedSearchPath {
+                    try versioned.executeInTableSchema(sql)
+                } else {
+                    try database.execute(sql)
+                }
                 return
             } catch  where error.kind == .uniquenessConflict && attempt < 3 {
                 attempt += 1

@@ -1,0 +1,112 @@
+import Foundation
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+import SyncStorage
+
+/// Carries a device's sync state to the schema version its app was updated to, after the store
+/// migrated its file: each record's clocks go to the attributes' new names (`renamedFrom`), so
+/// that what the app changed and did not push still differs from its state and is pushed, in
+/// the new version; an attribute that is new, or whose values the migration converted, takes
+/// a clock older than any node's, so the server's value wins when the device pulls again.
+struct AppUpdate: Sendable {
+    let entities: [SyncedEntity]
+    let clock: NodeClock
+    /// Rows read at once.
+    static let batch = 500
+
+    /// The clock of a value whose history an update lost: before every node's.
+    static let unknownAge = SyncClock(milliseconds: 0, counter: 0, node: "unknown")
+
+    /// Carries every state kept in version `earlier`'s names to this one's, then removes them.
+    func carry(from earlier: Int, _ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) {
+        var renamed: [String: String] = [:]
+        for entity in entities {
+            let earlierName = entity.descriptor.renamedFrom ?? entity.name
+            if earlierName != entity.name { renamed[earlierName] = entity.name }
+            try carryRows(of: entity, from: earlier, named: earlierName, in: store)
+            try carryTombstones(of: entity, from: earlier, named: earlierName, in: store)
+            if earlierName != entity.name { try inStore { () throws(StoreError) in try store.renameSyncPending(entity: earlierName, to: entity.name) } }
+        }
+        // A push sent and not acknowledged goes again under its number, its records under their
+        // new names.
+        if !renamed.isEmpty, let text = progress.outgoingVersions, let gathered = try? JSONDecoder().decode([Outbox.Gathered].self, from: Data(text.utf8)) {
+            let carried = gathered.map { Outbox.Gathered(entity: renamed[$0.entity] ?? $0.entity, key: $0.key, version: $0.version) }
+            progress.outgoingVersions = (try? JSONEncoder().encode(carried)).map { String(decoding: $0, as: UTF8.self) } ?? text
+        }
+        try inStore { () throws(StoreError) in try store.deleteSyncStates(version: earlier) }
+    }
+
+    /// The states of the entity's rows, a page at a time.
+    private func carryRows(of entity: SyncedEntity, from earlier: Int, named earlierName: String, in store: isolated Store) throws(SyncClientError) {
+        let records = SyncStateRecords(clock: clock)
+        var cursor: RecordCursor?
+        repeat {
+            let page = try inStore { () throws(StoreError) in
+                try store.records(of: entity.descriptor, orderedBy: RecordOrder(entity.keyColumn), after: cursor, limit: Self.batch)
+            }
+            let rows = page.records.compactMap { row in row[entity.keyColumn].flatMap(SyncedEntity.keyText).map { ($0, row) } }
+            let texts = try inStore { () throws(StoreError) in try store.syncStates(entity: earlierName, keys: rows.map(\.0), version: earlier) }
+            var carried: [(key: String, state: SyncRecord)] = []
+            for (key, row) in rows {
+                guard let text = texts[key] else { continue }
+                let kept = try onDevice { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) }
+                carried.append((key, carry(kept, of: entity, row: entity.fieldValues(of: row))))
+            }
+            try onDevice { () throws(SyncStateError) in try records.save(carried, of: entity, in: store) }
+            cursor = page.next
+        } while cursor != nil
+    }
+
+    /// The tombstones: states whose rows are gone.
+    private func carryTombstones(of entity: SyncedEntity, from earlier: Int, named earlierName: String, in store: isolated Store) throws(SyncClientError) {
+        let records = SyncStateRecords(clock: clock)
+        var after: String?
+        repeat {
+            let kept = try inStore { () throws(StoreError) in
+                try store.syncStatesWithoutRows(
+                    of: entity.descriptor, keyColumn: entity.keyColumn, after: after, limit: Self.batch, version: earlier, entityName: earlierName)
+            }
+            var carried: [(key: String, state: SyncRecord)] = []
+            for (key, text) in kept {
+                let state = try onDevice { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) }
+                carried.append((key, carry(state, of: entity, row: nil)))
+            }
+            try onDevice { () throws(SyncStateError) in try records.save(carried, of: entity, in: store) }
+            after = kept.count < Self.batch ? nil : kept.last?.key
+        } while after != nil
+    }
+
+    /// One record's state in the new names. A value is carried with its clock where the row
+    /// still holds one of its kind (a rename, a wider integer); where the migration made or
+    /// converted it, or an encrypted value was sealed under the old names, the row's value
+    /// takes `unknownAge`.
+    func carry(_ kept: SyncRecord, of entity: SyncedEntity, row: [String: StoredValue]?) -> SyncRecord {
+        var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
+        for field in entity.columns.keys {
+            let earlier = entity.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
+            if entity.rules.counters.contains(field) {
+                if let totals = kept.counterTotals[earlier] { counters[field] = totals }
+                continue
+            }
+            let sealedUnderOldNames = entity.encryptedFields.contains(field) && (earlier != field || entity.descriptor.renamedFrom != nil)
+            let current = row?[field]
+            if let clock = kept.clocks[earlier], let value = kept.values[earlier], !sealedUnderOldNames, current.map({ Self.sameKind($0, value) }) ?? true {
+                values[field] = value
+                clocks[field] = clock
+            } else if let current {
+                values[field] = current
+                clocks[field] = Self.unknownAge
+            }
+        }
+        return SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: kept.deleted) ?? SyncRecord()
+    }
+
+    /// Whether two values are stored alike (NULL is like any).
+    static func sameKind(_ left: StoredValue, _ right: StoredValue) -> Bool {
+        switch (left, right) {
+        case (.null, _), (_, .null), (.text, .text), (.integer, .integer), (.real, .real), (.blob, .blob): true
+        default: false
+        }
+    }
+}

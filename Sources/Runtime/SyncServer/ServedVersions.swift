@@ -1,0 +1,109 @@
+import PersistentStoreCore
+import SchemaMetadata
+import SyncCore
+import SyncStorage
+
+extension SyncServer {
+    /// One schema version a server serves: the store opened with that version's generated code
+    /// (on PostgreSQL it reads and writes through the version's views), and its schema.
+    public struct Version: Sendable {
+        /// The store of this version.
+        public let store: Store
+        /// The schema as this version declares it.
+        public let schema: SchemaDescriptor
+
+        /// A version to serve.
+        ///
+        ///     let v1 = SyncServer.Version(store: v1Store, schema: TodoSchemaV1.descriptor)
+        public init(store: Store, schema: SchemaDescriptor) {
+            self.store = store
+            self.schema = schema
+        }
+    }
+}
+
+/// A version as the server serves it: its synced entities, and where a record without a state
+/// in this version finds the clocks the other version kept.
+struct ServedVersion: Sendable {
+    let store: Store
+    let schema: SchemaDescriptor
+    let entities: [String: SyncedEntity]
+    /// The synced entities in the schema's order: the order of an initial sync.
+    let ordered: [SyncedEntity]
+    let seeds: VersionSeeds?
+
+    /// Every version given, each seeded from the version next to it (an online migration
+    /// serves two versions at once: the one before it and its own).
+    static func all(_ versions: [SyncServer.Version], clock: NodeClock) -> [Int: ServedVersion] {
+        let synced = versions.map { $0.schema.entities.compactMap(SyncedEntity.init) }
+        var served: [Int: ServedVersion] = [:]
+        for (index, version) in versions.enumerated() {
+            let neighbour = index + 1 < versions.count ? index + 1 : index - 1
+            let seeds = neighbour >= 0 && neighbour != index ? VersionSeeds(this: version.schema, other: versions[neighbour].schema, clock: clock) : nil
+            served[version.schema.version] = ServedVersion(
+                store: version.store, schema: version.schema, entities: Dictionary(synced[index].map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }),
+                ordered: synced[index], seeds: seeds)
+        }
+        return served
+    }
+}
+
+/// The states another version keeps, read in this version's names: entities and attributes
+/// matched by the newer version's `renamedFrom` (or by name), so that a record first read in
+/// this version keeps the clocks its changes had there.
+struct VersionSeeds: SyncStateSeeds {
+    /// The other version's number, under which its states are kept.
+    let version: Int
+    /// The other version's synced entities, by name.
+    let entities: [String: SyncedEntity]
+    /// For each of this version's entities: the other's entity, and this version's fields by
+    /// the other's names.
+    let links: [String: (entity: String, fields: [String: String])]
+    let clock: NodeClock
+
+    init?(this: SchemaDescriptor, other: SchemaDescriptor, clock: NodeClock) {
+        let mine = this.entities.compactMap(SyncedEntity.init), theirs = other.entities.compactMap(SyncedEntity.init)
+        let thisIsNewer = this.version > other.version
+        var links: [String: (entity: String, fields: [String: String])] = [:]
+        for entity in mine {
+            let match = theirs.first { candidate in
+                thisIsNewer ? candidate.name == (entity.descriptor.renamedFrom ?? entity.name) : (candidate.descriptor.renamedFrom ?? candidate.name) == entity.name
+            }
+            guard let match else { continue }
+            let (newer, older) = thisIsNewer ? (entity, match) : (match, entity)
+            var olderByNewer: [String: String] = [:]
+            for field in newer.columns.keys {
+                let earlier = newer.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
+                if older.columns[earlier] != nil { olderByNewer[field] = earlier }
+            }
+            let fields = thisIsNewer ? olderByNewer : Dictionary(olderByNewer.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+            links[entity.name] = (match.name, fields)
+        }
+        guard !links.isEmpty else { return nil }
+        version = other.version
+        entities = Dictionary(theirs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.links = links
+        self.clock = clock
+    }
+
+    func states(of entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncStateError) -> [String: SyncRecord] {
+        guard let link = links[entity.name], let other = entities[link.entity] else { return [:] }
+        let texts: [String: String]
+        do { texts = try store.syncStates(entity: other.name, keys: keys, version: version) } catch { throw .store(error) }
+        let reader = SyncStateRecords(clock: clock)
+        var states: [String: SyncRecord] = [:]
+        for (key, text) in texts {
+            let kept = try reader.decode(text, of: other, key: key, in: store)
+            var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
+            for (field, theirs) in link.fields {
+                if let clock = kept.clocks[theirs] {
+                    clocks[field] = clock
+                    values[field] = kept.values[theirs] ?? .null
+                }
+                if let totals = kept.counterTotals[theirs] { counters[field] = totals }
+            }
+            states[key] = SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: kept.deleted)
+        }
+        return states
+    }
+}

@@ -1,0 +1,202 @@
+import CodeGeneration
+import Foundation
+import MigrationFiles
+import MigrationPlanner
+import MigratorCore
+import MigratorPostgres
+import PostgresKit
+import RelationalModel
+import SchemaKit
+import SchemaMetadata
+import SyncCore
+import TestSupport
+import Testing
+
+@testable import PersistentStoreCore
+@testable import SyncClient
+@testable import SyncServer
+
+/// Devices on two schema versions syncing with one PostgreSQL server while the online migration
+/// between them is expanded: a rename, a type change (the table copied) and a new attribute.
+/// Each device pushes and pulls in its own version's shape, through its version's views; one
+/// device's app is updated mid-test, with an edit it had not pushed, and nothing is reset or lost.
+@Suite(.serialized, .enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+struct SyncVersionTests {
+    @Test func devicesOnTwoVersionsSyncThroughTheirViewsAndOneIsUpdated() async throws {
+        let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        let shelf = try Shelf()
+        let v1Server = try Store.open(url: url, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)))
+        var server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)])
+        let ipadPath = storePath()
+        var ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: server)
+        let dune = Board.key(1), old = Board.key(2), emma = Board.key(3), kafka = Board.key(4)
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(dune), "title": .text("Dune"), "pages": .integer(412), "rating": .integer(4)])
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(old), "title": .text("Old"), "pages": .integer(10), "rating": .integer(1)])
+        try await ipad.client.sync()
+
+        // Version 2 is expanded; the server now serves both versions, each through its views.
+        let v2Server = try Store.open(url: url, schema: shelf.v2, migrations: shelf.migrations)
+        server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1), .init(store: v2Server, schema: shelf.v2)])
+        #expect(await server.versions == [1, 2])
+        ipad = try await ipad.reconnected(to: server)
+        let phone = try await Shelf.Device.open(path: storePath(), "phone-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        try await phone.client.sync()
+        var book = try #require(try await phone.book(dune))
+        #expect(book["name"] == .text("Dune") && book["pages"] == .integer(412) && book["rating"] == .real(4) && book["genre"] == .text("none"), "\(book)")
+
+        // The phone (version 2) renames and rates; the iPad (version 1) sees it under its names.
+        _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["name": .text("Dune Messiah"), "rating": .real(4.5), "genre": .text("sf")])
+        try await phone.client.sync()
+        // The iPad deletes a book; the phone loses it too.
+        _ = try await ipad.store.deleteRecord(of: shelf.v1.entities[0], key: [.text(old)])
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.book(dune)?["title"] == .text("Dune Messiah")
+        }
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.book(old) == nil
+        }
+
+        // A book only version 1 has read: the server keeps no version-2 state of it yet.
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(kafka), "title": .text("Kafka"), "pages": .integer(200), "rating": .integer(3)])
+        try await ipad.client.sync()
+        // Offline, the iPad edits two titles and adds a book; then its app is updated to
+        // version 2: its file migrates as the store opens, and the client carries its state.
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)")])
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(kafka)], set: ["title": .text("The Trial")])
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(emma), "title": .text("Emma"), "pages": .integer(474), "rating": .integer(5)])
+        // The server's state is in the tables' schema, which a contract keeps, not among a
+        // version's views; one state per version a record was read in.
+        let connection = try PostgresConnection(url)
+        let places = try connection.query(
+            "SELECT DISTINCT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname LIKE 'schemagen_sync%' AND c.relkind = 'r'")
+        #expect(places == [[.text("public")]])
+        #expect(try connection.query("SELECT DISTINCT schema_version FROM schemagen_sync_records ORDER BY 1") == [[.integer(1)], [.integer(2)]])
+        ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        #expect(try await ipad.client.status().pending == 3, "the unpushed edits and the new book are pending")
+        try await ipad.client.sync()
+        book = try #require(try await ipad.book(dune))
+        #expect(book["name"] == .text("Dune (1965)"), "its own edit stands: \(book)")
+        #expect(book["genre"] == .text("sf") && book["rating"] == .real(4.5), "what is new in version 2 came from the server, not the device's defaults: \(book)")
+        #expect(try await ipad.book(emma)?["name"] == .text("Emma"))
+        #expect(try await ipad.book(kafka)?["name"] == .text("The Trial"), "its edit is later than the clocks version 1 kept, which version 2 takes")
+        try await Phone.eventually {
+            try await phone.client.sync()
+            let arrived = try await phone.book(emma) != nil
+            return try await phone.book(dune)?["name"] == .text("Dune (1965)") && arrived
+        }
+        let row = try await v2Server.records(of: shelf.v2.entities[0], where: [RecordFilter("id", .equals(.text(dune)))], limit: 1).records.first
+        #expect(row?["genre"] == .text("sf") && row?["name"] == .text("Dune (1965)"), "\(String(describing: row))")
+        #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(phone.store, shelf.v2))
+        #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(v2Server, shelf.v2))
+        #expect(Set(try await server.devices().map(\.schemaVersion)) == [2], "both devices are on version 2 now")
+
+        // No device is left on version 1: complete contracts, and version 2 alone syncs on.
+        try Migrator(database: PostgresMigrationDatabase(connection), schema: "Shelf", scripts: shelf.scripts).complete()
+        server = try await SyncServer(versions: [.init(store: v2Server, schema: shelf.v2)])
+        await #expect(throws: SyncServerError.self) { try await server.pull(SyncPull(device: "tablet-1", schemaVersion: 1, after: nil, limit: 10), user: "ada") }
+        ipad = try await ipad.reconnected(to: server)
+        _ = try await ipad.store.updateRecord(of: shelf.v2.entities[0], key: [.text(emma)], set: ["genre": .text("classic")])
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.reconnected(to: server).client.sync()
+            return try await phone.book(emma)?["genre"] == .text("classic")
+        }
+    }
+}
+
+/// A shelf of books, version 1 and version 2: `title` renamed `name`, `rating` an Int32 made a
+/// Double (the table is copied on PostgreSQL, rebuilt on SQLite), `genre` new with a default.
+struct Shelf {
+    let v1: SchemaDescriptor
+    let v2: SchemaDescriptor
+    /// Both versions' migrations, SQLite and PostgreSQL, as generated code embeds them.
+    let migrations: [EmbeddedMigration]
+    /// The PostgreSQL migrations with their contract phase, as `migrate complete` reads them.
+    let scripts: [MigrationScript]
+
+    static let first = """
+        schema: Shelf
+        version: 1
+        dialects: [sqlite, postgres]
+        online: true
+        entities:
+          Book:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              title: String
+              pages: {type: Int32, default: 0}
+              rating: {type: Int32, default: 0}
+        sync:
+          Book: {scope: all}
+
+        """
+
+    static let second = first.replacingOccurrences(of: "version: 1", with: "version: 2")
+        .replacingOccurrences(of: "title: String", with: "name: {type: String, renamedFrom: title}")
+        .replacingOccurrences(of: "rating: {type: Int32, default: 0}", with: "rating: {type: Double, default: 0}\n      genre: {type: String, default: \"none\"}")
+
+    init() throws {
+        func load(_ text: String) throws -> (Schema, SchemaSnapshot) {
+            let loaded = SchemaLoader.load(source: .init(path: "Shelf.yaml", text: text))
+            let schema = try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))")
+            return (schema, SnapshotBuilder.snapshot(of: schema))
+        }
+        let (schema1, snapshot1) = try load(Self.first), (schema2, snapshot2) = try load(Self.second)
+        v1 = TemplateContext(schema: schema1, model: snapshot1, sourceFile: "Shelf.yaml").schemaDescriptor
+        v2 = TemplateContext(schema: schema2, model: snapshot2, sourceFile: "Shelf.yaml").schemaDescriptor
+        let steps = [(nil, snapshot1), (snapshot1, snapshot2)] as [(SchemaSnapshot?, SchemaSnapshot)]
+        var migrations: [EmbeddedMigration] = [], scripts: [MigrationScript] = []
+        for (offset, (from, to)) in steps.enumerated() {
+            let lite = Migration(from: from, to: to, renderer: SQLiteRenderer())
+            let postgres = Migration(from: from, to: to, renderer: PostgresRenderer(), online: true)
+            migrations.append(
+                EmbeddedMigration(
+                    version: offset + 1, name: "v\(offset + 1)", up: lite.upSQL(), down: lite.downSQL(),
+                    dialects: ["postgres": .init(up: postgres.upSQL(), down: postgres.downSQL(), contract: postgres.contractSQL())]))
+            var script = MigrationScript(version: offset + 1, name: "v\(offset + 1)", up: postgres.upSQL(), down: postgres.downSQL())
+            script.contract = postgres.contractSQL()
+            scripts.append(script)
+        }
+        self.migrations = migrations
+        self.scripts = scripts
+        #expect(v2.entities[0].columns.first { $0.property == "name" }?.renamedFrom == "title")
+    }
+
+    /// Every book as a store holds it, by key.
+    static func snapshot(_ store: Store, _ schema: SchemaDescriptor) async throws -> [String: [String: StoredValue]] {
+        var books: [String: [String: StoredValue]] = [:]
+        for record in try await store.records(of: schema.entities[0], limit: 1_000).records {
+            guard case .text(let key)? = record["id"] else { continue }
+            books[key.lowercased()] = Dictionary(uniqueKeysWithValues: zip(record.columns, record.values).filter { $0.0 != "id" })
+        }
+        return books
+    }
+
+    /// A device with its own SQLite file, on one version of the app.
+    struct Device {
+        let id: String
+        let path: String
+        let schema: SchemaDescriptor
+        let migrations: [EmbeddedMigration]
+        let store: Store
+        let client: SyncClient
+
+        static func open(path: String, _ id: String, schema: SchemaDescriptor, migrations: [EmbeddedMigration], server: SyncServer) async throws -> Device {
+            let store = try Store(path: path, schema: schema, migrations: migrations)
+            let client = try await SyncClient(store: store, schema: schema, device: id, transport: server.transport(for: "ada"))
+            return Device(id: id, path: path, schema: schema, migrations: migrations, store: store, client: client)
+        }
+
+        /// The same store, syncing with another server.
+        func reconnected(to server: SyncServer) async throws -> Device {
+            let client = try await SyncClient(store: store, schema: schema, device: id, transport: server.transport(for: "ada"))
+            return Device(id: id, path: path, schema: schema, migrations: migrations, store: store, client: client)
+        }
+
+        func book(_ key: String) async throws -> StoredRecord? {
+            try await store.records(of: schema.entities[0], where: [RecordFilter("id", .equals(.text(key)))], limit: 1).records.first
+        }
+    }
+}
