@@ -3,10 +3,12 @@ import ExampleModels
 import Foundation
 import HTTPServer
 import PersistentStore
+import SchemaMetadata
 import SyncClient
 import SyncCore
 import SyncEndpoint
 import SyncServer
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +20,7 @@ enum SyncServerCommand: Command {
     static let spec = CommandSpec(
         name: "sync-server", abstract: "Serve the list to devices that sync with it, until ^C or SIGTERM.",
         discussion:
-            "Devices sign in with a token from TODO_SYNC_TOKENS (token=user, separated by commas). Prints the address it serves on. Exit status: 0 stopped by a signal; 1 the database or the port failed; 2 usage error.",
+            "Devices sign in with a token from TODO_SYNC_TOKENS (token=user, separated by commas). Prints the address it serves on and the app versions it serves: while the database serves the previous version too (an online migration expanded, on PostgreSQL), devices of that version sync through its views. Exit status: 0 stopped by a signal; 1 the database or the port failed; 2 usage error.",
         options: TodoTool.common + [
             .value("port", valueName: "number", help: "The port to listen on (default 8080; 0 takes a free one)."),
             .value("host", valueName: "address", help: "The address to listen on (default 127.0.0.1: this machine only)."),
@@ -36,8 +38,17 @@ enum SyncServerCommand: Command {
         }
         let opening = TodoTool.open(arguments, io: io)
         guard case .success(let store) = opening else { return opening.exitStatus }
+        var versions = [SyncServer.Version(store: store, schema: TodoSchema.descriptor)]
+        // The previous version's app too, where the database still serves it; why not, if not.
+        let refusal = Mutex("")
+        var quiet = io
+        quiet.writeError = { text in refusal.withLock { $0 += text } }
+        if case .success(let older) = TodoTool.open(arguments, io: quiet, version: TodoSchema.previousVersion) {
+            versions.insert(SyncServer.Version(store: older, schema: TodoSchema.previousVersion.descriptor), at: 0)
+        }
+        let served = versions
         return TodoTool.perform(io) {
-            let server = try runToCompletion { try await SyncServer(store: store, schema: TodoSchema.descriptor) }
+            let server = try runToCompletion { try await SyncServer(versions: served) }
             let endpoint = SyncEndpoint(server: server) { request in
                 guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else { return nil }
                 return tokens[String(header.dropFirst("Bearer ".count))]
@@ -54,6 +65,10 @@ enum SyncServerCommand: Command {
                 return response
             }
             io.writeOutput("serving sync on http://\(arguments.value("host") ?? "127.0.0.1"):\(http.port)/sync\n")
+            var line = "app version\(served.count == 1 ? "" : "s") " + served.map { "\($0.schema.version)" }.joined(separator: " and ")
+            let why = refusal.withLock { $0 }.replacingOccurrences(of: "todo: error: ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if served.count == 1 { line += " (not \(TodoSchema.previousVersion.descriptor.version): \(why))" }
+            io.writeOutput(line + "\n")
             let stopped = waitForStopSignal()
             _ = http.stop()
             io.writeError("todo: sync server stopped (\(stopped == SIGINT ? "SIGINT" : "SIGTERM"))\n")
@@ -84,6 +99,9 @@ enum SyncCommand: Command {
             .value("device", valueName: "id", help: "This device's id, kept for the life of its database (default: $TODO_DEVICE)."),
             .value("timeout", valueName: "seconds", help: "How long each request to the server may take (default 30)."),
             .value("page-size", valueName: "records", help: "Records a pull asks for at a time (default 500; the server gives at most 1,000)."),
+            .value(
+                "app-version", valueName: "number",
+                help: "Sync as the app of this schema version would: this build's (the default) or the previous one. A database of the previous version is updated by a sync without it."),
         ])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
@@ -104,13 +122,23 @@ enum SyncCommand: Command {
             io.writeError("todo: error: --page-size takes a whole number above 0\n")
             return .usageOrIO
         }
+        var version: SchemaVersionMetadata?
+        if let asked = arguments.value("app-version") {
+            let previous = TodoSchema.previousVersion.descriptor.version
+            guard let number = Int(asked), number == TodoSchema.version || number == previous else {
+                io.writeError("todo: error: --app-version takes \(previous) or \(TodoSchema.version): the versions this build knows\n")
+                return .usageOrIO
+            }
+            version = number == TodoSchema.version ? nil : TodoSchema.previousVersion
+        }
+        let schema = version?.descriptor ?? TodoSchema.descriptor
         let token = io.environment["TODO_SYNC_TOKEN"] ?? ""
-        let opening = TodoTool.open(arguments, io: io)
+        let opening = TodoTool.open(arguments, io: io, version: version)
         guard case .success(let store) = opening else { return opening.exitStatus }
         let transport = HTTPSyncTransport(base: base, timeout: timeout) { token.isEmpty ? [:] : ["Authorization": "Bearer \(token)"] }
         return TodoTool.perform(io) {
             let status = try runToCompletion {
-                let client = try await SyncClient(store: store, schema: TodoSchema.descriptor, device: device, transport: transport, pageSize: pageSize)
+                let client = try await SyncClient(store: store, schema: schema, device: device, transport: transport, pageSize: pageSize)
                 try await client.sync()
                 return try await client.status()
             }

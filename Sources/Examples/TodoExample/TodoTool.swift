@@ -40,7 +40,10 @@ public enum TodoTool {
     }
 
     /// The store `--database` names, or why not: 2 for a database of no known engine, else 1.
-    static func open(_ arguments: ParsedArguments, io: CommandIO) -> Result<Store, CommandFailure> {
+    /// `version` opens it as that version's app would (the previous one, for sync): its schema
+    /// and migrations instead of this build's.
+    static func open(_ arguments: ParsedArguments, io: CommandIO, version: SchemaVersionMetadata? = nil) -> Result<Store, CommandFailure> {
+        let (schema, migrations) = (version?.descriptor ?? TodoSchema.descriptor, version?.migrations ?? TodoSchema.migrations)
         var configuration = Store.Configuration(author: author(arguments, io: io))
         // For tests that kill a writer at the worst moment: its changes and history are written,
         // the commit is not.
@@ -57,9 +60,9 @@ public enum TodoTool {
             if let direct = io.environment["DIRECT_URL"], !direct.isEmpty { configuration.postgres.directURL = direct }
             // Either engine, by what the value names: the store's modules open one each.
             if case .postgres? = try? DatabaseLocation.parse(database) {
-                return .success(try Store(url: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration))
+                return .success(try Store(url: database, schema: schema, migrations: migrations, configuration: configuration))
             }
-            return .success(try Store(path: database, schema: TodoSchema.descriptor, migrations: TodoSchema.migrations, configuration: configuration))
+            return .success(try Store(path: database, schema: schema, migrations: migrations, configuration: configuration))
         } catch {
             io.writeError("todo: error: \(error)\n")
             if case .unsupportedDatabase = error { return .failure(CommandFailure(.usageOrIO)) }
@@ -121,6 +124,7 @@ enum AddCommand: Command {
         options: TodoTool.common + [
             .value("due", valueName: "date", help: "When it is due: 2026-12-01 (UTC) or an ISO 8601 time."),
             .value("notes", valueName: "text", help: "Private notes, encrypted in the file."),
+            .value("priority", valueName: "number", help: "How urgent it is: higher comes first (default 0)."),
         ],
         arguments: [ArgumentSpec("NAME", help: "What to do (several words are joined).", isVariadic: true, isRequired: true)])
 
@@ -138,9 +142,13 @@ enum AddCommand: Command {
             }
             due = date
         }
+        guard let priority = Int32(arguments.value("priority") ?? "0") else {
+            io.writeError("todo: error: --priority takes a whole number\n")
+            return .usageOrIO
+        }
         let opening = TodoTool.open(arguments, io: io)
         guard case .success(let store) = opening else { return opening.exitStatus }
-        let item = TodoItem(taskName: name, dueDate: due, notes: arguments.value("notes"))
+        let item = TodoItem(taskName: name, dueDate: due, notes: arguments.value("notes"), priority: priority)
         return TodoTool.perform(io) {
             let item = try runToCompletion { try await store.insert(item) }
             io.writeOutput(TodoTool.id(item) + "\n")
@@ -211,13 +219,15 @@ enum ListCommand: Command {
                                     ("done", JSONNode(value: .bool(item.isCompleted))),
                                     ("start", JSONNode(value: .string(TodoTool.text(item.startDate)))),
                                     ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
+                                    ("priority", JSONNode(value: .number(String(item.priority)))),
                                 ]))
                         }))
                 io.writeOutput(array.jsonText + "\n")
             } else {
                 for item in items {
                     let due = item.dueDate.map { " (due \(TodoTool.text($0)))" } ?? ""
-                    io.writeOutput("\(TodoTool.id(item)) [\(item.isCompleted ? "x" : " ")] \(item.taskName)\(due)\n")
+                    let priority = item.priority == 0 ? "" : " (priority \(item.priority))"
+                    io.writeOutput("\(TodoTool.id(item)) [\(item.isCompleted ? "x" : " ")] \(item.taskName)\(due)\(priority)\n")
                 }
             }
             return .success
@@ -245,6 +255,7 @@ enum ShowCommand: Command {
                             ("done", JSONNode(value: .bool(item.isCompleted))),
                             ("due", JSONNode(value: item.dueDate.map { .string(TodoTool.text($0)) } ?? .null)),
                             ("notes", JSONNode(value: item.notes.map(JSONValue.string) ?? .null)),
+                            ("priority", JSONNode(value: .number(String(item.priority)))),
                         ])
                     ).jsonText + "\n")
             } else {

@@ -135,3 +135,21 @@ public struct MigrationFileName: Sendable, Hashable {
 
 /// The name generated code uses for its embedded migrations (`[EmbeddedMigration]`): the same type.
 public typealias EmbeddedMigration = MigrationScript
+
+/// One version of a schema as generated code declares it: its descriptor, and the migrations
+/// that bring a database to it. Generated code lists a synced schema's earlier versions so that a
+/// sync server can open a store of each (`<Schema>Schema.earlierVersions`).
+public struct SchemaVersionMetadata: Sendable {
+    /// The schema at that version.
+    public let descriptor: SchemaDescriptor
+    /// The migrations up to that version, oldest first.
+    public let migrations: [EmbeddedMigration]
+
+    /// A version's metadata.
+    ///
+    ///     let v2 = SchemaVersionMetadata(descriptor: TodoSchema.V2.descriptor, migrations: Array(TodoSchema.migrations.prefix(2)))
+    public init(descriptor: SchemaDescriptor, migrations: [EmbeddedMigration]) {
+        self.descriptor = descriptor
+        self.migrations = migrations
+    }
+}

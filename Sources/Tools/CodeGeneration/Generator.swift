@@ -41,9 +41,10 @@ public enum Generator {
     /// The files for one schema, in a folder named after it, sorted by path. Outputs that render
     /// to nothing but whitespace are skipped: an empty template switches a default off.
     public static func generate(
-        schema: Schema, model: SchemaSnapshot? = nil, sourceFile: String, templates: TemplateSet, migrations: [MigrationScript] = []
+        schema: Schema, model: SchemaSnapshot? = nil, sourceFile: String, templates: TemplateSet, migrations: [MigrationScript] = [],
+        previousVersion: TemplateContext.PreviousVersion? = nil
     ) throws(Failure) -> [GeneratedFile] {
-        let context = TemplateContext(schema: schema, model: model, sourceFile: sourceFile, migrations: migrations)
+        let context = TemplateContext(schema: schema, model: model, sourceFile: sourceFile, migrations: migrations, previousVersion: previousVersion)
         var files: [String: (template: String, contents: String)] = [:]
         // Every output's jobs in one parallel batch, the schema-wide files (the largest) first,
         // so they render while the cores also work through the entities.

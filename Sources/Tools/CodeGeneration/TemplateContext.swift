@@ -15,6 +15,29 @@ public struct TemplateContext: Sendable {
     public let model: SchemaSnapshot
     /// The schema file's name, for the header.
     public let sourceFile: String
+    /// The version before this one, for a synced schema: a sync server serves its devices while
+    /// the online migration to this version is expanded.
+    public let previousVersion: PreviousVersion?
+
+    /// The version before the schema's, as its migration recorded it, for a sync server that
+    /// serves devices of that version of the app (`schema.previousVersion`).
+    public struct PreviousVersion: Sendable {
+        /// The schema at that version, its `sync:` carried from the current one where it had none.
+        public var schema: Schema
+        /// Its relational model.
+        public var model: SchemaSnapshot
+        /// How many of the schema's migrations, oldest first, bring a database to it.
+        public var migrationCount: Int
+
+        /// An earlier version to describe.
+        ///
+        ///     let previous = TemplateContext.PreviousVersion(schema: v2, model: SnapshotBuilder.snapshot(of: v2), migrationCount: 2)
+        public init(schema: Schema, model: SchemaSnapshot, migrationCount: Int) {
+            self.schema = schema
+            self.model = model
+            self.migrationCount = migrationCount
+        }
+    }
 
     /// The schema's context, built once and shared by every scope (values are copy-on-write).
     private var cachedRoot: [String: MustacheValue] = [:]
@@ -22,10 +45,11 @@ public struct TemplateContext: Sendable {
     /// Each entity's table in `model`, by entity name: looked up for every member.
     private let tableIndex: [String: Int]
 
-    public init(schema: Schema, model: SchemaSnapshot? = nil, sourceFile: String, migrations: [MigrationScript] = []) {
+    public init(schema: Schema, model: SchemaSnapshot? = nil, sourceFile: String, migrations: [MigrationScript] = [], previousVersion: PreviousVersion? = nil) {
         self.schema = schema
         self.model = model ?? SnapshotBuilder.snapshot(of: schema)
         self.sourceFile = sourceFile
+        self.previousVersion = previousVersion
         self.entityIndex = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.tableIndex = Dictionary(self.model.tables.enumerated().compactMap { index, table in table.entity.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
         self.cachedRoot = ["header": .string(header), "schema": schemaValue(), "generator": ["name": "schemagen", "version": "0.2.0"]]
@@ -99,7 +123,15 @@ public struct TemplateContext: Sendable {
             "values": list(schema.values.map(valueTypeValue)),
             "hasEnums": .bool(!schema.enums.isEmpty),
             "hasValues": .bool(!schema.values.isEmpty),
+            "previousVersion": previousVersion.map(previousVersionValue) ?? .null,
         ]
+    }
+
+    /// The previous version's schema fields, as the current one's, with its migrations' count.
+    func previousVersionValue(_ previous: PreviousVersion) -> MustacheValue {
+        guard case .object(var fields) = TemplateContext(schema: previous.schema, model: previous.model, sourceFile: sourceFile).schemaValue() else { return .null }
+        fields["migrationCount"] = .number(Double(previous.migrationCount))
+        return .object(fields)
     }
 
     // MARK: - Helpers

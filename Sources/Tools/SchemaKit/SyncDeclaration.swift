@@ -72,3 +72,61 @@ public enum SyncScope: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+extension SyncDeclaration {
+    /// The declaration as the version before `newer` reads it (`older`, whose schema did not
+    /// declare sync itself): each entity, scope path and counter under its earlier name
+    /// (`renamedFrom`). A server serving devices of the earlier version settles and scopes their
+    /// records as this version declares. An entity the earlier version lacks, or whose scope
+    /// follows a relationship or attribute it lacks, does not sync there, and is listed in
+    /// `left` with why.
+    ///
+    ///     let (earlier, left) = schema.sync!.carried(from: schema, to: previousVersion)
+    public func carried(from newer: Schema, to older: Schema) -> (declaration: SyncDeclaration, left: [String]) {
+        var carried: [SyncedEntity] = [], left: [String] = []
+        for synced in entities {
+            guard let entity = newer.entity(named: synced.entity) else { continue }
+            let earlierName = entity.renamedFrom ?? entity.name
+            guard older.entity(named: earlierName) != nil else {
+                left.append("\(synced.entity): version \(older.version) has no entity \(earlierName)")
+                continue
+            }
+            var scope = synced.scope
+            if case .user(let path) = synced.scope {
+                guard let earlierPath = Self.earlierPath(path, from: entity, newer: newer, older: older) else {
+                    left.append("\(synced.entity): version \(older.version) lacks a step of its scope \(synced.scope)")
+                    continue
+                }
+                scope = .user(path: earlierPath)
+            }
+            let counters = synced.counters.compactMap { counter in
+                let earlier = entity.attribute(named: counter)?.renamedFrom ?? counter
+                return older.entity(named: earlierName)?.attribute(named: earlier) == nil ? nil : earlier
+            }
+            carried.append(SyncedEntity(entity: earlierName, scope: scope, conflicts: synced.conflicts, counters: counters))
+        }
+        return (SyncDeclaration(entities: carried), left)
+    }
+
+    /// A scope's path (to-one relationships, then an attribute) under the earlier version's
+    /// names; nil when a step is missing there.
+    static func earlierPath(_ path: [String], from entity: Entity, newer: Schema, older: Schema) -> [String]? {
+        var current = entity
+        var earlier: [String] = []
+        for (index, step) in path.enumerated() {
+            let olderEntity = older.entity(named: current.renamedFrom ?? current.name)
+            if index == path.count - 1 {
+                let name = current.attribute(named: step)?.renamedFrom ?? step
+                guard olderEntity?.attribute(named: name) != nil else { return nil }
+                earlier.append(name)
+            } else {
+                guard let relationship = current.relationship(named: step), let target = newer.entity(named: relationship.target) else { return nil }
+                let name = relationship.renamedFrom ?? step
+                guard olderEntity?.relationship(named: name) != nil else { return nil }
+                earlier.append(name)
+                current = target
+            }
+        }
+        return earlier
+    }
+}

@@ -1,4 +1,8 @@
+import ExampleModels
+import FieldEncryption
 import Foundation
+import PersistentStoreCore
+import PersistentStoreSQLite
 import TestSupport
 import Testing
 
@@ -127,5 +131,65 @@ import Glibc
         #expect(kept >= 10 && kept < 30 && kept % 5 == 0, "whole pages of five: \(kept)")
         #expect(try Self.sync(phone, device: "phone", server: address).status == 0)
         #expect(try Self.items(phone) == Self.items(serverDatabase))
+    }
+
+    /// A server on PostgreSQL while version 4's online migration is expanded serves both app
+    /// versions: a device of version 3 adds an item and syncs in its version's shape, a device of
+    /// version 4 sets a priority it cannot see; updated, the old device pushes what it had not
+    /// pushed, and pulls the priority.
+    @Test(.enabled(if: PostgresServer.available, Comment(rawValue: PostgresServer.skipReason)))
+    func aDeviceOfThePreviousAppVersionSyncsAndIsUpdated() async throws {
+        let serverDatabase = try TodoEngine.postgres.freshDatabase()
+        let server = try TodoProcessTests.todo.start(
+            ["sync-server", "--database", serverDatabase, "--port", "0"], environment: TodoProcessTests.environment.merging(Self.tokens) { $1 })
+        defer { _ = TodoProcessTests.stop(server) }
+        let lines = server.read(.output, until: { $0.contains("app version") })
+        #expect(lines.contains("app versions 3 and 4"), "\(lines)")
+        let address = try #require(lines.split(separator: "\n").first?.split(separator: " ").last.map(String.init), "\(lines)")
+        let old = temporaryPath("old.sqlite"), new = temporaryPath("new.sqlite")
+        func syncOld(_ version: [String]) throws -> BuiltTool.Run {
+            try TodoProcessTests.run(["sync", "--server", address, "--device", "old-phone"] + version, database: old, environment: ["TODO_SYNC_TOKEN": "token-ada"])
+        }
+        #expect(try syncOld(["--app-version", "3"]).status == 0)
+
+        // The old app (version 3's schema and migrations) adds an item; its device pushes it in
+        // version 3's shape.
+        let keys = Store.Configuration(keys: .ring(try KeyRing(parsing: "k1=\(TodoProcessTests.key)", source: "test")))
+        let previous = TodoSchema.previousVersion
+        let bread = UUID().uuidString.lowercased()
+        do {
+            let oldApp = try Store(path: old, schema: previous.descriptor, migrations: previous.migrations, configuration: keys)
+            _ = try await oldApp.insertRecord(of: previous.descriptor.entities[0], values: ["id": .text(bread), "task_name": .text("bake bread")])
+        }
+        let pushed = try syncOld(["--app-version", "3"])
+        #expect(pushed.status == 0 && pushed.output.contains("0 pending"), "\(pushed.output)\(pushed.error)")
+        // The new app adds an urgent item; the new device sees the old one's item, priority 0.
+        _ = try TodoProcessTests.run(["add", "buy milk", "--priority", "5"], database: new)
+        #expect(try Self.sync(new, device: "new-phone", server: address).status == 0)
+        let listed = try TodoProcessTests.run(["list"], database: new).output
+        #expect(listed.contains("bake bread") && listed.contains("buy milk (priority 5)"), "\(listed)")
+        #expect(try syncOld(["--app-version", "3"]).status == 0)
+        do {
+            let oldApp = try Store(path: old, schema: previous.descriptor, migrations: previous.migrations, configuration: keys)
+            let names = try await oldApp.records(of: previous.descriptor.entities[0], limit: 10).records.compactMap { row -> String? in
+                if case .text(let name)? = row["task_name"] { return name } else { return nil }
+            }
+            #expect(Set(names) == ["bake bread", "buy milk"], "the old device has the new device's item, without its priority")
+            let milk = try #require(
+                try await oldApp.records(of: previous.descriptor.entities[0], limit: 10).records.first { $0["task_name"] == .text("buy milk") }.flatMap { row -> String? in
+                    if case .text(let id)? = row["id"] { return id } else { return nil }
+                })
+            // Offline, the old app renames the urgent item; then its app is updated.
+            _ = try await oldApp.updateRecord(of: previous.descriptor.entities[0], key: [.text(milk)], set: ["task_name": .text("buy oat milk")])
+        }
+
+        // Updated: `todo sync` of this build migrates the file, pushes the rename in version 4's
+        // shape, and pulls the priority the old app never had.
+        let updated = try syncOld([])
+        #expect(updated.status == 0 && updated.output.contains("0 pending"), "\(updated.output)\(updated.error)")
+        let after = try TodoProcessTests.run(["list"], database: old).output
+        #expect(after.contains("buy oat milk (priority 5)") && after.contains("bake bread"), "\(after)")
+        #expect(try Self.sync(new, device: "new-phone", server: address).status == 0)
+        #expect(try TodoProcessTests.run(["list"], database: new).output.contains("buy oat milk (priority 5)"))
     }
 }

@@ -8,13 +8,13 @@ import SchemaMetadata
 /// To-do items shared between an app and its widget.
 public enum TodoSchema {
     public static let name = "Todo"
-    public static let version = 3
+    public static let version = 4
 
     // One declaration per entity below, each type-checked alone: a single expression for a
     // large schema takes the compiler gigabytes.
     public static let descriptor = SchemaDescriptor(
         name: "Todo",
-        version: 3,
+        version: 4,
         entities: [entity0])
 
     static let entity0: EntityDescriptor = EntityDescriptor(
@@ -27,10 +27,46 @@ public enum TodoSchema {
             .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
             .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
             .attribute("notes", .blob, "String", [.optional, .encrypted]),
+            .attribute("priority", .integer, "Int32", default: .literal("0")),
         ],
         relationships: [],
         indexes: [
             .plain("todo_item_is_completed_start_date_idx", ["is_completed", "start_date"]),
             .fullText("todo_item_task_name_fts", ["task_name"]),
         ], sync: SyncDescriptor(scope: .all))
+}
+
+extension TodoSchema {
+    /// The version before this one, as its migration recorded it (`sync:` as this version
+    /// declares it, under its names): while the online migration to this version is expanded,
+    /// a sync server serves devices of the previous version through its views
+    /// (`SyncServer(versions:)`).
+    public static let previousVersion = SchemaVersionMetadata(descriptor: V3.descriptor, migrations: Array(migrations.prefix(3)))
+
+    /// Version 3 of the schema.
+    public enum V3 {
+        // One declaration per entity below, each type-checked alone: a single expression for a
+        // large schema takes the compiler gigabytes.
+        public static let descriptor = SchemaDescriptor(
+            name: "Todo",
+            version: 3,
+            entities: [entity0])
+
+        static let entity0: EntityDescriptor = EntityDescriptor(
+            name: "TodoItem", table: "todo_item",
+            primaryKey: ["id"], hasImplicitKey: false,
+            columns: [
+                .attribute("id", .uuid, "UUID", [.primaryKey], default: .generatedUUID),
+                .attribute("taskName", .text, "String", column: "task_name", [.searchable, .preservesValueOnDeletion]),
+                .attribute("startDate", .date, "Date", column: "start_date", default: .now),
+                .attribute("isCompleted", .boolean, "Bool", column: "is_completed", default: .literal("false")),
+                .attribute("dueDate", .date, "Date", column: "due_date", [.optional]),
+                .attribute("notes", .blob, "String", [.optional, .encrypted]),
+            ],
+            relationships: [],
+            indexes: [
+                .plain("todo_item_is_completed_start_date_idx", ["is_completed", "start_date"]),
+                .fullText("todo_item_task_name_fts", ["task_name"]),
+            ], sync: SyncDescriptor(scope: .all))
+    }
 }

@@ -13,10 +13,12 @@ public struct TodoItem: PatchableModel {
     public var dueDate: Date?
     /// Private notes; encrypted at rest.
     public var notes: String?
+    /// How urgent it is; higher comes first.
+    public var priority: Int32
 
     public init(
         id: UUID = UUID(), taskName: String, startDate: Date = Date(), isCompleted: Bool = false, dueDate: Date? = nil,
-        notes: String? = nil
+        notes: String? = nil, priority: Int32 = 0
     ) {
         self.id = id
         self.taskName = taskName
@@ -24,17 +26,18 @@ public struct TodoItem: PatchableModel {
         self.isCompleted = isCompleted
         self.dueDate = dueDate
         self.notes = notes
+        self.priority = priority
     }
 
     public enum CodingKeys: String, CodingKey {
-        case id, taskName, startDate, isCompleted, dueDate, notes
+        case id, taskName, startDate, isCompleted, dueDate, notes, priority
     }
 
     public static var entity: EntityDescriptor { TodoSchema.descriptor.entities[0] }
 
     public static var keyPaths: [PartialKeyPath<Self>] {
         [
-            \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes,
+            \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes, \.priority,
         ]
     }
 }
@@ -43,15 +46,15 @@ extension TodoItem: RowCodable {
     public func storedValues() throws -> [StoredValue] {
         [
             id.storedValue, taskName.storedValue, startDate.storedValue, isCompleted.storedValue, dueDate.storedValue,
-            notes.storedValue,
+            notes.storedValue, priority.storedValue,
         ]
     }
 
     public init(storedValues row: [StoredValue]) throws {
-        var row = try StoredRowReader(row, count: 6, of: "TodoItem")
+        var row = try StoredRowReader(row, count: 7, of: "TodoItem")
         try self.init(
             id: row.next(), taskName: row.next(), startDate: row.next(), isCompleted: row.next(), dueDate: row.next(),
-            notes: row.next()
+            notes: row.next(), priority: row.next()
         )
     }
 }
@@ -59,7 +62,8 @@ extension TodoItem: RowCodable {
 extension TodoItem: Joinable {
     /// `TodoItem` with relationships as properties, for `#Predicate<TodoItem.Joined>` (run as SQL joins).
     public final class Joined: JoinedModel {
-        public let id: UUID, taskName: String, startDate: Date, isCompleted: Bool, dueDate: Date?, notes: String?
+        public let id: UUID, taskName: String, startDate: Date, isCompleted: Bool, dueDate: Date?, notes: String?,
+            priority: Int32
 
         private init?() { return nil }
 
@@ -67,7 +71,7 @@ extension TodoItem: Joinable {
 
         public static var keyPaths: [PartialKeyPath<Joined>] {
             [
-                \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes,
+                \.id, \.taskName, \.startDate, \.isCompleted, \.dueDate, \.notes, \.priority,
             ]
         }
     }
