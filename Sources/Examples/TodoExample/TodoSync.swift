@@ -64,11 +64,11 @@ enum SyncServerCommand: Command {
                 }
                 return response
             }
-            io.writeOutput("serving sync on http://\(arguments.value("host") ?? "127.0.0.1"):\(http.port)/sync\n")
             var line = "app version\(served.count == 1 ? "" : "s") " + served.map { "\($0.schema.version)" }.joined(separator: " and ")
             let why = refusal.withLock { $0 }.replacingOccurrences(of: "todo: error: ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
             if served.count == 1 { line += " (not \(TodoSchema.previousVersion.descriptor.version): \(why))" }
             io.writeOutput(line + "\n")
+            io.writeOutput("serving sync on http://\(arguments.value("host") ?? "127.0.0.1"):\(http.port)/sync\n")
             let stopped = waitForStopSignal()
             _ = http.stop()
             io.writeError("todo: sync server stopped (\(stopped == SIGINT ? "SIGINT" : "SIGTERM"))\n")

@@ -87,7 +87,7 @@ func script(_ version: Int, _ up: String, down: String = "SELECT 1;") -> Migrati
         try flights.up()
         try todo.up()
         #expect(try versions(flights) == [1, 2, 3, 4, 5])
-        #expect(try versions(todo) == [1, 2, 3])
+        #expect(try versions(todo) == [1, 2, 3, 4])
         try todo.down(.version(0), options: .init(allowDestructive: true))
         #expect(try versions(todo) == [])
         #expect(try versions(flights) == [1, 2, 3, 4, 5])

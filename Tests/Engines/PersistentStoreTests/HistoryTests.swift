@@ -37,7 +37,7 @@ func todoStore(_ path: String? = nil, author: String? = nil, retention: HistoryR
         // An insert carries its values, as an update does: a watcher need not look the row up
         // (by then it may show newer data). An encrypted attribute is listed without its value.
         let inserted = history[0].changes[0]
-        #expect(inserted.changedAttributes == ["taskName", "startDate", "isCompleted", "dueDate", "notes"])
+        #expect(inserted.changedAttributes == ["taskName", "startDate", "isCompleted", "dueDate", "notes", "priority"])
         #expect(try inserted.value(\TodoItem.taskName) == "Buy milk")
         #expect(try inserted.value(\TodoItem.isCompleted) == false)
         #expect(try inserted.value(\TodoItem.startDate).map { abs($0.timeIntervalSince(milk.startDate)) < 0.001 } == true)

@@ -35,7 +35,7 @@ struct OnlineStoreTests {
             let loaded = SchemaLoader.load(source: .init(path: "Todo.yaml", text: text))
             return SnapshotBuilder.snapshot(of: try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))"))
         }
-        let current = yaml.replacingOccurrences(of: "version: 3", with: "version: 2")
+        let current = yaml.replacingOccurrences(of: "version: 4", with: "version: 2")
         var first = current.replacingOccurrences(of: "version: 2", with: "version: 1").replacingOccurrences(of: "taskName: {", with: "taskTitle: {")
         if retyped { first = first.replacingOccurrences(of: "isCompleted: {type: Bool, default: false}", with: "isCompleted: {type: Int32, default: 0}") }
         let v1 = try snapshot(first)

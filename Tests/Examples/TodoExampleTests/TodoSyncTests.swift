@@ -143,9 +143,9 @@ import Glibc
         let server = try TodoProcessTests.todo.start(
             ["sync-server", "--database", serverDatabase, "--port", "0"], environment: TodoProcessTests.environment.merging(Self.tokens) { $1 })
         defer { _ = TodoProcessTests.stop(server) }
-        let lines = server.read(.output, until: { $0.contains("app version") })
-        #expect(lines.contains("app versions 3 and 4"), "\(lines)")
-        let address = try #require(lines.split(separator: "\n").first?.split(separator: " ").last.map(String.init), "\(lines)")
+        let lines = server.read(.output, until: { $0.contains("/sync\n") })
+        #expect(lines.hasPrefix("app versions 3 and 4\n"), "\(lines)")
+        let address = try #require(lines.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }, "\(lines)")
         let old = temporaryPath("old.sqlite"), new = temporaryPath("new.sqlite")
         func syncOld(_ version: [String]) throws -> BuiltTool.Run {
             try TodoProcessTests.run(["sync", "--server", address, "--device", "old-phone"] + version, database: old, environment: ["TODO_SYNC_TOKEN": "token-ada"])

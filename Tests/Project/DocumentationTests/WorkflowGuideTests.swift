@@ -3,8 +3,8 @@ import TestSupport
 import Testing
 
 /// docs/workflow.md walks one schema change from the edit to production. Its steps run here, in
-/// the page's order, on a scratch project holding the Todo schema at version 3 and a PostgreSQL
-/// database already at that version: the ```diff block is applied with `git apply`, and each
+/// the page's order, on a scratch project holding the Todo schema at version 4 and a PostgreSQL
+/// database already at that version (its online migration completed): the ```diff block is applied with `git apply`, and each
 /// ```sh block runs in bash. Then what the steps claim is checked in the files and databases.
 @Suite(.serialized) struct WorkflowGuideTests {
     enum Step {
@@ -53,9 +53,9 @@ import Testing
         func bash(_ script: String) throws -> BuiltTool.Run {
             try BuiltTool(path: "/bin/bash").run(["-euo", "pipefail", "-c", script], environment: environment, in: project)
         }
-        // The project as it was: committed at version 3, production migrated to it.
+        // The project as it was: committed at version 4, production migrated to it.
         let before = try bash(
-            "printf '.build/\\n.scratch/\\n' > .gitignore && git init --quiet . && schemagen generate > /dev/null && git add -A && git commit --quiet -m 'Todo at version 3' && migrate up --database \"$DATABASE_URL\" > /dev/null"
+            "printf '.build/\\n.scratch/\\n' > .gitignore && git init --quiet . && schemagen generate > /dev/null && git add -A && git commit --quiet -m 'Todo at version 4' && migrate up --complete --database \"$DATABASE_URL\" > /dev/null"
         )
         #expect(before.status == 0, "setting up the project: \(before.output)\(before.error)")
 
@@ -74,21 +74,21 @@ import Testing
         }
 
         // What the page says happened.
-        let migration = project.appendingPathComponent("Migrations/Todo/postgres/0004_add_todo_item_priority.contract.sql").path
+        let migration = project.appendingPathComponent("Migrations/Todo/postgres/0005_add_todo_item_estimate.contract.sql").path
         #expect(files.fileExists(atPath: migration), "generate planned the online migration")
         let model = try String(contentsOf: project.appendingPathComponent("Generated/Todo/TodoItem.swift"), encoding: .utf8)
-        #expect(model.contains("public var priority: Int"))
+        #expect(model.contains("public var estimate: Int"))
         let log = try bash("git log --format=%s")
-        #expect(log.output.hasPrefix("Todo: items have a priority\n"), "\(log.output)")
+        #expect(log.output.hasPrefix("Todo: items have an estimate\n"), "\(log.output)")
         let clean = try bash("git status --porcelain")
         #expect(clean.output.isEmpty, "the commit holds everything generate wrote: \(clean.output)")
         let column = try standardOutput(
             of: "/usr/bin/psql",
-            [database, "-tA", "-c", "SELECT is_nullable FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'todo_item' AND column_name = 'priority'"])
+            [database, "-tA", "-c", "SELECT is_nullable FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'todo_item' AND column_name = 'estimate'"])
         #expect(column.output.trimmingCharacters(in: .whitespacesAndNewlines) == "NO", "complete made the column required: \(column.output)")
         let views = try standardOutput(of: "/usr/bin/psql", [database, "-tA", "-c", "SELECT string_agg(nspname, ',' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE 'todo_v%'"])
-        #expect(views.output.trimmingCharacters(in: .whitespacesAndNewlines) == "todo_v4", "complete dropped version 3's views: \(views.output)")
+        #expect(views.output.trimmingCharacters(in: .whitespacesAndNewlines) == "todo_v5", "complete dropped version 4's views: \(views.output)")
         let status = try bash("migrate status --database \"$DATABASE_URL\"")
-        #expect(status.output.contains("0004") && status.output.contains("add_todo_item_priority"), "\(status.output)")
+        #expect(status.output.contains("0005") && status.output.contains("add_todo_item_estimate"), "\(status.output)")
     }
 }

@@ -28,7 +28,13 @@ func loadSchema(_ name: String) throws -> Schema {
         // The model as the committed migrations built the database, as `generate` renders it.
         let built = SnapshotBuilder.snapshot(of: schema)
         let model = try directory.latestSnapshot().map { $0.databaseModel(of: built) } ?? built
-        let files = try Generator.generate(schema: schema, model: model, sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations)
+        // A synced schema's previous version, from its recorded history.
+        let history = SchemaHistory.load(for: schema, root: repositoryRoot.appendingPathComponent("Migrations").path, dialects: [.sqlite, .postgres])
+        let previous = history.previousVersion(of: schema, migrations: migrations)
+        #expect(previous.diagnostics.isEmpty, "\(previous.diagnostics)")
+        #expect((previous.version != nil) == (schema.sync != nil))
+        let files = try Generator.generate(
+            schema: schema, model: model, sourceFile: "\(name).yaml", templates: try TemplateSet.defaults(), migrations: migrations, previousVersion: previous.version)
         let folder = repositoryRoot.appendingPathComponent("Sources/Examples/ExampleModels/\(name)")
         let committed = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(files.map { String($0.path.dropFirst(name.count + 1)) } == committed)

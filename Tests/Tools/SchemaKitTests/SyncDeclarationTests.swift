@@ -107,4 +107,26 @@ import Testing
                 "25:3 unknown-entity",
             ])
     }
+
+    /// The declaration carried to the version before: names through `renamedFrom`, the scope's
+    /// path step by step; what that version lacks is left out, and said.
+    @Test func theDeclarationIsCarriedToThePreviousVersionUnderItsNames() throws {
+        let older = try #require(load(Self.lists).schema)
+        let newer = try #require(
+            load(
+                Self.lists.replacingOccurrences(of: "version: 1", with: "version: 2")
+                    .replacingOccurrences(of: "      owner: String", with: "      ownerID: {type: String, renamedFrom: owner}")
+                    .replacingOccurrences(of: "      likes: {type: Int, default: 0}", with: "      hearts: {type: Int, default: 0, renamedFrom: likes}\n      stars: {type: Int, default: 0}")
+                    .replacingOccurrences(of: "  Category:", with: "  Tag:\n    renamedFrom: Category")
+                    + "  Note:\n    attributes:\n      id: {type: UUID, primaryKey: true, default: uuid}\n      owner: String\n"
+                    + "sync:\n  List: {scope: ownerID == $user}\n  Item: {scope: list.ownerID == $user, counters: [hearts, stars]}\n  Tag: {scope: all}\n  Note: {scope: owner == $user}\n"
+            ).schema)
+        let (carried, left) = try #require(newer.sync).carried(from: newer, to: older)
+        #expect(carried.entities.map(\.entity) == ["List", "Item", "Category"])
+        #expect(carried.entity(named: "List")?.scope == .user(path: ["owner"]))
+        #expect(carried.entity(named: "Item")?.scope == .user(path: ["list", "owner"]))
+        #expect(carried.entity(named: "Item")?.counters == ["likes"], "stars is new in version 2")
+        #expect(carried.entity(named: "Category")?.scope == .all)
+        #expect(left == ["Note: version 1 has no entity Note"])
+    }
 }

@@ -79,7 +79,7 @@ import Testing
 
         // A schema change plans a migration and regenerates.
         let text = try String(contentsOf: schema, encoding: .utf8)
-        try text.replacingOccurrences(of: "version: 3", with: "version: 4").replacingOccurrences(of: "    attributes:\n", with: "    attributes:\n      tag: String?\n")
+        try text.replacingOccurrences(of: "version: 4", with: "version: 5").replacingOccurrences(of: "    attributes:\n", with: "    attributes:\n      tag: String?\n")
             .write(to: schema, atomically: true, encoding: .utf8)
         let changed = try run()
         #expect(changed.contains("migration") && changed.contains("written"), "\(changed)")
@@ -249,7 +249,7 @@ import Testing
     @Test func diffPrintsThePlanWithoutWriting() throws {
         let run = try runner.schemagen(["diff", "--schema", "Schemas/Todo.yaml"])
         #expect(run.status == 0)
-        #expect(run.output == "Todo: no changes since version 3.\nTodo (postgres): no changes since version 3.\n")
+        #expect(run.output == "Todo: no changes since version 4.\nTodo (postgres): no changes since version 4.\n")
         let folder = temporaryFolder()
         let old = folder.appendingPathComponent("old.yaml"), new = folder.appendingPathComponent("new.yaml")
         try "schema: S\nversion: 1\nentities:\n  A:\n    attributes:\n      x: Int\n      y: String?\n".write(to: old, atomically: true, encoding: .utf8)

@@ -646,7 +646,7 @@ func captures(_ pattern: String, in text: String) -> [String] {
         let behind = try StudioProcess(["--database", older, "--schema", "Schemas/Todo.yaml"])
         let jar = folder.appendingPathComponent("jar").path
         let home = try curl(behind.address, jar: jar)
-        #expect(home.body.contains("Version 2 <strong class=\"warn\">(the schema file is at version 3"), "\(home.body.prefix(800))")
+        #expect(home.body.contains("Version 2 <strong class=\"warn\">(the schema file is at version 4"), "\(home.body.prefix(800))")
         let columns = try curl(behind.base + "/e/Todo/TodoItem", jar: jar)
         #expect(columns.body.contains(">dueDate</a>") && !columns.body.contains(">notes</a>") && !columns.body.contains(">notes<"), "version 2 has no notes")
         _ = behind.stop()
