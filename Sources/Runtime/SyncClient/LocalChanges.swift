@@ -43,13 +43,16 @@ struct LocalChanges: Sendable {
                     if touched[change.entity]?[key] == nil { order[change.entity, default: []].append(key) }
                     var touch = touched[change.entity]?[key] ?? Touch(last: stamp)
                     touch.last = stamp
-                    for field in change.changedAttributes { touch.fields[field] = stamp }
+                    for field in change.changedAttributes {
+                        touch.fields[field] = stamp
+                        touch.values[field] = change.values[field]
+                    }
                     touched[change.entity, default: [:]][key] = touch
                 }
             }
             for entity in entities {
                 guard let keys = order[entity.name], let touches = touched[entity.name] else { continue }
-                try stamp(entity, keys: keys, in: store) { key in
+                try stamp(entity, keys: keys, in: store, written: touches.mapValues { ($0.values, $0.fields) }) { key in
                     let touch = touches[key]
                     return { (field: String?) throws(SyncClockError) -> SyncClock in
                         guard let touch else { return try clock.tick() }
@@ -62,10 +65,12 @@ struct LocalChanges: Sendable {
         }
     }
 
-    /// The clocks of one record's changes in a batch of transactions.
+    /// The clocks of one record's changes in a batch of transactions, and the values they
+    /// wrote (as the history holds them: none for encrypted attributes).
     private struct Touch {
         var last: SyncClock
         var fields: [String: SyncClock] = [:]
+        var values: [String: StoredValue] = [:]
     }
 
     private var names: Set<String> { Set(entities.map(\.name)) }
@@ -87,12 +92,26 @@ struct LocalChanges: Sendable {
         }
     }
 
-    /// Stamps these records where they differ from their state, and marks them pending.
-    private func stamp(_ entity: SyncedEntity, keys: [String], in store: isolated Store, clocks: (String) -> StampClock) throws(SyncClientError) {
+    /// Stamps these records where they differ from their state, and marks them pending. A record
+    /// deleted since its state was kept takes the values `written` before the delete first, so
+    /// an edit made and then deleted still counts where a later edit elsewhere brings it back.
+    private func stamp(
+        _ entity: SyncedEntity, keys: [String], in store: isolated Store, written: [String: (values: [String: StoredValue], clocks: [String: SyncClock])] = [:],
+        clocks: (String) -> StampClock
+    ) throws(SyncClientError) {
         let records = SyncStateRecords(clock: clock)
         let loaded = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store, stamp: clocks) }
         for key in keys {
-            guard let record = loaded[key], record.stateChanged else { continue }
+            guard var record = loaded[key], record.stateChanged else { continue }
+            if record.row == nil, record.state.isDeleted, let edits = written[key] {
+                var change = SyncChange()
+                for (field, value) in edits.values where entity.columns[field] != nil && !entity.rules.counters.contains(field) {
+                    guard let stamp = edits.clocks[field] else { continue }
+                    change.values[field] = value
+                    change.clocks[field] = stamp
+                }
+                record.state.merge(change, rules: entity.rules, fromServer: true)
+            }
             try onDevice { () throws(SyncStateError) in try records.save(record.state, of: entity, key: key, in: store) }
             var seen: String?
             if entity.rules.conflicts == .serverWins {

@@ -118,8 +118,8 @@ package struct SyncStateRecords: Sendable {
             return self.clock.after(existing, proposed: proposed)
         }
         guard let row else {
-            // Deleted without sync: a tombstone, so that other nodes delete it too.
-            // (A state seeded from another version is kept as it is, its tombstone with it.)
+            // Deleted without sync: a tombstone, so that other nodes delete it too. (A state
+            // seeded from another version's tombstone is deleted already.)
             guard kept != nil, !state.isDeleted else { return SyncedRecord(state: state, row: nil) }
             state.merge(SyncChange(deleted: try clock(nil, after: state.latestChange)), rules: entity.rules, fromServer: true)
             return SyncedRecord(state: state, row: nil, stateChanged: true)

@@ -1,0 +1,206 @@
+import Foundation
+import SchemaMetadata
+import SyncCore
+import TestSupport
+import Testing
+
+@testable import PersistentStoreCore
+@testable import SyncClient
+@testable import SyncServer
+
+/// Devices making random inserts, edits and deletes, syncing at random, checked against a
+/// reference model fed the same operations: for each attribute the latest write wins, and a
+/// record is gone when its latest delete is later than every write to it (a later edit brings it
+/// back). Operations are a few milliseconds apart, so the order they were made in is the order
+/// of their clocks.
+@Suite(.serialized) struct SyncReferenceModelTests {
+    @Test(arguments: StoreEngine.available)
+    func randomEditsConvergeToTheWinnersTheModelPicks(_ engine: StoreEngine) async throws {
+        let serverStore = try Store.open(url: engine.freshURL(), schema: Pad.schema, migrations: Pad.migrations)
+        let server = try await SyncServer(store: serverStore, schema: Pad.schema)
+        var devices: [(store: Store, client: SyncClient)] = []
+        for index in 0..<3 {
+            let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
+            devices.append((store, try await SyncClient(store: store, schema: Pad.schema, device: "pad-\(index)", transport: server.transport(for: "ada"))))
+        }
+        var model = Pad.Model()
+        let seed = UInt64(Date().timeIntervalSince1970 * 1_000)
+        var random = Pad.Seeded(state: seed)
+        var made = 0
+        for _ in 0..<160 {
+            let index = random.below(devices.count)
+            let device = devices[index]
+            let held = try await Pad.keys(device.store)
+            // An edit or a delete needs a note on the device; without one it syncs instead.
+            let roll = random.below(10)
+            switch held.isEmpty && (2...6).contains(roll) ? 9 : roll {
+            case 0, 1:
+                made += 1
+                let key = Pad.key(made)
+                let values = Dictionary(uniqueKeysWithValues: Pad.fields.map { ($0, "\($0)-\(model.next())") })
+                _ = try await device.store.insertRecord(of: Pad.note, values: values.mapValues(StoredValue.text).merging(["id": .text(key), "owner": .text("ada")]) { $1 })
+                model.write(key, values, on: index)
+            case 2, 3, 4, 5:
+                let key = held[random.below(held.count)]
+                var values: [String: String] = [:]
+                for field in Pad.fields where random.below(2) == 0 { values[field] = "\(field)-\(model.next())" }
+                if values.isEmpty { values["title"] = "title-\(model.next())" }
+                _ = try await device.store.updateRecord(of: Pad.note, key: [.text(key)], set: values.mapValues(StoredValue.text))
+                model.write(key, values, on: index)
+            case 6:
+                let key = held[random.below(held.count)]
+                _ = try await device.store.deleteRecord(of: Pad.note, key: [.text(key)])
+                model.delete(key, on: index)
+            default:
+                try await device.client.sync()
+                model.log.append("\(model.next()) pad-\(index) sync")
+            }
+            // Apart by more than a millisecond: clocks order them as they were made.
+            try await Task.sleep(for: .milliseconds(3))
+        }
+        // Everyone syncs until nothing more arrives (on PostgreSQL a commit a moment old can
+        // come one pull later).
+        let expected = model.outcome()
+        try await Phone.eventually {
+            for device in devices { try await device.client.sync() }
+            for device in devices where try await Pad.snapshot(device.store) != expected { return false }
+            return true
+        }
+        let held = try await Pad.snapshot(serverStore)
+        #expect(held == expected, "seed \(seed): \(Pad.difference(held, expected))\n\(model.log.joined(separator: "\n"))")
+        for (index, device) in devices.enumerated() {
+            let notes = try await Pad.snapshot(device.store)
+            #expect(notes == expected, "device \(index), seed \(seed): \(Pad.difference(notes, expected))")
+        }
+        #expect(expected.count > 3, "the run made and kept some notes: \(expected.count)")
+    }
+
+    /// The case the model found: an edit, then a delete, both before the device synced; a later
+    /// edit on another device brings the note back, with the first device's edit in it (the
+    /// delete's tombstone carried the values from before the edit).
+    @Test(arguments: StoreEngine.available)
+    func anEditThenADeleteStillCountWhenALaterEditBringsTheRecordBack(_ engine: StoreEngine) async throws {
+        let serverStore = try Store.open(url: engine.freshURL(), schema: Pad.schema, migrations: Pad.migrations)
+        let server = try await SyncServer(store: serverStore, schema: Pad.schema)
+        var devices: [(store: Store, client: SyncClient)] = []
+        for name in ["pad-a", "pad-b"] {
+            let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
+            devices.append((store, try await SyncClient(store: store, schema: Pad.schema, device: name, transport: server.transport(for: "ada"))))
+        }
+        let (a, b) = (devices[0], devices[1])
+        let key = Pad.key(1)
+        _ = try await a.store.insertRecord(of: Pad.note, values: ["id": .text(key), "owner": .text("ada"), "title": .text("t0"), "body": .text("b0"), "color": .text("c0")])
+        try await a.client.sync()
+        try await b.client.sync()
+        for step in 0..<3 {
+            try await Task.sleep(for: .milliseconds(3))
+            switch step {
+            case 0: _ = try await a.store.updateRecord(of: Pad.note, key: [.text(key)], set: ["body": .text("b1")])
+            case 1: _ = try await a.store.deleteRecord(of: Pad.note, key: [.text(key)])
+            default: _ = try await b.store.updateRecord(of: Pad.note, key: [.text(key)], set: ["title": .text("t2")])
+            }
+        }
+        let expected = [key: ["title": "t2", "body": "b1", "color": "c0"]]
+        try await Phone.eventually {
+            for device in devices { try await device.client.sync() }
+            for device in devices where try await Pad.snapshot(device.store) != expected { return false }
+            return true
+        }
+        #expect(try await Pad.snapshot(serverStore) == expected)
+        #expect(try await Pad.snapshot(a.store) == expected)
+    }
+}
+
+/// A user's notes, each with three attributes edited apart.
+enum Pad {
+    static let fields = ["title", "body", "color"]
+    static func key(_ number: Int) -> String { String(format: "00000000-0000-4000-8000-%012d", number) }
+
+    static let note = EntityDescriptor(
+        name: "Note", table: "notes", primaryKey: ["id"], hasImplicitKey: false,
+        columns: [Board.column("id", .uuid, "UUID", key: true), Board.column("owner")] + fields.map { Board.column($0) }, relationships: [], indexes: [],
+        sync: SyncDescriptor(scope: .user(path: ["owner"])))
+    static let schema = SchemaDescriptor(name: "Pad", version: 1, entities: [note])
+    static let migrations = [
+        EmbeddedMigration(
+            version: 1, name: "create_pad", up: table("TEXT"), down: "DROP TABLE notes;", dialects: ["postgres": .init(up: table("uuid"), down: "DROP TABLE notes;")])
+    ]
+
+    static func table(_ uuid: String) -> String {
+        "CREATE TABLE notes (id \(uuid) PRIMARY KEY, owner TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL, color TEXT NOT NULL);"
+    }
+
+    /// The keys a store holds.
+    static func keys(_ store: Store) async throws -> [String] {
+        try await store.records(of: note, limit: 10_000).records.compactMap { row in
+            if case .text(let key)? = row["id"] { key.lowercased() } else { nil }
+        }.sorted()
+    }
+
+    /// Every note a store holds: its attributes by key.
+    static func snapshot(_ store: Store) async throws -> [String: [String: String]] {
+        var notes: [String: [String: String]] = [:]
+        for row in try await store.records(of: note, limit: 10_000).records {
+            guard case .text(let key)? = row["id"] else { continue }
+            var values: [String: String] = [:]
+            for field in fields { if case .text(let text)? = row[field] { values[field] = text } }
+            notes[key.lowercased()] = values
+        }
+        return notes
+    }
+
+    /// Where a replica differs from the model, note by note.
+    static func difference(_ held: [String: [String: String]], _ expected: [String: [String: String]]) -> String {
+        Set(held.keys).union(expected.keys).sorted().compactMap { key in
+            held[key] == expected[key] ? nil : "\(key.suffix(4)): held \(held[key].map { "\($0)" } ?? "nothing"), model \(expected[key].map { "\($0)" } ?? "nothing")"
+        }.joined(separator: "; ")
+    }
+
+    /// The operations in the order they were made, and the state they lead to.
+    struct Model {
+        private var sequence = 0
+        /// Every operation, as a line, for a failure's message.
+        var log: [String] = []
+        /// Each attribute's latest value and when it was written, by key.
+        private var written: [String: [String: (value: String, at: Int)]] = [:]
+        private var deleted: [String: Int] = [:]
+
+        /// A number no value used before.
+        mutating func next() -> Int {
+            sequence += 1
+            return sequence
+        }
+
+        mutating func write(_ key: String, _ values: [String: String], on device: Int) {
+            let at = next()
+            for (field, value) in values { written[key, default: [:]][field] = (value, at) }
+            log.append("\(at) pad-\(device) write \(key.suffix(4)) \(values.sorted { $0.key < $1.key })")
+        }
+
+        mutating func delete(_ key: String, on device: Int) {
+            deleted[key] = next()
+            log.append("\(deleted[key]!) pad-\(device) delete \(key.suffix(4))")
+        }
+
+        /// What every replica should hold: each note whose latest write is later than its
+        /// latest delete, with each attribute's latest value.
+        func outcome() -> [String: [String: String]] {
+            var notes: [String: [String: String]] = [:]
+            for (key, fields) in written {
+                let latest = fields.values.map(\.at).max() ?? 0
+                if let gone = deleted[key], gone > latest { continue }
+                notes[key] = fields.mapValues(\.value)
+            }
+            return notes
+        }
+    }
+
+    /// A small deterministic generator, so a failing seed can be run again.
+    struct Seeded {
+        var state: UInt64
+        mutating func below(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+    }
+}
