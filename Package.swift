@@ -16,6 +16,10 @@ let package = Package(
         .library(name: "MigratorPostgres", targets: ["MigratorPostgres"]),
         .library(name: "SchemaKit", targets: ["SchemaKit"]),
         .library(name: "SchemaMetadata", targets: ["SchemaMetadata"]),
+        // Sync: the device's side, and the server's (with its HTTP endpoint on the toolkit's
+        // small HTTP server); both carry the messages and clocks they share.
+        .library(name: "SyncClient", targets: ["SyncClient", "SyncCore"]),
+        .library(name: "SyncServer", targets: ["SyncServer", "SyncCore", "SyncEndpoint", "HTTPServer"]),
         .plugin(name: "SchemagenPlugin", targets: ["SchemagenPlugin"]),
         .plugin(name: "SchemagenCommand", targets: ["SchemagenCommand"]),
         .plugin(name: "MigrateCommand", targets: ["MigrateCommand"]),

@@ -92,6 +92,10 @@ import Testing
         import DispatchModels
         import Foundation
         import PersistentStorePostgres
+        import SyncServer
+
+        // The sync server's product links into a client's server (its schema does not sync).
+        _ = SyncServer.maximumPullLimit
 
         let pool = try StorePool(url: CommandLine.arguments[1], size: 2, schema: DispatchSchema.descriptor, migrations: DispatchSchema.migrations)
         let queue = try await pool.withStore { try await $0.insert(Queue(name: "mail"), onConflict: .ignore) }
@@ -165,7 +169,9 @@ import Testing
                     .target(name: "DispatchModels", dependencies: [.product(name: "SchemaMetadata", package: "SchemaToolkit")]),
                     .executableTarget(
                         name: "dispatcher",
-                        dependencies: ["DispatchModels", .product(name: "PersistentStorePostgres", package: "SchemaToolkit")]),
+                        dependencies: [
+                            "DispatchModels", .product(name: "PersistentStorePostgres", package: "SchemaToolkit"), .product(name: "SyncServer", package: "SchemaToolkit"),
+                        ]),
                 ]
             )
 
@@ -286,7 +292,7 @@ import Testing
         #expect(
             products == [
                 "schemagen", "migrate", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "Migrator", "MigratorSQLite", "MigratorPostgres", "SchemaKit",
-                "SchemaMetadata", "SchemagenPlugin", "SchemagenCommand", "MigrateCommand",
+                "SchemaMetadata", "SyncClient", "SyncServer", "SchemagenPlugin", "SchemagenCommand", "MigrateCommand",
             ])
         for name in ["todo", "flights"] {
             let build = try Self.run("swift", ["build", "--disable-build-manifest-caching", "--product", name])
