@@ -14,8 +14,11 @@ package struct SyncDeviceRow: Sendable, Hashable {
     package var answer: String?
     package var firstSeen: Date
     package var lastSeen: Date
+    /// When the pull that last brought it to the end of the history began: every delete the
+    /// server recorded well before then reached it.
+    package var caughtUpAt: Date?
 
-    package init(device: String, user: String, schemaVersion: Int, sequence: Int64, answer: String?, firstSeen: Date, lastSeen: Date) {
+    package init(device: String, user: String, schemaVersion: Int, sequence: Int64, answer: String?, firstSeen: Date, lastSeen: Date, caughtUpAt: Date? = nil) {
         self.device = device
         self.user = user
         self.schemaVersion = schemaVersion
@@ -23,6 +26,7 @@ package struct SyncDeviceRow: Sendable, Hashable {
         self.answer = answer
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
+        self.caughtUpAt = caughtUpAt
     }
 }
 
@@ -46,6 +50,9 @@ package struct SyncClientRow: Sendable, Hashable {
     /// The schema version the device's states are kept in: the version of the app that last
     /// synced (nil: before the first sync, or a store of an earlier build).
     package var schemaVersion: Int?
+    /// Pulling everything again after the server purged deletes the device had not seen: once
+    /// the pull is past its scan, rows the server did not send and that are not pending go.
+    package var sweeping = false
 
     package init(device: String) {
         self.device = device
@@ -138,13 +145,14 @@ extension Store {
     package func writeSyncStates(entity: String, _ states: [(key: String, state: String)], version: Int? = nil) throws(StoreError) {
         try requireTransaction("a sync state")
         let dialect = database.dialect
+        let now = StoredValue.real(Date().timeIntervalSince1970)
         for start in stride(from: 0, to: states.count, by: 500) {
             let tuples = states[start..<min(start + 500, states.count)].map { item -> SQL in
-                "(\(SQL.parameters([.text(schema.name), .integer(Int64(version ?? schema.version)), .text(entity), .text(item.key), .text(item.state)])))"
+                "(\(SQL.parameters([.text(schema.name), .integer(Int64(version ?? schema.version)), .text(entity), .text(item.key), .text(item.state), now])))"
             }
             _ = try query(
-                "INSERT INTO schemagen_sync_records (schema, schema_version, entity, record_key, state) VALUES \(SQL.list(tuples))"
-                    + dialect.onConflict(["schema", "schema_version", "entity", "record_key"], set: ["state = " + dialect.proposed("state")]))
+                "INSERT INTO schemagen_sync_records (schema, schema_version, entity, record_key, state, updated_at) VALUES \(SQL.list(tuples))"
+                    + dialect.onConflict(["schema", "schema_version", "entity", "record_key"], set: ["state = " + dialect.proposed("state"), "updated_at = " + dialect.proposed("updated_at")]))
         }
     }
 
@@ -175,8 +183,8 @@ extension Store {
     /// Stores a record's state, inside the transaction that writes the record.
     package func writeSyncState(entity: String, key: String, state: String) throws(StoreError) {
         try requireTransaction("a sync state")
-        let values: [StoredValue] = [.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(state)]
-        try upsert("schemagen_sync_records", ["schema", "schema_version", "entity", "record_key", "state"], values, key: 4)
+        let values: [StoredValue] = [.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(state), .real(Date().timeIntervalSince1970)]
+        try upsert("schemagen_sync_records", ["schema", "schema_version", "entity", "record_key", "state", "updated_at"], values, key: 4)
     }
 
     /// Removes every state kept in `version`'s names: a device's, once it has carried them to
@@ -191,9 +199,53 @@ extension Store {
         try syncDevices(where: " AND device = \(value: .text(device))").first
     }
 
-    /// Every device seen, oldest first.
+    /// Every device seen, oldest first (the server's own rows, `#`, aside).
     package func syncDevices() throws(StoreError) -> [SyncDeviceRow] {
-        try syncDevices(where: " AND device <> \(value: .text(Self.serverClockRow))")
+        try syncDevices(where: " AND device NOT LIKE '#%'")
+    }
+
+    /// The row whose `caught_up_at` is the time tombstones were purged through: a device that
+    /// last caught up before it may hold records whose deletes it will never be sent.
+    package static let tombstonesRow = "#tombstones"
+
+    /// When tombstones were last purged through; nil before any purge.
+    package func syncTombstonesPurgedThrough() throws(StoreError) -> Date? {
+        try syncDevice(Self.tombstonesRow)?.caughtUpAt
+    }
+
+    /// Keeps the time tombstones are purged through, inside the purge's transaction.
+    package func writeSyncTombstonesPurgedThrough(_ horizon: Date) throws(StoreError) {
+        let now = Date()
+        try writeSyncDevice(SyncDeviceRow(device: Self.tombstonesRow, user: "", schemaVersion: 0, sequence: 0, answer: nil, firstSeen: now, lastSeen: now, caughtUpAt: horizon))
+    }
+
+    /// Removes this version's tombstones of `entity` (states whose row is gone) last written
+    /// before `before`; how many.
+    package func purgeSyncTombstones(of entity: EntityDescriptor, keyColumn: String, before: Date) throws(StoreError) -> Int {
+        try requireTransaction("a purge of tombstones")
+        let storage = entity.columns.first { $0.column == keyColumn }?.storage ?? .text
+        let keyType = SQL(verbatim: database.dialect.columnType(storage))
+        let condition: SQL = """
+            schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity.name))
+            AND updated_at < \(value: .real(before.timeIntervalSince1970))
+            AND NOT EXISTS (SELECT 1 FROM \(identifier: entity.table) t WHERE t.\(identifier: keyColumn) = CAST(schemagen_sync_records.record_key AS \(keyType)))
+            """
+        let count = try query("SELECT count(*) FROM schemagen_sync_records WHERE \(condition)").first?.first
+        _ = try query("DELETE FROM schemagen_sync_records WHERE \(condition)")
+        if case .integer(let number)? = count { return Int(number) }
+        return 0
+    }
+
+    /// Removes the states of these records of `entity` in this version: a device starting over
+    /// forgets what it held.
+    package func deleteSyncStates(entity: String, keys: [String]) throws(StoreError) {
+        try requireTransaction("sync states")
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
+            _ = try query(
+                "DELETE FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
+            )
+        }
     }
 
     /// The row that keeps a sync server's latest clock beside its devices: `#` starts no device
@@ -214,14 +266,15 @@ extension Store {
 
     private func syncDevices(where condition: SQL) throws(StoreError) -> [SyncDeviceRow] {
         let rows = try query(
-            "SELECT device, user_id, schema_version, sequence, answer, first_seen, last_seen FROM schemagen_sync_devices WHERE schema = \(value: .text(schema.name))\(condition) ORDER BY first_seen, device"
+            "SELECT device, user_id, schema_version, sequence, answer, first_seen, last_seen, caught_up_at FROM schemagen_sync_devices WHERE schema = \(value: .text(schema.name))\(condition) ORDER BY first_seen, device"
         )
         return rows.compactMap { row in
-            guard row.count == 7, case .text(let device) = row[0], case .text(let user) = row[1], case .integer(let version) = row[2], case .integer(let sequence) = row[3]
+            guard row.count == 8, case .text(let device) = row[0], case .text(let user) = row[1], case .integer(let version) = row[2], case .integer(let sequence) = row[3]
             else { return nil }
             let answer: String? = if case .text(let text) = row[4] { text } else { nil }
             return SyncDeviceRow(
-                device: device, user: user, schemaVersion: Int(version), sequence: sequence, answer: answer, firstSeen: Self.date(row[5]), lastSeen: Self.date(row[6]))
+                device: device, user: user, schemaVersion: Int(version), sequence: sequence, answer: answer, firstSeen: Self.date(row[5]), lastSeen: Self.date(row[6]),
+                caughtUpAt: row[7] == .null ? nil : Self.date(row[7]))
         }
     }
 
@@ -230,12 +283,12 @@ extension Store {
         try requireTransaction("a sync device")
         let values: [StoredValue] = [
             .text(schema.name), .text(row.device), .text(row.user), .integer(Int64(row.schemaVersion)), .integer(row.sequence), row.answer.map(StoredValue.text) ?? .null,
-            .real(row.firstSeen.timeIntervalSince1970), .real(row.lastSeen.timeIntervalSince1970),
+            .real(row.firstSeen.timeIntervalSince1970), .real(row.lastSeen.timeIntervalSince1970), row.caughtUpAt.map { .real($0.timeIntervalSince1970) } ?? .null,
         ]
-        // The first sighting stays as it was.
+        // The first sighting stays as it was, and the last catching up unless this is a later one.
         try upsert(
-            "schemagen_sync_devices", ["schema", "device", "user_id", "schema_version", "sequence", "answer", "first_seen", "last_seen"], values, key: 2,
-            keeping: ["first_seen"])
+            "schemagen_sync_devices", ["schema", "device", "user_id", "schema_version", "sequence", "answer", "first_seen", "last_seen", "caught_up_at"], values, key: 2,
+            keeping: row.caughtUpAt == nil ? ["first_seen", "caught_up_at"] : ["first_seen"])
     }
 
     /// A value of an encrypted column sealed as the row's is, for a sync state: a state keeps
@@ -298,7 +351,7 @@ extension Store {
                         CREATE TABLE IF NOT EXISTS schemagen_sync_client (
                             schema \(text) PRIMARY KEY, device \(text) NOT NULL, stamped_through \(integer) NOT NULL, acknowledged \(integer) NOT NULL,
                             outgoing \(text), outgoing_versions \(text), pull_cursor \(text), clock \(text), last_sync \(real), last_error \(text),
-                            schema_version \(integer)
+                            schema_version \(integer), sweeping \(integer)
                         );
                         """))
         } catch {
@@ -309,9 +362,9 @@ extension Store {
     /// The client's progress; nil before its first sync.
     package func syncClientRow() throws(StoreError) -> SyncClientRow? {
         let rows = try query(
-            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error, schema_version FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
+            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error, schema_version, sweeping FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
         )
-        guard let row = rows.first, row.count == 10, case .text(let device) = row[0], case .integer(let stamped) = row[1], case .integer(let acknowledged) = row[2] else { return nil }
+        guard let row = rows.first, row.count == 11, case .text(let device) = row[0], case .integer(let stamped) = row[1], case .integer(let acknowledged) = row[2] else { return nil }
         func text(_ value: StoredValue) -> String? { if case .text(let text) = value { text } else { nil } }
         var client = SyncClientRow(device: device)
         client.stampedThrough = stamped
@@ -323,6 +376,7 @@ extension Store {
         client.lastSync = row[7] == .null ? nil : Self.date(row[7])
         client.lastError = text(row[8])
         if case .integer(let version) = row[9] { client.schemaVersion = Int(version) }
+        client.sweeping = row[10] == .integer(1)
         return client
     }
 
@@ -333,11 +387,11 @@ extension Store {
         let values: [StoredValue] = [
             .text(schema.name), .text(row.device), .integer(row.stampedThrough), .integer(row.acknowledged), text(row.outgoing), text(row.outgoingVersions), text(row.pullCursor),
             text(row.clock), row.lastSync.map { .real($0.timeIntervalSince1970) } ?? .null, text(row.lastError),
-            row.schemaVersion.map { .integer(Int64($0)) } ?? .null,
+            row.schemaVersion.map { .integer(Int64($0)) } ?? .null, .integer(row.sweeping ? 1 : 0),
         ]
         try upsert(
             "schemagen_sync_client",
-            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error", "schema_version"], values,
+            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error", "schema_version", "sweeping"], values,
             key: 1)
     }
 
@@ -388,6 +442,32 @@ extension Store {
         _ = try query(
             "DELETE FROM schemagen_sync_pending WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key)) AND version = \(value: .integer(version))"
         )
+    }
+
+    /// Forgets the state of every record that is not pending: a device pulling everything again
+    /// takes each record as new.
+    package func forgetSyncStatesNotPending() throws(StoreError) {
+        try requireTransaction("sync states")
+        _ = try query(
+            """
+            DELETE FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(schema.version)))
+            AND NOT EXISTS (SELECT 1 FROM schemagen_sync_pending p WHERE p.schema = schemagen_sync_records.schema AND p.entity = schemagen_sync_records.entity
+            AND p.record_key = schemagen_sync_records.record_key)
+            """)
+    }
+
+    /// The keys of `entity`'s rows that have no state and are not pending: after pulling
+    /// everything again, the records the server no longer holds.
+    package func syncKeysWithoutState(of entity: EntityDescriptor, keyColumn: String) throws(StoreError) -> [StoredValue] {
+        let key: SQL = "lower(CAST(t.\(identifier: keyColumn) AS \(SQL(verbatim: database.dialect.columnType(.text)))))"
+        return try query(
+            """
+            SELECT t.\(identifier: keyColumn) FROM \(identifier: entity.table) t
+            WHERE NOT EXISTS (SELECT 1 FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name))
+            AND s.schema_version = \(value: .integer(Int64(schema.version))) AND s.entity = \(value: .text(entity.name)) AND s.record_key = \(key))
+            AND NOT EXISTS (SELECT 1 FROM schemagen_sync_pending p WHERE p.schema = \(value: .text(schema.name)) AND p.entity = \(value: .text(entity.name)) AND p.record_key = \(key))
+            """
+        ).compactMap(\.first)
     }
 
     /// Files the pending changes of an entity under its new name: the app was updated to a

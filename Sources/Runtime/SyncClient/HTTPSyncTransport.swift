@@ -88,7 +88,7 @@ public struct HTTPSyncTransport: SyncTransport {
         let detail = error?["error"] as? [String: Any]
         let message = "HTTP \(status)" + ((detail?["message"] as? String).map { ": \($0.prefix(500))" } ?? "")
         switch status {
-        case 410: return .cursorExpired
+        case 410: return detail?["code"] as? String == "tombstonesPurged" ? .tombstonesPurged : .cursorExpired
         case 400..<500 where status != 408 && status != 429: return .refused(message)
         default: return .unreachable(message)
         }

@@ -127,13 +127,29 @@ extension SyncClient {
                     try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
                 }
                 continue
+            } catch SyncTransportError.tombstonesPurged {
+                // The server purged deletes this device never saw: pull everything again, as new,
+                // and then let go of what did not come (`sweep`); pending changes stay.
+                try await step { store throws(SyncClientError) in
+                    var progress = try Self.progress(in: store)
+                    try local.stamp(&progress, in: store)
+                    try inStore { () throws(StoreError) in try store.forgetSyncStatesNotPending() }
+                    progress.pullCursor = nil
+                    progress.sweeping = true
+                    try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
+                }
+                continue
             } catch {
                 throw .transport("\(error)")
             }
             let changed = try await step { store throws(SyncClientError) -> Int in
                 var progress = try Self.progress(in: store)
                 try local.stamp(&progress, in: store)
-                let changed = try inbox.take(page, &progress, in: store)
+                var changed = try inbox.take(page, &progress, in: store)
+                if progress.sweeping, !(progress.pullCursor ?? "s.").hasPrefix("s.") {
+                    changed += try inbox.sweep(in: store)
+                    progress.sweeping = false
+                }
                 progress.clock = clock.latest.text
                 try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
                 return changed

@@ -15,6 +15,9 @@ public protocol SyncTransport: Sendable {
 public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The server pruned the history after the pull's cursor: pull again from the start.
     case cursorExpired
+    /// The server purged deletes this device has not seen: forget what the device holds that is
+    /// not pending, and pull again from the start.
+    case tombstonesPurged
     /// The server refused the request (its message; never a secret).
     case refused(String)
     /// The server could not be reached, or its answer did not arrive.
@@ -24,6 +27,7 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String {
         switch self {
         case .cursorExpired: "the server no longer holds the history after this device's cursor"
+        case .tombstonesPurged: "the server purged deletes this device has not seen: it pulls everything again"
         case .refused(let message): "the server refused the request: \(message)"
         case .unreachable(let message): "the server could not be reached: \(message)"
         }

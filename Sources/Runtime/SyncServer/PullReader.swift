@@ -58,12 +58,20 @@ struct PullReader: Sendable {
     let schemaVersion: Int
     /// The states the server's other version keeps, for records without one in this version.
     let seeds: (any SyncStateSeeds)?
+    /// Whether the pull goes on from a cursor (not a first page).
+    var resuming = false
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
-        let returning = try seen(in: store)
+        let began = Date()
+        let (known, row) = try seen(in: store)
+        let returning = known != nil
+        let purged: Date?
+        do { purged = try store.syncTombstonesPurgedThrough() } catch { throw .store(error) }
+        if resuming, let known, let purged, (known.caughtUpAt ?? known.firstSeen) < purged { throw .tombstonesPurged(device: device) }
         var cursor = start
         var records: [SyncRecordState] = []
         var hasMore = true
+        var reachedEnd = false
         // Bounded work per pull: history of other users' records is read at most this many
         // batches before the page goes back, short, with `hasMore`.
         var batches = 0
@@ -87,22 +95,29 @@ struct PullReader: Sendable {
                 records += found
                 cursor = next
                 hasMore = !complete
+                reachedEnd = complete
                 if found.isEmpty, !complete, next == .history(token: token, skip: skip) { hasMore = false }
             }
+        }
+        if reachedEnd {
+            // At the end of the history: every delete recorded before this pull began reached it.
+            var caughtUp = row
+            caughtUp.caughtUpAt = began
+            do { try store.writeSyncDevice(caughtUp) } catch { throw .store(error) }
         }
         return SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest)
     }
 
-    /// Notes the device as seen now (the user checked), keeping its last push; whether it was
-    /// seen before.
-    private func seen(in store: isolated Store) throws(SyncServerError) -> Bool {
+    /// Notes the device as seen now (the user checked), keeping its last push; the device as it
+    /// was known before, nil for a new one.
+    private func seen(in store: isolated Store) throws(SyncServerError) -> (before: SyncDeviceRow?, now: SyncDeviceRow) {
         let known = try DeviceCheck(device: device, user: user).known(in: store)
         let now = Date()
         let row = SyncDeviceRow(
             device: device, user: user, schemaVersion: schemaVersion, sequence: known?.sequence ?? 0, answer: known?.answer, firstSeen: known?.firstSeen ?? now,
             lastSeen: now)
         do { try store.writeSyncDevice(row) } catch { throw .store(error) }
-        return known != nil
+        return (known, row)
     }
 
     /// Up to `limit` of the entity's tombstones (records deleted, whose state is kept) after the

@@ -104,7 +104,8 @@ public actor SyncServer {
         } else {
             do { cursor = .scan(token: try await version.store.currentHistoryToken().value, entity: 0, after: nil) } catch { throw .store(error) }
         }
-        let reader = PullReader(entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds)
+        let reader = PullReader(
+            entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds, resuming: pull.after != nil)
         return try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
     }
 
@@ -113,6 +114,40 @@ public actor SyncServer {
     ///     for device in try await server.devices() { print(device.device, device.schemaVersion, device.lastSeen) }
     public func devices() async throws(SyncServerError) -> [SyncDevice] {
         do { return try await store.syncDevices().map(SyncDevice.init) } catch { throw .store(error) }
+    }
+
+    /// Removes the tombstones (the states of deleted records) every device has been sent: those
+    /// last written before the oldest time a device seen within `deviceRetention` seconds last
+    /// caught up (or, for one still on its first sync, was first seen), less `margin` seconds for
+    /// commits a moment late. A device not seen for longer that comes back is told
+    /// (`tombstonesPurged`) and pulls everything again, keeping its unsynced changes. Returns how
+    /// many were removed. Tombstones are kept until this is called: a server app calls it on a
+    /// schedule.
+    ///
+    ///     let purged = try await server.purgeTombstones(deviceRetention: 30 * 86_400)
+    public func purgeTombstones(deviceRetention: TimeInterval = 30 * 86_400, margin: TimeInterval = 300) async throws(SyncServerError) -> Int {
+        let now = Date()
+        let devices: [SyncDeviceRow]
+        do { devices = try await store.syncDevices() } catch { throw .store(error) }
+        let live = devices.filter { now.timeIntervalSince($0.lastSeen) <= deviceRetention }
+        // With no device in retention, nothing any device needs: everything up to now, less the margin.
+        let horizon = (live.map { $0.caughtUpAt ?? $0.firstSeen }.min() ?? now).addingTimeInterval(-margin)
+        var purged = 0
+        for version in served.values {
+            let ordered = version.ordered
+            purged += try await inTransaction(version.store) { store throws(SyncServerError) in
+                var count = 0
+                do throws(StoreError) {
+                    for entity in ordered { count += try store.purgeSyncTombstones(of: entity.descriptor, keyColumn: entity.keyColumn, before: horizon) }
+                    let before = try store.syncTombstonesPurgedThrough()
+                    if before.map({ $0 < horizon }) ?? true { try store.writeSyncTombstonesPurgedThrough(horizon) }
+                } catch {
+                    throw .store(error)
+                }
+                return count
+            }
+        }
+        return purged
     }
 
     /// The versions served, oldest first.
@@ -193,6 +228,7 @@ struct LocalSyncTransport: SyncTransport {
     static func told(_ error: SyncServerError) -> SyncTransportError {
         switch error {
         case .cursorExpired: .cursorExpired
+        case .tombstonesPurged: .tombstonesPurged
         case .store: .unreachable(error.description)
         default: .refused(error.description)
         }

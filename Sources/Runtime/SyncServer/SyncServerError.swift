@@ -23,6 +23,10 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
     /// The history after the cursor was pruned: the device pulls again from the start (no
     /// cursor), merging what it has, so nothing unsynced is lost.
     case cursorExpired(String)
+    /// The device last caught up before tombstones were purged (`SyncServer.purgeTombstones`):
+    /// it may hold records whose deletes it will never be sent. It pulls everything again from
+    /// the start, forgetting what it held that is not pending.
+    case tombstonesPurged(device: String)
     /// The device's clock runs ahead of the server's by more than a minute: its push is refused
     /// whole, and it keeps its changes to send once its clock is right.
     case clockAhead(device: String, byMilliseconds: Int64)
@@ -50,6 +54,8 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
             "the sync server cannot serve these versions: \(problem)"
         case .badCursor(let cursor):
             "the pull's cursor '\(cursor.prefix(80))' is not one this server gave: pull again from the start (no cursor)"
+        case .tombstonesPurged(let device):
+            "device '\(device)' last caught up before the server purged the records deleted since: it pulls everything again from the start; its unsynced changes are kept"
         case .cursorExpired(let cursor):
             "the history after the pull's cursor '\(cursor.prefix(80))' was pruned: pull again from the start (no cursor); what the device holds is merged, not lost"
         case .clockAhead(let device, let ahead):

@@ -94,6 +94,7 @@ public struct SyncEndpoint: Sendable {
     static func response(to error: SyncServerError) -> HTTPResponse {
         switch error {
         case .cursorExpired: Self.error(HTTPStatus(410, "Gone"), "cursorExpired", error.description)
+        case .tombstonesPurged: Self.error(HTTPStatus(410, "Gone"), "tombstonesPurged", error.description)
         case .deviceOfAnotherUser: Self.error(.forbidden, "deviceOfAnotherUser", error.description)
         case .unservedVersion: Self.error(.conflict, "unservedVersion", error.description)
         case .clockAhead: Self.error(.conflict, "clockAhead", error.description)

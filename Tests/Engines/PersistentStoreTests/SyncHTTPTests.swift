@@ -3,11 +3,11 @@ import Gzip
 import HTTPServer
 import SchemaMetadata
 import SyncCore
-import SyncEndpoint
 import Testing
 
 @testable import PersistentStoreCore
 @testable import SyncClient
+@testable import SyncEndpoint
 @testable import SyncServer
 
 #if canImport(FoundationNetworking)
@@ -67,6 +67,19 @@ import FoundationNetworking
         }
         let bob = Self.transport(base, token: "token-bob")
         await #expect(throws: SyncTransportError.self) { _ = try await bob.pull(SyncPull(device: "phone-ada", schemaVersion: Board.version, after: nil, limit: 5)) }
+    }
+
+    /// Both 410s a device acts on are told apart by their code, as the endpoint writes them.
+    @Test func theTwo410sAreToldApart() {
+        for (error, told) in [(SyncServerError.cursorExpired("h.1"), SyncTransportError.cursorExpired), (.tombstonesPurged(device: "pad"), .tombstonesPurged)] {
+            let response = SyncEndpoint.response(to: error)
+            #expect(response.status.code == 410)
+            guard case .bytes(let body) = response.body else {
+                Issue.record("no body")
+                continue
+            }
+            #expect(HTTPSyncTransport.failure(status: 410, body: body) == told)
+        }
     }
 
     @Test func badRequestsAreRefusedWithTheirStatus() async throws {

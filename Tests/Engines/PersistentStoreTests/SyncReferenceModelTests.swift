@@ -109,6 +109,54 @@ import Testing
         #expect(try await Pad.snapshot(serverStore) == expected)
         #expect(try await Pad.snapshot(a.store) == expected)
     }
+
+    /// Tombstones stay while a device that has not caught up since might need them; once every
+    /// device seen lately has them, they go. A device away for longer is told, pulls everything
+    /// again, lets go of what was deleted meanwhile, and keeps its offline changes.
+    @Test(arguments: StoreEngine.available)
+    func tombstonesGoOnceEveryDeviceHasThemAndADeviceAwayLongerStartsOver(_ engine: StoreEngine) async throws {
+        let serverStore = try Store.open(url: engine.freshURL(), schema: Pad.schema, migrations: Pad.migrations)
+        let server = try await SyncServer(store: serverStore, schema: Pad.schema)
+        var devices: [(store: Store, client: SyncClient)] = []
+        for name in ["pad-a", "pad-b", "pad-c"] {
+            let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
+            devices.append((store, try await SyncClient(store: store, schema: Pad.schema, device: name, transport: server.transport(for: "ada"))))
+        }
+        let (a, b, c) = (devices[0], devices[1], devices[2])
+        for number in 1...3 {
+            _ = try await a.store.insertRecord(
+                of: Pad.note, values: ["id": .text(Pad.key(number)), "owner": .text("ada"), "title": .text("t\(number)"), "body": .text("b"), "color": .text("c")])
+        }
+        for device in devices { try await device.client.sync() }
+        func tombstones() async throws -> Int { try await serverStore.syncStatesWithoutRows(of: Pad.note, keyColumn: "id", after: nil, limit: 100).count }
+
+        // The third device is away; the first deletes a note, which the second sees.
+        _ = try await a.store.deleteRecord(of: Pad.note, key: [.text(Pad.key(1))])
+        try await a.client.sync()
+        try await b.client.sync()
+        #expect(try await server.purgeTombstones(deviceRetention: 3_600, margin: 0) == 0, "the third device has not caught up since the delete")
+        #expect(try await tombstones() == 1)
+
+        // Away for longer than the retention (a second here): the tombstone goes.
+        try await Task.sleep(for: .milliseconds(1_100))
+        try await a.client.sync()
+        try await b.client.sync()
+        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
+        #expect(try await tombstones() == 0)
+
+        // It comes back with an edit and a new note made offline.
+        _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(2))], set: ["title": .text("edited away")])
+        _ = try await c.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(4)), "owner": .text("ada"), "title": .text("t4"), "body": .text("b"), "color": .text("c")])
+        try await c.client.sync()
+        let expected = try await Pad.snapshot(serverStore)
+        #expect(expected[Pad.key(1)] == nil && expected[Pad.key(2)]?["title"] == "edited away" && expected[Pad.key(4)] != nil, "\(expected)")
+        #expect(try await Pad.snapshot(c.store) == expected, "the deleted note is gone from the device that was away")
+        #expect(try await c.client.status().pending == 0)
+        try await Phone.eventually {
+            try await a.client.sync()
+            return try await Pad.snapshot(a.store) == expected
+        }
+    }
 }
 
 /// A user's notes, each with three attributes edited apart.
