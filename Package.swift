@@ -250,7 +250,7 @@ let package = Package(
             name: "PersistentStoreTests",
             dependencies: [
                 "FieldEncryption", "PersistentStoreCore", "ExampleModels", "SchemaMetadata", "SQLiteKit", "TestSupport", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SyncCore",
-                "SyncServer", "SyncClient", "SyncEndpoint", "HTTPServer", "Gzip", "DatabaseLocation",
+                "SyncServer", "SyncClient", "SyncStorage", "SyncEndpoint", "HTTPServer", "Gzip", "DatabaseLocation",
                 "MigrationFiles", "MigrationPlanner", "MigratorCore", "MigratorPostgres", "RelationalModel", "SchemaKit", "SQLDialects", "CodeGeneration",
             ]),
         .testTarget(

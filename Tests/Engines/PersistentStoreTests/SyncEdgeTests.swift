@@ -9,11 +9,26 @@ import Testing
 @testable import PersistentStoreCore
 @testable import SyncClient
 @testable import SyncServer
+@testable import SyncStorage
 
 /// The cases a sync engine gets wrong: edits that keep their own time, a local edit made while
 /// a conflict's answer was lost, a store made again under an old device id, deleted records of
 /// another user, encrypted values in the sync state.
 @Suite(.serialized) struct SyncEdgeTests {
+    /// A key is a UUID as the store spells it: the hand-written check agrees with Foundation's
+    /// parser and its lowercase spelling, on UUIDs and on each one broken a character at a time.
+    @Test func keysAreCheckedAsFoundationWouldCheckThem() {
+        func foundation(_ text: String) -> Bool { UUID(uuidString: text).map { $0.uuidString.lowercased() == text } ?? false }
+        var texts = ["", "not a key", String(repeating: "a", count: 36)]
+        for _ in 0..<200 {
+            let key = UUID().uuidString.lowercased()
+            texts += [key, key.uppercased(), String(key.dropLast()), key + "0"]
+            let position = key.index(key.startIndex, offsetBy: Int.random(in: 0..<36))
+            for replacement in ["g", "-", "A", "0", " ", "é"] { texts.append(key.replacingCharacters(in: position...position, with: replacement)) }
+        }
+        for text in texts { #expect((SyncedEntity.storedKey(text) != nil) == foundation(text), "\(text)") }
+    }
+
     static func title(_ phone: Phone) async throws -> StoredValue? {
         try await phone.store.records(of: Board.list, limit: 1).records.first?["title"]
     }
