@@ -119,17 +119,10 @@ extension SyncClient {
             let page: SyncPullAnswer
             do {
                 page = try await transport.pull(SyncPull(device: device, schemaVersion: schema.version, after: cursor, limit: pageSize))
-            } catch SyncTransportError.cursorExpired {
-                // The server pruned what followed: start again from the beginning, merging.
-                try await step { store throws(SyncClientError) in
-                    var progress = try Self.progress(in: store)
-                    progress.pullCursor = nil
-                    try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
-                }
-                continue
-            } catch SyncTransportError.tombstonesPurged {
-                // The server purged deletes this device never saw: pull everything again, as new,
-                // and then let go of what did not come (`sweep`); pending changes stay.
+            } catch SyncTransportError.cursorExpired, SyncTransportError.tombstonesPurged {
+                // The server pruned the history after the cursor, or purged deletes this device
+                // never saw: pull everything again, each record taken as new, then let go of
+                // what did not come (`sweep`). Pending changes stay.
                 try await step { store throws(SyncClientError) in
                     var progress = try Self.progress(in: store)
                     try local.stamp(&progress, in: store)
@@ -146,7 +139,7 @@ extension SyncClient {
                 var progress = try Self.progress(in: store)
                 try local.stamp(&progress, in: store)
                 var changed = try inbox.take(page, &progress, in: store)
-                if progress.sweeping, !(progress.pullCursor ?? "s.").hasPrefix("s.") {
+                if progress.sweeping, !page.hasMore {
                     changed += try inbox.sweep(in: store)
                     progress.sweeping = false
                 }
