@@ -32,7 +32,7 @@ package struct SyncDeviceRow: Sendable, Hashable {
 
 /// A sync client's progress on its device, one row per schema.
 package struct SyncClientRow: Sendable, Hashable {
-    package var device: String
+    package let device: String
     /// The newest history token whose local changes were stamped with the device's clock.
     package var stampedThrough: Int64
     /// The sequence number of the last push the server acknowledged.
@@ -50,9 +50,10 @@ package struct SyncClientRow: Sendable, Hashable {
     /// The schema version the device's states are kept in: the version of the app that last
     /// synced (nil: before the first sync, or a store of an earlier build).
     package var schemaVersion: Int?
-    /// Pulling everything again after the server purged deletes the device had not seen: once
-    /// the pull is past its scan, rows the server did not send and that are not pending go.
-    package var sweeping = false
+    /// When the device began pulling everything again (the history after its cursor pruned, or
+    /// deletes it never saw purged): once that pull is whole, the rows whose state it did not
+    /// refresh, and that are not pending, are records the server no longer holds.
+    package var sweepSince: Date?
 
     package init(device: String) {
         self.device = device
@@ -351,7 +352,7 @@ extension Store {
                         CREATE TABLE IF NOT EXISTS schemagen_sync_client (
                             schema \(text) PRIMARY KEY, device \(text) NOT NULL, stamped_through \(integer) NOT NULL, acknowledged \(integer) NOT NULL,
                             outgoing \(text), outgoing_versions \(text), pull_cursor \(text), clock \(text), last_sync \(real), last_error \(text),
-                            schema_version \(integer), sweeping \(integer)
+                            schema_version \(integer), sweep_since \(real)
                         );
                         """))
         } catch {
@@ -362,7 +363,7 @@ extension Store {
     /// The client's progress; nil before its first sync.
     package func syncClientRow() throws(StoreError) -> SyncClientRow? {
         let rows = try query(
-            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error, schema_version, sweeping FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
+            "SELECT device, stamped_through, acknowledged, outgoing, outgoing_versions, pull_cursor, clock, last_sync, last_error, schema_version, sweep_since FROM schemagen_sync_client WHERE schema = \(value: .text(schema.name))"
         )
         guard let row = rows.first, row.count == 11, case .text(let device) = row[0], case .integer(let stamped) = row[1], case .integer(let acknowledged) = row[2] else { return nil }
         func text(_ value: StoredValue) -> String? { if case .text(let text) = value { text } else { nil } }
@@ -376,7 +377,7 @@ extension Store {
         client.lastSync = row[7] == .null ? nil : Self.date(row[7])
         client.lastError = text(row[8])
         if case .integer(let version) = row[9] { client.schemaVersion = Int(version) }
-        client.sweeping = row[10] == .integer(1)
+        client.sweepSince = row[10] == .null ? nil : Self.date(row[10])
         return client
     }
 
@@ -387,11 +388,11 @@ extension Store {
         let values: [StoredValue] = [
             .text(schema.name), .text(row.device), .integer(row.stampedThrough), .integer(row.acknowledged), text(row.outgoing), text(row.outgoingVersions), text(row.pullCursor),
             text(row.clock), row.lastSync.map { .real($0.timeIntervalSince1970) } ?? .null, text(row.lastError),
-            row.schemaVersion.map { .integer(Int64($0)) } ?? .null, .integer(row.sweeping ? 1 : 0),
+            row.schemaVersion.map { .integer(Int64($0)) } ?? .null, row.sweepSince.map { .real($0.timeIntervalSince1970) } ?? .null,
         ]
         try upsert(
             "schemagen_sync_client",
-            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error", "schema_version", "sweeping"], values,
+            ["schema", "device", "stamped_through", "acknowledged", "outgoing", "outgoing_versions", "pull_cursor", "clock", "last_sync", "last_error", "schema_version", "sweep_since"], values,
             key: 1)
     }
 
@@ -444,27 +445,17 @@ extension Store {
         )
     }
 
-    /// Forgets the state of every record that is not pending: a device pulling everything again
-    /// takes each record as new.
-    package func forgetSyncStatesNotPending() throws(StoreError) {
-        try requireTransaction("sync states")
-        _ = try query(
-            """
-            DELETE FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(schema.version)))
-            AND NOT EXISTS (SELECT 1 FROM schemagen_sync_pending p WHERE p.schema = schemagen_sync_records.schema AND p.entity = schemagen_sync_records.entity
-            AND p.record_key = schemagen_sync_records.record_key)
-            """)
-    }
-
-    /// The keys of `entity`'s rows that have no state and are not pending: after pulling
-    /// everything again, the records the server no longer holds.
-    package func syncKeysWithoutState(of entity: EntityDescriptor, keyColumn: String) throws(StoreError) -> [StoredValue] {
+    /// The keys of `entity`'s rows whose state was not written since `since` (or that have
+    /// none), and that are not pending: after pulling everything again, the records the server
+    /// no longer holds.
+    package func syncKeysNotRefreshed(of entity: EntityDescriptor, keyColumn: String, since: Date) throws(StoreError) -> [StoredValue] {
         let key: SQL = "lower(CAST(t.\(identifier: keyColumn) AS \(SQL(verbatim: database.dialect.columnType(.text)))))"
         return try query(
             """
             SELECT t.\(identifier: keyColumn) FROM \(identifier: entity.table) t
             WHERE NOT EXISTS (SELECT 1 FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name))
-            AND s.schema_version = \(value: .integer(Int64(schema.version))) AND s.entity = \(value: .text(entity.name)) AND s.record_key = \(key))
+            AND s.schema_version = \(value: .integer(Int64(schema.version))) AND s.entity = \(value: .text(entity.name)) AND s.record_key = \(key)
+            AND s.updated_at >= \(value: .real(since.timeIntervalSince1970)))
             AND NOT EXISTS (SELECT 1 FROM schemagen_sync_pending p WHERE p.schema = \(value: .text(schema.name)) AND p.entity = \(value: .text(entity.name)) AND p.record_key = \(key))
             """
         ).compactMap(\.first)

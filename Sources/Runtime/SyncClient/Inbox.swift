@@ -12,10 +12,10 @@ struct Inbox: Sendable {
 
     /// Merges each record into the device's, writes the rows that changed (as author `sync`, so
     /// they are never pushed back), and moves the cursor. Returns how many records changed.
-    /// While the device pulls everything again (`progress.sweeping`), a row it holds without a
-    /// state takes a clock older than any node's, so the server's record replaces it.
+    /// While the device pulls everything again (`progress.sweepSince`), the state of every
+    /// record that comes is written again, changed or not: the sweep keeps those.
     func take(_ page: SyncPullAnswer, _ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) -> Int {
-        let sweeping = progress.sweeping
+        let sweeping = progress.sweepSince != nil
         let records = SyncStateRecords(clock: clock)
         // The device's clock goes past the server's, whatever its wall clock says: its next
         // change is made after what it has seen.
@@ -28,9 +28,7 @@ struct Inbox: Sendable {
         for entity in SyncedEntity.parentsFirst(Array(entities.values)) {
             let pulled = page.records.filter { $0.entity == entity.name && SyncedEntity.storedKey($0.key) != nil }
             guard !pulled.isEmpty else { continue }
-            let local = try onDevice { () throws(SyncStateError) in
-                try records.load(entity, keys: pulled.map(\.key), in: store) { _ in sweeping ? { _ in AppUpdate.unknownAge } : records.now() }
-            }
+            let local = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: pulled.map(\.key), in: store) { _ in records.now() } }
             var inserts: [[String: StoredValue]] = []
             var states: [(key: String, state: SyncRecord)] = []
             // A record may come twice in a page (a first sync's scan, then the history after
@@ -48,7 +46,10 @@ struct Inbox: Sendable {
                 var merged = mine.state
                 merged.merge(incoming[name]!)
                 let rowMatches = (mine.row == nil) == merged.isDeleted
-                guard merged != mine.state || !rowMatches else { continue }
+                guard merged != mine.state || !rowMatches else {
+                    if sweeping { states.append((name, merged)) }
+                    continue
+                }
                 let key = SyncedEntity.storedKey(name)!
                 if mine.row == nil, !merged.isDeleted {
                     // New here (a first sync is all new): inserted with the others, a few
@@ -81,13 +82,14 @@ struct Inbox: Sendable {
         }
     }
 
-    /// After pulling everything again: the rows the server did not send (no state) and that are
-    /// not pending are records deleted while the device was away; they go, children first, as
-    /// `sync`, so the deletes are not pushed back. Returns how many.
-    func sweep(in store: isolated Store) throws(SyncClientError) -> Int {
+    /// After pulling everything again since `since`: the rows the server did not send (their
+    /// state not written since) and that are not pending are records deleted while the device
+    /// was away; they go, children first, as `sync`, so the deletes are not pushed back. Returns
+    /// how many.
+    func sweep(since: Date, in store: isolated Store) throws(SyncClientError) -> Int {
         var removed = 0
         for entity in SyncedEntity.parentsFirst(Array(entities.values)).reversed() {
-            let keys = try inStore { () throws(StoreError) in try store.syncKeysWithoutState(of: entity.descriptor, keyColumn: entity.keyColumn) }
+            let keys = try inStore { () throws(StoreError) in try store.syncKeysNotRefreshed(of: entity.descriptor, keyColumn: entity.keyColumn, since: since) }
             for key in keys where try inStore({ () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }) { removed += 1 }
         }
         return removed

@@ -75,8 +75,9 @@ struct LocalChanges: Sendable {
 
     private var names: Set<String> { Set(entities.map(\.name)) }
 
-    /// Compares every row of every synced entity with its state, stamping what differs now: the
-    /// first sync of a store that already holds records, or one whose history was pruned.
+    /// Compares every row of every synced entity with its state, stamping what differs now, and
+    /// every state whose row is gone, stamping its delete: the first sync of a store that already
+    /// holds records, one whose history was pruned, or one whose app was updated.
     func stampEveryRow(in store: isolated Store) throws(SyncClientError) {
         let records = SyncStateRecords(clock: clock)
         for entity in entities {
@@ -89,6 +90,14 @@ struct LocalChanges: Sendable {
                 try stamp(entity, keys: keys, in: store) { _ in records.now() }
                 cursor = page.next
             } while cursor != nil
+            var after: String?
+            repeat {
+                let gone = try inStore { () throws(StoreError) in
+                    try store.syncStatesWithoutRows(of: entity.descriptor, keyColumn: entity.keyColumn, after: after, limit: Self.batch)
+                }
+                try stamp(entity, keys: gone.map(\.key), in: store) { _ in records.now() }
+                after = gone.count < Self.batch ? nil : gone.last?.key
+            } while after != nil
         }
     }
 

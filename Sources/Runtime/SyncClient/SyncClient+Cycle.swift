@@ -121,14 +121,13 @@ extension SyncClient {
                 page = try await transport.pull(SyncPull(device: device, schemaVersion: schema.version, after: cursor, limit: pageSize))
             } catch SyncTransportError.cursorExpired, SyncTransportError.tombstonesPurged {
                 // The server pruned the history after the cursor, or purged deletes this device
-                // never saw: pull everything again, each record taken as new, then let go of
-                // what did not come (`sweep`). Pending changes stay.
+                // never saw: pull everything again, merging, then let go of what did not come
+                // (`sweep`). Pending changes stay.
                 try await step { store throws(SyncClientError) in
                     var progress = try Self.progress(in: store)
                     try local.stamp(&progress, in: store)
-                    try inStore { () throws(StoreError) in try store.forgetSyncStatesNotPending() }
                     progress.pullCursor = nil
-                    progress.sweeping = true
+                    progress.sweepSince = progress.sweepSince ?? Date()
                     try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
                 }
                 continue
@@ -139,9 +138,9 @@ extension SyncClient {
                 var progress = try Self.progress(in: store)
                 try local.stamp(&progress, in: store)
                 var changed = try inbox.take(page, &progress, in: store)
-                if progress.sweeping, !page.hasMore {
-                    changed += try inbox.sweep(in: store)
-                    progress.sweeping = false
+                if let since = progress.sweepSince, !page.hasMore {
+                    changed += try inbox.sweep(since: since, in: store)
+                    progress.sweepSince = nil
                 }
                 progress.clock = clock.latest.text
                 try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }

@@ -63,10 +63,12 @@ struct PullReader: Sendable {
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
         let began = Date()
-        let (known, row) = try seen(in: store)
+        let (known, row) = try seen(in: store, startingOver: !resuming, at: began)
         let returning = known != nil
         let purged: Date?
         do { purged = try store.syncTombstonesPurgedThrough() } catch { throw .store(error) }
+        // Going on from a cursor given before deletes it never saw were purged: it must start
+        // over. (A pull from no cursor starts over, and counts as caught up from its start.)
         if resuming, let known, let purged, (known.caughtUpAt ?? known.firstSeen) < purged { throw .tombstonesPurged(device: device) }
         var cursor = start
         var records: [SyncRecordState] = []
@@ -109,13 +111,13 @@ struct PullReader: Sendable {
     }
 
     /// Notes the device as seen now (the user checked), keeping its last push; the device as it
-    /// was known before, nil for a new one.
-    private func seen(in store: isolated Store) throws(SyncServerError) -> (before: SyncDeviceRow?, now: SyncDeviceRow) {
+    /// was known before, nil for a new one. A device starting over (no cursor) gets everything as
+    /// of now, so it is caught up from now on: deletes purged before need not reach it.
+    private func seen(in store: isolated Store, startingOver: Bool, at now: Date) throws(SyncServerError) -> (before: SyncDeviceRow?, now: SyncDeviceRow) {
         let known = try DeviceCheck(device: device, user: user).known(in: store)
-        let now = Date()
         let row = SyncDeviceRow(
             device: device, user: user, schemaVersion: schemaVersion, sequence: known?.sequence ?? 0, answer: known?.answer, firstSeen: known?.firstSeen ?? now,
-            lastSeen: now)
+            lastSeen: now, caughtUpAt: startingOver ? now : nil)
         do { try store.writeSyncDevice(row) } catch { throw .store(error) }
         return (known, row)
     }
@@ -159,10 +161,10 @@ struct PullReader: Sendable {
         var found: [SyncRecordState] = []
         var stamped: [(key: String, state: SyncRecord)] = []
         let rows = Dictionary(keyed, uniquingKeysWith: { first, _ in first })
-        let kept = try served { () throws(SyncStateError) in try records.kept(entity, states: states, rows: rows, keys: keyed.map(\.0), in: store) }
+        let (kept, seeded) = try served { () throws(SyncStateError) in try records.kept(entity, states: states, rows: rows, keys: keyed.map(\.0), in: store) }
         for (key, row) in keyed {
             let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept[key], row: row, stamp: records.now()) }
-            if record.stateChanged { stamped.append((key, record.state)) }
+            if record.stateChanged || seeded.contains(key) { stamped.append((key, record.state)) }
             if try scope.holds(entity, entity.fieldValues(of: row), in: store) { found.append(SyncRecordState(entity: entity.name, key: key, record: record.state)) }
         }
         try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }

@@ -25,7 +25,7 @@ public actor SyncServer {
     public static let maximumPullLimit = 1_000
 
     /// Each version served, by number.
-    let served: [Int: ServedVersion]
+    let servedVersions: [Int: ServedVersion]
     let clock: NodeClock
 
     /// A server for `schema`'s synced entities in `store`, which must record history; its
@@ -68,7 +68,7 @@ public actor SyncServer {
         } catch {
             throw .badDevice(node)
         }
-        served = ServedVersion.all(sorted, clock: clock)
+        servedVersions = ServedVersion.all(sorted, clock: clock)
     }
 
     /// The wall clock in milliseconds since 1970, as clocks count it.
@@ -133,9 +133,14 @@ public actor SyncServer {
         // With no device in retention, nothing any device needs: everything up to now, less the margin.
         let horizon = (live.map { $0.caughtUpAt ?? $0.firstSeen }.min() ?? now).addingTimeInterval(-margin)
         var purged = 0
-        for version in served.values {
-            let ordered = version.ordered
+        let clock = self.clock
+        for version in servedVersions.values {
+            let (ordered, seeds) = (version.ordered, version.seeds)
             purged += try await inTransaction(version.store) { store throws(SyncServerError) in
+                // Rows deleted without sync and not read since get their tombstone first (written
+                // now, so kept): their devices have yet to be told.
+                let records = SyncStateRecords(clock: clock, seeds: seeds)
+                for entity in ordered { _ = try served { () throws(SyncStateError) in try records.stampDeletes(of: entity, in: store) } }
                 var count = 0
                 do throws(StoreError) {
                     for entity in ordered { count += try store.purgeSyncTombstones(of: entity.descriptor, keyColumn: entity.keyColumn, before: horizon) }
@@ -153,11 +158,11 @@ public actor SyncServer {
     /// The versions served, oldest first.
     ///
     ///     let versions = await server.versions   // [1, 2] while 0002 is expanded
-    public var versions: [Int] { served.keys.sorted() }
+    public var versions: [Int] { servedVersions.keys.sorted() }
 
     /// The version a device was built with, when it is served.
     private func version(_ number: Int, of device: String) throws(SyncServerError) -> ServedVersion {
-        guard let version = served[number] else { throw .unservedVersion(device: device, version: number, served: versions) }
+        guard let version = servedVersions[number] else { throw .unservedVersion(device: device, version: number, served: versions) }
         return version
     }
 

@@ -69,10 +69,12 @@ package struct SyncStateRecords: Sendable {
         for row in rows {
             if let key = row[entity.keyColumn].flatMap(SyncedEntity.keyText) { byKey[key] = row }
         }
-        let kept = try kept(entity, states: states, rows: byKey, keys: keys, in: store)
+        let (kept, seeded) = try kept(entity, states: states, rows: byKey, keys: keys, in: store)
         var records: [String: SyncedRecord] = [:]
         for key in keys where records[key] == nil && SyncedEntity.storedKey(key) != nil {
             records[key] = try reconciled(entity, state: kept[key], row: byKey[key], stamp: stamp(key))
+            // A seeded state is kept from now on: a later write is then told from it.
+            if seeded.contains(key) { records[key]?.stateChanged = true }
         }
         return records
     }
@@ -82,29 +84,56 @@ package struct SyncStateRecords: Sendable {
     /// row holds them now, so that what it kept there is not stamped again as new here.
     package func kept(
         _ entity: SyncedEntity, states: [String: String], rows: [String: StoredRecord], keys: [String], in store: isolated Store
-    ) throws(SyncStateError) -> [String: SyncRecord] {
+    ) throws(SyncStateError) -> (states: [String: SyncRecord], seeded: Set<String>) {
         var kept: [String: SyncRecord] = [:]
         for (key, text) in states { kept[key] = try decode(text, of: entity, key: key, in: store) }
         let missing = keys.filter { kept[$0] == nil && SyncedEntity.storedKey($0) != nil }
-        guard let seeds, !missing.isEmpty else { return kept }
+        guard let seeds, !missing.isEmpty else { return (kept, []) }
+        var seeded: Set<String> = []
         for (key, other) in try seeds.states(of: entity, keys: missing, in: store) {
             kept[key] = Self.seeded(other, row: rows[key].map(entity.fieldValues), counters: entity.rules.counters)
+            seeded.insert(key)
         }
-        return kept
+        return (kept, seeded)
     }
 
-    /// Another version's state in this version's names, with the row's values in place of its
-    /// own (they may be of another type there); a field it had no clock for takes its latest.
+    /// Another version's state in this version's names: a field keeps the clock it had there
+    /// where the row still holds the value kept there (a number of the other storage kind counts
+    /// when equal); one written since, or new, has none, so it is stamped now.
     static func seeded(_ other: SyncRecord, row: [String: StoredValue]?, counters: Set<String>) -> SyncRecord {
         guard let row else { return other }
         var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:]
-        let latest = other.latestChange ?? other.deleted
         for (field, value) in row where !counters.contains(field) {
-            guard let clock = other.clocks[field] ?? latest else { continue }
+            guard let clock = other.clocks[field], let kept = other.values[field], Self.same(kept, value) else { continue }
             values[field] = value
             clocks[field] = clock
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: other.counterTotals, deleted: other.deleted) ?? other
+    }
+
+    /// Equal values, an integer and a real of the same number included.
+    static func same(_ left: StoredValue, _ right: StoredValue) -> Bool {
+        switch (left, right) {
+        case (.integer(let whole), .real(let number)), (.real(let number), .integer(let whole)): Double(whole) == number
+        default: left == right
+        }
+    }
+
+    /// Stamps the deletes of `entity`'s records whose row is gone and whose state does not say
+    /// so yet (deleted without sync and not read since), a page at a time; how many.
+    package func stampDeletes(of entity: SyncedEntity, in store: isolated Store, page: Int = 500) throws(SyncStateError) -> [String] {
+        var stamped: [String] = []
+        var after: String?
+        repeat {
+            let kept: [(key: String, state: String)]
+            do { kept = try store.syncStatesWithoutRows(of: entity.descriptor, keyColumn: entity.keyColumn, after: after, limit: page) } catch { throw .store(error) }
+            let loaded = try load(entity, keys: kept.map(\.key), in: store) { _ in now() }
+            let changed = kept.compactMap { item in loaded[item.key].flatMap { $0.stateChanged ? (item.key, $0.state) : nil } }
+            try save(changed, of: entity, in: store)
+            stamped += changed.map(\.0)
+            after = kept.count < page ? nil : kept.last?.key
+        } while after != nil
+        return stamped
     }
 
     /// The record with what was written outside sync stamped as this node's change, each field

@@ -120,7 +120,9 @@ import Testing
         var devices: [(store: Store, client: SyncClient)] = []
         for name in ["pad-a", "pad-b", "pad-c"] {
             let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
-            devices.append((store, try await SyncClient(store: store, schema: Pad.schema, device: name, transport: server.transport(for: "ada"))))
+            // The third pulls a note a page: starting over takes it several pages.
+            let client = try await SyncClient(store: store, schema: Pad.schema, device: name, transport: server.transport(for: "ada"), pageSize: name == "pad-c" ? 1 : 500)
+            devices.append((store, client))
         }
         let (a, b, c) = (devices[0], devices[1], devices[2])
         for number in 1...3 {
@@ -143,13 +145,21 @@ import Testing
         try await b.client.sync()
         #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
         #expect(try await tombstones() == 0)
+        // The server app deletes a note directly, and the next purge comes before any device
+        // pulled: its tombstone is written then, and kept, so the devices are still told.
+        _ = try await serverStore.deleteRecord(of: Pad.note, key: [.text(Pad.key(3))])
+        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 0)
+        try await Phone.eventually {
+            try await b.client.sync()
+            return try await Pad.keys(b.store) == [Pad.key(2)]
+        }
 
         // It comes back with an edit and a new note made offline.
         _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(2))], set: ["title": .text("edited away")])
         _ = try await c.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(4)), "owner": .text("ada"), "title": .text("t4"), "body": .text("b"), "color": .text("c")])
         try await c.client.sync()
         let expected = try await Pad.snapshot(serverStore)
-        #expect(expected[Pad.key(1)] == nil && expected[Pad.key(2)]?["title"] == "edited away" && expected[Pad.key(4)] != nil, "\(expected)")
+        #expect(Set(expected.keys) == [Pad.key(2), Pad.key(4)] && expected[Pad.key(2)]?["title"] == "edited away", "\(expected)")
         #expect(try await Pad.snapshot(c.store) == expected, "the deleted note is gone from the device that was away")
         #expect(try await c.client.status().pending == 0)
         try await Phone.eventually {

@@ -29,7 +29,7 @@ struct SyncVersionTests {
         var server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)])
         let ipadPath = storePath()
         var ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: server)
-        let dune = Board.key(1), old = Board.key(2), emma = Board.key(3), kafka = Board.key(4)
+        let dune = Board.key(1), old = Board.key(2), emma = Board.key(3), kafka = Board.key(4), ulysses = Board.key(5)
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(dune), "title": .text("Dune"), "pages": .integer(412), "rating": .integer(4)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(old), "title": .text("Old"), "pages": .integer(10), "rating": .integer(1)])
         try await ipad.client.sync()
@@ -43,6 +43,13 @@ struct SyncVersionTests {
         try await phone.client.sync()
         var book = try #require(try await phone.book(dune))
         #expect(book["name"] == .text("Dune") && book["pages"] == .integer(412) && book["rating"] == .real(4) && book["genre"] == .text("none"), "\(book)")
+        // The server app writes the book through version 2 (its state there was taken from
+        // version 1's): the phone gets the write.
+        _ = try await v2Server.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["genre": .text("classic")])
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.book(dune)?["genre"] == .text("classic")
+        }
 
         // The phone (version 2) renames and rates; the iPad (version 1) sees it under its names.
         _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["name": .text("Dune Messiah"), "rating": .real(4.5), "genre": .text("sf")])
@@ -60,11 +67,17 @@ struct SyncVersionTests {
 
         // A book only version 1 has read: the server keeps no version-2 state of it yet.
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(kafka), "title": .text("Kafka"), "pages": .integer(200), "rating": .integer(3)])
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(ulysses), "title": .text("Ulysses"), "pages": .integer(730), "rating": .integer(2)])
         try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.book(ulysses) != nil
+        }
         // Offline, the iPad edits two titles and adds a book; then its app is updated to
         // version 2: its file migrates as the store opens, and the client carries its state.
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)")])
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(kafka)], set: ["title": .text("The Trial")])
+        _ = try await ipad.store.deleteRecord(of: shelf.v1.entities[0], key: [.text(ulysses)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(emma), "title": .text("Emma"), "pages": .integer(474), "rating": .integer(5)])
         // The server's state is in the tables' schema, which a contract keeps, not among a
         // version's views; one state per version a record was read in.
@@ -74,7 +87,7 @@ struct SyncVersionTests {
         #expect(places == [[.text("public")]])
         #expect(try connection.query("SELECT DISTINCT schema_version FROM schemagen_sync_records ORDER BY 1") == [[.integer(1)], [.integer(2)]])
         ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
-        #expect(try await ipad.client.status().pending == 3, "the unpushed edits and the new book are pending")
+        #expect(try await ipad.client.status().pending == 4, "the unpushed edits, the delete and the new book are pending")
         try await ipad.client.sync()
         book = try #require(try await ipad.book(dune))
         #expect(book["name"] == .text("Dune (1965)"), "its own edit stands: \(book)")
@@ -83,8 +96,8 @@ struct SyncVersionTests {
         #expect(try await ipad.book(kafka)?["name"] == .text("The Trial"), "its edit is later than the clocks version 1 kept, which version 2 takes")
         try await Phone.eventually {
             try await phone.client.sync()
-            let arrived = try await phone.book(emma) != nil
-            return try await phone.book(dune)?["name"] == .text("Dune (1965)") && arrived
+            let arrived = try await phone.book(emma) != nil, gone = try await phone.book(ulysses) == nil
+            return try await phone.book(dune)?["name"] == .text("Dune (1965)") && arrived && gone
         }
         let row = try await v2Server.records(of: shelf.v2.entities[0], where: [RecordFilter("id", .equals(.text(dune)))], limit: 1).records.first
         #expect(row?["genre"] == .text("sf") && row?["name"] == .text("Dune (1965)"), "\(String(describing: row))")
