@@ -277,7 +277,7 @@ let package = Package(
         .testTarget(name: "StudioTests", dependencies: ["schemagen", "migrate", "flights", "todo", "SQLiteKit", "TestSupport"]),
         .testTarget(
             name: "SchemagenCLITests",
-            dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SchemaMetadata"]),
+            dependencies: ["schemagen", "migrate", "TestSupport", "PersistentStore", "PersistentStoreSQLite", "PersistentStorePostgres", "PostgresKit", "SchemaMetadata", "SyncServer"]),
     ],
     swiftLanguageModes: [.v6]
 )
