@@ -3,7 +3,9 @@
 
 - the first sync of ROWS items to a new device, against the `sqlite3` shell importing the same
   rows from a CSV file into a copy of the same empty device file (its indexes and full-text
-  triggers included), rounds alternating;
+  triggers included), rounds alternating; and against the floor of any sync that keeps a
+  state per record (store-benchmark sync-floor: rows, states and a history row a page written
+  through the C API), which also stands against the `sqlite3` import;
 - a push of CHANGES changed items, against `sqlite3` applying the same updates in one
   transaction;
 - DEVICES devices syncing at once, ten changed items a round: the p99 of their pulls against
@@ -64,7 +66,7 @@ def initial(binary, folder):
             writer.writerow(["" if value is None else value for value in row])
     # The server stamps its rows on the first pull: a device before the timed ones.
     tool(binary, "sync-initial", folder)
-    ours, theirs, wire = [], [], []
+    ours, theirs, floors, wire = [], [], [], []
     for _ in range(RUNS):
         output = tool(binary, "sync-initial", folder).split()
         seconds, records, sent = float(output[1]), int(output[3]), int(output[5])
@@ -76,8 +78,12 @@ def initial(binary, folder):
         shutil.copyfile(os.path.join(folder, "empty.sqlite"), copy)
         theirs.append(sqlite3_seconds(copy, import_script(rows_csv, columns)))
         os.remove(copy)
-    mine, baseline = statistics.median(ours), statistics.median(theirs)
+        # The floor: what any first sync keeping a state per record writes, through the C API.
+        floors.append(float(tool(binary, "sync-floor", folder).split()[1]))
+    mine, baseline, floor = statistics.median(ours), statistics.median(theirs), statistics.median(floors)
     print(f"bench sync_initial_{ROWS}_rows {mine:.3f} s ratio={mine / baseline:.2f} baseline=sqlite3_csv_import({baseline:.3f}s)")
+    print(f"bench sync_initial_over_floor_{ROWS}_rows {mine:.3f} s ratio={mine / floor:.2f} baseline=raw_c_api_rows_states_history({floor:.3f}s)")
+    print(f"bench sync_floor_over_sqlite3_{ROWS}_rows {floor:.3f} s ratio={floor / baseline:.2f} baseline=sqlite3_csv_import({baseline:.3f}s)")
     print(f"# {statistics.median(wire) / ROWS:.0f} bytes on the wire per record, gzip", file=sys.stderr)
 
 

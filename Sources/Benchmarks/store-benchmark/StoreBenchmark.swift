@@ -91,7 +91,7 @@ struct StoreBenchmark {
         guard arguments.count == 4, let rows = Int(arguments[2]), modes.contains(arguments[1]) else {
             FileHandle.standardError.write(
                 Data(
-                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | inbox-store|inbox-store-without-history|inbox-raw|inbox-raw-history ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR | sync-prepare ROWS DIR | sync-initial DIR | sync-push ROWS CHANGES DIR | sync-devices DEVICES ROWS ROUNDS DIR\n"
+                    "usage: store-benchmark store|store-without-history|raw ROWS DIR | inbox-store|inbox-store-without-history|inbox-raw|inbox-raw-history ROWS DIR | postgres-store|postgres-raw ROWS URL | postgres-bulk-store|postgres-bulk-copy ROWS URL | postgres-clients-store|postgres-clients-store-no-failover|postgres-clients-store-history|postgres-clients-raw CLIENTS ROWS URL | latency store|poll COUNT DIR | encryption plain|padded|secret|evp|cipher ROWS DIR [BODY-BYTES] | search store|raw ROWS QUERIES DIR | sync-prepare ROWS DIR | sync-initial DIR | sync-floor DIR | sync-push ROWS CHANGES DIR | sync-devices DEVICES ROWS ROUNDS DIR\n"
                         .utf8))
             exit(2)
         }

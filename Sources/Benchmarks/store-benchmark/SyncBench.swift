@@ -1,3 +1,4 @@
+import CSQLite
 import ExampleModels
 import Foundation
 import Gzip
@@ -49,6 +50,8 @@ enum SyncBench {
         case (3, "sync-initial"):
             let (seconds, records, bytes) = try await initial(folder: arguments[2])
             print(String(format: "initial %.4f records %d bytes %d", seconds, records, bytes))
+        case (3, "sync-floor"):
+            print(String(format: "floor %.4f", try SyncFloor.run(folder: arguments[2])))
         case (5, "sync-push"):
             print(String(format: "push %.4f", try await push(rows: Int(arguments[2])!, changes: Int(arguments[3])!, folder: arguments[4])))
         case (6, "sync-devices"):
@@ -182,5 +185,103 @@ final class CountingTransport: SyncTransport, Sendable {
             state.bytes += sent
         }
         return answer
+    }
+}
+
+/// `store-benchmark sync-floor DIR`: what any first sync that keeps a state per record must
+/// write on the device, straight through the SQLite C API with no network, no JSON parsing and
+/// no merging: the server's rows read from DIR/server.sqlite, then written into a copy of
+/// DIR/empty.sqlite in transactions of 500 (a page), each with its record's state (values and
+/// clocks as JSON, as long as the client's) and one history row a page. Prints its seconds.
+enum SyncFloor {
+    static let columns = ["id", "task_name", "start_date", "is_completed", "due_date", "notes", "priority"]
+
+    static func run(folder: String) throws -> Double {
+        var server: OpaquePointer?
+        sqlite3_open_v2(folder + "/server.sqlite", &server, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        defer { sqlite3_close(server) }
+        let device = folder + "/floor-\(UUID().uuidString).sqlite"
+        try FileManager.default.copyItem(atPath: folder + "/empty.sqlite", toPath: device)
+        defer { try? FileManager.default.removeItem(atPath: device) }
+        var db: OpaquePointer?
+        sqlite3_open_v2(device, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        defer { sqlite3_close(db) }
+        sqlite3_exec(db, "PRAGMA journal_mode = WAL; " + SQLiteSettings.applicationStore.pragmas(inMemory: false), nil, nil, nil)
+        sqlite3_exec(
+            db,
+            "CREATE TABLE IF NOT EXISTS schemagen_sync_records (schema TEXT NOT NULL, schema_version INTEGER NOT NULL, entity TEXT NOT NULL, record_key TEXT NOT NULL, state TEXT NOT NULL, updated_at REAL, PRIMARY KEY (schema, schema_version, entity, record_key))",
+            nil, nil, nil)
+        let start = DispatchTime.now().uptimeNanoseconds
+        var read: OpaquePointer?, insert: OpaquePointer?, state: OpaquePointer?, history: OpaquePointer?
+        sqlite3_prepare_v2(server, "SELECT \(columns.joined(separator: ", ")) FROM todo_item ORDER BY id", -1, &read, nil)
+        sqlite3_prepare_v2(db, "INSERT INTO todo_item (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))", -1, &insert, nil)
+        sqlite3_prepare_v2(db, "INSERT INTO schemagen_sync_records VALUES ('Todo', 4, 'TodoItem', ?, ?, ?)", -1, &state, nil)
+        sqlite3_prepare_v2(db, "INSERT INTO schemagen_history (schema, author, committed_at, entities, changes) VALUES ('Todo', 'sync', ?, 'TodoItem', ?)", -1, &history, nil)
+        defer { for statement in [read, insert, state, history] { sqlite3_finalize(statement) } }
+        let clock = "001796069700125-00000000-server"
+        var inPage = 0
+        var changes = "["
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        while sqlite3_step(read) == SQLITE_ROW {
+            var values = "{", clocks = "{"
+            for index in 0..<columns.count {
+                let type = sqlite3_column_type(read, Int32(index))
+                switch type {
+                case SQLITE_INTEGER: sqlite3_bind_int64(insert, Int32(index + 1), sqlite3_column_int64(read, Int32(index)))
+                case SQLITE_TEXT: sqlite3_bind_text(insert, Int32(index + 1), sqlite3_column_text(read, Int32(index)), -1, StoreBenchmark.transient)
+                case SQLITE_BLOB:
+                    sqlite3_bind_blob(insert, Int32(index + 1), sqlite3_column_blob(read, Int32(index)), sqlite3_column_bytes(read, Int32(index)), StoreBenchmark.transient)
+                default: sqlite3_bind_null(insert, Int32(index + 1))
+                }
+                guard index > 0 else { continue }
+                let text =
+                    type == SQLITE_NULL
+                    ? "null" : type == SQLITE_INTEGER ? "{\"integer\":\(sqlite3_column_int64(read, Int32(index)))}" : "{\"text\":\"\(String(cString: sqlite3_column_text(read, Int32(index))))\"}"
+                values += (index > 1 ? "," : "") + "\"\(columns[index])\":" + text
+                clocks += (index > 1 ? "," : "") + "\"\(columns[index])\":\"\(clock)\""
+            }
+            let key = String(cString: sqlite3_column_text(read, 0))
+            sqlite3_step(insert)
+            sqlite3_reset(insert)
+            StoreBenchmark.bindText(state, 1, key)
+            StoreBenchmark.bindText(state, 2, "{\"clocks\":\(clocks)},\"values\":\(values)}}")
+            sqlite3_bind_double(state, 3, Date().timeIntervalSince1970)
+            sqlite3_step(state)
+            sqlite3_reset(state)
+            changes += (inPage > 0 ? "," : "") + "{\"entity\":\"TodoItem\",\"kind\":\"insert\",\"key\":[\"\(key)\"],\"values\":\(values)}}"
+            inPage += 1
+            if inPage == 500 {
+                finishPage(db, history, &changes)
+                inPage = 0
+            }
+        }
+        if inPage > 0 { finishPage(db, history, &changes) }
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        // Written whole, or the figure means nothing.
+        var count: OpaquePointer?
+        sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM todo_item) + (SELECT count(*) FROM schemagen_sync_records)", -1, &count, nil)
+        defer { sqlite3_finalize(count) }
+        guard sqlite3_step(count) == SQLITE_ROW, sqlite3_column_int64(count, 0) == 2 * rows(server) else { throw SyncFloorError.incomplete }
+        return seconds
+    }
+
+    struct SyncFloorError: Error { static let incomplete = SyncFloorError() }
+
+    static func rows(_ server: OpaquePointer?) -> Int64 {
+        var count: OpaquePointer?
+        sqlite3_prepare_v2(server, "SELECT count(*) FROM todo_item", -1, &count, nil)
+        defer { sqlite3_finalize(count) }
+        return sqlite3_step(count) == SQLITE_ROW ? sqlite3_column_int64(count, 0) : -1
+    }
+
+    /// The page's history row, and its commit; the next page's transaction begins.
+    static func finishPage(_ db: OpaquePointer?, _ history: OpaquePointer?, _ changes: inout String) {
+        sqlite3_bind_double(history, 1, Date().timeIntervalSince1970)
+        StoreBenchmark.bindText(history, 2, changes + "]")
+        sqlite3_step(history)
+        sqlite3_reset(history)
+        sqlite3_exec(db, "COMMIT; BEGIN", nil, nil, nil)
+        changes = "["
     }
 }
