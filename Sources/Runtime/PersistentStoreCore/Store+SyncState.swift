@@ -237,18 +237,6 @@ extension Store {
         return 0
     }
 
-    /// Removes the states of these records of `entity` in this version: a device starting over
-    /// forgets what it held.
-    package func deleteSyncStates(entity: String, keys: [String]) throws(StoreError) {
-        try requireTransaction("sync states")
-        for start in stride(from: 0, to: keys.count, by: 500) {
-            let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
-            _ = try query(
-                "DELETE FROM schemagen_sync_records WHERE schema = \(value: .text(schema.name)) AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
-            )
-        }
-    }
-
     /// The row that keeps a sync server's latest clock beside its devices: `#` starts no device
     /// id (they are node names), so none can take it.
     package static let serverClockRow = "#server-clock"

@@ -63,7 +63,7 @@ struct PullReader: Sendable {
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
         let began = Date()
-        let (known, row) = try seen(in: store, startingOver: !resuming, at: began)
+        let (known, seen) = try self.seen(in: store, startingOver: !resuming, at: began)
         let returning = known != nil
         let purged: Date?
         do { purged = try store.syncTombstonesPurgedThrough() } catch { throw .store(error) }
@@ -101,24 +101,22 @@ struct PullReader: Sendable {
                 if found.isEmpty, !complete, next == .history(token: token, skip: skip) { hasMore = false }
             }
         }
-        if reachedEnd {
-            // At the end of the history: every delete recorded before this pull began reached it.
-            var caughtUp = row
-            caughtUp.caughtUpAt = began
-            do { try store.writeSyncDevice(caughtUp) } catch { throw .store(error) }
-        }
+        // Written once, with the page: at the end of the history, every delete recorded before
+        // this pull began reached it.
+        var row = seen
+        if reachedEnd { row.caughtUpAt = began }
+        do { try store.writeSyncDevice(row) } catch { throw .store(error) }
         return SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest)
     }
 
-    /// Notes the device as seen now (the user checked), keeping its last push; the device as it
-    /// was known before, nil for a new one. A device starting over (no cursor) gets everything as
-    /// of now, so it is caught up from now on: deletes purged before need not reach it.
+    /// The device as it was known before (nil for a new one, the user checked), and as seen now,
+    /// its last push kept. A device starting over (no cursor) gets everything as of now, so it is
+    /// caught up from now on: deletes purged before need not reach it.
     private func seen(in store: isolated Store, startingOver: Bool, at now: Date) throws(SyncServerError) -> (before: SyncDeviceRow?, now: SyncDeviceRow) {
         let known = try DeviceCheck(device: device, user: user).known(in: store)
         let row = SyncDeviceRow(
             device: device, user: user, schemaVersion: schemaVersion, sequence: known?.sequence ?? 0, answer: known?.answer, firstSeen: known?.firstSeen ?? now,
             lastSeen: now, caughtUpAt: startingOver ? now : nil)
-        do { try store.writeSyncDevice(row) } catch { throw .store(error) }
         return (known, row)
     }
 

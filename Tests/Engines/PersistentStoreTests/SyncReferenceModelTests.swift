@@ -16,13 +16,7 @@ import Testing
 @Suite(.serialized) struct SyncReferenceModelTests {
     @Test(arguments: StoreEngine.available)
     func randomEditsConvergeToTheWinnersTheModelPicks(_ engine: StoreEngine) async throws {
-        let serverStore = try Store.open(url: engine.freshURL(), schema: Pad.schema, migrations: Pad.migrations)
-        let server = try await SyncServer(store: serverStore, schema: Pad.schema)
-        var devices: [(store: Store, client: SyncClient)] = []
-        for index in 0..<3 {
-            let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
-            devices.append((store, try await SyncClient(store: store, schema: Pad.schema, device: "pad-\(index)", transport: server.transport(for: "ada"))))
-        }
+        let (serverStore, _, devices) = try await Pad.replicas(engine, devices: ["pad-0", "pad-1", "pad-2"])
         var model = Pad.Model()
         let seed = UInt64(Date().timeIntervalSince1970 * 1_000)
         var random = Pad.Seeded(state: seed)
@@ -80,13 +74,7 @@ import Testing
     /// delete's tombstone carried the values from before the edit).
     @Test(arguments: StoreEngine.available)
     func anEditThenADeleteStillCountWhenALaterEditBringsTheRecordBack(_ engine: StoreEngine) async throws {
-        let serverStore = try Store.open(url: engine.freshURL(), schema: Pad.schema, migrations: Pad.migrations)
-        let server = try await SyncServer(store: serverStore, schema: Pad.schema)
-        var devices: [(store: Store, client: SyncClient)] = []
-        for name in ["pad-a", "pad-b"] {
-            let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
-            devices.append((store, try await SyncClient(store: store, schema: Pad.schema, device: name, transport: server.transport(for: "ada"))))
-        }
+        let (serverStore, _, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-b"])
         let (a, b) = (devices[0], devices[1])
         let key = Pad.key(1)
         _ = try await a.store.insertRecord(of: Pad.note, values: ["id": .text(key), "owner": .text("ada"), "title": .text("t0"), "body": .text("b0"), "color": .text("c0")])
@@ -115,15 +103,8 @@ import Testing
     /// again, lets go of what was deleted meanwhile, and keeps its offline changes.
     @Test(arguments: StoreEngine.available)
     func tombstonesGoOnceEveryDeviceHasThemAndADeviceAwayLongerStartsOver(_ engine: StoreEngine) async throws {
-        let serverStore = try Store.open(url: engine.freshURL(), schema: Pad.schema, migrations: Pad.migrations)
-        let server = try await SyncServer(store: serverStore, schema: Pad.schema)
-        var devices: [(store: Store, client: SyncClient)] = []
-        for name in ["pad-a", "pad-b", "pad-c"] {
-            let store = try Store(path: storePath(), schema: Pad.schema, migrations: Pad.migrations)
-            // The third pulls a note a page: starting over takes it several pages.
-            let client = try await SyncClient(store: store, schema: Pad.schema, device: name, transport: server.transport(for: "ada"), pageSize: name == "pad-c" ? 1 : 500)
-            devices.append((store, client))
-        }
+        // The third pulls a note a page: starting over takes it several pages.
+        let (serverStore, server, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-b", "pad-c"], onePerPage: "pad-c")
         let (a, b, c) = (devices[0], devices[1], devices[2])
         for number in 1...3 {
             _ = try await a.store.insertRecord(
@@ -183,6 +164,22 @@ enum Pad {
         EmbeddedMigration(
             version: 1, name: "create_pad", up: table("TEXT"), down: "DROP TABLE notes;", dialects: ["postgres": .init(up: table("uuid"), down: "DROP TABLE notes;")])
     ]
+
+    /// A server's store on `engine`, the server, and devices of these ids, each with its own
+    /// SQLite file, syncing for one user; `onePerPage` pulls a record a page.
+    static func replicas(_ engine: StoreEngine, devices names: [String], onePerPage: String? = nil) async throws -> (
+        store: Store, server: SyncServer, devices: [(store: Store, client: SyncClient)]
+    ) {
+        let serverStore = try Store.open(url: engine.freshURL(), schema: schema, migrations: migrations)
+        let server = try await SyncServer(store: serverStore, schema: schema)
+        var devices: [(store: Store, client: SyncClient)] = []
+        for name in names {
+            let store = try Store(path: storePath(), schema: schema, migrations: migrations)
+            let client = try await SyncClient(store: store, schema: schema, device: name, transport: server.transport(for: "ada"), pageSize: name == onePerPage ? 1 : 500)
+            devices.append((store, client))
+        }
+        return (serverStore, server, devices)
+    }
 
     static func table(_ uuid: String) -> String {
         "CREATE TABLE notes (id \(uuid) PRIMARY KEY, owner TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL, color TEXT NOT NULL);"
