@@ -327,7 +327,8 @@ extension Store {
         let text = database.dialect.columnType(.text), integer = database.dialect.columnType(.integer), real = database.dialect.columnType(.real)
         do throws(DatabaseFailure) {
             let client = try database.tableExists("schemagen_sync_client"), pending = try database.tableExists("schemagen_sync_pending")
-            guard !client || !pending else { return }
+            let unshared = try database.tableExists("schemagen_sync_unshared")
+            guard !client || !pending || !unshared else { return }
             try Self.createIfMissing(
                 database,
                 SQL(
@@ -335,6 +336,10 @@ extension Store {
                         CREATE TABLE IF NOT EXISTS schemagen_sync_pending (
                             schema \(text) NOT NULL, entity \(text) NOT NULL, record_key \(text) NOT NULL, version \(integer) NOT NULL, seen \(text),
                             position \(integer) NOT NULL,
+                            PRIMARY KEY (schema, entity, record_key)
+                        );
+                        CREATE TABLE IF NOT EXISTS schemagen_sync_unshared (
+                            schema \(text) NOT NULL, entity \(text) NOT NULL, record_key \(text) NOT NULL, refused \(text),
                             PRIMARY KEY (schema, entity, record_key)
                         );
                         CREATE TABLE IF NOT EXISTS schemagen_sync_client (
@@ -433,27 +438,65 @@ extension Store {
         )
     }
 
+    /// Notes records made on this device that the server has not accepted yet: they are kept
+    /// when the device pulls everything again, though the server sends them not.
+    package func markSyncUnshared(entity: String, keys: [String]) throws(StoreError) {
+        try requireTransaction("a record the server has not accepted")
+        let dialect = database.dialect
+        for key in keys {
+            let values: [StoredValue] = [.text(schema.name), .text(entity), .text(key)]
+            _ = try query("INSERT INTO schemagen_sync_unshared (schema, entity, record_key) VALUES (\(SQL.parameters(values)))" + dialect.onConflict(nil, set: nil))
+        }
+    }
+
+    /// The server accepted the record (`refused` nil: it is shared now), or refused it for good
+    /// (the reason kept: it stays this device's own until the app changes it and the server
+    /// accepts it).
+    package func settleSyncUnshared(entity: String, key: String, refused: String?) throws(StoreError) {
+        try requireTransaction("a record the server has not accepted")
+        let condition: SQL = "schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key))"
+        if let refused {
+            _ = try query("UPDATE schemagen_sync_unshared SET refused = \(value: .text(refused)) WHERE \(condition)")
+        } else {
+            _ = try query("DELETE FROM schemagen_sync_unshared WHERE \(condition)")
+        }
+    }
+
+    /// Forgets a record the server deleted while the device was away: its pending change, its
+    /// state and any note that it was unshared. The row itself is deleted by the caller.
+    package func forgetSyncRecord(entity: String, key: String) throws(StoreError) {
+        try requireTransaction("a record's sync state")
+        let condition: SQL = "schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key = \(value: .text(key))"
+        for table in ["schemagen_sync_pending", "schemagen_sync_unshared", "schemagen_sync_records"] {
+            _ = try query("DELETE FROM \(identifier: table) WHERE \(condition)")
+        }
+    }
+
     /// The keys of `entity`'s rows whose state was not written since `since` (or that have
-    /// none), and that are not pending: after pulling everything again, the records the server
-    /// no longer holds.
-    package func syncKeysNotRefreshed(of entity: EntityDescriptor, keyColumn: String, since: Date) throws(StoreError) -> [StoredValue] {
+    /// none), and that the server has accepted (not unshared): after pulling everything again,
+    /// the records the server no longer holds. Each comes with whether it is pending (changed
+    /// here since the last push).
+    package func syncKeysNotRefreshed(of entity: EntityDescriptor, keyColumn: String, since: Date) throws(StoreError) -> [(key: StoredValue, pending: Bool)] {
         let key: SQL = "lower(CAST(t.\(identifier: keyColumn) AS \(SQL(verbatim: database.dialect.columnType(.text)))))"
+        let pending: SQL = "EXISTS (SELECT 1 FROM schemagen_sync_pending p WHERE p.schema = \(value: .text(schema.name)) AND p.entity = \(value: .text(entity.name)) AND p.record_key = \(key))"
         return try query(
             """
-            SELECT t.\(identifier: keyColumn) FROM \(identifier: entity.table) t
+            SELECT t.\(identifier: keyColumn), CASE WHEN \(pending) THEN 1 ELSE 0 END FROM \(identifier: entity.table) t
             WHERE NOT EXISTS (SELECT 1 FROM schemagen_sync_records s WHERE s.schema = \(value: .text(schema.name))
             AND s.schema_version = \(value: .integer(Int64(schema.version))) AND s.entity = \(value: .text(entity.name)) AND s.record_key = \(key)
             AND s.updated_at >= \(value: .real(since.timeIntervalSince1970)))
-            AND NOT EXISTS (SELECT 1 FROM schemagen_sync_pending p WHERE p.schema = \(value: .text(schema.name)) AND p.entity = \(value: .text(entity.name)) AND p.record_key = \(key))
+            AND NOT EXISTS (SELECT 1 FROM schemagen_sync_unshared u WHERE u.schema = \(value: .text(schema.name)) AND u.entity = \(value: .text(entity.name)) AND u.record_key = \(key))
             """
-        ).compactMap(\.first)
+        ).compactMap { row in row.count == 2 ? (row[0], row[1] == .integer(1)) : nil }
     }
 
-    /// Files the pending changes of an entity under its new name: the app was updated to a
-    /// version that renamed it.
+    /// Files the pending changes of an entity, and its unshared records, under its new name:
+    /// the app was updated to a version that renamed it.
     package func renameSyncPending(entity: String, to name: String) throws(StoreError) {
         try requireTransaction("a pending sync change")
-        _ = try query("UPDATE schemagen_sync_pending SET entity = \(value: .text(name)) WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity))")
+        for table in ["schemagen_sync_pending", "schemagen_sync_unshared"] {
+            _ = try query("UPDATE \(identifier: table) SET entity = \(value: .text(name)) WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity))")
+        }
     }
 
     /// Inserts a row of `table`, or where its first `key` columns are taken, sets the others

@@ -83,15 +83,24 @@ struct Inbox: Sendable {
     }
 
     /// After pulling everything again since `since`: the rows the server did not send (their
-    /// state not written since) and that are not pending are records deleted while the device
-    /// was away; they go, children first, as `sync`, so the deletes are not pushed back. Returns
-    /// how many.
-    func sweep(since: Date, in store: isolated Store) throws(SyncClientError) -> Int {
+    /// state not written since) and that it had accepted are records deleted while the device
+    /// was away; they go, children first, as `sync`, so the deletes are not pushed back. Records
+    /// made here and not accepted yet, or refused, stay. A record changed here since the last
+    /// push goes too, its change with it: its delete was purged, so nothing tells whether the
+    /// change came after it, and the delete stands. Returns how many went, and those changed here.
+    func sweep(since: Date, in store: isolated Store) throws(SyncClientError) -> (removed: Int, changesDropped: [(entity: String, key: String)]) {
         var removed = 0
+        var dropped: [(entity: String, key: String)] = []
         for entity in SyncedEntity.parentsFirst(Array(entities.values)).reversed() {
-            let keys = try inStore { () throws(StoreError) in try store.syncKeysNotRefreshed(of: entity.descriptor, keyColumn: entity.keyColumn, since: since) }
-            for key in keys where try inStore({ () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }) { removed += 1 }
+            let gone = try inStore { () throws(StoreError) in try store.syncKeysNotRefreshed(of: entity.descriptor, keyColumn: entity.keyColumn, since: since) }
+            for (key, pending) in gone {
+                guard try inStore({ () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }) else { continue }
+                removed += 1
+                guard let name = SyncedEntity.keyText(key) else { continue }
+                try inStore { () throws(StoreError) in try store.forgetSyncRecord(entity: entity.name, key: name) }
+                if pending { dropped.append((entity.name, name)) }
+            }
         }
-        return removed
+        return (removed, dropped)
     }
 }

@@ -109,9 +109,13 @@ struct LocalChanges: Sendable {
         clocks: (String) -> StampClock
     ) throws(SyncClientError) {
         let records = SyncStateRecords(clock: clock)
+        // A record without a state was made here: the server has not accepted it yet.
+        let known = try inStore { () throws(StoreError) in try store.syncStates(entity: entity.name, keys: keys) }
         let loaded = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store, stamp: clocks) }
+        var madeHere: [String] = []
         for key in keys {
             guard var record = loaded[key], record.stateChanged else { continue }
+            if known[key] == nil { madeHere.append(key) }
             if record.row == nil, record.state.isDeleted, let edits = written[key] {
                 var change = SyncChange()
                 for (field, value) in edits.values where entity.columns[field] != nil && !entity.rules.counters.contains(field) {
@@ -131,6 +135,7 @@ struct LocalChanges: Sendable {
             }
             try inStore { () throws(StoreError) in try store.markSyncPending(entity: entity.name, key: key, seen: seen) }
         }
+        try inStore { () throws(StoreError) in try store.markSyncUnshared(entity: entity.name, keys: madeHere) }
     }
 
     static func decodeSeen(_ text: String?) -> [String: SyncClock] {

@@ -124,8 +124,16 @@ struct Outbox: Sendable {
         }
         let gathered = (progress.outgoingVersions.flatMap { try? JSONDecoder().decode([Gathered].self, from: Data($0.utf8)) }) ?? []
         let pushed = Dictionary(push.changes.map { ($0.entity + "\u{0}" + $0.key, $0.change) }, uniquingKeysWith: { first, _ in first })
+        let refused = Dictionary(
+            answer.rejected.filter { $0.current == nil && $0.reason != .conflict }.map { ($0.entity + "\u{0}" + $0.key, $0.reason.rawValue + ($0.detail.map { ": " + $0 } ?? "")) },
+            uniquingKeysWith: { first, _ in first })
         for record in gathered {
             try inStore { () throws(StoreError) in try store.clearSyncPending(entity: record.entity, key: record.key, version: record.version) }
+            // A record made here is the server's too once accepted; one it refused and does not
+            // hold stays the device's own (a pull from the start keeps it).
+            try inStore { () throws(StoreError) in
+                try store.settleSyncUnshared(entity: record.entity, key: record.key, refused: refused[record.entity + "\u{0}" + record.key])
+            }
             // Still pending (changed again meanwhile): it has now seen its own pushed values.
             if let change = pushed[record.entity + "\u{0}" + record.key], entities[record.entity]?.rules.conflicts == .serverWins {
                 var seen = LocalChanges.decodeSeen(try inStore { () throws(StoreError) in try store.syncPendingSeen(entity: record.entity, key: record.key) })

@@ -99,7 +99,18 @@ extension SyncClient {
             }
             guard let push = next else { return }
             let answer: SyncPushAnswer
-            do { answer = try await transport.push(push) } catch { throw .transport("\(error)") }
+            do {
+                answer = try await transport.push(push)
+            } catch SyncTransportError.tombstonesPurged {
+                // Refused whole: the server purged deletes this device never saw, and a change
+                // to one of those records would bring it back. Pull everything first (the sweep
+                // lets go of them), then push again what is still pending.
+                try await startOver(droppingPush: true)
+                try await pullAll()
+                continue
+            } catch {
+                throw .transport("\(error)")
+            }
             let events = try await step { store throws(SyncClientError) -> [SyncEvent] in
                 var progress = try Self.progress(in: store)
                 try local.stamp(&progress, in: store)
@@ -123,31 +134,46 @@ extension SyncClient {
                 // The server pruned the history after the cursor, or purged deletes this device
                 // never saw: pull everything again, merging, then let go of what did not come
                 // (`sweep`). Pending changes stay.
-                try await step { store throws(SyncClientError) in
-                    var progress = try Self.progress(in: store)
-                    try local.stamp(&progress, in: store)
-                    progress.pullCursor = nil
-                    progress.sweepSince = progress.sweepSince ?? Date()
-                    try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
-                }
+                try await startOver(droppingPush: false)
                 continue
             } catch {
                 throw .transport("\(error)")
             }
-            let changed = try await step { store throws(SyncClientError) -> Int in
+            let changed = try await step { store throws(SyncClientError) -> (records: Int, events: [SyncEvent]) in
                 var progress = try Self.progress(in: store)
                 try local.stamp(&progress, in: store)
                 var changed = try inbox.take(page, &progress, in: store)
+                var dropped: [(entity: String, key: String)] = []
                 if let since = progress.sweepSince, !page.hasMore {
-                    changed += try inbox.sweep(since: since, in: store)
+                    let swept = try inbox.sweep(since: since, in: store)
+                    changed += swept.removed
+                    dropped = swept.changesDropped
                     progress.sweepSince = nil
                 }
                 progress.clock = clock.latest.text
                 try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
-                return changed
+                return (changed, dropped.map { SyncEvent.deletedWhileAway(entity: $0.entity, key: $0.key) })
             }
-            tell(.pulled(records: changed))
+            tell(.pulled(records: changed.records))
+            for event in changed.events { tell(event) }
             if !page.hasMore { return }
+        }
+    }
+
+    /// Pulls from the start from now on, then lets go of what did not come (`sweepSince`);
+    /// `droppingPush`: the push kept for sending again was refused whole, and is gathered anew.
+    private func startOver(droppingPush: Bool) async throws(SyncClientError) {
+        let local = self.local
+        try await step { store throws(SyncClientError) in
+            var progress = try Self.progress(in: store)
+            try local.stamp(&progress, in: store)
+            progress.pullCursor = nil
+            progress.sweepSince = progress.sweepSince ?? Date()
+            if droppingPush {
+                progress.outgoing = nil
+                progress.outgoingVersions = nil
+            }
+            try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
         }
     }
 

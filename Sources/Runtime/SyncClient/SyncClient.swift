@@ -158,6 +158,10 @@ public enum SyncEvent: Sendable, Hashable {
     /// The server refused a change (a unique value taken, out of scope, invalid): the device
     /// keeps its record as it is, and it is no longer pending. `SyncRejection.detail` says why.
     case rejected(SyncRejection)
+    /// A record changed here and not pushed was deleted on the server while the device was away
+    /// longer than the server keeps deletes (`SyncServer.purgeTombstones`): the delete stands,
+    /// and the device's change to it is dropped, as the record is.
+    case deletedWhileAway(entity: String, key: String)
     /// A sync failed; the next one goes on from where it stopped.
     case failed(String)
 }

@@ -15,8 +15,8 @@ public protocol SyncTransport: Sendable {
 public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The server pruned the history after the pull's cursor: pull again from the start.
     case cursorExpired
-    /// The server purged deletes this device has not seen: forget what the device holds that is
-    /// not pending, and pull again from the start.
+    /// The server purged deletes this device has not seen: pull again from the start, forget
+    /// what the server no longer holds, then push.
     case tombstonesPurged
     /// The server refused the request (its message; never a secret).
     case refused(String)

@@ -27,6 +27,11 @@ struct PushApplier: Sendable {
             return SyncPushAnswer(acknowledged: known.sequence, rejected: [], clock: clock.latest)
         }
         try refuseClocksAhead(push)
+        // A device that last caught up before deletes were purged may push a change to a record
+        // deleted meanwhile, which would bring it back: it pulls everything first.
+        let purged: Date?
+        do { purged = try store.syncTombstonesPurgedThrough() } catch { throw .store(error) }
+        if let known, let purged, (known.caughtUpAt ?? known.firstSeen) < purged { throw .tombstonesPurged(device: device) }
         let records = SyncStateRecords(clock: clock, seeds: seeds)
         var rejected: [SyncRejection] = []
         for change in push.changes {

@@ -120,7 +120,7 @@ public actor SyncServer {
     /// last written before the oldest time a device seen within `deviceRetention` seconds last
     /// caught up (or, for one still on its first sync, was first seen), less `margin` seconds for
     /// commits a moment late. A device not seen for longer that comes back is told
-    /// (`tombstonesPurged`) and pulls everything again, keeping its unsynced changes. Returns how
+    /// (`tombstonesPurged`) and pulls everything again before it pushes. Returns how
     /// many were removed. Tombstones are kept until this is called: a server app calls it on a
     /// schedule.
     ///

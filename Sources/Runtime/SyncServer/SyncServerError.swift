@@ -25,7 +25,8 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
     case cursorExpired(String)
     /// The device last caught up before tombstones were purged (`SyncServer.purgeTombstones`):
     /// it may hold records whose deletes it will never be sent. It pulls everything again from
-    /// the start, forgetting what it held that is not pending.
+    /// the start, forgetting the records the server no longer holds; a push from it is refused
+    /// whole until then, so that a change to such a record does not bring it back.
     case tombstonesPurged(device: String)
     /// The device's clock runs ahead of the server's by more than a minute: its push is refused
     /// whole, and it keeps its changes to send once its clock is right.
@@ -55,7 +56,7 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
         case .badCursor(let cursor):
             "the pull's cursor '\(cursor.prefix(80))' is not one this server gave: pull again from the start (no cursor)"
         case .tombstonesPurged(let device):
-            "device '\(device)' last caught up before the server purged the records deleted since: it pulls everything again from the start; its unsynced changes are kept"
+            "device '\(device)' last caught up before the server purged the records deleted since: it pulls everything again from the start before it pushes; its changes to records the server still holds are kept"
         case .cursorExpired(let cursor):
             "the history after the pull's cursor '\(cursor.prefix(80))' was pruned: pull again from the start (no cursor); what the device holds is merged, not lost"
         case .clockAhead(let device, let ahead):

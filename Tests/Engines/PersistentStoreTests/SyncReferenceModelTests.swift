@@ -148,6 +148,71 @@ import Testing
             return try await Pad.snapshot(a.store) == expected
         }
     }
+
+    /// A device away longer than the server keeps deletes, back with changes made offline: its
+    /// push is refused until it has pulled everything again. What the server deleted meanwhile
+    /// goes, an edit to it with it (told); what it made itself stays, accepted or refused.
+    @Test(arguments: StoreEngine.available)
+    func aDeviceAwayLongerKeepsItsOwnNotesAndDoesNotBringBackADeletedOne(_ engine: StoreEngine) async throws {
+        let (serverStore, server, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-c"])
+        let (a, c) = (devices[0], devices[1])
+        func note(_ number: Int, owner: String = "ada") -> [String: StoredValue] {
+            ["id": .text(Pad.key(number)), "owner": .text(owner), "title": .text("t\(number)"), "body": .text("b"), "color": .text("c")]
+        }
+        for number in 2...3 { _ = try await a.store.insertRecord(of: Pad.note, values: note(number)) }
+        // Note 1 is the device's own, so its push would bring all of it back; note 5 is refused
+        // by the server: another user's.
+        _ = try await c.store.insertRecord(of: Pad.note, values: note(1))
+        _ = try await c.store.insertRecord(of: Pad.note, values: note(5, owner: "bob"))
+        for device in devices + devices { try await device.client.sync() }
+        #expect(try await Pad.keys(c.store) == [1, 2, 3, 5].map(Pad.key))
+        #expect(try await Pad.keys(a.store) == [1, 2, 3].map(Pad.key))
+
+        // Away longer than the retention: the delete of note 1 is purged.
+        _ = try await a.store.deleteRecord(of: Pad.note, key: [.text(Pad.key(1))])
+        try await a.client.sync()
+        try await Task.sleep(for: .milliseconds(1_100))
+        try await a.client.sync()
+        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
+
+        // Offline, it edits the deleted note and another, and makes a new one.
+        _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("edited away")])
+        _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(2))], set: ["title": .text("edited away")])
+        _ = try await c.store.insertRecord(of: Pad.note, values: note(4))
+        try await c.client.sync()
+
+        let expected = try await Pad.snapshot(serverStore)
+        #expect(Set(expected.keys) == Set([2, 3, 4].map(Pad.key)), "the deleted note did not come back: \(expected.keys.sorted())")
+        #expect(expected[Pad.key(2)]?["title"] == "edited away")
+        var held = try await Pad.snapshot(c.store)
+        #expect(held.removeValue(forKey: Pad.key(5))?["title"] == "t5", "the refused note is still the device's")
+        #expect(held == expected)
+        #expect(try await c.client.status().pending == 0)
+        let told = await Self.firstEvent(of: c.client) { event in
+            if case .deletedWhileAway(let entity, let key) = event { "\(entity) \(key)" } else { nil }
+        }
+        #expect(told == "Note \(Pad.key(1))")
+        try await a.client.sync()
+        #expect(try await Pad.snapshot(a.store) == expected)
+    }
+
+    /// The first event `match` picks among those the client has told (kept in its buffer), or
+    /// nil after five seconds without one.
+    static func firstEvent(of client: SyncClient, _ match: @escaping @Sendable (SyncEvent) -> String?) async -> String? {
+        await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                for await event in client.events { if let found = match(event) { return found } }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
 }
 
 /// A user's notes, each with three attributes edited apart.
