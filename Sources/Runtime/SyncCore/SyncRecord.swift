@@ -207,6 +207,19 @@ public struct SyncRecord: Sendable, Hashable {
         return outcome
     }
 
+    /// Takes `other`'s counter totals where they are later, node by node, and nothing else:
+    /// another schema version's state of the same row, whose counters count the same
+    /// increments, so that an increment made through one version is not counted again as a
+    /// write outside sync in the other.
+    ///
+    ///     state.mergeCounterTotals(from: otherVersionsState)
+    public mutating func mergeCounterTotals(from other: SyncRecord) {
+        var outcome = SyncMergeOutcome()
+        for (counter, totals) in other.counterTotals {
+            for total in totals.values { take(total, for: counter, into: &outcome) }
+        }
+    }
+
     /// Gives way to `other`'s values and clocks for these attributes, whatever the clocks say:
     /// a device takes the server's word where the server refused its change (`serverWins`), so
     /// that its own later clock does not keep a value the server will never take.

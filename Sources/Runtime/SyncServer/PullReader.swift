@@ -60,6 +60,9 @@ struct PullReader: Sendable {
     let seeds: (any SyncStateSeeds)?
     /// Whether the pull goes on from a cursor (not a first page).
     var resuming = false
+    /// This version's entity for each name the history may record a change under: its own, and
+    /// the other served version's (an entity renamed between them).
+    var historyNames: [String: String] = [:]
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
         let began = Date()
@@ -189,9 +192,11 @@ struct PullReader: Sendable {
         for (index, transaction) in transactions.enumerated() {
             var changes: [(entity: String, key: String)] = []
             var inTransaction: Set<String> = []
-            for change in transaction.changes where change.key.count == 1 && entities.contains(where: { $0.name == change.entity }) {
-                guard let key = SyncedEntity.keyText(change.key[0]), inTransaction.insert(change.entity + "\u{0}" + key).inserted else { continue }
-                changes.append((change.entity, key))
+            for change in transaction.changes where change.key.count == 1 {
+                guard let entity = historyNames[change.entity] ?? entities.first(where: { $0.name == change.entity })?.name,
+                    let key = SyncedEntity.keyText(change.key[0]), inTransaction.insert(entity + "\u{0}" + key).inserted
+                else { continue }
+                changes.append((entity, key))
             }
             let skipped = index == 0 ? min(skip, changes.count) : 0
             let fresh = changes.dropFirst(skipped).filter { !seenKeys.contains($0.entity + "\u{0}" + $0.key) }

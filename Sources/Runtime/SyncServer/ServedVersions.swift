@@ -32,6 +32,15 @@ struct ServedVersion: Sendable {
     let ordered: [SyncedEntity]
     let seeds: VersionSeeds?
 
+    /// This version's entity for each name a change may be recorded under in the history: its
+    /// own names, and the other version's for the entities it links (a renamed entity's writes
+    /// through the other version are recorded under the other name).
+    var historyNames: [String: String] {
+        var names = Dictionary(uniqueKeysWithValues: ordered.map { ($0.name, $0.name) })
+        for (mine, link) in seeds?.links ?? [:] where names[link.entity] == nil { names[link.entity] = mine }
+        return names
+    }
+
     /// Every version given, each seeded from the version next to it (an online migration
     /// serves two versions at once: the one before it and its own).
     static func all(_ versions: [SyncServer.Version], clock: NodeClock) -> [Int: ServedVersion] {

@@ -105,7 +105,8 @@ public actor SyncServer {
             do { cursor = .scan(token: try await version.store.currentHistoryToken().value, entity: 0, after: nil) } catch { throw .store(error) }
         }
         let reader = PullReader(
-            entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds, resuming: pull.after != nil)
+            entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds, resuming: pull.after != nil,
+            historyNames: version.historyNames)
         return try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
     }
 

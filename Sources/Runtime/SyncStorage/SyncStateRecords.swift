@@ -81,18 +81,26 @@ package struct SyncStateRecords: Sendable {
 
     /// The kept states of these records (`states`, as stored), decoded; a record with none in
     /// this version takes the clocks another version kept for it (`seeds`), its values as its
-    /// row holds them now, so that what it kept there is not stamped again as new here.
+    /// row holds them now, so that what it kept there is not stamped again as new here. A record
+    /// with counters takes the other version's later totals too: an increment counted there is
+    /// not stamped again here as a write outside sync.
     package func kept(
         _ entity: SyncedEntity, states: [String: String], rows: [String: StoredRecord], keys: [String], in store: isolated Store
     ) throws(SyncStateError) -> (states: [String: SyncRecord], seeded: Set<String>) {
         var kept: [String: SyncRecord] = [:]
         for (key, text) in states { kept[key] = try decode(text, of: entity, key: key, in: store) }
-        let missing = keys.filter { kept[$0] == nil && SyncedEntity.storedKey($0) != nil }
-        guard let seeds, !missing.isEmpty else { return (kept, []) }
+        let counted = !entity.rules.counters.isEmpty
+        let asked = keys.filter { (counted || kept[$0] == nil) && SyncedEntity.storedKey($0) != nil }
+        guard let seeds, !asked.isEmpty else { return (kept, []) }
         var seeded: Set<String> = []
-        for (key, other) in try seeds.states(of: entity, keys: missing, in: store) {
-            kept[key] = Self.seeded(other, row: rows[key].map(entity.fieldValues), counters: entity.rules.counters)
-            seeded.insert(key)
+        for (key, other) in try seeds.states(of: entity, keys: asked, in: store) {
+            if var mine = kept[key] {
+                mine.mergeCounterTotals(from: other)
+                kept[key] = mine
+            } else {
+                kept[key] = Self.seeded(other, row: rows[key].map(entity.fieldValues), counters: entity.rules.counters)
+                seeded.insert(key)
+            }
         }
         return (kept, seeded)
     }

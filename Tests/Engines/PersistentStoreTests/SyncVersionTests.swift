@@ -25,6 +25,7 @@ struct SyncVersionTests {
     @Test func devicesOnTwoVersionsSyncThroughTheirViewsAndOneIsUpdated() async throws {
         let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
         let shelf = try Shelf()
+        #expect(shelf.v2.entities[0].columns.first { $0.property == "name" }?.renamedFrom == "title")
         let v1Server = try Store.open(url: url, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)))
         var server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)])
         let ipadPath = storePath()
@@ -65,6 +66,20 @@ struct SyncVersionTests {
             return try await phone.book(old) == nil
         }
 
+        // A counter incremented on each version counts each increment once on both.
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["reads": .integer(3)])
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.book(dune)?["reads"] == .integer(3)
+        }
+        _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["reads": .integer(5)])
+        try await phone.client.sync()
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.book(dune)?["reads"] == .integer(5)
+        }
+
         // A book only version 1 has read: the server keeps no version-2 state of it yet.
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(kafka), "title": .text("Kafka"), "pages": .integer(200), "rating": .integer(3)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(ulysses), "title": .text("Ulysses"), "pages": .integer(730), "rating": .integer(2)])
@@ -75,7 +90,7 @@ struct SyncVersionTests {
         }
         // Offline, the iPad edits two titles and adds a book; then its app is updated to
         // version 2: its file migrates as the store opens, and the client carries its state.
-        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)")])
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)"), "reads": .integer(6)])
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(kafka)], set: ["title": .text("The Trial")])
         _ = try await ipad.store.deleteRecord(of: shelf.v1.entities[0], key: [.text(ulysses)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(emma), "title": .text("Emma"), "pages": .integer(474), "rating": .integer(5)])
@@ -91,6 +106,7 @@ struct SyncVersionTests {
         try await ipad.client.sync()
         book = try #require(try await ipad.book(dune))
         #expect(book["name"] == .text("Dune (1965)"), "its own edit stands: \(book)")
+        #expect(book["reads"] == .integer(6), "3 and 1 read on the iPad, 2 on the phone, each counted once: \(book)")
         #expect(book["genre"] == .text("sf") && book["rating"] == .real(4.5), "what is new in version 2 came from the server, not the device's defaults: \(book)")
         #expect(try await ipad.book(emma)?["name"] == .text("Emma"))
         #expect(try await ipad.book(kafka)?["name"] == .text("The Trial"), "its edit is later than the clocks version 1 kept, which version 2 takes")
@@ -100,7 +116,7 @@ struct SyncVersionTests {
             return try await phone.book(dune)?["name"] == .text("Dune (1965)") && arrived && gone
         }
         let row = try await v2Server.records(of: shelf.v2.entities[0], where: [RecordFilter("id", .equals(.text(dune)))], limit: 1).records.first
-        #expect(row?["genre"] == .text("sf") && row?["name"] == .text("Dune (1965)"), "\(String(describing: row))")
+        #expect(row?["genre"] == .text("sf") && row?["name"] == .text("Dune (1965)") && row?["reads"] == .integer(6), "\(String(describing: row))")
         #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(phone.store, shelf.v2))
         #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(v2Server, shelf.v2))
         #expect(Set(try await server.devices().map(\.schemaVersion)) == [2], "both devices are on version 2 now")
@@ -116,6 +132,55 @@ struct SyncVersionTests {
             try await phone.reconnected(to: server).client.sync()
             return try await phone.book(emma)?["genre"] == .text("classic")
         }
+    }
+
+    /// An entity renamed between the versions: each device syncs under its version's entity
+    /// name, and the one updated carries its records, pending changes and counters across.
+    @Test func anEntityRenamedBetweenTheVersionsSyncsUnderBothNames() async throws {
+        let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        let shelf = try Shelf(second: Shelf.renamingTheEntity)
+        #expect(shelf.v2.entities[0].name == "Volume" && shelf.v2.entities[0].renamedFrom == "Book")
+        let v1Server = try Store.open(url: url, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)))
+        let ipadPath = storePath()
+        var ipad = try await Shelf.Device.open(
+            path: ipadPath, "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)]))
+        let dune = Board.key(1), emma = Board.key(3)
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(dune), "title": .text("Dune"), "pages": .integer(412)])
+        try await ipad.client.sync()
+
+        let v2Server = try Store.open(url: url, schema: shelf.v2, migrations: shelf.migrations)
+        let server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1), .init(store: v2Server, schema: shelf.v2)])
+        ipad = try await ipad.reconnected(to: server)
+        let phone = try await Shelf.Device.open(path: storePath(), "phone-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        try await phone.client.sync()
+        #expect(try await phone.book(dune)?["title"] == .text("Dune"))
+        _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["pages": .integer(500), "reads": .integer(2)])
+        try await phone.client.sync()
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.book(dune)?["pages"] == .integer(500)
+        }
+        // The history records each version's writes under its own entity name.
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["pages": .integer(501)])
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.book(dune)?["pages"] == .integer(501)
+        }
+        // Offline on version 1, then updated: an edit, a read and a new book, all pending.
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)"), "reads": .integer(3)])
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(emma), "title": .text("Emma")])
+        ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        #expect(try await ipad.client.status().pending == 2)
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            let arrived = try await phone.book(emma) != nil, title = try await phone.book(dune)?["title"]
+            return arrived && title == .text("Dune (1965)")
+        }
+        #expect(try await phone.book(dune)?["reads"] == .integer(3), "2 on the phone, 1 on the iPad")
+        #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(phone.store, shelf.v2))
+        #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(v2Server, shelf.v2))
     }
 }
 
@@ -141,8 +206,9 @@ struct Shelf {
               title: String
               pages: {type: Int32, default: 0}
               rating: {type: Int32, default: 0}
+              reads: {type: Int32, default: 0}
         sync:
-          Book: {scope: all}
+          Book: {scope: all, counters: [reads]}
 
         """
 
@@ -150,13 +216,18 @@ struct Shelf {
         .replacingOccurrences(of: "title: String", with: "name: {type: String, renamedFrom: title}")
         .replacingOccurrences(of: "rating: {type: Int32, default: 0}", with: "rating: {type: Double, default: 0}\n      genre: {type: String, default: \"none\"}")
 
-    init() throws {
+    /// Version 2 renames the entity instead: `Book` becomes `Volume`, its table with it.
+    static let renamingTheEntity = first.replacingOccurrences(of: "version: 1", with: "version: 2")
+        .replacingOccurrences(of: "  Book:\n    attributes:", with: "  Volume:\n    renamedFrom: Book\n    attributes:")
+        .replacingOccurrences(of: "  Book: {scope: all", with: "  Volume: {scope: all")
+
+    init(second: String = Self.second) throws {
         func load(_ text: String) throws -> (Schema, SchemaSnapshot) {
             let loaded = SchemaLoader.load(source: .init(path: "Shelf.yaml", text: text))
             let schema = try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))")
             return (schema, SnapshotBuilder.snapshot(of: schema))
         }
-        let (schema1, snapshot1) = try load(Self.first), (schema2, snapshot2) = try load(Self.second)
+        let (schema1, snapshot1) = try load(Self.first), (schema2, snapshot2) = try load(second)
         v1 = TemplateContext(schema: schema1, model: snapshot1, sourceFile: "Shelf.yaml").schemaDescriptor
         v2 = TemplateContext(schema: schema2, model: snapshot2, sourceFile: "Shelf.yaml").schemaDescriptor
         let steps = [(nil, snapshot1), (snapshot1, snapshot2)] as [(SchemaSnapshot?, SchemaSnapshot)]
@@ -174,7 +245,6 @@ struct Shelf {
         }
         self.migrations = migrations
         self.scripts = scripts
-        #expect(v2.entities[0].columns.first { $0.property == "name" }?.renamedFrom == "title")
     }
 
     /// Every book as a store holds it, by key.
