@@ -136,12 +136,32 @@ extension SchemaParser {
                 }
             }
         }
-        for relationship in entity.relationships where !listed.contains(relationship.target) {
+        for relationship in entity.relationships {
             let node = relationshipNodes[entity.name]?.first { $0.model.name == relationship.name }?.nameNode ?? nameNode
-            error(
-                .sync,
-                "\(what) syncs, but its relationship '\(relationship.name)' leads to '\(relationship.target)', which does not: a device would hold links to records it never gets; sync '\(relationship.target)' too, or remove the relationship",
-                at: node)
+            if !listed.contains(relationship.target) {
+                error(
+                    .sync,
+                    "\(what) syncs, but its relationship '\(relationship.name)' leads to '\(relationship.target)', which does not: a device would hold links to records it never gets; sync '\(relationship.target)' too, or remove the relationship",
+                    at: node)
+            } else if let kind = joinTableKind(of: relationship, in: entity) {
+                error(
+                    .sync,
+                    "\(what) syncs, but its relationship '\(relationship.name)' is \(kind), kept in a join table that sync does not carry: its links would stay on the device that made them; "
+                        + "make each link an entity of its own (a UUID key and a to-one relationship to each side) and sync it",
+                    at: node)
+            }
         }
+    }
+
+    /// "many-to-many" or "to-many without an inverse" where the relationship's links live in a
+    /// join table; nil where a foreign key holds them.
+    private func joinTableKind(of relationship: Relationship, in entity: Entity) -> String? {
+        guard relationship.isToMany else { return nil }
+        let target = entities.first { $0.model.name == relationship.target }?.model
+        let inverse =
+            relationship.inverse.flatMap { name in target?.relationships.first { $0.name == name } }
+            ?? target?.relationships.first { $0.target == entity.name && $0.inverse == relationship.name }
+        guard let inverse else { return "to-many without an inverse" }
+        return inverse.isToMany ? "many-to-many" : nil
     }
 }

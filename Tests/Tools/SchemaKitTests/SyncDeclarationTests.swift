@@ -91,6 +91,43 @@ import Testing
         #expect(load(text).found == ["16:7 sync"])
     }
 
+    /// Links kept in a join table (many-to-many, or to-many without an inverse) do not sync:
+    /// refused at each relationship, with the way out (an entity per link), not dropped unseen.
+    @Test func linksInAJoinTableAreRefused() {
+        let text = """
+            schema: S
+            version: 1
+            entities:
+              Item:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                relationships:
+                  tags: {to: "[Tag]", inverse: items}
+                  related: {to: "[Item]"}
+                  notes: {to: "[Note]", inverse: item, deleteRule: cascade}
+              Tag:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                relationships:
+                  items: {to: "[Item]", inverse: tags}
+              Note:
+                attributes:
+                  id: {type: UUID, primaryKey: true, default: uuid}
+                relationships:
+                  item: {to: Item, inverse: notes}
+            sync:
+              Item: {scope: all}
+              Tag: {scope: all}
+              Note: {scope: all}
+
+            """
+        // `related` has no inverse: a warning of its own as well.
+        #expect(load(text).found == ["8:7 sync", "9:7 missing-inverse", "9:7 sync", "15:7 sync"], "one-to-many syncs as the key its to-one side holds")
+        let refused = SchemaLoader.load(source: SourceFile(path: "S.yaml", text: text)).diagnostics.filter { $0.code == "sync" }
+        #expect(refused.allSatisfy { $0.message.contains("make each link an entity of its own") })
+        #expect(refused.first { $0.location?.line == 9 }?.message.contains("to-many without an inverse") == true)
+    }
+
     @Test func eachMistakeIsReportedAtItsPlace() {
         let text =
             Self.lists + """
