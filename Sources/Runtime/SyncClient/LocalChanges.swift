@@ -111,7 +111,9 @@ struct LocalChanges: Sendable {
         let records = SyncStateRecords(clock: clock)
         // A record without a state was made here: the server has not accepted it yet.
         let known = try inStore { () throws(StoreError) in try store.syncStates(entity: entity.name, keys: keys) }
-        let loaded = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store, stamp: clocks) }
+        let loaded = try onDevice { () throws(SyncStateError) in
+            try records.load(entity, keys: keys, in: store, written: { Set(written[$0]?.clocks.keys ?? [:].keys) }, stamp: clocks)
+        }
         var madeHere: [String] = []
         for key in keys {
             guard var record = loaded[key], record.stateChanged else { continue }

@@ -60,7 +60,11 @@ package struct SyncStateRecords: Sendable {
 
     /// The records of `entity` with these keys (wire text), read in one statement a few hundred
     /// at a time, each brought up to date with clocks from `stamp(key)`.
-    package func load(_ entity: SyncedEntity, keys: [String], in store: isolated Store, stamp: (String) -> StampClock) throws(SyncStateError) -> [String: SyncedRecord] {
+    /// `written(key)`: the fields the history says this node wrote since, stamped even where
+    /// the row holds the kept value again (an edit undone before a sync is still the latest).
+    package func load(
+        _ entity: SyncedEntity, keys: [String], in store: isolated Store, written: (String) -> Set<String> = { _ in [] }, stamp: (String) -> StampClock
+    ) throws(SyncStateError) -> [String: SyncedRecord] {
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keys) } catch { throw .store(error) }
         let rows: [StoredRecord]
@@ -72,7 +76,7 @@ package struct SyncStateRecords: Sendable {
         let (kept, seeded) = try kept(entity, states: states, rows: byKey, keys: keys, in: store)
         var records: [String: SyncedRecord] = [:]
         for key in keys where records[key] == nil && SyncedEntity.storedKey(key) != nil {
-            records[key] = try reconciled(entity, state: kept[key], row: byKey[key], stamp: stamp(key))
+            records[key] = try reconciled(entity, state: kept[key], row: byKey[key], written: written(key), stamp: stamp(key))
             // A seeded state is kept from now on: a later write is then told from it.
             if seeded.contains(key) { records[key]?.stateChanged = true }
         }
@@ -146,7 +150,10 @@ package struct SyncStateRecords: Sendable {
 
     /// The record with what was written outside sync stamped as this node's change, each field
     /// after the clock it had (a skewed wall clock never makes a new write lose to an old one).
-    package func reconciled(_ entity: SyncedEntity, state kept: SyncRecord?, row: StoredRecord?, stamp: StampClock) throws(SyncStateError) -> SyncedRecord {
+    /// A field in `written` is stamped even where its value is the kept one.
+    package func reconciled(
+        _ entity: SyncedEntity, state kept: SyncRecord?, row: StoredRecord?, written: Set<String> = [], stamp: StampClock
+    ) throws(SyncStateError) -> SyncedRecord {
         var state = kept ?? SyncRecord()
         func clock(_ field: String?, after existing: SyncClock?) throws(SyncStateError) -> SyncClock {
             let proposed: SyncClock
@@ -172,7 +179,7 @@ package struct SyncStateRecords: Sendable {
                 let own = state.counterTotals[field]?[self.clock.node]
                 change.counters[field] = CounterTotal(total: (own?.total ?? 0) &+ (stored &- known), clock: try clock(field, after: own?.clock))
                 stamped[field] = own?.clock
-            } else if revived || state.values[field] != value || state.clocks[field] == nil {
+            } else if revived || state.values[field] != value || state.clocks[field] == nil || written.contains(field) {
                 change.values[field] = value
                 change.clocks[field] = try clock(field, after: revived ? state.deleted : state.clocks[field])
                 stamped[field] = state.clocks[field]

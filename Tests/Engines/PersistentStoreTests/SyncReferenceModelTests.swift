@@ -196,6 +196,25 @@ import Testing
         #expect(try await Pad.snapshot(a.store) == expected)
     }
 
+    /// An edit undone before the device syncs is still its latest write: it wins over an earlier
+    /// edit made elsewhere, though the value is the one last synced.
+    @Test(arguments: StoreEngine.available)
+    func anEditUndoneBeforeASyncIsStillTheLatestWrite(_ engine: StoreEngine) async throws {
+        let (serverStore, _, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-b"])
+        let (a, b) = (devices[0], devices[1])
+        _ = try await a.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(1)), "owner": .text("ada"), "title": .text("jam"), "body": .text("b"), "color": .text("c")])
+        for device in devices + devices { try await device.client.sync() }
+        _ = try await b.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("jam (done)")])
+        try await Task.sleep(for: .milliseconds(5))
+        _ = try await a.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("jam (done)")])
+        try await Task.sleep(for: .milliseconds(5))
+        _ = try await a.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("jam")])
+        for device in [a, b, a] { try await device.client.sync() }
+        for store in [a.store, b.store, serverStore] {
+            #expect(try await Pad.snapshot(store)[Pad.key(1)]?["title"] == "jam", "the undo is the latest write")
+        }
+    }
+
     /// The first event `match` picks among those the client has told (kept in its buffer), or
     /// nil after five seconds without one.
     static func firstEvent(of client: SyncClient, _ match: @escaping @Sendable (SyncEvent) -> String?) async -> String? {
