@@ -182,7 +182,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
         // not scanned), which the store's own inserts do not.
         return """
             DELETE FROM \(dialect.quote(changedRowsTable)) WHERE current_setting(\(dialect.literal(imagesSetting)), true) = 'on' AND xact = txid_current() \
-            RETURNING seq, \(tableName), op, old_rowid, new_rowid, \(values("old_row")), \(values("new_row"))
+            RETURNING seq, \(tableName), op, old_rowid, new_rowid, \(values("old_row")), \(values("new_row")), old_row IS DISTINCT FROM new_row
             """
     }
 
@@ -219,7 +219,7 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
     func handImages(_ rows: [[StoredValue]], to body: (String, RowImage) -> Void) throws(DatabaseFailure) {
         guard !rows.isEmpty else { return }
         var images: [(seq: Int64, table: String, image: RowImage)] = []
-        for row in rows where row.count == 7 {
+        for row in rows where row.count == 8 {
             guard case .integer(let seq) = row[0], case .text(let recorded) = row[1], case .text(let op) = row[2] else { continue }
             // The trigger names the table; the code may know it under its view's name. Images
             // of a table no longer recorded are dropped with the rest.
@@ -233,7 +233,16 @@ extension PostgresStoreDatabase: ChangeTriggers, ChangeImageStreaming, HistoryOr
                     database: label, message: "a recorded change of \(table) could not be read back (\(recorded), change \(seq)): the table's columns changed while this store was open; open it again",
                     code: nil, kind: .statement)
             }
-            images.append((seq, table, RowImage(operation: operation, oldRowID: Self.integer(row[3]), newRowID: Self.integer(row[4]), oldValues: old, newValues: new)))
+            // The whole row differs: an update of the image's columns, or of columns only
+            // another version reads.
+            let rowDiffers = operation == .update && row[7] == .integer(1)
+            images.append(
+                (
+                    seq, table,
+                    RowImage(
+                        operation: operation, oldRowID: Self.integer(row[3]), newRowID: Self.integer(row[4]), oldValues: old, newValues: new,
+                        changesColumnsNotShown: rowDiffers && old == new)
+                ))
         }
         for entry in images.sorted(by: { $0.seq < $1.seq }) { body(entry.table, entry.image) }
     }

@@ -1,4 +1,5 @@
 import CommandLineKit
+import DatabaseLocation
 import ExampleModels
 import Foundation
 import HTTPServer
@@ -31,9 +32,11 @@ enum SyncServerCommand: Command {
             io.writeError("todo: error: --port takes a number from 0 to 65535\n")
             return .usageOrIO
         }
-        let tokens = Self.tokens(io.environment["TODO_SYNC_TOKENS"] ?? "")
-        guard !tokens.isEmpty else {
-            io.writeError("todo: error: set TODO_SYNC_TOKENS to the devices' tokens (token=user, separated by commas): without one no device can sign in\n")
+        let tokens: [String: String]
+        switch Self.tokens(io.environment["TODO_SYNC_TOKENS"] ?? "") {
+        case .success(let read): tokens = read
+        case .failure(let problem):
+            io.writeError("todo: error: \(problem.message)\n")
             return .usageOrIO
         }
         let opening = TodoTool.open(arguments, io: io)
@@ -56,7 +59,9 @@ enum SyncServerCommand: Command {
             // For tests that kill the server at the worst moment: a push applied and committed,
             // its answer not yet sent.
             let pause = io.environment["TODO_PAUSE_AFTER_PUSH"].flatMap(Double.init)
-            let http = try HTTPServer(.init(host: arguments.value("host") ?? "127.0.0.1", port: port, limits: SyncEndpoint.limits)) { request in
+            var configuration = HTTPServer.Configuration(host: arguments.value("host") ?? "127.0.0.1", port: port, limits: SyncEndpoint.limits)
+            configuration.refusal = SyncEndpoint.refusal
+            let http = try HTTPServer(configuration) { request in
                 let response = endpoint.respond(to: request)
                 if let pause, request.path.hasSuffix("/push") {
                     io.writeError("todo: push applied, answer paused\n")
@@ -66,7 +71,12 @@ enum SyncServerCommand: Command {
             }
             var line = "app version\(served.count == 1 ? "" : "s") " + served.map { "\($0.schema.version)" }.joined(separator: " and ")
             let why = refusal.withLock { $0 }.replacingOccurrences(of: "todo: error: ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
-            if served.count == 1 { line += " (not \(TodoSchema.previousVersion.descriptor.version): \(why))" }
+            let onServer: Bool = if case .postgres? = try? DatabaseLocation.parse(TodoTool.databasePath(arguments, io: io)) { true } else { false }
+            let previous = TodoSchema.previousVersion.descriptor.version
+            if served.count == 1 {
+                // On SQLite there are no schemas of views, so one version is served by design.
+                line += onServer ? " (not \(previous): \(why))" : " (on SQLite a server serves its own version only)"
+            }
             io.writeOutput(line + "\n")
             io.writeOutput("serving sync on http://\(arguments.value("host") ?? "127.0.0.1"):\(http.port)/sync\n")
             let stopped = waitForStopSignal()
@@ -76,14 +86,38 @@ enum SyncServerCommand: Command {
         }
     }
 
-    /// `token=user,token=user` as a map from token to user; malformed pairs are left out.
-    static func tokens(_ text: String) -> [String: String] {
+    /// Why `TODO_SYNC_TOKENS` cannot be read; it never quotes a token.
+    struct TokensProblem: Error {
+        let message: String
+    }
+
+    /// `token=user,token=user` as a map from token to user. An entry that is not `token=user`,
+    /// a token or user with spaces, or a token given twice is refused with its place.
+    static func tokens(_ text: String) -> Result<[String: String], TokensProblem> {
+        let usage = "TODO_SYNC_TOKENS takes the devices' tokens as token=user, separated by commas"
+        guard !text.isEmpty else { return .failure(TokensProblem(message: "set \(usage): without one no device can sign in")) }
         var tokens: [String: String] = [:]
-        for pair in text.split(separator: ",") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty { tokens[parts[0]] = parts[1] }
+        for (index, entry) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+            let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let place = "entry \(index + 1) of TODO_SYNC_TOKENS"
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return .failure(TokensProblem(message: "\(place) is not token=user: \(usage)")) }
+            guard !(parts[0] + parts[1]).contains(where: \.isWhitespace) else { return .failure(TokensProblem(message: "\(place) holds a space: \(usage), without spaces")) }
+            guard tokens[parts[0]] == nil else { return .failure(TokensProblem(message: "\(place) repeats an earlier entry's token: give each token once")) }
+            tokens[parts[0]] = parts[1]
         }
-        return tokens
+        return .success(tokens)
+    }
+}
+
+extension SyncCommand {
+    /// An event the user should see, as a line; nil for the counts the summary gives.
+    static func line(for event: SyncEvent) -> String? {
+        switch event {
+        case .conflict(_, let key, let attributes): "conflict: item \(key): \(attributes.joined(separator: ", ")) took a later change from another device"
+        case .rejected(let rejection): "refused: item \(rejection.key) (\(rejection.reason.rawValue)): \(rejection.detail ?? "the server refused the change"); it stays on this device"
+        case .deletedWhileAway(_, let key): "deleted: item \(key) was deleted on the server while this device was away; its change here went with it"
+        case .pushed, .pulled, .failed: nil
+        }
     }
 }
 
@@ -105,9 +139,15 @@ enum SyncCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) -> ExitCode {
-        guard let address = arguments.value("server") ?? io.environment["TODO_SYNC_SERVER"], let base = URL(string: address), base.scheme == "http" || base.scheme == "https"
-        else {
+        guard let address = arguments.value("server") ?? io.environment["TODO_SYNC_SERVER"] else {
             io.writeError("todo: error: give the server's address with --server http://host:port/sync (or $TODO_SYNC_SERVER)\n")
+            return .usageOrIO
+        }
+        // The address is not repeated: it may hold a user and password.
+        guard let parts = URLComponents(string: address), parts.scheme == "http" || parts.scheme == "https", !(parts.host ?? "").isEmpty,
+            (parts.port ?? 80) > 0 && (parts.port ?? 80) <= 65_535, let base = parts.url
+        else {
+            io.writeError("todo: error: the server's address is not an http:// or https:// URL with a host (and a port from 1 to 65535), such as http://127.0.0.1:8080/sync\n")
             return .usageOrIO
         }
         guard let device = arguments.value("device") ?? io.environment["TODO_DEVICE"], SyncClock.isNodeName(device) else {
@@ -133,16 +173,21 @@ enum SyncCommand: Command {
         }
         let schema = version?.descriptor ?? TodoSchema.descriptor
         let token = io.environment["TODO_SYNC_TOKEN"] ?? ""
+        guard !token.isEmpty else {
+            io.writeError("todo: error: set TODO_SYNC_TOKEN to this device's token (one of the server's TODO_SYNC_TOKENS): the server signs devices in by it\n")
+            return .usageOrIO
+        }
         let opening = TodoTool.open(arguments, io: io, version: version)
         guard case .success(let store) = opening else { return opening.exitStatus }
-        let transport = HTTPSyncTransport(base: base, timeout: timeout) { token.isEmpty ? [:] : ["Authorization": "Bearer \(token)"] }
+        let transport = HTTPSyncTransport(base: base, timeout: timeout) { ["Authorization": "Bearer \(token)"] }
         return TodoTool.perform(io) {
-            let status = try runToCompletion {
+            let (report, status) = try runToCompletion {
                 let client = try await SyncClient(store: store, schema: schema, device: device, transport: transport, pageSize: pageSize)
-                try await client.sync()
-                return try await client.status()
+                return (try await client.sync(), try await client.status())
             }
-            io.writeOutput("synced: \(status.pending) pending, \(status.acknowledged) pushes acknowledged\n")
+            // What the server settled otherwise is said, one line each: nothing changes unseen.
+            for event in report.settledOtherwise { if let line = Self.line(for: event) { io.writeOutput(line + "\n") } }
+            io.writeOutput("synced: \(report.pushedChanges) pushed, \(report.pulledRecords) pulled, \(status.pending) pending\n")
             return .success
         }
     }

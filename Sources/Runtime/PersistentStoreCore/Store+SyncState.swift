@@ -374,6 +374,17 @@ extension Store {
         return client
     }
 
+    /// Forgets a sync client that never exchanged anything with a server (its first push
+    /// refused, say, for a device id another user holds): its progress, its pending records and
+    /// the states it stamped, so that it begins again under another id.
+    package func forgetUnusedSyncClient() throws(StoreError) {
+        try write { () throws(StoreError) in
+            for table in ["schemagen_sync_client", "schemagen_sync_pending", "schemagen_sync_unshared", "schemagen_sync_records"] {
+                _ = try query("DELETE FROM \(identifier: table) WHERE schema = \(value: .text(schema.name))")
+            }
+        }
+    }
+
     /// Stores the client's progress, inside the transaction that made it.
     package func writeSyncClientRow(_ row: SyncClientRow) throws(StoreError) {
         try requireTransaction("a sync client's progress")

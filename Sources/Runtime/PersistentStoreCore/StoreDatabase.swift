@@ -344,6 +344,14 @@ public protocol ChangedRow {
     func new(_ column: Int) -> StoredValue
     /// Whether an update changed the column.
     func changes(_ column: Int) -> Bool
+    /// Whether an update changed columns this store does not read (another schema version's,
+    /// written through its views or carried by an online migration's triggers).
+    var changesColumnsNotShown: Bool { get }
+}
+
+extension ChangedRow {
+    /// A hook that sees every column: none is hidden.
+    public var changesColumnsNotShown: Bool { false }
 }
 
 /// Receives the rows an engine's row-change hook reports (the store's history recorder).

@@ -48,12 +48,21 @@ struct AppUpdate: Sendable {
             let rows = page.records.compactMap { row in row[entity.keyColumn].flatMap(SyncedEntity.keyText).map { ($0, row) } }
             let texts = try inStore { () throws(StoreError) in try store.syncStates(entity: earlierName, keys: rows.map(\.0), version: earlier) }
             var carried: [(key: String, state: SyncRecord)] = []
+            var unclocked: [String] = []
             for (key, row) in rows {
-                guard let text = texts[key] else { continue }
+                guard let text = texts[key] else {
+                    // No state before the update: a row its migration made (a table split's part)
+                    // or one made offline and never pushed.
+                    carried.append((key, unclockedState(of: entity, row: entity.fieldValues(of: row))))
+                    unclocked.append(key)
+                    continue
+                }
                 let kept = try onDevice { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) }
                 carried.append((key, carry(kept, of: entity, row: entity.fieldValues(of: row))))
             }
             try onDevice { () throws(SyncStateError) in try records.save(carried, of: entity, in: store) }
+            for key in unclocked { try inStore { () throws(StoreError) in try store.markSyncPending(entity: entity.name, key: key, seen: nil) } }
+            try inStore { () throws(StoreError) in try store.markSyncUnshared(entity: entity.name, keys: unclocked) }
             cursor = page.next
         } while cursor != nil
     }
@@ -100,6 +109,25 @@ struct AppUpdate: Sendable {
             }
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: kept.deleted) ?? SyncRecord()
+    }
+
+    /// A row without a state: its values as this device's, each with a clock older than any
+    /// other, and pushed. Where the server holds the record too (its own migration split the
+    /// same row to the same key), the server's values win; where it does not, the device's
+    /// are taken. A counter's value is kept as of no node's (not pushed): counters of a split's
+    /// part are not carried across an update.
+    func unclockedState(of entity: SyncedEntity, row: [String: StoredValue]) -> SyncRecord {
+        let oldest = SyncClock(milliseconds: 0, counter: 0, node: clock.node)
+        var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
+        for (field, value) in row {
+            if entity.rules.counters.contains(field) {
+                if case .integer(let total) = value, total != 0 { counters[field] = [Self.unknownAge.node: CounterTotal(total: total, clock: Self.unknownAge)] }
+            } else {
+                values[field] = value
+                clocks[field] = oldest
+            }
+        }
+        return SyncRecord(values: values, clocks: clocks, counterTotals: counters) ?? SyncRecord()
     }
 
     /// Whether two values are stored alike (NULL is like any).

@@ -68,7 +68,7 @@ public struct HTTPSyncTransport: SyncTransport {
         do {
             (data, response) = try await session.data(for: request)
         } catch {
-            throw SyncTransportError.unreachable("\(request.url?.host ?? "the server"): \((error as NSError).localizedDescription)")
+            throw SyncTransportError.unreachable("\(request.url?.host ?? "the server"): \(reason(error))")
         }
         guard let http = response as? HTTPURLResponse else { throw SyncTransportError.unreachable("the answer is not HTTP") }
         var bytes = [UInt8](data)
@@ -79,6 +79,24 @@ public struct HTTPSyncTransport: SyncTransport {
         }
         guard http.statusCode == 200 else { throw Self.failure(status: http.statusCode, body: bytes) }
         return bytes
+    }
+
+    /// Why a request got no answer, in words: Foundation on Linux says only "NSURLErrorDomain
+    /// error -1001".
+    func reason(_ error: any Error) -> String {
+        let failure = error as NSError
+        guard failure.domain == NSURLErrorDomain else { return failure.localizedDescription }
+        switch URLError.Code(rawValue: failure.code) {
+        case .timedOut: return "no answer within \(timeout) s"
+        case .cannotConnectToHost: return "the connection was refused: is the server running, and on that port?"
+        case .cannotFindHost, .dnsLookupFailed: return "the host name was not found"
+        case .networkConnectionLost: return "the connection was lost"
+        case .notConnectedToInternet: return "this machine is not connected to a network"
+        case .badURL, .unsupportedURL: return "the address is not a URL a request can go to"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid:
+            return "the secure connection failed (the server's certificate)"
+        default: return failure.localizedDescription
+        }
     }
 
     /// What a refused request tells the device: 410 starts its pull over, another 4xx is

@@ -7,33 +7,35 @@ import SyncStorage
 // A sync: the device's changes pushed (each push kept before it is sent, acknowledged after),
 // then the server's pulled page by page; and the background loop that runs it with backoff.
 extension SyncClient {
-    /// Pushes everything pending, then pulls until the server has nothing more. A sync already
-    /// running is waited for instead of started again.
+    /// Pushes everything pending, then pulls until the server has nothing more, and reports
+    /// what it did. A sync already running is waited for instead of started again (its report
+    /// is returned).
     ///
-    ///     try await client.sync()
-    public func sync() async throws(SyncClientError) {
-        if let running {
-            try await running.value.get()
-            return
-        }
-        let task = Task { () -> Result<Void, SyncClientError> in
+    ///     let report = try await client.sync()
+    ///     for event in report.settledOtherwise { print(event) }
+    @discardableResult
+    public func sync() async throws(SyncClientError) -> SyncReport {
+        if let running { return try await running.value.get() }
+        let task = Task { () -> Result<SyncReport, SyncClientError> in
             do throws(SyncClientError) {
-                try await self.syncOnce()
-                return .success(())
+                return .success(try await self.syncOnce())
             } catch {
                 return .failure(error)
             }
         }
         running = task
         defer { running = nil }
-        try await task.value.get()
+        return try await task.value.get()
     }
 
-    private func syncOnce() async throws(SyncClientError) {
+    private func syncOnce() async throws(SyncClientError) -> SyncReport {
+        told = []
+        defer { told = [] }
         do {
             try await pushAll()
             try await pullAll()
             try await note(error: nil)
+            return SyncReport(events: told)
         } catch {
             try? await note(error: error.description)
             tell(.failed(error.description))

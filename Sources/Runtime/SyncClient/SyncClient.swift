@@ -39,7 +39,9 @@ public actor SyncClient {
     private let continuation: AsyncStream<SyncEvent>.Continuation
     var background: Task<Void, Never>?
     /// The sync running now, which a second call waits for.
-    var running: Task<Result<Void, SyncClientError>, Never>?
+    var running: Task<Result<SyncReport, SyncClientError>, Never>?
+    /// What the running sync has told so far, for its report.
+    var told: [SyncEvent] = []
 
     /// A client for `schema`'s synced entities in `store` (which must record history), syncing
     /// as `device` (one id per store, kept for its life) through `transport`. Records the store
@@ -87,8 +89,14 @@ public actor SyncClient {
         do {
             try await store.prepareSyncClientTables()
             let progress = try await store.syncClientRow()
-            if let progress, progress.device != device { throw SyncClientError.otherDevice(stored: progress.device, given: device) }
-            return progress
+            guard let progress, progress.device != device else { return progress }
+            // A store that never synced (nothing acknowledged, nothing pulled) may take another
+            // id: what it stamped is its own data, stamped again under the new id.
+            guard progress.acknowledged == 0, progress.pullCursor == nil, progress.lastSync == nil else {
+                throw SyncClientError.otherDevice(stored: progress.device, given: device)
+            }
+            try await store.forgetUnusedSyncClient()
+            return nil
         } catch let error as SyncClientError {
             throw error
         } catch {
@@ -143,7 +151,10 @@ public actor SyncClient {
         }
     }
 
-    func tell(_ event: SyncEvent) { continuation.yield(event) }
+    func tell(_ event: SyncEvent) {
+        told.append(event)
+        continuation.yield(event)
+    }
 }
 
 /// What a client tells the app as it syncs.
@@ -164,6 +175,31 @@ public enum SyncEvent: Sendable, Hashable {
     case deletedWhileAway(entity: String, key: String)
     /// A sync failed; the next one goes on from where it stopped.
     case failed(String)
+}
+
+/// What one sync did: the events it told, and their counts.
+public struct SyncReport: Sendable, Hashable {
+    /// Every event of the sync, in order (the same as `SyncClient.events` told).
+    public let events: [SyncEvent]
+
+    /// A report of these events.
+    ///
+    ///     let report = SyncReport(events: [.pushed(changes: 2), .pulled(records: 5)])
+    public init(events: [SyncEvent]) { self.events = events }
+
+    /// Changes pushed and acknowledged.
+    public var pushedChanges: Int { events.reduce(0) { if case .pushed(let count) = $1 { $0 + count } else { $0 } } }
+    /// Records pulled that changed this device.
+    public var pulledRecords: Int { events.reduce(0) { if case .pulled(let count) = $1 { $0 + count } else { $0 } } }
+    /// The events the app should show: conflicts lost, changes refused, records deleted while away.
+    public var settledOtherwise: [SyncEvent] {
+        events.filter { event in
+            switch event {
+            case .conflict, .rejected, .deletedWhileAway: true
+            case .pushed, .pulled, .failed: false
+            }
+        }
+    }
 }
 
 /// Where a device's sync stands.

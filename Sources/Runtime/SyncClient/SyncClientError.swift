@@ -11,7 +11,7 @@ public enum SyncClientError: Error, Sendable, CustomStringConvertible {
     case historyOff(schema: String)
     /// The schema declares no entity that syncs.
     case nothingSynced(schema: String)
-    /// The store already syncs as another device.
+    /// The store already syncs as another device (one that never synced may take a new id).
     case otherDevice(stored: String, given: String)
     /// The server could not be reached, or refused the request; the message says which.
     case transport(String)

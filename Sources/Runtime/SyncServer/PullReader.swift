@@ -189,13 +189,16 @@ struct PullReader: Sendable {
         var cursor = PullCursor.history(token: token, skip: skip)
         var complete = transactions.count < limit
         var before = token
+        var partlyHidden: Set<String> = []
         for (index, transaction) in transactions.enumerated() {
             var changes: [(entity: String, key: String)] = []
             var inTransaction: Set<String> = []
             for change in transaction.changes where change.key.count == 1 {
                 guard let entity = historyNames[change.entity] ?? entities.first(where: { $0.name == change.entity })?.name,
-                    let key = SyncedEntity.keyText(change.key[0]), inTransaction.insert(entity + "\u{0}" + key).inserted
+                    let key = SyncedEntity.keyText(change.key[0])
                 else { continue }
+                if hidesColumns(change, entity) { partlyHidden.insert(entity + "\u{0}" + key) }
+                guard inTransaction.insert(entity + "\u{0}" + key).inserted else { continue }
                 changes.append((entity, key))
             }
             let skipped = index == 0 ? min(skip, changes.count) : 0
@@ -218,6 +221,7 @@ struct PullReader: Sendable {
             before = transaction.token.value
             cursor = .history(token: before, skip: 0)
         }
+        try addOneToOneDependents(of: partlyHidden, to: &touched, in: store)
         let records = SyncStateRecords(clock: clock, seeds: seeds)
         let scope = scopeCheck
         var found: [SyncRecordState] = []
@@ -236,6 +240,39 @@ struct PullReader: Sendable {
             }
         }
         return (found, cursor, complete)
+    }
+
+    /// Whether a change names attributes this version's entity does not have: made through the
+    /// other version, whose migration's triggers may have written this version's records too.
+    private func hidesColumns(_ change: HistoryChange, _ entity: String) -> Bool {
+        guard let mine = entities.first(where: { $0.name == entity }) else { return false }
+        // A relationship whose key the other side holds is no column of this row.
+        return change.changedAttributes.contains { name in
+            mine.columns[name] == nil && !mine.descriptor.relationships.contains { $0.name == name && !$0.foreignKeyColumns.isEmpty }
+        }
+    }
+
+    /// Adds, for each touched record whose change this version cannot see whole, the records
+    /// that hold its key one-to-one (a table split's part, which the other version's write
+    /// reached through the migration's triggers without a history entry of this version's).
+    private func addOneToOneDependents(of partlyHidden: Set<String>, to touched: inout [String: [String]], in store: isolated Store) throws(SyncServerError) {
+        guard !partlyHidden.isEmpty else { return }
+        for entity in entities {
+            for relationship in entity.descriptor.relationships where !relationship.isToMany && relationship.foreignKeyColumns.isEmpty {
+                guard let dependent = entities.first(where: { $0.name == relationship.target }),
+                    let link = dependent.descriptor.relationships.first(where: { $0.target == entity.name && $0.foreignKeyColumns.count == 1 })
+                else { continue }
+                for key in touched[entity.name] ?? [] where partlyHidden.contains(entity.name + "\u{0}" + key) {
+                    guard let stored = SyncedEntity.storedKey(key) else { continue }
+                    let rows: [StoredRecord]
+                    do { rows = try store.records(of: dependent.descriptor, where: [RecordFilter(link.foreignKeyColumns[0], .equals(stored))], limit: 2).records } catch { throw .store(error) }
+                    for row in rows {
+                        guard let found = row[dependent.keyColumn].flatMap(SyncedEntity.keyText), !(touched[dependent.name]?.contains(found) ?? false) else { continue }
+                        touched[dependent.name, default: []].append(found)
+                    }
+                }
+            }
+        }
     }
 
     /// Whether records are the user's, for every read of this pull.

@@ -120,7 +120,9 @@ package struct SyncedEntity: Sendable {
         while !left.isEmpty {
             let ready = left.firstIndex { entity in
                 entity.descriptor.relationships.allSatisfy { relationship in
-                    relationship.isToMany || relationship.target == entity.name || !left.contains { $0.name == relationship.target }
+                    // Only a relationship whose key this entity's row holds makes a parent (a
+                    // one-to-one's other side holds none).
+                    relationship.foreignKeyColumns.isEmpty || relationship.target == entity.name || !left.contains { $0.name == relationship.target }
                 }
             }
             placed.append(left.remove(at: ready ?? 0))

@@ -51,6 +51,12 @@ public final class HTTPServer: @unchecked Sendable {
         public var idleTimeout: Double
         /// Seconds a write may wait for a client that does not read.
         public var writeTimeout: Double
+        /// The answer to a request the server refuses before any handler sees it (too large, too
+        /// slow, malformed, too many connections): plain text by default; an API answers in its
+        /// own error format.
+        public var refusal: @Sendable (_ status: HTTPStatus, _ reason: String) -> HTTPResponse = { status, reason in
+            .text("\(status.code) \(status.reason): \(reason)\n", status: status)
+        }
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, limits: HTTPRequestParser.Limits = .init(), maxConnections: Int = 64, requestTimeout: Double = 10,
@@ -166,9 +172,10 @@ public final class HTTPServer: @unchecked Sendable {
             }
             guard admitted else {
                 // Sent without waiting: a flood never holds the accepting thread.
-                let text = "busy: too many connections; try again\n"
-                let busy = HTTPResponse(status: .serviceUnavailable, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Retry-After", "1")], body: .bytes(Array(text.utf8)))
-                let bytes = busy.head(keepAlive: false, version: .http11) + Array(text.utf8)
+                var busy = configuration.refusal(.serviceUnavailable, "busy: too many connections; try again")
+                busy.headers.append(("Retry-After", "1"))
+                let body: [UInt8] = if case .bytes(let bytes) = busy.body { bytes } else { [] }
+                let bytes = busy.head(keepAlive: false, version: .http11) + body
                 _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
                 close(fd)
                 continue
@@ -207,7 +214,7 @@ struct HTTPConnection {
                 guard respond(to: request) else { return }
                 idleSince = Date()
             case .failure(let failure):
-                sendLast(.text("\(failure.status.code) \(failure.status.reason): \(failure.reason)\n", status: failure.status))
+                sendLast(server.configuration.refusal(failure.status, failure.reason))
                 return
             case .needMore:
                 let partial = parser.hasPartialRequest
@@ -219,7 +226,7 @@ struct HTTPConnection {
                 if ready == 0 {
                     guard Date() >= deadline else { continue }
                     if partial {
-                        sendLast(.text("408 Request Timeout: the request did not arrive whole within \(server.configuration.requestTimeout) s\n", status: .requestTimeout))
+                        sendLast(server.configuration.refusal(.requestTimeout, "the request did not arrive whole within \(server.configuration.requestTimeout) s"))
                     }
                     return
                 }

@@ -578,9 +578,17 @@ struct OnlinePlanner {
         let (source, targetTable) = (SQL.identifier(fill.source), SQL.identifier(fill.target))
         let link = fill.targetKey.map(SQL.identifier), sourceKey = SQL.identifier(key.name)
         let pairs = zip(fill.sourceColumns.map(SQL.identifier), fill.targetColumns.map(SQL.identifier)).map { (source: $0, target: $1) }
+        // A target column that takes the source's key (a new entity keyed as its source row,
+        // so that every database splits to the same keys) is copied, never cleared or written
+        // back: the source's key does not change.
+        let moved = pairs.filter { $0.source != sourceKey }
+        guard !moved.isEmpty else {
+            refused.append("\(fill.target) takes only the key of \(fill.source): move a value with it, or plan this migration without `online: true`")
+            return
+        }
         let keyType = SQL(verbatim: key.type)
         let (toTarget, toSource) = (syncFunction(fill.source, to: fill.target), syncFunction(fill.target, to: fill.source))
-        let allNull = SQL.list(pairs.map { "NEW.\($0.source) IS NULL" }, separator: " AND ")
+        let allNull = SQL.list(moved.map { "NEW.\($0.source) IS NULL" }, separator: " AND ")
         // The functions name the tables as the migration does, whatever search path the app
         // writing has (a version's views come first in it). Nested writes (the other
         // direction's, a cascade) and backfill batches carry nothing back.
@@ -594,10 +602,10 @@ struct OnlinePlanner {
                 BEGIN
                     \(guardClause)
                     IF \(allNull) THEN
-                        UPDATE \(targetTable) SET \(SQL.list(pairs.map { "\($0.target) = NULL" })) WHERE \(link[0]) = NEW.\(sourceKey);
+                        UPDATE \(targetTable) SET \(SQL.list(moved.map { "\($0.target) = NULL" })) WHERE \(link[0]) = NEW.\(sourceKey);
                     ELSE
                         INSERT INTO \(targetTable) (\(SQL.list(link + pairs.map(\.target)))) VALUES (NEW.\(sourceKey), \(SQL.list(pairs.map { "NEW.\($0.source)" })))
-                        ON CONFLICT (\(SQL.list(link))) DO UPDATE SET \(SQL.list(pairs.map { "\($0.target) = excluded.\($0.target)" }));
+                        ON CONFLICT (\(SQL.list(link))) DO UPDATE SET \(SQL.list(moved.map { "\($0.target) = excluded.\($0.target)" }));
                     END IF;
                     RETURN NULL;
                 END $schemagen$;
@@ -609,10 +617,10 @@ struct OnlinePlanner {
                 BEGIN
                     \(guardClause)
                     IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' AND OLD.\(link[0]) IS DISTINCT FROM NEW.\(link[0]) THEN
-                        UPDATE \(source) SET \(SQL.list(pairs.map { "\($0.source) = NULL" })) WHERE \(sourceKey) = OLD.\(link[0]);
+                        UPDATE \(source) SET \(SQL.list(moved.map { "\($0.source) = NULL" })) WHERE \(sourceKey) = OLD.\(link[0]);
                     END IF;
                     IF TG_OP <> 'DELETE' THEN
-                        UPDATE \(source) SET \(SQL.list(pairs.map { "\($0.source) = NEW.\($0.target)" })) WHERE \(sourceKey) = NEW.\(link[0]);
+                        UPDATE \(source) SET \(SQL.list(moved.map { "\($0.source) = NEW.\($0.target)" })) WHERE \(sourceKey) = NEW.\(link[0]);
                     END IF;
                     RETURN NULL;
                 END $schemagen$;
@@ -621,7 +629,7 @@ struct OnlinePlanner {
                 "CREATE TRIGGER \(identifier: toSource) AFTER INSERT OR UPDATE OR DELETE ON \(targetTable) FOR EACH ROW EXECUTE FUNCTION \(identifier: toSource)();",
             ])
         // Existing rows in batches of the source's key; a row a trigger wrote first is newer.
-        let filter = SQL.list(pairs.map { "\($0.source) IS NOT NULL" }, separator: " OR ")
+        let filter = SQL.list(moved.map { "\($0.source) IS NOT NULL" }, separator: " OR ")
         toExpand.splitCopies.append(
             .backfill(
                 OnlinePhase.Backfill(table: fill.source, key: key.name, type: key.type, batch: OnlinePlan.backfillBatch, bounds: "inclusive", copies: false),

@@ -41,9 +41,11 @@ public struct TableFill: Sendable, Hashable {
         self.sourceColumns = sourceColumns
     }
 
-    /// The up direction: one new row per old row holding any of the moved values.
+    /// The up direction: one new row per old row holding any of the moved values (the old
+    /// row's key, where the new entity is keyed by it, is no value of its own).
     public var insertStatement: SQL {
-        let filter = SQL.list(sourceColumns.map { "\(identifier: $0) IS NOT NULL" }, separator: " OR ")
+        let values = sourceColumns.filter { !sourceKey.contains($0) }
+        let filter = SQL.list((values.isEmpty ? sourceColumns : values).map { "\(identifier: $0) IS NOT NULL" }, separator: " OR ")
         return "INSERT INTO \(identifier: target) (\(SQL.identifiers(targetKey + targetColumns))) "
             + "SELECT \(SQL.identifiers(sourceKey + sourceColumns)) FROM \(identifier: source) WHERE \(filter);"
     }

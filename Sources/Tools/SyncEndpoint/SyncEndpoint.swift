@@ -10,7 +10,9 @@ import SyncServer
 /// headers); the endpoint never logs or echoes a header.
 ///
 ///     let endpoint = SyncEndpoint(server: server) { request in users.user(forToken: request.header("Authorization")) }
-///     let http = try HTTPServer(.init(port: 8080, limits: SyncEndpoint.limits)) { endpoint.respond(to: $0) }
+///     var configuration = HTTPServer.Configuration(port: 8080, limits: SyncEndpoint.limits)
+///     configuration.refusal = SyncEndpoint.refusal
+///     let http = try HTTPServer(configuration) { endpoint.respond(to: $0) }
 public struct SyncEndpoint: Sendable {
     /// The server answering.
     public let server: SyncServer
@@ -25,6 +27,22 @@ public struct SyncEndpoint: Sendable {
     /// Request limits for an `HTTPServer` serving this endpoint: bodies up to
     /// `maximumBodyBytes`.
     public static var limits: HTTPRequestParser.Limits { HTTPRequestParser.Limits(bodyBytes: maximumBodyBytes) }
+
+    /// The server's own refusals (a body too large, a request too slow or malformed, too many
+    /// connections) in this endpoint's error format, for `HTTPServer.Configuration.refusal`.
+    ///
+    ///     var configuration = HTTPServer.Configuration(port: 8080, limits: SyncEndpoint.limits)
+    ///     configuration.refusal = SyncEndpoint.refusal
+    @Sendable public static func refusal(_ status: HTTPStatus, _ reason: String) -> HTTPResponse {
+        let code =
+            switch status.code {
+            case 413: "tooLarge"
+            case 408: "timeout"
+            case 503: "unavailable"
+            default: "badRequest"
+            }
+        return error(status, code, reason)
+    }
 
     /// An endpoint for `server` under `prefix`, with the server app's sign-in.
     ///
@@ -98,7 +116,8 @@ public struct SyncEndpoint: Sendable {
         case .deviceOfAnotherUser: Self.error(.forbidden, "deviceOfAnotherUser", error.description)
         case .unservedVersion: Self.error(.conflict, "unservedVersion", error.description)
         case .clockAhead: Self.error(.conflict, "clockAhead", error.description)
-        case .badDevice, .badCursor: Self.error(.badRequest, "badRequest", error.description)
+        case .badDevice: Self.error(.badRequest, "badRequest", error.description)
+        case .badCursor: Self.error(.badRequest, "badCursor", error.description)
         case .store, .clock:
             // Passing: the store's connection or a failover. The device tries again later.
             HTTPResponse(

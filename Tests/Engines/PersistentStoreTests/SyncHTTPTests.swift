@@ -25,7 +25,9 @@ import FoundationNetworking
         let endpoint = SyncEndpoint(server: server) { request in
             request.header("Authorization").flatMap { header in header.hasPrefix("Bearer ") ? tokens[String(header.dropFirst(7))] : nil }
         }
-        let http = try HTTPServer(.init(limits: SyncEndpoint.limits)) { endpoint.respond(to: $0) }
+        var configuration = HTTPServer.Configuration(limits: SyncEndpoint.limits)
+        configuration.refusal = SyncEndpoint.refusal
+        let http = try HTTPServer(configuration) { endpoint.respond(to: $0) }
         return (http, URL(string: "http://127.0.0.1:\(http.port)/sync")!)
     }
 
@@ -107,9 +109,12 @@ import FoundationNetworking
         #expect(try await post("pull", pull, encoding: "br").0 == 415)
         let bomb = try Gzip.compress([UInt8](repeating: 32, count: SyncEndpoint.maximumBodyBytes + 1))
         #expect(try await post("push", bomb, encoding: "gzip").0 == 413, "inflating past the limit")
+        // Refused by the HTTP server itself, before the endpoint: in the endpoint's JSON all the same.
+        let large = try await post("push", [UInt8](repeating: 32, count: SyncEndpoint.maximumBodyBytes + 1))
+        #expect(large.0 == 413 && large.1.contains("\"code\":\"tooLarge\""), "\(large.1.prefix(200))")
         let expired = try SyncJSON.encode(SyncPull(device: "ipad-ada", schemaVersion: Board.version, after: "h.x", limit: 5))
         let refused = try await post("pull", expired)
-        #expect(refused.0 == 400 && refused.1.contains("badRequest") && !refused.1.contains("token-ada"), "\(refused)")
+        #expect(refused.0 == 400 && refused.1.contains("badCursor") && !refused.1.contains("token-ada"), "\(refused)")
         let old = try SyncJSON.encode(SyncPull(device: "ipad-ada", schemaVersion: Board.version + 1, after: nil, limit: 5))
         #expect(try await post("pull", old).0 == 409)
     }

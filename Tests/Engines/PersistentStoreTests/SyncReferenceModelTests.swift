@@ -215,6 +215,26 @@ import Testing
         }
     }
 
+    /// A store keeps its device id once it synced; one whose first sync was refused (the id is
+    /// another user's) takes a new one, and its notes go under it.
+    @Test(arguments: StoreEngine.available)
+    func aStoreWhoseFirstSyncWasRefusedTakesAnotherDeviceID(_ engine: StoreEngine) async throws {
+        let (serverStore, server, devices) = try await Pad.replicas(engine, devices: ["pad-a"])
+        try await devices[0].client.sync()
+        let path = storePath()
+        let bobs = try Store(path: path, schema: Pad.schema, migrations: Pad.migrations)
+        _ = try await bobs.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(7)), "owner": .text("bob"), "title": .text("t"), "body": .text("b"), "color": .text("c")])
+        let taken = try await SyncClient(store: bobs, schema: Pad.schema, device: "pad-a", transport: server.transport(for: "bob"))
+        await #expect(throws: SyncClientError.self) { try await taken.sync() }
+        let renamed = try await SyncClient(store: bobs, schema: Pad.schema, device: "pad-bob", transport: server.transport(for: "bob"))
+        try await renamed.sync()
+        #expect(try await Pad.keys(serverStore) == [Pad.key(7)])
+        #expect(try await server.devices().map(\.device).sorted() == ["pad-a", "pad-bob"])
+        await #expect(throws: SyncClientError.self, "once synced, the id stays") {
+            _ = try await SyncClient(store: bobs, schema: Pad.schema, device: "pad-other", transport: server.transport(for: "bob"))
+        }
+    }
+
     /// The first event `match` picks among those the client has told (kept in its buffer), or
     /// nil after five seconds without one.
     static func firstEvent(of client: SyncClient, _ match: @escaping @Sendable (SyncEvent) -> String?) async -> String? {

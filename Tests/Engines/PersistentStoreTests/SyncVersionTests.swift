@@ -184,6 +184,76 @@ struct SyncVersionTests {
     }
 }
 
+extension SyncVersionTests {
+    /// A table split between the versions: version 2 keeps each book's blurb in an entity of its
+    /// own, keyed as its book. Each version's writes reach the other's shape, and a device whose
+    /// file splits as its app is updated ends with the server's blurbs, not its copies.
+    @Test func aTableSplitBetweenTheVersionsSyncsInBothShapes() async throws {
+        let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        let shelf = try Shelf(first: Shelf.beforeTheSplit, second: Shelf.split)
+        let (book1, book2) = (shelf.v1.entities[0], shelf.v2.entities[0])
+        let blurb = try #require(shelf.v2.entities.first { $0.name == "Blurb" })
+        let v1Server = try Store.open(url: url, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)))
+        let ipadPath = storePath()
+        var ipad = try await Shelf.Device.open(
+            path: ipadPath, "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)]))
+        let dune = Board.key(1), emma = Board.key(3), kafka = Board.key(4)
+        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(dune), "title": .text("Dune"), "blurb": .text("spice")])
+        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(emma), "title": .text("Emma")])
+        try await ipad.client.sync()
+
+        let v2Server = try Store.open(url: url, schema: shelf.v2, migrations: shelf.migrations)
+        let server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1), .init(store: v2Server, schema: shelf.v2)])
+        ipad = try await ipad.reconnected(to: server)
+        let phone = try await Shelf.Device.open(path: storePath(), "phone-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        try await phone.client.sync()
+        func text(_ store: Store, _ key: String) async throws -> StoredValue? {
+            try await store.records(of: blurb, where: [RecordFilter("id", .equals(.text(key)))], limit: 1).records.first?["text"]
+        }
+        #expect(try await text(phone.store, dune) == .text("spice"))
+        #expect(try await text(phone.store, emma) == nil, "no blurb, no row")
+
+        // The phone edits a blurb: the iPad reads it as its book's. The iPad gives a book a
+        // blurb: the phone gets a blurb record.
+        _ = try await phone.store.updateRecord(of: blurb, key: [.text(dune)], set: ["text": .text("sand")])
+        try await phone.client.sync()
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.book(dune)?["blurb"] == .text("sand")
+        }
+        _ = try await ipad.store.updateRecord(of: book1, key: [.text(emma)], set: ["blurb": .text("novel")])
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await text(phone.store, emma) == .text("novel")
+        }
+
+        // Offline, the iPad edits a title and adds a book with a blurb, while the phone edits
+        // Dune's blurb again. Then the iPad's app is updated: its file splits to the same keys.
+        _ = try await ipad.store.updateRecord(of: book1, key: [.text(dune)], set: ["title": .text("Dune (1965)")])
+        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(kafka), "title": .text("Kafka"), "blurb": .text("trial")])
+        _ = try await phone.store.updateRecord(of: blurb, key: [.text(dune)], set: ["text": .text("dunes")])
+        try await phone.client.sync()
+        ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        try await ipad.client.sync()
+        #expect(try await text(ipad.store, dune) == .text("dunes"), "the phone's later edit stands, not the copy the split made")
+        #expect(try await ipad.book(dune)?["title"] == .text("Dune (1965)"))
+        #expect(try await text(ipad.store, kafka) == .text("trial"), "the blurb of the book made offline is the device's")
+        try await Phone.eventually {
+            try await phone.client.sync()
+            let title = try await phone.book(dune)?["title"], trial = try await text(phone.store, kafka)
+            return title == .text("Dune (1965)") && trial == .text("trial")
+        }
+        for entity in [book2, blurb] {
+            let held = try await Shelf.snapshot(ipad.store, entity)
+            #expect(try await held == Shelf.snapshot(phone.store, entity), "\(entity.name)")
+            #expect(try await held == Shelf.snapshot(v2Server, entity), "\(entity.name)")
+        }
+        let old = try await v1Server.records(of: book1, where: [RecordFilter("id", .equals(.text(kafka)))], limit: 1).records.first
+        #expect(old?["blurb"] == .text("trial"), "version 1 reads the blurb as its book's: \(String(describing: old))")
+    }
+}
+
 /// A shelf of books, version 1 and version 2: `title` renamed `name`, `rating` an Int32 made a
 /// Double (the table is copied on PostgreSQL, rebuilt on SQLite), `genre` new with a default.
 struct Shelf {
@@ -221,13 +291,42 @@ struct Shelf {
         .replacingOccurrences(of: "  Book:\n    attributes:", with: "  Volume:\n    renamedFrom: Book\n    attributes:")
         .replacingOccurrences(of: "  Book: {scope: all", with: "  Volume: {scope: all")
 
-    init(second: String = Self.second) throws {
+    /// A table split instead: version 2 moves each book's blurb to an entity of its own, keyed
+    /// as its book (`movedFrom: Book.id`), so every database splits to the same keys.
+    static let beforeTheSplit = first.replacingOccurrences(of: "      rating: {type: Int32, default: 0}\n", with: "      blurb: String?\n")
+    static let split = """
+        schema: Shelf
+        version: 2
+        dialects: [sqlite, postgres]
+        online: true
+        entities:
+          Book:
+            attributes:
+              id: {type: UUID, primaryKey: true, default: uuid}
+              title: String
+              pages: {type: Int32, default: 0}
+              reads: {type: Int32, default: 0}
+            relationships:
+              blurb: {to: Blurb?, inverse: book, deleteRule: cascade}
+          Blurb:
+            attributes:
+              id: {type: UUID, primaryKey: true, movedFrom: Book.id}
+              text: {type: String?, movedFrom: Book.blurb}
+            relationships:
+              book: {to: Book, inverse: blurb}
+        sync:
+          Book: {scope: all, counters: [reads]}
+          Blurb: {scope: all}
+
+        """
+
+    init(first: String = Self.first, second: String = Self.second) throws {
         func load(_ text: String) throws -> (Schema, SchemaSnapshot) {
             let loaded = SchemaLoader.load(source: .init(path: "Shelf.yaml", text: text))
             let schema = try #require(loaded.schema, "\(loaded.diagnostics.map(\.message))")
             return (schema, SnapshotBuilder.snapshot(of: schema))
         }
-        let (schema1, snapshot1) = try load(Self.first), (schema2, snapshot2) = try load(second)
+        let (schema1, snapshot1) = try load(first), (schema2, snapshot2) = try load(second)
         v1 = TemplateContext(schema: schema1, model: snapshot1, sourceFile: "Shelf.yaml").schemaDescriptor
         v2 = TemplateContext(schema: schema2, model: snapshot2, sourceFile: "Shelf.yaml").schemaDescriptor
         let steps = [(nil, snapshot1), (snapshot1, snapshot2)] as [(SchemaSnapshot?, SchemaSnapshot)]
@@ -249,8 +348,13 @@ struct Shelf {
 
     /// Every book as a store holds it, by key.
     static func snapshot(_ store: Store, _ schema: SchemaDescriptor) async throws -> [String: [String: StoredValue]] {
+        try await snapshot(store, schema.entities[0])
+    }
+
+    /// Every record of an entity as a store holds it, by key.
+    static func snapshot(_ store: Store, _ entity: EntityDescriptor) async throws -> [String: [String: StoredValue]] {
         var books: [String: [String: StoredValue]] = [:]
-        for record in try await store.records(of: schema.entities[0], limit: 1_000).records {
+        for record in try await store.records(of: entity, limit: 1_000).records {
             guard case .text(let key)? = record["id"] else { continue }
             books[key.lowercased()] = Dictionary(uniqueKeysWithValues: zip(record.columns, record.values).filter { $0.0 != "id" })
         }

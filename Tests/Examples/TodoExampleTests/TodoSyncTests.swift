@@ -102,7 +102,7 @@ import Glibc
         var (server, again) = try Self.serve(serverDatabase)
         defer { _ = TodoProcessTests.stop(server) }
         let retried = try Self.sync(laptop, device: "laptop", server: again)
-        #expect(retried.status == 0 && retried.output.contains("0 pending, 1 pushes acknowledged"), "\(retried.output)\(retried.error)")
+        #expect(retried.status == 0 && retried.output.contains("synced: 1 pushed, 0 pulled, 0 pending"), "\(retried.output)\(retried.error)")
         #expect(try Self.items(serverDatabase).count == 1)
         _ = TodoProcessTests.stop(server)
         (server, again) = try Self.serve(serverDatabase)
@@ -111,6 +111,40 @@ import Glibc
 
     /// A new device killed mid-pull keeps the whole pages it took, and its next sync goes on from
     /// the last one.
+    /// Mistakes in the tokens, the address or the environment are usage errors (2) that say
+    /// what to set, never quoting a token; a server that is not there is 1, in words; a change
+    /// that lost to a later one is said.
+    @Test func mistakesAreToldAndALostChangeIsSaid() throws {
+        let database = temporaryPath("server.sqlite")
+        for (tokens, said) in [("sekrit-1", "entry 1 of TODO_SYNC_TOKENS is not token=user"), ("sekrit-1=ada,sekrit-1=bob", "entry 2 of TODO_SYNC_TOKENS repeats"), ("sekrit 1=ada", "holds a space")] {
+            let run = try TodoProcessTests.run(["sync-server", "--port", "0"], database: database, environment: ["TODO_SYNC_TOKENS": tokens])
+            #expect(run.status == 2 && run.error.contains(said) && !run.error.contains("sekrit"), "\(tokens): \(run.error)")
+        }
+        let laptop = temporaryPath("laptop.sqlite"), phone = temporaryPath("phone.sqlite")
+        let noToken = try TodoProcessTests.run(["sync", "--server", "http://127.0.0.1:9/sync", "--device", "laptop"], database: laptop, environment: ["TODO_SYNC_TOKEN": ""])
+        #expect(noToken.status == 2 && noToken.error.contains("set TODO_SYNC_TOKEN"), "\(noToken.error)")
+        for address in ["http://127.0.0.1:99999/sync", "htp://127.0.0.1/sync", "not a url"] {
+            let run = try Self.sync(laptop, device: "laptop", server: address)
+            #expect(run.status == 2 && run.error.contains("not an http:// or https:// URL"), "\(address): \(run.error)")
+        }
+        let nobody = try Self.sync(laptop, device: "laptop", server: "http://127.0.0.1:9/sync")
+        #expect(nobody.status == 1 && nobody.error.contains("the connection was refused"), "\(nobody.error)")
+
+        let (server, address) = try Self.serve(database)
+        defer { _ = TodoProcessTests.stop(server) }
+        let item = try TodoProcessTests.run(["add", "jam"], database: laptop).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try Self.sync(laptop, device: "laptop", server: address).status == 0)
+        let first = try Self.sync(phone, device: "phone", server: address)
+        #expect(first.output.contains("synced: 0 pushed, 1 pulled, 0 pending"), "\(first.output)")
+        // The laptop toggles first, the phone later and syncs first: the laptop's toggle loses.
+        #expect(try TodoProcessTests.run(["done", item], database: laptop).status == 0)
+        usleep(20_000)
+        #expect(try TodoProcessTests.run(["done", item], database: phone).status == 0)
+        #expect(try Self.sync(phone, device: "phone", server: address).status == 0)
+        let lost = try Self.sync(laptop, device: "laptop", server: address)
+        #expect(lost.status == 0 && lost.output.lowercased().contains("conflict: item \(item.lowercased()): iscompleted took a later change"), "\(lost.output)")
+    }
+
     @Test func aDeviceKilledMidPullKeepsWholePagesAndGoesOn() throws {
         let serverDatabase = try TodoEngine.sqlite.freshDatabase()
         for index in 0..<30 { _ = try TodoProcessTests.add("item \(index)", database: serverDatabase) }

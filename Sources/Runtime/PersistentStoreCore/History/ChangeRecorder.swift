@@ -182,8 +182,10 @@ final class ChangeRecorder: RowChangeSink {
                 pending.append(Change(entity: entity, kind: .insert, key: new, payload: insertedValues(change, table)))
                 return
             }
-            // Writing a row back unchanged (an upsert of the same values) is not a change.
-            guard !payload.isEmpty else { return }
+            // Writing a row back unchanged (an upsert of the same values) is not a change. One
+            // that changed only another version's columns is, with no attribute of this one:
+            // the other version's readers find it under its own names.
+            guard !payload.isEmpty || change.changesColumnsNotShown else { return }
             let key: Key = table.keyPositions.isEmpty ? .integer(change.oldRowID) : .values(table.keyPositions.map(change.old))
             pending.append(Change(entity: entity, kind: .update, key: key, payload: payload))
         case .delete:

@@ -14,17 +14,23 @@ public struct RowImage: ChangedRow, Sendable {
     public let oldValues: [StoredValue]
     /// The row after an insert or update (empty for a delete).
     public let newValues: [StoredValue]
+    /// Whether the update changed columns outside the image (the whole row differs where the
+    /// image's columns do not).
+    public let changesColumnsNotShown: Bool
 
     /// An image of one change; `oldRowID`/`newRowID` are the implicit key where the table has
     /// one (SQLite's rowid, PostgreSQL's `id`), else 0.
     ///
     ///     RowImage(operation: .insert, oldRowID: 0, newRowID: 7, oldValues: [], newValues: row)
-    public init(operation: RowChangeOperation, oldRowID: Int64, newRowID: Int64, oldValues: [StoredValue], newValues: [StoredValue]) {
+    public init(
+        operation: RowChangeOperation, oldRowID: Int64, newRowID: Int64, oldValues: [StoredValue], newValues: [StoredValue], changesColumnsNotShown: Bool = false
+    ) {
         self.operation = operation
         self.oldRowID = oldRowID
         self.newRowID = newRowID
         self.oldValues = oldValues
         self.newValues = newValues
+        self.changesColumnsNotShown = changesColumnsNotShown
     }
 
     /// A column's value before the change (NULL past the image's end).
