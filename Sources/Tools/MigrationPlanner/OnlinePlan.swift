@@ -588,46 +588,10 @@ struct OnlinePlanner {
         }
         let keyType = SQL(verbatim: key.type)
         let (toTarget, toSource) = (syncFunction(fill.source, to: fill.target), syncFunction(fill.target, to: fill.source))
-        let allNull = SQL.list(moved.map { "NEW.\($0.source) IS NULL" }, separator: " AND ")
-        // The functions name the tables as the migration does, whatever search path the app
-        // writing has (a version's views come first in it). Nested writes (the other
-        // direction's, a cascade) and backfill batches carry nothing back.
-        let guardClause: SQL = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
         toExpand.tables.append(
             note(
                 "the old version's writes of \(fill.sourceColumns.joined(separator: ", ")) reach \(fill.target), and the new version's come back, by these triggers; creating them takes each table's lock briefly, within the lock budget, and then each write also locks the row it copies to"
-            ) + [
-                """
-                CREATE OR REPLACE FUNCTION \(identifier: toTarget)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
-                BEGIN
-                    \(guardClause)
-                    IF \(allNull) THEN
-                        UPDATE \(targetTable) SET \(SQL.list(moved.map { "\($0.target) = NULL" })) WHERE \(link[0]) = NEW.\(sourceKey);
-                    ELSE
-                        INSERT INTO \(targetTable) (\(SQL.list(link + pairs.map(\.target)))) VALUES (NEW.\(sourceKey), \(SQL.list(pairs.map { "NEW.\($0.source)" })))
-                        ON CONFLICT (\(SQL.list(link))) DO UPDATE SET \(SQL.list(moved.map { "\($0.target) = excluded.\($0.target)" }));
-                    END IF;
-                    RETURN NULL;
-                END $schemagen$;
-                """,
-                "DROP TRIGGER IF EXISTS \(identifier: toTarget) ON \(source);",
-                "CREATE TRIGGER \(identifier: toTarget) AFTER INSERT OR UPDATE OF \(SQL.list(pairs.map(\.source))) ON \(source) FOR EACH ROW EXECUTE FUNCTION \(identifier: toTarget)();",
-                """
-                CREATE OR REPLACE FUNCTION \(identifier: toSource)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
-                BEGIN
-                    \(guardClause)
-                    IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' AND OLD.\(link[0]) IS DISTINCT FROM NEW.\(link[0]) THEN
-                        UPDATE \(source) SET \(SQL.list(moved.map { "\($0.source) = NULL" })) WHERE \(sourceKey) = OLD.\(link[0]);
-                    END IF;
-                    IF TG_OP <> 'DELETE' THEN
-                        UPDATE \(source) SET \(SQL.list(moved.map { "\($0.source) = NEW.\($0.target)" })) WHERE \(sourceKey) = NEW.\(link[0]);
-                    END IF;
-                    RETURN NULL;
-                END $schemagen$;
-                """,
-                "DROP TRIGGER IF EXISTS \(identifier: toSource) ON \(targetTable);",
-                "CREATE TRIGGER \(identifier: toSource) AFTER INSERT OR UPDATE OR DELETE ON \(targetTable) FOR EACH ROW EXECUTE FUNCTION \(identifier: toSource)();",
-            ])
+            ) + Self.splitTriggers(source: source, target: targetTable, link: link, sourceKey: sourceKey, pairs: pairs, moved: moved, names: (toTarget, toSource)))
         // Existing rows in batches of the source's key; a row a trigger wrote first is newer.
         let filter = SQL.list(moved.map { "\($0.source) IS NOT NULL" }, separator: " OR ")
         toExpand.splitCopies.append(
@@ -647,6 +611,52 @@ struct OnlinePlanner {
         // Rollback: both places agree, so nothing is copied back; the target table goes.
         toRollBack.tables.append(Array(drops[2...]))
         toRollBack.tables.append(Array(drops[..<2]))
+    }
+
+    /// The two triggers that keep a split's places in step: the old version's writes of the moved
+    /// columns reach the new table, and the new version's come back. `moved` leaves out a
+    /// column that takes the source's key.
+    static func splitTriggers(
+        source: SQL, target: SQL, link: [SQL], sourceKey: SQL, pairs: [(source: SQL, target: SQL)], moved: [(source: SQL, target: SQL)], names: (toTarget: String, toSource: String)
+    ) -> [SQL] {
+        let (toTarget, toSource) = names
+        let allNull = SQL.list(moved.map { "NEW.\($0.source) IS NULL" }, separator: " AND ")
+        // The functions name the tables as the migration does, whatever search path the app
+        // writing has (a version's views come first in it). Nested writes (the other
+        // direction's, a cascade) and backfill batches carry nothing back.
+        let guardClause: SQL = "IF pg_trigger_depth() > 1 OR current_setting('schemagen.backfill', true) = 'on' THEN RETURN NULL; END IF;"
+        return [
+            """
+            CREATE OR REPLACE FUNCTION \(identifier: toTarget)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
+            BEGIN
+                \(guardClause)
+                IF \(allNull) THEN
+                    UPDATE \(target) SET \(SQL.list(moved.map { "\($0.target) = NULL" })) WHERE \(link[0]) = NEW.\(sourceKey);
+                ELSE
+                    INSERT INTO \(target) (\(SQL.list(link + pairs.map(\.target)))) VALUES (NEW.\(sourceKey), \(SQL.list(pairs.map { "NEW.\($0.source)" })))
+                    ON CONFLICT (\(SQL.list(link))) DO UPDATE SET \(SQL.list(moved.map { "\($0.target) = excluded.\($0.target)" }));
+                END IF;
+                RETURN NULL;
+            END $schemagen$;
+            """,
+            "DROP TRIGGER IF EXISTS \(identifier: toTarget) ON \(source);",
+            "CREATE TRIGGER \(identifier: toTarget) AFTER INSERT OR UPDATE OF \(SQL.list(pairs.map(\.source))) ON \(source) FOR EACH ROW EXECUTE FUNCTION \(identifier: toTarget)();",
+            """
+            CREATE OR REPLACE FUNCTION \(identifier: toSource)() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $schemagen$
+            BEGIN
+                \(guardClause)
+                IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' AND OLD.\(link[0]) IS DISTINCT FROM NEW.\(link[0]) THEN
+                    UPDATE \(source) SET \(SQL.list(moved.map { "\($0.source) = NULL" })) WHERE \(sourceKey) = OLD.\(link[0]);
+                END IF;
+                IF TG_OP <> 'DELETE' THEN
+                    UPDATE \(source) SET \(SQL.list(moved.map { "\($0.source) = NEW.\($0.target)" })) WHERE \(sourceKey) = NEW.\(link[0]);
+                END IF;
+                RETURN NULL;
+            END $schemagen$;
+            """,
+            "DROP TRIGGER IF EXISTS \(identifier: toSource) ON \(target);",
+            "CREATE TRIGGER \(identifier: toSource) AFTER INSERT OR UPDATE OR DELETE ON \(target) FOR EACH ROW EXECUTE FUNCTION \(identifier: toSource)();",
+        ]
     }
 
     // MARK: - Columns

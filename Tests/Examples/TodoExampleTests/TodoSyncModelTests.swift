@@ -97,7 +97,21 @@ import Glibc
             if lists.allSatisfy({ $0 == expected }) { break }
             usleep(200_000)
         }
-        for (machine, list) in zip(machines, lists) { #expect(list == expected, "seed \(seed): \(machine.id) differs from the server; failed syncs: \(failures)") }
+        for (machine, list) in zip(machines, lists) {
+            #expect(list == expected, "seed \(seed): \(machine.id) differs from the server; failed syncs: \(failures)")
+            guard list != expected else { continue }
+            // What each side kept of the records that differ, and what was done to them.
+            for key in Set(list.keys).symmetricDifference(expected.keys).union(list.keys.filter { list[$0] != expected[$0] }) {
+                var said = ["\(key): operations \(model.operations(on: key))"]
+                for (place, database) in [(machine.id, machine.database), ("server", serverDatabase)] where !database.contains("://") {
+                    let query =
+                        "SELECT state, updated_at FROM schemagen_sync_records WHERE lower(record_key) = '\(key.lowercased())'; SELECT 'pending', version FROM schemagen_sync_pending WHERE lower(record_key) = '\(key.lowercased())'; SELECT 'cursor', pull_cursor, acknowledged FROM schemagen_sync_client;"
+                    let shown = try? BuiltTool(path: "/usr/bin/sqlite3").run(["-readonly", database, query])
+                    said.append("\(place): \(shown?.output ?? "") \(shown?.error ?? "")")
+                }
+                Issue.record("seed \(seed): \(said.joined(separator: "\n"))")
+            }
+        }
         // A link just restored may drop the first request; a failure that lasts is a bug.
         #expect(failures.count <= machines.count, "seed \(seed): \(failures)")
         // The winners the reference model picks, for every item only devices changed (the
@@ -140,16 +154,22 @@ import Glibc
     struct Winners {
         private var latest: [String: String?] = [:]
         private var touchedByServer: Set<String> = []
+        private var log: [String: [String]] = [:]
 
         mutating func write(_ item: String, _ status: String, byServer: Bool) {
             latest[item] = .some(status)
             if byServer { touchedByServer.insert(item) }
+            log[item, default: []].append((byServer ? "server " : "") + "wrote \(status)")
         }
 
         mutating func remove(_ item: String, byServer: Bool) {
             latest[item] = .some(nil)
             if byServer { touchedByServer.insert(item) }
+            log[item, default: []].append((byServer ? "server " : "") + "removed")
         }
+
+        /// What was done to an item, in order, for a failure's message.
+        func operations(on item: String) -> [String] { log[item] ?? [] }
 
         /// Each item's status, nil when deleted, for the items only devices changed.
         func outcome() -> [String: String?] { latest.filter { !touchedByServer.contains($0.key) } }
