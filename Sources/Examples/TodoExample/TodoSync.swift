@@ -39,8 +39,13 @@ enum SyncServerCommand: Command {
             io.writeError("todo: error: \(problem.message)\n")
             return .usageOrIO
         }
+        // A server started on a file that was not there serves an empty list: said, in case the
+        // path was mistyped.
+        let location = try? DatabaseLocation.parse(TodoTool.databasePath(arguments, io: io))
+        let newFile: String? = if case .sqlite(let path)? = location, !FileManager.default.fileExists(atPath: path) { path } else { nil }
         let opening = TodoTool.open(arguments, io: io)
         guard case .success(let store) = opening else { return opening.exitStatus }
+        if let newFile { io.writeError("todo: no database was at \(newFile): serving a new, empty one\n") }
         var versions = [SyncServer.Version(store: store, schema: TodoSchema.descriptor)]
         // The previous version's app too, where the database still serves it; why not, if not.
         let refusal = Mutex("")
@@ -71,7 +76,7 @@ enum SyncServerCommand: Command {
             }
             var line = "app version\(served.count == 1 ? "" : "s") " + served.map { "\($0.schema.version)" }.joined(separator: " and ")
             let why = refusal.withLock { $0 }.replacingOccurrences(of: "todo: error: ", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
-            let onServer: Bool = if case .postgres? = try? DatabaseLocation.parse(TodoTool.databasePath(arguments, io: io)) { true } else { false }
+            let onServer: Bool = if case .postgres? = location { true } else { false }
             let previous = TodoSchema.previousVersion.descriptor.version
             if served.count == 1 {
                 // On SQLite there are no schemas of views, so one version is served by design.

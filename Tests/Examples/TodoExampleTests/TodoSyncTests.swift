@@ -132,6 +132,8 @@ import Glibc
 
         let (server, address) = try Self.serve(database)
         defer { _ = TodoProcessTests.stop(server) }
+        let notice = server.read(.error, until: { $0.contains("serving a new, empty one") }, within: 5)
+        #expect(notice.contains("no database was at \(database)"), "a mistyped path would serve an empty list: \(notice)")
         let item = try TodoProcessTests.run(["add", "jam"], database: laptop).output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try Self.sync(laptop, device: "laptop", server: address).status == 0)
         let first = try Self.sync(phone, device: "phone", server: address)
