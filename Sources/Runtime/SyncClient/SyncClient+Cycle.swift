@@ -90,6 +90,7 @@ extension SyncClient {
 
     private func pushAll() async throws(SyncClientError) {
         let (local, outbox, clock) = (self.local, self.outbox, self.clock)
+        var startedOver = false
         while true {
             let next = try await step { store throws(SyncClientError) -> SyncPush? in
                 var progress = try Self.progress(in: store)
@@ -103,10 +104,11 @@ extension SyncClient {
             let answer: SyncPushAnswer
             do {
                 answer = try await transport.push(push)
-            } catch SyncTransportError.tombstonesPurged {
+            } catch SyncTransportError.tombstonesPurged where !startedOver {
                 // Refused whole: the server purged deletes this device never saw, and a change
                 // to one of those records would bring it back. Pull everything first (the sweep
-                // lets go of them), then push again what is still pending.
+                // lets go of them), then push again what is still pending (once a sync).
+                startedOver = true
                 try await startOver(droppingPush: true)
                 try await pullAll()
                 continue
