@@ -329,6 +329,9 @@ extension Store {
             let client = try database.tableExists("schemagen_sync_client"), pending = try database.tableExists("schemagen_sync_pending")
             let unshared = try database.tableExists("schemagen_sync_unshared")
             guard !client || !pending || !unshared else { return }
+            // A client that synced before the table existed: what it has pending is kept by a
+            // pull from the start, as it was then (it may have been made here).
+            let fillFromPending = pending && !unshared
             try Self.createIfMissing(
                 database,
                 SQL(
@@ -348,6 +351,13 @@ extension Store {
                             schema_version \(integer), sweep_since \(real)
                         );
                         """))
+            if fillFromPending {
+                // `WHERE true`: SQLite reads an upsert after INSERT ... SELECT only past a WHERE.
+                try Self.createIfMissing(
+                    database,
+                    "INSERT INTO schemagen_sync_unshared (schema, entity, record_key) SELECT schema, entity, record_key FROM schemagen_sync_pending WHERE true"
+                        + database.dialect.onConflict(nil, set: nil))
+            }
         } catch {
             throw .database(error)
         }

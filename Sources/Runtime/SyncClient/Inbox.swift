@@ -44,6 +44,7 @@ struct Inbox: Sendable {
             for name in order {
                 let mine = local[name] ?? SyncedRecord(state: SyncRecord(), row: nil)
                 var merged = mine.state
+                merged.dropPlaceholderTotals(of: AppUpdate.unknownAge.node, where: incoming[name]!)
                 merged.merge(incoming[name]!)
                 let rowMatches = (mine.row == nil) == merged.isDeleted
                 guard merged != mine.state || !rowMatches else {

@@ -165,6 +165,7 @@ struct Outbox: Sendable {
             try onDevice { () throws(SyncStateError) in try records.load(entity, keys: [rejection.key], in: store) { _ in records.now() } }[rejection.key]
             ?? SyncedRecord(state: SyncRecord(), row: nil)
         var merged = local.state
+        merged.dropPlaceholderTotals(of: AppUpdate.unknownAge.node, where: current)
         merged.merge(current)
         let overruled = rejection.reason != .conflict || entity.rules.conflicts == .serverWins
         if overruled, let pushed {

@@ -32,6 +32,9 @@ extension SyncClient {
         told = []
         defer { told = [] }
         do {
+            // A pull from the start that did not finish (the app killed, the link cut) finishes
+            // first: until its sweep, a push could bring back a record deleted meanwhile.
+            if try await step({ store throws(SyncClientError) in try Self.progress(in: store).sweepSince != nil }) { try await pullAll() }
             try await pushAll()
             try await pullAll()
             try await note(error: nil)

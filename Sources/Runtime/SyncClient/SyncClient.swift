@@ -92,7 +92,7 @@ public actor SyncClient {
             guard let progress, progress.device != device else { return progress }
             // A store that never synced (nothing acknowledged, nothing pulled) may take another
             // id: what it stamped is its own data, stamped again under the new id.
-            guard progress.acknowledged == 0, progress.pullCursor == nil, progress.lastSync == nil else {
+            guard progress.acknowledged == 0, progress.pullCursor == nil, progress.sweepSince == nil, progress.lastSync == nil else {
                 throw SyncClientError.otherDevice(stored: progress.device, given: device)
             }
             try await store.forgetUnusedSyncClient()

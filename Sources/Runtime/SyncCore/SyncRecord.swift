@@ -220,6 +220,17 @@ public struct SyncRecord: Sendable, Hashable {
         }
     }
 
+    /// Drops the counter totals filed under `node` where `other` holds totals for the same
+    /// counter: a placeholder for a value whose increments no node can name (an app update's
+    /// migration made the row), which the real totals replace once they arrive.
+    ///
+    ///     local.dropPlaceholderTotals(of: "unknown", where: pulled)
+    public mutating func dropPlaceholderTotals(of node: String, where other: SyncRecord) {
+        for (counter, totals) in counterTotals where totals[node] != nil && !(other.counterTotals[counter] ?? [:]).isEmpty {
+            counterTotals[counter]?[node] = nil
+        }
+    }
+
     /// Gives way to `other`'s values and clocks for these attributes, whatever the clocks say:
     /// a device takes the server's word where the server refused its change (`serverWins`), so
     /// that its own later clock does not keep a value the server will never take.

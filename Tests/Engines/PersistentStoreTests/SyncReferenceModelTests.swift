@@ -196,6 +196,54 @@ import Testing
         #expect(try await Pad.snapshot(a.store) == expected)
     }
 
+    /// A pull from the start cut short (after its push was refused for purged deletes) is
+    /// finished before the next sync pushes: the offline edit of a deleted note stays dropped.
+    @Test(arguments: StoreEngine.available)
+    func aStartOverCutShortFinishesBeforeTheNextPush(_ engine: StoreEngine) async throws {
+        let (serverStore, server, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-c"])
+        let (a, c) = (devices[0], devices[1])
+        _ = try await c.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(1)), "owner": .text("ada"), "title": .text("t1"), "body": .text("b"), "color": .text("c")])
+        _ = try await a.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(2)), "owner": .text("ada"), "title": .text("t2"), "body": .text("b"), "color": .text("c")])
+        for device in devices + devices { try await device.client.sync() }
+        _ = try await a.store.deleteRecord(of: Pad.note, key: [.text(Pad.key(1))])
+        try await a.client.sync()
+        try await Task.sleep(for: .milliseconds(1_100))
+        try await a.client.sync()
+        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
+        _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("edited away")])
+        // Its push is refused, its pull from the start takes one page, then the link goes.
+        let cut = CutAfterPulls(server.transport(for: "ada"), pulls: 1)
+        let cutShort = try await SyncClient(store: c.store, schema: Pad.schema, device: "pad-c", transport: cut, pageSize: 1)
+        await #expect(throws: SyncClientError.self) { try await cutShort.sync() }
+        let again = try await SyncClient(store: c.store, schema: Pad.schema, device: "pad-c", transport: server.transport(for: "ada"), pageSize: 1)
+        try await again.sync()
+        #expect(try await Pad.keys(serverStore) == [Pad.key(2)], "the deleted note did not come back")
+        #expect(try await Pad.keys(c.store) == [Pad.key(2)])
+    }
+
+    /// A transport whose pulls fail after the first few, as a link cut mid-pull.
+    final class CutAfterPulls: SyncTransport, @unchecked Sendable {
+        let inner: any SyncTransport
+        private let lock = NSLock()
+        private var left: Int
+
+        init(_ inner: any SyncTransport, pulls: Int) {
+            self.inner = inner
+            left = pulls
+        }
+
+        func push(_ push: SyncPush) async throws -> SyncPushAnswer { try await inner.push(push) }
+
+        func pull(_ pull: SyncPull) async throws -> SyncPullAnswer {
+            let allowed = lock.withLock {
+                left -= 1
+                return left >= 0
+            }
+            guard allowed else { throw SyncTransportError.unreachable("the link was cut") }
+            return try await inner.pull(pull)
+        }
+    }
+
     /// An edit undone before the device syncs is still its latest write: it wins over an earlier
     /// edit made elsewhere, though the value is the one last synced.
     @Test(arguments: StoreEngine.available)

@@ -160,6 +160,23 @@ import Testing
         #expect(record.counter("likes") == .max)
     }
 
+    /// A value no node can name the increments of (an app update's migration made the row) is
+    /// a placeholder total: the real totals replace it when they arrive, so it is not counted
+    /// twice; without them it stands.
+    @Test func aPlaceholderTotalGivesWayToTheRealOnes() throws {
+        let unknown = SyncClock(milliseconds: 0, counter: 0, node: "unknown")
+        let made = try #require(SyncRecord(values: [:], clocks: [:], counterTotals: ["likes": ["unknown": CounterTotal(total: 3, clock: unknown)]]))
+        var server = SyncRecord()
+        server.merge(SyncChange(counters: ["likes": CounterTotal(total: 3, clock: SyncClock(milliseconds: 5, counter: 0, node: "server"))]), rules: Self.rules)
+        var local = made
+        local.dropPlaceholderTotals(of: "unknown", where: server)
+        local.merge(server)
+        #expect(local.counter("likes") == 3, "not 6")
+        var alone = made
+        alone.dropPlaceholderTotals(of: "unknown", where: SyncRecord())
+        #expect(alone.counter("likes") == 3, "kept where no real total came")
+    }
+
     @Test func serverWinsKeepsAValueTheDeviceHadNotSeen() {
         let rules = SyncRules(conflicts: .serverWins)
         func clock(_ milliseconds: Int64, _ node: String) -> SyncClock { SyncClock(milliseconds: milliseconds, counter: 0, node: node) }
