@@ -112,7 +112,7 @@ struct LocalChanges: Sendable {
         // A record without a state was made here: the server has not accepted it yet.
         let known = try inStore { () throws(StoreError) in try store.syncStates(entity: entity.name, keys: keys) }
         let loaded = try onDevice { () throws(SyncStateError) in
-            try records.load(entity, keys: keys, in: store, written: { Set(written[$0]?.clocks.keys ?? [:].keys) }, stamp: clocks)
+            try records.load(entity, keys: keys, in: store, written: { written[$0].map { Set($0.clocks.keys) } ?? [] }, stamp: clocks)
         }
         var madeHere: [String] = []
         for key in keys {

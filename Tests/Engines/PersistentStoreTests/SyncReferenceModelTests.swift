@@ -156,29 +156,22 @@ import Testing
     func aDeviceAwayLongerKeepsItsOwnNotesAndDoesNotBringBackADeletedOne(_ engine: StoreEngine) async throws {
         let (serverStore, server, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-c"])
         let (a, c) = (devices[0], devices[1])
-        func note(_ number: Int, owner: String = "ada") -> [String: StoredValue] {
-            ["id": .text(Pad.key(number)), "owner": .text(owner), "title": .text("t\(number)"), "body": .text("b"), "color": .text("c")]
-        }
-        for number in 2...3 { _ = try await a.store.insertRecord(of: Pad.note, values: note(number)) }
+        for number in 2...3 { _ = try await a.store.insertRecord(of: Pad.note, values: Pad.values(number)) }
         // Note 1 is the device's own, so its push would bring all of it back; note 5 is refused
         // by the server: another user's.
-        _ = try await c.store.insertRecord(of: Pad.note, values: note(1))
-        _ = try await c.store.insertRecord(of: Pad.note, values: note(5, owner: "bob"))
+        _ = try await c.store.insertRecord(of: Pad.note, values: Pad.values(1))
+        _ = try await c.store.insertRecord(of: Pad.note, values: Pad.values(5, owner: "bob"))
         for device in devices + devices { try await device.client.sync() }
         #expect(try await Pad.keys(c.store) == [1, 2, 3, 5].map(Pad.key))
         #expect(try await Pad.keys(a.store) == [1, 2, 3].map(Pad.key))
 
         // Away longer than the retention: the delete of note 1 is purged.
-        _ = try await a.store.deleteRecord(of: Pad.note, key: [.text(Pad.key(1))])
-        try await a.client.sync()
-        try await Task.sleep(for: .milliseconds(1_100))
-        try await a.client.sync()
-        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
+        try await Pad.deleteAndPurge(1, on: a, server: server)
 
         // Offline, it edits the deleted note and another, and makes a new one.
         _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("edited away")])
         _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(2))], set: ["title": .text("edited away")])
-        _ = try await c.store.insertRecord(of: Pad.note, values: note(4))
+        _ = try await c.store.insertRecord(of: Pad.note, values: Pad.values(4))
         try await c.client.sync()
 
         let expected = try await Pad.snapshot(serverStore)
@@ -202,14 +195,10 @@ import Testing
     func aStartOverCutShortFinishesBeforeTheNextPush(_ engine: StoreEngine) async throws {
         let (serverStore, server, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-c"])
         let (a, c) = (devices[0], devices[1])
-        _ = try await c.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(1)), "owner": .text("ada"), "title": .text("t1"), "body": .text("b"), "color": .text("c")])
-        _ = try await a.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(2)), "owner": .text("ada"), "title": .text("t2"), "body": .text("b"), "color": .text("c")])
+        _ = try await c.store.insertRecord(of: Pad.note, values: Pad.values(1))
+        _ = try await a.store.insertRecord(of: Pad.note, values: Pad.values(2))
         for device in devices + devices { try await device.client.sync() }
-        _ = try await a.store.deleteRecord(of: Pad.note, key: [.text(Pad.key(1))])
-        try await a.client.sync()
-        try await Task.sleep(for: .milliseconds(1_100))
-        try await a.client.sync()
-        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
+        try await Pad.deleteAndPurge(1, on: a, server: server)
         _ = try await c.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("edited away")])
         // Its push is refused, its pull from the start takes one page, then the link goes.
         let cut = CutAfterPulls(server.transport(for: "ada"), pulls: 1)
@@ -250,7 +239,7 @@ import Testing
     func anEditUndoneBeforeASyncIsStillTheLatestWrite(_ engine: StoreEngine) async throws {
         let (serverStore, _, devices) = try await Pad.replicas(engine, devices: ["pad-a", "pad-b"])
         let (a, b) = (devices[0], devices[1])
-        _ = try await a.store.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(1)), "owner": .text("ada"), "title": .text("jam"), "body": .text("b"), "color": .text("c")])
+        _ = try await a.store.insertRecord(of: Pad.note, values: Pad.values(1, title: "jam"))
         for device in devices + devices { try await device.client.sync() }
         _ = try await b.store.updateRecord(of: Pad.note, key: [.text(Pad.key(1))], set: ["title": .text("jam (done)")])
         try await Task.sleep(for: .milliseconds(5))
@@ -271,7 +260,7 @@ import Testing
         try await devices[0].client.sync()
         let path = storePath()
         let bobs = try Store(path: path, schema: Pad.schema, migrations: Pad.migrations)
-        _ = try await bobs.insertRecord(of: Pad.note, values: ["id": .text(Pad.key(7)), "owner": .text("bob"), "title": .text("t"), "body": .text("b"), "color": .text("c")])
+        _ = try await bobs.insertRecord(of: Pad.note, values: Pad.values(7, owner: "bob"))
         let taken = try await SyncClient(store: bobs, schema: Pad.schema, device: "pad-a", transport: server.transport(for: "bob"))
         await #expect(throws: SyncClientError.self) { try await taken.sync() }
         let renamed = try await SyncClient(store: bobs, schema: Pad.schema, device: "pad-bob", transport: server.transport(for: "bob"))
@@ -331,6 +320,21 @@ enum Pad {
             devices.append((store, client))
         }
         return (serverStore, server, devices)
+    }
+
+    /// Note `number`'s values: title `t<number>`, owned by `owner`.
+    static func values(_ number: Int, owner: String = "ada", title: String? = nil) -> [String: StoredValue] {
+        ["id": .text(key(number)), "owner": .text(owner), "title": .text(title ?? "t\(number)"), "body": .text("b"), "color": .text("c")]
+    }
+
+    /// Deletes note `number` on `device`, syncs it, and lets the retention (a second) pass, so
+    /// that a purge takes the tombstone: one is purged.
+    static func deleteAndPurge(_ number: Int, on device: (store: Store, client: SyncClient), server: SyncServer) async throws {
+        _ = try await device.store.deleteRecord(of: note, key: [.text(key(number))])
+        try await device.client.sync()
+        try await Task.sleep(for: .milliseconds(1_100))
+        try await device.client.sync()
+        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 1)
     }
 
     static func table(_ uuid: String) -> String {

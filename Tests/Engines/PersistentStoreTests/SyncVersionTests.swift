@@ -47,20 +47,14 @@ struct SyncVersionTests {
         // The server app writes the book through version 2 (its state there was taken from
         // version 1's): the phone gets the write.
         _ = try await v2Server.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["genre": .text("classic")])
-        try await Phone.eventually {
-            try await phone.client.sync()
-            return try await phone.book(dune)?["genre"] == .text("classic")
-        }
+        try await phone.syncs(until: dune, "genre", is: .text("classic"))
 
         // The phone (version 2) renames and rates; the iPad (version 1) sees it under its names.
         _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["name": .text("Dune Messiah"), "rating": .real(4.5), "genre": .text("sf")])
         try await phone.client.sync()
         // The iPad deletes a book; the phone loses it too.
         _ = try await ipad.store.deleteRecord(of: shelf.v1.entities[0], key: [.text(old)])
-        try await Phone.eventually {
-            try await ipad.client.sync()
-            return try await ipad.book(dune)?["title"] == .text("Dune Messiah")
-        }
+        try await ipad.syncs(until: dune, "title", is: .text("Dune Messiah"))
         try await Phone.eventually {
             try await phone.client.sync()
             return try await phone.book(old) == nil
@@ -69,16 +63,10 @@ struct SyncVersionTests {
         // A counter incremented on each version counts each increment once on both.
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["reads": .integer(3)])
         try await ipad.client.sync()
-        try await Phone.eventually {
-            try await phone.client.sync()
-            return try await phone.book(dune)?["reads"] == .integer(3)
-        }
+        try await phone.syncs(until: dune, "reads", is: .integer(3))
         _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["reads": .integer(5)])
         try await phone.client.sync()
-        try await Phone.eventually {
-            try await ipad.client.sync()
-            return try await ipad.book(dune)?["reads"] == .integer(5)
-        }
+        try await ipad.syncs(until: dune, "reads", is: .integer(5))
 
         // A book only version 1 has read: the server keeps no version-2 state of it yet.
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(kafka), "title": .text("Kafka"), "pages": .integer(200), "rating": .integer(3)])
@@ -156,17 +144,11 @@ struct SyncVersionTests {
         #expect(try await phone.book(dune)?["title"] == .text("Dune"))
         _ = try await phone.store.updateRecord(of: shelf.v2.entities[0], key: [.text(dune)], set: ["pages": .integer(500), "reads": .integer(2)])
         try await phone.client.sync()
-        try await Phone.eventually {
-            try await ipad.client.sync()
-            return try await ipad.book(dune)?["pages"] == .integer(500)
-        }
+        try await ipad.syncs(until: dune, "pages", is: .integer(500))
         // The history records each version's writes under its own entity name.
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["pages": .integer(501)])
         try await ipad.client.sync()
-        try await Phone.eventually {
-            try await phone.client.sync()
-            return try await phone.book(dune)?["pages"] == .integer(501)
-        }
+        try await phone.syncs(until: dune, "pages", is: .integer(501))
         // Offline on version 1, then updated: an edit, a read and a new book, all pending.
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)"), "reads": .integer(3)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(emma), "title": .text("Emma")])
@@ -217,10 +199,7 @@ extension SyncVersionTests {
         // blurb: the phone gets a blurb record.
         _ = try await phone.store.updateRecord(of: blurb, key: [.text(dune)], set: ["text": .text("sand")])
         try await phone.client.sync()
-        try await Phone.eventually {
-            try await ipad.client.sync()
-            return try await ipad.book(dune)?["blurb"] == .text("sand")
-        }
+        try await ipad.syncs(until: dune, "blurb", is: .text("sand"))
         _ = try await ipad.store.updateRecord(of: book1, key: [.text(emma)], set: ["blurb": .text("novel")])
         try await ipad.client.sync()
         try await Phone.eventually {
@@ -380,6 +359,14 @@ struct Shelf {
         func reconnected(to server: SyncServer) async throws -> Device {
             let client = try await SyncClient(store: store, schema: schema, device: id, transport: server.transport(for: "ada"))
             return Device(id: id, path: path, schema: schema, migrations: migrations, store: store, client: client)
+        }
+
+        /// Syncs until book `key`'s `field` holds `value` here.
+        func syncs(until key: String, _ field: String, is value: StoredValue) async throws {
+            try await Phone.eventually {
+                try await client.sync()
+                return try await book(key)?[field] == value
+            }
         }
 
         func book(_ key: String) async throws -> StoredRecord? {
