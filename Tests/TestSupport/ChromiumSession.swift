@@ -33,6 +33,9 @@ public final class ChromiumSession {
         let null = open("/dev/null", O_WRONLY)
         posix_spawn_file_actions_adddup2(&actions, null, 1)
         posix_spawn_file_actions_adddup2(&actions, null, 2)
+        // No other descriptor: a pipe another thread has open for a program it runs would stay
+        // open in this long-lived child, and that thread's read would never see its end.
+        Spawning.addCloseFrom(&actions, 5)
         let profile = temporaryFolder().path
         let arguments = [path, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)", "--remote-debugging-pipe", "about:blank"]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]

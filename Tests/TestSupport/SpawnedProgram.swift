@@ -23,6 +23,9 @@ public final class SpawnedProgram: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // No other descriptor: a pipe another thread has open for a program it runs would stay
+        // open in this long-lived child, and that thread's read would never see its end.
+        Spawning.addCloseFrom(&actions, 3)
         var attributes = Self.signalsAsAShellLeavesThem()
         defer { posix_spawnattr_destroy(&attributes) }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]

@@ -287,6 +287,9 @@ public final class TestDaemon: @unchecked Sendable {
         posix_spawn_file_actions_addclose(&actions, ends[1])
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else: a pipe another thread has open for a program it runs (not close-on-exec)
+        // would stay open in the reaper, and that thread's read would never see its end.
+        Spawning.addCloseFrom(&actions, 3)
         var attributes = SpawnedProgram.signalsAsAShellLeavesThem()
         defer { posix_spawnattr_destroy(&attributes) }
         var flags: Int16 = 0
