@@ -121,6 +121,7 @@ extension SyncCommand {
         case .conflict(_, let key, let attributes): "conflict: item \(key): \(attributes.joined(separator: ", ")) took a later change from another device"
         case .rejected(let rejection): "refused: item \(rejection.key) (\(rejection.reason.rawValue)): \(rejection.detail ?? "the server refused the change"); it stays on this device"
         case .deletedWhileAway(_, let key): "deleted: item \(key) was deleted on the server while this device was away; its change here went with it"
+        case .removedFromScope(let entity, let key): "removed: \(entity) \(key) left what you sync on the server; it was removed here"
         case .pushed, .pulled, .failed: nil
         }
     }

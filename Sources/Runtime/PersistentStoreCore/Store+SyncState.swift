@@ -85,6 +85,7 @@ extension Store {
         } catch {
             throw .database(error)
         }
+        try prepareSyncDepartures()
     }
 
     /// The stored states of these records of `entity`, by key; a record without one is missing.

@@ -11,22 +11,88 @@ struct Inbox: Sendable {
     let clock: NodeClock
 
     /// Merges each record into the device's, writes the rows that changed (as author `sync`, so
-    /// they are never pushed back), and moves the cursor. Returns how many records changed.
+    /// they are never pushed back), removes those that left the user's scope, and moves the
+    /// cursor. Returns how many records changed, and those removed that were here.
     /// While the device pulls everything again (`progress.sweepSince`), the state of every
     /// record that comes is written again, changed or not: the sweep keeps those.
-    func take(_ page: SyncPullAnswer, _ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) -> Int {
-        let sweeping = progress.sweepSince != nil
+    func take(_ page: SyncPullAnswer, _ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) -> (changed: Int, removed: [(entity: String, key: String)]) {
+        let removed = try remove(page.records.filter(\.removed), in: store)
+        let changed = try merge(page.records.filter { !$0.removed }, sweeping: progress.sweepSince != nil, clock: page.clock, in: store)
+        progress.pullCursor = page.next
+        return (changed + removed.count, removed)
+    }
+
+    /// Removes the records that left the user's scope, children first, as `sync` (so that no
+    /// delete is pushed), and forgets their state, pending changes included: the server no
+    /// longer takes them from this user. What hangs under them here goes too, made here and not
+    /// accepted included (the server cannot name those). Returns those that were here.
+    private func remove(_ records: [SyncRecordState], in store: isolated Store) throws(SyncClientError) -> [(entity: String, key: String)] {
+        guard !records.isEmpty else { return [] }
+        var leaving: [String: Set<String>] = [:]
+        for record in records where SyncedEntity.storedKey(record.key) != nil { leaving[record.entity, default: []].insert(record.key) }
+        let ordered = SyncedEntity.parentsFirst(Array(entities.values))
+        for (name, keys) in leaving {
+            guard let entity = entities[name] else { continue }
+            for (child, under) in try everythingUnder(entity, keys: keys.sorted(), in: store) { leaving[child, default: []].formUnion(under) }
+        }
+        var removed: [(entity: String, key: String)] = []
+        for entity in ordered.reversed() {
+            for name in leaving[entity.name, default: []].sorted() {
+                let key = SyncedEntity.storedKey(name)!
+                let held = try inStore { () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }
+                try inStore { () throws(StoreError) in try store.forgetSyncRecord(entity: entity.name, key: name) }
+                if held { removed.append((entity.name, name)) }
+            }
+        }
+        return removed
+    }
+
+    /// The records here whose scope runs through these records of `entity`, however far down (a
+    /// board's lists and their cards), by entity.
+    private func everythingUnder(_ entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncClientError) -> [String: Set<String>] {
+        var found: [String: Set<String>] = [:]
+        var frontier = [(entity, keys)]
+        while let (parent, parentKeys) = frontier.popLast() {
+            for (child, childKeys) in try underneath(parent, keys: parentKeys, in: store) {
+                // A record met before (a cycle of parents) is not followed again.
+                let fresh = childKeys.filter { found[child, default: []].insert($0).inserted }
+                if !fresh.isEmpty, let childEntity = entities[child] { frontier.append((childEntity, fresh)) }
+            }
+        }
+        return found
+    }
+
+    /// The records here whose scope runs through these records of `entity` (a list's cards), by
+    /// entity: those whose scope's path starts with a relationship to it.
+    private func underneath(_ entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncClientError) -> [String: [String]] {
+        guard !keys.isEmpty else { return [:] }
+        var found: [String: [String]] = [:]
+        for child in entities.values {
+            guard case .user(let path) = child.scope, path.count >= 2,
+                let link = child.descriptor.relationships.first(where: { $0.name == path[0] && $0.target == entity.name && $0.foreignKeyColumns.count == 1 })
+            else { continue }
+            let rows = try inStore { () throws(StoreError) in
+                try store.records(of: child.descriptor, column: link.foreignKeyColumns[0], in: keys.compactMap(SyncedEntity.storedKey))
+            }
+            let children = rows.compactMap { $0[child.keyColumn].flatMap(SyncedEntity.keyText) }
+            if !children.isEmpty { found[child.name] = children }
+        }
+        return found
+    }
+
+    /// Merges the records pulled into the device's; how many changed.
+    private func merge(_ pulledRecords: [SyncRecordState], sweeping: Bool, clock serverClock: SyncClock, in store: isolated Store) throws(SyncClientError) -> Int {
         let records = SyncStateRecords(clock: clock)
         // The device's clock goes past the server's, whatever its wall clock says: its next
         // change is made after what it has seen.
-        clock.advance(past: page.clock)
-        for pulled in page.records {
+        clock.advance(past: serverClock)
+        for pulled in pulledRecords {
             for stamp in [pulled.record.latestChange, pulled.record.deleted].compactMap({ $0 }) { clock.advance(past: stamp) }
         }
         var changed = 0
         // Parents first, as the server sends them: a list is written before its items.
         for entity in SyncedEntity.parentsFirst(Array(entities.values)) {
-            let pulled = page.records.filter { $0.entity == entity.name && SyncedEntity.storedKey($0.key) != nil }
+            let pulled = pulledRecords.filter { $0.entity == entity.name && SyncedEntity.storedKey($0.key) != nil }
             guard !pulled.isEmpty else { continue }
             let local = try onDevice { () throws(SyncStateError) in try records.load(entity, keys: pulled.map(\.key), in: store) { _ in records.now() } }
             var inserts: [[String: StoredValue]] = []
@@ -69,7 +135,6 @@ struct Inbox: Sendable {
             }
             try onDevice { () throws(SyncStateError) in try records.save(states, of: entity, in: store) }
         }
-        progress.pullCursor = page.next
         return changed
     }
 
@@ -95,11 +160,22 @@ struct Inbox: Sendable {
         for entity in SyncedEntity.parentsFirst(Array(entities.values)).reversed() {
             let gone = try inStore { () throws(StoreError) in try store.syncKeysNotRefreshed(of: entity.descriptor, keyColumn: entity.keyColumn, since: since) }
             for (key, pending) in gone {
+                guard let name = SyncedEntity.keyText(key) else { continue }
+                // Kept here (made here, not accepted): those the delete rule takes with it are told.
+                let kept = try everythingUnder(entity, keys: [name], in: store)
                 guard try inStore({ () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }) else { continue }
                 removed += 1
-                guard let name = SyncedEntity.keyText(key) else { continue }
                 try inStore { () throws(StoreError) in try store.forgetSyncRecord(entity: entity.name, key: name) }
                 if pending { dropped.append((entity.name, name)) }
+                for (child, keys) in kept {
+                    guard let childEntity = entities[child] else { continue }
+                    let still = try inStore { () throws(StoreError) in try store.records(of: childEntity.descriptor, column: childEntity.keyColumn, in: keys.compactMap(SyncedEntity.storedKey)) }
+                    let present = Set(still.compactMap { $0[childEntity.keyColumn].flatMap(SyncedEntity.keyText) })
+                    for lost in keys.sorted() where !present.contains(lost) {
+                        try inStore { () throws(StoreError) in try store.forgetSyncRecord(entity: child, key: lost) }
+                        dropped.append((child, lost))
+                    }
+                }
             }
         }
         return (removed, dropped)

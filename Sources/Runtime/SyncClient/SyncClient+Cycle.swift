@@ -149,17 +149,18 @@ extension SyncClient {
             let changed = try await step { store throws(SyncClientError) -> (records: Int, events: [SyncEvent]) in
                 var progress = try Self.progress(in: store)
                 try local.stamp(&progress, in: store)
-                var changed = try inbox.take(page, &progress, in: store)
-                var dropped: [(entity: String, key: String)] = []
+                let taken = try inbox.take(page, &progress, in: store)
+                var changed = taken.changed
+                var events = taken.removed.map { SyncEvent.removedFromScope(entity: $0.entity, key: $0.key) }
                 if let since = progress.sweepSince, !page.hasMore {
                     let swept = try inbox.sweep(since: since, in: store)
                     changed += swept.removed
-                    dropped = swept.changesDropped
+                    events += swept.changesDropped.map { SyncEvent.deletedWhileAway(entity: $0.entity, key: $0.key) }
                     progress.sweepSince = nil
                 }
                 progress.clock = clock.latest.text
                 try inStore { () throws(StoreError) in try store.writeSyncClientRow(progress) }
-                return (changed, dropped.map { SyncEvent.deletedWhileAway(entity: $0.entity, key: $0.key) })
+                return (changed, events)
             }
             tell(.pulled(records: changed.records))
             for event in changed.events { tell(event) }

@@ -173,6 +173,9 @@ public enum SyncEvent: Sendable, Hashable {
     /// longer than the server keeps deletes (`SyncServer.purgeTombstones`): the delete stands,
     /// and the device's change to it is dropped, as the record is.
     case deletedWhileAway(entity: String, key: String)
+    /// A record left this user's scope on the server (a list given to another owner, or an
+    /// item under it): it was removed from the device, with any change here not yet accepted.
+    case removedFromScope(entity: String, key: String)
     /// A sync failed; the next one goes on from where it stopped.
     case failed(String)
 }
@@ -191,11 +194,12 @@ public struct SyncReport: Sendable, Hashable {
     public var pushedChanges: Int { events.reduce(0) { if case .pushed(let count) = $1 { $0 + count } else { $0 } } }
     /// Records pulled that changed this device.
     public var pulledRecords: Int { events.reduce(0) { if case .pulled(let count) = $1 { $0 + count } else { $0 } } }
-    /// The events the app should show: conflicts lost, changes refused, records deleted while away.
+    /// The events the app should show: conflicts lost, changes refused, records deleted while
+    /// away or removed from the user's scope.
     public var settledOtherwise: [SyncEvent] {
         events.filter { event in
             switch event {
-            case .conflict, .rejected, .deletedWhileAway: true
+            case .conflict, .rejected, .deletedWhileAway, .removedFromScope: true
             case .pushed, .pulled, .failed: false
             }
         }

@@ -232,14 +232,16 @@ extension SyncPush: SyncMessage {
 }
 
 extension SyncRecordState: Codable {
-    enum Keys: String, CodingKey { case entity, key, record }
+    enum Keys: String, CodingKey { case entity, key, record, removed }
 
     /// Reads the JSON `SyncJSON` writes, checking what the type requires of itself.
     ///
     ///     let syncRecordState = try JSONDecoder().decode(SyncRecordState.self, from: data)
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        self.init(entity: try named(container, .entity), key: try named(container, .key), record: try container.decode(SyncRecord.self, forKey: .record))
+        self.init(
+            entity: try named(container, .entity), key: try named(container, .key), record: try container.decode(SyncRecord.self, forKey: .record),
+            removed: try container.decodeIfPresent(Bool.self, forKey: .removed) ?? false)
     }
 
     /// Writes the JSON `SyncJSON` reads.
@@ -248,6 +250,7 @@ extension SyncRecordState: Codable {
         try container.encode(entity, forKey: .entity)
         try container.encode(key, forKey: .key)
         try container.encode(record, forKey: .record)
+        if removed { try container.encode(true, forKey: .removed) }
     }
 }
 

@@ -133,7 +133,13 @@ enum SyncJSONReader {
                 { node -> SyncRecordState? in
                     guard let members = object(node), let entity = named(members["entity"]), let key = named(members["key"]), let record = members["record"].flatMap(record)
                     else { return nil }
-                    return SyncRecordState(entity: entity, key: key, record: record)
+                    let removed: Bool
+                    switch members["removed"]?.value {
+                    case nil: removed = false
+                    case .bool(let flag)?: removed = flag
+                    default: return nil
+                    }
+                    return SyncRecordState(entity: entity, key: key, record: record, removed: removed)
                 })
         else { return nil }
         return SyncPullAnswer(records: records, next: next, hasMore: hasMore, clock: clock)

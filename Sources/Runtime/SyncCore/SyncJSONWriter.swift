@@ -274,6 +274,10 @@ struct SyncJSONWriter {
             writer.path.append("record")
             try writer.record(state.record)
             writer.path.removeLast()
+            if state.removed {
+                writer.key("removed")
+                writer.raw("true")
+            }
             writer.raw("}")
         }
         raw("}")

@@ -56,14 +56,18 @@ public struct SyncRecordState: Sendable, Hashable {
     public var key: String
     /// The record: values with their clocks, counter totals, its delete.
     public var record: SyncRecord
+    /// Whether the record left the user's scope (a list given to another owner, or an item
+    /// under it): the device removes it, without a delete of its own, and `record` is empty.
+    public var removed: Bool
 
-    /// A record's state.
+    /// A record's state, or (`removed`) the word that it left the user's scope.
     ///
     ///     let state = SyncRecordState(entity: "TodoItem", key: key, record: record)
-    public init(entity: String, key: String, record: SyncRecord) {
+    public init(entity: String, key: String, record: SyncRecord, removed: Bool = false) {
         self.entity = entity
         self.key = key
         self.record = record
+        self.removed = removed
     }
 }
 

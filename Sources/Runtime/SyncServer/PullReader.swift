@@ -163,12 +163,15 @@ struct PullReader: Sendable {
         var stamped: [(key: String, state: SyncRecord)] = []
         let rows = Dictionary(keyed, uniquingKeysWith: { first, _ in first })
         let (kept, seeded) = try served { () throws(SyncStateError) in try records.kept(entity, states: states, rows: rows, keys: keyed.map(\.0), in: store) }
+        var reconciled: [(key: String, record: SyncedRecord)] = []
         for (key, row) in keyed {
             let record = try served { () throws(SyncStateError) in try records.reconciled(entity, state: kept[key], row: row, stamp: records.now()) }
+            reconciled.append((key, record))
             if record.stateChanged || seeded.contains(key) { stamped.append((key, record.state)) }
             if try scope.holds(entity, entity.fieldValues(of: row), in: store) { found.append(SyncRecordState(entity: entity.name, key: key, record: record.state)) }
         }
         try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
+        try ScopeDepartures(entities: scope.entities, clock: clock).note(entity, reconciled, in: store)
         return (found, page.next == nil ? nil : keyed.last?.0)
     }
 
@@ -190,6 +193,7 @@ struct PullReader: Sendable {
         var complete = transactions.count < limit
         var before = token
         var partlyHidden: Set<String> = []
+        var moved: Set<String> = []
         for (index, transaction) in transactions.enumerated() {
             var changes: [(entity: String, key: String)] = []
             var inTransaction: Set<String> = []
@@ -198,6 +202,7 @@ struct PullReader: Sendable {
                     let key = SyncedEntity.keyText(change.key[0])
                 else { continue }
                 if hidesColumns(change, entity) { partlyHidden.insert(entity + "\u{0}" + key) }
+                if movesScope(change, entity) { moved.insert(entity + "\u{0}" + key) }
                 guard inTransaction.insert(entity + "\u{0}" + key).inserted else { continue }
                 changes.append((entity, key))
             }
@@ -222,24 +227,65 @@ struct PullReader: Sendable {
             cursor = .history(token: before, skip: 0)
         }
         try addOneToOneDependents(of: partlyHidden, to: &touched, in: store)
+        return (try read(touched, moved: moved, in: store), cursor, complete)
+    }
+
+    /// The touched records as sent: those in the user's scope with their state, tombstones, and
+    /// the word `removed` for those that left it (`moved`: the records whose scope's first step
+    /// changed). What hangs under a record that came into the user's scope comes with it, and
+    /// what hangs under one that left goes with it. Parents are read first, so that their
+    /// children join the entities read after them.
+    private func read(_ touched: [String: [String]], moved: Set<String>, in store: isolated Store) throws(SyncServerError) -> [SyncRecordState] {
+        var touched = touched, moved = moved
+        var leaving: [String: Set<String>] = [:], removedSoFar: [String: Set<String>] = [:]
         let records = SyncStateRecords(clock: clock, seeds: seeds)
         let scope = scopeCheck
+        let departures = ScopeDepartures(entities: scope.entities, clock: clock)
         var found: [SyncRecordState] = []
-        for entity in entities {
-            guard let keys = touched[entity.name] else { continue }
+        for entity in SyncedEntity.parentsFirst(entities) {
+            let keys = touched[entity.name] ?? []
             let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store) { _ in records.now() } }
             let stamped = keys.compactMap { key in loaded[key].flatMap { $0.stateChanged ? (key, $0.state) : nil } }
             try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
+            try departures.note(entity, keys.compactMap { key in loaded[key].map { (key, $0) } }, in: store)
+            var movedIn: [String] = [], movedOut: [String] = [], held: Set<String> = []
             for key in keys {
                 guard let record = loaded[key], record.row != nil || record.state.deleted != nil else { continue }
                 let values = record.row.map(entity.fieldValues) ?? record.state.values
+                // A record moved, then deleted, counts too: its tombstone is the new owner's.
+                let wasMoved = moved.contains(entity.name + "\u{0}" + key)
                 // A tombstone's scope is told from the values it kept (and its parent's, kept
                 // in the parent's tombstone); one whose scope cannot be told is not sent.
-                guard try scope.owner(entity, values, in: store) ?? false else { continue }
+                guard try scope.owner(entity, values, in: store) ?? false else {
+                    if wasMoved { movedOut.append(key) }
+                    // Deleted under a record that left (its tombstone's parent is gone too).
+                    if departures.isUnder(entity, values, removedSoFar) { leaving[entity.name, default: []].insert(key) }
+                    continue
+                }
+                held.insert(key)
+                if wasMoved { movedIn.append(key) }
                 found.append(SyncRecordState(entity: entity.name, key: key, record: record.row == nil ? Self.tombstone(of: record.state) : record.state))
             }
+            let removed = leaving[entity.name, default: []].union(try departures.left(entity, keys: movedOut, user: user, in: store)).subtracting(held)
+            for key in removed.sorted() { found.append(SyncRecordState(entity: entity.name, key: key, record: SyncRecord(), removed: true)) }
+            removedSoFar[entity.name] = removed
+            for (dependent, children) in try departures.dependents(of: entity, keys: movedIn, sameRest: false, in: store) {
+                let fresh = children.filter { !(touched[dependent]?.contains($0) ?? false) }
+                touched[dependent, default: []] += fresh
+                for child in children { moved.insert(dependent + "\u{0}" + child) }
+            }
+            for (dependent, children) in try departures.dependents(of: entity, keys: removed.sorted(), sameRest: true, in: store) {
+                leaving[dependent, default: []].formUnion(children)
+            }
         }
-        return (found, cursor, complete)
+        return found
+    }
+
+    /// Whether an update changed the first step of the record's scope's path (an owner, a
+    /// parent): the record may have come into this user's scope, or left it.
+    private func movesScope(_ change: HistoryChange, _ entity: String) -> Bool {
+        guard change.kind == .update, let mine = entities.first(where: { $0.name == entity }), let field = ScopeDepartures.scopeField(of: mine) else { return false }
+        return change.changedAttributes.contains(field)
     }
 
     /// Whether a change names attributes this version's entity does not have: made through the

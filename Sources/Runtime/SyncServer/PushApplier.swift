@@ -73,6 +73,8 @@ struct PushApplier: Sendable {
             return Self.refused(error, pushed, before: record)
         }
         try served { () throws(SyncStateError) in try records.save(merged, of: entity, key: pushed.key, in: store) }
+        // A write outside sync stamped just now may have moved the record from another user.
+        try ScopeDepartures(entities: entities, clock: clock).note(entity, [(pushed.key, record)], in: store)
         return conflict
     }
 
@@ -153,6 +155,15 @@ struct ScopeCheck {
 
     func owner(_ entity: SyncedEntity, _ values: [String: StoredValue], in store: isolated Store) throws(SyncServerError) -> Bool? {
         guard case .user(let path) = entity.scope, !path.isEmpty else { return true }
+        return try Self.endOfPath(entity, values, entities: entities, clock: clock, in: store).map { sameUser($0, user) }
+    }
+
+    /// The value a record's scope path ends at (its owner, as stored), from the record's values;
+    /// nil when the scope is `all`, or a record on the path is gone and kept no state.
+    static func endOfPath(
+        _ entity: SyncedEntity, _ values: [String: StoredValue], entities: [String: SyncedEntity], clock: NodeClock, in store: isolated Store
+    ) throws(SyncServerError) -> StoredValue? {
+        guard case .user(let path) = entity.scope, !path.isEmpty else { return nil }
         var values = values
         var current = entity
         for step in path.dropLast() {
@@ -177,7 +188,7 @@ struct ScopeCheck {
             }
             current = target
         }
-        return sameUser(values[path[path.count - 1]], user)
+        return values[path[path.count - 1]] ?? .null
     }
 }
 

@@ -145,6 +145,8 @@ public actor SyncServer {
                 var count = 0
                 do throws(StoreError) {
                     for entity in ordered { count += try store.purgeSyncTombstones(of: entity.descriptor, keyColumn: entity.keyColumn, before: horizon) }
+                    // Departures go with the tombstones: every device in retention was told of them.
+                    _ = try store.purgeSyncDepartures(before: horizon)
                     let before = try store.syncTombstonesPurgedThrough()
                     if before.map({ $0 < horizon }) ?? true { try store.writeSyncTombstonesPurgedThrough(horizon) }
                 } catch {

@@ -12,12 +12,16 @@ package struct SyncedRecord: Sendable {
     package var stateChanged: Bool
     /// The fields stamped just now, each with the clock it had before (nil when it had none).
     package var stamped: [String: SyncClock?]
+    /// The values the stamped fields held in the kept state before (where it held one): what a
+    /// write outside sync replaced, such as the owner a list had.
+    package var replaced: [String: StoredValue]
 
-    package init(state: SyncRecord, row: StoredRecord?, stateChanged: Bool = false, stamped: [String: SyncClock?] = [:]) {
+    package init(state: SyncRecord, row: StoredRecord?, stateChanged: Bool = false, stamped: [String: SyncClock?] = [:], replaced: [String: StoredValue] = [:]) {
         self.state = state
         self.row = row
         self.stateChanged = stateChanged
         self.stamped = stamped
+        self.replaced = replaced
     }
 }
 
@@ -171,6 +175,7 @@ package struct SyncStateRecords: Sendable {
         let revived = kept == nil || state.isDeleted
         var change = SyncChange()
         var stamped: [String: SyncClock?] = [:]
+        var replaced: [String: StoredValue] = [:]
         for (field, value) in entity.fieldValues(of: row) {
             if entity.rules.counters.contains(field) {
                 let stored: Int64 = if case .integer(let number) = value { number } else { 0 }
@@ -183,11 +188,12 @@ package struct SyncStateRecords: Sendable {
                 change.values[field] = value
                 change.clocks[field] = try clock(field, after: revived ? state.deleted : state.clocks[field])
                 stamped[field] = state.clocks[field]
+                if let before = state.values[field], before != value { replaced[field] = before }
             }
         }
         guard !stamped.isEmpty || !change.values.isEmpty || !change.counters.isEmpty else { return SyncedRecord(state: state, row: row) }
         state.merge(change, rules: entity.rules, fromServer: true)
-        return SyncedRecord(state: state, row: row, stateChanged: true, stamped: stamped)
+        return SyncedRecord(state: state, row: row, stateChanged: true, stamped: stamped, replaced: replaced)
     }
 
     /// Stores a record's state, its encrypted values sealed as its row's are.

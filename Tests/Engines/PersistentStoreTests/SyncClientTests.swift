@@ -138,6 +138,35 @@ import Testing
     }
 }
 
+extension SyncClientTests {
+    /// A device away longer than the server keeps deletes starts over; a card it made under a
+    /// list deleted meanwhile goes with the list (its delete rule cascades), and is told.
+    @Test(arguments: StoreEngine.available)
+    func aCardMadeHereUnderAListDeletedWhileAwayIsTold(_ engine: StoreEngine) async throws {
+        let (_, server) = try await Board.server(engine)
+        let ipad = try await Phone.open(server, "ipad-ada"), phone = try await Phone.open(server, "phone-ada")
+        let list = Board.key(1), card = Board.key(2), madeAway = Board.key(3)
+        _ = try await ipad.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Home")])
+        _ = try await ipad.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(list), "likes": .integer(0)])
+        try await ipad.client.sync()
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.store.countRecords(of: Board.card) == 1
+        }
+        _ = try await ipad.store.deleteRecord(of: Board.list, key: [.text(list)])
+        try await ipad.client.sync()
+        try await Task.sleep(for: .milliseconds(1_100))
+        try await ipad.client.sync()
+        #expect(try await server.purgeTombstones(deviceRetention: 1, margin: 0) == 2)
+        _ = try await phone.store.insertRecord(of: Board.card, values: ["id": .text(madeAway), "title": .text("Away"), "list_id": .text(list), "likes": .integer(0)])
+        let report = try await phone.client.sync()
+        #expect(try await phone.store.countRecords(of: Board.list) == 0)
+        #expect(try await phone.store.countRecords(of: Board.card) == 0)
+        #expect(report.settledOtherwise.contains(.deletedWhileAway(entity: "Card", key: madeAway)), "\(report.events)")
+        #expect(try await phone.client.status().pending == 0, "nothing is left to push for the card that went")
+    }
+}
+
 /// A device in a test: its own SQLite store and client.
 struct Phone {
     let id: String

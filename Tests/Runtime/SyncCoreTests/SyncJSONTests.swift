@@ -33,8 +33,14 @@ import Testing
         #expect(try SyncJSON.decode(SyncPushAnswer.self, from: SyncJSON.encode(answer)) == answer)
         let pull = SyncPull(device: "ipad-7", schemaVersion: 1, after: nil, limit: 500)
         #expect(try SyncJSON.decode(SyncPull.self, from: SyncJSON.encode(pull)) == pull)
-        let page = SyncPullAnswer(records: [current, SyncRecordState(entity: "TodoList", key: "k2", record: SyncRecord())], next: "4711", hasMore: true, clock: Self.clock(21, "server"))
+        let removal = SyncRecordState(entity: "TodoList", key: "k3", record: SyncRecord(), removed: true)
+        let page = SyncPullAnswer(
+            records: [current, SyncRecordState(entity: "TodoList", key: "k2", record: SyncRecord()), removal], next: "4711", hasMore: true, clock: Self.clock(21, "server"))
         #expect(try SyncJSON.decode(SyncPullAnswer.self, from: SyncJSON.encode(page)) == page)
+        // A removal says so; a record does not (a client of an earlier release reads it as an empty record).
+        let pageText = String(decoding: try SyncJSON.encode(page), as: UTF8.self)
+        #expect(pageText.contains(#"{"entity":"TodoList","key":"k3","record":{},"removed":true}"#) && pageText.components(separatedBy: "removed").count == 2, "\(pageText)")
+        #expect(try JSONDecoder().decode(SyncRecordState.self, from: JSONEncoder().encode(removal)) == removal)
         #expect(try SyncJSON.encode(Self.push) == SyncJSON.encode(Self.push), "equal messages are equal bytes")
         let text = String(decoding: try SyncJSON.encode(pull), as: UTF8.self)
         #expect(text == #"{"message":{"device":"ipad-7","limit":500,"schemaVersion":1},"protocol":1}"#)

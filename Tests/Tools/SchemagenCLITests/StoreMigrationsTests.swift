@@ -84,7 +84,7 @@ import Testing
         #expect(up.status == 0, "\(up.error)")
         #expect(
             up.output.contains("applied  0001_create_history") && up.output.contains("applied  0002_order_history_tokens")
-                && up.output.contains("applied  0003_create_sync_state"),
+                && up.output.contains("applied  0003_create_sync_state") && up.output.contains("applied  0004_create_sync_departures"),
             "\(up.output)")
         try connection.execute("INSERT INTO schemagen_history (schema, committed_at, entities, changes) VALUES ('Shop', 3, '[]', '[]')")
         let tokens = try connection.query("SELECT token FROM schemagen_history ORDER BY token").map { row -> Int64 in
@@ -93,9 +93,9 @@ import Testing
         }
         #expect(tokens.count == 3 && tokens[0] == 1 && tokens[1] == 2 && tokens[2] > 1 << 62, "\(tokens)")
         let recorded = try connection.query("SELECT version FROM schemagen_migrations WHERE schema = 'SchemagenStore' ORDER BY version")
-        #expect(recorded == [[.integer(1)], [.integer(2)], [.integer(3)]], "\(recorded)")
+        #expect(recorded == [[.integer(1)], [.integer(2)], [.integer(3)], [.integer(4)]], "\(recorded)")
         let status = try migrate.run(["status", "--database", url], in: folder)
-        #expect(status.output.contains("SchemagenStore  0003     create_sync_state"), "\(status.output)")
+        #expect(status.output.contains("SchemagenStore  0004     create_sync_departures"), "\(status.output)")
         // Run again, nothing is left to do; on SQLite the folder is not a schema's.
         let again = try migrate.run(["up", "--database", url], in: folder)
         #expect(again.status == 0 && !again.output.contains("order_history_tokens"), "\(again.output)\(again.error)")

@@ -1,0 +1,68 @@
+import Foundation
+import MigrationFiles
+import SQLDialects
+import SchemaMetadata
+
+// Records that left a user's scope (`schemagen_sync_departures`): noted by whichever read of
+// the sync server first stamps the change that moved them, and read by each pull of the user
+// they left, so that every device of that user is told to remove them.
+extension Store {
+    /// Creates the table where it is missing.
+    package func prepareSyncDepartures() throws(StoreError) {
+        do throws(DatabaseFailure) {
+            if try !database.tableExists("schemagen_sync_departures") {
+                try Self.createIfMissing(database, StoreTableMigrations.syncDepartureTable(database.dialect))
+            }
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// Notes that these records of `entity` left `user`'s scope, now (again, if noted before).
+    package func noteSyncDepartures(entity: String, keys: [String], user: String) throws(StoreError) {
+        guard !keys.isEmpty else { return }
+        try requireSyncTransaction()
+        let dialect = database.dialect
+        let now = StoredValue.real(Date().timeIntervalSince1970)
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let tuples = keys[start..<min(start + 500, keys.count)].map { key -> SQL in
+                "(\(SQL.parameters([.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(user), now])))"
+            }
+            _ = try query(
+                "INSERT INTO schemagen_sync_departures (schema, schema_version, entity, record_key, user_id, left_at) VALUES \(SQL.list(tuples))"
+                    + dialect.onConflict(["schema", "schema_version", "entity", "record_key", "user_id"], set: ["left_at = " + dialect.proposed("left_at")]))
+        }
+    }
+
+    /// Which of these records of `entity` left `user`'s scope.
+    package func syncDepartures(entity: String, keys: [String], user: String) throws(StoreError) -> Set<String> {
+        var left: Set<String> = []
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
+            let rows = try query(
+                """
+                SELECT record_key FROM schemagen_sync_departures WHERE schema = \(value: .text(schema.name))
+                AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity))
+                AND user_id = \(value: .text(user)) AND record_key IN (\(SQL.parameters(chunk)))
+                """
+            )
+            for row in rows { if case .text(let key) = row[0] { left.insert(key) } }
+        }
+        return left
+    }
+
+    /// Removes the notes made before `before` (with the tombstones: a device not caught up
+    /// since starts over, and its sweep removes what it no longer gets); how many.
+    package func purgeSyncDepartures(before: Date) throws(StoreError) -> Int {
+        try requireSyncTransaction()
+        let condition: SQL = "schema = \(value: .text(schema.name)) AND left_at < \(value: .real(before.timeIntervalSince1970))"
+        let count = try query("SELECT count(*) FROM schemagen_sync_departures WHERE \(condition)").first?.first
+        _ = try query("DELETE FROM schemagen_sync_departures WHERE \(condition)")
+        if case .integer(let number)? = count { return Int(number) }
+        return 0
+    }
+
+    private func requireSyncTransaction() throws(StoreError) {
+        guard depth > 0 else { throw .notSupported("a note of a record that left a scope is written inside a transaction") }
+    }
+}
