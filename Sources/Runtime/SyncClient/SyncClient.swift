@@ -171,7 +171,8 @@ public enum SyncEvent: Sendable, Hashable {
     case rejected(SyncRejection)
     /// A record changed here and not pushed was deleted on the server while the device was away
     /// longer than the server keeps deletes (`SyncServer.purgeTombstones`): the delete stands,
-    /// and the device's change to it is dropped, as the record is.
+    /// and the device's change to it is dropped, as the record is. Also told of a record made
+    /// here under one so deleted, which its delete rule took with it.
     case deletedWhileAway(entity: String, key: String)
     /// A record left this user's scope on the server (a list given to another owner, or an
     /// item under it): it was removed from the device, with any change here not yet accepted.
