@@ -471,6 +471,19 @@ extension Store {
         }
     }
 
+    /// Which of these records of `entity` the server has not accepted (made here, or refused).
+    package func syncUnsharedKeys(entity: String, keys: [String]) throws(StoreError) -> Set<String> {
+        var unshared: Set<String> = []
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
+            let rows = try query(
+                "SELECT record_key FROM schemagen_sync_unshared WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
+            )
+            for row in rows { if case .text(let key) = row[0] { unshared.insert(key) } }
+        }
+        return unshared
+    }
+
     /// The server accepted the record (`refused` nil: it is shared now), or refused it for good
     /// (the reason kept: it stays this device's own until the app changes it and the server
     /// accepts it).

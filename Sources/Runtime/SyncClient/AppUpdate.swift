@@ -47,13 +47,19 @@ struct AppUpdate: Sendable {
             }
             let rows = page.records.compactMap { row in row[entity.keyColumn].flatMap(SyncedEntity.keyText).map { ($0, row) } }
             let texts = try inStore { () throws(StoreError) in try store.syncStates(entity: earlierName, keys: rows.map(\.0), version: earlier) }
+            let withoutState = rows.map(\.0).filter { texts[$0] == nil }
+            let onServer = try sharedElsewhere(withoutState, from: earlier, in: store)
+            // Values the server never saw are this device's latest: stamped now, they win over
+            // what the server's own migration put in the same record (a default).
+            let fresh: SyncClock
+            do { fresh = try clock.tick() } catch { throw .clock(error) }
             var carried: [(key: String, state: SyncRecord)] = []
             var unclocked: [String] = []
             for (key, row) in rows {
                 guard let text = texts[key] else {
                     // No state before the update: a row its migration made (a table split's part)
                     // or one made offline and never pushed.
-                    carried.append((key, unclockedState(of: entity, row: entity.fieldValues(of: row))))
+                    carried.append((key, unclockedState(of: entity, row: entity.fieldValues(of: row), serverHoldsIt: onServer.contains(key), fresh: fresh)))
                     unclocked.append(key)
                     continue
                 }
@@ -65,6 +71,21 @@ struct AppUpdate: Sendable {
             try inStore { () throws(StoreError) in try store.markSyncUnshared(entity: entity.name, keys: unclocked) }
             cursor = page.next
         } while cursor != nil
+    }
+
+    /// Which of these keys the server holds under another entity of the earlier version (the
+    /// record a table split's part comes from): a state kept there, and accepted.
+    private func sharedElsewhere(_ keys: [String], from earlier: Int, in store: isolated Store) throws(SyncClientError) -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        var shared: Set<String> = []
+        for entity in entities {
+            let earlierName = entity.descriptor.renamedFrom ?? entity.name
+            let kept = try inStore { () throws(StoreError) in try store.syncStates(entity: earlierName, keys: keys, version: earlier) }
+            guard !kept.isEmpty else { continue }
+            let unshared = try inStore { () throws(StoreError) in try store.syncUnsharedKeys(entity: earlierName, keys: Array(kept.keys)) }
+            shared.formUnion(Set(kept.keys).subtracting(unshared))
+        }
+        return shared
     }
 
     /// The tombstones: states whose rows are gone.
@@ -111,20 +132,23 @@ struct AppUpdate: Sendable {
         return SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: kept.deleted) ?? SyncRecord()
     }
 
-    /// A row without a state: its values as this device's, each with a clock older than any
-    /// other, and pushed. Where the server holds the record too (its own migration split the
-    /// same row to the same key), the server's values win; where it does not, the device's
-    /// are taken. A counter's value is kept as of no node's (not pushed): counters of a split's
-    /// part are not carried across an update.
-    func unclockedState(of entity: SyncedEntity, row: [String: StoredValue]) -> SyncRecord {
+    /// A row without a state, pushed as this device's. Where the server holds a record of that
+    /// key (`serverHoldsIt`: its own migration split the same row to the same key), its values
+    /// take a clock older than any other, so the server's win, and a counter is kept as of no
+    /// node's, not pushed, giving way to the server's totals, which counted it already. Where
+    /// it does not (a book made here offline, split by the update), the values take `fresh`,
+    /// and a counter is the device's own.
+    func unclockedState(of entity: SyncedEntity, row: [String: StoredValue], serverHoldsIt: Bool = true, fresh: SyncClock? = nil) -> SyncRecord {
         let oldest = SyncClock(milliseconds: 0, counter: 0, node: clock.node)
+        let stamp = serverHoldsIt ? oldest : fresh ?? oldest
         var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
         for (field, value) in row {
             if entity.rules.counters.contains(field) {
-                if case .integer(let total) = value, total != 0 { counters[field] = [Self.unknownAge.node: CounterTotal(total: total, clock: Self.unknownAge)] }
+                guard case .integer(let total) = value, total != 0 else { continue }
+                counters[field] = serverHoldsIt ? [Self.unknownAge.node: CounterTotal(total: total, clock: Self.unknownAge)] : [clock.node: CounterTotal(total: total, clock: oldest)]
             } else {
                 values[field] = value
-                clocks[field] = oldest
+                clocks[field] = stamp
             }
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: counters) ?? SyncRecord()

@@ -53,7 +53,8 @@ struct PushApplier: Sendable {
         guard let key = SyncedEntity.storedKey(pushed.key) else { return rejection(.invalid, "the key is not a UUID in lowercase") }
         if let (reason, detail) = problem(with: pushed.change, of: entity) { return rejection(reason, detail) }
         let record =
-            try served { () throws(SyncStateError) in try records.load(entity, keys: [pushed.key], in: store) { _ in records.now() } }[pushed.key] ?? SyncedRecord(state: SyncRecord(), row: nil)
+            try served { () throws(SyncStateError) in try records.load(entity, keys: [pushed.key], in: store, firstSight: Self.firstSight(clock)) { _ in records.now() } }[pushed.key]
+            ?? SyncedRecord(state: SyncRecord(), row: nil)
         let scope = ScopeCheck(entities: entities, user: user, clock: clock)
         // A record that exists, or existed (its tombstone keeps its values), is its owner's.
         let existing = record.row.map(entity.fieldValues) ?? (record.state.values.isEmpty ? nil : record.state.values)
@@ -76,6 +77,15 @@ struct PushApplier: Sendable {
         // A write outside sync stamped just now may have moved the record from another user.
         try ScopeDepartures(entities: entities, clock: clock).note(entity, [(pushed.key, record)], in: store)
         return conflict
+    }
+
+    /// The clock of a row the server never stamped, met by a push that names its key: a row a
+    /// migration's triggers made as a part of the device's own record (a table split's part,
+    /// made when the device's book was written). Older than any change but a device's values
+    /// of unknown age, so the pushed values stand over its defaults, and those of a device
+    /// that made the same part by its own update do not.
+    static func firstSight(_ clock: NodeClock) -> StampClock {
+        { _ in SyncClock(milliseconds: 0, counter: 1, node: clock.node) }
     }
 
     /// A write the store refused, undone on its own (a savepoint): told back without any other

@@ -66,8 +66,10 @@ package struct SyncStateRecords: Sendable {
     /// at a time, each brought up to date with clocks from `stamp(key)`.
     /// `written(key)`: the fields the history says this node wrote since, stamped even where
     /// the row holds the kept value again (an edit undone before a sync is still the latest).
+    /// `firstSight`: the clock of a row no version kept a state for, where it is not `stamp`'s.
     package func load(
-        _ entity: SyncedEntity, keys: [String], in store: isolated Store, written: (String) -> Set<String> = { _ in [] }, stamp: (String) -> StampClock
+        _ entity: SyncedEntity, keys: [String], in store: isolated Store, written: (String) -> Set<String> = { _ in [] }, firstSight: StampClock? = nil,
+        stamp: (String) -> StampClock
     ) throws(SyncStateError) -> [String: SyncedRecord] {
         let states: [String: String]
         do { states = try store.syncStates(entity: entity.name, keys: keys) } catch { throw .store(error) }
@@ -80,7 +82,7 @@ package struct SyncStateRecords: Sendable {
         let (kept, seeded) = try kept(entity, states: states, rows: byKey, keys: keys, in: store)
         var records: [String: SyncedRecord] = [:]
         for key in keys where records[key] == nil && SyncedEntity.storedKey(key) != nil {
-            records[key] = try reconciled(entity, state: kept[key], row: byKey[key], written: written(key), stamp: stamp(key))
+            records[key] = try reconciled(entity, state: kept[key], row: byKey[key], written: written(key), stamp: kept[key] == nil ? firstSight ?? stamp(key) : stamp(key))
             // A seeded state is kept from now on: a later write is then told from it.
             if seeded.contains(key) { records[key]?.stateChanged = true }
         }

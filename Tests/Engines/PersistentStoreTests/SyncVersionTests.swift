@@ -193,7 +193,7 @@ extension SyncVersionTests {
             try await store.records(of: blurb, where: [RecordFilter("id", .equals(.text(key)))], limit: 1).records.first?["text"]
         }
         #expect(try await text(phone.store, dune) == .text("spice"))
-        #expect(try await text(phone.store, emma) == nil, "no blurb, no row")
+        #expect(try await text(phone.store, emma) ?? .null == .null, "no blurb (a row for its stars)")
 
         // The phone edits a blurb: the iPad reads it as its book's. The iPad gives a book a
         // blurb: the phone gets a blurb record.
@@ -210,7 +210,7 @@ extension SyncVersionTests {
         // Offline, the iPad edits a title and adds a book with a blurb, while the phone edits
         // Dune's blurb again. Then the iPad's app is updated: its file splits to the same keys.
         _ = try await ipad.store.updateRecord(of: book1, key: [.text(dune)], set: ["title": .text("Dune (1965)")])
-        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(kafka), "title": .text("Kafka"), "blurb": .text("trial")])
+        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(kafka), "title": .text("Kafka"), "blurb": .text("trial"), "stars": .integer(2)])
         _ = try await phone.store.updateRecord(of: blurb, key: [.text(dune)], set: ["text": .text("dunes")])
         try await phone.client.sync()
         ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
@@ -218,6 +218,8 @@ extension SyncVersionTests {
         #expect(try await text(ipad.store, dune) == .text("dunes"), "the phone's later edit stands, not the copy the split made")
         #expect(try await ipad.book(dune)?["title"] == .text("Dune (1965)"))
         #expect(try await text(ipad.store, kafka) == .text("trial"), "the blurb of the book made offline is the device's")
+        let stars = try await ipad.store.records(of: blurb, where: [RecordFilter("id", .equals(.text(kafka)))], limit: 1).records.first?["stars"]
+        #expect(stars == .integer(2), "its stars, counted offline before the update, are the device's to push: \(String(describing: stars))")
         try await Phone.eventually {
             try await phone.client.sync()
             let title = try await phone.book(dune)?["title"], trial = try await text(phone.store, kafka)
@@ -272,7 +274,8 @@ struct Shelf {
 
     /// A table split instead: version 2 moves each book's blurb to an entity of its own, keyed
     /// as its book (`movedFrom: Book.id`), so every database splits to the same keys.
-    static let beforeTheSplit = first.replacingOccurrences(of: "      rating: {type: Int32, default: 0}\n", with: "      blurb: String?\n")
+    static let beforeTheSplit = first.replacingOccurrences(of: "      rating: {type: Int32, default: 0}\n", with: "      blurb: String?\n      stars: {type: Int32, default: 0}\n")
+        .replacingOccurrences(of: "counters: [reads]", with: "counters: [reads, stars]")
     static let split = """
         schema: Shelf
         version: 2
@@ -291,11 +294,12 @@ struct Shelf {
             attributes:
               id: {type: UUID, primaryKey: true, movedFrom: Book.id}
               text: {type: String?, movedFrom: Book.blurb}
+              stars: {type: Int32, default: 0, movedFrom: Book.stars}
             relationships:
               book: {to: Book, inverse: blurb}
         sync:
           Book: {scope: all, counters: [reads]}
-          Blurb: {scope: all}
+          Blurb: {scope: all, counters: [stars]}
 
         """
 
