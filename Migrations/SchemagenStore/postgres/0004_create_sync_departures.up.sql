@@ -21,5 +21,6 @@ CREATE TABLE IF NOT EXISTS schemagen_sync_departures (
     record_key text NOT NULL,
     user_id text NOT NULL,
     left_at double precision NOT NULL,
+    history_token bigint NOT NULL,
     PRIMARY KEY (schema, schema_version, entity, record_key, user_id)
 );

@@ -94,8 +94,8 @@ public enum StoreTableMigrations {
     }
 
     /// The table where a sync server notes the users whose scope a record left (a list given to
-    /// another owner), so that their devices are told to remove it, whichever pull reads the
-    /// change first (any dialect).
+    /// another owner), when, and at which history token, so that their devices are told to
+    /// remove it, whichever pull reads the change first (any dialect).
     public static func syncDepartureTable(_ dialect: any SQLDialect) -> SQL {
         let text = SQL(verbatim: dialect.columnType(.text)), real = SQL(verbatim: dialect.columnType(.real))
         let integer = SQL(verbatim: dialect.columnType(.integer))
@@ -107,6 +107,7 @@ public enum StoreTableMigrations {
                 record_key \(text) NOT NULL,
                 user_id \(text) NOT NULL,
                 left_at \(real) NOT NULL,
+                history_token \(integer) NOT NULL,
                 PRIMARY KEY (schema, schema_version, entity, record_key, user_id)
             );
             """

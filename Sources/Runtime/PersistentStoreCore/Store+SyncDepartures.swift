@@ -18,24 +18,28 @@ extension Store {
         }
     }
 
-    /// Notes that these records of `entity` left `user`'s scope, now (again, if noted before).
-    package func noteSyncDepartures(entity: String, keys: [String], user: String) throws(StoreError) {
+    /// Notes that these records of `entity` left `user`'s scope, now, by the history transaction
+    /// `token` (again, if noted before).
+    package func noteSyncDepartures(entity: String, keys: [String], user: String, token: Int64) throws(StoreError) {
         guard !keys.isEmpty else { return }
         try requireSyncTransaction()
         let dialect = database.dialect
         let now = StoredValue.real(Date().timeIntervalSince1970)
         for start in stride(from: 0, to: keys.count, by: 500) {
             let tuples = keys[start..<min(start + 500, keys.count)].map { key -> SQL in
-                "(\(SQL.parameters([.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(user), now])))"
+                "(\(SQL.parameters([.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(user), now, .integer(token)])))"
             }
             _ = try query(
-                "INSERT INTO schemagen_sync_departures (schema, schema_version, entity, record_key, user_id, left_at) VALUES \(SQL.list(tuples))"
-                    + dialect.onConflict(["schema", "schema_version", "entity", "record_key", "user_id"], set: ["left_at = " + dialect.proposed("left_at")]))
+                "INSERT INTO schemagen_sync_departures (schema, schema_version, entity, record_key, user_id, left_at, history_token) VALUES \(SQL.list(tuples))"
+                    + dialect.onConflict(
+                        ["schema", "schema_version", "entity", "record_key", "user_id"],
+                        set: ["left_at = " + dialect.proposed("left_at"), "history_token = " + dialect.proposed("history_token")]))
         }
     }
 
-    /// Which of these records of `entity` left `user`'s scope.
-    package func syncDepartures(entity: String, keys: [String], user: String) throws(StoreError) -> Set<String> {
+    /// Which of these records of `entity` left `user`'s scope by a transaction after history
+    /// token `after`.
+    package func syncDepartures(entity: String, keys: [String], user: String, after: Int64) throws(StoreError) -> Set<String> {
         var left: Set<String> = []
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
@@ -43,7 +47,7 @@ extension Store {
                 """
                 SELECT record_key FROM schemagen_sync_departures WHERE schema = \(value: .text(schema.name))
                 AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity))
-                AND user_id = \(value: .text(user)) AND record_key IN (\(SQL.parameters(chunk)))
+                AND user_id = \(value: .text(user)) AND history_token > \(value: .integer(after)) AND record_key IN (\(SQL.parameters(chunk)))
                 """
             )
             for row in rows { if case .text(let key) = row[0] { left.insert(key) } }

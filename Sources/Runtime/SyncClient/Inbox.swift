@@ -16,7 +16,8 @@ struct Inbox: Sendable {
     /// While the device pulls everything again (`progress.sweepSince`), the state of every
     /// record that comes is written again, changed or not: the sweep keeps those.
     func take(_ page: SyncPullAnswer, _ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) -> (changed: Int, removed: [(entity: String, key: String)]) {
-        let removed = try remove(page.records.filter(\.removed), in: store)
+        let merged = Set(page.records.filter { !$0.removed }.map { $0.entity + "\u{0}" + $0.key })
+        let removed = try remove(page.records.filter(\.removed), keeping: merged, in: store)
         let changed = try merge(page.records.filter { !$0.removed }, sweeping: progress.sweepSince != nil, clock: page.clock, in: store)
         progress.pullCursor = page.next
         return (changed + removed.count, removed)
@@ -24,16 +25,23 @@ struct Inbox: Sendable {
 
     /// Removes the records that left the user's scope, children first, as `sync` (so that no
     /// delete is pushed), and forgets their state, pending changes included: the server no
-    /// longer takes them from this user. What hangs under them here goes too, made here and not
-    /// accepted included (the server cannot name those). Returns those that were here.
-    private func remove(_ records: [SyncRecordState], in store: isolated Store) throws(SyncClientError) -> [(entity: String, key: String)] {
+    /// longer takes them from this user. Under them, what was made here and never accepted goes
+    /// too (the server cannot name it); what the server accepted and did not name stays (the
+    /// server holds it elsewhere). A record the page also sends (`keeping`) stays. Returns those
+    /// that were here.
+    private func remove(_ records: [SyncRecordState], keeping: Set<String>, in store: isolated Store) throws(SyncClientError) -> [(entity: String, key: String)] {
         guard !records.isEmpty else { return [] }
         var leaving: [String: Set<String>] = [:]
-        for record in records where SyncedEntity.storedKey(record.key) != nil { leaving[record.entity, default: []].insert(record.key) }
+        for record in records where SyncedEntity.storedKey(record.key) != nil && !keeping.contains(record.entity + "\u{0}" + record.key) {
+            leaving[record.entity, default: []].insert(record.key)
+        }
         let ordered = SyncedEntity.parentsFirst(Array(entities.values))
         for (name, keys) in leaving {
             guard let entity = entities[name] else { continue }
-            for (child, under) in try everythingUnder(entity, keys: keys.sorted(), in: store) { leaving[child, default: []].formUnion(under) }
+            for (child, under) in try everythingUnder(entity, keys: keys.sorted(), sameRest: true, in: store) {
+                let madeHere = try inStore { () throws(StoreError) in try store.syncUnsharedKeys(entity: child, keys: under.sorted()) }
+                leaving[child, default: []].formUnion(madeHere.filter { !keeping.contains(child + "\u{0}" + $0) })
+            }
         }
         var removed: [(entity: String, key: String)] = []
         for entity in ordered.reversed() {
@@ -48,12 +56,13 @@ struct Inbox: Sendable {
     }
 
     /// The records here whose scope runs through these records of `entity`, however far down (a
-    /// board's lists and their cards), by entity.
-    private func everythingUnder(_ entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncClientError) -> [String: Set<String>] {
+    /// board's lists and their cards), by entity. `sameRest`: only those whose path goes on as
+    /// their parent's (they leave a user's scope with it).
+    private func everythingUnder(_ entity: SyncedEntity, keys: [String], sameRest: Bool, in store: isolated Store) throws(SyncClientError) -> [String: Set<String>] {
         var found: [String: Set<String>] = [:]
         var frontier = [(entity, keys)]
         while let (parent, parentKeys) = frontier.popLast() {
-            for (child, childKeys) in try underneath(parent, keys: parentKeys, in: store) {
+            for (child, childKeys) in try underneath(parent, keys: parentKeys, sameRest: sameRest, in: store) {
                 // A record met before (a cycle of parents) is not followed again.
                 let fresh = childKeys.filter { found[child, default: []].insert($0).inserted }
                 if !fresh.isEmpty, let childEntity = entities[child] { frontier.append((childEntity, fresh)) }
@@ -64,11 +73,12 @@ struct Inbox: Sendable {
 
     /// The records here whose scope runs through these records of `entity` (a list's cards), by
     /// entity: those whose scope's path starts with a relationship to it.
-    private func underneath(_ entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncClientError) -> [String: [String]] {
+    private func underneath(_ entity: SyncedEntity, keys: [String], sameRest: Bool, in store: isolated Store) throws(SyncClientError) -> [String: [String]] {
         guard !keys.isEmpty else { return [:] }
+        let parentPath: [String] = if case .user(let path) = entity.scope { path } else { [] }
         var found: [String: [String]] = [:]
         for child in entities.values {
-            guard case .user(let path) = child.scope, path.count >= 2,
+            guard case .user(let path) = child.scope, path.count >= 2, !sameRest || Array(path.dropFirst()) == parentPath,
                 let link = child.descriptor.relationships.first(where: { $0.name == path[0] && $0.target == entity.name && $0.foreignKeyColumns.count == 1 })
             else { continue }
             let rows = try inStore { () throws(StoreError) in
@@ -162,7 +172,7 @@ struct Inbox: Sendable {
             for (key, pending) in gone {
                 guard let name = SyncedEntity.keyText(key) else { continue }
                 // Kept here (made here, not accepted): those the delete rule takes with it are told.
-                let kept = try everythingUnder(entity, keys: [name], in: store)
+                let kept = try everythingUnder(entity, keys: [name], sameRest: false, in: store)
                 guard try inStore({ () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }) else { continue }
                 removed += 1
                 try inStore { () throws(StoreError) in try store.forgetSyncRecord(entity: entity.name, key: name) }

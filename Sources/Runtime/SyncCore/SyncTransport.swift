@@ -26,7 +26,7 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
     /// What happened, for a log.
     public var description: String {
         switch self {
-        case .cursorExpired: "the server no longer holds the history after this device's cursor"
+        case .cursorExpired: "the server cannot go on from this device's cursor (its history was pruned, or a large move): the device pulls everything again"
         case .tombstonesPurged: "the server purged deletes this device has not seen: it pulls everything again"
         case .refused(let message): "the server refused the request: \(message)"
         case .unreachable(let message): "the server could not be reached: \(message)"

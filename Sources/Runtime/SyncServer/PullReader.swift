@@ -193,7 +193,7 @@ struct PullReader: Sendable {
         var complete = transactions.count < limit
         var before = token
         var partlyHidden: Set<String> = []
-        var moved: Set<String> = []
+        var moved: [String: Int64] = [:]
         for (index, transaction) in transactions.enumerated() {
             var changes: [(entity: String, key: String)] = []
             var inTransaction: Set<String> = []
@@ -202,7 +202,7 @@ struct PullReader: Sendable {
                     let key = SyncedEntity.keyText(change.key[0])
                 else { continue }
                 if hidesColumns(change, entity) { partlyHidden.insert(entity + "\u{0}" + key) }
-                if movesScope(change, entity) { moved.insert(entity + "\u{0}" + key) }
+                if movesScope(change, entity) { moved[entity + "\u{0}" + key] = transaction.token.value }
                 guard inTransaction.insert(entity + "\u{0}" + key).inserted else { continue }
                 changes.append((entity, key))
             }
@@ -227,17 +227,25 @@ struct PullReader: Sendable {
             cursor = .history(token: before, skip: 0)
         }
         try addOneToOneDependents(of: partlyHidden, to: &touched, in: store)
-        return (try read(touched, moved: moved, in: store), cursor, complete)
+        return (try read(touched, moved: moved, after: token, in: store), cursor, complete)
     }
+
+    /// The most records a move may bring into a page with it (what hangs under a record that
+    /// came into or left the user's scope): past it, the device pulls everything again instead,
+    /// which a page of any size can carry, and lets go of what does not come.
+    static let movedWithLimit = 1_000
 
     /// The touched records as sent: those in the user's scope with their state, tombstones, and
     /// the word `removed` for those that left it (`moved`: the records whose scope's first step
-    /// changed). What hangs under a record that came into the user's scope comes with it, and
-    /// what hangs under one that left goes with it. Parents are read first, so that their
-    /// children join the entities read after them.
-    private func read(_ touched: [String: [String]], moved: Set<String>, in store: isolated Store) throws(SyncServerError) -> [SyncRecordState] {
+    /// changed, by the transaction that changed it, read after history token `after`). What
+    /// hangs under a record that came into the user's scope comes with it, and what hangs under
+    /// one that left goes with it. Parents are read first, so that their children join the
+    /// entities read after them.
+    private func read(_ touched: [String: [String]], moved: [String: Int64], after: Int64, in store: isolated Store) throws(SyncServerError) -> [SyncRecordState] {
         var touched = touched, moved = moved
-        var leaving: [String: Set<String>] = [:], removedSoFar: [String: Set<String>] = [:]
+        var touchedKeys = Set(touched.flatMap { entity, keys in keys.map { entity + "\u{0}" + $0 } })
+        var leaving: [String: [String: Departure]] = [:], removedSoFar: [String: [String: Departure]] = [:]
+        var brought = 0
         let records = SyncStateRecords(clock: clock, seeds: seeds)
         let scope = scopeCheck
         let departures = ScopeDepartures(entities: scope.entities, clock: clock)
@@ -247,45 +255,58 @@ struct PullReader: Sendable {
             let loaded = try served { () throws(SyncStateError) in try records.load(entity, keys: keys, in: store) { _ in records.now() } }
             let stamped = keys.compactMap { key in loaded[key].flatMap { $0.stateChanged ? (key, $0.state) : nil } }
             try served { () throws(SyncStateError) in try records.save(stamped, of: entity, in: store) }
-            try departures.note(entity, keys.compactMap { key in loaded[key].map { (key, $0) } }, in: store)
+            let tokens = moved.reduce(into: [String: Int64]()) { tokens, item in
+                if item.key.hasPrefix(entity.name + "\u{0}") { tokens[String(item.key.dropFirst(entity.name.count + 1))] = item.value }
+            }
+            try departures.note(entity, keys.compactMap { key in loaded[key].map { (key, $0) } }, tokens: tokens, in: store)
             var movedIn: [String] = [], movedOut: [String] = [], held: Set<String> = []
             for key in keys {
                 guard let record = loaded[key], record.row != nil || record.state.deleted != nil else { continue }
                 let values = record.row.map(entity.fieldValues) ?? record.state.values
                 // A record moved, then deleted, counts too: its tombstone is the new owner's.
-                let wasMoved = moved.contains(entity.name + "\u{0}" + key)
+                let wasMoved = moved[entity.name + "\u{0}" + key] != nil
                 // A tombstone's scope is told from the values it kept (and its parent's, kept
                 // in the parent's tombstone); one whose scope cannot be told is not sent.
                 guard try scope.owner(entity, values, in: store) ?? false else {
                     if wasMoved { movedOut.append(key) }
-                    // Deleted under a record that left (its tombstone's parent is gone too).
-                    if departures.isUnder(entity, values, removedSoFar) { leaving[entity.name, default: []].insert(key) }
+                    if let departure = departures.leftWithParent(entity, values, state: record.state, removedSoFar) { leaving[entity.name, default: [:]][key] = departure }
                     continue
                 }
                 held.insert(key)
                 if wasMoved { movedIn.append(key) }
                 found.append(SyncRecordState(entity: entity.name, key: key, record: record.row == nil ? Self.tombstone(of: record.state) : record.state))
             }
-            let removed = leaving[entity.name, default: []].union(try departures.left(entity, keys: movedOut, user: user, in: store)).subtracting(held)
-            for key in removed.sorted() { found.append(SyncRecordState(entity: entity.name, key: key, record: SyncRecord(), removed: true)) }
+            let field = ScopeDepartures.scopeField(of: entity)
+            let noted = try departures.left(entity, keys: movedOut, user: user, after: after, in: store)
+            var removed = leaving[entity.name, default: [:]]
+            for key in noted { removed[key] = Departure(clock: field.flatMap { loaded[key]?.state.clocks[$0] }) }
+            for key in held { removed[key] = nil }
+            for key in removed.keys.sorted() { found.append(SyncRecordState(entity: entity.name, key: key, record: SyncRecord(), removed: true)) }
             removedSoFar[entity.name] = removed
-            for (dependent, children) in try departures.dependents(of: entity, keys: movedIn, sameRest: false, in: store) {
-                let fresh = children.filter { !(touched[dependent]?.contains($0) ?? false) }
-                touched[dependent, default: []] += fresh
-                for child in children { moved.insert(dependent + "\u{0}" + child) }
+            for (dependent, children) in try departures.dependents(of: entity, keys: movedIn, in: store) {
+                for child in children where touchedKeys.insert(dependent + "\u{0}" + child).inserted {
+                    touched[dependent, default: []].append(child)
+                    moved[dependent + "\u{0}" + child] = after
+                    brought += 1
+                }
             }
-            for (dependent, children) in try departures.dependents(of: entity, keys: removed.sorted(), sameRest: true, in: store) {
-                leaving[dependent, default: []].formUnion(children)
+            for (dependent, children) in try departures.departedWith(entity, removed, in: store) {
+                leaving[dependent, default: [:]].merge(children) { first, _ in first }
+                brought += children.count
             }
+            if brought > Self.movedWithLimit { throw .cursorExpired(PullCursor.history(token: after, skip: 0).text) }
         }
         return found
     }
 
     /// Whether an update changed the first step of the record's scope's path (an owner, a
-    /// parent): the record may have come into this user's scope, or left it.
+    /// parent): the record may have come into this user's scope, or left it. A change made
+    /// through the other served version names its attributes as that version does: one under
+    /// the field's earlier name, or one this version cannot see, may be the move.
     private func movesScope(_ change: HistoryChange, _ entity: String) -> Bool {
         guard change.kind == .update, let mine = entities.first(where: { $0.name == entity }), let field = ScopeDepartures.scopeField(of: mine) else { return false }
-        return change.changedAttributes.contains(field)
+        let earlier = mine.descriptor.columns.first { $0.property == field }?.renamedFrom
+        return change.changedAttributes.contains { $0 == field || $0 == earlier } || hidesColumns(change, entity)
     }
 
     /// Whether a change names attributes this version's entity does not have: made through the

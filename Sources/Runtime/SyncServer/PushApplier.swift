@@ -67,7 +67,12 @@ struct PushApplier: Sendable {
             outcome.lost.isEmpty
             ? nil : Self.rejection(of: pushed, .conflict, attributes: outcome.lost.sorted(), current: merged, detail: "a later change, or the server's, stands")
         let values = entity.rowValues(of: merged)
-        if !merged.isDeleted, try !scope.holds(entity, values, in: store) { return rejection(.scope, "the change would move the record out of the user's scope") }
+        if !merged.isDeleted, try !scope.holds(entity, values, in: store) {
+            // The record stays the user's, where it was: the device takes it back as it stands
+            // (otherwise it would keep it where the server does not, and lose it with that parent).
+            return Self.rejection(
+                of: pushed, .scope, current: existing == nil ? nil : record.state, detail: "the change would move the record out of the user's scope")
+        }
         do throws(StoreError) {
             try entity.write(merged, key: key, over: record.row, in: store)
         } catch {

@@ -20,8 +20,10 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
     case badVersions(String)
     /// A pull's cursor is not one this server gave.
     case badCursor(String)
-    /// The history after the cursor was pruned: the device pulls again from the start (no
-    /// cursor), merging what it has, so nothing unsynced is lost.
+    /// The pull cannot go on from the cursor: the history after it was pruned, or a record moved
+    /// into or out of the user's scope with more records under it than a page brings. The
+    /// device pulls again from the start (no cursor), merging what it has, so nothing unsynced
+    /// is lost.
     case cursorExpired(String)
     /// The device last caught up before tombstones were purged (`SyncServer.purgeTombstones`):
     /// it may hold records whose deletes it will never be sent. It pulls everything again from
@@ -58,7 +60,7 @@ public enum SyncServerError: Error, Sendable, CustomStringConvertible {
         case .tombstonesPurged(let device):
             "device '\(device)' last caught up before the server purged the records deleted since: it pulls everything again from the start before it pushes; its changes to records the server still holds are kept"
         case .cursorExpired(let cursor):
-            "the history after the pull's cursor '\(cursor.prefix(80))' was pruned: pull again from the start (no cursor); what the device holds is merged, not lost"
+            "the pull cannot go on from its cursor '\(cursor.prefix(80))' (the history after it was pruned, or a record moved with more records under it than a page brings): pull again from the start (no cursor); what the device holds is merged, not lost"
         case .clockAhead(let device, let ahead):
             "device '\(device)' stamps its changes \(ahead / 1_000) s ahead of the server's clock: set the device's time right; its changes wait on it until then"
         case .clock(let error):

@@ -1,6 +1,7 @@
 import Foundation
 import SchemaMetadata
 import SyncCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -90,6 +91,97 @@ import Testing
             return try await mac.store.countRecords(of: Board.list) == 0
         }
         #expect(try await mac.store.countRecords(of: Board.card) == 0)
+    }
+
+    /// A card moved offline into a list given away meanwhile: the server refuses the move and
+    /// sends the card back as it stands, so the device keeps it where the server does.
+    @Test(arguments: StoreEngine.available)
+    func aCardMovedOfflineIntoAListGivenAwayComesBack(_ engine: StoreEngine) async throws {
+        let (serverStore, server) = try await Board.server(engine)
+        let phone = try await Phone.open(server, "phone-ada")
+        let home = Board.key(1), garden = Board.key(2), card = Board.key(11)
+        _ = try await phone.store.insertRecord(of: Board.list, values: ["id": .text(home), "owner": .text("ada"), "title": .text("Home")])
+        _ = try await phone.store.insertRecord(of: Board.list, values: ["id": .text(garden), "owner": .text("ada"), "title": .text("Garden")])
+        _ = try await phone.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(home), "likes": .integer(0)])
+        try await phone.client.sync()
+        _ = try await serverStore.updateRecord(of: Board.list, key: [.text(garden)], set: ["owner": .text("bob")])
+        _ = try await phone.store.updateRecord(of: Board.card, key: [.text(card)], set: ["list_id": .text(garden)])
+        var told: [SyncEvent] = []
+        try await Phone.eventually {
+            told += try await phone.client.sync().events
+            return try await phone.store.countRecords(of: Board.list) == 1
+        }
+        let held = try await Board.snapshot(phone.store)
+        #expect(held[card]?["list_id"] == .text(home), "\(String(describing: held[card]))")
+        #expect(told.contains { if case .rejected(let rejection) = $0 { rejection.key == card && rejection.reason == .scope } else { false } }, "\(told)")
+        #expect(!told.contains(.removedFromScope(entity: "Card", key: card)), "\(told)")
+        #expect(try await serverStore.countRecords(of: Board.card) == 1)
+    }
+
+    /// A list given on again: its first owner hears of the first move late, without the card the
+    /// second owner added since, and nothing of the second move. An owner spelled as an
+    /// uppercase UUID is told too.
+    @Test(arguments: StoreEngine.available)
+    func aSecondMoveIsNotToldToTheFirstOwnerAndUUIDOwnersAreTold(_ engine: StoreEngine) async throws {
+        let (serverStore, server) = try await Board.server(engine)
+        let ada = UUID().uuidString, list = Board.key(1), card = Board.key(11), bobsCard = Board.key(12)
+        let ipad = try await Phone.open(server, "ipad-ada", transport: server.transport(for: ada))
+        _ = try await ipad.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text(ada), "title": .text("Garden")])
+        _ = try await ipad.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Roses"), "list_id": .text(list), "likes": .integer(0)])
+        try await ipad.client.sync()
+        let watcher = Device("phone-ada", base: SyncServer.wallMilliseconds())
+        var cursor = try await watcher.pullAll(server, user: ada, limit: 50, keepingCursor: true).cursor
+        _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["owner": .text("bob")])
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.store.countRecords(of: Board.list) == 0
+        }
+        // Bob, who now owns the list, adds a card to it before Ada's phone hears of the move.
+        let bob = Device("mac-bob", base: SyncServer.wallMilliseconds())
+        let added = try await server.push(bob.push(1, [bob.change("Card", bobsCard, ["title": .text("Bob's"), "list": .text(list)], at: 5)]), user: "bob")
+        #expect(added.rejected.isEmpty, "\(added.rejected)")
+        let first = try await watcher.pull(server, user: ada, after: cursor) { $0.count >= 2 }
+        #expect(first.records.filter(\.removed).map(\.key).sorted() == [list, card].sorted(), "\(first.records)")
+        cursor = first.cursor
+        _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["owner": .text("carol")])
+        let carol = Device("mac-carol", base: SyncServer.wallMilliseconds())
+        _ = try await carol.pull(server, user: "carol", after: nil) { records in records.contains { $0.key == bobsCard } }
+        let second = try await watcher.pull(server, user: ada, after: cursor) { _ in false }
+        #expect(second.records.isEmpty, "\(second.records.map(\.key))")
+    }
+
+    /// A list moved with more cards than a move may bring into a page: each device pulls
+    /// everything again instead, Bob's gets every card, Ada's lets go of them.
+    @Test(arguments: StoreEngine.available)
+    func aListWithMoreCardsThanAPageBringsMovesByAPullFromTheStart(_ engine: StoreEngine) async throws {
+        let (serverStore, server) = try await Board.server(engine)
+        let ipad = try await Phone.open(server, "ipad-ada"), mac = try await Phone.open(server, "mac-bob", transport: server.transport(for: "bob"))
+        let list = Board.key(1), count = PullReader.movedWithLimit + 1
+        _ = try await serverStore.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Big")])
+        try await serverStore.transaction { store in
+            try store.insertRecords(
+                of: Board.card, rows: (0..<count).map { ["id": .text(Board.key(100 + $0)), "title": .text("Card \($0)"), "list_id": .text(list), "likes": .integer(0)] })
+        }
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.store.countRecords(of: Board.card) == count
+        }
+        try await mac.client.sync()
+        _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["owner": .text("bob")])
+        // Pages of one record: no page holds more than that and what a move may bring.
+        let sizes = PageSizes(server.transport(for: "ada"))
+        let small = try await SyncClient(store: ipad.store, schema: Board.schema, device: "ipad-ada", transport: sizes, pageSize: 1)
+        try await Phone.eventually {
+            try await small.sync()
+            return try await ipad.store.countRecords(of: Board.card) == 0
+        }
+        #expect(try await ipad.store.countRecords(of: Board.list) == 0)
+        #expect(sizes.largest <= 1 + PullReader.movedWithLimit, "\(sizes.largest)")
+        try await Phone.eventually {
+            try await mac.client.sync()
+            return try await mac.store.countRecords(of: Board.card) == count
+        }
+        #expect(try await mac.store.countRecords(of: Board.list) == 1)
     }
 
     /// A list given away and deleted before its first owner's device pulled: the device removes
@@ -190,4 +282,22 @@ enum Spaces {
             version: 1, name: "create_spaces", up: tables("TEXT"), down: "DROP TABLE tasks; DROP TABLE lanes; DROP TABLE spaces;",
             dialects: ["postgres": .init(up: tables("uuid"), down: "DROP TABLE tasks; DROP TABLE lanes; DROP TABLE spaces;")])
     ]
+}
+
+/// A transport that notes the largest page pulled through it.
+final class PageSizes: SyncTransport, Sendable {
+    let inner: any SyncTransport
+    private let sizes = Mutex(0)
+
+    init(_ inner: any SyncTransport) { self.inner = inner }
+
+    var largest: Int { sizes.withLock { $0 } }
+
+    func push(_ push: SyncPush) async throws -> SyncPushAnswer { try await inner.push(push) }
+
+    func pull(_ pull: SyncPull) async throws -> SyncPullAnswer {
+        let page = try await inner.pull(pull)
+        sizes.withLock { $0 = max($0, page.records.count) }
+        return page
+    }
 }

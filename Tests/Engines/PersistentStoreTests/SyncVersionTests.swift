@@ -170,6 +170,30 @@ extension SyncVersionTests {
     /// A table split between the versions: version 2 keeps each book's blurb in an entity of its
     /// own, keyed as its book. Each version's writes reach the other's shape, and a device whose
     /// file splits as its app is updated ends with the server's blurbs, not its copies.
+    /// The owner attribute renamed between the versions: a book the server app gives away
+    /// through version 1 leaves its first owner's version-2 device.
+    @Test func aBookGivenAwayThroughTheOtherVersionLeavesItsOwnersDevice() async throws {
+        let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        let owned = Shelf.first.replacingOccurrences(of: "      title: String\n", with: "      title: String\n      owner: String\n")
+            .replacingOccurrences(of: "Book: {scope: all", with: "Book: {scope: owner == $user")
+        let renamed = owned.replacingOccurrences(of: "version: 1", with: "version: 2")
+            .replacingOccurrences(of: "      owner: String\n", with: "      keeper: {type: String, renamedFrom: owner}\n")
+            .replacingOccurrences(of: "scope: owner == $user", with: "scope: keeper == $user")
+        let shelf = try Shelf(first: owned, second: renamed)
+        let v1Server = try Store.open(url: url, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)))
+        let v2Server = try Store.open(url: url, schema: shelf.v2, migrations: shelf.migrations)
+        let server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1), .init(store: v2Server, schema: shelf.v2)])
+        let phone = try await Shelf.Device.open(path: storePath(), "phone-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        let dune = Board.key(1)
+        _ = try await phone.store.insertRecord(of: shelf.v2.entities[0], values: ["id": .text(dune), "title": .text("Dune"), "keeper": .text("ada")])
+        try await phone.client.sync()
+        _ = try await v1Server.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["owner": .text("bob")])
+        try await Phone.eventually {
+            try await phone.client.sync()
+            return try await phone.book(dune) == nil
+        }
+    }
+
     @Test func aTableSplitBetweenTheVersionsSyncsInBothShapes() async throws {
         let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
         let shelf = try Shelf(first: Shelf.beforeTheSplit, second: Shelf.split)
