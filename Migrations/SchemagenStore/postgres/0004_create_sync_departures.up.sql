@@ -22,5 +22,6 @@ CREATE TABLE IF NOT EXISTS schemagen_sync_departures (
     user_id text NOT NULL,
     left_at double precision NOT NULL,
     history_token bigint NOT NULL,
+    moved_clock text,
     PRIMARY KEY (schema, schema_version, entity, record_key, user_id)
 );

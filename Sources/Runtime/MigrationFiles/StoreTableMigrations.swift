@@ -94,8 +94,9 @@ public enum StoreTableMigrations {
     }
 
     /// The table where a sync server notes the users whose scope a record left (a list given to
-    /// another owner), when, and at which history token, so that their devices are told to
-    /// remove it, whichever pull reads the change first (any dialect).
+    /// another owner), when, at which history token and with which clock the move was stamped,
+    /// so that their devices are told to remove it, whichever pull reads the change first (any
+    /// dialect).
     public static func syncDepartureTable(_ dialect: any SQLDialect) -> SQL {
         let text = SQL(verbatim: dialect.columnType(.text)), real = SQL(verbatim: dialect.columnType(.real))
         let integer = SQL(verbatim: dialect.columnType(.integer))
@@ -108,6 +109,7 @@ public enum StoreTableMigrations {
                 user_id \(text) NOT NULL,
                 left_at \(real) NOT NULL,
                 history_token \(integer) NOT NULL,
+                moved_clock \(text),
                 PRIMARY KEY (schema, schema_version, entity, record_key, user_id)
             );
             """

@@ -19,38 +19,46 @@ extension Store {
     }
 
     /// Notes that these records of `entity` left `user`'s scope, now, by the history transaction
-    /// `token` (again, if noted before).
-    package func noteSyncDepartures(entity: String, keys: [String], user: String, token: Int64) throws(StoreError) {
-        guard !keys.isEmpty else { return }
+    /// `token`, each move stamped with the clock given (its text). A note of a later move stays.
+    package func noteSyncDepartures(entity: String, moves: [(key: String, clock: String?)], user: String, token: Int64) throws(StoreError) {
+        guard !moves.isEmpty else { return }
         try requireSyncTransaction()
         let dialect = database.dialect
         let now = StoredValue.real(Date().timeIntervalSince1970)
-        for start in stride(from: 0, to: keys.count, by: 500) {
-            let tuples = keys[start..<min(start + 500, keys.count)].map { key -> SQL in
-                "(\(SQL.parameters([.text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(key), .text(user), now, .integer(token)])))"
+        let later: SQL = "\(dialect.proposed("history_token")) >= schemagen_sync_departures.history_token"
+        let kept = ["left_at", "history_token", "moved_clock"].map { column -> SQL in
+            "\(identifier: column) = CASE WHEN " + later + " THEN " + dialect.proposed(column) + " ELSE schemagen_sync_departures.\(identifier: column) END"
+        }
+        for start in stride(from: 0, to: moves.count, by: 500) {
+            let tuples = moves[start..<min(start + 500, moves.count)].map { move -> SQL in
+                let values: [StoredValue] = [
+                    .text(schema.name), .integer(Int64(schema.version)), .text(entity), .text(move.key), .text(user), now, .integer(token), move.clock.map(StoredValue.text) ?? .null,
+                ]
+                return "(\(SQL.parameters(values)))"
             }
             _ = try query(
-                "INSERT INTO schemagen_sync_departures (schema, schema_version, entity, record_key, user_id, left_at, history_token) VALUES \(SQL.list(tuples))"
-                    + dialect.onConflict(
-                        ["schema", "schema_version", "entity", "record_key", "user_id"],
-                        set: ["left_at = " + dialect.proposed("left_at"), "history_token = " + dialect.proposed("history_token")]))
+                "INSERT INTO schemagen_sync_departures (schema, schema_version, entity, record_key, user_id, left_at, history_token, moved_clock) VALUES \(SQL.list(tuples))"
+                    + dialect.onConflict(["schema", "schema_version", "entity", "record_key", "user_id"], set: kept))
         }
     }
 
     /// Which of these records of `entity` left `user`'s scope by a transaction after history
-    /// token `after`.
-    package func syncDepartures(entity: String, keys: [String], user: String, after: Int64) throws(StoreError) -> Set<String> {
-        var left: Set<String> = []
+    /// token `after`, each with the clock its move was stamped with (its text, nil if none).
+    package func syncDepartures(entity: String, keys: [String], user: String, after: Int64) throws(StoreError) -> [String: String?] {
+        var left: [String: String?] = [:]
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
             let rows = try query(
                 """
-                SELECT record_key FROM schemagen_sync_departures WHERE schema = \(value: .text(schema.name))
+                SELECT record_key, moved_clock FROM schemagen_sync_departures WHERE schema = \(value: .text(schema.name))
                 AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity))
                 AND user_id = \(value: .text(user)) AND history_token > \(value: .integer(after)) AND record_key IN (\(SQL.parameters(chunk)))
                 """
             )
-            for row in rows { if case .text(let key) = row[0] { left.insert(key) } }
+            for row in rows {
+                guard row.count == 2, case .text(let key) = row[0] else { continue }
+                left[key] = if case .text(let clock) = row[1] { clock } else { String?.none }
+            }
         }
         return left
     }

@@ -16,9 +16,11 @@ struct Inbox: Sendable {
     /// While the device pulls everything again (`progress.sweepSince`), the state of every
     /// record that comes is written again, changed or not: the sweep keeps those.
     func take(_ page: SyncPullAnswer, _ progress: inout SyncClientRow, in store: isolated Store) throws(SyncClientError) -> (changed: Int, removed: [(entity: String, key: String)]) {
-        let merged = Set(page.records.filter { !$0.removed }.map { $0.entity + "\u{0}" + $0.key })
-        let removed = try remove(page.records.filter(\.removed), keeping: merged, in: store)
-        let changed = try merge(page.records.filter { !$0.removed }, sweeping: progress.sweepSince != nil, clock: page.clock, in: store)
+        let kept = page.records.filter { !$0.removed }
+        // Merged first: a card the page moves to another list is no longer under the list it
+        // removes.
+        let changed = try merge(kept, sweeping: progress.sweepSince != nil, clock: page.clock, in: store)
+        let removed = try remove(page.records.filter(\.removed), keeping: Set(kept.map { $0.entity + "\u{0}" + $0.key }), in: store)
         progress.pullCursor = page.next
         return (changed + removed.count, removed)
     }
@@ -26,25 +28,42 @@ struct Inbox: Sendable {
     /// Removes the records that left the user's scope, children first, as `sync` (so that no
     /// delete is pushed), and forgets their state, pending changes included: the server no
     /// longer takes them from this user. Under them, what was made here and never accepted goes
-    /// too (the server cannot name it); what the server accepted and did not name stays (the
-    /// server holds it elsewhere). A record the page also sends (`keeping`) stays. Returns those
-    /// that were here.
+    /// too (the server cannot name it). What the server accepted and did not name is the user's
+    /// still, held elsewhere on the server (moved here and not pushed yet): the record above it
+    /// stays, so that no delete rule takes it; its push, refused, brings it back where the
+    /// server holds it. A record the page also sends (`keeping`) stays. Returns those that were
+    /// here.
     private func remove(_ records: [SyncRecordState], keeping: Set<String>, in store: isolated Store) throws(SyncClientError) -> [(entity: String, key: String)] {
         guard !records.isEmpty else { return [] }
         var leaving: [String: Set<String>] = [:]
         for record in records where SyncedEntity.storedKey(record.key) != nil && !keeping.contains(record.entity + "\u{0}" + record.key) {
             leaving[record.entity, default: []].insert(record.key)
         }
-        let ordered = SyncedEntity.parentsFirst(Array(entities.values))
-        for (name, keys) in leaving {
-            guard let entity = entities[name] else { continue }
-            for (child, under) in try everythingUnder(entity, keys: keys.sorted(), sameRest: true, in: store) {
-                let madeHere = try inStore { () throws(StoreError) in try store.syncUnsharedKeys(entity: child, keys: under.sorted()) }
-                leaving[child, default: []].formUnion(madeHere.filter { !keeping.contains(child + "\u{0}" + $0) })
+        var frontier = leaving.compactMap { name, keys in entities[name].map { ($0, keys.sorted()) } }
+        var heldUnder: [(entity: String, parent: String)] = []
+        var above: [String: (entity: String, key: String)] = [:]
+        while let (parent, parentKeys) = frontier.popLast() {
+            for (child, found) in try underneath(parent, keys: parentKeys, sameRest: true, in: store) {
+                guard let childEntity = entities[child] else { continue }
+                let fresh = found.filter { !(leaving[child]?.contains($0.key) ?? false) && !keeping.contains(child + "\u{0}" + $0.key) }
+                let madeHere = try inStore { () throws(StoreError) in try store.syncUnsharedKeys(entity: child, keys: fresh.map(\.key)) }
+                for item in fresh where !madeHere.contains(item.key) { heldUnder.append((item.link.target, item.parent)) }
+                // Only what leaves is gone through: a record the user keeps takes its own along.
+                let going = fresh.map(\.key).filter { madeHere.contains($0) }
+                leaving[child, default: []].formUnion(going)
+                for item in fresh where madeHere.contains(item.key) { above[child + "\u{0}" + item.key] = (item.link.target, item.parent) }
+                if !going.isEmpty { frontier.append((childEntity, going)) }
+            }
+        }
+        // The records above one that stays, up to the one the server named, stay with it.
+        for held in heldUnder {
+            var next: (entity: String, key: String)? = (held.entity, held.parent)
+            while let record = next, leaving[record.entity]?.remove(record.key) != nil {
+                next = above[record.entity + "\u{0}" + record.key]
             }
         }
         var removed: [(entity: String, key: String)] = []
-        for entity in ordered.reversed() {
+        for entity in SyncedEntity.parentsFirst(Array(entities.values)).reversed() {
             for name in leaving[entity.name, default: []].sorted() {
                 let key = SyncedEntity.storedKey(name)!
                 let held = try inStore { () throws(StoreError) in try store.deleteRecord(of: entity.descriptor, key: [key]) }
@@ -62,9 +81,9 @@ struct Inbox: Sendable {
         var found: [String: Set<String>] = [:]
         var frontier = [(entity, keys)]
         while let (parent, parentKeys) = frontier.popLast() {
-            for (child, childKeys) in try underneath(parent, keys: parentKeys, sameRest: sameRest, in: store) {
+            for (child, linked) in try underneath(parent, keys: parentKeys, sameRest: sameRest, in: store) {
                 // A record met before (a cycle of parents) is not followed again.
-                let fresh = childKeys.filter { found[child, default: []].insert($0).inserted }
+                let fresh = linked.map(\.key).filter { found[child, default: []].insert($0).inserted }
                 if !fresh.isEmpty, let childEntity = entities[child] { frontier.append((childEntity, fresh)) }
             }
         }
@@ -72,11 +91,12 @@ struct Inbox: Sendable {
     }
 
     /// The records here whose scope runs through these records of `entity` (a list's cards), by
-    /// entity: those whose scope's path starts with a relationship to it.
-    private func underneath(_ entity: SyncedEntity, keys: [String], sameRest: Bool, in store: isolated Store) throws(SyncClientError) -> [String: [String]] {
+    /// entity: those whose scope's path starts with a relationship to it, each with that link and
+    /// the key it holds.
+    private func underneath(_ entity: SyncedEntity, keys: [String], sameRest: Bool, in store: isolated Store) throws(SyncClientError) -> [String: [Linked]] {
         guard !keys.isEmpty else { return [:] }
         let parentPath: [String] = if case .user(let path) = entity.scope { path } else { [] }
-        var found: [String: [String]] = [:]
+        var found: [String: [Linked]] = [:]
         for child in entities.values {
             guard case .user(let path) = child.scope, path.count >= 2, !sameRest || Array(path.dropFirst()) == parentPath,
                 let link = child.descriptor.relationships.first(where: { $0.name == path[0] && $0.target == entity.name && $0.foreignKeyColumns.count == 1 })
@@ -84,10 +104,20 @@ struct Inbox: Sendable {
             let rows = try inStore { () throws(StoreError) in
                 try store.records(of: child.descriptor, column: link.foreignKeyColumns[0], in: keys.compactMap(SyncedEntity.storedKey))
             }
-            let children = rows.compactMap { $0[child.keyColumn].flatMap(SyncedEntity.keyText) }
+            let children = rows.compactMap { row -> Linked? in
+                guard let key = row[child.keyColumn].flatMap(SyncedEntity.keyText), let parent = row[link.foreignKeyColumns[0]].flatMap(SyncedEntity.keyText) else { return nil }
+                return Linked(key: key, link: link, parent: parent)
+            }
             if !children.isEmpty { found[child.name] = children }
         }
         return found
+    }
+
+    /// A record found under another: its key, the relationship that links it, the key it holds.
+    private struct Linked {
+        let key: String
+        let link: RelationshipDescriptor
+        let parent: String
     }
 
     /// Merges the records pulled into the device's; how many changed.

@@ -132,15 +132,19 @@ extension SyncClient {
 
     private func pullAll() async throws(SyncClientError) {
         let (local, inbox, clock) = (self.local, self.inbox, self.clock)
+        var startsOver = 0
         while true {
             let cursor = try await step { store throws(SyncClientError) in try Self.progress(in: store).pullCursor }
             let page: SyncPullAnswer
             do {
                 page = try await transport.pull(SyncPull(device: device, schemaVersion: schema.version, after: cursor, limit: pageSize))
             } catch SyncTransportError.cursorExpired, SyncTransportError.tombstonesPurged {
-                // The server pruned the history after the cursor, or purged deletes this device
-                // never saw: pull everything again, merging, then let go of what did not come
-                // (`sweep`). Pending changes stay.
+                // The server pruned the history after the cursor, purged deletes this device
+                // never saw, or a large move came: pull everything again, merging, then let go
+                // of what did not come (`sweep`). Pending changes stay. Twice at most in one
+                // sync: a server that keeps answering so is not pulled from without end.
+                startsOver += 1
+                guard startsOver <= 2 else { throw .transport("the server asked this device to pull everything again twice in one sync; the next sync goes on") }
                 try await startOver(droppingPush: false)
                 continue
             } catch {

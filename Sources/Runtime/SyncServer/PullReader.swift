@@ -63,6 +63,9 @@ struct PullReader: Sendable {
     /// This version's entity for each name the history may record a change under: its own, and
     /// the other served version's (an entity renamed between them).
     var historyNames: [String: String] = [:]
+    /// Each entity's names for the first step of its scope's path in the history: its own, and
+    /// the other served version's where it was renamed.
+    var scopeFieldNames: [String: Set<String>] = [:]
 
     func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
         let began = Date()
@@ -197,12 +200,14 @@ struct PullReader: Sendable {
         for (index, transaction) in transactions.enumerated() {
             var changes: [(entity: String, key: String)] = []
             var inTransaction: Set<String> = []
+            // Moves count only where their transaction is sent (this page or the next).
+            var moves: Set<String> = []
             for change in transaction.changes where change.key.count == 1 {
                 guard let entity = historyNames[change.entity] ?? entities.first(where: { $0.name == change.entity })?.name,
                     let key = SyncedEntity.keyText(change.key[0])
                 else { continue }
                 if hidesColumns(change, entity) { partlyHidden.insert(entity + "\u{0}" + key) }
-                if movesScope(change, entity) { moved[entity + "\u{0}" + key] = transaction.token.value }
+                if movesScope(change, entity) { moves.insert(entity + "\u{0}" + key) }
                 guard inTransaction.insert(entity + "\u{0}" + key).inserted else { continue }
                 changes.append((entity, key))
             }
@@ -212,7 +217,10 @@ struct PullReader: Sendable {
                 complete = false
                 // A transaction larger than a page: as much of it as fits, the rest next time.
                 if picked == 0 {
-                    for change in fresh.prefix(limit) { touched[change.entity, default: []].append(change.key) }
+                    for change in fresh.prefix(limit) {
+                        touched[change.entity, default: []].append(change.key)
+                        if moves.contains(change.entity + "\u{0}" + change.key) { moved[change.entity + "\u{0}" + change.key] = transaction.token.value }
+                    }
                     picked = limit
                     cursor = .history(token: before, skip: skipped + limit)
                 }
@@ -222,6 +230,7 @@ struct PullReader: Sendable {
                 seenKeys.insert(change.entity + "\u{0}" + change.key)
                 touched[change.entity, default: []].append(change.key)
             }
+            for key in moves { moved[key] = transaction.token.value }
             picked += fresh.count
             before = transaction.token.value
             cursor = .history(token: before, skip: 0)
@@ -242,7 +251,9 @@ struct PullReader: Sendable {
     /// one that left goes with it. Parents are read first, so that their children join the
     /// entities read after them.
     private func read(_ touched: [String: [String]], moved: [String: Int64], after: Int64, in store: isolated Store) throws(SyncServerError) -> [SyncRecordState] {
-        var touched = touched, moved = moved
+        var touched = touched
+        // Brought along with a record that moved in: checked as moved, with no move of their own.
+        var broughtIn: Set<String> = []
         var touchedKeys = Set(touched.flatMap { entity, keys in keys.map { entity + "\u{0}" + $0 } })
         var leaving: [String: [String: Departure]] = [:], removedSoFar: [String: [String: Departure]] = [:]
         var brought = 0
@@ -264,7 +275,7 @@ struct PullReader: Sendable {
                 guard let record = loaded[key], record.row != nil || record.state.deleted != nil else { continue }
                 let values = record.row.map(entity.fieldValues) ?? record.state.values
                 // A record moved, then deleted, counts too: its tombstone is the new owner's.
-                let wasMoved = moved[entity.name + "\u{0}" + key] != nil
+                let wasMoved = moved[entity.name + "\u{0}" + key] != nil || broughtIn.contains(entity.name + "\u{0}" + key)
                 // A tombstone's scope is told from the values it kept (and its parent's, kept
                 // in the parent's tombstone); one whose scope cannot be told is not sent.
                 guard try scope.owner(entity, values, in: store) ?? false else {
@@ -276,17 +287,14 @@ struct PullReader: Sendable {
                 if wasMoved { movedIn.append(key) }
                 found.append(SyncRecordState(entity: entity.name, key: key, record: record.row == nil ? Self.tombstone(of: record.state) : record.state))
             }
-            let field = ScopeDepartures.scopeField(of: entity)
-            let noted = try departures.left(entity, keys: movedOut, user: user, after: after, in: store)
-            var removed = leaving[entity.name, default: [:]]
-            for key in noted { removed[key] = Departure(clock: field.flatMap { loaded[key]?.state.clocks[$0] }) }
+            var removed = leaving[entity.name, default: [:]].merging(try departures.left(entity, keys: movedOut, user: user, after: after, in: store)) { first, _ in first }
             for key in held { removed[key] = nil }
             for key in removed.keys.sorted() { found.append(SyncRecordState(entity: entity.name, key: key, record: SyncRecord(), removed: true)) }
             removedSoFar[entity.name] = removed
             for (dependent, children) in try departures.dependents(of: entity, keys: movedIn, in: store) {
                 for child in children where touchedKeys.insert(dependent + "\u{0}" + child).inserted {
                     touched[dependent, default: []].append(child)
-                    moved[dependent + "\u{0}" + child] = after
+                    broughtIn.insert(dependent + "\u{0}" + child)
                     brought += 1
                 }
             }
@@ -301,12 +309,10 @@ struct PullReader: Sendable {
 
     /// Whether an update changed the first step of the record's scope's path (an owner, a
     /// parent): the record may have come into this user's scope, or left it. A change made
-    /// through the other served version names its attributes as that version does: one under
-    /// the field's earlier name, or one this version cannot see, may be the move.
+    /// through the other served version names the field as that version does.
     private func movesScope(_ change: HistoryChange, _ entity: String) -> Bool {
-        guard change.kind == .update, let mine = entities.first(where: { $0.name == entity }), let field = ScopeDepartures.scopeField(of: mine) else { return false }
-        let earlier = mine.descriptor.columns.first { $0.property == field }?.renamedFrom
-        return change.changedAttributes.contains { $0 == field || $0 == earlier } || hidesColumns(change, entity)
+        guard change.kind == .update, let names = scopeFieldNames[entity] else { return false }
+        return change.changedAttributes.contains { names.contains($0) }
     }
 
     /// Whether a change names attributes this version's entity does not have: made through the

@@ -62,17 +62,34 @@ struct PushApplier: Sendable {
             return rejection(.scope, "the record belongs to another user")
         }
         var merged = record.state
-        let outcome = merged.merge(pushed.change, rules: entity.rules)
-        let conflict =
-            outcome.lost.isEmpty
-            ? nil : Self.rejection(of: pushed, .conflict, attributes: outcome.lost.sorted(), current: merged, detail: "a later change, or the server's, stands")
-        let values = entity.rowValues(of: merged)
-        if !merged.isDeleted, try !scope.holds(entity, values, in: store) {
-            // The record stays the user's, where it was: the device takes it back as it stands
-            // (otherwise it would keep it where the server does not, and lose it with that parent).
-            return Self.rejection(
-                of: pushed, .scope, current: existing == nil ? nil : record.state, detail: "the change would move the record out of the user's scope")
+        var outcome = merged.merge(pushed.change, rules: entity.rules)
+        var moveRefused = false
+        if !merged.isDeleted, try !scope.holds(entity, entity.rowValues(of: merged), in: store) {
+            // The record stays the user's, where it was: the rest of the change stands, and the
+            // device takes the record back as it stands (otherwise it would keep it where the
+            // server does not, and lose it with that parent).
+            guard existing != nil, let field = ScopeDepartures.scopeField(of: entity), pushed.change.values[field] != nil else {
+                return Self.rejection(of: pushed, .scope, current: existing == nil ? nil : record.state, detail: "the change would move the record out of the user's scope")
+            }
+            var rest = pushed.change
+            (rest.values[field], rest.clocks[field], rest.seen[field]) = (nil, nil, nil)
+            merged = record.state
+            outcome = merged.merge(rest, rules: entity.rules)
+            let restHolds = try scope.holds(entity, entity.rowValues(of: merged), in: store)
+            guard merged.isDeleted || restHolds else {
+                return Self.rejection(of: pushed, .scope, current: record.state, detail: "the change would move the record out of the user's scope")
+            }
+            outcome.lost.insert(field)
+            moveRefused = true
         }
+        let conflict: SyncRejection? =
+            if moveRefused {
+                Self.rejection(of: pushed, .scope, attributes: outcome.lost.sorted(), current: merged, detail: "the move would take the record out of the user's scope; the rest of the change stands")
+            } else if outcome.lost.isEmpty {
+                nil
+            } else {
+                Self.rejection(of: pushed, .conflict, attributes: outcome.lost.sorted(), current: merged, detail: "a later change, or the server's, stands")
+            }
         do throws(StoreError) {
             try entity.write(merged, key: key, over: record.row, in: store)
         } catch {

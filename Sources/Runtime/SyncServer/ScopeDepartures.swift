@@ -28,30 +28,32 @@ struct ScopeDepartures {
     /// others count as moved by the latest.
     func note(_ entity: SyncedEntity, _ records: [(key: String, record: SyncedRecord)], tokens: [String: Int64] = [:], in store: isolated Store) throws(SyncServerError) {
         guard let field = Self.scopeField(of: entity) else { return }
-        var left: [String: [String]] = [:]
+        var left: [String: [(key: String, clock: String?)]] = [:]
         for (key, record) in records {
             guard let row = record.row, let before = record.replaced[field], before != .null else { continue }
             let former = try ScopeCheck.endOfPath(entity, [field: before], entities: entities, clock: clock, in: store)
             guard case .text(let user)? = former else { continue }
             let now = try ScopeCheck.endOfPath(entity, entity.fieldValues(of: row), entities: entities, clock: clock, in: store)
-            if now != former { left[Self.spelling(of: user), default: []].append(key) }
+            if now != former { left[Self.spelling(of: user), default: []].append((key, record.state.clocks[field]?.text)) }
         }
         guard !left.isEmpty else { return }
         let latest: Int64
         do { latest = try store.currentHistoryToken().value } catch { throw .store(error) }
-        for (user, keys) in left {
-            for (token, group) in Dictionary(grouping: keys, by: { tokens[$0] ?? latest }) {
-                do { try store.noteSyncDepartures(entity: entity.name, keys: group, user: user, token: token) } catch { throw .store(error) }
+        for (user, moves) in left {
+            for (token, group) in Dictionary(grouping: moves, by: { tokens[$0.key] ?? latest }) {
+                do { try store.noteSyncDepartures(entity: entity.name, moves: group, user: user, token: token) } catch { throw .store(error) }
             }
         }
     }
 
     /// Which of these records of `entity` (out of the user's scope now) left `user`'s scope by a
     /// transaction after history token `after` (one the pull reads now; a device past it was
-    /// told before).
-    func left(_ entity: SyncedEntity, keys: [String], user: String, after: Int64, in store: isolated Store) throws(SyncServerError) -> Set<String> {
-        guard !keys.isEmpty else { return [] }
-        do { return try store.syncDepartures(entity: entity.name, keys: keys, user: Self.spelling(of: user), after: after) } catch { throw .store(error) }
+    /// told before), each with its move.
+    func left(_ entity: SyncedEntity, keys: [String], user: String, after: Int64, in store: isolated Store) throws(SyncServerError) -> [String: Departure] {
+        guard !keys.isEmpty else { return [:] }
+        let noted: [String: String?]
+        do { noted = try store.syncDepartures(entity: entity.name, keys: keys, user: Self.spelling(of: user), after: after) } catch { throw .store(error) }
+        return noted.mapValues { Departure(clock: $0.flatMap { SyncClock(text: $0) }) }
     }
 
     /// A user as notes keep it: a UUID in lowercase, whichever way the owner column or the sign-in
@@ -132,8 +134,8 @@ struct ScopeDepartures {
     }
 }
 
-/// The move a record left a user's scope by: the clock its state stamped the move with (nil
-/// where it kept none), after which no link to it was the user's.
+/// The move a record left a user's scope by: the clock the move was stamped with when it was
+/// noted (nil where none was kept), after which no link to it was the user's.
 struct Departure {
     let clock: SyncClock?
 

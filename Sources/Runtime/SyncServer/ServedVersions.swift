@@ -41,6 +41,20 @@ struct ServedVersion: Sendable {
         return names
     }
 
+    /// Each entity's names for the first step of its scope's path, as the history may record a
+    /// change of it: this version's, and the other version's where it was renamed between them.
+    var scopeFieldNames: [String: Set<String>] {
+        var names: [String: Set<String>] = [:]
+        for entity in ordered {
+            guard let field = ScopeDepartures.scopeField(of: entity) else { continue }
+            var known: Set<String> = [field]
+            // `fields`: each of this version's fields, by name, to the other version's name for it.
+            if let theirs = seeds?.links[entity.name]?.fields[field] { known.insert(theirs) }
+            names[entity.name] = known
+        }
+        return names
+    }
+
     /// Every version given, each seeded from the version next to it (an online migration
     /// serves two versions at once: the one before it and its own).
     static func all(_ versions: [SyncServer.Version], clock: NodeClock) -> [Int: ServedVersion] {
@@ -65,8 +79,8 @@ struct VersionSeeds: SyncStateSeeds {
     let version: Int
     /// The other version's synced entities, by name.
     let entities: [String: SyncedEntity]
-    /// For each of this version's entities: the other's entity, and this version's fields by
-    /// the other's names.
+    /// For each of this version's entities: the other's entity, and the other's name for each of
+    /// this version's fields.
     let links: [String: (entity: String, fields: [String: String])]
     let clock: NodeClock
 

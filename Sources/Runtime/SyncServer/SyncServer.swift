@@ -106,7 +106,7 @@ public actor SyncServer {
         }
         let reader = PullReader(
             entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds, resuming: pull.after != nil,
-            historyNames: version.historyNames)
+            historyNames: version.historyNames, scopeFieldNames: version.scopeFieldNames)
         return try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
     }
 

@@ -105,14 +105,15 @@ import Testing
         _ = try await phone.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(home), "likes": .integer(0)])
         try await phone.client.sync()
         _ = try await serverStore.updateRecord(of: Board.list, key: [.text(garden)], set: ["owner": .text("bob")])
-        _ = try await phone.store.updateRecord(of: Board.card, key: [.text(card)], set: ["list_id": .text(garden)])
+        _ = try await phone.store.updateRecord(of: Board.card, key: [.text(card)], set: ["list_id": .text(garden), "title": .text("Tap (fixed)")])
         var told: [SyncEvent] = []
         try await Phone.eventually {
             told += try await phone.client.sync().events
             return try await phone.store.countRecords(of: Board.list) == 1
         }
         let held = try await Board.snapshot(phone.store)
-        #expect(held[card]?["list_id"] == .text(home), "\(String(describing: held[card]))")
+        #expect(held[card]?["list_id"] == .text(home) && held[card]?["title"] == .text("Tap (fixed)"), "the move is refused, the edit stands: \(String(describing: held[card]))")
+        #expect(try await Board.snapshot(serverStore)[card]?["title"] == .text("Tap (fixed)"))
         #expect(told.contains { if case .rejected(let rejection) = $0 { rejection.key == card && rejection.reason == .scope } else { false } }, "\(told)")
         #expect(!told.contains(.removedFromScope(entity: "Card", key: card)), "\(told)")
         #expect(try await serverStore.countRecords(of: Board.card) == 1)
@@ -131,6 +132,9 @@ import Testing
         try await ipad.client.sync()
         let watcher = Device("phone-ada", base: SyncServer.wallMilliseconds())
         var cursor = try await watcher.pullAll(server, user: ada, limit: 50, keepingCursor: true).cursor
+        // Another device of hers, offline across both moves.
+        let tablet = Device("tablet-ada", base: SyncServer.wallMilliseconds())
+        let tabletCursor = try await tablet.pullAll(server, user: ada, limit: 50, keepingCursor: true).cursor
         _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["owner": .text("bob")])
         try await Phone.eventually {
             try await ipad.client.sync()
@@ -148,6 +152,8 @@ import Testing
         _ = try await carol.pull(server, user: "carol", after: nil) { records in records.contains { $0.key == bobsCard } }
         let second = try await watcher.pull(server, user: ada, after: cursor) { _ in false }
         #expect(second.records.isEmpty, "\(second.records.map(\.key))")
+        let late = try await tablet.pull(server, user: ada, after: tabletCursor) { _ in false }
+        #expect(late.records.filter(\.removed).map(\.key).sorted() == [list, card].sorted() && late.records.allSatisfy(\.removed), "\(late.records)")
     }
 
     /// A list moved with more cards than a move may bring into a page: each device pulls
