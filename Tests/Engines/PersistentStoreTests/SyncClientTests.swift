@@ -146,13 +146,7 @@ extension SyncClientTests {
         let (_, server) = try await Board.server(engine)
         let ipad = try await Phone.open(server, "ipad-ada"), phone = try await Phone.open(server, "phone-ada")
         let list = Board.key(1), card = Board.key(2), madeAway = Board.key(3)
-        _ = try await ipad.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Home")])
-        _ = try await ipad.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(list), "likes": .integer(0)])
-        try await ipad.client.sync()
-        try await Phone.eventually {
-            try await phone.client.sync()
-            return try await phone.store.countRecords(of: Board.card) == 1
-        }
+        try await Board.homeList(list, card: card, madeOn: ipad, syncedTo: phone)
         _ = try await ipad.store.deleteRecord(of: Board.list, key: [.text(list)])
         try await ipad.client.sync()
         try await Task.sleep(for: .milliseconds(1_100))
@@ -227,6 +221,17 @@ final class FlakyTransport: SyncTransport, Sendable {
 }
 
 extension Board {
+    /// Ada's list "Home" with one card "Tap", made on `maker`, synced, and pulled by `other`.
+    static func homeList(_ list: String, card: String, madeOn maker: Phone, syncedTo other: Phone) async throws {
+        _ = try await maker.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Home")])
+        _ = try await maker.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(list), "likes": .integer(0)])
+        try await maker.client.sync()
+        try await Phone.eventually {
+            try await other.client.sync()
+            return try await other.store.countRecords(of: Board.card) == 1
+        }
+    }
+
     /// Every record of every entity, by key, as column values (for comparing nodes).
     static func snapshot(_ store: Store) async throws -> [String: [String: StoredValue]] {
         var all: [String: [String: StoredValue]] = [:]

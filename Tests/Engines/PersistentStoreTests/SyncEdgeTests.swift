@@ -127,13 +127,7 @@ import Testing
         let (serverStore, server) = try await Board.server(engine)
         let ipad = try await Phone.open(server, "ipad-ada"), phone = try await Phone.open(server, "phone-ada")
         let list = Board.key(1), card = Board.key(2)
-        _ = try await ipad.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Home")])
-        _ = try await ipad.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(list), "likes": .integer(0)])
-        try await ipad.client.sync()
-        try await Phone.eventually {
-            try await phone.client.sync()
-            return try await phone.store.countRecords(of: Board.card) == 1
-        }
+        try await Board.homeList(list, card: card, madeOn: ipad, syncedTo: phone)
         // The server app deletes the card, and the history up to it is pruned: the phone's
         // cursor no longer holds, and it starts over.
         _ = try await serverStore.deleteRecord(of: Board.card, key: [.text(card)])
