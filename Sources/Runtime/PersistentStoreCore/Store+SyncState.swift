@@ -473,15 +473,26 @@ extension Store {
 
     /// Which of these records of `entity` the server has not accepted (made here, or refused).
     package func syncUnsharedKeys(entity: String, keys: [String]) throws(StoreError) -> Set<String> {
-        var unshared: Set<String> = []
+        try syncKeys(in: "schemagen_sync_unshared", entity: entity, keys: keys)
+    }
+
+    /// Which of these records of `entity` are changed here and not yet acknowledged.
+    package func syncPendingKeys(entity: String, keys: [String]) throws(StoreError) -> Set<String> {
+        try syncKeys(in: "schemagen_sync_pending", entity: entity, keys: keys)
+    }
+
+    /// Which of these records of `entity` a client table of records (by schema, entity and key)
+    /// holds.
+    private func syncKeys(in table: String, entity: String, keys: [String]) throws(StoreError) -> Set<String> {
+        var found: Set<String> = []
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
             let rows = try query(
-                "SELECT record_key FROM schemagen_sync_unshared WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
+                "SELECT record_key FROM \(identifier: table) WHERE schema = \(value: .text(schema.name)) AND entity = \(value: .text(entity)) AND record_key IN (\(SQL.parameters(chunk)))"
             )
-            for row in rows { if case .text(let key) = row[0] { unshared.insert(key) } }
+            for row in rows { if case .text(let key) = row[0] { found.insert(key) } }
         }
-        return unshared
+        return found
     }
 
     /// The server accepted the record (`refused` nil: it is shared now), or refused it for good

@@ -28,11 +28,11 @@ struct Inbox: Sendable {
     /// Removes the records that left the user's scope, children first, as `sync` (so that no
     /// delete is pushed), and forgets their state, pending changes included: the server no
     /// longer takes them from this user. Under them, what was made here and never accepted goes
-    /// too (the server cannot name it). What the server accepted and did not name is the user's
-    /// still, held elsewhere on the server (moved here and not pushed yet): the record above it
-    /// stays, so that no delete rule takes it; its push, refused, brings it back where the
-    /// server holds it. A record the page also sends (`keeping`) stays. Returns those that were
-    /// here.
+    /// too (the server cannot name it), and what the server accepted and did not name (deleted
+    /// there meanwhile, or linked after the move). One changed here and not pushed yet (moved
+    /// here) is the user's still, held elsewhere on the server: the records above it stay, so
+    /// that no delete rule takes it; its push, refused, brings it back where the server holds
+    /// it. A record the page also sends (`keeping`) stays. Returns those that were here.
     private func remove(_ records: [SyncRecordState], keeping: Set<String>, in store: isolated Store) throws(SyncClientError) -> [(entity: String, key: String)] {
         guard !records.isEmpty else { return [] }
         var leaving: [String: Set<String>] = [:]
@@ -46,12 +46,14 @@ struct Inbox: Sendable {
             for (child, found) in try underneath(parent, keys: parentKeys, sameRest: true, in: store) {
                 guard let childEntity = entities[child] else { continue }
                 let fresh = found.filter { !(leaving[child]?.contains($0.key) ?? false) && !keeping.contains(child + "\u{0}" + $0.key) }
+                for item in found where above[child + "\u{0}" + item.key] == nil { above[child + "\u{0}" + item.key] = (item.link.target, item.parent) }
                 let madeHere = try inStore { () throws(StoreError) in try store.syncUnsharedKeys(entity: child, keys: fresh.map(\.key)) }
-                for item in fresh where !madeHere.contains(item.key) { heldUnder.append((item.link.target, item.parent)) }
+                let pending = try inStore { () throws(StoreError) in try store.syncPendingKeys(entity: child, keys: fresh.map(\.key)) }
+                let staying = Set(fresh.map(\.key)).subtracting(madeHere).intersection(pending)
+                for item in fresh where staying.contains(item.key) { heldUnder.append((item.link.target, item.parent)) }
                 // Only what leaves is gone through: a record the user keeps takes its own along.
-                let going = fresh.map(\.key).filter { madeHere.contains($0) }
+                let going = fresh.map(\.key).filter { !staying.contains($0) }
                 leaving[child, default: []].formUnion(going)
-                for item in fresh where madeHere.contains(item.key) { above[child + "\u{0}" + item.key] = (item.link.target, item.parent) }
                 if !going.isEmpty { frontier.append((childEntity, going)) }
             }
         }

@@ -34,8 +34,12 @@ struct PushApplier: Sendable {
         if let known, let purged, (known.caughtUpAt ?? known.firstSeen) < purged { throw .tombstonesPurged(device: device) }
         let records = SyncStateRecords(clock: clock, seeds: seeds)
         var rejected: [SyncRejection] = []
+        // Keys this push wrote: a row another entity's trigger made under the same key (a
+        // table split's part) is met for the first time in the same push.
+        var written: Set<String> = []
         for change in push.changes {
-            if let rejection = try apply(change, records, in: store) { rejected.append(rejection) }
+            if let rejection = try apply(change, records, partOfWritten: written.contains(change.key), in: store) { rejected.append(rejection) }
+            written.insert(change.key)
         }
         let answer = SyncPushAnswer(acknowledged: push.sequence, rejected: rejected, clock: clock.latest)
         let text: String
@@ -47,13 +51,15 @@ struct PushApplier: Sendable {
     }
 
     /// One record's change; what was not applied as sent comes back as a rejection.
-    private func apply(_ pushed: SyncRecordChange, _ records: SyncStateRecords, in store: isolated Store) throws(SyncServerError) -> SyncRejection? {
+    private func apply(_ pushed: SyncRecordChange, _ records: SyncStateRecords, partOfWritten: Bool, in store: isolated Store) throws(SyncServerError) -> SyncRejection? {
         func rejection(_ reason: SyncRejection.Reason, _ detail: String) -> SyncRejection { Self.rejection(of: pushed, reason, detail: detail) }
         guard let entity = entities[pushed.entity] else { return rejection(.unknown, "\(pushed.entity.prefix(80)) is no entity that syncs") }
         guard let key = SyncedEntity.storedKey(pushed.key) else { return rejection(.invalid, "the key is not a UUID in lowercase") }
         if let (reason, detail) = problem(with: pushed.change, of: entity) { return rejection(reason, detail) }
         let record =
-            try served { () throws(SyncStateError) in try records.load(entity, keys: [pushed.key], in: store, firstSight: Self.firstSight(clock)) { _ in records.now() } }[pushed.key]
+            try served { () throws(SyncStateError) in
+                try records.load(entity, keys: [pushed.key], in: store, firstSight: partOfWritten ? Self.firstSight(clock) : nil) { _ in records.now() }
+            }[pushed.key]
             ?? SyncedRecord(state: SyncRecord(), row: nil)
         let scope = ScopeCheck(entities: entities, user: user, clock: clock)
         // A record that exists, or existed (its tombstone keeps its values), is its owner's.
@@ -64,19 +70,28 @@ struct PushApplier: Sendable {
         var merged = record.state
         var outcome = merged.merge(pushed.change, rules: entity.rules)
         var moveRefused = false
-        if !merged.isDeleted, try !scope.holds(entity, entity.rowValues(of: merged), in: store) {
+        let field = ScopeDepartures.scopeField(of: entity)
+        // A delete is checked where it moves the record too: its tombstone would be the other
+        // user's.
+        let moves = field.map { pushed.change.values[$0] != nil } ?? false
+        let owned = !merged.isDeleted || moves ? try scope.owner(entity, entity.rowValues(of: merged), in: store) : true
+        if owned == nil {
+            // Its path cannot be told (a parent the server does not hold yet): refused without the
+            // server's record, so the device keeps its change.
+            return rejection(.scope, "the change would move the record out of the user's scope")
+        }
+        if owned == false {
             // The record stays the user's, where it was: the rest of the change stands, and the
             // device takes the record back as it stands (otherwise it would keep it where the
             // server does not, and lose it with that parent).
-            guard existing != nil, let field = ScopeDepartures.scopeField(of: entity), pushed.change.values[field] != nil else {
+            guard existing != nil, let field, moves else {
                 return Self.rejection(of: pushed, .scope, current: existing == nil ? nil : record.state, detail: "the change would move the record out of the user's scope")
             }
             var rest = pushed.change
             (rest.values[field], rest.clocks[field], rest.seen[field]) = (nil, nil, nil)
             merged = record.state
             outcome = merged.merge(rest, rules: entity.rules)
-            let restHolds = try scope.holds(entity, entity.rowValues(of: merged), in: store)
-            guard merged.isDeleted || restHolds else {
+            guard try scope.holds(entity, entity.rowValues(of: merged), in: store) else {
                 return Self.rejection(of: pushed, .scope, current: record.state, detail: "the change would move the record out of the user's scope")
             }
             outcome.lost.insert(field)

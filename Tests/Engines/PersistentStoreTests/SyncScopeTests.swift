@@ -119,6 +119,26 @@ import Testing
         #expect(try await serverStore.countRecords(of: Board.card) == 1)
     }
 
+    /// A card deleted on the server, then its list given away, read a page at a time: the card's
+    /// delete is told to nobody (its list is Bob's by then), and it goes with the list.
+    @Test(arguments: StoreEngine.available)
+    func aCardDeletedBeforeItsListWasGivenAwayGoesWithTheList(_ engine: StoreEngine) async throws {
+        let (serverStore, server) = try await Board.server(engine)
+        let ipad = try await Phone.open(server, "ipad-ada")
+        let list = Board.key(1), card = Board.key(11)
+        _ = try await ipad.store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("Garden")])
+        _ = try await ipad.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Roses"), "list_id": .text(list), "likes": .integer(0)])
+        try await ipad.client.sync()
+        _ = try await serverStore.deleteRecord(of: Board.card, key: [.text(card)])
+        _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["owner": .text("bob")])
+        let paged = try await SyncClient(store: ipad.store, schema: Board.schema, device: "ipad-ada", transport: server.transport(for: "ada"), pageSize: 1)
+        try await Phone.eventually {
+            try await paged.sync()
+            return try await ipad.store.countRecords(of: Board.list) == 0
+        }
+        #expect(try await ipad.store.countRecords(of: Board.card) == 0)
+    }
+
     /// A list given on again: its first owner hears of the first move late, without the card the
     /// second owner added since, and nothing of the second move. An owner spelled as an
     /// uppercase UUID is told too.

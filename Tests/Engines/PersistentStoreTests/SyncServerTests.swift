@@ -130,6 +130,19 @@ import Testing
         #expect(pulled.records.last { $0.key == list }?.record.deleted?.node == "server")
     }
 
+    /// A record the server app wrote and no read stamped yet, met by a device's older push of
+    /// the same key: the server's write is stamped as made now, and stands.
+    @Test(arguments: StoreEngine.available)
+    func anUnstampedServerWriteStandsOverAnOlderPushOfTheSameKey(_ engine: StoreEngine) async throws {
+        let (store, server) = try await Board.server(engine)
+        let ada = Device("ipad-ada", base: SyncServer.wallMilliseconds())
+        let list = Board.key(1)
+        _ = try await store.insertRecord(of: Board.list, values: ["id": .text(list), "owner": .text("ada"), "title": .text("From the web")])
+        let answer = try await server.push(ada.push(1, [ada.change("List", list, ["owner": .text("ada"), "title": .text("Older")], at: -30_000)]), user: "ada")
+        #expect(answer.rejected.map(\.reason) == [.conflict], "\(answer.rejected)")
+        #expect(try await store.records(of: Board.list, limit: 1).records.first?["title"] == .text("From the web"))
+    }
+
     @Test(arguments: StoreEngine.available)
     func theServersClockNeverGoesBackAcrossARestart(_ engine: StoreEngine) async throws {
         let (store, first) = try await Board.server(engine)
