@@ -99,13 +99,20 @@ import Testing
     func aCardMovedOfflineIntoAListGivenAwayComesBack(_ engine: StoreEngine) async throws {
         let (serverStore, server) = try await Board.server(engine)
         let phone = try await Phone.open(server, "phone-ada")
-        let home = Board.key(1), garden = Board.key(2), card = Board.key(11)
+        let home = Board.key(1), garden = Board.key(2), card = Board.key(11), thrown = Board.key(12)
         _ = try await phone.store.insertRecord(of: Board.list, values: ["id": .text(home), "owner": .text("ada"), "title": .text("Home")])
         _ = try await phone.store.insertRecord(of: Board.list, values: ["id": .text(garden), "owner": .text("ada"), "title": .text("Garden")])
-        _ = try await phone.store.insertRecord(of: Board.card, values: ["id": .text(card), "title": .text("Tap"), "list_id": .text(home), "likes": .integer(0)])
+        for key in [card, thrown] {
+            _ = try await phone.store.insertRecord(of: Board.card, values: ["id": .text(key), "title": .text("Tap"), "list_id": .text(home), "likes": .integer(0)])
+        }
         try await phone.client.sync()
         _ = try await serverStore.updateRecord(of: Board.list, key: [.text(garden)], set: ["owner": .text("bob")])
+        let bob = Device("mac-bob", base: SyncServer.wallMilliseconds())
+        let bobsCursor = try await bob.pullAll(server, user: "bob", limit: 50, keepingCursor: true).cursor
         _ = try await phone.store.updateRecord(of: Board.card, key: [.text(card)], set: ["list_id": .text(garden), "title": .text("Tap (fixed)")])
+        // Another card moved there and deleted, in one change: the delete stands, the move not.
+        _ = try await phone.store.updateRecord(of: Board.card, key: [.text(thrown)], set: ["list_id": .text(garden)])
+        _ = try await phone.store.deleteRecord(of: Board.card, key: [.text(thrown)])
         var told: [SyncEvent] = []
         try await Phone.eventually {
             told += try await phone.client.sync().events
@@ -116,7 +123,9 @@ import Testing
         #expect(try await Board.snapshot(serverStore)[card]?["title"] == .text("Tap (fixed)"))
         #expect(told.contains { if case .rejected(let rejection) = $0 { rejection.key == card && rejection.reason == .scope } else { false } }, "\(told)")
         #expect(!told.contains(.removedFromScope(entity: "Card", key: card)), "\(told)")
-        #expect(try await serverStore.countRecords(of: Board.card) == 1)
+        #expect(try await serverStore.countRecords(of: Board.card) == 1, "the thrown card is deleted")
+        let bobHears = try await bob.pull(server, user: "bob", after: bobsCursor) { _ in false }
+        #expect(!bobHears.records.contains { $0.key == thrown || $0.key == card }, "\(bobHears.records.map(\.key))")
     }
 
     /// A card deleted on the server, then its list given away, read a page at a time: the card's
