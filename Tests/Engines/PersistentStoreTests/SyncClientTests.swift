@@ -161,6 +161,38 @@ extension SyncClientTests {
     }
 }
 
+extension SyncClientTests {
+    /// A server that answers every pull with "pull from the start": the device starts over
+    /// twice in one sync, then stops with an error, and the next sync tries again.
+    @Test func aServerThatKeepsAskingForAStartOverStopsTheSyncNotTheDevice() async throws {
+        let (_, server) = try await Board.server(.sqlite)
+        let store = try Store(path: storePath(), schema: Board.schema, migrations: Board.migrations)
+        let expiring = AlwaysExpired(server.transport(for: "ada"))
+        let client = try await SyncClient(store: store, schema: Board.schema, device: "ipad-ada", transport: expiring)
+        await #expect(throws: SyncClientError.self) { try await client.sync() }
+        #expect(expiring.pulls == 3, "two starts over, then the sync stops: \(expiring.pulls) pulls")
+        await #expect(throws: SyncClientError.self) { try await client.sync() }
+        #expect(expiring.pulls == 6)
+    }
+}
+
+/// A transport whose pulls are all answered `cursorExpired`; counts them.
+final class AlwaysExpired: SyncTransport, Sendable {
+    let inner: any SyncTransport
+    private let count = Mutex(0)
+
+    init(_ inner: any SyncTransport) { self.inner = inner }
+
+    var pulls: Int { count.withLock { $0 } }
+
+    func push(_ push: SyncPush) async throws -> SyncPushAnswer { try await inner.push(push) }
+
+    func pull(_ pull: SyncPull) async throws -> SyncPullAnswer {
+        count.withLock { $0 += 1 }
+        throw SyncTransportError.cursorExpired
+    }
+}
+
 /// A device in a test: its own SQLite store and client.
 struct Phone {
     let id: String
