@@ -63,6 +63,24 @@ extension Store {
         return left
     }
 
+    /// Which of these records of `entity` left a user other than `user` by a transaction after
+    /// history token `after` (they came to `user` from elsewhere).
+    package func syncDepartures(entity: String, keys: [String], otherThan user: String, after: Int64) throws(StoreError) -> Set<String> {
+        var found: Set<String> = []
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = keys[start..<min(start + 500, keys.count)].map { StoredValue.text($0) }
+            let rows = try query(
+                """
+                SELECT DISTINCT record_key FROM schemagen_sync_departures WHERE schema = \(value: .text(schema.name))
+                AND schema_version = \(value: .integer(Int64(schema.version))) AND entity = \(value: .text(entity))
+                AND user_id <> \(value: .text(user)) AND history_token > \(value: .integer(after)) AND record_key IN (\(SQL.parameters(chunk)))
+                """
+            )
+            for row in rows { if case .text(let key) = row[0] { found.insert(key) } }
+        }
+        return found
+    }
+
     /// Removes the notes made before `before` (with the tombstones: a device not caught up
     /// since starts over, and its sweep removes what it no longer gets); how many.
     package func purgeSyncDepartures(before: Date) throws(StoreError) -> Int {

@@ -291,7 +291,11 @@ struct PullReader: Sendable {
             for key in held { removed[key] = nil }
             for key in removed.keys.sorted() { found.append(SyncRecordState(entity: entity.name, key: key, record: SyncRecord(), removed: true)) }
             removedSoFar[entity.name] = removed
-            for (dependent, children) in try departures.dependents(of: entity, keys: movedIn, in: store) {
+            // What hangs under a record comes with it only where it came from another user (or
+            // with its own parent): a move between two of this user's parents brings nothing new.
+            let cameFrom = try departures.arrived(entity, keys: movedIn.filter { !broughtIn.contains(entity.name + "\u{0}" + $0) }, user: user, after: after, in: store)
+            let arrivals = movedIn.filter { broughtIn.contains(entity.name + "\u{0}" + $0) || cameFrom.contains($0) }
+            for (dependent, children) in try departures.dependents(of: entity, keys: arrivals, in: store) {
                 for child in children where touchedKeys.insert(dependent + "\u{0}" + child).inserted {
                     touched[dependent, default: []].append(child)
                     broughtIn.insert(dependent + "\u{0}" + child)

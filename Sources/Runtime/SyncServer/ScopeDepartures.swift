@@ -23,18 +23,20 @@ struct ScopeDepartures {
     }
 
     /// Notes the users these records left, where a write outside sync stamped just now replaced
-    /// the first step of their scope's path with a value that leads to another user.
+    /// the first step of their scope's path with a value that leads to another user. A record
+    /// that was nobody's before (no parent, or one whose owner cannot be told) is noted as
+    /// having left the user "" (nobody signs in so): it came from elsewhere all the same.
     /// `tokens`: the history transaction that moved each record, where the read knows it;
     /// others count as moved by the latest.
     func note(_ entity: SyncedEntity, _ records: [(key: String, record: SyncedRecord)], tokens: [String: Int64] = [:], in store: isolated Store) throws(SyncServerError) {
         guard let field = Self.scopeField(of: entity) else { return }
         var left: [String: [(key: String, clock: String?)]] = [:]
         for (key, record) in records {
-            guard let row = record.row, let before = record.replaced[field], before != .null else { continue }
-            let former = try ScopeCheck.endOfPath(entity, [field: before], entities: entities, clock: clock, in: store)
-            guard case .text(let user)? = former else { continue }
+            guard let row = record.row, let before = record.replaced[field] else { continue }
+            let former = before == .null ? nil : try ScopeCheck.endOfPath(entity, [field: before], entities: entities, clock: clock, in: store)
+            let user: String = if case .text(let text)? = former { Self.spelling(of: text) } else { "" }
             let now = try ScopeCheck.endOfPath(entity, entity.fieldValues(of: row), entities: entities, clock: clock, in: store)
-            if now != former { left[Self.spelling(of: user), default: []].append((key, record.state.clocks[field]?.text)) }
+            if now != former { left[user, default: []].append((key, record.state.clocks[field]?.text)) }
         }
         guard !left.isEmpty else { return }
         let latest: Int64
@@ -50,10 +52,18 @@ struct ScopeDepartures {
     /// transaction after history token `after` (one the pull reads now; a device past it was
     /// told before), each with its move.
     func left(_ entity: SyncedEntity, keys: [String], user: String, after: Int64, in store: isolated Store) throws(SyncServerError) -> [String: Departure] {
-        guard !keys.isEmpty else { return [:] }
+        guard !keys.isEmpty, !user.isEmpty else { return [:] }
         let noted: [String: String?]
         do { noted = try store.syncDepartures(entity: entity.name, keys: keys, user: Self.spelling(of: user), after: after) } catch { throw .store(error) }
         return noted.mapValues { Departure(clock: $0.flatMap { SyncClock(text: $0) }) }
+    }
+
+    /// Which of these records of `entity` (in `user`'s scope now) came from another user's scope,
+    /// or from nobody's, by a transaction after history token `after`: a move between two parents
+    /// of the same user brings nothing new to that user's devices.
+    func arrived(_ entity: SyncedEntity, keys: [String], user: String, after: Int64, in store: isolated Store) throws(SyncServerError) -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        do { return try store.syncDepartures(entity: entity.name, keys: keys, otherThan: Self.spelling(of: user), after: after) } catch { throw .store(error) }
     }
 
     /// A user as notes keep it: a UUID in lowercase, whichever way the owner column or the sign-in

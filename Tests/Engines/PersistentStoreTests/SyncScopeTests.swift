@@ -283,6 +283,29 @@ import Testing
     }
 }
 
+extension SyncScopeTests {
+    /// A lane moved between two of its owner's spaces: her devices get the lane, not its tasks
+    /// again (they hold them); given to another owner, the lane comes to that owner with them.
+    @Test(arguments: StoreEngine.available)
+    func aMoveBetweenTwoParentsOfOneUserBringsNothingUnderIt(_ engine: StoreEngine) async throws {
+        let serverStore = try Store.open(url: engine.freshURL(), schema: Spaces.schema, migrations: Spaces.migrations)
+        let server = try await SyncServer(store: serverStore, schema: Spaces.schema)
+        let (home, work, lane) = (Board.key(1), Board.key(2), Board.key(3))
+        for space in [home, work] { _ = try await serverStore.insertRecord(of: Spaces.space, values: ["id": .text(space), "owner": .text("ada")]) }
+        _ = try await serverStore.insertRecord(of: Spaces.lane, values: ["id": .text(lane), "space_id": .text(home)])
+        for task in 4...5 { _ = try await serverStore.insertRecord(of: Spaces.task, values: ["id": .text(Board.key(task)), "lane_id": .text(lane)]) }
+        let ipad = Device("ipad-ada", base: SyncServer.wallMilliseconds())
+        let cursor = try await ipad.pullAll(server, user: "ada", limit: 50, keepingCursor: true).cursor
+        _ = try await serverStore.updateRecord(of: Spaces.lane, key: [.text(lane)], set: ["space_id": .text(work)])
+        let moved = try await ipad.pull(server, user: "ada", after: cursor) { records in records.contains { $0.key == lane } }
+        #expect(moved.records.map(\.key) == [lane], "\(moved.records.map(\.key))")
+        _ = try await serverStore.updateRecord(of: Spaces.space, key: [.text(work)], set: ["owner": .text("bob")])
+        let mac = Device("mac-bob", base: SyncServer.wallMilliseconds())
+        let bobs = try await mac.pullAll(server, user: "bob", limit: 50, keepingCursor: true)
+        #expect(bobs.records.filter { !$0.removed }.map(\.key).sorted() == [work, lane, Board.key(4), Board.key(5)].sorted(), "\(bobs.records.map(\.key))")
+    }
+}
+
 /// Spaces of lanes of tasks, each synced through the one above it to the space's owner.
 enum Spaces {
     static func column(_ name: String, key: Bool = false) -> ColumnDescriptor {
