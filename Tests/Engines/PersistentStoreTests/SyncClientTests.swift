@@ -167,7 +167,7 @@ extension SyncClientTests {
     @Test func aServerThatKeepsAskingForAStartOverStopsTheSyncNotTheDevice() async throws {
         let (_, server) = try await Board.server(.sqlite)
         let store = try Store(path: storePath(), schema: Board.schema, migrations: Board.migrations)
-        let expiring = AlwaysExpired(server.transport(for: "ada"))
+        let expiring = PullWatch(server.transport(for: "ada"), expiring: true)
         let client = try await SyncClient(store: store, schema: Board.schema, device: "ipad-ada", transport: expiring)
         await #expect(throws: SyncClientError.self) { try await client.sync() }
         #expect(expiring.pulls == 3, "two starts over, then the sync stops: \(expiring.pulls) pulls")
@@ -176,20 +176,29 @@ extension SyncClientTests {
     }
 }
 
-/// A transport whose pulls are all answered `cursorExpired`; counts them.
-final class AlwaysExpired: SyncTransport, Sendable {
+/// A transport that counts pulls and notes the largest page; with `expiring`, every pull is
+/// answered `cursorExpired`.
+final class PullWatch: SyncTransport, Sendable {
     let inner: any SyncTransport
-    private let count = Mutex(0)
+    let expiring: Bool
+    private let seen = Mutex((pulls: 0, largest: 0))
 
-    init(_ inner: any SyncTransport) { self.inner = inner }
+    init(_ inner: any SyncTransport, expiring: Bool = false) {
+        self.inner = inner
+        self.expiring = expiring
+    }
 
-    var pulls: Int { count.withLock { $0 } }
+    var pulls: Int { seen.withLock { $0.pulls } }
+    var largest: Int { seen.withLock { $0.largest } }
 
     func push(_ push: SyncPush) async throws -> SyncPushAnswer { try await inner.push(push) }
 
     func pull(_ pull: SyncPull) async throws -> SyncPullAnswer {
-        count.withLock { $0 += 1 }
-        throw SyncTransportError.cursorExpired
+        seen.withLock { $0.pulls += 1 }
+        if expiring { throw SyncTransportError.cursorExpired }
+        let page = try await inner.pull(pull)
+        seen.withLock { $0.largest = max($0.largest, page.records.count) }
+        return page
     }
 }
 

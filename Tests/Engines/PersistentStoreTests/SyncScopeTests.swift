@@ -1,7 +1,6 @@
 import Foundation
 import SchemaMetadata
 import SyncCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -204,7 +203,7 @@ import Testing
         try await mac.client.sync()
         _ = try await serverStore.updateRecord(of: Board.list, key: [.text(list)], set: ["owner": .text("bob")])
         // Pages of one record: no page holds more than that and what a move may bring.
-        let sizes = PageSizes(server.transport(for: "ada"))
+        let sizes = PullWatch(server.transport(for: "ada"))
         let small = try await SyncClient(store: ipad.store, schema: Board.schema, device: "ipad-ada", transport: sizes, pageSize: 1)
         try await Phone.eventually {
             try await small.sync()
@@ -340,22 +339,4 @@ enum Spaces {
             version: 1, name: "create_spaces", up: tables("TEXT"), down: "DROP TABLE tasks; DROP TABLE lanes; DROP TABLE spaces;",
             dialects: ["postgres": .init(up: tables("uuid"), down: "DROP TABLE tasks; DROP TABLE lanes; DROP TABLE spaces;")])
     ]
-}
-
-/// A transport that notes the largest page pulled through it.
-final class PageSizes: SyncTransport, Sendable {
-    let inner: any SyncTransport
-    private let sizes = Mutex(0)
-
-    init(_ inner: any SyncTransport) { self.inner = inner }
-
-    var largest: Int { sizes.withLock { $0 } }
-
-    func push(_ push: SyncPush) async throws -> SyncPushAnswer { try await inner.push(push) }
-
-    func pull(_ pull: SyncPull) async throws -> SyncPullAnswer {
-        let page = try await inner.pull(pull)
-        sizes.withLock { $0 = max($0, page.records.count) }
-        return page
-    }
 }
