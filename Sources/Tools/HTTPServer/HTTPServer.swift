@@ -215,6 +215,7 @@ struct HTTPConnection {
                 idleSince = Date()
             case .failure(let failure):
                 sendLast(server.configuration.refusal(failure.status, failure.reason))
+                drainBeforeClosing()
                 return
             case .needMore:
                 let partial = parser.hasPartialRequest
@@ -270,6 +271,29 @@ struct HTTPConnection {
         guard case .bytes(let body) = response.body else { return }
         try? sendAll(response.head(keepAlive: false, version: .http11) + body)
     }
+
+    /// Reads and drops what the client still sends after a refusal, for a bounded time, before the
+    /// connection closes. Closing a socket with unread bytes sends a reset, and a client still
+    /// sending its body would see "connection reset" instead of the refusal (a lingering close).
+    private func drainBeforeClosing() {
+        shutdown(fd, Int32(SHUT_WR))
+        let deadline = Date().addingTimeInterval(HTTPConnection.lingeringTime)
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while !server.isStopping {
+            let wait = deadline.timeIntervalSinceNow
+            guard wait > 0 else { return }
+            var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&readable, 1, Int32(min(wait, 0.5) * 1000))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+        }
+    }
+
+    /// How long a refused client may go on sending before the connection closes anyway.
+    static let lingeringTime: TimeInterval = 5
 
     /// Every byte, or `clientGone` (closed, reset, or not reading within the write timeout).
     private func sendAll(_ bytes: [UInt8]) throws(HTTPServerError) {

@@ -214,14 +214,18 @@ struct Phone {
         return Phone(id: id, store: store, client: client)
     }
 
-    /// Tries `body` until it holds, at most 50 times: on PostgreSQL a commit a moment old can
-    /// come one pull later.
-    static func eventually(_ body: () async throws -> Bool) async throws {
-        for _ in 0..<50 {
+    /// Tries `body` until it holds, for up to 20 seconds: on PostgreSQL a commit is pulled once
+    /// no older transaction of the whole server is still running, and the tests running beside
+    /// this one can hold that back for seconds under load.
+    static func eventually(within seconds: Double = 20, _ body: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var tries = 0
+        while ContinuousClock.now < deadline {
+            tries += 1
             if try await body() { return }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("did not hold after 50 tries")
+        Issue.record("did not hold within \(seconds) s (\(tries) tries)")
     }
 }
 

@@ -28,8 +28,15 @@ final class RawClient {
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    /// Whether every byte was sent (false once the server reset the connection).
+    @discardableResult func send(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
     }
 
     /// What arrives until the server closes, `done` says enough, or `seconds` pass; and whether
@@ -105,6 +112,21 @@ struct RawClientError: Error, CustomStringConvertible {
         try Data(repeating: 65, count: 5000).write(to: big)
         let refused = try curl(["--write-out", "%{http_code}", "--data-binary", "@" + big.path, "http://127.0.0.1:\(server.port)/"])
         #expect(refused.output.hasSuffix("413"), "\(refused.output)")
+    }
+
+    /// A client that sends its whole oversized body before reading reads the 413, not a reset:
+    /// the server reads what is still coming before it closes.
+    @Test func aClientStillSendingItsBodyReadsTheRefusal() throws {
+        let server = try HTTPServer(.init(limits: .init(bodyBytes: 1000))) { Self.echo($0) }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        let body = [UInt8](repeating: 65, count: 4_000_000)
+        client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n")
+        Thread.sleep(forTimeInterval: 0.2)
+        let sentWhole = client.send(body)
+        #expect(sentWhole, "the body is read, not reset")
+        let answer = client.read()
+        #expect(answer.text.hasPrefix("HTTP/1.1 413 Content Too Large") && answer.closed, "\(answer)")
     }
 
     @Test func aSlowClientGets408AndAnIdleOneIsClosed() throws {
