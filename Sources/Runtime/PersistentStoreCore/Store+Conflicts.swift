@@ -60,7 +60,10 @@ extension Store {
     public func insert<M: PersistentModel>(_ models: [M], onConflict policy: OnConflict<M>) throws(StoreError) -> [M] {
         if case .updateAll = policy.action { return try insert(models) }
         return try write { () throws(StoreError) in
-            if case .ignore = policy.action, models.count > 1, let pipelined = try pipelineIgnoring(models) { return pipelined }
+            if case .ignore = policy.action, models.count > 1 {
+                if let pipelined = try pipelineIgnoring(models) { return pipelined }
+                return try insertEachIgnoring(models)
+            }
             var stored: [M] = []
             stored.reserveCapacity(models.count)
             for model in models { stored.append(try insertResolving(model, policy)) }
@@ -88,15 +91,43 @@ extension Store {
             }
             let results: [[[StoredValue]]]
             do { results = try pipelining.pipeline(statements) } catch { throw .database(error) }
+            var conflicted: [ConflictedModel] = []
             for (offset, index) in (start..<end).enumerated() {
                 if let returned = results.indices.contains(offset) ? results[offset] : nil, !returned.isEmpty {
                     stored[index] = try storedModel(models[index], written: rows[offset], returned: returned)
                 } else {
-                    stored[index] = try insertResolving(models[index], .ignore)
+                    conflicted.append(ConflictedModel(index: index, columns: rows[offset].columns, values: rows[offset].values))
                 }
             }
+            try resolveIgnored(models, conflicted, into: &stored)
         }
         return stored
+    }
+
+    /// `.ignore` for many models, one statement each: every model is inserted if absent, then
+    /// the stored rows of those that met one are read together (`storedModels(matching:at:)`).
+    private func insertEachIgnoring<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M] {
+        var stored = models
+        var conflicted: [ConflictedModel] = []
+        for index in models.indices {
+            switch try insertIfAbsent(models[index]) {
+            case .inserted(let model): stored[index] = model
+            case .conflicted(let columns, let values): conflicted.append(ConflictedModel(index: index, columns: columns, values: values))
+            }
+        }
+        try resolveIgnored(models, conflicted, into: &stored)
+        return stored
+    }
+
+    /// The stored models of the `conflicted` ones, whose inserts did nothing: read together
+    /// where they can be, else one at a time (which inserts again a row deleted meanwhile).
+    private func resolveIgnored<M: PersistentModel>(_ models: [M], _ conflicted: [ConflictedModel], into stored: inout [M]) throws(StoreError) {
+        guard !conflicted.isEmpty else { return }
+        let found: [M?] = conflicted.count > 1 ? try storedModels(M.self, matching: conflicted) : [nil]
+        for position in conflicted.indices {
+            let index = conflicted[position].index
+            if let model = found[position] { stored[index] = model } else { stored[index] = try insertResolving(models[index], .ignore) }
+        }
     }
 
     /// One model under `.ignore` or `.update(only:)`, inside a write. The model is inserted
@@ -150,8 +181,8 @@ extension Store {
 
     /// The row made ready to write as a new row (sealed, its external values stored, an implicit
     /// key left to the database when none is given or chosen); whether it holds its key.
-    private func newRow(_ entity: EntityDescriptor, _ row: inout EncodedRow) throws(StoreError) -> (prepared: PreparedRow, hasKey: Bool) {
-        let prepared = try prepareRow(entity, columns: &row.columns, values: &row.values, replacing: false)
+    private func newRow(_ entity: EntityDescriptor, _ row: inout EncodedRow, deferringExternalWrites: Bool = false) throws(StoreError) -> (prepared: PreparedRow, hasKey: Bool) {
+        let prepared = try prepareRow(entity, columns: &row.columns, values: &row.values, replacing: false, deferringExternalWrites: deferringExternalWrites)
         if entity.hasImplicitKey, row.columns.first == "id", row.values[0] == .null {
             row.columns.removeFirst()
             row.values.removeFirst()
@@ -186,29 +217,47 @@ extension Store {
         do { return try RowDecoder.decode(M.self, from: byKey) } catch { throw .coding("\(error)") }
     }
 
-    /// Inserts the model as a new row, in one statement, unless a stored row has its key or a
-    /// unique value: then nothing is written (external values stored for it are removed at
-    /// commit) and the answer is nil. On SQLite the statement is the plain INSERT, whose
-    /// conflict fails that statement alone; where a failed statement aborts the transaction
-    /// (PostgreSQL), INSERT ... ON CONFLICT DO NOTHING RETURNING the key.
+    /// Inserts the model as a new row, in one statement (INSERT ... ON CONFLICT DO NOTHING),
+    /// unless a stored row has its key or a unique value: then nothing is written and the
+    /// answer is nil. Its external values are written only once the row went in (in the same
+    /// transaction), so a row already stored costs no file.
     func insertNew<M: PersistentModel>(_ model: M) throws(StoreError) -> M? {
+        if case .inserted(let inserted) = try insertIfAbsent(model) { return inserted }
+        return nil
+    }
+
+    /// What `insertIfAbsent` did.
+    enum InsertIfAbsent<M> {
+        case inserted(M)
+        /// A stored row has its key or a unique value: the row's columns and values as written
+        /// (deterministic values sealed), to look the stored row up by.
+        case conflicted(columns: [String], values: [StoredValue])
+    }
+
+    /// `insertNew`, saying on a conflict what the row held.
+    func insertIfAbsent<M: PersistentModel>(_ model: M) throws(StoreError) -> InsertIfAbsent<M> {
         let entity = M.entity
         var row = try encodedRow(model)
-        let (prepared, hasKey) = try newRow(entity, &row)
+        let (prepared, hasKey) = try newRow(entity, &row, deferringExternalWrites: true)
         let statements = upsertSQL(entity, columns: row.columns, hasKey: hasKey)
         let returned: [[StoredValue]]
         do {
             returned = try database.query(statements.insertIfAbsent, row.values[...])
         } catch {
             guard error.kind == .uniquenessConflict, !capabilities.failedStatementAbortsTransaction else { throw .database(error) }
-            try removeOnCommit(prepared.writtenExternalValues, of: entity)
-            return nil
+            return conflicted(row, prepared)
         }
-        if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 {
-            try removeOnCommit(prepared.writtenExternalValues, of: entity)
-            return nil
-        }
-        return try storedModel(model, written: row, returned: returned)
+        if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 { return conflicted(row, prepared) }
+        for pending in prepared.pendingExternalValues { try write(pending) }
+        return .inserted(try storedModel(model, written: row, returned: returned))
+    }
+
+    /// A row that met a stored one, as a look-up needs it: a key the store chose for it is not
+    /// the stored row's.
+    private func conflicted<M>(_ row: EncodedRow, _ prepared: PreparedRow) -> InsertIfAbsent<M> {
+        var values = row.values
+        if prepared.choseKey, row.columns.first == "id" { values[0] = .null }
+        return .conflicted(columns: row.columns, values: values)
     }
 
     /// `.update(only:)` as one statement: the model inserted, or on a conflict those columns
@@ -278,15 +327,9 @@ extension Store {
     /// looked up by each in turn (each lookup's statement rendered once). Deterministically
     /// encrypted values are compared as the ciphertexts stored.
     private func storedModel<M: PersistentModel>(matching model: M) throws(StoreError) -> M? {
-        let entity = M.entity
-        let row = try encodedRow(model)
-        var values = row.values
-        for (column, cipher) in encryption[entity.table] ?? [:] where cipher.mode == .deterministic {
-            guard let at = row.columns.firstIndex(of: column), values[at] != .null else { continue }
-            do { values[at] = try cipher.seal(values[at], rowKey: []) } catch { throw .encryption(error) }
-        }
-        for target in [entity.primaryKey] + entity.indexes.filter({ $0.kind == .unique }).map(\.columns) {
-            let positions = target.compactMap { row.columns.firstIndex(of: $0) }
+        let (columns, values) = try lookupValues(model)
+        for target in Self.conflictTargets(M.entity) {
+            let positions = target.compactMap { columns.firstIndex(of: $0) }
             guard positions.count == target.count else { continue }
             let arguments = positions.map { values[$0] }
             guard !arguments.contains(.null) else { continue }
@@ -295,6 +338,24 @@ extension Store {
             if let stored = found.first { return try self.model(fromReturned: stored, as: M.self) }
         }
         return nil
+    }
+
+    /// The keys a stored row can conflict on, in the order a conflicting one is looked for: the
+    /// primary key, then each unique index.
+    static func conflictTargets(_ entity: EntityDescriptor) -> [[String]] {
+        [entity.primaryKey] + entity.indexes.filter { $0.kind == .unique }.map(\.columns)
+    }
+
+    /// The model's columns and values as a look-up compares them with stored ones: values of
+    /// deterministically encrypted columns sealed, as they are stored.
+    func lookupValues<M: PersistentModel>(_ model: M) throws(StoreError) -> (columns: [String], values: [StoredValue]) {
+        let row = try encodedRow(model)
+        var values = row.values
+        for (column, cipher) in encryption[M.entity.table] ?? [:] where cipher.mode == .deterministic {
+            guard let at = row.columns.firstIndex(of: column), values[at] != .null else { continue }
+            do { values[at] = try cipher.seal(values[at], rowKey: []) } catch { throw .encryption(error) }
+        }
+        return (row.columns, values)
     }
 
     /// `SELECT <selection> FROM <table> WHERE <target> = ... LIMIT 1`, rendered once per target.

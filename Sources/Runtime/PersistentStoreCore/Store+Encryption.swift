@@ -187,9 +187,12 @@ extension Store {
     ///
     /// `replacing: false` is for a write that never replaces a stored row (an insert that
     /// does nothing on a conflict): no stored row is looked up, and the row is sealed under its
-    /// own key.
+    /// own key. `deferringExternalWrites` names external values without writing them: the
+    /// caller writes `pendingExternalValues` once its statement inserted the row.
     @discardableResult
-    func prepareRow(_ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue], replacing: Bool = true) throws(StoreError) -> PreparedRow {
+    func prepareRow(
+        _ entity: EntityDescriptor, columns: inout [String], values: inout [StoredValue], replacing: Bool = true, deferringExternalWrites: Bool = false
+    ) throws(StoreError) -> PreparedRow {
         let plan = rowPlan(entity, columns: columns)
         guard !plan.isEmpty else { return PreparedRow() }
         // A new row of randomized values only, its implicit key left to the store: nothing to
@@ -238,6 +241,7 @@ extension Store {
             }
         }
         var written: [(ColumnDescriptor, String)] = []
+        var pending: [PendingExternalValue] = []
         for (position, column, cipher) in plan.files {
             let at = position + shift
             if case .text(let name)? = stored[position], let bytes = Self.externalBytes(of: values[at]),
@@ -247,10 +251,16 @@ extension Store {
                 continue
             }
             if case .text(let name)? = stored[position] { try removeOnCommit([(column, name)], of: entity) }
+            if deferringExternalWrites {
+                guard let value = try pendingExternalValue(values[at], entity, column, sealedBy: cipher, rowKey: rowKey) else { continue }
+                values[at] = .text(value.name)
+                pending.append(value)
+                continue
+            }
             values[at] = try storeExternalValue(values[at], entity, column, sealedBy: cipher, rowKey: rowKey)
             if case .text(let name) = values[at] { written.append((column, name)) }
         }
-        return PreparedRow(choseKey: choseKey, writtenExternalValues: written)
+        return PreparedRow(choseKey: choseKey, writtenExternalValues: written, pendingExternalValues: pending)
     }
 
     /// What `prepareRow` did besides changing the row.
@@ -261,6 +271,8 @@ extension Store {
         /// The external values it stored anew (not those kept from the stored row): what an
         /// insert that ends up writing nothing must remove.
         var writtenExternalValues: [(ColumnDescriptor, String)] = []
+        /// The external values it named but did not write (`deferringExternalWrites`).
+        var pendingExternalValues: [PendingExternalValue] = []
     }
 
     /// The stored row this write would update, found by primary key, then by each unique value:
@@ -304,12 +316,21 @@ extension Store {
     private func storeExternalValue(
         _ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealedBy cipher: FieldCipher?, rowKey: [StoredValue]
     ) throws(StoreError) -> StoredValue {
-        guard let cipher else { return try storeExternalValue(value, entity, column) }
-        guard let bytes = Self.externalBytes(of: value) else { return value }
+        guard let pending = try pendingExternalValue(value, entity, column, sealedBy: cipher, rowKey: rowKey) else { return value }
+        try write(pending)
+        return .text(pending.name)
+    }
+
+    /// The external value, sealed when its column is encrypted, named but not written.
+    private func pendingExternalValue(
+        _ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealedBy cipher: FieldCipher?, rowKey: [StoredValue]
+    ) throws(StoreError) -> PendingExternalValue? {
+        guard let cipher else { return Self.pendingExternalValue(value, entity, column, sealed: false) }
+        guard let bytes = Self.externalBytes(of: value) else { return nil }
         sealing.sealedInTransaction = true
         let sealed: StoredValue
         do { sealed = .blob(try cipher.seal(bytes: bytes, rowKey: rowKey)) } catch { throw .encryption(error) }
-        return try storeExternalValue(sealed, entity, column, sealed: true)
+        return Self.pendingExternalValue(sealed, entity, column, sealed: true)
     }
 
     private func seal(_ value: StoredValue, _ cipher: FieldCipher, rowKey: [StoredValue]) throws(StoreError) -> StoredValue {

@@ -38,17 +38,29 @@ extension Store {
     /// since a digest of the plaintext would let anyone confirm a guess. Each name is unique:
     /// two rows with the same bytes hold two files, and deleting one never touches the other's.
     func storeExternalValue(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealed: Bool = false) throws(StoreError) -> StoredValue {
-        guard let bytes = Self.externalBytes(of: value) else { return value }
+        guard let pending = Self.pendingExternalValue(value, entity, column, sealed: sealed) else { return value }
+        try write(pending)
+        return .text(pending.name)
+    }
+
+    /// The value named as `storeExternalValue` names it, not yet written; nil for a value kept in
+    /// the column itself.
+    static func pendingExternalValue(_ value: StoredValue, _ entity: EntityDescriptor, _ column: ColumnDescriptor, sealed: Bool) -> PendingExternalValue? {
+        guard let bytes = externalBytes(of: value) else { return nil }
         let unique = UUID().uuidString.lowercased()
-        let name = sealed ? unique : SHA256.hex(bytes) + "-" + unique
+        return PendingExternalValue(entity: entity, column: column, name: sealed ? unique : SHA256.hex(bytes) + "-" + unique, bytes: bytes)
+    }
+
+    /// Writes a named external value: to its file (removed again if the transaction rolls
+    /// back), or to the database's table of them.
+    func write(_ pending: PendingExternalValue) throws(StoreError) {
         if abilities.keepsExternalValuesInDatabase {
-            _ = try query("INSERT INTO \(identifier: Self.externalValuesTable) (name, data) VALUES (\(value: .text(name)), \(value: .blob(bytes)))")
-            return .text(name)
+            _ = try query("INSERT INTO \(identifier: Self.externalValuesTable) (name, data) VALUES (\(value: .text(pending.name)), \(value: .blob(pending.bytes)))")
+            return
         }
-        let url = externalFile(entity, column, name)
-        try writeDurably(bytes, to: url)
+        let url = externalFile(pending.entity, pending.column, pending.name)
+        try writeDurably(pending.bytes, to: url)
         files.created.append(url)
-        return .text(name)
     }
 
     /// The bytes an external value is stored as, or nil for a value kept in the column itself.
@@ -194,4 +206,13 @@ func writeDurably(_ bytes: [UInt8], to url: URL) throws(StoreError) {
         unlink(temporary)
         throw .externalFile("cannot write \(url.path): \(failure)")
     }
+}
+
+/// An external value named in a row but not yet written: an insert that may do nothing (on a
+/// conflict) writes it only once the row went in, so importing stored rows again writes no file.
+struct PendingExternalValue {
+    let entity: EntityDescriptor
+    let column: ColumnDescriptor
+    let name: String
+    let bytes: [UInt8]
 }

@@ -29,6 +29,8 @@ extension Store {
         var updateOnly: [UpdateOnlyShape: UpsertStatements] = [:]
         /// The stored row by one unique key, as a model: by the table and the key's columns.
         var storedModelLookups: [[String]: RenderedSQL] = [:]
+        /// The stored rows by one single-column unique key, `lookupChunk` values at once.
+        var storedModelsLookups: [[String]: RenderedSQL] = [:]
         /// The table whose plain insert last hit a taken key or unique value, and the rows
         /// written to it since: while conflicts are recent, writes go straight to the upsert.
         var lastConflict: (table: String, rowsSince: Int)?

@@ -76,17 +76,26 @@ extension Store {
 
     /// A model from a row of `selection(M.self)` that a statement returned (`RETURNING`).
     func model<M: PersistentModel>(fromReturned row: [StoredValue], as type: M.Type) throws(StoreError) -> M {
-        var row = row
-        do {
-            if let opening = openPlan(M.entity, columns: rowColumns(M.entity)) {
-                let sealed = row
-                for position in opening.positions where position < row.count {
-                    row[position] = try openColumn(opening, position, .value(sealed[position]), row: sealed)
+        try returnedModelDecoder(M.self)(row)
+    }
+
+    /// `model(fromReturned:as:)` for many rows: what it looks up, looked up once.
+    func returnedModelDecoder<M: PersistentModel>(_ type: M.Type) -> ([StoredValue]) throws(StoreError) -> M {
+        let opening = openPlan(M.entity, columns: rowColumns(M.entity))
+        let decode = modelDecoder(M.self)
+        return { (row: [StoredValue]) throws(StoreError) -> M in
+            var row = row
+            do {
+                if let opening {
+                    let sealed = row
+                    for position in opening.positions where position < row.count {
+                        row[position] = try self.openColumn(opening, position, .value(sealed[position]), row: sealed)
+                    }
                 }
+                return try decode(&row)
+            } catch {
+                throw Self.readFailure(error)
             }
-            return try modelDecoder(M.self)(&row)
-        } catch {
-            throw Self.readFailure(error)
         }
     }
 

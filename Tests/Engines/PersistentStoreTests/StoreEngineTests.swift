@@ -658,6 +658,37 @@ extension StorePool {
         #expect(try await store.model(Car.self, key: fresh[0].id!) == fresh[0])
     }
 
+    /// Insert-if-absent of many models, some stored: each stored one comes back as stored,
+    /// found by its key before its unique value as one at a time would find it, a model twice
+    /// in the batch too; the new ones go in. Importing stored rows again writes no external
+    /// file: the folder is not touched at all.
+    @Test(arguments: StoreEngine.available)
+    func insertIfAbsentOfStoredRowsReadsThemTogetherAndWritesNoFile(_ engine: StoreEngine) async throws {
+        let url = try engine.freshURL()
+        let store = try Store.open(url: url, schema: GarageSchema.descriptor, migrations: GarageSchema.migrations)
+        let photo = Data(repeating: 5, count: 2_000), other = Data(repeating: 6, count: 2_000)
+        let stored = try await store.insert((1...3).map { Car(vin: "V\($0)", make: "Ford", model: "T\($0)", photo: $0 == 3 ? nil : photo) })
+        let folder = url + ".external/car/photo"
+        func folderModified() throws -> Date? {
+            engine == .sqlite ? try FileManager.default.attributesOfItem(atPath: folder)[.modificationDate] as? Date : nil
+        }
+        let before = try folderModified()
+        var byKey = Car(vin: "V9", make: "Fiat", model: "Panda", photo: other)
+        byKey.id = stored[2].id
+        let batch = [
+            Car(vin: "V1", make: "Fiat", model: "500", photo: other), Car(vin: "V2", make: "Fiat", model: "Uno", photo: other), byKey,
+            Car(vin: "V1", make: "VW", model: "Golf", photo: other),
+        ]
+        let again = try await store.insert(batch, onConflict: .ignore)
+        #expect(again == [stored[0], stored[1], stored[2], stored[0]])
+        #expect(try folderModified() == before, "no file written, and none removed")
+        #expect(try engine.externalValueCount(at: url) == 2)
+        let mixed = try await store.insert([Car(vin: "V4", make: "VW", model: "Polo", photo: other), Car(vin: "V2", make: "VW", model: "Up", photo: nil)], onConflict: .ignore)
+        #expect(mixed[0].id != nil && mixed[0].photo == other && mixed[1] == stored[1])
+        #expect(try engine.externalValueCount(at: url) == 3)
+        #expect(try await store.count(Car.self) == 4)
+    }
+
     /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,
     /// `YYYY-MM-DD` text on SQLite). A date with a time of day is kept as its day in UTC through
     /// every write path, comes back as the start of that day, and is compared as a day; a row

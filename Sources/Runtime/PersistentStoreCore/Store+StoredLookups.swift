@@ -1,0 +1,60 @@
+import SQLDialects
+import SchemaMetadata
+
+/// A model whose insert met a stored row: where it is in its batch, and the row it would have
+/// written (deterministic values sealed), to find the stored row by.
+struct ConflictedModel {
+    let index: Int
+    let columns: [String]
+    let values: [StoredValue]
+}
+
+extension Store {
+    /// How many values one `IN` look-up takes. The last chunk repeats its last value, so each
+    /// key has one statement, prepared once.
+    static let lookupChunk = 100
+
+    /// The stored models of `conflicted`, in its order, each found by its primary key or one of
+    /// its unique values as `storedModel(matching:)` would find it: with one statement per chunk
+    /// of each key instead of one per model. The keys are tried in the same order, up to the
+    /// first of several columns; a model found by none of them (by a later key, or a value the
+    /// database compares with another collation or type) is nil, for the caller to look up alone.
+    func storedModels<M: PersistentModel>(_ type: M.Type, matching conflicted: [ConflictedModel]) throws(StoreError) -> [M?] {
+        let targets = Self.conflictTargets(M.entity).prefix { $0.count == 1 }
+        var found = [M?](repeating: nil, count: conflicted.count)
+        guard !targets.isEmpty else { return found }
+        let selected = rowColumns(M.entity)
+        let decode = returnedModelDecoder(M.self)
+        for target in targets {
+            guard let returnedAt = selected.firstIndex(of: target[0]) else { continue }
+            // The positions in `conflicted` still unfound, by the value they look for.
+            var wanted: [StoredValue: [Int]] = [:]
+            for (position, model) in conflicted.enumerated() where found[position] == nil {
+                guard let at = model.columns.firstIndex(of: target[0]), model.values[at] != .null else { continue }
+                wanted[model.values[at], default: []].append(position)
+            }
+            let values = Array(wanted.keys)
+            for start in stride(from: 0, to: values.count, by: Self.lookupChunk) {
+                var chunk = Array(values[start..<min(start + Self.lookupChunk, values.count)])
+                chunk += repeatElement(chunk[chunk.count - 1], count: Self.lookupChunk - chunk.count)
+                let rows: [[StoredValue]]
+                do { rows = try database.query(storedModelsLookup(M.self, by: target[0]), chunk[...]) } catch { throw .database(error) }
+                for row in rows where returnedAt < row.count {
+                    guard let positions = wanted[row[returnedAt]] else { continue }
+                    let model = try decode(row)
+                    for position in positions { found[position] = model }
+                }
+            }
+        }
+        return found
+    }
+
+    /// `SELECT <selection> FROM <table> WHERE <column> IN (...)`, rendered once per column.
+    private func storedModelsLookup<M: PersistentModel>(_ type: M.Type, by column: String) -> RenderedSQL {
+        let key = [M.entity.table, column]
+        if let cached = self.statements.storedModelsLookups[key] { return cached }
+        let sql = render("SELECT \(selection(M.self)) FROM \(identifier: M.entity.table) WHERE \(identifier: column) IN (\(SQL.placeholders(Self.lookupChunk)))")
+        self.statements.storedModelsLookups[key] = sql
+        return sql
+    }
+}
