@@ -135,6 +135,9 @@ public struct ColumnDescriptor: Sendable, Hashable {
     public let preservesValueOnDeletion: Bool
     /// The attribute's earlier name, when the schema renamed it.
     public let renamedFrom: String?
+    /// Where a table split took the attribute from in the earlier version (`movedFrom:`), as
+    /// `Entity.attribute`: a device's sync state carries that attribute's across the split.
+    public let movedFrom: String?
     /// The column default, when the schema gives one.
     public let defaultValue: DefaultValueDescriptor?
     /// The key the model's Codable conformance uses for this property.
@@ -148,7 +151,7 @@ public struct ColumnDescriptor: Sendable, Hashable {
         property: String, column: String, jsonKey: String? = nil, storage: StorageKind, swiftType: String, isOptional: Bool,
         isPrimaryKey: Bool = false, isUnique: Bool = false, isIndexed: Bool = false, isSearchable: Bool = false,
         usesExternalStorage: Bool = false, isEncrypted: Bool = false, encryptsDeterministically: Bool = false, preservesValueOnDeletion: Bool = false,
-        renamedFrom: String? = nil, defaultValue: DefaultValueDescriptor? = nil
+        renamedFrom: String? = nil, movedFrom: String? = nil, defaultValue: DefaultValueDescriptor? = nil
     ) {
         self.property = property
         self.column = column
@@ -164,6 +167,7 @@ public struct ColumnDescriptor: Sendable, Hashable {
         self.encryptsDeterministically = encryptsDeterministically
         self.preservesValueOnDeletion = preservesValueOnDeletion
         self.renamedFrom = renamedFrom
+        self.movedFrom = movedFrom
         self.defaultValue = defaultValue
         self.jsonKey = jsonKey ?? property
     }
@@ -202,14 +206,14 @@ extension ColumnDescriptor {
     /// the column and the JSON key default to the property's name.
     public static func attribute(
         _ property: String, _ storage: StorageKind, _ swiftType: String, column: String? = nil, jsonKey: String? = nil,
-        _ flags: Flags = [], renamedFrom: String? = nil, default defaultValue: DefaultValueDescriptor? = nil
+        _ flags: Flags = [], renamedFrom: String? = nil, movedFrom: String? = nil, default defaultValue: DefaultValueDescriptor? = nil
     ) -> ColumnDescriptor {
         ColumnDescriptor(
             property: property, column: column ?? property, jsonKey: jsonKey, storage: storage, swiftType: swiftType,
             isOptional: flags.contains(.optional), isPrimaryKey: flags.contains(.primaryKey), isUnique: flags.contains(.unique),
             isIndexed: flags.contains(.indexed), isSearchable: flags.contains(.searchable), usesExternalStorage: flags.contains(.externalStorage),
             isEncrypted: flags.contains(.encrypted) || flags.contains(.deterministic), encryptsDeterministically: flags.contains(.deterministic),
-            preservesValueOnDeletion: flags.contains(.preservesValueOnDeletion), renamedFrom: renamedFrom, defaultValue: defaultValue)
+            preservesValueOnDeletion: flags.contains(.preservesValueOnDeletion), renamedFrom: renamedFrom, movedFrom: movedFrom, defaultValue: defaultValue)
     }
 }
 

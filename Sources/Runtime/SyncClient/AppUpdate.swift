@@ -49,6 +49,7 @@ struct AppUpdate: Sendable {
             let texts = try inStore { () throws(StoreError) in try store.syncStates(entity: earlierName, keys: rows.map(\.0), version: earlier) }
             let withoutState = rows.map(\.0).filter { texts[$0] == nil }
             let onServer = try sharedElsewhere(withoutState, from: earlier, in: store)
+            let sources = try splitSources(of: entity, keys: withoutState.filter(onServer.contains), from: earlier, in: store)
             // Values the server never saw are this device's latest: stamped now, they win over
             // what the server's own migration put in the same record (a default).
             let fresh: SyncClock
@@ -59,7 +60,8 @@ struct AppUpdate: Sendable {
                 guard let text = texts[key] else {
                     // No state before the update: a row its migration made (a table split's part)
                     // or one made offline and never pushed.
-                    carried.append((key, unclockedState(of: entity, row: entity.fieldValues(of: row), serverHoldsIt: onServer.contains(key), fresh: fresh)))
+                    let made = unclockedState(of: entity, row: entity.fieldValues(of: row), serverHoldsIt: onServer.contains(key), fresh: fresh)
+                    carried.append((key, sources[key].map { Self.overlaying($0.fields, from: $0.state, onto: made) } ?? made))
                     unclocked.append(key)
                     continue
                 }
@@ -86,6 +88,50 @@ struct AppUpdate: Sendable {
             shared.formUnion(Set(kept.keys).subtracting(unshared))
         }
         return shared
+    }
+
+    /// The states of a table split's parts, for keys whose source record the server holds: the
+    /// moved fields' values, clocks and counter totals as the device kept them in the source's
+    /// state, under the part's names. What the device changed there and had not pushed then
+    /// differs from its row, or is its own already, and is pushed; a counter's own total goes on
+    /// from where it was, so the server (which carries the source's totals to the part the same
+    /// way) counts each increment once.
+    private func splitSources(
+        of entity: SyncedEntity, keys: [String], from earlier: Int, in store: isolated Store
+    ) throws(SyncClientError) -> [String: (fields: Set<String>, state: SyncRecord)] {
+        guard !keys.isEmpty, let source = entity.splitSource(among: nil) else { return [:] }
+        let texts = try inStore { () throws(StoreError) in try store.syncStates(entity: source.entity, keys: keys, version: earlier) }
+        let moved = Set(source.fields.keys).subtracting(entity.encryptedFields)
+        var states: [String: (fields: Set<String>, state: SyncRecord)] = [:]
+        for (key, text) in texts {
+            let kept: SyncRecord
+            do { kept = try SyncJSON.decode(record: Array(text.utf8)) } catch { continue }
+            var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
+            // A sealed value was sealed under the source's table: the part's row tells it.
+            for (field, theirs) in source.fields where moved.contains(field) {
+                if let clock = kept.clocks[theirs] {
+                    values[field] = kept.values[theirs] ?? .null
+                    clocks[field] = clock
+                }
+                if let totals = kept.counterTotals[theirs] { counters[field] = totals }
+            }
+            if let state = SyncRecord(values: values, clocks: clocks, counterTotals: counters) { states[key] = (moved, state) }
+        }
+        return states
+    }
+
+    /// `unclocked` with the `moved` fields as `source` holds them: a counter's totals replaced
+    /// whole (none kept is none counted), so that the row's count beyond them is the device's.
+    static func overlaying(_ moved: Set<String>, from source: SyncRecord, onto unclocked: SyncRecord) -> SyncRecord {
+        var values = unclocked.values, clocks = unclocked.clocks, counters = unclocked.counterTotals
+        for field in moved {
+            if let clock = source.clocks[field] {
+                values[field] = source.values[field] ?? .null
+                clocks[field] = clock
+            }
+            if unclocked.counterTotals[field] != nil || source.counterTotals[field] != nil { counters[field] = source.counterTotals[field] }
+        }
+        return SyncRecord(values: values, clocks: clocks, counterTotals: counters) ?? unclocked
     }
 
     /// The tombstones: states whose rows are gone.
@@ -133,11 +179,11 @@ struct AppUpdate: Sendable {
     }
 
     /// A row without a state, pushed as this device's. Where the server holds a record of that
-    /// key (`serverHoldsIt`: its own migration split the same row to the same key), its values
-    /// take a clock older than any other, so the server's win, and a counter is kept as of no
-    /// node's, not pushed, giving way to the server's totals, which counted it already. Where
-    /// it does not (a book made here offline, split by the update), the values take `fresh`,
-    /// and a counter is the device's own.
+    /// key (`serverHoldsIt`: its own migration split the same row to the same key) and the
+    /// device kept no state of its source (`splitSources`), its values take a clock older than
+    /// any other, so the server's win, and a counter is kept as of no node's, not pushed, giving
+    /// way to the server's totals. Where it does not (a book made here offline, split by the
+    /// update), the values take `fresh`, and a counter is the device's own.
     func unclockedState(of entity: SyncedEntity, row: [String: StoredValue], serverHoldsIt: Bool = true, fresh: SyncClock? = nil) -> SyncRecord {
         let oldest = SyncClock(milliseconds: 0, counter: 0, node: clock.node)
         let stamp = serverHoldsIt ? oldest : fresh ?? oldest

@@ -82,6 +82,11 @@ struct VersionSeeds: SyncStateSeeds {
     /// For each of this version's entities: the other's entity, and the other's name for each of
     /// this version's fields.
     let links: [String: (entity: String, fields: [String: String])]
+    /// For each of this version's entities, the other's that a table split moved fields
+    /// between, keyed alike: the other's entity, and the other's name for each moved field.
+    /// A part's state takes those fields' clocks and counter totals from its source's, and the
+    /// source's from its parts', as a renamed entity's do.
+    let parts: [String: [(entity: String, fields: [String: String])]]
     let clock: NodeClock
 
     init?(this: SchemaDescriptor, other: SchemaDescriptor, clock: NodeClock) {
@@ -102,30 +107,48 @@ struct VersionSeeds: SyncStateSeeds {
             let fields = thisIsNewer ? olderByNewer : Dictionary(olderByNewer.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
             links[entity.name] = (match.name, fields)
         }
-        guard !links.isEmpty else { return nil }
+        var parts: [String: [(entity: String, fields: [String: String])]] = [:]
+        let (newer, older) = thisIsNewer ? (mine, theirs) : (theirs, mine)
+        let olderByName = Dictionary(older.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for part in newer {
+            guard let source = part.splitSource(among: olderByName) else { continue }
+            if thisIsNewer {
+                parts[part.name, default: []].append(source)
+            } else {
+                parts[source.entity, default: []].append((part.name, Dictionary(source.fields.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })))
+            }
+        }
+        guard !links.isEmpty || !parts.isEmpty else { return nil }
         version = other.version
         entities = Dictionary(theirs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.links = links
+        self.parts = parts
         self.clock = clock
     }
 
     func states(of entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncStateError) -> [String: SyncRecord] {
-        guard let link = links[entity.name], let other = entities[link.entity] else { return [:] }
-        let texts: [String: String]
-        do { texts = try store.syncStates(entity: other.name, keys: keys, version: version) } catch { throw .store(error) }
-        let reader = SyncStateRecords(clock: clock)
         var states: [String: SyncRecord] = [:]
-        for (key, text) in texts {
-            let kept = try reader.decode(text, of: other, key: key, in: store)
-            var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
-            for (field, theirs) in link.fields {
-                if let clock = kept.clocks[theirs] {
-                    clocks[field] = clock
-                    values[field] = kept.values[theirs] ?? .null
+        let primary = links[entity.name]
+        // The record itself first (its tombstone is its own), then the fields a split moved.
+        for (index, link) in ([primary].compactMap { $0 } + (parts[entity.name] ?? [])).enumerated() {
+            guard let other = entities[link.entity] else { continue }
+            let ownsDelete = index == 0
+            let texts: [String: String]
+            do { texts = try store.syncStates(entity: other.name, keys: keys, version: version) } catch { throw .store(error) }
+            let reader = SyncStateRecords(clock: clock)
+            for (key, text) in texts {
+                let kept = try reader.decode(text, of: other, key: key, in: store)
+                let before = states[key]
+                var values = before?.values ?? [:], clocks = before?.clocks ?? [:], counters = before?.counterTotals ?? [:]
+                for (field, theirs) in link.fields {
+                    if let clock = kept.clocks[theirs] {
+                        clocks[field] = clock
+                        values[field] = kept.values[theirs] ?? .null
+                    }
+                    if let totals = kept.counterTotals[theirs] { counters[field] = totals }
                 }
-                if let totals = kept.counterTotals[theirs] { counters[field] = totals }
+                states[key] = SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: ownsDelete ? kept.deleted : before?.deleted)
             }
-            states[key] = SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: kept.deleted)
         }
         return states
     }

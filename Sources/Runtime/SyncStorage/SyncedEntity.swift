@@ -37,6 +37,31 @@ package struct SyncedEntity: Sendable {
         fields = Dictionary(columns.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// Where this entity is a table split's part keyed as the record it came from (its key
+    /// `movedFrom` the key of an entity among `earlier`, an earlier version's): that entity's
+    /// name, and the fields moved from it, each by this entity's name to its name there.
+    /// Without `earlier` (a device, which holds one version's schema), the names are taken as
+    /// `movedFrom` gives them.
+    package func splitSource(among earlier: [String: SyncedEntity]?) -> (entity: String, fields: [String: String])? {
+        guard let key = descriptor.columns.first(where: { $0.column == keyColumn }), let (name, keyField) = Self.movedFrom(key) else { return nil }
+        let source = earlier?[name]
+        if let earlier {
+            guard let source, source.descriptor.columns.first(where: { $0.column == source.keyColumn })?.property == keyField, earlier[name] != nil else { return nil }
+        }
+        var fields: [String: String] = [:]
+        for column in descriptor.columns where !column.isPrimaryKey && columns[column.property] != nil {
+            guard let (from, field) = Self.movedFrom(column), from == name, source.map({ $0.columns[field] != nil }) ?? true else { continue }
+            fields[column.property] = field
+        }
+        return fields.isEmpty ? nil : (name, fields)
+    }
+
+    /// A column's `movedFrom`, split: the earlier entity and attribute.
+    static func movedFrom(_ column: ColumnDescriptor) -> (entity: String, field: String)? {
+        guard let moved = column.movedFrom, let dot = moved.firstIndex(of: ".") else { return nil }
+        return (String(moved[..<dot]), String(moved[moved.index(after: dot)...]))
+    }
+
     /// A record's values by field name, from its stored columns.
     package func fieldValues(of record: StoredRecord) -> [String: StoredValue] {
         var values: [String: StoredValue] = [:]

@@ -68,10 +68,11 @@ extension TemplateContext {
         var jsonKey: String?
         var flags: ColumnDescriptor.Flags
         var renamedFrom: String?
+        var movedFrom: String?
         var defaultValue: DefaultValueDescriptor?
 
         var descriptor: ColumnDescriptor {
-            .attribute(property, storage, swiftType, column: column, jsonKey: jsonKey, flags, renamedFrom: renamedFrom, default: defaultValue)
+            .attribute(property, storage, swiftType, column: column, jsonKey: jsonKey, flags, renamedFrom: renamedFrom, movedFrom: movedFrom, default: defaultValue)
         }
     }
 
@@ -89,7 +90,7 @@ extension TemplateContext {
         return ColumnMetadata(
             property: attribute.name, storage: column?.kind ?? SnapshotBuilder.kind(of: attribute, in: schema), swiftType: SwiftSyntax.typeName(attribute.type),
             column: attribute.columnName != attribute.name ? attribute.columnName : nil, jsonKey: attribute.jsonKey != attribute.name ? attribute.jsonKey : nil,
-            flags: flags, renamedFrom: attribute.renamedFrom, defaultValue: column.flatMap(defaultDescriptor))
+            flags: flags, renamedFrom: attribute.renamedFrom, movedFrom: attribute.movedFromText, defaultValue: column.flatMap(defaultDescriptor))
     }
 
     /// The column default as a descriptor, from the relational model's.

@@ -86,6 +86,7 @@ extension TemplateContext {
         let set = names.filter { metadata.flags.contains($0.0) }.map(\.1)
         if !set.isEmpty { arguments.append("[" + set.joined(separator: ", ") + "]") }
         if let renamed = metadata.renamedFrom { arguments.append("renamedFrom: " + SwiftSyntax.stringLiteral(renamed)) }
+        if let moved = metadata.movedFrom { arguments.append("movedFrom: " + SwiftSyntax.stringLiteral(moved)) }
         if let value = metadata.defaultValue { arguments.append("default: " + Self.literal(value)) }
         return call(".attribute", arguments, indent: 12)
     }

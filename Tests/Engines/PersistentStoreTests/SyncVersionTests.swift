@@ -204,7 +204,7 @@ extension SyncVersionTests {
         var ipad = try await Shelf.Device.open(
             path: ipadPath, "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)]))
         let dune = Board.key(1), emma = Board.key(3), kafka = Board.key(4)
-        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(dune), "title": .text("Dune"), "blurb": .text("spice")])
+        _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(dune), "title": .text("Dune"), "blurb": .text("spice"), "stars": .integer(1)])
         _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(emma), "title": .text("Emma")])
         try await ipad.client.sync()
 
@@ -231,11 +231,14 @@ extension SyncVersionTests {
             return try await text(phone.store, emma) == .text("novel")
         }
 
-        // Offline, the iPad edits a title and adds a book with a blurb, while the phone edits
-        // Dune's blurb again. Then the iPad's app is updated: its file splits to the same keys.
-        _ = try await ipad.store.updateRecord(of: book1, key: [.text(dune)], set: ["title": .text("Dune (1965)")])
+        // Offline, the iPad edits a title, gives Dune a second star and edits Emma's blurb (both
+        // moved to the blurb by the split), and adds a book with a blurb, while the phone edits
+        // Dune's blurb again and gives it two more stars. Then the iPad's app is updated: its
+        // file splits to the same keys.
+        _ = try await ipad.store.updateRecord(of: book1, key: [.text(dune)], set: ["title": .text("Dune (1965)"), "stars": .integer(2)])
+        _ = try await ipad.store.updateRecord(of: book1, key: [.text(emma)], set: ["blurb": .text("a novel")])
         _ = try await ipad.store.insertRecord(of: book1, values: ["id": .text(kafka), "title": .text("Kafka"), "blurb": .text("trial"), "stars": .integer(2)])
-        _ = try await phone.store.updateRecord(of: blurb, key: [.text(dune)], set: ["text": .text("dunes")])
+        _ = try await phone.store.updateRecord(of: blurb, key: [.text(dune)], set: ["text": .text("dunes"), "stars": .integer(3)])
         try await phone.client.sync()
         ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
         try await ipad.client.sync()
@@ -244,11 +247,22 @@ extension SyncVersionTests {
         #expect(try await text(ipad.store, kafka) == .text("trial"), "the blurb of the book made offline is the device's")
         let stars = try await ipad.store.records(of: blurb, where: [RecordFilter("id", .equals(.text(kafka)))], limit: 1).records.first?["stars"]
         #expect(stars == .integer(2), "its stars, counted offline before the update, are the device's to push: \(String(describing: stars))")
+        func starsOf(_ store: Store, _ key: String) async throws -> StoredValue? {
+            try await store.records(of: blurb, where: [RecordFilter("id", .equals(.text(key)))], limit: 1).records.first?["stars"]
+        }
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await starsOf(ipad.store, dune) == .integer(4)
+        }
+        #expect(try await text(ipad.store, emma) == .text("a novel"), "an edit made offline to a field the split moved is pushed")
         try await Phone.eventually {
             try await phone.client.sync()
-            let title = try await phone.book(dune)?["title"], trial = try await text(phone.store, kafka)
-            return title == .text("Dune (1965)") && trial == .text("trial")
+            let title = try await phone.book(dune)?["title"], trial = try await text(phone.store, kafka), novel = try await text(phone.store, emma)
+            return title == .text("Dune (1965)") && trial == .text("trial") && novel == .text("a novel")
         }
+        #expect(try await starsOf(phone.store, dune) == .integer(4), "each star counted once: the iPad's two, one made before its update, and the phone's two")
+        let oldDune = try await v1Server.records(of: book1, where: [RecordFilter("id", .equals(.text(dune)))], limit: 1).records.first
+        #expect(oldDune?["stars"] == .integer(4), "\(String(describing: oldDune))")
         for entity in [book2, blurb] {
             let held = try await Shelf.snapshot(ipad.store, entity)
             #expect(try await held == Shelf.snapshot(phone.store, entity), "\(entity.name)")

@@ -74,7 +74,7 @@ public enum TasksSchema {
         name: "TaskNote", table: "task_notes",
         primaryKey: ["id"], hasImplicitKey: true,
         columns: [
-            .attribute("text", .text, "String", default: .literal(""))
+            .attribute("text", .text, "String", movedFrom: "Task.notes", default: .literal(""))
         ],
         relationships: [
             RelationshipDescriptor(name: "task", target: "Task", inverse: "note", foreignKeyColumns: ["task_id"], keyProperty: "taskID")
