@@ -92,14 +92,16 @@ extension Store {
             let results: [[[StoredValue]]]
             do { results = try pipelining.pipeline(statements) } catch { throw .database(error) }
             var conflicted: [ConflictedModel] = []
+            var insertedAt: [StoredValue: Int] = [:]
             for (offset, index) in (start..<end).enumerated() {
                 if let returned = results.indices.contains(offset) ? results[offset] : nil, !returned.isEmpty {
                     stored[index] = try storedModel(models[index], written: rows[offset], returned: returned)
+                    if let key = insertedKey(entity, written: rows[offset], returned: returned) { insertedAt[key] = index }
                 } else {
                     conflicted.append(ConflictedModel(index: index, columns: rows[offset].columns, values: rows[offset].values))
                 }
             }
-            try resolveIgnored(models, conflicted, into: &stored)
+            try resolveIgnored(models, conflicted, insertedAt: insertedAt, into: &stored)
         }
         return stored
     }
@@ -109,25 +111,49 @@ extension Store {
     private func insertEachIgnoring<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M] {
         var stored = models
         var conflicted: [ConflictedModel] = []
+        var insertedAt: [StoredValue: Int] = [:]
         for index in models.indices {
             switch try insertIfAbsent(models[index]) {
-            case .inserted(let model): stored[index] = model
+            case .inserted(let model, let key):
+                stored[index] = model
+                if let key { insertedAt[key] = index }
             case .conflicted(let columns, let values): conflicted.append(ConflictedModel(index: index, columns: columns, values: values))
             }
         }
-        try resolveIgnored(models, conflicted, into: &stored)
+        try resolveIgnored(models, conflicted, insertedAt: insertedAt, into: &stored)
         return stored
     }
 
     /// The stored models of the `conflicted` ones, whose inserts did nothing: read together
-    /// where they can be, else one at a time (which inserts again a row deleted meanwhile).
-    private func resolveIgnored<M: PersistentModel>(_ models: [M], _ conflicted: [ConflictedModel], into stored: inout [M]) throws(StoreError) {
+    /// where they can be, else one at a time. Every model was inserted before these are read,
+    /// so a row a later model of the array inserted (`insertedAt`: by its key, the model's
+    /// index) is passed over, as it did not exist when the model's insert met a row. A row
+    /// deleted meanwhile is inserted again.
+    private func resolveIgnored<M: PersistentModel>(
+        _ models: [M], _ conflicted: [ConflictedModel], insertedAt: [StoredValue: Int], into stored: inout [M]
+    ) throws(StoreError) {
         guard !conflicted.isEmpty else { return }
-        let found: [M?] = conflicted.count > 1 ? try storedModels(M.self, matching: conflicted) : [nil]
+        let found: [M?] = conflicted.count > 1 ? try storedModels(M.self, matching: conflicted, insertedAt: insertedAt) : [nil]
         for position in conflicted.indices {
             let index = conflicted[position].index
-            if let model = found[position] { stored[index] = model } else { stored[index] = try insertResolving(models[index], .ignore) }
+            if let model = found[position] {
+                stored[index] = model
+            } else if let model = try storedModel(matching: models[index], passingOver: { insertedAt[$0].map { $0 > index } ?? false }) {
+                stored[index] = model
+            } else {
+                stored[index] = try insertResolving(models[index], .ignore)
+            }
         }
+    }
+
+    /// The key of the row an insert wrote: the given or chosen one, what the statement returned,
+    /// or the engine's last inserted row. Nil for a key of several columns.
+    private func insertedKey(_ entity: EntityDescriptor, written row: EncodedRow, returned: [[StoredValue]]) -> StoredValue? {
+        guard entity.primaryKey.count == 1 else { return nil }
+        if let at = row.columns.firstIndex(of: entity.primaryKey[0]), row.values[at] != .null { return row.values[at] }
+        guard entity.hasImplicitKey else { return nil }
+        if case .integer(let id)? = returned.first?.first { return .integer(id) }
+        return .integer(lastInsertedRowID)
     }
 
     /// One model under `.ignore` or `.update(only:)`, inside a write. The model is inserted
@@ -222,13 +248,14 @@ extension Store {
     /// answer is nil. Its external values are written only once the row went in (in the same
     /// transaction), so a row already stored costs no file.
     func insertNew<M: PersistentModel>(_ model: M) throws(StoreError) -> M? {
-        if case .inserted(let inserted) = try insertIfAbsent(model) { return inserted }
+        if case .inserted(let inserted, _) = try insertIfAbsent(model) { return inserted }
         return nil
     }
 
     /// What `insertIfAbsent` did.
     enum InsertIfAbsent<M> {
-        case inserted(M)
+        /// The model as stored, and its key (nil for a key of several columns).
+        case inserted(M, key: StoredValue?)
         /// A stored row has its key or a unique value: the row's columns and values as written
         /// (deterministic values sealed), to look the stored row up by.
         case conflicted(columns: [String], values: [StoredValue])
@@ -248,8 +275,11 @@ extension Store {
             return conflicted(row, prepared)
         }
         if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 { return conflicted(row, prepared) }
+        // The key and the model first: writing an external value may be a statement of its own.
+        let key = insertedKey(entity, written: row, returned: returned)
+        let inserted = try storedModel(model, written: row, returned: returned)
         for pending in prepared.pendingExternalValues { try write(pending) }
-        return .inserted(try storedModel(model, written: row, returned: returned))
+        return .inserted(inserted, key: key)
     }
 
     /// A row that met a stored one, as a look-up needs it: a key the store chose for it is not
@@ -326,8 +356,11 @@ extension Store {
     /// The stored row with the model's primary key or one of its unique values, as a model,
     /// looked up by each in turn (each lookup's statement rendered once). Deterministically
     /// encrypted values are compared as the ciphertexts stored.
-    private func storedModel<M: PersistentModel>(matching model: M) throws(StoreError) -> M? {
+    /// `passingOver` a stored row's key: a row to look past, for the next key (one a later model
+    /// of the same array inserted).
+    private func storedModel<M: PersistentModel>(matching model: M, passingOver: (StoredValue) -> Bool = { _ in false }) throws(StoreError) -> M? {
         let (columns, values) = try lookupValues(model)
+        let keyAt = M.entity.primaryKey.count == 1 ? rowColumns(M.entity).firstIndex(of: M.entity.primaryKey[0]) : nil
         for target in Self.conflictTargets(M.entity) {
             let positions = target.compactMap { columns.firstIndex(of: $0) }
             guard positions.count == target.count else { continue }
@@ -335,7 +368,9 @@ extension Store {
             guard !arguments.contains(.null) else { continue }
             let found: [[StoredValue]]
             do { found = try database.query(storedModelLookup(M.self, by: target), arguments[...]) } catch { throw .database(error) }
-            if let stored = found.first { return try self.model(fromReturned: stored, as: M.self) }
+            guard let stored = found.first else { continue }
+            if let keyAt, keyAt < stored.count, passingOver(stored[keyAt]) { continue }
+            return try self.model(fromReturned: stored, as: M.self)
         }
         return nil
     }

@@ -17,19 +17,23 @@ extension Store {
     /// The stored models of `conflicted`, in its order, each found by its primary key or one of
     /// its unique values as `storedModel(matching:)` would find it: with one statement per chunk
     /// of each key instead of one per model. The keys are tried in the same order, up to the
-    /// first of several columns; a model found by none of them (by a later key, or a value the
-    /// database compares with another collation or type) is nil, for the caller to look up alone.
-    func storedModels<M: PersistentModel>(_ type: M.Type, matching conflicted: [ConflictedModel]) throws(StoreError) -> [M?] {
+    /// first of several columns. A row a later model of the array inserted (`insertedAt`, by its
+    /// key) is passed over for the next key. A model is nil, for the caller to look up alone,
+    /// where none of those keys finds it, or where a chunk it was asked in returned a row that
+    /// matches no value asked (the database compares that key otherwise: another collation or
+    /// type), since a later key could find another row than its own would.
+    func storedModels<M: PersistentModel>(_ type: M.Type, matching conflicted: [ConflictedModel], insertedAt: [StoredValue: Int] = [:]) throws(StoreError) -> [M?] {
         let targets = Self.conflictTargets(M.entity).prefix { $0.count == 1 }
         var found = [M?](repeating: nil, count: conflicted.count)
-        guard !targets.isEmpty else { return found }
+        var alone = [Bool](repeating: false, count: conflicted.count)
         let selected = rowColumns(M.entity)
+        guard !targets.isEmpty, let keyAt = selected.firstIndex(of: M.entity.primaryKey[0]) else { return found }
         let decode = returnedModelDecoder(M.self)
         for target in targets {
-            guard let returnedAt = selected.firstIndex(of: target[0]) else { continue }
+            guard let returnedAt = selected.firstIndex(of: target[0]) else { break }
             // The positions in `conflicted` still unfound, by the value they look for.
             var wanted: [StoredValue: [Int]] = [:]
-            for (position, model) in conflicted.enumerated() where found[position] == nil {
+            for (position, model) in conflicted.enumerated() where found[position] == nil && !alone[position] {
                 guard let at = model.columns.firstIndex(of: target[0]), model.values[at] != .null else { continue }
                 wanted[model.values[at], default: []].append(position)
             }
@@ -39,10 +43,21 @@ extension Store {
                 chunk += repeatElement(chunk[chunk.count - 1], count: Self.lookupChunk - chunk.count)
                 let rows: [[StoredValue]]
                 do { rows = try database.query(storedModelsLookup(M.self, by: target[0]), chunk[...]) } catch { throw .database(error) }
-                for row in rows where returnedAt < row.count {
-                    guard let positions = wanted[row[returnedAt]] else { continue }
-                    let model = try decode(row)
-                    for position in positions { found[position] = model }
+                var unmatched = false
+                for row in rows where returnedAt < row.count && keyAt < row.count {
+                    guard let positions = wanted[row[returnedAt]] else {
+                        unmatched = true
+                        continue
+                    }
+                    let insertedBy = insertedAt[row[keyAt]]
+                    var model: M?
+                    for position in positions where insertedBy.map({ $0 <= conflicted[position].index }) ?? true {
+                        if model == nil { model = try decode(row) }
+                        found[position] = model
+                    }
+                }
+                if unmatched {
+                    for value in chunk { for position in wanted[value] ?? [] where found[position] == nil { alone[position] = true } }
                 }
             }
         }

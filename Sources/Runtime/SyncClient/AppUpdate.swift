@@ -99,8 +99,13 @@ struct AppUpdate: Sendable {
     private func splitSources(
         of entity: SyncedEntity, keys: [String], from earlier: Int, in store: isolated Store
     ) throws(SyncClientError) -> [String: (fields: Set<String>, state: SyncRecord)] {
-        guard !keys.isEmpty, let source = entity.splitSource(among: nil) else { return [:] }
-        let texts = try inStore { () throws(StoreError) in try store.syncStates(entity: source.entity, keys: keys, version: earlier) }
+        let current = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        guard !keys.isEmpty, let source = entity.splitSource(in: current) else { return [:] }
+        var texts = try inStore { () throws(StoreError) in try store.syncStates(entity: source.entity, keys: keys, version: earlier) }
+        if let formerly = source.formerly, texts.count < keys.count {
+            let rest = keys.filter { texts[$0] == nil }
+            texts.merge(try inStore { () throws(StoreError) in try store.syncStates(entity: formerly, keys: rest, version: earlier) }) { first, _ in first }
+        }
         let moved = Set(source.fields.keys).subtracting(entity.encryptedFields)
         var states: [String: (fields: Set<String>, state: SyncRecord)] = [:]
         for (key, text) in texts {
@@ -109,27 +114,36 @@ struct AppUpdate: Sendable {
             var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
             // A sealed value was sealed under the source's table: the part's row tells it.
             for (field, theirs) in source.fields where moved.contains(field) {
-                if let clock = kept.clocks[theirs] {
+                if entity.rules.counters.contains(field) {
+                    // Kept as a plain value there (not a counter then): the server's totals decide.
+                    if kept.clocks[theirs] != nil { continue }
+                    counters[field] = kept.counterTotals[theirs] ?? [:]
+                } else if let clock = kept.clocks[theirs] {
                     values[field] = kept.values[theirs] ?? .null
                     clocks[field] = clock
                 }
-                if let totals = kept.counterTotals[theirs] { counters[field] = totals }
             }
-            if let state = SyncRecord(values: values, clocks: clocks, counterTotals: counters) { states[key] = (moved, state) }
+            if let state = SyncRecord(values: values, clocks: clocks, counterTotals: counters) { states[key] = (Set(values.keys).union(counters.keys), state) }
         }
         return states
     }
 
     /// `unclocked` with the `moved` fields as `source` holds them: a counter's totals replaced
-    /// whole (none kept is none counted), so that the row's count beyond them is the device's.
+    /// whole (none kept is none counted), so that the row's count beyond them is the device's;
+    /// a value only where it is stored as the row's is (a value the split converted gives way
+    /// to the server's, as `carry` does).
     static func overlaying(_ moved: Set<String>, from source: SyncRecord, onto unclocked: SyncRecord) -> SyncRecord {
         var values = unclocked.values, clocks = unclocked.clocks, counters = unclocked.counterTotals
         for field in moved {
             if let clock = source.clocks[field] {
-                values[field] = source.values[field] ?? .null
+                let kept = source.values[field] ?? .null
+                guard unclocked.values[field].map({ sameKind($0, kept) }) ?? true else { continue }
+                values[field] = kept
                 clocks[field] = clock
+            } else {
+                let totals = source.counterTotals[field] ?? [:]
+                counters[field] = totals.isEmpty ? nil : totals
             }
-            if unclocked.counterTotals[field] != nil || source.counterTotals[field] != nil { counters[field] = source.counterTotals[field] }
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: counters) ?? unclocked
     }

@@ -109,11 +109,12 @@ struct VersionSeeds: SyncStateSeeds {
         }
         var parts: [String: [(entity: String, fields: [String: String])]] = [:]
         let (newer, older) = thisIsNewer ? (mine, theirs) : (theirs, mine)
+        let newerByName = Dictionary(newer.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let olderByName = Dictionary(older.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for part in newer {
-            guard let source = part.splitSource(among: olderByName) else { continue }
+            guard let source = part.splitSource(in: newerByName, earlier: olderByName) else { continue }
             if thisIsNewer {
-                parts[part.name, default: []].append(source)
+                parts[part.name, default: []].append((source.entity, source.fields))
             } else {
                 parts[source.entity, default: []].append((part.name, Dictionary(source.fields.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })))
             }
@@ -126,13 +127,14 @@ struct VersionSeeds: SyncStateSeeds {
         self.clock = clock
     }
 
+    func seedsOnlyParts(of entity: SyncedEntity) -> Bool { links[entity.name] == nil && parts[entity.name] != nil }
+
     func states(of entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncStateError) -> [String: SyncRecord] {
         var states: [String: SyncRecord] = [:]
         let primary = links[entity.name]
         // The record itself first (its tombstone is its own), then the fields a split moved.
         for (index, link) in ([primary].compactMap { $0 } + (parts[entity.name] ?? [])).enumerated() {
             guard let other = entities[link.entity] else { continue }
-            let ownsDelete = index == 0
             let texts: [String: String]
             do { texts = try store.syncStates(entity: other.name, keys: keys, version: version) } catch { throw .store(error) }
             let reader = SyncStateRecords(clock: clock)
@@ -147,7 +149,10 @@ struct VersionSeeds: SyncStateSeeds {
                     }
                     if let totals = kept.counterTotals[theirs] { counters[field] = totals }
                 }
-                states[key] = SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: ownsDelete ? kept.deleted : before?.deleted)
+                // A split's source gives its tombstone only where it is deleted: its clocks here
+                // are the moved fields' alone, which an edit of another field does not raise.
+                let tombstone = index == 0 && (primary != nil || kept.isDeleted) ? kept.deleted : before?.deleted
+                states[key] = SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: tombstone)
             }
         }
         return states

@@ -107,6 +107,9 @@ package struct SyncStateRecords: Sendable {
             if var mine = kept[key] {
                 mine.mergeCounterTotals(from: other)
                 kept[key] = mine
+            } else if rows[key] == nil, !other.isDeleted, seeds.seedsOnlyParts(of: entity) {
+                // Its source holds no value the split moved (the part was never made): none yet.
+                continue
             } else {
                 kept[key] = Self.seeded(other, row: rows[key].map(entity.fieldValues), counters: entity.rules.counters)
                 seeded.insert(key)
@@ -256,4 +259,8 @@ package protocol SyncStateSeeds: Sendable {
     /// The states kept in another version for these records of `entity` (some may have none),
     /// their fields, counters and tombstone under `entity`'s names.
     func states(of entity: SyncedEntity, keys: [String], in store: isolated Store) throws(SyncStateError) -> [String: SyncRecord]
+    /// Whether `entity`'s seeds are another entity's states for the fields a table split moved
+    /// (the entity is a split's part): a record without a row then has no part yet, and is
+    /// not deleted.
+    func seedsOnlyParts(of entity: SyncedEntity) -> Bool
 }

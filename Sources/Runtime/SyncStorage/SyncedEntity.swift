@@ -37,23 +37,33 @@ package struct SyncedEntity: Sendable {
         fields = Dictionary(columns.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Where this entity is a table split's part keyed as the record it came from (its key
-    /// `movedFrom` the key of an entity among `earlier`, an earlier version's): that entity's
-    /// name, and the fields moved from it, each by this entity's name to its name there.
-    /// Without `earlier` (a device, which holds one version's schema), the names are taken as
-    /// `movedFrom` gives them.
-    package func splitSource(among earlier: [String: SyncedEntity]?) -> (entity: String, fields: [String: String])? {
-        guard let key = descriptor.columns.first(where: { $0.column == keyColumn }), let (name, keyField) = Self.movedFrom(key) else { return nil }
-        let source = earlier?[name]
+    /// Where this entity is a table split's part keyed as the record it came from: its key
+    /// `movedFrom` the key of an entity of its own version (`newer`, by name, which is how
+    /// `movedFrom` names it). Answers that entity's name in the earlier version, and the fields
+    /// moved from it, each by this entity's name to its name there. The earlier name is the same
+    /// name, else the one it was renamed from, as the migration planner matches them; with
+    /// `earlier` (the earlier version's entities, where known: the server), the one that exists
+    /// there, each moved field one of its own. Without, `formerly` is the name to try after.
+    package func splitSource(
+        in newer: [String: SyncedEntity], earlier: [String: SyncedEntity]? = nil
+    ) -> (entity: String, fields: [String: String], formerly: String?)? {
+        guard let key = descriptor.columns.first(where: { $0.column == keyColumn }), let (name, keyField) = Self.movedFrom(key),
+            let current = newer[name], current.descriptor.columns.first(where: { $0.column == current.keyColumn })?.property == keyField
+        else { return nil }
+        let formerly = current.descriptor.renamedFrom
+        var earlierName = name
+        var source: SyncedEntity?
         if let earlier {
-            guard let source, source.descriptor.columns.first(where: { $0.column == source.keyColumn })?.property == keyField, earlier[name] != nil else { return nil }
+            guard let found = [name, formerly].compactMap({ $0 }).first(where: { earlier[$0] != nil }) else { return nil }
+            earlierName = found
+            source = earlier[found]
         }
         var fields: [String: String] = [:]
         for column in descriptor.columns where !column.isPrimaryKey && columns[column.property] != nil {
             guard let (from, field) = Self.movedFrom(column), from == name, source.map({ $0.columns[field] != nil }) ?? true else { continue }
             fields[column.property] = field
         }
-        return fields.isEmpty ? nil : (name, fields)
+        return fields.isEmpty ? nil : (earlierName, fields, earlier == nil ? formerly : nil)
     }
 
     /// A column's `movedFrom`, split: the earlier entity and attribute.

@@ -30,6 +30,7 @@ public enum MigrationLint {
         case lockOrder = "lock-order"
         case notOnline = "not-online"
         case onlineRefused = "online-refused"
+        case splitOfRenamedTable = "split-of-renamed-table"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -68,6 +69,8 @@ public enum MigrationLint {
         let created: [TableSnapshot]
         /// Columns whose values a split moves to a new table: dropping them loses nothing.
         let moved: Set<String>
+        /// The tables this migration renames: each old name's new one.
+        let renamedTables: [String: String]
         var findings: [Diagnostic] = []
 
         init(migration: Migration, old: SchemaSnapshot, schema: Schema, allowDestructive: Bool, changes: [SchemaChange]) {
@@ -82,6 +85,11 @@ public enum MigrationLint {
                     guard case .fillTable(let fill) = change else { return [] }
                     return fill.sourceColumns.map { "\(fill.source).\($0)" }
                 })
+            renamedTables = Dictionary(
+                changes.compactMap { change -> (String, String)? in
+                    guard case .alterTable(let table) = change, table.isRename else { return nil }
+                    return (table.from.name, table.to.name)
+                }, uniquingKeysWith: { first, _ in first })
         }
 
         func entity(_ table: TableSnapshot) -> Entity? { table.entity.flatMap(schema.entity(named:)) }
@@ -107,6 +115,13 @@ public enum MigrationLint {
 
         mutating func fill(_ fill: TableFill) {
             guard let target = created.first(where: { $0.name == fill.target }) else { return }
+            if let renamed = renamedTables[fill.source] {
+                // The new table's key points at the new name before the old table takes it.
+                report(
+                    .error, .splitOfRenamedTable,
+                    "the new table '\(target.name)' is filled from '\(fill.source)', which this version also renames to '\(renamed)'; rename it in one version and split it in the next",
+                    at: location(target))
+            }
             let filledColumns = Set(fill.targetKey + fill.targetColumns)
             for column in target.columns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement && !filledColumns.contains(column.name) {
                 report(

@@ -687,6 +687,13 @@ extension StorePool {
         #expect(mixed[0].id != nil && mixed[0].photo == other && mixed[1] == stored[1])
         #expect(try engine.externalValueCount(at: url) == 3)
         #expect(try await store.count(Car.self) == 4)
+        // A model given the next free key and a stored VIN, then one without a key, which takes
+        // that key (SQLite): the first is still the stored car of its VIN, as one at a time.
+        var nextKey = Car(vin: "V1", make: "Kia", model: "Rio")
+        nextKey.id = (try await store.fetch(Car.self).compactMap(\.id).max() ?? 0) + 1
+        let taken = try await store.insert([nextKey, Car(vin: "V10", make: "Kia", model: "Ceed")], onConflict: .ignore)
+        #expect(taken[0] == stored[0], "\(taken[0])")
+        #expect(taken[1].vin == "V10" && taken[1].id != nil)
     }
 
     /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,

@@ -15,6 +15,7 @@ import Testing
 @testable import PersistentStoreCore
 @testable import SyncClient
 @testable import SyncServer
+@testable import SyncStorage
 
 /// Devices on two schema versions syncing with one PostgreSQL server while the online migration
 /// between them is expanded: a rename, a type change (the table copied) and a new attribute.
@@ -271,6 +272,61 @@ extension SyncVersionTests {
         let old = try await v1Server.records(of: book1, where: [RecordFilter("id", .equals(.text(kafka)))], limit: 1).records.first
         #expect(old?["blurb"] == .text("trial"), "version 1 reads the blurb as its book's: \(String(describing: old))")
     }
+
+    /// A split whose source the same version renames (`Volume`, was `Book`): `movedFrom` names
+    /// it as the new version does, and both the server's seeds and a device find its states
+    /// under the earlier name. (Only the states: `generate` refuses to plan such a version,
+    /// `split-of-renamed-table`, so it never reaches a database.)
+    @Test func aSplitOfARenamedEntityFindsItsSourceUnderItsEarlierName() throws {
+        let shelf = try Shelf(first: Shelf.beforeTheSplit, second: Shelf.splitRenamingTheBook)
+        let newer = Dictionary(uniqueKeysWithValues: shelf.v2.entities.compactMap(SyncedEntity.init).map { ($0.name, $0) })
+        let older = Dictionary(uniqueKeysWithValues: shelf.v1.entities.compactMap(SyncedEntity.init).map { ($0.name, $0) })
+        let blurb = try #require(newer["Blurb"])
+        // A device tries the name `movedFrom` gives, then the one it was renamed from.
+        let onDevice = try #require(blurb.splitSource(in: newer))
+        #expect(onDevice.entity == "Volume" && onDevice.formerly == "Book" && onDevice.fields == ["text": "blurb", "stars": "stars"])
+        #expect(blurb.splitSource(in: newer, earlier: older)?.entity == "Book")
+        // Renamed a version before, its `renamedFrom` kept: the earlier version's own name.
+        let volumes = Shelf.beforeTheSplit.replacingOccurrences(of: "  Book:\n    attributes:", with: "  Volume:\n    renamedFrom: Book\n    attributes:")
+            .replacingOccurrences(of: "  Book: {scope: all", with: "  Volume: {scope: all")
+        let renamedBefore = try Shelf(first: volumes, second: Shelf.splitRenamingTheBook)
+        let earlierVolume = Dictionary(uniqueKeysWithValues: renamedBefore.v1.entities.compactMap(SyncedEntity.init).map { ($0.name, $0) })
+        #expect(blurb.splitSource(in: newer, earlier: earlierVolume)?.entity == "Volume")
+        let clock = try NodeClock(node: "server", wallClock: { 1 })
+        let forward = try #require(VersionSeeds(this: shelf.v2, other: shelf.v1, clock: clock))
+        #expect(forward.parts["Blurb"]?.map { $0.entity } == ["Book"] && forward.seedsOnlyParts(of: blurb))
+        let back = try #require(VersionSeeds(this: shelf.v1, other: shelf.v2, clock: clock))
+        #expect(back.parts["Book"]?.first?.fields == ["blurb": "text", "stars": "stars"])
+        #expect(back.links["Book"]?.entity == "Volume")
+    }
+
+    /// A book without a blurb has no part: a version-2 device gives it one, and the part stands
+    /// (its source's state is not taken for a part deleted), reaching version 1 as the book's.
+    @Test func aPartMadeForABookThatHadNoneStands() async throws {
+        let url = try #require(PostgresServer.shared, "the PostgreSQL test server did not start").createDatabase()
+        let shelf = try Shelf(first: Shelf.beforeTheTextSplit, second: Shelf.textSplit)
+        let book1 = shelf.v1.entities[0]
+        let blurb = try #require(shelf.v2.entities.first { $0.name == "Blurb" })
+        let v1Server = try Store.open(url: url, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)))
+        let emma = Board.key(3)
+        _ = try await v1Server.insertRecord(of: book1, values: ["id": .text(emma), "title": .text("Emma")])
+        let v2Server = try Store.open(url: url, schema: shelf.v2, migrations: shelf.migrations)
+        let server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1), .init(store: v2Server, schema: shelf.v2)])
+        let ipad = try await Shelf.Device.open(path: storePath(), "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: server)
+        try await ipad.client.sync()
+        let phone = try await Shelf.Device.open(path: storePath(), "phone-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
+        try await phone.client.sync()
+        #expect(try await phone.store.countRecords(of: blurb) == 0, "no part for a book without a blurb")
+        _ = try await phone.store.insertRecord(of: blurb, values: ["id": .text(emma), "text": .text("novel"), "book_id": .text(emma)])
+        try await phone.client.sync()
+        try await phone.client.sync()
+        #expect(try await phone.store.countRecords(of: blurb) == 1, "the phone keeps its blurb")
+        #expect(try await v2Server.records(of: blurb, limit: 5).records.first?["text"] == .text("novel"))
+        try await Phone.eventually {
+            try await ipad.client.sync()
+            return try await ipad.book(emma)?["blurb"] == .text("novel")
+        }
+    }
 }
 
 /// A shelf of books, version 1 and version 2: `title` renamed `name`, `rating` an Int32 made a
@@ -340,6 +396,17 @@ struct Shelf {
           Blurb: {scope: all, counters: [stars]}
 
         """
+
+    /// The split, with the book renamed `Volume` by the same version.
+    static let splitRenamingTheBook = split.replacingOccurrences(of: "  Book:\n    attributes:", with: "  Volume:\n    renamedFrom: Book\n    attributes:")
+        .replacingOccurrences(of: "movedFrom: Book.", with: "movedFrom: Volume.")
+        .replacingOccurrences(of: "book: {to: Book, inverse: blurb}", with: "book: {to: Volume, inverse: blurb}")
+        .replacingOccurrences(of: "  Book: {scope: all", with: "  Volume: {scope: all")
+
+    /// A split whose part holds nullable values only: a book without a blurb has no part.
+    static let beforeTheTextSplit = first.replacingOccurrences(of: "      rating: {type: Int32, default: 0}\n", with: "      blurb: String?\n")
+    static let textSplit = split.replacingOccurrences(of: "      stars: {type: Int32, default: 0, movedFrom: Book.stars}\n", with: "")
+        .replacingOccurrences(of: "  Blurb: {scope: all, counters: [stars]}", with: "  Blurb: {scope: all}")
 
     init(first: String = Self.first, second: String = Self.second) throws {
         func load(_ text: String) throws -> (Schema, SchemaSnapshot) {

@@ -110,6 +110,37 @@ import Testing
         #expect(upgrade.contains("ADD CONSTRAINT \"image_owner_id_key\" UNIQUE (\"owner_id\")"))
     }
 
+    /// A split from an entity the same version renames is refused before anything is written:
+    /// the new table's key would point at the new name before the old table takes it. Renamed
+    /// in one version and split in the next, it plans.
+    @Test func aSplitOfATableRenamedInTheSameVersionIsRefused() throws {
+        let before = "entities:\n  Book:\n    attributes:\n      title: String\n      blurb: String?\n"
+        let split = """
+            entities:
+              Volume:
+                renamedFrom: Book
+                attributes:
+                  title: String
+                relationships:
+                  blurb: {to: Blurb?, inverse: book, deleteRule: cascade}
+              Blurb:
+                attributes:
+                  text: {type: String?, movedFrom: Volume.blurb}
+                relationships:
+                  book: {to: Volume, inverse: blurb}
+
+            """
+        func findings(_ from: String, _ to: String) throws -> [Diagnostic] {
+            let new = try schema(to, version: 2)
+            let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(from, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: SQLiteRenderer())
+            return MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "split-of-renamed-table" }
+        }
+        let refused = try findings(before, split)
+        #expect(refused.count == 1 && refused[0].severity == .error && refused[0].message.contains("renames to 'volume'"), "\(refused.map(\.message))")
+        let renamedFirst = before.replacingOccurrences(of: "  Book:\n", with: "  Volume:\n    renamedFrom: Book\n")
+        #expect(try findings(renamedFirst, split.replacingOccurrences(of: "    renamedFrom: Book\n", with: "")).isEmpty)
+    }
+
     /// `backfill` stands in for a default where existing rows need a value, and every dialect
     /// planned needs its expression.
     @Test func aBackfillSatisfiesRequiredWithoutDefault() throws {
