@@ -220,15 +220,7 @@ extension Store {
     /// statement returned, the given or chosen one, or the engine's last inserted row.
     private func storedModel<M: PersistentModel>(_ model: M, written row: EncodedRow, returned: [[StoredValue]]) throws(StoreError) -> M {
         var key: Int64?
-        if M.entity.hasImplicitKey {
-            if row.columns.first == "id", case .integer(let given) = row.values[0] {
-                key = given
-            } else if case .integer(let id)? = returned.first?.first {
-                key = id
-            } else {
-                key = lastInsertedRowID
-            }
-        }
+        if M.entity.hasImplicitKey, case .integer(let id)? = insertedKey(M.entity, written: row, returned: returned) { key = id }
         if var direct = row.direct {
             if let form = directWrite(model).storedForm {
                 var written = model

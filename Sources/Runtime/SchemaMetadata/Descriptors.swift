@@ -137,6 +137,8 @@ public struct ColumnDescriptor: Sendable, Hashable {
     public let renamedFrom: String?
     /// Where a table split took the attribute from in the earlier version (`movedFrom:`), as
     /// `Entity.attribute`: a device's sync state carries that attribute's across the split.
+    ///
+    ///     schema.entity(named: "Blurb")?.columns.first { $0.property == "text" }?.movedFrom   // "Book.blurb"
     public let movedFrom: String?
     /// The column default, when the schema gives one.
     public let defaultValue: DefaultValueDescriptor?

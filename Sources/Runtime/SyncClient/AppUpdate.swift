@@ -61,7 +61,7 @@ struct AppUpdate: Sendable {
                     // No state before the update: a row its migration made (a table split's part)
                     // or one made offline and never pushed.
                     let made = unclockedState(of: entity, row: entity.fieldValues(of: row), serverHoldsIt: onServer.contains(key), fresh: fresh)
-                    carried.append((key, sources[key].map { Self.overlaying($0.fields, from: $0.state, onto: made) } ?? made))
+                    carried.append((key, sources[key].map { Self.overlaying($0, onto: made) } ?? made))
                     unclocked.append(key)
                     continue
                 }
@@ -98,7 +98,7 @@ struct AppUpdate: Sendable {
     /// way) counts each increment once.
     private func splitSources(
         of entity: SyncedEntity, keys: [String], from earlier: Int, in store: isolated Store
-    ) throws(SyncClientError) -> [String: (fields: Set<String>, state: SyncRecord)] {
+    ) throws(SyncClientError) -> [String: SyncRecord] {
         let current = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         guard !keys.isEmpty, let source = entity.splitSource(in: current) else { return [:] }
         var texts = try inStore { () throws(StoreError) in try store.syncStates(entity: source.entity, keys: keys, version: earlier) }
@@ -107,7 +107,7 @@ struct AppUpdate: Sendable {
             texts.merge(try inStore { () throws(StoreError) in try store.syncStates(entity: formerly, keys: rest, version: earlier) }) { first, _ in first }
         }
         let moved = Set(source.fields.keys).subtracting(entity.encryptedFields)
-        var states: [String: (fields: Set<String>, state: SyncRecord)] = [:]
+        var states: [String: SyncRecord] = [:]
         for (key, text) in texts {
             let kept: SyncRecord
             do { kept = try SyncJSON.decode(record: Array(text.utf8)) } catch { continue }
@@ -123,18 +123,18 @@ struct AppUpdate: Sendable {
                     clocks[field] = clock
                 }
             }
-            if let state = SyncRecord(values: values, clocks: clocks, counterTotals: counters) { states[key] = (Set(values.keys).union(counters.keys), state) }
+            states[key] = SyncRecord(values: values, clocks: clocks, counterTotals: counters)
         }
         return states
     }
 
-    /// `unclocked` with the `moved` fields as `source` holds them: a counter's totals replaced
-    /// whole (none kept is none counted), so that the row's count beyond them is the device's;
-    /// a value only where it is stored as the row's is (a value the split converted gives way
-    /// to the server's, as `carry` does).
-    static func overlaying(_ moved: Set<String>, from source: SyncRecord, onto unclocked: SyncRecord) -> SyncRecord {
+    /// `unclocked` with the fields `source` holds (a split part's, from `splitSources`): a
+    /// counter's totals replaced whole (none kept is none counted), so that the row's count
+    /// beyond them is the device's; a value only where it is stored as the row's is (a value
+    /// the split converted gives way to the server's, as `carry` does).
+    static func overlaying(_ source: SyncRecord, onto unclocked: SyncRecord) -> SyncRecord {
         var values = unclocked.values, clocks = unclocked.clocks, counters = unclocked.counterTotals
-        for field in moved {
+        for field in Set(source.clocks.keys).union(source.counterTotals.keys) {
             if let clock = source.clocks[field] {
                 let kept = source.values[field] ?? .null
                 guard unclocked.values[field].map({ sameKind($0, kept) }) ?? true else { continue }
