@@ -22,7 +22,9 @@ import Glibc
 /// raw side does the same through the SQLite C API, attachments included (a file written with
 /// fsync and renamed, a replaced one removed after the commit, read back for the models it
 /// returns), without history; `inbox-raw-history` does it writing the history rows the store
-/// writes, as JSON (an update's changed attributes only). Prints the seconds of each phase.
+/// writes, as JSON (an update's changed attributes only). The raw sides also time the stored
+/// rows' import looking them up first (`ignore_stored_looking_up_first`), as the store does once
+/// a batch met a stored row. Prints the seconds of each phase.
 enum InboxBench {
     static let batch = 500
     static let attachmentEvery = 100
@@ -30,7 +32,7 @@ enum InboxBench {
     /// The fetch of every message is short (tens of milliseconds): its time is the median of
     /// this many, on both sides.
     static let fetchRepeats = 5
-    static let phases = ["insert", "ignore", "ignore_stored", "upsert", "update_only", "fetch", "fetch_elsewhere"]
+    static let phases = ["insert", "ignore", "ignore_stored", "ignore_stored_looking_up_first", "upsert", "update_only", "fetch", "fetch_elsewhere"]
 
     static func message(_ index: Int, revision: Int = 0) -> Message {
         let received = Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 7)
@@ -289,6 +291,41 @@ enum InboxBench {
             }
         }
 
+        /// Insert-if-absent that looks the batch's Message-IDs up first, 100 to a statement, and
+        /// inserts only those not found (as the store does once a batch met a stored row). What
+        /// the store's `.ignore` of stored rows is also compared with.
+        func ignoreLookingUpFirst(_ batch: [Message]) -> [Message] {
+            let chunk = 100
+            let lookup = statement(Self.selectSQL.replacingOccurrences(of: "= ?", with: "IN (" + Array(repeating: "?", count: chunk).joined(separator: ", ") + ")"))
+            let insert = statement(Self.insertSQL + " ON CONFLICT DO NOTHING")
+            var returned: [Message] = []
+            transaction {
+                for start in stride(from: 0, to: batch.count, by: chunk) {
+                    let part = batch[start..<min(start + chunk, batch.count)]
+                    for position in 0..<chunk { StoreBenchmark.bindText(lookup, Int32(position + 1), part[min(start + position, part.endIndex - 1)].messageID) }
+                    var found: [String: Message] = [:]
+                    while sqlite3_step(lookup) == SQLITE_ROW {
+                        let model = model(lookup)
+                        found[model.messageID] = model
+                    }
+                    sqlite3_reset(lookup)
+                    for message in part {
+                        if let stored = found[message.messageID] {
+                            returned.append(stored)
+                            continue
+                        }
+                        let name = message.attachment.map { _ in UUID().uuidString.lowercased() }
+                        bind(insert, message, attachment: name)
+                        sqlite3_step(insert)
+                        sqlite3_reset(insert)
+                        if let name, sqlite3_changes(db) > 0 { writeAttachment(message.attachment, named: name) }
+                        returned.append(written(message))
+                    }
+                }
+            }
+            return returned
+        }
+
         /// Upsert: the stored row's attachment looked up first, to remove it when replaced.
         func upsert(_ batch: [Message]) {
             let upsert = statement(
@@ -395,6 +432,9 @@ enum InboxBench {
         times["insert"] = StoreBenchmark.seconds { for batch in inputs.insert { raw.insert(batch) } }
         times["ignore"] = StoreBenchmark.seconds { for batch in inputs.ignore { raw.ignore(batch) } }
         times["ignore_stored"] = StoreBenchmark.seconds { for batch in inputs.ignoreStored { raw.ignore(batch) } }
+        var lookedUp = 0
+        times["ignore_stored_looking_up_first"] = StoreBenchmark.seconds { for batch in inputs.ignoreStored { lookedUp += raw.ignoreLookingUpFirst(batch).count } }
+        guard lookedUp == rows else { throw CancellationError() }
 
         times["upsert"] = StoreBenchmark.seconds { for batch in inputs.upsert { raw.upsert(batch) } }
         times["update_only"] = StoreBenchmark.seconds { for batch in inputs.updateOnly { raw.updateOnly(batch) } }

@@ -108,20 +108,72 @@ extension Store {
 
     /// `.ignore` for many models, one statement each: every model is inserted if absent, then
     /// the stored rows of those that met one are read together (`storedModels(matching:at:)`).
+    /// Once one model met a stored row, the array is taken to repeat stored rows (an import run
+    /// again): the rest is looked up first, a chunk at a time, and only what is absent is
+    /// inserted.
     private func insertEachIgnoring<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M] {
-        var stored = models
+        var ignoring = IgnoringInserts(models)
+        var index = models.startIndex
+        while index < models.endIndex, ignoring.conflicted.isEmpty {
+            ignoring.record(try insertIfAbsent(models[index]), at: index)
+            index += 1
+        }
+        while index < models.endIndex {
+            let end = min(index + Self.lookupChunk, models.endIndex)
+            var rows: [DeferredInsert] = []
+            for model in models[index..<end] { rows.append(try newRowDeferringExternalWrites(model)) }
+            try insertAbsent(rows, from: index, into: &ignoring)
+            index = end
+        }
+        try resolveIgnored(models, ignoring.conflicted, insertedAt: ignoring.insertedAt, into: &ignoring.stored)
+        return ignoring.stored
+    }
+
+    /// The state of `insertEachIgnoring`: the models as stored so far, those whose inserts met a
+    /// stored row, and the rows the array inserted (by key, the model's index).
+    private struct IgnoringInserts<M: PersistentModel> {
+        let models: [M]
+        var stored: [M]
         var conflicted: [ConflictedModel] = []
         var insertedAt: [StoredValue: Int] = [:]
-        for index in models.indices {
-            switch try insertIfAbsent(models[index]) {
+
+        init(_ models: [M]) {
+            self.models = models
+            stored = models
+        }
+
+        mutating func record(_ result: InsertIfAbsent<M>, at index: Int) {
+            switch result {
             case .inserted(let model, let key):
                 stored[index] = model
                 if let key { insertedAt[key] = index }
             case .conflicted(let columns, let values): conflicted.append(ConflictedModel(index: index, columns: columns, values: values))
             }
         }
-        try resolveIgnored(models, conflicted, insertedAt: insertedAt, into: &stored)
-        return stored
+    }
+
+    /// One chunk of `insertEachIgnoring` after a stored row was met: the chunk's stored rows read
+    /// together, the others inserted. A model found whose value on some key an insert of the
+    /// chunk before it also wrote is left to `resolveIgnored`: one at a time it would have met
+    /// that new row, and might take it for its own.
+    private func insertAbsent<M: PersistentModel>(_ rows: [DeferredInsert], from start: Int, into ignoring: inout IgnoringInserts<M>) throws(StoreError) {
+        let lookups = rows.enumerated().map { offset, row in ConflictedModel(index: start + offset, columns: row.lookup.columns, values: row.lookup.values) }
+        let found = try storedModels(M.self, matching: lookups, insertedAt: ignoring.insertedAt)
+        let keys = Self.conflictTargets(M.entity).filter { $0.count == 1 }.map { $0[0] }
+        // The chunk's inserted values, by the position of their key in `keys`.
+        var written: Set<[StoredValue]> = []
+        for offset in rows.indices {
+            let values = keys.map { key in lookups[offset].columns.firstIndex(of: key).map { lookups[offset].values[$0] } ?? .null }
+            if let model = found[offset] {
+                let metAnInsert = zip(keys.indices, values).contains { $1 != .null && written.contains([.integer(Int64($0)), $1]) }
+                if metAnInsert { ignoring.conflicted.append(lookups[offset]) } else { ignoring.stored[start + offset] = model }
+                continue
+            }
+            let result = try insertIfAbsent(ignoring.models[start + offset], rows[offset])
+            ignoring.record(result, at: start + offset)
+            guard case .inserted = result else { continue }
+            for (position, value) in values.enumerated() where value != .null { written.insert([.integer(Int64(position)), value]) }
+        }
     }
 
     /// The stored models of the `conflicted` ones, whose inserts did nothing: read together
@@ -185,7 +237,7 @@ extension Store {
     }
 
     /// The model's row, as a row codec encodes it (`direct`) or by column through Codable.
-    private struct EncodedRow {
+    fileprivate struct EncodedRow {
         var columns: [String]
         var values: [StoredValue]
         /// The row codec's values, plain (the model's own).
@@ -255,31 +307,52 @@ extension Store {
 
     /// `insertNew`, saying on a conflict what the row held.
     func insertIfAbsent<M: PersistentModel>(_ model: M) throws(StoreError) -> InsertIfAbsent<M> {
-        let entity = M.entity
+        try insertIfAbsent(model, try newRowDeferringExternalWrites(model))
+    }
+
+    /// A model's row made ready for an insert if absent, nothing written yet: its external
+    /// values are written only once the insert went in.
+    struct DeferredInsert {
+        fileprivate var row: EncodedRow
+        let prepared: PreparedRow
+        let hasKey: Bool
+
+        /// What a look-up of the stored row goes by: the row as written, without a key the
+        /// store chose for it.
+        var lookup: (columns: [String], values: [StoredValue]) {
+            var values = row.values
+            if prepared.choseKey, row.columns.first == "id" { values[0] = .null }
+            return (row.columns, values)
+        }
+    }
+
+    /// The model's row, made ready for `insertIfAbsent(_:_:)`.
+    func newRowDeferringExternalWrites<M: PersistentModel>(_ model: M) throws(StoreError) -> DeferredInsert {
         var row = try encodedRow(model)
-        let (prepared, hasKey) = try newRow(entity, &row, deferringExternalWrites: true)
+        let (prepared, hasKey) = try newRow(M.entity, &row, deferringExternalWrites: true)
+        return DeferredInsert(row: row, prepared: prepared, hasKey: hasKey)
+    }
+
+    /// `insertIfAbsent` of a row made ready before (by `newRowDeferringExternalWrites`).
+    func insertIfAbsent<M: PersistentModel>(_ model: M, _ insert: DeferredInsert) throws(StoreError) -> InsertIfAbsent<M> {
+        let entity = M.entity
+        let (row, prepared, hasKey) = (insert.row, insert.prepared, insert.hasKey)
         let statements = upsertSQL(entity, columns: row.columns, hasKey: hasKey)
         let returned: [[StoredValue]]
         do {
             returned = try database.query(statements.insertIfAbsent, row.values[...])
         } catch {
             guard error.kind == .uniquenessConflict, !capabilities.failedStatementAbortsTransaction else { throw .database(error) }
-            return conflicted(row, prepared)
+            return .conflicted(columns: insert.lookup.columns, values: insert.lookup.values)
         }
-        if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 { return conflicted(row, prepared) }
+        if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 {
+            return .conflicted(columns: insert.lookup.columns, values: insert.lookup.values)
+        }
         // The key and the model first: writing an external value may be a statement of its own.
         let key = insertedKey(entity, written: row, returned: returned)
         let inserted = try storedModel(model, written: row, returned: returned)
         for pending in prepared.pendingExternalValues { try write(pending) }
         return .inserted(inserted, key: key)
-    }
-
-    /// A row that met a stored one, as a look-up needs it: a key the store chose for it is not
-    /// the stored row's.
-    private func conflicted<M>(_ row: EncodedRow, _ prepared: PreparedRow) -> InsertIfAbsent<M> {
-        var values = row.values
-        if prepared.choseKey, row.columns.first == "id" { values[0] = .null }
-        return .conflicted(columns: row.columns, values: values)
     }
 
     /// `.update(only:)` as one statement: the model inserted, or on a conflict those columns

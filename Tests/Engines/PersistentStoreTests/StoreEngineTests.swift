@@ -694,6 +694,24 @@ extension StorePool {
         let taken = try await store.insert([nextKey, Car(vin: "V10", make: "Kia", model: "Ceed")], onConflict: .ignore)
         #expect(taken[0] == stored[0], "\(taken[0])")
         #expect(taken[1].vin == "V10" && taken[1].id != nil)
+
+        // After a stored car, the rest is looked up before it is inserted; the answers stay
+        // those of one at a time. A new car takes a free key; the next model has that key and a
+        // stored VIN, and one at a time it meets the new car by its key first. A new VIN twice
+        // is inserted once.
+        let freeKey = (try await store.fetch(Car.self).compactMap(\.id).max() ?? 0) + 10
+        var newWithKey = Car(vin: "V50", make: "Seat", model: "Ibiza")
+        newWithKey.id = freeKey
+        var sameKey = Car(vin: "V2", make: "Seat", model: "Leon")
+        sameKey.id = freeKey
+        let looked = try await store.insert(
+            [Car(vin: "V1", make: "Opel", model: "Corsa"), newWithKey, sameKey, Car(vin: "V60", make: "Opel", model: "Astra"), Car(vin: "V60", make: "Opel", model: "Kadett")],
+            onConflict: .ignore)
+        #expect(looked[0] == stored[0])
+        #expect(looked[1] == newWithKey)
+        #expect(looked[2] == newWithKey, "the row the model's key meets first, as one at a time")
+        #expect(looked[3].model == "Astra" && looked[4] == looked[3])
+        #expect(try await store.count(Car.self) == 7)
     }
 
     /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,
