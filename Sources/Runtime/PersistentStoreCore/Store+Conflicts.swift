@@ -171,8 +171,10 @@ extension Store {
             }
             let result = try insertIfAbsent(ignoring.models[start + offset], rows[offset])
             ignoring.record(result, at: start + offset)
-            guard case .inserted = result else { continue }
+            guard case .inserted(_, let key) = result else { continue }
             for (position, value) in values.enumerated() where value != .null { written.insert([.integer(Int64(position)), value]) }
+            // The key the database or the store gave the row, which the looked-up values lack.
+            if let key, let position = keys.firstIndex(of: M.entity.primaryKey[0]) { written.insert([.integer(Int64(position)), key]) }
         }
     }
 

@@ -168,9 +168,11 @@ struct AppUpdate: Sendable {
     }
 
     /// One record's state in the new names. A value is carried with its clock where the row
-    /// still holds one of its kind (a rename, a wider integer); where the migration made or
-    /// converted it, or an encrypted value was sealed under the old names, the row's value
-    /// takes `unknownAge`.
+    /// still holds one of its kind (a rename, a wider integer), or where this device wrote it
+    /// and the migration widened it (an integer made a real); where the migration made or
+    /// converted it otherwise, or an encrypted value was sealed under the old names, the row's
+    /// value takes `unknownAge`, unless the row differs from the kept value widened (changed
+    /// here and not stamped yet): then the kept value stays, for the row to be stamped.
     func carry(_ kept: SyncRecord, of entity: SyncedEntity, row: [String: StoredValue]?) -> SyncRecord {
         var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
         for field in entity.columns.keys {
@@ -181,13 +183,26 @@ struct AppUpdate: Sendable {
             }
             let sealedUnderOldNames = entity.encryptedFields.contains(field) && (earlier != field || entity.descriptor.renamedFrom != nil)
             let current = row?[field]
-            if let clock = kept.clocks[earlier], let value = kept.values[earlier], !sealedUnderOldNames, current.map({ Self.sameKind($0, value) }) ?? true {
+            guard let clock = kept.clocks[earlier], let value = kept.values[earlier], !sealedUnderOldNames else {
+                if let current {
+                    values[field] = current
+                    clocks[field] = Self.unknownAge
+                }
+                continue
+            }
+            guard let current, !Self.sameKind(current, value) else {
                 values[field] = value
                 clocks[field] = clock
-            } else if let current {
-                values[field] = current
-                clocks[field] = Self.unknownAge
+                continue
             }
+            // The migration converted the value. Where it widened it (`widened`), this device's
+            // own write is the same on both sides and keeps its clock; any other node's may be
+            // a later version's write narrowed for this one, and gives way to the server's. A
+            // row that differs from the kept value widened was changed here since it was
+            // stamped, and is stamped again.
+            let converted = Self.widened(value, like: current)
+            values[field] = converted ?? current
+            clocks[field] = converted != nil && clock.node == self.clock.node ? clock : Self.unknownAge
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: counters, deleted: kept.deleted) ?? SyncRecord()
     }
@@ -212,6 +227,17 @@ struct AppUpdate: Sendable {
             }
         }
         return SyncRecord(values: values, clocks: clocks, counterTotals: counters) ?? SyncRecord()
+    }
+
+    /// A value converted as a migration that widens its type converts it: an integer made a
+    /// real (SQLite's `CAST`, PostgreSQL's on the server and Swift's `Double(_:)` give the same,
+    /// and the server takes an integer and a real of the same number for the same value). Nil
+    /// for anything else: a narrowing conversion, which the engines round differently, or
+    /// one to text, which they spell differently (a Bool is `1` on SQLite, `true` on
+    /// PostgreSQL).
+    static func widened(_ value: StoredValue, like row: StoredValue) -> StoredValue? {
+        guard case .integer(let integer) = value, case .real = row else { return nil }
+        return .real(Double(integer))
     }
 
     /// Whether two values are stored alike (NULL is like any).

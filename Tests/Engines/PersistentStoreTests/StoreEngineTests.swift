@@ -712,6 +712,13 @@ extension StorePool {
         #expect(looked[2] == newWithKey, "the row the model's key meets first, as one at a time")
         #expect(looked[3].model == "Astra" && looked[4] == looked[3])
         #expect(try await store.count(Car.self) == 7)
+        // The same with the key the database gives a new car (the next one, on SQLite).
+        if engine == .sqlite {
+            var clash = Car(vin: "V2", make: "Seat", model: "Leon")
+            clash.id = (try await store.fetch(Car.self).compactMap(\.id).max() ?? 0) + 1
+            let given = try await store.insert([Car(vin: "V1", make: "Opel", model: "Corsa"), Car(vin: "V70", make: "Opel", model: "Vectra"), clash], onConflict: .ignore)
+            #expect(given[1].id == clash.id && given[2] == given[1], "\(given[2])")
+        }
     }
 
     /// `dateOnly`: Garage's `Mechanic.hiredOn` is a calendar day (`date` on PostgreSQL,

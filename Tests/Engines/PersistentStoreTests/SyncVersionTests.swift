@@ -31,7 +31,7 @@ struct SyncVersionTests {
         var server = try await SyncServer(versions: [.init(store: v1Server, schema: shelf.v1)])
         let ipadPath = storePath()
         var ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), server: server)
-        let dune = Board.key(1), old = Board.key(2), emma = Board.key(3), kafka = Board.key(4), ulysses = Board.key(5)
+        let dune = Board.key(1), old = Board.key(2), emma = Board.key(3), kafka = Board.key(4), ulysses = Board.key(5), persuasion = Board.key(6)
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(dune), "title": .text("Dune"), "pages": .integer(412), "rating": .integer(4)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(old), "title": .text("Old"), "pages": .integer(10), "rating": .integer(1)])
         try await ipad.client.sync()
@@ -72,15 +72,22 @@ struct SyncVersionTests {
         // A book only version 1 has read: the server keeps no version-2 state of it yet.
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(kafka), "title": .text("Kafka"), "pages": .integer(200), "rating": .integer(3)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(ulysses), "title": .text("Ulysses"), "pages": .integer(730), "rating": .integer(2)])
+        _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(persuasion), "title": .text("Persuasion"), "pages": .integer(250), "rating": .integer(2)])
         try await ipad.client.sync()
         try await Phone.eventually {
             try await phone.client.sync()
-            return try await phone.book(ulysses) != nil
+            let both = try await (phone.book(ulysses), phone.book(persuasion))
+            return both.0 != nil && both.1 != nil
         }
+        // Offline, the iPad rates a book, and a sync stamps the change but cannot push it.
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(persuasion)], set: ["rating": .integer(4)])
+        let offline = try await SyncClient(store: ipad.store, schema: shelf.v1, device: ipad.id, transport: Offline())
+        _ = try? await offline.sync()
+        #expect(try await offline.status().pending == 1, "stamped, not pushed")
         // Offline, the iPad edits two titles and adds a book; then its app is updated to
         // version 2: its file migrates as the store opens, and the client carries its state.
         _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(dune)], set: ["title": .text("Dune (1965)"), "reads": .integer(6)])
-        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(kafka)], set: ["title": .text("The Trial")])
+        _ = try await ipad.store.updateRecord(of: shelf.v1.entities[0], key: [.text(kafka)], set: ["title": .text("The Trial"), "rating": .integer(5)])
         _ = try await ipad.store.deleteRecord(of: shelf.v1.entities[0], key: [.text(ulysses)])
         _ = try await ipad.store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(emma), "title": .text("Emma"), "pages": .integer(474), "rating": .integer(5)])
         // The server's state is in the tables' schema, which a contract keeps, not among a
@@ -91,7 +98,7 @@ struct SyncVersionTests {
         #expect(places == [[.text("public")]])
         #expect(try connection.query("SELECT DISTINCT schema_version FROM schemagen_sync_records ORDER BY 1") == [[.integer(1)], [.integer(2)]])
         ipad = try await Shelf.Device.open(path: ipadPath, "ipad-ada", schema: shelf.v2, migrations: shelf.migrations, server: server)
-        #expect(try await ipad.client.status().pending == 4, "the unpushed edits, the delete and the new book are pending")
+        #expect(try await ipad.client.status().pending == 5, "the unpushed edits, the delete and the new book are pending")
         try await ipad.client.sync()
         book = try #require(try await ipad.book(dune))
         #expect(book["name"] == .text("Dune (1965)"), "its own edit stands: \(book)")
@@ -99,11 +106,17 @@ struct SyncVersionTests {
         #expect(book["genre"] == .text("sf") && book["rating"] == .real(4.5), "what is new in version 2 came from the server, not the device's defaults: \(book)")
         #expect(try await ipad.book(emma)?["name"] == .text("Emma"))
         #expect(try await ipad.book(kafka)?["name"] == .text("The Trial"), "its edit is later than the clocks version 1 kept, which version 2 takes")
+        // Ratings the update widened to Double: the edits made before it stand, stamped or not;
+        // Dune's, which the iPad did not change, is the server's (4.5 above).
+        #expect(try await ipad.book(kafka)?["rating"] == .real(5), "an edit the update converted, not stamped before it")
+        #expect(try await ipad.book(persuasion)?["rating"] == .real(4), "an edit the update converted, stamped and not pushed")
         try await Phone.eventually {
             try await phone.client.sync()
             let arrived = try await phone.book(emma) != nil, gone = try await phone.book(ulysses) == nil
             return try await phone.book(dune)?["name"] == .text("Dune (1965)") && arrived && gone
         }
+        #expect(try await phone.book(kafka)?["rating"] == .real(5))
+        #expect(try await phone.book(persuasion)?["rating"] == .real(4))
         let row = try await v2Server.records(of: shelf.v2.entities[0], where: [RecordFilter("id", .equals(.text(dune)))], limit: 1).records.first
         #expect(row?["genre"] == .text("sf") && row?["name"] == .text("Dune (1965)") && row?["reads"] == .integer(6), "\(String(describing: row))")
         #expect(try await Shelf.snapshot(ipad.store, shelf.v2) == Shelf.snapshot(phone.store, shelf.v2))
@@ -327,6 +340,12 @@ extension SyncVersionTests {
             return try await ipad.book(emma)?["blurb"] == .text("novel")
         }
     }
+}
+
+/// A transport whose every request fails, as a device without a network meets it.
+struct Offline: SyncTransport {
+    func push(_ push: SyncPush) async throws -> SyncPushAnswer { throw SyncTransportError.unreachable("offline") }
+    func pull(_ pull: SyncPull) async throws -> SyncPullAnswer { throw SyncTransportError.unreachable("offline") }
 }
 
 /// A shelf of books, version 1 and version 2: `title` renamed `name`, `rating` an Int32 made a
