@@ -110,19 +110,24 @@ extension Store {
     /// the stored rows of those that met one are read together (`storedModels(matching:at:)`).
     /// Once one model met a stored row, the array is taken to repeat stored rows (an import run
     /// again): the rest is looked up first, a chunk at a time, and only what is absent is
-    /// inserted.
+    /// inserted, until a chunk finds none stored.
     private func insertEachIgnoring<M: PersistentModel>(_ models: [M]) throws(StoreError) -> [M] {
         var ignoring = IgnoringInserts(models)
         var index = models.startIndex
-        while index < models.endIndex, ignoring.conflicted.isEmpty {
-            ignoring.record(try insertIfAbsent(models[index]), at: index)
-            index += 1
-        }
+        var lookingUp = false
         while index < models.endIndex {
+            guard lookingUp else {
+                let conflicts = ignoring.conflicted.count
+                ignoring.record(try insertIfAbsent(models[index]), at: index)
+                lookingUp = ignoring.conflicted.count > conflicts
+                index += 1
+                continue
+            }
             let end = min(index + Self.lookupChunk, models.endIndex)
             var rows: [DeferredInsert] = []
             for model in models[index..<end] { rows.append(try newRowDeferringExternalWrites(model)) }
-            try insertAbsent(rows, from: index, into: &ignoring)
+            // A chunk that found nothing stored ends the look-ups until the next conflict.
+            lookingUp = try insertAbsent(rows, from: index, into: &ignoring) > 0
             index = end
         }
         try resolveIgnored(models, ignoring.conflicted, insertedAt: ignoring.insertedAt, into: &ignoring.stored)
@@ -155,8 +160,8 @@ extension Store {
     /// One chunk of `insertEachIgnoring` after a stored row was met: the chunk's stored rows read
     /// together, the others inserted. A model found whose value on some key an insert of the
     /// chunk before it also wrote is left to `resolveIgnored`: one at a time it would have met
-    /// that new row, and might take it for its own.
-    private func insertAbsent<M: PersistentModel>(_ rows: [DeferredInsert], from start: Int, into ignoring: inout IgnoringInserts<M>) throws(StoreError) {
+    /// that new row, and might take it for its own. Returns how many the look-up found.
+    private func insertAbsent<M: PersistentModel>(_ rows: [DeferredInsert], from start: Int, into ignoring: inout IgnoringInserts<M>) throws(StoreError) -> Int {
         let lookups = rows.enumerated().map { offset, row in ConflictedModel(index: start + offset, columns: row.lookup.columns, values: row.lookup.values) }
         let found = try storedModels(M.self, matching: lookups, insertedAt: ignoring.insertedAt)
         let keys = Self.conflictTargets(M.entity).filter { $0.count == 1 }.map { $0[0] }
@@ -176,6 +181,7 @@ extension Store {
             // The key the database or the store gave the row, which the looked-up values lack.
             if let key, let position = keys.firstIndex(of: M.entity.primaryKey[0]) { written.insert([.integer(Int64(position)), key]) }
         }
+        return found.count(where: { $0 != nil })
     }
 
     /// The stored models of the `conflicted` ones, whose inserts did nothing: read together

@@ -712,6 +712,15 @@ extension StorePool {
         #expect(looked[2] == newWithKey, "the row the model's key meets first, as one at a time")
         #expect(looked[3].model == "Astra" && looked[4] == looked[3])
         #expect(try await store.count(Car.self) == 7)
+        // A long array: a stored car, 150 new ones (a chunk of them finds none stored, and the
+        // look-ups stop), a stored car again, and a new one twice.
+        let long =
+            [Car(vin: "V1", make: "Opel", model: "Corsa")] + (0..<150).map { Car(vin: "N\($0)", make: "Saab", model: "900") }
+            + [Car(vin: "V2", make: "Opel", model: "Corsa"), Car(vin: "N7", make: "Saab", model: "9000")]
+        let longStored = try await store.insert(long, onConflict: .ignore)
+        #expect(longStored[0] == stored[0] && longStored[151] == stored[1] && longStored[152] == longStored[8])
+        #expect(Set(longStored[1...150].compactMap(\.id)).count == 150 && longStored[1...150].allSatisfy { $0.model == "900" })
+        #expect(try await store.count(Car.self) == 157)
         // The same with the key the database gives a new car (the next one, on SQLite).
         if engine == .sqlite {
             var clash = Car(vin: "V2", make: "Seat", model: "Leon")
