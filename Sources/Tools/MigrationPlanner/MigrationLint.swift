@@ -31,6 +31,7 @@ public enum MigrationLint {
         case notOnline = "not-online"
         case onlineRefused = "online-refused"
         case splitOfRenamedTable = "split-of-renamed-table"
+        case sealedNameChanged = "sealed-name-changed"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -43,6 +44,7 @@ public enum MigrationLint {
             case .fillTable(let fill): lint.fill(fill)
             case .dropTable(let table): lint.drop(table)
             case .alterTable(let tableChange):
+                lint.sealedColumnsRenamed(tableChange)
                 lint.droppedAndAddedColumns(tableChange)
                 for (before, after) in tableChange.changedColumns { lint.changedColumn(before, after, in: tableChange.to) }
                 lint.removedEnumValuesAndNewUniques(tableChange)
@@ -122,12 +124,42 @@ public enum MigrationLint {
                     "the new table '\(target.name)' is filled from '\(fill.source)', which this version also renames to '\(renamed)'; rename it in one version and split it in the next",
                     at: location(target))
             }
+            for (targetColumn, sourceColumn) in zip(fill.targetColumns, fill.sourceColumns) {
+                guard let column = target.column(named: targetColumn), isSealed(column, in: target) else { continue }
+                report(
+                    .error, .sealedNameChanged,
+                    "'\(target.entity ?? target.name).\(column.property ?? column.name)' is encrypted, and the split would copy values sealed under '\(fill.source).\(sourceColumn)' into '\(target.name).\(targetColumn)', where they would not decrypt; move it unencrypted, or add it to the new entity and copy its values through the store",
+                    at: location(target, column: column))
+            }
             let filledColumns = Set(fill.targetKey + fill.targetColumns)
             for column in target.columns where !column.isNullable && column.defaultValue == nil && !column.isAutoIncrement && !filledColumns.contains(column.name) {
                 report(
                     .error, .requiredWithoutDefault,
                     "the new table '\(target.name)' is filled from '\(fill.source)', but its required column '\(column.name)' gets no value for those rows; give it a default, make it optional, or move its values too ('movedFrom')",
                     at: location(target, column: column))
+            }
+        }
+
+        /// Whether the column holds encrypted values: each is sealed under its table's and
+        /// column's names, and opens under no others.
+        func isSealed(_ column: ColumnSnapshot, in table: TableSnapshot) -> Bool {
+            column.property.flatMap { entity(table)?.attribute(named: $0) }?.isEncrypted ?? false
+        }
+
+        /// A table or column renamed under encrypted values would leave every stored value
+        /// unreadable (the store refuses them as moved from another column): always an error,
+        /// naming how to rename the property or entity alone.
+        mutating func sealedColumnsRenamed(_ change: TableChange) {
+            let renamedColumns = Dictionary(change.renamedColumns.map { ($0.to, $0.from) }, uniquingKeysWith: { first, _ in first })
+            for column in change.to.columns where isSealed(column, in: change.to) {
+                let oldColumn = renamedColumns[column.name] ?? (change.columnSources[column.name] == nil ? nil : column.name)
+                // An old column that held no bytes held clear values (encrypted in this version).
+                guard let oldColumn, change.isRename || oldColumn != column.name, change.from.column(named: oldColumn)?.kind == .blob else { continue }
+                let keep = oldColumn != column.name ? "keep its column name ('column: \(oldColumn)')" : "keep its table name ('table: \(change.from.name)')"
+                report(
+                    .error, .sealedNameChanged,
+                    "'\(change.to.entity ?? change.to.name).\(column.property ?? column.name)' is encrypted, and its values are sealed under '\(change.from.name).\(oldColumn)': stored as '\(change.to.name).\(column.name)' they would not decrypt; \(keep) to rename only the \(oldColumn != column.name ? "attribute" : "entity")",
+                    at: location(change.to, column: column))
             }
         }
 

@@ -777,6 +777,30 @@ extension StorePool {
         #expect(grace.hiredOn == StoredDate.startOfDay(grace.hiredOn))
     }
 
+    /// An encrypted attribute renamed with its column kept (`column:`), as `generate` tells
+    /// (`sealed-name-changed`): the values sealed under the old name still open, with no
+    /// migration step; the same rename with the column renamed too leaves them unreadable,
+    /// which is why it is refused.
+    @Test func anEncryptedAttributeRenamedWithItsColumnKeptStillOpens() async throws {
+        let first = Shelf.first.replacingOccurrences(of: "reads: {type: Int32, default: 0}", with: "reads: {type: Int32, default: 0}\n      secret: {type: String?, encrypt: true}")
+        let renamed = first.replacingOccurrences(of: "version: 1", with: "version: 2")
+        func reopened(_ second: String) async throws -> (Result<StoredRecord?, any Error>, String) {
+            let shelf = try Shelf(first: first, second: second)
+            let path = storePath()
+            let store = try Store(path: path, schema: shelf.v1, migrations: Array(shelf.migrations.prefix(1)), configuration: .init(keys: testKeys))
+            _ = try await store.insertRecord(of: shelf.v1.entities[0], values: ["id": .text(Board.key(1)), "title": .text("Dune"), "secret": .text("the pin")])
+            let updated = try Store(path: path, schema: shelf.v2, migrations: shelf.migrations, configuration: .init(keys: testKeys))
+            let read: Result<StoredRecord?, any Error>
+            do { read = .success(try await updated.records(of: shelf.v2.entities[0], limit: 1).records.first) } catch { read = .failure(error) }
+            return (read, shelf.migrations[1].up)
+        }
+        let kept = try await reopened(renamed.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "hidden: {type: String?, encrypt: true, renamedFrom: secret, column: secret}"))
+        #expect(try kept.0.get()?["secret"] == .text("the pin"), "records are read by column: \(kept.0)")
+        #expect(!kept.1.contains("ALTER"), "nothing to migrate: the column is the same")
+        let moved = try await reopened(renamed.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "hidden: {type: String?, encrypt: true, renamedFrom: secret}"))
+        #expect(throws: (any Error).self) { try moved.0.get() }
+    }
+
     /// Users: an email encrypted deterministically (unique, looked up by equality) and an
     /// image's bytes encrypted in external storage, on both engines; the database holds only
     /// ciphertext, and a wrong key is refused.

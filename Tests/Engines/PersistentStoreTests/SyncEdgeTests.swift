@@ -140,6 +140,40 @@ import Testing
         #expect(try await phone.store.records(of: Board.list, limit: 1).records.first?["title"] == .text("Home, renamed"))
     }
 
+    /// An app update that renames an encrypted attribute (its column kept, as `generate`
+    /// requires): the device's kept state opens under the new name. An edit made offline before
+    /// the update is pushed as the device's; a value it did not change keeps its clock, not the
+    /// oldest one.
+    @Test func anEncryptedAttributeRenamedByAnUpdateKeepsItsClocksAndEdits() async throws {
+        let first = Shelf.first.replacingOccurrences(of: "reads: {type: Int32, default: 0}", with: "reads: {type: Int32, default: 0}\n      secret: {type: String?, encrypt: true}")
+        let second = first.replacingOccurrences(of: "version: 1", with: "version: 2")
+            .replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "hidden: {type: String?, encrypt: true, renamedFrom: secret, column: secret}")
+        let shelf = try Shelf(first: first, second: second)
+        let v1 = Array(shelf.migrations.prefix(1)), book = shelf.v1.entities[0]
+        let server = try await SyncServer(
+            store: try Store(path: temporaryPath("shelf-server.sqlite"), schema: shelf.v1, migrations: v1, configuration: .init(keys: testKeys)), schema: shelf.v1)
+        let path = temporaryPath("shelf-device.sqlite")
+        let edited = Board.key(1), kept = Board.key(2)
+        do {
+            let device = try Store(path: path, schema: shelf.v1, migrations: v1, configuration: .init(keys: testKeys))
+            for (key, secret) in [(edited, "the pin"), (kept, "the code")] {
+                _ = try await device.insertRecord(of: book, values: ["id": .text(key), "title": .text("T"), "secret": .text(secret)])
+            }
+            try await SyncClient(store: device, schema: shelf.v1, device: "ipad", transport: server.transport(for: "ada")).sync()
+            _ = try await device.updateRecord(of: book, key: [.text(edited)], set: ["secret": .text("the new pin")])
+        }
+        let device = try Store(path: path, schema: shelf.v2, migrations: shelf.migrations, configuration: .init(keys: testKeys))
+        let updated = try await SyncClient(store: device, schema: shelf.v2, device: "ipad", transport: Offline())
+        _ = try? await updated.sync()
+        #expect(try await updated.status().pending == 1, "the offline edit, and only it")
+        let states = try await device.read { try $0.syncStates(entity: "Book", keys: [edited, kept]) }
+        func clock(_ key: String) throws -> SyncClock? { try SyncJSON.decode(record: Array((states[key] ?? "").utf8)).clocks["hidden"] }
+        let keptClock = try #require(try clock(kept)), editedClock = try #require(try clock(edited))
+        #expect(keptClock != AppUpdate.unknownAge, "its clock carried: \(states[kept] ?? "none")")
+        #expect(editedClock.node == "ipad" && editedClock > keptClock, "stamped as the device's own, after: \(states[edited] ?? "none")")
+        #expect(!(states[edited] ?? "").contains("the new pin"), "still sealed in the state")
+    }
+
     @Test func encryptedValuesStayEncryptedInTheSyncState() async throws {
         let serverPath = temporaryPath("todo-server.sqlite"), devicePath = temporaryPath("todo-device.sqlite"), otherPath = temporaryPath("todo-other.sqlite")
         func open(_ path: String) throws -> Store {

@@ -141,6 +141,51 @@ import Testing
         #expect(try findings(renamedFirst, split.replacingOccurrences(of: "    renamedFrom: Book\n", with: "")).isEmpty)
     }
 
+    /// An encrypted value is sealed under its table's and column's names: a version that renames
+    /// either, or a split that moves it, is refused, whatever `--allow-destructive` says. The
+    /// property or entity renamed alone, its `column:` or `table:` kept, plans.
+    @Test func renamingWhereEncryptedValuesAreSealedIsRefused() throws {
+        let before = "entities:\n  Book:\n    attributes:\n      title: String\n      secret: {type: String?, encrypt: true}\n"
+        func findings(_ after: String, _ renderer: some MigrationRenderer) throws -> [Diagnostic] {
+            let new = try schema(after, version: 2)
+            let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
+            return MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "sealed-name-changed" }
+        }
+        let column = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "hidden: {type: String?, encrypt: true, renamedFrom: secret}")
+        let table = before.replacingOccurrences(of: "  Book:\n", with: "  Volume:\n    renamedFrom: Book\n")
+        let split = """
+            entities:
+              Book:
+                attributes:
+                  title: String
+                relationships:
+                  vault: {to: Vault?, inverse: book, deleteRule: cascade}
+              Vault:
+                attributes:
+                  secret: {type: String?, encrypt: true, movedFrom: Book.secret}
+                relationships:
+                  book: {to: Book, inverse: vault}
+
+            """
+        for renderer in [SQLiteRenderer() as any MigrationRenderer, PostgresRenderer()] {
+            let renamed = try findings(column, renderer)
+            #expect(
+                renamed.count == 1 && renamed[0].severity == .error && renamed[0].message.contains("sealed under 'book.secret'") && renamed[0].message.contains("'column: secret'"),
+                "\(renamed.map(\.message))")
+            let moved = try findings(table, renderer)
+            #expect(moved.count == 1 && moved[0].message.contains("'table: book'"), "\(moved.map(\.message))")
+            let copied = try findings(split, renderer)
+            #expect(copied.count == 1 && copied[0].message.contains("'vault.secret'"), "\(copied.map(\.message))")
+            #expect(try findings(column.replacingOccurrences(of: "renamedFrom: secret}", with: "renamedFrom: secret, column: secret}"), renderer).isEmpty)
+            #expect(try findings(table.replacingOccurrences(of: "renamedFrom: Book\n", with: "renamedFrom: Book\n    table: book\n"), renderer).isEmpty)
+            // A column encrypted in the same version held clear values: renaming it seals nothing.
+            let clear = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "secret: String?")
+            let new = try schema(column, version: 2)
+            let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(clear, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
+            #expect(MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "sealed-name-changed" }.isEmpty)
+        }
+    }
+
     /// `backfill` stands in for a default where existing rows need a value, and every dialect
     /// planned needs its expression.
     @Test func aBackfillSatisfiesRequiredWithoutDefault() throws {
