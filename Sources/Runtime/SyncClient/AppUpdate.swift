@@ -65,8 +65,10 @@ struct AppUpdate: Sendable {
                     unclocked.append(key)
                     continue
                 }
-                let kept = try onDevice { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) }
-                carried.append((key, carry(openingRenamed(kept, of: entity, key: key, in: store), of: entity, row: entity.fieldValues(of: row))))
+                let kept = try onDevice { () throws(SyncStateError) in
+                    try records.decode(text, of: entity, key: key, in: store, keptName: { self.earlierAttributeName(of: $0, in: entity) })
+                }
+                carried.append((key, carry(kept, of: entity, row: entity.fieldValues(of: row))))
             }
             try onDevice { () throws(SyncStateError) in try records.save(carried, of: entity, in: store) }
             for key in unclocked { try inStore { () throws(StoreError) in try store.markSyncPending(entity: entity.name, key: key, seen: nil) } }
@@ -159,33 +161,19 @@ struct AppUpdate: Sendable {
             }
             var carried: [(key: String, state: SyncRecord)] = []
             for (key, text) in kept {
-                let state = try onDevice { () throws(SyncStateError) in try records.decode(text, of: entity, key: key, in: store) }
-                carried.append((key, carry(openingRenamed(state, of: entity, key: key, in: store), of: entity, row: nil)))
+                let state = try onDevice { () throws(SyncStateError) in
+                    try records.decode(text, of: entity, key: key, in: store, keptName: { self.earlierAttributeName(of: $0, in: entity) })
+                }
+                carried.append((key, carry(state, of: entity, row: nil)))
             }
             try onDevice { () throws(SyncStateError) in try records.save(carried, of: entity, in: store) }
             after = kept.count < Self.batch ? nil : kept.last?.key
         } while after != nil
     }
 
-    /// A kept state with the encrypted values of renamed attributes opened: `decode` opens them
-    /// by the new names only. Each is sealed under its table's and column's names, which no
-    /// version changes (`generate` refuses it: `sealed-name-changed`), so it opens as the row's
-    /// values do; one that does not (a key retired since) is left out with its clock, and the
-    /// row's value takes `unknownAge`.
-    func openingRenamed(_ kept: SyncRecord, of entity: SyncedEntity, key: String, in store: isolated Store) -> SyncRecord {
-        guard let stored = SyncedEntity.storedKey(key) else { return kept }
-        var values = kept.values, clocks = kept.clocks
-        for field in entity.encryptedFields {
-            let earlier = entity.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
-            guard earlier != field, let value = values[earlier], let column = entity.columns[field] else { continue }
-            if let opened = store.openSyncState(value, table: entity.descriptor.table, column: column, key: [stored]) {
-                values[earlier] = opened
-            } else {
-                values[earlier] = nil
-                clocks[earlier] = nil
-            }
-        }
-        return SyncRecord(values: values, clocks: clocks, counterTotals: kept.counterTotals, deleted: kept.deleted) ?? kept
+    /// An attribute's name in the earlier version.
+    private func earlierAttributeName(of field: String, in entity: SyncedEntity) -> String {
+        entity.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
     }
 
     /// One record's state in the new names. A value is carried with its clock where the row
@@ -193,11 +181,11 @@ struct AppUpdate: Sendable {
     /// and the migration widened it (an integer made a real); where the migration made or
     /// converted it otherwise, the row's value takes `unknownAge`, unless the row differs from
     /// the kept value widened (changed here and not stamped yet): then the kept value stays,
-    /// for the row to be stamped. Encrypted values come opened (`openingRenamed`).
+    /// for the row to be stamped. Encrypted values come opened (`decode`'s `keptName`).
     func carry(_ kept: SyncRecord, of entity: SyncedEntity, row: [String: StoredValue]?) -> SyncRecord {
         var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
         for field in entity.columns.keys {
-            let earlier = entity.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
+            let earlier = earlierAttributeName(of: field, in: entity)
             if entity.rules.counters.contains(field) {
                 if let totals = kept.counterTotals[earlier] { counters[field] = totals }
                 continue
