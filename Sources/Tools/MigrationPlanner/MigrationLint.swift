@@ -125,10 +125,12 @@ public enum MigrationLint {
                     at: location(target))
             }
             for (targetColumn, sourceColumn) in zip(fill.targetColumns, fill.sourceColumns) {
-                guard let column = target.column(named: targetColumn), isSealed(column, in: target) else { continue }
+                guard let column = target.column(named: targetColumn),
+                    let bound = boundToNames(old.table(named: fill.source)?.column(named: sourceColumn), attribute: column.property.flatMap { entity(target)?.attribute(named: $0) })
+                else { continue }
                 report(
                     .error, .sealedNameChanged,
-                    "'\(target.entity ?? target.name).\(column.property ?? column.name)' is encrypted, and the split would copy values sealed under '\(fill.source).\(sourceColumn)' into '\(target.name).\(targetColumn)', where they would not decrypt; move it unencrypted, or add it to the new entity and copy its values through the store",
+                    "'\(target.entity ?? target.name).\(column.property ?? column.name)' would be copied from '\(fill.source).\(sourceColumn)', and \(bound): in '\(target.name).\(targetColumn)' they would not be found or would not decrypt; leave it in its entity, or add it to the new one and copy its values through the store in the app",
                     at: location(target, column: column))
             }
             let filledColumns = Set(fill.targetKey + fill.targetColumns)
@@ -140,25 +142,36 @@ public enum MigrationLint {
             }
         }
 
-        /// Whether the column holds encrypted values: each is sealed under its table's and
-        /// column's names, and opens under no others.
-        func isSealed(_ column: ColumnSnapshot, in table: TableSnapshot) -> Bool {
-            column.property.flatMap { entity(table)?.attribute(named: $0) }?.isEncrypted ?? false
+        /// What ties an old column's stored values to its table's and column's names, judged
+        /// from its kind then and its attribute now (a snapshot does not record encryption): an
+        /// encrypted value is sealed under them and opens under no others; an external value's
+        /// file is kept in a folder named after them. Nil for values stored by value alone.
+        func boundToNames(_ old: ColumnSnapshot?, attribute: Attribute?) -> String? {
+            guard let old, let attribute else { return nil }
+            if attribute.usesExternalStorage, old.kind == .text {
+                return attribute.isEncrypted ? "its files are sealed under them and kept in a folder named after them" : "its files are kept in a folder named after them"
+            }
+            // Bytes where the attribute's clear values are not bytes, or an encrypted attribute's bytes.
+            guard old.kind == .blob, attribute.isEncrypted || SnapshotBuilder.kind(of: attribute, in: schema) != .blob else { return nil }
+            return "its values are sealed under them"
         }
 
-        /// A table or column renamed under encrypted values would leave every stored value
-        /// unreadable (the store refuses them as moved from another column): always an error,
-        /// naming how to rename the property or entity alone.
+        /// A table or column renamed under values bound to their names (`boundToNames`) would
+        /// leave every one unreadable: always an error, naming how to rename the property or
+        /// entity alone.
         mutating func sealedColumnsRenamed(_ change: TableChange) {
             let renamedColumns = Dictionary(change.renamedColumns.map { ($0.to, $0.from) }, uniquingKeysWith: { first, _ in first })
-            for column in change.to.columns where isSealed(column, in: change.to) {
+            for column in change.to.columns {
                 let oldColumn = renamedColumns[column.name] ?? (change.columnSources[column.name] == nil ? nil : column.name)
-                // An old column that held no bytes held clear values (encrypted in this version).
-                guard let oldColumn, change.isRename || oldColumn != column.name, change.from.column(named: oldColumn)?.kind == .blob else { continue }
-                let keep = oldColumn != column.name ? "keep its column name ('column: \(oldColumn)')" : "keep its table name ('table: \(change.from.name)')"
+                guard let oldColumn, change.isRename || oldColumn != column.name,
+                    let bound = boundToNames(change.from.column(named: oldColumn), attribute: column.property.flatMap { entity(change.to)?.attribute(named: $0) })
+                else { continue }
+                var keep: [String] = []
+                if oldColumn != column.name { keep.append("its column name ('column: \(oldColumn)')") }
+                if change.isRename { keep.append("its entity's table name ('table: \(change.from.name)')") }
                 report(
                     .error, .sealedNameChanged,
-                    "'\(change.to.entity ?? change.to.name).\(column.property ?? column.name)' is encrypted, and its values are sealed under '\(change.from.name).\(oldColumn)': stored as '\(change.to.name).\(column.name)' they would not decrypt; \(keep) to rename only the \(oldColumn != column.name ? "attribute" : "entity")",
+                    "'\(change.to.entity ?? change.to.name).\(column.property ?? column.name)' is stored under the names '\(change.from.name).\(oldColumn)', and \(bound): as '\(change.to.name).\(column.name)' they would not be found or would not decrypt; keep \(keep.joined(separator: " and ")), which renames the model alone and migrates nothing",
                     at: location(change.to, column: column))
             }
         }

@@ -146,11 +146,6 @@ import Testing
     /// property or entity renamed alone, its `column:` or `table:` kept, plans.
     @Test func renamingWhereEncryptedValuesAreSealedIsRefused() throws {
         let before = "entities:\n  Book:\n    attributes:\n      title: String\n      secret: {type: String?, encrypt: true}\n"
-        func findings(_ after: String, _ renderer: some MigrationRenderer) throws -> [Diagnostic] {
-            let new = try schema(after, version: 2)
-            let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(before, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
-            return MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "sealed-name-changed" }
-        }
         let column = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "hidden: {type: String?, encrypt: true, renamedFrom: secret}")
         let table = before.replacingOccurrences(of: "  Book:\n", with: "  Volume:\n    renamedFrom: Book\n")
         let split = """
@@ -168,21 +163,39 @@ import Testing
 
             """
         for renderer in [SQLiteRenderer() as any MigrationRenderer, PostgresRenderer()] {
-            let renamed = try findings(column, renderer)
-            #expect(
-                renamed.count == 1 && renamed[0].severity == .error && renamed[0].message.contains("sealed under 'book.secret'") && renamed[0].message.contains("'column: secret'"),
-                "\(renamed.map(\.message))")
-            let moved = try findings(table, renderer)
+            func findings(_ from: String, _ to: String) throws -> [Diagnostic] {
+                let new = try schema(to, version: 2)
+                let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(from, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
+                return MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "sealed-name-changed" }
+            }
+            let renamed = try findings(before, column)
+            #expect(renamed.count == 1 && renamed[0].severity == .error, "\(renamed.map(\.message))")
+            #expect(renamed.first.map { $0.message.contains("'book.secret'") && $0.message.contains("'column: secret'") } == true, "\(renamed.map(\.message))")
+            let moved = try findings(before, table)
             #expect(moved.count == 1 && moved[0].message.contains("'table: book'"), "\(moved.map(\.message))")
-            let copied = try findings(split, renderer)
+            let copied = try findings(before, split)
             #expect(copied.count == 1 && copied[0].message.contains("'vault.secret'"), "\(copied.map(\.message))")
-            #expect(try findings(column.replacingOccurrences(of: "renamedFrom: secret}", with: "renamedFrom: secret, column: secret}"), renderer).isEmpty)
-            #expect(try findings(table.replacingOccurrences(of: "renamedFrom: Book\n", with: "renamedFrom: Book\n    table: book\n"), renderer).isEmpty)
+            #expect(try findings(before, column.replacingOccurrences(of: "renamedFrom: secret}", with: "renamedFrom: secret, column: secret}")).isEmpty)
+            #expect(try findings(before, table.replacingOccurrences(of: "renamedFrom: Book\n", with: "renamedFrom: Book\n    table: book\n")).isEmpty)
             // A column encrypted in the same version held clear values: renaming it seals nothing.
             let clear = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "secret: String?")
-            let new = try schema(column, version: 2)
-            let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(clear, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
-            #expect(MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "sealed-name-changed" }.isEmpty)
+            #expect(try findings(clear, column).isEmpty)
+            // A split that would copy sealed values into a clear column is refused too; one that
+            // copies clear values into an encrypted column is not.
+            let unsealed = split.replacingOccurrences(of: "secret: {type: String?, encrypt: true, movedFrom: Book.secret}", with: "secret: {type: String?, movedFrom: Book.secret}")
+            #expect(try findings(before, unsealed).count == 1)
+            #expect(try findings(clear, split).isEmpty)
+            // External values (files in a folder named after the table and column), sealed or not.
+            for options in ["externalStorage: true, encrypt: true", "externalStorage: true"] {
+                let scan = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "scan: {type: Data?, \(options)}")
+                let renamedScan = scan.replacingOccurrences(of: "scan: {type: Data?, \(options)}", with: "document: {type: Data?, \(options), renamedFrom: scan}")
+                let external = try findings(scan, renamedScan)
+                #expect(external.count == 1 && external[0].message.contains("folder") && external[0].message.contains("'column: scan'"), "\(external.map(\.message))")
+                #expect(try findings(scan, renamedScan.replacingOccurrences(of: "renamedFrom: scan}", with: "renamedFrom: scan, column: scan}")).isEmpty)
+            }
+            // Clear bytes renamed are values like any other.
+            let bytes = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "photo: Data?")
+            #expect(try findings(bytes, bytes.replacingOccurrences(of: "photo: Data?", with: "image: {type: Data?, renamedFrom: photo}")).isEmpty)
         }
     }
 
