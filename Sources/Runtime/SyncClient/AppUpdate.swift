@@ -171,9 +171,11 @@ struct AppUpdate: Sendable {
         } while after != nil
     }
 
-    /// An attribute's name in the earlier version.
-    private func earlierAttributeName(of field: String, in entity: SyncedEntity) -> String {
-        entity.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
+    /// An attribute's name in the earlier version; nil for a new attribute that takes the name
+    /// another one was renamed from (the kept state's field of that name is the other's).
+    private func earlierAttributeName(of field: String, in entity: SyncedEntity) -> String? {
+        if let renamedFrom = entity.descriptor.columns.first(where: { $0.property == field })?.renamedFrom { return renamedFrom }
+        return entity.descriptor.columns.contains { $0.renamedFrom == field } ? nil : field
     }
 
     /// One record's state in the new names. A value is carried with its clock where the row
@@ -187,11 +189,11 @@ struct AppUpdate: Sendable {
         for field in entity.columns.keys {
             let earlier = earlierAttributeName(of: field, in: entity)
             if entity.rules.counters.contains(field) {
-                if let totals = kept.counterTotals[earlier] { counters[field] = totals }
+                if let earlier, let totals = kept.counterTotals[earlier] { counters[field] = totals }
                 continue
             }
             let current = row?[field]
-            guard let clock = kept.clocks[earlier], let value = kept.values[earlier] else {
+            guard let earlier, let clock = kept.clocks[earlier], let value = kept.values[earlier] else {
                 if let current {
                     values[field] = current
                     clocks[field] = Self.unknownAge

@@ -230,10 +230,11 @@ package struct SyncStateRecords: Sendable {
 
     /// A kept state, its encrypted values opened; one no key opens any more (retired since) is
     /// left out, so that the field is stamped again from its row. A state kept in an earlier
-    /// version names each field as `keptName` says (a renamed attribute's earlier name): its
-    /// column, and so its seal, is the same (`generate` refuses another: `sealed-name-changed`).
+    /// version names each field as `keptName` says (a renamed attribute's earlier name; nil for
+    /// one it did not hold): its column, and so its seal, is the same (`generate` refuses
+    /// another: `sealed-name-changed`).
     package func decode(
-        _ text: String, of entity: SyncedEntity, key: String, in store: isolated Store, keptName: (String) -> String = { $0 }
+        _ text: String, of entity: SyncedEntity, key: String, in store: isolated Store, keptName: (String) -> String? = { $0 }
     ) throws(SyncStateError) -> SyncRecord {
         let state: SyncRecord
         do {
@@ -244,8 +245,7 @@ package struct SyncStateRecords: Sendable {
         guard !entity.encryptedFields.isEmpty, let stored = SyncedEntity.storedKey(key) else { return state }
         var values = state.values, clocks = state.clocks
         for field in entity.encryptedFields {
-            let name = keptName(field)
-            guard let value = values[name], let column = entity.columns[field] else { continue }
+            guard let name = keptName(field), let value = values[name], let column = entity.columns[field] else { continue }
             if let opened = store.openSyncState(value, table: entity.descriptor.table, column: column, key: [stored]) {
                 values[name] = opened
             } else {

@@ -141,13 +141,15 @@ import Testing
     }
 
     /// An app update that renames an encrypted attribute (its column kept, as `generate`
-    /// requires): the device's kept state opens under the new name. An edit made offline before
-    /// the update is pushed as the device's; a value it did not change keeps its clock, not the
-    /// oldest one.
+    /// requires) and adds another under its old name: the device's kept state opens under the
+    /// new name. An edit made offline before the update is pushed as the device's; a value it
+    /// did not change keeps its clock, not the oldest one; the new attribute takes none of it.
     @Test func anEncryptedAttributeRenamedByAnUpdateKeepsItsClocksAndEdits() async throws {
         let first = Shelf.first.replacingOccurrences(of: "reads: {type: Int32, default: 0}", with: "reads: {type: Int32, default: 0}\n      secret: {type: String?, encrypt: true}")
         let second = first.replacingOccurrences(of: "version: 1", with: "version: 2")
-            .replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "hidden: {type: String?, encrypt: true, renamedFrom: secret, column: secret}")
+            .replacingOccurrences(
+                of: "secret: {type: String?, encrypt: true}",
+                with: "hidden: {type: String?, encrypt: true, renamedFrom: secret, column: secret}\n      secret: {type: String?, encrypt: true, column: secret_note}")
         let shelf = try Shelf(first: first, second: second)
         let v1 = Array(shelf.migrations.prefix(1)), book = shelf.v1.entities[0]
         let server = try await SyncServer(
@@ -171,7 +173,9 @@ import Testing
         let keptClock = try #require(try clock(kept)), editedClock = try #require(try clock(edited))
         #expect(keptClock != AppUpdate.unknownAge, "its clock carried: \(states[kept] ?? "none")")
         #expect(editedClock.node == "ipad" && editedClock > keptClock, "stamped as the device's own, after: \(states[edited] ?? "none")")
-        #expect(!(states[edited] ?? "").contains("the new pin"), "still sealed in the state")
+        #expect(!(states[edited] ?? "").contains("the new pin") && !(states[kept] ?? "").contains("the code"), "still sealed in the state")
+        // A new attribute under the name the renamed one had takes nothing of its state.
+        #expect(try SyncJSON.decode(record: Array((states[kept] ?? "").utf8)).clocks["secret"].map { $0 == AppUpdate.unknownAge } ?? true)
     }
 
     @Test func encryptedValuesStayEncryptedInTheSyncState() async throws {
