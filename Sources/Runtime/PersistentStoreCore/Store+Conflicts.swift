@@ -165,21 +165,21 @@ extension Store {
         let lookups = rows.enumerated().map { offset, row in ConflictedModel(index: start + offset, columns: row.lookup.columns, values: row.lookup.values) }
         let found = try storedModels(M.self, matching: lookups, insertedAt: ignoring.insertedAt)
         let keys = Self.conflictTargets(M.entity).filter { $0.count == 1 }.map { $0[0] }
-        // The chunk's inserted values, by the position of their key in `keys`.
-        var written: Set<[StoredValue]> = []
+        // The values the chunk's inserts wrote, for each key of `keys`.
+        var written = [Set<StoredValue>](repeating: [], count: keys.count)
         for offset in rows.indices {
             let values = keys.map { key in lookups[offset].columns.firstIndex(of: key).map { lookups[offset].values[$0] } ?? .null }
             if let model = found[offset] {
-                let metAnInsert = zip(keys.indices, values).contains { $1 != .null && written.contains([.integer(Int64($0)), $1]) }
+                let metAnInsert = values.indices.contains { values[$0] != .null && written[$0].contains(values[$0]) }
                 if metAnInsert { ignoring.conflicted.append(lookups[offset]) } else { ignoring.stored[start + offset] = model }
                 continue
             }
             let result = try insertIfAbsent(ignoring.models[start + offset], rows[offset])
             ignoring.record(result, at: start + offset)
             guard case .inserted(_, let key) = result else { continue }
-            for (position, value) in values.enumerated() where value != .null { written.insert([.integer(Int64(position)), value]) }
+            for (position, value) in values.enumerated() where value != .null { written[position].insert(value) }
             // The key the database or the store gave the row, which the looked-up values lack.
-            if let key, let position = keys.firstIndex(of: M.entity.primaryKey[0]) { written.insert([.integer(Int64(position)), key]) }
+            if let key, let position = keys.firstIndex(of: M.entity.primaryKey[0]) { written[position].insert(key) }
         }
         return found.count(where: { $0 != nil })
     }
@@ -351,10 +351,12 @@ extension Store {
             returned = try database.query(statements.insertIfAbsent, row.values[...])
         } catch {
             guard error.kind == .uniquenessConflict, !capabilities.failedStatementAbortsTransaction else { throw .database(error) }
-            return .conflicted(columns: insert.lookup.columns, values: insert.lookup.values)
+            let lookup = insert.lookup
+            return .conflicted(columns: lookup.columns, values: lookup.values)
         }
         if capabilities.failedStatementAbortsTransaction ? returned.isEmpty : database.changedRowCount == 0 {
-            return .conflicted(columns: insert.lookup.columns, values: insert.lookup.values)
+            let lookup = insert.lookup
+            return .conflicted(columns: lookup.columns, values: lookup.values)
         }
         // The key and the model first: writing an external value may be a statement of its own.
         let key = insertedKey(entity, written: row, returned: returned)

@@ -96,6 +96,8 @@ public enum MigrationLint {
 
         func entity(_ table: TableSnapshot) -> Entity? { table.entity.flatMap(schema.entity(named:)) }
 
+        func attribute(of column: ColumnSnapshot, in table: TableSnapshot) -> Attribute? { column.property.flatMap { entity(table)?.attribute(named: $0) } }
+
         func location(_ table: TableSnapshot, column: ColumnSnapshot? = nil) -> SourceLocation {
             let owner = entity(table)
             if let property = column?.property,
@@ -126,7 +128,7 @@ public enum MigrationLint {
             }
             for (targetColumn, sourceColumn) in zip(fill.targetColumns, fill.sourceColumns) {
                 guard let column = target.column(named: targetColumn),
-                    let bound = boundToNames(old.table(named: fill.source)?.column(named: sourceColumn), attribute: column.property.flatMap { entity(target)?.attribute(named: $0) })
+                    let bound = boundToNames(old.table(named: fill.source)?.column(named: sourceColumn), attribute: attribute(of: column, in: target))
                 else { continue }
                 report(
                     .error, .sealedNameChanged,
@@ -160,11 +162,9 @@ public enum MigrationLint {
         /// leave every one unreadable: always an error, naming how to rename the property or
         /// entity alone.
         mutating func sealedColumnsRenamed(_ change: TableChange) {
-            let renamedColumns = Dictionary(change.renamedColumns.map { ($0.to, $0.from) }, uniquingKeysWith: { first, _ in first })
             for column in change.to.columns {
-                let oldColumn = renamedColumns[column.name] ?? (change.columnSources[column.name] == nil ? nil : column.name)
-                guard let oldColumn, change.isRename || oldColumn != column.name,
-                    let bound = boundToNames(change.from.column(named: oldColumn), attribute: column.property.flatMap { entity(change.to)?.attribute(named: $0) })
+                guard let oldColumn = change.columnSources[column.name], change.isRename || oldColumn != column.name,
+                    let bound = boundToNames(change.from.column(named: oldColumn), attribute: attribute(of: column, in: change.to))
                 else { continue }
                 var keep: [String] = []
                 if oldColumn != column.name { keep.append("its column name ('column: \(oldColumn)')") }
