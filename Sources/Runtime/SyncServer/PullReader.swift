@@ -67,7 +67,9 @@ struct PullReader: Sendable {
     /// the other served version's where it was renamed.
     var scopeFieldNames: [String: Set<String>] = [:]
 
-    func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> SyncPullAnswer {
+    /// A page, and the history token after which it left committed history unread, held back
+    /// by a transaction running when this one began (nil when none).
+    func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> (answer: SyncPullAnswer, heldBackAfter: Int64?) {
         let began = Date()
         let (known, seen) = try self.seen(in: store, startingOver: !resuming, at: began)
         let returning = known != nil
@@ -111,8 +113,12 @@ struct PullReader: Sendable {
         // this pull began reached it.
         var row = seen
         if reachedEnd { row.caughtUpAt = began }
-        do { try store.writeSyncDevice(row) } catch { throw .store(error) }
-        return SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest)
+        var heldBackAfter: Int64?
+        do {
+            try store.writeSyncDevice(row)
+            if reachedEnd, case .history(let token, _) = cursor, try store.unsettledHistory(after: token) { heldBackAfter = token }
+        } catch { throw .store(error) }
+        return (SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest), heldBackAfter)
     }
 
     /// The device as it was known before (nil for a new one, the user checked), and as seen now,

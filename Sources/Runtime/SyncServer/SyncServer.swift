@@ -107,8 +107,22 @@ public actor SyncServer {
         let reader = PullReader(
             entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds, resuming: pull.after != nil,
             historyNames: version.historyNames, scopeFieldNames: version.scopeFieldNames)
-        return try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+        // A pull reads in one transaction, under one snapshot: a transaction of another
+        // database that ended just after it began is no longer listed under its database, and
+        // holds the history back for all of it. Read again outside it, the history is settled:
+        // the pull runs again in a new transaction, which reads past it.
+        var page = try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+        for _ in 1..<Self.pullAttempts {
+            guard let token = page.heldBackAfter else { break }
+            do { if try await version.store.unsettledHistory(after: token) { break } } catch { throw .store(error) }
+            page = try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+        }
+        return page.answer
     }
+
+    /// How many transactions a pull may take while the end of the history it read was held
+    /// back by a transaction that has already ended.
+    static let pullAttempts = 3
 
     /// The devices seen, with the user, schema version and last push of each, oldest first.
     ///

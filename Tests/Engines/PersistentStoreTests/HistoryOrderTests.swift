@@ -49,6 +49,31 @@ struct HistoryOrderTests {
         #expect(after.allSatisfy { $0.token.value > 1 << 62 }, "ordered tokens: \(after.map(\.token))")
     }
 
+    /// A reader's transaction keeps the snapshot it began with. A transaction of another
+    /// database, running then and ending before the history is read, is no longer listed under
+    /// its database: it holds the reader back to the end of its transaction (a sync server's
+    /// pull ended without a commit made before it, in CI). Read again outside it, the history
+    /// is settled, and a new transaction reads past it.
+    @Test func aTransactionOfAnotherDatabaseEndingInAReadersTransactionIsKnownToHaveEnded() async throws {
+        let server = try #require(PostgresServer.shared)
+        let store = try Self.dispatch(server.createDatabase())
+        let start = try await store.currentHistoryToken()
+        let other = Handed(try PostgresConnection(server.createDatabase()))
+        try other.value.execute("BEGIN")
+        _ = try other.value.query("SELECT txid_current()")
+        _ = try await store.insert(Queue(name: "committed before the reader began"))
+        let seen = try await store.transaction { store in
+            // The snapshot is taken here, the other transaction running; the list of sessions
+            // is read (once per transaction) after it ended.
+            _ = try store.query("SELECT count(*) FROM schemagen_history")
+            try other.value.execute("COMMIT")
+            return [try store.history(after: start).count, try store.unsettledHistory(after: start.value) ? 1 : 0]
+        }
+        #expect(seen == [0, 1], "held back, and known to be")
+        #expect(try await store.unsettledHistory(after: start.value) == false, "settled, read again outside it")
+        #expect(try await store.history(after: start).count == 1, "a new transaction reads past it")
+    }
+
     /// Eight writers at once, and a subscriber: every transaction once, in token order.
     @Test func eightWritersAtOnceAreObservedEachOnceInOrder() async throws {
         let url = try #require(PostgresServer.shared).createDatabase()

@@ -199,8 +199,9 @@ extension Store {
     }
 
     /// Whether history rows of this schema after `token` are committed but not settled yet (an
-    /// older transaction still runs): a reader comes back for them.
-    func unsettledHistory(after token: Int64) throws(StoreError) -> Bool {
+    /// older transaction still runs, or, inside a transaction, ran when it began): a reader
+    /// comes back for them.
+    package func unsettledHistory(after token: Int64) throws(StoreError) -> Bool {
         guard let bound = abilities.history.ordering?.settledHistoryBound else { return false }
         let rows = try query("SELECT count(*) FROM schemagen_history WHERE schema = \(value: .text(schema.name)) AND token > \(value: .integer(token)) AND token >= \(bound)")
         if case .integer(let count)? = rows.first?.first { return count > 0 }
