@@ -124,10 +124,8 @@ extension Store {
                 continue
             }
             let end = min(index + Self.lookupChunk, models.endIndex)
-            var rows: [DeferredInsert] = []
-            for model in models[index..<end] { rows.append(try newRowDeferringExternalWrites(model)) }
             // A chunk that found nothing stored ends the look-ups until the next conflict.
-            lookingUp = try insertAbsent(rows, from: index, into: &ignoring) > 0
+            lookingUp = try insertAbsent(from: index, to: end, into: &ignoring) > 0
             index = end
         }
         try resolveIgnored(models, ignoring.conflicted, insertedAt: ignoring.insertedAt, into: &ignoring.stored)
@@ -158,30 +156,68 @@ extension Store {
     }
 
     /// One chunk of `insertEachIgnoring` after a stored row was met: the chunk's stored rows read
-    /// together, the others inserted. A model found whose value on some key an insert of the
-    /// chunk before it also wrote is left to `resolveIgnored`: one at a time it would have met
-    /// that new row, and might take it for its own. Returns how many the look-up found.
-    private func insertAbsent<M: PersistentModel>(_ rows: [DeferredInsert], from start: Int, into ignoring: inout IgnoringInserts<M>) throws(StoreError) -> Int {
-        let lookups = rows.enumerated().map { offset, row in ConflictedModel(index: start + offset, columns: row.lookup.columns, values: row.lookup.values) }
-        let found = try storedModels(M.self, matching: lookups, insertedAt: ignoring.insertedAt)
+    /// together, the others made ready and inserted (a model found costs no row prepared: no
+    /// digest, no name, no key). A model found whose value on some key an insert of the chunk
+    /// before it also wrote is left to `resolveIgnored`: one at a time it would have met that
+    /// new row, and might take it for its own. Returns how many the look-up found.
+    private func insertAbsent<M: PersistentModel>(from start: Int, to end: Int, into ignoring: inout IgnoringInserts<M>) throws(StoreError) -> Int {
+        var lookups: [ConflictedModel] = []
+        lookups.reserveCapacity(end - start)
+        let columns = rowColumns(M.entity)
+        let plan = rowPlan(M.entity, columns: columns)
+        for index in start..<end {
+            let row = try lookupRow(ignoring.models[index], directColumns: columns, plan: plan)
+            lookups.append(ConflictedModel(index: index, columns: row.columns, values: row.values))
+        }
+        var found = try storedModels(M.self, matching: lookups, insertedAt: ignoring.insertedAt)
         let keys = Self.conflictTargets(M.entity).filter { $0.count == 1 }.map { $0[0] }
+        let keyPosition = keys.firstIndex(of: M.entity.primaryKey[0])
         // The values the chunk's inserts wrote, for each key of `keys`.
         var written = [Set<StoredValue>](repeating: [], count: keys.count)
-        for offset in rows.indices {
-            let values = keys.map { key in lookups[offset].columns.firstIndex(of: key).map { lookups[offset].values[$0] } ?? .null }
-            if let model = found[offset] {
-                let metAnInsert = values.indices.contains { values[$0] != .null && written[$0].contains(values[$0]) }
-                if metAnInsert { ignoring.conflicted.append(lookups[offset]) } else { ignoring.stored[start + offset] = model }
+        // Where each key is in a row's columns: the same columns (one array) for every model
+        // encoded alike, so they are found once.
+        var positions: (columns: [String], at: [Int?]) = ([], [])
+        var foundCount = 0
+        for offset in lookups.indices {
+            let lookup = lookups[offset]
+            if lookup.columns != positions.columns { positions = (lookup.columns, keys.map { lookup.columns.firstIndex(of: $0) }) }
+            if let model = found[offset].take() {
+                foundCount += 1
+                let metAnInsert = keys.indices.contains { key in
+                    guard let at = positions.at[key], lookup.values[at] != .null else { return false }
+                    return written[key].contains(lookup.values[at])
+                }
+                if metAnInsert { ignoring.conflicted.append(lookup) } else { ignoring.stored[lookup.index] = model }
                 continue
             }
-            let result = try insertIfAbsent(ignoring.models[start + offset], rows[offset])
-            ignoring.record(result, at: start + offset)
+            let model = ignoring.models[lookup.index]
+            let result = try insertIfAbsent(model, try newRowDeferringExternalWrites(model))
+            ignoring.record(result, at: lookup.index)
             guard case .inserted(_, let key) = result else { continue }
-            for (position, value) in values.enumerated() where value != .null { written[position].insert(value) }
+            for (position, at) in positions.at.enumerated() {
+                if let at, lookup.values[at] != .null { written[position].insert(lookup.values[at]) }
+            }
             // The key the database or the store gave the row, which the looked-up values lack.
-            if let key, let position = keys.firstIndex(of: M.entity.primaryKey[0]) { written[position].insert(key) }
+            if let key, let keyPosition { written[keyPosition].insert(key) }
         }
-        return found.count(where: { $0 != nil })
+        return foundCount
+    }
+
+    /// What a look-up of the model's stored row goes by, the row not made ready to be written:
+    /// the model's values with its deterministic values sealed, as an insert's row would hold
+    /// them on its key and unique columns (the other columns are not looked up by). A model
+    /// with a row codec is encoded in `directColumns`, whose `plan` the caller looked up once.
+    private func lookupRow<M: PersistentModel>(_ model: M, directColumns: [String], plan: RowPlan) throws(StoreError) -> (columns: [String], values: [StoredValue]) {
+        let direct: [StoredValue]?
+        do { direct = try model.encodeStored() } catch { throw .coding("\(error)") }
+        var (columns, values, plan) = (directColumns, direct ?? [], plan)
+        if direct == nil {
+            let row = try encodedRow(model)
+            (columns, values) = (row.columns, row.values)
+            plan = rowPlan(M.entity, columns: columns)
+        }
+        if !plan.deterministic.isEmpty { try sealDeterministicValues(plan, &values) }
+        return (columns, values)
     }
 
     /// The stored models of the `conflicted` ones, whose inserts did nothing: read together

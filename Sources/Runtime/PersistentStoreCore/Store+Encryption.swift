@@ -209,9 +209,7 @@ extension Store {
             return PreparedRow(choseKey: true)
         }
         // Deterministic values first: unique lookups compare their ciphertexts.
-        for (position, cipher) in plan.deterministic {
-            values[position] = try seal(values[position], cipher, rowKey: [])
-        }
+        try sealDeterministicValues(plan, &values)
         var (rowKey, stored) =
             replacing
             ? try storedRow(entity, plan, columns: columns, values: values)
@@ -261,6 +259,13 @@ extension Store {
             if case .text(let name) = values[at] { written.append((column, name)) }
         }
         return PreparedRow(choseKey: choseKey, writtenExternalValues: written, pendingExternalValues: pending)
+    }
+
+    /// Seals the row's deterministically encrypted values, as written and as looked up by.
+    func sealDeterministicValues(_ plan: RowPlan, _ values: inout [StoredValue]) throws(StoreError) {
+        for (position, cipher) in plan.deterministic {
+            values[position] = try seal(values[position], cipher, rowKey: [])
+        }
     }
 
     /// What `prepareRow` did besides changing the row.

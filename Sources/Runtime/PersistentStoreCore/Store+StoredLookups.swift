@@ -31,37 +31,92 @@ extension Store {
         let decode = returnedModelDecoder(M.self)
         for target in targets {
             guard let returnedAt = selected.firstIndex(of: target[0]) else { break }
-            // The positions in `conflicted` still unfound, by the value they look for.
-            var wanted: [StoredValue: [Int]] = [:]
+            // The positions in `conflicted` still unfound, by the value they look for: the first,
+            // and from each the next with the same value (`sameValueNext`, -1 after the last),
+            // so that no value costs an array of its own.
+            var wanted: [StoredValue: Int] = [:]
+            wanted.reserveCapacity(conflicted.count)
+            var sameValueNext = [Int](repeating: -1, count: conflicted.count)
+            var lastOfValue: [Int: Int] = [:]
+            var columnsAt: (columns: [String], at: Int?) = ([], nil)
             for (position, model) in conflicted.enumerated() where found[position] == nil && !alone[position] {
-                guard let at = model.columns.firstIndex(of: target[0]), model.values[at] != .null else { continue }
-                wanted[model.values[at], default: []].append(position)
+                // Models encoded alike share one array of columns: the target's place is found once.
+                if model.columns != columnsAt.columns { columnsAt = (model.columns, model.columns.firstIndex(of: target[0])) }
+                guard let at = columnsAt.at, model.values[at] != .null else { continue }
+                if let first = wanted[model.values[at]] {
+                    sameValueNext[lastOfValue[first] ?? first] = position
+                    lastOfValue[first] = position
+                } else {
+                    wanted[model.values[at]] = position
+                }
             }
             let values = Array(wanted.keys)
             for start in stride(from: 0, to: values.count, by: Self.lookupChunk) {
                 var chunk = Array(values[start..<min(start + Self.lookupChunk, values.count)])
                 chunk += repeatElement(chunk[chunk.count - 1], count: Self.lookupChunk - chunk.count)
-                let rows: [[StoredValue]]
-                do { rows = try database.query(storedModelsLookup(M.self, by: target[0]), chunk[...]) } catch { throw .database(error) }
+                let (models, kept) = try lookedUp(storedModelsLookup(M.self, by: target[0]), chunk, as: M.self, keeping: (returnedAt, keyAt), decode: decode)
                 var unmatched = false
-                for row in rows where returnedAt < row.count && keyAt < row.count {
-                    guard let positions = wanted[row[returnedAt]] else {
+                for row in models.indices {
+                    guard var position = wanted[kept[2 * row]] else {
                         unmatched = true
                         continue
                     }
-                    let insertedBy = insertedAt[row[keyAt]]
-                    var model: M?
-                    for position in positions where insertedBy.map({ $0 <= conflicted[position].index }) ?? true {
-                        if model == nil { model = try decode(row) }
-                        found[position] = model
+                    let insertedBy = insertedAt[kept[2 * row + 1]]
+                    while position >= 0 {
+                        if insertedBy.map({ $0 <= conflicted[position].index }) ?? true { found[position] = models[row] }
+                        position = sameValueNext[position]
                     }
                 }
                 if unmatched {
-                    for value in chunk { for position in wanted[value] ?? [] where found[position] == nil { alone[position] = true } }
+                    for value in chunk {
+                        var position = wanted[value] ?? -1
+                        while position >= 0 {
+                            if found[position] == nil { alone[position] = true }
+                            position = sameValueNext[position]
+                        }
+                    }
                 }
             }
         }
         return found
+    }
+
+    /// The models a look-up returns, in its order, and the values at `keeping` of each row read
+    /// before it is decoded (flat: two a row). Models with a row codec decode in the loop
+    /// compiled for them (`decodeStoredRows`), as fetches do, no row kept as an array.
+    private func lookedUp<M: PersistentModel>(
+        _ statement: RenderedSQL, _ arguments: [StoredValue], as type: M.Type, keeping: (Int, Int), decode: ([StoredValue]) throws(StoreError) -> M
+    ) throws(StoreError) -> (models: [M], kept: [StoredValue]) {
+        var kept: [StoredValue] = []
+        kept.reserveCapacity(2 * arguments.count)
+        let needed = max(keeping.0, keeping.1)
+        do {
+            if M.self is any RowCodable.Type {
+                let order = rowColumns(M.entity)
+                let opening = openPlan(M.entity, columns: order)
+                let load = externalLoader(M.entity, columns: order)
+                let decoded = try M.decodeStoredRows(expectedCount: arguments.count) { consume in
+                    try forEachRow(statement, arguments, ownStatement: false, opening: opening) { row in
+                        guard needed < row.count else { return }
+                        kept.append(row[keeping.0])
+                        kept.append(row[keeping.1])
+                        try load?(&row)
+                        try consume(row)
+                    }
+                }
+                if let decoded { return (decoded, kept) }
+                kept.removeAll()
+            }
+            var models: [M] = []
+            for row in try database.query(statement, arguments[...]) where needed < row.count {
+                kept.append(row[keeping.0])
+                kept.append(row[keeping.1])
+                models.append(try decode(row))
+            }
+            return (models, kept)
+        } catch {
+            throw Self.readFailure(error)
+        }
     }
 
     /// `SELECT <selection> FROM <table> WHERE <column> IN (...)`, rendered once per column.

@@ -204,6 +204,14 @@ func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         let sameEmail = try await users.fetch(User.self, where: #Predicate { $0.email == ada })
         #expect(sameEmail.map(\.identifier) == ["u1"] && sameEmail.map(\.name) == ["Ada Lovelace"])
         #expect(try await users.count(User.self) == 3)
+        // Imported again with `.ignore`: after the first stored one, the rest are looked up
+        // together by their sealed values; the stored users come back, the new one goes in.
+        let imported = try await users.insert(
+            [User(identifier: "u5", name: "A", email: ada), User(identifier: "u6", name: "G", email: "grace@example.com"), User(identifier: "u7", name: "Alan", email: "alan@example.com")],
+            onConflict: .ignore)
+        #expect(imported.map(\.identifier) == ["u1", "u2", "u7"] && imported.map(\.name) == ["Ada Lovelace", "Grace", "Alan"])
+        #expect(try await users.count(User.self) == 4)
+        try await users.delete(User.self, where: #Predicate { $0.identifier == "u7" })
         // Anything else on an encrypted attribute is refused, naming it.
         do {
             _ = try await users.fetch(User.self, where: #Predicate { $0.email?.contains("ada") == true })
