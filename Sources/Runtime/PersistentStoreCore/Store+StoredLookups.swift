@@ -54,16 +54,21 @@ extension Store {
             for start in stride(from: 0, to: values.count, by: Self.lookupChunk) {
                 var chunk = Array(values[start..<min(start + Self.lookupChunk, values.count)])
                 chunk += repeatElement(chunk[chunk.count - 1], count: Self.lookupChunk - chunk.count)
-                let (models, kept) = try lookedUp(storedModelsLookup(M.self, by: target[0]), chunk, as: M.self, keeping: (returnedAt, keyAt), decode: decode)
+                let rows: [[StoredValue]]
+                do { rows = try database.query(storedModelsLookup(M.self, by: target[0]), chunk[...]) } catch { throw .database(error) }
                 var unmatched = false
-                for row in models.indices {
-                    guard var position = wanted[kept[2 * row]] else {
+                for row in rows where returnedAt < row.count && keyAt < row.count {
+                    guard var position = wanted[row[returnedAt]] else {
                         unmatched = true
                         continue
                     }
-                    let insertedBy = insertedAt[kept[2 * row + 1]]
+                    let insertedBy = insertedAt[row[keyAt]]
+                    var model: M?
                     while position >= 0 {
-                        if insertedBy.map({ $0 <= conflicted[position].index }) ?? true { found[position] = models[row] }
+                        if insertedBy.map({ $0 <= conflicted[position].index }) ?? true {
+                            if model == nil { model = try decode(row) }
+                            found[position] = model
+                        }
                         position = sameValueNext[position]
                     }
                 }
@@ -79,44 +84,6 @@ extension Store {
             }
         }
         return found
-    }
-
-    /// The models a look-up returns, in its order, and the values at `keeping` of each row read
-    /// before it is decoded (flat: two a row). Models with a row codec decode in the loop
-    /// compiled for them (`decodeStoredRows`), as fetches do, no row kept as an array.
-    private func lookedUp<M: PersistentModel>(
-        _ statement: RenderedSQL, _ arguments: [StoredValue], as type: M.Type, keeping: (Int, Int), decode: ([StoredValue]) throws(StoreError) -> M
-    ) throws(StoreError) -> (models: [M], kept: [StoredValue]) {
-        var kept: [StoredValue] = []
-        kept.reserveCapacity(2 * arguments.count)
-        let needed = max(keeping.0, keeping.1)
-        do {
-            if M.self is any RowCodable.Type {
-                let order = rowColumns(M.entity)
-                let opening = openPlan(M.entity, columns: order)
-                let load = externalLoader(M.entity, columns: order)
-                let decoded = try M.decodeStoredRows(expectedCount: arguments.count) { consume in
-                    try forEachRow(statement, arguments, ownStatement: false, opening: opening) { row in
-                        guard needed < row.count else { return }
-                        kept.append(row[keeping.0])
-                        kept.append(row[keeping.1])
-                        try load?(&row)
-                        try consume(row)
-                    }
-                }
-                if let decoded { return (decoded, kept) }
-                kept.removeAll()
-            }
-            var models: [M] = []
-            for row in try database.query(statement, arguments[...]) where needed < row.count {
-                kept.append(row[keeping.0])
-                kept.append(row[keeping.1])
-                models.append(try decode(row))
-            }
-            return (models, kept)
-        } catch {
-            throw Self.readFailure(error)
-        }
     }
 
     /// `SELECT <selection> FROM <table> WHERE <column> IN (...)`, rendered once per column.
