@@ -32,6 +32,7 @@ public enum MigrationLint {
         case onlineRefused = "online-refused"
         case splitOfRenamedTable = "split-of-renamed-table"
         case sealedNameChanged = "sealed-name-changed"
+        case encryptionChanged = "encryption-changed"
     }
 
     public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
@@ -269,6 +270,61 @@ public enum MigrationLint {
                 destructive(Code.newUnique, "the new unique index '\(index.name)' fails if existing rows of '\(table.name)' have duplicates", at: location(table))
             }
         }
+    }
+
+    /// How an attribute's stored values are sealed, against the version the newest migration
+    /// recorded (`previous`; a snapshot does not record encryption). Values sealed in one mode
+    /// open in no other, a value no longer encrypted would be read as its ciphertext, and a
+    /// randomized value is bound to its row's key: each is an error at the attribute (or
+    /// entity), whatever `--allow-destructive` says. Encrypting a clear attribute is not:
+    /// `reencrypt` seals the values it holds.
+    public static func encryptionFindings(previous: Schema, schema: Schema) -> [Diagnostic] {
+        var findings: [Diagnostic] = []
+        let fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
+        func mode(_ attribute: Attribute) -> String { attribute.encryptsDeterministically ? "deterministic" : "true" }
+        func keyMembers(_ entity: Entity) -> [String] {
+            if case .members(let members) = entity.primaryKey { members } else { [Entity.implicitKeyName] }
+        }
+        for entity in schema.entities {
+            guard let before = previous.entity(named: entity.renamedFrom ?? entity.name) ?? previous.entity(named: entity.name) else { continue }
+            var boundToKey: [String] = []
+            for attribute in entity.attributes where !attribute.isTransient {
+                guard let old = before.attribute(named: attribute.renamedFrom ?? attribute.name) ?? before.attribute(named: attribute.name), old.isEncrypted, !old.isTransient
+                else { continue }
+                let name = "'\(entity.name).\(attribute.name)'"
+                let at = attribute.location ?? entity.location ?? fileStart
+                let was = "was 'encrypt: \(mode(old))' in version \(previous.version)"
+                if !attribute.isEncrypted {
+                    findings.append(
+                        Diagnostic(
+                            .error, code: Code.encryptionChanged,
+                            message:
+                                "\(name) \(was), so its stored values are sealed: without 'encrypt' they would be read as their ciphertext. Keep 'encrypt: \(mode(old))'; to keep the values in clear, add a new attribute, copy them into it from the app, then remove this one",
+                            at: at))
+                } else if attribute.encryptsDeterministically != old.encryptsDeterministically {
+                    findings.append(
+                        Diagnostic(
+                            .error, code: Code.encryptionChanged,
+                            message:
+                                "\(name) \(was) and is 'encrypt: \(mode(attribute))' now: values sealed in one mode open in no other, and 'reencrypt' cannot read them. Keep 'encrypt: \(mode(old))'; to change the mode, add a new attribute with it, copy the values into it from the app, then remove this one",
+                            at: at))
+                } else if !old.encryptsDeterministically {
+                    boundToKey.append(attribute.name)
+                }
+            }
+            // Randomized values (and sealed files) are bound to their row's key values.
+            let keyBefore = keyMembers(before)
+            let keyNow = keyMembers(entity).map { member in entity.attribute(named: member)?.renamedFrom ?? member }
+            if !boundToKey.isEmpty, keyBefore != keyNow {
+                findings.append(
+                    Diagnostic(
+                        .error, code: Code.encryptionChanged,
+                        message:
+                            "'\(entity.name)' changes its primary key (\(keyBefore.joined(separator: ", ")) in version \(previous.version), \(keyNow.joined(separator: ", ")) now), and its randomized encrypted attributes (\(boundToKey.joined(separator: ", "))) are sealed under each row's key: they would not open. Keep the primary key; to change it, move the values to a new entity from the app",
+                        at: entity.location ?? fileStart))
+            }
+        }
+        return findings
     }
 
     /// The rules of squawk and strong_migrations for engines whose DDL blocks other sessions:

@@ -126,10 +126,13 @@ public struct PendingMigration: Sendable {
         }
         let migration = Migration(from: latest, to: snapshot, renderer: renderer, online: online)
         let entry = MigrationDirectory.Entry(number: lastNumber + 1, name: slug(name ?? derivedName(migration, schema: schema)))
+        // The schema the newest migration recorded (a hand-written one records none: the one before it).
+        let recorded = pending.last?.source ?? directory.entries().reversed().lazy.compactMap { directory.contents(of: $0.sourceFile) }.first
         pending.append(
             PendingMigration(
                 schema: schema, directory: directory, migration: migration, entry: entry,
-                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive),
+                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)
+                    + encryptionFindings(recorded: recorded, in: directory, schema: schema),
                 source: sourceText ?? (try? String(contentsOfFile: schema.sourcePath, encoding: .utf8))))
         return .pending(pending)
     }
@@ -166,6 +169,13 @@ public struct PendingMigration: Sendable {
             findings += MigrationLint.lockFindings(for: migration, schema: schema)
         }
         return findings
+    }
+
+    /// `MigrationLint.encryptionFindings` against the schema text a migration recorded; none
+    /// where no migration recorded one, or it does not load (`SchemaHistory` reports those).
+    static func encryptionFindings(recorded: String?, in directory: MigrationDirectory, schema: Schema) -> [Diagnostic] {
+        guard let recorded, let previous = SchemaLoader.load(source: SourceFile(path: directory.path, bytes: Array(recorded.utf8))).schema else { return [] }
+        return MigrationLint.encryptionFindings(previous: previous, schema: schema)
     }
 
     /// Where the build-tool path stops: the schema is ahead of its committed migrations, and a

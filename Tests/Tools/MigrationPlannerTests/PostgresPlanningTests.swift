@@ -199,6 +199,37 @@ import Testing
         }
     }
 
+    /// How values are sealed, against the version recorded before: a mode switched or
+    /// encryption removed, and a key changed under randomized values, are refused; a clear
+    /// attribute encrypted (`reencrypt` seals its values) is not.
+    @Test func changingHowStoredValuesAreSealedIsRefused() throws {
+        let before = "entities:\n  Book:\n    attributes:\n      title: String\n      secret: {type: String?, encrypt: true}\n      code: {type: String?, encrypt: deterministic}\n"
+        func findings(_ from: String, _ to: String) throws -> [Diagnostic] {
+            MigrationLint.encryptionFindings(previous: try schema(from, version: 1), schema: try schema(to, version: 2))
+        }
+        let randomized = "secret: {type: String?, encrypt: true}", deterministic = "code: {type: String?, encrypt: deterministic}"
+        let switched = try findings(before, before.replacingOccurrences(of: randomized, with: "secret: {type: String?, encrypt: deterministic}"))
+        #expect(switched.count == 1 && switched[0].severity == .error && switched[0].code == "encryption-changed", "\(switched.map(\.message))")
+        #expect(switched.first?.message.contains("'Book.secret' was 'encrypt: true' in version 1 and is 'encrypt: deterministic' now") == true, "\(switched.map(\.message))")
+        #expect(try findings(before, before.replacingOccurrences(of: deterministic, with: "code: {type: String?, encrypt: true}")).count == 1)
+        let cleared = try findings(before, before.replacingOccurrences(of: deterministic, with: "code: String?"))
+        #expect(cleared.count == 1 && cleared[0].message.contains("'Book.code' was 'encrypt: deterministic'") && cleared[0].message.contains("ciphertext"), "\(cleared.map(\.message))")
+        // Found under its earlier names: an attribute and an entity renamed (their names kept).
+        let renamed = before.replacingOccurrences(of: randomized, with: "hidden: {type: String?, encrypt: deterministic, renamedFrom: secret, column: secret}")
+        #expect(try findings(before, renamed).count == 1)
+        let moved = before.replacingOccurrences(of: "  Book:\n", with: "  Volume:\n    renamedFrom: Book\n    table: book\n")
+        #expect(try findings(before, moved.replacingOccurrences(of: deterministic, with: "code: String?")).count == 1)
+        // A key changed under randomized values (the deterministic ones are not bound to it).
+        let keyed = before.replacingOccurrences(of: "    attributes:\n", with: "    primaryKey: [title]\n    attributes:\n")
+        let rekeyed = try findings(before, keyed)
+        #expect(
+            rekeyed.count == 1 && rekeyed[0].message.contains("'Book' changes its primary key (id in version 1, title now)") && rekeyed[0].message.contains("(secret)"), "\(rekeyed.map(\.message))")
+        #expect(try findings(before.replacingOccurrences(of: randomized, with: "secret: String?"), keyed.replacingOccurrences(of: randomized, with: "secret: String?")).isEmpty)
+        // Encrypting a clear attribute, or changing nothing, is not refused.
+        #expect(try findings(before.replacingOccurrences(of: randomized, with: "secret: String?"), before).isEmpty)
+        #expect(try findings(before, before).isEmpty)
+    }
+
     /// `backfill` stands in for a default where existing rows need a value, and every dialect
     /// planned needs its expression.
     @Test func aBackfillSatisfiesRequiredWithoutDefault() throws {

@@ -246,6 +246,32 @@ import Testing
         #expect(try runner.schemagen(["validate", schema.path, "--migrations", folder.appendingPathComponent("mig").path]).status == 0)
     }
 
+    /// `generate` compares how values are sealed with the schema the newest migration recorded:
+    /// a mode switched, or encryption removed, is refused at the attribute's line (no migration
+    /// would change anything, or it would cast ciphertext to text), even when destructive
+    /// changes are allowed.
+    @Test func generateRefusesAChangeToHowValuesAreSealed() throws {
+        let folder = temporaryFolder()
+        let schema = folder.appendingPathComponent("Vault.yaml")
+        let first = "schema: Vault\nversion: 1\nentities:\n  Secret:\n    primaryKey: [id]\n    attributes:\n      id: UUID\n      note: {type: String, encrypt: true}\n"
+        try first.write(to: schema, atomically: true, encoding: .utf8)
+        let base = ["generate", "--migrations-only", "--schema", schema.path, "--output", folder.appendingPathComponent("out").path, "--migrations", folder.appendingPathComponent("mig").path]
+        #expect(try runner.schemagen(base).status == 0)
+        let second = first.replacingOccurrences(of: "version: 1", with: "version: 2")
+        try second.replacingOccurrences(of: "encrypt: true", with: "encrypt: deterministic").write(to: schema, atomically: true, encoding: .utf8)
+        let switched = try runner.schemagen(base + ["--allow-destructive"])
+        #expect(switched.status == 1)
+        #expect(switched.error.contains("Vault.yaml:8:7: error: 'Secret.note' was 'encrypt: true' in version 1 and is 'encrypt: deterministic' now"), "\(switched.error)")
+        #expect(switched.error.contains("[encryption-changed]"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("mig/Vault").path).filter { $0.hasPrefix("0002") }.isEmpty, "nothing written")
+        try second.replacingOccurrences(of: "note: {type: String, encrypt: true}", with: "note: String").write(to: schema, atomically: true, encoding: .utf8)
+        let cleared = try runner.schemagen(base + ["--allow-destructive"])
+        #expect(cleared.status == 1 && cleared.error.contains("would be read as their ciphertext"), "\(cleared.error)")
+        try (second + "      code: {type: String?, encrypt: deterministic}\n").write(to: schema, atomically: true, encoding: .utf8)
+        let added = try runner.schemagen(base)
+        #expect(added.status == 0, "\(added.error)")
+    }
+
     @Test func diffPrintsThePlanWithoutWriting() throws {
         let run = try runner.schemagen(["diff", "--schema", "Schemas/Todo.yaml"])
         #expect(run.status == 0)
