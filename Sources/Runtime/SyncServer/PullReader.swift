@@ -60,6 +60,9 @@ struct PullReader: Sendable {
     let seeds: (any SyncStateSeeds)?
     /// Whether the pull goes on from a cursor (not a first page).
     var resuming = false
+    /// Whether the device was known before this pull, where an earlier try of the same pull
+    /// read it (that try wrote the device's row); nil to read it.
+    var knownBefore: Bool?
     /// This version's entity for each name the history may record a change under: its own, and
     /// the other served version's (an entity renamed between them).
     var historyNames: [String: String] = [:]
@@ -67,12 +70,13 @@ struct PullReader: Sendable {
     /// the other served version's where it was renamed.
     var scopeFieldNames: [String: Set<String>] = [:]
 
-    /// A page, and the history token after which it left committed history unread, held back
-    /// by a transaction running when this one began (nil when none).
-    func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> (answer: SyncPullAnswer, heldBackAfter: Int64?) {
+    /// A page; the history token after which it left committed history unread, held back by a
+    /// transaction running when this one began (nil when none); and whether the device was
+    /// known before.
+    func page(after start: PullCursor, limit: Int, in store: isolated Store) throws(SyncServerError) -> (answer: SyncPullAnswer, heldBackAfter: Int64?, known: Bool) {
         let began = Date()
         let (known, seen) = try self.seen(in: store, startingOver: !resuming, at: began)
-        let returning = known != nil
+        let returning = knownBefore ?? (known != nil)
         let purged: Date?
         do { purged = try store.syncTombstonesPurgedThrough() } catch { throw .store(error) }
         // Going on from a cursor given before deletes it never saw were purged: it must start
@@ -118,7 +122,7 @@ struct PullReader: Sendable {
             try store.writeSyncDevice(row)
             if reachedEnd, case .history(let token, _) = cursor, try store.unsettledHistory(after: token) { heldBackAfter = token }
         } catch { throw .store(error) }
-        return (SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest), heldBackAfter)
+        return (SyncPullAnswer(records: records, next: cursor.text, hasMore: hasMore, clock: clock.latest), heldBackAfter, returning)
     }
 
     /// The device as it was known before (nil for a new one, the user checked), and as seen now,

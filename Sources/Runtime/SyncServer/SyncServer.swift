@@ -104,18 +104,20 @@ public actor SyncServer {
         } else {
             do { cursor = .scan(token: try await version.store.currentHistoryToken().value, entity: 0, after: nil) } catch { throw .store(error) }
         }
-        let reader = PullReader(
+        var reader = PullReader(
             entities: ordered, clock: clock, device: pull.device, user: user, schemaVersion: pull.schemaVersion, seeds: version.seeds, resuming: pull.after != nil,
             historyNames: version.historyNames, scopeFieldNames: version.scopeFieldNames)
         // A pull reads in one transaction, under one snapshot: a transaction of another
         // database that ended just after it began is no longer listed under its database, and
         // holds the history back for all of it. Read again outside it, the history is settled:
         // the pull runs again in a new transaction, which reads past it.
-        var page = try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+        var page = try await inTransaction(version.store) { [reader] store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
         for _ in 1..<Self.pullAttempts {
             guard let token = page.heldBackAfter else { break }
             do { if try await version.store.unsettledHistory(after: token) { break } } catch { throw .store(error) }
-            page = try await inTransaction(version.store) { store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
+            // The first try wrote the device's row: a new device stays new.
+            reader.knownBefore = page.known
+            page = try await inTransaction(version.store) { [reader] store throws(SyncServerError) in try reader.page(after: cursor, limit: limit, in: store) }
         }
         return page.answer
     }

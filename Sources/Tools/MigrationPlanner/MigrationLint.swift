@@ -281,50 +281,68 @@ public enum MigrationLint {
     public static func encryptionFindings(previous: Schema, schema: Schema) -> [Diagnostic] {
         var findings: [Diagnostic] = []
         let fileStart = SourceLocation(file: schema.sourcePath, line: 1, column: 1)
-        func mode(_ attribute: Attribute) -> String { attribute.encryptsDeterministically ? "deterministic" : "true" }
-        func keyMembers(_ entity: Entity) -> [String] {
-            if case .members(let members) = entity.primaryKey { members } else { [Entity.implicitKeyName] }
-        }
+        let claimedEntities = Set(schema.entities.compactMap(\.renamedFrom))
         for entity in schema.entities {
-            guard let before = previous.entity(named: entity.renamedFrom ?? entity.name) ?? previous.entity(named: entity.name) else { continue }
+            guard let before = earlier(entity.name, renamedFrom: entity.renamedFrom, claimed: claimedEntities, in: previous.entity(named:)) else { continue }
+            let claimed = Set(entity.attributes.compactMap(\.renamedFrom))
             var boundToKey: [String] = []
             for attribute in entity.attributes where !attribute.isTransient {
-                guard let old = before.attribute(named: attribute.renamedFrom ?? attribute.name) ?? before.attribute(named: attribute.name), old.isEncrypted, !old.isTransient
+                guard let old = earlier(attribute.name, renamedFrom: attribute.renamedFrom, claimed: claimed, in: before.attribute(named:)), old.isEncrypted, !old.isTransient
                 else { continue }
-                let name = "'\(entity.name).\(attribute.name)'"
-                let at = attribute.location ?? entity.location ?? fileStart
-                let was = "was 'encrypt: \(mode(old))' in version \(previous.version)"
-                if !attribute.isEncrypted {
-                    findings.append(
-                        Diagnostic(
-                            .error, code: Code.encryptionChanged,
-                            message:
-                                "\(name) \(was), so its stored values are sealed: without 'encrypt' they would be read as their ciphertext. Keep 'encrypt: \(mode(old))'; to keep the values in clear, add a new attribute, copy them into it from the app, then remove this one",
-                            at: at))
-                } else if attribute.encryptsDeterministically != old.encryptsDeterministically {
-                    findings.append(
-                        Diagnostic(
-                            .error, code: Code.encryptionChanged,
-                            message:
-                                "\(name) \(was) and is 'encrypt: \(mode(attribute))' now: values sealed in one mode open in no other, and 'reencrypt' cannot read them. Keep 'encrypt: \(mode(old))'; to change the mode, add a new attribute with it, copy the values into it from the app, then remove this one",
-                            at: at))
+                if let message = sealingChanged("'\(entity.name).\(attribute.name)'", from: old, to: attribute, version: previous.version) {
+                    findings.append(Diagnostic(.error, code: Code.encryptionChanged, message: message, at: attribute.location ?? entity.location ?? fileStart))
                 } else if !old.encryptsDeterministically {
                     boundToKey.append(attribute.name)
                 }
             }
-            // Randomized values (and sealed files) are bound to their row's key values.
-            let keyBefore = keyMembers(before)
-            let keyNow = keyMembers(entity).map { member in entity.attribute(named: member)?.renamedFrom ?? member }
+            // Randomized values (and sealed files) are bound to their row's key values, each
+            // encoded with its type.
+            let (keyBefore, keyNow) = (keyShape(before, earlier: nil), keyShape(entity, earlier: before))
             if !boundToKey.isEmpty, keyBefore != keyNow {
                 findings.append(
                     Diagnostic(
                         .error, code: Code.encryptionChanged,
                         message:
-                            "'\(entity.name)' changes its primary key (\(keyBefore.joined(separator: ", ")) in version \(previous.version), \(keyNow.joined(separator: ", ")) now), and its randomized encrypted attributes (\(boundToKey.joined(separator: ", "))) are sealed under each row's key: they would not open. Keep the primary key; to change it, move the values to a new entity from the app",
+                            "'\(entity.name)' changes its primary key (\(keyBefore.joined(separator: ", ")) in version \(previous.version); \(keyNow.joined(separator: ", ")) now), and its randomized encrypted attributes (\(boundToKey.joined(separator: ", "))) are sealed under each row's key: they would not open. Keep the primary key; to change it, move the values to a new entity from the app",
                         at: entity.location ?? fileStart))
             }
         }
         return findings
+    }
+
+    /// Why values sealed as `old` would not open as `new`; nil where they would.
+    private static func sealingChanged(_ name: String, from old: Attribute, to new: Attribute, version: Int) -> String? {
+        func mode(_ attribute: Attribute) -> String { attribute.encryptsDeterministically ? "deterministic" : "true" }
+        let was = "was 'encrypt: \(mode(old))' in version \(version)"
+        if !new.isEncrypted {
+            return
+                "\(name) \(was), so its stored values are sealed: without 'encrypt' they would be read as their ciphertext. Keep 'encrypt: \(mode(old))'; to keep the values in clear, add a new attribute, copy them into it from the app, then remove this one"
+        }
+        guard new.encryptsDeterministically != old.encryptsDeterministically else { return nil }
+        return
+            "\(name) \(was) and is 'encrypt: \(mode(new))' now: values sealed in one mode open in no other, and 'reencrypt' cannot read them. Keep 'encrypt: \(mode(old))'; to change the mode, add a new attribute with it, copy the values into it from the app, then remove this one"
+    }
+
+    /// The earlier version's member of a name: the one it was renamed from, else the one of
+    /// its own name, unless another member was renamed from that one (`claimed`).
+    private static func earlier<Member>(_ name: String, renamedFrom: String?, claimed: Set<String>, in lookup: (String) -> Member?) -> Member? {
+        if let renamedFrom, let found = lookup(renamedFrom) { return found }
+        return claimed.contains(name) ? nil : lookup(name)
+    }
+
+    /// A primary key as its rows' values are encoded: each member by its name in the `earlier`
+    /// version (where it was renamed from one there) and its type.
+    private static func keyShape(_ entity: Entity, earlier: Entity?) -> [String] {
+        guard case .members(let members) = entity.primaryKey else { return ["\(Entity.implicitKeyName) (implicit integer)"] }
+        return members.map { member in
+            if let attribute = entity.attribute(named: member) {
+                let name = attribute.renamedFrom.flatMap { earlier?.attribute(named: $0) == nil ? nil : $0 } ?? member
+                return "\(name) (\(attribute.type))"
+            }
+            let relationship = entity.relationship(named: member)
+            let name = relationship?.renamedFrom.flatMap { earlier?.relationship(named: $0) == nil ? nil : $0 } ?? member
+            return "\(name) (relationship)"
+        }
     }
 
     /// The rules of squawk and strong_migrations for engines whose DDL blocks other sessions:

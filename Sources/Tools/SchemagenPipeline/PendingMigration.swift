@@ -115,7 +115,12 @@ public struct PendingMigration: Sendable {
         // A newer version that changes no table is recorded all the same, as a migration with no
         // statements: each version's schema text is a model SwiftData and Core Data keep, and one
         // left out would be a version an app shipped and the chain no longer knows.
-        if let latest, latest.matches(snapshot), schema.version <= latest.version { return pending.isEmpty ? .upToDate : .pending(pending) }
+        let sealing = encryptionFindings(since: pending, in: directory, schema: schema)
+        if let latest, latest.matches(snapshot), schema.version <= latest.version {
+            // A change to how values are sealed changes no table, version bumped or not.
+            if sealing.contains(where: { $0.severity == .error }) { return .failed(sealing) }
+            return pending.isEmpty ? .upToDate : .pending(pending)
+        }
         if let latest, schema.version <= latest.version {
             return .failed([
                 Diagnostic(
@@ -126,13 +131,11 @@ public struct PendingMigration: Sendable {
         }
         let migration = Migration(from: latest, to: snapshot, renderer: renderer, online: online)
         let entry = MigrationDirectory.Entry(number: lastNumber + 1, name: slug(name ?? derivedName(migration, schema: schema)))
-        // The schema the newest migration recorded (a hand-written one records none: the one before it).
-        let recorded = pending.last?.source ?? directory.entries().reversed().lazy.compactMap { directory.contents(of: $0.sourceFile) }.first
         pending.append(
             PendingMigration(
                 schema: schema, directory: directory, migration: migration, entry: entry,
                 findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)
-                    + encryptionFindings(recorded: recorded, in: directory, schema: schema),
+                    + sealing,
                 source: sourceText ?? (try? String(contentsOfFile: schema.sourcePath, encoding: .utf8))))
         return .pending(pending)
     }
@@ -171,9 +174,12 @@ public struct PendingMigration: Sendable {
         return findings
     }
 
-    /// `MigrationLint.encryptionFindings` against the schema text a migration recorded; none
-    /// where no migration recorded one, or it does not load (`SchemaHistory` reports those).
-    static func encryptionFindings(recorded: String?, in directory: MigrationDirectory, schema: Schema) -> [Diagnostic] {
+    /// `MigrationLint.encryptionFindings` against the schema text the newest migration recorded
+    /// (`pending`'s, re-planned from the reference folder, else the folder's; a hand-written one
+    /// records none: the one before it). None where no migration recorded one, or it does not
+    /// load (`SchemaHistory` reports those).
+    static func encryptionFindings(since pending: [PendingMigration], in directory: MigrationDirectory, schema: Schema) -> [Diagnostic] {
+        let recorded = pending.reversed().lazy.compactMap(\.source).first ?? directory.entries().reversed().lazy.compactMap { directory.contents(of: $0.sourceFile) }.first
         guard let recorded, let previous = SchemaLoader.load(source: SourceFile(path: directory.path, bytes: Array(recorded.utf8))).schema else { return [] }
         return MigrationLint.encryptionFindings(previous: previous, schema: schema)
     }

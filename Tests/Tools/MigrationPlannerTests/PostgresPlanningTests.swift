@@ -223,7 +223,16 @@ import Testing
         let keyed = before.replacingOccurrences(of: "    attributes:\n", with: "    primaryKey: [title]\n    attributes:\n")
         let rekeyed = try findings(before, keyed)
         #expect(
-            rekeyed.count == 1 && rekeyed[0].message.contains("'Book' changes its primary key (id in version 1, title now)") && rekeyed[0].message.contains("(secret)"), "\(rekeyed.map(\.message))")
+            rekeyed.count == 1 && rekeyed[0].message.contains("'Book' changes its primary key (id (implicit integer) in version 1; title (String) now)")
+                && rekeyed[0].message.contains("(secret)"), "\(rekeyed.map(\.message))")
+        // A key whose type changes is another key; one renamed (or with a `renamedFrom` left from
+        // an earlier version) is the same.
+        #expect(try findings(keyed, keyed.replacingOccurrences(of: "title: String", with: "title: Int")).count == 1)
+        #expect(try findings(keyed, keyed.replacingOccurrences(of: "[title]", with: "[name]").replacingOccurrences(of: "title: String", with: "name: {type: String, renamedFrom: title}")).isEmpty)
+        #expect(try findings(keyed, keyed.replacingOccurrences(of: "title: String", with: "title: {type: String, renamedFrom: heading}")).isEmpty)
+        // A new clear attribute under the name an encrypted one was renamed from is new.
+        let reused = before.replacingOccurrences(of: randomized, with: "legacy: {type: String?, encrypt: true, renamedFrom: secret, column: secret}\n      secret: {type: String?, column: secret_v2}")
+        #expect(try findings(before, reused).isEmpty)
         #expect(try findings(before.replacingOccurrences(of: randomized, with: "secret: String?"), keyed.replacingOccurrences(of: randomized, with: "secret: String?")).isEmpty)
         // Encrypting a clear attribute, or changing nothing, is not refused.
         #expect(try findings(before.replacingOccurrences(of: randomized, with: "secret: String?"), before).isEmpty)

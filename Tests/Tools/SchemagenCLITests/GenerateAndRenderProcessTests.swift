@@ -257,6 +257,10 @@ import Testing
         try first.write(to: schema, atomically: true, encoding: .utf8)
         let base = ["generate", "--migrations-only", "--schema", schema.path, "--output", folder.appendingPathComponent("out").path, "--migrations", folder.appendingPathComponent("mig").path]
         #expect(try runner.schemagen(base).status == 0)
+        // The same version: no table changes, so no migration would say anything.
+        try first.replacingOccurrences(of: "encrypt: true", with: "encrypt: deterministic").write(to: schema, atomically: true, encoding: .utf8)
+        let unbumped = try runner.schemagen(base)
+        #expect(unbumped.status == 1 && unbumped.error.contains("[encryption-changed]"), "\(unbumped.error)")
         let second = first.replacingOccurrences(of: "version: 1", with: "version: 2")
         try second.replacingOccurrences(of: "encrypt: true", with: "encrypt: deterministic").write(to: schema, atomically: true, encoding: .utf8)
         let switched = try runner.schemagen(base + ["--allow-destructive"])
