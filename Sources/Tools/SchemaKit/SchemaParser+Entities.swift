@@ -601,6 +601,12 @@ extension SchemaParser {
                 } else if attribute.usesExternalStorage {
                     error(.conflictingOptions, "'\(option)' of \(what) names '\(name)', whose value is in external storage", at: item)
                     valid = false
+                } else if attribute.isEncrypted, !attribute.encryptsDeterministically {
+                    error(
+                        .conflictingOptions,
+                        "'\(option)' of \(what) names '\(name)', encrypted with a random nonce: every ciphertext differs, so the index would never match; write 'encrypt: deterministic' on it (equal values give equal ciphertexts)",
+                        at: item)
+                    valid = false
                 }
             } else if let relationship = members.relationship(name)?.model {
                 if relationship.isToMany {

@@ -135,6 +135,13 @@ import Testing
             name: "deterministic encryption can",
             yaml: "entities:\n  A:\n    attributes:\n      email: {type: String, encrypt: deterministic, unique: true}\n", expected: []),
         Case(
+            name: "nor the entity's uniques or indexes",
+            yaml: "entities:\n  A:\n    attributes:\n      name: String\n      email: {type: String, encrypt: true}\n    uniques: [[email], [name, email]]\n    indexes: [email]\n",
+            expected: ["8:16 conflicting-options", "8:31 conflicting-options", "9:15 conflicting-options"]),
+        Case(
+            name: "deterministic members can",
+            yaml: "entities:\n  A:\n    attributes:\n      name: String\n      email: {type: String, encrypt: deterministic}\n    uniques: [[name, email]]\n", expected: []),
+        Case(
             name: "encrypt expects true, false or deterministic",
             yaml: "entities:\n  A:\n    attributes:\n      email: {type: String, encrypt: always}\n", expected: ["6:38 wrong-kind"]),
         Case(
