@@ -495,13 +495,8 @@ extension Store {
     /// The model's columns and values as a look-up compares them with stored ones: values of
     /// deterministically encrypted columns sealed, as they are stored.
     func lookupValues<M: PersistentModel>(_ model: M) throws(StoreError) -> (columns: [String], values: [StoredValue]) {
-        let row = try encodedRow(model)
-        var values = row.values
-        for (column, cipher) in encryption[M.entity.table] ?? [:] where cipher.mode == .deterministic {
-            guard let at = row.columns.firstIndex(of: column), values[at] != .null else { continue }
-            do { values[at] = try cipher.seal(values[at], rowKey: []) } catch { throw .encryption(error) }
-        }
-        return (row.columns, values)
+        let columns = rowColumns(M.entity)
+        return try lookupRow(model, directColumns: columns, plan: rowPlan(M.entity, columns: columns))
     }
 
     /// `SELECT <selection> FROM <table> WHERE <target> = ... LIMIT 1`, rendered once per target.
