@@ -93,15 +93,19 @@ struct VersionSeeds: SyncStateSeeds {
         let mine = this.entities.compactMap(SyncedEntity.init), theirs = other.entities.compactMap(SyncedEntity.init)
         let thisIsNewer = this.version > other.version
         var links: [String: (entity: String, fields: [String: String])] = [:]
+        let newerEntities = thisIsNewer ? mine : theirs
         for entity in mine {
             let match = theirs.first { candidate in
-                thisIsNewer ? candidate.name == (entity.descriptor.renamedFrom ?? entity.name) : (candidate.descriptor.renamedFrom ?? candidate.name) == entity.name
+                let (newer, older) = thisIsNewer ? (entity, candidate) : (candidate, entity)
+                return Self.earlierName(of: newer.name, renamedFrom: newer.descriptor.renamedFrom, among: newerEntities.map(\.descriptor.renamedFrom)) == older.name
             }
             guard let match else { continue }
             let (newer, older) = thisIsNewer ? (entity, match) : (match, entity)
             var olderByNewer: [String: String] = [:]
+            let renamedFroms = newer.descriptor.columns.map(\.renamedFrom)
             for field in newer.columns.keys {
-                let earlier = newer.descriptor.columns.first { $0.property == field }?.renamedFrom ?? field
+                let column = newer.descriptor.columns.first { $0.property == field }
+                guard let earlier = Self.earlierName(of: field, renamedFrom: column?.renamedFrom, among: renamedFroms) else { continue }
                 if older.columns[earlier] != nil { olderByNewer[field] = earlier }
             }
             let fields = thisIsNewer ? olderByNewer : Dictionary(olderByNewer.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
@@ -125,6 +129,13 @@ struct VersionSeeds: SyncStateSeeds {
         self.links = links
         self.parts = parts
         self.clock = clock
+    }
+
+    /// A name in the older version: the one it was renamed from, else its own, unless another
+    /// was renamed from that one (`renamedFroms`: the newer version's): then it is new.
+    static func earlierName(of name: String, renamedFrom: String?, among renamedFroms: [String?]) -> String? {
+        if let renamedFrom { return renamedFrom }
+        return renamedFroms.contains(name) ? nil : name
     }
 
     func seedsOnlyParts(of entity: SyncedEntity) -> Bool { links[entity.name] == nil && parts[entity.name] != nil }

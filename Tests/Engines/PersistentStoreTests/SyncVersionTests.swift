@@ -313,6 +313,25 @@ extension SyncVersionTests {
         #expect(back.links["Book"]?.entity == "Volume")
     }
 
+    /// A new attribute or entity under the name another was renamed from is new: the server
+    /// keeps no state of the older version's for it (the renamed one takes that state).
+    @Test func aNewAttributeUnderARenamedOnesNameTakesNoStateOfIt() throws {
+        let clock = try NodeClock(node: "server", wallClock: { 1 })
+        let reused = Shelf.second.replacingOccurrences(of: "      pages:", with: "      title: String?\n      pages:")
+        let shelf = try Shelf(first: Shelf.first, second: reused)
+        let forward = try #require(VersionSeeds(this: shelf.v2, other: shelf.v1, clock: clock)).links["Book"]?.fields
+        #expect(forward?["name"] == "title" && forward?["title"] == nil, "\(String(describing: forward))")
+        let back = try #require(VersionSeeds(this: shelf.v1, other: shelf.v2, clock: clock)).links["Book"]?.fields
+        #expect(back?["title"] == "name", "\(String(describing: back))")
+        // An entity renamed, and a new one under its old name.
+        let volumes = Shelf.renamingTheEntity.replacingOccurrences(
+            of: "sync:\n", with: "  Book:\n    attributes:\n      id: {type: UUID, primaryKey: true, default: uuid}\nsync:\n  Book: {scope: all}\n")
+        let renamed = try Shelf(first: Shelf.first, second: volumes)
+        let seeds = try #require(VersionSeeds(this: renamed.v2, other: renamed.v1, clock: clock))
+        #expect(seeds.links["Volume"]?.entity == "Book" && seeds.links["Book"] == nil, "\(seeds.links.keys.sorted())")
+        #expect(try #require(VersionSeeds(this: renamed.v1, other: renamed.v2, clock: clock)).links["Book"]?.entity == "Volume")
+    }
+
     /// A book without a blurb has no part: a version-2 device gives it one, and the part stands
     /// (its source's state is not taken for a part deleted), reaching version 1 as the book's.
     @Test func aPartMadeForABookThatHadNoneStands() async throws {
