@@ -66,7 +66,7 @@ struct AppUpdate: Sendable {
                     continue
                 }
                 let kept = try onDevice { () throws(SyncStateError) in
-                    try records.decode(text, of: entity, key: key, in: store, keptName: { self.earlierAttributeName(of: $0, in: entity) })
+                    try records.decode(text, of: entity, key: key, in: store, keptName: { entity.earlierName(of: $0) })
                 }
                 carried.append((key, carry(kept, of: entity, row: entity.fieldValues(of: row))))
             }
@@ -162,20 +162,13 @@ struct AppUpdate: Sendable {
             var carried: [(key: String, state: SyncRecord)] = []
             for (key, text) in kept {
                 let state = try onDevice { () throws(SyncStateError) in
-                    try records.decode(text, of: entity, key: key, in: store, keptName: { self.earlierAttributeName(of: $0, in: entity) })
+                    try records.decode(text, of: entity, key: key, in: store, keptName: { entity.earlierName(of: $0) })
                 }
                 carried.append((key, carry(state, of: entity, row: nil)))
             }
             try onDevice { () throws(SyncStateError) in try records.save(carried, of: entity, in: store) }
             after = kept.count < Self.batch ? nil : kept.last?.key
         } while after != nil
-    }
-
-    /// An attribute's name in the earlier version; nil for a new attribute that takes the name
-    /// another one was renamed from (the kept state's field of that name is the other's).
-    private func earlierAttributeName(of field: String, in entity: SyncedEntity) -> String? {
-        if let renamedFrom = entity.descriptor.columns.first(where: { $0.property == field })?.renamedFrom { return renamedFrom }
-        return entity.descriptor.columns.contains { $0.renamedFrom == field } ? nil : field
     }
 
     /// One record's state in the new names. A value is carried with its clock where the row
@@ -187,7 +180,7 @@ struct AppUpdate: Sendable {
     func carry(_ kept: SyncRecord, of entity: SyncedEntity, row: [String: StoredValue]?) -> SyncRecord {
         var values: [String: StoredValue] = [:], clocks: [String: SyncClock] = [:], counters: [String: [String: CounterTotal]] = [:]
         for field in entity.columns.keys {
-            let earlier = earlierAttributeName(of: field, in: entity)
+            let earlier = entity.earlierName(of: field)
             if entity.rules.counters.contains(field) {
                 if let earlier, let totals = kept.counterTotals[earlier] { counters[field] = totals }
                 continue

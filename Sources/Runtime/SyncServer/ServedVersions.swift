@@ -97,16 +97,13 @@ struct VersionSeeds: SyncStateSeeds {
         for entity in mine {
             let match = theirs.first { candidate in
                 let (newer, older) = thisIsNewer ? (entity, candidate) : (candidate, entity)
-                return Self.earlierName(of: newer.name, renamedFrom: newer.descriptor.renamedFrom, among: newerEntities.map(\.descriptor.renamedFrom)) == older.name
+                return SyncedEntity.earlierName(of: newer.name, renamedFrom: newer.descriptor.renamedFrom, among: newerEntities.map(\.descriptor.renamedFrom)) == older.name
             }
             guard let match else { continue }
             let (newer, older) = thisIsNewer ? (entity, match) : (match, entity)
             var olderByNewer: [String: String] = [:]
-            let renamedFroms = newer.descriptor.columns.map(\.renamedFrom)
             for field in newer.columns.keys {
-                let column = newer.descriptor.columns.first { $0.property == field }
-                guard let earlier = Self.earlierName(of: field, renamedFrom: column?.renamedFrom, among: renamedFroms) else { continue }
-                if older.columns[earlier] != nil { olderByNewer[field] = earlier }
+                if let earlier = newer.earlierName(of: field), older.columns[earlier] != nil { olderByNewer[field] = earlier }
             }
             let fields = thisIsNewer ? olderByNewer : Dictionary(olderByNewer.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
             links[entity.name] = (match.name, fields)
@@ -129,13 +126,6 @@ struct VersionSeeds: SyncStateSeeds {
         self.links = links
         self.parts = parts
         self.clock = clock
-    }
-
-    /// A name in the older version: the one it was renamed from, else its own, unless another
-    /// was renamed from that one (`renamedFroms`: the newer version's): then it is new.
-    static func earlierName(of name: String, renamedFrom: String?, among renamedFroms: [String?]) -> String? {
-        if let renamedFrom { return renamedFrom }
-        return renamedFroms.contains(name) ? nil : name
     }
 
     func seedsOnlyParts(of entity: SyncedEntity) -> Bool { links[entity.name] == nil && parts[entity.name] != nil }

@@ -165,3 +165,17 @@ package struct SyncedEntity: Sendable {
         return placed
     }
 }
+
+extension SyncedEntity {
+    /// A field's name in the version before this one (`earlierName(of:renamedFrom:among:)`).
+    package func earlierName(of field: String) -> String? {
+        Self.earlierName(of: field, renamedFrom: descriptor.columns.first { $0.property == field }?.renamedFrom, among: descriptor.columns.map(\.renamedFrom))
+    }
+
+    /// A name in the version before: the one it was renamed from, else its own, unless another
+    /// was renamed from that one (`renamedFroms`: the newer version's): then it is new (nil).
+    package static func earlierName(of name: String, renamedFrom: String?, among renamedFroms: [String?]) -> String? {
+        if let renamedFrom { return renamedFrom }
+        return renamedFroms.contains(name) ? nil : name
+    }
+}
