@@ -34,6 +34,9 @@ extension Store {
         /// The table whose plain insert last hit a taken key or unique value, and the rows
         /// written to it since: while conflicts are recent, writes go straight to the upsert.
         var lastConflict: (table: String, rowsSince: Int)?
+        /// `multiRowInsert`'s statement by table, suffix and columns, for the row count it was
+        /// last asked for.
+        var multiRowInserts: [[String]: (rows: Int, statement: RenderedSQL)] = [:]
         /// Row-codec column order by table, computed once.
         var rowColumns: [String: [String]] = [:]
         /// `prepareRow`'s plan by table, for the column list it last saw.

@@ -49,6 +49,7 @@ public enum SyncJSON {
     ///
     ///     let record = try SyncJSON.decode(record: Array(text.utf8))
     package static func decode(record bytes: [UInt8]) throws(SyncMessageError) -> SyncRecord {
+        if let record = SyncJSONScanner.record(bytes) { return record }
         if let node = try? JSONParser.parse(bytes), let record = SyncJSONReader.record(node) { return record }
         do {
             return try JSONDecoder().decode(SyncRecord.self, from: Data(bytes))

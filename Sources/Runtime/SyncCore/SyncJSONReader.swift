@@ -9,15 +9,24 @@ import SchemaMetadata
 enum SyncJSONReader {
     typealias Members = [(key: String, value: JSONNode)]
 
-    static func object(_ node: JSONNode?) -> [String: JSONNode]? {
+    /// An object's members, found by name by scanning them: a record's few members cost no
+    /// hashing (hashing names was a tenth of a first sync).
+    struct Fields {
+        let members: Members
+        subscript(name: String) -> JSONNode? { members.first { $0.key == name }?.value }
+    }
+
+    /// An object's members; nil for anything else, and for a name given twice (the Codable
+    /// reader decides which one counts).
+    static func object(_ node: JSONNode?) -> Fields? {
         guard case .object(let members)? = node?.value else { return nil }
-        var map: [String: JSONNode] = [:]
-        map.reserveCapacity(members.count)
-        for (key, value) in members {
-            // A key given twice: the Codable reader decides which one counts.
-            guard map.updateValue(value, forKey: key) == nil else { return nil }
+        if members.count <= 16 {
+            for index in members.indices.dropFirst() where members[..<index].contains(where: { $0.key == members[index].key }) { return nil }
+        } else {
+            var seen = Set<String>(minimumCapacity: members.count)
+            for member in members where !seen.insert(member.key).inserted { return nil }
         }
-        return map
+        return Fields(members: members)
     }
 
     static func string(_ node: JSONNode?) -> String? {
@@ -60,12 +69,11 @@ enum SyncJSONReader {
     /// A map of `read`'s values; an absent one is empty.
     static func map<Value>(_ node: JSONNode?, _ read: (JSONNode) -> Value?) -> [String: Value]? {
         guard let node else { return [:] }
-        guard let members = object(node) else { return nil }
-        var map: [String: Value] = [:]
-        map.reserveCapacity(members.count)
+        guard case .object(let members) = node.value else { return nil }
+        var map = [String: Value](minimumCapacity: members.count)
         for (key, value) in members {
-            guard let read = read(value) else { return nil }
-            map[key] = read
+            // A key given twice: left to the Codable reader, as in `object`.
+            guard let read = read(value), map.updateValue(read, forKey: key) == nil else { return nil }
         }
         return map
     }
@@ -101,19 +109,19 @@ enum SyncJSONReader {
 
     static func change(_ node: JSONNode) -> SyncChange? {
         guard let members = object(node), let values = map(members["values"], value), let clocks = map(members["clocks"], clock),
-            Set(values.keys) == Set(clocks.keys), let seen = map(members["seen"], clock), let counters = map(members["counters"], total),
+            SyncRecord.sameKeys(values, clocks), let seen = map(members["seen"], clock), let counters = map(members["counters"], total),
             let deleted = optionalClock(members["deleted"])
         else { return nil }
         return SyncChange(values: values, clocks: clocks, seen: seen, counters: counters, deleted: deleted)
     }
 
     /// The message of an envelope of this protocol version.
-    static func message(_ bytes: [UInt8]) -> [String: JSONNode]? {
+    static func message(_ bytes: [UInt8]) -> Fields? {
         guard let root = try? JSONParser.parse(bytes), let envelope = object(root), integer(envelope["protocol"], as: Int.self) == SyncJSON.protocolVersion else { return nil }
         return object(envelope["message"])
     }
 
-    static func push(_ message: [String: JSONNode]) -> SyncPush? {
+    static func push(_ message: Fields) -> SyncPush? {
         guard let device = named(message["device"]), let version = natural(message["schemaVersion"], as: Int.self), let sequence = natural(message["sequence"], as: Int64.self),
             let changes = list(
                 message["changes"],
@@ -126,7 +134,7 @@ enum SyncJSONReader {
         return SyncPush(device: device, schemaVersion: version, sequence: sequence, changes: changes)
     }
 
-    static func pullAnswer(_ message: [String: JSONNode]) -> SyncPullAnswer? {
+    static func pullAnswer(_ message: Fields) -> SyncPullAnswer? {
         guard case .bool(let hasMore)? = message["hasMore"]?.value, let next = string(message["next"]), let clock = clock(message["clock"]),
             let records = list(
                 message["records"],
@@ -147,6 +155,7 @@ enum SyncJSONReader {
 
     /// A message of `type` read fast, or nil to leave it to the Codable decoders.
     static func read<Message: SyncMessage>(_ type: Message.Type, from bytes: [UInt8]) -> Message? {
+        if Message.self == SyncPullAnswer.self, let answer = SyncJSONScanner.pullAnswer(bytes) { return answer as? Message }
         guard Message.self == SyncPush.self || Message.self == SyncPullAnswer.self, let message = message(bytes) else { return nil }
         if Message.self == SyncPush.self { return push(message) as? Message }
         return pullAnswer(message) as? Message

@@ -7,8 +7,12 @@ import TextEscaping
 /// writes every record twice (on the wire, and as its state).
 struct SyncJSONWriter {
     var bytes: [UInt8] = []
-    /// Where the writer is, kept only to name a value that cannot be written.
-    private var path: [String] = []
+    /// Where the writer is, kept only to name a value that cannot be written: a list's
+    /// element as its position, spelled only then.
+    private var path: [(name: String, index: Int?)] = []
+
+    /// `records[3].record.values.title`: the path, as an error names it.
+    private var pathText: String { path.map { step in step.index.map { "\(step.name)[\($0)]" } ?? step.name }.joined(separator: ".") }
 
     init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
@@ -31,12 +35,12 @@ struct SyncJSONWriter {
     /// A map of strings to `write`'s values, its keys sorted.
     private mutating func map<Value>(_ map: [String: Value], _ write: (inout SyncJSONWriter, Value) throws(SyncMessageError) -> Void) throws(SyncMessageError) {
         bytes.append(UInt8(ascii: "{"))
-        for (index, name) in map.keys.sorted().enumerated() {
+        for (index, entry) in map.sorted(by: { $0.key < $1.key }).enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            string(name)
+            string(entry.key)
             bytes.append(UInt8(ascii: ":"))
-            path.append(name)
-            try write(&self, map[name]!)
+            path.append((entry.key, nil))
+            try write(&self, entry.value)
             path.removeLast()
         }
         bytes.append(UInt8(ascii: "}"))
@@ -46,7 +50,7 @@ struct SyncJSONWriter {
         bytes.append(UInt8(ascii: "["))
         for (index, element) in elements.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            path.append("\(name)[\(index)]")
+            path.append((name, index))
             try write(&self, element)
             path.removeLast()
         }
@@ -64,7 +68,7 @@ struct SyncJSONWriter {
             // SQLite keeps NaN as NULL where PostgreSQL keeps NaN: such a value would not read
             // the same on both sides.
             guard number.isFinite else {
-                throw SyncMessageError(path: path.joined(separator: "."), problem: "cannot be written: \(number) is not a finite number, which SQLite and PostgreSQL keep differently")
+                throw SyncMessageError(path: pathText, problem: "cannot be written: \(number) is not a finite number, which SQLite and PostgreSQL keep differently")
             }
             raw("{\"real\":")
             bytes.append(contentsOf: "\(number)".utf8)
@@ -83,15 +87,16 @@ struct SyncJSONWriter {
     /// A clock's text (`SyncClock.text`), quoted, written digit by digit: a page has thousands.
     mutating func clock(_ clock: SyncClock) {
         bytes.append(UInt8(ascii: "\""))
-        var digits = [UInt8](repeating: UInt8(ascii: "0"), count: 15)
+        // Fifteen digits, zero-padded, written in place (no array of digits for each clock).
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 15))
         var milliseconds = clock.milliseconds
-        var position = 14
-        while milliseconds > 0, position >= 0 {
-            digits[position] = UInt8(ascii: "0") + UInt8(milliseconds % 10)
+        var position = start + 14
+        while milliseconds > 0, position >= start {
+            bytes[position] = UInt8(ascii: "0") + UInt8(milliseconds % 10)
             milliseconds /= 10
             position -= 1
         }
-        bytes.append(contentsOf: digits)
         bytes.append(UInt8(ascii: "-"))
         let hex: StaticString = "0123456789abcdef"
         for shift in stride(from: 28, through: 0, by: -4) {
@@ -134,7 +139,7 @@ struct SyncJSONWriter {
     private mutating func valuesMember(_ values: [String: StoredValue], _ first: inout Bool) throws(SyncMessageError) {
         guard !values.isEmpty else { return }
         member("values", &first)
-        path.append("values")
+        path.append(("values", nil))
         try map(values) { writer, value throws(SyncMessageError) in try writer.value(value) }
         path.removeLast()
     }
@@ -172,7 +177,7 @@ struct SyncJSONWriter {
     /// `{"message":…,"protocol":1}` around what `message` writes.
     mutating func envelope(_ message: (inout SyncJSONWriter) throws(SyncMessageError) -> Void) throws(SyncMessageError) {
         raw("{\"message\":")
-        path.append("message")
+        path.append(("message", nil))
         try message(&self)
         path.removeLast()
         raw(",\"protocol\":")
@@ -184,7 +189,7 @@ struct SyncJSONWriter {
         raw("{\"changes\":")
         try list(push.changes, named: "changes") { writer, change throws(SyncMessageError) in
             writer.raw("{\"change\":")
-            writer.path.append("change")
+            writer.path.append(("change", nil))
             try writer.change(change.change)
             writer.path.removeLast()
             writer.key("entity")
@@ -223,7 +228,7 @@ struct SyncJSONWriter {
         }
         if let current = rejection.current {
             member("current", &first)
-            path.append("current")
+            path.append(("current", nil))
             try record(current)
             path.removeLast()
         }
@@ -271,7 +276,7 @@ struct SyncJSONWriter {
             writer.key("key")
             writer.string(state.key)
             writer.key("record")
-            writer.path.append("record")
+            writer.path.append(("record", nil))
             try writer.record(state.record)
             writer.path.removeLast()
             if state.removed {

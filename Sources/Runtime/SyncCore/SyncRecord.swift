@@ -117,11 +117,16 @@ public struct SyncRecord: Sendable, Hashable {
     public init?(
         values: [String: StoredValue], clocks: [String: SyncClock], counterTotals: [String: [String: CounterTotal]] = [:], deleted: SyncClock? = nil
     ) {
-        guard Set(values.keys) == Set(clocks.keys), counterTotals.values.allSatisfy({ $0.allSatisfy { node, total in total.clock.node == node } }) else { return nil }
+        guard Self.sameKeys(values, clocks), counterTotals.values.allSatisfy({ $0.allSatisfy { node, total in total.clock.node == node } }) else { return nil }
         self.values = values
         self.clocks = clocks
         self.counterTotals = counterTotals
         self.deleted = deleted
+    }
+
+    /// Whether two maps have the same keys, found without building sets of them.
+    static func sameKeys<A, B>(_ left: [String: A], _ right: [String: B]) -> Bool {
+        left.count == right.count && left.keys.allSatisfy { right[$0] != nil }
     }
 
     /// The latest clock of anything but the delete: a change made after the delete brings the
@@ -196,6 +201,12 @@ public struct SyncRecord: Sendable, Hashable {
     ///     let outcome = local.merge(pulled.record)
     @discardableResult
     public mutating func merge(_ other: SyncRecord) -> SyncMergeOutcome {
+        // Into a record that knows nothing yet (each record of a first sync), a merge takes
+        // everything: a copy, with no attribute looked up.
+        if clocks.isEmpty, counterTotals.isEmpty, deleted == nil, !other.counterTotals.values.contains(where: \.isEmpty) {
+            self = other
+            return SyncMergeOutcome(applied: Set(other.clocks.keys), counted: Set(other.counterTotals.keys), deletionChanged: other.isDeleted)
+        }
         let wasDeleted = isDeleted
         var outcome = SyncMergeOutcome()
         for (attribute, clock) in other.clocks { take(other.values[attribute] ?? .null, clock: clock, for: attribute, into: &outcome) }

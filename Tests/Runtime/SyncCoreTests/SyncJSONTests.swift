@@ -128,4 +128,67 @@ import Testing
         }
         #expect(refused > 2_000, "most damaged messages are refused")
     }
+
+    /// What the Codable decoders make of a page, to hold the fast readers to.
+    struct PageEnvelope: Decodable {
+        let `protocol`: Int
+        let message: SyncPullAnswer
+    }
+
+    /// A page with every kind of value, counters and deletes, text with escapes and beyond ASCII.
+    static var page: SyncPullAnswer {
+        var record = SyncRecord()
+        for change in push.changes { record.merge(change.change, rules: SyncRules(counters: ["likes"])) }
+        var plain = SyncRecord()
+        plain.merge(SyncChange(values: ["title": .text("Crème brûlée 🍮 \t tab\u{7F}")], clocks: ["title": clock(30)]), rules: SyncRules())
+        return SyncPullAnswer(
+            records: [
+                SyncRecordState(entity: "TodoItem", key: "k1", record: record), SyncRecordState(entity: "TodoItem", key: "k2", record: plain),
+                SyncRecordState(entity: "TodoList", key: "k3", record: SyncRecord(), removed: true),
+            ], next: "4711", hasMore: true, clock: clock(31, "server"))
+    }
+
+    /// The fast readers of pages and kept states take exactly what the Codable decoders take,
+    /// as they take it: the page as written, spelled otherwise (whitespace, members reordered,
+    /// a `\u` escape, a member twice or unknown), and damaged at random.
+    @Test func pagesAndStatesReadFastAsTheDecodersReadThem() throws {
+        let written = try SyncJSON.encode(Self.page)
+        #expect(try SyncJSON.decode(SyncPullAnswer.self, from: written) == Self.page)
+        let text = String(decoding: written, as: UTF8.self)
+        let respelled = [
+            text.replacingOccurrences(of: ",", with: " ,\n\t").replacingOccurrences(of: ":", with: " : "),
+            text.replacingOccurrences(of: #"{"message":"#, with: #"{"protocol":1,"message":"#).replacingOccurrences(of: #","protocol":1}"#, with: "}"),
+            text.replacingOccurrences(of: "Cr", with: #"\u0043r"#), text.replacingOccurrences(of: #""next":"4711""#, with: #""next":"4711","next":"4712""#),
+            text.replacingOccurrences(of: #""hasMore":true"#, with: #""hasMore":true,"extra":[1,{"a":null}]"#),
+            text.replacingOccurrences(of: #"{"integer":"#, with: #"{"integer":0"#), text.replacingOccurrences(of: "brûlée", with: #"br\"ûl\\ée\/"#),
+        ]
+        var generator = SeededGenerator(seed: 12)
+        var damaged: [[UInt8]] = []
+        for _ in 0..<3_000 {
+            var bytes = written
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                case 1: bytes.remove(at: position)
+                default: bytes.insert(Array(#"{}[]",:0-9e.\ u"#.utf8).randomElement(using: &generator)!, at: position)
+                }
+            }
+            damaged.append(bytes)
+        }
+        var read = 0
+        for bytes in respelled.map({ Array($0.utf8) }) + damaged {
+            let fast = try? SyncJSON.decode(SyncPullAnswer.self, from: bytes)
+            let decoded = try? JSONDecoder().decode(PageEnvelope.self, from: Data(bytes))
+            let reference = decoded?.protocol == SyncJSON.protocolVersion ? decoded?.message : nil
+            #expect(fast == reference, "\(String(decoding: bytes, as: UTF8.self))")
+            if fast != nil { read += 1 }
+            // A record's kept state: the first record of the page, cut out as the page spells it.
+            if let start = bytes.firstRange(of: Array(#""record":"#.utf8))?.upperBound, let end = bytes[start...].firstRange(of: Array(#"},{"entity""#.utf8))?.lowerBound {
+                let state = Array(bytes[start..<end])
+                #expect((try? SyncJSON.decode(record: state)) == (try? JSONDecoder().decode(SyncRecord.self, from: Data(state))), "\(String(decoding: state, as: UTF8.self))")
+            }
+        }
+        #expect(read > respelled.count, "some damaged pages still read")
+    }
 }
