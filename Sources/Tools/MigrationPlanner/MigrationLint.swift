@@ -35,10 +35,14 @@ public enum MigrationLint {
         case encryptionChanged = "encryption-changed"
     }
 
-    public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
+    /// `previous`: the schema of the version migrated from, where it is known (the one the
+    /// newest migration recorded): what a snapshot does not say, as which attributes were
+    /// encrypted, is taken from it.
+    public static func findings(for migration: Migration, schema: Schema, allowDestructive: Bool, previous: Schema? = nil) -> [Diagnostic] {
         guard let old = migration.from else { return [] }
         let changes = migration.changes
         var lint = DestructiveLint(migration: migration, old: old, schema: schema, allowDestructive: allowDestructive, changes: changes)
+        lint.previous = previous
         for change in changes {
             switch change {
             case .createTable, .grant: break
@@ -74,6 +78,8 @@ public enum MigrationLint {
         let moved: Set<String>
         /// The tables this migration renames: each old name's new one.
         let renamedTables: [String: String]
+        /// The schema of the version migrated from, where it is known.
+        var previous: Schema?
         var findings: [Diagnostic] = []
 
         init(migration: Migration, old: SchemaSnapshot, schema: Schema, allowDestructive: Bool, changes: [SchemaChange]) {
@@ -129,7 +135,7 @@ public enum MigrationLint {
             }
             for (targetColumn, sourceColumn) in zip(fill.targetColumns, fill.sourceColumns) {
                 guard let column = target.column(named: targetColumn),
-                    let bound = boundToNames(old.table(named: fill.source)?.column(named: sourceColumn), attribute: attribute(of: column, in: target))
+                    let bound = boundToNames(old.table(named: fill.source)?.column(named: sourceColumn), of: old.table(named: fill.source), attribute: attribute(of: column, in: target))
                 else { continue }
                 report(
                     .error, .sealedNameChanged,
@@ -146,17 +152,27 @@ public enum MigrationLint {
         }
 
         /// What ties an old column's stored values to its table's and column's names, judged
-        /// from its kind then and its attribute now (a snapshot does not record encryption): an
-        /// encrypted value is sealed under them and opens under no others; an external value's
-        /// file is kept in a folder named after them. Nil for values stored by value alone.
-        func boundToNames(_ old: ColumnSnapshot?, attribute: Attribute?) -> String? {
+        /// from its kind then and its attribute now, and from whether its attribute was
+        /// encrypted then where the previous schema is known (a snapshot does not record
+        /// encryption): an encrypted value is sealed under them and opens under no others; an
+        /// external value's file is kept in a folder named after them. Nil for values stored by
+        /// value alone.
+        func boundToNames(_ old: ColumnSnapshot?, of oldTable: TableSnapshot?, attribute: Attribute?) -> String? {
             guard let old, let attribute else { return nil }
             if attribute.usesExternalStorage, old.kind == .text {
                 return attribute.isEncrypted ? "its files are sealed under them and kept in a folder named after them" : "its files are kept in a folder named after them"
             }
+            // Clear bytes then (a `Data` attribute encrypted in this version): values like any other.
+            if let was = previousAttribute(old, of: oldTable), !was.isEncrypted, let previous, SnapshotBuilder.kind(of: was, in: previous) == .blob { return nil }
             // Bytes where the attribute's clear values are not bytes, or an encrypted attribute's bytes.
             guard old.kind == .blob, attribute.isEncrypted || SnapshotBuilder.kind(of: attribute, in: schema) != .blob else { return nil }
             return "its values are sealed under them"
+        }
+
+        /// The attribute an old column held in the previous schema, where it is known.
+        func previousAttribute(_ old: ColumnSnapshot, of table: TableSnapshot?) -> Attribute? {
+            guard let previous, let entity = table?.entity, let property = old.property else { return nil }
+            return previous.entity(named: entity)?.attribute(named: property)
         }
 
         /// A table or column renamed under values bound to their names (`boundToNames`) would
@@ -165,7 +181,7 @@ public enum MigrationLint {
         mutating func sealedColumnsRenamed(_ change: TableChange) {
             for column in change.to.columns {
                 guard let oldColumn = change.columnSources[column.name], change.isRename || oldColumn != column.name,
-                    let bound = boundToNames(change.from.column(named: oldColumn), attribute: attribute(of: column, in: change.to))
+                    let bound = boundToNames(change.from.column(named: oldColumn), of: change.from, attribute: attribute(of: column, in: change.to))
                 else { continue }
                 var keep: [String] = []
                 if oldColumn != column.name { keep.append("its column name ('column: \(oldColumn)')") }

@@ -59,7 +59,7 @@ public enum DiffCommand: Command {
                 plans.append(
                     Plan(
                         schema: new, dialect: dialect, migration: migration,
-                        findings: PendingMigration.lintFindings(migration, schema: new, allowDestructive: allowDestructive),
+                        findings: PendingMigration.lintFindings(migration, schema: new, allowDestructive: allowDestructive, previous: old),
                         sources: SchemaInput.sources(loaded)))
             }
         } else {

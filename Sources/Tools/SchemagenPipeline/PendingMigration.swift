@@ -115,7 +115,8 @@ public struct PendingMigration: Sendable {
         // A newer version that changes no table is recorded all the same, as a migration with no
         // statements: each version's schema text is a model SwiftData and Core Data keep, and one
         // left out would be a version an app shipped and the chain no longer knows.
-        let sealing = encryptionFindings(since: pending, in: directory, schema: schema)
+        let recorded = recordedSchema(since: pending, in: directory)
+        let sealing = recorded.map { MigrationLint.encryptionFindings(previous: $0, schema: schema) } ?? []
         if let latest, latest.matches(snapshot), schema.version <= latest.version {
             // A change to how values are sealed changes no table, version bumped or not.
             if sealing.contains(where: { $0.severity == .error }) { return .failed(sealing) }
@@ -134,7 +135,7 @@ public struct PendingMigration: Sendable {
         pending.append(
             PendingMigration(
                 schema: schema, directory: directory, migration: migration, entry: entry,
-                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive)
+                findings: lintFindings(migration, schema: schema, allowDestructive: allowDestructive, previous: recorded)
                     + sealing,
                 source: sourceText ?? (try? String(contentsOfFile: schema.sourcePath, encoding: .utf8))))
         return .pending(pending)
@@ -158,8 +159,9 @@ public struct PendingMigration: Sendable {
     }
 
     /// The general lint, and the lock lint for engines whose DDL blocks other sessions.
-    public static func lintFindings(_ migration: Migration, schema: Schema, allowDestructive: Bool) -> [Diagnostic] {
-        var findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive)
+    /// `previous`: the schema of the version migrated from, where it is known.
+    public static func lintFindings(_ migration: Migration, schema: Schema, allowDestructive: Bool, previous: Schema? = nil) -> [Diagnostic] {
+        var findings = MigrationLint.findings(for: migration, schema: schema, allowDestructive: allowDestructive, previous: previous)
         if let online = migration.online {
             // Planned online: what still blocks writers is what the plan could not make online.
             findings += online.offline.map {
@@ -174,14 +176,15 @@ public struct PendingMigration: Sendable {
         return findings
     }
 
-    /// `MigrationLint.encryptionFindings` against the schema text the newest migration recorded
-    /// (`pending`'s, re-planned from the reference folder, else the folder's; a hand-written one
-    /// records none: the one before it). None where no migration recorded one, or it does not
-    /// load (`SchemaHistory` reports those).
-    static func encryptionFindings(since pending: [PendingMigration], in directory: MigrationDirectory, schema: Schema) -> [Diagnostic] {
+    /// The schema text the newest migration recorded (`pending`'s, re-planned from the
+    /// reference folder, else the folder's; a hand-written one records none: the one before it),
+    /// which the lint reads what a snapshot does not say from (`MigrationLint.encryptionFindings`,
+    /// `sealed-name-changed`). Nil where no migration recorded one, or it does not load
+    /// (`SchemaHistory` reports those).
+    static func recordedSchema(since pending: [PendingMigration], in directory: MigrationDirectory) -> Schema? {
         let recorded = pending.reversed().lazy.compactMap(\.source).first ?? directory.entries().reversed().lazy.compactMap { directory.contents(of: $0.sourceFile) }.first
-        guard let recorded, let previous = SchemaLoader.load(source: SourceFile(path: directory.path, bytes: Array(recorded.utf8))).schema else { return [] }
-        return MigrationLint.encryptionFindings(previous: previous, schema: schema)
+        guard let recorded else { return nil }
+        return SchemaLoader.load(source: SourceFile(path: directory.path, bytes: Array(recorded.utf8))).schema
     }
 
     /// Where the build-tool path stops: the schema is ahead of its committed migrations, and a

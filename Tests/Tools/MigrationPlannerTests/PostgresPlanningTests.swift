@@ -163,10 +163,10 @@ import Testing
 
             """
         for renderer in [SQLiteRenderer() as any MigrationRenderer, PostgresRenderer()] {
-            func findings(_ from: String, _ to: String) throws -> [Diagnostic] {
-                let new = try schema(to, version: 2)
-                let migration = Migration(from: SnapshotBuilder.snapshot(of: try schema(from, version: 1)), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
-                return MigrationLint.findings(for: migration, schema: new, allowDestructive: true).filter { $0.code == "sealed-name-changed" }
+            func findings(_ from: String, _ to: String, knowingPrevious: Bool = false) throws -> [Diagnostic] {
+                let (old, new) = (try schema(from, version: 1), try schema(to, version: 2))
+                let migration = Migration(from: SnapshotBuilder.snapshot(of: old), to: SnapshotBuilder.snapshot(of: new), renderer: renderer)
+                return MigrationLint.findings(for: migration, schema: new, allowDestructive: true, previous: knowingPrevious ? old : nil).filter { $0.code == "sealed-name-changed" }
             }
             let renamed = try findings(before, column)
             #expect(renamed.count == 1 && renamed[0].severity == .error, "\(renamed.map(\.message))")
@@ -193,9 +193,16 @@ import Testing
                 #expect(external.count == 1 && external[0].message.contains("folder") && external[0].message.contains("'column: scan'"), "\(external.map(\.message))")
                 #expect(try findings(scan, renamedScan.replacingOccurrences(of: "renamedFrom: scan}", with: "renamedFrom: scan, column: scan}")).isEmpty)
             }
-            // Clear bytes renamed are values like any other.
+            // Clear bytes renamed are values like any other, also in the version that encrypts
+            // them, where the previous schema says they were clear (a snapshot alone cannot tell
+            // them from sealed bytes, and refuses).
             let bytes = before.replacingOccurrences(of: "secret: {type: String?, encrypt: true}", with: "photo: Data?")
             #expect(try findings(bytes, bytes.replacingOccurrences(of: "photo: Data?", with: "image: {type: Data?, renamedFrom: photo}")).isEmpty)
+            let encryptedAndRenamed = bytes.replacingOccurrences(of: "photo: Data?", with: "image: {type: Data?, encrypt: true, renamedFrom: photo}")
+            #expect(try findings(bytes, encryptedAndRenamed, knowingPrevious: true).isEmpty)
+            #expect(try findings(bytes, encryptedAndRenamed).count == 1)
+            let sealedBytes = bytes.replacingOccurrences(of: "photo: Data?", with: "photo: {type: Data?, encrypt: true}")
+            #expect(try findings(sealedBytes, encryptedAndRenamed, knowingPrevious: true).count == 1, "sealed bytes stay bound to their names")
         }
     }
 

@@ -274,6 +274,16 @@ import Testing
         try (second + "      code: {type: String?, encrypt: deterministic}\n").write(to: schema, atomically: true, encoding: .utf8)
         let added = try runner.schemagen(base)
         #expect(added.status == 0, "\(added.error)")
+        // Clear bytes renamed in the version that encrypts them: the schema version 2 recorded
+        // says they were clear, so their names bind nothing.
+        try (second + "      code: {type: String?, encrypt: deterministic}\n      photo: Data?\n").replacingOccurrences(of: "version: 2", with: "version: 3").write(
+            to: schema, atomically: true, encoding: .utf8)
+        #expect(try runner.schemagen(base).status == 0)
+        try (second + "      code: {type: String?, encrypt: deterministic}\n      image: {type: Data?, encrypt: true, renamedFrom: photo}\n").replacingOccurrences(
+            of: "version: 2", with: "version: 4"
+        ).write(to: schema, atomically: true, encoding: .utf8)
+        let encryptedAndRenamed = try runner.schemagen(base)
+        #expect(encryptedAndRenamed.status == 0 && !encryptedAndRenamed.error.contains("sealed-name-changed"), "\(encryptedAndRenamed.error)")
     }
 
     @Test func diffPrintsThePlanWithoutWriting() throws {
