@@ -115,8 +115,7 @@ public struct PendingMigration: Sendable {
         // A newer version that changes no table is recorded all the same, as a migration with no
         // statements: each version's schema text is a model SwiftData and Core Data keep, and one
         // left out would be a version an app shipped and the chain no longer knows.
-        let recorded = recordedSchema(since: pending, in: directory)
-        let sealing = recorded.map { MigrationLint.encryptionFindings(previous: $0, schema: schema) } ?? []
+        let recorded = recordedSchema(since: pending, in: directory), sealing = recorded.map { MigrationLint.encryptionFindings(previous: $0, schema: schema) } ?? []
         if let latest, latest.matches(snapshot), schema.version <= latest.version {
             // A change to how values are sealed changes no table, version bumped or not.
             if sealing.contains(where: { $0.severity == .error }) { return .failed(sealing) }
