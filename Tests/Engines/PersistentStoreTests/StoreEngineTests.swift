@@ -644,9 +644,15 @@ extension StorePool {
         let kept = try await store.insert(Car(vin: "V1", make: "Fiat", model: "500", mileage: 2, photo: second), onConflict: .ignore)
         #expect(kept.id == inserted.id && kept.make == "Ford" && kept.photo == first)
         #expect(try externalValueCount() == 1, "the value written for the conflicting row is gone")
+        let folder = url + ".external/car/photo"
+        func folderModified() throws -> Date? {
+            engine == .sqlite ? try FileManager.default.attributesOfItem(atPath: folder)[.modificationDate] as? Date : nil
+        }
+        let before = try folderModified()
         let mileage = try await store.insert(Car(vin: "V1", make: "Fiat", model: "500", mileage: 9, photo: second), onConflict: .update(only: [\Car.mileage]))
         #expect(mileage.id == inserted.id && mileage.mileage == 9 && mileage.make == "Ford" && mileage.photo == first)
         #expect(try externalValueCount() == 1)
+        #expect(try folderModified() == before, "an update that leaves the photo writes no file, and removes none")
         let photo = try await store.insert(Car(vin: "V1", make: "Fiat", model: "500", mileage: 0, photo: second), onConflict: .update(only: [\Car.photo]))
         #expect(photo.photo == second && photo.mileage == 9)
         #expect(try externalValueCount() == 1)
