@@ -58,12 +58,20 @@ enum SyncJSONReader {
         switch kind {
         case "integer": return integer(inner, as: Int64.self).map(StoredValue.integer)
         case "real":
-            guard case .number(let text) = inner.value, let number = Double(text), number.isFinite else { return nil }
+            guard case .number(let text) = inner.value, let number = real(text) else { return nil }
             return .real(number)
         case "text": return string(inner).map(StoredValue.text)
         case "blob": return string(inner).flatMap { Data(base64Encoded: $0) }.map { .blob([UInt8]($0)) }
         default: return nil
         }
+    }
+
+    /// A JSON number's text as a finite `Double`; nil for one too large, and for one too small
+    /// that would read as zero (Codable refuses both rather than change the value).
+    static func real(_ text: some StringProtocol) -> Double? {
+        guard let number = Double(text), number.isFinite else { return nil }
+        if number == 0, text.prefix(while: { $0 != "e" && $0 != "E" }).contains(where: { ("1"..."9").contains($0) }) { return nil }
+        return number
     }
 
     /// A map of `read`'s values; an absent one is empty.

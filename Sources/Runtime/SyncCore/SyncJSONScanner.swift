@@ -326,8 +326,5 @@ struct SyncJSONScanner {
 
     private mutating func integer<Number: FixedWidthInteger>(_ type: Number.Type) -> Number? { number().flatMap { Number($0) } }
 
-    private mutating func real() -> Double? {
-        guard let number = number().flatMap({ Double($0) }), number.isFinite else { return nil }
-        return number
-    }
+    private mutating func real() -> Double? { number().flatMap(SyncJSONReader.real) }
 }
