@@ -105,22 +105,28 @@ import Testing
         #expect(reading(SyncPush.self, nested).hasPrefix("the sync message"))
     }
 
-    /// Bytes of a valid push changed at random: each either reads as a push or is refused with
-    /// a `SyncMessageError`; none crashes the reader.
-    @Test func damagedMessagesAreRefusedNotFatal() throws {
-        let valid = try SyncJSON.encode(Self.push)
-        var generator = SeededGenerator(seed: 11)
-        var refused = 0
-        for _ in 0..<3_000 {
+    /// 3,000 copies of `valid`, each with a few bytes changed, removed, or inserted from `inserting`, at random.
+    static func damaged(_ valid: [UInt8], seed: UInt64, edits: ClosedRange<Int>, inserting: String) -> [[UInt8]] {
+        var generator = SeededGenerator(seed: seed)
+        return (0..<3_000).map { _ in
             var bytes = valid
-            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+            for _ in 0..<Int.random(in: edits, using: &generator) {
                 let position = Int.random(in: 0..<bytes.count, using: &generator)
                 switch Int.random(in: 0..<3, using: &generator) {
                 case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
                 case 1: bytes.remove(at: position)
-                default: bytes.insert(Array(#"{}[]",:0-9e"#.utf8).randomElement(using: &generator)!, at: position)
+                default: bytes.insert(Array(inserting.utf8).randomElement(using: &generator)!, at: position)
                 }
             }
+            return bytes
+        }
+    }
+
+    /// Bytes of a valid push changed at random: each either reads as a push or is refused with
+    /// a `SyncMessageError`; none crashes the reader.
+    @Test func damagedMessagesAreRefusedNotFatal() throws {
+        var refused = 0
+        for bytes in Self.damaged(try SyncJSON.encode(Self.push), seed: 11, edits: 1...4, inserting: #"{}[]",:0-9e"#) {
             do {
                 _ = try SyncJSON.decode(SyncPush.self, from: bytes)
             } catch {
@@ -166,20 +172,7 @@ import Testing
             // Too small for a Double: it would read as zero, which Codable refuses.
             text.replacingOccurrences(of: "5e-324", with: "5e-3240"), text.replacingOccurrences(of: "5e-324", with: "0.0e-3240"),
         ]
-        var generator = SeededGenerator(seed: 12)
-        var damaged: [[UInt8]] = []
-        for _ in 0..<3_000 {
-            var bytes = written
-            for _ in 0..<Int.random(in: 1...3, using: &generator) {
-                let position = Int.random(in: 0..<bytes.count, using: &generator)
-                switch Int.random(in: 0..<3, using: &generator) {
-                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
-                case 1: bytes.remove(at: position)
-                default: bytes.insert(Array(#"{}[]",:0-9e.\ u"#.utf8).randomElement(using: &generator)!, at: position)
-                }
-            }
-            damaged.append(bytes)
-        }
+        let damaged = Self.damaged(written, seed: 12, edits: 1...3, inserting: #"{}[]",:0123456789e.\ u"#)
         var read = 0
         for bytes in respelled.map({ Array($0.utf8) }) + damaged {
             let fast = try? SyncJSON.decode(SyncPullAnswer.self, from: bytes)
