@@ -142,7 +142,10 @@ struct Inbox: Sendable {
             // A record may come twice in a page (a first sync's scan, then the history after
             // it): taken once, both merged.
             var order: [String] = []
-            var incoming: [String: SyncRecord] = [:]
+            var incoming = [String: SyncRecord](minimumCapacity: pulled.count)
+            inserts.reserveCapacity(pulled.count)
+            states.reserveCapacity(pulled.count)
+            order.reserveCapacity(pulled.count)
             for record in pulled {
                 if incoming[record.key] == nil { order.append(record.key) }
                 var combined = incoming[record.key] ?? SyncRecord()

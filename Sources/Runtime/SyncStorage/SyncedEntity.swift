@@ -74,7 +74,8 @@ package struct SyncedEntity: Sendable {
 
     /// A record's values by field name, from its stored columns.
     package func fieldValues(of record: StoredRecord) -> [String: StoredValue] {
-        var values: [String: StoredValue] = [:]
+        // Sized up front: grown one field at a time, the maps were rehashed for every record.
+        var values = [String: StoredValue](minimumCapacity: record.columns.count)
         for (column, value) in zip(record.columns, record.values) {
             if let field = fields[column] { values[field] = value }
         }
@@ -119,8 +120,10 @@ package struct SyncedEntity: Sendable {
 
     /// A new row's column values from a record: its key, and each field's column.
     package func rowColumns(of record: SyncRecord, key: StoredValue) -> [String: StoredValue] {
-        var row: [String: StoredValue] = [keyColumn: key]
-        for (field, value) in rowValues(of: record) {
+        let values = rowValues(of: record)
+        var row = [String: StoredValue](minimumCapacity: values.count + 1)
+        row[keyColumn] = key
+        for (field, value) in values {
             if let column = columns[field] { row[column] = value }
         }
         return row
